@@ -1,0 +1,96 @@
+/**
+ * @module GCRA (generic cell rate algorithm): one timestamp per key, the theoretical arrival time (TAT).
+ * Emission interval `T = windowMs / limit`, tolerance `burst * T` (burst defaults to limit). A request of
+ * cost c is admitted iff `max(now, tat) + c * T <= now + burst * T`; then `tat = max(now, tat) + c * T`.
+ *
+ * Pro: the token bucket's exact decisions (same admissions, remaining and waits) in one number per key;
+ * smooth, no boundary bursts, exact `retryAfterMs`.
+ * Con: no calendar reset to show users; "reset" means "bucket full again".
+ *
+ * Fixed point: time is kept as integer ms plus a fraction in ticks (`rate` ticks per ms), and one
+ * milli-unit of cost is `tokenTicks` ticks, so `T` is exact even for 1000 / 3 ms.
+ * State: [tat ms, tat fraction in ticks, 0 <= fraction < rate]. A key never seen: tat = -Infinity.
+ * The debt `max(0, tat - now)` in ticks plays the part of (capacity - tokens) of a token bucket.
+ */
+import type { CompiledPolicy } from '../policy.js';
+import { ceilDiv, floorDiv } from '../internal/fixed-point.js';
+import type { AlgorithmKernel, Outcome, StateTable } from './kernel.js';
+import { writeExceeds } from './kernel.js';
+
+/** `max(0, tat - now)` in ticks. */
+export function gcraDebt(t: StateTable, o: number, now: number, rate: number): number {
+  const tatMs = t.f[o] as number;
+  if (tatMs < now) return 0;
+  return (tatMs - now) * rate + (t.f[o + 1] as number);
+}
+
+/** Evaluates the GCRA rule; `delayTicks` >= 0 turns on the leaky-bucket delay (Infinity: never delay). */
+export function evaluateGcra(
+  t: StateTable,
+  slot: number,
+  now: number,
+  cost: number,
+  p: CompiledPolicy,
+  out: Outcome,
+  delayTicks: number,
+): void {
+  const rate = p.rate;
+  const cap = p.capTicks;
+  const tpm = p.tokenTicks;
+  const debt = gcraDebt(t, slot * 2, now, rate);
+  const resetUncharged = ceilDiv(debt, rate);
+  const remainingUncharged = debt >= cap ? 0 : floorDiv(cap - debt, tpm);
+  const need = cost * tpm;
+  if (need > cap) {
+    writeExceeds(out, remainingUncharged, resetUncharged);
+    return;
+  }
+  out.exceeds = false;
+  out.remainingUncharged = remainingUncharged;
+  out.resetUncharged = resetUncharged;
+  const after = debt + need;
+  if (after <= cap) {
+    out.allowed = true;
+    out.remaining = floorDiv(cap - after, tpm);
+    out.retryAfterMs = 0;
+    out.resetMs = ceilDiv(after, rate);
+    out.delayMs = debt > delayTicks ? ceilDiv(debt - delayTicks, rate) : 0;
+  } else {
+    out.allowed = false;
+    out.remaining = remainingUncharged;
+    out.retryAfterMs = ceilDiv(after - cap, rate);
+    out.resetMs = resetUncharged;
+    out.delayMs = 0;
+  }
+}
+
+/** Charges an admitted request: tat = max(now, tat) + cost * T. */
+export function commitGcra(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy): void {
+  const o = slot * 2;
+  const rate = p.rate;
+  const after = gcraDebt(t, o, now, rate) + cost * p.tokenTicks;
+  const whole = floorDiv(after, rate);
+  t.f[o] = now + whole;
+  t.f[o + 1] = after - whole * rate;
+}
+
+export function initGcra(t: StateTable, slot: number): void {
+  t.f[slot * 2] = Number.NEGATIVE_INFINITY;
+  t.f[slot * 2 + 1] = 0;
+}
+
+export function gcraExpiresAt(t: StateTable, slot: number): number {
+  const o = slot * 2;
+  return (t.f[o] as number) + ((t.f[o + 1] as number) > 0 ? 1 : 0);
+}
+
+export const gcra: AlgorithmKernel = {
+  id: 'gcra',
+  stride: 2,
+  init: initGcra,
+  evaluate(t, slot, now, cost, p, out) {
+    evaluateGcra(t, slot, now, cost, p, out, Number.POSITIVE_INFINITY);
+  },
+  commit: commitGcra,
+  expiresAt: gcraExpiresAt,
+};

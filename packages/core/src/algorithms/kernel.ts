@@ -1,0 +1,90 @@
+/**
+ * @module The contract every algorithm implements. Algorithms are pure and synchronous: they read the
+ * state a store hands them, the request's `now` (integer ms) and cost (milli-units), and never read a
+ * clock or do I/O. State lives in a `StateTable` row so a store can keep millions of keys in typed
+ * arrays instead of one object per key.
+ */
+import type { CompiledPolicy } from '../policy.js';
+import type { AlgorithmId } from '../types.js';
+
+/** A growable ring of (time, cost) entries: the state of one sliding-log key. */
+export interface LogRing {
+  /** Interleaved [time, cost, time, cost, ...]; capacity is a power of two entries. */
+  buf: Float64Array;
+  head: number;
+  size: number;
+  /** Sum of the costs in the ring, milli-units. */
+  sum: number;
+  /** The latest `now` this key has seen; the window never moves back behind it. */
+  highWater: number;
+}
+
+/** Rows of state: `f[slot * stride ... + stride)` for numeric state, `logs[slot]` for sliding-log. */
+export interface StateTable {
+  f: Float64Array;
+  readonly stride: number;
+  logs: (LogRing | undefined)[];
+}
+
+/** What `evaluate` writes. Quantities in milli-units, times in ms. */
+export interface Outcome {
+  /** The policy would admit the request. */
+  allowed: boolean;
+  /** The cost can never fit the policy. */
+  exceeds: boolean;
+  /** Remaining after the request if it is charged, else the remaining now. */
+  remaining: number;
+  /** Remaining if the request is not charged (another policy rejected it). */
+  remainingUncharged: number;
+  retryAfterMs: number;
+  /** Time to full capacity if charged. */
+  resetMs: number;
+  /** Time to full capacity if not charged. */
+  resetUncharged: number;
+  delayMs: number;
+}
+
+export function createOutcome(): Outcome {
+  return {
+    allowed: false,
+    exceeds: false,
+    remaining: 0,
+    remainingUncharged: 0,
+    retryAfterMs: 0,
+    resetMs: 0,
+    resetUncharged: 0,
+    delayMs: 0,
+  };
+}
+
+export interface AlgorithmKernel {
+  readonly id: AlgorithmId;
+  /** Float64 slots per key in `StateTable.f`. */
+  readonly stride: number;
+  /** Writes the state of a key never seen. */
+  init(t: StateTable, slot: number): void;
+  /** Decides a request of `cost` milli-units at `now` without changing the state's meaning. */
+  evaluate(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy, out: Outcome): void;
+  /** Charges a request that `evaluate` admitted, at the same `now`. */
+  commit(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy): void;
+  /** The time (ms) from which the state is equivalent to a key never seen: safe to drop. */
+  expiresAt(t: StateTable, slot: number, p: CompiledPolicy): number;
+}
+
+/** Marks a cost that can never fit: the same answer from every algorithm. */
+export function writeExceeds(out: Outcome, remaining: number, resetMs: number): void {
+  out.allowed = false;
+  out.exceeds = true;
+  out.remaining = remaining;
+  out.remainingUncharged = remaining;
+  out.retryAfterMs = 0;
+  out.resetMs = resetMs;
+  out.resetUncharged = resetMs;
+  out.delayMs = 0;
+}
+
+/** Start of the clock-aligned window containing `now` (floor(now / w) * w, also for negative now). */
+export function alignedStart(now: number, w: number): number {
+  const m = now % w;
+  return m < 0 ? now - m - w : now - m;
+}

@@ -1,0 +1,150 @@
+/**
+ * @module Sliding log: the exact rolling window. A request of cost c at `now` is admitted iff the
+ * costs admitted in `(now - windowMs, now]` plus c stay within `limit`. Only admitted requests are
+ * recorded (logging rejected ones would lock a steadily sending client out for ever).
+ *
+ * Pro: exact; no boundary burst, no approximation; the right choice for small limits where every
+ * leak costs (login, OTP, SMS).
+ * Con: memory grows with the admitted requests in the window (one entry per distinct millisecond);
+ * wrong for large quotas.
+ *
+ * State: a ring of (time, cost) entries per key, amortised O(1) expiry from the head (no shift()).
+ * The numeric row holds the time at which the newest entry leaves the window.
+ */
+import type { AlgorithmKernel, LogRing, StateTable } from './kernel.js';
+import { writeExceeds } from './kernel.js';
+
+const MIN_ENTRIES = 4;
+
+function createRing(): LogRing {
+  return { buf: new Float64Array(MIN_ENTRIES * 2), head: 0, size: 0, sum: 0, highWater: Number.NEGATIVE_INFINITY };
+}
+
+/** Reallocates the ring to `entries` capacity (a power of two), unwrapping it. */
+function resize(r: LogRing, entries: number): void {
+  const next = new Float64Array(entries * 2);
+  const mask = r.buf.length / 2 - 1;
+  for (let i = 0; i < r.size; i++) {
+    const j = ((r.head + i) & mask) * 2;
+    next[i * 2] = r.buf[j] as number;
+    next[i * 2 + 1] = r.buf[j + 1] as number;
+  }
+  r.buf = next;
+  r.head = 0;
+}
+
+/** Drops entries that left the window `(now - w, now]`; each entry is dropped once, so O(1) amortised. */
+function expire(r: LogRing, now: number, w: number): void {
+  const mask = r.buf.length / 2 - 1;
+  while (r.size > 0) {
+    const j = r.head * 2;
+    if ((r.buf[j] as number) > now - w) break;
+    r.sum -= r.buf[j + 1] as number;
+    r.head = (r.head + 1) & mask;
+    r.size -= 1;
+  }
+  if (r.size === 0) r.sum = 0;
+  const capacity = r.buf.length / 2;
+  if (capacity > MIN_ENTRIES && r.size * 4 < capacity) resize(r, capacity / 2);
+}
+
+function push(r: LogRing, time: number, cost: number): void {
+  let capacity = r.buf.length / 2;
+  if (r.size > 0) {
+    // Requests in the same millisecond share one entry: same meaning, less memory.
+    const last = ((r.head + r.size - 1) & (capacity - 1)) * 2;
+    if (r.buf[last] === time) {
+      r.buf[last + 1] = (r.buf[last + 1] as number) + cost;
+      r.sum += cost;
+      return;
+    }
+  }
+  if (r.size === capacity) {
+    resize(r, capacity * 2);
+    capacity *= 2;
+  }
+  const j = ((r.head + r.size) & (capacity - 1)) * 2;
+  r.buf[j] = time;
+  r.buf[j + 1] = cost;
+  r.size += 1;
+  r.sum += cost;
+}
+
+function newestExpiry(r: LogRing, w: number): number {
+  if (r.size === 0) return Number.NEGATIVE_INFINITY;
+  const mask = r.buf.length / 2 - 1;
+  return (r.buf[((r.head + r.size - 1) & mask) * 2] as number) + w;
+}
+
+/** The log of a slot, expired up to the effective now; undefined for a key with no entries. */
+function current(t: StateTable, slot: number, now: number, w: number): LogRing | undefined {
+  const r = t.logs[slot];
+  if (r === undefined) return undefined;
+  expire(r, now > r.highWater ? now : r.highWater, w);
+  return r;
+}
+
+export const slidingLog: AlgorithmKernel = {
+  id: 'sliding-log',
+  stride: 1,
+  init(t, slot) {
+    t.f[slot] = Number.NEGATIVE_INFINITY;
+    t.logs[slot] = undefined;
+  },
+  evaluate(t, slot, now, cost, p, out) {
+    const w = p.windowMs;
+    const cap = p.capMilli;
+    const r = current(t, slot, now, w);
+    const sum = r === undefined ? 0 : r.sum;
+    const resetUncharged = r === undefined || r.size === 0 ? 0 : newestExpiry(r, w) - now;
+    if (cost > cap) {
+      writeExceeds(out, cap - sum, resetUncharged);
+      return;
+    }
+    out.exceeds = false;
+    out.delayMs = 0;
+    out.remainingUncharged = cap - sum;
+    out.resetUncharged = resetUncharged;
+    if (sum + cost <= cap) {
+      out.allowed = true;
+      out.remaining = cap - sum - cost;
+      out.retryAfterMs = 0;
+      // The window never moves back: the new entry is recorded at the high-water mark.
+      const at = r !== undefined && r.highWater > now ? r.highWater : now;
+      out.resetMs = at + w - now;
+      return;
+    }
+    // Walk from the oldest entry until enough cost has left the window for this request to fit.
+    const ring = r as LogRing;
+    const mask = ring.buf.length / 2 - 1;
+    const excess = sum + cost - cap;
+    let freed = 0;
+    let wait = 0;
+    for (let i = 0; i < ring.size; i++) {
+      const j = ((ring.head + i) & mask) * 2;
+      freed += ring.buf[j + 1] as number;
+      if (freed >= excess) {
+        wait = (ring.buf[j] as number) + w - now;
+        break;
+      }
+    }
+    out.allowed = false;
+    out.remaining = cap - sum;
+    out.retryAfterMs = wait;
+    out.resetMs = resetUncharged;
+  },
+  commit(t, slot, now, cost, p) {
+    const w = p.windowMs;
+    let r = current(t, slot, now, w);
+    if (r === undefined) {
+      r = createRing();
+      t.logs[slot] = r;
+    }
+    if (now > r.highWater) r.highWater = now;
+    push(r, r.highWater, cost);
+    t.f[slot] = newestExpiry(r, w);
+  },
+  expiresAt(t, slot) {
+    return t.f[slot] as number;
+  },
+};

@@ -1,0 +1,54 @@
+/**
+ * @module Fixed-point helpers. Costs are kept in milli-units (1/1000 of a request, as nginx keeps
+ * excess), times in integer milliseconds; every quantity an algorithm compares is an integer below
+ * 2^53, so no decision depends on float rounding.
+ */
+
+/** Milli-units per unit of cost. */
+export const MILLI = 1000;
+
+/** Greatest common divisor of two non-negative integers. */
+export function gcd(a: number, b: number): number {
+  let x = a;
+  let y = b;
+  while (y !== 0) {
+    const t = x % y;
+    x = y;
+    y = t;
+  }
+  return x;
+}
+
+/**
+ * Converts a cost to milli-units, or returns -1 when it is not a positive finite multiple of 1/1000.
+ * Tolerates the binary representation error of decimal literals (0.1 * 1000 = 100.00000000000001).
+ */
+export function toMilli(cost: number): number {
+  if (typeof cost !== 'number' || !(cost > 0) || cost === Number.POSITIVE_INFINITY) return -1;
+  const scaled = cost * MILLI;
+  const rounded = Math.round(scaled);
+  if (rounded < 1 || Math.abs(scaled - rounded) > 1e-9 * Math.max(1, scaled) || rounded > Number.MAX_SAFE_INTEGER) {
+    return -1;
+  }
+  return rounded;
+}
+
+/** Floor division of non-negative integers (b > 0), exact for values below 2^53. */
+export function floorDiv(a: number, b: number): number {
+  let q = Math.floor(a / b);
+  // The quotient is correctly rounded, so it can only be one off near an integer: correct it.
+  if (q * b > a) q -= 1;
+  else if ((q + 1) * b <= a) q += 1;
+  return q;
+}
+
+/** Ceiling division of non-negative integers (b > 0), exact for values below 2^53. */
+export function ceilDiv(a: number, b: number): number {
+  const q = floorDiv(a, b);
+  return q * b === a ? q : q + 1;
+}
+
+/** Milli-units back to policy units, floored to the 1/1000. */
+export function fromMilli(milli: number): number {
+  return milli <= 0 ? 0 : Math.floor(milli) / MILLI;
+}

@@ -1,0 +1,203 @@
+/**
+ * @module Limiter options: the public `LimiterOptions`, and `parseLimiterOptions()` which validates them
+ * once and returns a frozen `LimiterConfig`. Undefined values count as absent; unknown keys are errors.
+ */
+import { RateLimitConfigError } from './errors.js';
+import { MILLI, toMilli } from './internal/fixed-point.js';
+import { type CompiledPolicy, compilePolicy, isBucket } from './policy.js';
+import { MemoryStore } from './stores/memory-store.js';
+import type { Store } from './stores/store.js';
+import type { Clock, Logger, PolicyOptions } from './types.js';
+import { monotonicClock } from './clock.js';
+
+export interface ShadowOptions {
+  /**
+   * Candidate policies evaluated on every request with their own state, in the same store call; they
+   * never consume the enforced budget and never block. Compare them in `limiter.stats()`.
+   */
+  policies: PolicyOptions | readonly PolicyOptions[];
+}
+
+export interface LimiterOptions {
+  /** The enforced policies; a request is admitted only if every one admits it. */
+  policies: PolicyOptions | readonly PolicyOptions[];
+  /** Candidate policies to compare against the enforced ones without enforcing them. */
+  shadow?: ShadowOptions;
+  /**
+   * `'enforce'` blocks over-limit requests; `'shadow'` computes and charges exactly as enforcing would but
+   * never blocks (`decision.allowed` is always true, `decision.limited` carries the verdict).
+   * Defaults to `'enforce'`.
+   */
+  mode?: 'enforce' | 'shadow';
+  /** Where state lives. Defaults to a new `MemoryStore()` (bounded to 1,000,000 entries). */
+  store?: Store;
+  /** Integer milliseconds. Defaults to a monotonic clock anchored to the Unix epoch. */
+  clock?: Clock;
+  /** The cost of a check that passes none. A positive multiple of 1/1000. Defaults to `1`. */
+  cost?: number;
+  /** Receives warnings. Defaults to `console`. */
+  logger?: Logger;
+}
+
+/** `LimiterOptions` resolved and validated. */
+export interface LimiterConfig {
+  readonly policies: readonly CompiledPolicy[];
+  readonly shadowPolicies: readonly CompiledPolicy[];
+  readonly mode: 'enforce' | 'shadow';
+  readonly store: Store;
+  readonly ownsStore: boolean;
+  readonly clock: Clock;
+  readonly defaultCost: number;
+  readonly logger: Logger;
+}
+
+type KeysEnum<T> = { [P in keyof Required<T>]: true };
+const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
+  policies: true,
+  shadow: true,
+  mode: true,
+  store: true,
+  clock: true,
+  cost: true,
+  logger: true,
+};
+
+/** Drops keys whose value is undefined: passing undefined means "not passed". */
+export function omitUndefined<T extends object>(options: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(options)) if (v !== undefined) out[k] = v;
+  return out as T;
+}
+
+/** Checks that `options` only has keys listed in `known`, naming the first stranger. */
+export function rejectUnknownKeys(options: object, known: object, path: string): void {
+  for (const key of Object.keys(options)) {
+    if (!Object.hasOwn(known, key)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_UNKNOWN_OPTION',
+        path === '' ? key : `${path}.${key}`,
+        `is not an option (valid: ${Object.keys(known).join(', ')})`,
+        (options as Record<string, unknown>)[key],
+      );
+    }
+  }
+}
+
+function compileList(list: unknown, path: string, shadow: boolean): CompiledPolicy[] {
+  const items = Array.isArray(list) ? list : [list];
+  if (items.length === 0) {
+    throw new RateLimitConfigError(
+      'ERR_RL_NO_POLICIES',
+      path,
+      'must list at least one policy, e.g. [{ limit: 100, windowMs: 60_000 }]',
+      list,
+    );
+  }
+  const compiled = items.map((p, i) => compilePolicy(p as PolicyOptions, Array.isArray(list) ? `${path}[${i}]` : path, shadow));
+  const seen = new Map<string, number>();
+  compiled.forEach((p, i) => {
+    const first = seen.get(p.name);
+    if (first !== undefined) {
+      throw new RateLimitConfigError(
+        'ERR_RL_DUPLICATE_POLICY',
+        `${path}[${i}].name`,
+        `repeats the name of ${path}[${first}]; give every policy a unique name (names label the RateLimit headers)`,
+        p.name,
+      );
+    }
+    seen.set(p.name, i);
+  });
+  return compiled;
+}
+
+function isLogger(value: unknown): value is Logger {
+  const l = value as Logger | null;
+  return typeof l === 'object' && l !== null && typeof l.warn === 'function' && typeof l.error === 'function';
+}
+
+function isStore(value: unknown): value is Store {
+  const s = value as Store | null;
+  return typeof s === 'object' && s !== null && typeof s.apply === 'function' && typeof s.reset === 'function';
+}
+
+/** Validates limiter options and resolves defaults. Throws `RateLimitConfigError` naming the option. */
+export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
+  if (input === null || typeof input !== 'object') {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_OPTIONS',
+      'options',
+      'must be an object like { policies: [{ limit: 100, windowMs: 60_000 }] }',
+      input,
+    );
+  }
+  const options = omitUndefined(input);
+  rejectUnknownKeys(options, LIMITER_KEYS, '');
+  if (options.policies === undefined) {
+    throw new RateLimitConfigError(
+      'ERR_RL_NO_POLICIES',
+      'policies',
+      'is required, e.g. policies: [{ limit: 100, windowMs: 60_000 }]',
+      undefined,
+    );
+  }
+  const policies = compileList(options.policies, 'policies', false);
+  let shadowPolicies: CompiledPolicy[] = [];
+  if (options.shadow !== undefined) {
+    if (options.shadow === null || typeof options.shadow !== 'object' || options.shadow.policies === undefined) {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_SHADOW',
+        'shadow',
+        'must be an object like { policies: [{ algorithm: "gcra", limit: 100, windowMs: 60_000 }] }',
+        options.shadow,
+      );
+    }
+    rejectUnknownKeys(options.shadow, { policies: true }, 'shadow');
+    shadowPolicies = compileList(options.shadow.policies, 'shadow.policies', true);
+  }
+  const mode = options.mode ?? 'enforce';
+  if (mode !== 'enforce' && mode !== 'shadow') {
+    throw new RateLimitConfigError('ERR_RL_INVALID_MODE', 'mode', "must be 'enforce' or 'shadow'", options.mode);
+  }
+  if (options.store !== undefined && !isStore(options.store)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_STORE',
+      'store',
+      'must implement the Store interface (apply, reset), e.g. new MemoryStore() or new RedisStore({ client })',
+      options.store,
+    );
+  }
+  if (options.clock !== undefined && typeof options.clock !== 'function') {
+    throw new RateLimitConfigError('ERR_RL_INVALID_CLOCK', 'clock', 'must be a function returning integer milliseconds', options.clock);
+  }
+  if (options.logger !== undefined && !isLogger(options.logger)) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_LOGGER', 'logger', 'must have warn() and error() methods', options.logger);
+  }
+  const defaultCost = options.cost === undefined ? MILLI : toMilli(options.cost);
+  if (defaultCost < 0) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_COST', 'cost', 'must be a positive finite multiple of 1/1000', options.cost);
+  }
+  const all = [...policies, ...shadowPolicies];
+  all.forEach((p) => {
+    if (defaultCost > p.capMilli) {
+      const at = p.shadow ? `shadow.policies (${p.name})` : `policies (${p.name})`;
+      throw new RateLimitConfigError(
+        'ERR_RL_COST_EXCEEDS_CAPACITY',
+        at,
+        `can hold at most ${p.capacity} but the cost is ${defaultCost / MILLI}, so no request could ever pass; ` +
+          `raise ${isBucket(p.algorithm) ? 'burst' : 'limit'} or lower cost`,
+        p.capacity,
+      );
+    }
+  });
+  const ownsStore = options.store === undefined;
+  return Object.freeze({
+    policies,
+    shadowPolicies,
+    mode,
+    store: options.store ?? new MemoryStore(),
+    ownsStore,
+    clock: options.clock ?? monotonicClock,
+    defaultCost,
+    logger: options.logger ?? console,
+  });
+}

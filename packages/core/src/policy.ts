@@ -1,0 +1,210 @@
+/**
+ * @module Policy compilation: validates a policy's options once, at construction, and precomputes the
+ * integer parameters the algorithms use, so a decision does no division it could have done earlier.
+ */
+import { algorithms } from './algorithms/index.js';
+import type { AlgorithmKernel } from './algorithms/kernel.js';
+import { RateLimitConfigError } from './errors.js';
+import { gcd, MILLI } from './internal/fixed-point.js';
+import type { AlgorithmId, PolicyOptions, QuotaUnit } from './types.js';
+
+/** A policy ready for the algorithms: validated options plus fixed-point parameters. */
+export interface CompiledPolicy {
+  readonly name: string;
+  readonly algorithm: AlgorithmId;
+  readonly kernel: AlgorithmKernel;
+  /** A shadow (candidate) policy: evaluated on its own state, never blocks. */
+  readonly shadow: boolean;
+  readonly limit: number;
+  readonly windowMs: number;
+  /** Bucket capacity (`burst`) for bucket algorithms, `limit` for window algorithms. */
+  readonly capacity: number;
+  readonly unit: QuotaUnit;
+  readonly anchorFirst: boolean;
+  readonly delayAfter: number;
+  /** Capacity in milli-units: the largest cost that can ever fit. */
+  readonly capMilli: number;
+  /** Bucket family: ticks gained per ms (`1000 * limit / g`, g = gcd(windowMs, 1000 * limit)). */
+  readonly rate: number;
+  /** Bucket family: ticks per milli-unit of cost (`windowMs / g`); one request costs 1000 of these. */
+  readonly tokenTicks: number;
+  /** Bucket family: capacity in ticks (`burst * 1000 * tokenTicks`). */
+  readonly capTicks: number;
+  /** leaky-bucket: `delayAfter` in ticks. */
+  readonly delayTicks: number;
+  /**
+   * Storage identity: two policies share state exactly when their ids are equal. Carries the role,
+   * the name and every parameter that changes the meaning of the state.
+   */
+  readonly id: string;
+}
+
+const ALGORITHM_IDS = Object.keys(algorithms) as AlgorithmId[];
+const BUCKETS: ReadonlySet<AlgorithmId> = new Set(['token-bucket', 'gcra', 'leaky-bucket']);
+
+/** The bucket family (token-bucket, gcra, leaky-bucket) has a `burst` capacity; the window family does not. */
+export function isBucket(algorithm: AlgorithmId): boolean {
+  return BUCKETS.has(algorithm);
+}
+const UNITS: readonly QuotaUnit[] = ['requests', 'content-bytes', 'concurrent-requests'];
+const NAME_PATTERN = /^[\x21-\x7e](?:[\x20-\x7e]{0,62}[\x21-\x7e])?$/;
+
+type KeysEnum<T> = { [P in keyof Required<T>]: true };
+const POLICY_KEYS: KeysEnum<PolicyOptions> = {
+  name: true,
+  algorithm: true,
+  limit: true,
+  windowMs: true,
+  burst: true,
+  anchor: true,
+  delayAfter: true,
+  unit: true,
+};
+
+function isPositiveInteger(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
+}
+
+/** Validates `options` (found at `path`, e.g. `policies[1]`) and compiles it. */
+export function compilePolicy(options: PolicyOptions, path: string, shadow: boolean): CompiledPolicy {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_POLICY', path, 'must be an object like { limit: 100, windowMs: 60_000 }', options);
+  }
+  for (const key of Object.keys(options)) {
+    if (!(key in POLICY_KEYS)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_UNKNOWN_OPTION',
+        `${path}.${key}`,
+        `is not a policy option (valid: ${Object.keys(POLICY_KEYS).join(', ')})`,
+        (options as unknown as Record<string, unknown>)[key],
+      );
+    }
+  }
+  const algorithm = options.algorithm ?? 'gcra';
+  if (!ALGORITHM_IDS.includes(algorithm)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_UNKNOWN_ALGORITHM',
+      `${path}.algorithm`,
+      `must be one of ${ALGORITHM_IDS.map((a) => `'${a}'`).join(', ')}`,
+      options.algorithm,
+    );
+  }
+  const name = options.name ?? 'default';
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_NAME',
+      `${path}.name`,
+      'must be 1 to 64 printable ASCII characters, not starting or ending with a space (it becomes a header item name)',
+      options.name,
+    );
+  }
+  const { limit, windowMs } = options;
+  if (!isPositiveInteger(limit)) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_LIMIT', `${path}.limit`, 'must be a positive integer (requests per window)', limit);
+  }
+  if (!isPositiveInteger(windowMs)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_WINDOW',
+      `${path}.windowMs`,
+      'must be a positive integer number of milliseconds, e.g. 60_000 for a minute',
+      windowMs,
+    );
+  }
+  const bucket = isBucket(algorithm);
+  if (options.burst !== undefined) {
+    if (!bucket) {
+      throw new RateLimitConfigError(
+        'ERR_RL_OPTION_NOT_APPLICABLE',
+        `${path}.burst`,
+        `applies to token-bucket, gcra and leaky-bucket only, not '${algorithm}'; remove it`,
+        options.burst,
+      );
+    }
+    if (!isPositiveInteger(options.burst)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_BURST',
+        `${path}.burst`,
+        'must be a positive integer (how many requests may arrive at once); it must be at least the largest cost you send',
+        options.burst,
+      );
+    }
+  }
+  if (options.anchor !== undefined) {
+    if (algorithm !== 'fixed-window') {
+      throw new RateLimitConfigError(
+        'ERR_RL_OPTION_NOT_APPLICABLE',
+        `${path}.anchor`,
+        `applies to fixed-window only, not '${algorithm}'; remove it`,
+        options.anchor,
+      );
+    }
+    if (options.anchor !== 'clock' && options.anchor !== 'first-request') {
+      throw new RateLimitConfigError('ERR_RL_INVALID_ANCHOR', `${path}.anchor`, "must be 'clock' or 'first-request'", options.anchor);
+    }
+  }
+  if (options.delayAfter !== undefined) {
+    if (algorithm !== 'leaky-bucket') {
+      throw new RateLimitConfigError(
+        'ERR_RL_OPTION_NOT_APPLICABLE',
+        `${path}.delayAfter`,
+        `applies to leaky-bucket only, not '${algorithm}'; remove it`,
+        options.delayAfter,
+      );
+    }
+    if (typeof options.delayAfter !== 'number' || !Number.isSafeInteger(options.delayAfter) || options.delayAfter < 0) {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_DELAY_AFTER',
+        `${path}.delayAfter`,
+        'must be a non-negative integer (excess requests let through without delay)',
+        options.delayAfter,
+      );
+    }
+  }
+  const unit = options.unit ?? 'requests';
+  if (!UNITS.includes(unit)) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_UNIT', `${path}.unit`, `must be one of ${UNITS.map((u) => `'${u}'`).join(', ')}`, options.unit);
+  }
+
+  const capacity = bucket ? (options.burst ?? limit) : limit;
+  const capMilli = capacity * MILLI;
+  const g = gcd(windowMs, limit * MILLI);
+  const rate = (limit * MILLI) / g;
+  const tokenTicks = windowMs / g;
+  const capTicks = capMilli * tokenTicks;
+  const delayAfter = options.delayAfter ?? 0;
+  // Every product an algorithm forms must stay an exact integer.
+  const largest = bucket ? capTicks : algorithm === 'sliding-window' ? capMilli * windowMs * 2 : capMilli;
+  if (!Number.isSafeInteger(largest) || !Number.isSafeInteger(limit * MILLI)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_PRECISION',
+      path,
+      `is too large for exact integer arithmetic (limit ${limit}, windowMs ${windowMs}${bucket ? `, burst ${capacity}` : ''}); ` +
+        'use a smaller limit or burst, or a window that is a round number of seconds',
+      options,
+    );
+  }
+  const params =
+    algorithm === 'fixed-window'
+      ? `${limit}/${windowMs}/${options.anchor ?? 'clock'}`
+      : bucket
+        ? `${limit}/${windowMs}/${capacity}`
+        : `${limit}/${windowMs}`;
+  return Object.freeze({
+    name,
+    algorithm,
+    kernel: algorithms[algorithm],
+    shadow,
+    limit,
+    windowMs,
+    capacity,
+    unit,
+    anchorFirst: options.anchor === 'first-request',
+    delayAfter,
+    capMilli,
+    rate,
+    tokenTicks,
+    capTicks,
+    delayTicks: delayAfter * MILLI * tokenTicks,
+    id: `${shadow ? 'shadow' : 'enforce'}:${name}:${algorithm}:${params}`,
+  });
+}

@@ -1,0 +1,316 @@
+/**
+ * @module MemoryStore: the embedded default. State for every (key, policy) pair lives in typed arrays,
+ * one table per policy; a key maps to a row with one Map lookup. Memory is bounded by `maxKeys`
+ * entries: when full, an O(1) CLOCK sweep (second chance, an approximation of least-recently-used)
+ * first drops entries whose state has expired, then entries not used since the hand last passed.
+ * Expired entries are also purged by one unref'd timer for the whole store, in bounded batches;
+ * there is no timer per key and nothing keeps the process alive.
+ */
+import type { AlgorithmKernel, LogRing, Outcome, StateTable } from '../algorithms/kernel.js';
+import { createOutcome } from '../algorithms/kernel.js';
+import { RateLimitConfigError } from '../errors.js';
+import type { CompiledPolicy } from '../policy.js';
+import {
+  F_ALLOWED,
+  F_CHARGED,
+  F_EXCEEDS,
+  R_DELAY,
+  R_FLAGS,
+  R_REMAINING,
+  R_RESET,
+  R_RETRY_AFTER,
+  RESULT_STRIDE,
+  type Store,
+  type StorePlan,
+} from './store.js';
+
+export interface MemoryStoreOptions {
+  /**
+   * Most (key, policy) entries kept at once; a limiter with two policies uses two entries per key.
+   * Defaults to `1_000_000`.
+   */
+  maxKeys?: number;
+  /** How often expired entries are purged, in ms; `0` turns the timer off. Defaults to `10_000`. */
+  sweepIntervalMs?: number;
+  /** Most entries examined per purge. Defaults to `50_000`. */
+  sweepBatch?: number;
+}
+
+const INITIAL_SLOTS = 64;
+
+/** The rows of one policy. Slot 0 is scratch, used to evaluate keys that have no row yet. */
+class Table implements StateTable {
+  f: Float64Array;
+  readonly stride: number;
+  logs: (LogRing | undefined)[] = [];
+  readonly index = new Map<string, number>();
+  keys: (string | undefined)[] = [undefined];
+  ref: Uint8Array;
+  readonly free: number[] = [];
+  /** Slots ever handed out, including scratch slot 0. */
+  used = 1;
+  hand = 1;
+  sweepCursor = 1;
+  readonly kernel: AlgorithmKernel;
+
+  constructor(
+    readonly policy: CompiledPolicy,
+    private readonly maxSlots: number,
+  ) {
+    this.kernel = policy.kernel;
+    this.stride = policy.kernel.stride;
+    const slots = Math.min(INITIAL_SLOTS, maxSlots);
+    this.f = new Float64Array(slots * this.stride);
+    this.ref = new Uint8Array(slots);
+  }
+
+  get size(): number {
+    return this.index.size;
+  }
+
+  /** A free row for `key`, state initialised. */
+  allocate(key: string): number {
+    let slot = this.free.pop();
+    if (slot === undefined) {
+      if (this.used * this.stride >= this.f.length) this.grow();
+      slot = this.used++;
+    }
+    this.index.set(key, slot);
+    this.keys[slot] = key;
+    this.ref[slot] = 0;
+    this.kernel.init(this, slot);
+    return slot;
+  }
+
+  private grow(): void {
+    const slots = Math.min(this.maxSlots, (this.f.length / this.stride) * 2);
+    const f = new Float64Array(slots * this.stride);
+    f.set(this.f);
+    this.f = f;
+    const ref = new Uint8Array(slots);
+    ref.set(this.ref);
+    this.ref = ref;
+  }
+
+  remove(slot: number): void {
+    const key = this.keys[slot];
+    if (key === undefined) return;
+    this.index.delete(key);
+    this.keys[slot] = undefined;
+    if (this.logs.length > slot) this.logs[slot] = undefined;
+    this.free.push(slot);
+  }
+
+  /** Drops one entry: the first expired one the hand meets, else the first not used since its last pass. */
+  evictOne(now: number): boolean {
+    if (this.index.size === 0) return false;
+    for (;;) {
+      const slot = this.hand;
+      this.hand = slot + 1 >= this.used ? 1 : slot + 1;
+      if (this.keys[slot] === undefined) continue;
+      if (this.kernel.expiresAt(this, slot, this.policy) <= now || this.ref[slot] === 0) {
+        this.remove(slot);
+        return true;
+      }
+      this.ref[slot] = 0;
+    }
+  }
+
+  /** Purges expired entries among the next `budget` slots; returns how many it looked at. */
+  sweep(now: number, budget: number): number {
+    let seen = 0;
+    while (seen < budget && this.used > 1) {
+      const slot = this.sweepCursor;
+      this.sweepCursor = slot + 1 >= this.used ? 1 : slot + 1;
+      seen += 1;
+      if (this.keys[slot] !== undefined && this.kernel.expiresAt(this, slot, this.policy) <= now) this.remove(slot);
+      if (this.sweepCursor === 1) break;
+    }
+    return seen;
+  }
+}
+
+/** Per-plan scratch, reused across calls: results, outcomes and the slot found for each policy. */
+interface Bound {
+  readonly store: MemoryStore;
+  readonly tables: Table[];
+  readonly outcomes: Outcome[];
+  readonly slots: Int32Array;
+  readonly result: Float64Array;
+}
+
+const bindings = new WeakMap<StorePlan, Bound>();
+
+export class MemoryStore implements Store {
+  readonly kind = 'memory';
+  readonly maxKeys: number;
+  private readonly tables = new Map<string, Table>();
+  private count = 0;
+  private lastNow = Number.NEGATIVE_INFINITY;
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private readonly sweepBatch: number;
+  /** Entries dropped to stay within `maxKeys`. */
+  evictions = 0;
+  /** Expired entries purged by the sweep. */
+  purged = 0;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    const { maxKeys = 1_000_000, sweepIntervalMs = 10_000, sweepBatch = 50_000 } = options;
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
+      throw new RateLimitConfigError('ERR_RL_INVALID_MAX_KEYS', 'maxKeys', 'must be a positive integer', maxKeys);
+    }
+    if (!Number.isSafeInteger(sweepIntervalMs) || sweepIntervalMs < 0) {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_SWEEP_INTERVAL',
+        'sweepIntervalMs',
+        'must be a non-negative integer number of ms (0 turns the sweep off)',
+        sweepIntervalMs,
+      );
+    }
+    if (!Number.isSafeInteger(sweepBatch) || sweepBatch < 1) {
+      throw new RateLimitConfigError('ERR_RL_INVALID_SWEEP_BATCH', 'sweepBatch', 'must be a positive integer', sweepBatch);
+    }
+    this.maxKeys = maxKeys;
+    this.sweepBatch = sweepBatch;
+    if (sweepIntervalMs > 0) {
+      this.timer = setInterval(() => this.sweep(), sweepIntervalMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Entries held, over all policies. */
+  get size(): number {
+    return this.count;
+  }
+
+  private bind(plan: StorePlan): Bound {
+    let bound = bindings.get(plan);
+    if (bound === undefined || bound.store !== this) {
+      const tables = plan.policies.map((p) => this.table(p));
+      const n = plan.policies.length;
+      bound = {
+        store: this,
+        tables,
+        outcomes: tables.map(() => createOutcome()),
+        slots: new Int32Array(n),
+        result: new Float64Array(n * RESULT_STRIDE),
+      };
+      bindings.set(plan, bound);
+    }
+    return bound;
+  }
+
+  private table(p: CompiledPolicy): Table {
+    let t = this.tables.get(p.id);
+    if (t === undefined) {
+      t = new Table(p, this.maxKeys + 1);
+      this.tables.set(p.id, t);
+    }
+    return t;
+  }
+
+  apply(key: string, plan: StorePlan, cost: number, now: number): Float64Array {
+    if (now > this.lastNow) this.lastNow = now;
+    const b = this.bind(plan);
+    const n = plan.policies.length;
+    this.applyGroup(key, b, 0, plan.enforcedCount, cost, now);
+    if (n > plan.enforcedCount) this.applyGroup(key, b, plan.enforcedCount, n, cost, now);
+    return b.result;
+  }
+
+  private applyGroup(key: string, b: Bound, from: number, to: number, cost: number, now: number): void {
+    let all = true;
+    for (let i = from; i < to; i++) {
+      const t = b.tables[i] as Table;
+      let slot = t.index.get(key);
+      if (slot === undefined) {
+        slot = 0;
+        t.kernel.init(t, 0);
+      }
+      b.slots[i] = slot;
+      const out = b.outcomes[i] as Outcome;
+      t.kernel.evaluate(t, slot, now, cost, t.policy, out);
+      if (!out.allowed) all = false;
+    }
+    const r = b.result;
+    for (let i = from; i < to; i++) {
+      const t = b.tables[i] as Table;
+      const out = b.outcomes[i] as Outcome;
+      const o = i * RESULT_STRIDE;
+      if (all) {
+        let slot = b.slots[i] as number;
+        if (slot === 0) {
+          if (this.count >= this.maxKeys) this.evict(t, now);
+          slot = t.allocate(key);
+          this.count += 1;
+        } else {
+          t.ref[slot] = 1;
+        }
+        t.kernel.commit(t, slot, now, cost, t.policy);
+        r[o + R_FLAGS] = F_ALLOWED | F_CHARGED;
+        r[o + R_REMAINING] = out.remaining;
+        r[o + R_RETRY_AFTER] = 0;
+        r[o + R_RESET] = out.resetMs;
+        r[o + R_DELAY] = out.delayMs;
+      } else {
+        const slot = b.slots[i] as number;
+        if (slot !== 0) t.ref[slot] = 1;
+        r[o + R_FLAGS] = (out.allowed ? F_ALLOWED : 0) | (out.exceeds ? F_EXCEEDS : 0);
+        r[o + R_REMAINING] = out.remainingUncharged;
+        r[o + R_RETRY_AFTER] = out.retryAfterMs;
+        r[o + R_RESET] = out.resetUncharged;
+        r[o + R_DELAY] = 0;
+      }
+    }
+  }
+
+  /** Makes room for one entry: from the table that needs it, else from the fullest one. */
+  private evict(preferred: Table, now: number): void {
+    let victim = preferred;
+    if (victim.size === 0) {
+      for (const t of this.tables.values()) if (t.size > victim.size) victim = t;
+    }
+    if (victim.evictOne(now)) {
+      this.count -= 1;
+      this.evictions += 1;
+    }
+  }
+
+  reset(key: string, plan: StorePlan): void {
+    for (const p of plan.policies) {
+      const t = this.tables.get(p.id);
+      const slot = t?.index.get(key);
+      if (t !== undefined && slot !== undefined) {
+        t.remove(slot);
+        this.count -= 1;
+      }
+    }
+  }
+
+  /**
+   * Purges expired entries, at most `sweepBatch` per table, as of the latest time the store has seen
+   * (or `now`). The timer calls it; tests and hosts without timers may call it directly.
+   */
+  sweep(now: number = this.lastNow): number {
+    let removed = 0;
+    for (const t of this.tables.values()) {
+      const before = t.size;
+      t.sweep(now, this.sweepBatch);
+      removed += before - t.size;
+    }
+    this.count -= removed;
+    this.purged += removed;
+    return removed;
+  }
+
+  /** Drops every entry. */
+  clear(): void {
+    this.tables.clear();
+    this.count = 0;
+  }
+
+  close(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * @module The store contract. A store holds the state of every (key, policy) pair and applies one
+ * request to all policies of that request in one atomic step: within each group (the enforced policies,
+ * then the shadow policies) either every policy admits the request and all are charged, or none is.
+ * The Redis store does this in one Lua script, one round trip; the memory store synchronously.
+ */
+import type { CompiledPolicy } from '../policy.js';
+
+/** The policies a limiter applies on every request, prepared once when the limiter is created. */
+export interface StorePlan {
+  /** Enforced policies first, then shadow policies. */
+  readonly policies: readonly CompiledPolicy[];
+  /** `policies[0 .. enforcedCount)` form one all-or-nothing group, the rest another. */
+  readonly enforcedCount: number;
+}
+
+/** Numbers per policy in a store result. */
+export const RESULT_STRIDE = 5;
+/** Offsets within one policy's numbers. */
+export const R_FLAGS = 0;
+export const R_REMAINING = 1;
+export const R_RETRY_AFTER = 2;
+export const R_RESET = 3;
+export const R_DELAY = 4;
+/** Flag bits. */
+export const F_ALLOWED = 1;
+export const F_EXCEEDS = 2;
+export const F_CHARGED = 4;
+
+/**
+ * Per policy, in plan order, `RESULT_STRIDE` numbers: flags (`F_*`), remaining (milli-units, after the
+ * charge when charged), retryAfterMs, resetMs, delayMs. A store may reuse the array once the
+ * limiter has read it (the limiter copies everything out synchronously).
+ */
+export type StoreResult = ArrayLike<number>;
+
+export interface Store {
+  /** A short name for logs and events, e.g. 'memory' or 'redis'. */
+  readonly kind: string;
+  /**
+   * Applies a request of `cost` milli-units for `key` to every policy of `plan`, atomically per group.
+   * `now` is the limiter's clock (integer ms); a store with its own clock (Redis TIME) may ignore it.
+   * Returns synchronously when it can: the limiter then answers without extra microtask hops.
+   */
+  apply(key: string, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult>;
+  /** Forgets the state of `key` for the policies of `plan`. */
+  reset(key: string, plan: StorePlan): void | Promise<void>;
+  /** Releases timers and connections the store owns. */
+  close?(): void | Promise<void>;
+}
+
+export function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}

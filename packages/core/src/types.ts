@@ -1,0 +1,130 @@
+/**
+ * @module Public types of @tollgate/core: policies, decisions, clocks, loggers.
+ */
+
+/** The six algorithms. See the README section "Choosing an algorithm" for each one's contract. */
+export type AlgorithmId = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'token-bucket' | 'gcra' | 'leaky-bucket';
+
+/** What a policy counts, advertised as `qu` in `RateLimit-Policy` when it is not `requests`. */
+export type QuotaUnit = 'requests' | 'content-bytes' | 'concurrent-requests';
+
+/** One limit: an algorithm with its numbers. */
+export interface PolicyOptions {
+  /**
+   * Name of the policy, unique within a limiter; it is the item name in the `RateLimit` headers and
+   * part of the storage key, so two limiters sharing a store and a policy name share its budget.
+   * Printable ASCII, 1 to 64 characters. Defaults to `'default'`.
+   */
+  name?: string;
+  /** Defaults to `'gcra'`. */
+  algorithm?: AlgorithmId;
+  /** Requests (or cost units) allowed per `windowMs`. A positive integer. */
+  limit: number;
+  /** Length of the window, or the time over which `limit` is refilled, in milliseconds. A positive integer. */
+  windowMs: number;
+  /**
+   * token-bucket, gcra, leaky-bucket: how much may arrive at once (bucket capacity), a positive integer.
+   * Defaults to `limit`. Not allowed for the window algorithms.
+   */
+  burst?: number;
+  /**
+   * fixed-window only: `'clock'` aligns windows to the clock (`floor(now / windowMs)`, all keys reset together),
+   * `'first-request'` opens a key's window at its first request. Defaults to `'clock'`.
+   */
+  anchor?: 'clock' | 'first-request';
+  /**
+   * leaky-bucket only: how many excess requests pass without delay (nginx `delay=`). Defaults to `0`:
+   * every request that finds the bucket non-empty waits its turn.
+   */
+  delayAfter?: number;
+  /** What the policy counts; only changes the advertised `qu`. Defaults to `'requests'`. */
+  unit?: QuotaUnit;
+}
+
+/** Integer milliseconds. The default clock is monotonic and anchored to the Unix epoch. */
+export type Clock = () => number;
+
+/** Where warnings go. `console` fits; so do pino and winston loggers. */
+export interface Logger {
+  warn(message: string, ...rest: unknown[]): void;
+  error(message: string, ...rest: unknown[]): void;
+}
+
+/** The verdict of one policy on one request. Quantities are in policy units, times in milliseconds. */
+export interface PolicyResult {
+  readonly name: string;
+  readonly algorithm: AlgorithmId;
+  /** True when this policy alone would admit the request. */
+  readonly allowed: boolean;
+  /** True for shadow (candidate) policies, which never block. */
+  readonly shadow: boolean;
+  readonly limit: number;
+  readonly windowMs: number;
+  /** Capacity: `burst` for the bucket algorithms, `limit` for the window algorithms. */
+  readonly capacity: number;
+  /** What is left after this request (never negative; to 1/1000). */
+  readonly remaining: number;
+  /** 0 when allowed; else how long until this same request would be admitted by this policy. */
+  readonly retryAfterMs: number;
+  /** How long until the policy is back to full capacity, if nothing else arrives. */
+  readonly resetMs: number;
+  /** leaky-bucket: how long the admitted request should wait before it proceeds; 0 otherwise. */
+  readonly delayMs: number;
+  /** Set when the cost can never fit this policy. */
+  readonly reason: 'cost-exceeds-capacity' | undefined;
+}
+
+/**
+ * Why a decision came out as it did.
+ * - `allowed`: every enforced policy admitted the request.
+ * - `limited`: at least one enforced policy rejected it; retry after `retryAfterMs`.
+ * - `cost-exceeds-capacity`: the cost is larger than some policy can ever absorb; retrying cannot help.
+ * - `store-error`: the store failed or timed out and the failure mode decided (see `degraded`).
+ */
+export type DecisionReason = 'allowed' | 'limited' | 'cost-exceeds-capacity' | 'store-error';
+
+/** The verdict of the shadow (candidate) policies, evaluated on their own state. */
+export interface ShadowVerdict {
+  /** True when every shadow policy admitted the request. */
+  readonly allowed: boolean;
+  readonly reason: DecisionReason;
+  /** The binding shadow policy (most restrictive). */
+  readonly policy: string;
+  readonly remaining: number;
+  readonly retryAfterMs: number;
+  readonly policies: readonly PolicyResult[];
+}
+
+/** The answer to `limiter.check()`. */
+export interface Decision {
+  /** Whether the request may proceed. Always true in shadow mode; see `limited` for the verdict. */
+  readonly allowed: boolean;
+  /** The verdict of the enforced policies: true when they reject the request (also in shadow mode). */
+  readonly limited: boolean;
+  readonly reason: DecisionReason;
+  readonly mode: 'enforce' | 'shadow';
+  readonly key: string;
+  readonly cost: number;
+  /** Name of the binding policy: on rejection the one with the longest wait, else the one with least remaining. */
+  readonly policy: string;
+  /** Remaining of the binding policy. */
+  readonly remaining: number;
+  /** 0 when admitted; else the wait after which this same request is admitted (all policies). */
+  readonly retryAfterMs: number;
+  /** resetMs of the binding policy. */
+  readonly resetMs: number;
+  /** The longest leaky-bucket delay among the policies; 0 when no shaper applies. */
+  readonly delayMs: number;
+  /** One result per enforced policy, in the order they were configured. */
+  readonly policies: readonly PolicyResult[];
+  /** Present when shadow policies are configured. */
+  readonly shadow: ShadowVerdict | undefined;
+  /** True when the store failed and the failure mode answered instead of the store. */
+  readonly degraded: boolean;
+}
+
+/** Options of one `check()` call. */
+export interface CheckOptions {
+  /** Cost of this request, a positive multiple of 1/1000. Defaults to `1`. */
+  cost?: number;
+}

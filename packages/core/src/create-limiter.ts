@@ -21,15 +21,7 @@ import {
   type StorePlan,
   type StoreResult,
 } from './stores/store.js';
-import type {
-  AlgorithmId,
-  CheckOptions,
-  Decision,
-  DecisionReason,
-  PolicyResult,
-  QuotaUnit,
-  ShadowVerdict,
-} from './types.js';
+import type { AlgorithmId, CheckOptions, Decision, DecisionReason, PolicyResult, QuotaUnit, ShadowVerdict } from './types.js';
 
 /** Keys longer than this are replaced by their SHA-256, so a store never holds a huge key. */
 export const MAX_KEY_LENGTH = 256;

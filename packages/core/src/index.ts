@@ -10,7 +10,9 @@ export {
   type PolicyDescription,
   type PolicyStats,
 } from './create-limiter.js';
+export { createDiagnostics, type Diagnostics, type ValidateOption } from './diagnostics.js';
 export { DOCS_URL, RateLimitConfigError } from './errors.js';
+export type { HeaderBag, KeyFunction, RequestView } from './http/request-view.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { Store, StorePlan, StoreResult } from './stores/store.js';

@@ -2,13 +2,14 @@
  * @module Limiter options: the public `LimiterOptions`, and `parseLimiterOptions()` which validates them
  * once and returns a frozen `LimiterConfig`. Undefined values count as absent; unknown keys are errors.
  */
+
+import { monotonicClock } from './clock.js';
 import { RateLimitConfigError } from './errors.js';
 import { MILLI, toMilli } from './internal/fixed-point.js';
 import { type CompiledPolicy, compilePolicy, isBucket } from './policy.js';
 import { MemoryStore } from './stores/memory-store.js';
 import type { Store } from './stores/store.js';
 import type { Clock, Logger, PolicyOptions } from './types.js';
-import { monotonicClock } from './clock.js';
 
 export interface ShadowOptions {
   /**

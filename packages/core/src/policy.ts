@@ -162,7 +162,12 @@ export function compilePolicy(options: PolicyOptions, path: string, shadow: bool
   }
   const unit = options.unit ?? 'requests';
   if (!UNITS.includes(unit)) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_UNIT', `${path}.unit`, `must be one of ${UNITS.map((u) => `'${u}'`).join(', ')}`, options.unit);
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_UNIT',
+      `${path}.unit`,
+      `must be one of ${UNITS.map((u) => `'${u}'`).join(', ')}`,
+      options.unit,
+    );
   }
 
   const capacity = bucket ? (options.burst ?? limit) : limit;

@@ -15,7 +15,7 @@ function currentWindow(start: number, now: number, p: CompiledPolicy): number {
   const w = p.windowMs;
   if (p.anchorFirst) return now >= start + w ? now : start;
   const aligned = alignedStart(now, w);
-  return aligned > start ? aligned : start;
+  return Math.max(aligned, start);
 }
 
 export const fixedWindow: AlgorithmKernel = {

@@ -12,8 +12,9 @@
  * State: [tat ms, tat fraction in ticks, 0 <= fraction < rate]. A key never seen: tat = -Infinity.
  * The debt `max(0, tat - now)` in ticks plays the part of (capacity - tokens) of a token bucket.
  */
-import type { CompiledPolicy } from '../policy.js';
+
 import { ceilDiv, floorDiv } from '../internal/fixed-point.js';
+import type { CompiledPolicy } from '../policy.js';
 import type { AlgorithmKernel, Outcome, StateTable } from './kernel.js';
 import { writeExceeds } from './kernel.js';
 

@@ -10,8 +10,9 @@
  *
  * State: the GCRA timestamp (see gcra.ts); the delay is the debt found before the request, in ms.
  */
-import type { AlgorithmKernel } from './kernel.js';
+
 import { commitGcra, evaluateGcra, gcraExpiresAt, initGcra } from './gcra.js';
+import type { AlgorithmKernel } from './kernel.js';
 
 export const leakyBucket: AlgorithmKernel = {
   id: 'leaky-bucket',

@@ -80,7 +80,7 @@ function newestExpiry(r: LogRing, w: number): number {
 function current(t: StateTable, slot: number, now: number, w: number): LogRing | undefined {
   const r = t.logs[slot];
   if (r === undefined) return undefined;
-  expire(r, now > r.highWater ? now : r.highWater, w);
+  expire(r, Math.max(now, r.highWater), w);
   return r;
 }
 

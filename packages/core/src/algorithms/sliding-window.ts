@@ -9,8 +9,9 @@
  *
  * State: [currentStart ms, curr milli, prev milli].
  */
-import type { CompiledPolicy } from '../policy.js';
+
 import { ceilDiv, floorDiv } from '../internal/fixed-point.js';
+import type { CompiledPolicy } from '../policy.js';
 import { type AlgorithmKernel, alignedStart, type Outcome, type StateTable, writeExceeds } from './kernel.js';
 
 /** Scratch for the rolled-over view of a key's state at `now`. */

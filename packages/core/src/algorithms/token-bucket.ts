@@ -33,7 +33,7 @@ export const tokenBucket: AlgorithmKernel = {
     const rate = p.rate;
     const tpm = p.tokenTicks;
     const stored = t.f[o] as number;
-    const tokens = refill(stored > cap ? cap : stored, t.f[o + 1] as number, now, cap, rate);
+    const tokens = refill(Math.min(stored, cap), t.f[o + 1] as number, now, cap, rate);
     // Measured from the last refill when the clock stepped back, so waits stay exact.
     const last = t.f[o + 1] as number;
     const behind = last > now ? last - now : 0;
@@ -65,8 +65,8 @@ export const tokenBucket: AlgorithmKernel = {
     const cap = p.capTicks;
     const stored = t.f[o] as number;
     const last = t.f[o + 1] as number;
-    t.f[o] = refill(stored > cap ? cap : stored, last, now, cap, p.rate) - cost * p.tokenTicks;
-    t.f[o + 1] = now > last ? now : last;
+    t.f[o] = refill(Math.min(stored, cap), last, now, cap, p.rate) - cost * p.tokenTicks;
+    t.f[o + 1] = Math.max(now, last);
   },
   expiresAt(t, slot, p) {
     const tokens = t.f[slot * 2] as number;

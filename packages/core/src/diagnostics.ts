@@ -1,0 +1,34 @@
+/**
+ * @module Warn-once diagnostics for setups that are valid but probably wrong (a forwarding header from an
+ * untrusted peer, a proxy setting that trusts everyone). Each code warns at most once per instance,
+ * through the injected logger, and each can be switched off; a diagnostic never throws into a request.
+ */
+import { DOCS_URL } from './errors.js';
+import type { Logger } from './types.js';
+
+export interface Diagnostics {
+  /** Logs `message` under `code` (`WRN_RL_*`) the first time this code is raised, unless switched off. */
+  warn(code: string, message: string): void;
+}
+
+/**
+ * `validate: false` silences every diagnostic; `validate: { WRN_RL_X: false }` silences one code.
+ * Defaults to all on.
+ */
+export type ValidateOption = boolean | Readonly<Record<string, boolean>>;
+
+export function createDiagnostics(logger: Logger, validate: ValidateOption = true): Diagnostics {
+  const raised = new Set<string>();
+  return {
+    warn(code, message) {
+      if (validate === false || raised.has(code)) return;
+      if (typeof validate === 'object' && validate[code] === false) return;
+      raised.add(code);
+      try {
+        logger.warn(`${code}: ${message} See ${DOCS_URL}#${code.toLowerCase()}`);
+      } catch {
+        // A broken logger must not break the request that happened to trigger the warning.
+      }
+    },
+  };
+}

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { costUnits, DecisionImpl, Group, readGroup, Verdict } from './decision.js';
 import { Breaker, type BreakerState } from './internal/breaker.js';
-import { MILLI, toMilli } from './internal/fixed-point.js';
+import { fromMilli, MILLI, toMilli } from './internal/fixed-point.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import type { CompiledPolicy } from './policy.js';
 import { MemoryStore } from './stores/memory-store.js';
@@ -16,8 +16,10 @@ import {
   F_CHARGED,
   F_EXCEEDS,
   isPromiseLike,
+  R_DELAY,
   R_FLAGS,
   R_REMAINING,
+  R_RESET,
   R_RETRY_AFTER,
   RESULT_STRIDE,
   type StorePlan,
@@ -220,10 +222,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
    */
   function finish(key: string, cost: number, r: StoreResult, policies: readonly CompiledPolicy[], degraded: boolean): Decision {
     requests += 1;
+    if (policies.length === 1) return finishSingle(key, cost, r, policies[0] as CompiledPolicy, degraded);
     readGroup(enforced, r, policies, 0, enforcedCount);
     const limited = !enforced.charged;
     if (limited) limitedCount += 1;
-    for (let i = 0; i < all.length; i++) {
+    for (let i = 0; i < policies.length; i++) {
       if (((r[i * RESULT_STRIDE + R_FLAGS] as number) & F_ALLOWED) === 0) rejected[i] = (rejected[i] as number) + 1;
     }
     let shadow: ShadowVerdict | undefined;
@@ -254,6 +257,35 @@ export function createLimiter(options: LimiterOptions): Limiter {
       enforced.results,
       shadow,
       degraded,
+    );
+  }
+
+  /** The common case, one enforced policy and no shadow: no loops, and `policies` built only if read. */
+  function finishSingle(key: string, cost: number, r: StoreResult, p: CompiledPolicy, degraded: boolean): Decision {
+    const flags = r[R_FLAGS] as number;
+    const limited = (flags & F_CHARGED) === 0;
+    const exceeds = (flags & F_EXCEEDS) !== 0;
+    if (limited) {
+      limitedCount += 1;
+      rejected[0] = (rejected[0] as number) + 1;
+    }
+    return new DecisionImpl(
+      !limited || shadowMode,
+      limited,
+      exceeds ? 'cost-exceeds-capacity' : limited ? 'limited' : 'allowed',
+      mode,
+      key,
+      costUnits(cost),
+      p.name,
+      fromMilli(r[R_REMAINING] as number),
+      limited && !exceeds ? (r[R_RETRY_AFTER] as number) : 0,
+      r[R_RESET] as number,
+      limited ? 0 : (r[R_DELAY] as number),
+      undefined,
+      undefined,
+      degraded,
+      p,
+      flags,
     );
   }
 

@@ -36,6 +36,11 @@ export class Result implements PolicyResult {
 }
 
 export class DecisionImpl implements Decision {
+  /** Built on first read when the decision came from a single policy: most callers never read it. */
+  #results: readonly PolicyResult[] | undefined;
+  readonly #single: CompiledPolicy | undefined;
+  readonly #singleFlags: number;
+
   constructor(
     readonly allowed: boolean,
     readonly limited: boolean,
@@ -48,10 +53,63 @@ export class DecisionImpl implements Decision {
     readonly retryAfterMs: number,
     readonly resetMs: number,
     readonly delayMs: number,
-    readonly policies: readonly PolicyResult[],
+    results: readonly PolicyResult[] | undefined,
     readonly shadow: ShadowVerdict | undefined,
     readonly degraded: boolean,
-  ) {}
+    single?: CompiledPolicy,
+    singleFlags = 0,
+  ) {
+    this.#results = results;
+    this.#single = single;
+    this.#singleFlags = singleFlags;
+  }
+
+  /** One result per enforced policy, in configured order. */
+  get policies(): readonly PolicyResult[] {
+    let results = this.#results;
+    if (results === undefined) {
+      const p = this.#single as CompiledPolicy;
+      const flags = this.#singleFlags;
+      results = [
+        new Result(
+          p.name,
+          p.algorithm,
+          (flags & F_ALLOWED) !== 0,
+          p.shadow,
+          p.limit,
+          p.windowMs,
+          p.capacity,
+          this.remaining,
+          (flags & F_ALLOWED) !== 0 ? 0 : this.retryAfterMs,
+          this.resetMs,
+          this.delayMs,
+          (flags & F_EXCEEDS) !== 0 ? 'cost-exceeds-capacity' : undefined,
+        ),
+      ];
+      this.#results = results;
+    }
+    return results;
+  }
+
+  /** Plain data, `policies` included, for logs and JSON bodies. */
+  toJSON(): Decision {
+    return {
+      allowed: this.allowed,
+      limited: this.limited,
+      reason: this.reason,
+      mode: this.mode,
+      key: this.key,
+      cost: this.cost,
+      policy: this.policy,
+      remaining: this.remaining,
+      retryAfterMs: this.retryAfterMs,
+      resetMs: this.resetMs,
+      delayMs: this.delayMs,
+      policies: this.policies,
+      shadow: this.shadow,
+      degraded: this.degraded,
+    };
+  }
 }
 
 export class Verdict implements ShadowVerdict {

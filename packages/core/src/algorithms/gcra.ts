@@ -38,7 +38,7 @@ export function evaluateGcra(
   const rate = p.rate;
   const cap = p.capTicks;
   const tpm = p.tokenTicks;
-  const debt = gcraDebt(t, slot * 2, now, rate);
+  const debt = gcraDebt(t, slot * t.stride, now, rate);
   const resetUncharged = ceilDiv(debt, rate);
   const remainingUncharged = debt >= cap ? 0 : floorDiv(cap - debt, tpm);
   const need = cost * tpm;
@@ -67,7 +67,7 @@ export function evaluateGcra(
 
 /** Charges an admitted request: tat = max(now, tat) + cost * T. */
 export function commitGcra(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy): void {
-  const o = slot * 2;
+  const o = slot * t.stride;
   const rate = p.rate;
   const after = gcraDebt(t, o, now, rate) + cost * p.tokenTicks;
   const whole = floorDiv(after, rate);
@@ -76,12 +76,12 @@ export function commitGcra(t: StateTable, slot: number, now: number, cost: numbe
 }
 
 export function initGcra(t: StateTable, slot: number): void {
-  t.f[slot * 2] = Number.NEGATIVE_INFINITY;
-  t.f[slot * 2 + 1] = 0;
+  t.f[slot * t.stride] = Number.NEGATIVE_INFINITY;
+  t.f[slot * t.stride + 1] = 0;
 }
 
 export function gcraExpiresAt(t: StateTable, slot: number): number {
-  const o = slot * 2;
+  const o = slot * t.stride;
   return (t.f[o] as number) + ((t.f[o + 1] as number) > 0 ? 1 : 0);
 }
 

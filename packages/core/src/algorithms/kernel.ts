@@ -19,7 +19,10 @@ export interface LogRing {
   highWater: number;
 }
 
-/** Rows of state: `f[slot * stride ... + stride)` for numeric state, `logs[slot]` for sliding-log. */
+/**
+ * Rows of state: a key's numbers start at `f[slot * stride]` (a store may keep words of its own after the
+ * kernel's `stride` words, so `StateTable.stride >= AlgorithmKernel.stride`); `logs[slot]` for sliding-log.
+ */
 export interface StateTable {
   f: Float64Array;
   readonly stride: number;

@@ -88,7 +88,7 @@ export const slidingLog: AlgorithmKernel = {
   id: 'sliding-log',
   stride: 1,
   init(t, slot) {
-    t.f[slot] = Number.NEGATIVE_INFINITY;
+    t.f[slot * t.stride] = Number.NEGATIVE_INFINITY;
     t.logs[slot] = undefined;
   },
   evaluate(t, slot, now, cost, p, out) {
@@ -142,9 +142,9 @@ export const slidingLog: AlgorithmKernel = {
     }
     if (now > r.highWater) r.highWater = now;
     push(r, r.highWater, cost);
-    t.f[slot] = newestExpiry(r, w);
+    t.f[slot * t.stride] = newestExpiry(r, w);
   },
   expiresAt(t, slot) {
-    return t.f[slot] as number;
+    return t.f[slot * t.stride] as number;
   },
 };

@@ -59,7 +59,7 @@ export const slidingWindow: AlgorithmKernel = {
   id: 'sliding-window',
   stride: 3,
   init(t, slot) {
-    const o = slot * 3;
+    const o = slot * t.stride;
     t.f[o] = Number.NEGATIVE_INFINITY;
     t.f[o + 1] = 0;
     t.f[o + 2] = 0;
@@ -67,7 +67,7 @@ export const slidingWindow: AlgorithmKernel = {
   evaluate(t: StateTable, slot, now, cost, p: CompiledPolicy, out: Outcome) {
     const w = p.windowMs;
     const cap = p.capMilli;
-    const s = roll(t, slot * 3, now, w);
+    const s = roll(t, slot * t.stride, now, w);
     // A backward clock parks the estimate at the window start: it neither refunds nor charges twice.
     const behind = s.start > now ? s.start - now : 0;
     const e = behind > 0 ? 0 : now - s.start;
@@ -96,13 +96,13 @@ export const slidingWindow: AlgorithmKernel = {
     }
   },
   commit(t, slot, now, cost, p) {
-    const o = slot * 3;
+    const o = slot * t.stride;
     const s = roll(t, o, now, p.windowMs);
     t.f[o] = s.start;
     t.f[o + 1] = s.curr + cost;
     t.f[o + 2] = s.prev;
   },
   expiresAt(t, slot, p) {
-    return (t.f[slot * 3] as number) + 2 * p.windowMs;
+    return (t.f[slot * t.stride] as number) + 2 * p.windowMs;
   },
 };

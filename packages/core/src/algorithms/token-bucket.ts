@@ -24,11 +24,11 @@ export const tokenBucket: AlgorithmKernel = {
   id: 'token-bucket',
   stride: 2,
   init(t, slot) {
-    t.f[slot * 2] = Number.POSITIVE_INFINITY;
-    t.f[slot * 2 + 1] = Number.NEGATIVE_INFINITY;
+    t.f[slot * t.stride] = Number.POSITIVE_INFINITY;
+    t.f[slot * t.stride + 1] = Number.NEGATIVE_INFINITY;
   },
   evaluate(t, slot, now, cost, p, out) {
-    const o = slot * 2;
+    const o = slot * t.stride;
     const cap = p.capTicks;
     const rate = p.rate;
     const tpm = p.tokenTicks;
@@ -61,7 +61,7 @@ export const tokenBucket: AlgorithmKernel = {
     }
   },
   commit(t, slot, now, cost, p) {
-    const o = slot * 2;
+    const o = slot * t.stride;
     const cap = p.capTicks;
     const stored = t.f[o] as number;
     const last = t.f[o + 1] as number;
@@ -69,8 +69,8 @@ export const tokenBucket: AlgorithmKernel = {
     t.f[o + 1] = Math.max(now, last);
   },
   expiresAt(t, slot, p) {
-    const tokens = t.f[slot * 2] as number;
+    const tokens = t.f[slot * t.stride] as number;
     if (tokens >= p.capTicks) return Number.NEGATIVE_INFINITY;
-    return (t.f[slot * 2 + 1] as number) + ceilDiv(p.capTicks - tokens, p.rate);
+    return (t.f[slot * t.stride + 1] as number) + ceilDiv(p.capTicks - tokens, p.rate);
   },
 };

@@ -40,8 +40,6 @@ export const fixedWindow: AlgorithmKernel = {
     }
     out.exceeds = false;
     out.delayMs = 0;
-    out.remainingUncharged = cap - used;
-    out.resetUncharged = resetUncharged;
     if (used + cost <= cap) {
       out.allowed = true;
       out.remaining = cap - used - cost;

@@ -13,7 +13,7 @@
  * The debt `max(0, tat - now)` in ticks plays the part of (capacity - tokens) of a token bucket.
  */
 
-import { ceilDiv, floorDiv } from '../internal/fixed-point.js';
+import { ceilDiv, floorDiv, ticksToMilli } from '../internal/fixed-point.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { AlgorithmKernel, Outcome, StateTable } from './kernel.js';
 import { writeExceeds } from './kernel.js';
@@ -39,28 +39,24 @@ export function evaluateGcra(
   const cap = p.capTicks;
   const tpm = p.tokenTicks;
   const debt = gcraDebt(t, slot * t.stride, now, rate);
-  const resetUncharged = ceilDiv(debt, rate);
-  const remainingUncharged = debt >= cap ? 0 : floorDiv(cap - debt, tpm);
   const need = cost * tpm;
   if (need > cap) {
-    writeExceeds(out, remainingUncharged, resetUncharged);
+    writeExceeds(out, debt >= cap ? 0 : ticksToMilli(cap - debt, tpm), ceilDiv(debt, rate));
     return;
   }
   out.exceeds = false;
-  out.remainingUncharged = remainingUncharged;
-  out.resetUncharged = resetUncharged;
   const after = debt + need;
   if (after <= cap) {
     out.allowed = true;
-    out.remaining = floorDiv(cap - after, tpm);
+    out.remaining = ticksToMilli(cap - after, tpm);
     out.retryAfterMs = 0;
     out.resetMs = ceilDiv(after, rate);
     out.delayMs = debt > delayTicks ? ceilDiv(debt - delayTicks, rate) : 0;
   } else {
     out.allowed = false;
-    out.remaining = remainingUncharged;
+    out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, tpm);
     out.retryAfterMs = ceilDiv(after - cap, rate);
-    out.resetMs = resetUncharged;
+    out.resetMs = ceilDiv(debt, rate);
     out.delayMs = 0;
   }
 }

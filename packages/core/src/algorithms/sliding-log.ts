@@ -103,8 +103,6 @@ export const slidingLog: AlgorithmKernel = {
     }
     out.exceeds = false;
     out.delayMs = 0;
-    out.remainingUncharged = cap - sum;
-    out.resetUncharged = resetUncharged;
     if (sum + cost <= cap) {
       out.allowed = true;
       out.remaining = cap - sum - cost;

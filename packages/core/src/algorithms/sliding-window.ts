@@ -55,6 +55,12 @@ function waitFrom(e: number, prev: number, curr: number, cost: number, cap: numb
   return w - e + e2;
 }
 
+/** What is left now, before the request: floor((cap * w - weighted - curr * w) / w), at least 0. */
+function uncharged(weighted: number, curr: number, cap: number, w: number): number {
+  const room = cap * w - weighted - curr * w;
+  return room <= 0 ? 0 : floorDiv(room, w);
+}
+
 export const slidingWindow: AlgorithmKernel = {
   id: 'sliding-window',
   stride: 3,
@@ -73,15 +79,12 @@ export const slidingWindow: AlgorithmKernel = {
     const e = behind > 0 ? 0 : now - s.start;
     const weighted = s.prev * (w - e);
     const resetUncharged = s.curr > 0 ? s.start + 2 * w - now : s.prev > 0 ? s.start + w - now : 0;
-    const remainingUncharged = Math.max(0, floorDiv(Math.max(0, cap * w - weighted - s.curr * w), w));
     if (cost > cap) {
-      writeExceeds(out, remainingUncharged, resetUncharged);
+      writeExceeds(out, uncharged(weighted, s.curr, cap, w), resetUncharged);
       return;
     }
     out.exceeds = false;
     out.delayMs = 0;
-    out.remainingUncharged = remainingUncharged;
-    out.resetUncharged = resetUncharged;
     const room = cap * w - weighted - (s.curr + cost) * w;
     if (room >= 0) {
       out.allowed = true;
@@ -90,7 +93,7 @@ export const slidingWindow: AlgorithmKernel = {
       out.resetMs = s.start + 2 * w - now;
     } else {
       out.allowed = false;
-      out.remaining = remainingUncharged;
+      out.remaining = uncharged(weighted, s.curr, cap, w);
       out.retryAfterMs = behind + waitFrom(e, s.prev, s.curr, cost, cap, w);
       out.resetMs = resetUncharged;
     }

@@ -9,7 +9,7 @@
  * ticks per ms; both are integers (see policy.ts), so refill is exact for any limit and window.
  * State: [tokens in ticks, last refill ms]. A key never seen: full, last = -Infinity.
  */
-import { ceilDiv, floorDiv } from '../internal/fixed-point.js';
+import { ceilDiv, ticksToMilli } from '../internal/fixed-point.js';
 import type { AlgorithmKernel } from './kernel.js';
 import { writeExceeds } from './kernel.js';
 
@@ -18,6 +18,10 @@ function refill(tokens: number, last: number, now: number, cap: number, rate: nu
   if (tokens >= cap || now <= last) return tokens;
   const elapsed = now - last;
   return elapsed >= ceilDiv(cap - tokens, rate) ? cap : tokens + elapsed * rate;
+}
+
+function resetUncharged(tokens: number, cap: number, rate: number, behind: number): number {
+  return tokens >= cap ? 0 : behind + ceilDiv(cap - tokens, rate);
 }
 
 export const tokenBucket: AlgorithmKernel = {
@@ -37,27 +41,23 @@ export const tokenBucket: AlgorithmKernel = {
     // Measured from the last refill when the clock stepped back, so waits stay exact.
     const last = t.f[o + 1] as number;
     const behind = last > now ? last - now : 0;
-    const resetUncharged = tokens >= cap ? 0 : behind + ceilDiv(cap - tokens, rate);
-    const remainingUncharged = floorDiv(tokens, tpm);
     const need = cost * tpm;
     if (need > cap) {
-      writeExceeds(out, remainingUncharged, resetUncharged);
+      writeExceeds(out, ticksToMilli(tokens, tpm), resetUncharged(tokens, cap, rate, behind));
       return;
     }
     out.exceeds = false;
     out.delayMs = 0;
-    out.remainingUncharged = remainingUncharged;
-    out.resetUncharged = resetUncharged;
     if (tokens >= need) {
       out.allowed = true;
-      out.remaining = floorDiv(tokens - need, tpm);
+      out.remaining = ticksToMilli(tokens - need, tpm);
       out.retryAfterMs = 0;
       out.resetMs = behind + ceilDiv(cap - tokens + need, rate);
     } else {
       out.allowed = false;
-      out.remaining = remainingUncharged;
+      out.remaining = ticksToMilli(tokens, tpm);
       out.retryAfterMs = behind + ceilDiv(need - tokens, rate);
-      out.resetMs = resetUncharged;
+      out.resetMs = resetUncharged(tokens, cap, rate, behind);
     }
   },
   commit(t, slot, now, cost, p) {

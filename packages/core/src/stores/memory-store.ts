@@ -222,9 +222,41 @@ export class MemoryStore implements Store {
     if (now > this.lastNow) this.lastNow = now;
     const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
     const n = plan.policies.length;
+    if (n === 1) return this.applySingle(key, b, cost, now);
     this.applyGroup(key, b, 0, plan.enforcedCount, cost, now);
     if (n > plan.enforcedCount) this.applyGroup(key, b, plan.enforcedCount, n, cost, now);
     return b.result;
+  }
+
+  /**
+   * One policy, no shadow: the group is the policy, so the row can be taken before deciding (a fresh key
+   * is admitted unless its cost can never fit, and an unused fresh row expires at once).
+   */
+  private applySingle(key: string, b: Bound, cost: number, now: number): Float64Array {
+    const t = b.tables[0] as Table;
+    const out = b.outcomes[0] as Outcome;
+    let slot = t.index.get(key);
+    if (slot === undefined) {
+      if (this.count >= this.maxKeys) this.evict(t, now);
+      slot = t.allocate(key);
+      this.count += 1;
+    } else {
+      t.touch(slot);
+    }
+    t.kernel.evaluate(t, slot, now, cost, t.policy, out);
+    const r = b.result;
+    if (out.allowed) {
+      t.kernel.commit(t, slot, now, cost, t.policy);
+      r[R_FLAGS] = F_ALLOWED | F_CHARGED;
+      r[R_RETRY_AFTER] = 0;
+    } else {
+      r[R_FLAGS] = out.exceeds ? F_EXCEEDS : 0;
+      r[R_RETRY_AFTER] = out.retryAfterMs;
+    }
+    r[R_REMAINING] = out.remaining;
+    r[R_RESET] = out.resetMs;
+    r[R_DELAY] = out.delayMs;
+    return r;
   }
 
   private applyGroup(key: string, b: Bound, from: number, to: number, cost: number, now: number): void {
@@ -265,10 +297,14 @@ export class MemoryStore implements Store {
         const slot = b.slots[i] as number;
         if (slot !== 0) t.touch(slot);
         r[o + R_FLAGS] = (out.allowed ? F_ALLOWED : 0) | (out.exceeds ? F_EXCEEDS : 0);
-        r[o + R_REMAINING] = out.remainingUncharged;
         r[o + R_RETRY_AFTER] = out.retryAfterMs;
-        r[o + R_RESET] = out.resetUncharged;
         r[o + R_DELAY] = 0;
+        if (out.allowed) {
+          // Admitted here but not charged: report the state as it stands (a cost that can never fit does).
+          t.kernel.evaluate(t, slot, now, Number.POSITIVE_INFINITY, t.policy, out);
+        }
+        r[o + R_REMAINING] = out.remaining;
+        r[o + R_RESET] = out.resetMs;
       }
     }
   }

@@ -25,7 +25,7 @@ export const USAGE = `Usage: pnpm bench [options]
   --quick            fewer runs and shorter rounds, no 1M-key cells (under two minutes)
   --smoke            a few tiny cells that only check the harness works (implies --quick)
   --sections A,B,C   which sections to run (default: all)
-  --only REGEX       only the cells whose id matches, e.g. --only 'A/gcra/100k'
+  --only REGEX       only the cells whose id matches, e.g. --only 'A/tollgate-gcra/100k'
   --out FILE         where to write the results (default: bench/RESULTS.md for a full run,
                      bench/.results/RESULTS.quick.md or RESULTS.smoke.md otherwise)
   --profile          run every child process with --cpu-prof (bench/.results/profiles/)

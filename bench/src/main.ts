@@ -22,8 +22,15 @@ type RunMode = BenchResults['mode'];
 
 /** How long and how often each section measures, per mode. */
 interface Plan {
-  readonly decisions: { subjects: readonly string[] | undefined; runs: number; runMs: number; warmupMs: number };
-  readonly redis: { subjects: readonly string[] | undefined; keys: number; inFlight: readonly number[]; runs: number; runMs: number };
+  readonly decisions: { subjects: readonly string[] | undefined; passes: number; runs: number; runMs: number; warmupMs: number };
+  readonly redis: {
+    subjects: readonly string[] | undefined;
+    keys: number;
+    inFlight: readonly number[];
+    rounds: number;
+    runs: number;
+    runMs: number;
+  };
   readonly http: {
     frameworks: readonly Framework[];
     modes: readonly Mode[];
@@ -36,21 +43,22 @@ interface Plan {
 
 const PLANS: Readonly<Record<RunMode, Plan>> = {
   full: {
-    decisions: { subjects: undefined, runs: 5, runMs: 400, warmupMs: 500 },
-    redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], runs: 3, runMs: 3000 },
+    decisions: { subjects: undefined, passes: 2, runs: 3, runMs: 400, warmupMs: 500 },
+    redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], rounds: 3, runs: 1, runMs: 3000 },
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 5, roundSeconds: 3, warmupSeconds: 2, connections: 50 },
   },
   quick: {
-    decisions: { subjects: undefined, runs: 2, runMs: 100, warmupMs: 100 },
-    redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], runs: 1, runMs: 1000 },
+    decisions: { subjects: undefined, passes: 1, runs: 2, runMs: 100, warmupMs: 100 },
+    redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], rounds: 1, runs: 1, runMs: 1000 },
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 2, roundSeconds: 1, warmupSeconds: 1, connections: 50 },
   },
   smoke: {
-    decisions: { subjects: ['tollgate-gcra', 'express-rate-limit', 'map-counter'], runs: 1, runMs: 20, warmupMs: 20 },
+    decisions: { subjects: ['tollgate-gcra', 'express-rate-limit', 'map-counter'], passes: 1, runs: 1, runMs: 20, warmupMs: 20 },
     redis: {
       subjects: ['tollgate-redis-1', 'rate-limit-redis', 'evalsha-token-bucket'],
       keys: 1000,
       inFlight: [1, 16],
+      rounds: 1,
       runs: 1,
       runMs: 200,
     },
@@ -68,8 +76,8 @@ function settingsOf(mode: RunMode, plan: Plan, loadTool: string): string[] {
   const h = plan.http;
   return [
     `mode ${mode}`,
-    `A: ${d.runs} runs of at least ${d.runMs} ms per cell after ${d.warmupMs} ms of warm-up`,
-    `B: ${r.keys.toLocaleString('en-US')} keys, ${r.runs} rounds of ${r.runMs} ms at ${r.inFlight.join(' and ')} in flight`,
+    `A: ${d.passes} pass(es) over all cells, each cell a new process doing ${d.runs} runs of at least ${d.runMs} ms after ${d.warmupMs} ms of warm-up`,
+    `B: ${r.keys.toLocaleString('en-US')} keys, ${r.rounds} round(s) over all subjects, each subject a new process doing ${r.runs} run(s) of ${r.runMs} ms at ${r.inFlight.join(' and ')} in flight`,
     `C: ${h.rounds} rounds of ${h.roundSeconds} s per variant after ${h.warmupSeconds} s of warm-up, ${h.connections} connections, ${loadTool}`,
   ];
 }

@@ -62,7 +62,7 @@ function decisionSection(results: BenchResults, rows: readonly DecisionRow[]): s
       'rate-limiter-flexible: `RateLimiterMemory.consume` in try/await/catch; the floor: `async decide(key) { m.set(key, (m.get(key) ?? 0) + 1) }`). ' +
       'Keys (`ip:10.x.y.z`) are generated before anything is measured and visited in one fixed shuffled order. ' +
       'A cell populates its keys (one decision per key), warms up, then runs mitata several times; each run is the median of at least 12 samples of 1000 decisions. ' +
-      'The figure is the median over runs. Allow cells use a limit no key reaches (1e9 per 60 s; 7.5e7 for sliding-window, the most its exact arithmetic allows) ' +
+      'Every cell runs once per pass (all cells in pass 1, then all in pass 2), each time in a new process; the figure is the median over all runs of all passes. Allow cells use a limit no key reaches (1e9 per 60 s; 7.5e7 for sliding-window, the most its exact arithmetic allows) ' +
       'and count any rejection as unexpected; over-the-limit cells use a limit of 1, so every timed decision is a rejection.',
     '',
     '### ns per decision (median of runs, lower is better)',
@@ -140,8 +140,9 @@ function redisSection(redis: NonNullable<BenchResults['redis']>): string {
     '',
     `The harness starts its own \`redis-server\` on a free loopback port (no persistence). Each subject runs in its own Node process with one ioredis connection (default options) ` +
       `on an emptied database: it touches each of ${int(redis.keys)} keys once (256 in flight), reads Redis memory, counts the commands the client sends for one decision ` +
-      `(1 = one round trip), then runs timed rounds at ${inFlights.join(' and ')} requests in flight over the keys in a shuffled order. ops/s is the median over rounds; ` +
-      "p50/p99 are the medians over rounds of each round's latency percentiles. Policies: 1000 per day (never reached; it keeps every algorithm's key alive for minutes, " +
+      `(1 = one round trip), then runs timed runs at ${inFlights.join(' and ')} requests in flight over the keys in a shuffled order. Every subject does this once per round ` +
+      '(all subjects in round 1, then all in round 2, ...), each time in a new process on an emptied database. ops/s is the median over all runs; ' +
+      "p50/p99 and the memory figures are medians over rounds. Policies: 1000 per day (never reached; it keeps every algorithm's key alive for minutes, " +
       "so memory is measured on live keys). `MEMORY USAGE` is the mean over 200 random keys; `used_memory / dbsize` includes the server's own baseline, as the issue defines it.",
     '',
     table(

@@ -108,8 +108,9 @@ async function runGroup(framework: Framework, mode: Mode, o: HttpSectionOptions)
   const started = new Map<Variant, Server | Missing>();
   const servers: Server[] = [];
   try {
-    for (const variant of VARIANTS) {
-      const s = await startServer({ framework, variant, mode }, o.profile);
+    const all = await Promise.all(VARIANTS.map((variant) => startServer({ framework, variant, mode }, o.profile)));
+    for (const [i, variant] of VARIANTS.entries()) {
+      const s = all[i] as Server | Missing;
       started.set(variant, s);
       if ('port' in s) {
         const problem = await check(s.port, mode, variant);

@@ -60,10 +60,11 @@ const evalshaCeiling: RedisSubjectSpec = {
   kind: 'baseline',
   async create(client) {
     const sha = (await client.script('LOAD', TOKEN_BUCKET_LUA)) as string;
-    const cap = String(REDIS_ALLOW_LIMIT);
-    const per = String(REDIS_WINDOW_MS / REDIS_ALLOW_LIMIT);
+    const interval = REDIS_WINDOW_MS / REDIS_ALLOW_LIMIT;
+    const per = String(interval);
+    const tolerance = String(interval * REDIS_ALLOW_LIMIT);
     const subject: RedisSubject<number> = {
-      decide: (key) => client.evalsha(sha, 1, `tb:${key}`, cap, per) as Promise<number>,
+      decide: (key) => client.evalsha(sha, 1, `tb:${key}`, per, tolerance) as Promise<number>,
       allowed: (r) => r === 1,
       close: async () => undefined,
     };

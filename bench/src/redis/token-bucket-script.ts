@@ -1,24 +1,19 @@
 /**
- * @module The ceiling of section B: a bare token bucket in one Lua script, run with EVALSHA on one key,
- * with Redis TIME as the clock and PEXPIRE so idle keys vanish. No library around it: what a
- * Redis-backed limiter costs at the least.
+ * @module The ceiling of section B: a bare token bucket in one Lua script, run with EVALSHA on one key.
+ * It is written in its leanest exact form, GCRA (one number per key, the theoretical arrival time,
+ * decisions identical to a token bucket's), with Redis TIME as the clock and an expiry on every write
+ * so idle keys vanish. No library around it: what a Redis-backed limiter costs at the least.
  */
 export const TOKEN_BUCKET_LUA = `
--- KEYS[1] the bucket; ARGV[1] capacity (tokens); ARGV[2] ms per token
+-- KEYS[1] the bucket; ARGV[1] ms per token; ARGV[2] capacity * ms per token
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cap = tonumber(ARGV[1])
-local per = tonumber(ARGV[2])
-local v = redis.call('HMGET', KEYS[1], 't', 'n')
-local ts = tonumber(v[1]) or now
-local tokens = tonumber(v[2]) or cap
-tokens = math.min(cap, tokens + (now - ts) / per)
-local ok = 0
-if tokens >= 1 then
-  tokens = tokens - 1
-  ok = 1
-end
-redis.call('HSET', KEYS[1], 't', now, 'n', tokens)
-redis.call('PEXPIRE', KEYS[1], math.ceil((cap - tokens) * per) + 1)
-return ok
+local interval = tonumber(ARGV[1])
+local tolerance = tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', KEYS[1])) or now
+if tat < now then tat = now end
+local after = tat + interval
+if after - now > tolerance then return 0 end
+redis.call('SET', KEYS[1], after, 'PX', math.ceil(after - now))
+return 1
 `;

@@ -13,6 +13,7 @@ describe('parseBenchOptions', () => {
       only: undefined,
       out: undefined,
       profile: false,
+      load: undefined,
       help: false,
     });
   });
@@ -25,6 +26,7 @@ describe('parseBenchOptions', () => {
     expect(o.only?.test('A/GCRA/1 key')).toBe(true);
     expect(o.out).toBe('/tmp/r.md');
     expect(o.profile).toBe(true);
+    expect(parseBenchOptions(['--load', 'autocannon']).load).toBe('autocannon');
   });
 
   it('ignores the -- separator pnpm may pass through', () => {
@@ -37,5 +39,6 @@ describe('parseBenchOptions', () => {
     expect(() => parseBenchOptions(['--out'])).toThrow(/--out needs a value/);
     expect(() => parseBenchOptions(['--only', '--quick'])).toThrow(/--only needs a value/);
     expect(() => parseBenchOptions(['--only', '('])).toThrow(/not a regular expression/);
+    expect(() => parseBenchOptions(['--load', 'ab'])).toThrow(/expected wrk or autocannon/);
   });
 });

@@ -17,6 +17,8 @@ export interface BenchOptions {
   readonly out: string | undefined;
   /** Runs each child process with `--cpu-prof`, profiles under bench/.results/profiles. */
   readonly profile: boolean;
+  /** The HTTP load generator; undefined: wrk when installed, else autocannon. */
+  readonly load: 'wrk' | 'autocannon' | undefined;
   readonly help: boolean;
 }
 
@@ -29,6 +31,7 @@ export const USAGE = `Usage: pnpm bench [options]
   --out FILE         where to write the results (default: bench/RESULTS.md for a full run,
                      bench/.results/RESULTS.quick.md or RESULTS.smoke.md otherwise)
   --profile          run every child process with --cpu-prof (bench/.results/profiles/)
+  --load TOOL        wrk or autocannon (default: wrk when installed, else autocannon)
   --help             this text`;
 
 const SECTIONS: readonly SectionId[] = ['A', 'B', 'C'];
@@ -41,6 +44,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   let only: RegExp | undefined;
   let out: string | undefined;
   let profile = false;
+  let load: BenchOptions['load'];
   let help = false;
   const value = (i: number, flag: string): string => {
     const v = argv[i + 1];
@@ -85,6 +89,12 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
         }
         break;
       }
+      case '--load': {
+        const tool = value(i++, arg);
+        if (tool !== 'wrk' && tool !== 'autocannon') throw new TypeError(`--load: expected wrk or autocannon, got '${tool}'`);
+        load = tool;
+        break;
+      }
       case '--out':
         out = value(i++, arg);
         break;
@@ -92,5 +102,5 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
         throw new TypeError(`unknown option '${arg}'; see --help`);
     }
   }
-  return { quick, smoke, sections, only, out, profile, help };
+  return { quick, smoke, sections, only, out, profile, load, help };
 }

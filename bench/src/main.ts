@@ -88,7 +88,7 @@ async function run(options: BenchOptions): Promise<number> {
   const log = (line: string): void => {
     process.stdout.write(`${line}\n`);
   };
-  const load = pickLoadGenerator();
+  const load = pickLoadGenerator(options.load);
   const started = performance.now();
   log(`tollgate bench (${mode}): sections ${options.sections.join(', ')}`);
 

@@ -84,9 +84,10 @@ export function wrkVersion(): string | undefined {
   return /wrk (\S+)/.exec(`${r.stdout}${r.stderr}`)?.[1] ?? 'unknown version';
 }
 
-/** wrk (one thread) when installed, else autocannon run by this Node binary. */
-export function pickLoadGenerator(): LoadGenerator {
-  const version = wrkVersion();
+/** `preferred`, or wrk (one thread) when installed, else autocannon run by this Node binary. */
+export function pickLoadGenerator(preferred?: 'wrk' | 'autocannon'): LoadGenerator {
+  const version = preferred === 'autocannon' ? undefined : wrkVersion();
+  if (preferred === 'wrk' && version === undefined) throw new Error('--load wrk: wrk is not installed (Debian: apt-get install wrk)');
   if (version !== undefined) {
     return {
       name: `wrk ${version}`,

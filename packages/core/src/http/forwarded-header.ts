@@ -135,7 +135,7 @@ export function forwardedForNode(element: string): string | undefined {
     if (element.charCodeAt(i) !== SEMICOLON) return undefined;
     i++;
   }
-  if (forValue === undefined) return undefined;
+  if (forValue === undefined || forValue === '') return undefined;
   // FWD_PLAIN has no match for text with two colons: an unbracketed IPv6, which RFC 7239 forbids.
   return forValue.startsWith('[') || FWD_PLAIN.test(forValue) ? stripNode(forValue, FWD_BRACKETED, FWD_PLAIN) : undefined;
 }

@@ -25,24 +25,39 @@ export function recordingLogger(): RecordingLogger {
   };
 }
 
-export interface ViewFixture<Req> {
-  readonly view: RequestView<Req>;
-  readonly logger: RecordingLogger;
+export interface RequestInit<Req> {
+  remoteAddress?: string | undefined;
+  headers?: HeaderBag;
+  request?: Req;
 }
 
-/** A view of one request; pass `logger` to share warn-once state the way one middleware instance does. */
-export function requestView<Req = Record<string, never>>(
-  init: { remoteAddress?: string; headers?: HeaderBag; request?: Req; validate?: ValidateOption },
-  logger: RecordingLogger = recordingLogger(),
-): ViewFixture<Req> {
-  const diagnostics = createDiagnostics(logger, init.validate);
-  const view: RequestView<Req> = {
-    remoteAddress: init.remoteAddress,
-    headers: init.headers ?? {},
-    method: 'GET',
-    url: '/',
-    request: init.request ?? ({} as Req),
+/**
+ * One middleware instance's worth of views: every view shares one warn-once `Diagnostics` writing to
+ * `logger`.
+ */
+export function viewFactory(validate?: ValidateOption, logger: RecordingLogger = recordingLogger()) {
+  const diagnostics = createDiagnostics(logger, validate);
+  return {
+    logger,
     diagnostics,
+    view<Req = Record<string, never>>(init: RequestInit<Req>): RequestView<Req> {
+      return {
+        remoteAddress: init.remoteAddress,
+        headers: init.headers ?? {},
+        method: 'GET',
+        url: '/',
+        request: init.request ?? ({} as Req),
+        diagnostics,
+      };
+    },
   };
-  return { view, logger };
+}
+
+/** A view of one request with its own diagnostics and recording logger. */
+export function requestView<Req = Record<string, never>>(
+  init: RequestInit<Req> & { validate?: ValidateOption },
+  logger?: RecordingLogger,
+): { view: RequestView<Req>; logger: RecordingLogger } {
+  const factory = viewFactory(init.validate, logger);
+  return { view: factory.view(init), logger: factory.logger };
 }

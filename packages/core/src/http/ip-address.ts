@@ -25,7 +25,12 @@ export function parseIpAddress(text: string): IpAddress | undefined {
   if (family !== 6) return undefined;
   const zone = text.indexOf('%');
   const v6 = ipaddr.IPv6.parse(zone === -1 ? text : text.slice(0, zone));
-  return v6.isIPv4MappedAddress() ? v6.toIPv4Address() : v6;
+  return isIpv4Mapped(v6.parts) ? v6.toIPv4Address() : v6;
+}
+
+/** In ::ffff:0:0/96. (ipaddr.js `isIPv4MappedAddress()` answers the same through a slow range lookup.) */
+function isIpv4Mapped(parts: readonly number[]): boolean {
+  return parts[0] === 0 && parts[1] === 0 && parts[2] === 0 && parts[3] === 0 && parts[4] === 0 && parts[5] === 0xffff;
 }
 
 /** Bit length of the address family: 32 or 128. */

@@ -4,7 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { cpus, release, totalmem, type } from 'node:os';
+import { cpus, loadavg, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_DIR } from './child-process.js';
 import type { Machine } from './results.js';
@@ -31,7 +31,8 @@ function git(args: readonly string[]): string | undefined {
   return r.status === 0 ? r.stdout.trim() : undefined;
 }
 
-export function describeMachine(redis: string | undefined, loadGenerator: string): Machine {
+/** The machine as the run ends; `loadAtStart` is `loadavg()[0]` read when it began. */
+export function describeMachine(redis: string | undefined, loadGenerator: string, loadAtStart: number): Machine {
   const list = cpus();
   const dirty = (git(['status', '--porcelain', '--untracked-files=no']) ?? '') !== '';
   return {
@@ -42,6 +43,7 @@ export function describeMachine(redis: string | undefined, loadGenerator: string
     node: process.version,
     redis,
     loadGenerator,
+    loadAverage: { start: loadAtStart, end: loadavg()[0] ?? Number.NaN },
     commit: `${git(['rev-parse', '--short', 'HEAD']) ?? 'unknown'}${dirty ? ' (with uncommitted changes)' : ''}`,
     date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
   };

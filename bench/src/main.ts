@@ -4,6 +4,7 @@
  * summary. Exits 1 when a cell failed (a subject that has not landed is "not available", not a failure).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { BENCH_DIR } from './child-process.js';
 import { type BenchOptions, parseBenchOptions, USAGE } from './cli-options.js';
@@ -45,7 +46,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
   full: {
     decisions: { subjects: undefined, passes: 2, runs: 3, runMs: 400, warmupMs: 500 },
     redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], rounds: 3, runs: 1, runMs: 3000 },
-    http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 5, roundSeconds: 3, warmupSeconds: 2, connections: 50 },
+    http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 8, roundSeconds: 2, warmupSeconds: 2, connections: 50 },
   },
   quick: {
     decisions: { subjects: undefined, passes: 1, runs: 2, runMs: 100, warmupMs: 100 },
@@ -90,6 +91,7 @@ async function run(options: BenchOptions): Promise<number> {
   };
   const load = pickLoadGenerator(options.load);
   const started = performance.now();
+  const loadAtStart = loadavg()[0] ?? Number.NaN;
   log(`tollgate bench (${mode}): sections ${options.sections.join(', ')}`);
 
   const scenarios = decisionScenarios(mode);
@@ -111,7 +113,7 @@ async function run(options: BenchOptions): Promise<number> {
 
   const results: BenchResults = {
     mode,
-    machine: describeMachine(redisServerVersion(), load.name),
+    machine: describeMachine(redisServerVersion(), load.name, loadAtStart),
     versions: packageVersions(),
     decisions,
     decisionScenarios: scenarios.map((s) => ({ id: s.id, label: s.label })),

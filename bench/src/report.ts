@@ -221,9 +221,23 @@ export function renderResults(results: BenchResults, targets: readonly TargetChe
     '## Machine',
     '',
     table(
-      ['CPU', 'cores', 'memory', 'OS', 'Node', 'redis-server', 'load generator'],
-      [[m.cpu, String(m.cores), `${m.memoryGiB} GiB`, m.os, m.node, m.redis ?? 'not installed', m.loadGenerator]],
+      ['CPU', 'cores', 'memory', 'OS', 'Node', 'redis-server', 'load generator', 'load average (1 min) at start / end'],
+      [
+        [
+          m.cpu,
+          String(m.cores),
+          `${m.memoryGiB} GiB`,
+          m.os,
+          m.node,
+          m.redis ?? 'not installed',
+          m.loadGenerator,
+          `${m.loadAverage.start.toFixed(2)} / ${m.loadAverage.end.toFixed(2)}`,
+        ],
+      ],
     ),
+    '',
+    `The load average counts every process on the machine, this run's included (a cell keeps about one core busy, ` +
+      `an HTTP round about ${m.cores >= 2 ? 'two' : 'all'}); well above that, other work shared the CPU and the spread of the figures below grows.`,
     '',
     '## Versions',
     '',

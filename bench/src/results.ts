@@ -63,6 +63,8 @@ export interface Machine {
   readonly node: string;
   readonly redis: string | undefined;
   readonly loadGenerator: string;
+  /** 1-minute load average when the run started and when it ended: other work on the machine moves the figures. */
+  readonly loadAverage: { readonly start: number; readonly end: number };
   readonly commit: string;
   readonly date: string;
 }

@@ -11,7 +11,7 @@ import type { Decision, Logger } from '../types.js';
 import type { HeaderPair } from './header-values.js';
 import { createHeaderWriter } from './header-writer.js';
 import { createPartitionKey } from './partition-key.js';
-import { PROBLEM_CONTENT_TYPE } from './problem.js';
+import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from './problem.js';
 import { parseRateLimitOptions, type RateLimitConfig, type RateLimitOptions } from './rate-limit-options.js';
 import type { HeaderBag, RequestView } from './request-view.js';
 import { type ResponseConfig, type ResponsePlan, respond } from './respond.js';
@@ -120,29 +120,36 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
     }
   }
 
-  async function replaceBody(plan: ResponsePlan, decision: Decision, request: Req, diagnostics: Diagnostics): Promise<ResponsePlan> {
-    let problem = plan.problem;
-    if (problem === undefined || plan.status === undefined) return plan;
+  function extend(problem: ProblemDetails, request: Req, diagnostics: Diagnostics): ProblemDetails {
+    if (extendProblem === undefined) return problem;
     try {
-      if (extendProblem !== undefined) {
-        const extra = extendProblem(request, problem);
-        if (extra !== undefined) {
-          problem = { ...problem, ...extra, type: problem.type, status: problem.status, retryAfter: problem.retryAfter };
-          if (problem.retryAfter === undefined) delete (problem as { retryAfter?: number }).retryAfter;
-        }
-      }
-      const custom = onLimited === undefined ? undefined : await onLimited({ request, decision, status: plan.status, problem });
-      if (custom === undefined) return problem === plan.problem ? plan : { ...plan, problem, body: JSON.stringify(problem) };
+      const extra = extendProblem(request, problem);
+      if (extra === undefined) return problem;
+      const out: Record<string, unknown> = { ...problem, ...extra, type: problem.type, status: problem.status };
+      if (problem.retryAfter === undefined) delete out.retryAfter;
+      else out.retryAfter = problem.retryAfter;
+      return out as unknown as ProblemDetails;
+    } catch (error) {
+      diagnostics.warn('WRN_RL_HOOK_FAILED', `problem.extend threw (${String(error)}); the problem details were sent without its members.`);
+      return problem;
+    }
+  }
+
+  async function replaceBody(plan: ResponsePlan, decision: Decision, request: Req, diagnostics: Diagnostics): Promise<ResponsePlan> {
+    if (plan.problem === undefined || plan.status === undefined) return plan;
+    const problem = extend(plan.problem, request, diagnostics);
+    const withProblem = problem === plan.problem ? plan : { ...plan, problem, body: JSON.stringify(problem) };
+    if (onLimited === undefined) return withProblem;
+    try {
+      const custom = await onLimited({ request, decision, status: plan.status, problem });
+      if (custom === undefined) return withProblem;
       const isText = typeof custom.body === 'string';
       const contentType = custom.contentType ?? (isText ? 'text/plain; charset=utf-8' : 'application/json');
       const headers: HeaderPair[] = plan.headers.map((h) => (h[0] === 'Content-Type' ? ['Content-Type', contentType] : h));
-      return { ...plan, problem, headers, body: isText ? (custom.body as string) : JSON.stringify(custom.body) };
+      return { ...withProblem, headers, body: isText ? (custom.body as string) : JSON.stringify(custom.body) };
     } catch (error) {
-      diagnostics.warn(
-        'WRN_RL_HOOK_FAILED',
-        `onLimited or problem.extend threw (${String(error)}); the default ${PROBLEM_CONTENT_TYPE} body was sent.`,
-      );
-      return plan;
+      diagnostics.warn('WRN_RL_HOOK_FAILED', `onLimited threw (${String(error)}); the default ${PROBLEM_CONTENT_TYPE} body was sent.`);
+      return withProblem;
     }
   }
 

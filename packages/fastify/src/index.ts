@@ -78,7 +78,8 @@ function createHook(handler: RateLimitHandler<FastifyRequest>, ran: symbol) {
     const { decision, plan } = handled;
     request.rateLimit = decision;
     for (const [name, value] of plan.headers) reply.header(name, value);
-    if (plan.action === 'reject') return reply.code(plan.status ?? 429).send(plan.body);
+    // A Buffer, so Fastify sends the Content-Type exactly as planned (it appends a charset to strings).
+    if (plan.action === 'reject') return reply.code(plan.status ?? 429).send(Buffer.from(plan.body ?? ''));
     if (plan.delayMs > 0 && !(await waitUnlessClosed(plan.delayMs, reply.raw))) return reply.hijack();
     return undefined;
   };

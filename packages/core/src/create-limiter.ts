@@ -1,12 +1,16 @@
 /**
  * @module createLimiter: turns policies into decisions. One store call per request applies every
- * policy (enforced and shadow) atomically; the limiter then picks the binding policy, builds the
- * Decision and keeps the counters a team reads to compare shadow policies with enforced ones.
+ * policy (enforced and shadow) atomically; the limiter picks the binding policy, builds the Decision,
+ * keeps the counters a team reads to compare shadow policies with enforced ones, and answers by the
+ * configured failure mode when the store fails, is slow, or its circuit breaker is open.
  */
 import { createHash } from 'node:crypto';
+import { costUnits, DecisionImpl, Group, readGroup, Verdict } from './decision.js';
+import { Breaker, type BreakerState } from './internal/breaker.js';
 import { fromMilli, MILLI, toMilli } from './internal/fixed-point.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import type { CompiledPolicy } from './policy.js';
+import { MemoryStore } from './stores/memory-store.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -57,7 +61,17 @@ export interface LimiterStats {
   readonly shadowOnly: number;
   /** The enforced policies rejected what shadow would have let through. */
   readonly enforcedOnly: number;
+  /** Checks the store failed (error, timeout) or skipped because the breaker was open. */
+  readonly storeErrors: number;
   readonly policies: readonly PolicyStats[];
+}
+
+/** Events a limiter reports besides its decisions. */
+export interface LimiterEvents {
+  /** The store failed or timed out; the failure mode answered. `error` is what the store threw. */
+  'store-error': { readonly error: unknown; readonly key: string };
+  /** The circuit breaker changed state. */
+  breaker: { readonly state: BreakerState };
 }
 
 export interface Limiter {
@@ -75,57 +89,21 @@ export interface Limiter {
   /** The shadow policies, in order. */
   readonly shadowPolicies: readonly PolicyDescription[];
   readonly mode: 'enforce' | 'shadow';
+  /** Subscribes to an event; returns the function that unsubscribes. Listener errors are logged, not thrown. */
+  on<E extends keyof LimiterEvents>(event: E, listener: (payload: LimiterEvents[E]) => void): () => void;
   stats(): LimiterStats;
   resetStats(): void;
-  /** Closes the store if the limiter created it. */
+  /** Closes the store if the limiter created it, and the local fallback store. */
   close(): Promise<void>;
 }
 
-class Result implements PolicyResult {
-  constructor(
-    readonly name: string,
-    readonly algorithm: AlgorithmId,
-    readonly allowed: boolean,
-    readonly shadow: boolean,
-    readonly limit: number,
-    readonly windowMs: number,
-    readonly capacity: number,
-    readonly remaining: number,
-    readonly retryAfterMs: number,
-    readonly resetMs: number,
-    readonly delayMs: number,
-    readonly reason: 'cost-exceeds-capacity' | undefined,
-  ) {}
-}
-
-class DecisionImpl implements Decision {
-  constructor(
-    readonly allowed: boolean,
-    readonly limited: boolean,
-    readonly reason: DecisionReason,
-    readonly mode: 'enforce' | 'shadow',
-    readonly key: string,
-    readonly cost: number,
-    readonly policy: string,
-    readonly remaining: number,
-    readonly retryAfterMs: number,
-    readonly resetMs: number,
-    readonly delayMs: number,
-    readonly policies: readonly PolicyResult[],
-    readonly shadow: ShadowVerdict | undefined,
-    readonly degraded: boolean,
-  ) {}
-}
-
-class Verdict implements ShadowVerdict {
-  constructor(
-    readonly allowed: boolean,
-    readonly reason: DecisionReason,
-    readonly policy: string,
-    readonly remaining: number,
-    readonly retryAfterMs: number,
-    readonly policies: readonly PolicyResult[],
-  ) {}
+/** Thrown into the failure path when an asynchronous store does not answer in time. */
+export class StoreTimeoutError extends Error {
+  readonly code = 'ERR_RL_STORE_TIMEOUT';
+  constructor(ms: number) {
+    super(`ERR_RL_STORE_TIMEOUT: the store did not answer within ${ms} ms (storeTimeoutMs)`);
+    this.name = 'StoreTimeoutError';
+  }
 }
 
 /** Replaces keys that are too long by a digest; rejects what is not a string. */
@@ -161,88 +139,73 @@ function describePolicy(p: CompiledPolicy): PolicyDescription {
   });
 }
 
-/** Per-policy results of one group and the group's summary. */
-interface GroupSummary {
-  readonly results: PolicyResult[];
-  readonly charged: boolean;
-  readonly reason: DecisionReason;
-  readonly binding: number;
-  readonly retryAfterMs: number;
-  readonly delayMs: number;
-}
-
-function readGroup(r: StoreResult, policies: readonly CompiledPolicy[], from: number, to: number): GroupSummary {
-  const results: PolicyResult[] = new Array(to - from);
-  let charged = to > from;
-  let exceeds = -1;
-  let binding = from;
-  let bestRetry = -1;
-  let bestRemaining = Number.POSITIVE_INFINITY;
-  let bestReset = -1;
-  let delayMs = 0;
-  for (let i = from; i < to; i++) {
-    const p = policies[i] as CompiledPolicy;
-    const o = i * RESULT_STRIDE;
-    const flags = r[o + R_FLAGS] as number;
-    const allowed = (flags & F_ALLOWED) !== 0;
-    const retry = r[o + R_RETRY_AFTER] as number;
-    const remainingMilli = r[o + R_REMAINING] as number;
-    const reset = r[o + R_RESET] as number;
-    const delay = r[o + R_DELAY] as number;
-    if ((flags & F_CHARGED) === 0) charged = false;
-    if ((flags & F_EXCEEDS) !== 0 && exceeds < 0) exceeds = i;
-    if (!allowed) {
-      if (retry > bestRetry) {
-        bestRetry = retry;
-        binding = i;
-      }
-    } else if (bestRetry < 0 && (remainingMilli < bestRemaining || (remainingMilli === bestRemaining && reset > bestReset))) {
-      bestRemaining = remainingMilli;
-      bestReset = reset;
-      binding = i;
-    }
-    if (delay > delayMs) delayMs = delay;
-    results[i - from] = new Result(
-      p.name,
-      p.algorithm,
-      allowed,
-      p.shadow,
-      p.limit,
-      p.windowMs,
-      p.capacity,
-      fromMilli(remainingMilli),
-      retry,
-      reset,
-      delay,
-      (flags & F_EXCEEDS) !== 0 ? 'cost-exceeds-capacity' : undefined,
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new StoreTimeoutError(ms)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
     );
-  }
-  if (exceeds >= 0) binding = exceeds;
-  return {
-    results,
-    charged,
-    reason: exceeds >= 0 ? 'cost-exceeds-capacity' : charged ? 'allowed' : 'limited',
-    binding: binding - from,
-    retryAfterMs: exceeds >= 0 || charged ? 0 : bestRetry,
-    delayMs: charged ? delayMs : 0,
-  };
+  });
 }
 
 /** Creates a limiter. Options are validated here, once; see `LimiterOptions`. */
 export function createLimiter(options: LimiterOptions): Limiter {
   const config: LimiterConfig = parseLimiterOptions(options);
-  const { store, clock, mode, defaultCost } = config;
+  const { store, clock, mode, defaultCost, logger, onStoreError, storeTimeoutMs } = config;
   const all = [...config.policies, ...config.shadowPolicies];
-  const plan: StorePlan = Object.freeze({ policies: all, enforcedCount: config.policies.length });
   const enforcedCount = config.policies.length;
-  const hasShadow = config.shadowPolicies.length > 0;
+  const plan: StorePlan = Object.freeze({ policies: all, enforcedCount });
+  const hasShadow = all.length > enforcedCount;
   const shadowMode = mode === 'shadow';
+  const localStore = onStoreError === 'local' ? new MemoryStore() : undefined;
+  const localPlan: StorePlan = Object.freeze({ policies: config.localPolicies, enforcedCount });
+  const enforced = new Group();
+  const candidates = new Group();
+  const synthetic = new Float64Array(all.length * RESULT_STRIDE);
+
+  const listeners: { [E in keyof LimiterEvents]: Set<(payload: LimiterEvents[E]) => void> } = {
+    'store-error': new Set(),
+    breaker: new Set(),
+  };
+  function emit<E extends keyof LimiterEvents>(event: E, payload: LimiterEvents[E]): void {
+    for (const listener of listeners[event]) {
+      try {
+        listener(payload);
+      } catch (error) {
+        logger.error(`tollgate: a '${event}' listener threw`, error);
+      }
+    }
+  }
+
+  const breakerConfig = config.breaker;
+  const breaker =
+    breakerConfig === false
+      ? undefined
+      : new Breaker(breakerConfig.failureThreshold, breakerConfig.cooldownMs, (state) => {
+          if (state === 'open') {
+            logger.warn(
+              `tollgate: the ${store.kind} store keeps failing; not calling it for ${breakerConfig.cooldownMs} ms (onStoreError: '${onStoreError}')`,
+            );
+          } else if (state === 'closed') {
+            logger.warn(`tollgate: the ${store.kind} store answers again; decisions are back to normal`);
+          }
+          emit('breaker', { state });
+        });
 
   let requests = 0;
   let limitedCount = 0;
   let shadowLimited = 0;
   let shadowOnly = 0;
   let enforcedOnly = 0;
+  let storeErrors = 0;
+  let failing = false;
   const rejected = new Float64Array(all.length);
 
   function now(): number {
@@ -253,34 +216,39 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return Math.floor(t);
   }
 
-  function finish(key: string, cost: number, r: StoreResult): Decision {
+  /**
+   * Builds the decision from a store result over `policies` (the configured ones, or their local
+   * fallback twins); `degraded` marks answers of the local fallback.
+   */
+  function finish(key: string, cost: number, r: StoreResult, policies: readonly CompiledPolicy[], degraded: boolean): Decision {
     requests += 1;
-    const enforced = readGroup(r, all, 0, enforcedCount);
+    if (policies.length === 1) return finishSingle(key, cost, r, policies[0] as CompiledPolicy, degraded);
+    readGroup(enforced, r, policies, 0, enforcedCount);
     const limited = !enforced.charged;
     if (limited) limitedCount += 1;
-    for (let i = 0; i < all.length; i++) {
+    for (let i = 0; i < policies.length; i++) {
       if (((r[i * RESULT_STRIDE + R_FLAGS] as number) & F_ALLOWED) === 0) rejected[i] = (rejected[i] as number) + 1;
     }
     let shadow: ShadowVerdict | undefined;
     if (hasShadow) {
-      const s = readGroup(r, all, enforcedCount, all.length);
-      const b = s.results[s.binding] as PolicyResult;
-      shadow = new Verdict(s.charged, s.reason, b.name, b.remaining, s.retryAfterMs, s.results);
-      if (!s.charged) {
+      readGroup(candidates, r, policies, enforcedCount, policies.length);
+      const b = candidates.binding as PolicyResult;
+      shadow = new Verdict(candidates.charged, candidates.reason, b.name, b.remaining, candidates.retryAfterMs, candidates.results);
+      if (!candidates.charged) {
         shadowLimited += 1;
         if (!limited) shadowOnly += 1;
       } else if (limited) {
         enforcedOnly += 1;
       }
     }
-    const b = enforced.results[enforced.binding] as PolicyResult;
+    const b = enforced.binding as PolicyResult;
     return new DecisionImpl(
       !limited || shadowMode,
       limited,
       enforced.reason,
       mode,
       key,
-      cost / MILLI,
+      costUnits(cost),
       b.name,
       b.remaining,
       enforced.retryAfterMs,
@@ -288,16 +256,115 @@ export function createLimiter(options: LimiterOptions): Limiter {
       enforced.delayMs,
       enforced.results,
       shadow,
-      false,
+      degraded,
     );
+  }
+
+  /** The common case, one enforced policy and no shadow: no loops, and `policies` built only if read. */
+  function finishSingle(key: string, cost: number, r: StoreResult, p: CompiledPolicy, degraded: boolean): Decision {
+    const flags = r[R_FLAGS] as number;
+    const limited = (flags & F_CHARGED) === 0;
+    const exceeds = (flags & F_EXCEEDS) !== 0;
+    if (limited) {
+      limitedCount += 1;
+      rejected[0] = (rejected[0] as number) + 1;
+    }
+    return new DecisionImpl(
+      !limited || shadowMode,
+      limited,
+      exceeds ? 'cost-exceeds-capacity' : limited ? 'limited' : 'allowed',
+      mode,
+      key,
+      costUnits(cost),
+      p.name,
+      fromMilli(r[R_REMAINING] as number),
+      limited && !exceeds ? (r[R_RETRY_AFTER] as number) : 0,
+      r[R_RESET] as number,
+      limited ? 0 : (r[R_DELAY] as number),
+      undefined,
+      undefined,
+      degraded,
+      p,
+      flags,
+    );
+  }
+
+  /** The failure mode's answer when the store cannot be used. */
+  function fallback(key: string, cost: number, at: number): Decision | Promise<Decision> {
+    storeErrors += 1;
+    if (localStore !== undefined) return finish(key, cost, localStore.apply(key, localPlan, cost, at), config.localPolicies, true);
+    // open: as if every policy had room; closed: a refusal that is not a quota verdict.
+    const open = onStoreError === 'open';
+    const retry = open ? 0 : Math.max(1000, breaker?.waitMs(at) ?? 0);
+    for (let i = 0; i < all.length; i++) {
+      const p = all[i] as CompiledPolicy;
+      const o = i * RESULT_STRIDE;
+      const exceeds = cost > p.capMilli;
+      synthetic[o + R_FLAGS] = exceeds ? F_EXCEEDS : open ? F_ALLOWED | F_CHARGED : 0;
+      synthetic[o + R_REMAINING] = open && !exceeds ? p.capMilli - cost : 0;
+      synthetic[o + R_RETRY_AFTER] = exceeds ? 0 : retry;
+    }
+    readGroup(enforced, synthetic, all, 0, enforcedCount);
+    const b = enforced.binding as PolicyResult;
+    const exceeded = enforced.reason === 'cost-exceeds-capacity';
+    const reason: DecisionReason = exceeded ? 'cost-exceeds-capacity' : 'store-error';
+    const allowed = shadowMode || (open && !exceeded);
+    requests += 1;
+    return new DecisionImpl(
+      allowed,
+      exceeded,
+      reason,
+      mode,
+      key,
+      costUnits(cost),
+      b.name,
+      b.remaining,
+      exceeded || open ? 0 : retry,
+      0,
+      0,
+      enforced.results,
+      undefined,
+      true,
+    );
+  }
+
+  function failed(key: string, cost: number, at: number, error: unknown): Decision | Promise<Decision> {
+    breaker?.failure(at);
+    if (!failing) {
+      failing = true;
+      logger.error(`tollgate: the ${store.kind} store failed; answering with onStoreError '${onStoreError}' until it recovers`, error);
+    }
+    emit('store-error', { error, key });
+    return fallback(key, cost, at);
+  }
+
+  function succeeded(): void {
+    if (failing) failing = false;
+    breaker?.success();
   }
 
   function decide(rawKey: string, opts?: CheckOptions): Decision | Promise<Decision> {
     const key = normalizeKey(rawKey);
     const cost = costOf(opts, defaultCost);
-    const r = store.apply(key, plan, cost, now());
-    if (isPromiseLike(r)) return r.then((res) => finish(key, cost, res));
-    return finish(key, cost, r);
+    const at = now();
+    if (breaker !== undefined && breaker.state !== 'closed' && !breaker.allow(at)) return fallback(key, cost, at);
+    let r: StoreResult | Promise<StoreResult>;
+    try {
+      r = store.apply(key, plan, cost, at);
+    } catch (error) {
+      return failed(key, cost, at, error);
+    }
+    if (isPromiseLike(r)) {
+      return withTimeout(r, storeTimeoutMs).then(
+        (res) => {
+          succeeded();
+          return finish(key, cost, res, all, false);
+        },
+        (error: unknown) => failed(key, cost, at, error),
+      );
+    }
+    if (failing || (breaker !== undefined && breaker.state !== 'closed')) succeeded();
+    return finish(key, cost, r, all, false);
   }
 
   return {
@@ -310,11 +377,20 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
     decide,
     async reset(rawKey) {
-      await store.reset(normalizeKey(rawKey), plan);
+      const key = normalizeKey(rawKey);
+      await store.reset(key, plan);
+      localStore?.reset(key, localPlan);
     },
     policies: Object.freeze(config.policies.map(describePolicy)),
     shadowPolicies: Object.freeze(config.shadowPolicies.map(describePolicy)),
     mode,
+    on(event, listener) {
+      const set = listeners[event] as Set<typeof listener>;
+      set.add(listener);
+      return () => {
+        set.delete(listener);
+      };
+    },
     stats() {
       return {
         requests,
@@ -322,6 +398,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         shadowLimited,
         shadowOnly,
         enforcedOnly,
+        storeErrors,
         policies: all.map((p, i) => ({ name: p.name, shadow: p.shadow, rejected: rejected[i] as number })),
       };
     },
@@ -331,10 +408,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
       shadowLimited = 0;
       shadowOnly = 0;
       enforcedOnly = 0;
+      storeErrors = 0;
       rejected.fill(0);
     },
     async close() {
-      if (config.ownsStore) await config.store.close?.();
+      localStore?.close();
+      if (config.ownsStore) await store.close?.();
     },
   };
 }

@@ -38,6 +38,37 @@ export interface LimiterOptions {
   cost?: number;
   /** Receives warnings. Defaults to `console`. */
   logger?: Logger;
+  /**
+   * What a check answers when the store fails, times out, or its circuit breaker is open:
+   * - `'open'`: admit, with `decision.degraded` and `reason: 'store-error'` (availability first);
+   * - `'closed'`: reject with `reason: 'store-error'` (adapters answer 503, never 429);
+   * - `'local'`: decide with an in-process limiter holding `localShare` of each limit (bounded fail-open).
+   * Defaults to `'open'`.
+   */
+  onStoreError?: 'open' | 'closed' | 'local';
+  /**
+   * How long a check waits for an asynchronous store before the failure mode answers, in ms.
+   * Synchronous stores (MemoryStore) are never timed out. Defaults to `50`.
+   */
+  storeTimeoutMs?: number;
+  /**
+   * `onStoreError: 'local'`: the share of each policy's limit (and burst) the in-process fallback allows,
+   * in (0, 1]; e.g. 0.25 on four instances keeps the total near the global limit. Defaults to `1`.
+   */
+  localShare?: number;
+  /**
+   * Stops calling a failing store: after `failureThreshold` consecutive failures, checks skip the store for
+   * `cooldownMs` (answered by the failure mode), then one probe is let through; its success closes the
+   * breaker. `false` turns it off. Defaults to `{ failureThreshold: 5, cooldownMs: 2_000 }`.
+   */
+  breaker?: BreakerOptions | false;
+}
+
+export interface BreakerOptions {
+  /** Consecutive store failures that open the breaker. Defaults to `5`. */
+  failureThreshold?: number;
+  /** How long the breaker stays open before a probe, in ms. Defaults to `2_000`. */
+  cooldownMs?: number;
 }
 
 /** `LimiterOptions` resolved and validated. */
@@ -50,6 +81,11 @@ export interface LimiterConfig {
   readonly clock: Clock;
   readonly defaultCost: number;
   readonly logger: Logger;
+  readonly onStoreError: 'open' | 'closed' | 'local';
+  readonly storeTimeoutMs: number;
+  /** The enforced and shadow policies scaled by `localShare`, for `onStoreError: 'local'`. */
+  readonly localPolicies: readonly CompiledPolicy[];
+  readonly breaker: Readonly<Required<BreakerOptions>> | false;
 }
 
 type KeysEnum<T> = { [P in keyof Required<T>]: true };
@@ -61,6 +97,10 @@ const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
   clock: true,
   cost: true,
   logger: true,
+  onStoreError: true,
+  storeTimeoutMs: true,
+  localShare: true,
+  breaker: true,
 };
 
 /** Drops keys whose value is undefined: passing undefined means "not passed". */
@@ -190,6 +230,34 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
       );
     }
   });
+  const onStoreError = options.onStoreError ?? 'open';
+  if (onStoreError !== 'open' && onStoreError !== 'closed' && onStoreError !== 'local') {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_ON_STORE_ERROR',
+      'onStoreError',
+      "must be 'open', 'closed' or 'local'",
+      options.onStoreError,
+    );
+  }
+  const storeTimeoutMs = options.storeTimeoutMs ?? 50;
+  if (!Number.isSafeInteger(storeTimeoutMs) || storeTimeoutMs < 1) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_STORE_TIMEOUT',
+      'storeTimeoutMs',
+      'must be a positive integer number of ms (tens of ms keep a slow store from becoming your latency)',
+      options.storeTimeoutMs,
+    );
+  }
+  const localShare = options.localShare ?? 1;
+  if (typeof localShare !== 'number' || !(localShare > 0 && localShare <= 1)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_LOCAL_SHARE',
+      'localShare',
+      'must be a number in (0, 1], e.g. 1 / instances',
+      options.localShare,
+    );
+  }
+  const localPolicies = onStoreError === 'local' ? scalePolicies(options, localShare) : [];
   const ownsStore = options.store === undefined;
   return Object.freeze({
     policies,
@@ -200,5 +268,46 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
     clock: options.clock ?? monotonicClock,
     defaultCost,
     logger: options.logger ?? console,
+    onStoreError,
+    storeTimeoutMs,
+    localPolicies,
+    breaker: parseBreaker(options.breaker),
   });
+}
+
+/** Each policy with its limit and burst multiplied by `share` (at least 1), for the local fallback. */
+function scalePolicies(options: LimiterOptions, share: number): CompiledPolicy[] {
+  const scale = (list: PolicyOptions | readonly PolicyOptions[], shadow: boolean, path: string) =>
+    (Array.isArray(list) ? list : [list]).map((p: PolicyOptions, i) =>
+      compilePolicy(
+        omitUndefined({
+          ...p,
+          limit: Math.max(1, Math.floor(p.limit * share)),
+          burst: p.burst === undefined ? undefined : Math.max(1, Math.floor(p.burst * share)),
+        }),
+        `${path}[${i}] (scaled by localShare)`,
+        shadow,
+      ),
+    );
+  return [
+    ...scale(options.policies, false, 'policies'),
+    ...(options.shadow ? scale(options.shadow.policies, true, 'shadow.policies') : []),
+  ];
+}
+
+function parseBreaker(input: BreakerOptions | false | undefined): Readonly<Required<BreakerOptions>> | false {
+  if (input === false) return false;
+  if (input !== undefined && (input === null || typeof input !== 'object')) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_BREAKER', 'breaker', 'must be false or { failureThreshold, cooldownMs }', input);
+  }
+  const options = omitUndefined(input ?? {});
+  rejectUnknownKeys(options, { failureThreshold: true, cooldownMs: true }, 'breaker');
+  const { failureThreshold = 5, cooldownMs = 2_000 } = options;
+  if (!Number.isSafeInteger(failureThreshold) || failureThreshold < 1) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_BREAKER', 'breaker.failureThreshold', 'must be a positive integer', failureThreshold);
+  }
+  if (!Number.isSafeInteger(cooldownMs) || cooldownMs < 1) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_BREAKER', 'breaker.cooldownMs', 'must be a positive integer number of ms', cooldownMs);
+  }
+  return Object.freeze({ failureThreshold, cooldownMs });
 }

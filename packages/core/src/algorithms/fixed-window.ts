@@ -22,12 +22,12 @@ export const fixedWindow: AlgorithmKernel = {
   id: 'fixed-window',
   stride: 2,
   init(t, slot) {
-    const o = slot * 2;
+    const o = slot * t.stride;
     t.f[o] = Number.NEGATIVE_INFINITY;
     t.f[o + 1] = 0;
   },
   evaluate(t: StateTable, slot, now, cost, p, out: Outcome) {
-    const o = slot * 2;
+    const o = slot * t.stride;
     const start = t.f[o] as number;
     const ws = currentWindow(start, now, p);
     const used = ws === start ? (t.f[o + 1] as number) : 0;
@@ -40,8 +40,6 @@ export const fixedWindow: AlgorithmKernel = {
     }
     out.exceeds = false;
     out.delayMs = 0;
-    out.remainingUncharged = cap - used;
-    out.resetUncharged = resetUncharged;
     if (used + cost <= cap) {
       out.allowed = true;
       out.remaining = cap - used - cost;
@@ -55,13 +53,13 @@ export const fixedWindow: AlgorithmKernel = {
     }
   },
   commit(t, slot, now, cost, p) {
-    const o = slot * 2;
+    const o = slot * t.stride;
     const start = t.f[o] as number;
     const ws = currentWindow(start, now, p);
     t.f[o + 1] = (ws === start ? (t.f[o + 1] as number) : 0) + cost;
     t.f[o] = ws;
   },
   expiresAt(t, slot, p) {
-    return (t.f[slot * 2] as number) + p.windowMs;
+    return (t.f[slot * t.stride] as number) + p.windowMs;
   },
 };

@@ -13,7 +13,7 @@
  * The debt `max(0, tat - now)` in ticks plays the part of (capacity - tokens) of a token bucket.
  */
 
-import { ceilDiv, floorDiv } from '../internal/fixed-point.js';
+import { ceilDiv, floorDiv, ticksToMilli } from '../internal/fixed-point.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { AlgorithmKernel, Outcome, StateTable } from './kernel.js';
 import { writeExceeds } from './kernel.js';
@@ -38,36 +38,32 @@ export function evaluateGcra(
   const rate = p.rate;
   const cap = p.capTicks;
   const tpm = p.tokenTicks;
-  const debt = gcraDebt(t, slot * 2, now, rate);
-  const resetUncharged = ceilDiv(debt, rate);
-  const remainingUncharged = debt >= cap ? 0 : floorDiv(cap - debt, tpm);
+  const debt = gcraDebt(t, slot * t.stride, now, rate);
   const need = cost * tpm;
   if (need > cap) {
-    writeExceeds(out, remainingUncharged, resetUncharged);
+    writeExceeds(out, debt >= cap ? 0 : ticksToMilli(cap - debt, tpm), ceilDiv(debt, rate));
     return;
   }
   out.exceeds = false;
-  out.remainingUncharged = remainingUncharged;
-  out.resetUncharged = resetUncharged;
   const after = debt + need;
   if (after <= cap) {
     out.allowed = true;
-    out.remaining = floorDiv(cap - after, tpm);
+    out.remaining = ticksToMilli(cap - after, tpm);
     out.retryAfterMs = 0;
     out.resetMs = ceilDiv(after, rate);
     out.delayMs = debt > delayTicks ? ceilDiv(debt - delayTicks, rate) : 0;
   } else {
     out.allowed = false;
-    out.remaining = remainingUncharged;
+    out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, tpm);
     out.retryAfterMs = ceilDiv(after - cap, rate);
-    out.resetMs = resetUncharged;
+    out.resetMs = ceilDiv(debt, rate);
     out.delayMs = 0;
   }
 }
 
 /** Charges an admitted request: tat = max(now, tat) + cost * T. */
 export function commitGcra(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy): void {
-  const o = slot * 2;
+  const o = slot * t.stride;
   const rate = p.rate;
   const after = gcraDebt(t, o, now, rate) + cost * p.tokenTicks;
   const whole = floorDiv(after, rate);
@@ -76,12 +72,12 @@ export function commitGcra(t: StateTable, slot: number, now: number, cost: numbe
 }
 
 export function initGcra(t: StateTable, slot: number): void {
-  t.f[slot * 2] = Number.NEGATIVE_INFINITY;
-  t.f[slot * 2 + 1] = 0;
+  t.f[slot * t.stride] = Number.NEGATIVE_INFINITY;
+  t.f[slot * t.stride + 1] = 0;
 }
 
 export function gcraExpiresAt(t: StateTable, slot: number): number {
-  const o = slot * 2;
+  const o = slot * t.stride;
   return (t.f[o] as number) + ((t.f[o + 1] as number) > 0 ? 1 : 0);
 }
 

@@ -19,7 +19,10 @@ export interface LogRing {
   highWater: number;
 }
 
-/** Rows of state: `f[slot * stride ... + stride)` for numeric state, `logs[slot]` for sliding-log. */
+/**
+ * Rows of state: a key's numbers start at `f[slot * stride]` (a store may keep words of its own after the
+ * kernel's `stride` words, so `StateTable.stride >= AlgorithmKernel.stride`); `logs[slot]` for sliding-log.
+ */
 export interface StateTable {
   f: Float64Array;
   readonly stride: number;
@@ -32,15 +35,15 @@ export interface Outcome {
   allowed: boolean;
   /** The cost can never fit the policy. */
   exceeds: boolean;
-  /** Remaining after the request if it is charged, else the remaining now. */
+  /**
+   * Remaining after the request when admitted (as if charged), else the remaining now. To read the
+   * remaining of an admitted but uncharged request (another policy rejected it), evaluate a cost of
+   * Infinity: a cost that can never fit reports the state as it stands.
+   */
   remaining: number;
-  /** Remaining if the request is not charged (another policy rejected it). */
-  remainingUncharged: number;
   retryAfterMs: number;
-  /** Time to full capacity if charged. */
+  /** Time to full capacity: after the charge when admitted, else as the state stands. */
   resetMs: number;
-  /** Time to full capacity if not charged. */
-  resetUncharged: number;
   delayMs: number;
 }
 
@@ -49,10 +52,8 @@ export function createOutcome(): Outcome {
     allowed: false,
     exceeds: false,
     remaining: 0,
-    remainingUncharged: 0,
     retryAfterMs: 0,
     resetMs: 0,
-    resetUncharged: 0,
     delayMs: 0,
   };
 }
@@ -76,10 +77,8 @@ export function writeExceeds(out: Outcome, remaining: number, resetMs: number): 
   out.allowed = false;
   out.exceeds = true;
   out.remaining = remaining;
-  out.remainingUncharged = remaining;
   out.retryAfterMs = 0;
   out.resetMs = resetMs;
-  out.resetUncharged = resetMs;
   out.delayMs = 0;
 }
 

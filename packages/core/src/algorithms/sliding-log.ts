@@ -88,7 +88,7 @@ export const slidingLog: AlgorithmKernel = {
   id: 'sliding-log',
   stride: 1,
   init(t, slot) {
-    t.f[slot] = Number.NEGATIVE_INFINITY;
+    t.f[slot * t.stride] = Number.NEGATIVE_INFINITY;
     t.logs[slot] = undefined;
   },
   evaluate(t, slot, now, cost, p, out) {
@@ -103,8 +103,6 @@ export const slidingLog: AlgorithmKernel = {
     }
     out.exceeds = false;
     out.delayMs = 0;
-    out.remainingUncharged = cap - sum;
-    out.resetUncharged = resetUncharged;
     if (sum + cost <= cap) {
       out.allowed = true;
       out.remaining = cap - sum - cost;
@@ -142,9 +140,9 @@ export const slidingLog: AlgorithmKernel = {
     }
     if (now > r.highWater) r.highWater = now;
     push(r, r.highWater, cost);
-    t.f[slot] = newestExpiry(r, w);
+    t.f[slot * t.stride] = newestExpiry(r, w);
   },
   expiresAt(t, slot) {
-    return t.f[slot] as number;
+    return t.f[slot * t.stride] as number;
   },
 };

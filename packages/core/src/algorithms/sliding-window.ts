@@ -55,11 +55,17 @@ function waitFrom(e: number, prev: number, curr: number, cost: number, cap: numb
   return w - e + e2;
 }
 
+/** What is left now, before the request: floor((cap * w - weighted - curr * w) / w), at least 0. */
+function uncharged(weighted: number, curr: number, cap: number, w: number): number {
+  const room = cap * w - weighted - curr * w;
+  return room <= 0 ? 0 : floorDiv(room, w);
+}
+
 export const slidingWindow: AlgorithmKernel = {
   id: 'sliding-window',
   stride: 3,
   init(t, slot) {
-    const o = slot * 3;
+    const o = slot * t.stride;
     t.f[o] = Number.NEGATIVE_INFINITY;
     t.f[o + 1] = 0;
     t.f[o + 2] = 0;
@@ -67,21 +73,18 @@ export const slidingWindow: AlgorithmKernel = {
   evaluate(t: StateTable, slot, now, cost, p: CompiledPolicy, out: Outcome) {
     const w = p.windowMs;
     const cap = p.capMilli;
-    const s = roll(t, slot * 3, now, w);
+    const s = roll(t, slot * t.stride, now, w);
     // A backward clock parks the estimate at the window start: it neither refunds nor charges twice.
     const behind = s.start > now ? s.start - now : 0;
     const e = behind > 0 ? 0 : now - s.start;
     const weighted = s.prev * (w - e);
     const resetUncharged = s.curr > 0 ? s.start + 2 * w - now : s.prev > 0 ? s.start + w - now : 0;
-    const remainingUncharged = Math.max(0, floorDiv(Math.max(0, cap * w - weighted - s.curr * w), w));
     if (cost > cap) {
-      writeExceeds(out, remainingUncharged, resetUncharged);
+      writeExceeds(out, uncharged(weighted, s.curr, cap, w), resetUncharged);
       return;
     }
     out.exceeds = false;
     out.delayMs = 0;
-    out.remainingUncharged = remainingUncharged;
-    out.resetUncharged = resetUncharged;
     const room = cap * w - weighted - (s.curr + cost) * w;
     if (room >= 0) {
       out.allowed = true;
@@ -90,19 +93,19 @@ export const slidingWindow: AlgorithmKernel = {
       out.resetMs = s.start + 2 * w - now;
     } else {
       out.allowed = false;
-      out.remaining = remainingUncharged;
+      out.remaining = uncharged(weighted, s.curr, cap, w);
       out.retryAfterMs = behind + waitFrom(e, s.prev, s.curr, cost, cap, w);
       out.resetMs = resetUncharged;
     }
   },
   commit(t, slot, now, cost, p) {
-    const o = slot * 3;
+    const o = slot * t.stride;
     const s = roll(t, o, now, p.windowMs);
     t.f[o] = s.start;
     t.f[o + 1] = s.curr + cost;
     t.f[o + 2] = s.prev;
   },
   expiresAt(t, slot, p) {
-    return (t.f[slot * 3] as number) + 2 * p.windowMs;
+    return (t.f[slot * t.stride] as number) + 2 * p.windowMs;
   },
 };

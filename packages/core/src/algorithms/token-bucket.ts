@@ -9,7 +9,7 @@
  * ticks per ms; both are integers (see policy.ts), so refill is exact for any limit and window.
  * State: [tokens in ticks, last refill ms]. A key never seen: full, last = -Infinity.
  */
-import { ceilDiv, floorDiv } from '../internal/fixed-point.js';
+import { ceilDiv, ticksToMilli } from '../internal/fixed-point.js';
 import type { AlgorithmKernel } from './kernel.js';
 import { writeExceeds } from './kernel.js';
 
@@ -20,15 +20,19 @@ function refill(tokens: number, last: number, now: number, cap: number, rate: nu
   return elapsed >= ceilDiv(cap - tokens, rate) ? cap : tokens + elapsed * rate;
 }
 
+function resetUncharged(tokens: number, cap: number, rate: number, behind: number): number {
+  return tokens >= cap ? 0 : behind + ceilDiv(cap - tokens, rate);
+}
+
 export const tokenBucket: AlgorithmKernel = {
   id: 'token-bucket',
   stride: 2,
   init(t, slot) {
-    t.f[slot * 2] = Number.POSITIVE_INFINITY;
-    t.f[slot * 2 + 1] = Number.NEGATIVE_INFINITY;
+    t.f[slot * t.stride] = Number.POSITIVE_INFINITY;
+    t.f[slot * t.stride + 1] = Number.NEGATIVE_INFINITY;
   },
   evaluate(t, slot, now, cost, p, out) {
-    const o = slot * 2;
+    const o = slot * t.stride;
     const cap = p.capTicks;
     const rate = p.rate;
     const tpm = p.tokenTicks;
@@ -37,31 +41,27 @@ export const tokenBucket: AlgorithmKernel = {
     // Measured from the last refill when the clock stepped back, so waits stay exact.
     const last = t.f[o + 1] as number;
     const behind = last > now ? last - now : 0;
-    const resetUncharged = tokens >= cap ? 0 : behind + ceilDiv(cap - tokens, rate);
-    const remainingUncharged = floorDiv(tokens, tpm);
     const need = cost * tpm;
     if (need > cap) {
-      writeExceeds(out, remainingUncharged, resetUncharged);
+      writeExceeds(out, ticksToMilli(tokens, tpm), resetUncharged(tokens, cap, rate, behind));
       return;
     }
     out.exceeds = false;
     out.delayMs = 0;
-    out.remainingUncharged = remainingUncharged;
-    out.resetUncharged = resetUncharged;
     if (tokens >= need) {
       out.allowed = true;
-      out.remaining = floorDiv(tokens - need, tpm);
+      out.remaining = ticksToMilli(tokens - need, tpm);
       out.retryAfterMs = 0;
       out.resetMs = behind + ceilDiv(cap - tokens + need, rate);
     } else {
       out.allowed = false;
-      out.remaining = remainingUncharged;
+      out.remaining = ticksToMilli(tokens, tpm);
       out.retryAfterMs = behind + ceilDiv(need - tokens, rate);
-      out.resetMs = resetUncharged;
+      out.resetMs = resetUncharged(tokens, cap, rate, behind);
     }
   },
   commit(t, slot, now, cost, p) {
-    const o = slot * 2;
+    const o = slot * t.stride;
     const cap = p.capTicks;
     const stored = t.f[o] as number;
     const last = t.f[o + 1] as number;
@@ -69,8 +69,8 @@ export const tokenBucket: AlgorithmKernel = {
     t.f[o + 1] = Math.max(now, last);
   },
   expiresAt(t, slot, p) {
-    const tokens = t.f[slot * 2] as number;
+    const tokens = t.f[slot * t.stride] as number;
     if (tokens >= p.capTicks) return Number.NEGATIVE_INFINITY;
-    return (t.f[slot * 2 + 1] as number) + ceilDiv(p.capTicks - tokens, p.rate);
+    return (t.f[slot * t.stride + 1] as number) + ceilDiv(p.capTicks - tokens, p.rate);
   },
 };

@@ -52,3 +52,8 @@ export function ceilDiv(a: number, b: number): number {
 export function fromMilli(milli: number): number {
   return milli <= 0 ? 0 : Math.floor(milli) / MILLI;
 }
+
+/** Ticks to milli-units, floored (one milli-unit is `tokenTicks` ticks; often exactly 1). */
+export function ticksToMilli(ticks: number, tokenTicks: number): number {
+  return tokenTicks === 1 ? ticks : floorDiv(ticks, tokenTicks);
+}

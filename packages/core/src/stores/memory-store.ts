@@ -38,14 +38,19 @@ export interface MemoryStoreOptions {
 
 const INITIAL_SLOTS = 64;
 
-/** The rows of one policy. Slot 0 is scratch, used to evaluate keys that have no row yet. */
+/**
+ * The rows of one policy. Slot 0 is scratch, used to evaluate keys that have no row yet. A row holds the
+ * kernel's words, then the CLOCK reference word (1 when used since the hand last passed), so one cache
+ * line serves both the decision and the eviction bookkeeping.
+ */
 class Table implements StateTable {
   f: Float64Array;
   readonly stride: number;
+  /** Offset of the reference word within a row. */
+  readonly refAt: number;
   logs: (LogRing | undefined)[] = [];
   readonly index = new Map<string, number>();
   keys: (string | undefined)[] = [undefined];
-  ref: Uint8Array;
   readonly free: number[] = [];
   /** Slots ever handed out, including scratch slot 0. */
   used = 1;
@@ -58,10 +63,9 @@ class Table implements StateTable {
     private readonly maxSlots: number,
   ) {
     this.kernel = policy.kernel;
-    this.stride = policy.kernel.stride;
-    const slots = Math.min(INITIAL_SLOTS, maxSlots);
-    this.f = new Float64Array(slots * this.stride);
-    this.ref = new Uint8Array(slots);
+    this.refAt = policy.kernel.stride;
+    this.stride = policy.kernel.stride + 1;
+    this.f = new Float64Array(Math.min(INITIAL_SLOTS, maxSlots) * this.stride);
   }
 
   get size(): number {
@@ -77,7 +81,7 @@ class Table implements StateTable {
     }
     this.index.set(key, slot);
     this.keys[slot] = key;
-    this.ref[slot] = 0;
+    this.f[slot * this.stride + this.refAt] = 0;
     this.kernel.init(this, slot);
     return slot;
   }
@@ -87,9 +91,11 @@ class Table implements StateTable {
     const f = new Float64Array(slots * this.stride);
     f.set(this.f);
     this.f = f;
-    const ref = new Uint8Array(slots);
-    ref.set(this.ref);
-    this.ref = ref;
+  }
+
+  /** Marks a row as used since the hand last passed. */
+  touch(slot: number): void {
+    this.f[slot * this.stride + this.refAt] = 1;
   }
 
   remove(slot: number): void {
@@ -108,11 +114,12 @@ class Table implements StateTable {
       const slot = this.hand;
       this.hand = slot + 1 >= this.used ? 1 : slot + 1;
       if (this.keys[slot] === undefined) continue;
-      if (this.kernel.expiresAt(this, slot, this.policy) <= now || this.ref[slot] === 0) {
+      const ref = slot * this.stride + this.refAt;
+      if (this.kernel.expiresAt(this, slot, this.policy) <= now || this.f[ref] === 0) {
         this.remove(slot);
         return true;
       }
-      this.ref[slot] = 0;
+      this.f[ref] = 0;
     }
   }
 
@@ -132,23 +139,24 @@ class Table implements StateTable {
 
 /** Per-plan scratch, reused across calls: results, outcomes and the slot found for each policy. */
 interface Bound {
-  readonly store: MemoryStore;
   readonly tables: Table[];
   readonly outcomes: Outcome[];
   readonly slots: Int32Array;
   readonly result: Float64Array;
 }
 
-const bindings = new WeakMap<StorePlan, Bound>();
-
 export class MemoryStore implements Store {
   readonly kind = 'memory';
   readonly maxKeys: number;
   private readonly tables = new Map<string, Table>();
+  private bindings = new WeakMap<StorePlan, Bound>();
   private count = 0;
   private lastNow = Number.NEGATIVE_INFINITY;
   private timer: ReturnType<typeof setInterval> | undefined;
   private readonly sweepBatch: number;
+  /** One-entry cache in front of `bindings`: a store usually serves one limiter. */
+  private lastPlan: StorePlan | undefined;
+  private lastBound: Bound | undefined;
   /** Entries dropped to stay within `maxKeys`. */
   evictions = 0;
   /** Expired entries purged by the sweep. */
@@ -184,19 +192,20 @@ export class MemoryStore implements Store {
   }
 
   private bind(plan: StorePlan): Bound {
-    let bound = bindings.get(plan);
-    if (bound === undefined || bound.store !== this) {
+    let bound = this.bindings.get(plan);
+    if (bound === undefined) {
       const tables = plan.policies.map((p) => this.table(p));
       const n = plan.policies.length;
       bound = {
-        store: this,
         tables,
         outcomes: tables.map(() => createOutcome()),
         slots: new Int32Array(n),
         result: new Float64Array(n * RESULT_STRIDE),
       };
-      bindings.set(plan, bound);
+      this.bindings.set(plan, bound);
     }
+    this.lastPlan = plan;
+    this.lastBound = bound;
     return bound;
   }
 
@@ -211,11 +220,43 @@ export class MemoryStore implements Store {
 
   apply(key: string, plan: StorePlan, cost: number, now: number): Float64Array {
     if (now > this.lastNow) this.lastNow = now;
-    const b = this.bind(plan);
+    const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
     const n = plan.policies.length;
+    if (n === 1) return this.applySingle(key, b, cost, now);
     this.applyGroup(key, b, 0, plan.enforcedCount, cost, now);
     if (n > plan.enforcedCount) this.applyGroup(key, b, plan.enforcedCount, n, cost, now);
     return b.result;
+  }
+
+  /**
+   * One policy, no shadow: the group is the policy, so the row can be taken before deciding (a fresh key
+   * is admitted unless its cost can never fit, and an unused fresh row expires at once).
+   */
+  private applySingle(key: string, b: Bound, cost: number, now: number): Float64Array {
+    const t = b.tables[0] as Table;
+    const out = b.outcomes[0] as Outcome;
+    let slot = t.index.get(key);
+    if (slot === undefined) {
+      if (this.count >= this.maxKeys) this.evict(t, now);
+      slot = t.allocate(key);
+      this.count += 1;
+    } else {
+      t.touch(slot);
+    }
+    t.kernel.evaluate(t, slot, now, cost, t.policy, out);
+    const r = b.result;
+    if (out.allowed) {
+      t.kernel.commit(t, slot, now, cost, t.policy);
+      r[R_FLAGS] = F_ALLOWED | F_CHARGED;
+      r[R_RETRY_AFTER] = 0;
+    } else {
+      r[R_FLAGS] = out.exceeds ? F_EXCEEDS : 0;
+      r[R_RETRY_AFTER] = out.retryAfterMs;
+    }
+    r[R_REMAINING] = out.remaining;
+    r[R_RESET] = out.resetMs;
+    r[R_DELAY] = out.delayMs;
+    return r;
   }
 
   private applyGroup(key: string, b: Bound, from: number, to: number, cost: number, now: number): void {
@@ -244,7 +285,7 @@ export class MemoryStore implements Store {
           slot = t.allocate(key);
           this.count += 1;
         } else {
-          t.ref[slot] = 1;
+          t.touch(slot);
         }
         t.kernel.commit(t, slot, now, cost, t.policy);
         r[o + R_FLAGS] = F_ALLOWED | F_CHARGED;
@@ -254,12 +295,16 @@ export class MemoryStore implements Store {
         r[o + R_DELAY] = out.delayMs;
       } else {
         const slot = b.slots[i] as number;
-        if (slot !== 0) t.ref[slot] = 1;
+        if (slot !== 0) t.touch(slot);
         r[o + R_FLAGS] = (out.allowed ? F_ALLOWED : 0) | (out.exceeds ? F_EXCEEDS : 0);
-        r[o + R_REMAINING] = out.remainingUncharged;
         r[o + R_RETRY_AFTER] = out.retryAfterMs;
-        r[o + R_RESET] = out.resetUncharged;
         r[o + R_DELAY] = 0;
+        if (out.allowed) {
+          // Admitted here but not charged: report the state as it stands (a cost that can never fit does).
+          t.kernel.evaluate(t, slot, now, Number.POSITIVE_INFINITY, t.policy, out);
+        }
+        r[o + R_REMAINING] = out.remaining;
+        r[o + R_RESET] = out.resetMs;
       }
     }
   }
@@ -306,7 +351,10 @@ export class MemoryStore implements Store {
   /** Drops every entry. */
   clear(): void {
     this.tables.clear();
+    this.bindings = new WeakMap();
     this.count = 0;
+    this.lastPlan = undefined;
+    this.lastBound = undefined;
   }
 
   close(): void {

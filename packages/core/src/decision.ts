@@ -1,0 +1,196 @@
+/**
+ * @module Decisions: turns a store's per-policy numbers into `PolicyResult`s, picks the binding policy
+ * of each group and builds the `Decision`. Plain classes with fixed fields, so V8 keeps one shape.
+ */
+import { fromMilli, MILLI } from './internal/fixed-point.js';
+import type { CompiledPolicy } from './policy.js';
+import {
+  F_ALLOWED,
+  F_CHARGED,
+  F_EXCEEDS,
+  R_DELAY,
+  R_FLAGS,
+  R_REMAINING,
+  R_RESET,
+  R_RETRY_AFTER,
+  RESULT_STRIDE,
+  type StoreResult,
+} from './stores/store.js';
+import type { AlgorithmId, Decision, DecisionReason, PolicyResult, ShadowVerdict } from './types.js';
+
+export class Result implements PolicyResult {
+  constructor(
+    readonly name: string,
+    readonly algorithm: AlgorithmId,
+    readonly allowed: boolean,
+    readonly shadow: boolean,
+    readonly limit: number,
+    readonly windowMs: number,
+    readonly capacity: number,
+    readonly remaining: number,
+    readonly retryAfterMs: number,
+    readonly resetMs: number,
+    readonly delayMs: number,
+    readonly reason: 'cost-exceeds-capacity' | undefined,
+  ) {}
+}
+
+export class DecisionImpl implements Decision {
+  /** Built on first read when the decision came from a single policy: most callers never read it. */
+  #results: readonly PolicyResult[] | undefined;
+  readonly #single: CompiledPolicy | undefined;
+  readonly #singleFlags: number;
+
+  constructor(
+    readonly allowed: boolean,
+    readonly limited: boolean,
+    readonly reason: DecisionReason,
+    readonly mode: 'enforce' | 'shadow',
+    readonly key: string,
+    readonly cost: number,
+    readonly policy: string,
+    readonly remaining: number,
+    readonly retryAfterMs: number,
+    readonly resetMs: number,
+    readonly delayMs: number,
+    results: readonly PolicyResult[] | undefined,
+    readonly shadow: ShadowVerdict | undefined,
+    readonly degraded: boolean,
+    single?: CompiledPolicy,
+    singleFlags = 0,
+  ) {
+    this.#results = results;
+    this.#single = single;
+    this.#singleFlags = singleFlags;
+  }
+
+  /** One result per enforced policy, in configured order. */
+  get policies(): readonly PolicyResult[] {
+    let results = this.#results;
+    if (results === undefined) {
+      const p = this.#single as CompiledPolicy;
+      const flags = this.#singleFlags;
+      results = [
+        new Result(
+          p.name,
+          p.algorithm,
+          (flags & F_ALLOWED) !== 0,
+          p.shadow,
+          p.limit,
+          p.windowMs,
+          p.capacity,
+          this.remaining,
+          (flags & F_ALLOWED) !== 0 ? 0 : this.retryAfterMs,
+          this.resetMs,
+          this.delayMs,
+          (flags & F_EXCEEDS) !== 0 ? 'cost-exceeds-capacity' : undefined,
+        ),
+      ];
+      this.#results = results;
+    }
+    return results;
+  }
+
+  /** Plain data, `policies` included, for logs and JSON bodies. */
+  toJSON(): Decision {
+    return {
+      allowed: this.allowed,
+      limited: this.limited,
+      reason: this.reason,
+      mode: this.mode,
+      key: this.key,
+      cost: this.cost,
+      policy: this.policy,
+      remaining: this.remaining,
+      retryAfterMs: this.retryAfterMs,
+      resetMs: this.resetMs,
+      delayMs: this.delayMs,
+      policies: this.policies,
+      shadow: this.shadow,
+      degraded: this.degraded,
+    };
+  }
+}
+
+export class Verdict implements ShadowVerdict {
+  constructor(
+    readonly allowed: boolean,
+    readonly reason: DecisionReason,
+    readonly policy: string,
+    readonly remaining: number,
+    readonly retryAfterMs: number,
+    readonly policies: readonly PolicyResult[],
+  ) {}
+}
+
+/** The results of one group (enforced or shadow) and what they add up to. */
+export class Group {
+  results: PolicyResult[] = [];
+  /** Every policy admitted and was charged. */
+  charged = false;
+  reason: DecisionReason = 'allowed';
+  /** The binding result: on rejection the longest wait, else the least remaining. */
+  binding: PolicyResult | undefined;
+  retryAfterMs = 0;
+  delayMs = 0;
+}
+
+function resultAt(r: StoreResult, p: CompiledPolicy, o: number): Result {
+  const flags = r[o + R_FLAGS] as number;
+  return new Result(
+    p.name,
+    p.algorithm,
+    (flags & F_ALLOWED) !== 0,
+    p.shadow,
+    p.limit,
+    p.windowMs,
+    p.capacity,
+    fromMilli(r[o + R_REMAINING] as number),
+    r[o + R_RETRY_AFTER] as number,
+    r[o + R_RESET] as number,
+    r[o + R_DELAY] as number,
+    (flags & F_EXCEEDS) !== 0 ? 'cost-exceeds-capacity' : undefined,
+  );
+}
+
+/** Reads `policies[from..to)` out of a store result into `g`. */
+export function readGroup(g: Group, r: StoreResult, policies: readonly CompiledPolicy[], from: number, to: number): Group {
+  const results: PolicyResult[] = new Array(to - from);
+  let charged = true;
+  let exceeds: PolicyResult | undefined;
+  let binding: PolicyResult | undefined;
+  let worstRetry = -1;
+  let delayMs = 0;
+  for (let i = from; i < to; i++) {
+    const o = i * RESULT_STRIDE;
+    const flags = r[o + R_FLAGS] as number;
+    const res = resultAt(r, policies[i] as CompiledPolicy, o);
+    results[i - from] = res;
+    if ((flags & F_CHARGED) === 0) charged = false;
+    if (res.reason !== undefined && exceeds === undefined) exceeds = res;
+    if (!res.allowed) {
+      if (res.retryAfterMs > worstRetry) {
+        worstRetry = res.retryAfterMs;
+        binding = res;
+      }
+    } else if (
+      worstRetry < 0 &&
+      (binding === undefined || res.remaining < binding.remaining || (res.remaining === binding.remaining && res.resetMs > binding.resetMs))
+    ) {
+      binding = res;
+    }
+    if (res.delayMs > delayMs) delayMs = res.delayMs;
+  }
+  g.results = results;
+  g.charged = charged;
+  g.binding = exceeds ?? binding;
+  g.reason = exceeds !== undefined ? 'cost-exceeds-capacity' : charged ? 'allowed' : 'limited';
+  g.retryAfterMs = exceeds !== undefined || charged ? 0 : worstRetry;
+  g.delayMs = charged ? delayMs : 0;
+  return g;
+}
+
+/** Cost in policy units from milli-units. */
+export function costUnits(milli: number): number {
+  return milli / MILLI;
+}

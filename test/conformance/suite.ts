@@ -318,6 +318,30 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
       expect(res.headers.ratelimit).toBe('"default";r=0;t=60');
     });
 
+    it('answers 503 problem+json with Retry-After when the store fails and the limiter fails closed; fail-open sends no numbers', async () => {
+      const broken = {
+        kind: 'broken',
+        apply(): never {
+          throw new Error('store down');
+        },
+        reset(): void {},
+      };
+      const logger = recorder();
+      const app = await start({
+        global: { policies: FIXED, clock, logger, store: broken, onStoreError: 'closed' },
+        routes: { '/open': { policies: FIXED, clock, logger, store: broken, onStoreError: 'open' } },
+      });
+      const res = await request(app.server).get('/').expect(503);
+      expect(res.headers['content-type']).toBe('application/problem+json');
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers['retry-after']).toMatch(/^[1-9]\d*$/);
+      expect(res.body).toMatchObject({ type: PROBLEM_TYPES.unavailable, status: 503, retryAfter: Number(res.headers['retry-after']) });
+      expect(res.headers.ratelimit).toBeUndefined();
+      expect(app.handled()).toBe(0);
+      const open = await request(app.server).get('/open').expect(200);
+      expectNoRateLimitHeaders(open);
+    });
+
     describe('express-rate-limit byte formats (http-spec.md section 2: limit 2 per 60 s, three requests)', () => {
       const ERL_T0 = 1_795_960_801_000;
       const erl = (headers: 'draft-6' | 'draft-7' | 'legacy'): AnyOptions => ({

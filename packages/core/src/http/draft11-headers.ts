@@ -45,6 +45,17 @@ export function createDraft11Writer(policies: readonly PolicyDescription[], part
         RATELIMIT_POLICY,
         pk === undefined ? policyField : serializeList(policyItems.map(([n, m]) => [n, new Map([...m, ['pk', pk]])])),
       ]);
+      if (limitItems.length === 1) {
+        // One policy: the decision's own numbers are that policy's, and reading them allocates nothing.
+        const params = (limitItems[0] as Item)[1];
+        const waiting = exhausted && decision.reason === 'limited';
+        params.set('r', Math.floor(decision.remaining));
+        params.set('t', waiting ? Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) : Math.ceil(decision.resetMs / 1000));
+        if (pk === undefined) params.delete('pk');
+        else params.set('pk', pk);
+        into.push([RATELIMIT, serializeList(limitItems)]);
+        return;
+      }
       selected.length = 0;
       const results = decision.policies;
       for (let i = 0; i < results.length; i++) {

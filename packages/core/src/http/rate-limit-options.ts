@@ -112,13 +112,21 @@ export interface RateLimitConfig<Req = any> {
 }
 
 type KeysEnum<T> = { [P in keyof Required<T>]: true };
-const KEYS: KeysEnum<RateLimitOptions> = {
+/** The limiter's own options, passed through to `createLimiter` (which validates them). */
+const LIMITER_KEYS: KeysEnum<Omit<LimiterOptions, 'cost'>> = {
   policies: true,
   shadow: true,
   mode: true,
   store: true,
   clock: true,
   logger: true,
+  onStoreError: true,
+  storeTimeoutMs: true,
+  localShare: true,
+  breaker: true,
+};
+const KEYS: KeysEnum<RateLimitOptions> = {
+  ...LIMITER_KEYS,
   key: true,
   cost: true,
   skip: true,
@@ -130,7 +138,6 @@ const KEYS: KeysEnum<RateLimitOptions> = {
   validate: true,
 };
 const PROBLEM_KEYS: KeysEnum<ProblemOptions> = { types: true, extend: true };
-const LIMITER_KEYS = ['policies', 'shadow', 'mode', 'store', 'clock', 'logger'] as const;
 
 function optionalFunction<T>(value: T | undefined, path: string, hint: string): T | undefined {
   if (value !== undefined && typeof value !== 'function') {
@@ -182,7 +189,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
   for (const k of adapterKeys) if (options[k] !== undefined) adapterOptions[k] = options[k];
 
   const picked: Record<string, unknown> = {};
-  for (const k of LIMITER_KEYS) if (options[k] !== undefined) picked[k] = options[k];
+  for (const k of Object.keys(LIMITER_KEYS)) if (options[k] !== undefined) picked[k] = options[k];
   const limiterOptions = picked as unknown as LimiterOptions;
   const clock = options.clock ?? monotonicClock;
   limiterOptions.clock = clock;

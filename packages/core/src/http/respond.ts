@@ -7,7 +7,11 @@ import type { Decision } from '../types.js';
 import type { HeaderPair, HeaderWriter } from './header-values.js';
 import { buildProblem, PROBLEM_CONTENT_TYPE, PROBLEM_STATUS, type ProblemDetails, type ProblemKind } from './problem.js';
 
-/** What `respond` needs, resolved once per middleware. */
+/**
+ * What `respond` needs, resolved once per middleware. Rate-limit headers are sent for decisions the
+ * store made; a degraded decision (the store failed and `onStoreError` answered) gets none, since its
+ * numbers describe no real quota, but a rejection still gets `Retry-After` and its problem body.
+ */
 export interface ResponseConfig {
   /** `'shadow'`: never reject, never delay, send nothing (invisible on the wire). */
   readonly mode: 'enforce' | 'shadow';
@@ -57,13 +61,15 @@ function kindOf(decision: Decision): ProblemKind {
 export function respond(decision: Decision, config: ResponseConfig, now: number): ResponsePlan {
   if (config.mode === 'shadow') return PASS_SILENT;
   const headers: HeaderPair[] = [];
+  // A degraded decision was answered without the store (onStoreError): its numbers describe no real quota.
+  const writer = decision.degraded ? undefined : config.headers;
   if (decision.allowed) {
-    if (config.headers !== undefined && decision.policies.length > 0) config.headers.write(decision, false, now, headers);
+    writer?.write(decision, false, now, headers);
     return { action: 'pass', status: undefined, headers, problem: undefined, body: undefined, delayMs: decision.delayMs };
   }
   const kind = kindOf(decision);
   const retryAfter = kind === 'costExceedsCapacity' ? undefined : retryAfterSeconds(decision.retryAfterMs);
-  if (config.headers !== undefined && kind !== 'unavailable') config.headers.write(decision, kind === 'limited', now, headers);
+  if (kind !== 'unavailable') writer?.write(decision, kind === 'limited', now, headers);
   if (retryAfter !== undefined) headers.push(['Retry-After', String(retryAfter)]);
   headers.push(['Cache-Control', 'no-store'], ['Content-Type', PROBLEM_CONTENT_TYPE]);
   const problem = buildProblem(kind, decision, retryAfter, config.problemTypes[kind], config.units);

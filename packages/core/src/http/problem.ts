@@ -86,20 +86,26 @@ export function buildProblem(
   }
   const unit = units.get(b.name) ?? 'requests';
   const w = windowSeconds(b.windowMs);
-  const base = { type, title, status, policy: b.name, limit: b.limit, windowSeconds: w };
+  const about = { policy: b.name, limit: b.limit, windowSeconds: w };
   if (kind === 'costExceedsCapacity') {
     return {
-      ...base,
+      type,
+      title,
+      status,
       detail:
         `This request costs ${decision.cost} ${unitName(unit, decision.cost)} but policy "${b.name}" can never hold more than ` +
         `${b.capacity}; sending it again cannot succeed.`,
+      ...about,
       capacity: b.capacity,
       cost: decision.cost,
     };
   }
   return {
-    ...base,
+    type,
+    title,
+    status,
     detail: `Quota of ${b.limit} ${unitName(unit, b.limit)} per ${w} seconds exhausted (policy "${b.name}"); retry in ${retryAfter} seconds.`,
+    ...about,
     retryAfter,
     'violated-policies': decision.policies.filter(isExhausted).map((r) => r.name),
   };

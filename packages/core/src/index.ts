@@ -12,8 +12,13 @@ export {
 } from './create-limiter.js';
 export { createDiagnostics, type Diagnostics, type ValidateOption } from './diagnostics.js';
 export { DOCS_URL, RateLimitConfigError } from './errors.js';
+export type { ForwardingHeader } from './http/forwarded-header.js';
+export type { HeaderKeyOptions } from './http/header-key.js';
 export type { HeaderPair } from './http/header-values.js';
 export { HEADER_MODES, type HeaderMode } from './http/header-writer.js';
+export type { IdFunction, KeyId } from './http/identity-key.js';
+export type { IpKeyOptions, TrustedProxyEntry } from './http/ip-key.js';
+export { keys } from './http/keys.js';
 export { MIN_PARTITION_KEY_SECRET_BYTES, PARTITION_KEY_BYTES, type PartitionKeyOptions } from './http/partition-key.js';
 export {
   PROBLEM_CONTENT_TYPE,
@@ -42,6 +47,7 @@ export {
 export type { HeaderBag, KeyFunction, RequestView } from './http/request-view.js';
 export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/respond.js';
 export { type ClosableResponse, waitUnlessClosed } from './http/shaping-delay.js';
+export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-proxies.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { Store, StorePlan, StoreResult } from './stores/store.js';

@@ -9,10 +9,10 @@ import type { ValidateOption } from '../diagnostics.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type LimiterOptions, omitUndefined, rejectUnknownKeys } from '../options.js';
 import type { Clock, Decision, Logger } from '../types.js';
-import { defaultKey } from './default-key.js';
 import { HEADER_MODES, type HeaderMode } from './header-writer.js';
 import type { PartitionKeyOptions } from './partition-key.js';
 import { PROBLEM_TYPES, type ProblemDetails, type ProblemKind } from './problem.js';
+import { keys } from './keys.js';
 import type { KeyFunction } from './request-view.js';
 
 /** The cost of one request in policy units, a positive multiple of 1/1000 (e.g. a batch size, or bytes). */
@@ -56,7 +56,8 @@ export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'
   /**
    * Derives the key of a request (`keys.ip()`, `keys.user(fn)`, or your own). A key that is undefined,
    * empty or not a string is counted in one shared `'unkeyed'` bucket and warned about once
-   * (`WRN_RL_UNKEYED`): never a bypass. Defaults to the client IP.
+   * (`WRN_RL_UNKEYED`): never a bypass. Defaults to `keys.ip()`: the socket address (forwarding
+   * headers are ignored until you list `trustedProxies`), IPv6 grouped by /64.
    */
   key?: KeyFunction<Req>;
   /**
@@ -243,7 +244,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     mode: options.mode ?? 'enforce',
     clock,
     logger: options.logger,
-    key: optionalFunction(options.key, 'key', 'keys.ip() or (req) => req.user.id') ?? defaultKey,
+    key: optionalFunction(options.key, 'key', 'keys.ip() or (req) => req.user.id') ?? keys.ip(),
     cost,
     skip: optionalFunction(options.skip, 'skip', "(req) => req.path === '/health'"),
     headers,

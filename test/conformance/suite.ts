@@ -8,7 +8,7 @@
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Decision, Logger, PolicyOptions, RateLimitOptions } from '@tollgate/core';
-import { PROBLEM_TYPES } from '@tollgate/core';
+import { keys, PROBLEM_TYPES } from '@tollgate/core';
 import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { checkRateLimitField } from './strict-validator.js';
@@ -287,14 +287,60 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
       expect(seen.map((d) => d.shadow?.allowed)).toEqual([true, true, false, false]);
     });
 
-    it('uses the socket address: a spoofed X-Forwarded-For from an untrusted peer changes nothing', async () => {
-      const app = await start({ global: { policies: FIXED, clock } });
-      const keys = [];
-      for (const xff of ['203.0.113.9', '198.51.100.1, 203.0.113.10', 'garbage']) {
-        keys.push(((await request(app.server).get('/').set('x-forwarded-for', xff).expect(200)).body as RouteBody).rateLimit?.key);
-      }
-      expect(keys).toEqual(['ip:127.0.0.1', 'ip:127.0.0.1', 'ip:127.0.0.1']);
-      await request(app.server).get('/').set('x-forwarded-for', '192.0.2.77').expect(429);
+    describe('client IP (default keys.ip(), IPv6 /64)', () => {
+      const keyOf = async (app: TestApp, xff: string | undefined, path = '/') => {
+        const req = request(app.server).get(path);
+        if (xff !== undefined) req.set('x-forwarded-for', xff);
+        return ((await req.expect(200)).body as RouteBody).rateLimit?.key;
+      };
+
+      it('uses the socket address: a spoofed X-Forwarded-For from an untrusted peer changes nothing', async () => {
+        const logger = recorder();
+        const app = await start({
+          global: { policies: FIXED, clock, logger },
+          routes: { '/proxied': { policies: FIXED, clock, logger, key: keys.ip({ trustedProxies: ['10.0.0.0/8'] }) } },
+        });
+        const seen = [];
+        for (const xff of ['203.0.113.9', '198.51.100.1, 203.0.113.10', 'garbage']) seen.push(await keyOf(app, xff));
+        expect(seen).toEqual(['ip:127.0.0.1', 'ip:127.0.0.1', 'ip:127.0.0.1']);
+        await request(app.server).get('/').set('x-forwarded-for', '192.0.2.77').expect(429);
+        expect(await keyOf(app, '203.0.113.9', '/proxied')).toBe('ip:127.0.0.1');
+        expect(logger.lines.filter((l) => l.startsWith('WRN_RL_'))).not.toHaveLength(0);
+      });
+
+      it('walks X-Forwarded-For from a trusted proxy: the right-most untrusted hop is the client', async () => {
+        const app = await start({ global: { policies: FIXED, clock, logger: recorder(), key: keys.ip({ trustedProxies: ['loopback'] }) } });
+        expect(await keyOf(app, '198.51.100.7')).toBe('ip:198.51.100.7');
+        expect(await keyOf(app, '6.6.6.6, 198.51.100.7')).toBe('ip:198.51.100.7');
+        const third = await request(app.server).get('/').set('x-forwarded-for', '1.1.1.1, 198.51.100.7').expect(200);
+        expect(fields(third).limit.get('default')?.get('r')).toBe(0);
+      });
+
+      it('groups IPv6 by /64 (by range, not notation) and keys IPv4-mapped addresses as IPv4', async () => {
+        const app = await start({
+          global: { policies: { ...FIXED, limit: 10 }, clock, logger: recorder(), key: keys.ip({ trustedProxies: ['loopback'] }) },
+        });
+        const v6 = [];
+        for (const xff of ['2001:db8:1:2::1', '2001:db8:1:2:ffff::9', '2001:DB8:1:2:0:0:0:1']) v6.push(await keyOf(app, xff));
+        expect(v6).toEqual(['ip:2001:db8:1:2::/64', 'ip:2001:db8:1:2::/64', 'ip:2001:db8:1:2::/64']);
+        const shared = await request(app.server).get('/').set('x-forwarded-for', '2001:db8:1:2::abcd').expect(200);
+        expect(fields(shared).limit.get('default')?.get('r')).toBe(6);
+        expect(await keyOf(app, '2001:db8:1:3::1')).toBe('ip:2001:db8:1:3::/64');
+        const v4 = [];
+        for (const xff of ['203.0.113.7', '::ffff:203.0.113.7', '::ffff:cb00:7107']) v4.push(await keyOf(app, xff));
+        expect(v4).toEqual(['ip:203.0.113.7', 'ip:203.0.113.7', 'ip:203.0.113.7']);
+      });
+
+      it('stops the walk at a bad entry: garbage never becomes the key', async () => {
+        const logger = recorder();
+        const app = await start({
+          global: { policies: { ...FIXED, limit: 10 }, clock, logger, key: keys.ip({ trustedProxies: ['loopback'] }) },
+        });
+        const seen = [];
+        for (const xff of ['203.0.113.7, garbage', 'garbage', '203.0.113.7,,', `${'9'.repeat(300)}`]) seen.push(await keyOf(app, xff));
+        expect(seen).toEqual(['ip:127.0.0.1', 'ip:127.0.0.1', 'ip:127.0.0.1', 'ip:127.0.0.1']);
+        expect(logger.lines.filter((l) => l.startsWith('WRN_RL_MALFORMED_FORWARDED_HEADER'))).toHaveLength(1);
+      });
     });
 
     it('counts requests without a key in one shared bucket, never a bypass', async () => {

@@ -10,9 +10,9 @@ import { RateLimitConfigError } from '../errors.js';
 import { type LimiterOptions, omitUndefined, rejectUnknownKeys } from '../options.js';
 import type { Clock, Decision, Logger } from '../types.js';
 import { HEADER_MODES, type HeaderMode } from './header-writer.js';
+import { keys } from './keys.js';
 import type { PartitionKeyOptions } from './partition-key.js';
 import { PROBLEM_TYPES, type ProblemDetails, type ProblemKind } from './problem.js';
-import { keys } from './keys.js';
 import type { KeyFunction } from './request-view.js';
 
 /** The cost of one request in policy units, a positive multiple of 1/1000 (e.g. a batch size, or bytes). */

@@ -1,7 +1,9 @@
-import { parseList } from 'structured-headers';
+import fc from 'fast-check';
+import { parseList, serializeByteSequence, serializeList, serializeString } from 'structured-headers';
 import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../create-limiter.js';
 import type { PolicyOptions } from '../types.js';
+import { serviceLimitItem } from './draft11-headers.js';
 import type { HeaderPair } from './header-values.js';
 import { createHeaderWriter } from './header-writer.js';
 import { createPartitionKey } from './partition-key.js';
@@ -77,5 +79,42 @@ describe('draft-11 headers', () => {
   it('rounds r down and t up for fractional state', async () => {
     const s = setup([{ name: 'g', algorithm: 'gcra', limit: 3, windowMs: 1000 }]);
     expect((await s.headers(undefined, 0.5)).RateLimit).toBe('"g";r=2;t=1');
+  });
+});
+
+describe('serviceLimitItem', () => {
+  it('equals the library serializeList output for any name, r, t and pk', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            name: fc.string({ unit: fc.constantFrom(...' !"#\\azAZ09-_.~'.split('')), minLength: 1, maxLength: 12 }),
+            r: fc.nat({ max: 999_999_999_999_999 }),
+            t: fc.nat({ max: 999_999_999_999_999 }),
+          }),
+          { minLength: 1, maxLength: 4 },
+        ),
+        fc.option(fc.uint8Array({ minLength: 9, maxLength: 9 }), { nil: undefined }),
+        (items, pk) => {
+          const pkPart = pk === undefined ? '' : `;pk=${serializeByteSequence(pk)}`;
+          const fast = items.map((i) => serviceLimitItem(serializeString(i.name), i.r, i.t, pkPart)).join(', ');
+          const lib = serializeList(
+            items.map((i) => {
+              const m = new Map<string, number | Uint8Array>([
+                ['r', i.r],
+                ['t', i.t],
+              ]);
+              if (pk !== undefined) m.set('pk', pk);
+              return [i.name, m];
+            }),
+          );
+          expect(fast).toBe(lib);
+        },
+      ),
+    );
+  });
+
+  it('rejects what the library rejects', () => {
+    expect(() => serviceLimitItem('"x"', 1e16, 1, '')).toThrow(/integers/);
   });
 });

@@ -77,9 +77,7 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
     return logger === baseLogger ? baseDiagnostics : createDiagnostics(logger, config.validate, raised);
   }
 
-  async function resolveKey(request: Req, view: RequestView<Req>): Promise<string> {
-    const out = keyOf(request, view);
-    const key = isPromiseLike(out) ? await out : out;
+  function checkKey(key: unknown, view: RequestView<Req>): string {
     if (typeof key === 'string' && key !== '') return key;
     view.diagnostics.warn(
       'WRN_RL_UNKEYED',
@@ -89,10 +87,7 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
     return UNKEYED_KEY;
   }
 
-  async function resolveCost(request: Req, diagnostics: Diagnostics): Promise<number | undefined> {
-    if (costOf === undefined) return undefined;
-    const out = costOf(request);
-    const cost = isPromiseLike(out) ? await out : out;
+  function checkCost(cost: unknown, diagnostics: Diagnostics): number | undefined {
     if (typeof cost === 'number' && toMilli(cost) > 0) return cost;
     diagnostics.warn(
       'WRN_RL_INVALID_COST',
@@ -172,8 +167,14 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
         request,
         diagnostics,
       };
-      const key = await resolveKey(request, view);
-      const cost = await resolveCost(request, diagnostics);
+      // Callbacks are awaited only when they return a promise: a synchronous request takes no extra tick.
+      const keyOut = keyOf(request, view);
+      const key = checkKey(isPromiseLike(keyOut) ? await keyOut : keyOut, view);
+      let cost: number | undefined;
+      if (costOf !== undefined) {
+        const costOut = costOf(request);
+        cost = checkCost(isPromiseLike(costOut) ? await costOut : costOut, diagnostics);
+      }
       const pending = limiter.decide(key, cost === undefined ? undefined : { cost });
       const decision = isPromiseLike(pending) ? await pending : pending;
       report(decision, request, logger, diagnostics);

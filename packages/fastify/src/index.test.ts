@@ -48,6 +48,18 @@ describe('@tollgate/fastify', () => {
     expect(seen).toEqual([2, 1]);
   });
 
+  it('limits 404s through app.rateLimit.hook, counting a request once when a route falls through to them', async () => {
+    const a = app();
+    await a.register(fastifyRateLimit, { policies: { ...policies, limit: 2 }, clock });
+    a.setNotFoundHandler({ preHandler: a.rateLimit.hook }, (_request, reply) => reply.code(404).send('nope'));
+    a.get('/gone', (_request, reply) => reply.callNotFound());
+    const missing = await a.inject('/missing');
+    expect([missing.statusCode, missing.headers.ratelimit]).toEqual([404, '"default";r=1;t=60']);
+    const gone = await a.inject('/gone');
+    expect([gone.statusCode, gone.headers.ratelimit]).toEqual([404, '"default";r=0;t=60']);
+    expect((await a.inject('/missing')).statusCode).toBe(429);
+  });
+
   it('runs in the configured hook, per plugin or per route', async () => {
     const a = app();
     const order: string[] = [];

@@ -36,6 +36,12 @@ export interface FastifyRateLimitDecorator {
   readonly limiter: Limiter;
   /** Route limiters by `"METHOD url"`. */
   readonly routes: ReadonlyMap<string, Limiter>;
+  /**
+   * The shared limiter as a hook, for what `onRoute` never sees, e.g. 404s:
+   * `app.setNotFoundHandler({ preHandler: app.rateLimit.hook }, handler)`. A request already counted
+   * by this registration (a route that calls `reply.callNotFound()`) is not counted again.
+   */
+  readonly hook: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }
 
 declare module 'fastify' {
@@ -94,7 +100,7 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
   const routes = new Map<string, Limiter>();
   fastify.decorateRequest(ran, false);
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
-  if (!fastify.hasDecorator('rateLimit')) fastify.decorate('rateLimit', { limiter: base.limiter, routes });
+  if (!fastify.hasDecorator('rateLimit')) fastify.decorate('rateLimit', { limiter: base.limiter, routes, hook: createHook(base, ran) });
 
   fastify.addHook('onRoute', (route: RouteOptions) => {
     const own = route.config?.rateLimit;

@@ -39,6 +39,7 @@ describe('pnpm bench --smoke', () => {
     expect(report).toMatch(/\| tollgate gcra \| [\d,.]+ \| [\d,.]+ \|/);
     expect(report).toMatch(/\| express-rate-limit MemoryStore \| [\d,.]+ \| [\d,.]+ \|/);
     expect(report).toMatch(/\| express \| allow \| express-rate-limit \| [\d,]+ \| [\d.]+ \|/);
+    expect(report).toMatch(/\| express \| block \| @tollgate\/express \| [\d,]+ \| [\d.]+ \|/);
     expect(r.stdout).toContain('Targets:');
   }, 120_000);
 });

@@ -83,6 +83,18 @@ const traces: { name: string; options: TraceOptions; rows: TraceRow[] }[] = [
     ],
   },
   {
+    // A rejected request at a later time must not move the window: the clock stepping back 1 ms after it
+    // still finds the entry of 0 in (4727 - 4728, 4727].
+    name: 'a rejected request leaves the log as it found it, also for a clock stepping back after it',
+    options: { policies: { algorithm: 'sliding-log', limit: 1, windowMs: 4728 } },
+    rows: [
+      { at: 0, cost: 1, allowed: true, remaining: 0, retryAfterMs: 0, resetMs: 4728, delayMs: 0 },
+      { at: 4728, cost: 1.001, allowed: false, remaining: 1, retryAfterMs: 0, resetMs: 0, delayMs: 0, reason: 'cost-exceeds-capacity' },
+      { at: 4727, cost: 0.001, allowed: false, remaining: 0, retryAfterMs: 1, resetMs: 1, delayMs: 0 },
+      { at: 4728, cost: 1, allowed: true, remaining: 0, retryAfterMs: 0, resetMs: 4728, delayMs: 0 },
+    ],
+  },
+  {
     name: 'cost above capacity: its own reason, not retryable, nothing charged',
     options: log2,
     rows: [

@@ -61,6 +61,14 @@ describe('options', () => {
     },
     { options: { sweepIntervalMs: 0.5 }, code: 'ERR_RL_INVALID_SWEEP_INTERVAL', option: 'sweepIntervalMs', fix: /non-negative integer/ },
     { options: { sweepBatch: 0 }, code: 'ERR_RL_INVALID_SWEEP_BATCH', option: 'sweepBatch', fix: /must be a positive integer/ },
+    {
+      options: { maxKey: 10 },
+      code: 'ERR_RL_UNKNOWN_OPTION',
+      option: 'maxKey',
+      fix: /is not an option \(valid: maxKeys, sweepIntervalMs, sweepBatch\)/,
+    },
+    { options: 1000, code: 'ERR_RL_INVALID_OPTIONS', option: 'options', fix: /must be an object like \{ maxKeys: 100_000 \}/ },
+    { options: null, code: 'ERR_RL_INVALID_OPTIONS', option: 'options', fix: /must be an object/ },
   ])('$code at $option', ({ options, code, option, fix }) => {
     const error = configError(options);
     expect(error).toMatchObject({ code, option });

@@ -38,6 +38,9 @@ export interface MemoryStoreOptions {
 
 const INITIAL_SLOTS = 64;
 
+/** Every option, so a typo (`maxKey`) is an error instead of a silent default. */
+const STORE_KEYS: { [K in keyof Required<MemoryStoreOptions>]: true } = { maxKeys: true, sweepIntervalMs: true, sweepBatch: true };
+
 /** The rows of one policy. Slot 0 is scratch, used to evaluate keys that have no row yet. */
 class Table implements StateTable {
   f: Float64Array;
@@ -155,6 +158,19 @@ export class MemoryStore implements Store {
   purged = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw new RateLimitConfigError('ERR_RL_INVALID_OPTIONS', 'options', 'must be an object like { maxKeys: 100_000 }', options);
+    }
+    for (const key of Object.keys(options)) {
+      if (!Object.hasOwn(STORE_KEYS, key)) {
+        throw new RateLimitConfigError(
+          'ERR_RL_UNKNOWN_OPTION',
+          key,
+          `is not an option (valid: ${Object.keys(STORE_KEYS).join(', ')})`,
+          (options as Record<string, unknown>)[key],
+        );
+      }
+    }
     const { maxKeys = 1_000_000, sweepIntervalMs = 10_000, sweepBatch = 50_000 } = options;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
       throw new RateLimitConfigError('ERR_RL_INVALID_MAX_KEYS', 'maxKeys', 'must be a positive integer', maxKeys);

@@ -9,6 +9,8 @@
  * 3. An expired row never gets a second chance, even if it was just used.
  * 4. When every row was used since the last pass, the hand clears them all and evicts the row it
  *    started at: first-in, first-out.
+ * 5. The rows of the request being decided are never evicted to make room for that same request
+ *    (unless maxKeys is below the number of policies, when the key cannot hold all its rows anyway).
  * Not guaranteed: expired rows are not preferred globally; a live unused row ahead of the hand goes
  * before an expired row behind it (the sweep purges those).
  */
@@ -167,6 +169,47 @@ describe('eviction order', () => {
     for (const key of ['a', 'b', 'c']) l.at(1, key);
     l.at(2, 'd');
     expect(['a', 'b', 'c'].map((k) => peek(l, 3, k)[0])).toEqual([5, 3, 3]);
+  });
+
+  it('never evicts a row of the request being decided to make room for that request', () => {
+    // 'a' is shared by two limiters (same name and numbers, so the same state); 'b' expires quickly.
+    const store = new MemoryStore({ maxKeys: 2, sweepIntervalMs: 0 });
+    const daily: PolicyOptions = { name: 'a', algorithm: 'fixed-window', limit: 3, windowMs: 86_400_000 };
+    const one = limiterOn(store, daily);
+    const two = limiterOn(store, [{ name: 'b', algorithm: 'gcra', limit: 10, windowMs: 1000 }, daily]);
+    one.at(0, 'k1');
+    one.at(0, 'k2');
+    one.at(1, 'k1');
+    one.at(1, 'k2');
+    // k1: 2 of 3 used in 'a'. Table 'b' is empty, so room comes from 'a': k2 must go, not k1.
+    expect(two.at(2, 'k1').policies.map((p) => p.remaining)).toEqual([9, 0]);
+    expect(one.at(3, 'k1')).toMatchObject({ allowed: false, remaining: 0 });
+    expect(store.size).toBe(2);
+  });
+
+  it('the same, with the shared policy first in the plan', () => {
+    const store = new MemoryStore({ maxKeys: 2, sweepIntervalMs: 0 });
+    const daily: PolicyOptions = { name: 'a', algorithm: 'fixed-window', limit: 3, windowMs: 86_400_000 };
+    const one = limiterOn(store, daily);
+    const two = limiterOn(store, [daily, { name: 'b', algorithm: 'gcra', limit: 10, windowMs: 1000 }]);
+    one.at(0, 'k1');
+    one.at(0, 'k2');
+    one.at(1, 'k1');
+    one.at(1, 'k2');
+    expect(two.at(2, 'k1').policies.map((p) => p.remaining)).toEqual([0, 9]);
+    expect(one.at(3, 'k1')).toMatchObject({ allowed: false, remaining: 0 });
+  });
+
+  it('with maxKeys below the number of policies the bound still holds (the key cannot keep all its rows)', () => {
+    const store = new MemoryStore({ maxKeys: 1, sweepIntervalMs: 0 });
+    const l = limiterOn(store, [
+      { name: 'a', algorithm: 'fixed-window', limit: 3, windowMs: 60_000 },
+      { name: 'b', algorithm: 'gcra', limit: 3, windowMs: 60_000 },
+    ]);
+    for (let i = 0; i < 5; i++) {
+      expect(l.at(i, 'k').allowed).toBe(true);
+      expect(store.size).toBe(1);
+    }
   });
 
   it('a slot reused after eviction starts from a fresh state (also a sliding-log ring)', () => {

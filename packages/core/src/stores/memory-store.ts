@@ -104,13 +104,17 @@ class Table implements StateTable {
     this.free.push(slot);
   }
 
-  /** Drops one entry: the first expired one the hand meets, else the first not used since its last pass. */
-  evictOne(now: number): boolean {
+  /**
+   * Drops one entry: the first expired one the hand meets, else the first not used since its last pass.
+   * Never the row of `spare` (the key being decided); the caller makes sure another row exists.
+   */
+  evictOne(now: number, spare?: string): boolean {
     if (this.index.size === 0) return false;
     for (;;) {
       const slot = this.hand;
       this.hand = slot + 1 >= this.used ? 1 : slot + 1;
-      if (this.keys[slot] === undefined) continue;
+      const key = this.keys[slot];
+      if (key === undefined || key === spare) continue;
       if (this.kernel.expiresAt(this, slot, this.policy) <= now || this.ref[slot] === 0) {
         this.remove(slot);
         return true;
@@ -256,7 +260,7 @@ export class MemoryStore implements Store {
       if (all) {
         let slot = b.slots[i] as number;
         if (slot === 0) {
-          if (this.count >= this.maxKeys) this.evict(t, now);
+          if (this.count >= this.maxKeys) this.evict(t, now, key, b.tables);
           slot = t.allocate(key);
           this.count += 1;
         } else {
@@ -280,13 +284,30 @@ export class MemoryStore implements Store {
     }
   }
 
-  /** Makes room for one entry: from the table that needs it, else from the fullest one. */
-  private evict(preferred: Table, now: number): void {
+  /**
+   * Makes room for one entry: from the table that needs it (which has no row for `key`), else from the
+   * table with the most rows that this request does not charge, so the rows it charges stay.
+   */
+  private evict(preferred: Table, now: number, key: string, mine: readonly Table[]): void {
     let victim = preferred;
+    let spare: string | undefined;
     if (victim.size === 0) {
-      for (const t of this.tables.values()) if (t.size > victim.size) victim = t;
+      let others = 0;
+      for (const t of this.tables.values()) {
+        const n = t.size - (t.index.has(key) && mine.includes(t) ? 1 : 0);
+        if (n > others) {
+          others = n;
+          victim = t;
+        }
+      }
+      if (others === 0) {
+        // maxKeys is below the number of policies: only this request's own rows are left, one goes.
+        for (const t of this.tables.values()) if (t.size > victim.size) victim = t;
+      } else if (mine.includes(victim)) {
+        spare = key;
+      }
     }
-    if (victim.evictOne(now)) {
+    if (victim.evictOne(now, spare)) {
       this.count -= 1;
       this.evictions += 1;
     }

@@ -17,7 +17,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createLimiter } from '../create-limiter.js';
+import { createLimiter, type Limiter } from '../create-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
 import type { Decision, PolicyOptions } from '../types.js';
 import { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
@@ -289,6 +289,25 @@ describe('sweep, reset, clear', () => {
     expect(store.size).toBe(2);
     expect(peek(l, 0, 'x')).toEqual([5, 5]);
     expect(peek(l, 0, 'y')).toEqual([2, 2]);
+  });
+  it('clear() drops every entry, also for limiters that already used the store', async () => {
+    const store = new MemoryStore({ maxKeys: 100, sweepIntervalMs: 0 });
+    const l: { limiter: Limiter; at: (at: number, key: string, cost?: number) => Decision } = limiterOn(store, {
+      algorithm: 'fixed-window',
+      limit: 1,
+      windowMs: 60_000,
+    });
+    l.at(0, 'k');
+    expect(l.at(0, 'k').allowed).toBe(false);
+    store.clear();
+    expect(store.size).toBe(0);
+    expect(l.at(0, 'k').allowed).toBe(true);
+    expect(store.size).toBe(1);
+    // reset and sweep keep working after a clear.
+    await l.limiter.reset('k');
+    expect(store.size).toBe(0);
+    l.at(0, 'k');
+    expect(store.sweep(60_000)).toBe(1);
   });
 });
 

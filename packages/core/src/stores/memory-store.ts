@@ -140,6 +140,8 @@ class Table implements StateTable {
 /** Per-plan scratch, reused across calls: results, outcomes and the slot found for each policy. */
 interface Bound {
   readonly store: MemoryStore;
+  /** The store's `generation` when bound: clear() replaces the tables, so older bindings are stale. */
+  readonly generation: number;
   readonly tables: Table[];
   readonly outcomes: Outcome[];
   readonly slots: Int32Array;
@@ -153,6 +155,7 @@ export class MemoryStore implements Store {
   readonly maxKeys: number;
   private readonly tables = new Map<string, Table>();
   private count = 0;
+  private generation = 0;
   private lastNow = Number.NEGATIVE_INFINITY;
   private timer: ReturnType<typeof setInterval> | undefined;
   private readonly sweepBatch: number;
@@ -205,11 +208,12 @@ export class MemoryStore implements Store {
 
   private bind(plan: StorePlan): Bound {
     let bound = bindings.get(plan);
-    if (bound === undefined || bound.store !== this) {
+    if (bound === undefined || bound.store !== this || bound.generation !== this.generation) {
       const tables = plan.policies.map((p) => this.table(p));
       const n = plan.policies.length;
       bound = {
         store: this,
+        generation: this.generation,
         tables,
         outcomes: tables.map(() => createOutcome()),
         slots: new Int32Array(n),
@@ -344,6 +348,7 @@ export class MemoryStore implements Store {
   clear(): void {
     this.tables.clear();
     this.count = 0;
+    this.generation += 1;
   }
 
   close(): void {

@@ -5,13 +5,16 @@
  * - waiting never makes a request less eligible, so a clock stepping back never admits what the
  *   clock's latest reading (the monotone trace) would reject;
  * - a rejected request consumes nothing: dropping it from the trace changes no other decision;
- * - `remaining` stays within [0, capacity]; only an admitted leaky-bucket request has a delay.
+ * - `remaining` stays within [0, capacity]; only an admitted leaky-bucket request has a delay;
+ * - all of it at scale too: day-long and 2^31 ms windows, limits up to a million, idle gaps of months,
+ *   clocks far from zero (negative readings included).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { RateLimitConfigError } from '../errors.js';
 import { capacityOf, policyAndTraceArb } from '../testing/arbitraries.js';
 import { createVirtualLimiter, probe, type TraceOptions, type TraceStep } from '../testing/replay.js';
-import { ALGORITHM_VARIANTS } from '../testing/variants.js';
+import { ALGORITHM_VARIANTS, variantPolicy } from '../testing/variants.js';
 import type { Decision } from '../types.js';
 
 const RUNS = 60;
@@ -95,6 +98,49 @@ describe.each(ALGORITHM_VARIANTS)('$label', (variant) => {
           if (d.reason === 'cost-exceeds-capacity') expect(d.cost).toBeGreaterThan(cap);
           if (!d.allowed || policy.algorithm !== 'leaky-bucket') expect(d.delayMs).toBe(0);
         }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('retryAfterMs stays exact at scale (long windows, large limits, months idle, readings far from zero)', () => {
+    const numbers = fc.record({
+      limit: fc.oneof(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 1, max: 1_000_000 })),
+      windowMs: fc.oneof(fc.constantFrom(1, 3_600_000, 86_400_000, 2_147_483_647), fc.integer({ min: 1, max: 1_000_000_000 })),
+    });
+    const steps = fc.array(
+      fc.record({
+        gap: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 1000 }), fc.integer({ min: 0, max: 10_000_000_000 })),
+        cost: fc.oneof(
+          fc.constant(1),
+          fc.integer({ min: 1, max: 5000 }).map((m) => m / 1000),
+        ),
+      }),
+      { minLength: 1, maxLength: 15 },
+    );
+    fc.assert(
+      fc.property(numbers, steps, fc.integer({ min: -1e12, max: 1e12 }), (n, gaps, start) => {
+        const options: TraceOptions = { policies: variantPolicy(variant, n) };
+        try {
+          createVirtualLimiter(options);
+        } catch (error) {
+          // Too large for exact integers: refused at construction, which policy.test.ts covers.
+          fc.pre(!(error instanceof RateLimitConfigError && error.code === 'ERR_RL_PRECISION'));
+          throw error;
+        }
+        let at = start;
+        const trace: TraceStep[] = gaps.map((g) => {
+          at += g.gap;
+          return { at, cost: g.cost };
+        });
+        run(options, trace).forEach((d, i) => {
+          expect(d.remaining).toBeGreaterThanOrEqual(0);
+          if (d.reason !== 'limited') return;
+          const step = trace[i] as TraceStep;
+          const prefix = trace.slice(0, i);
+          expect(probe(options, prefix, step.at + d.retryAfterMs, step.cost).allowed).toBe(true);
+          expect(probe(options, prefix, step.at + d.retryAfterMs - 1, step.cost).allowed).toBe(false);
+        });
       }),
       { numRuns: RUNS },
     );

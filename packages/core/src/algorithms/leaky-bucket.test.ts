@@ -51,6 +51,20 @@ describe('leaky-bucket, the nginx vector (limit 10 per 1000 ms, burst 6)', () =>
     expect(replay(nginx, rows)).toEqual(rows);
   });
 
+  it('clock back: the request queues behind the ones admitted, and moves the queue by exactly one slot', () => {
+    const rows: TraceRow[] = [
+      { at: 1000, cost: 1, allowed: true, remaining: 5, retryAfterMs: 0, resetMs: 100, delayMs: 0 },
+      { at: 1000, cost: 1, allowed: true, remaining: 4, retryAfterMs: 0, resetMs: 200, delayMs: 100 },
+      { at: 1000, cost: 1, allowed: true, remaining: 3, retryAfterMs: 0, resetMs: 300, delayMs: 200 },
+      // At 900 the queue ends at 1300: wait 400 ms by this clock, leaving at 1300 like a 4th request at 1000.
+      { at: 900, cost: 1, allowed: true, remaining: 1, retryAfterMs: 0, resetMs: 500, delayMs: 400 },
+      { at: 1000, cost: 1, allowed: true, remaining: 1, retryAfterMs: 0, resetMs: 500, delayMs: 400 },
+      { at: 1000, cost: 1, allowed: true, remaining: 0, retryAfterMs: 0, resetMs: 600, delayMs: 500 },
+      { at: 1000, cost: 1, allowed: false, remaining: 0, retryAfterMs: 100, resetMs: 600, delayMs: 0 },
+    ];
+    expect(replay(nginx, rows)).toEqual(rows);
+  });
+
   it('weighted costs delay by their size', () => {
     const rows: TraceRow[] = [
       { at: 0, cost: 2.5, allowed: true, remaining: 3.5, retryAfterMs: 0, resetMs: 250, delayMs: 0 },

@@ -5,10 +5,12 @@ export { monotonicClock } from './clock.js';
 export {
   createLimiter,
   type Limiter,
+  type LimiterEvents,
   type LimiterStats,
   MAX_KEY_LENGTH,
   type PolicyDescription,
   type PolicyStats,
+  StoreTimeoutError,
 } from './create-limiter.js';
 export { createDiagnostics, type Diagnostics, type ValidateOption } from './diagnostics.js';
 export { DOCS_URL, RateLimitConfigError } from './errors.js';

@@ -76,7 +76,7 @@ function newestExpiry(r: LogRing, w: number): number {
   return (r.buf[((r.head + r.size - 1) & mask) * 2] as number) + w;
 }
 
-/** The log of a slot, expired up to the effective now; undefined for a key with no entries. */
+/** The log of a slot, expired up to the effective now (for commit); undefined for a key with no entries. */
 function current(t: StateTable, slot: number, now: number, w: number): LogRing | undefined {
   const r = t.logs[slot];
   if (r === undefined) return undefined;
@@ -94,9 +94,25 @@ export const slidingLog: AlgorithmKernel = {
   evaluate(t, slot, now, cost, p, out) {
     const w = p.windowMs;
     const cap = p.capMilli;
-    const r = current(t, slot, now, w);
-    const sum = r === undefined ? 0 : r.sum;
-    const resetUncharged = r === undefined || r.size === 0 ? 0 : newestExpiry(r, w) - now;
+    // Read-only: entries that left the window are skipped here and dropped by commit. Dropping them
+    // here would let a rejected request move the window of a key whose clock then steps back.
+    const r = t.logs[slot];
+    let first = 0;
+    let sum = 0;
+    let mask = 0;
+    if (r !== undefined) {
+      const edge = Math.max(now, r.highWater) - w;
+      mask = r.buf.length / 2 - 1;
+      sum = r.sum;
+      while (first < r.size) {
+        const j = ((r.head + first) & mask) * 2;
+        if ((r.buf[j] as number) > edge) break;
+        sum -= r.buf[j + 1] as number;
+        first += 1;
+      }
+    }
+    const live = r === undefined ? 0 : r.size - first;
+    const resetUncharged = r === undefined || live === 0 ? 0 : newestExpiry(r, w) - now;
     if (cost > cap) {
       writeExceeds(out, cap - sum, resetUncharged);
       return;
@@ -112,13 +128,12 @@ export const slidingLog: AlgorithmKernel = {
       out.resetMs = at + w - now;
       return;
     }
-    // Walk from the oldest entry until enough cost has left the window for this request to fit.
+    // Walk from the oldest entry in the window until enough cost has left it for this request to fit.
     const ring = r as LogRing;
-    const mask = ring.buf.length / 2 - 1;
     const excess = sum + cost - cap;
     let freed = 0;
     let wait = 0;
-    for (let i = 0; i < ring.size; i++) {
+    for (let i = first; i < ring.size; i++) {
       const j = ((ring.head + i) & mask) * 2;
       freed += ring.buf[j + 1] as number;
       if (freed >= excess) {

@@ -21,13 +21,15 @@ export function gcd(a: number, b: number): number {
 
 /**
  * Converts a cost to milli-units, or returns -1 when it is not a positive finite multiple of 1/1000.
- * Tolerates the binary representation error of decimal literals (0.1 * 1000 = 100.00000000000001).
+ * Tolerates the binary representation error of decimal literals (0.1 * 1000 = 100.00000000000001): the
+ * literal and the product are each off by at most half an ulp, so a few epsilons relative to the value;
+ * a fixed tolerance would grow past half a milli-unit for large costs and round 1000000.0005 silently.
  */
 export function toMilli(cost: number): number {
   if (typeof cost !== 'number' || !(cost > 0) || cost === Number.POSITIVE_INFINITY) return -1;
   const scaled = cost * MILLI;
   const rounded = Math.round(scaled);
-  if (rounded < 1 || Math.abs(scaled - rounded) > 1e-9 * Math.max(1, scaled) || rounded > Number.MAX_SAFE_INTEGER) {
+  if (rounded < 1 || Math.abs(scaled - rounded) > 4 * Number.EPSILON * scaled || rounded > Number.MAX_SAFE_INTEGER) {
     return -1;
   }
   return rounded;

@@ -38,6 +38,9 @@ export interface MemoryStoreOptions {
 
 const INITIAL_SLOTS = 64;
 
+/** Every option, so a typo (`maxKey`) is an error instead of a silent default. */
+const STORE_KEYS: { [K in keyof Required<MemoryStoreOptions>]: true } = { maxKeys: true, sweepIntervalMs: true, sweepBatch: true };
+
 /**
  * The rows of one policy. Slot 0 is scratch, used to evaluate keys that have no row yet. A row holds the
  * kernel's words, then the CLOCK reference word (1 when used since the hand last passed), so one cache
@@ -74,6 +77,24 @@ class Table implements StateTable {
 
   /** A free row for `key`, state initialised. */
   allocate(key: string): number {
+    const slot = this.take(key);
+    this.kernel.init(this, slot);
+    return slot;
+  }
+
+  /** A free row for `key` holding the state left in scratch slot 0 (decided there before the row existed). */
+  adoptScratch(key: string): number {
+    const slot = this.take(key);
+    const o = slot * this.stride;
+    this.f.copyWithin(o, 0, this.refAt);
+    if (this.logs[0] !== undefined) {
+      this.logs[slot] = this.logs[0];
+      this.logs[0] = undefined;
+    }
+    return slot;
+  }
+
+  private take(key: string): number {
     let slot = this.free.pop();
     if (slot === undefined) {
       if (this.used * this.stride >= this.f.length) this.grow();
@@ -82,7 +103,6 @@ class Table implements StateTable {
     this.index.set(key, slot);
     this.keys[slot] = key;
     this.f[slot * this.stride + this.refAt] = 0;
-    this.kernel.init(this, slot);
     return slot;
   }
 
@@ -107,13 +127,17 @@ class Table implements StateTable {
     this.free.push(slot);
   }
 
-  /** Drops one entry: the first expired one the hand meets, else the first not used since its last pass. */
-  evictOne(now: number): boolean {
+  /**
+   * Drops one entry: the first expired one the hand meets, else the first not used since its last pass.
+   * Never the row of `spare` (the key being decided); the caller makes sure another row exists.
+   */
+  evictOne(now: number, spare?: string): boolean {
     if (this.index.size === 0) return false;
     for (;;) {
       const slot = this.hand;
       this.hand = slot + 1 >= this.used ? 1 : slot + 1;
-      if (this.keys[slot] === undefined) continue;
+      const key = this.keys[slot];
+      if (key === undefined || key === spare) continue;
       const ref = slot * this.stride + this.refAt;
       if (this.kernel.expiresAt(this, slot, this.policy) <= now || this.f[ref] === 0) {
         this.remove(slot);
@@ -163,6 +187,19 @@ export class MemoryStore implements Store {
   purged = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw new RateLimitConfigError('ERR_RL_INVALID_OPTIONS', 'options', 'must be an object like { maxKeys: 100_000 }', options);
+    }
+    for (const key of Object.keys(options)) {
+      if (!Object.hasOwn(STORE_KEYS, key)) {
+        throw new RateLimitConfigError(
+          'ERR_RL_UNKNOWN_OPTION',
+          key,
+          `is not an option (valid: ${Object.keys(STORE_KEYS).join(', ')})`,
+          (options as Record<string, unknown>)[key],
+        );
+      }
+    }
     const { maxKeys = 1_000_000, sweepIntervalMs = 10_000, sweepBatch = 50_000 } = options;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
       throw new RateLimitConfigError('ERR_RL_INVALID_MAX_KEYS', 'maxKeys', 'must be a positive integer', maxKeys);
@@ -229,21 +266,26 @@ export class MemoryStore implements Store {
   }
 
   /**
-   * One policy, no shadow: the group is the policy, so the row can be taken before deciding (a fresh key
-   * is admitted unless its cost can never fit, and an unused fresh row expires at once).
+   * One policy, no shadow: the policy is its own group, so it decides and charges in one pass. A key
+   * without a row is decided in scratch slot 0 and gets a row only when admitted: a request that
+   * charges nothing never takes memory (nor evicts anyone).
    */
   private applySingle(key: string, b: Bound, cost: number, now: number): Float64Array {
     const t = b.tables[0] as Table;
     const out = b.outcomes[0] as Outcome;
-    let slot = t.index.get(key);
+    const slot = t.index.get(key);
     if (slot === undefined) {
-      if (this.count >= this.maxKeys) this.evict(t, now);
-      slot = t.allocate(key);
-      this.count += 1;
+      t.kernel.init(t, 0);
+      t.kernel.consume(t, 0, now, cost, t.policy, out);
+      if (out.allowed) {
+        if (this.count >= this.maxKeys) this.evict(t, now, key, b.tables);
+        t.adoptScratch(key);
+        this.count += 1;
+      }
     } else {
       t.touch(slot);
+      t.kernel.consume(t, slot, now, cost, t.policy, out);
     }
-    t.kernel.consume(t, slot, now, cost, t.policy, out);
     const r = b.result;
     if (out.allowed) {
       r[R_FLAGS] = F_ALLOWED | F_CHARGED;
@@ -280,7 +322,7 @@ export class MemoryStore implements Store {
       if (all) {
         let slot = b.slots[i] as number;
         if (slot === 0) {
-          if (this.count >= this.maxKeys) this.evict(t, now);
+          if (this.count >= this.maxKeys) this.evict(t, now, key, b.tables);
           slot = t.allocate(key);
           this.count += 1;
         } else {
@@ -308,13 +350,30 @@ export class MemoryStore implements Store {
     }
   }
 
-  /** Makes room for one entry: from the table that needs it, else from the fullest one. */
-  private evict(preferred: Table, now: number): void {
+  /**
+   * Makes room for one entry: from the table that needs it (which has no row for `key`), else from the
+   * table with the most rows that this request does not charge, so the rows it charges stay.
+   */
+  private evict(preferred: Table, now: number, key: string, mine: readonly Table[]): void {
     let victim = preferred;
+    let spare: string | undefined;
     if (victim.size === 0) {
-      for (const t of this.tables.values()) if (t.size > victim.size) victim = t;
+      let others = 0;
+      for (const t of this.tables.values()) {
+        const n = t.size - (t.index.has(key) && mine.includes(t) ? 1 : 0);
+        if (n > others) {
+          others = n;
+          victim = t;
+        }
+      }
+      if (others === 0) {
+        // maxKeys is below the number of policies: only this request's own rows are left, one goes.
+        for (const t of this.tables.values()) if (t.size > victim.size) victim = t;
+      } else if (mine.includes(victim)) {
+        spare = key;
+      }
     }
-    if (victim.evictOne(now)) {
+    if (victim.evictOne(now, spare)) {
       this.count -= 1;
       this.evictions += 1;
     }

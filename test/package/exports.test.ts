@@ -1,0 +1,197 @@
+/**
+ * @module The built @tollgate/core as users get it: `import` and `require` by package name (through the
+ * `exports` map, without the `@tollgate/source` condition) load dist/, expose the same named exports,
+ * and work. Every file the exports map points at exists. Needs `pnpm build` first (the root `pnpm test`
+ * runs it).
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+const coreDir = join(here, '..', '..', 'packages', 'core');
+
+interface Loaded {
+  resolved: string;
+  name?: string;
+  exports: Record<string, string>;
+  decision: { allowed: boolean; remaining: number; policy: string };
+  configError: { name: string; code: string; isTypeError: boolean };
+}
+
+/** Runs a fixture with plain `node` (no custom conditions) and parses what it printed. */
+async function load(fixture: string): Promise<Loaded> {
+  const { stdout, stderr } = await run(process.execPath, [join(here, 'fixtures', fixture)], { timeout: 20_000 });
+  expect(stderr).toBe('');
+  return JSON.parse(stdout) as Loaded;
+}
+
+beforeAll(() => {
+  if (!existsSync(join(coreDir, 'dist', 'index.mjs'))) {
+    throw new Error('packages/core/dist is missing: run `pnpm build` first (the root `pnpm test` does)');
+  }
+});
+
+describe('@tollgate/core, built', () => {
+  it('the exports map points at files that exist, types first', () => {
+    const manifest = JSON.parse(readFileSync(join(coreDir, 'package.json'), 'utf8'));
+    const root = manifest.exports['.'];
+    expect(Object.keys(root)).toEqual(['@tollgate/source', 'import', 'require']);
+    expect(Object.keys(root.import)).toEqual(['types', 'default']);
+    expect(Object.keys(root.require)).toEqual(['types', 'default']);
+    const targets = [
+      root.import.types,
+      root.import.default,
+      root.require.types,
+      root.require.default,
+      manifest.main,
+      manifest.module,
+      manifest.types,
+    ];
+    expect(targets.filter((t: string) => !existsSync(join(coreDir, t)))).toEqual([]);
+    expect(manifest.files).toEqual(['dist']);
+  });
+
+  it('import by package name loads dist/index.mjs', async () => {
+    const esm = await load('esm.mjs');
+    expect(esm.resolved).toMatch(/\/packages\/core\/dist\/index\.mjs$/);
+    expect(esm.decision).toEqual({ allowed: true, remaining: 1, policy: 'default' });
+    expect(esm.configError).toEqual({ name: 'RateLimitConfigError', code: 'ERR_RL_INVALID_LIMIT', isTypeError: true });
+  });
+
+  it('require by package name loads dist/index.cjs', async () => {
+    const cjs = await load('cjs.cjs');
+    expect(cjs.resolved).toMatch(/\/packages\/core\/dist\/index\.cjs$/);
+    expect(cjs.name).toBe('@tollgate/core');
+    expect(cjs.decision).toEqual({ allowed: true, remaining: 1, policy: 'default' });
+    expect(cjs.configError).toEqual({ name: 'RateLimitConfigError', code: 'ERR_RL_INVALID_LIMIT', isTypeError: true });
+  });
+
+  it('both expose the same named exports (no default export)', async () => {
+    const [esm, cjs] = await Promise.all([load('esm.mjs'), load('cjs.cjs')]);
+    expect(cjs.exports).toEqual(esm.exports);
+    expect(esm.exports).toMatchInlineSnapshot(`
+      {
+        "DOCS_URL": "string",
+        "HEADER_MODES": "object",
+        "MAX_KEY_LENGTH": "number",
+        "MIN_PARTITION_KEY_SECRET_BYTES": "number",
+        "MemoryStore": "function",
+        "PARTITION_KEY_BYTES": "number",
+        "PROBLEMS_URL": "string",
+        "PROBLEM_CONTENT_TYPE": "string",
+        "PROBLEM_STATUS": "object",
+        "PROBLEM_TYPES": "object",
+        "RateLimitConfigError": "function",
+        "StoreTimeoutError": "function",
+        "TRUSTED_PROXY_PRESETS": "object",
+        "UNKEYED_KEY": "string",
+        "createDiagnostics": "function",
+        "createLimiter": "function",
+        "createRateLimitHandler": "function",
+        "keys": "object",
+        "monotonicClock": "function",
+        "parseRateLimitOptions": "function",
+        "respond": "function",
+        "retryAfterSeconds": "function",
+        "waitUnlessClosed": "function",
+      }
+    `);
+  });
+
+  it('the declaration files export the same names, runtime and types', async () => {
+    const declared = ['index.d.mts', 'index.d.cts'].map((file) => {
+      const dts = readFileSync(join(coreDir, 'dist', file), 'utf8');
+      const list = /export \{([^}]*)\};?\s*$/.exec(dts)?.[1] ?? '';
+      return list
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '')
+        .sort();
+    });
+    expect(declared[1]).toEqual(declared[0]);
+    const runtime = Object.keys((await load('esm.mjs')).exports);
+    expect(declared[0]?.filter((s) => !s.startsWith('type ')).sort()).toEqual(runtime.sort());
+    expect(declared[0]).toMatchInlineSnapshot(`
+      [
+        "DOCS_URL",
+        "HEADER_MODES",
+        "MAX_KEY_LENGTH",
+        "MIN_PARTITION_KEY_SECRET_BYTES",
+        "MemoryStore",
+        "PARTITION_KEY_BYTES",
+        "PROBLEMS_URL",
+        "PROBLEM_CONTENT_TYPE",
+        "PROBLEM_STATUS",
+        "PROBLEM_TYPES",
+        "RateLimitConfigError",
+        "StoreTimeoutError",
+        "TRUSTED_PROXY_PRESETS",
+        "UNKEYED_KEY",
+        "createDiagnostics",
+        "createLimiter",
+        "createRateLimitHandler",
+        "keys",
+        "monotonicClock",
+        "parseRateLimitOptions",
+        "respond",
+        "retryAfterSeconds",
+        "type AlgorithmId",
+        "type CheckOptions",
+        "type Clock",
+        "type ClosableResponse",
+        "type CostFunction",
+        "type Decision",
+        "type DecisionReason",
+        "type Diagnostics",
+        "type ForwardingHeader",
+        "type HandledRequest",
+        "type HeaderBag",
+        "type HeaderKeyOptions",
+        "type HeaderMode",
+        "type HeaderPair",
+        "type IdFunction",
+        "type IpKeyOptions",
+        "type KeyFunction",
+        "type KeyId",
+        "type LimitedBody",
+        "type LimitedContext",
+        "type Limiter",
+        "type LimiterEvents",
+        "type LimiterOptions",
+        "type LimiterStats",
+        "type Logger",
+        "type MemoryStoreOptions",
+        "type PartitionKeyOptions",
+        "type PolicyDescription",
+        "type PolicyOptions",
+        "type PolicyResult",
+        "type PolicyStats",
+        "type ProblemDetails",
+        "type ProblemKind",
+        "type ProblemOptions",
+        "type QuotaUnit",
+        "type RateLimitConfig",
+        "type RateLimitHandler",
+        "type RateLimitOptions",
+        "type RequestInput",
+        "type RequestView",
+        "type ResponseConfig",
+        "type ResponsePlan",
+        "type ShadowOptions",
+        "type ShadowVerdict",
+        "type Store",
+        "type StorePlan",
+        "type StoreResult",
+        "type TrustedProxyEntry",
+        "type TrustedProxyPreset",
+        "type ValidateOption",
+        "waitUnlessClosed",
+      ]
+    `);
+  });
+});

@@ -15,6 +15,9 @@ export { DOCS_URL, RateLimitConfigError } from './errors.js';
 export type { HeaderBag, KeyFunction, RequestView } from './http/request-view.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
+export type { RedisClientLike } from './stores/redis/redis-client.js';
+export { RedisStore, type RedisStoreOptions } from './stores/redis/redis-store.js';
+export { RedisStoreError, type RedisStoreErrorCode } from './stores/redis/redis-store-error.js';
 export type { Store, StorePlan, StoreResult } from './stores/store.js';
 export type {
   AlgorithmId,

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compilePolicy } from '../../policy.js';
+import type { AlgorithmId, PolicyOptions } from '../../types.js';
 import { keyName, keyTag, MAX_LITERAL_KEY, policySuffix } from './key-names.js';
 
 /** The text Redis Cluster hashes: between the first `{` and the next `}`, when not empty. */
@@ -45,26 +46,55 @@ describe('keyTag', () => {
 });
 
 describe('policySuffix', () => {
-  it('is the storage identity without the role, the role of shadow policies last', () => {
-    expect(policySuffix(compilePolicy({ limit: 100, windowMs: 60_000 }, 'p', false))).toBe('default:gcra:100/60000/100');
-    expect(policySuffix(compilePolicy({ algorithm: 'fixed-window', limit: 5, windowMs: 1000 }, 'p', true))).toBe(
-      'default:fixed-window:5/1000/clock:shadow',
+  it('is short: name, algorithm code, limit/window, and only what differs from the defaults', () => {
+    const at = (o: PolicyOptions, shadow = false) => policySuffix(compilePolicy(o, 'p', shadow));
+    expect(at({ limit: 100, windowMs: 60_000 })).toBe('default:gc:100/60000');
+    expect(at({ algorithm: 'token-bucket', limit: 100, windowMs: 60_000, burst: 20 })).toBe('default:tb:100/60000/20');
+    expect(at({ name: 'login', algorithm: 'fixed-window', limit: 5, windowMs: 900_000, anchor: 'first-request' }, true)).toBe(
+      'login:fw:5/900000/first:s',
     );
   });
 
-  it('never gives two different policies the same suffix, whatever their names', () => {
-    const names = ['x', 'shadow', 'x:shadow', 'shadow:x', 'x:gcra:1/1000/1', 'enforce:x'];
-    const seen = new Map<string, string>();
-    for (const name of names) {
-      for (const shadow of [false, true]) {
-        for (const algorithm of ['gcra', 'fixed-window'] as const) {
-          const p = compilePolicy({ name, algorithm, limit: 1, windowMs: 1000 }, 'p', shadow);
-          const s = policySuffix(p);
-          expect(seen.get(s) ?? p.id).toBe(p.id);
-          seen.set(s, p.id);
-        }
-      }
-    }
-    expect(seen.size).toBe(names.length * 4);
+  it('agrees with the storage identity: equal suffixes exactly for equal policy ids, whatever the names', () => {
+    const policy = fc.record({
+      name: fc.constantFrom('x', 's', 'x:s', 's:x', 'x:gc:1/1000', 'x:gc:1/1000:s', 'a:fw:1/1000/first'),
+      algorithm: fc.constantFrom(
+        'fixed-window',
+        'sliding-window',
+        'sliding-log',
+        'token-bucket',
+        'gcra',
+        'leaky-bucket',
+      ) as fc.Arbitrary<AlgorithmId>,
+      limit: fc.integer({ min: 1, max: 3 }),
+      windowMs: fc.constantFrom(1000, 10_000),
+      burst: fc.integer({ min: 1, max: 3 }),
+      anchor: fc.constantFrom<'clock' | 'first-request'>('clock', 'first-request'),
+      delayAfter: fc.integer({ min: 0, max: 2 }),
+      shadow: fc.boolean(),
+    });
+    const compile = (r: typeof policy extends fc.Arbitrary<infer T> ? T : never) => {
+      const bucket = r.algorithm === 'token-bucket' || r.algorithm === 'gcra' || r.algorithm === 'leaky-bucket';
+      return compilePolicy(
+        {
+          name: r.name,
+          algorithm: r.algorithm,
+          limit: r.limit,
+          windowMs: r.windowMs,
+          ...(bucket ? { burst: r.burst } : {}),
+          ...(r.algorithm === 'fixed-window' ? { anchor: r.anchor } : {}),
+          ...(r.algorithm === 'leaky-bucket' ? { delayAfter: r.delayAfter } : {}),
+        },
+        'p',
+        r.shadow,
+      );
+    };
+    fc.assert(
+      fc.property(policy, policy, (a, b) => {
+        const [p, q] = [compile(a), compile(b)];
+        expect(policySuffix(p) === policySuffix(q)).toBe(p.id === q.id);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -20,18 +20,30 @@ export function keyTag(key: string): string {
   return `{${createHash('sha256').update(key).digest('base64url').slice(0, 22)}}#`;
 }
 
+/** Short algorithm codes for key names. */
+const CODES: Readonly<Record<CompiledPolicy['algorithm'], string>> = {
+  'fixed-window': 'fw',
+  'sliding-window': 'sw',
+  'sliding-log': 'sl',
+  'token-bucket': 'tb',
+  gcra: 'gc',
+  'leaky-bucket': 'lb',
+};
+
 /**
- * The part of a key name that names the policy: its storage identity (`CompiledPolicy.id`: name,
- * algorithm and every parameter that changes the meaning of the state), so two limiters share state
- * exactly when the memory store would make them share it. `name:algorithm:params` for an enforced
- * policy, `name:algorithm:params:shadow` for a shadow one: the role goes last, where the grammar is
- * fixed (params never hold a `:`), because a name may itself contain `:`.
+ * The part of a key name that names the policy: `name:code:limit/windowMs`, then `/capacity` when a
+ * bucket's burst differs from its limit, `/first` for windows anchored at the first request, and `:s`
+ * for a shadow policy (`default:gc:100/60000`, `login:fw:5/900000/first:s`). It carries everything the
+ * policy's storage identity (`CompiledPolicy.id`) carries, so two limiters share state exactly when the
+ * memory store would make them share it; key-names.test.ts checks that suffixes and ids agree. Short,
+ * because the key name is most of what a key costs in Redis memory. The role goes last, where the
+ * grammar is fixed (a name may itself contain `:`).
  */
 export function policySuffix(p: CompiledPolicy): string {
-  const role = p.shadow ? 'shadow:' : 'enforce:';
-  if (!p.id.startsWith(role)) throw new Error(`policySuffix: unexpected policy id '${p.id}'`);
-  const rest = p.id.slice(role.length);
-  return p.shadow ? `${rest}:shadow` : rest;
+  let params = `${p.limit}/${p.windowMs}`;
+  if (p.capacity !== p.limit) params += `/${p.capacity}`;
+  if (p.anchorFirst) params += '/first';
+  return `${p.name}:${CODES[p.algorithm]}:${params}${p.shadow ? ':s' : ''}`;
 }
 
 /** The Redis key holding the state of `policy` for `key`. */

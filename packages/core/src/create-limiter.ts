@@ -281,11 +281,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       limited && !exceeds ? (r[R_RETRY_AFTER] as number) : 0,
       r[R_RESET] as number,
       limited ? 0 : (r[R_DELAY] as number),
-      undefined,
+      p,
       undefined,
       degraded,
-      p,
-      flags,
     );
   }
 

@@ -36,10 +36,11 @@ export class Result implements PolicyResult {
 }
 
 export class DecisionImpl implements Decision {
-  /** Built on first read when the decision came from a single policy: most callers never read it. */
-  #results: readonly PolicyResult[] | undefined;
-  readonly #single: CompiledPolicy | undefined;
-  readonly #singleFlags: number;
+  /**
+   * The per-policy results, or, for a decision of a single policy, that policy: its one result is then
+   * built on first read (most callers never read it) from the decision's own numbers.
+   */
+  #source: readonly PolicyResult[] | CompiledPolicy;
 
   constructor(
     readonly allowed: boolean,
@@ -53,41 +54,36 @@ export class DecisionImpl implements Decision {
     readonly retryAfterMs: number,
     readonly resetMs: number,
     readonly delayMs: number,
-    results: readonly PolicyResult[] | undefined,
+    source: readonly PolicyResult[] | CompiledPolicy,
     readonly shadow: ShadowVerdict | undefined,
     readonly degraded: boolean,
-    single?: CompiledPolicy,
-    singleFlags = 0,
   ) {
-    this.#results = results;
-    this.#single = single;
-    this.#singleFlags = singleFlags;
+    this.#source = source;
   }
 
   /** One result per enforced policy, in configured order. */
   get policies(): readonly PolicyResult[] {
-    let results = this.#results;
-    if (results === undefined) {
-      const p = this.#single as CompiledPolicy;
-      const flags = this.#singleFlags;
-      results = [
-        new Result(
-          p.name,
-          p.algorithm,
-          (flags & F_ALLOWED) !== 0,
-          p.shadow,
-          p.limit,
-          p.windowMs,
-          p.capacity,
-          this.remaining,
-          (flags & F_ALLOWED) !== 0 ? 0 : this.retryAfterMs,
-          this.resetMs,
-          this.delayMs,
-          (flags & F_EXCEEDS) !== 0 ? 'cost-exceeds-capacity' : undefined,
-        ),
-      ];
-      this.#results = results;
-    }
+    const source = this.#source;
+    if (Array.isArray(source)) return source;
+    const p = source as CompiledPolicy;
+    // A single policy is its own group: it admitted exactly when the request was charged.
+    const results = [
+      new Result(
+        p.name,
+        p.algorithm,
+        !this.limited,
+        p.shadow,
+        p.limit,
+        p.windowMs,
+        p.capacity,
+        this.remaining,
+        this.retryAfterMs,
+        this.resetMs,
+        this.delayMs,
+        this.reason === 'cost-exceeds-capacity' ? 'cost-exceeds-capacity' : undefined,
+      ),
+    ];
+    this.#source = results;
     return results;
   }
 

@@ -12,7 +12,13 @@ export {
 } from './create-limiter.js';
 export { createDiagnostics, type Diagnostics, type ValidateOption } from './diagnostics.js';
 export { DOCS_URL, RateLimitConfigError } from './errors.js';
+export type { ForwardingHeader } from './http/forwarded-header.js';
+export type { HeaderKeyOptions } from './http/header-key.js';
+export type { IdFunction, KeyId } from './http/identity-key.js';
+export type { IpKeyOptions, TrustedProxyEntry } from './http/ip-key.js';
+export { keys } from './http/keys.js';
 export type { HeaderBag, KeyFunction, RequestView } from './http/request-view.js';
+export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-proxies.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { RedisClientLike } from './stores/redis/redis-client.js';

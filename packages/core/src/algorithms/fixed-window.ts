@@ -8,7 +8,7 @@
  * State: [windowStart ms, used milli-units]. A key never seen has windowStart = -Infinity.
  */
 import type { CompiledPolicy } from '../policy.js';
-import { type AlgorithmKernel, alignedStart, type Outcome, type StateTable, writeExceeds } from './kernel.js';
+import { type AlgorithmKernel, alignedStart, evaluateThenCommit, type Outcome, type StateTable, writeExceeds } from './kernel.js';
 
 /** The window a request at `now` falls in: [start, used]. Never moves back when the clock does. */
 function currentWindow(start: number, now: number, p: CompiledPolicy): number {
@@ -59,6 +59,7 @@ export const fixedWindow: AlgorithmKernel = {
     t.f[o + 1] = (ws === start ? (t.f[o + 1] as number) : 0) + cost;
     t.f[o] = ws;
   },
+  consume: evaluateThenCommit,
   expiresAt(t, slot, p) {
     return (t.f[slot * t.stride] as number) + p.windowMs;
   },

@@ -61,6 +61,39 @@ export function evaluateGcra(
   }
 }
 
+/**
+ * Decides and, when admitted, charges in one pass: the new TAT and the reset time come from the same
+ * division of the debt by the rate.
+ */
+export function consumeGcra(
+  t: StateTable,
+  slot: number,
+  now: number,
+  cost: number,
+  p: CompiledPolicy,
+  out: Outcome,
+  delayTicks: number,
+): void {
+  const o = slot * t.stride;
+  const rate = p.rate;
+  const debt = gcraDebt(t, o, now, rate);
+  const after = debt + cost * p.tokenTicks;
+  if (after > p.capTicks) {
+    evaluateGcra(t, slot, now, cost, p, out, delayTicks);
+    return;
+  }
+  const whole = floorDiv(after, rate);
+  const frac = after - whole * rate;
+  t.f[o] = now + whole;
+  t.f[o + 1] = frac;
+  out.allowed = true;
+  out.exceeds = false;
+  out.remaining = ticksToMilli(p.capTicks - after, p.tokenTicks);
+  out.retryAfterMs = 0;
+  out.resetMs = frac > 0 ? whole + 1 : whole;
+  out.delayMs = debt > delayTicks ? ceilDiv(debt - delayTicks, rate) : 0;
+}
+
 /** Charges an admitted request: tat = max(now, tat) + cost * T. */
 export function commitGcra(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy): void {
   const o = slot * t.stride;
@@ -89,5 +122,8 @@ export const gcra: AlgorithmKernel = {
     evaluateGcra(t, slot, now, cost, p, out, Number.POSITIVE_INFINITY);
   },
   commit: commitGcra,
+  consume(t, slot, now, cost, p, out) {
+    consumeGcra(t, slot, now, cost, p, out, Number.POSITIVE_INFINITY);
+  },
   expiresAt: gcraExpiresAt,
 };

@@ -68,8 +68,27 @@ export interface AlgorithmKernel {
   evaluate(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy, out: Outcome): void;
   /** Charges a request that `evaluate` admitted, at the same `now`. */
   commit(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy): void;
+  /**
+   * `evaluate`, then `commit` when admitted, in one pass: for a policy that is its own group (one policy,
+   * no shadow), where nothing else can veto the charge.
+   */
+  consume(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy, out: Outcome): void;
   /** The time (ms) from which the state is equivalent to a key never seen: safe to drop. */
   expiresAt(t: StateTable, slot: number, p: CompiledPolicy): number;
+}
+
+/** `consume` for kernels without a fused version: evaluate, then commit when admitted. */
+export function evaluateThenCommit(
+  this: AlgorithmKernel,
+  t: StateTable,
+  slot: number,
+  now: number,
+  cost: number,
+  p: CompiledPolicy,
+  out: Outcome,
+): void {
+  this.evaluate(t, slot, now, cost, p, out);
+  if (out.allowed) this.commit(t, slot, now, cost, p);
 }
 
 /** Marks a cost that can never fit: the same answer from every algorithm. */

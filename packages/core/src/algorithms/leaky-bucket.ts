@@ -11,7 +11,7 @@
  * State: the GCRA timestamp (see gcra.ts); the delay is the debt found before the request, in ms.
  */
 
-import { commitGcra, evaluateGcra, gcraExpiresAt, initGcra } from './gcra.js';
+import { commitGcra, consumeGcra, evaluateGcra, gcraExpiresAt, initGcra } from './gcra.js';
 import type { AlgorithmKernel } from './kernel.js';
 
 export const leakyBucket: AlgorithmKernel = {
@@ -22,5 +22,8 @@ export const leakyBucket: AlgorithmKernel = {
     evaluateGcra(t, slot, now, cost, p, out, p.delayTicks);
   },
   commit: commitGcra,
+  consume(t, slot, now, cost, p, out) {
+    consumeGcra(t, slot, now, cost, p, out, p.delayTicks);
+  },
   expiresAt: gcraExpiresAt,
 };

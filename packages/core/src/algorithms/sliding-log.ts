@@ -12,7 +12,7 @@
  * The numeric row holds the time at which the newest entry leaves the window.
  */
 import type { AlgorithmKernel, LogRing, StateTable } from './kernel.js';
-import { writeExceeds } from './kernel.js';
+import { evaluateThenCommit, writeExceeds } from './kernel.js';
 
 const MIN_ENTRIES = 4;
 
@@ -142,6 +142,7 @@ export const slidingLog: AlgorithmKernel = {
     push(r, r.highWater, cost);
     t.f[slot * t.stride] = newestExpiry(r, w);
   },
+  consume: evaluateThenCommit,
   expiresAt(t, slot) {
     return t.f[slot * t.stride] as number;
   },

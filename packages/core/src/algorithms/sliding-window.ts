@@ -12,7 +12,7 @@
 
 import { ceilDiv, floorDiv } from '../internal/fixed-point.js';
 import type { CompiledPolicy } from '../policy.js';
-import { type AlgorithmKernel, alignedStart, type Outcome, type StateTable, writeExceeds } from './kernel.js';
+import { type AlgorithmKernel, alignedStart, evaluateThenCommit, type Outcome, type StateTable, writeExceeds } from './kernel.js';
 
 /** Scratch for the rolled-over view of a key's state at `now`. */
 interface Rolled {
@@ -105,6 +105,7 @@ export const slidingWindow: AlgorithmKernel = {
     t.f[o + 1] = s.curr + cost;
     t.f[o + 2] = s.prev;
   },
+  consume: evaluateThenCommit,
   expiresAt(t, slot, p) {
     return (t.f[slot * t.stride] as number) + 2 * p.windowMs;
   },

@@ -11,7 +11,7 @@
  */
 import { ceilDiv, ticksToMilli } from '../internal/fixed-point.js';
 import type { AlgorithmKernel } from './kernel.js';
-import { writeExceeds } from './kernel.js';
+import { evaluateThenCommit, writeExceeds } from './kernel.js';
 
 /** Tokens at `now` (ticks), never refilled twice when the clock steps back. */
 function refill(tokens: number, last: number, now: number, cap: number, rate: number): number {
@@ -68,6 +68,7 @@ export const tokenBucket: AlgorithmKernel = {
     t.f[o] = refill(Math.min(stored, cap), last, now, cap, p.rate) - cost * p.tokenTicks;
     t.f[o + 1] = Math.max(now, last);
   },
+  consume: evaluateThenCommit,
   expiresAt(t, slot, p) {
     const tokens = t.f[slot * t.stride] as number;
     if (tokens >= p.capTicks) return Number.NEGATIVE_INFINITY;

@@ -243,10 +243,9 @@ export class MemoryStore implements Store {
     } else {
       t.touch(slot);
     }
-    t.kernel.evaluate(t, slot, now, cost, t.policy, out);
+    t.kernel.consume(t, slot, now, cost, t.policy, out);
     const r = b.result;
     if (out.allowed) {
-      t.kernel.commit(t, slot, now, cost, t.policy);
       r[R_FLAGS] = F_ALLOWED | F_CHARGED;
       r[R_RETRY_AFTER] = 0;
     } else {

@@ -1,0 +1,33 @@
+/**
+ * @module Derives the key of one described request with the same `RequestView` an adapter builds, and
+ * collects the warnings the middleware's logger would print.
+ */
+import { createDiagnostics, type HeaderBag, type KeyFunction, type RequestView } from '@tollgate/core';
+
+export interface RequestDescription {
+  /** The socket peer address, as `req.socket.remoteAddress` reports it. */
+  readonly remoteAddress?: string;
+  /** Request headers, lower-case names. */
+  readonly headers?: HeaderBag;
+  /** What the app knows about the caller (e.g. the signed-in user). */
+  readonly user?: { readonly id: string | number };
+}
+
+export interface KeyExplanation {
+  readonly key: string | undefined;
+  readonly warnings: readonly string[];
+}
+
+export async function explainKey(key: KeyFunction<RequestDescription>, request: RequestDescription): Promise<KeyExplanation> {
+  const warnings: string[] = [];
+  const logger = { warn: (message: string) => void warnings.push(message), error: (message: string) => void warnings.push(message) };
+  const view: RequestView<RequestDescription> = {
+    remoteAddress: request.remoteAddress,
+    headers: request.headers ?? {},
+    method: 'GET',
+    url: '/',
+    request,
+    diagnostics: createDiagnostics(logger),
+  };
+  return { key: await key(request, view), warnings };
+}

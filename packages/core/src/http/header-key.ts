@@ -1,0 +1,77 @@
+/**
+ * @module `keys.header(name)`: keys a request by a credential header (an API key). The value is never
+ * stored: the key is `apikey:` plus its SHA-256, or its HMAC-SHA-256 under `secret`, so a dump of the
+ * store or a log line does not leak usable keys, and every key has the same short length.
+ */
+import { createHmac } from 'node:crypto';
+import { RateLimitConfigError } from '../errors.js';
+import { omitUndefined, rejectUnknownKeys } from '../options.js';
+import { isWellFormed, sha256 } from './namespaced-key.js';
+import { readHeader } from './read-header.js';
+import type { KeyFunction } from './request-view.js';
+
+export interface HeaderKeyOptions {
+  /**
+   * HMAC-SHA-256 secret. With it, the stored key cannot be checked against guessed API keys by whoever
+   * reads the store. Keep it stable: changing it changes every key (all counters start over). Defaults to
+   * none: plain SHA-256.
+   */
+  secret?: string | Uint8Array;
+}
+
+const HEADER_KEY_OPTIONS: { [P in keyof Required<HeaderKeyOptions>]: true } = { secret: true };
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+function isOws(code: number): boolean {
+  return code === 0x20 || code === 0x09;
+}
+
+/**
+ * Keys a request by header `name` (case-insensitive): `apikey:<base64url digest>`. A missing, empty or
+ * whitespace-only header yields undefined (no key: chain a fallback with `keys.first`). Repeated header
+ * lines are joined with `", "` first, as Node does.
+ *
+ * @example
+ * keys.first(keys.header('x-api-key', { secret: process.env.KEY_SECRET }), keys.ip())
+ */
+export function headerKey(name: string, options: HeaderKeyOptions = {}): KeyFunction {
+  if (typeof name !== 'string' || !TOKEN.test(name)) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_HEADER_NAME', 'keys.header(name)', "must be a header name like 'x-api-key'", name);
+  }
+  if (options === null || typeof options !== 'object') {
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTIONS', 'keys.header', 'takes an options object like { secret }', options);
+  }
+  const parsed = omitUndefined(options);
+  rejectUnknownKeys(parsed, HEADER_KEY_OPTIONS, 'keys.header');
+  const { secret } = parsed;
+  const validSecret =
+    secret === undefined || (typeof secret === 'string' && secret !== '') || (secret instanceof Uint8Array && secret.byteLength > 0);
+  if (!validSecret) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_SECRET',
+      'keys.header.secret',
+      'must be a non-empty string or Uint8Array (32 random bytes or more is a good secret)',
+      secret,
+    );
+  }
+  const header = name.toLowerCase();
+  const digest = secret === undefined ? sha256 : (value: string) => createHmac('sha256', secret).update(value, 'utf8').digest('base64url');
+  return function headerKey(_request, view) {
+    const raw = readHeader(view.headers, header);
+    if (raw === undefined) return undefined;
+    let from = 0;
+    let to = raw.length;
+    while (from < to && isOws(raw.charCodeAt(from))) from++;
+    while (to > from && isOws(raw.charCodeAt(to - 1))) to--;
+    if (from === to) return undefined;
+    const value = raw.slice(from, to);
+    if (!isWellFormed(value)) {
+      view.diagnostics.warn(
+        'WRN_RL_INVALID_KEY_ID',
+        `keys.header('${header}') got a value with unpaired UTF-16 surrogates, which no HTTP parser produces; such requests get no key.`,
+      );
+      return undefined;
+    }
+    return `apikey:${digest(value)}`;
+  };
+}

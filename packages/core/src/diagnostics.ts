@@ -17,8 +17,11 @@ export interface Diagnostics {
  */
 export type ValidateOption = boolean | Readonly<Record<string, boolean>>;
 
-export function createDiagnostics(logger: Logger, validate: ValidateOption = true): Diagnostics {
-  const raised = new Set<string>();
+/**
+ * `raised` is the set of codes already logged; pass one shared set to give several `Diagnostics`
+ * (one per request logger, say) a single warn-once memory.
+ */
+export function createDiagnostics(logger: Logger, validate: ValidateOption = true, raised: Set<string> = new Set()): Diagnostics {
   return {
     warn(code, message) {
       if (validate === false || raised.has(code)) return;

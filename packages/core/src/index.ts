@@ -14,10 +14,39 @@ export { createDiagnostics, type Diagnostics, type ValidateOption } from './diag
 export { DOCS_URL, RateLimitConfigError } from './errors.js';
 export type { ForwardingHeader } from './http/forwarded-header.js';
 export type { HeaderKeyOptions } from './http/header-key.js';
+export type { HeaderPair } from './http/header-values.js';
+export { HEADER_MODES, type HeaderMode } from './http/header-writer.js';
 export type { IdFunction, KeyId } from './http/identity-key.js';
 export type { IpKeyOptions, TrustedProxyEntry } from './http/ip-key.js';
 export { keys } from './http/keys.js';
+export { MIN_PARTITION_KEY_SECRET_BYTES, PARTITION_KEY_BYTES, type PartitionKeyOptions } from './http/partition-key.js';
+export {
+  PROBLEM_CONTENT_TYPE,
+  PROBLEM_STATUS,
+  PROBLEM_TYPES,
+  PROBLEMS_URL,
+  type ProblemDetails,
+  type ProblemKind,
+} from './http/problem.js';
+export {
+  createRateLimitHandler,
+  type HandledRequest,
+  type RateLimitHandler,
+  type RequestInput,
+  UNKEYED_KEY,
+} from './http/rate-limit-handler.js';
+export {
+  type CostFunction,
+  type LimitedBody,
+  type LimitedContext,
+  type ProblemOptions,
+  parseRateLimitOptions,
+  type RateLimitConfig,
+  type RateLimitOptions,
+} from './http/rate-limit-options.js';
 export type { HeaderBag, KeyFunction, RequestView } from './http/request-view.js';
+export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/respond.js';
+export { type ClosableResponse, waitUnlessClosed } from './http/shaping-delay.js';
 export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-proxies.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';

@@ -1,0 +1,9 @@
+/**
+ * @module Starts the Koa example on PORT (default 3000): `pnpm --filter @tollgate/example-koa start`.
+ */
+import { createApp } from './app.js';
+
+const port = Number(process.env.PORT ?? 3000);
+createApp().listen(port, () => {
+  console.log(`Koa example on http://localhost:${port} (try: curl -i http://localhost:${port}/api/hello)`);
+});

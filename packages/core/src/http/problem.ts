@@ -1,0 +1,112 @@
+/**
+ * @module RFC 9457 problem details for the three errors a limiter makes, each with its own documented
+ * type (see docs/problems.md):
+ * - `rate-limited` (429): a policy's quota is exhausted; retry after `retryAfter` seconds.
+ * - `cost-exceeds-capacity` (413): the request costs more than a policy can ever hold; retrying the
+ *   same request cannot succeed, so there is no `Retry-After`. 413 "Content Too Large" is the 4xx a
+ *   generic client already treats as "this request, as sent, is too big; do not retry it unchanged".
+ * - `limiter-unavailable` (503): the store failed and the limiter is configured to fail closed.
+ */
+import type { Decision, PolicyResult } from '../types.js';
+import { isExhausted, windowSeconds } from './header-values.js';
+
+/** Where the problem types are documented; each type URI is this plus a fragment. */
+export const PROBLEMS_URL = 'https://github.com/tollgate/tollgate/blob/main/docs/problems.md';
+
+/** The kinds of limiter-made error responses. */
+export type ProblemKind = 'limited' | 'costExceedsCapacity' | 'unavailable';
+
+/** Default `type` URIs. The draft's proposed `https://iana.org/assignments/http-problem-types#quota-exceeded` is an opt-in via `problem.types.limited`. */
+export const PROBLEM_TYPES: Readonly<Record<ProblemKind, string>> = Object.freeze({
+  limited: `${PROBLEMS_URL}#rate-limited`,
+  costExceedsCapacity: `${PROBLEMS_URL}#cost-exceeds-capacity`,
+  unavailable: `${PROBLEMS_URL}#limiter-unavailable`,
+});
+
+export const PROBLEM_STATUS: Readonly<Record<ProblemKind, number>> = Object.freeze({
+  limited: 429,
+  costExceedsCapacity: 413,
+  unavailable: 503,
+});
+
+const TITLES: Readonly<Record<ProblemKind, string>> = Object.freeze({
+  limited: 'Too Many Requests',
+  costExceedsCapacity: 'Request Cost Exceeds Rate Limit Capacity',
+  unavailable: 'Rate Limiter Unavailable',
+});
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** An RFC 9457 problem details object as the limiter sends it. */
+export interface ProblemDetails {
+  readonly type: string;
+  readonly title: string;
+  /** Always the HTTP status of the response. */
+  readonly status: number;
+  readonly detail: string;
+  readonly instance?: string;
+  /** The binding policy's name (an item of `RateLimit-Policy`). */
+  readonly policy?: string;
+  /** The binding policy's quota (`q`). */
+  readonly limit?: number;
+  /** The binding policy's window in seconds (`w`). */
+  readonly windowSeconds?: number;
+  /** Equal to the `Retry-After` header (429 and 503). */
+  readonly retryAfter?: number;
+  /** 413: the largest cost the policy can ever hold, and this request's cost. */
+  readonly capacity?: number;
+  readonly cost?: number;
+  /** Names of the exhausted policies (the member draft-11's quota-exceeded type defines). */
+  readonly 'violated-policies'?: readonly string[];
+  readonly [extension: string]: unknown;
+}
+
+function unitName(unit: string, n: number): string {
+  return unit === 'requests' ? (n === 1 ? 'request' : 'requests') : unit === 'content-bytes' ? 'bytes' : `${unit} units`;
+}
+
+function binding(decision: Decision): PolicyResult | undefined {
+  for (const r of decision.policies) if (r.name === decision.policy) return r;
+  return decision.policies[0];
+}
+
+/** Builds the problem body for a rejected decision. `units` maps policy names to their quota unit. */
+export function buildProblem(
+  kind: ProblemKind,
+  decision: Decision,
+  retryAfter: number | undefined,
+  type: string,
+  units: ReadonlyMap<string, string>,
+): ProblemDetails {
+  const status = PROBLEM_STATUS[kind];
+  const title = TITLES[kind];
+  const b = binding(decision);
+  if (kind === 'unavailable' || b === undefined) {
+    return { type, title, status, detail: `The rate limiter cannot decide right now; retry in ${retryAfter ?? 1} seconds.`, retryAfter };
+  }
+  const unit = units.get(b.name) ?? 'requests';
+  const w = windowSeconds(b.windowMs);
+  const about = { policy: b.name, limit: b.limit, windowSeconds: w };
+  if (kind === 'costExceedsCapacity') {
+    return {
+      type,
+      title,
+      status,
+      detail:
+        `This request costs ${decision.cost} ${unitName(unit, decision.cost)} but policy "${b.name}" can never hold more than ` +
+        `${b.capacity}; sending it again cannot succeed.`,
+      ...about,
+      capacity: b.capacity,
+      cost: decision.cost,
+    };
+  }
+  return {
+    type,
+    title,
+    status,
+    detail: `Quota of ${b.limit} ${unitName(unit, b.limit)} per ${w} seconds exhausted (policy "${b.name}"); retry in ${retryAfter} seconds.`,
+    ...about,
+    retryAfter,
+    'violated-policies': decision.policies.filter(isExhausted).map((r) => r.name),
+  };
+}

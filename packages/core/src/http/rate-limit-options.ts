@@ -1,0 +1,259 @@
+/**
+ * @module The options every adapter takes (`RateLimitOptions`), validated once by
+ * `parseRateLimitOptions` into a frozen `RateLimitConfig`: limiter options plus how a request becomes
+ * a key and a cost, which headers and bodies are sent, and the hooks. Undefined values count as
+ * absent; unknown keys are errors, so a typo never silently turns a feature off.
+ */
+import { monotonicClock } from '../clock.js';
+import type { ValidateOption } from '../diagnostics.js';
+import { RateLimitConfigError } from '../errors.js';
+import { type LimiterOptions, omitUndefined, rejectUnknownKeys } from '../options.js';
+import type { Clock, Decision, Logger } from '../types.js';
+import { HEADER_MODES, type HeaderMode } from './header-writer.js';
+import { keys } from './keys.js';
+import type { PartitionKeyOptions } from './partition-key.js';
+import { PROBLEM_TYPES, type ProblemDetails, type ProblemKind } from './problem.js';
+import type { KeyFunction } from './request-view.js';
+
+/** The cost of one request in policy units, a positive multiple of 1/1000 (e.g. a batch size, or bytes). */
+// biome-ignore lint/suspicious/noExplicitAny: the default lets one callback type serve every framework's request.
+export type CostFunction<Req = any> = (request: Req) => number | Promise<number>;
+
+/** What `onLimited` may return to replace the body of a limiter-made error (headers and status are kept). */
+export interface LimitedBody {
+  /** A string is sent as is; anything else as JSON. */
+  body: unknown;
+  /** Defaults to `application/json` for non-strings, `text/plain; charset=utf-8` for strings. */
+  contentType?: string;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
+export interface LimitedContext<Req = any> {
+  readonly request: Req;
+  readonly decision: Decision;
+  /** 429 (limited), 413 (cost exceeds capacity) or 503 (store failed, fail-closed). */
+  readonly status: number;
+  /** The default body. */
+  readonly problem: ProblemDetails;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
+export interface ProblemOptions<Req = any> {
+  /**
+   * `type` URIs by outcome. Defaults to `PROBLEM_TYPES` (documented in docs/problems.md). Set `limited`
+   * to `https://iana.org/assignments/http-problem-types#quota-exceeded` to use the draft's proposed type.
+   */
+  types?: Partial<Record<ProblemKind, string>>;
+  /**
+   * Extra members for every problem body, e.g. `{ instance: '/requests/' + req.id }` or a localized
+   * `title`/`detail`. `status`, `retryAfter` and `type` cannot be changed here. Defaults to none.
+   */
+  extend?: (request: Req, problem: ProblemDetails) => Record<string, unknown> | undefined;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
+export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'> {
+  /**
+   * Derives the key of a request (`keys.ip()`, `keys.user(fn)`, or your own). A key that is undefined,
+   * empty or not a string is counted in one shared `'unkeyed'` bucket and warned about once
+   * (`WRN_RL_UNKEYED`): never a bypass. Defaults to `keys.ip()`: the socket address (forwarding
+   * headers are ignored until you list `trustedProxies`), IPv6 grouped by /64.
+   */
+  key?: KeyFunction<Req>;
+  /**
+   * The cost of a request: a number for every request, or a function of the request (a batch size,
+   * bytes). A function result that is not a positive multiple of 1/1000 is charged as the default
+   * cost, 1, and warned about once (`WRN_RL_INVALID_COST`). Defaults to `1`.
+   */
+  cost?: number | CostFunction<Req>;
+  /** Requests for which it returns true are not counted and get no rate-limit header or body. Defaults to none. */
+  skip?: (request: Req) => boolean | Promise<boolean>;
+  /** Which rate-limit headers to send; see `HeaderMode`. Defaults to `'draft-11'`. */
+  headers?: HeaderMode;
+  /** draft-11 `pk` parameter: `{ secret }` turns it on (HMAC-SHA256 of the key, 9 bytes). Defaults to `false`. */
+  pk?: PartitionKeyOptions | false;
+  /** Problem details options. */
+  problem?: ProblemOptions<Req>;
+  /**
+   * Replaces the body of a limiter-made error (429, 413, 503); return undefined to keep the problem
+   * details. Headers and status are kept. A hook that throws is warned about once and the problem
+   * details are sent. Defaults to none.
+   */
+  onLimited?: (context: LimitedContext<Req>) => LimitedBody | undefined | Promise<LimitedBody | undefined>;
+  /**
+   * Called with every decision (not for skipped requests), including those shadow mode would have
+   * rejected (`decision.limited`) and shadow candidates' verdicts (`decision.shadow`). Errors are
+   * warned about once and ignored. Defaults to none.
+   */
+  onDecision?: (decision: Decision, request: Req) => void;
+  /** `false` silences every warn-once diagnostic; `{ WRN_RL_X: false }` one of them. Defaults to `true`. */
+  validate?: ValidateOption;
+}
+
+/** `RateLimitOptions` validated, defaults resolved. */
+// biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
+export interface RateLimitConfig<Req = any> {
+  readonly limiterOptions: LimiterOptions;
+  readonly mode: 'enforce' | 'shadow';
+  readonly clock: Clock;
+  /** The logger the user set; undefined means the adapter's (Fastify's request logger) or `console`. */
+  readonly logger: Logger | undefined;
+  readonly key: KeyFunction<Req>;
+  readonly cost: CostFunction<Req> | undefined;
+  readonly skip: ((request: Req) => boolean | Promise<boolean>) | undefined;
+  readonly headers: HeaderMode;
+  readonly pk: PartitionKeyOptions | false;
+  readonly problemTypes: Readonly<Record<ProblemKind, string>>;
+  readonly extendProblem: ProblemOptions<Req>['extend'];
+  readonly onLimited: RateLimitOptions<Req>['onLimited'];
+  readonly onDecision: RateLimitOptions<Req>['onDecision'];
+  readonly validate: ValidateOption;
+  /** Values of the adapter-specific keys the adapter declared (e.g. Fastify's `hook`), unvalidated. */
+  readonly adapterOptions: Readonly<Record<string, unknown>>;
+}
+
+type KeysEnum<T> = { [P in keyof Required<T>]: true };
+/** The limiter's own options, passed through to `createLimiter` (which validates them). */
+const LIMITER_KEYS: KeysEnum<Omit<LimiterOptions, 'cost'>> = {
+  policies: true,
+  shadow: true,
+  mode: true,
+  store: true,
+  clock: true,
+  logger: true,
+  onStoreError: true,
+  storeTimeoutMs: true,
+  localShare: true,
+  breaker: true,
+};
+const KEYS: KeysEnum<RateLimitOptions> = {
+  ...LIMITER_KEYS,
+  key: true,
+  cost: true,
+  skip: true,
+  headers: true,
+  pk: true,
+  problem: true,
+  onLimited: true,
+  onDecision: true,
+  validate: true,
+};
+const PROBLEM_KEYS: KeysEnum<ProblemOptions> = { types: true, extend: true };
+
+function optionalFunction<T>(value: T | undefined, path: string, hint: string): T | undefined {
+  if (value !== undefined && typeof value !== 'function') {
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', path, `must be a function, e.g. ${hint}`, value);
+  }
+  return value;
+}
+
+function parseProblemTypes(problem: ProblemOptions): Readonly<Record<ProblemKind, string>> {
+  const types = problem.types;
+  if (types === undefined) return PROBLEM_TYPES;
+  if (types === null || typeof types !== 'object') {
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'problem.types', 'must be an object of type URIs', types);
+  }
+  rejectUnknownKeys(omitUndefined(types), PROBLEM_TYPES, 'problem.types');
+  const out = { ...PROBLEM_TYPES };
+  for (const [kind, uri] of Object.entries(omitUndefined(types)) as [ProblemKind, unknown][]) {
+    if (typeof uri !== 'string' || uri === '' || /[\s"<>\\^`{|}]/.test(uri)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_OPTION',
+        `problem.types.${kind}`,
+        'must be a URI reference (an absolute URI is recommended)',
+        uri,
+      );
+    }
+    out[kind] = uri;
+  }
+  return Object.freeze(out);
+}
+
+/**
+ * Validates adapter options once. `adapterKeys` lists the extra keys this adapter accepts (returned in
+ * `adapterOptions` for the adapter to check). Throws `RateLimitConfigError` naming the option.
+ */
+export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapterKeys: readonly string[] = []): RateLimitConfig<Req> {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_OPTIONS',
+      'options',
+      'must be an object like { policies: [{ limit: 100, windowMs: 60_000 }] }',
+      input,
+    );
+  }
+  const options = omitUndefined(input) as RateLimitOptions<Req> & Record<string, unknown>;
+  const known: Record<string, true> = { ...KEYS };
+  for (const k of adapterKeys) known[k] = true;
+  rejectUnknownKeys(options, known, '');
+  const adapterOptions: Record<string, unknown> = {};
+  for (const k of adapterKeys) if (options[k] !== undefined) adapterOptions[k] = options[k];
+
+  const picked: Record<string, unknown> = {};
+  for (const k of Object.keys(LIMITER_KEYS)) if (options[k] !== undefined) picked[k] = options[k];
+  const limiterOptions = picked as unknown as LimiterOptions;
+  const clock = options.clock ?? monotonicClock;
+  limiterOptions.clock = clock;
+
+  let cost: CostFunction<Req> | undefined;
+  if (typeof options.cost === 'number') limiterOptions.cost = options.cost;
+  else if (typeof options.cost === 'function') cost = options.cost;
+  else if (options.cost !== undefined) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_COST', 'cost', 'must be a number or a function (request) => number', options.cost);
+  }
+
+  const headers = options.headers ?? 'draft-11';
+  if (!HEADER_MODES.includes(headers)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_HEADERS',
+      'headers',
+      `must be one of ${HEADER_MODES.map((m) => (m === false ? 'false' : `'${m}'`)).join(', ')}`,
+      options.headers,
+    );
+  }
+  const problem = options.problem ?? {};
+  if (problem === null || typeof problem !== 'object') {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_OPTION',
+      'problem',
+      'must be an object like { types: { limited: "https://…" } }',
+      problem,
+    );
+  }
+  rejectUnknownKeys(omitUndefined(problem), PROBLEM_KEYS, 'problem');
+  const validate = options.validate ?? true;
+  if (typeof validate !== 'boolean' && (validate === null || typeof validate !== 'object')) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_OPTION',
+      'validate',
+      'must be a boolean or an object like { WRN_RL_UNKEYED: false }',
+      validate,
+    );
+  }
+  if (options.pk !== undefined && options.pk !== false && headers !== 'draft-11') {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_PK',
+      'pk',
+      "only exists in the 'draft-11' header format; remove it or set headers: 'draft-11'",
+      options.pk,
+    );
+  }
+
+  return Object.freeze({
+    limiterOptions,
+    mode: options.mode ?? 'enforce',
+    clock,
+    logger: options.logger,
+    key: optionalFunction(options.key, 'key', 'keys.ip() or (req) => req.user.id') ?? keys.ip(),
+    cost,
+    skip: optionalFunction(options.skip, 'skip', "(req) => req.path === '/health'"),
+    headers,
+    pk: options.pk ?? false,
+    problemTypes: parseProblemTypes(problem),
+    extendProblem: optionalFunction(problem.extend, 'problem.extend', '(req) => ({ instance: req.url })'),
+    onLimited: optionalFunction(options.onLimited, 'onLimited', '({ problem }) => ({ body: { error: problem.title } })'),
+    onDecision: optionalFunction(options.onDecision, 'onDecision', '(decision, req) => metrics.record(decision)'),
+    validate,
+    adapterOptions: Object.freeze(adapterOptions),
+  });
+}

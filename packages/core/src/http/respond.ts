@@ -1,0 +1,77 @@
+/**
+ * @module `respond(decision, config)`: the framework-agnostic answer to a decision. An adapter writes
+ * the plan as it is: its headers, then either continues (after `delayMs` for a leaky-bucket shaper)
+ * or answers with `status` and `body`.
+ */
+import type { Decision } from '../types.js';
+import type { HeaderPair, HeaderWriter } from './header-values.js';
+import { buildProblem, PROBLEM_CONTENT_TYPE, PROBLEM_STATUS, type ProblemDetails, type ProblemKind } from './problem.js';
+
+/**
+ * What `respond` needs, resolved once per middleware. Rate-limit headers are sent for decisions the
+ * store made; a degraded decision (the store failed and `onStoreError` answered) gets none, since its
+ * numbers describe no real quota, but a rejection still gets `Retry-After` and its problem body.
+ */
+export interface ResponseConfig {
+  /** `'shadow'`: never reject, never delay, send nothing (invisible on the wire). */
+  readonly mode: 'enforce' | 'shadow';
+  /** Undefined when `headers: false`. */
+  readonly headers: HeaderWriter | undefined;
+  readonly problemTypes: Readonly<Record<ProblemKind, string>>;
+  /** Quota unit per policy name, for the `detail` text. */
+  readonly units: ReadonlyMap<string, string>;
+}
+
+export interface ResponsePlan {
+  /** `'pass'`: continue to the route; `'reject'`: answer with `status` and `body`. */
+  readonly action: 'pass' | 'reject';
+  /** The status of a rejection (429, 413 or 503); undefined on pass. */
+  readonly status: number | undefined;
+  /** Headers to set, in order, whatever the action. */
+  readonly headers: HeaderPair[];
+  /** The problem details of a rejection (before `onLimited` may replace the body). */
+  readonly problem: ProblemDetails | undefined;
+  /** The serialized body of a rejection. */
+  readonly body: string | undefined;
+  /** How long to hold an admitted request before it proceeds (leaky-bucket shaping), in ms. */
+  readonly delayMs: number;
+}
+
+const PASS_SILENT: ResponsePlan = Object.freeze({
+  action: 'pass',
+  status: undefined,
+  headers: [],
+  problem: undefined,
+  body: undefined,
+  delayMs: 0,
+}) as ResponsePlan;
+
+/** `Retry-After` in delay-seconds: the wait rounded up, at least 1. */
+export function retryAfterSeconds(retryAfterMs: number): number {
+  return Math.max(1, Math.ceil(retryAfterMs / 1000));
+}
+
+function kindOf(decision: Decision): ProblemKind {
+  if (decision.reason === 'cost-exceeds-capacity') return 'costExceedsCapacity';
+  if (decision.reason === 'store-error') return 'unavailable';
+  return 'limited';
+}
+
+/** Plans the response to `decision`. `now` is the limiter's clock (for epoch-based legacy headers). */
+export function respond(decision: Decision, config: ResponseConfig, now: number): ResponsePlan {
+  if (config.mode === 'shadow') return PASS_SILENT;
+  const headers: HeaderPair[] = [];
+  // A degraded decision was answered without the store (onStoreError): its numbers describe no real quota.
+  const writer = decision.degraded ? undefined : config.headers;
+  if (decision.allowed) {
+    writer?.write(decision, false, now, headers);
+    return { action: 'pass', status: undefined, headers, problem: undefined, body: undefined, delayMs: decision.delayMs };
+  }
+  const kind = kindOf(decision);
+  const retryAfter = kind === 'costExceedsCapacity' ? undefined : retryAfterSeconds(decision.retryAfterMs);
+  if (kind !== 'unavailable') writer?.write(decision, kind === 'limited', now, headers);
+  if (retryAfter !== undefined) headers.push(['Retry-After', String(retryAfter)]);
+  headers.push(['Cache-Control', 'no-store'], ['Content-Type', PROBLEM_CONTENT_TYPE]);
+  const problem = buildProblem(kind, decision, retryAfter, config.problemTypes[kind], config.units);
+  return { action: 'reject', status: PROBLEM_STATUS[kind], headers, problem, body: JSON.stringify(problem), delayMs: 0 };
+}

@@ -1,0 +1,72 @@
+import type { Decision } from '@tollgate/core';
+import express from 'express';
+import request from 'supertest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { rateLimit } from './index.js';
+
+const policies = { name: 'default', algorithm: 'fixed-window', limit: 1, windowMs: 60_000 } as const;
+const clock = () => 1_800_000_000_000;
+
+function recorder() {
+  const lines: string[] = [];
+  return { lines, warn: (m: string) => lines.push(m), error: (m: string) => lines.push(m) };
+}
+
+describe('@tollgate/express', () => {
+  it("warns once when 'trust proxy' is true, and only then", async () => {
+    for (const setting of [true, 1, 'loopback', false]) {
+      const logger = recorder();
+      const app = express();
+      app.set('trust proxy', setting);
+      app.use(rateLimit({ policies: { ...policies, limit: 5 }, clock, logger }));
+      app.get('/', (_req, res) => res.send('ok'));
+      await request(app).get('/');
+      await request(app).get('/');
+      expect(logger.lines.filter((l) => l.startsWith('WRN_RL_PERMISSIVE_TRUST_PROXY')).length).toBe(setting === true ? 1 : 0);
+    }
+  });
+
+  it('types and sets req.rateLimit, and exposes the limiter', async () => {
+    const app = express();
+    const limit = rateLimit({ policies, clock });
+    app.use(limit);
+    app.get('/', (req, res) => {
+      expectTypeOf(req.rateLimit).toEqualTypeOf<Decision | undefined>();
+      res.json({ remaining: req.rateLimit?.remaining });
+    });
+    expect((await request(app).get('/')).body).toEqual({ remaining: 0 });
+    await request(app).get('/').expect(429);
+    expect(limit.limiter.stats()).toMatchObject({ requests: 2, limited: 1 });
+  });
+
+  it('limits only what it is mounted on', async () => {
+    const app = express();
+    app.use('/api', rateLimit({ policies, clock }));
+    app.get('/api/a', (_req, res) => res.send('a'));
+    app.get('/home', (_req, res) => res.send('home'));
+    await request(app).get('/api/a').expect(200);
+    await request(app).get('/api/a').expect(429);
+    await request(app).get('/home').expect(200);
+  });
+
+  it('passes key-function errors to the error handler', async () => {
+    const app = express();
+    app.use(
+      rateLimit({
+        policies,
+        key: () => {
+          throw new Error('no session store');
+        },
+      }),
+    );
+    app.get('/', (_req, res) => res.send('ok'));
+    app.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(500).send(err.message);
+    });
+    expect((await request(app).get('/').expect(500)).text).toBe('no session store');
+  });
+
+  it('rejects bad options when created', () => {
+    expect(() => rateLimit({ policies, windowMs: 1000 } as never)).toThrow(/ERR_RL_UNKNOWN_OPTION: 'windowMs'/);
+  });
+});

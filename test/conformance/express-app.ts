@@ -1,0 +1,35 @@
+/**
+ * @module The conformance app on Express (5 or 4, whichever `express` is passed): `/` and `/other`
+ * share one middleware; per-route limiters are mounted on their route.
+ */
+import type { Server } from 'node:http';
+import { rateLimit } from '@tollgate/express';
+import type express from 'express';
+import type { Request, Response } from 'express';
+import { type MakeApp, routeBody } from './suite.js';
+
+export function makeExpressApp(createApp: typeof express): MakeApp {
+  return async (spec) => {
+    const app = createApp();
+    let handled = 0;
+    const route = (req: Request, res: Response) => {
+      handled += 1;
+      res.json(routeBody(req.rateLimit));
+    };
+    const global = rateLimit(spec.global);
+    app.get('/', global, route);
+    app.get('/other', global, route);
+    for (const [path, options] of Object.entries(spec.routes ?? {})) {
+      if (options === false) app.get(path, route);
+      else app.get(path, rateLimit(options), route);
+    }
+    const server = await new Promise<Server>((resolve) => {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    return {
+      server,
+      handled: () => handled,
+      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    };
+  };
+}

@@ -1,0 +1,5 @@
+import express from 'express';
+import { makeExpressApp } from './express-app.js';
+import { defineConformance } from './suite.js';
+
+defineConformance('express 5', makeExpressApp(express));

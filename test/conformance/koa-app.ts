@@ -1,0 +1,33 @@
+/**
+ * @module The conformance app on Koa (3 or 2, whichever constructor is passed), routed by @koa/router:
+ * `/` and `/other` share one middleware; per-route limiters sit on their route.
+ */
+import Router from '@koa/router';
+import { rateLimit } from '@tollgate/koa';
+import type Koa from 'koa';
+import type { Context } from 'koa';
+import { type MakeApp, routeBody } from './suite.js';
+
+export function makeKoaApp(KoaApp: typeof Koa): MakeApp {
+  return async (spec) => {
+    const app = new KoaApp();
+    const router = new Router();
+    let handled = 0;
+    const route = (ctx: Context) => {
+      handled += 1;
+      ctx.body = routeBody(ctx.state.rateLimit);
+    };
+    const global = rateLimit(spec.global);
+    router.get('/', global, route);
+    router.get('/other', global, route);
+    for (const [path, options] of Object.entries(spec.routes ?? {})) {
+      if (options === false) router.get(path, route);
+      else router.get(path, rateLimit(options), route);
+    }
+    app.use(router.routes());
+    const server = await new Promise<import('node:http').Server>((resolve) => {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    return { server, handled: () => handled, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  };
+}

@@ -1,0 +1,491 @@
+/**
+ * @module The HTTP conformance suite: `defineConformance(name, makeApp)` runs the same scenarios over
+ * real HTTP (supertest) against an app built by one adapter, and asserts the same wire output: strict
+ * Structured Fields headers with values in range, problem+json invariants, Retry-After equal to the
+ * wait, the compat byte formats, costs, skip, per-route limiters, shadow mode and shaping. Time is
+ * virtual (the limiter's `clock`); the shaping tests fake `setTimeout` only.
+ */
+import { request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Decision, Logger, PolicyOptions, RateLimitOptions } from '@tollgate/core';
+import { keys, PROBLEM_TYPES } from '@tollgate/core';
+import request from 'supertest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { checkRateLimitField } from './strict-validator.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: each adapter passes its own request type to these callbacks.
+export type AnyOptions = RateLimitOptions<any>;
+
+/** The app every adapter builds: `/` and `/other` share the `global` limiter; `routes` have their own, or none. */
+export interface AppSpec {
+  readonly global: AnyOptions;
+  readonly routes?: Readonly<Record<string, AnyOptions | false>>;
+}
+
+/** What a route answers: 200 with the decision the adapter attached to the request (null when none). */
+export interface RouteBody {
+  readonly rateLimit: { readonly key: string; readonly remaining: number; readonly limited: boolean } | null;
+}
+
+export interface TestApp {
+  /** Listening on 127.0.0.1. */
+  readonly server: Server;
+  /** Route handler invocations so far. */
+  readonly handled: () => number;
+  close(): Promise<void>;
+}
+
+export type MakeApp = (spec: AppSpec) => Promise<TestApp>;
+
+/** Builds the route body from whatever the adapter attached. */
+export function routeBody(decision: Decision | undefined | null): RouteBody {
+  return { rateLimit: decision ? { key: decision.key, remaining: decision.remaining, limited: decision.limited } : null };
+}
+
+const T0 = 1_800_000_000_000;
+const FIXED: PolicyOptions = { name: 'default', algorithm: 'fixed-window', limit: 3, windowMs: 60_000 };
+
+function recorder(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  return { lines, warn: (m: string) => lines.push(m), error: (m: string) => lines.push(m) };
+}
+
+function fields(res: request.Response): { policy: Map<string, Map<string, unknown>>; limit: Map<string, Map<string, unknown>> } {
+  const toMap = (raw: string | undefined, field: 'RateLimit' | 'RateLimit-Policy') =>
+    new Map(
+      raw === undefined ? [] : checkRateLimitField(field, raw).map(([name, params]) => [name as string, params as Map<string, unknown>]),
+    );
+  return { policy: toMap(res.headers['ratelimit-policy'], 'RateLimit-Policy'), limit: toMap(res.headers.ratelimit, 'RateLimit') };
+}
+
+function expectNoRateLimitHeaders(res: request.Response): void {
+  for (const h of ['ratelimit', 'ratelimit-policy', 'retry-after', 'x-ratelimit-limit', 'ratelimit-limit'])
+    expect(res.headers[h]).toBeUndefined();
+}
+
+export function defineConformance(name: string, makeApp: MakeApp): void {
+  describe(`conformance: ${name}`, () => {
+    let now = T0;
+    const clock = () => now;
+    const apps: TestApp[] = [];
+
+    async function start(spec: AppSpec): Promise<TestApp> {
+      const app = await makeApp(spec);
+      apps.push(app);
+      return app;
+    }
+
+    afterEach(async () => {
+      vi.useRealTimers();
+      now = T0;
+      await Promise.all(apps.splice(0).map((a) => a.close()));
+    });
+
+    it('sends draft-11 headers that parse strictly, with values in range, and attaches the decision', async () => {
+      const app = await start({ global: { policies: FIXED, clock } });
+      for (const r of [2, 1, 0]) {
+        const res = await request(app.server).get('/').expect(200);
+        expect(res.headers['ratelimit-policy']).toBe('"default";q=3;w=60');
+        const { limit } = fields(res);
+        expect(limit.get('default')?.get('r')).toBe(r);
+        const t = limit.get('default')?.get('t') as number;
+        expect(t).toBeGreaterThanOrEqual(0);
+        expect(t).toBeLessThanOrEqual(60);
+        expect((res.body as RouteBody).rateLimit).toEqual({ key: 'ip:127.0.0.1', remaining: r, limited: false });
+      }
+    });
+
+    it('answers 429 with problem+json whose members match the headers, and Retry-After equals the wait', async () => {
+      const app = await start({ global: { policies: FIXED, clock } });
+      for (let i = 0; i < 3; i++) await request(app.server).get('/').expect(200);
+      now += 17_500;
+      const res = await request(app.server).get('/').expect(429);
+      expect(res.headers['content-type']).toBe('application/problem+json');
+      expect(res.headers['cache-control']).toBe('no-store');
+      const retryAfter = Number(res.headers['retry-after']);
+      expect(res.headers['retry-after']).toMatch(/^[1-9]\d*$/);
+      const { policy, limit } = fields(res);
+      expect([...limit.keys()]).toEqual(['default']);
+      expect(limit.get('default')?.get('r')).toBe(0);
+      expect(limit.get('default')?.get('t')).toBe(retryAfter);
+      expect(res.body).toEqual({
+        type: PROBLEM_TYPES.limited,
+        title: 'Too Many Requests',
+        status: 429,
+        detail: `Quota of 3 requests per 60 seconds exhausted (policy "default"); retry in ${retryAfter} seconds.`,
+        policy: 'default',
+        limit: 3,
+        windowSeconds: 60,
+        retryAfter,
+        'violated-policies': ['default'],
+      });
+      expect(policy.get(res.body.policy)?.get('q')).toBe(res.body.limit);
+      expect(policy.get(res.body.policy)?.get('w')).toBe(res.body.windowSeconds);
+      expect(app.handled()).toBe(3);
+      now += retryAfter * 1000 - 1000;
+      await request(app.server).get('/').expect(429);
+      now += 1000;
+      await request(app.server).get('/').expect(200);
+    });
+
+    it('lists every enforced policy, and on 429 only the exhausted ones', async () => {
+      const policies: PolicyOptions[] = [
+        { name: 'burst', algorithm: 'fixed-window', limit: 2, windowMs: 1000 },
+        { name: 'daily', algorithm: 'fixed-window', limit: 5, windowMs: 86_400_000 },
+      ];
+      const app = await start({ global: { policies, clock } });
+      const first = await request(app.server).get('/').expect(200);
+      expect(first.headers['ratelimit-policy']).toBe('"burst";q=2;w=1, "daily";q=5;w=86400');
+      expect([...fields(first).limit.entries()].map(([n, p]) => [n, p.get('r')])).toEqual([
+        ['burst', 1],
+        ['daily', 4],
+      ]);
+      await request(app.server).get('/other').expect(200);
+      const limited = await request(app.server).get('/').expect(429);
+      expect(limited.headers.ratelimit).toBe('"burst";r=0;t=1');
+      expect(limited.headers['retry-after']).toBe('1');
+      expect(limited.body['violated-policies']).toEqual(['burst']);
+      now += 1000;
+      for (let i = 0; i < 2; i++) await request(app.server).get('/').expect(200);
+      now += 1000;
+      await request(app.server).get('/').expect(200);
+      const daily = await request(app.server).get('/').expect(429);
+      expect(fields(daily).limit.get('daily')?.get('r')).toBe(0);
+      expect([...fields(daily).limit.keys()]).toEqual(['daily']);
+      expect(Number(daily.headers['retry-after'])).toBe(fields(daily).limit.get('daily')?.get('t'));
+    });
+
+    it('charges weighted costs, answers 413 for a cost that can never fit, and charges 1 for a bad cost', async () => {
+      const logger = recorder();
+      const app = await start({
+        global: {
+          policies: { ...FIXED, limit: 10 },
+          clock,
+          logger,
+          cost: (req: { headers: Record<string, string> }) => Number(req.headers['x-cost'] ?? 1),
+        },
+      });
+      expect(
+        fields(await request(app.server).get('/').set('x-cost', '4').expect(200))
+          .limit.get('default')
+          ?.get('r'),
+      ).toBe(6);
+      expect(
+        fields(await request(app.server).get('/').set('x-cost', '2.5').expect(200))
+          .limit.get('default')
+          ?.get('r'),
+      ).toBe(3);
+      const tooBig = await request(app.server).get('/').set('x-cost', '11').expect(413);
+      expect(tooBig.headers['retry-after']).toBeUndefined();
+      expect(tooBig.headers['cache-control']).toBe('no-store');
+      expect(tooBig.headers['content-type']).toBe('application/problem+json');
+      expect(tooBig.body).toMatchObject({
+        type: PROBLEM_TYPES.costExceedsCapacity,
+        status: 413,
+        policy: 'default',
+        limit: 10,
+        capacity: 10,
+        cost: 11,
+      });
+      expect(tooBig.body.retryAfter).toBeUndefined();
+      expect(
+        fields(await request(app.server).get('/').set('x-cost', 'lots').expect(200))
+          .limit.get('default')
+          ?.get('r'),
+      ).toBe(2);
+      expect(logger.lines.filter((l) => l.startsWith('WRN_RL_INVALID_COST'))).toHaveLength(1);
+      const over = await request(app.server).get('/').set('x-cost', '3').expect(429);
+      expect(fields(over).limit.get('default')?.get('r')).toBe(2);
+    });
+
+    it('sends no header and no body, and counts nothing, for a skipped request', async () => {
+      const skip = (req: { headers: Record<string, string> }) => req.headers['x-skip'] === '1';
+      const app = await start({ global: { policies: { ...FIXED, limit: 1 }, clock, skip } });
+      for (let i = 0; i < 3; i++) {
+        const res = await request(app.server).get('/').set('x-skip', '1').expect(200);
+        expectNoRateLimitHeaders(res);
+        expect((res.body as RouteBody).rateLimit).toBeNull();
+      }
+      await request(app.server).get('/').expect(200);
+      const limited = await request(app.server).get('/').expect(429);
+      expect(limited.body.status).toBe(429);
+      expectNoRateLimitHeaders(await request(app.server).get('/').set('x-skip', '1').expect(200));
+    });
+
+    it('gives routes their own limiter, or none', async () => {
+      const global: AnyOptions = { policies: FIXED, clock };
+      const app = await start({
+        global,
+        routes: {
+          '/strict': { ...global, policies: { name: 'strict', algorithm: 'fixed-window', limit: 1, windowMs: 10_000 } },
+          '/open': false,
+        },
+      });
+      const strict = await request(app.server).get('/strict').expect(200);
+      expect(strict.headers['ratelimit-policy']).toBe('"strict";q=1;w=10');
+      expect((await request(app.server).get('/strict').expect(429)).body.policy).toBe('strict');
+      expect(
+        fields(await request(app.server).get('/').expect(200))
+          .limit.get('default')
+          ?.get('r'),
+      ).toBe(2);
+      for (let i = 0; i < 5; i++) {
+        const open = await request(app.server).get('/open').expect(200);
+        expectNoRateLimitHeaders(open);
+        expect((open.body as RouteBody).rateLimit).toBeNull();
+      }
+    });
+
+    it('shadow mode never blocks and sends nothing, while an enforcing twin blocks; every would-be rejection is reported', async () => {
+      const logger = recorder();
+      const seen: Decision[] = [];
+      const policies = { ...FIXED, limit: 2 };
+      const enforce: AnyOptions = { policies, clock, logger };
+      const app = await start({
+        global: enforce,
+        routes: { '/shadow': { ...enforce, mode: 'shadow', onDecision: (d: Decision) => seen.push(d) } },
+      });
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await request(app.server).get('/shadow');
+        statuses.push(res.status);
+        expectNoRateLimitHeaders(res);
+        expect((res.body as RouteBody).rateLimit?.limited).toBe(i >= 2);
+        statuses.push(
+          (
+            await request(app.server)
+              .get('/')
+              .ok(() => true)
+          ).status,
+        );
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 200, 429, 200, 429]);
+      expect(seen.map((d) => [d.allowed, d.limited, d.mode])).toEqual([
+        [true, false, 'shadow'],
+        [true, false, 'shadow'],
+        [true, true, 'shadow'],
+        [true, true, 'shadow'],
+        [true, true, 'shadow'],
+      ]);
+      expect(logger.lines.filter((l) => l.includes('shadow mode: would have rejected'))).toHaveLength(3);
+    });
+
+    it('evaluates shadow candidates without touching the enforced budget or the wire', async () => {
+      const seen: Decision[] = [];
+      const app = await start({
+        global: {
+          policies: { ...FIXED, limit: 4 },
+          shadow: { policies: { name: 'candidate', algorithm: 'gcra', limit: 2, windowMs: 60_000 } },
+          clock,
+          onDecision: (d: Decision) => seen.push(d),
+        },
+      });
+      for (let i = 0; i < 4; i++) {
+        const res = await request(app.server).get('/').expect(200);
+        expect(res.headers['ratelimit-policy']).toBe('"default";q=4;w=60');
+      }
+      expect(seen.map((d) => d.shadow?.allowed)).toEqual([true, true, false, false]);
+    });
+
+    describe('client IP (default keys.ip(), IPv6 /64)', () => {
+      const keyOf = async (app: TestApp, xff: string | undefined, path = '/') => {
+        const req = request(app.server).get(path);
+        if (xff !== undefined) req.set('x-forwarded-for', xff);
+        return ((await req.expect(200)).body as RouteBody).rateLimit?.key;
+      };
+
+      it('uses the socket address: a spoofed X-Forwarded-For from an untrusted peer changes nothing', async () => {
+        const logger = recorder();
+        const app = await start({
+          global: { policies: FIXED, clock, logger },
+          routes: { '/proxied': { policies: FIXED, clock, logger, key: keys.ip({ trustedProxies: ['10.0.0.0/8'] }) } },
+        });
+        const seen = [];
+        for (const xff of ['203.0.113.9', '198.51.100.1, 203.0.113.10', 'garbage']) seen.push(await keyOf(app, xff));
+        expect(seen).toEqual(['ip:127.0.0.1', 'ip:127.0.0.1', 'ip:127.0.0.1']);
+        await request(app.server).get('/').set('x-forwarded-for', '192.0.2.77').expect(429);
+        expect(await keyOf(app, '203.0.113.9', '/proxied')).toBe('ip:127.0.0.1');
+        expect(logger.lines.filter((l) => l.startsWith('WRN_RL_'))).not.toHaveLength(0);
+      });
+
+      it('walks X-Forwarded-For from a trusted proxy: the right-most untrusted hop is the client', async () => {
+        const app = await start({ global: { policies: FIXED, clock, logger: recorder(), key: keys.ip({ trustedProxies: ['loopback'] }) } });
+        expect(await keyOf(app, '198.51.100.7')).toBe('ip:198.51.100.7');
+        expect(await keyOf(app, '6.6.6.6, 198.51.100.7')).toBe('ip:198.51.100.7');
+        const third = await request(app.server).get('/').set('x-forwarded-for', '1.1.1.1, 198.51.100.7').expect(200);
+        expect(fields(third).limit.get('default')?.get('r')).toBe(0);
+      });
+
+      it('groups IPv6 by /64 (by range, not notation) and keys IPv4-mapped addresses as IPv4', async () => {
+        const app = await start({
+          global: { policies: { ...FIXED, limit: 10 }, clock, logger: recorder(), key: keys.ip({ trustedProxies: ['loopback'] }) },
+        });
+        const v6 = [];
+        for (const xff of ['2001:db8:1:2::1', '2001:db8:1:2:ffff::9', '2001:DB8:1:2:0:0:0:1']) v6.push(await keyOf(app, xff));
+        expect(v6).toEqual(['ip:2001:db8:1:2::/64', 'ip:2001:db8:1:2::/64', 'ip:2001:db8:1:2::/64']);
+        const shared = await request(app.server).get('/').set('x-forwarded-for', '2001:db8:1:2::abcd').expect(200);
+        expect(fields(shared).limit.get('default')?.get('r')).toBe(6);
+        expect(await keyOf(app, '2001:db8:1:3::1')).toBe('ip:2001:db8:1:3::/64');
+        const v4 = [];
+        for (const xff of ['203.0.113.7', '::ffff:203.0.113.7', '::ffff:cb00:7107']) v4.push(await keyOf(app, xff));
+        expect(v4).toEqual(['ip:203.0.113.7', 'ip:203.0.113.7', 'ip:203.0.113.7']);
+      });
+
+      it('stops the walk at a bad entry: garbage never becomes the key', async () => {
+        const logger = recorder();
+        const app = await start({
+          global: { policies: { ...FIXED, limit: 10 }, clock, logger, key: keys.ip({ trustedProxies: ['loopback'] }) },
+        });
+        const seen = [];
+        for (const xff of ['203.0.113.7, garbage', 'garbage', '203.0.113.7,,', `${'9'.repeat(300)}`]) seen.push(await keyOf(app, xff));
+        expect(seen).toEqual(['ip:127.0.0.1', 'ip:127.0.0.1', 'ip:127.0.0.1', 'ip:127.0.0.1']);
+        expect(logger.lines.filter((l) => l.startsWith('WRN_RL_MALFORMED_FORWARDED_HEADER'))).toHaveLength(1);
+      });
+    });
+
+    it('counts requests without a key in one shared bucket, never a bypass', async () => {
+      const logger = recorder();
+      const app = await start({ global: { policies: { ...FIXED, limit: 1 }, clock, logger, key: () => undefined } });
+      expect(((await request(app.server).get('/').expect(200)).body as RouteBody).rateLimit?.key).toBe('unkeyed');
+      await request(app.server).get('/other').expect(429);
+      expect(logger.lines.filter((l) => l.startsWith('WRN_RL_UNKEYED'))).toHaveLength(1);
+    });
+
+    it('lets onLimited replace the body without losing status or headers', async () => {
+      const app = await start({
+        global: { policies: { ...FIXED, limit: 1 }, clock, onLimited: ({ problem }) => ({ body: `slow down: ${problem.retryAfter}s` }) },
+      });
+      await request(app.server).get('/').expect(200);
+      const res = await request(app.server).get('/').expect(429);
+      expect(res.text).toBe('slow down: 60s');
+      expect(res.headers['content-type']).toBe('text/plain; charset=utf-8');
+      expect(res.headers['retry-after']).toBe('60');
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers.ratelimit).toBe('"default";r=0;t=60');
+    });
+
+    it('answers 503 problem+json with Retry-After when the store fails and the limiter fails closed; fail-open sends no numbers', async () => {
+      const broken = {
+        kind: 'broken',
+        apply(): never {
+          throw new Error('store down');
+        },
+        reset(): void {},
+      };
+      const logger = recorder();
+      const app = await start({
+        global: { policies: FIXED, clock, logger, store: broken, onStoreError: 'closed' },
+        routes: { '/open': { policies: FIXED, clock, logger, store: broken, onStoreError: 'open' } },
+      });
+      const res = await request(app.server).get('/').expect(503);
+      expect(res.headers['content-type']).toBe('application/problem+json');
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers['retry-after']).toMatch(/^[1-9]\d*$/);
+      expect(res.body).toMatchObject({ type: PROBLEM_TYPES.unavailable, status: 503, retryAfter: Number(res.headers['retry-after']) });
+      expect(res.headers.ratelimit).toBeUndefined();
+      expect(app.handled()).toBe(0);
+      const open = await request(app.server).get('/open').expect(200);
+      expectNoRateLimitHeaders(open);
+    });
+
+    describe('express-rate-limit byte formats (http-spec.md section 2: limit 2 per 60 s, three requests)', () => {
+      const ERL_T0 = 1_795_960_801_000;
+      const erl = (headers: 'draft-6' | 'draft-7' | 'legacy'): AnyOptions => ({
+        policies: { name: 'default', algorithm: 'fixed-window', limit: 2, windowMs: 60_000, anchor: 'first-request' },
+        headers,
+        clock,
+      });
+      const pick = (res: request.Response, names: string[]) => names.map((n) => `${n}: ${res.headers[n]}`).join(' | ');
+
+      it('draft-6', async () => {
+        now = ERL_T0;
+        const app = await start({ global: erl('draft-6') });
+        const names = ['ratelimit-policy', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'];
+        expect(pick(await request(app.server).get('/'), names)).toBe(
+          'ratelimit-policy: 2;w=60 | ratelimit-limit: 2 | ratelimit-remaining: 1 | ratelimit-reset: 60',
+        );
+        await request(app.server).get('/').expect(200);
+        const limited = await request(app.server).get('/').expect(429);
+        expect(pick(limited, [...names, 'retry-after'])).toBe(
+          'ratelimit-policy: 2;w=60 | ratelimit-limit: 2 | ratelimit-remaining: 0 | ratelimit-reset: 60 | retry-after: 60',
+        );
+        expect(limited.headers.ratelimit).toBeUndefined();
+      });
+
+      it('draft-7', async () => {
+        now = ERL_T0;
+        const app = await start({ global: erl('draft-7') });
+        expect(pick(await request(app.server).get('/'), ['ratelimit', 'ratelimit-policy'])).toBe(
+          'ratelimit: limit=2, remaining=1, reset=60 | ratelimit-policy: 2;w=60',
+        );
+        await request(app.server).get('/');
+        expect(pick(await request(app.server).get('/').expect(429), ['ratelimit', 'ratelimit-policy', 'retry-after'])).toBe(
+          'ratelimit: limit=2, remaining=0, reset=60 | ratelimit-policy: 2;w=60 | retry-after: 60',
+        );
+      });
+
+      it('legacy', async () => {
+        now = ERL_T0;
+        const app = await start({ global: erl('legacy') });
+        await request(app.server).get('/');
+        await request(app.server).get('/');
+        const limited = await request(app.server).get('/').expect(429);
+        expect(pick(limited, ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'])).toBe(
+          'retry-after: 60 | x-ratelimit-limit: 2 | x-ratelimit-remaining: 0 | x-ratelimit-reset: 1795960861',
+        );
+        expect(limited.headers.ratelimit).toBeUndefined();
+      });
+
+      it('false sends no rate-limit header but keeps Retry-After on 429', async () => {
+        const app = await start({ global: { policies: { ...FIXED, limit: 1 }, clock, headers: false } });
+        expectNoRateLimitHeaders(await request(app.server).get('/').expect(200));
+        const limited = await request(app.server).get('/').expect(429);
+        expect(limited.headers.ratelimit).toBeUndefined();
+        expect(limited.headers['retry-after']).toBe(String(limited.body.retryAfter));
+      });
+    });
+
+    describe('leaky-bucket shaping', () => {
+      const shaper: AnyOptions = { policies: { name: 'shaper', algorithm: 'leaky-bucket', limit: 10, windowMs: 1000, burst: 5 }, clock };
+
+      async function timerArmed(): Promise<void> {
+        while (vi.getTimerCount() === 0) await new Promise((r) => setImmediate(r));
+      }
+
+      it('holds an admitted request for decision.delayMs before the route runs', async () => {
+        const app = await start({ global: shaper });
+        await request(app.server).get('/').expect(200);
+        vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+        let done = false;
+        const pending = request(app.server)
+          .get('/')
+          .then((res) => {
+            done = true;
+            return res;
+          });
+        await timerArmed();
+        await vi.advanceTimersByTimeAsync(99);
+        expect([done, app.handled()]).toEqual([false, 1]);
+        await vi.advanceTimersByTimeAsync(1);
+        const res = await pending;
+        expect(res.status).toBe(200);
+        expect(app.handled()).toBe(2);
+      });
+
+      it('gives up the wait when the client disconnects, and never runs the route', async () => {
+        const app = await start({ global: shaper });
+        await request(app.server).get('/').expect(200);
+        vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+        const { port } = app.server.address() as AddressInfo;
+        const req = httpRequest({ host: '127.0.0.1', port, path: '/' });
+        req.on('error', () => undefined);
+        req.end();
+        await timerArmed();
+        req.destroy();
+        while (vi.getTimerCount() > 0) await new Promise((r) => setImmediate(r));
+        await vi.advanceTimersByTimeAsync(1000);
+        expect(app.handled()).toBe(1);
+      });
+    });
+  });
+}

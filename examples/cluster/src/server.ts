@@ -13,7 +13,6 @@ const port = Number(process.env.PORT ?? 3001);
 const redis = new Cluster(nodes, { enableOfflineQueue: false });
 redis.on('error', (error: Error) => console.error(`redis cluster: ${error.message}`));
 
-const { server } = createApp({ redis });
-server.listen(port, () =>
-  console.log(`listening on http://127.0.0.1:${port} (Redis Cluster at ${nodes.map((n) => `${n.host}:${n.port}`).join(', ')})`),
-);
+const app = await createApp({ redis });
+await app.listen({ port, host: '127.0.0.1' });
+console.log(`listening on http://127.0.0.1:${port} (Redis Cluster at ${nodes.map((n) => `${n.host}:${n.port}`).join(', ')})`);

@@ -10,11 +10,4 @@ const port = Number(process.env.PORT ?? 3000);
 const redis = new Redis(url, { enableOfflineQueue: false, retryStrategy: (times) => Math.min(times * 100, 1000) });
 redis.on('error', (error: Error) => console.error(`redis: ${error.message}`));
 
-const { server, browse, login } = createApp({ redis });
-for (const [name, limiter] of [
-  ['browse', browse],
-  ['login', login],
-] as const) {
-  limiter.on('breaker', ({ state }) => console.log(`${name}: circuit breaker ${state}`));
-}
-server.listen(port, () => console.log(`listening on http://127.0.0.1:${port} (Redis at ${url})`));
+createApp({ redis }).listen(port, () => console.log(`listening on http://127.0.0.1:${port} (Redis at ${url})`));

@@ -12,7 +12,7 @@ export interface Diagnostics {
 }
 
 /**
- * `validate: false` silences every diagnostic; `validate: { WRN_RL_X: false }` silences one code.
+ * `validate: false` silences every diagnostic; `validate: { WRN_RL_UNKEYED: false }` silences one code.
  * Defaults to all on.
  */
 export type ValidateOption = boolean | Readonly<Record<string, boolean>>;

@@ -86,7 +86,7 @@ export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'
    * warned about once and ignored. Defaults to none.
    */
   onDecision?: (decision: Decision, request: Req) => void;
-  /** `false` silences every warn-once diagnostic; `{ WRN_RL_X: false }` one of them. Defaults to `true`. */
+  /** `false` silences every warn-once diagnostic; `{ WRN_RL_UNKEYED: false }` one of them. Defaults to `true`. */
   validate?: ValidateOption;
 }
 

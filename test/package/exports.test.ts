@@ -92,6 +92,7 @@ describe('@tollgate/core, built', () => {
         "StoreTimeoutError": "function",
         "TRUSTED_PROXY_PRESETS": "object",
         "UNKEYED_KEY": "string",
+        "WARNING_CODES": "object",
         "createDiagnostics": "function",
         "createLimiter": "function",
         "createRateLimitHandler": "function",
@@ -136,6 +137,7 @@ describe('@tollgate/core, built', () => {
         "StoreTimeoutError",
         "TRUSTED_PROXY_PRESETS",
         "UNKEYED_KEY",
+        "WARNING_CODES",
         "createDiagnostics",
         "createLimiter",
         "createRateLimitHandler",
@@ -197,6 +199,7 @@ describe('@tollgate/core, built', () => {
         "type TrustedProxyEntry",
         "type TrustedProxyPreset",
         "type ValidateOption",
+        "type WarningCode",
         "waitUnlessClosed",
       ]
     `);

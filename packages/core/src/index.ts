@@ -12,7 +12,7 @@ export {
   type PolicyStats,
   StoreTimeoutError,
 } from './create-limiter.js';
-export { createDiagnostics, type Diagnostics, type ValidateOption } from './diagnostics.js';
+export { createDiagnostics, type Diagnostics, type ValidateOption, WARNING_CODES, type WarningCode } from './diagnostics.js';
 export { DOCS_URL, RateLimitConfigError } from './errors.js';
 export type { ForwardingHeader } from './http/forwarded-header.js';
 export type { HeaderKeyOptions } from './http/header-key.js';

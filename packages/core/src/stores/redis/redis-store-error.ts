@@ -5,13 +5,15 @@
  * unchanged. The limiter's `onStoreError` decides what a check answers either way.
  */
 
+import { seeDocs } from '../../errors.js';
+
 export type RedisStoreErrorCode = 'ERR_RL_STORE_NOT_READY' | 'ERR_RL_STORE_REPLY';
 
 export class RedisStoreError extends Error {
   readonly code: RedisStoreErrorCode;
 
   constructor(code: RedisStoreErrorCode, message: string) {
-    super(`${code}: ${message}`);
+    super(`${code}: ${message}. ${seeDocs(code)}`);
     this.name = 'RedisStoreError';
     this.code = code;
   }

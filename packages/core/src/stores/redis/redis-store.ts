@@ -166,6 +166,7 @@ function checkReply(reply: unknown, n: number): StoreResult {
   const shown = JSON.stringify(reply)?.slice(0, 200);
   throw new RedisStoreError(
     'ERR_RL_STORE_REPLY',
-    `expected ${length} integers from ${APPLY_SCRIPT.name} (${n} policies), got ${shown}; is the script cache holding another script under this SHA?`,
+    `expected ${length} integers from ${APPLY_SCRIPT.name} (${n} ${n === 1 ? 'policy' : 'policies'}), got ${shown}; ` +
+      'the client must return Redis replies unchanged (a wrapper or a non-ioredis client that converts replies is the usual cause)',
   );
 }

@@ -273,7 +273,7 @@ describe('keys', () => {
     await expect(v.limiter.check(undefined as unknown as string)).rejects.toThrow(
       /ERR_RL_INVALID_KEY: the key must be a string; received undefined/,
     );
-    expect(() => v.limiter.decide({} as unknown as string)).toThrow(/ERR_RL_INVALID_KEY.*received object/);
+    expect(() => v.limiter.decide({} as unknown as string)).toThrow(/ERR_RL_INVALID_KEY.*received an object/);
     expect(v.limiter.stats().requests).toBe(0);
   });
 

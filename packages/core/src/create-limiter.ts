@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { costUnits, DecisionImpl, Group, readGroup, Verdict } from './decision.js';
+import { codedError, describeValue, seeDocs } from './errors.js';
 import { Breaker, type BreakerState } from './internal/breaker.js';
 import { fromMilli, MILLI, toMilli } from './internal/fixed-point.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
@@ -101,7 +102,7 @@ export interface Limiter {
 export class StoreTimeoutError extends Error {
   readonly code = 'ERR_RL_STORE_TIMEOUT';
   constructor(ms: number) {
-    super(`ERR_RL_STORE_TIMEOUT: the store did not answer within ${ms} ms (storeTimeoutMs)`);
+    super(`ERR_RL_STORE_TIMEOUT: the store did not answer within ${ms} ms (storeTimeoutMs). ${seeDocs('ERR_RL_STORE_TIMEOUT')}`);
     this.name = 'StoreTimeoutError';
   }
 }
@@ -109,7 +110,7 @@ export class StoreTimeoutError extends Error {
 /** Replaces keys that are too long by a digest; rejects what is not a string. */
 export function normalizeKey(key: string): string {
   if (typeof key !== 'string') {
-    throw new TypeError(`ERR_RL_INVALID_KEY: the key must be a string; received ${typeof key}`);
+    throw codedError(TypeError, 'ERR_RL_INVALID_KEY', `the key must be a string; received ${describeValue(key)}`);
   }
   if (key.length <= MAX_KEY_LENGTH) return key;
   return `sha256:${createHash('sha256').update(key).digest('base64url')}`;
@@ -120,8 +121,10 @@ function costOf(options: CheckOptions | undefined, fallback: number): number {
   if (cost === undefined) return fallback;
   const milli = cost === 1 ? MILLI : toMilli(cost);
   if (milli < 0) {
-    throw new RangeError(
-      `ERR_RL_INVALID_COST: cost must be a positive finite multiple of 1/1000 (e.g. 1, 2.5, 0.001); received ${String(cost)}`,
+    throw codedError(
+      RangeError,
+      'ERR_RL_INVALID_COST',
+      `cost must be a positive finite multiple of 1/1000 (e.g. 1, 2.5, 0.001); received ${describeValue(cost)}`,
     );
   }
   return milli;
@@ -211,7 +214,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   function now(): number {
     const t = clock();
     if (typeof t !== 'number' || !Number.isFinite(t)) {
-      throw new TypeError(`ERR_RL_INVALID_CLOCK: the clock returned ${String(t)}; it must return finite milliseconds`);
+      throw codedError(TypeError, 'ERR_RL_INVALID_CLOCK', `the clock returned ${describeValue(t)}; it must return finite milliseconds`);
     }
     return Math.floor(t);
   }

@@ -3,19 +3,41 @@
  * untrusted peer, a proxy setting that trusts everyone). Each code warns at most once per instance,
  * through the injected logger, and each can be switched off; a diagnostic never throws into a request.
  */
-import { DOCS_URL } from './errors.js';
+import { seeDocs } from './errors.js';
 import type { Logger } from './types.js';
 
+/** Every warning tollgate raises; each is explained in docs/errors.md. */
+export const WARNING_CODES = [
+  'WRN_RL_HOOK_FAILED',
+  'WRN_RL_IGNORED_FORWARDED_HEADER',
+  'WRN_RL_INVALID_COST',
+  'WRN_RL_INVALID_KEY_ID',
+  'WRN_RL_INVALID_REMOTE_ADDRESS',
+  'WRN_RL_MALFORMED_FORWARDED_HEADER',
+  'WRN_RL_PERMISSIVE_TRUSTED_PROXIES',
+  'WRN_RL_PERMISSIVE_TRUST_PROXY',
+  'WRN_RL_UNDEFINED_REMOTE_ADDRESS',
+  'WRN_RL_UNKEYED',
+  'WRN_RL_UNTRUSTED_FORWARDED_HEADER',
+] as const;
+
+export type WarningCode = (typeof WARNING_CODES)[number];
+
 export interface Diagnostics {
-  /** Logs `message` under `code` (`WRN_RL_*`) the first time this code is raised, unless switched off. */
-  warn(code: string, message: string): void;
+  /** Logs `message` under `code` the first time this code is raised, unless switched off. */
+  warn(code: WarningCode, message: string): void;
 }
 
 /**
- * `validate: false` silences every diagnostic; `validate: { WRN_RL_X: false }` silences one code.
+ * `validate: false` silences every diagnostic; `validate: { WRN_RL_UNKEYED: false }` silences one code.
  * Defaults to all on.
  */
-export type ValidateOption = boolean | Readonly<Record<string, boolean>>;
+export type ValidateOption = boolean | Readonly<Partial<Record<WarningCode, boolean>>>;
+
+/** True for a code in `WARNING_CODES`: lets option parsers reject a misspelt code in `validate`. */
+export function isWarningCode(code: string): code is WarningCode {
+  return (WARNING_CODES as readonly string[]).includes(code);
+}
 
 /**
  * `raised` is the set of codes already logged; pass one shared set to give several `Diagnostics`
@@ -28,7 +50,7 @@ export function createDiagnostics(logger: Logger, validate: ValidateOption = tru
       if (typeof validate === 'object' && validate[code] === false) return;
       raised.add(code);
       try {
-        logger.warn(`${code}: ${message} See ${DOCS_URL}#${code.toLowerCase()}`);
+        logger.warn(`${code}: ${message} ${seeDocs(code)}`);
       } catch {
         // A broken logger must not break the request that happened to trigger the warning.
       }

@@ -12,7 +12,7 @@ export {
   type PolicyStats,
   StoreTimeoutError,
 } from './create-limiter.js';
-export { createDiagnostics, type Diagnostics, type ValidateOption } from './diagnostics.js';
+export { createDiagnostics, type Diagnostics, type ValidateOption, WARNING_CODES, type WarningCode } from './diagnostics.js';
 export { DOCS_URL, RateLimitConfigError } from './errors.js';
 export type { ForwardingHeader } from './http/forwarded-header.js';
 export type { HeaderKeyOptions } from './http/header-key.js';
@@ -52,6 +52,9 @@ export { type ClosableResponse, waitUnlessClosed } from './http/shaping-delay.js
 export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-proxies.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
+export type { RedisClientLike } from './stores/redis/redis-client.js';
+export { RedisStore, type RedisStoreOptions } from './stores/redis/redis-store.js';
+export { RedisStoreError, type RedisStoreErrorCode } from './stores/redis/redis-store-error.js';
 export type { Store, StorePlan, StoreResult } from './stores/store.js';
 export type {
   AlgorithmId,

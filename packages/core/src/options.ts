@@ -220,11 +220,12 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   const all = [...policies, ...shadowPolicies];
   all.forEach((p) => {
     if (defaultCost > p.capMilli) {
-      const at = p.shadow ? `shadow.policies (${p.name})` : `policies (${p.name})`;
+      const list = p.shadow ? shadowPolicies : policies;
+      const at = `${p.shadow ? 'shadow.policies' : 'policies'}[${list.indexOf(p)}].${isBucket(p.algorithm) ? 'burst' : 'limit'}`;
       throw new RateLimitConfigError(
         'ERR_RL_COST_EXCEEDS_CAPACITY',
         at,
-        `can hold at most ${p.capacity} but the cost is ${defaultCost / MILLI}, so no request could ever pass; ` +
+        `(${p.capacity}, policy '${p.name}') is below the cost ${defaultCost / MILLI}, so no request could ever pass; ` +
           `raise ${isBucket(p.algorithm) ? 'burst' : 'limit'} or lower cost`,
         p.capacity,
       );

@@ -80,7 +80,7 @@ export function resolveClientAddress(view: RequestView, config: ClientAddressCon
     if (address === undefined) {
       view.diagnostics.warn(
         'WRN_RL_MALFORMED_FORWARDED_HEADER',
-        `A ${HEADER_LABEL[header]} entry next to the trusted hop ${formatIpAddress(client)} is not an IP address ` +
+        `${header === 'x-forwarded-for' ? 'An' : 'A'} ${HEADER_LABEL[header]} entry next to the trusted hop ${formatIpAddress(client)} is not an IP address ` +
           "(empty, garbage, 'unknown', obfuscated or oversized), so the walk stopped there and that hop is the key. " +
           'If your proxies write such entries, the clients behind them share one key.',
       );

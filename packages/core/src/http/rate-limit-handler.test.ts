@@ -39,6 +39,12 @@ describe('createRateLimitHandler', () => {
     expect(() => make({ problem: { types: { limited: 'has space' } } })).toThrow(RateLimitConfigError);
     expect(() => make({ pk: { secret: 'long-enough' }, headers: 'legacy' })).toThrow(/ERR_RL_INVALID_PK/);
     expect(() => make({ policies: [] })).toThrow(/ERR_RL_NO_POLICIES/);
+    // A misspelt warning code in validate would silence nothing: it is an error, not a silent no-op.
+    expect(() => make({ validate: { WRN_RL_UNKEYD: false } as never })).toThrow(
+      /ERR_RL_INVALID_OPTION: 'validate.WRN_RL_UNKEYD' must name a warning code/,
+    );
+    expect(() => make({ validate: { WRN_RL_UNKEYED: 'no' } as never })).toThrow(/'validate.WRN_RL_UNKEYED'/);
+    expect(() => make({ validate: { WRN_RL_UNKEYED: false } })).not.toThrow();
     expect(() => createRateLimitHandler({ policies: { limit: 1, windowMs: 1000 }, hook: 'onRequest' } as never, ['hook'])).not.toThrow();
   });
 

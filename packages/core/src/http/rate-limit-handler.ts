@@ -5,6 +5,7 @@
  */
 import { createLimiter, type Limiter } from '../create-limiter.js';
 import { createDiagnostics, type Diagnostics } from '../diagnostics.js';
+import { describeValue } from '../errors.js';
 import { toMilli } from '../internal/fixed-point.js';
 import { isPromiseLike } from '../stores/store.js';
 import type { Decision, Logger } from '../types.js';
@@ -47,10 +48,6 @@ export interface RateLimitHandler<Req = any> {
    * the framework's proxy setting trusts every X-Forwarded-For hop. `setting` names it for the message.
    */
   checkTrustProxy(setting: string, permissive: boolean, logger?: Logger): void;
-}
-
-function describeValue(value: unknown): string {
-  return typeof value === 'string' ? `'${value.slice(0, 40)}'` : value === null ? 'null' : `${typeof value} ${String(value).slice(0, 40)}`;
 }
 
 /** Validates `options` and builds the limiter; throws `RateLimitConfigError` on bad options. */

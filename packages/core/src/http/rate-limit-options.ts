@@ -5,7 +5,7 @@
  * absent; unknown keys are errors, so a typo never silently turns a feature off.
  */
 import { monotonicClock } from '../clock.js';
-import type { ValidateOption } from '../diagnostics.js';
+import { isWarningCode, type ValidateOption, WARNING_CODES } from '../diagnostics.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type LimiterOptions, omitUndefined, rejectUnknownKeys } from '../options.js';
 import type { Clock, Decision, Logger } from '../types.js';
@@ -86,7 +86,7 @@ export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'
    * warned about once and ignored. Defaults to none.
    */
   onDecision?: (decision: Decision, request: Req) => void;
-  /** `false` silences every warn-once diagnostic; `{ WRN_RL_X: false }` one of them. Defaults to `true`. */
+  /** `false` silences every warn-once diagnostic; `{ WRN_RL_UNKEYED: false }` one of them. Defaults to `true`. */
   validate?: ValidateOption;
 }
 
@@ -229,6 +229,18 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
       'must be a boolean or an object like { WRN_RL_UNKEYED: false }',
       validate,
     );
+  }
+  if (typeof validate === 'object') {
+    for (const [code, on] of Object.entries(validate)) {
+      if (!isWarningCode(code) || typeof on !== 'boolean') {
+        throw new RateLimitConfigError(
+          'ERR_RL_INVALID_OPTION',
+          `validate.${code}`,
+          `must name a warning code (${WARNING_CODES.join(', ')}) with true or false`,
+          on,
+        );
+      }
+    }
   }
   if (options.pk !== undefined && options.pk !== false && headers !== 'draft-11') {
     throw new RateLimitConfigError(

@@ -1,0 +1,48 @@
+/**
+ * @module The example app: Express, two endpoints limited through one Redis, each with the failure mode
+ * it needs. Browsing fails open to an in-process limiter holding half of each limit; login fails closed
+ * (503, never a 429 the client could not have earned).
+ */
+import { type Logger, type RedisClientLike, RedisStore } from '@tollgate/core';
+import { rateLimit } from '@tollgate/express';
+import express, { type Express, type Request, type Response } from 'express';
+
+export interface AppOptions {
+  /** An ioredis `Redis` (or `Cluster`) client. */
+  redis: RedisClientLike;
+  /** Key prefix in Redis. Defaults to `'example'`. */
+  prefix?: string;
+  /** How long a check waits for Redis before the failure mode answers, in ms. Defaults to `50`. */
+  storeTimeoutMs?: number;
+  /** Where the limiters log store failures and recoveries. Defaults to `console`. */
+  logger?: Logger;
+}
+
+export function createApp({ redis, prefix = 'example', storeTimeoutMs = 50, logger = console }: AppOptions): Express {
+  const store = new RedisStore({ client: redis, prefix });
+  const app = express();
+  const browse = rateLimit({
+    policies: [
+      { name: 'burst', limit: 10, windowMs: 10_000 },
+      { name: 'minute', algorithm: 'sliding-window', limit: 100, windowMs: 60_000 },
+    ],
+    store,
+    onStoreError: 'local', // availability first, but bounded: each instance may admit half of each limit
+    localShare: 0.5,
+    storeTimeoutMs,
+    logger,
+  });
+  const login = rateLimit({
+    policies: { name: 'login', algorithm: 'sliding-log', limit: 5, windowMs: 15 * 60_000 },
+    store,
+    onStoreError: 'closed', // never let a Redis outage open the door to password guessing
+    storeTimeoutMs,
+    logger,
+  });
+  const answer = (endpoint: string) => (req: Request, res: Response) => {
+    res.json({ endpoint, remaining: req.rateLimit?.remaining, degraded: req.rateLimit?.degraded });
+  };
+  app.get('/', browse, answer('browse'));
+  app.post('/login', login, answer('login'));
+  return app;
+}

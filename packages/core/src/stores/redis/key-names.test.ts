@@ -1,0 +1,100 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { compilePolicy } from '../../policy.js';
+import type { AlgorithmId, PolicyOptions } from '../../types.js';
+import { keyName, keyTag, MAX_LITERAL_KEY, policySuffix } from './key-names.js';
+
+/** The text Redis Cluster hashes: between the first `{` and the next `}`, when not empty. */
+function hashedPart(name: string): string {
+  const open = name.indexOf('{');
+  const close = open < 0 ? -1 : name.indexOf('}', open + 1);
+  return open >= 0 && close > open + 1 ? name.slice(open + 1, close) : name;
+}
+
+describe('keyTag', () => {
+  it('uses short brace-free keys as they are', () => {
+    expect(keyTag('user:42')).toBe('{user:42}');
+    expect(keyTag('ip:2001:db8::/64')).toBe('{ip:2001:db8::/64}');
+    expect(keyTag('a b\nc')).toBe('{a b\nc}');
+  });
+
+  it('hashes empty, long and brace-carrying keys, marked so a digest never equals a literal key', () => {
+    for (const key of ['', '{', '}', '{}', '}{', 'a{b}c', 'x'.repeat(MAX_LITERAL_KEY + 1), 'x'.repeat(10_240)]) {
+      const tag = keyTag(key);
+      expect(tag).toMatch(/^\{[A-Za-z0-9_-]{22}\}#$/);
+    }
+    expect(keyTag('x'.repeat(MAX_LITERAL_KEY))).toBe(`{${'x'.repeat(MAX_LITERAL_KEY)}}`);
+    // A literal key that looks like a digest still differs from the digest's tag by the marker.
+    const digest = keyTag('{}').slice(1, 23);
+    expect(keyTag(digest)).not.toBe(keyTag('{}'));
+  });
+
+  it('always yields a non-empty hash tag, the same for every policy of a key, distinct per key', () => {
+    const a = compilePolicy({ name: 'a', limit: 1, windowMs: 1000 }, 'p', false);
+    const b = compilePolicy({ name: 'b{x}', algorithm: 'sliding-log', limit: 1, windowMs: 1000 }, 'p', true);
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 300 }), (k1, k2) => {
+        const t1 = keyTag(k1);
+        const n1 = keyName('tollgate', t1, policySuffix(a));
+        const n2 = keyName('tollgate', t1, policySuffix(b));
+        expect(hashedPart(n1)).not.toBe(n1);
+        expect(hashedPart(n1)).toBe(hashedPart(n2));
+        if (k1 !== k2) expect(keyTag(k2)).not.toBe(t1);
+      }),
+    );
+  });
+});
+
+describe('policySuffix', () => {
+  it('is short: name, algorithm code, limit/window, and only what differs from the defaults', () => {
+    const at = (o: PolicyOptions, shadow = false) => policySuffix(compilePolicy(o, 'p', shadow));
+    expect(at({ limit: 100, windowMs: 60_000 })).toBe('default:gc:100/60000');
+    expect(at({ algorithm: 'token-bucket', limit: 100, windowMs: 60_000, burst: 20 })).toBe('default:tb:100/60000/20');
+    expect(at({ name: 'login', algorithm: 'fixed-window', limit: 5, windowMs: 900_000, anchor: 'first-request' }, true)).toBe(
+      'login:fw:5/900000/first:s',
+    );
+  });
+
+  it('agrees with the storage identity: equal suffixes exactly for equal policy ids, whatever the names', () => {
+    const policy = fc.record({
+      name: fc.constantFrom('x', 's', 'x:s', 's:x', 'x:gc:1/1000', 'x:gc:1/1000:s', 'a:fw:1/1000/first'),
+      algorithm: fc.constantFrom(
+        'fixed-window',
+        'sliding-window',
+        'sliding-log',
+        'token-bucket',
+        'gcra',
+        'leaky-bucket',
+      ) as fc.Arbitrary<AlgorithmId>,
+      limit: fc.integer({ min: 1, max: 3 }),
+      windowMs: fc.constantFrom(1000, 10_000),
+      burst: fc.integer({ min: 1, max: 3 }),
+      anchor: fc.constantFrom<'clock' | 'first-request'>('clock', 'first-request'),
+      delayAfter: fc.integer({ min: 0, max: 2 }),
+      shadow: fc.boolean(),
+    });
+    const compile = (r: typeof policy extends fc.Arbitrary<infer T> ? T : never) => {
+      const bucket = r.algorithm === 'token-bucket' || r.algorithm === 'gcra' || r.algorithm === 'leaky-bucket';
+      return compilePolicy(
+        {
+          name: r.name,
+          algorithm: r.algorithm,
+          limit: r.limit,
+          windowMs: r.windowMs,
+          ...(bucket ? { burst: r.burst } : {}),
+          ...(r.algorithm === 'fixed-window' ? { anchor: r.anchor } : {}),
+          ...(r.algorithm === 'leaky-bucket' ? { delayAfter: r.delayAfter } : {}),
+        },
+        'p',
+        r.shadow,
+      );
+    };
+    fc.assert(
+      fc.property(policy, policy, (a, b) => {
+        const [p, q] = [compile(a), compile(b)];
+        expect(policySuffix(p) === policySuffix(q)).toBe(p.id === q.id);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});

@@ -1,0 +1,114 @@
+import { createServer } from 'node:net';
+import { Cluster, Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLimiter } from '../../create-limiter.js';
+import { RateLimitConfigError } from '../../errors.js';
+import { compilePolicy } from '../../policy.js';
+import type { StorePlan } from '../store.js';
+import { RedisStore } from './redis-store.js';
+import { RedisStoreError } from './redis-store-error.js';
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => resolve(typeof a === 'object' && a !== null ? a.port : 1));
+    });
+  });
+}
+
+const plan: StorePlan = Object.freeze({
+  policies: [compilePolicy({ name: 'a', limit: 2, windowMs: 1000 }, 'policies[0]', false)],
+  enforcedCount: 1,
+});
+
+const clients: (Redis | Cluster)[] = [];
+function track<C extends Redis | Cluster>(c: C): C {
+  c.on('error', () => undefined);
+  clients.push(c);
+  return c;
+}
+afterEach(() => {
+  for (const c of clients.splice(0)) c.disconnect();
+});
+
+describe('RedisStore options', () => {
+  const client = () => track(new Redis({ lazyConnect: true }));
+
+  it('accepts ioredis Redis and Cluster clients as they are typed', () => {
+    expect(new RedisStore({ client: client() }).prefix).toBe('tollgate');
+    expect(new RedisStore({ client: track(new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true })) }).kind).toBe('redis');
+    expect(new RedisStore({ client: client(), prefix: 'app', timeSource: undefined }).timeSource).toBe('redis');
+  });
+
+  it.each([
+    [{ client: undefined }, 'ERR_RL_INVALID_CLIENT', 'client'],
+    [{ client: {} }, 'ERR_RL_INVALID_CLIENT', 'client'],
+    [{ client: 'redis://localhost' }, 'ERR_RL_INVALID_CLIENT', 'client'],
+    [{ prefix: '' }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
+    [{ prefix: 'app{1}' }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
+    [{ prefix: 42 }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
+    [{ prefix: 'x'.repeat(65) }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
+    [{ timeSource: 'app' }, 'ERR_RL_INVALID_TIME_SOURCE', 'timeSource'],
+    [{ keyPrefix: 'x' }, 'ERR_RL_UNKNOWN_OPTION', 'keyPrefix'],
+  ])('rejects %o with %s', (extra, code, option) => {
+    const options = { client: 'client' in extra ? extra.client : client(), ...extra };
+    const thrown = (() => {
+      try {
+        // @ts-expect-error: bad input on purpose
+        new RedisStore(options);
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    })();
+    expect(thrown).toBeInstanceOf(RateLimitConfigError);
+    expect(thrown).toMatchObject({ code, option });
+  });
+
+  it('rejects a missing options object', () => {
+    // @ts-expect-error: bad input on purpose
+    expect(() => new RedisStore()).toThrow(RateLimitConfigError);
+  });
+});
+
+describe('RedisStore fails fast when the client is not ready', () => {
+  it('rejects at once while ioredis reconnects, instead of queueing the command', async () => {
+    const client = track(new Redis({ port: await closedPort(), retryStrategy: () => 50 }));
+    const store = new RedisStore({ client });
+    expect(client.status).not.toBe('ready');
+    const started = performance.now();
+    const error = await store.apply('k', plan, 1000, 0).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(performance.now() - started).toBeLessThan(20);
+    expect(error).toBeInstanceOf(RedisStoreError);
+    expect(error).toMatchObject({ code: 'ERR_RL_STORE_NOT_READY' });
+    expect(String(error)).toMatch(/'(connecting|reconnecting)', not 'ready'/);
+    await expect(store.reset('k', plan)).rejects.toMatchObject({ code: 'ERR_RL_STORE_NOT_READY' });
+  });
+
+  it('starts a lazyConnect client that has not connected yet, and still answers at once', async () => {
+    const client = track(new Redis({ port: await closedPort(), lazyConnect: true, retryStrategy: () => null }));
+    expect(client.status).toBe('wait');
+    const store = new RedisStore({ client });
+    await expect(store.apply('k', plan, 1000, 0)).rejects.toMatchObject({ code: 'ERR_RL_STORE_NOT_READY' });
+    expect(client.status).not.toBe('wait');
+  });
+
+  it('lets the limiter answer by its failure mode with no wait and no unhandled rejection', async () => {
+    const client = track(new Redis({ port: await closedPort(), retryStrategy: () => 50 }));
+    const limiter = createLimiter({
+      policies: { limit: 2, windowMs: 1000 },
+      store: new RedisStore({ client }),
+      logger: { warn() {}, error() {} },
+    });
+    const started = performance.now();
+    const d = await limiter.check('k');
+    expect(performance.now() - started).toBeLessThan(20);
+    expect(d).toMatchObject({ allowed: true, degraded: true, reason: 'store-error' });
+  });
+});

@@ -1,0 +1,172 @@
+/**
+ * @module RedisStore: limiter state in Redis (or Redis Cluster), shared by every instance of an app.
+ * One EVALSHA per request applies every policy of the plan (enforced, then shadow, each group
+ * all-or-nothing) in one atomic Lua script, with Redis `TIME` as the one clock, and returns every
+ * per-policy result: one round trip whatever the number of policies. See scripts.ts for the state
+ * layout and key-names.ts for the key names.
+ *
+ * The store fails fast: when the client is not ready it rejects at once instead of letting ioredis hold
+ * the command in its offline queue, so a Redis outage costs a request nothing but the failure mode's
+ * answer (`onStoreError` on the limiter, with its timeout and circuit breaker). It never retries, except
+ * to send the script itself again when Redis answers NOSCRIPT.
+ */
+import { RateLimitConfigError } from '../../errors.js';
+import { omitUndefined, rejectUnknownKeys } from '../../options.js';
+import type { CompiledPolicy } from '../../policy.js';
+import { RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../store.js';
+import { evalScript } from './eval-script.js';
+import { keyName, keyTag, policySuffix } from './key-names.js';
+import { isRedisClientLike, type RedisClientLike } from './redis-client.js';
+import { RedisStoreError } from './redis-store-error.js';
+import { ALGORITHM_CODES, APPLY_SCRIPT } from './scripts.js';
+
+export interface RedisStoreOptions {
+  /**
+   * Your ioredis `Redis` or `Cluster` client; the store never closes it. Create it with
+   * `enableOfflineQueue: false` or not: the store refuses to send while the client is not `'ready'`.
+   */
+  client: RedisClientLike;
+  /**
+   * Prepended to every key name (`<prefix>:{<key>}:<policy>`); give each app sharing a Redis its own.
+   * No braces (they would break the hash tag). Defaults to `'tollgate'`.
+   */
+  prefix?: string;
+  /**
+   * **Test-only.** `'redis'` (the default) decides with Redis `TIME`, the one clock all instances share.
+   * `'limiter'` uses the `now` the limiter passes (its `clock`) instead, so tests can replay traces in
+   * virtual time; key expiry times then follow that clock too, so it must run ahead of Redis' clock.
+   * Never use it in production: instances with skewed clocks would disagree. Defaults to `'redis'`.
+   */
+  timeSource?: 'redis' | 'limiter';
+}
+
+/** The per-plan parts of every call, computed once per plan. */
+interface Bound {
+  readonly suffixes: readonly string[];
+  /** ARGV after `now` and the cost: the enforced count, then each policy's parameters. */
+  readonly params: readonly string[];
+}
+
+const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = { client: true, prefix: true, timeSource: true };
+
+function policyParams(p: CompiledPolicy): string[] {
+  const extra = p.algorithm === 'fixed-window' ? (p.anchorFirst ? 1 : 0) : p.algorithm === 'leaky-bucket' ? p.delayTicks : 0;
+  return [ALGORITHM_CODES[p.algorithm], p.windowMs, p.capMilli, p.rate, p.tokenTicks, p.capTicks, extra].map(String);
+}
+
+export class RedisStore implements Store {
+  readonly kind = 'redis';
+  readonly prefix: string;
+  readonly timeSource: 'redis' | 'limiter';
+  /** Times Redis answered NOSCRIPT and the script was sent in full (a restart, a failover, a new node). */
+  scriptReloads = 0;
+  private readonly client: RedisClientLike;
+  private readonly bindings = new WeakMap<StorePlan, Bound>();
+  private readonly countReload = () => {
+    this.scriptReloads += 1;
+  };
+
+  constructor(options: RedisStoreOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_OPTIONS',
+        'options',
+        'must be an object like { client: new Redis() } (RedisStore options)',
+        options,
+      );
+    }
+    const o = omitUndefined(options);
+    rejectUnknownKeys(o, OPTION_KEYS, '');
+    if (!isRedisClientLike(o.client)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_CLIENT',
+        'client',
+        'must be an ioredis Redis or Cluster client (with status, evalsha, eval and del), e.g. new Redis(url)',
+        o.client,
+      );
+    }
+    const prefix = o.prefix ?? 'tollgate';
+    if (typeof prefix !== 'string' || prefix.length === 0 || prefix.length > 64 || /[{}]/.test(prefix)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_PREFIX',
+        'prefix',
+        'must be 1 to 64 characters without braces (braces would break the Redis Cluster hash tag)',
+        o.prefix,
+      );
+    }
+    const timeSource = o.timeSource ?? 'redis';
+    if (timeSource !== 'redis' && timeSource !== 'limiter') {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_TIME_SOURCE',
+        'timeSource',
+        "must be 'redis' (production) or 'limiter' (tests only)",
+        o.timeSource,
+      );
+    }
+    this.client = o.client;
+    this.prefix = prefix;
+    this.timeSource = timeSource;
+  }
+
+  private bind(plan: StorePlan): Bound {
+    let b = this.bindings.get(plan);
+    if (b === undefined) {
+      b = Object.freeze({
+        suffixes: plan.policies.map(policySuffix),
+        params: [String(plan.enforcedCount), ...plan.policies.flatMap(policyParams)],
+      });
+      this.bindings.set(plan, b);
+    }
+    return b;
+  }
+
+  /** The Redis keys that hold the state of `key` under `plan`, one per policy in plan order (for operators and tests). */
+  keyNames(key: string, plan: StorePlan): string[] {
+    const tag = keyTag(key);
+    return this.bind(plan).suffixes.map((s) => keyName(this.prefix, tag, s));
+  }
+
+  /** Rejects when the client would queue the command instead of sending it. */
+  private notReady(): RedisStoreError | undefined {
+    const status = this.client.status;
+    if (status === 'ready') return undefined;
+    // A lazyConnect client connects on its first command; we send none until it is ready, so start it.
+    if (status === 'wait') this.client.connect?.().catch(() => undefined);
+    return new RedisStoreError(
+      'ERR_RL_STORE_NOT_READY',
+      `the Redis client is '${status}', not 'ready'; RedisStore does not let commands wait in ioredis' offline queue, ` +
+        "so the limiter's onStoreError answers until the client is ready again",
+    );
+  }
+
+  apply(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    const error = this.notReady();
+    if (error !== undefined) return Promise.reject(error);
+    const b = this.bind(plan);
+    const n = plan.policies.length;
+    const tag = keyTag(key);
+    // KEYS (one per policy), then ARGV: now ('' = Redis TIME), cost, enforced count, per-policy parameters.
+    const args: string[] = [];
+    for (let i = 0; i < n; i++) args.push(keyName(this.prefix, tag, b.suffixes[i] as string));
+    args.push(this.timeSource === 'redis' ? '' : String(now), String(cost), ...b.params);
+    return evalScript(this.client, APPLY_SCRIPT, n, args, this.countReload).then((reply) => checkReply(reply, n));
+  }
+
+  reset(key: string, plan: StorePlan): Promise<void> {
+    const error = this.notReady();
+    if (error !== undefined) return Promise.reject(error);
+    return this.client.del(...this.keyNames(key, plan)).then(() => undefined);
+  }
+}
+
+/** The script's reply, checked: `RESULT_STRIDE` integers per policy, then the `now` it used. */
+function checkReply(reply: unknown, n: number): StoreResult {
+  const length = n * RESULT_STRIDE + 1;
+  if (Array.isArray(reply) && reply.length === length && reply.every((v) => typeof v === 'number')) return reply as number[];
+  const shown = JSON.stringify(reply)?.slice(0, 200);
+  throw new RedisStoreError(
+    'ERR_RL_STORE_REPLY',
+    `expected ${length} integers from ${APPLY_SCRIPT.name} (${n} ${n === 1 ? 'policy' : 'policies'}), got ${shown}; ` +
+      'the client must return Redis replies unchanged (a wrapper or a non-ioredis client that converts replies is the usual cause)',
+  );
+}

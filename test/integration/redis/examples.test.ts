@@ -1,0 +1,74 @@
+/**
+ * @module Smoke tests of examples/redis and examples/cluster against servers the harness starts: the
+ * limits answer 429, the failure modes answer while Redis is down, and the apps recover by themselves.
+ */
+import type { AddressInfo } from 'node:net';
+import { createApp as createClusterApp } from '@tollgate/example-cluster';
+import { createApp } from '@tollgate/example-redis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeRedis, type RedisClusterHarness, type RedisServer, randomPrefix, startCluster, startRedis, waitFor } from './harness.js';
+
+async function listen(server: import('node:http').Server): Promise<string> {
+  if (!server.listening) await new Promise((resolve) => server.once('listening', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+describeRedis('examples', () => {
+  let redis: RedisServer;
+  let cluster: RedisClusterHarness;
+  const servers: import('node:http').Server[] = [];
+
+  beforeAll(async () => {
+    [redis, cluster] = await Promise.all([startRedis(), startCluster(3)]);
+  }, 60_000);
+  afterAll(async () => {
+    for (const s of servers) s.close();
+    await Promise.all([redis?.close(), cluster?.close()]);
+  });
+
+  it('examples/redis: 429 past the burst; while Redis is down browsing degrades to local limits and login answers 503', async () => {
+    const client = await redis.readyClient({ enableOfflineQueue: false, retryStrategy: () => 25 });
+    const server = createApp({ redis: client, prefix: randomPrefix(), storeTimeoutMs: 2000, logger: { warn() {}, error() {} } }).listen(0);
+    servers.push(server);
+    const base = await listen(server);
+    expect((await fetch(`${base}/nowhere`)).status).toBe(404); // warms the HTTP client up
+    // Eleven at once: the burst of 10 refills at 1 per second, so exactly one is refused.
+    const statuses = await Promise.all(Array.from({ length: 11 }, async () => (await fetch(`${base}/`)).status));
+    expect(statuses.sort()).toEqual([...Array(10).fill(200), 429]);
+    const loginStatuses: number[] = [];
+    for (let i = 0; i < 6; i++) loginStatuses.push((await fetch(`${base}/login`, { method: 'POST' })).status);
+    expect(loginStatuses).toEqual([200, 200, 200, 200, 200, 429]);
+
+    await redis.stop();
+    const down = await fetch(`${base}/`);
+    expect(await down.json()).toMatchObject({ degraded: true });
+    const closed = await fetch(`${base}/login`, { method: 'POST' });
+    expect(closed.status).toBe(503);
+    expect(closed.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+
+    await redis.start();
+    await waitFor('the app to use Redis again', async () => (await fetch(`${base}/login`, { method: 'POST' })).status !== 503);
+    expect(await (await fetch(`${base}/`)).json()).toMatchObject({ degraded: false });
+  });
+
+  it('examples/cluster: per API key on a Redis Cluster, shadow verdicts alongside, 429 past the burst', async () => {
+    const client = await cluster.readyClient({ enableOfflineQueue: false });
+    const app = await createClusterApp({ redis: client, prefix: randomPrefix(), storeTimeoutMs: 2000 });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    servers.push(app.server);
+    const base = await listen(app.server);
+    expect((await fetch(base)).status).toBe(401);
+    for (const apiKey of ['abc', 'def', 'ghi']) {
+      const statuses: number[] = [];
+      const shadow: boolean[] = [];
+      for (let i = 0; i < 6; i++) {
+        const res = await fetch(base, { headers: { 'x-api-key': apiKey } });
+        statuses.push(res.status);
+        if (res.status === 200) shadow.push(((await res.json()) as { shadowWouldLimit: boolean }).shadowWouldLimit);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+      // The stricter candidate (3 per second) would have refused the 4th and 5th.
+      expect(shadow).toEqual([false, false, false, true, true]);
+    }
+  });
+});

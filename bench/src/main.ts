@@ -1,0 +1,169 @@
+/**
+ * @module `pnpm bench`: runs sections A (decisions in process), B (Redis) and C (HTTP) one after the
+ * other on this machine, writes RESULTS.md with every figure and the targets' verdicts, and prints a
+ * summary. Exits 1 when a cell failed (a subject that has not landed is "not available", not a failure).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { BENCH_DIR } from './child-process.js';
+import { type BenchOptions, parseBenchOptions, USAGE } from './cli-options.js';
+import { runDecisionSection } from './decisions/decision-section.js';
+import { decisionScenarios } from './decisions/scenarios.js';
+import { FRAMEWORKS, type Framework, type Mode } from './http/http-apps.js';
+import { runHttpSection } from './http/http-section.js';
+import { pickLoadGenerator } from './http/load-generator.js';
+import { describeMachine, packageVersions } from './machine.js';
+import { runRedisSection } from './redis/redis-section.js';
+import { redisServerVersion } from './redis/redis-server.js';
+import { renderResults, renderSummary } from './report.js';
+import type { BenchResults } from './results.js';
+
+type RunMode = BenchResults['mode'];
+
+/** How long and how often each section measures, per mode. */
+interface Plan {
+  readonly decisions: { subjects: readonly string[] | undefined; passes: number; runs: number; runMs: number; warmupMs: number };
+  readonly redis: {
+    subjects: readonly string[] | undefined;
+    keys: number;
+    inFlight: readonly number[];
+    rounds: number;
+    runs: number;
+    runMs: number;
+  };
+  readonly http: {
+    frameworks: readonly Framework[];
+    modes: readonly Mode[];
+    rounds: number;
+    roundSeconds: number;
+    warmupSeconds: number;
+    connections: number;
+  };
+}
+
+const PLANS: Readonly<Record<RunMode, Plan>> = {
+  full: {
+    decisions: { subjects: undefined, passes: 2, runs: 3, runMs: 400, warmupMs: 500 },
+    redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], rounds: 3, runs: 1, runMs: 3000 },
+    http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 8, roundSeconds: 2, warmupSeconds: 2, connections: 50 },
+  },
+  quick: {
+    decisions: { subjects: undefined, passes: 1, runs: 2, runMs: 100, warmupMs: 100 },
+    redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], rounds: 1, runs: 1, runMs: 1000 },
+    http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 2, roundSeconds: 1, warmupSeconds: 1, connections: 50 },
+  },
+  smoke: {
+    decisions: { subjects: ['tollgate-gcra', 'express-rate-limit', 'map-counter'], passes: 1, runs: 1, runMs: 20, warmupMs: 20 },
+    redis: {
+      subjects: ['tollgate-redis-1', 'rate-limit-redis', 'evalsha-token-bucket'],
+      keys: 1000,
+      inFlight: [1, 16],
+      rounds: 1,
+      runs: 1,
+      runMs: 200,
+    },
+    http: { frameworks: ['express'], modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 10 },
+  },
+};
+
+function defaultOut(mode: RunMode): string {
+  return mode === 'full' ? join(BENCH_DIR, 'RESULTS.md') : join(BENCH_DIR, '.results', `RESULTS.${mode}.md`);
+}
+
+function settingsOf(mode: RunMode, plan: Plan, loadTool: string): string[] {
+  const d = plan.decisions;
+  const r = plan.redis;
+  const h = plan.http;
+  return [
+    `mode ${mode}`,
+    `A: ${d.passes} pass(es) over all cells, each cell a new process doing ${d.runs} runs of at least ${d.runMs} ms after ${d.warmupMs} ms of warm-up`,
+    `B: ${r.keys.toLocaleString('en-US')} keys, ${r.rounds} round(s) over all subjects, each subject a new process doing ${r.runs} run(s) of ${r.runMs} ms at ${r.inFlight.join(' and ')} in flight`,
+    `C: ${h.rounds} rounds of ${h.roundSeconds} s per variant after ${h.warmupSeconds} s of warm-up, ${h.connections} connections, ${loadTool}`,
+  ];
+}
+
+async function run(options: BenchOptions): Promise<number> {
+  const mode: RunMode = options.smoke ? 'smoke' : options.quick ? 'quick' : 'full';
+  const plan = PLANS[mode];
+  const log = (line: string): void => {
+    process.stdout.write(`${line}\n`);
+  };
+  const load = pickLoadGenerator(options.load);
+  const started = performance.now();
+  const loadAtStart = loadavg()[0] ?? Number.NaN;
+  log(`tollgate bench (${mode}): sections ${options.sections.join(', ')}`);
+
+  const scenarios = decisionScenarios(mode);
+  const decisions = options.sections.includes('A')
+    ? await runDecisionSection({ ...plan.decisions, scenarios, only: options.only, profile: options.profile, log })
+    : undefined;
+
+  let redis: BenchResults['redis'];
+  if (options.sections.includes('B')) {
+    const section = await runRedisSection({ ...plan.redis, only: options.only, profile: options.profile, log });
+    redis = { rows: section.rows, keys: plan.redis.keys, error: section.error };
+  }
+
+  let http: BenchResults['http'];
+  if (options.sections.includes('C')) {
+    const groups = await runHttpSection({ ...plan.http, load, only: options.only, profile: options.profile, log });
+    http = { groups, tool: load.name, roundSeconds: plan.http.roundSeconds, rounds: plan.http.rounds };
+  }
+
+  const results: BenchResults = {
+    mode,
+    machine: describeMachine(redisServerVersion(), load.name, loadAtStart),
+    versions: packageVersions(),
+    decisions,
+    decisionScenarios: scenarios.map((s) => ({ id: s.id, label: s.label })),
+    redis,
+    http,
+    settings: settingsOf(mode, plan, load.name),
+  };
+  const out = resolve(options.out ?? defaultOut(mode));
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, renderResults(results));
+  const json = join(BENCH_DIR, '.results', `results.${mode}.json`);
+  mkdirSync(dirname(json), { recursive: true });
+  writeFileSync(json, `${JSON.stringify(results, null, 2)}\n`);
+
+  log('');
+  log(renderSummary(results));
+  log(`\nWrote ${out} (raw figures: ${json}) in ${((performance.now() - started) / 1000).toFixed(0)} s.`);
+
+  const requireRedis = process.env.TOLLGATE_REQUIRE_REDIS === '1';
+  const failures = [
+    ...(decisions ?? []).filter((r) => r.outcome.status === 'failed').map((r) => `A/${r.subject}/${r.scenario}`),
+    ...(redis?.rows ?? [])
+      .filter((r) => r.outcome.status === 'failed' || (requireRedis && redis?.error !== undefined))
+      .map((r) => `B/${r.subject}`),
+    ...(http?.groups ?? [])
+      .filter((g) => g.error !== undefined || g.variants.some((v) => v.missing?.status === 'failed'))
+      .map((g) => `C/${g.framework}/${g.mode}`),
+  ];
+  if (failures.length > 0) {
+    process.stderr.write(`bench: ${failures.length} cell(s) failed: ${failures.join(', ')}\n`);
+    return 1;
+  }
+  return 0;
+}
+
+let options: BenchOptions;
+try {
+  options = parseBenchOptions(process.argv.slice(2));
+} catch (error) {
+  process.stderr.write(`bench: ${(error as Error).message}\n`);
+  process.exit(2);
+}
+if (options.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
+run(options).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,160 @@
+/**
+ * @module Section B's subjects: tollgate's RedisStore (one policy, two policies, one enforced plus one
+ * shadow), the peers' Redis stores and the bare EVALSHA token bucket, each driving one ioredis client.
+ * `create` answers "not available" (with the reason) for a subject whose code has not landed.
+ */
+import FastifyRedisStore from '@fastify/rate-limit/store/RedisStore.js';
+import { createLimiter, type Decision, type LimiterOptions, type Store } from '@tollgate/core';
+import type { Redis } from 'ioredis';
+import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { importExport, type Loaded } from '../optional-import.js';
+import { TOKEN_BUCKET_LUA } from './token-bucket-script.js';
+
+/**
+ * 1000 per day: a quota no key reaches in a run (a few dozen decisions per key), and one that keeps a
+ * key's state alive for minutes after one request in every algorithm (a GCRA or token-bucket key lives
+ * as long as its debt, `windowMs / limit` per request), so Redis memory is measured on live keys.
+ */
+export const REDIS_WINDOW_MS = 86_400_000;
+export const REDIS_ALLOW_LIMIT = 1000;
+
+export interface RedisSubject<R = unknown> {
+  decide(key: string): Promise<R>;
+  allowed(result: R): boolean;
+  close(): Promise<void>;
+}
+
+export interface RedisSubjectSpec {
+  readonly id: string;
+  readonly label: string;
+  readonly kind: 'tollgate' | 'peer' | 'baseline';
+  create(client: Redis): Promise<Loaded<RedisSubject>>;
+}
+
+type RedisStoreConstructor = new (options: { client: Redis; prefix?: string }) => Store;
+
+function tollgate(id: string, label: string, options: Omit<LimiterOptions, 'store'>): RedisSubjectSpec {
+  return {
+    id,
+    label,
+    kind: 'tollgate',
+    async create(client) {
+      const loaded = await importExport<RedisStoreConstructor>(['@tollgate/core', '@tollgate/redis'], 'RedisStore');
+      if (!loaded.ok) return { ok: false, reason: `RedisStore is not on this branch yet (${loaded.reason})` };
+      const store = new loaded.value({ client, prefix: 'tg' });
+      const limiter = createLimiter({ ...options, store });
+      const subject: RedisSubject<Decision> = {
+        decide: (key) => limiter.check(key),
+        allowed: (d) => d.allowed,
+        close: () => limiter.close(),
+      };
+      return { ok: true, value: subject as RedisSubject };
+    },
+  };
+}
+
+const evalshaCeiling: RedisSubjectSpec = {
+  id: 'evalsha-token-bucket',
+  label: 'bare EVALSHA token bucket (ceiling)',
+  kind: 'baseline',
+  async create(client) {
+    const sha = (await client.script('LOAD', TOKEN_BUCKET_LUA)) as string;
+    const interval = REDIS_WINDOW_MS / REDIS_ALLOW_LIMIT;
+    const per = String(interval);
+    const tolerance = String(interval * REDIS_ALLOW_LIMIT);
+    const subject: RedisSubject<number> = {
+      decide: (key) => client.evalsha(sha, 1, `tb:${key}`, per, tolerance) as Promise<number>,
+      allowed: (r) => r === 1,
+      close: async () => undefined,
+    };
+    return { ok: true, value: subject as RedisSubject };
+  },
+};
+
+const rateLimitRedis: RedisSubjectSpec = {
+  id: 'rate-limit-redis',
+  label: 'rate-limit-redis (express-rate-limit)',
+  kind: 'peer',
+  async create(client) {
+    // The client hookup from rate-limit-redis's README for ioredis.
+    const store = new RateLimitRedisStore({
+      sendCommand: (command: string, ...args: string[]) => client.call(command, ...args) as Promise<number>,
+    });
+    await store.init({ windowMs: REDIS_WINDOW_MS } as Parameters<typeof store.init>[0]);
+    const subject: RedisSubject<{ totalHits: number }> = {
+      decide: (key) => store.increment(key),
+      allowed: (r) => r.totalHits <= REDIS_ALLOW_LIMIT,
+      close: async () => undefined,
+    };
+    return { ok: true, value: subject as RedisSubject };
+  },
+};
+
+const fastifyRedis: RedisSubjectSpec = {
+  id: 'fastify-rate-limit-redis',
+  label: '@fastify/rate-limit RedisStore',
+  kind: 'peer',
+  async create(client) {
+    const store = new FastifyRedisStore(false, false, client);
+    const subject: RedisSubject<{ current: number }> = {
+      // Exactly how the plugin awaits its callback store.
+      decide: (key) =>
+        new Promise((resolve, reject) => {
+          store.incr(key, (err, res) => (err ? reject(err) : resolve(res)), REDIS_WINDOW_MS, REDIS_ALLOW_LIMIT);
+        }),
+      allowed: (r) => r.current <= REDIS_ALLOW_LIMIT,
+      close: async () => undefined,
+    };
+    return { ok: true, value: subject as RedisSubject };
+  },
+};
+
+const flexibleRedis: RedisSubjectSpec = {
+  id: 'rate-limiter-flexible-redis',
+  label: 'rate-limiter-flexible RateLimiterRedis',
+  kind: 'peer',
+  async create(client) {
+    const limiter = new RateLimiterRedis({ storeClient: client, points: REDIS_ALLOW_LIMIT, duration: REDIS_WINDOW_MS / 1000 });
+    const subject: RedisSubject<boolean> = {
+      async decide(key) {
+        try {
+          await limiter.consume(key);
+          return true;
+        } catch (error) {
+          if (error instanceof RateLimiterRes) return false;
+          throw error;
+        }
+      },
+      allowed: (r) => r,
+      close: async () => undefined,
+    };
+    return { ok: true, value: subject as RedisSubject };
+  },
+};
+
+const gcra = { algorithm: 'gcra', limit: REDIS_ALLOW_LIMIT, windowMs: REDIS_WINDOW_MS } as const;
+
+export const REDIS_SUBJECTS: readonly RedisSubjectSpec[] = [
+  tollgate('tollgate-redis-1', 'tollgate RedisStore, one policy (gcra)', { policies: [gcra] }),
+  tollgate('tollgate-redis-2', 'tollgate RedisStore, two policies (gcra + daily fixed-window)', {
+    policies: [
+      { ...gcra, name: 'steady' },
+      { name: 'daily', algorithm: 'fixed-window', limit: 10 * REDIS_ALLOW_LIMIT, windowMs: REDIS_WINDOW_MS },
+    ],
+  }),
+  tollgate('tollgate-redis-shadow', 'tollgate RedisStore, gcra + shadow sliding-window', {
+    policies: [gcra],
+    shadow: { policies: [{ name: 'candidate', algorithm: 'sliding-window', limit: REDIS_ALLOW_LIMIT, windowMs: REDIS_WINDOW_MS }] },
+  }),
+  rateLimitRedis,
+  fastifyRedis,
+  flexibleRedis,
+  evalshaCeiling,
+];
+
+export function redisSubject(id: string): RedisSubjectSpec {
+  const spec = REDIS_SUBJECTS.find((s) => s.id === id);
+  if (spec === undefined) throw new TypeError(`unknown Redis subject '${id}'`);
+  return spec;
+}

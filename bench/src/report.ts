@@ -1,0 +1,313 @@
+/**
+ * @module Renders one run's results as bench/RESULTS.md (every figure, the method, the targets) and as
+ * the short summary `pnpm bench` prints at the end.
+ */
+import type { BenchResults, DecisionRow, HttpGroup, Missing, RedisRow } from './results.js';
+import { range } from './stats.js';
+import { checkTargets, type TargetCheck } from './targets.js';
+
+const int = (v: number): string => (Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : 'n/a');
+const ns = (v: number): string => (Number.isFinite(v) ? (v < 100 ? v.toFixed(1) : int(v)) : 'n/a');
+const ms = (v: number): string => (Number.isFinite(v) ? v.toFixed(3) : 'n/a');
+const ratio = (v: number): string => (Number.isFinite(v) ? v.toFixed(3) : 'n/a');
+
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const line = (cells: readonly string[]): string => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+function missing(m: Missing): string {
+  return m.status === 'not available' ? 'not available' : 'failed';
+}
+
+function verdict(t: TargetCheck): string {
+  return t.met === undefined ? 'not measured' : t.met ? 'met' : 'not met';
+}
+
+/** Rows of one metric per subject, columns per scenario. */
+function decisionMatrix(
+  rows: readonly DecisionRow[],
+  scenarios: BenchResults['decisionScenarios'],
+  value: (r: Extract<DecisionRow['outcome'], { status: 'ok' }>) => string,
+): string {
+  const subjects: DecisionRow[] = [];
+  for (const r of rows) if (!subjects.some((s) => s.subject === r.subject)) subjects.push(r);
+  return table(
+    ['subject', ...scenarios.map((s) => s.label)],
+    subjects.map((s) => [
+      s.label,
+      ...scenarios.map((sc) => {
+        const r = rows.find((x) => x.subject === s.subject && x.scenario === sc.id);
+        if (r === undefined) return '-';
+        return r.outcome.status === 'ok' ? value(r.outcome) : missing(r.outcome);
+      }),
+    ]),
+  );
+}
+
+function decisionSection(results: BenchResults, rows: readonly DecisionRow[]): string {
+  const scenarios = results.decisionScenarios;
+  const heapScenarios = scenarios.filter((s) =>
+    rows.some((r) => r.scenario === s.id && r.outcome.status === 'ok' && r.outcome.heapBytesPerKey !== undefined),
+  );
+  const problems = rows.filter((r) => r.outcome.status !== 'ok' || r.outcome.unexpected > 0);
+  return [
+    '## A. Decisions in process',
+    '',
+    'Each cell runs in its own Node process (`--expose-gc`). Every subject goes through the same loop: ' +
+      "`const r = await subject.decide(key)`, where `decide` returns the limiter's own promise " +
+      '(tollgate: `limiter.check(key)` on a MemoryStore with `maxKeys` eviction on, sized to the cell; ' +
+      'express-rate-limit: `MemoryStore.increment`; @fastify/rate-limit: `LocalStore.incr` wrapped in a Promise as the plugin does, LRU sized to the cell; ' +
+      'koa-ratelimit: a memory-driver `Limiter` built per request, as the middleware does, with a `db` Map, then `get()`; ' +
+      'rate-limiter-flexible: `RateLimiterMemory.consume` in try/await/catch; the floor: `async decide(key) { m.set(key, (m.get(key) ?? 0) + 1) }`). ' +
+      'Keys (`ip:10.x.y.z`) are generated before anything is measured and visited in one fixed shuffled order. ' +
+      'A cell populates its keys (one decision per key), warms up, then runs mitata several times; each run is the median of at least 12 samples of 1000 decisions. ' +
+      'Every cell runs once per pass (all cells in pass 1, then all in pass 2), each time in a new process; the figure is the median over all runs of all passes. Allow cells use a limit no key reaches (1e9 per 60 s; 7.5e7 for sliding-window, the most its exact arithmetic allows) ' +
+      'and count any rejection as unexpected; over-the-limit cells use a limit of 1, so every timed decision is a rejection.',
+    '',
+    '### ns per decision (median of runs, lower is better)',
+    '',
+    decisionMatrix(rows, scenarios, (o) => ns(o.nsPerDecision)),
+    '',
+    '### Decisions per second (1e9 / ns per decision)',
+    '',
+    decisionMatrix(rows, scenarios, (o) => int(1e9 / o.nsPerDecision)),
+    '',
+    '### Heap bytes per key',
+    '',
+    'Measured while populating the cell: `gc()` twice, read `heapUsed + external` (typed-array backing stores live outside the V8 heap, so `external` counts them), ' +
+      'one decision for each of N pre-generated keys, `gc()` twice, read again; (after - before) / N. The key strings exist before the first reading, so they are not counted; ' +
+      'what a limiter copies or builds per key (prefixed key strings, entry objects, timers, table slack) is.',
+    '',
+    heapScenarios.length === 0
+      ? 'No cell with 1000 keys or more ran.'
+      : decisionMatrix(rows, heapScenarios, (o) => (o.heapBytesPerKey === undefined ? '-' : int(o.heapBytesPerKey))),
+    '',
+    '### Spread: ns per decision of each run (min - max)',
+    '',
+    decisionMatrix(rows, scenarios, (o) => {
+      const { min, max } = range(o.runNs);
+      return `${ns(min)} - ${ns(max)}`;
+    }),
+    '',
+    problems.length === 0
+      ? 'Every cell ran, and every decision had the expected verdict.'
+      : problems
+          .map((r) =>
+            r.outcome.status === 'ok'
+              ? `- ${r.label}, ${r.scenario}: ${int(r.outcome.unexpected)} of ${int(r.outcome.decisions)} decisions had an unexpected verdict.`
+              : `- ${r.label}, ${r.scenario}: ${r.outcome.status}: ${r.outcome.reason}`,
+          )
+          .join('\n'),
+  ].join('\n');
+}
+
+function redisSection(redis: NonNullable<BenchResults['redis']>): string {
+  const rows: string[][] = [];
+  const inFlights = [
+    ...new Set(redis.rows.flatMap((r) => (r.outcome.status === 'ok' ? r.outcome.concurrency.map((c) => c.inFlight) : []))),
+  ];
+  for (const r of redis.rows) {
+    if (r.outcome.status !== 'ok') {
+      rows.push([r.label, '-', missing(r.outcome), '', '', '', '', '', '', '']);
+      continue;
+    }
+    for (const c of r.outcome.concurrency) {
+      const { min, max } = range(c.runOpsPerSec);
+      rows.push([
+        r.label,
+        String(c.inFlight),
+        int(c.opsPerSec),
+        `${int(min)} - ${int(max)}`,
+        ms(c.p50Ms),
+        ms(c.p99Ms),
+        r.outcome.roundTripsPerDecision.toFixed(2),
+        int(r.outcome.memoryUsageBytes),
+        int(r.outcome.usedMemoryPerRedisKey),
+        r.outcome.redisKeysPerClientKey.toFixed(2),
+      ]);
+    }
+  }
+  const notes = redis.rows
+    .filter((r: RedisRow) => r.outcome.status !== 'ok' || r.outcome.unexpected > 0)
+    .map((r) =>
+      r.outcome.status === 'ok'
+        ? `- ${r.label}: ${int(r.outcome.unexpected)} unexpected rejections.`
+        : `- ${r.label}: ${r.outcome.status}: ${r.outcome.reason}`,
+    );
+  return [
+    '## B. Redis',
+    '',
+    `The harness starts its own \`redis-server\` on a free loopback port (no persistence). Each subject runs in its own Node process with one ioredis connection (default options) ` +
+      `on an emptied database: it touches each of ${int(redis.keys)} keys once (256 in flight), reads Redis memory, counts the commands the client sends for one decision ` +
+      `(1 = one round trip), then runs timed runs at ${inFlights.join(' and ')} requests in flight over the keys in a shuffled order. Every subject does this once per round ` +
+      '(all subjects in round 1, then all in round 2, ...), each time in a new process on an emptied database. ops/s is the median over all runs; ' +
+      "p50/p99 and the memory figures are medians over rounds. Policies: 1000 per day (never reached; it keeps every algorithm's key alive for minutes, " +
+      "so memory is measured on live keys). `MEMORY USAGE` is the mean over 200 random keys; `used_memory / dbsize` includes the server's own baseline, as the issue defines it.",
+    '',
+    table(
+      [
+        'subject',
+        'in flight',
+        'ops/s',
+        'rounds min - max',
+        'p50 ms',
+        'p99 ms',
+        'round trips',
+        'MEMORY USAGE B',
+        'used_memory / dbsize B',
+        'Redis keys per client key',
+      ],
+      rows,
+    ),
+    '',
+    ...(redis.error === undefined ? [] : [`Section B did not run: ${redis.error}`, '']),
+    notes.length === 0 ? 'Every decision was admitted, as expected.' : notes.join('\n'),
+  ].join('\n');
+}
+
+function httpSection(http: NonNullable<BenchResults['http']>): string {
+  const rows: string[][] = [];
+  const notes: string[] = [];
+  for (const g of http.groups as readonly HttpGroup[]) {
+    if (g.error !== undefined) {
+      rows.push([g.framework, g.mode, 'failed', '', '', '', '']);
+      notes.push(`- ${g.framework} ${g.mode}: ${g.error}`);
+      continue;
+    }
+    for (const v of g.variants) {
+      if (v.missing !== undefined) {
+        rows.push([g.framework, g.mode, v.label, missing(v.missing), '', '', '']);
+        notes.push(`- ${g.framework} ${g.mode}, ${v.label}: ${v.missing.status}: ${v.missing.reason}`);
+        continue;
+      }
+      rows.push([
+        g.framework,
+        g.mode,
+        v.label,
+        int(v.rps),
+        v.variant === 'bare' ? '1' : ratio(v.ratio),
+        v.variant === 'bare' ? '' : v.ratios.map(ratio).join(', '),
+        `${int(v.unexpected)} / ${int(v.requests)}`,
+      ]);
+    }
+  }
+  return [
+    '## C. HTTP',
+    '',
+    `Hello-world route (\`GET /\` -> \`hello world\`), one server process per variant, load from ${http.tool} in its own process ` +
+      `(one thread, 50 connections), ${http.rounds} rounds of ${http.roundSeconds} s alternated bare, tollgate, peer after a warm-up of each. ` +
+      "The ratio is the variant's requests/s over bare's in the same round; the table gives the median of the ratios and every round's ratio. " +
+      'Allow mode: a limit never reached (1e9 per hour). Block mode: a limit of 1 per hour, so every timed request is answered 429 by the limiter (bare keeps serving 200). ' +
+      'Each limiter keeps its defaults otherwise (key by client IP, its own headers and 429 body). "unexpected" counts responses outside the mode\'s status and socket errors.',
+    '',
+    table(
+      ['framework', 'mode', 'variant', 'requests/s (median)', 'ratio to bare (median)', 'ratio per round', 'unexpected / requests'],
+      rows,
+    ),
+    '',
+    notes.length === 0 ? 'Every variant ran.' : notes.join('\n'),
+  ].join('\n');
+}
+
+export function renderResults(results: BenchResults, targets: readonly TargetCheck[] = checkTargets(results)): string {
+  const m = results.machine;
+  const parts: string[] = [
+    '# tollgate benchmarks',
+    '',
+    `Written by \`pnpm bench${results.mode === 'full' ? '' : ` --${results.mode}`}\` on ${m.date} at commit ${m.commit}. Do not edit by hand: run it again. ` +
+      'Ratios between subjects measured in the same run matter more than absolute figures.',
+    '',
+    '## Machine',
+    '',
+    table(
+      ['CPU', 'cores', 'memory', 'OS', 'Node', 'redis-server', 'load generator', 'load average (1 min) at start / end'],
+      [
+        [
+          m.cpu,
+          String(m.cores),
+          `${m.memoryGiB} GiB`,
+          m.os,
+          m.node,
+          m.redis ?? 'not installed',
+          m.loadGenerator,
+          `${m.loadAverage.start.toFixed(2)} / ${m.loadAverage.end.toFixed(2)}`,
+        ],
+      ],
+    ),
+    '',
+    `The load average counts every process on the machine, this run's included (a cell keeps about one core busy, ` +
+      `an HTTP round about ${m.cores >= 2 ? 'two' : 'all'}); well above that, other work shared the CPU and the spread of the figures below grows.`,
+    '',
+    '## Versions',
+    '',
+    table(
+      ['package', 'version'],
+      Object.entries(results.versions).map(([k, v]) => [k, v]),
+    ),
+    '',
+    `Settings: ${results.settings.join('; ')}.`,
+    '',
+    '## Targets (issue 5)',
+    '',
+    table(
+      ['section', 'target', 'figure', 'verdict'],
+      targets.map((t) => [t.section, t.target, t.figure, verdict(t)]),
+    ),
+    '',
+  ];
+  if (results.decisions !== undefined) parts.push(decisionSection(results, results.decisions), '');
+  if (results.redis !== undefined) parts.push(redisSection(results.redis), '');
+  if (results.http !== undefined) parts.push(httpSection(results.http), '');
+  return `${parts.join('\n').trimEnd()}\n`;
+}
+
+/** The console summary: headline figures per section and the targets' verdicts. */
+export function renderSummary(results: BenchResults, targets: readonly TargetCheck[] = checkTargets(results)): string {
+  const out: string[] = [];
+  if (results.decisions !== undefined) {
+    out.push(
+      'A. ns per decision (median)',
+      decisionMatrix(results.decisions, results.decisionScenarios, (o) => ns(o.nsPerDecision)),
+      '',
+    );
+  }
+  if (results.redis !== undefined) {
+    out.push(
+      'B. Redis ops/s',
+      table(
+        [
+          'subject',
+          ...((
+            results.redis.rows.find((r) => r.outcome.status === 'ok')?.outcome as { concurrency: { inFlight: number }[] } | undefined
+          )?.concurrency.map((c) => `${c.inFlight} in flight`) ?? []),
+        ],
+        results.redis.rows.map((r) => [
+          r.label,
+          ...(r.outcome.status === 'ok' ? r.outcome.concurrency.map((c) => int(c.opsPerSec)) : [missing(r.outcome)]),
+        ]),
+      ),
+      '',
+    );
+  }
+  if (results.http !== undefined) {
+    out.push(
+      'C. HTTP throughput, ratio to bare (median)',
+      table(
+        ['framework', 'mode', 'tollgate', 'peer'],
+        results.http.groups.map((g) => {
+          const v = (variant: string): string => {
+            const x = g.variants.find((y) => y.variant === variant);
+            return g.error !== undefined ? 'failed' : x === undefined ? '-' : x.missing !== undefined ? missing(x.missing) : ratio(x.ratio);
+          };
+          return [g.framework, g.mode, v('tollgate'), v('peer')];
+        }),
+      ),
+      '',
+    );
+  }
+  const met = targets.filter((t) => t.met === true).length;
+  const notMet = targets.filter((t) => t.met === false).length;
+  out.push(`Targets: ${met} met, ${notMet} not met, ${targets.length - met - notMet} not measured.`);
+  return out.join('\n');
+}

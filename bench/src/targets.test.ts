@@ -1,0 +1,172 @@
+/**
+ * @module Tests of the target checks and the report on synthetic results: verdicts, "not measured"
+ * for missing subjects, and every section rendered.
+ */
+import { describe, expect, it } from 'vitest';
+import type { DecisionCellResult } from './decisions/decision-cell.js';
+import type { RedisCellResult } from './redis/redis-cell.js';
+import { renderResults, renderSummary } from './report.js';
+import type { BenchResults, DecisionRow, HttpGroup, RedisRow } from './results.js';
+import { checkTargets } from './targets.js';
+
+function cell(ns: number, heap?: number): DecisionCellResult {
+  return { nsPerDecision: ns, runNs: [ns], heapBytesPerKey: heap, populateMs: 1, unexpected: 0, decisions: 1000 };
+}
+
+function row(subject: string, kind: DecisionRow['kind'], scenario: string, ns: number, heap?: number): DecisionRow {
+  return { subject, label: subject, kind, scenario, outcome: { status: 'ok', ...cell(ns, heap) } };
+}
+
+function redis(ops256: number, bytes: number, trips = 1): RedisCellResult {
+  return {
+    concurrency: [
+      { inFlight: 1, opsPerSec: ops256 / 4, runOpsPerSec: [ops256 / 4], p50Ms: 0.05, p99Ms: 0.1 },
+      { inFlight: 256, opsPerSec: ops256, runOpsPerSec: [ops256], p50Ms: 3, p99Ms: 9 },
+    ],
+    memoryUsageBytes: bytes - 50,
+    usedMemoryPerRedisKey: bytes,
+    usedMemoryDeltaPerClientKey: bytes - 10,
+    redisKeysPerClientKey: 1,
+    roundTripsPerDecision: trips,
+    unexpected: 0,
+  };
+}
+
+const scenarios = [
+  { id: '1key', label: '1 key' },
+  { id: '100k', label: '100k keys' },
+  { id: '1m', label: '1M keys' },
+  { id: 'over', label: 'over the limit (1 key)' },
+];
+
+function results(): BenchResults {
+  const decisions: DecisionRow[] = [
+    row('tollgate-gcra', 'tollgate', '1key', 50),
+    row('tollgate-gcra', 'tollgate', '100k', 300, 70),
+    row('tollgate-gcra', 'tollgate', '1m', 500, 110),
+    row('tollgate-gcra', 'tollgate', 'over', 49),
+    row('express-rate-limit', 'peer', '1key', 90),
+    row('express-rate-limit', 'peer', '100k', 400, 189),
+    row('express-rate-limit', 'peer', '1m', 600, 181),
+    row('express-rate-limit', 'peer', 'over', 90),
+    row('rate-limiter-flexible', 'peer', '100k', 1000, 414),
+    row('map-counter', 'baseline', '100k', 280, 37),
+    row('map-counter', 'baseline', '1m', 400, 36),
+  ];
+  const redisRows: RedisRow[] = [
+    { subject: 'tollgate-redis-1', label: 'tollgate one', kind: 'tollgate', outcome: { status: 'ok', ...redis(80_000, 100) } },
+    { subject: 'tollgate-redis-2', label: 'tollgate two', kind: 'tollgate', outcome: { status: 'ok', ...redis(70_000, 150, 2) } },
+    { subject: 'rate-limit-redis', label: 'rate-limit-redis', kind: 'peer', outcome: { status: 'ok', ...redis(75_000, 130) } },
+    { subject: 'evalsha-token-bucket', label: 'ceiling', kind: 'baseline', outcome: { status: 'ok', ...redis(85_000, 140) } },
+  ];
+  const groups: HttpGroup[] = [
+    {
+      framework: 'express',
+      mode: 'allow',
+      error: undefined,
+      variants: [
+        {
+          variant: 'bare',
+          label: 'bare express',
+          missing: undefined,
+          rps: 10_000,
+          ratios: [1, 1],
+          ratio: 1,
+          unexpected: 0,
+          requests: 20_000,
+        },
+        {
+          variant: 'tollgate',
+          label: '@tollgate/express',
+          missing: { status: 'not available', reason: 'the adapter is not on this branch yet' },
+          rps: Number.NaN,
+          ratios: [],
+          ratio: Number.NaN,
+          unexpected: 0,
+          requests: 0,
+        },
+        {
+          variant: 'peer',
+          label: 'express-rate-limit',
+          missing: undefined,
+          rps: 8000,
+          ratios: [0.8, 0.78],
+          ratio: 0.79,
+          unexpected: 0,
+          requests: 16_000,
+        },
+      ],
+    },
+  ];
+  return {
+    mode: 'full',
+    machine: {
+      cpu: 'Test CPU',
+      cores: 2,
+      memoryGiB: 8,
+      os: 'Linux',
+      node: 'v20.20.2',
+      redis: '7.0.15',
+      loadGenerator: 'wrk 4.1.0',
+      loadAverage: { start: 1, end: 2 },
+      commit: 'abc1234',
+      date: '2026-01-01T00:00:00Z',
+    },
+    versions: { 'express-rate-limit': '8.7.5' },
+    decisions,
+    decisionScenarios: scenarios,
+    redis: { rows: redisRows, keys: 100_000, error: undefined },
+    http: { groups, tool: 'wrk 4.1.0', roundSeconds: 2, rounds: 2 },
+    settings: ['mode full'],
+  };
+}
+
+describe('checkTargets', () => {
+  const targets = checkTargets(results());
+  const verdict = (prefix: string): boolean | undefined => {
+    const t = targets.find((x) => x.target.startsWith(prefix));
+    if (t === undefined) throw new Error(`no target ${prefix}`);
+    return t.met;
+  };
+
+  it('judges section A against the fastest peer, rate-limiter-flexible, the Map floor and the heap budget', () => {
+    expect(verdict('gcra faster than every peer, 1 key')).toBe(true);
+    expect(verdict('gcra at least 1.25x the fastest peer, 100k keys')).toBe(true);
+    expect(verdict('gcra at least 3x rate-limiter-flexible')).toBe(true);
+    expect(verdict('gcra within 1.15x of a bare Map counter, 100k keys')).toBe(true);
+    expect(verdict('gcra within 1.15x of a bare Map counter, 1M keys')).toBe(false);
+    expect(verdict('gcra no slower over the limit')).toBe(true);
+    expect(verdict('gcra at most 120 heap bytes')).toBe(true);
+  });
+
+  it('judges section B per tollgate cell: round trips, the best peer, the ceiling, bytes per key', () => {
+    expect(verdict('tollgate one: one round trip')).toBe(true);
+    expect(verdict('tollgate two: one round trip')).toBe(false);
+    expect(verdict("tollgate one: at 256 in flight, at least the best peer's")).toBe(true);
+    expect(verdict('tollgate two: at 256 in flight, at least 90%')).toBe(false);
+    expect(verdict('Redis bytes per key')).toBe(true);
+  });
+
+  it('reports a missing adapter as not measured, never as met', () => {
+    const t = targets.find((x) => x.target.startsWith('express allow'));
+    expect(t?.met).toBeUndefined();
+    expect(t?.figure).toContain('not on this branch yet');
+  });
+});
+
+describe('renderResults', () => {
+  it('writes the machine, the targets and every section, with missing cells marked', () => {
+    const md = renderResults(results());
+    expect(md).toContain('| Test CPU | 2 | 8 GiB | Linux | v20.20.2 | 7.0.15 | wrk 4.1.0 | 1.00 / 2.00 |');
+    expect(md).toContain('| A | gcra within 1.15x of a bare Map counter, 1M keys | 1.25x (500.0 ns vs 400.0 ns) | not met |');
+    expect(md).toContain('| tollgate-gcra | 50.0 | 300 | 500 | 49.0 |');
+    expect(md).toContain('| tollgate-gcra | 70 | 110 |');
+    expect(md).toContain('| express | allow | @tollgate/express | not available |');
+    expect(md).toContain('| express | allow | express-rate-limit | 8,000 | 0.790 | 0.800, 0.780 | 0 / 16,000 |');
+    expect(md).toContain('| tollgate one | 256 | 80,000 |');
+  });
+
+  it('summarises the verdicts', () => {
+    expect(renderSummary(results())).toMatch(/Targets: \d+ met, \d+ not met, 1 not measured\./);
+  });
+});

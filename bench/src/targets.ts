@@ -1,0 +1,218 @@
+/**
+ * @module The targets of issue 5, checked against one run's figures. A target whose figures are
+ * missing (its tollgate piece has not landed, or the cell failed) is "not measured", never "met".
+ */
+import type { DecisionCellResult } from './decisions/decision-cell.js';
+import type { RedisCellResult } from './redis/redis-cell.js';
+import type { BenchResults, DecisionRow, HttpGroup, RedisRow } from './results.js';
+
+export interface TargetCheck {
+  readonly section: 'A' | 'B' | 'C';
+  readonly target: string;
+  /** The figures the verdict rests on, or why there are none. */
+  readonly figure: string;
+  /** undefined: not measured in this run. */
+  readonly met: boolean | undefined;
+}
+
+/** tollgate's default algorithm: the one the A targets are about. */
+export const DEFAULT_ALGORITHM_SUBJECT = 'tollgate-gcra';
+const RLF = 'rate-limiter-flexible';
+const MAP = 'map-counter';
+/** Throughput share of bare per framework (issue 5, target C). */
+export const HTTP_TARGETS = { express: 0.95, fastify: 0.93, koa: 0.93 } as const;
+
+const ns = (v: number): string => `${v.toFixed(1)} ns`;
+const x = (v: number): string => `${v.toFixed(2)}x`;
+
+function cell(rows: readonly DecisionRow[], subject: string, scenario: string): DecisionCellResult | undefined {
+  const row = rows.find((r) => r.subject === subject && r.scenario === scenario);
+  return row?.outcome.status === 'ok' ? row.outcome : undefined;
+}
+
+function notMeasured(section: 'A' | 'B' | 'C', target: string, why: string): TargetCheck {
+  return { section, target, figure: `not measured: ${why}`, met: undefined };
+}
+
+function fastestPeer(rows: readonly DecisionRow[], scenario: string): { label: string; ns: number } | undefined {
+  let best: { label: string; ns: number } | undefined;
+  for (const r of rows) {
+    if (r.kind !== 'peer' || r.scenario !== scenario || r.outcome.status !== 'ok') continue;
+    if (best === undefined || r.outcome.nsPerDecision < best.ns) best = { label: r.subject, ns: r.outcome.nsPerDecision };
+  }
+  return best;
+}
+
+function decisionTargets(rows: readonly DecisionRow[], scenarios: readonly { id: string; label: string }[]): TargetCheck[] {
+  const out: TargetCheck[] = [];
+  for (const s of scenarios) {
+    const target = `gcra faster than every peer, ${s.label}`;
+    const g = cell(rows, DEFAULT_ALGORITHM_SUBJECT, s.id);
+    const p = fastestPeer(rows, s.id);
+    if (g === undefined || p === undefined) out.push(notMeasured('A', target, 'cell missing'));
+    else out.push({ section: 'A', target, figure: `${ns(g.nsPerDecision)} vs ${p.label} ${ns(p.ns)}`, met: g.nsPerDecision < p.ns });
+  }
+  const has = (id: string): boolean => scenarios.some((s) => s.id === id);
+  const g100k = cell(rows, DEFAULT_ALGORITHM_SUBJECT, '100k');
+  if (has('100k')) {
+    const p = fastestPeer(rows, '100k');
+    const t1 = 'gcra at least 1.25x the fastest peer, 100k keys';
+    out.push(
+      g100k === undefined || p === undefined
+        ? notMeasured('A', t1, 'cell missing')
+        : { section: 'A', target: t1, figure: `${x(p.ns / g100k.nsPerDecision)} (${p.label})`, met: p.ns / g100k.nsPerDecision >= 1.25 },
+    );
+    const rlf = cell(rows, RLF, '100k');
+    const t2 = 'gcra at least 3x rate-limiter-flexible, 100k keys';
+    out.push(
+      g100k === undefined || rlf === undefined
+        ? notMeasured('A', t2, 'cell missing')
+        : {
+            section: 'A',
+            target: t2,
+            figure: x(rlf.nsPerDecision / g100k.nsPerDecision),
+            met: rlf.nsPerDecision / g100k.nsPerDecision >= 3,
+          },
+    );
+  }
+  for (const [id, label] of [
+    ['100k', '100k keys'],
+    ['1m', '1M keys'],
+  ] as const) {
+    if (!has(id)) continue;
+    const t = `gcra within 1.15x of a bare Map counter, ${label}`;
+    const g = cell(rows, DEFAULT_ALGORITHM_SUBJECT, id);
+    const m = cell(rows, MAP, id);
+    out.push(
+      g === undefined || m === undefined
+        ? notMeasured('A', t, 'cell missing')
+        : {
+            section: 'A',
+            target: t,
+            figure: `${x(g.nsPerDecision / m.nsPerDecision)} (${ns(g.nsPerDecision)} vs ${ns(m.nsPerDecision)})`,
+            met: g.nsPerDecision <= 1.15 * m.nsPerDecision,
+          },
+    );
+  }
+  if (has('over') && has('1key')) {
+    const t = 'gcra no slower over the limit than under it (1 key)';
+    const over = cell(rows, DEFAULT_ALGORITHM_SUBJECT, 'over');
+    const under = cell(rows, DEFAULT_ALGORITHM_SUBJECT, '1key');
+    out.push(
+      over === undefined || under === undefined
+        ? notMeasured('A', t, 'cell missing')
+        : {
+            section: 'A',
+            target: t,
+            figure: `${ns(over.nsPerDecision)} over vs ${ns(under.nsPerDecision)} under`,
+            met: over.nsPerDecision <= under.nsPerDecision,
+          },
+    );
+  }
+  const heapTarget = 'gcra at most 120 heap bytes per key at 1M keys, maxKeys eviction on';
+  const g1m = cell(rows, DEFAULT_ALGORITHM_SUBJECT, '1m');
+  if (!has('1m')) out.push(notMeasured('A', heapTarget, 'no 1M-key cells in this mode'));
+  else if (g1m?.heapBytesPerKey === undefined) out.push(notMeasured('A', heapTarget, 'cell missing'));
+  else out.push({ section: 'A', target: heapTarget, figure: `${g1m.heapBytesPerKey.toFixed(0)} B/key`, met: g1m.heapBytesPerKey <= 120 });
+  return out;
+}
+
+function redisResult(rows: readonly RedisRow[], subject: string): RedisCellResult | undefined {
+  const row = rows.find((r) => r.subject === subject);
+  return row?.outcome.status === 'ok' ? row.outcome : undefined;
+}
+
+function opsAt(r: RedisCellResult, inFlight: number): number | undefined {
+  return r.concurrency.find((c) => c.inFlight === inFlight)?.opsPerSec;
+}
+
+function redisTargets(rows: readonly RedisRow[]): TargetCheck[] {
+  const out: TargetCheck[] = [];
+  const tollgate = rows.filter((r) => r.kind === 'tollgate');
+  const peers = rows.filter((r) => r.kind === 'peer' && r.outcome.status === 'ok');
+  const ceiling = redisResult(rows, 'evalsha-token-bucket');
+  let bestPeer: { id: string; ops: number } | undefined;
+  for (const p of peers) {
+    const ops = opsAt(p.outcome as RedisCellResult, 256);
+    if (ops !== undefined && (bestPeer === undefined || ops > bestPeer.ops)) bestPeer = { id: p.subject, ops };
+  }
+  for (const t of tollgate) {
+    const r = t.outcome.status === 'ok' ? t.outcome : undefined;
+    const why = t.outcome.status === 'ok' ? '' : t.outcome.reason;
+    const trips = `${t.label}: one round trip per request`;
+    out.push(
+      r === undefined
+        ? notMeasured('B', trips, why)
+        : {
+            section: 'B',
+            target: trips,
+            figure: `${r.roundTripsPerDecision.toFixed(2)} commands per decision`,
+            met: r.roundTripsPerDecision === 1,
+          },
+    );
+    const ops = r === undefined ? undefined : opsAt(r, 256);
+    const vsPeer = `${t.label}: at 256 in flight, at least the best peer's ops/s`;
+    out.push(
+      ops === undefined || bestPeer === undefined
+        ? notMeasured('B', vsPeer, why || 'no peer figures')
+        : {
+            section: 'B',
+            target: vsPeer,
+            figure: `${Math.round(ops)} vs ${bestPeer.id} ${Math.round(bestPeer.ops)}`,
+            met: ops >= bestPeer.ops,
+          },
+    );
+    const ceilingOps = ceiling === undefined ? undefined : opsAt(ceiling, 256);
+    const vsCeiling = `${t.label}: at 256 in flight, at least 90% of the bare EVALSHA ceiling`;
+    out.push(
+      ops === undefined || ceilingOps === undefined
+        ? notMeasured('B', vsCeiling, why || 'no ceiling figure')
+        : { section: 'B', target: vsCeiling, figure: `${((100 * ops) / ceilingOps).toFixed(1)}%`, met: ops >= 0.9 * ceilingOps },
+    );
+  }
+  const one = tollgate[0];
+  const bytesTarget = 'Redis bytes per key (used_memory / dbsize) below every peer';
+  const oneResult = one?.outcome.status === 'ok' ? one.outcome : undefined;
+  if (oneResult === undefined || peers.length === 0) {
+    out.push(notMeasured('B', bytesTarget, one?.outcome.status === 'ok' ? 'no peer figures' : (one?.outcome.reason ?? 'no tollgate cell')));
+  } else {
+    const lowest = Math.min(...peers.map((p) => (p.outcome as RedisCellResult).usedMemoryPerRedisKey));
+    out.push({
+      section: 'B',
+      target: bytesTarget,
+      figure: `${oneResult.usedMemoryPerRedisKey.toFixed(0)} vs lowest peer ${lowest.toFixed(0)}`,
+      met: oneResult.usedMemoryPerRedisKey < lowest,
+    });
+  }
+  return out;
+}
+
+function httpTargets(groups: readonly HttpGroup[]): TargetCheck[] {
+  const out: TargetCheck[] = [];
+  for (const g of groups) {
+    const share = HTTP_TARGETS[g.framework];
+    const target = `${g.framework} ${g.mode}: tollgate at least ${share} of bare and above the peer's ratio`;
+    const t = g.variants.find((v) => v.variant === 'tollgate');
+    const p = g.variants.find((v) => v.variant === 'peer');
+    if (g.error !== undefined) out.push(notMeasured('C', target, g.error));
+    else if (t === undefined || t.missing !== undefined) out.push(notMeasured('C', target, t?.missing?.reason ?? 'no tollgate server'));
+    else if (p === undefined || p.missing !== undefined) out.push(notMeasured('C', target, p?.missing?.reason ?? 'no peer server'));
+    else {
+      out.push({
+        section: 'C',
+        target,
+        figure: `${t.ratio.toFixed(3)} vs peer ${p.ratio.toFixed(3)}`,
+        met: t.ratio >= share && t.ratio > p.ratio,
+      });
+    }
+  }
+  return out;
+}
+
+export function checkTargets(results: BenchResults): TargetCheck[] {
+  return [
+    ...(results.decisions === undefined ? [] : decisionTargets(results.decisions, results.decisionScenarios)),
+    ...(results.redis === undefined ? [] : redisTargets(results.redis.rows)),
+    ...(results.http === undefined ? [] : httpTargets(results.http.groups)),
+  ];
+}

@@ -5,6 +5,7 @@
  * configured failure mode when the store fails, is slow, or its circuit breaker is open.
  */
 import { createHash } from 'node:crypto';
+import { monotonicClock } from './clock.js';
 import { costUnits, DecisionImpl, Group, readGroup, Verdict } from './decision.js';
 import { codedError, describeValue, seeDocs } from './errors.js';
 import { Breaker, type BreakerState } from './internal/breaker.js';
@@ -212,6 +213,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const rejected = new Float64Array(all.length);
 
   function now(): number {
+    // The built-in clock needs no checking: it always returns integer ms.
+    if (clock === monotonicClock) return monotonicClock();
     const t = clock();
     if (typeof t !== 'number' || !Number.isFinite(t)) {
       throw codedError(TypeError, 'ERR_RL_INVALID_CLOCK', `the clock returned ${describeValue(t)}; it must return finite milliseconds`);

@@ -25,6 +25,13 @@ export function gcraDebt(t: StateTable, o: number, now: number, rate: number): n
   return (tatMs - now) * rate + (t.f[o + 1] as number);
 }
 
+/** `ceil(max(0, tat - now))` in ms, without a division: the TAT is kept as whole ms plus a fraction. */
+function gcraReset(t: StateTable, o: number, now: number): number {
+  const tatMs = t.f[o] as number;
+  if (tatMs < now) return 0;
+  return (t.f[o + 1] as number) > 0 ? tatMs - now + 1 : tatMs - now;
+}
+
 /** Evaluates the GCRA rule; `delayTicks` >= 0 turns on the leaky-bucket delay (Infinity: never delay). */
 export function evaluateGcra(
   t: StateTable,
@@ -38,10 +45,11 @@ export function evaluateGcra(
   const rate = p.rate;
   const cap = p.capTicks;
   const tpm = p.tokenTicks;
-  const debt = gcraDebt(t, slot * t.stride, now, rate);
+  const o = slot * t.stride;
+  const debt = gcraDebt(t, o, now, rate);
   const need = cost * tpm;
   if (need > cap) {
-    writeExceeds(out, debt >= cap ? 0 : ticksToMilli(cap - debt, tpm), ceilDiv(debt, rate));
+    writeExceeds(out, debt >= cap ? 0 : ticksToMilli(cap - debt, tpm), gcraReset(t, o, now));
     return;
   }
   out.exceeds = false;
@@ -56,7 +64,7 @@ export function evaluateGcra(
     out.allowed = false;
     out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, tpm);
     out.retryAfterMs = ceilDiv(after - cap, rate);
-    out.resetMs = ceilDiv(debt, rate);
+    out.resetMs = gcraReset(t, o, now);
     out.delayMs = 0;
   }
 }
@@ -76,10 +84,22 @@ export function consumeGcra(
 ): void {
   const o = slot * t.stride;
   const rate = p.rate;
+  const cap = p.capTicks;
   const debt = gcraDebt(t, o, now, rate);
-  const after = debt + cost * p.tokenTicks;
-  if (after > p.capTicks) {
-    evaluateGcra(t, slot, now, cost, p, out, delayTicks);
+  const need = cost * p.tokenTicks;
+  const after = debt + need;
+  if (after > cap) {
+    if (need > cap) {
+      evaluateGcra(t, slot, now, cost, p, out, delayTicks);
+      return;
+    }
+    // Rejected: the common over-the-limit path, kept as short as the admitted one.
+    out.allowed = false;
+    out.exceeds = false;
+    out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, p.tokenTicks);
+    out.retryAfterMs = ceilDiv(after - cap, rate);
+    out.resetMs = gcraReset(t, o, now);
+    out.delayMs = 0;
     return;
   }
   const whole = floorDiv(after, rate);
@@ -88,7 +108,7 @@ export function consumeGcra(
   t.f[o + 1] = frac;
   out.allowed = true;
   out.exceeds = false;
-  out.remaining = ticksToMilli(p.capTicks - after, p.tokenTicks);
+  out.remaining = ticksToMilli(cap - after, p.tokenTicks);
   out.retryAfterMs = 0;
   out.resetMs = frac > 0 ? whole + 1 : whole;
   out.delayMs = debt > delayTicks ? ceilDiv(debt - delayTicks, rate) : 0;

@@ -7,6 +7,7 @@
  *   generic client already treats as "this request, as sent, is too big; do not retry it unchanged".
  * - `limiter-unavailable` (503): the store failed and the limiter is configured to fail closed.
  */
+import type { PolicyDescription } from '../create-limiter.js';
 import type { Decision, PolicyResult } from '../types.js';
 import { isExhausted, windowSeconds } from './header-values.js';
 
@@ -108,5 +109,78 @@ export function buildProblem(
     ...about,
     retryAfter,
     'violated-policies': decision.policies.filter(isExhausted).map((r) => r.name),
+  };
+}
+
+/** The JSON of the problem body of a rejected decision; equal to `JSON.stringify(buildProblem(...))`. */
+export type ProblemBodyWriter = (kind: ProblemKind, decision: Decision, retryAfter: number | undefined) => string;
+
+/** A JSON string literal without its closing quote, to continue with digits and a serialized tail. */
+function open(text: string): string {
+  return JSON.stringify(text).slice(0, -1);
+}
+
+/** A JSON string literal without its opening quote. */
+function close(text: string): string {
+  return JSON.stringify(text).slice(1);
+}
+
+/**
+ * Serializes problem bodies from pieces made once per middleware. `JSON.stringify` of a problem costs
+ * close to a microsecond (its detail text has quotes to escape), more than the rest of a 429 together;
+ * per request only numbers are spliced in between pieces `JSON.stringify` made. A property test proves
+ * the output equal to `JSON.stringify(buildProblem(...))`.
+ */
+export function createProblemBodyWriter(
+  policies: readonly PolicyDescription[],
+  types: Readonly<Record<ProblemKind, string>>,
+): ProblemBodyWriter {
+  const head = (kind: ProblemKind) =>
+    `{"type":${JSON.stringify(types[kind])},"title":${JSON.stringify(TITLES[kind])},"status":${PROBLEM_STATUS[kind]},"detail":`;
+  const names = new Map(policies.map((p) => [p.name, JSON.stringify(p.name)]));
+  const units = new Map(policies.map((p) => [p.name, p.unit]));
+  const byName = new Map(
+    policies.map((p) => {
+      const w = windowSeconds(p.windowMs);
+      const about = `,"policy":${JSON.stringify(p.name)},"limit":${p.limit},"windowSeconds":${w}`;
+      const costHead = head('costExceedsCapacity') + open('This request costs ');
+      const costTail = (cost: number) =>
+        close(
+          ` ${unitName(p.unit, cost)} but policy "${p.name}" can never hold more than ${p.capacity}; sending it again cannot succeed.`,
+        ) + `${about},"capacity":${p.capacity},"cost":`;
+      const costOne = costTail(1);
+      const costMany = costTail(2);
+      return [
+        p.name,
+        {
+          limitedHead:
+            head('limited') +
+            open(`Quota of ${p.limit} ${unitName(p.unit, p.limit)} per ${w} seconds exhausted (policy "${p.name}"); retry in `),
+          limitedMid: `${close(' seconds.')}${about},"retryAfter":`,
+          cost: (cost: number) => `${costHead}${cost}${cost === 1 ? costOne : costMany}${cost}}`,
+        },
+      ];
+    }),
+  );
+  const unavailableHead = head('unavailable') + open('The rate limiter cannot decide right now; retry in ');
+  const unavailableMid = `${close(' seconds.')},"retryAfter":`;
+
+  function violated(decision: Decision): string {
+    let out = '';
+    for (const r of decision.policies) {
+      if (isExhausted(r)) out = out === '' ? (names.get(r.name) as string) : `${out},${names.get(r.name)}`;
+    }
+    return `[${out}]`;
+  }
+
+  return (kind, decision, retryAfter) => {
+    const b = byName.get(decision.policy);
+    if (b !== undefined && kind === 'costExceedsCapacity') return b.cost(decision.cost);
+    if (retryAfter !== undefined) {
+      if (kind === 'unavailable') return `${unavailableHead}${retryAfter}${unavailableMid}${retryAfter}}`;
+      if (b !== undefined) return `${b.limitedHead}${retryAfter}${b.limitedMid}${retryAfter},"violated-policies":${violated(decision)}}`;
+    }
+    // Shapes respond() never asks for (no wait, a policy this middleware does not know): the slow, sure way.
+    return JSON.stringify(buildProblem(kind, decision, retryAfter, types[kind], units));
   };
 }

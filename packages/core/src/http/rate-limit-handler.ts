@@ -12,7 +12,7 @@ import type { Decision, Logger } from '../types.js';
 import type { HeaderPair } from './header-values.js';
 import { createHeaderWriter } from './header-writer.js';
 import { createPartitionKey } from './partition-key.js';
-import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from './problem.js';
+import { createProblemBodyWriter, PROBLEM_CONTENT_TYPE, type ProblemDetails } from './problem.js';
 import { parseRateLimitOptions, type RateLimitConfig, type RateLimitOptions } from './rate-limit-options.js';
 import type { HeaderBag, RequestView } from './request-view.js';
 import { type ResponseConfig, type ResponsePlan, respond } from './respond.js';
@@ -60,6 +60,7 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
     headers: createHeaderWriter(config.headers, limiter.policies, partitionKey),
     problemTypes: config.problemTypes,
     units: new Map(limiter.policies.map((p) => [p.name, p.unit])),
+    problemBody: createProblemBodyWriter(limiter.policies, config.problemTypes),
   });
   const raised = new Set<string>();
   const baseLogger: Logger = config.logger ?? console;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../create-limiter.js';
 import type { Decision, PolicyOptions } from '../types.js';
 import { createHeaderWriter } from './header-writer.js';
-import { PROBLEM_TYPES } from './problem.js';
+import { createProblemBodyWriter, PROBLEM_TYPES } from './problem.js';
 import { type ResponseConfig, respond, retryAfterSeconds } from './respond.js';
 
 function setup(policies: PolicyOptions[], mode: 'enforce' | 'shadow' = 'enforce') {
@@ -13,6 +13,7 @@ function setup(policies: PolicyOptions[], mode: 'enforce' | 'shadow' = 'enforce'
     headers: createHeaderWriter('draft-11', limiter.policies, undefined),
     problemTypes: PROBLEM_TYPES,
     units: new Map(limiter.policies.map((p) => [p.name, p.unit])),
+    problemBody: createProblemBodyWriter(limiter.policies, PROBLEM_TYPES),
   };
   return {
     advance(ms: number) {
@@ -89,7 +90,17 @@ describe('respond', () => {
       shadow: undefined,
       degraded: true,
     } satisfies Decision;
-    const plan = respond(d, { mode: 'enforce', headers: undefined, problemTypes: PROBLEM_TYPES, units: new Map() }, 0);
+    const plan = respond(
+      d,
+      {
+        mode: 'enforce',
+        headers: undefined,
+        problemTypes: PROBLEM_TYPES,
+        units: new Map(),
+        problemBody: createProblemBodyWriter([], PROBLEM_TYPES),
+      },
+      0,
+    );
     expect(plan.status).toBe(503);
     expect(Object.fromEntries(plan.headers)).toEqual({
       'Retry-After': '2',

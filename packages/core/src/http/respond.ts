@@ -5,7 +5,14 @@
  */
 import type { Decision } from '../types.js';
 import type { HeaderPair, HeaderWriter } from './header-values.js';
-import { buildProblem, PROBLEM_CONTENT_TYPE, PROBLEM_STATUS, type ProblemDetails, type ProblemKind } from './problem.js';
+import {
+  buildProblem,
+  PROBLEM_CONTENT_TYPE,
+  PROBLEM_STATUS,
+  type ProblemBodyWriter,
+  type ProblemDetails,
+  type ProblemKind,
+} from './problem.js';
 
 /**
  * What `respond` needs, resolved once per middleware. Rate-limit headers are sent for decisions the
@@ -20,6 +27,8 @@ export interface ResponseConfig {
   readonly problemTypes: Readonly<Record<ProblemKind, string>>;
   /** Quota unit per policy name, for the `detail` text. */
   readonly units: ReadonlyMap<string, string>;
+  /** Serializes problem bodies (see `createProblemBodyWriter`). */
+  readonly problemBody: ProblemBodyWriter;
 }
 
 export interface ResponsePlan {
@@ -73,5 +82,12 @@ export function respond(decision: Decision, config: ResponseConfig, now: number)
   if (retryAfter !== undefined) headers.push(['Retry-After', String(retryAfter)]);
   headers.push(['Cache-Control', 'no-store'], ['Content-Type', PROBLEM_CONTENT_TYPE]);
   const problem = buildProblem(kind, decision, retryAfter, config.problemTypes[kind], config.units);
-  return { action: 'reject', status: PROBLEM_STATUS[kind], headers, problem, body: JSON.stringify(problem), delayMs: 0 };
+  return {
+    action: 'reject',
+    status: PROBLEM_STATUS[kind],
+    headers,
+    problem,
+    body: config.problemBody(kind, decision, retryAfter),
+    delayMs: 0,
+  };
 }

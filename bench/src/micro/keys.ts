@@ -8,7 +8,8 @@
  * Each case runs its extractor over a fixed ring of prebuilt request views (one address repeated, as on a
  * keep-alive connection, or many distinct ones, as from many clients), after a warm-up, in several timed
  * passes interleaved across cases (so load from elsewhere on a shared machine spreads over all of them);
- * it prints the median and the spread. Not part of the test suite.
+ * it prints the median and minimum of the CPU time per call, and the median wall time. Not part of the
+ * test suite.
  */
 import { createDiagnostics } from '../../../packages/core/src/diagnostics.js';
 import type { HeaderBag, KeyFunction, RequestView } from '../../../packages/core/src/index.js';
@@ -135,17 +136,24 @@ const selected = only === undefined ? cases : cases.filter((c) => c.name.include
 
 let sink = 0;
 
-/** Runs `iterations` calls over the ring of views; returns ns per call. */
-function pass(c: Case, iterations: number): number {
+/**
+ * Runs `iterations` calls over the ring of views; returns CPU ns per call (user + system time of the
+ * process: on a shared machine, time spent waiting for a core is not ours) and wall-clock ns per call.
+ */
+function pass(c: Case, iterations: number): { cpu: number; wall: number } {
   const { key, views } = c;
   const n = views.length;
+  const cpu = process.cpuUsage();
   const start = process.hrtime.bigint();
   for (let i = 0, j = 0; i < iterations; i++) {
-    const result = key((views[j] as RequestView).request, views[j] as RequestView);
+    const view = views[j] as RequestView;
+    const result = key(view.request, view);
     sink += typeof result === 'string' ? result.length : 1;
     if (++j === n) j = 0;
   }
-  return Number(process.hrtime.bigint() - start) / iterations;
+  const wall = Number(process.hrtime.bigint() - start);
+  const used = process.cpuUsage(cpu);
+  return { cpu: ((used.user + used.system) * 1000) / iterations, wall: wall / iterations };
 }
 
 function median(values: readonly number[]): number {
@@ -167,19 +175,23 @@ const budgetNs = quick ? 20e6 : 60e6;
 const iterations = new Map<Case, number>();
 for (const c of selected) {
   pass(c, 20_000); // warm-up: let the JIT settle
-  const estimate = pass(c, 20_000);
+  const estimate = pass(c, 20_000).wall;
   iterations.set(c, Math.max(10_000, Math.round(budgetNs / Math.max(estimate, 1))));
 }
-const samples = new Map<Case, number[]>(selected.map((c) => [c, []]));
+const samples = new Map<Case, { cpu: number[]; wall: number[] }>(selected.map((c) => [c, { cpu: [], wall: [] }]));
 for (let p = 0; p < passes; p++) {
-  for (const c of selected) samples.get(c)?.push(pass(c, iterations.get(c) ?? 10_000));
+  for (const c of selected) {
+    const { cpu, wall } = pass(c, iterations.get(c) ?? 10_000);
+    samples.get(c)?.cpu.push(cpu);
+    samples.get(c)?.wall.push(wall);
+  }
 }
 
 const width = Math.max(...selected.map((c) => c.name.length));
-console.log(`${'case'.padEnd(width)}  ns/call (median of ${passes})   min     max`);
+const fmt = (x: number) => x.toFixed(0).padStart(7);
+console.log(`${'case'.padEnd(width)}  cpu ns/call (median, min of ${passes})  wall ns/call (median)`);
 for (const c of selected) {
-  const s = samples.get(c) ?? [];
-  const fmt = (x: number) => x.toFixed(0).padStart(7);
-  console.log(`${c.name.padEnd(width)}  ${fmt(median(s))}            ${fmt(Math.min(...s))} ${fmt(Math.max(...s))}`);
+  const { cpu, wall } = samples.get(c) ?? { cpu: [], wall: [] };
+  console.log(`${c.name.padEnd(width)}  ${fmt(median(cpu))} ${fmt(Math.min(...cpu))}                ${fmt(median(wall))}`);
 }
 if (sink === 0.5) console.log(sink);

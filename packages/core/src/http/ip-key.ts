@@ -5,14 +5,13 @@
  * /64, the smallest block one subscriber gets), and the key is canonical text: `ip:203.0.113.7`,
  * `ip:2001:db8:1:2::/64`.
  */
-import ipaddr from 'ipaddr.js';
 import { createDiagnostics } from '../diagnostics.js';
 import { RateLimitConfigError } from '../errors.js';
 import { omitUndefined, rejectUnknownKeys } from '../options.js';
 import type { Logger } from '../types.js';
 import { resolveClientAddress } from './client-address.js';
 import type { ForwardingHeader } from './forwarded-header.js';
-import { formatIpAddress, type IpAddress, networkAddress, parseIpAddress } from './ip-address.js';
+import { formatIpAddress, formatNetwork, IpAddress, networkAddress, parseIpAddress } from './ip-address.js';
 import type { KeyFunction } from './request-view.js';
 import { compileTrustedProxies, type TrustedProxies, type TrustedProxyPreset } from './trusted-proxies.js';
 
@@ -69,7 +68,7 @@ interface IpKeyConfig {
   readonly header: ForwardingHeader;
   readonly ipv4Prefix: number;
   readonly ipv6Prefix: number;
-  readonly nat64: readonly ipaddr.IPv6[];
+  readonly nat64: readonly IpAddress[];
 }
 
 const PATH = 'keys.ip';
@@ -86,7 +85,7 @@ function parsePrefix(value: unknown, name: string, min: number, max: number, why
   return value;
 }
 
-function parseNat64(value: unknown): ipaddr.IPv6[] {
+function parseNat64(value: unknown): IpAddress[] {
   const path = `${PATH}.nat64Prefixes`;
   if (!Array.isArray(value)) {
     throw new RateLimitConfigError('ERR_RL_INVALID_NAT64_PREFIX', path, "must be an array of IPv6 /96 CIDRs like ['64:ff9b::/96']", value);
@@ -106,7 +105,7 @@ function parseNat64(value: unknown): ipaddr.IPv6[] {
         entry,
       );
     }
-    return address as ipaddr.IPv6;
+    return address;
   });
 }
 
@@ -147,21 +146,21 @@ function parseIpKeyOptions(input: IpKeyOptions): IpKeyConfig {
   });
 }
 
-/** The IPv4 address a translator embedded in the last 32 bits of `address`, if it is in one of `prefixes`. */
-function embeddedIpv4(address: ipaddr.IPv6, prefixes: readonly ipaddr.IPv6[]): IpAddress | undefined {
+/** The IPv4 address a translator embedded in the last 32 bits of `address`, if it is in one of the /96 `prefixes`. */
+function embeddedIpv4(address: IpAddress, prefixes: readonly IpAddress[]): IpAddress | undefined {
   for (const prefix of prefixes) {
-    if (address.match(prefix, 96)) return ipaddr.fromByteArray(address.toByteArray().slice(12));
+    if (address.w0 === prefix.w0 && address.w1 === prefix.w1 && address.w2 === prefix.w2) return IpAddress.v4(address.w3);
   }
   return undefined;
 }
 
 /** The key of a client address under the configured prefixes. */
 function keyOf(address: IpAddress, config: IpKeyConfig): string {
-  const v4 = address.kind() === 'ipv4' ? address : embeddedIpv4(address as ipaddr.IPv6, config.nat64);
+  const v4 = address.family === 4 ? address : embeddedIpv4(address, config.nat64);
   const keyed = v4 ?? address;
   const prefix = v4 === undefined ? config.ipv6Prefix : config.ipv4Prefix;
   const full = v4 === undefined ? 128 : 32;
-  return prefix === full ? `ip:${formatIpAddress(keyed)}` : `ip:${formatIpAddress(networkAddress(keyed, prefix))}/${prefix}`;
+  return prefix === full ? `ip:${formatIpAddress(keyed)}` : `ip:${formatNetwork(keyed, prefix)}/${prefix}`;
 }
 
 function permissiveMessage(entries: readonly string[]): string {

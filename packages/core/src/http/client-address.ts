@@ -5,7 +5,7 @@
  * key, and a client behind our proxies can never make the proxy's own address the key by accident of
  * parsing (the entries our proxies append are read first).
  */
-import { type ForwardingHeader, hopsFromRight } from './forwarded-header.js';
+import { type ForwardingHeader, HopReader } from './forwarded-header.js';
 import { formatIpAddress, type IpAddress, parseIpAddress } from './ip-address.js';
 import { readHeader } from './read-header.js';
 import type { HeaderBag, RequestView } from './request-view.js';
@@ -75,7 +75,8 @@ export function resolveClientAddress(view: RequestView, config: ClientAddressCon
     return socket;
   }
   let client = socket;
-  for (const hop of hopsFromRight(value, header)) {
+  const hops = new HopReader(value, header);
+  for (let hop = hops.next(); hop !== null; hop = hops.next()) {
     const address = hop === undefined ? undefined : parseIpAddress(hop);
     if (address === undefined) {
       view.diagnostics.warn(

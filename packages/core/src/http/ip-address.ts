@@ -5,7 +5,7 @@
  * refused, so an odd spelling can never become a key of its own. IPv4-mapped IPv6 (`::ffff:0:0/96`) is
  * the IPv4 address it maps, whichever way it is written.
  *
- * This runs on every request, so addresses are plain numbers (`IpAddress`: four 32-bit words) and the
+ * This runs on every request, so addresses are plain numbers (`IpAddress`: eight 16-bit groups) and the
  * forms sockets and proxies actually write (dotted quad, `::ffff:` + dotted quad, hexadecimal IPv6 with
  * or without `::` and zone id) are read by a hand-written scanner. Every other text goes to the reference
  * parser, Node's `isIP` plus ipaddr.js, which also decides what is not an address; the property test in
@@ -18,26 +18,33 @@ import ipaddr from 'ipaddr.js';
 export const MAX_ADDRESS_LENGTH = 64;
 
 /**
- * An IPv4 or IPv6 address as four unsigned 32-bit words, most significant first. IPv4 sits in `w3`
- * with `w0`-`w2` zero. Immutable.
+ * An IPv4 or IPv6 address as its eight 16-bit groups, most significant first; IPv4 sits in `g6` (high
+ * half) and `g7` with the other groups zero. Sixteen bits keep every field a small integer, which V8
+ * stores in the object itself (32-bit words would each be a separate heap number). Immutable.
  */
 export class IpAddress {
   private constructor(
     readonly family: 4 | 6,
-    readonly w0: number,
-    readonly w1: number,
-    readonly w2: number,
-    readonly w3: number,
+    readonly g0: number,
+    readonly g1: number,
+    readonly g2: number,
+    readonly g3: number,
+    readonly g4: number,
+    readonly g5: number,
+    readonly g6: number,
+    readonly g7: number,
     /** The canonical text when the parser saw it written canonically (a dotted quad), else undefined. */
     readonly text: string | undefined,
   ) {}
 
-  static v4(address: number, text?: string): IpAddress {
-    return new IpAddress(4, 0, 0, 0, address >>> 0, text);
+  /** The IPv4 address with 16-bit halves `hi` and `lo` (`a.b.c.d` is `a << 8 | b`, `c << 8 | d`). */
+  static v4(hi: number, lo: number, text?: string): IpAddress {
+    return new IpAddress(4, 0, 0, 0, 0, 0, 0, hi, lo, text);
   }
 
-  static v6(w0: number, w1: number, w2: number, w3: number): IpAddress {
-    return new IpAddress(6, w0 >>> 0, w1 >>> 0, w2 >>> 0, w3 >>> 0, undefined);
+  /** The IPv6 address of eight 16-bit groups (which are not IPv4-mapped: callers map them first). */
+  static v6(g0: number, g1: number, g2: number, g3: number, g4: number, g5: number, g6: number, g7: number): IpAddress {
+    return new IpAddress(6, g0, g1, g2, g3, g4, g5, g6, g7, undefined);
   }
 
   kind(): 'ipv4' | 'ipv6' {
@@ -50,31 +57,45 @@ export function bitLength(address: IpAddress): 32 | 128 {
   return address.family === 4 ? 32 : 128;
 }
 
-/** The mask of 32-bit word `word` (0-3) of a `prefix`-bit IPv6 network, as an unsigned number. */
-export function v6WordMask(prefix: number, word: number): number {
-  const bits = prefix - word * 32;
-  return bits >= 32 ? 0xffffffff : bits <= 0 ? 0 : (0xffffffff << (32 - bits)) >>> 0;
+/** 32-bit word `k` (0-3) of `address` as a signed integer; an IPv4 address is word 3. */
+export function addressWord(address: IpAddress, k: number): number {
+  switch (k) {
+    case 0:
+      return (address.g0 << 16) | address.g1;
+    case 1:
+      return (address.g2 << 16) | address.g3;
+    case 2:
+      return (address.g4 << 16) | address.g5;
+    default:
+      return (address.g6 << 16) | address.g7;
+  }
 }
 
-/** The mask of a `prefix`-bit IPv4 network, as an unsigned number. */
-export function v4Mask(prefix: number): number {
-  return prefix <= 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+/** The mask of 32-bit word `k` (0-3) of a `prefix`-bit network of 128 bits, as a signed integer. */
+export function wordMask(prefix: number, k: number): number {
+  const bits = prefix - k * 32;
+  return bits >= 32 ? -1 : bits <= 0 ? 0 : -1 << (32 - bits);
+}
+
+/** The mask of group `i` (0-7) of a `prefix`-bit network of 128 bits. */
+function groupMask(prefix: number, i: number): number {
+  const bits = prefix - i * 16;
+  return bits >= 16 ? 0xffff : bits <= 0 ? 0 : (0xffff << (16 - bits)) & 0xffff;
 }
 
 /** The network address of `address` under a `prefix`-bit mask (host bits zeroed). */
 export function networkAddress(address: IpAddress, prefix: number): IpAddress {
-  if (address.family === 4) return IpAddress.v4(address.w3 & v4Mask(prefix));
+  if (address.family === 4) return IpAddress.v4(address.g6 & groupMask(prefix + 96, 6), address.g7 & groupMask(prefix + 96, 7));
   return IpAddress.v6(
-    address.w0 & v6WordMask(prefix, 0),
-    address.w1 & v6WordMask(prefix, 1),
-    address.w2 & v6WordMask(prefix, 2),
-    address.w3 & v6WordMask(prefix, 3),
+    address.g0 & groupMask(prefix, 0),
+    address.g1 & groupMask(prefix, 1),
+    address.g2 & groupMask(prefix, 2),
+    address.g3 & groupMask(prefix, 3),
+    address.g4 & groupMask(prefix, 4),
+    address.g5 & groupMask(prefix, 5),
+    address.g6 & groupMask(prefix, 6),
+    address.g7 & groupMask(prefix, 7),
   );
-}
-
-/** In ::ffff:0:0/96. (ipaddr.js `isIPv4MappedAddress()` answers the same through a slow range lookup.) */
-function isIpv4Mapped(w0: number, w1: number, w2: number): boolean {
-  return w0 === 0 && w1 === 0 && w2 === 0xffff;
 }
 
 // ---- Canonical text ----------------------------------------------------------------------------------
@@ -85,13 +106,13 @@ const DECIMAL_DOT = DECIMAL.map((octet) => `${octet}.`);
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16));
 const HEX2 = HEX.map((hex) => hex.padStart(2, '0'));
 
-function formatV4(a: number): string {
+function formatV4(hi: number, lo: number): string {
   // Three concatenations of table strings: a template literal of seven parts costs twice as much.
   return (
-    (DECIMAL_DOT[a >>> 24] as string) +
-    (DECIMAL_DOT[(a >>> 16) & 0xff] as string) +
-    (DECIMAL_DOT[(a >>> 8) & 0xff] as string) +
-    (DECIMAL[a & 0xff] as string)
+    (DECIMAL_DOT[hi >>> 8] as string) +
+    (DECIMAL_DOT[hi & 0xff] as string) +
+    (DECIMAL_DOT[lo >>> 8] as string) +
+    (DECIMAL[lo & 0xff] as string)
   );
 }
 
@@ -102,16 +123,11 @@ function hexGroup(group: number): string {
 /** Scratch for the eight 16-bit groups of the address being formatted or parsed (never held across calls). */
 const groups = new Uint16Array(8);
 
-/** RFC 5952: lower-case hex without leading zeros; the longest run (leftmost of equals) of 2+ zero groups as `::`. */
-function formatV6(w0: number, w1: number, w2: number, w3: number): string {
-  groups[0] = w0 >>> 16;
-  groups[1] = w0;
-  groups[2] = w1 >>> 16;
-  groups[3] = w1;
-  groups[4] = w2 >>> 16;
-  groups[5] = w2;
-  groups[6] = w3 >>> 16;
-  groups[7] = w3;
+/**
+ * RFC 5952 text of the groups in `groups`: lower-case hex without leading zeros; the longest run
+ * (leftmost of equals) of two or more zero groups as `::`.
+ */
+function formatGroups(): string {
   let bestStart = -1;
   let bestLength = 1;
   for (let i = 0, runStart = -1; i < 8; i++) {
@@ -141,7 +157,7 @@ function formatV6(w0: number, w1: number, w2: number, w3: number): string {
 /** Canonical text: dotted quad for IPv4, RFC 5952 (lower case, `::` compressed) for IPv6, no zone id. */
 export function formatIpAddress(address: IpAddress): string {
   if (address.text !== undefined) return address.text;
-  return address.family === 4 ? formatV4(address.w3) : formatV6(address.w0, address.w1, address.w2, address.w3);
+  return formatNetwork(address, address.family === 4 ? 32 : 128);
 }
 
 /**
@@ -149,13 +165,16 @@ export function formatIpAddress(address: IpAddress): string {
  * text of the `prefix`-bit network of `address`.
  */
 export function formatNetwork(address: IpAddress, prefix: number): string {
-  if (address.family === 4) return formatV4((address.w3 & v4Mask(prefix)) >>> 0);
-  return formatV6(
-    address.w0 & v6WordMask(prefix, 0),
-    address.w1 & v6WordMask(prefix, 1),
-    address.w2 & v6WordMask(prefix, 2),
-    address.w3 & v6WordMask(prefix, 3),
-  );
+  if (address.family === 4) return formatV4(address.g6 & groupMask(prefix + 96, 6), address.g7 & groupMask(prefix + 96, 7));
+  groups[0] = address.g0 & groupMask(prefix, 0);
+  groups[1] = address.g1 & groupMask(prefix, 1);
+  groups[2] = address.g2 & groupMask(prefix, 2);
+  groups[3] = address.g3 & groupMask(prefix, 3);
+  groups[4] = address.g4 & groupMask(prefix, 4);
+  groups[5] = address.g5 & groupMask(prefix, 5);
+  groups[6] = address.g6 & groupMask(prefix, 6);
+  groups[7] = address.g7 & groupMask(prefix, 7);
+  return formatGroups();
 }
 
 // ---- Parsing -----------------------------------------------------------------------------------------
@@ -171,15 +190,16 @@ function hexDigit(code: number): number {
 }
 
 /**
- * The dotted quad `text[from, to)` as an unsigned number: four decimal octets 0-255 without leading
- * zeros. -1 for anything else.
+ * The dotted quad `text[from, to)`: four decimal octets 0-255 without leading zeros, nothing else.
+ * Written so, it is canonical: the text is kept as the address's text.
  */
-function scanDottedQuad(text: string, from: number, to: number): number {
-  let value = 0;
+function scanDottedQuad(text: string, from: number, to: number): IpAddress | undefined {
+  let hi = 0;
+  let lo = 0;
   let i = from;
   for (let octet = 0; octet < 4; octet++) {
     if (octet > 0) {
-      if (i >= to || text.charCodeAt(i) !== DOT) return -1;
+      if (i === to || text.charCodeAt(i) !== DOT) return undefined;
       i++;
     }
     const start = i;
@@ -187,14 +207,16 @@ function scanDottedQuad(text: string, from: number, to: number): number {
     while (i < to) {
       const d = text.charCodeAt(i) - 0x30;
       if (d < 0 || d > 9) break;
+      if (i - start === 3) return undefined; // a fourth digit
       n = n * 10 + d;
       i++;
     }
-    const digits = i - start;
-    if (digits === 0 || digits > 3 || n > 255 || (digits > 1 && text.charCodeAt(start) === 0x30)) return -1;
-    value = value * 256 + n;
+    if (i === start || n > 255 || (i - start > 1 && text.charCodeAt(start) === 0x30)) return undefined;
+    if (octet < 2) hi = (hi << 8) | n;
+    else lo = (lo << 8) | n;
   }
-  return i === to ? value : -1;
+  if (i !== to) return undefined;
+  return IpAddress.v4(hi, lo, from === 0 && to === text.length ? text : text.slice(from, to));
 }
 
 /** Zone id characters Node's `isIP` accepts after `%`: ALPHA, DIGIT, `-`, `.`, `:`. */
@@ -247,8 +269,7 @@ function scanIpv6(text: string): IpAddress | undefined {
     if (next !== -1 && next !== COLON) {
       // A dotted quad is read here only as `::ffff:a.b.c.d`; other text is not ours.
       if (next !== DOT || gap !== 0 || count !== 1 || groups[0] !== 0xffff) return undefined;
-      const v4 = scanDottedQuad(text, start, end);
-      return v4 === -1 ? undefined : IpAddress.v4(v4, text.slice(start, end));
+      return scanDottedQuad(text, start, end);
     }
     groups[count++] = group;
     if (next === -1) break;
@@ -267,11 +288,36 @@ function scanIpv6(text: string): IpAddress | undefined {
     for (let k = 1; k <= moved; k++) groups[8 - k] = groups[count - k] as number;
     for (let k = gap; k < 8 - moved; k++) groups[k] = 0;
   }
-  const w0 = ((groups[0] as number) << 16) | (groups[1] as number);
-  const w1 = ((groups[2] as number) << 16) | (groups[3] as number);
-  const w2 = ((groups[4] as number) << 16) | (groups[5] as number);
-  const w3 = ((groups[6] as number) << 16) | (groups[7] as number);
-  return isIpv4Mapped(w0, w1, w2 >>> 0) ? IpAddress.v4(w3) : IpAddress.v6(w0, w1, w2, w3);
+  return fromGroups(
+    groups[0] as number,
+    groups[1] as number,
+    groups[2] as number,
+    groups[3] as number,
+    groups[4] as number,
+    groups[5] as number,
+    groups[6] as number,
+    groups[7] as number,
+  );
+}
+
+/** The address of eight groups: IPv4 when they are in ::ffff:0:0/96. */
+function fromGroups(g0: number, g1: number, g2: number, g3: number, g4: number, g5: number, g6: number, g7: number): IpAddress {
+  // In ::ffff:0:0/96? (ipaddr.js `isIPv4MappedAddress()` answers the same through a slow range lookup.)
+  if ((g0 | g1 | g2 | g3 | g4) === 0 && g5 === 0xffff) return IpAddress.v4(g6, g7);
+  return IpAddress.v6(g0, g1, g2, g3, g4, g5, g6, g7);
+}
+
+/** Starts with `::ffff:`, in any case. */
+function isMappedHead(text: string): boolean {
+  return (
+    text.length > 7 &&
+    text.charCodeAt(1) === COLON &&
+    (text.charCodeAt(2) | 0x20) === 0x66 &&
+    (text.charCodeAt(3) | 0x20) === 0x66 &&
+    (text.charCodeAt(4) | 0x20) === 0x66 &&
+    (text.charCodeAt(5) | 0x20) === 0x66 &&
+    text.charCodeAt(6) === COLON
+  );
 }
 
 /**
@@ -284,8 +330,11 @@ export function parseCommonForm(text: string): IpAddress | undefined {
   const first = text.charCodeAt(0);
   if (first >= 0x30 && first <= 0x39 && n <= 15) {
     const v4 = scanDottedQuad(text, 0, n);
-    // Strict dotted quads are canonical: the text is the key as written.
-    if (v4 !== -1) return IpAddress.v4(v4, text);
+    if (v4 !== undefined) return v4;
+  } else if (first === COLON && n <= 22 && isMappedHead(text)) {
+    // `::ffff:a.b.c.d`, how a dual-stack socket reports an IPv4 peer; with a zone id, scanIpv6 reads it.
+    const v4 = scanDottedQuad(text, 7, n);
+    if (v4 !== undefined) return v4;
   }
   return scanIpv6(text);
 }
@@ -295,18 +344,14 @@ function parseReference(text: string): IpAddress | undefined {
   const family = isIP(text);
   if (family === 4) {
     const [a = 0, b = 0, c = 0, d = 0] = ipaddr.IPv4.parse(text).octets;
-    return IpAddress.v4(((a << 24) | (b << 16) | (c << 8) | d) >>> 0);
+    return IpAddress.v4((a << 8) | b, (c << 8) | d);
   }
   if (family !== 6) return undefined;
   const zone = text.indexOf('%');
-  const [p0 = 0, p1 = 0, p2 = 0, p3 = 0, p4 = 0, p5 = 0, p6 = 0, p7 = 0] = ipaddr.IPv6.parse(
+  const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = ipaddr.IPv6.parse(
     zone === -1 ? text : text.slice(0, zone),
   ).parts;
-  const w0 = (p0 << 16) | p1;
-  const w1 = (p2 << 16) | p3;
-  const w2 = (p4 << 16) | p5;
-  const w3 = (p6 << 16) | p7;
-  return isIpv4Mapped(w0, w1, w2 >>> 0) ? IpAddress.v4(w3) : IpAddress.v6(w0, w1, w2, w3);
+  return fromGroups(g0, g1, g2, g3, g4, g5, g6, g7);
 }
 
 /**

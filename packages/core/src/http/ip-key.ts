@@ -69,6 +69,9 @@ interface IpKeyConfig {
   readonly ipv4Prefix: number;
   readonly ipv6Prefix: number;
   readonly nat64: readonly IpAddress[];
+  /** `/<prefix>`, or '' for a whole address: precomputed, as the key is built on every request. */
+  readonly ipv4Suffix: string;
+  readonly ipv6Suffix: string;
 }
 
 const PATH = 'keys.ip';
@@ -137,19 +140,33 @@ function parseIpKeyOptions(input: IpKeyOptions): IpKeyConfig {
   if (options.logger !== undefined && !isLogger(options.logger)) {
     throw new RateLimitConfigError('ERR_RL_INVALID_LOGGER', `${PATH}.logger`, 'must have a warn() method', options.logger);
   }
+  const ipv4Prefix = parsePrefix(options.ipv4Prefix ?? 32, 'ipv4Prefix', 16, 32, 'shorter prefixes put whole providers in one bucket');
+  const ipv6Prefix = parsePrefix(options.ipv6Prefix ?? 64, 'ipv6Prefix', 32, 128, 'a /32 is a whole ISP; 48, 56 and 64 are typical');
   return Object.freeze({
     trustedProxies: compileTrustedProxies(options.trustedProxies, `${PATH}.trustedProxies`),
     header,
-    ipv4Prefix: parsePrefix(options.ipv4Prefix ?? 32, 'ipv4Prefix', 16, 32, 'shorter prefixes put whole providers in one bucket'),
-    ipv6Prefix: parsePrefix(options.ipv6Prefix ?? 64, 'ipv6Prefix', 32, 128, 'a /32 is a whole ISP; 48, 56 and 64 are typical'),
+    ipv4Prefix,
+    ipv6Prefix,
     nat64: Object.freeze(parseNat64(options.nat64Prefixes ?? ['64:ff9b::/96'])),
+    ipv4Suffix: ipv4Prefix === 32 ? '' : `/${ipv4Prefix}`,
+    ipv6Suffix: ipv6Prefix === 128 ? '' : `/${ipv6Prefix}`,
   });
 }
 
 /** The IPv4 address a translator embedded in the last 32 bits of `address`, if it is in one of the /96 `prefixes`. */
 function embeddedIpv4(address: IpAddress, prefixes: readonly IpAddress[]): IpAddress | undefined {
-  for (const prefix of prefixes) {
-    if (address.w0 === prefix.w0 && address.w1 === prefix.w1 && address.w2 === prefix.w2) return IpAddress.v4(address.w3);
+  for (let i = 0; i < prefixes.length; i++) {
+    const prefix = prefixes[i] as IpAddress;
+    if (
+      address.g0 === prefix.g0 &&
+      address.g1 === prefix.g1 &&
+      address.g2 === prefix.g2 &&
+      address.g3 === prefix.g3 &&
+      address.g4 === prefix.g4 &&
+      address.g5 === prefix.g5
+    ) {
+      return IpAddress.v4(address.g6, address.g7);
+    }
   }
   return undefined;
 }
@@ -157,10 +174,12 @@ function embeddedIpv4(address: IpAddress, prefixes: readonly IpAddress[]): IpAdd
 /** The key of a client address under the configured prefixes. */
 function keyOf(address: IpAddress, config: IpKeyConfig): string {
   const v4 = address.family === 4 ? address : embeddedIpv4(address, config.nat64);
-  const keyed = v4 ?? address;
-  const prefix = v4 === undefined ? config.ipv6Prefix : config.ipv4Prefix;
-  const full = v4 === undefined ? 128 : 32;
-  return prefix === full ? `ip:${formatIpAddress(keyed)}` : `ip:${formatNetwork(keyed, prefix)}/${prefix}`;
+  if (v4 !== undefined) {
+    return config.ipv4Prefix === 32 ? `ip:${formatIpAddress(v4)}` : `ip:${formatNetwork(v4, config.ipv4Prefix)}${config.ipv4Suffix}`;
+  }
+  return config.ipv6Prefix === 128
+    ? `ip:${formatIpAddress(address)}`
+    : `ip:${formatNetwork(address, config.ipv6Prefix)}${config.ipv6Suffix}`;
 }
 
 function permissiveMessage(entries: readonly string[]): string {

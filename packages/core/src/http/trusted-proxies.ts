@@ -4,7 +4,7 @@
  * inside these ranges may tell us who its client was.
  */
 import { RateLimitConfigError } from '../errors.js';
-import { formatIpAddress, type IpAddress, networkAddress, parseIpAddress, v4Mask, v6WordMask } from './ip-address.js';
+import { addressWord, formatIpAddress, type IpAddress, networkAddress, parseIpAddress, wordMask } from './ip-address.js';
 
 /**
  * Named ranges. The same names and ranges as proxy-addr (Express's `trust proxy`) where they overlap;
@@ -109,30 +109,30 @@ export function compileTrustedProxies(option: unknown, path: string): TrustedPro
     if (range[1] === 0) permissive.push(entry);
     ranges.push(range);
   });
-  // Ranges as integer masks, split by family: a trust check is a few ANDs and compares per range.
+  // Ranges as 32-bit network and mask words, split by family: a trust check is a few ANDs per range.
   const v4: number[] = [];
   const v6: number[] = [];
   for (const [network, prefix] of ranges) {
-    if (network.family === 4) v4.push(network.w3, v4Mask(prefix));
-    else {
-      v6.push(network.w0, network.w1, network.w2, network.w3);
-      for (let word = 0; word < 4; word++) v6.push(v6WordMask(prefix, word));
-    }
+    if (network.family === 4) v4.push(addressWord(network, 3), wordMask(prefix + 96, 3));
+    else for (let k = 0; k < 4; k++) v6.push(addressWord(network, k), wordMask(prefix, k));
   }
   return Object.freeze({
     has(address: IpAddress): boolean {
       if (address.family === 4) {
-        const a = address.w3;
-        for (let i = 0; i < v4.length; i += 2) if ((a & (v4[i + 1] as number)) >>> 0 === v4[i]) return true;
+        const a = addressWord(address, 3);
+        for (let i = 0; i < v4.length; i += 2) if ((a & (v4[i + 1] as number)) === v4[i]) return true;
         return false;
       }
-      const { w0, w1, w2, w3 } = address;
+      const w0 = addressWord(address, 0);
+      const w1 = addressWord(address, 1);
+      const w2 = addressWord(address, 2);
+      const w3 = addressWord(address, 3);
       for (let i = 0; i < v6.length; i += 8) {
         if (
-          (w0 & (v6[i + 4] as number)) >>> 0 === v6[i] &&
-          (w1 & (v6[i + 5] as number)) >>> 0 === v6[i + 1] &&
-          (w2 & (v6[i + 6] as number)) >>> 0 === v6[i + 2] &&
-          (w3 & (v6[i + 7] as number)) >>> 0 === v6[i + 3]
+          (w0 & (v6[i + 1] as number)) === v6[i] &&
+          (w1 & (v6[i + 3] as number)) === v6[i + 2] &&
+          (w2 & (v6[i + 5] as number)) === v6[i + 4] &&
+          (w3 & (v6[i + 7] as number)) === v6[i + 6]
         ) {
           return true;
         }

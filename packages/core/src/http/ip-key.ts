@@ -9,7 +9,8 @@ import { createDiagnostics } from '../diagnostics.js';
 import { RateLimitConfigError } from '../errors.js';
 import { omitUndefined, rejectUnknownKeys } from '../options.js';
 import type { Logger } from '../types.js';
-import { resolveClientAddress } from './client-address.js';
+import { BoundedCache } from './bounded-cache.js';
+import { clientBehindProxy, ignoreForwarding, socketAddress } from './client-address.js';
 import type { ForwardingHeader } from './forwarded-header.js';
 import { formatIpAddress, formatNetwork, IpAddress, networkAddress, parseIpAddress } from './ip-address.js';
 import type { KeyFunction } from './request-view.js';
@@ -75,6 +76,9 @@ interface IpKeyConfig {
 }
 
 const PATH = 'keys.ip';
+
+/** How many socket address texts one `keys.ip()` function remembers the key of (about 100 bytes each). */
+export const SOCKET_KEYS_SIZE = 1024;
 
 function parsePrefix(value: unknown, name: string, min: number, max: number, why: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
@@ -205,9 +209,29 @@ export function ipKey(options: IpKeyOptions = {}): KeyFunction {
     createDiagnostics(options.logger).warn('WRN_RL_PERMISSIVE_TRUSTED_PROXIES', permissiveMessage(permissive));
     pendingWarning = false;
   }
+  // Keys of untrusted IPv6 socket addresses (IPv4-mapped included), by address text: a keep-alive
+  // connection presents the same text on every request, and a lookup costs a fraction of reading and
+  // printing an IPv6 address (a dotted quad is cheaper to read than to look up, so it is not kept).
+  // Only this step is remembered: the key of such a peer depends on nothing but its address text, while
+  // a trusted peer's depends on the headers.
+  const socketKeys = new BoundedCache<string>(SOCKET_KEYS_SIZE);
   return function ipKey(_request, view) {
     if (pendingWarning) view.diagnostics.warn('WRN_RL_PERMISSIVE_TRUSTED_PROXIES', permissiveMessage(permissive));
-    const address = resolveClientAddress(view, config);
-    return address === undefined ? undefined : keyOf(address, config);
+    const remote = view.remoteAddress;
+    const cacheable = typeof remote === 'string' && remote.indexOf(':') !== -1;
+    if (cacheable) {
+      const key = socketKeys.get(remote);
+      if (key !== undefined) {
+        ignoreForwarding(view, config, remote);
+        return key;
+      }
+    }
+    const socket = socketAddress(view);
+    if (socket === undefined) return undefined;
+    if (config.trustedProxies.has(socket)) return keyOf(clientBehindProxy(view, config, socket), config);
+    ignoreForwarding(view, config, socket);
+    const key = keyOf(socket, config);
+    if (cacheable) socketKeys.set(remote, key);
+    return key;
   };
 }

@@ -79,6 +79,7 @@ const PATH = 'keys.ip';
 
 /** How many socket address texts one `keys.ip()` function remembers the key of (about 100 bytes each). */
 export const SOCKET_KEYS_SIZE = 1024;
+const COLON = 0x3a;
 
 function parsePrefix(value: unknown, name: string, min: number, max: number, why: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
@@ -211,14 +212,15 @@ export function ipKey(options: IpKeyOptions = {}): KeyFunction {
   }
   // Keys of untrusted IPv6 socket addresses (IPv4-mapped included), by address text: a keep-alive
   // connection presents the same text on every request, and a lookup costs a fraction of reading and
-  // printing an IPv6 address (a dotted quad is cheaper to read than to look up, so it is not kept).
+  // printing an IPv6 address. Only texts that start with ':' or are longer than 15 characters are
+  // looked up: never a dotted quad, cheaper to read than to look up (short IPv6 texts are read).
   // Only this step is remembered: the key of such a peer depends on nothing but its address text, while
   // a trusted peer's depends on the headers.
   const socketKeys = new BoundedCache<string>(SOCKET_KEYS_SIZE);
   return function ipKey(_request, view) {
     if (pendingWarning) view.diagnostics.warn('WRN_RL_PERMISSIVE_TRUSTED_PROXIES', permissiveMessage(permissive));
     const remote = view.remoteAddress;
-    const cacheable = typeof remote === 'string' && remote.indexOf(':') !== -1;
+    const cacheable = typeof remote === 'string' && (remote.length > 15 || remote.charCodeAt(0) === COLON);
     if (cacheable) {
       const key = socketKeys.get(remote);
       if (key !== undefined) {

@@ -119,14 +119,14 @@ export function compileTrustedProxies(option: unknown, path: string): TrustedPro
   return Object.freeze({
     has(address: IpAddress): boolean {
       if (address.family === 4) {
-        const a = addressWord(address, 3);
+        const a = (address.g6 << 16) | address.g7;
         for (let i = 0; i < v4.length; i += 2) if ((a & (v4[i + 1] as number)) === v4[i]) return true;
         return false;
       }
-      const w0 = addressWord(address, 0);
-      const w1 = addressWord(address, 1);
-      const w2 = addressWord(address, 2);
-      const w3 = addressWord(address, 3);
+      const w0 = (address.g0 << 16) | address.g1;
+      const w1 = (address.g2 << 16) | address.g3;
+      const w2 = (address.g4 << 16) | address.g5;
+      const w3 = (address.g6 << 16) | address.g7;
       for (let i = 0; i < v6.length; i += 8) {
         if (
           (w0 & (v6[i + 1] as number)) === v6[i] &&

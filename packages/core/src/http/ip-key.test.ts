@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimitConfigError } from '../errors.js';
-import { type IpKeyOptions, ipKey, SOCKET_KEYS_SIZE } from './ip-key.js';
+import { type IpKeyOptions, ipKey, SOCKET_CACHE_SIZE } from './ip-key.js';
 import type { HeaderBag } from './request-view.js';
 import { recordingLogger, requestView, viewFactory } from './request-view-fixture.js';
 
@@ -171,7 +171,7 @@ describe('keys.ip(): a trust list that trusts everyone', () => {
   });
 });
 
-describe('keys.ip(): remembered keys of IPv6 socket addresses', () => {
+describe('keys.ip(): remembered IPv6 socket addresses', () => {
   it('gives a repeated socket address the same key as a first visit', () => {
     const key = ipKey({ trustedProxies: 'loopback', ipv6Prefix: 56 });
     const { view } = viewFactory();
@@ -192,7 +192,7 @@ describe('keys.ip(): remembered keys of IPv6 socket addresses', () => {
     expect(logger.warnings[0]).toMatch(/^WRN_RL_UNTRUSTED_FORWARDED_HEADER: A request from 2001:db8::1 carries the Forwarded header/);
   });
 
-  it('never remembers a trusted proxy: its client comes from the headers of each request', () => {
+  it("remembers a trusted proxy as an address, never as a key: its client comes from each request's headers", () => {
     const key = ipKey({ trustedProxies: 'loopback' });
     const { view } = viewFactory();
     for (const proxy of ['::1', '::ffff:127.0.0.1']) {
@@ -205,7 +205,7 @@ describe('keys.ip(): remembered keys of IPv6 socket addresses', () => {
   it('keeps keying correctly past its capacity', () => {
     const key = ipKey();
     const { view } = viewFactory();
-    const addresses = Array.from({ length: SOCKET_KEYS_SIZE * 2 + 7 }, (_, i) => `2001:db8:${(i + 1).toString(16)}:7:6:5:4:3`);
+    const addresses = Array.from({ length: SOCKET_CACHE_SIZE * 2 + 7 }, (_, i) => `2001:db8:${(i + 1).toString(16)}:7:6:5:4:3`);
     for (const round of [0, 1]) {
       for (const address of round === 0 ? addresses : addresses.toReversed()) {
         expect(key({}, view({ remoteAddress: address }))).toBe(`ip:${address.slice(0, -8)}::/64`);

@@ -77,8 +77,8 @@ interface IpKeyConfig {
 
 const PATH = 'keys.ip';
 
-/** How many socket address texts one `keys.ip()` function remembers the key of (about 100 bytes each). */
-export const SOCKET_KEYS_SIZE = 1024;
+/** How many socket address texts one `keys.ip()` function remembers (about 100 bytes each). */
+export const SOCKET_CACHE_SIZE = 1024;
 const COLON = 0x3a;
 
 function parsePrefix(value: unknown, name: string, min: number, max: number, why: string): number {
@@ -210,30 +210,34 @@ export function ipKey(options: IpKeyOptions = {}): KeyFunction {
     createDiagnostics(options.logger).warn('WRN_RL_PERMISSIVE_TRUSTED_PROXIES', permissiveMessage(permissive));
     pendingWarning = false;
   }
-  // Keys of untrusted IPv6 socket addresses (IPv4-mapped included), by address text: a keep-alive
-  // connection presents the same text on every request, and a lookup costs a fraction of reading and
-  // printing an IPv6 address. Only texts that start with ':' or are longer than 15 characters are
-  // looked up: never a dotted quad, cheaper to read than to look up (short IPv6 texts are read).
-  // Only this step is remembered: the key of such a peer depends on nothing but its address text, while
-  // a trusted peer's depends on the headers.
-  const socketKeys = new BoundedCache<string>(SOCKET_KEYS_SIZE);
+  // What an IPv6 socket address text (IPv4-mapped included) comes to, by text: a keep-alive connection
+  // presents the same text on every request, and a lookup costs a fraction of reading (and printing)
+  // an IPv6 address. For a peer that is not a trusted proxy, its key (which depends on nothing but the
+  // text); for a trusted proxy, its address, to walk the headers of each request from. Only texts that
+  // start with ':' or are longer than 15 characters are looked up: never a dotted quad, cheaper to
+  // read than to look up (short IPv6 texts are read).
+  const sockets = new BoundedCache<string | IpAddress>(SOCKET_CACHE_SIZE);
   return function ipKey(_request, view) {
     if (pendingWarning) view.diagnostics.warn('WRN_RL_PERMISSIVE_TRUSTED_PROXIES', permissiveMessage(permissive));
     const remote = view.remoteAddress;
-    const cacheable = typeof remote === 'string' && (remote.length > 15 || remote.charCodeAt(0) === COLON);
-    if (cacheable) {
-      const key = socketKeys.get(remote);
-      if (key !== undefined) {
-        ignoreForwarding(view, config, remote);
-        return key;
+    const text = typeof remote === 'string' && (remote.length > 15 || remote.charCodeAt(0) === COLON) ? remote : undefined;
+    if (text !== undefined) {
+      const known = sockets.get(text);
+      if (typeof known === 'string') {
+        ignoreForwarding(view, config, text);
+        return known;
       }
+      if (known !== undefined) return keyOf(clientBehindProxy(view, config, known), config);
     }
     const socket = socketAddress(view);
     if (socket === undefined) return undefined;
-    if (config.trustedProxies.has(socket)) return keyOf(clientBehindProxy(view, config, socket), config);
+    if (config.trustedProxies.has(socket)) {
+      if (text !== undefined) sockets.set(text, socket);
+      return keyOf(clientBehindProxy(view, config, socket), config);
+    }
     ignoreForwarding(view, config, socket);
     const key = keyOf(socket, config);
-    if (cacheable) socketKeys.set(remote, key);
+    if (text !== undefined) sockets.set(text, key);
     return key;
   };
 }

@@ -77,10 +77,17 @@ export function wordMask(prefix: number, k: number): number {
   return bits >= 32 ? -1 : bits <= 0 ? 0 : -1 << (32 - bits);
 }
 
-/** The mask of group `i` (0-7) of a `prefix`-bit network of 128 bits. */
+/** `GROUP_MASKS[prefix * 8 + i]`: the mask of group `i` (0-7) of a `prefix`-bit (0-128) network of 128 bits. */
+const GROUP_MASKS = new Uint16Array(129 * 8);
+for (let prefix = 0; prefix <= 128; prefix++) {
+  for (let i = 0; i < 8; i++) {
+    const bits = prefix - i * 16;
+    GROUP_MASKS[prefix * 8 + i] = bits >= 16 ? 0xffff : bits <= 0 ? 0 : 0xffff << (16 - bits);
+  }
+}
+
 function groupMask(prefix: number, i: number): number {
-  const bits = prefix - i * 16;
-  return bits >= 16 ? 0xffff : bits <= 0 ? 0 : (0xffff << (16 - bits)) & 0xffff;
+  return GROUP_MASKS[prefix * 8 + i] as number;
 }
 
 /** The network address of `address` under a `prefix`-bit mask (host bits zeroed). */
@@ -182,11 +189,16 @@ export function formatNetwork(address: IpAddress, prefix: number): string {
 const DOT = 0x2e;
 const COLON = 0x3a;
 
+/** `HEX_VALUE[code]`: the value of the hex digit with char code `code` (below 128), or -1. */
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let d = 0; d < 16; d++) {
+  HEX_VALUE[d.toString(16).charCodeAt(0)] = d;
+  HEX_VALUE[d.toString(16).toUpperCase().charCodeAt(0)] = d;
+}
+
 /** The value of hex digit `code`, or -1. */
 function hexDigit(code: number): number {
-  if (code >= 0x30 && code <= 0x39) return code - 0x30;
-  const lower = code | 0x20;
-  return lower >= 0x61 && lower <= 0x66 ? lower - 0x57 : -1;
+  return code < 128 ? (HEX_VALUE[code] as number) : -1;
 }
 
 /**

@@ -30,6 +30,9 @@ const XFF_BRACKETED = /^\[([^\]]*)\](?::([0-9]{1,5}))?$/;
 const XFF_IPV4_PORT = /^([0-9.]{7,15}):([0-9]{1,5})$/;
 const FWD_BRACKETED = /^\[([^\]]*)\](?::([0-9]{1,5}|_[A-Za-z0-9._-]+))?$/;
 const FWD_PLAIN = /^([^:[\]]*)(?::([0-9]{1,5}|_[A-Za-z0-9._-]+))?$/;
+const HAS_PORT_OR_BRACKET = /[:[\]]/;
+/** A quoted-pair of RFC 9110 section 5.6.4 (validated before it is replaced by the character it escapes). */
+const QUOTED_PAIR = /\\([\s\S])/g;
 
 /** tchar of RFC 9110 section 5.6.2: ALPHA, DIGIT and ``!#$%&'*+-.^_`|~``. */
 const TCHAR = new Uint8Array(128);
@@ -94,7 +97,8 @@ function xForwardedForAddress(node: string): string | undefined {
  */
 export function forwardedForNode(element: string): string | undefined {
   const n = element.length;
-  const seen = new Set<string>();
+  // Names seen so far, lower case; a short list beats a Set for the two or three pairs of an element.
+  const seen: string[] = [];
   let forValue: string | undefined;
   let i = 0;
   while (true) {
@@ -106,38 +110,42 @@ export function forwardedForNode(element: string): string | undefined {
     }
     const nameStart = i;
     while (i < n && isTchar(element.charCodeAt(i))) i++;
-    if (i === nameStart || element.charCodeAt(i) !== EQUALS) return undefined;
+    if (i === nameStart || i === n || element.charCodeAt(i) !== EQUALS) return undefined;
     const name = element.slice(nameStart, i).toLowerCase();
     i++;
     let value = '';
-    if (element.charCodeAt(i) === QUOTE) {
+    if (i < n && element.charCodeAt(i) === QUOTE) {
       i++;
+      const valueStart = i;
+      let escaped = false;
       let closed = false;
       while (i < n) {
         const c = element.charCodeAt(i);
         if (c === QUOTE) {
           closed = true;
-          i++;
           break;
         }
         if (c === BACKSLASH) {
+          escaped = true;
           i++;
           if (i === n || !isQuotable(element.charCodeAt(i))) return undefined;
         } else if (!isQuotable(c)) {
           return undefined;
         }
-        value += element[i];
         i++;
       }
       if (!closed) return undefined;
+      // Without escapes the value is the quoted text as is; with them, unescape it.
+      value = escaped ? element.slice(valueStart, i).replace(QUOTED_PAIR, '$1') : element.slice(valueStart, i);
+      i++;
     } else {
       const valueStart = i;
       while (i < n && isTchar(element.charCodeAt(i))) i++;
       if (i === valueStart) return undefined;
       value = element.slice(valueStart, i);
     }
-    if (seen.has(name)) return undefined;
-    seen.add(name);
+    if (seen.includes(name)) return undefined;
+    seen.push(name);
     if (name === 'for') forValue = value;
     while (i < n && isOws(element.charCodeAt(i))) i++;
     if (i === n) break;
@@ -145,6 +153,8 @@ export function forwardedForNode(element: string): string | undefined {
     i++;
   }
   if (forValue === undefined || forValue === '') return undefined;
+  // An address without port or brackets (a colon, a bracket) is the node as it is.
+  if (!HAS_PORT_OR_BRACKET.test(forValue)) return forValue;
   // FWD_PLAIN has no match for text with two colons: an unbracketed IPv6, which RFC 7239 forbids.
   return forValue.startsWith('[') || FWD_PLAIN.test(forValue) ? stripNode(forValue, FWD_BRACKETED, FWD_PLAIN) : undefined;
 }

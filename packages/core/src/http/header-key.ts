@@ -1,7 +1,8 @@
 /**
  * @module `keys.header(name)`: keys a request by a credential header (an API key). The value is never
  * stored: the key is `apikey:` plus its SHA-256, or its HMAC-SHA-256 under `secret`, so a dump of the
- * store or a log line does not leak usable keys, and every key has the same short length.
+ * store or a log line does not leak usable keys, and every key has the same short length. (The process
+ * keeps the keys of its most recent values in memory, so a client's repeated requests are hashed once.)
  */
 import { createHmac, createSecretKey } from 'node:crypto';
 import { RateLimitConfigError } from '../errors.js';
@@ -14,8 +15,8 @@ import type { KeyFunction } from './request-view.js';
 export interface HeaderKeyOptions {
   /**
    * HMAC-SHA-256 secret. With it, the stored key cannot be checked against guessed API keys by whoever
-   * reads the store. Keep it stable: changing it changes every key (all counters start over). Defaults to
-   * none: plain SHA-256.
+   * reads the store. Keep it stable: changing it changes every key (all counters start over). It is read
+   * once, when the key function is made. Defaults to none: plain SHA-256.
    */
   secret?: string | Uint8Array;
 }

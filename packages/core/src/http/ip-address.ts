@@ -52,11 +52,6 @@ export class IpAddress {
   }
 }
 
-/** Bit length of the address family: 32 or 128. */
-export function bitLength(address: IpAddress): 32 | 128 {
-  return address.family === 4 ? 32 : 128;
-}
-
 /** 32-bit word `k` (0-3) of `address` as a signed integer; an IPv4 address is word 3. */
 export function addressWord(address: IpAddress, k: number): number {
   switch (k) {
@@ -323,6 +318,7 @@ function fromGroups(g0: number, g1: number, g2: number, g3: number, g4: number, 
 function isMappedHead(text: string): boolean {
   return (
     text.length > 7 &&
+    text.charCodeAt(0) === COLON &&
     text.charCodeAt(1) === COLON &&
     (text.charCodeAt(2) | 0x20) === 0x66 &&
     (text.charCodeAt(3) | 0x20) === 0x66 &&

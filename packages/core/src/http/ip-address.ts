@@ -209,16 +209,27 @@ function scanDottedQuad(text: string, from: number, to: number): IpAddress | und
       if (i === to || text.charCodeAt(i) !== DOT) return undefined;
       i++;
     }
-    const start = i;
-    let n = 0;
-    while (i < to) {
-      const d = text.charCodeAt(i) - 0x30;
-      if (d < 0 || d > 9) break;
-      if (i - start === 3) return undefined; // a fourth digit
-      n = n * 10 + d;
-      i++;
+    // One to three digits, unrolled; a leading zero only as the whole octet.
+    if (i === to) return undefined;
+    let n = text.charCodeAt(i) - 0x30;
+    if (n < 0 || n > 9) return undefined;
+    i++;
+    if (i < to) {
+      const d1 = text.charCodeAt(i) - 0x30;
+      if (d1 >= 0 && d1 <= 9) {
+        if (n === 0) return undefined;
+        n = n * 10 + d1;
+        i++;
+        if (i < to) {
+          const d2 = text.charCodeAt(i) - 0x30;
+          if (d2 >= 0 && d2 <= 9) {
+            n = n * 10 + d2;
+            i++;
+            if (n > 255) return undefined; // a fourth digit fails as a missing dot or end
+          }
+        }
+      }
     }
-    if (i === start || n > 255 || (i - start > 1 && text.charCodeAt(start) === 0x30)) return undefined;
     if (octet < 2) hi = (hi << 8) | n;
     else lo = (lo << 8) | n;
   }

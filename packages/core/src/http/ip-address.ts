@@ -271,17 +271,20 @@ function scanIpv6(text: string): IpAddress | undefined {
   while (i < end) {
     const start = i;
     let group = 0;
-    let next = -1; // the character after the group; -1 at the end
-    while (i < end) {
+    let next = -1; // the character after the group (a fifth hex digit fails below); -1 at the end
+    while (true) {
       const c = text.charCodeAt(i);
       const digit = hexDigit(c);
       if (digit === -1) {
         next = c;
         break;
       }
-      if (i - start === 4) return undefined; // a fifth hex digit
       group = (group << 4) | digit;
-      i++;
+      if (++i === end) break;
+      if (i - start === 4) {
+        next = text.charCodeAt(i);
+        break;
+      }
     }
     if (i === start || count === 8) return undefined;
     if (next !== -1 && next !== COLON) {

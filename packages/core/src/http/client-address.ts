@@ -5,7 +5,7 @@
  * key, and a client behind our proxies can never make the proxy's own address the key by accident of
  * parsing (the entries our proxies append are read first).
  */
-import { type ForwardingHeader, hopsFromRight } from './forwarded-header.js';
+import { type ForwardingHeader, HopReader } from './forwarded-header.js';
 import { formatIpAddress, type IpAddress, parseIpAddress } from './ip-address.js';
 import { readHeader } from './read-header.js';
 import type { HeaderBag, RequestView } from './request-view.js';
@@ -23,11 +23,8 @@ function present(headers: HeaderBag, name: ForwardingHeader): boolean {
   return value !== undefined && value.trim() !== '';
 }
 
-/**
- * Resolves the client address of a request. Undefined only when the socket address is missing or not an
- * IP address (warned once). Never throws on header content.
- */
-export function resolveClientAddress(view: RequestView, config: ClientAddressConfig): IpAddress | undefined {
+/** The socket address of a request; undefined (warned once) when it is missing or not an IP address. */
+export function socketAddress(view: RequestView): IpAddress | undefined {
   const remote: unknown = view.remoteAddress;
   if (remote === undefined || remote === null) {
     view.diagnostics.warn(
@@ -44,26 +41,38 @@ export function resolveClientAddress(view: RequestView, config: ClientAddressCon
       'keys.ip() got a socket address that is not an IP address; such requests get no IP key. ' +
         "Check what the adapter passes as 'remoteAddress'.",
     );
-    return undefined;
   }
-  const { trustedProxies, header } = config;
+  return socket;
+}
+
+/**
+ * For a socket peer that is not a trusted proxy (the client itself): warns once when it sent a
+ * forwarding header, which is ignored. `peer` is its address, or the socket address text it was read
+ * from (then read again only to name it in the warning).
+ */
+export function ignoreForwarding(view: RequestView, config: ClientAddressConfig, peer: IpAddress | string): void {
+  const { header } = config;
   const other: ForwardingHeader = header === 'forwarded' ? 'x-forwarded-for' : 'forwarded';
-  if (!trustedProxies.has(socket)) {
-    const sent = present(view.headers, header) ? header : present(view.headers, other) ? other : undefined;
-    if (sent !== undefined) {
-      view.diagnostics.warn(
-        'WRN_RL_UNTRUSTED_FORWARDED_HEADER',
-        `A request from ${formatIpAddress(socket)} carries the ${HEADER_LABEL[sent]} header, but that peer is not in ` +
-          "keys.ip({ trustedProxies }), so the header is ignored and the peer's own address is the key. If this server " +
-          "runs behind a proxy or load balancer, list the proxy's addresses (e.g. trustedProxies: ['10.0.0.0/8'] or " +
-          "'private'); never trust everyone. If clients connect directly, this warning is expected: switch it off with " +
-          'validate: { WRN_RL_UNTRUSTED_FORWARDED_HEADER: false }.',
-      );
-    }
-    return socket;
-  }
+  const sent = present(view.headers, header) ? header : present(view.headers, other) ? other : undefined;
+  if (sent === undefined) return;
+  // A text here was read as an address before (it is only passed for a remembered socket address).
+  const address = typeof peer === 'string' ? (parseIpAddress(peer) as IpAddress) : peer;
+  view.diagnostics.warn(
+    'WRN_RL_UNTRUSTED_FORWARDED_HEADER',
+    `A request from ${formatIpAddress(address)} carries the ${HEADER_LABEL[sent]} header, but that peer is not in ` +
+      "keys.ip({ trustedProxies }), so the header is ignored and the peer's own address is the key. If this server " +
+      "runs behind a proxy or load balancer, list the proxy's addresses (e.g. trustedProxies: ['10.0.0.0/8'] or " +
+      "'private'); never trust everyone. If clients connect directly, this warning is expected: switch it off with " +
+      'validate: { WRN_RL_UNTRUSTED_FORWARDED_HEADER: false }.',
+  );
+}
+
+/** The client behind the trusted proxy `socket`: the walk of the forwarding header. */
+export function clientBehindProxy(view: RequestView, config: ClientAddressConfig, socket: IpAddress): IpAddress {
+  const { trustedProxies, header } = config;
   const value = readHeader(view.headers, header);
   if (value === undefined) {
+    const other: ForwardingHeader = header === 'forwarded' ? 'x-forwarded-for' : 'forwarded';
     if (present(view.headers, other)) {
       view.diagnostics.warn(
         'WRN_RL_IGNORED_FORWARDED_HEADER',
@@ -75,7 +84,8 @@ export function resolveClientAddress(view: RequestView, config: ClientAddressCon
     return socket;
   }
   let client = socket;
-  for (const hop of hopsFromRight(value, header)) {
+  const hops = new HopReader(value, header);
+  for (let hop = hops.next(); hop !== null; hop = hops.next()) {
     const address = hop === undefined ? undefined : parseIpAddress(hop);
     if (address === undefined) {
       view.diagnostics.warn(
@@ -90,4 +100,16 @@ export function resolveClientAddress(view: RequestView, config: ClientAddressCon
     if (!trustedProxies.has(address)) return address;
   }
   return client;
+}
+
+/**
+ * Resolves the client address of a request. Undefined only when the socket address is missing or not an
+ * IP address (warned once). Never throws on header content.
+ */
+export function resolveClientAddress(view: RequestView, config: ClientAddressConfig): IpAddress | undefined {
+  const socket = socketAddress(view);
+  if (socket === undefined) return undefined;
+  if (config.trustedProxies.has(socket)) return clientBehindProxy(view, config, socket);
+  ignoreForwarding(view, config, socket);
+  return socket;
 }

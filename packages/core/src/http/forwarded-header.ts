@@ -24,11 +24,15 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const SEMICOLON = 0x3b;
 const EQUALS = 0x3d;
+const BRACKET = 0x5b;
 
 const XFF_BRACKETED = /^\[([^\]]*)\](?::([0-9]{1,5}))?$/;
 const XFF_IPV4_PORT = /^([0-9.]{7,15}):([0-9]{1,5})$/;
 const FWD_BRACKETED = /^\[([^\]]*)\](?::([0-9]{1,5}|_[A-Za-z0-9._-]+))?$/;
 const FWD_PLAIN = /^([^:[\]]*)(?::([0-9]{1,5}|_[A-Za-z0-9._-]+))?$/;
+const HAS_PORT_OR_BRACKET = /[:[\]]/;
+/** A quoted-pair of RFC 9110 section 5.6.4 (validated before it is replaced by the character it escapes). */
+const QUOTED_PAIR = /\\([\s\S])/g;
 
 /** tchar of RFC 9110 section 5.6.2: ALPHA, DIGIT and ``!#$%&'*+-.^_`|~``. */
 const TCHAR = new Uint8Array(128);
@@ -74,7 +78,15 @@ function stripNode(node: string, bracketed: RegExp, withPort: RegExp): string | 
  */
 export function xForwardedForNode(entry: string): string | undefined {
   const node = trimOws(entry);
-  return node === '' ? undefined : stripNode(node, XFF_BRACKETED, XFF_IPV4_PORT);
+  return node === '' ? undefined : xForwardedForAddress(node);
+}
+
+/** `xForwardedForNode` of an entry already trimmed and not empty. */
+function xForwardedForAddress(node: string): string | undefined {
+  // XFF_IPV4_PORT needs exactly one colon: skip the regex for bare IPv4 (none) and IPv6 (two or more).
+  const colon = node.indexOf(':');
+  if (node.charCodeAt(0) !== BRACKET && (colon === -1 || colon !== node.lastIndexOf(':'))) return node;
+  return stripNode(node, XFF_BRACKETED, XFF_IPV4_PORT);
 }
 
 /**
@@ -85,7 +97,8 @@ export function xForwardedForNode(entry: string): string | undefined {
  */
 export function forwardedForNode(element: string): string | undefined {
   const n = element.length;
-  const seen = new Set<string>();
+  // Names seen so far, lower case; a short list beats a Set for the two or three pairs of an element.
+  const seen: string[] = [];
   let forValue: string | undefined;
   let i = 0;
   while (true) {
@@ -97,38 +110,42 @@ export function forwardedForNode(element: string): string | undefined {
     }
     const nameStart = i;
     while (i < n && isTchar(element.charCodeAt(i))) i++;
-    if (i === nameStart || element.charCodeAt(i) !== EQUALS) return undefined;
+    if (i === nameStart || i === n || element.charCodeAt(i) !== EQUALS) return undefined;
     const name = element.slice(nameStart, i).toLowerCase();
     i++;
     let value = '';
-    if (element.charCodeAt(i) === QUOTE) {
+    if (i < n && element.charCodeAt(i) === QUOTE) {
       i++;
+      const valueStart = i;
+      let escaped = false;
       let closed = false;
       while (i < n) {
         const c = element.charCodeAt(i);
         if (c === QUOTE) {
           closed = true;
-          i++;
           break;
         }
         if (c === BACKSLASH) {
+          escaped = true;
           i++;
           if (i === n || !isQuotable(element.charCodeAt(i))) return undefined;
         } else if (!isQuotable(c)) {
           return undefined;
         }
-        value += element[i];
         i++;
       }
       if (!closed) return undefined;
+      // Without escapes the value is the quoted text as is; with them, unescape it.
+      value = escaped ? element.slice(valueStart, i).replace(QUOTED_PAIR, '$1') : element.slice(valueStart, i);
+      i++;
     } else {
       const valueStart = i;
       while (i < n && isTchar(element.charCodeAt(i))) i++;
       if (i === valueStart) return undefined;
       value = element.slice(valueStart, i);
     }
-    if (seen.has(name)) return undefined;
-    seen.add(name);
+    if (seen.includes(name)) return undefined;
+    seen.push(name);
     if (name === 'for') forValue = value;
     while (i < n && isOws(element.charCodeAt(i))) i++;
     if (i === n) break;
@@ -136,6 +153,8 @@ export function forwardedForNode(element: string): string | undefined {
     i++;
   }
   if (forValue === undefined || forValue === '') return undefined;
+  // An address without port or brackets (a colon, a bracket) is the node as it is.
+  if (!HAS_PORT_OR_BRACKET.test(forValue)) return forValue;
   // FWD_PLAIN has no match for text with two colons: an unbracketed IPv6, which RFC 7239 forbids.
   return forValue.startsWith('[') || FWD_PLAIN.test(forValue) ? stripNode(forValue, FWD_BRACKETED, FWD_PLAIN) : undefined;
 }
@@ -148,14 +167,30 @@ function unescapedQuote(value: string, at: number, start: number): boolean {
 }
 
 /**
- * Yields the address text of each hop of `value`, rightmost (nearest) first; `undefined` marks a hop that
- * is not a usable address, after which nothing more is yielded. Commas inside `Forwarded` quoted strings
- * do not split elements.
+ * Reads the hops of `value` from the right, one per `next()` call: a loop over this costs a fraction of
+ * a generator, and the walk runs on every request behind a proxy. Commas inside `Forwarded` quoted
+ * strings do not split elements.
  */
-export function* hopsFromRight(value: string, format: ForwardingHeader): Generator<string | undefined, void, void> {
-  const start = Math.max(0, value.length - MAX_FORWARDING_HEADER_LENGTH);
-  let end = value.length;
-  while (true) {
+export class HopReader {
+  private readonly start: number;
+  private end: number;
+  private done = false;
+
+  constructor(
+    private readonly value: string,
+    private readonly format: ForwardingHeader,
+  ) {
+    this.start = Math.max(0, value.length - MAX_FORWARDING_HEADER_LENGTH);
+    this.end = value.length;
+  }
+
+  /**
+   * The address text of the next hop to the left (the rightmost, nearest, first); `undefined` for a hop
+   * that is not a usable address, after which there are no more; `null` when there are no more.
+   */
+  next(): string | undefined | null {
+    if (this.done) return null;
+    const { value, format, start, end } = this;
     let inQuote = false;
     let sep = end - 1;
     for (; sep >= start; sep--) {
@@ -165,13 +200,30 @@ export function* hopsFromRight(value: string, format: ForwardingHeader): Generat
     }
     const cut = sep < start && start > 0;
     if (cut || inQuote || end - sep - 1 > MAX_HOP_LENGTH) {
-      yield undefined;
-      return;
+      this.done = true;
+      return undefined;
     }
-    const entry = value.slice(sep + 1, end);
-    const node = format === 'forwarded' ? forwardedForNode(entry) : xForwardedForNode(entry);
-    yield node;
-    if (node === undefined || sep < start) return;
-    end = sep;
+    let node: string | undefined;
+    if (format === 'forwarded') node = forwardedForNode(value.slice(sep + 1, end));
+    else {
+      // Trim before slicing: one string per hop instead of two.
+      let from = sep + 1;
+      let to = end;
+      while (from < to && isOws(value.charCodeAt(from))) from++;
+      while (to > from && isOws(value.charCodeAt(to - 1))) to--;
+      node = from === to ? undefined : xForwardedForAddress(value.slice(from, to));
+    }
+    this.done = node === undefined || sep < start;
+    this.end = sep;
+    return node;
   }
+}
+
+/**
+ * Yields the address text of each hop of `value`, rightmost (nearest) first; `undefined` marks a hop that
+ * is not a usable address, after which nothing more is yielded. (`HopReader` as an iterable.)
+ */
+export function* hopsFromRight(value: string, format: ForwardingHeader): Generator<string | undefined, void, void> {
+  const reader = new HopReader(value, format);
+  for (let hop = reader.next(); hop !== null; hop = reader.next()) yield hop;
 }

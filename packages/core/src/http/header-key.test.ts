@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { RateLimitConfigError } from '../errors.js';
-import { headerKey } from './header-key.js';
+import { headerKey, MAX_RECENT_VALUE_LENGTH, RECENT_KEYS_SIZE } from './header-key.js';
 import type { HeaderBag } from './request-view.js';
 import { requestView } from './request-view-fixture.js';
 
@@ -94,5 +94,44 @@ describe('keys.header()', () => {
 
   it('treats secret: undefined as no secret', () => {
     expect(keyFor(headerKey('x-api-key', { secret: undefined }), { 'x-api-key': 'k' }).key).toBe(`apikey:${sha('k')}`);
+  });
+});
+
+describe('keys.header(): remembered keys of recent values', () => {
+  it('gives a repeated value the same key, hashed or HMAC-ed', () => {
+    for (const options of [{}, { secret: 's3cret' }]) {
+      const key = headerKey('x-api-key', options);
+      const first = keyFor(key, { 'x-api-key': 'sk_live_abc123' }).key;
+      expect(keyFor(key, { 'x-api-key': ' sk_live_abc123\t' }).key).toBe(first);
+      expect(keyFor(key, { 'x-api-key': 'sk_live_abc123' }).key).toBe(first);
+    }
+  });
+
+  it('never shares keys between secrets, whatever the order of requests', () => {
+    const [a, b, plain] = [headerKey('x-api-key', { secret: 'one' }), headerKey('x-api-key', { secret: 'two' }), headerKey('x-api-key')];
+    for (let i = 0; i < 3; i++) {
+      expect(keyFor(a, { 'x-api-key': 'k' }).key).toBe(`apikey:${createHmac('sha256', 'one').update('k').digest('base64url')}`);
+      expect(keyFor(b, { 'x-api-key': 'k' }).key).toBe(`apikey:${createHmac('sha256', 'two').update('k').digest('base64url')}`);
+      expect(keyFor(plain, { 'x-api-key': 'k' }).key).toBe(`apikey:${sha('k')}`);
+    }
+  });
+
+  it('keys long values and more values than it remembers correctly', () => {
+    const key = headerKey('x-api-key');
+    const long = 'k'.repeat(MAX_RECENT_VALUE_LENGTH + 1);
+    expect(keyFor(key, { 'x-api-key': long }).key).toBe(`apikey:${sha(long)}`);
+    expect(keyFor(key, { 'x-api-key': long }).key).toBe(`apikey:${sha(long)}`);
+    const values = Array.from({ length: RECENT_KEYS_SIZE + 5 }, (_, i) => `sk_${i}`);
+    for (const value of [...values, ...values.toReversed()]) {
+      expect(keyFor(key, { 'x-api-key': value }).key).toBe(`apikey:${sha(value)}`);
+    }
+  });
+
+  it('still refuses a value with unpaired surrogates after a well-formed one', () => {
+    const key = headerKey('x-api-key');
+    expect(keyFor(key, { 'x-api-key': 'ok' }).key).toBe(`apikey:${sha('ok')}`);
+    const { key: bad, warnings } = keyFor(key, { 'x-api-key': 'ok\uD800' });
+    expect(bad).toBeUndefined();
+    expect(warnings[0]).toMatch(/^WRN_RL_INVALID_KEY_ID: /);
   });
 });

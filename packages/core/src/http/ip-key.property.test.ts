@@ -16,7 +16,7 @@ import type { ForwardingHeader } from './forwarded-header.js';
 import { parseIpAddress } from './ip-address.js';
 import { type IpKeyOptions, ipKey } from './ip-key.js';
 import type { HeaderBag } from './request-view.js';
-import { requestView } from './request-view-fixture.js';
+import { requestView, viewFactory } from './request-view-fixture.js';
 
 const TRUSTED = ['loopback', '10.0.0.0/8', 'fd00::/8'];
 
@@ -310,6 +310,41 @@ describe('keys.ip() fuzz', () => {
           expect(parseIpAddress(text)).toBeDefined();
           if (bits !== undefined) expect(Number(bits)).toBeLessThan(text.includes(':') ? 128 : 32);
           if (key !== socketKey) expect(keysInside(value, prefixes).has(key)).toBe(true);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('keys.ip() remembers nothing that changes a result', () => {
+  it('one long-lived function keys and warns exactly as a fresh function per request', () => {
+    const request = fc.record({
+      socket: fc.integer({ min: 0, max: 5 }),
+      format: fc.constantFrom<ForwardingHeader>('x-forwarded-for', 'forwarded'),
+      entries: fc.array(entry('x-forwarded-for'), { maxLength: 3 }),
+      sent: fc.boolean(),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(
+          address.chain((a) => fc.constantFrom(...a.spellings)),
+          { minLength: 6, maxLength: 6 },
+        ),
+        fc.array(request, { minLength: 1, maxLength: 30 }),
+        (sockets, requests) => {
+          const options: IpKeyOptions = { trustedProxies: TRUSTED };
+          const longLived = ipKey(options);
+          const [a, b] = [viewFactory(), viewFactory()];
+          for (const r of requests) {
+            const remoteAddress = sockets[r.socket];
+            const value = r.entries
+              .map((e) => (r.format === 'forwarded' && e.kind === 'address' ? `for="${e.text.trim()}"` : e.text))
+              .join(',');
+            const headers: HeaderBag = r.sent ? { [r.format]: value } : {};
+            expect(longLived({}, a.view({ remoteAddress, headers }))).toBe(ipKey(options)({}, b.view({ remoteAddress, headers })));
+          }
+          expect(a.logger.warnings).toEqual(b.logger.warnings);
         },
       ),
       { numRuns: 300 },

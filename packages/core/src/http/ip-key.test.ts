@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimitConfigError } from '../errors.js';
-import { type IpKeyOptions, ipKey } from './ip-key.js';
+import { type IpKeyOptions, ipKey, SOCKET_CACHE_SIZE } from './ip-key.js';
 import type { HeaderBag } from './request-view.js';
 import { recordingLogger, requestView, viewFactory } from './request-view-fixture.js';
 
@@ -168,5 +168,48 @@ describe('keys.ip(): a trust list that trusts everyone', () => {
     key({}, view({ remoteAddress: '10.0.0.1', headers: { 'x-forwarded-for': '198.51.100.1' } }));
     expect(logger.warnings).toEqual([]);
     expect(requestLogger.warnings).toEqual([]);
+  });
+});
+
+describe('keys.ip(): remembered IPv6 socket addresses', () => {
+  it('gives a repeated socket address the same key as a first visit', () => {
+    const key = ipKey({ trustedProxies: 'loopback', ipv6Prefix: 56 });
+    const { view } = viewFactory();
+    for (const address of ['2001:db8:1:2ff::1', '::ffff:203.0.113.7', '64:ff9b::cb00:7107', '2001:DB8:1:2FF::1%eth0']) {
+      const first = key({}, view({ remoteAddress: address }));
+      expect(key({}, view({ remoteAddress: address }))).toBe(first);
+      expect(first).toBe(keyFor({ ipv6Prefix: 56 }, address));
+    }
+  });
+
+  it('still warns when a remembered peer sends a forwarding header, naming it canonically', () => {
+    const key = ipKey({ trustedProxies: 'loopback' });
+    const { view, logger } = viewFactory();
+    const address = '2001:DB8:0:0:0:0:0:0001';
+    expect(key({}, view({ remoteAddress: address }))).toBe('ip:2001:db8::/64');
+    expect(key({}, view({ remoteAddress: address, headers: { forwarded: 'for=198.51.100.1' } }))).toBe('ip:2001:db8::/64');
+    expect(logger.warnings).toHaveLength(1);
+    expect(logger.warnings[0]).toMatch(/^WRN_RL_UNTRUSTED_FORWARDED_HEADER: A request from 2001:db8::1 carries the Forwarded header/);
+  });
+
+  it("remembers a trusted proxy as an address, never as a key: its client comes from each request's headers", () => {
+    const key = ipKey({ trustedProxies: 'loopback' });
+    const { view } = viewFactory();
+    for (const proxy of ['::1', '::ffff:127.0.0.1']) {
+      expect(key({}, view({ remoteAddress: proxy, headers: { 'x-forwarded-for': '203.0.113.7' } }))).toBe('ip:203.0.113.7');
+      expect(key({}, view({ remoteAddress: proxy, headers: { 'x-forwarded-for': '203.0.113.8' } }))).toBe('ip:203.0.113.8');
+      expect(key({}, view({ remoteAddress: proxy }))).toBe(proxy === '::1' ? 'ip:::/64' : 'ip:127.0.0.1');
+    }
+  });
+
+  it('keeps keying correctly past its capacity', () => {
+    const key = ipKey();
+    const { view } = viewFactory();
+    const addresses = Array.from({ length: SOCKET_CACHE_SIZE * 2 + 7 }, (_, i) => `2001:db8:${(i + 1).toString(16)}:7:6:5:4:3`);
+    for (const round of [0, 1]) {
+      for (const address of round === 0 ? addresses : addresses.toReversed()) {
+        expect(key({}, view({ remoteAddress: address }))).toBe(`ip:${address.slice(0, -8)}::/64`);
+      }
+    }
   });
 });

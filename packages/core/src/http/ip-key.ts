@@ -5,14 +5,14 @@
  * /64, the smallest block one subscriber gets), and the key is canonical text: `ip:203.0.113.7`,
  * `ip:2001:db8:1:2::/64`.
  */
-import ipaddr from 'ipaddr.js';
 import { createDiagnostics } from '../diagnostics.js';
 import { RateLimitConfigError } from '../errors.js';
 import { omitUndefined, rejectUnknownKeys } from '../options.js';
 import type { Logger } from '../types.js';
-import { resolveClientAddress } from './client-address.js';
+import { BoundedCache } from './bounded-cache.js';
+import { clientBehindProxy, ignoreForwarding, socketAddress } from './client-address.js';
 import type { ForwardingHeader } from './forwarded-header.js';
-import { formatIpAddress, type IpAddress, networkAddress, parseIpAddress } from './ip-address.js';
+import { formatIpAddress, formatNetwork, IpAddress, networkAddress, parseIpAddress } from './ip-address.js';
 import type { KeyFunction } from './request-view.js';
 import { compileTrustedProxies, type TrustedProxies, type TrustedProxyPreset } from './trusted-proxies.js';
 
@@ -69,10 +69,17 @@ interface IpKeyConfig {
   readonly header: ForwardingHeader;
   readonly ipv4Prefix: number;
   readonly ipv6Prefix: number;
-  readonly nat64: readonly ipaddr.IPv6[];
+  readonly nat64: readonly IpAddress[];
+  /** `/<prefix>`, or '' for a whole address: precomputed, as the key is built on every request. */
+  readonly ipv4Suffix: string;
+  readonly ipv6Suffix: string;
 }
 
 const PATH = 'keys.ip';
+
+/** How many socket address texts one `keys.ip()` function remembers (about 100 bytes each). */
+export const SOCKET_CACHE_SIZE = 1024;
+const COLON = 0x3a;
 
 function parsePrefix(value: unknown, name: string, min: number, max: number, why: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
@@ -86,7 +93,7 @@ function parsePrefix(value: unknown, name: string, min: number, max: number, why
   return value;
 }
 
-function parseNat64(value: unknown): ipaddr.IPv6[] {
+function parseNat64(value: unknown): IpAddress[] {
   const path = `${PATH}.nat64Prefixes`;
   if (!Array.isArray(value)) {
     throw new RateLimitConfigError('ERR_RL_INVALID_NAT64_PREFIX', path, "must be an array of IPv6 /96 CIDRs like ['64:ff9b::/96']", value);
@@ -106,7 +113,7 @@ function parseNat64(value: unknown): ipaddr.IPv6[] {
         entry,
       );
     }
-    return address as ipaddr.IPv6;
+    return address;
   });
 }
 
@@ -138,30 +145,46 @@ function parseIpKeyOptions(input: IpKeyOptions): IpKeyConfig {
   if (options.logger !== undefined && !isLogger(options.logger)) {
     throw new RateLimitConfigError('ERR_RL_INVALID_LOGGER', `${PATH}.logger`, 'must have a warn() method', options.logger);
   }
+  const ipv4Prefix = parsePrefix(options.ipv4Prefix ?? 32, 'ipv4Prefix', 16, 32, 'shorter prefixes put whole providers in one bucket');
+  const ipv6Prefix = parsePrefix(options.ipv6Prefix ?? 64, 'ipv6Prefix', 32, 128, 'a /32 is a whole ISP; 48, 56 and 64 are typical');
   return Object.freeze({
     trustedProxies: compileTrustedProxies(options.trustedProxies, `${PATH}.trustedProxies`),
     header,
-    ipv4Prefix: parsePrefix(options.ipv4Prefix ?? 32, 'ipv4Prefix', 16, 32, 'shorter prefixes put whole providers in one bucket'),
-    ipv6Prefix: parsePrefix(options.ipv6Prefix ?? 64, 'ipv6Prefix', 32, 128, 'a /32 is a whole ISP; 48, 56 and 64 are typical'),
+    ipv4Prefix,
+    ipv6Prefix,
     nat64: Object.freeze(parseNat64(options.nat64Prefixes ?? ['64:ff9b::/96'])),
+    ipv4Suffix: ipv4Prefix === 32 ? '' : `/${ipv4Prefix}`,
+    ipv6Suffix: ipv6Prefix === 128 ? '' : `/${ipv6Prefix}`,
   });
 }
 
-/** The IPv4 address a translator embedded in the last 32 bits of `address`, if it is in one of `prefixes`. */
-function embeddedIpv4(address: ipaddr.IPv6, prefixes: readonly ipaddr.IPv6[]): IpAddress | undefined {
-  for (const prefix of prefixes) {
-    if (address.match(prefix, 96)) return ipaddr.fromByteArray(address.toByteArray().slice(12));
+/** The IPv4 address a translator embedded in the last 32 bits of `address`, if it is in one of the /96 `prefixes`. */
+function embeddedIpv4(address: IpAddress, prefixes: readonly IpAddress[]): IpAddress | undefined {
+  for (let i = 0; i < prefixes.length; i++) {
+    const prefix = prefixes[i] as IpAddress;
+    if (
+      address.g0 === prefix.g0 &&
+      address.g1 === prefix.g1 &&
+      address.g2 === prefix.g2 &&
+      address.g3 === prefix.g3 &&
+      address.g4 === prefix.g4 &&
+      address.g5 === prefix.g5
+    ) {
+      return IpAddress.v4(address.g6, address.g7);
+    }
   }
   return undefined;
 }
 
 /** The key of a client address under the configured prefixes. */
 function keyOf(address: IpAddress, config: IpKeyConfig): string {
-  const v4 = address.kind() === 'ipv4' ? address : embeddedIpv4(address as ipaddr.IPv6, config.nat64);
-  const keyed = v4 ?? address;
-  const prefix = v4 === undefined ? config.ipv6Prefix : config.ipv4Prefix;
-  const full = v4 === undefined ? 128 : 32;
-  return prefix === full ? `ip:${formatIpAddress(keyed)}` : `ip:${formatIpAddress(networkAddress(keyed, prefix))}/${prefix}`;
+  const v4 = address.family === 4 ? address : embeddedIpv4(address, config.nat64);
+  if (v4 !== undefined) {
+    return config.ipv4Prefix === 32 ? `ip:${formatIpAddress(v4)}` : `ip:${formatNetwork(v4, config.ipv4Prefix)}${config.ipv4Suffix}`;
+  }
+  return config.ipv6Prefix === 128
+    ? `ip:${formatIpAddress(address)}`
+    : `ip:${formatNetwork(address, config.ipv6Prefix)}${config.ipv6Suffix}`;
 }
 
 function permissiveMessage(entries: readonly string[]): string {
@@ -187,9 +210,34 @@ export function ipKey(options: IpKeyOptions = {}): KeyFunction {
     createDiagnostics(options.logger).warn('WRN_RL_PERMISSIVE_TRUSTED_PROXIES', permissiveMessage(permissive));
     pendingWarning = false;
   }
+  // What an IPv6 socket address text (IPv4-mapped included) comes to, by text: a keep-alive connection
+  // presents the same text on every request, and a lookup costs a fraction of reading (and printing)
+  // an IPv6 address. For a peer that is not a trusted proxy, its key (which depends on nothing but the
+  // text); for a trusted proxy, its address, to walk the headers of each request from. Only texts that
+  // start with ':' or are longer than 15 characters are looked up: never a dotted quad, cheaper to
+  // read than to look up (short IPv6 texts are read).
+  const sockets = new BoundedCache<string | IpAddress>(SOCKET_CACHE_SIZE);
   return function ipKey(_request, view) {
     if (pendingWarning) view.diagnostics.warn('WRN_RL_PERMISSIVE_TRUSTED_PROXIES', permissiveMessage(permissive));
-    const address = resolveClientAddress(view, config);
-    return address === undefined ? undefined : keyOf(address, config);
+    const remote = view.remoteAddress;
+    const text = typeof remote === 'string' && (remote.length > 15 || remote.charCodeAt(0) === COLON) ? remote : undefined;
+    if (text !== undefined) {
+      const known = sockets.get(text);
+      if (typeof known === 'string') {
+        ignoreForwarding(view, config, text);
+        return known;
+      }
+      if (known !== undefined) return keyOf(clientBehindProxy(view, config, known), config);
+    }
+    const socket = socketAddress(view);
+    if (socket === undefined) return undefined;
+    if (config.trustedProxies.has(socket)) {
+      if (text !== undefined) sockets.set(text, socket);
+      return keyOf(clientBehindProxy(view, config, socket), config);
+    }
+    ignoreForwarding(view, config, socket);
+    const key = keyOf(socket, config);
+    if (text !== undefined) sockets.set(text, key);
+    return key;
   };
 }

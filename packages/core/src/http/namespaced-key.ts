@@ -6,7 +6,7 @@
  * than `MAX_ID_LENGTH` becomes `namespace:#<sha256>`: `#` never appears in an encoded id, so a digest
  * can never equal a readable id. Nothing is ever truncated.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** Longest readable id; longer ones are replaced by their SHA-256 (43 base64url characters). */
 export const MAX_ID_LENGTH = 128;
@@ -23,9 +23,9 @@ export function isWellFormed(text: string): boolean {
   return !LONE_SURROGATE.test(text);
 }
 
-/** SHA-256 of the UTF-8 bytes of `text`, base64url. */
+/** SHA-256 of the UTF-8 bytes of `text`, base64url. (One-shot `hash()`: a third of `createHash()`'s cost.) */
 export function sha256(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('base64url');
+  return hash('sha256', text, 'base64url');
 }
 
 function percentEncode(id: string): string {

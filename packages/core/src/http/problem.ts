@@ -145,9 +145,9 @@ export function createProblemBodyWriter(
       const about = `,"policy":${JSON.stringify(p.name)},"limit":${p.limit},"windowSeconds":${w}`;
       const costHead = head('costExceedsCapacity') + open('This request costs ');
       const costTail = (cost: number) =>
-        close(
+        `${close(
           ` ${unitName(p.unit, cost)} but policy "${p.name}" can never hold more than ${p.capacity}; sending it again cannot succeed.`,
-        ) + `${about},"capacity":${p.capacity},"cost":`;
+        )}${about},"capacity":${p.capacity},"cost":`;
       const costOne = costTail(1);
       const costMany = costTail(2);
       return [

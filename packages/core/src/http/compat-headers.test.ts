@@ -15,7 +15,7 @@ async function run(mode: HeaderMode): Promise<Record<string, string>[]> {
   for (let i = 0; i < 3; i++) {
     const d = await limiter.check('ip:127.0.0.1');
     const h: HeaderPair[] = [];
-    writer?.write(d, !d.allowed, now, h);
+    writer?.write(d, !d.allowed, () => now, h);
     out.push(Object.fromEntries(h));
   }
   return out;

@@ -20,14 +20,14 @@ function bindingResult(decision: Decision): PolicyResult | undefined {
 
 export function createCompatWriter(mode: Exclude<HeaderMode, 'draft-11' | false>): HeaderWriter {
   return {
-    write(decision, exhausted, now, into: HeaderPair[]) {
+    write(decision, exhausted, clock, into: HeaderPair[]) {
       const b = bindingResult(decision);
       if (b === undefined) return;
       const limit = String(b.limit);
       const remaining = String(remainingUnits(b));
       const waiting = exhausted && !b.allowed;
       if (mode === 'legacy') {
-        const resetAt = now + (waiting ? Math.max(1000, b.retryAfterMs) : b.resetMs);
+        const resetAt = clock() + (waiting ? Math.max(1000, b.retryAfterMs) : b.resetMs);
         into.push(['X-RateLimit-Limit', limit], ['X-RateLimit-Remaining', remaining]);
         into.push(['X-RateLimit-Reset', String(Math.ceil(resetAt / 1000))]);
         return;

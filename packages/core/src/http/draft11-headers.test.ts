@@ -19,7 +19,7 @@ function setup(policies: PolicyOptions[], pk?: string) {
     async headers(key = 'ip:203.0.113.7', cost?: number): Promise<Record<string, string>> {
       const d = await limiter.check(key, cost === undefined ? undefined : { cost });
       const out: HeaderPair[] = [];
-      writer?.write(d, !d.allowed, now, out);
+      writer?.write(d, !d.allowed, () => now, out);
       return Object.fromEntries(out);
     },
   };

@@ -52,7 +52,7 @@ export function createDraft11Writer(policies: readonly PolicyDescription[], part
   const single = names.length === 1 ? (names[0] as string) : undefined;
 
   return {
-    write(decision: Decision, exhausted: boolean, _now: number, into: HeaderPair[]): void {
+    write(decision: Decision, exhausted: boolean, _clock: () => number, into: HeaderPair[]): void {
       let pk = '';
       if (partitionKey === undefined) {
         into.push([RATELIMIT_POLICY, policyField]);

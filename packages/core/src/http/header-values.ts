@@ -11,8 +11,9 @@ export interface HeaderWriter {
   /**
    * Appends the headers describing `decision` to `into`. `exhausted` (a 429) lists only the policies
    * that rejected the request, with their waits; otherwise every enforced policy with its state.
+   * `clock` is the limiter's, read only by formats that send a point in time (legacy's epoch reset).
    */
-  write(decision: Decision, exhausted: boolean, now: number, into: HeaderPair[]): void;
+  write(decision: Decision, exhausted: boolean, clock: () => number, into: HeaderPair[]): void;
 }
 
 /** `w`: the window in whole seconds, rounded up, at least 1 (draft-11 §3.1.3 forbids 0). */

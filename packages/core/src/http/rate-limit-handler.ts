@@ -131,7 +131,9 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
   async function replaceBody(plan: ResponsePlan, decision: Decision, request: Req, diagnostics: Diagnostics): Promise<ResponsePlan> {
     if (plan.problem === undefined || plan.status === undefined) return plan;
     const problem = extend(plan.problem, request, diagnostics);
-    const withProblem = problem === plan.problem ? plan : { ...plan, problem, body: JSON.stringify(problem) };
+    const { action, status, headers: planHeaders, delayMs } = plan;
+    const withProblem: ResponsePlan =
+      problem === plan.problem ? plan : { action, status, headers: planHeaders, problem, body: JSON.stringify(problem), delayMs };
     if (onLimited === undefined) return withProblem;
     try {
       const custom = await onLimited({ request, decision, status: plan.status, problem });
@@ -139,7 +141,14 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
       const isText = typeof custom.body === 'string';
       const contentType = custom.contentType ?? (isText ? 'text/plain; charset=utf-8' : 'application/json');
       const headers: HeaderPair[] = plan.headers.map((h) => (h[0] === 'Content-Type' ? ['Content-Type', contentType] : h));
-      return { ...withProblem, headers, body: isText ? (custom.body as string) : JSON.stringify(custom.body) };
+      return {
+        action,
+        status,
+        headers,
+        problem: withProblem.problem,
+        body: isText ? (custom.body as string) : JSON.stringify(custom.body),
+        delayMs,
+      };
     } catch (error) {
       diagnostics.warn('WRN_RL_HOOK_FAILED', `onLimited threw (${String(error)}); the default ${PROBLEM_CONTENT_TYPE} body was sent.`);
       return withProblem;
@@ -176,8 +185,10 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
       const pending = limiter.decide(key, cost === undefined ? undefined : { cost });
       const decision = isPromiseLike(pending) ? await pending : pending;
       report(decision, request, logger, diagnostics);
-      const plan = respond(decision, responseConfig, clock());
-      return { decision, plan: plan.action === 'reject' ? await replaceBody(plan, decision, request, diagnostics) : plan };
+      const plan = respond(decision, responseConfig, clock);
+      // The problem object is built only when a hook may change the body; the default body is already serialized.
+      const customized = plan.action === 'reject' && (extendProblem !== undefined || onLimited !== undefined);
+      return { decision, plan: customized ? await replaceBody(plan, decision, request, diagnostics) : plan };
     },
     checkTrustProxy(setting, permissive, logger) {
       if (!permissive) return;

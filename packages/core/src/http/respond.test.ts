@@ -21,7 +21,7 @@ function setup(policies: PolicyOptions[], mode: 'enforce' | 'shadow' = 'enforce'
     },
     async plan(cost?: number) {
       const d: Decision = await limiter.check('k', cost === undefined ? undefined : { cost });
-      return { d, plan: respond(d, config, now) };
+      return { d, plan: respond(d, config, () => now) };
     },
   };
 }
@@ -99,7 +99,7 @@ describe('respond', () => {
         units: new Map(),
         problemBody: createProblemBodyWriter([], PROBLEM_TYPES),
       },
-      0,
+      () => 0,
     );
     expect(plan.status).toBe(503);
     expect(Object.fromEntries(plan.headers)).toEqual({

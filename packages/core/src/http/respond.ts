@@ -66,28 +66,48 @@ function kindOf(decision: Decision): ProblemKind {
   return 'limited';
 }
 
-/** Plans the response to `decision`. `now` is the limiter's clock (for epoch-based legacy headers). */
-export function respond(decision: Decision, config: ResponseConfig, now: number): ResponsePlan {
+/** Plans the response to `decision`. `clock` is the limiter's (read only for epoch-based legacy headers). */
+export function respond(decision: Decision, config: ResponseConfig, clock: () => number): ResponsePlan {
   if (config.mode === 'shadow') return PASS_SILENT;
   const headers: HeaderPair[] = [];
   // A degraded decision was answered without the store (onStoreError): its numbers describe no real quota.
   const writer = decision.degraded ? undefined : config.headers;
   if (decision.allowed) {
-    writer?.write(decision, false, now, headers);
+    writer?.write(decision, false, clock, headers);
     return { action: 'pass', status: undefined, headers, problem: undefined, body: undefined, delayMs: decision.delayMs };
   }
   const kind = kindOf(decision);
   const retryAfter = kind === 'costExceedsCapacity' ? undefined : retryAfterSeconds(decision.retryAfterMs);
-  if (kind !== 'unavailable') writer?.write(decision, kind === 'limited', now, headers);
+  if (kind !== 'unavailable') writer?.write(decision, kind === 'limited', clock, headers);
   if (retryAfter !== undefined) headers.push(['Retry-After', String(retryAfter)]);
   headers.push(['Cache-Control', 'no-store'], ['Content-Type', PROBLEM_CONTENT_TYPE]);
-  const problem = buildProblem(kind, decision, retryAfter, config.problemTypes[kind], config.units);
-  return {
-    action: 'reject',
-    status: PROBLEM_STATUS[kind],
-    headers,
-    problem,
-    body: config.problemBody(kind, decision, retryAfter),
-    delayMs: 0,
-  };
+  return new Rejection(kind, decision, retryAfter, config, headers);
+}
+
+/**
+ * A rejection plan. Its body is serialized from precomputed pieces; the problem object itself is built
+ * only if read (by `problem.extend` or `onLimited`, or a custom adapter), which most 429s never are.
+ */
+class Rejection implements ResponsePlan {
+  readonly action = 'reject';
+  readonly status: number;
+  readonly body: string;
+  readonly delayMs = 0;
+  #problem: ProblemDetails | undefined;
+
+  constructor(
+    private readonly kind: ProblemKind,
+    private readonly decision: Decision,
+    private readonly retryAfter: number | undefined,
+    private readonly config: ResponseConfig,
+    readonly headers: HeaderPair[],
+  ) {
+    this.status = PROBLEM_STATUS[kind];
+    this.body = config.problemBody(kind, decision, retryAfter);
+  }
+
+  get problem(): ProblemDetails {
+    this.#problem ??= buildProblem(this.kind, this.decision, this.retryAfter, this.config.problemTypes[this.kind], this.config.units);
+    return this.#problem;
+  }
 }

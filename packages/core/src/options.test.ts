@@ -26,7 +26,7 @@ const cases: { name: string; options: unknown; code: string; option: string; fix
     options: null,
     code: 'ERR_RL_INVALID_OPTIONS',
     option: 'options',
-    fix: /must be an object like \{ policies: \[\{ limit: 100, windowMs: 60_000 \}\] \}/,
+    fix: /must be an options object like \{ policies: \[\{ limit: 100, windowMs: 60_000 \}\] \}/,
   },
   { name: 'policies missing', options: {}, code: 'ERR_RL_NO_POLICIES', option: 'policies', fix: /is required, e\.g\. policies: \[/ },
   {
@@ -75,14 +75,14 @@ const cases: { name: string; options: unknown; code: string; option: string; fix
     options: { policies: policy, shadow: null },
     code: 'ERR_RL_INVALID_SHADOW',
     option: 'shadow',
-    fix: /must be an object like \{ policies: \[/,
+    fix: /must be an options object like \{ policies: \[/,
   },
   {
     name: 'shadow without policies',
     options: { policies: policy, shadow: {} },
     code: 'ERR_RL_INVALID_SHADOW',
     option: 'shadow',
-    fix: /must be an object like/,
+    fix: /must be an options object like/,
   },
   {
     name: 'shadow with no policies',

@@ -6,6 +6,7 @@
 import { monotonicClock } from './clock.js';
 import { RateLimitConfigError } from './errors.js';
 import { MILLI, toMilli } from './internal/fixed-point.js';
+import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from './internal/read-options.js';
 import { type CompiledPolicy, compilePolicy, isBucket } from './policy.js';
 import { MemoryStore } from './stores/memory-store.js';
 import type { Store } from './stores/store.js';
@@ -88,7 +89,6 @@ export interface LimiterConfig {
   readonly breaker: Readonly<Required<BreakerOptions>> | false;
 }
 
-type KeysEnum<T> = { [P in keyof Required<T>]: true };
 const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
   policies: true,
   shadow: true,
@@ -102,27 +102,6 @@ const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
   localShare: true,
   breaker: true,
 };
-
-/** Drops keys whose value is undefined: passing undefined means "not passed". */
-export function omitUndefined<T extends object>(options: T): T {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(options)) if (v !== undefined) out[k] = v;
-  return out as T;
-}
-
-/** Checks that `options` only has keys listed in `known`, naming the first stranger. */
-export function rejectUnknownKeys(options: object, known: object, path: string): void {
-  for (const key of Object.keys(options)) {
-    if (!Object.hasOwn(known, key)) {
-      throw new RateLimitConfigError(
-        'ERR_RL_UNKNOWN_OPTION',
-        path === '' ? key : `${path}.${key}`,
-        `is not an option (valid: ${Object.keys(known).join(', ')})`,
-        (options as Record<string, unknown>)[key],
-      );
-    }
-  }
-}
 
 function compileList(list: unknown, path: string, shadow: boolean): CompiledPolicy[] {
   const items = Array.isArray(list) ? list : [list];
@@ -163,16 +142,7 @@ function isStore(value: unknown): value is Store {
 
 /** Validates limiter options and resolves defaults. Throws `RateLimitConfigError` naming the option. */
 export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
-  if (input === null || typeof input !== 'object') {
-    throw new RateLimitConfigError(
-      'ERR_RL_INVALID_OPTIONS',
-      'options',
-      'must be an object like { policies: [{ limit: 100, windowMs: 60_000 }] }',
-      input,
-    );
-  }
-  const options = omitUndefined(input);
-  rejectUnknownKeys(options, LIMITER_KEYS, '');
+  const options = readOptions(input, LIMITER_KEYS, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }');
   if (options.policies === undefined) {
     throw new RateLimitConfigError(
       'ERR_RL_NO_POLICIES',
@@ -301,8 +271,12 @@ function parseBreaker(input: BreakerOptions | false | undefined): Readonly<Requi
   if (input !== undefined && (input === null || typeof input !== 'object')) {
     throw new RateLimitConfigError('ERR_RL_INVALID_BREAKER', 'breaker', 'must be false or { failureThreshold, cooldownMs }', input);
   }
-  const options = omitUndefined(input ?? {});
-  rejectUnknownKeys(options, { failureThreshold: true, cooldownMs: true }, 'breaker');
+  const options = readOptions(
+    input ?? {},
+    { failureThreshold: true, cooldownMs: true },
+    'breaker',
+    '{ failureThreshold: 5, cooldownMs: 2_000 }',
+  );
   const { failureThreshold = 5, cooldownMs = 2_000 } = options;
   if (!Number.isSafeInteger(failureThreshold) || failureThreshold < 1) {
     throw new RateLimitConfigError('ERR_RL_INVALID_BREAKER', 'breaker.failureThreshold', 'must be a positive integer', failureThreshold);

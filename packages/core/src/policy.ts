@@ -6,6 +6,7 @@ import { algorithms } from './algorithms/index.js';
 import type { AlgorithmKernel } from './algorithms/kernel.js';
 import { RateLimitConfigError } from './errors.js';
 import { gcd, MILLI } from './internal/fixed-point.js';
+import type { KeysEnum } from './internal/read-options.js';
 import type { AlgorithmId, PolicyOptions, QuotaUnit } from './types.js';
 
 /** A policy ready for the algorithms: validated options plus fixed-point parameters. */
@@ -49,7 +50,6 @@ export function isBucket(algorithm: AlgorithmId): boolean {
 const UNITS: readonly QuotaUnit[] = ['requests', 'content-bytes', 'concurrent-requests'];
 const NAME_PATTERN = /^[\x21-\x7e](?:[\x20-\x7e]{0,62}[\x21-\x7e])?$/;
 
-type KeysEnum<T> = { [P in keyof Required<T>]: true };
 const POLICY_KEYS: KeysEnum<PolicyOptions> = {
   name: true,
   algorithm: true,

@@ -6,7 +6,7 @@
  */
 import { createHmac, createSecretKey } from 'node:crypto';
 import { RateLimitConfigError } from '../errors.js';
-import { omitUndefined, rejectUnknownKeys } from '../options.js';
+import { readOptions } from '../internal/read-options.js';
 import { BoundedCache } from './bounded-cache.js';
 import { isWellFormed, sha256 } from './namespaced-key.js';
 import { readHeader } from './read-header.js';
@@ -45,11 +45,7 @@ export function headerKey(name: string, options: HeaderKeyOptions = {}): KeyFunc
   if (typeof name !== 'string' || !TOKEN.test(name)) {
     throw new RateLimitConfigError('ERR_RL_INVALID_HEADER_NAME', 'keys.header(name)', "must be a header name like 'x-api-key'", name);
   }
-  if (options === null || typeof options !== 'object') {
-    throw new RateLimitConfigError('ERR_RL_INVALID_OPTIONS', 'keys.header', 'takes an options object like { secret }', options);
-  }
-  const parsed = omitUndefined(options);
-  rejectUnknownKeys(parsed, HEADER_KEY_OPTIONS, 'keys.header');
+  const parsed = readOptions(options, HEADER_KEY_OPTIONS, 'keys.header', '{ secret }');
   const { secret } = parsed;
   const validSecret =
     secret === undefined || (typeof secret === 'string' && secret !== '') || (secret instanceof Uint8Array && secret.byteLength > 0);

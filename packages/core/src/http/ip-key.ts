@@ -7,7 +7,7 @@
  */
 import { createDiagnostics } from '../diagnostics.js';
 import { RateLimitConfigError } from '../errors.js';
-import { omitUndefined, rejectUnknownKeys } from '../options.js';
+import { type KeysEnum, readOptions } from '../internal/read-options.js';
 import type { Logger } from '../types.js';
 import { BoundedCache } from './bounded-cache.js';
 import { clientBehindProxy, ignoreForwarding, socketAddress } from './client-address.js';
@@ -53,7 +53,6 @@ export interface IpKeyOptions {
   logger?: Logger;
 }
 
-type KeysEnum<T> = { [P in keyof Required<T>]: true };
 const IP_KEY_OPTIONS: KeysEnum<IpKeyOptions> = {
   trustedProxies: true,
   ipv6Prefix: true,
@@ -123,16 +122,7 @@ function isLogger(value: unknown): value is Logger {
 }
 
 function parseIpKeyOptions(input: IpKeyOptions): IpKeyConfig {
-  if (input === null || typeof input !== 'object') {
-    throw new RateLimitConfigError(
-      'ERR_RL_INVALID_OPTIONS',
-      PATH,
-      "takes an options object like { trustedProxies: ['10.0.0.0/8'] }",
-      input,
-    );
-  }
-  const options = omitUndefined(input);
-  rejectUnknownKeys(options, IP_KEY_OPTIONS, PATH);
+  const options = readOptions(input, IP_KEY_OPTIONS, PATH, "{ trustedProxies: ['10.0.0.0/8'] }");
   const header = options.header ?? 'x-forwarded-for';
   if (header !== 'x-forwarded-for' && header !== 'forwarded') {
     throw new RateLimitConfigError(

@@ -7,7 +7,8 @@
 import { monotonicClock } from '../clock.js';
 import { isWarningCode, type ValidateOption, WARNING_CODES } from '../diagnostics.js';
 import { RateLimitConfigError } from '../errors.js';
-import { type LimiterOptions, omitUndefined, rejectUnknownKeys } from '../options.js';
+import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from '../internal/read-options.js';
+import type { LimiterOptions } from '../options.js';
 import type { Clock, Decision, Logger } from '../types.js';
 import { HEADER_MODES, type HeaderMode } from './header-writer.js';
 import { keys } from './keys.js';
@@ -112,7 +113,6 @@ export interface RateLimitConfig<Req = any> {
   readonly adapterOptions: Readonly<Record<string, unknown>>;
 }
 
-type KeysEnum<T> = { [P in keyof Required<T>]: true };
 /** The limiter's own options, passed through to `createLimiter` (which validates them). */
 const LIMITER_KEYS: KeysEnum<Omit<LimiterOptions, 'cost'>> = {
   policies: true,
@@ -174,18 +174,10 @@ function parseProblemTypes(problem: ProblemOptions): Readonly<Record<ProblemKind
  * `adapterOptions` for the adapter to check). Throws `RateLimitConfigError` naming the option.
  */
 export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapterKeys: readonly string[] = []): RateLimitConfig<Req> {
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
-    throw new RateLimitConfigError(
-      'ERR_RL_INVALID_OPTIONS',
-      'options',
-      'must be an object like { policies: [{ limit: 100, windowMs: 60_000 }] }',
-      input,
-    );
-  }
-  const options = omitUndefined(input) as RateLimitOptions<Req> & Record<string, unknown>;
   const known: Record<string, true> = { ...KEYS };
   for (const k of adapterKeys) known[k] = true;
-  rejectUnknownKeys(options, known, '');
+  const options = readOptions(input, known, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }') as RateLimitOptions<Req> &
+    Record<string, unknown>;
   const adapterOptions: Record<string, unknown> = {};
   for (const k of adapterKeys) if (options[k] !== undefined) adapterOptions[k] = options[k];
 

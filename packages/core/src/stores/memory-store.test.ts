@@ -69,7 +69,7 @@ describe('options', () => {
       option: 'maxKey',
       fix: /is not an option \(valid: maxKeys, sweepIntervalMs, sweepBatch\)/,
     },
-    { options: 1000, code: 'ERR_RL_INVALID_OPTIONS', option: 'options', fix: /must be an object like \{ maxKeys: 100_000 \}/ },
+    { options: 1000, code: 'ERR_RL_INVALID_OPTIONS', option: 'options', fix: /must be an options object like \{ maxKeys: 100_000 \}/ },
     { options: null, code: 'ERR_RL_INVALID_OPTIONS', option: 'options', fix: /must be an object/ },
   ])('$code at $option', ({ options, code, option, fix }) => {
     const error = configError(options);

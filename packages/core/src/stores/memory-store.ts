@@ -9,6 +9,7 @@
 import type { AlgorithmKernel, LogRing, Outcome, StateTable } from '../algorithms/kernel.js';
 import { createOutcome } from '../algorithms/kernel.js';
 import { RateLimitConfigError } from '../errors.js';
+import { type KeysEnum, readOptions } from '../internal/read-options.js';
 import type { CompiledPolicy } from '../policy.js';
 import {
   F_ALLOWED,
@@ -39,7 +40,7 @@ export interface MemoryStoreOptions {
 const INITIAL_SLOTS = 64;
 
 /** Every option, so a typo (`maxKey`) is an error instead of a silent default. */
-const STORE_KEYS: { [K in keyof Required<MemoryStoreOptions>]: true } = { maxKeys: true, sweepIntervalMs: true, sweepBatch: true };
+const STORE_KEYS: KeysEnum<MemoryStoreOptions> = { maxKeys: true, sweepIntervalMs: true, sweepBatch: true };
 
 /**
  * The rows of one policy. Slot 0 is scratch, used to evaluate keys that have no row yet. A row holds the
@@ -187,20 +188,11 @@ export class MemoryStore implements Store {
   purged = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
-    if (options === null || typeof options !== 'object') {
-      throw new RateLimitConfigError('ERR_RL_INVALID_OPTIONS', 'options', 'must be an object like { maxKeys: 100_000 }', options);
-    }
-    for (const key of Object.keys(options)) {
-      if (!Object.hasOwn(STORE_KEYS, key)) {
-        throw new RateLimitConfigError(
-          'ERR_RL_UNKNOWN_OPTION',
-          key,
-          `is not an option (valid: ${Object.keys(STORE_KEYS).join(', ')})`,
-          (options as Record<string, unknown>)[key],
-        );
-      }
-    }
-    const { maxKeys = 1_000_000, sweepIntervalMs = 10_000, sweepBatch = 50_000 } = options;
+    const {
+      maxKeys = 1_000_000,
+      sweepIntervalMs = 10_000,
+      sweepBatch = 50_000,
+    } = readOptions(options, STORE_KEYS, 'options', '{ maxKeys: 100_000 }');
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
       throw new RateLimitConfigError('ERR_RL_INVALID_MAX_KEYS', 'maxKeys', 'must be a positive integer', maxKeys);
     }

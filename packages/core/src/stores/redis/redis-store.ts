@@ -11,7 +11,7 @@
  * to send the script itself again when Redis answers NOSCRIPT.
  */
 import { RateLimitConfigError } from '../../errors.js';
-import { omitUndefined, rejectUnknownKeys } from '../../options.js';
+import { readOptions } from '../../internal/read-options.js';
 import type { CompiledPolicy } from '../../policy.js';
 import { RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../store.js';
 import { evalScript } from './eval-script.js';
@@ -67,16 +67,7 @@ export class RedisStore implements Store {
   };
 
   constructor(options: RedisStoreOptions) {
-    if (options === null || typeof options !== 'object') {
-      throw new RateLimitConfigError(
-        'ERR_RL_INVALID_OPTIONS',
-        'options',
-        'must be an object like { client: new Redis() } (RedisStore options)',
-        options,
-      );
-    }
-    const o = omitUndefined(options);
-    rejectUnknownKeys(o, OPTION_KEYS, '');
+    const o = readOptions(options, OPTION_KEYS, 'options', '{ client: new Redis() } (RedisStore options)');
     if (!isRedisClientLike(o.client)) {
       throw new RateLimitConfigError(
         'ERR_RL_INVALID_CLIENT',

@@ -1,0 +1,44 @@
+/**
+ * @module Reading an options object the same way everywhere: it must be a plain object, undefined
+ * values count as absent (ERL's rule: passing undefined equals not passing), and an unknown key is an
+ * error that lists the valid ones, so a typo never falls back to a default in silence.
+ */
+import { RateLimitConfigError } from '../errors.js';
+
+/** Every key of `T` mapped to true: the compiler keeps a list of known options complete. */
+export type KeysEnum<T> = { [P in keyof Required<T>]: true };
+
+/** Drops keys whose value is undefined: passing undefined means "not passed". */
+export function omitUndefined<T extends object>(options: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(options)) if (v !== undefined) out[k] = v;
+  return out as T;
+}
+
+/** Checks that `options` only has keys listed in `known`, naming the first stranger by its path. */
+export function rejectUnknownKeys(options: object, known: object, path: string): void {
+  for (const key of Object.keys(options)) {
+    if (!Object.hasOwn(known, key)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_UNKNOWN_OPTION',
+        path === '' ? key : `${path}.${key}`,
+        `is not an option (valid: ${Object.keys(known).join(', ')})`,
+        (options as Record<string, unknown>)[key],
+      );
+    }
+  }
+}
+
+/**
+ * `input` as an options object with only `known` keys and no undefined values. `path` names it in
+ * errors (`'options'` for a top-level options argument, whose keys are then named bare) and `example`
+ * shows a valid one.
+ */
+export function readOptions<T extends object>(input: T, known: object, path: string, example: string): T {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTIONS', path, `must be an options object like ${example}`, input);
+  }
+  const options = omitUndefined(input);
+  rejectUnknownKeys(options, known, path === 'options' ? '' : path);
+  return options;
+}

@@ -75,14 +75,14 @@ const cases: { name: string; options: unknown; code: string; option: string; fix
     options: { policies: policy, shadow: null },
     code: 'ERR_RL_INVALID_SHADOW',
     option: 'shadow',
-    fix: /must be an options object like \{ policies: \[/,
+    fix: /must be an object like \{ policies: \[/,
   },
   {
     name: 'shadow without policies',
     options: { policies: policy, shadow: {} },
     code: 'ERR_RL_INVALID_SHADOW',
     option: 'shadow',
-    fix: /must be an options object like/,
+    fix: /must be an object like/,
   },
   {
     name: 'shadow with no policies',

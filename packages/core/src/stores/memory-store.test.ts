@@ -70,7 +70,7 @@ describe('options', () => {
       fix: /is not an option \(valid: maxKeys, sweepIntervalMs, sweepBatch\)/,
     },
     { options: 1000, code: 'ERR_RL_INVALID_OPTIONS', option: 'options', fix: /must be an options object like \{ maxKeys: 100_000 \}/ },
-    { options: null, code: 'ERR_RL_INVALID_OPTIONS', option: 'options', fix: /must be an object/ },
+    { options: null, code: 'ERR_RL_INVALID_OPTIONS', option: 'options', fix: /must be an options object/ },
   ])('$code at $option', ({ options, code, option, fix }) => {
     const error = configError(options);
     expect(error).toMatchObject({ code, option });

@@ -7,7 +7,9 @@ import type { Logger } from './types.js';
 /** A store whose behaviour the test switches: healthy (a real MemoryStore), throwing, rejecting or hanging. */
 class FlakyStore implements Store {
   readonly kind = 'flaky';
-  mode: 'ok' | 'throw' | 'reject' | 'hang' | 'late-reject' = 'ok';
+  mode: 'ok' | 'throw' | 'reject' | 'hang' | 'late-reject' | 'slow' = 'ok';
+  /** 'slow': answers this many ms after the call, from a timer. */
+  delayMs = 0;
   calls = 0;
   private readonly inner = new MemoryStore({ sweepIntervalMs: 0 });
   pending: Array<(error: Error) => void> = [];
@@ -25,6 +27,12 @@ class FlakyStore implements Store {
         return new Promise<StoreResult>(() => {});
       case 'late-reject':
         return new Promise<StoreResult>((_, reject) => this.pending.push(reject));
+      case 'slow': {
+        const result = Float64Array.from(this.inner.apply(key, plan, cost, now));
+        // Scheduled from a microtask, so after the limiter's own timer: the reply lands in the same
+        // timers phase as the deadline, just after it.
+        return new Promise<StoreResult>((resolve) => queueMicrotask(() => setTimeout(() => resolve(result), this.delayMs)));
+      }
     }
   }
 
@@ -122,8 +130,27 @@ describe('failure mode', () => {
     await vi.advanceTimersByTimeAsync(29);
     expect(errors).toHaveLength(0);
     await vi.advanceTimersByTimeAsync(1);
+    // The verdict waits one turn of the event loop (see the next test).
+    await vi.runOnlyPendingTimersAsync();
     expect(await pending).toMatchObject({ allowed: true, degraded: true, reason: 'store-error' });
     expect(String(errors[0])).toContain('ERR_RL_STORE_TIMEOUT');
+  });
+
+  it('a reply that arrives in the same turn as the deadline is not a timeout (busy event loop)', async () => {
+    vi.useFakeTimers();
+    const store = new FlakyStore();
+    store.mode = 'slow';
+    store.delayMs = 30;
+    const limiter = createLimiter({ policies, store, storeTimeoutMs: 30, breaker: { failureThreshold: 1 }, logger: recordingLogger() });
+    const errors: unknown[] = [];
+    limiter.on('store-error', (e) => errors.push(e.error));
+    // The limiter's timer and the store's reply are due at the same time; the timer was set first, as
+    // on a process too busy to read the socket before the timers phase.
+    const pending = limiter.check('k');
+    await vi.advanceTimersByTimeAsync(30);
+    await vi.runOnlyPendingTimersAsync();
+    expect(await pending).toMatchObject({ allowed: true, degraded: false, reason: 'allowed', remaining: 9 });
+    expect(errors).toEqual([]);
   });
 
   it('a store that rejects after the timeout leaves no unhandled rejection', async () => {
@@ -133,6 +160,7 @@ describe('failure mode', () => {
     const limiter = createLimiter({ policies, store, storeTimeoutMs: 10, breaker: false, logger: recordingLogger() });
     const pending = limiter.check('k');
     await vi.advanceTimersByTimeAsync(10);
+    await vi.runOnlyPendingTimersAsync();
     await pending;
     for (const reject of store.pending) reject(new Error('too late'));
     await vi.advanceTimersByTimeAsync(1);

@@ -143,9 +143,15 @@ function describePolicy(p: CompiledPolicy): PolicyDescription {
   });
 }
 
+/**
+ * Rejects with StoreTimeoutError when `promise` has not settled `ms` after the call. When the timer
+ * fires, the verdict waits for one turn of the event loop (setImmediate runs after the poll phase): on
+ * a busy process the store's reply may already sit in the socket buffer while the timers phase runs
+ * first, and a reply that arrived in time must not count as a timeout (nor trip the breaker).
+ */
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new StoreTimeoutError(ms)), ms);
+    const timer = setTimeout(() => setImmediate(() => reject(new StoreTimeoutError(ms))), ms);
     promise.then(
       (value) => {
         clearTimeout(timer);

@@ -40,6 +40,18 @@ describe('pnpm bench --smoke', () => {
     expect(report).toMatch(/\| express-rate-limit MemoryStore \| [\d,.]+ \| [\d,.]+ \|/);
     expect(report).toMatch(/\| express \| allow \| express-rate-limit \| [\d,]+ \| [\d.]+ \|/);
     expect(report).toMatch(/\| express \| block \| @tollgate\/express \| [\d,]+ \| [\d.]+ \|/);
+    // The ratios table: tollgate / bare, wire / bare, tollgate / wire, peer / bare, each measured.
+    expect(report).toMatch(/\| express \| block \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|/);
+    if (!report.includes('Section B did not run')) {
+      // One command per decision whatever the number of policies, each decision made by the store.
+      for (const label of ['one policy (gcra)', 'two policies (gcra + daily fixed-window)', 'gcra + shadow sliding-window']) {
+        const escaped = label.replace(/[()+]/g, '\\$&');
+        expect(report).toMatch(
+          new RegExp(`\\| tollgate RedisStore, ${escaped} \\| 16 \\| [\\d,]+ \\| [^|]+ \\| [\\d.]+ \\| [\\d.]+ \\| 1\\.00 \\|`),
+        );
+      }
+      expect(report).toContain('Every decision was admitted, as expected.');
+    }
     expect(r.stdout).toContain('Targets:');
   }, 120_000);
 });

@@ -56,7 +56,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
   smoke: {
     decisions: { subjects: ['tollgate-gcra', 'express-rate-limit', 'map-counter'], passes: 1, runs: 1, runMs: 20, warmupMs: 20 },
     redis: {
-      subjects: ['tollgate-redis-1', 'rate-limit-redis', 'evalsha-token-bucket'],
+      subjects: ['tollgate-redis-1', 'tollgate-redis-2', 'tollgate-redis-shadow', 'rate-limit-redis', 'evalsha-token-bucket'],
       keys: 1000,
       inFlight: [1, 16],
       rounds: 1,

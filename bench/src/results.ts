@@ -33,7 +33,8 @@ export interface HttpRound {
 }
 
 export interface HttpVariantResult {
-  readonly variant: 'bare' | 'tollgate' | 'peer';
+  /** `wire`: the bare server sending exactly tollgate's status, rate-limit fields and body, statically. */
+  readonly variant: 'bare' | 'wire' | 'tollgate' | 'peer';
   readonly label: string;
   /** undefined when the variant could not run (see `missing`). */
   readonly missing: Missing | undefined;
@@ -43,6 +44,10 @@ export interface HttpVariantResult {
   readonly ratios: readonly number[];
   /** Median of `ratios`. */
   readonly ratio: number;
+  /** tollgate only (else empty): per round, tollgate's rps / wire's rps in the same round. */
+  readonly ratiosToWire: readonly number[];
+  /** Median of `ratiosToWire` (NaN when empty): the limiter's own cost, the bytes it sends set apart. */
+  readonly ratioToWire: number;
   /** Responses whose status was not the mode's (allow: not 2xx; block: not 429). */
   readonly unexpected: number;
   readonly requests: number;

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { DecisionCellResult } from './decisions/decision-cell.js';
 import type { RedisCellResult } from './redis/redis-cell.js';
 import { renderResults, renderSummary } from './report.js';
-import type { BenchResults, DecisionRow, HttpGroup, RedisRow } from './results.js';
+import type { BenchResults, DecisionRow, HttpGroup, HttpVariantResult, RedisRow } from './results.js';
 import { checkTargets } from './targets.js';
 
 function cell(ns: number, heap?: number): DecisionCellResult {
@@ -29,6 +29,28 @@ function redis(ops256: number, bytes: number, trips = 1): RedisCellResult {
     redisKeysPerClientKey: 1,
     roundTripsPerDecision: trips,
     unexpected: 0,
+  };
+}
+
+function variant(
+  name: HttpVariantResult['variant'],
+  label: string,
+  rps: number,
+  ratios: number[],
+  ratiosToWire: number[] = [],
+): HttpVariantResult {
+  const mid = (xs: number[]): number => (xs.length === 0 ? Number.NaN : ((xs[0] as number) + (xs[xs.length - 1] as number)) / 2);
+  return {
+    variant: name,
+    label,
+    missing: undefined,
+    rps,
+    ratios,
+    ratio: mid(ratios),
+    ratiosToWire,
+    ratioToWire: mid(ratiosToWire),
+    unexpected: 0,
+    requests: Number.isNaN(rps) ? 0 : rps * 2,
   };
 }
 
@@ -65,36 +87,23 @@ function results(): BenchResults {
       mode: 'allow',
       error: undefined,
       variants: [
+        variant('bare', 'bare express', 10_000, [1, 1]),
         {
-          variant: 'bare',
-          label: 'bare express',
-          missing: undefined,
-          rps: 10_000,
-          ratios: [1, 1],
-          ratio: 1,
-          unexpected: 0,
-          requests: 20_000,
-        },
-        {
-          variant: 'tollgate',
-          label: '@tollgate/express',
+          ...variant('tollgate', '@tollgate/express', Number.NaN, []),
           missing: { status: 'not available', reason: 'the adapter is not on this branch yet' },
-          rps: Number.NaN,
-          ratios: [],
-          ratio: Number.NaN,
-          unexpected: 0,
-          requests: 0,
         },
-        {
-          variant: 'peer',
-          label: 'express-rate-limit',
-          missing: undefined,
-          rps: 8000,
-          ratios: [0.8, 0.78],
-          ratio: 0.79,
-          unexpected: 0,
-          requests: 16_000,
-        },
+        variant('peer', 'express-rate-limit', 8000, [0.8, 0.78]),
+      ],
+    },
+    {
+      framework: 'express',
+      mode: 'block',
+      error: undefined,
+      variants: [
+        variant('bare', 'bare express', 10_000, [1, 1]),
+        variant('wire', 'wire express', 9000, [0.9, 0.9]),
+        variant('tollgate', '@tollgate/express', 8800, [0.88, 0.88], [0.98, 0.97]),
+        variant('peer', 'express-rate-limit', 8000, [0.8, 0.78]),
       ],
     },
   ];
@@ -152,6 +161,14 @@ describe('checkTargets', () => {
     expect(t?.met).toBeUndefined();
     expect(t?.figure).toContain('not on this branch yet');
   });
+
+  it("keeps the issue's C target on tollgate / bare and adds tollgate / wire as a reference line", () => {
+    const target = targets.find((x) => x.target.startsWith('express block: tollgate at least'));
+    expect(target).toMatchObject({ figure: '0.880 vs peer 0.790', met: false });
+    expect(target?.reference).toBeUndefined();
+    const own = targets.find((x) => x.target.startsWith('express block: tollgate / wire'));
+    expect(own).toMatchObject({ figure: '0.975 (wire / bare 0.900)', met: true, reference: true });
+  });
 });
 
 describe('renderResults', () => {
@@ -162,11 +179,19 @@ describe('renderResults', () => {
     expect(md).toContain('| tollgate-gcra | 50.0 | 300 | 500 | 49.0 |');
     expect(md).toContain('| tollgate-gcra | 70 | 110 |');
     expect(md).toContain('| express | allow | @tollgate/express | not available |');
-    expect(md).toContain('| express | allow | express-rate-limit | 8,000 | 0.790 | 0.800, 0.780 | 0 / 16,000 |');
+    expect(md).toContain('| express | allow | express-rate-limit | 8,000 | 0.790 | 0.800, 0.780 |  | 0 / 16,000 |');
+    expect(md).toContain('| express | block | @tollgate/express | 8,800 | 0.880 | 0.880, 0.880 | 0.975 (0.980, 0.970) | 0 / 17,600 |');
+    expect(md).toContain('| express | block | 0.880 | 0.900 | 0.975 | 0.790 |');
+    expect(md).toContain(
+      "| C | express block: tollgate / wire, the limiter's own cost (reference: the same 0.95) | 0.975 (wire / bare 0.900) | reference: reaches it |",
+    );
+    expect(md).toContain('wire / bare is what sending the draft-11 fields');
     expect(md).toContain('| tollgate one | 256 | 80,000 |');
   });
 
   it('summarises the verdicts', () => {
-    expect(renderSummary(results())).toMatch(/Targets: \d+ met, \d+ not met, 1 not measured\./);
+    const summary = renderSummary(results());
+    expect(summary).toMatch(/Targets: \d+ met, \d+ not met, 1 not measured\./);
+    expect(summary).toContain('| express | block | 0.880 | 0.900 | 0.975 | 0.790 |');
   });
 });

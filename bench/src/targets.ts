@@ -13,6 +13,11 @@ export interface TargetCheck {
   readonly figure: string;
   /** undefined: not measured in this run. */
   readonly met: boolean | undefined;
+  /**
+   * A line for reference, not one of the issue's targets: its verdict says whether the figure reaches
+   * the share the target sets, and it is not counted with the targets.
+   */
+  readonly reference?: boolean;
 }
 
 /** tollgate's default algorithm: the one the A targets are about. */
@@ -203,6 +208,20 @@ function httpTargets(groups: readonly HttpGroup[]): TargetCheck[] {
         target,
         figure: `${t.ratio.toFixed(3)} vs peer ${p.ratio.toFixed(3)}`,
         met: t.ratio >= share && t.ratio > p.ratio,
+      });
+    }
+    const w = g.variants.find((v) => v.variant === 'wire');
+    const own = `${g.framework} ${g.mode}: tollgate / wire, the limiter's own cost (reference: the same ${share})`;
+    if (g.error !== undefined || t === undefined || t.missing !== undefined) continue;
+    if (w === undefined || w.missing !== undefined || t.ratiosToWire.length === 0) {
+      out.push({ ...notMeasured('C', own, w?.missing?.reason ?? 'no wire server'), reference: true });
+    } else {
+      out.push({
+        section: 'C',
+        target: own,
+        figure: `${t.ratioToWire.toFixed(3)} (wire / bare ${w.ratio.toFixed(3)})`,
+        met: t.ratioToWire >= share,
+        reference: true,
       });
     }
   }

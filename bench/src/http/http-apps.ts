@@ -2,7 +2,9 @@
  * @module Section C's servers: a hello-world route on Express, Fastify or Koa, bare, behind tollgate's
  * adapter, or behind the framework's usual peer limiter, in allow mode (the limit is never reached) or
  * block mode (every request after the first is over the limit and answered 429). Each limiter keeps its
- * defaults (key: the client IP; its own headers and 429 body) apart from the limit.
+ * defaults (key: the client IP; its own headers and 429 body) apart from the limit. The "wire" variant
+ * is the bare server answering with exactly what tollgate's adapter sends in that mode (status, rate-limit
+ * header fields, 429 body), set statically with the framework's usual API and no limiter logic.
  */
 import fastifyRateLimit from '@fastify/rate-limit';
 import express from 'express';
@@ -11,9 +13,10 @@ import Fastify from 'fastify';
 import Koa from 'koa';
 import koaRatelimit from 'koa-ratelimit';
 import { importExport, type Loaded } from '../optional-import.js';
+import { secondResponse, type WireResponse, wireResponseOf } from './wire-response.js';
 
 export type Framework = 'express' | 'fastify' | 'koa';
-export type Variant = 'bare' | 'tollgate' | 'peer';
+export type Variant = 'bare' | 'wire' | 'tollgate' | 'peer';
 export type Mode = 'allow' | 'block';
 
 export const FRAMEWORKS: readonly Framework[] = ['express', 'fastify', 'koa'];
@@ -50,9 +53,33 @@ async function adapter(framework: Framework): Promise<Loaded<AdapterFactory>> {
   return loaded.ok ? loaded : { ok: false, reason: `the adapter is not on this branch yet (${loaded.reason})` };
 }
 
-async function startExpress(variant: Variant, mode: Mode): Promise<Loaded<RunningApp>> {
+/** The captured header fields as one object, for the frameworks' many-at-once setters. */
+function headerObject(wire: WireResponse): Record<string, string> {
+  return Object.fromEntries(wire.headers);
+}
+
+/**
+ * The wire variant's app is the bare one with these answers; `wire` is required for it.
+ * Express: Node's `res.setHeader` per field and `res.end` for the 429, as Express's own `res.set` would
+ * append a charset to the problem+json Content-Type and `res.send` would add an ETag tollgate does not send.
+ */
+async function startExpress(variant: Variant, mode: Mode, wire: WireResponse | undefined): Promise<Loaded<RunningApp>> {
   const app = express();
-  if (variant === 'tollgate') {
+  if (variant === 'wire' && wire !== undefined) {
+    const { status, headers, body } = wire;
+    if (body !== undefined) {
+      app.use((_req, res) => {
+        for (const [name, value] of headers) res.setHeader(name, value);
+        res.statusCode = status;
+        res.end(body);
+      });
+    } else {
+      app.use((_req, res, next) => {
+        for (const [name, value] of headers) res.setHeader(name, value);
+        next();
+      });
+    }
+  } else if (variant === 'tollgate') {
     const a = await adapter('express');
     if (!a.ok) return a;
     app.use(a.value({ policies: [{ limit: limitOf(mode), windowMs: WINDOW_MS }] }) as unknown as express.RequestHandler);
@@ -75,9 +102,21 @@ async function startExpress(variant: Variant, mode: Mode): Promise<Loaded<Runnin
   };
 }
 
-async function startFastify(variant: Variant, mode: Mode): Promise<Loaded<RunningApp>> {
+/** Fastify: `reply.headers(...)`, and for the 429 `reply.code(...).send(buffer)` (a string would get a charset). */
+async function startFastify(variant: Variant, mode: Mode, wire: WireResponse | undefined): Promise<Loaded<RunningApp>> {
   const app = Fastify({ logger: false });
-  if (variant === 'tollgate') {
+  if (variant === 'wire' && wire !== undefined) {
+    const headers = headerObject(wire);
+    if (wire.body !== undefined) {
+      const status = wire.status;
+      const body = Buffer.from(wire.body);
+      app.addHook('onRequest', async (_req, reply) => reply.code(status).headers(headers).send(body));
+    } else {
+      app.addHook('onRequest', async (_req, reply) => {
+        reply.headers(headers);
+      });
+    }
+  } else if (variant === 'tollgate') {
     const a = await adapter('fastify');
     if (!a.ok) return a;
     // biome-ignore lint/suspicious/noExplicitAny: the adapter's plugin type is only known once it lands.
@@ -97,9 +136,25 @@ async function startFastify(variant: Variant, mode: Mode): Promise<Loaded<Runnin
   };
 }
 
-async function startKoa(variant: Variant, mode: Mode): Promise<Loaded<RunningApp>> {
+/** Koa: `ctx.set({...})`, then `ctx.status` and `ctx.body` for the 429 (Koa keeps a Content-Type already set). */
+async function startKoa(variant: Variant, mode: Mode, wire: WireResponse | undefined): Promise<Loaded<RunningApp>> {
   const app = new Koa();
-  if (variant === 'tollgate') {
+  if (variant === 'wire' && wire !== undefined) {
+    const headers = headerObject(wire);
+    const { status, body } = wire;
+    if (body !== undefined) {
+      app.use((ctx) => {
+        ctx.set(headers);
+        ctx.status = status;
+        ctx.body = body;
+      });
+    } else {
+      app.use((ctx, next) => {
+        ctx.set(headers);
+        return next();
+      });
+    }
+  } else if (variant === 'tollgate') {
     const a = await adapter('koa');
     if (!a.ok) return a;
     app.use(a.value({ policies: [{ limit: limitOf(mode), windowMs: WINDOW_MS }] }) as unknown as Koa.Middleware);
@@ -123,8 +178,21 @@ async function startKoa(variant: Variant, mode: Mode): Promise<Loaded<RunningApp
   };
 }
 
-export function startApp(framework: Framework, variant: Variant, mode: Mode): Promise<Loaded<RunningApp>> {
-  if (framework === 'express') return startExpress(variant, mode);
-  if (framework === 'fastify') return startFastify(variant, mode);
-  return startKoa(variant, mode);
+/** Starts one server on a free loopback port; the wire variant needs `wire` (see `captureWire`). */
+export function startApp(framework: Framework, variant: Variant, mode: Mode, wire?: WireResponse): Promise<Loaded<RunningApp>> {
+  if (variant === 'wire' && wire === undefined) throw new TypeError('startApp: the wire variant needs the captured response');
+  if (framework === 'express') return startExpress(variant, mode, wire);
+  if (framework === 'fastify') return startFastify(variant, mode, wire);
+  return startKoa(variant, mode, wire);
+}
+
+/** Starts tollgate's adapter for `framework` in `mode`, reads its answer to a second request, stops it. */
+export async function captureWire(framework: Framework, mode: Mode): Promise<Loaded<WireResponse>> {
+  const app = await startApp(framework, 'tollgate', mode);
+  if (!app.ok) return { ok: false, reason: `no tollgate response to copy: ${app.reason}` };
+  try {
+    return { ok: true, value: wireResponseOf(await secondResponse(app.value.port)) };
+  } finally {
+    await app.value.close();
+  }
 }

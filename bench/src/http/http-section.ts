@@ -1,8 +1,9 @@
 /**
- * @module Section C: for each framework and mode, starts the bare, tollgate and peer servers (one
- * process each), checks each answers as the mode expects, warms them up, then runs short load rounds
- * alternated bare, tollgate, peer, bare, ... with the load generator in its own process. Each variant's
- * ratio is taken to bare in the same round; the report gives the median of those ratios.
+ * @module Section C: for each framework and mode, starts the bare, wire, tollgate and peer servers (one
+ * process each), checks each answers as the mode expects (and that wire sends what tollgate sends),
+ * warms them up, then runs short load rounds alternated bare, wire, tollgate, peer, bare, ... with the
+ * load generator in its own process. Each variant's ratio is taken to bare in the same round, and
+ * tollgate's also to wire; the report gives the median of those ratios.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { median } from '../stats.js';
 import { ADAPTERS, FRAMEWORKS, type Framework, type Mode, PEERS, type Variant } from './http-apps.js';
 import type { HttpServerInput, HttpServerMessage } from './http-server.js';
 import type { LoadGenerator, LoadResult } from './load-generator.js';
+import { type RawResponse, secondResponse, wireMismatch } from './wire-response.js';
 
 export interface HttpSectionOptions {
   readonly frameworks: readonly Framework[];
@@ -27,7 +29,7 @@ export interface HttpSectionOptions {
 }
 
 const SERVER = join(BENCH_DIR, 'src', 'http', 'http-server.ts');
-const VARIANTS: readonly Variant[] = ['bare', 'tollgate', 'peer'];
+const VARIANTS: readonly Variant[] = ['bare', 'wire', 'tollgate', 'peer'];
 
 interface Server {
   readonly variant: Variant;
@@ -37,6 +39,7 @@ interface Server {
 
 function label(framework: Framework, variant: Variant): string {
   if (variant === 'bare') return `bare ${framework}`;
+  if (variant === 'wire') return `wire: bare ${framework} sending tollgate's response`;
   return variant === 'tollgate' ? ADAPTERS[framework] : PEERS[framework];
 }
 
@@ -90,13 +93,13 @@ function stopServer(s: Server): Promise<void> {
 }
 
 /** Two requests: the second must be 200 in allow mode and 429 in block mode. */
-async function check(port: number, mode: Mode, variant: Variant): Promise<string | undefined> {
-  const url = `http://127.0.0.1:${port}/`;
-  await (await fetch(url)).arrayBuffer();
-  const res = await fetch(url);
-  await res.arrayBuffer();
+async function check(port: number, mode: Mode, variant: Variant): Promise<{ problem: string | undefined; response: RawResponse }> {
+  const response = await secondResponse(port);
   const expected = mode === 'allow' || variant === 'bare' ? 200 : 429;
-  return res.status === expected ? undefined : `expected status ${expected} on the second request, got ${res.status}`;
+  return {
+    problem: response.status === expected ? undefined : `expected status ${expected} on the second request, got ${response.status}`,
+    response,
+  };
 }
 
 function unexpectedOf(r: LoadResult, mode: Mode, variant: Variant): number {
@@ -107,18 +110,31 @@ function unexpectedOf(r: LoadResult, mode: Mode, variant: Variant): number {
 async function runGroup(framework: Framework, mode: Mode, o: HttpSectionOptions): Promise<HttpGroup> {
   const started = new Map<Variant, Server | Missing>();
   const servers: Server[] = [];
+  const responses = new Map<Variant, RawResponse>();
   try {
     const all = await Promise.all(VARIANTS.map((variant) => startServer({ framework, variant, mode }, o.profile)));
     for (const [i, variant] of VARIANTS.entries()) {
       const s = all[i] as Server | Missing;
       started.set(variant, s);
       if ('port' in s) {
-        const problem = await check(s.port, mode, variant);
+        const { problem, response } = await check(s.port, mode, variant);
+        responses.set(variant, response);
         if (problem === undefined) servers.push(s);
         else {
           started.set(variant, { status: 'failed', reason: problem });
           await stopServer(s);
         }
+      }
+    }
+    const wire = servers.find((s) => s.variant === 'wire');
+    const tollgateResponse = responses.get('tollgate');
+    const wireResponse = responses.get('wire');
+    if (wire !== undefined && tollgateResponse !== undefined && wireResponse !== undefined) {
+      const problem = wireMismatch(tollgateResponse, wireResponse);
+      if (problem !== undefined) {
+        started.set('wire', { status: 'failed', reason: problem });
+        servers.splice(servers.indexOf(wire), 1);
+        await stopServer(wire);
       }
     }
     if (!servers.some((s) => s.variant === 'bare')) {
@@ -142,18 +158,26 @@ async function runGroup(framework: Framework, mode: Mode, o: HttpSectionOptions)
           rps: Number.NaN,
           ratios: [],
           ratio: Number.NaN,
+          ratiosToWire: [],
+          ratioToWire: Number.NaN,
           unexpected: 0,
           requests: 0,
         };
       }
       const results = rounds.map((round) => round.get(variant) as LoadResult);
       const ratios = rounds.map((round) => (round.get(variant) as LoadResult).rps / (round.get('bare') as LoadResult).rps);
+      const ratiosToWire =
+        variant === 'tollgate' && servers.some((x) => x.variant === 'wire')
+          ? rounds.map((round) => (round.get(variant) as LoadResult).rps / (round.get('wire') as LoadResult).rps)
+          : [];
       return {
         ...base,
         missing: undefined,
         rps: median(results.map((x) => x.rps)),
         ratios,
         ratio: median(ratios),
+        ratiosToWire,
+        ratioToWire: ratiosToWire.length === 0 ? Number.NaN : median(ratiosToWire),
         unexpected: results.reduce((sum, x) => sum + unexpectedOf(x, mode, variant), 0),
         requests: results.reduce((sum, x) => sum + x.requests, 0),
       };
@@ -180,7 +204,7 @@ export async function runHttpSection(o: HttpSectionOptions): Promise<HttpGroup[]
           `${id}: ${g.variants
             .map((v) =>
               v.missing === undefined
-                ? `${v.variant} ${Math.round(v.rps)} rps (x${v.ratio.toFixed(3)})`
+                ? `${v.variant} ${Math.round(v.rps)} rps (x${v.ratio.toFixed(3)}${v.ratiosToWire.length > 0 ? `, x${v.ratioToWire.toFixed(3)} of wire` : ''})`
                 : `${v.variant} ${v.missing.status}`,
             )
             .join(', ')}`,

@@ -1,8 +1,10 @@
 /**
  * @module Child entry of one section C server: starts the app, tells the parent its port (or why it is
- * not available), and serves until the parent disconnects or sends SIGTERM.
+ * not available), and serves until the parent disconnects or sends SIGTERM. A wire server first copies
+ * a real tollgate response (its own tollgate app, started and stopped before the wire app listens).
  */
-import { type Framework, type Mode, startApp, type Variant } from './http-apps.js';
+import { captureWire, type Framework, type Mode, startApp, type Variant } from './http-apps.js';
+import type { WireResponse } from './wire-response.js';
 
 export interface HttpServerInput {
   readonly framework: Framework;
@@ -28,7 +30,16 @@ function send(m: HttpServerMessage): Promise<void> {
 
 async function main(): Promise<void> {
   const input = JSON.parse(process.argv[2] ?? '{}') as HttpServerInput;
-  const app = await startApp(input.framework, input.variant, input.mode);
+  let wire: WireResponse | undefined;
+  if (input.variant === 'wire') {
+    const captured = await captureWire(input.framework, input.mode);
+    if (!captured.ok) {
+      await send({ type: 'unavailable', reason: captured.reason });
+      process.exit(0);
+    }
+    wire = captured.value;
+  }
+  const app = await startApp(input.framework, input.variant, input.mode, wire);
   if (!app.ok) {
     await send({ type: 'unavailable', reason: app.reason });
     process.exit(0);

@@ -277,13 +277,14 @@ const slidingWindow: LuaKernel = {
   load(s, p) {
     const [start, curr, prev] = names(s, SW_STATE);
     const w = p.windowMs;
+    const read = lua`
+      from = expiry - ${2 * w}
+      ${splitPair('value', 'c', 'pv')}`;
     return lua`
       local ${start}, ${curr}, ${prev} = 0, 0, 0
       do
         local from, c, pv = -INF, 0, 0
-        ${readWithExpiry(s, lua`
-          from = expiry - ${2 * w}
-          ${splitPair('value', 'c', 'pv')}`)}
+        ${readWithExpiry(s, read)}
         -- roll: rolled over on a boundary, never moved back by a backward clock.
         local a
         ${alignedStart('a', w)}
@@ -374,14 +375,15 @@ const tokenBucket: LuaKernel = {
   load(s, p) {
     const [tokens, last] = names(s, TB_STATE);
     const cap = p.capTicks;
+    const read = lua`
+      ${tokens} = tonumber(value)
+      local missing = ${cap} - ${tokens}
+      ${ceilDiv('q', 'missing', p.rate)}
+      ${last} = expiry - q`;
     return lua`
       local ${tokens}, ${last} = INF, -INF
       do
-        ${readWithExpiry(s, lua`
-          ${tokens} = tonumber(value)
-          local missing = ${cap} - ${tokens}
-          ${ceilDiv('q', 'missing', p.rate)}
-          ${last} = expiry - q`)}
+        ${readWithExpiry(s, read)}
         -- refill(min(stored, cap)): never refilled twice when the clock steps back.
         if ${tokens} > ${cap} then ${tokens} = ${cap} end
         if ${tokens} < ${cap} and now > ${last} then

@@ -135,14 +135,14 @@ export class RedisStore implements Store {
   }
 
   apply(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
-    const error = this.notReady();
-    if (error !== undefined) return Promise.reject(error);
     let b: Bound;
     try {
       b = this.bind(plan);
     } catch (tooLarge) {
       return Promise.reject(tooLarge);
     }
+    const error = this.notReady();
+    if (error !== undefined) return Promise.reject(error);
     const n = plan.policies.length;
     const tag = keyTag(key);
     // KEYS (one per policy), then ARGV: now ('' = Redis TIME) and the cost.

@@ -253,6 +253,16 @@ describeRedis('RedisStore and MemoryStore decide identically', () => {
     );
   });
 
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: ${MAX_SCRIPT_POLICIES} policies of it in one script (the most locals a script holds)`, async () => {
+      const policy = (name: string, i: number): PolicyOptions => ({ name, algorithm, limit: 2 + (i % 5), windowMs: 100 * (1 + (i % 3)) });
+      const policies = Array.from({ length: 10 }, (_, i) => policy(`p${i}`, i));
+      const shadow = Array.from({ length: MAX_SCRIPT_POLICIES - 10 }, (_, i) => policy(`s${i}`, i + 10));
+      const trace = steps([0], [0], [0, 2], [50], [0], [120, 0.5], [0], [-40], [300], [0, 3], [0]);
+      expect(await replay({ policies, shadow }, trace)).toBeUndefined();
+    });
+  }
+
   it(`the largest plan: ${MAX_SCRIPT_POLICIES} policies, every algorithm in both groups`, async () => {
     const policies: PolicyOptions[] = [];
     const shadow: PolicyOptions[] = [];

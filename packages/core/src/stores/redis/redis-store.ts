@@ -9,12 +9,12 @@
  * The store fails fast: when the client is not ready it rejects at once instead of letting ioredis hold
  * the command in its offline queue, so a Redis outage costs a request nothing but the failure mode's
  * answer (`onStoreError` on the limiter, with its timeout and circuit breaker). It never retries, except
- * after loading the script when Redis answers NOSCRIPT (eval-script.ts).
+ * after loading the script when Redis answers NOSCRIPT (script-runner.ts).
  */
 import { RateLimitConfigError } from '../../errors.js';
 import { readOptions } from '../../internal/read-options.js';
 import { RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../store.js';
-import { ScriptRunner } from './eval-script.js';
+import { ScriptRunner } from './script-runner.js';
 import { keyName, keyTag, policySuffix } from './key-names.js';
 import { isRedisClientLike, type RedisClientLike } from './redis-client.js';
 import { RedisStoreError } from './redis-store-error.js';

@@ -172,6 +172,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const all = [...config.policies, ...config.shadowPolicies];
   const enforcedCount = config.policies.length;
   const plan: StorePlan = Object.freeze({ policies: all, enforcedCount });
+  store.prepare?.(plan);
   const hasShadow = all.length > enforcedCount;
   const shadowMode = mode === 'shadow';
   const localStore = onStoreError === 'local' ? new MemoryStore() : undefined;

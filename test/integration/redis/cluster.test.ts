@@ -3,10 +3,11 @@
  * for keys spread over every master, a slot moved by hand (MOVED followed, state moved with it), a
  * master restarted (the script sent again on NOSCRIPT) and a failover to the replica (state kept).
  */
-import { createLimiter, type Limiter, type PolicyOptions, RedisStore, type StorePlan } from '@tollgate/core';
+import { createLimiter, type Limiter, type PolicyOptions, type RedisClientLike, RedisStore, type StorePlan } from '@tollgate/core';
 import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
+  commandCalls,
   describeRedis,
   HOST,
   infoField,
@@ -93,6 +94,53 @@ describeRedis('RedisStore on a Redis Cluster', () => {
     for (const m of cluster.masters) expect(await cluster.node(m).dbsize()).toBeGreaterThan(0);
   });
 
+  it('answers a NOSCRIPT storm on every master with one SCRIPT LOAD each, sent to the master of the key slot', async () => {
+    const { limiter, store } = setup();
+    await limiter.check('warm-up');
+    for (const m of cluster.masters) {
+      await cluster.node(m).script('FLUSH');
+      await cluster.node(m).config('RESETSTAT');
+    }
+    const reloads = store.scriptReloads;
+    const decisions = await Promise.all(Array.from({ length: 300 }, (_, i) => limiter.check(`storm:${i}`)));
+    expect(decisions.every((d) => d.allowed && !d.degraded)).toBe(true);
+    for (const m of cluster.masters) {
+      const calls = await commandCalls(cluster.node(m));
+      expect([calls['script|load'], calls.eval], `master on port ${m.port}`).toEqual([1, undefined]);
+    }
+    expect(store.scriptReloads).toBe(reloads + cluster.masters.length);
+  });
+
+  it('sends the script with EVAL, routed by its keys, when the client does not say which master serves them', async () => {
+    const blind: RedisClientLike = {
+      get status() {
+        return client.status;
+      },
+      isCluster: true,
+      slots: [],
+      nodes: () => [],
+      evalsha: (...args) => client.evalsha(...args),
+      eval: (...args) => client.eval(...args),
+      del: (...keys) => client.del(...keys),
+      script: (subcommand, lua) => client.script(subcommand, lua),
+    };
+    const store = new RedisStore({ client: blind, prefix: randomPrefix() });
+    const limiter = createLimiter({ policies: POLICIES, store, storeTimeoutMs: 5000, breaker: false, logger: quiet });
+    for (const m of cluster.masters) {
+      await cluster.node(m).script('FLUSH');
+      await cluster.node(m).config('RESETSTAT');
+    }
+    const decisions = await Promise.all(Array.from({ length: 30 }, (_, i) => limiter.check(`blind:${i}`)));
+    expect(decisions.every((d) => d.allowed && !d.degraded)).toBe(true);
+    const calls = await Promise.all(cluster.masters.map((m) => commandCalls(cluster.node(m))));
+    expect(calls.map((c) => c['script|load'])).toEqual(cluster.masters.map(() => undefined));
+    const evals = calls.reduce((sum, c) => sum + (c.eval ?? 0), 0);
+    expect(evals).toBeGreaterThanOrEqual(1);
+    expect(store.scriptReloads).toBe(evals);
+    expect((await limiter.check('blind:0')).allowed).toBe(true);
+    expect((await limiter.check('blind:0')).allowed).toBe(false);
+  });
+
   it('follows MOVED when a slot moves to another master, and the moved state goes on counting', async () => {
     const { limiter, store, plan } = setup();
     await limiter.check('warm-up');
@@ -137,8 +185,11 @@ describeRedis('RedisStore on a Redis Cluster', () => {
     await cluster.waitHealthy();
     const reloads = store.scriptReloads;
     await waitFor('the restarted master to answer', async () => !(await limiter.check(onVictim)).degraded, 15_000);
-    // Its data was not persisted: the key starts afresh; the script had to be sent again.
+    // Its data was not persisted: the key starts afresh; the script had to be sent again, to it.
     expect(store.scriptReloads).toBeGreaterThan(reloads);
+    const calls = await commandCalls(cluster.node(victim));
+    expect(calls['script|load']).toBeGreaterThanOrEqual(1);
+    expect(calls.eval).toBeUndefined();
     expect((await limiter.check(elsewhere)).degraded).toBe(false);
   });
 
@@ -158,5 +209,8 @@ describeRedis('RedisStore on a Redis Cluster', () => {
     expect(d).toMatchObject({ allowed: true, remaining: 0, degraded: false });
     expect((await limiter.check(key)).allowed).toBe(false);
     expect(store.scriptReloads).toBeGreaterThan(reloads);
+    const calls = await commandCalls(cluster.node(replica));
+    expect(calls['script|load']).toBeGreaterThanOrEqual(1);
+    expect(calls.eval).toBeUndefined();
   });
 });

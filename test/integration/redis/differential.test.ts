@@ -13,6 +13,8 @@ import { describeRedis, type RedisServer, randomPrefix, startRedis } from './har
 import { differences, type TwinAnswer, TwinStore } from './twin-store.js';
 
 const ALGORITHMS: readonly AlgorithmId[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'leaky-bucket', 'sliding-log'];
+/** The most policies RedisStore applies in one generated script (scripts.ts MAX_SCRIPT_POLICIES). */
+const MAX_SCRIPT_POLICIES = 16;
 /** Virtual time far ahead of Redis' clock: key expiry times follow the injected clock (test-only mode). */
 const BASE = Date.now() + 10 * 365 * 86_400_000;
 
@@ -27,6 +29,44 @@ interface Setup {
   readonly policies: readonly PolicyOptions[];
   readonly shadow?: readonly PolicyOptions[];
 }
+
+const policyArb = (name: string) =>
+  fc
+    .record({
+      algorithm: fc.constantFrom(...ALGORITHMS),
+      limit: fc.integer({ min: 1, max: 8 }),
+      windowMs: fc.constantFrom(1, 3, 7, 10, 100, 333, 1000, 60_000),
+      burst: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }),
+      anchor: fc.constantFrom<'clock' | 'first-request'>('clock', 'first-request'),
+      delayAfter: fc.integer({ min: 0, max: 3 }),
+    })
+    .map((r): PolicyOptions => {
+      const bucket = r.algorithm === 'token-bucket' || r.algorithm === 'gcra' || r.algorithm === 'leaky-bucket';
+      return {
+        name,
+        algorithm: r.algorithm,
+        limit: r.limit,
+        windowMs: r.windowMs,
+        ...(bucket && r.burst !== undefined ? { burst: r.burst } : {}),
+        ...(r.algorithm === 'fixed-window' ? { anchor: r.anchor } : {}),
+        ...(r.algorithm === 'leaky-bucket' ? { delayAfter: r.delayAfter } : {}),
+      };
+    });
+
+/** `e` enforced and `s` shadow policies, each of a random algorithm and parameters. */
+const setupOf = (e: number, s: number): fc.Arbitrary<Setup> =>
+  fc
+    .record({
+      policies: fc.tuple(...Array.from({ length: e }, (_, i) => policyArb(`p${i}`))),
+      shadow: fc.tuple(...Array.from({ length: s }, (_, i) => policyArb(`s${i}`))),
+    })
+    .map((r) => ({ policies: r.policies, shadow: r.shadow.length > 0 ? r.shadow : undefined }));
+
+const stepArb: fc.Arbitrary<Step> = fc.record({
+  dt: fc.oneof(fc.constant(0), fc.integer({ min: -20, max: 20 }), fc.integer({ min: 0, max: 1500 }), fc.integer({ min: -3000, max: 3000 })),
+  cost: fc.constantFrom(1, 1, 1, 0.5, 2, 0.001, 2.5, 3, 9),
+  key: fc.constantFrom('a', 'b'),
+});
 
 describeRedis('RedisStore and MemoryStore decide identically', () => {
   let server: RedisServer;
@@ -191,51 +231,50 @@ describeRedis('RedisStore and MemoryStore decide identically', () => {
   });
 
   it('random traces (fast-check): every algorithm, several policies, shadow, weighted costs, clock steps both ways', async () => {
-    const policyArb = (name: string) =>
-      fc
-        .record({
-          algorithm: fc.constantFrom(...ALGORITHMS),
-          limit: fc.integer({ min: 1, max: 8 }),
-          windowMs: fc.constantFrom(1, 3, 7, 10, 100, 333, 1000, 60_000),
-          burst: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }),
-          anchor: fc.constantFrom<'clock' | 'first-request'>('clock', 'first-request'),
-          delayAfter: fc.integer({ min: 0, max: 3 }),
-        })
-        .map((r): PolicyOptions => {
-          const bucket = r.algorithm === 'token-bucket' || r.algorithm === 'gcra' || r.algorithm === 'leaky-bucket';
-          return {
-            name,
-            algorithm: r.algorithm,
-            limit: r.limit,
-            windowMs: r.windowMs,
-            ...(bucket && r.burst !== undefined ? { burst: r.burst } : {}),
-            ...(r.algorithm === 'fixed-window' ? { anchor: r.anchor } : {}),
-            ...(r.algorithm === 'leaky-bucket' ? { delayAfter: r.delayAfter } : {}),
-          };
-        });
-    const setupArb = fc.tuple(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 0, max: 2 })).chain(([e, s]) =>
-      fc.record({
-        policies: fc.tuple(...Array.from({ length: e }, (_, i) => policyArb(`p${i}`))),
-        shadow: fc.tuple(...Array.from({ length: s }, (_, i) => policyArb(`s${i}`))),
-      }),
-    );
-    const stepArb = fc.record({
-      dt: fc.oneof(
-        fc.constant(0),
-        fc.integer({ min: -20, max: 20 }),
-        fc.integer({ min: 0, max: 1500 }),
-        fc.integer({ min: -3000, max: 3000 }),
-      ),
-      cost: fc.constantFrom(1, 1, 1, 0.5, 2, 0.001, 2.5, 3, 9),
-      key: fc.constantFrom('a', 'b'),
-    });
+    const setupArb = fc.tuple(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 0, max: 2 })).chain(([e, s]) => setupOf(e, s));
     await fc.assert(
       fc.asyncProperty(setupArb, fc.array(stepArb, { minLength: 1, maxLength: 40 }), async (setup, trace) => {
-        const diff = await replay({ policies: setup.policies, shadow: setup.shadow.length > 0 ? setup.shadow : undefined }, trace);
-        expect(diff).toBeUndefined();
+        expect(await replay(setup, trace)).toBeUndefined();
       }),
       { numRuns: 250 },
     );
+  });
+
+  it(`random plans up to the ${MAX_SCRIPT_POLICIES} policies one generated script holds (fast-check)`, async () => {
+    const setupArb = fc
+      .tuple(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 6 }))
+      .filter(([e, s]) => e + s <= MAX_SCRIPT_POLICIES)
+      .chain(([e, s]) => setupOf(e, s));
+    await fc.assert(
+      fc.asyncProperty(setupArb, fc.array(stepArb, { minLength: 1, maxLength: 30 }), async (setup, trace) => {
+        expect(await replay(setup, trace)).toBeUndefined();
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: ${MAX_SCRIPT_POLICIES} policies of it in one script (the most locals a script holds)`, async () => {
+      const policy = (name: string, i: number): PolicyOptions => ({ name, algorithm, limit: 2 + (i % 5), windowMs: 100 * (1 + (i % 3)) });
+      const policies = Array.from({ length: 10 }, (_, i) => policy(`p${i}`, i));
+      const shadow = Array.from({ length: MAX_SCRIPT_POLICIES - 10 }, (_, i) => policy(`s${i}`, i + 10));
+      const trace = steps([0], [0], [0, 2], [50], [0], [120, 0.5], [0], [-40], [300], [0, 3], [0]);
+      expect(await replay({ policies, shadow }, trace)).toBeUndefined();
+    });
+  }
+
+  it(`the largest plan: ${MAX_SCRIPT_POLICIES} policies, every algorithm in both groups`, async () => {
+    const policies: PolicyOptions[] = [];
+    const shadow: PolicyOptions[] = [];
+    for (let i = 0; i < MAX_SCRIPT_POLICIES; i++) {
+      const algorithm = ALGORITHMS[i % ALGORITHMS.length] as AlgorithmId;
+      const p: PolicyOptions = { name: `p${i}`, algorithm, limit: 3 + (i % 4), windowMs: [100, 333, 1000][i % 3] as number };
+      (i < 10 ? policies : shadow).push(p);
+    }
+    const trace: Step[] = [];
+    for (let i = 0; i < 120; i++)
+      trace.push({ dt: [0, 1, 17, 40, 150, -30][i % 6] as number, cost: [1, 0.5, 2, 1, 3][i % 5] as number, key: i % 7 === 0 ? 'b' : 'a' });
+    expect(await replay({ policies, shadow }, trace)).toBeUndefined();
   });
 
   for (const algorithm of ALGORITHMS) {

@@ -3,7 +3,7 @@
  * policies (MONITOR and INFO commandstats), Redis TIME and key expiry, the stored state per algorithm,
  * keys of any content, NOSCRIPT reload (and no retry on any other error), reset.
  */
-import { type AlgorithmId, createLimiter, type PolicyOptions, RedisStore, type StorePlan } from '@tollgate/core';
+import { type AlgorithmId, createLimiter, type PolicyOptions, type RedisClientLike, RedisStore, type StorePlan } from '@tollgate/core';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { commandCalls, describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
@@ -182,16 +182,71 @@ describeRedis('RedisStore on redis-server', () => {
     const d = await l.check('k');
     expect(d).toMatchObject({ allowed: true, degraded: false, remaining: 1 });
     expect(store.scriptReloads).toBe(reloads + 1);
+    // EVALSHA answered NOSCRIPT, SCRIPT LOAD, EVALSHA again: the request was applied once.
     let calls = await commandCalls(admin);
-    expect([calls.evalsha, calls.eval]).toEqual([1, 1]);
+    expect([calls.evalsha, calls['script|load'], calls.eval]).toEqual([2, 1, undefined]);
     // Any other error is passed on as is, never retried: a key of the wrong type makes the script fail.
     const [key] = store.keyNames('k', plan()) as [string];
     await admin.set(key, 'not a sorted set');
     await admin.config('RESETSTAT');
     await expect(store.apply('k', plan(), 1000, 0)).rejects.toThrow(/WRONGTYPE/);
     calls = await commandCalls(admin);
-    expect([calls.evalsha, calls.eval]).toEqual([1, undefined]);
+    expect([calls.evalsha, calls['script|load'], calls.eval]).toEqual([1, undefined, undefined]);
     expect(store.scriptReloads).toBe(reloads + 1);
+  });
+
+  it('answers a NOSCRIPT storm with one SCRIPT LOAD: 256 requests in flight on a server without the script', async () => {
+    const {
+      limiter: l,
+      store,
+      plan,
+    } = limiter(
+      [
+        { name: 'g', limit: 10, windowMs: 86_400_000 },
+        { name: 'f', algorithm: 'fixed-window', limit: 10, windowMs: 86_400_000 },
+      ],
+      [{ name: 's', algorithm: 'sliding-window', limit: 10, windowMs: 86_400_000 }],
+    );
+    await l.check('warm-up');
+    await admin.script('FLUSH');
+    await admin.config('RESETSTAT');
+    const reloads = store.scriptReloads;
+    const decisions = await Promise.all(Array.from({ length: 256 }, (_, i) => l.check(`storm:${i}`)));
+    expect(decisions.every((d) => d.allowed && !d.degraded)).toBe(true);
+    const calls = await commandCalls(admin);
+    // Every first EVALSHA met NOSCRIPT (each was sent before the script was back); each was sent once more.
+    expect([calls['script|load'], calls.eval, calls.evalsha]).toEqual([1, undefined, 512]);
+    expect(store.scriptReloads).toBe(reloads + 1);
+    // Each request was applied once: a key's second request finds one charge in every policy.
+    const again = await l.check('storm:7');
+    expect(again.policies.map((p) => p.remaining)).toEqual([8, 8]);
+    expect(again.shadow?.policies.map((p) => p.remaining)).toEqual([8]);
+    expect(store.keyNames('storm:7', plan())).toHaveLength(3);
+  });
+
+  it('sends the script in full with EVAL when it is gone again before the retry (a flush racing the load)', async () => {
+    const flushing: RedisClientLike = {
+      get status() {
+        return client.status;
+      },
+      evalsha: (...args) => client.evalsha(...args),
+      eval: (...args) => client.eval(...args),
+      del: (...keys) => client.del(...keys),
+      script: async (subcommand, lua) => {
+        const sha = await client.script(subcommand, lua);
+        await admin.script('FLUSH');
+        return sha;
+      },
+    };
+    const store = new RedisStore({ client: flushing, prefix: randomPrefix() });
+    const l = createLimiter({ policies: [{ limit: 2, windowMs: 60_000 }], store, storeTimeoutMs: 5000, logger: quiet });
+    await admin.script('FLUSH');
+    await admin.config('RESETSTAT');
+    expect(await l.check('k')).toMatchObject({ allowed: true, remaining: 1, degraded: false });
+    const calls = await commandCalls(admin);
+    expect([calls.evalsha, calls['script|load'], calls.eval]).toEqual([2, 1, 1]);
+    expect(store.scriptReloads).toBe(2);
+    expect(await l.check('k')).toMatchObject({ allowed: true, remaining: 0 });
   });
 
   it('reset forgets a key in every policy, enforced and shadow, with one DEL', async () => {

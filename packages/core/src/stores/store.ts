@@ -43,6 +43,12 @@ export interface Store {
    * Returns synchronously when it can: the limiter then answers without extra microtask hops.
    */
   apply(key: string, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult>;
+  /**
+   * Called once by `createLimiter` with the plan it will pass to `apply`: the store may prepare per-plan
+   * work (RedisStore generates the plan's script) and throws `RateLimitConfigError` for a plan it cannot
+   * apply, so the limiter fails at construction instead of on every request.
+   */
+  prepare?(plan: StorePlan): void;
   /** Forgets the state of `key` for the policies of `plan`. */
   reset(key: string, plan: StorePlan): void | Promise<void>;
   /** Releases timers and connections the store owns. */

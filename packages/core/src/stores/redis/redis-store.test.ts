@@ -47,6 +47,7 @@ describe('RedisStore options', () => {
     [{ client: undefined }, 'ERR_RL_INVALID_CLIENT', 'client'],
     [{ client: {} }, 'ERR_RL_INVALID_CLIENT', 'client'],
     [{ client: 'redis://localhost' }, 'ERR_RL_INVALID_CLIENT', 'client'],
+    [{ client: { status: 'ready', evalsha() {}, eval() {}, del() {} } }, 'ERR_RL_INVALID_CLIENT', 'client'],
     [{ prefix: '' }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
     [{ prefix: 'app{1}' }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
     [{ prefix: 42 }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
@@ -71,6 +72,29 @@ describe('RedisStore options', () => {
   it('rejects a missing options object', () => {
     // @ts-expect-error: bad input on purpose
     expect(() => new RedisStore()).toThrow(RateLimitConfigError);
+  });
+});
+
+describe('RedisStore plans', () => {
+  const many = (n: number, prefix: string) =>
+    Array.from({ length: n }, (_, i) => ({ name: `${prefix}${i}`, limit: i + 1, windowMs: 1000 }));
+
+  it('refuses, when the limiter is created, a plan of more policies than one script holds (16, enforced and shadow together)', () => {
+    const store = new RedisStore({ client: track(new Redis({ lazyConnect: true })) });
+    expect(createLimiter({ policies: many(12, 'p'), shadow: { policies: many(4, 's') }, store }).policies).toHaveLength(12);
+    expect(() => createLimiter({ policies: many(12, 'p'), shadow: { policies: many(5, 's') }, store })).toThrow(RateLimitConfigError);
+    expect(() => createLimiter({ policies: many(17, 'p'), store })).toThrow(
+      /ERR_RL_TOO_MANY_POLICIES: 'policies' and shadow.policies together list 17 policies/,
+    );
+  });
+
+  it('rejects such a plan on apply too (a caller that skipped prepare), without throwing', async () => {
+    const store = new RedisStore({ client: track(new Redis({ lazyConnect: true })) });
+    const big: StorePlan = Object.freeze({
+      policies: many(17, 'p').map((p, i) => compilePolicy(p, `policies[${i}]`, false)),
+      enforcedCount: 17,
+    });
+    await expect(store.apply('k', big, 1000, 0)).rejects.toMatchObject({ code: 'ERR_RL_TOO_MANY_POLICIES' });
   });
 });
 

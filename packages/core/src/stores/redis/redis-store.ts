@@ -2,23 +2,23 @@
  * @module RedisStore: limiter state in Redis (or Redis Cluster), shared by every instance of an app.
  * One EVALSHA per request applies every policy of the plan (enforced, then shadow, each group
  * all-or-nothing) in one atomic Lua script, with Redis `TIME` as the one clock, and returns every
- * per-policy result: one round trip whatever the number of policies. See scripts.ts for the state
- * layout and key-names.ts for the key names.
+ * per-policy result: one round trip whatever the number of policies. The script is generated for the
+ * plan the first time the store sees it (scripts.ts: the policies' parameters baked in, the state
+ * layout), then cached with the plan; key-names.ts gives the key names.
  *
  * The store fails fast: when the client is not ready it rejects at once instead of letting ioredis hold
  * the command in its offline queue, so a Redis outage costs a request nothing but the failure mode's
  * answer (`onStoreError` on the limiter, with its timeout and circuit breaker). It never retries, except
- * to send the script itself again when Redis answers NOSCRIPT.
+ * after loading the script when Redis answers NOSCRIPT (script-runner.ts).
  */
 import { RateLimitConfigError } from '../../errors.js';
 import { readOptions } from '../../internal/read-options.js';
-import type { CompiledPolicy } from '../../policy.js';
 import { RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../store.js';
-import { evalScript } from './eval-script.js';
+import { ScriptRunner } from './script-runner.js';
 import { keyName, keyTag, policySuffix } from './key-names.js';
 import { isRedisClientLike, type RedisClientLike } from './redis-client.js';
 import { RedisStoreError } from './redis-store-error.js';
-import { ALGORITHM_CODES, APPLY_SCRIPT } from './scripts.js';
+import { type LuaScript, planScript } from './scripts.js';
 
 export interface RedisStoreOptions {
   /**
@@ -43,28 +43,18 @@ export interface RedisStoreOptions {
 /** The per-plan parts of every call, computed once per plan. */
 interface Bound {
   readonly suffixes: readonly string[];
-  /** ARGV after `now` and the cost: the enforced count, then each policy's parameters. */
-  readonly params: readonly string[];
+  readonly script: LuaScript;
 }
 
 const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = { client: true, prefix: true, timeSource: true };
-
-function policyParams(p: CompiledPolicy): string[] {
-  const extra = p.algorithm === 'fixed-window' ? (p.anchorFirst ? 1 : 0) : p.algorithm === 'leaky-bucket' ? p.delayTicks : 0;
-  return [ALGORITHM_CODES[p.algorithm], p.windowMs, p.capMilli, p.rate, p.tokenTicks, p.capTicks, extra].map(String);
-}
 
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly prefix: string;
   readonly timeSource: 'redis' | 'limiter';
-  /** Times Redis answered NOSCRIPT and the script was sent in full (a restart, a failover, a new node). */
-  scriptReloads = 0;
   private readonly client: RedisClientLike;
+  private readonly scripts: ScriptRunner;
   private readonly bindings = new WeakMap<StorePlan, Bound>();
-  private readonly countReload = () => {
-    this.scriptReloads += 1;
-  };
 
   constructor(options: RedisStoreOptions) {
     const o = readOptions(options, OPTION_KEYS, 'options', '{ client: new Redis() } (RedisStore options)');
@@ -72,7 +62,7 @@ export class RedisStore implements Store {
       throw new RateLimitConfigError(
         'ERR_RL_INVALID_CLIENT',
         'client',
-        'must be an ioredis Redis or Cluster client (with status, evalsha, eval and del), e.g. new Redis(url)',
+        'must be an ioredis Redis or Cluster client (with status, evalsha, eval, script and del), e.g. new Redis(url)',
         o.client,
       );
     }
@@ -95,17 +85,31 @@ export class RedisStore implements Store {
       );
     }
     this.client = o.client;
+    this.scripts = new ScriptRunner(o.client);
     this.prefix = prefix;
     this.timeSource = timeSource;
+  }
+
+  /**
+   * Times Redis answered NOSCRIPT (a restart, a failover, a new node, SCRIPT FLUSH) and the store sent a
+   * script in full: one SCRIPT LOAD per node however many calls met NOSCRIPT together, or an EVAL.
+   */
+  get scriptReloads(): number {
+    return this.scripts.sent;
+  }
+
+  /**
+   * Generates the plan's script, so that the limiter's first request does not. Throws
+   * `RateLimitConfigError` when one script cannot hold the plan (more than 16 policies).
+   */
+  prepare(plan: StorePlan): void {
+    this.bind(plan);
   }
 
   private bind(plan: StorePlan): Bound {
     let b = this.bindings.get(plan);
     if (b === undefined) {
-      b = Object.freeze({
-        suffixes: plan.policies.map(policySuffix),
-        params: [String(plan.enforcedCount), ...plan.policies.flatMap(policyParams)],
-      });
+      b = Object.freeze({ suffixes: plan.policies.map(policySuffix), script: planScript(plan) });
       this.bindings.set(plan, b);
     }
     return b;
@@ -131,16 +135,22 @@ export class RedisStore implements Store {
   }
 
   apply(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    let b: Bound;
+    try {
+      b = this.bind(plan);
+    } catch (tooLarge) {
+      return Promise.reject(tooLarge);
+    }
     const error = this.notReady();
     if (error !== undefined) return Promise.reject(error);
-    const b = this.bind(plan);
     const n = plan.policies.length;
     const tag = keyTag(key);
-    // KEYS (one per policy), then ARGV: now ('' = Redis TIME), cost, enforced count, per-policy parameters.
+    // KEYS (one per policy), then ARGV: now ('' = Redis TIME) and the cost.
     const args: string[] = [];
     for (let i = 0; i < n; i++) args.push(keyName(this.prefix, tag, b.suffixes[i] as string));
-    args.push(this.timeSource === 'redis' ? '' : String(now), String(cost), ...b.params);
-    return evalScript(this.client, APPLY_SCRIPT, n, args, this.countReload).then((reply) => checkReply(reply, n));
+    args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
+    const script = b.script;
+    return this.scripts.run(script, n, args).then((reply) => checkReply(reply, n, script));
   }
 
   reset(key: string, plan: StorePlan): Promise<void> {
@@ -151,13 +161,13 @@ export class RedisStore implements Store {
 }
 
 /** The script's reply, checked: `RESULT_STRIDE` integers per policy, then the `now` it used. */
-function checkReply(reply: unknown, n: number): StoreResult {
+function checkReply(reply: unknown, n: number, script: LuaScript): StoreResult {
   const length = n * RESULT_STRIDE + 1;
   if (Array.isArray(reply) && reply.length === length && reply.every((v) => typeof v === 'number')) return reply as number[];
   const shown = JSON.stringify(reply)?.slice(0, 200);
   throw new RedisStoreError(
     'ERR_RL_STORE_REPLY',
-    `expected ${length} integers from ${APPLY_SCRIPT.name} (${n} ${n === 1 ? 'policy' : 'policies'}), got ${shown}; ` +
+    `expected ${length} integers from ${script.name} (${n} ${n === 1 ? 'policy' : 'policies'}), got ${shown}; ` +
       'the client must return Redis replies unchanged (a wrapper or a non-ioredis client that converts replies is the usual cause)',
   );
 }

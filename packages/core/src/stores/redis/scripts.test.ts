@@ -1,39 +1,105 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { algorithms } from '../../algorithms/index.js';
-import { ALGORITHM_CODES, APPLY_SCRIPT } from './scripts.js';
+import { RateLimitConfigError } from '../../errors.js';
+import { compilePolicy } from '../../policy.js';
+import type { PolicyOptions } from '../../types.js';
+import type { StorePlan } from '../store.js';
+import { LUA_KERNELS } from './lua-kernels.js';
+import { MAX_SCRIPT_POLICIES, planScript } from './scripts.js';
 
-describe('APPLY_SCRIPT', () => {
-  it('is named by the SHA1 of its text; the snapshot makes every script edit show in review', () => {
-    expect(APPLY_SCRIPT.sha).toBe(createHash('sha1').update(APPLY_SCRIPT.lua).digest('hex'));
-    expect({ name: APPLY_SCRIPT.name, sha: APPLY_SCRIPT.sha }).toMatchInlineSnapshot(`
-      {
-        "name": "tollgate:apply:v1",
-        "sha": "11eb09f5d87cd24303dd27d7f920c16f1e80f4a1",
-      }
-    `);
+function plan(policies: PolicyOptions[], shadow: PolicyOptions[] = []): StorePlan {
+  return Object.freeze({
+    policies: [
+      ...policies.map((p, i) => compilePolicy(p, `policies[${i}]`, false)),
+      ...shadow.map((p, i) => compilePolicy(p, `shadow.policies[${i}]`, true)),
+    ],
+    enforcedCount: policies.length,
+  });
+}
+
+const DAY = 86_400_000;
+/** The plans of bench section B, and one with every other algorithm (enforced and shadow). */
+const REPRESENTATIVE: Record<string, StorePlan> = {
+  'one-gcra': plan([{ limit: 1000, windowMs: DAY }]),
+  'gcra-and-fixed-window': plan([
+    { limit: 1000, windowMs: DAY },
+    { name: 'daily', algorithm: 'fixed-window', limit: 10_000, windowMs: DAY },
+  ]),
+  'token-bucket-sliding-log-shadow-sliding-window-leaky-bucket': plan(
+    [
+      { name: 'burst', algorithm: 'token-bucket', limit: 10, windowMs: 1000, burst: 20 },
+      { name: 'login', algorithm: 'sliding-log', limit: 5, windowMs: 900_000 },
+    ],
+    [
+      { name: 'minute', algorithm: 'sliding-window', limit: 100, windowMs: 60_000 },
+      { name: 'smooth', algorithm: 'leaky-bucket', limit: 3, windowMs: 1000, burst: 5, delayAfter: 1 },
+    ],
+  ),
+};
+
+/** The script without its comments. */
+function code(lua: string): string {
+  return lua
+    .split('\n')
+    .filter((line) => !line.trimStart().startsWith('--'))
+    .join('\n');
+}
+
+describe('planScript', () => {
+  it('has a Lua fragment set for every algorithm of the core', () => {
+    expect(Object.keys(LUA_KERNELS).sort()).toEqual(Object.keys(algorithms).sort());
   });
 
-  it('has a code for every algorithm of the core, each handled by the script', () => {
-    expect(Object.keys(ALGORITHM_CODES).sort()).toEqual(Object.keys(algorithms).sort());
-    const codes = Object.values(ALGORITHM_CODES);
-    expect(new Set(codes).size).toBe(codes.length);
-    // Codes 1, 2, 3 and 6 have their own branches; 4 (gcra) and 5 (leaky-bucket) share the GCRA one.
-    for (const c of [1, 2, 3, 6]) expect(APPLY_SCRIPT.lua).toContain(`c == ${c} then`);
-    expect(APPLY_SCRIPT.lua).toContain('if code[i] == 5 then dticks = extra[i] end');
+  for (const [name, p] of Object.entries(REPRESENTATIVE)) {
+    it(`generates ${name}.lua (a review aid: every change to the generated text shows in the diff)`, async () => {
+      await expect(planScript(p).lua).toMatchFileSnapshot(`./__snapshots__/${name}.lua`);
+    });
+  }
+
+  it('names each script by plan and version, and EVALSHA by the SHA1 of its text', () => {
+    const scripts = Object.values(REPRESENTATIVE).map(planScript);
+    for (const s of scripts) {
+      expect(s.sha).toBe(createHash('sha1').update(s.lua).digest('hex'));
+      expect(s.name).toMatch(/^tollgate:apply:v2:[0-9a-f]{16}$/);
+      expect(s.lua.startsWith(`-- ${s.name}:`)).toBe(true);
+    }
+    expect(new Set(scripts.map((s) => s.name)).size).toBe(scripts.length);
+    // The same policies give the same script, whatever their names; another role or parameter does not.
+    const gcra = REPRESENTATIVE['one-gcra'] as StorePlan;
+    expect(planScript(plan([{ name: 'other', limit: 1000, windowMs: DAY }]))).toEqual(planScript(gcra));
+    expect(planScript(plan([{ limit: 1000, windowMs: DAY, burst: 999 }])).name).not.toBe(planScript(gcra).name);
+    const twoEnforced = plan([
+      { name: 'a', limit: 1, windowMs: DAY },
+      { name: 'b', limit: 1, windowMs: DAY },
+    ]);
+    const oneAndShadow = plan([{ name: 'a', limit: 1, windowMs: DAY }], [{ name: 'b', limit: 1, windowMs: DAY }]);
+    expect(planScript(twoEnforced).name).not.toBe(planScript(oneAndShadow).name);
   });
 
-  it('reads every key through KEYS, time from TIME, and names its KEYS and ARGV slots', () => {
-    const lua = APPLY_SCRIPT.lua;
-    expect(lua).toMatch(/^-- tollgate:apply:v1/);
-    for (const slot of ['KEYS[i]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]']) expect(lua).toContain(`-- ${slot}`);
-    expect(lua).toContain("redis.call('TIME')");
-    // No key name is ever built inside the script (Cluster routes by the declared KEYS only).
-    const code = lua
-      .split('\n')
-      .filter((line) => !line.trimStart().startsWith('--'))
-      .join('\n');
-    expect(new Set(code.match(/KEYS(\[[^\]]*\])?/g))).toEqual(new Set(['KEYS', 'KEYS[i]']));
-    expect(code).not.toMatch(/\b(SCAN|FLUSHALL|FLUSHDB)\b/);
+  it('is straight-line code: no function, no table but the reply, no per-policy ARGV, keys only through KEYS[i]', () => {
+    for (const p of Object.values(REPRESENTATIVE)) {
+      const lua = code(planScript(p).lua);
+      expect(lua).not.toMatch(/\bfunction\b/);
+      expect(lua.match(/\{/g)).toHaveLength(1);
+      expect(lua).toContain(
+        `local out = {${Array(5 * p.policies.length)
+          .fill('0')
+          .join(', ')}, now}`,
+      );
+      expect(new Set(lua.match(/ARGV\[[^\]]*\]/g))).toEqual(new Set(['ARGV[1]', 'ARGV[2]']));
+      expect(new Set(lua.match(/KEYS(\[[^\]]*\])?/g))).toEqual(new Set(p.policies.map((_, i) => `KEYS[${i + 1}]`)));
+      expect(lua).toContain("redis.call('TIME')");
+      expect(lua).not.toMatch(/\b(SCAN|KEYS|FLUSHALL|FLUSHDB)\b'/);
+    }
+  });
+
+  it(`applies up to ${MAX_SCRIPT_POLICIES} policies in one script, and refuses more with a configuration error`, () => {
+    const many = (n: number) =>
+      Array.from({ length: n }, (_, i): PolicyOptions => ({ name: `p${i}`, algorithm: 'sliding-log', limit: i + 1, windowMs: 1000 }));
+    expect(planScript(plan(many(12), many(4))).lua).toContain(`KEYS[${MAX_SCRIPT_POLICIES}]`);
+    const tooMany = plan(many(12), many(5));
+    expect(() => planScript(tooMany)).toThrow(RateLimitConfigError);
+    expect(() => planScript(tooMany)).toThrow(/ERR_RL_TOO_MANY_POLICIES: 'policies' and shadow.policies together list 17 policies/);
   });
 });

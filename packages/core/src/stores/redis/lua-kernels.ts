@@ -1,0 +1,718 @@
+/**
+ * @module The algorithms in Lua, as fragments that scripts.ts assembles into one straight-line script per
+ * plan. Each fragment is a line-by-line port of its TypeScript kernel (algorithms/*.ts): the same
+ * integer arithmetic on doubles, the same order of operations and corrections, the same fixed-point
+ * scales (milli-units of cost; ticks for the bucket family). The policy's parameters are baked in as
+ * literals; its state lives in locals named after the policy's position (`tat1`, `used2`), so the
+ * script makes no table but its reply and no closure at all.
+ *
+ * What a fragment may use: `now` and `cost` (the request), `out` (the reply: five numbers per policy,
+ * all 0 until written, then `now`), `KEYS`, and the aliases `INF`, `floor`, `fmod` and `fmt`
+ * (math.huge, math.floor, math.fmod, string.format) that every script defines first. Temporaries live
+ * in `do ... end` blocks, so only the state locals count toward Lua's 200 locals per function.
+ */
+import type { CompiledPolicy } from '../../policy.js';
+import type { AlgorithmId } from '../../types.js';
+
+/** Where one policy's fragments read and write: its key, its reply slots, its locals. */
+export interface Slot {
+  /** The policy's position in the plan, from 1: `KEYS[i]`, and the suffix of its locals. */
+  readonly i: number;
+  readonly key: string;
+  /** Reply slots: 1 admitted, 2 the cost can never fit, 0 rejected; 5 once charged (F_ALLOWED | F_CHARGED). */
+  readonly flags: string;
+  readonly remaining: string;
+  readonly retry: string;
+  readonly reset: string;
+  readonly delay: string;
+}
+
+export function slot(i: number): Slot {
+  const o = 5 * (i - 1);
+  return {
+    i,
+    key: `KEYS[${i}]`,
+    flags: `out[${o + 1}]`,
+    remaining: `out[${o + 2}]`,
+    retry: `out[${o + 3}]`,
+    reset: `out[${o + 4}]`,
+    delay: `out[${o + 5}]`,
+  };
+}
+
+/** The fragments of one algorithm. Each returns Lua statements. */
+export interface LuaKernel {
+  /** The locals (before their suffix) that carry the state, as it stands at `now`, from `load` to `commit`. */
+  readonly state: readonly string[];
+  /** Declares the state locals and fills them from the key: the state as it stands at `now`. */
+  load(s: Slot, p: CompiledPolicy): string;
+  /** The kernel's `evaluate` for `cost`: writes the flags (1, 2 or 0) and the outcome; charges nothing. */
+  evaluate(s: Slot, p: CompiledPolicy): string;
+  /**
+   * What `evaluate` answers for a cost that can never fit: `remaining` and `reset` of the state as it
+   * stands, for a policy that admitted the request when another policy of its group refused it.
+   */
+  uncharged(s: Slot, p: CompiledPolicy): string;
+  /** The kernel's `commit`: charges `cost`, admitted by `evaluate`, and sets the key's expiry. */
+  commit(s: Slot, p: CompiledPolicy): string;
+  /** The kernel's fused `consume`, for a policy that is its own group: flags 5 when it charged. */
+  consume?(s: Slot, p: CompiledPolicy): string;
+}
+
+/**
+ * Template tag for fragments: drops blank lines and the literal's common indentation, and indents every
+ * line of a multi-line value as deep as the line it is placed on.
+ */
+export function lua(strings: TemplateStringsArray, ...values: readonly (string | number)[]): string {
+  let text = strings[0] as string;
+  for (let k = 0; k < values.length; k++) {
+    const indent = /^ */.exec(text.slice(text.lastIndexOf('\n') + 1))?.[0] ?? '';
+    text += String(values[k]).replaceAll('\n', `\n${indent}`) + (strings[k + 1] as string);
+  }
+  const lines = text.split('\n').filter((line) => line.trim() !== '');
+  const margin = Math.min(...lines.map((line) => line.length - line.trimStart().length));
+  return lines.map((line) => line.slice(margin).trimEnd()).join('\n');
+}
+
+/** The state locals of policy `s`: `names(s, ['tat', 'frac'])` is `['tat1', 'frac1']` for the first policy. */
+function names<const T extends readonly string[]>(s: Slot, base: T): { readonly [K in keyof T]: string } {
+  return base.map((b) => `${b}${s.i}`) as { readonly [K in keyof T]: string };
+}
+
+/**
+ * `local q = floor(a / b)`, exact for integers 0 <= a < 2^53 and b > 0 (fixed-point.ts floorDiv: the
+ * quotient is correctly rounded, so it is at most one off; correct it). `a` is a name, `b` a name or literal.
+ */
+export function floorDiv(q: string, a: string, b: string | number): string {
+  if (b === 1) return `local ${q} = ${a}`;
+  return lua`
+    local ${q} = floor(${a} / ${b})
+    if ${q} * ${b} > ${a} then ${q} = ${q} - 1 elseif (${q} + 1) * ${b} <= ${a} then ${q} = ${q} + 1 end`;
+}
+
+/** `local q = ceil(a / b)`, exact (fixed-point.ts ceilDiv). */
+export function ceilDiv(q: string, a: string, b: string | number): string {
+  if (b === 1) return `local ${q} = ${a}`;
+  return lua`
+    ${floorDiv(q, a, b)}
+    if ${q} * ${b} ~= ${a} then ${q} = ${q} + 1 end`;
+}
+
+/** `target = ticks` in milli-units, floored (fixed-point.ts ticksToMilli; one milli-unit is `tpm` ticks). */
+function ticksToMilli(target: string, ticks: string, tpm: number): string {
+  if (tpm === 1) return `${target} = ${ticks}`;
+  return lua`
+    ${floorDiv('milli', ticks, tpm)}
+    ${target} = milli`;
+}
+
+/** Sets `local m` to `now`'s offset in its clock-aligned window and `target` to the window's start (kernel.ts alignedStart). */
+function alignedStart(target: string, w: number): string {
+  return lua`
+    local m = fmod(now, ${w})
+    ${target} = now - m
+    if m < 0 then ${target} = ${target} - ${w} end`;
+}
+
+/** Fills `value` (the stored string) and `expiry` (its PEXPIRETIME, -1 when it has none) for window keys. */
+function readWithExpiry(s: Slot, then: string): string {
+  return lua`
+    local value = redis.call('GET', ${s.key})
+    if value then
+      local expiry = redis.call('PEXPIRETIME', ${s.key})
+      -- A key without an expiry is not ours to trust: read it as a key never seen.
+      if expiry >= 0 then
+        ${then}
+      end
+    end`;
+}
+
+/** Splits a stored `a` or `a:b` into `first` and `second` (0 when absent). */
+function splitPair(value: string, first: string, second: string): string {
+  return lua`
+    local at = string.find(${value}, ':', 1, true)
+    if at == nil then
+      ${first} = tonumber(${value})
+    else
+      ${first} = tonumber(string.sub(${value}, 1, at - 1)); ${second} = tonumber(string.sub(${value}, at + 1))
+    end`;
+}
+
+// fixed-window (fixed-window.ts). State: `used` (milli-units); window start = expiry - windowMs.
+// Locals: ws = the window a request at now falls in, used = its cost so far.
+const FW_STATE = ['ws', 'used'] as const;
+
+/** `stop` (the window's end) and `resetu` (reset as the state stands) from the evaluate's first lines. */
+function fwView(s: Slot, p: CompiledPolicy): string {
+  const [ws, used] = names(s, FW_STATE);
+  return lua`
+    local stop = ${ws} + ${p.windowMs}
+    local resetu = 0
+    if ${used} > 0 then resetu = stop - now end`;
+}
+
+function fwExceeds(s: Slot, p: CompiledPolicy): string {
+  const [, used] = names(s, FW_STATE);
+  return lua`
+    ${s.remaining} = ${p.capMilli} - ${used}
+    ${s.reset} = resetu`;
+}
+
+const fixedWindow: LuaKernel = {
+  state: FW_STATE,
+  load(s, p) {
+    const [ws, used] = names(s, FW_STATE);
+    const w = p.windowMs;
+    // currentWindow: never moves back when the clock does.
+    const window = p.anchorFirst
+      ? lua`
+          if now >= start + ${w} then ${ws} = now else ${ws} = start end`
+      : lua`
+          ${alignedStart(ws, w)}
+          if start > ${ws} then ${ws} = start end`;
+    return lua`
+      local ${ws}, ${used} = 0, 0
+      do
+        local start, stored = -INF, 0
+        ${readWithExpiry(s, `start = expiry - ${w}; stored = tonumber(value)`)}
+        ${window}
+        if ${ws} == start then ${used} = stored end
+      end`;
+  },
+  evaluate(s, p) {
+    const [, used] = names(s, FW_STATE);
+    const cap = p.capMilli;
+    return lua`
+      do
+        ${fwView(s, p)}
+        if cost > ${cap} then
+          ${s.flags} = 2
+          ${fwExceeds(s, p)}
+        elseif ${used} + cost <= ${cap} then
+          ${s.flags} = 1; ${s.remaining} = ${cap} - ${used} - cost; ${s.reset} = stop - now
+        else
+          ${s.remaining} = ${cap} - ${used}; ${s.retry} = stop - now; ${s.reset} = resetu
+        end
+      end`;
+  },
+  uncharged(s, p) {
+    return lua`
+      do
+        ${fwView(s, p)}
+        ${fwExceeds(s, p)}
+      end`;
+  },
+  commit(s, p) {
+    const [ws, used] = names(s, FW_STATE);
+    return `redis.call('SET', ${s.key}, fmt('%d', ${used} + cost), 'PXAT', fmt('%d', ${ws} + ${p.windowMs}))`;
+  },
+};
+
+// sliding-window (sliding-window.ts). State: `curr` or `curr:prev` (milli-units); current window start =
+// expiry - 2 * windowMs. Locals: the counters rolled over to now (start, curr, prev).
+const SW_STATE = ['start', 'curr', 'prev'] as const;
+
+function swView(s: Slot, p: CompiledPolicy): string {
+  const [start, curr, prev] = names(s, SW_STATE);
+  const w = p.windowMs;
+  return lua`
+    -- A backward clock parks the estimate at the window start: it neither refunds nor charges twice.
+    local behind = 0
+    if ${start} > now then behind = ${start} - now end
+    local e = now - ${start}
+    if behind > 0 then e = 0 end
+    local weighted = ${prev} * (${w} - e)
+    local resetu = 0
+    if ${curr} > 0 then resetu = ${start} + ${2 * w} - now elseif ${prev} > 0 then resetu = ${start} + ${w} - now end`;
+}
+
+/** uncharged(): what is left now, before the request, at least 0. */
+function swLeft(s: Slot, p: CompiledPolicy, target: string): string {
+  const [, curr] = names(s, SW_STATE);
+  const w = p.windowMs;
+  return lua`
+    local left = ${p.capMilli} * ${w} - weighted - ${curr} * ${w}
+    ${target} = 0
+    if left > 0 then
+      ${floorDiv('q', 'left', w)}
+      ${target} = q
+    end`;
+}
+
+function swExceeds(s: Slot, p: CompiledPolicy): string {
+  return lua`
+    ${swLeft(s, p, s.remaining)}
+    ${s.reset} = resetu`;
+}
+
+/** waitFrom(): the shortest wait after which `cost` fits, counted from the window start plus `e`. */
+function swWait(s: Slot, p: CompiledPolicy): string {
+  const [, curr, prev] = names(s, SW_STATE);
+  const w = p.windowMs;
+  const cap = p.capMilli;
+  return lua`
+    local wait = nil
+    local room = ${cap} * ${w} - (${curr} + cost) * ${w}
+    if room >= 0 and ${prev} > 0 then
+      -- Inside this window: need prev * (w - e - d) <= room.
+      local over = ${prev} * (${w} - e) - room
+      ${ceilDiv('d', 'over', prev)}
+      if d <= ${w} - e - 1 then wait = d end
+    end
+    if wait == nil then
+      -- From the next boundary on, curr becomes prev: need curr * (w - e2) + cost * w <= cap * w.
+      local room2 = (${cap} - cost) * ${w}
+      local e2 = 0
+      if ${curr} * ${w} > room2 then
+        local over = ${curr} * ${w} - room2
+        ${ceilDiv('q', 'over', curr)}
+        e2 = q
+      end
+      wait = ${w} - e + e2
+    end`;
+}
+
+const slidingWindow: LuaKernel = {
+  state: SW_STATE,
+  load(s, p) {
+    const [start, curr, prev] = names(s, SW_STATE);
+    const w = p.windowMs;
+    const read = lua`
+      from = expiry - ${2 * w}
+      ${splitPair('value', 'c', 'pv')}`;
+    return lua`
+      local ${start}, ${curr}, ${prev} = 0, 0, 0
+      do
+        local from, c, pv = -INF, 0, 0
+        ${readWithExpiry(s, read)}
+        -- roll: rolled over on a boundary, never moved back by a backward clock.
+        local a
+        ${alignedStart('a', w)}
+        if a > from then
+          ${start} = a
+          if a == from + ${w} then ${prev} = c end
+        else
+          ${start} = from; ${curr} = c; ${prev} = pv
+        end
+      end`;
+  },
+  evaluate(s, p) {
+    const [start, curr] = names(s, SW_STATE);
+    const w = p.windowMs;
+    const cap = p.capMilli;
+    return lua`
+      do
+        ${swView(s, p)}
+        if cost > ${cap} then
+          ${s.flags} = 2
+          ${swExceeds(s, p)}
+        else
+          local fits = ${cap} * ${w} - weighted - (${curr} + cost) * ${w}
+          if fits >= 0 then
+            ${s.flags} = 1
+            ${floorDiv('q', 'fits', w)}
+            ${s.remaining} = q; ${s.reset} = ${start} + ${2 * w} - now
+          else
+            ${swLeft(s, p, s.remaining)}
+            ${swWait(s, p)}
+            ${s.retry} = behind + wait; ${s.reset} = resetu
+          end
+        end
+      end`;
+  },
+  uncharged(s, p) {
+    return lua`
+      do
+        ${swView(s, p)}
+        ${swExceeds(s, p)}
+      end`;
+  },
+  commit(s, p) {
+    const [start, curr, prev] = names(s, SW_STATE);
+    return lua`
+      if ${prev} > 0 then
+        redis.call('SET', ${s.key}, fmt('%d:%d', ${curr} + cost, ${prev}), 'PXAT', fmt('%d', ${start} + ${2 * p.windowMs}))
+      else
+        redis.call('SET', ${s.key}, fmt('%d', ${curr} + cost), 'PXAT', fmt('%d', ${start} + ${2 * p.windowMs}))
+      end`;
+  },
+};
+
+// token-bucket (token-bucket.ts). State: `tokens` (ticks); last refill = expiry - ceil((capTicks - tokens) / rate).
+// Locals: tokens refilled to now, last = the last refill (a key never seen: full, last = -INF).
+const TB_STATE = ['tokens', 'last'] as const;
+
+/** resetUncharged(): time to full as the state stands. */
+function tbResetUncharged(s: Slot, p: CompiledPolicy, target: string): string {
+  const [tokens] = names(s, TB_STATE);
+  return lua`
+    if ${tokens} >= ${p.capTicks} then
+      ${target} = 0
+    else
+      local missing = ${p.capTicks} - ${tokens}
+      ${ceilDiv('q', 'missing', p.rate)}
+      ${target} = behind + q
+    end`;
+}
+
+function tbView(s: Slot): string {
+  const [, last] = names(s, TB_STATE);
+  return lua`
+    -- Measured from the last refill when the clock stepped back, so waits stay exact.
+    local behind = 0
+    if ${last} > now then behind = ${last} - now end`;
+}
+
+function tbExceeds(s: Slot, p: CompiledPolicy): string {
+  const [tokens] = names(s, TB_STATE);
+  return lua`
+    ${ticksToMilli(s.remaining, tokens, p.tokenTicks)}
+    ${tbResetUncharged(s, p, s.reset)}`;
+}
+
+const tokenBucket: LuaKernel = {
+  state: TB_STATE,
+  load(s, p) {
+    const [tokens, last] = names(s, TB_STATE);
+    const cap = p.capTicks;
+    const read = lua`
+      ${tokens} = tonumber(value)
+      local missing = ${cap} - ${tokens}
+      ${ceilDiv('q', 'missing', p.rate)}
+      ${last} = expiry - q`;
+    return lua`
+      local ${tokens}, ${last} = INF, -INF
+      do
+        ${readWithExpiry(s, read)}
+        -- refill(min(stored, cap)): never refilled twice when the clock steps back.
+        if ${tokens} > ${cap} then ${tokens} = ${cap} end
+        if ${tokens} < ${cap} and now > ${last} then
+          local elapsed = now - ${last}
+          local missing = ${cap} - ${tokens}
+          ${ceilDiv('q', 'missing', p.rate)}
+          if elapsed >= q then ${tokens} = ${cap} else ${tokens} = ${tokens} + elapsed * ${p.rate} end
+        end
+      end`;
+  },
+  evaluate(s, p) {
+    const [tokens] = names(s, TB_STATE);
+    const cap = p.capTicks;
+    const tpm = p.tokenTicks;
+    return lua`
+      do
+        ${tbView(s)}
+        local need = cost * ${tpm}
+        if need > ${cap} then
+          ${s.flags} = 2
+          ${tbExceeds(s, p)}
+        elseif ${tokens} >= need then
+          ${s.flags} = 1
+          local left = ${tokens} - need
+          ${ticksToMilli(s.remaining, 'left', tpm)}
+          local refill = ${cap} - ${tokens} + need
+          ${ceilDiv('q', 'refill', p.rate)}
+          ${s.reset} = behind + q
+        else
+          ${ticksToMilli(s.remaining, tokens, tpm)}
+          local missing = need - ${tokens}
+          ${ceilDiv('q', 'missing', p.rate)}
+          ${s.retry} = behind + q
+          ${tbResetUncharged(s, p, s.reset)}
+        end
+      end`;
+  },
+  uncharged(s, p) {
+    return lua`
+      do
+        ${tbView(s)}
+        ${tbExceeds(s, p)}
+      end`;
+  },
+  commit(s, p) {
+    const [tokens, last] = names(s, TB_STATE);
+    return lua`
+      do
+        local left = ${tokens} - cost * ${p.tokenTicks}
+        local refilled = ${last}
+        if now > refilled then refilled = now end
+        local missing = ${p.capTicks} - left
+        ${ceilDiv('q', 'missing', p.rate)}
+        redis.call('SET', ${s.key}, fmt('%d', left), 'PXAT', fmt('%d', refilled + q))
+      end`;
+  },
+};
+
+// gcra and leaky-bucket (gcra.ts, leaky-bucket.ts). State: `tat` or `tat:frac` (theoretical arrival
+// time in ms, and its fraction in ticks when not 0); expiry = tat (+1 ms when frac > 0).
+// Locals: tat, frac, and debt = max(0, tat - now) in ticks.
+const GC_STATE = ['tat', 'frac', 'debt'] as const;
+
+/** gcraReset(): ceil(max(0, tat - now)) in ms, without a division. */
+function gcraReset(s: Slot, target: string): string {
+  const [tat, frac] = names(s, GC_STATE);
+  return lua`
+    ${target} = 0
+    if ${tat} >= now then
+      if ${frac} > 0 then ${target} = ${tat} - now + 1 else ${target} = ${tat} - now end
+    end`;
+}
+
+/** The remaining when not charged: 0 when the debt fills the bucket. */
+function gcraLeft(s: Slot, p: CompiledPolicy): string {
+  const [, , debt] = names(s, GC_STATE);
+  return lua`
+    ${s.remaining} = 0
+    if ${debt} < ${p.capTicks} then
+      local left = ${p.capTicks} - ${debt}
+      ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
+    end`;
+}
+
+/** The leaky-bucket delay; gcra never delays (its delayTicks is Infinity). */
+function gcraDelay(s: Slot, p: CompiledPolicy): string {
+  if (p.algorithm !== 'leaky-bucket') return '';
+  const [, , debt] = names(s, GC_STATE);
+  return lua`
+    if ${debt} > ${p.delayTicks} then
+      local late = ${debt} - ${p.delayTicks}
+      ${ceilDiv('d', 'late', p.rate)}
+      ${s.delay} = d
+    end`;
+}
+
+/** Writes the new TAT for a debt of `after` ticks: `tat` or `tat:frac`, expiring at the TAT (rounded up). */
+function gcraStore(s: Slot, whole: string, frac: string): string {
+  return lua`
+    local tat = now + ${whole}
+    if ${frac} > 0 then
+      redis.call('SET', ${s.key}, fmt('%d:%d', tat, ${frac}), 'PXAT', fmt('%d', tat + 1))
+    else
+      redis.call('SET', ${s.key}, fmt('%d', tat), 'PXAT', fmt('%d', tat))
+    end`;
+}
+
+const gcra: LuaKernel = {
+  state: GC_STATE,
+  load(s, p) {
+    const [tat, frac, debt] = names(s, GC_STATE);
+    return lua`
+      local ${tat}, ${frac}, ${debt} = -INF, 0, 0
+      do
+        local value = redis.call('GET', ${s.key})
+        if value then
+          ${splitPair('value', tat, frac)}
+        end
+      end
+      if ${tat} >= now then ${debt} = (${tat} - now) * ${p.rate} + ${frac} end`;
+  },
+  evaluate(s, p) {
+    const [, , debt] = names(s, GC_STATE);
+    const cap = p.capTicks;
+    return lua`
+      do
+        local need = cost * ${p.tokenTicks}
+        if need > ${cap} then
+          ${s.flags} = 2
+          ${gcraLeft(s, p)}
+          ${gcraReset(s, s.reset)}
+        else
+          local after = ${debt} + need
+          if after <= ${cap} then
+            ${s.flags} = 1
+            local left = ${cap} - after
+            ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
+            ${ceilDiv('q', 'after', p.rate)}
+            ${s.reset} = q
+            ${gcraDelay(s, p)}
+          else
+            ${gcraLeft(s, p)}
+            local over = after - ${cap}
+            ${ceilDiv('q', 'over', p.rate)}
+            ${s.retry} = q
+            ${gcraReset(s, s.reset)}
+          end
+        end
+      end`;
+  },
+  uncharged(s, p) {
+    return lua`
+      ${gcraLeft(s, p)}
+      ${gcraReset(s, s.reset)}`;
+  },
+  commit(s, p) {
+    const [, , debt] = names(s, GC_STATE);
+    return lua`
+      do
+        local after = ${debt} + cost * ${p.tokenTicks}
+        ${floorDiv('whole', 'after', p.rate)}
+        local frac = after - whole * ${p.rate}
+        ${gcraStore(s, 'whole', 'frac')}
+      end`;
+  },
+  consume(s, p) {
+    const [, , debt] = names(s, GC_STATE);
+    const cap = p.capTicks;
+    return lua`
+      do
+        local need = cost * ${p.tokenTicks}
+        local after = ${debt} + need
+        if after > ${cap} then
+          if need > ${cap} then
+            ${s.flags} = 2
+            ${gcraLeft(s, p)}
+            ${gcraReset(s, s.reset)}
+          else
+            -- Rejected: the common over-the-limit path, kept as short as the admitted one.
+            ${gcraLeft(s, p)}
+            local over = after - ${cap}
+            ${ceilDiv('q', 'over', p.rate)}
+            ${s.retry} = q
+            ${gcraReset(s, s.reset)}
+          end
+        else
+          -- The new TAT and the reset time come from the same division of the debt by the rate.
+          ${floorDiv('whole', 'after', p.rate)}
+          local frac = after - whole * ${p.rate}
+          ${gcraStore(s, 'whole', 'frac')}
+          ${s.flags} = 5
+          local left = ${cap} - after
+          ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
+          if frac > 0 then ${s.reset} = whole + 1 else ${s.reset} = whole end
+          ${gcraDelay(s, p)}
+        end
+      end`;
+  },
+};
+
+// sliding-log (sliding-log.ts). State: a sorted set of admitted requests, one member per distinct
+// millisecond, member = the time in ms, score = the running total of admitted cost (milli-units) up to
+// and including it. Rank 0 holds the base: `b` on a new log, `b<time>` once entries expired (the newest
+// expired entry, whose time is the high-water mark when no entry is left). The cost in the window is
+// `last score - base score`, with no walk over the entries; expired entries are dropped from the head,
+// each once. Locals: hw (high-water mark), base and last (scores), live (entries in the window), fresh
+// (no log yet), expired (entries that left the window) and etime (the newest of them's time).
+const SL_STATE = ['hw', 'base', 'last', 'live', 'fresh', 'expired', 'etime'] as const;
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+function slView(s: Slot, p: CompiledPolicy): string {
+  const [hw, base, last, live] = names(s, SL_STATE);
+  return lua`
+    local sum, resetu = 0, 0
+    if ${live} > 0 then sum = ${last} - ${base}; resetu = ${hw} + ${p.windowMs} - now end`;
+}
+
+function slExceeds(s: Slot, p: CompiledPolicy): string {
+  return lua`
+    ${s.remaining} = ${p.capMilli} - sum
+    ${s.reset} = resetu`;
+}
+
+const slidingLog: LuaKernel = {
+  state: SL_STATE,
+  load(s, p) {
+    const [hw, base, last, live, fresh, expired, etime] = names(s, SL_STATE);
+    // Like the kernel, only a commit drops the entries that left the window: a rejected request never
+    // moves a key's window.
+    return lua`
+      local ${hw}, ${base}, ${last}, ${live}, ${fresh}, ${expired}, ${etime} = -INF, 0, 0, 0, true, 0, 0
+      do
+        local top = redis.call('ZRANGE', ${s.key}, -1, -1, 'WITHSCORES')
+        if #top > 0 then
+          ${fresh} = false
+          if string.sub(top[1], 1, 1) == 'b' then ${hw} = tonumber(string.sub(top[1], 2)) or -INF else ${hw} = tonumber(top[1]) end
+          ${last} = tonumber(top[2])
+          local bound = now
+          if ${hw} > bound then bound = ${hw} end
+          bound = bound - ${p.windowMs}
+          local card = redis.call('ZCARD', ${s.key})
+          local newest = nil
+          local from, size, done = 0, 4, false
+          while not done do
+            local items = redis.call('ZRANGE', ${s.key}, from, from + size - 1, 'WITHSCORES')
+            local j = 1
+            if from == 0 then ${base} = tonumber(items[2]); j = 3 end
+            while j <= #items do
+              local t = tonumber(items[j])
+              if t > bound then done = true; break end
+              ${expired} = ${expired} + 1; ${etime} = t; newest = tonumber(items[j + 1])
+              j = j + 2
+            end
+            from = from + size
+            if from >= card then done = true end
+            if size < 256 then size = size * 2 end
+          end
+          if ${expired} > 0 then ${base} = newest end
+          ${live} = card - 1 - ${expired}
+        end
+      end`;
+  },
+  evaluate(s, p) {
+    const [hw, base, , , fresh] = names(s, SL_STATE);
+    const w = p.windowMs;
+    const cap = p.capMilli;
+    return lua`
+      do
+        ${slView(s, p)}
+        if cost > ${cap} then
+          ${s.flags} = 2
+          ${slExceeds(s, p)}
+        elseif sum + cost <= ${cap} then
+          -- The window never moves back: the new entry is recorded at the high-water mark.
+          local at = now
+          if not ${fresh} and ${hw} > now then at = ${hw} end
+          ${s.flags} = 1; ${s.remaining} = ${cap} - sum - cost; ${s.reset} = at + ${w} - now
+        else
+          -- The oldest entry whose running total frees enough cost for this request to fit.
+          local first = redis.call('ZRANGEBYSCORE', ${s.key}, fmt('%d', ${base} + (sum + cost - ${cap})), '+inf', 'LIMIT', 0, 1)
+          ${s.remaining} = ${cap} - sum; ${s.retry} = tonumber(first[1]) + ${w} - now; ${s.reset} = resetu
+        end
+      end`;
+  },
+  uncharged(s, p) {
+    return lua`
+      do
+        ${slView(s, p)}
+        ${slExceeds(s, p)}
+      end`;
+  },
+  commit(s, p) {
+    const [hw, base, last, live, fresh, expired, etime] = names(s, SL_STATE);
+    return lua`
+      do
+        local at = ${hw}
+        if now > at then at = now end
+        if ${fresh} then
+          redis.call('ZADD', ${s.key}, 0, 'b', fmt('%d', cost), fmt('%d', at))
+        else
+          local total = ${last}
+          if ${expired} > 0 then
+            -- Drop the expired entries (each once): the newest of them becomes the base.
+            redis.call('ZREMRANGEBYRANK', ${s.key}, 0, ${expired})
+            redis.call('ZADD', ${s.key}, fmt('%d', ${base}), fmt('b%d', ${etime}))
+          end
+          if total + cost > ${MAX_SAFE} then
+            -- Running totals only grow while the key lives: rebase them before they leave exact integers.
+            local all = redis.call('ZRANGE', ${s.key}, 0, -1, 'WITHSCORES')
+            for j = 1, #all, 2 do redis.call('ZADD', ${s.key}, fmt('%d', tonumber(all[j + 1]) - ${base}), all[j]) end
+            total = total - ${base}
+          end
+          if ${live} > 0 and ${hw} == at then
+            redis.call('ZINCRBY', ${s.key}, fmt('%d', cost), fmt('%d', at))
+          else
+            redis.call('ZADD', ${s.key}, fmt('%d', total + cost), fmt('%d', at))
+          end
+        end
+        redis.call('PEXPIREAT', ${s.key}, fmt('%d', at + ${p.windowMs}))
+      end`;
+  },
+};
+
+/** The Lua fragments of every algorithm of the core. */
+export const LUA_KERNELS: Readonly<Record<AlgorithmId, LuaKernel>> = Object.freeze({
+  'fixed-window': fixedWindow,
+  'sliding-window': slidingWindow,
+  'token-bucket': tokenBucket,
+  gcra,
+  'leaky-bucket': gcra,
+  'sliding-log': slidingLog,
+});

@@ -14,10 +14,10 @@
 import { RateLimitConfigError } from '../../errors.js';
 import { readOptions } from '../../internal/read-options.js';
 import { RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../store.js';
-import { ScriptRunner } from './script-runner.js';
 import { keyName, keyTag, policySuffix } from './key-names.js';
 import { isRedisClientLike, type RedisClientLike } from './redis-client.js';
 import { RedisStoreError } from './redis-store-error.js';
+import { ScriptRunner } from './script-runner.js';
 import { type LuaScript, planScript } from './scripts.js';
 
 export interface RedisStoreOptions {

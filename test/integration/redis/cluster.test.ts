@@ -6,6 +6,8 @@
 import { createLimiter, type Limiter, type PolicyOptions, type RedisClientLike, RedisStore, type StorePlan } from '@tollgate/core';
 import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+// The generated script of a plan, to ask a node whether it holds it (an internal of the store, as tests may use).
+import { planScript } from '../../../packages/core/src/stores/redis/scripts.js';
 import {
   commandCalls,
   describeRedis,
@@ -209,8 +211,12 @@ describeRedis('RedisStore on a Redis Cluster', () => {
     expect(d).toMatchObject({ allowed: true, remaining: 0, degraded: false });
     expect((await limiter.check(key)).allowed).toBe(false);
     expect(store.scriptReloads).toBeGreaterThan(reloads);
+    // The promoted replica had no script (scripts do not replicate) and has it now. Whether it came by
+    // SCRIPT LOAD or, when ioredis still mapped the slot to the old master at that moment, by one EVAL, is
+    // a race of the failover; both are the NOSCRIPT path, and never a retry on another error.
+    const [exists] = (await cluster.node(replica).script('EXISTS', planScript(plan()).sha)) as number[];
+    expect(exists).toBe(1);
     const calls = await commandCalls(cluster.node(replica));
-    expect(calls['script|load']).toBeGreaterThanOrEqual(1);
-    expect(calls.eval).toBeUndefined();
+    expect((calls['script|load'] ?? 0) + (calls.eval ?? 0)).toBeGreaterThanOrEqual(1);
   });
 });

@@ -50,8 +50,8 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
   },
   quick: {
     decisions: { subjects: undefined, passes: 1, runs: 2, runMs: 100, warmupMs: 100 },
-    redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], rounds: 1, runs: 1, runMs: 1000 },
-    http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 2, roundSeconds: 1, warmupSeconds: 1, connections: 50 },
+    redis: { subjects: undefined, keys: 30_000, inFlight: [1, 256], rounds: 1, runs: 1, runMs: 1000 },
+    http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 50 },
   },
   smoke: {
     decisions: { subjects: ['tollgate-gcra', 'express-rate-limit', 'map-counter'], passes: 1, runs: 1, runMs: 20, warmupMs: 20 },

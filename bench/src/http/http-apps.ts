@@ -9,7 +9,7 @@
 import fastifyRateLimit from '@fastify/rate-limit';
 import express from 'express';
 import { rateLimit as expressRateLimit } from 'express-rate-limit';
-import Fastify from 'fastify';
+import Fastify, { type FastifyPluginAsync } from 'fastify';
 import Koa from 'koa';
 import koaRatelimit from 'koa-ratelimit';
 import { importExport, type Loaded } from '../optional-import.js';
@@ -119,8 +119,10 @@ async function startFastify(variant: Variant, mode: Mode, wire: WireResponse | u
   } else if (variant === 'tollgate') {
     const a = await adapter('fastify');
     if (!a.ok) return a;
-    // biome-ignore lint/suspicious/noExplicitAny: the adapter's plugin type is only known once it lands.
-    await app.register(a.value as any, { policies: [{ limit: limitOf(mode), windowMs: WINDOW_MS }] });
+    // Loaded by name and typed here: @tollgate/fastify's type augmentations clash with @fastify/rate-limit's
+    // (both declare `rateLimit` on Fastify's types), and the peer cell imports the latter in this program.
+    const plugin = a.value as unknown as FastifyPluginAsync<{ policies: { limit: number; windowMs: number }[] }>;
+    await app.register(plugin, { policies: [{ limit: limitOf(mode), windowMs: WINDOW_MS }] });
   } else if (variant === 'peer') {
     await app.register(fastifyRateLimit, { max: limitOf(mode), timeWindow: WINDOW_MS });
   }

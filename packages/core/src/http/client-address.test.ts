@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type ClientAddressConfig, resolveClientAddress } from './client-address.js';
+import { resolveClientAddress } from '../testing/client-address.js';
+import type { ClientAddressConfig } from './client-address.js';
 import type { ForwardingHeader } from './forwarded-header.js';
 import { formatIpAddress } from './ip-address.js';
 import type { HeaderBag } from './request-view.js';

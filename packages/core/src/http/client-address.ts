@@ -101,15 +101,3 @@ export function clientBehindProxy(view: RequestView, config: ClientAddressConfig
   }
   return client;
 }
-
-/**
- * Resolves the client address of a request. Undefined only when the socket address is missing or not an
- * IP address (warned once). Never throws on header content.
- */
-export function resolveClientAddress(view: RequestView, config: ClientAddressConfig): IpAddress | undefined {
-  const socket = socketAddress(view);
-  if (socket === undefined) return undefined;
-  if (config.trustedProxies.has(socket)) return clientBehindProxy(view, config, socket);
-  ignoreForwarding(view, config, socket);
-  return socket;
-}

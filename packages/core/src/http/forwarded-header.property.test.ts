@@ -6,8 +6,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type ForwardingHeader, forwardedForNode, hopsFromRight, MAX_HOP_LENGTH, xForwardedForNode } from './forwarded-header.js';
-import { referenceForwardedForNode, referenceHopsFromRight, referenceXForwardedForNode } from './forwarded-header-reference.js';
+import { hopsFromRight } from '../testing/client-address.js';
+import { referenceForwardedForNode, referenceHopsFromRight, referenceXForwardedForNode } from '../testing/forwarded-header-reference.js';
+import { type ForwardingHeader, forwardedForNode, MAX_HOP_LENGTH, xForwardedForNode } from './forwarded-header.js';
 
 const RUNS = { numRuns: 3000 };
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { hopsFromRight } from '../testing/client-address.js';
 import {
   type ForwardingHeader,
   forwardedForNode,
-  hopsFromRight,
   MAX_FORWARDING_HEADER_LENGTH,
   MAX_HOP_LENGTH,
   xForwardedForNode,

@@ -218,12 +218,3 @@ export class HopReader {
     return node;
   }
 }
-
-/**
- * Yields the address text of each hop of `value`, rightmost (nearest) first; `undefined` marks a hop that
- * is not a usable address, after which nothing more is yielded. (`HopReader` as an iterable.)
- */
-export function* hopsFromRight(value: string, format: ForwardingHeader): Generator<string | undefined, void, void> {
-  const reader = new HopReader(value, format);
-  for (let hop = reader.next(); hop !== null; hop = reader.next()) yield hop;
-}

@@ -7,7 +7,6 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatIpAddress, networkAddress, parseCommonForm, parseIpAddress } from './ip-address.js';
 import {
   type ReferenceAddress,
   referenceFormat,
@@ -15,7 +14,8 @@ import {
   referenceKey,
   referenceNetwork,
   referenceParse,
-} from './ip-address-reference.js';
+} from '../testing/ip-address-reference.js';
+import { formatIpAddress, networkAddress, parseCommonForm, parseIpAddress } from './ip-address.js';
 import { type IpKeyOptions, ipKey } from './ip-key.js';
 import { requestView } from './request-view-fixture.js';
 import { compileTrustedProxies } from './trusted-proxies.js';

@@ -7,7 +7,8 @@ import LocalStore from '@fastify/rate-limit/store/LocalStore.js';
 import { type AlgorithmId, createLimiter, type Decision, MemoryStore } from '@tollgate/core';
 import { MemoryStore as ErlMemoryStore, type Options as ErlOptions } from 'express-rate-limit';
 import MemoryLimiter from 'koa-ratelimit/limiter/memory.js';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { flexibleConsume } from '../flexible-consume.js';
 
 /** The window every subject uses, long enough that nothing expires during a cell. */
 export const WINDOW_MS = 60_000;
@@ -136,16 +137,7 @@ const rateLimiterFlexible: SubjectSpec = {
   create({ overLimit }) {
     const limiter = new RateLimiterMemory({ points: overLimit ? 1 : ALLOW_LIMIT, duration: WINDOW_MS / 1000 });
     const subject: DecisionSubject<boolean> = {
-      // consume() rejects with a RateLimiterRes when over the limit: the documented try/await/catch.
-      async decide(key) {
-        try {
-          await limiter.consume(key);
-          return true;
-        } catch (error) {
-          if (error instanceof RateLimiterRes) return false;
-          throw error;
-        }
-      },
+      decide: (key) => flexibleConsume(limiter, key),
       allowed: (r) => r,
       close: () => undefined,
     };

@@ -7,7 +7,8 @@ import FastifyRedisStore from '@fastify/rate-limit/store/RedisStore.js';
 import { createLimiter, type Decision, type LimiterOptions, RedisStore } from '@tollgate/core';
 import type { Redis } from 'ioredis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { flexibleConsume } from '../flexible-consume.js';
 import type { Loaded } from '../optional-import.js';
 import { TOKEN_BUCKET_LUA } from './token-bucket-script.js';
 
@@ -124,15 +125,7 @@ const flexibleRedis: RedisSubjectSpec = {
   async create(client) {
     const limiter = new RateLimiterRedis({ storeClient: client, points: REDIS_ALLOW_LIMIT, duration: REDIS_WINDOW_MS / 1000 });
     const subject: RedisSubject<boolean> = {
-      async decide(key) {
-        try {
-          await limiter.consume(key);
-          return true;
-        } catch (error) {
-          if (error instanceof RateLimiterRes) return false;
-          throw error;
-        }
-      },
+      decide: (key) => flexibleConsume(limiter, key),
       allowed: (r) => r,
       close: async () => undefined,
     };

@@ -7,8 +7,8 @@
  */
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Decision, Logger, PolicyOptions, RateLimitOptions } from '@tollgate/core';
-import { keys, PROBLEM_TYPES } from '@tollgate/core';
+import type { Decision, LogFields, Logger, PolicyOptions, RateLimitOptions } from '@tollgate/core';
+import { formatLine, keys, PROBLEM_TYPES } from '@tollgate/core';
 import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { checkRateLimitField } from './strict-validator.js';
@@ -47,7 +47,11 @@ const FIXED: PolicyOptions = { name: 'default', algorithm: 'fixed-window', limit
 
 function recorder(): Logger & { lines: string[] } {
   const lines: string[] = [];
-  return { lines, warn: (m: string) => lines.push(m), error: (m: string) => lines.push(m) };
+  return {
+    lines,
+    warn: (fields: LogFields, m: string) => lines.push(formatLine(fields, m)),
+    error: (fields: LogFields, m: string) => lines.push(formatLine(fields, m)),
+  };
 }
 
 function fields(res: request.Response): { policy: Map<string, Map<string, unknown>>; limit: Map<string, Map<string, unknown>> } {
@@ -267,7 +271,7 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
         [true, true, 'shadow'],
         [true, true, 'shadow'],
       ]);
-      expect(logger.lines.filter((l) => l.includes('shadow mode: would have rejected'))).toHaveLength(3);
+      expect(logger.lines.filter((l) => l.includes('WRN_RL_SHADOW_LIMITED'))).toHaveLength(3);
     });
 
     it('evaluates shadow candidates without touching the enforced budget or the wire', async () => {

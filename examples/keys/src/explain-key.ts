@@ -2,7 +2,7 @@
  * @module Derives the key of one described request with the same `RequestView` an adapter builds, and
  * collects the warnings the middleware's logger would print.
  */
-import { createDiagnostics, type HeaderBag, type KeyFunction, type RequestView } from '@tollgate/core';
+import { createDiagnostics, formatLine, type HeaderBag, type KeyFunction, type LogFields, type RequestView } from '@tollgate/core';
 
 export interface RequestDescription {
   /** The socket peer address, as `req.socket.remoteAddress` reports it. */
@@ -20,7 +20,10 @@ export interface KeyExplanation {
 
 export async function explainKey(key: KeyFunction<RequestDescription>, request: RequestDescription): Promise<KeyExplanation> {
   const warnings: string[] = [];
-  const logger = { warn: (message: string) => void warnings.push(message), error: (message: string) => void warnings.push(message) };
+  const logger = {
+    warn: (fields: LogFields, message: string) => void warnings.push(formatLine(fields, message)),
+    error: (fields: LogFields, message: string) => void warnings.push(formatLine(fields, message)),
+  };
   const view: RequestView<RequestDescription> = {
     remoteAddress: request.remoteAddress,
     headers: request.headers ?? {},

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLimiter, type LimiterEvents } from './create-limiter.js';
+import { formatLine, type LogFields } from './logging.js';
 import { MemoryStore } from './stores/memory-store.js';
 import type { Store, StorePlan, StoreResult } from './stores/store.js';
 import type { Logger } from './types.js';
@@ -44,7 +45,12 @@ class FlakyStore implements Store {
 function recordingLogger(): Logger & { warnings: string[]; errors: string[] } {
   const warnings: string[] = [];
   const errors: string[] = [];
-  return { warnings, errors, warn: (m: string) => warnings.push(m), error: (m: string) => errors.push(m) };
+  return {
+    warnings,
+    errors,
+    warn: (fields: LogFields, m: string) => warnings.push(formatLine(fields, m)),
+    error: (fields: LogFields, m: string) => errors.push(formatLine(fields, m)),
+  };
 }
 
 const policies = [{ name: 'minute', algorithm: 'fixed-window' as const, limit: 10, windowMs: 60_000 }];

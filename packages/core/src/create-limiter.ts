@@ -10,6 +10,7 @@ import { costUnits, DecisionImpl, Group, readGroup, Verdict } from './decision.j
 import { codedError, describeValue, seeDocs } from './errors.js';
 import { Breaker, type BreakerState } from './internal/breaker.js';
 import { fromMilli, MILLI, toMilli } from './internal/fixed-point.js';
+import { safeLog } from './logging.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import type { CompiledPolicy } from './policy.js';
 import { MemoryStore } from './stores/memory-store.js';
@@ -190,7 +191,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       try {
         listener(payload);
       } catch (error) {
-        logger.error(`tollgate: a '${event}' listener threw`, error);
+        safeLog(logger, 'error', { code: 'ERR_RL_LISTENER_THREW', event, err: error }, 'ERR_RL_LISTENER_THREW: an event listener threw');
       }
     }
   }
@@ -201,11 +202,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
       ? undefined
       : new Breaker(breakerConfig.failureThreshold, breakerConfig.cooldownMs, (state) => {
           if (state === 'open') {
-            logger.warn(
-              `tollgate: the ${store.kind} store keeps failing; not calling it for ${breakerConfig.cooldownMs} ms (onStoreError: '${onStoreError}')`,
+            safeLog(
+              logger,
+              'warn',
+              { code: 'WRN_RL_BREAKER_OPEN', store: store.kind, cooldownMs: breakerConfig.cooldownMs, onStoreError },
+              'WRN_RL_BREAKER_OPEN: the store keeps failing; not calling it during the cooldown',
             );
           } else if (state === 'closed') {
-            logger.warn(`tollgate: the ${store.kind} store answers again; decisions are back to normal`);
+            safeLog(
+              logger,
+              'warn',
+              { code: 'WRN_RL_BREAKER_CLOSED', store: store.kind },
+              'WRN_RL_BREAKER_CLOSED: the store answers again; decisions are back to normal',
+            );
           }
           emit('breaker', { state });
         });
@@ -343,7 +352,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
     breaker?.failure(at);
     if (!failing) {
       failing = true;
-      logger.error(`tollgate: the ${store.kind} store failed; answering with onStoreError '${onStoreError}' until it recovers`, error);
+      safeLog(
+        logger,
+        'error',
+        { code: 'ERR_RL_STORE_FAILED', store: store.kind, onStoreError, err: error },
+        'ERR_RL_STORE_FAILED: the store failed; answering with onStoreError until it recovers',
+      );
     }
     emit('store-error', { error, key });
     return fallback(key, cost, at);

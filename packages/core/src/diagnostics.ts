@@ -4,7 +4,7 @@
  * through the injected logger, and each can be switched off; a diagnostic never throws into a request.
  */
 import { seeDocs } from './errors.js';
-import type { Logger } from './types.js';
+import { type Logger, safeLog } from './logging.js';
 
 /** Every warning tollgate raises; each is explained in docs/errors.md. */
 export const WARNING_CODES = [
@@ -49,11 +49,7 @@ export function createDiagnostics(logger: Logger, validate: ValidateOption = tru
       if (validate === false || raised.has(code)) return;
       if (typeof validate === 'object' && validate[code] === false) return;
       raised.add(code);
-      try {
-        logger.warn(`${code}: ${message} ${seeDocs(code)}`);
-      } catch {
-        // A broken logger must not break the request that happened to trigger the warning.
-      }
+      safeLog(logger, 'warn', { code }, `${code}: ${message} ${seeDocs(code)}`);
     },
   };
 }

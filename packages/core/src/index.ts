@@ -50,6 +50,7 @@ export type { HeaderBag, KeyFunction, RequestView } from './http/request-view.js
 export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/respond.js';
 export { type ClosableResponse, waitUnlessClosed } from './http/shaping-delay.js';
 export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-proxies.js';
+export { consoleLogger, formatLine, type LogFields, type LogFn, type Logger } from './logging.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { RedisClientLike } from './stores/redis/redis-client.js';
@@ -62,7 +63,6 @@ export type {
   Clock,
   Decision,
   DecisionReason,
-  Logger,
   PolicyOptions,
   PolicyResult,
   QuotaUnit,

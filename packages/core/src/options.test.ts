@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLimiter } from './create-limiter.js';
 import { DOCS_URL, RateLimitConfigError } from './errors.js';
+import { consoleLogger } from './logging.js';
 import { type LimiterOptions, parseLimiterOptions } from './options.js';
 import { MemoryStore } from './stores/memory-store.js';
 
@@ -175,7 +176,7 @@ describe('limiter options validation', () => {
       cost: undefined,
       logger: undefined,
     });
-    expect(config).toMatchObject({ mode: 'enforce', defaultCost: 1000, ownsStore: true, logger: console, shadowPolicies: [] });
+    expect(config).toMatchObject({ mode: 'enforce', defaultCost: 1000, ownsStore: true, logger: consoleLogger, shadowPolicies: [] });
     expect(config.store).toBeInstanceOf(MemoryStore);
     expect(Object.isFrozen(config)).toBe(true);
     (config.store as MemoryStore).close();

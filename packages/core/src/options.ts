@@ -7,10 +7,11 @@ import { monotonicClock } from './clock.js';
 import { RateLimitConfigError } from './errors.js';
 import { MILLI, toMilli } from './internal/fixed-point.js';
 import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from './internal/read-options.js';
+import { isLogger, type Logger, toLogger } from './logging.js';
 import { type CompiledPolicy, compilePolicy, isBucket } from './policy.js';
 import { MemoryStore } from './stores/memory-store.js';
 import type { Store } from './stores/store.js';
-import type { Clock, Logger, PolicyOptions } from './types.js';
+import type { Clock, PolicyOptions } from './types.js';
 
 export interface ShadowOptions {
   /**
@@ -37,7 +38,7 @@ export interface LimiterOptions {
   clock?: Clock;
   /** The cost of a check that passes none. A positive multiple of 1/1000. Defaults to `1`. */
   cost?: number;
-  /** Receives warnings. Defaults to `console`. */
+  /** Receives warnings and errors, pino-style `(fields, message)`. Defaults to `console`, one line per entry. */
   logger?: Logger;
   /**
    * What a check answers when the store fails, times out, or its circuit breaker is open:
@@ -128,11 +129,6 @@ function compileList(list: unknown, path: string, shadow: boolean): CompiledPoli
     seen.set(p.name, i);
   });
   return compiled;
-}
-
-function isLogger(value: unknown): value is Logger {
-  const l = value as Logger | null;
-  return typeof l === 'object' && l !== null && typeof l.warn === 'function' && typeof l.error === 'function';
 }
 
 function isStore(value: unknown): value is Store {
@@ -238,7 +234,7 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
     ownsStore,
     clock: options.clock ?? monotonicClock,
     defaultCost,
-    logger: options.logger ?? console,
+    logger: toLogger(options.logger),
     onStoreError,
     storeTimeoutMs,
     localPolicies,

@@ -44,11 +44,7 @@ export interface PolicyOptions {
 /** Integer milliseconds. The default clock is monotonic and anchored to the Unix epoch. */
 export type Clock = () => number;
 
-/** Where warnings go. `console` fits; so do pino and winston loggers. */
-export interface Logger {
-  warn(message: string, ...rest: unknown[]): void;
-  error(message: string, ...rest: unknown[]): void;
-}
+export type { LogFields, LogFn, Logger } from './logging.js';
 
 /** The verdict of one policy on one request. Quantities are in policy units, times in milliseconds. */
 export interface PolicyResult {

@@ -1,4 +1,5 @@
 import type { Decision } from '@tollgate/core';
+import { formatLine, type LogFields } from '@tollgate/core';
 import express from 'express';
 import request from 'supertest';
 import { describe, expect, expectTypeOf, it } from 'vitest';
@@ -9,7 +10,11 @@ const clock = () => 1_800_000_000_000;
 
 function recorder() {
   const lines: string[] = [];
-  return { lines, warn: (m: string) => lines.push(m), error: (m: string) => lines.push(m) };
+  return {
+    lines,
+    warn: (fields: LogFields, m: string) => lines.push(formatLine(fields, m)),
+    error: (fields: LogFields, m: string) => lines.push(formatLine(fields, m)),
+  };
 }
 
 describe('@tollgate/express', () => {

@@ -1,3 +1,4 @@
+import { formatLine, type LogFields } from '@tollgate/core';
 import Koa from 'koa';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
@@ -8,7 +9,11 @@ const clock = () => 1_800_000_000_000;
 
 function recorder() {
   const lines: string[] = [];
-  return { lines, warn: (m: string) => lines.push(m), error: (m: string) => lines.push(m) };
+  return {
+    lines,
+    warn: (fields: LogFields, m: string) => lines.push(formatLine(fields, m)),
+    error: (fields: LogFields, m: string) => lines.push(formatLine(fields, m)),
+  };
 }
 
 describe('@tollgate/koa', () => {

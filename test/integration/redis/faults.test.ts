@@ -4,7 +4,7 @@
  * itself, no app restart), and a slow Redis (DEBUG SLEEP) that trips the timeout. No unhandled
  * rejection at any point.
  */
-import { createLimiter, type Decision, RedisStore } from '@tollgate/core';
+import { createLimiter, type Decision, formatLine, type LogFields, RedisStore } from '@tollgate/core';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 
@@ -43,7 +43,10 @@ describeRedis('RedisStore faults and the limiter failure mode', () => {
       storeTimeoutMs: TIMEOUT,
       localShare: 0.67,
       breaker: { failureThreshold: 2, cooldownMs: 100 },
-      logger: { warn: (m: string) => logged.push(m), error: (m: string) => logged.push(m) },
+      logger: {
+        warn: (fields: LogFields, m: string) => logged.push(formatLine(fields, m)),
+        error: (fields: LogFields, m: string) => logged.push(formatLine(fields, m)),
+      },
     });
     limiter.on('store-error', () => events.push('store-error'));
     limiter.on('breaker', ({ state }) => events.push(`breaker:${state}`));

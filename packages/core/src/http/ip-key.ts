@@ -8,7 +8,7 @@
 import { createDiagnostics } from '../diagnostics.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, readOptions } from '../internal/read-options.js';
-import type { Logger } from '../types.js';
+import { isLogger, type Logger } from '../logging.js';
 import { BoundedCache } from './bounded-cache.js';
 import { clientBehindProxy, ignoreForwarding, socketAddress } from './client-address.js';
 import type { ForwardingHeader } from './forwarded-header.js';
@@ -116,11 +116,6 @@ function parseNat64(value: unknown): IpAddress[] {
   });
 }
 
-function isLogger(value: unknown): value is Logger {
-  const l = value as Logger | null;
-  return typeof l === 'object' && l !== null && typeof l.warn === 'function';
-}
-
 function parseIpKeyOptions(input: IpKeyOptions): IpKeyConfig {
   const options = readOptions(input, IP_KEY_OPTIONS, PATH, "{ trustedProxies: ['10.0.0.0/8'] }");
   const header = options.header ?? 'x-forwarded-for';
@@ -133,7 +128,12 @@ function parseIpKeyOptions(input: IpKeyOptions): IpKeyConfig {
     );
   }
   if (options.logger !== undefined && !isLogger(options.logger)) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_LOGGER', `${PATH}.logger`, 'must have a warn() method', options.logger);
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_LOGGER',
+      `${PATH}.logger`,
+      'must have warn() and error() methods, pino-style (fields, message)',
+      options.logger,
+    );
   }
   const ipv4Prefix = parsePrefix(options.ipv4Prefix ?? 32, 'ipv4Prefix', 16, 32, 'shorter prefixes put whole providers in one bucket');
   const ipv6Prefix = parsePrefix(options.ipv6Prefix ?? 64, 'ipv6Prefix', 32, 128, 'a /32 is a whole ISP; 48, 56 and 64 are typical');

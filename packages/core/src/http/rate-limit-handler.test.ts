@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimitConfigError } from '../errors.js';
+import { formatLine, type LogFields } from '../logging.js';
 import type { Decision, Logger } from '../types.js';
 import { createRateLimitHandler, type RequestInput, UNKEYED_KEY } from './rate-limit-handler.js';
 import type { RateLimitOptions } from './rate-limit-options.js';
@@ -12,7 +13,11 @@ interface FakeReq {
 
 function recorder(): Logger & { warnings: string[] } {
   const warnings: string[] = [];
-  return { warnings, warn: (m: string) => warnings.push(m), error: (m: string) => warnings.push(m) };
+  return {
+    warnings,
+    warn: (fields: LogFields, m: string) => warnings.push(formatLine(fields, m)),
+    error: (fields: LogFields, m: string) => warnings.push(formatLine(fields, m)),
+  };
 }
 
 function input(request: FakeReq, remoteAddress: string | undefined = '192.0.2.1'): RequestInput<FakeReq> {
@@ -85,7 +90,7 @@ describe('createRateLimitHandler', () => {
     for (let i = 0; i < 4; i++) plans.push((await handler.handle(input({ id: String(i) })))?.plan);
     expect(plans.every((p) => p?.action === 'pass' && p.headers.length === 0)).toBe(true);
     expect(seen.map((d) => d.limited)).toEqual([false, false, true, true]);
-    expect(logger.warnings.filter((w) => w.includes('shadow mode: would have rejected'))).toHaveLength(2);
+    expect(logger.warnings.filter((w) => w.includes('WRN_RL_SHADOW_LIMITED'))).toHaveLength(2);
   });
 
   it('lets onLimited replace the body but keeps status and headers; a throwing hook falls back to problem+json', async () => {

@@ -7,8 +7,9 @@ import { createLimiter, type Limiter } from '../create-limiter.js';
 import { createDiagnostics, type Diagnostics } from '../diagnostics.js';
 import { describeValue } from '../errors.js';
 import { toMilli } from '../internal/fixed-point.js';
+import { type Logger, safeLog, toLogger } from '../logging.js';
 import { isPromiseLike } from '../stores/store.js';
-import type { Decision, Logger } from '../types.js';
+import type { Decision } from '../types.js';
 import type { HeaderPair } from './header-values.js';
 import { createHeaderWriter } from './header-writer.js';
 import { createPartitionKey } from './partition-key.js';
@@ -63,12 +64,12 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
     problemBody: createProblemBodyWriter(limiter.policies, config.problemTypes),
   });
   const raised = new Set<string>();
-  const baseLogger: Logger = config.logger ?? console;
+  const baseLogger: Logger = toLogger(config.logger);
   const baseDiagnostics = createDiagnostics(baseLogger, config.validate, raised);
   const { clock, key: keyOf, cost: costOf, skip, onDecision, onLimited, extendProblem } = config;
 
   function loggerFor(input: { logger?: Logger | undefined }): Logger {
-    return config.logger ?? input.logger ?? console;
+    return config.logger ?? input.logger ?? baseLogger;
   }
 
   function diagnosticsFor(logger: Logger): Diagnostics {
@@ -96,14 +97,18 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
 
   function report(decision: Decision, request: Req, logger: Logger, diagnostics: Diagnostics): void {
     if (decision.mode === 'shadow' && decision.limited) {
-      try {
-        logger.warn(
-          `tollgate shadow mode: would have rejected key '${decision.key}' (${decision.reason}, policy '${decision.policy}', ` +
-            `retry after ${decision.retryAfterMs} ms); let through`,
-        );
-      } catch {
-        // A broken logger must not break the request.
-      }
+      safeLog(
+        logger,
+        'warn',
+        {
+          code: 'WRN_RL_SHADOW_LIMITED',
+          key: decision.key,
+          reason: decision.reason,
+          policy: decision.policy,
+          retryAfterMs: decision.retryAfterMs,
+        },
+        'WRN_RL_SHADOW_LIMITED: shadow mode would have rejected this request; let through',
+      );
     }
     if (onDecision === undefined) return;
     try {

@@ -4,7 +4,7 @@
  * entry point.
  */
 import { createDiagnostics, type ValidateOption } from '../diagnostics.js';
-import type { Logger } from '../types.js';
+import { formatLine, type Logger } from '../logging.js';
 import type { HeaderBag, RequestView } from './request-view.js';
 
 export interface RecordingLogger extends Logger {
@@ -20,8 +20,8 @@ export function recordingLogger(): RecordingLogger {
   return {
     warnings,
     errors,
-    warn: (message) => void warnings.push(message),
-    error: (message) => void errors.push(message),
+    warn: (fields, message) => void warnings.push(formatLine(fields, message)),
+    error: (fields, message) => void errors.push(formatLine(fields, message)),
   };
 }
 

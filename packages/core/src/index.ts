@@ -33,6 +33,7 @@ export {
 export {
   createRateLimitHandler,
   type HandledRequest,
+  type ProcessedRequest,
   type RateLimitHandler,
   type RequestInput,
   UNKEYED_KEY,
@@ -52,6 +53,19 @@ export { type ClosableResponse, waitUnlessClosed } from './http/shaping-delay.js
 export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-proxies.js';
 export { consoleLogger, formatLine, type LogFields, type LogFn, type Logger } from './logging.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
+export { type AdaptiveLimitOptions, GradientLimit, type LimitChange } from './shedding/gradient-limit.js';
+export {
+  createLoadShedder,
+  DEFAULT_SHARES,
+  type LoadShedder,
+  type LoadShedderOptions,
+  type LoadShedderState,
+  SHED_PRIORITIES,
+  type ShedPriority,
+  type ShedTicket,
+} from './shedding/load-shedder.js';
+export { type DoneResponse, onResponseDone } from './shedding/response-done.js';
+export { OVERLOADED_TYPE, planShed } from './shedding/shed-response.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { RedisClientLike } from './stores/redis/redis-client.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis-store.js';

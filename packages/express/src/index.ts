@@ -6,8 +6,10 @@
 import {
   createRateLimitHandler,
   type Decision,
-  type HandledRequest,
   type Limiter,
+  type LoadShedder,
+  onResponseDone,
+  type ProcessedRequest,
   type RateLimitOptions,
   waitUnlessClosed,
 } from '@tollgate/core';
@@ -28,6 +30,8 @@ export type ExpressRateLimitOptions = RateLimitOptions<Request>;
 /** The middleware, with the limiter it uses (for `limiter.stats()`, `limiter.reset(key)`). */
 export interface RateLimitMiddleware extends RequestHandler {
   readonly limiter: Limiter;
+  /** The load shedder of the `shed` option (`shedder.state()`); undefined when none. */
+  readonly shedder: LoadShedder<Request> | undefined;
 }
 
 /**
@@ -40,9 +44,9 @@ export interface RateLimitMiddleware extends RequestHandler {
 export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler<Request>(options);
 
-  async function decide(req: Request): Promise<HandledRequest | undefined> {
+  async function decide(req: Request): Promise<ProcessedRequest | undefined> {
     handler.checkTrustProxy("Express 'trust proxy'", req.app.get('trust proxy') === true);
-    return handler.handle({
+    return handler.process({
       request: req,
       remoteAddress: req.socket.remoteAddress,
       headers: req.headers,
@@ -52,7 +56,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware
   }
 
   async function rateLimitMiddleware(req: Request, res: Response, next: NextFunction): Promise<void> {
-    let handled: HandledRequest | undefined;
+    let handled: ProcessedRequest | undefined;
     try {
       handled = await decide(req);
     } catch (error) {
@@ -60,8 +64,9 @@ export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware
       return;
     }
     if (handled === undefined) return next();
-    const { decision, plan } = handled;
-    req.rateLimit = decision;
+    const { decision, plan, release } = handled;
+    if (release !== undefined) onResponseDone(res, release);
+    if (decision !== undefined) req.rateLimit = decision;
     for (const [name, value] of plan.headers) res.setHeader(name, value);
     if (plan.action === 'reject') {
       res.statusCode = plan.status ?? 429;
@@ -72,5 +77,5 @@ export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware
     next();
   }
 
-  return Object.assign(rateLimitMiddleware, { limiter: handler.limiter });
+  return Object.assign(rateLimitMiddleware, { limiter: handler.limiter, shedder: handler.shedder });
 }

@@ -8,6 +8,8 @@ import {
   createRateLimitHandler,
   type Decision,
   type Limiter,
+  type LoadShedder,
+  onResponseDone,
   RateLimitConfigError,
   type RateLimitHandler,
   type RateLimitOptions,
@@ -34,6 +36,8 @@ export type FastifyRateLimitRouteOptions = Partial<Omit<FastifyRateLimitOptions,
 export interface FastifyRateLimitDecorator {
   /** The limiter shared by the routes without their own `config.rateLimit` (for `stats()`, `reset(key)`). */
   readonly limiter: Limiter;
+  /** The load shedder of the plugin's `shed` option (`shedder.state()`); undefined when none. */
+  readonly shedder: LoadShedder<FastifyRequest> | undefined;
   /** Route limiters by `"METHOD url"`. */
   readonly routes: ReadonlyMap<string, Limiter>;
   /**
@@ -72,7 +76,7 @@ function createHook(handler: RateLimitHandler<FastifyRequest>, ran: symbol) {
     const marks = request as unknown as Record<symbol, boolean>;
     if (marks[ran] === true) return undefined;
     marks[ran] = true;
-    const handled = await handler.handle({
+    const handled = await handler.process({
       request,
       remoteAddress: request.raw.socket?.remoteAddress,
       headers: request.headers,
@@ -81,8 +85,9 @@ function createHook(handler: RateLimitHandler<FastifyRequest>, ran: symbol) {
       logger: request.log,
     });
     if (handled === undefined) return undefined;
-    const { decision, plan } = handled;
-    request.rateLimit = decision;
+    const { decision, plan, release } = handled;
+    if (release !== undefined) onResponseDone(reply.raw, release);
+    if (decision !== undefined) request.rateLimit = decision;
     for (const [name, value] of plan.headers) reply.header(name, value);
     // A Buffer, so Fastify sends the Content-Type exactly as planned (it appends a charset to strings).
     if (plan.action === 'reject') return reply.code(plan.status ?? 429).send(Buffer.from(plan.body ?? ''));
@@ -100,7 +105,8 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
   const routes = new Map<string, Limiter>();
   fastify.decorateRequest(ran, false);
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
-  if (!fastify.hasDecorator('rateLimit')) fastify.decorate('rateLimit', { limiter: base.limiter, routes, hook: createHook(base, ran) });
+  if (!fastify.hasDecorator('rateLimit'))
+    fastify.decorate('rateLimit', { limiter: base.limiter, shedder: base.shedder, routes, hook: createHook(base, ran) });
 
   fastify.addHook('onRoute', (route: RouteOptions) => {
     const own = route.config?.rateLimit;
@@ -114,7 +120,10 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
       );
     }
     const path = `${route.method} ${route.url} config.rateLimit`;
-    const handler = own === undefined ? base : createRateLimitHandler<FastifyRequest>({ ...options, ...own }, ADAPTER_KEYS);
+    const handler =
+      own === undefined
+        ? base
+        : createRateLimitHandler<FastifyRequest>({ ...options, ...own, shed: own.shed ?? base.shedder }, ADAPTER_KEYS);
     if (own !== undefined) routes.set(`${String(route.method)} ${route.url}`, handler.limiter);
     const at = own?.hook === undefined ? hook : hookOf(own.hook, `${path}.hook`);
     const existing = route[at];

@@ -3,7 +3,15 @@
  * socket address and headers go to the core, which decides and plans the response; this file only
  * writes that plan and sets `ctx.state.rateLimit`. User callbacks receive the Koa `ctx`.
  */
-import { createRateLimitHandler, type Decision, type Limiter, type RateLimitOptions, waitUnlessClosed } from '@tollgate/core';
+import {
+  createRateLimitHandler,
+  type Decision,
+  type Limiter,
+  type LoadShedder,
+  onResponseDone,
+  type RateLimitOptions,
+  waitUnlessClosed,
+} from '@tollgate/core';
 import type { Context, Middleware, Next } from 'koa';
 
 declare module 'koa' {
@@ -19,6 +27,8 @@ export type KoaRateLimitOptions = RateLimitOptions<Context>;
 /** The middleware, with the limiter it uses (for `limiter.stats()`, `limiter.reset(key)`). */
 export interface RateLimitMiddleware extends Middleware {
   readonly limiter: Limiter;
+  /** The load shedder of the `shed` option (`shedder.state()`); undefined when none. */
+  readonly shedder: LoadShedder<Context> | undefined;
 }
 
 /**
@@ -34,7 +44,7 @@ export function rateLimit(options: KoaRateLimitOptions): RateLimitMiddleware {
   async function rateLimitMiddleware(ctx: Context, next: Next): Promise<void> {
     // app.proxy with maxIpsCount 0 makes ctx.ip the left-most (client-written) X-Forwarded-For entry.
     handler.checkTrustProxy('Koa app.proxy (with maxIpsCount 0)', ctx.app.proxy && ctx.app.maxIpsCount === 0);
-    const handled = await handler.handle({
+    const handled = await handler.process({
       request: ctx,
       remoteAddress: ctx.req.socket.remoteAddress,
       headers: ctx.req.headers,
@@ -42,8 +52,9 @@ export function rateLimit(options: KoaRateLimitOptions): RateLimitMiddleware {
       url: ctx.originalUrl,
     });
     if (handled === undefined) return next();
-    const { decision, plan } = handled;
-    ctx.state.rateLimit = decision;
+    const { decision, plan, release } = handled;
+    if (release !== undefined) onResponseDone(ctx.res, release);
+    if (decision !== undefined) ctx.state.rateLimit = decision;
     for (const [name, value] of plan.headers) ctx.set(name, value);
     if (plan.action === 'reject') {
       ctx.status = plan.status ?? 429;
@@ -57,5 +68,5 @@ export function rateLimit(options: KoaRateLimitOptions): RateLimitMiddleware {
     return next();
   }
 
-  return Object.assign(rateLimitMiddleware, { limiter: handler.limiter });
+  return Object.assign(rateLimitMiddleware, { limiter: handler.limiter, shedder: handler.shedder });
 }

@@ -8,6 +8,8 @@ import { createDiagnostics, type Diagnostics } from '../diagnostics.js';
 import { describeValue } from '../errors.js';
 import { toMilli } from '../internal/fixed-point.js';
 import { type Logger, safeLog, toLogger } from '../logging.js';
+import type { LoadShedder } from '../shedding/load-shedder.js';
+import { planShed } from '../shedding/shed-response.js';
 import { isPromiseLike } from '../stores/store.js';
 import type { Decision } from '../types.js';
 import type { HeaderPair } from './header-values.js';
@@ -38,12 +40,40 @@ export interface HandledRequest {
   readonly plan: ResponsePlan;
 }
 
+/**
+ * What `process` answers: the plan to write, the decision when policies ran (undefined when the
+ * request was shed, or skipped under a shedder), and `release`, which the adapter must call exactly
+ * once when the response is over (`onResponseDone(res, release)`) to give back the request's
+ * server-wide slot. `release` is undefined when there is nothing to give back.
+ */
+export interface ProcessedRequest {
+  readonly decision: Decision | undefined;
+  readonly plan: ResponsePlan;
+  readonly release: ((finished: boolean) => void) | undefined;
+}
+
+const PASS_NOTHING: ResponsePlan = Object.freeze({
+  action: 'pass',
+  status: undefined,
+  headers: [],
+  problem: undefined,
+  body: undefined,
+  delayMs: 0,
+}) as ResponsePlan;
+
 // biome-ignore lint/suspicious/noExplicitAny: the default lets one handler type serve every framework's request.
 export interface RateLimitHandler<Req = any> {
   readonly limiter: Limiter;
   readonly config: RateLimitConfig<Req>;
+  /** The server-wide load shedder (`shed` option), for `state()`; undefined when none. */
+  readonly shedder: LoadShedder<Req> | undefined;
   /** Undefined when the request is skipped: send nothing, count nothing. */
   handle(input: RequestInput<Req>): Promise<HandledRequest | undefined>;
+  /**
+   * What adapters call: the load shedder (when configured), then `handle`. Undefined when the request
+   * is skipped and nothing needs releasing.
+   */
+  process(input: RequestInput<Req>): Promise<ProcessedRequest | undefined>;
   /**
    * Framework diagnostic: warns once (`WRN_RL_PERMISSIVE_TRUST_PROXY`) when `permissive` is true, i.e.
    * the framework's proxy setting trusts every X-Forwarded-For hop. `setting` names it for the message.
@@ -160,9 +190,35 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
     }
   }
 
-  return {
+  const shedder = config.shedder;
+  const handler: RateLimitHandler<Req> = {
     limiter,
     config,
+    shedder,
+    async process(input) {
+      if (shedder === undefined) {
+        const handled = await handler.handle(input);
+        return handled === undefined ? undefined : { decision: handled.decision, plan: handled.plan, release: undefined };
+      }
+      const priority = shedder.priorityOf(input.request);
+      const ticket = shedder.acquire(priority);
+      if (ticket === undefined)
+        return { decision: undefined, plan: planShed(shedder.retryAfterMs, priority, shedder.state()), release: undefined };
+      let handled: HandledRequest | undefined;
+      try {
+        handled = await handler.handle(input);
+      } catch (error) {
+        ticket.release(false);
+        throw error;
+      }
+      if (handled === undefined) return { decision: undefined, plan: PASS_NOTHING, release: (finished) => ticket.release(finished) };
+      // A refusal is fast and says nothing about the server's latency: keep it out of the controller.
+      if (handled.plan.action === 'reject') {
+        ticket.release(false);
+        return { decision: handled.decision, plan: handled.plan, release: undefined };
+      }
+      return { decision: handled.decision, plan: handled.plan, release: (finished) => ticket.release(finished) };
+    },
     async handle(input) {
       const { request } = input;
       if (skip !== undefined) {
@@ -204,4 +260,5 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
       );
     },
   };
+  return handler;
 }

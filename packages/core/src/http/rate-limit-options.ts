@@ -9,6 +9,7 @@ import { isWarningCode, type ValidateOption, WARNING_CODES } from '../diagnostic
 import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from '../internal/read-options.js';
 import type { LimiterOptions } from '../options.js';
+import { createLoadShedder, isLoadShedder, type LoadShedder, type LoadShedderOptions } from '../shedding/load-shedder.js';
 import type { Clock, Decision, Logger } from '../types.js';
 import { HEADER_MODES, type HeaderMode } from './header-writer.js';
 import { keys } from './keys.js';
@@ -89,6 +90,13 @@ export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'
   onDecision?: (decision: Decision, request: Req) => void;
   /** `false` silences every warn-once diagnostic; `{ WRN_RL_UNKEYED: false }` one of them. Defaults to `true`. */
   validate?: ValidateOption;
+  /**
+   * Server-wide load shedding before any policy: `{ maxInFlight: 100 }` (a fixed cap) or
+   * `{ adaptive: {} }` (a cap found from latency and event-loop delay), with an optional `priority`
+   * function; past the cap a request gets 503 problem+json with `Retry-After`. Pass one
+   * `createLoadShedder(...)` to several middlewares to share one cap. Defaults to none.
+   */
+  shed?: LoadShedderOptions<Req> | LoadShedder<Req>;
 }
 
 /** `RateLimitOptions` validated, defaults resolved. */
@@ -109,6 +117,8 @@ export interface RateLimitConfig<Req = any> {
   readonly onLimited: RateLimitOptions<Req>['onLimited'];
   readonly onDecision: RateLimitOptions<Req>['onDecision'];
   readonly validate: ValidateOption;
+  /** The load shedder (`shed`), undefined when none. */
+  readonly shedder: LoadShedder<Req> | undefined;
   /** Values of the adapter-specific keys the adapter declared (e.g. Fastify's `hook`), unvalidated. */
   readonly adapterOptions: Readonly<Record<string, unknown>>;
 }
@@ -137,6 +147,7 @@ const KEYS: KeysEnum<RateLimitOptions> = {
   onLimited: true,
   onDecision: true,
   validate: true,
+  shed: true,
 };
 const PROBLEM_KEYS: KeysEnum<ProblemOptions> = { types: true, extend: true };
 
@@ -258,6 +269,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     onLimited: optionalFunction(options.onLimited, 'onLimited', '({ problem }) => ({ body: { error: problem.title } })'),
     onDecision: optionalFunction(options.onDecision, 'onDecision', '(decision, req) => metrics.record(decision)'),
     validate,
+    shedder: options.shed === undefined ? undefined : isLoadShedder(options.shed) ? options.shed : createLoadShedder(options.shed),
     adapterOptions: Object.freeze(adapterOptions),
   });
 }

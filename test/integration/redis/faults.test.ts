@@ -90,7 +90,7 @@ describeRedis('RedisStore faults and the limiter failure mode', () => {
       modes[mode](during);
       expect(limiter.stats().storeErrors).toBe(6);
       expect(events).toContain('breaker:open');
-      expect(logged.some((m) => m.includes('store failed'))).toBe(true);
+      expect(logged.some((m) => m.startsWith('ERR_RL_STORE_FAILED'))).toBe(true);
 
       await server.start();
       await waitFor('the limiter to use Redis again', async () => !(await limiter.check('recovery')).degraded, 10_000);

@@ -15,12 +15,16 @@ const quiet = { warn() {}, error() {} };
 describeRedis('Redis Cluster: a master down degrades only the keys of its slots', () => {
   let cluster: RedisClusterHarness;
   let client: Cluster;
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
 
   beforeAll(async () => {
+    process.on('unhandledRejection', onUnhandled);
     cluster = await startCluster(3);
     client = await cluster.readyClient({ redisOptions: { maxRetriesPerRequest: 1 } });
   }, 60_000);
   afterAll(async () => {
+    process.off('unhandledRejection', onUnhandled);
     await cluster?.close();
   });
 
@@ -80,5 +84,7 @@ describeRedis('Redis Cluster: a master down degrades only the keys of its slots'
     );
     expect(breakers.at(-1)).toBe(`${victimNode}:closed`);
     await limiter.close();
+    await new Promise((r) => setImmediate(r));
+    expect(unhandled).toEqual([]);
   }, 60_000);
 });

@@ -161,15 +161,19 @@ describe.each(Object.keys(makers))('shed on %s', (name) => {
     expect((await get(app.server, '/health').done).status).toBe(200);
   });
 
-  it('gives the slot back exactly once when the client goes away, and when the handler fails', async () => {
+  it('holds the slot of an abandoned request until its handler is done, and gives it back once when the handler fails', async () => {
     const g = gate();
     app = await make({ policies: POLICIES, shed: { maxInFlight: 1 } }, g);
     const a = get(app.server, '/slow');
     a.done.catch(() => {});
     await until(() => g.waiting === 1);
     a.abort();
+    // The client is gone but its handler still runs: the slot stays taken until the handler is done.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(app.shedder()?.state().inFlight).toBe(1);
+    expect((await get(app.server, '/health').done).status).toBe(503);
+    g.open();
     await until(() => app?.shedder()?.state().inFlight === 0);
-    g.open(); // the abandoned handler finishes later: no second release
     const b = get(app.server, '/slow');
     await until(() => g.waiting === 1);
     expect(app.shedder()?.state().inFlight).toBe(1);

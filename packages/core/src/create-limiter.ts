@@ -15,6 +15,7 @@ import { fromMilli, MILLI, toMilli } from './internal/fixed-point.js';
 import { safeLog } from './logging.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import type { CompiledPolicy } from './policy.js';
+import { createConcurrencyLimiter, hasConcurrencyPolicies } from './shedding/concurrency-limiter.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -29,7 +30,7 @@ import {
   type StorePlan,
   type StoreResult,
 } from './stores/store.js';
-import type { AlgorithmId, CheckOptions, Decision, PolicyResult, QuotaUnit, ShadowVerdict } from './types.js';
+import type { CheckOptions, Decision, PolicyAlgorithm, PolicyResult, QuotaUnit, ShadowVerdict } from './types.js';
 
 export { StoreTimeoutError } from './failure/store-timeout-error.js';
 
@@ -39,7 +40,7 @@ export const MAX_KEY_LENGTH = 256;
 /** What a limiter enforces, as headers and docs describe it. */
 export interface PolicyDescription {
   readonly name: string;
-  readonly algorithm: AlgorithmId;
+  readonly algorithm: PolicyAlgorithm;
   readonly limit: number;
   readonly windowMs: number;
   readonly capacity: number;
@@ -146,6 +147,7 @@ function describePolicy(p: CompiledPolicy): PolicyDescription {
 
 /** Creates a limiter. Options are validated here, once; see `LimiterOptions`. */
 export function createLimiter(options: LimiterOptions): Limiter {
+  if (hasConcurrencyPolicies(options)) return createConcurrencyLimiter(options, createLimiter);
   const config: LimiterConfig = parseLimiterOptions(options);
   const { store, clock, mode, defaultCost, logger, onStoreError } = config;
   const all = [...config.policies, ...config.shadowPolicies];

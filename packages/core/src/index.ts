@@ -64,7 +64,7 @@ export {
   type ShedPriority,
   type ShedTicket,
 } from './shedding/load-shedder.js';
-export { type DoneResponse, onResponseDone } from './shedding/response-done.js';
+export { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from './shedding/response-done.js';
 export { OVERLOADED_TYPE, planShed } from './shedding/shed-response.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { RedisClientLike } from './stores/redis/redis-client.js';

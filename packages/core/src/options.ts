@@ -9,6 +9,7 @@ import { MILLI, toMilli } from './internal/fixed-point.js';
 import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from './internal/read-options.js';
 import { isLogger, type Logger, toLogger } from './logging.js';
 import { type CompiledPolicy, compilePolicy, isBucket } from './policy.js';
+import type { AnyPolicyOptions } from './shedding/concurrency-limiter.js';
 import { MemoryStore } from './stores/memory-store.js';
 import type { Store } from './stores/store.js';
 import type { Clock, PolicyOptions } from './types.js';
@@ -22,8 +23,11 @@ export interface ShadowOptions {
 }
 
 export interface LimiterOptions {
-  /** The enforced policies; a request is admitted only if every one admits it. */
-  policies: PolicyOptions | readonly PolicyOptions[];
+  /**
+   * The enforced policies; a request is admitted only if every one admits it. Rate policies, and
+   * concurrency policies (`{ algorithm: 'concurrency', limit }`, see `ConcurrencyPolicyOptions`).
+   */
+  policies: AnyPolicyOptions | readonly AnyPolicyOptions[];
   /** Candidate policies to compare against the enforced ones without enforcing them. */
   shadow?: ShadowOptions;
   /**
@@ -264,7 +268,8 @@ function scalePolicies(options: LimiterOptions, share: number): CompiledPolicy[]
       ),
     );
   return [
-    ...scale(options.policies, false, 'policies'),
+    // Concurrency policies were split off by createConcurrencyLimiter before options reach here.
+    ...scale(options.policies as PolicyOptions | readonly PolicyOptions[], false, 'policies'),
     ...(options.shadow ? scale(options.shadow.policies, true, 'shadow.policies') : []),
   ];
 }

@@ -44,7 +44,7 @@ export interface RateLimitMiddleware extends RequestHandler {
 export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler<Request>(options);
 
-  async function decide(req: Request): Promise<ProcessedRequest | undefined> {
+  async function decide(req: Request, res: Response): Promise<ProcessedRequest | undefined> {
     handler.checkTrustProxy("Express 'trust proxy'", req.app.get('trust proxy') === true);
     return handler.process({
       request: req,
@@ -52,13 +52,14 @@ export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware
       headers: req.headers,
       method: req.method,
       url: req.originalUrl,
+      response: res,
     });
   }
 
   async function rateLimitMiddleware(req: Request, res: Response, next: NextFunction): Promise<void> {
     let handled: ProcessedRequest | undefined;
     try {
-      handled = await decide(req);
+      handled = await decide(req, res);
     } catch (error) {
       next(error);
       return;

@@ -83,6 +83,7 @@ function createHook(handler: RateLimitHandler<FastifyRequest>, ran: symbol) {
       method: request.method,
       url: request.url,
       logger: request.log,
+      response: reply.raw,
     });
     if (handled === undefined) return undefined;
     const { decision, plan, release } = handled;

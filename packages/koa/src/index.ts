@@ -8,6 +8,7 @@ import {
   type Decision,
   type Limiter,
   type LoadShedder,
+  onHandlerSettled,
   onResponseDone,
   type RateLimitOptions,
   waitUnlessClosed,
@@ -50,22 +51,30 @@ export function rateLimit(options: KoaRateLimitOptions): RateLimitMiddleware {
       headers: ctx.req.headers,
       method: ctx.method,
       url: ctx.originalUrl,
+      response: ctx.res,
     });
     if (handled === undefined) return next();
     const { decision, plan, release } = handled;
-    if (release !== undefined) onResponseDone(ctx.res, release);
     if (decision !== undefined) ctx.state.rateLimit = decision;
     for (const [name, value] of plan.headers) ctx.set(name, value);
     if (plan.action === 'reject') {
+      if (release !== undefined) onResponseDone(ctx.res, release);
       ctx.status = plan.status ?? 429;
       ctx.body = plan.body;
       return;
     }
     if (plan.delayMs > 0 && !(await waitUnlessClosed(plan.delayMs, ctx.res))) {
+      if (release !== undefined) onResponseDone(ctx.res, release);
       ctx.respond = false;
       return;
     }
-    return next();
+    if (release === undefined) return next();
+    // The slot is held while the handler runs, even after the client went away.
+    try {
+      await next();
+    } finally {
+      onHandlerSettled(ctx.res, release);
+    }
   }
 
   return Object.assign(rateLimitMiddleware, { limiter: handler.limiter, shedder: handler.shedder });

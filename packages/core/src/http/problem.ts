@@ -105,11 +105,19 @@ export function buildProblem(
     type,
     title,
     status,
-    detail: `Quota of ${b.limit} ${unitName(unit, b.limit)} per ${w} seconds exhausted (policy "${b.name}"); retry in ${retryAfter} seconds.`,
+    detail: `${limitedText(unit, b.name, b.limit, w)}${retryAfter} seconds.`,
     ...about,
     retryAfter,
     'violated-policies': decision.policies.filter(isExhausted).map((r) => r.name),
   };
+}
+
+/** The detail of a 429 up to the number of seconds: what was exhausted, and why. */
+function limitedText(unit: string, name: string, limit: number, w: number): string {
+  if (unit === 'concurrent-requests') {
+    return `${limit} concurrent ${limit === 1 ? 'request' : 'requests'} of this client already in flight (policy "${name}"); retry when one finishes, in `;
+  }
+  return `Quota of ${limit} ${unitName(unit, limit)} per ${w} seconds exhausted (policy "${name}"); retry in `;
 }
 
 /** The JSON of the problem body of a rejected decision; equal to `JSON.stringify(buildProblem(...))`. */
@@ -153,9 +161,7 @@ export function createProblemBodyWriter(
       return [
         p.name,
         {
-          limitedHead:
-            head('limited') +
-            open(`Quota of ${p.limit} ${unitName(p.unit, p.limit)} per ${w} seconds exhausted (policy "${p.name}"); retry in `),
+          limitedHead: head('limited') + open(limitedText(p.unit, p.name, p.limit, w)),
           limitedMid: `${close(' seconds.')}${about},"retryAfter":`,
           cost: (cost: number) => `${costHead}${cost}${cost === 1 ? costOne : costMany}${cost}}`,
         },

@@ -8,7 +8,9 @@ import { createDiagnostics, type Diagnostics } from '../diagnostics.js';
 import { describeValue } from '../errors.js';
 import { toMilli } from '../internal/fixed-point.js';
 import { type Logger, safeLog, toLogger } from '../logging.js';
+import { hasConcurrencyQueue } from '../shedding/concurrency-limiter.js';
 import type { LoadShedder } from '../shedding/load-shedder.js';
+import { abortOnClose, type DoneResponse } from '../shedding/response-done.js';
 import { planShed } from '../shedding/shed-response.js';
 import { isPromiseLike } from '../stores/store.js';
 import type { Decision } from '../types.js';
@@ -33,6 +35,8 @@ export interface RequestInput<Req> {
   readonly url: string;
   /** A request-scoped logger (Fastify's `request.log`), used when the user set no `logger`. */
   readonly logger?: Logger;
+  /** The Node response: a request waiting in a concurrency queue leaves it when this closes. */
+  readonly response?: DoneResponse;
 }
 
 export interface HandledRequest {
@@ -191,6 +195,7 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
   }
 
   const shedder = config.shedder;
+  const queues = hasConcurrencyQueue(config.limiterOptions);
   const handler: RateLimitHandler<Req> = {
     limiter,
     config,
@@ -198,7 +203,9 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
     async process(input) {
       if (shedder === undefined) {
         const handled = await handler.handle(input);
-        return handled === undefined ? undefined : { decision: handled.decision, plan: handled.plan, release: undefined };
+        if (handled === undefined) return undefined;
+        const lease = handled.decision.release;
+        return { decision: handled.decision, plan: handled.plan, release: lease === undefined ? undefined : () => lease() };
       }
       const priority = shedder.priorityOf(input.request);
       const ticket = shedder.acquire(priority);
@@ -217,7 +224,15 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
         ticket.release(false);
         return { decision: handled.decision, plan: handled.plan, release: undefined };
       }
-      return { decision: handled.decision, plan: handled.plan, release: (finished) => ticket.release(finished) };
+      const lease = handled.decision.release;
+      return {
+        decision: handled.decision,
+        plan: handled.plan,
+        release: (finished) => {
+          ticket.release(finished);
+          lease?.();
+        },
+      };
     },
     async handle(input) {
       const { request } = input;
@@ -243,7 +258,8 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
         const costOut = costOf(request);
         cost = checkCost(isPromiseLike(costOut) ? await costOut : costOut, diagnostics);
       }
-      const pending = limiter.decide(key, cost === undefined ? undefined : { cost });
+      const signal = queues && input.response !== undefined ? abortOnClose(input.response) : undefined;
+      const pending = limiter.decide(key, cost === undefined && signal === undefined ? undefined : { cost, signal });
       const decision = isPromiseLike(pending) ? await pending : pending;
       report(decision, request, logger, diagnostics);
       const plan = respond(decision, responseConfig, clock);

@@ -4,7 +4,14 @@ import { onResponseDone } from './response-done.js';
 
 class FakeResponse extends EventEmitter {
   writableFinished = false;
+  writableEnded = false;
   destroyed = false;
+  ended = 0;
+  end(): this {
+    this.ended += 1;
+    this.writableEnded = true;
+    return this;
+  }
 }
 
 describe('onResponseDone', () => {
@@ -19,20 +26,33 @@ describe('onResponseDone', () => {
     expect(res.listenerCount('close')).toBe(0);
   });
 
-  it('reports a close before finish (client went away) as unfinished', () => {
+  it('after the client went away, waits for the handler to end the response', () => {
     const res = new FakeResponse();
     const calls: boolean[] = [];
     onResponseDone(res, (f) => calls.push(f));
+    res.destroyed = true;
     res.emit('close');
-    res.emit('finish');
+    expect(calls).toEqual([]);
+    res.end();
+    res.end();
+    expect(calls).toEqual([false]);
+    expect(res.ended).toBe(2);
+  });
+
+  it('calls back at once when the handler had already ended the response', () => {
+    const res = new FakeResponse();
+    const calls: boolean[] = [];
+    res.end();
+    onResponseDone(res, (f) => calls.push(f));
+    res.emit('close');
     expect(calls).toEqual([false]);
   });
 
-  it('calls back at once for a response already over', () => {
+  it('calls back at once for a response already finished', () => {
     const res = new FakeResponse();
-    res.destroyed = true;
+    res.writableFinished = true;
     const calls: boolean[] = [];
     onResponseDone(res, (f) => calls.push(f));
-    expect(calls).toEqual([false]);
+    expect(calls).toEqual([true]);
   });
 });

@@ -8,6 +8,7 @@ import { monotonicClock } from '../clock.js';
 import { isWarningCode, type ValidateOption, WARNING_CODES } from '../diagnostics.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from '../internal/read-options.js';
+import { DEFAULT_LOG_RATE, type LogRateOptions } from '../logging.js';
 import type { LimiterOptions } from '../options.js';
 import type { Clock, Decision, Logger } from '../types.js';
 import { HEADER_MODES, type HeaderMode } from './header-writer.js';
@@ -87,9 +88,28 @@ export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'
    * warned about once and ignored. Defaults to none.
    */
   onDecision?: (decision: Decision, request: Req) => void;
-  /** `false` silences every warn-once diagnostic; `{ WRN_RL_UNKEYED: false }` one of them. Defaults to `true`. */
+  /**
+   * `false` silences every warn-once diagnostic and the shadow summary; `{ WRN_RL_UNKEYED: false }` one
+   * of them. Defaults to `true`.
+   */
   validate?: ValidateOption;
+  /**
+   * How long an asynchronous `key`, `cost`, `skip` or `onLimited` may take, in ms. Past it (or when the
+   * callback throws or rejects) the request gets the documented fallback: `key` -> the shared
+   * `'unkeyed'` bucket, `cost` -> the default cost, `skip` -> not skipped (counted), `onLimited` -> the
+   * default body; warned once (`WRN_RL_HOOK_TIMEOUT`, `WRN_RL_HOOK_FAILED`). Defaults to `5000`.
+   */
+  hookTimeoutMs?: number;
+  /**
+   * The log budget of this middleware: at most `lines` lines per `intervalMs`, then one
+   * `WRN_RL_LOG_SUPPRESSED` line with the count; `intervalMs` is also the period of the shadow-mode
+   * summary (`WRN_RL_SHADOW_LIMITED`). Defaults to `{ lines: 10, intervalMs: 60_000 }`.
+   */
+  logRate?: LogRateOptions;
 }
+
+/** Default of `hookTimeoutMs`. */
+export const DEFAULT_HOOK_TIMEOUT_MS = 5000;
 
 /** `RateLimitOptions` validated, defaults resolved. */
 // biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
@@ -109,6 +129,8 @@ export interface RateLimitConfig<Req = any> {
   readonly onLimited: RateLimitOptions<Req>['onLimited'];
   readonly onDecision: RateLimitOptions<Req>['onDecision'];
   readonly validate: ValidateOption;
+  readonly hookTimeoutMs: number;
+  readonly logRate: Readonly<Required<LogRateOptions>>;
   /** Values of the adapter-specific keys the adapter declared (e.g. Fastify's `hook`), unvalidated. */
   readonly adapterOptions: Readonly<Record<string, unknown>>;
 }
@@ -137,8 +159,45 @@ const KEYS: KeysEnum<RateLimitOptions> = {
   onLimited: true,
   onDecision: true,
   validate: true,
+  hookTimeoutMs: true,
+  logRate: true,
 };
 const PROBLEM_KEYS: KeysEnum<ProblemOptions> = { types: true, extend: true };
+
+const LOG_RATE_KEYS: KeysEnum<LogRateOptions> = { lines: true, intervalMs: true };
+
+function positiveInteger(value: unknown, path: string, fallback: number, example: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', path, `must be a positive integer, e.g. ${example}`, value);
+  }
+  return value;
+}
+
+function parseLogRate(value: unknown): Readonly<Required<LogRateOptions>> {
+  if (value === undefined) return DEFAULT_LOG_RATE;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'logRate', 'must be an object like { lines: 10, intervalMs: 60_000 }', value);
+  }
+  const rate = omitUndefined(value as LogRateOptions);
+  rejectUnknownKeys(rate, LOG_RATE_KEYS, 'logRate');
+  return Object.freeze({
+    lines: positiveInteger(rate.lines, 'logRate.lines', DEFAULT_LOG_RATE.lines, '10'),
+    intervalMs: positiveInteger(rate.intervalMs, 'logRate.intervalMs', DEFAULT_LOG_RATE.intervalMs, '60_000'),
+  });
+}
+
+/** The key factories themselves: `key: keys.ip` (not called) would answer every request with a function as key. */
+function checkKeyOption<Req>(key: RateLimitOptions<Req>['key']): void {
+  const factory = (Object.entries(keys) as [string, unknown][]).find(([, f]) => f === key);
+  if (factory === undefined) return;
+  throw new RateLimitConfigError(
+    'ERR_RL_KEY_FACTORY',
+    'key',
+    `is the factory keys.${factory[0]} itself; call it to get a key function: key: keys.${factory[0]}(${factory[0] === 'ip' ? '' : '…'})`,
+    key,
+  );
+}
 
 function optionalFunction<T>(value: T | undefined, path: string, hint: string): T | undefined {
   if (value !== undefined && typeof value !== 'function') {
@@ -243,6 +302,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     );
   }
 
+  checkKeyOption(options.key);
   return Object.freeze({
     limiterOptions,
     mode: options.mode ?? 'enforce',
@@ -258,6 +318,8 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     onLimited: optionalFunction(options.onLimited, 'onLimited', '({ problem }) => ({ body: { error: problem.title } })'),
     onDecision: optionalFunction(options.onDecision, 'onDecision', '(decision, req) => metrics.record(decision)'),
     validate,
+    hookTimeoutMs: positiveInteger(options.hookTimeoutMs, 'hookTimeoutMs', DEFAULT_HOOK_TIMEOUT_MS, '5000'),
+    logRate: parseLogRate(options.logRate),
     adapterOptions: Object.freeze(adapterOptions),
   });
 }

@@ -484,6 +484,22 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
         expect(limited.headers.ratelimit).toBeUndefined();
       });
 
+      it("several sets at once, in the order given: ['legacy', 'draft-7'] is legacyHeaders + standardHeaders 'draft-7'", async () => {
+        now = ERL_T0;
+        const app = await start({ global: { ...erl('legacy'), headers: ['legacy', 'draft-7'] } });
+        await request(app.server).get('/');
+        await request(app.server).get('/');
+        now += 59_500;
+        const limited = await request(app.server).get('/').expect(429);
+        const names = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'retry-after'];
+        expect(pick(limited, names)).toBe(
+          'x-ratelimit-limit: 2 | x-ratelimit-remaining: 0 | x-ratelimit-reset: 1795960861 | ratelimit-policy: 2;w=60 | ' +
+            'ratelimit: limit=2, remaining=0, reset=1 | retry-after: 1',
+        );
+        expect(Object.keys(limited.headers).filter((h) => names.includes(h))).toEqual(names);
+        expect(limited.headers.date).toBe(new Date(now).toUTCString());
+      });
+
       it('false sends no rate-limit header but keeps Retry-After on 429', async () => {
         const app = await start({ global: { policies: { ...FIXED, limit: 1 }, clock, headers: false } });
         expectNoRateLimitHeaders(await request(app.server).get('/').expect(200));

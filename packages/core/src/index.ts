@@ -17,7 +17,7 @@ export { DOCS_URL, RateLimitConfigError } from './errors.js';
 export type { ForwardingHeader } from './http/forwarded-header.js';
 export type { HeaderKeyOptions } from './http/header-key.js';
 export type { HeaderPair } from './http/header-values.js';
-export { HEADER_MODES, type HeaderMode } from './http/header-writer.js';
+export { HEADER_MODES, type HeaderMode, type HeadersOption } from './http/header-writer.js';
 export type { IdFunction, KeyId } from './http/identity-key.js';
 export type { IpKeyOptions, TrustedProxyEntry } from './http/ip-key.js';
 export { keys } from './http/keys.js';

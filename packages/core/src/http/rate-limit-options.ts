@@ -11,7 +11,7 @@ import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from '..
 import { DEFAULT_LOG_RATE, type LogRateOptions } from '../logging.js';
 import type { LimiterOptions } from '../options.js';
 import type { Clock, Decision, Logger } from '../types.js';
-import { HEADER_MODES, type HeaderMode } from './header-writer.js';
+import { HEADER_MODES, type HeaderMode, type HeadersOption, headerModes } from './header-writer.js';
 import { keys } from './keys.js';
 import type { PartitionKeyOptions } from './partition-key.js';
 import { PROBLEM_TYPES, type ProblemDetails, type ProblemKind } from './problem.js';
@@ -70,8 +70,12 @@ export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'
   cost?: number | CostFunction<Req>;
   /** Requests for which it returns true are not counted and get no rate-limit header or body. Defaults to none. */
   skip?: (request: Req) => boolean | Promise<boolean>;
-  /** Which rate-limit headers to send; see `HeaderMode`. Defaults to `'draft-11'`. */
-  headers?: HeaderMode;
+  /**
+   * Which rate-limit headers to send: one `HeaderMode`, or several in the order given, e.g.
+   * `['legacy', 'draft-7']` for express-rate-limit's `legacyHeaders: true, standardHeaders: 'draft-7'`.
+   * Defaults to `'draft-11'`.
+   */
+  headers?: HeadersOption;
   /** draft-11 `pk` parameter: `{ secret }` turns it on (HMAC-SHA256 of the key, 9 bytes). Defaults to `false`. */
   pk?: PartitionKeyOptions | false;
   /** Problem details options. */
@@ -122,7 +126,7 @@ export interface RateLimitConfig<Req = any> {
   readonly key: KeyFunction<Req>;
   readonly cost: CostFunction<Req> | undefined;
   readonly skip: ((request: Req) => boolean | Promise<boolean>) | undefined;
-  readonly headers: HeaderMode;
+  readonly headers: HeadersOption;
   readonly pk: PartitionKeyOptions | false;
   readonly problemTypes: Readonly<Record<ProblemKind, string>>;
   readonly extendProblem: ProblemOptions<Req>['extend'];
@@ -163,6 +167,33 @@ const KEYS: KeysEnum<RateLimitOptions> = {
   logRate: true,
 };
 const PROBLEM_KEYS: KeysEnum<ProblemOptions> = { types: true, extend: true };
+
+function parseHeaders(value: unknown): HeadersOption {
+  if (value === undefined) return 'draft-11';
+  const list = `one of ${HEADER_MODES.map((m) => (m === false ? 'false' : `'${m}'`)).join(', ')}`;
+  if (!Array.isArray(value)) {
+    if (!HEADER_MODES.includes(value as HeaderMode)) {
+      throw new RateLimitConfigError('ERR_RL_INVALID_HEADERS', 'headers', `must be ${list}, or a list of them`, value);
+    }
+    return value as HeaderMode;
+  }
+  const modes = value as unknown[];
+  const standard = modes.filter((m) => m !== 'legacy');
+  const valid =
+    modes.length > 0 &&
+    modes.every((m) => m !== false && HEADER_MODES.includes(m as HeaderMode)) &&
+    new Set(modes).size === modes.length &&
+    standard.length <= 1;
+  if (!valid) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_HEADERS',
+      'headers',
+      "as a list must name each format once, at most one of 'draft-11', 'draft-7', 'draft-6' (they share header names), e.g. ['legacy', 'draft-7']",
+      value,
+    );
+  }
+  return Object.freeze([...modes]) as HeadersOption;
+}
 
 const LOG_RATE_KEYS: KeysEnum<LogRateOptions> = { lines: true, intervalMs: true };
 
@@ -253,15 +284,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     throw new RateLimitConfigError('ERR_RL_INVALID_COST', 'cost', 'must be a number or a function (request) => number', options.cost);
   }
 
-  const headers = options.headers ?? 'draft-11';
-  if (!HEADER_MODES.includes(headers)) {
-    throw new RateLimitConfigError(
-      'ERR_RL_INVALID_HEADERS',
-      'headers',
-      `must be one of ${HEADER_MODES.map((m) => (m === false ? 'false' : `'${m}'`)).join(', ')}`,
-      options.headers,
-    );
-  }
+  const headers = parseHeaders(options.headers);
   const problem = options.problem ?? {};
   if (problem === null || typeof problem !== 'object') {
     throw new RateLimitConfigError(
@@ -293,7 +316,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
       }
     }
   }
-  if (options.pk !== undefined && options.pk !== false && headers !== 'draft-11') {
+  if (options.pk !== undefined && options.pk !== false && !headerModes(headers).includes('draft-11')) {
     throw new RateLimitConfigError(
       'ERR_RL_INVALID_PK',
       'pk',

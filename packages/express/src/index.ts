@@ -1,17 +1,16 @@
 /**
  * @module @tollgate/express: `app.use(rateLimit({...}))` for Express 5 and 4. A thin translation: the
  * request's socket address and headers go to the core, which decides and plans the response; this file
- * only writes that plan (headers, then a rejection or `next()`).
+ * only says how to write in Express (headers, a rejection) and calls `next()` when the core says so.
+ * The core never writes once the response has started, and the middleware's promise never rejects.
  */
 import {
   createRateLimitHandler,
   type Decision,
+  isPermissiveTrustFunction,
   type Limiter,
   type LoadShedder,
-  onResponseDone,
-  type ProcessedRequest,
   type RateLimitOptions,
-  waitUnlessClosed,
 } from '@tollgate/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
@@ -30,7 +29,7 @@ export type ExpressRateLimitOptions = RateLimitOptions<Request>;
 /** The middleware, with the limiter it uses (for `limiter.stats()`, `limiter.reset(key)`). */
 export interface RateLimitMiddleware extends RequestHandler {
   readonly limiter: Limiter;
-  /** The load shedder of the `shed` option (`shedder.state()`); undefined when none. */
+  /** The server-wide load shedder of the `shed` option (`shedder.state()`); undefined when none. */
   readonly shedder: LoadShedder<Request> | undefined;
 }
 
@@ -44,38 +43,24 @@ export interface RateLimitMiddleware extends RequestHandler {
 export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler<Request>(options);
 
-  async function decide(req: Request, res: Response): Promise<ProcessedRequest | undefined> {
-    handler.checkTrustProxy("Express 'trust proxy'", req.app.get('trust proxy') === true);
-    return handler.process({
-      request: req,
-      remoteAddress: req.socket.remoteAddress,
-      headers: req.headers,
-      method: req.method,
-      url: req.originalUrl,
-      response: res,
-    });
-  }
-
   async function rateLimitMiddleware(req: Request, res: Response, next: NextFunction): Promise<void> {
-    let handled: ProcessedRequest | undefined;
-    try {
-      handled = await decide(req, res);
-    } catch (error) {
-      next(error);
-      return;
-    }
-    if (handled === undefined) return next();
-    const { decision, plan, release } = handled;
-    if (release !== undefined) onResponseDone(res, release);
-    if (decision !== undefined) req.rateLimit = decision;
-    for (const [name, value] of plan.headers) res.setHeader(name, value);
-    if (plan.action === 'reject') {
-      res.statusCode = plan.status ?? 429;
-      res.end(plan.body);
-      return;
-    }
-    if (plan.delayMs > 0 && !(await waitUnlessClosed(plan.delayMs, res))) return;
-    next();
+    handler.checkTrustProxy("Express 'trust proxy'", isPermissiveTrustFunction(req.app.get('trust proxy fn')));
+    const outcome = await handler.run(
+      { request: req, raw: req, remoteAddress: req.socket?.remoteAddress, headers: req.headers, method: req.method, url: req.originalUrl },
+      {
+        raw: res,
+        attach: (decision) => {
+          req.rateLimit = decision;
+        },
+        header: (name, value) => res.setHeader(name, value),
+        reject: (status, body) => {
+          res.statusCode = status;
+          res.end(body);
+        },
+        abandon: () => undefined,
+      },
+    );
+    if (outcome === 'next') next();
   }
 
   return Object.assign(rateLimitMiddleware, { limiter: handler.limiter, shedder: handler.shedder });

@@ -54,8 +54,10 @@ export function onResponseDone(response: DoneResponse, done: (finished: boolean)
   }
   const finish = (): void => end(true);
   const close = (): void => {
-    if (response.writableFinished === true) return end(true);
-    if (response.writableEnded === true) return end(false);
+    if (response.writableFinished === true || response.writableEnded === true) {
+      end(response.writableFinished === true);
+      return;
+    }
     // The client went away while the handler runs: wait for the handler to end the response.
     const original = response.end;
     response.end = ((...args: never[]) => {
@@ -67,8 +69,14 @@ export function onResponseDone(response: DoneResponse, done: (finished: boolean)
       }
     }) as DoneResponse['end'];
   };
-  if (response.writableFinished === true) return end(true);
-  if (response.destroyed === true) return close();
+  if (response.writableFinished === true) {
+    end(true);
+    return;
+  }
+  if (response.destroyed === true) {
+    close();
+    return;
+  }
   response.once('finish', finish);
   response.once('close', close);
 }

@@ -187,6 +187,24 @@ describe.each(Object.keys(makers))('concurrency on %s', (name) => {
     },
   );
 
+  it('renews the leases of handlers that run longer than leaseMs', async () => {
+    const meter = new Meter();
+    app = await make(
+      {
+        // biome-ignore lint/suspicious/noExplicitAny: see Make.
+        key: keys.header('x-user') as any,
+        policies: [{ name: 'exports', algorithm: 'concurrency' as const, limit: LIMIT, leaseMs: 80 }],
+      },
+      meter,
+    );
+    const long = [get(app.server, '/export?ms=300', 'dave'), get(app.server, '/export?ms=300', 'dave')];
+    await new Promise((r) => setTimeout(r, 200));
+    const third = await get(app.server, '/export?ms=1', 'dave');
+    expect(third === 'aborted' ? 0 : third.status).toBe(429);
+    await Promise.all(long);
+    expect(meter.peak).toBe(LIMIT);
+  });
+
   it('answers 429 with qu="concurrent-requests" and a detail that says why', async () => {
     const meter = new Meter();
     app = await make(options(false), meter);

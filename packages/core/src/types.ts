@@ -129,6 +129,12 @@ export interface Decision {
    * later calls do nothing. A lease never released expires after its policy's `leaseMs`.
    */
   readonly release?: () => void;
+  /**
+   * Present with `release`: moves the deadline of every lease of this decision to now + `leaseMs`, so a
+   * long request keeps its slot (the adapters renew every `leaseMs / 2` while the handler runs).
+   * Returns false when a lease had already expired or been released.
+   */
+  readonly renew?: () => boolean;
 }
 
 /** Options of one `check()` call. */

@@ -355,6 +355,9 @@ export function createRateLimitHandler<Req>(
 
   const shedder = config.shedder;
   const queues = hasConcurrencyQueue(config.limiterOptions);
+  // Leases of a running handler are renewed every half lease time (the shortest lease of the policies).
+  const leaseTimes = limiter.policies.filter((p) => p.algorithm === 'concurrency').map((p) => p.windowMs);
+  const renewEveryMs = leaseTimes.length === 0 ? 0 : Math.max(1, Math.floor(Math.min(...leaseTimes) / 2));
   /** Releases waiting for their handler, by response, for `settled`. */
   const holding = new WeakMap<object, (finished: boolean) => void>();
 
@@ -407,12 +410,16 @@ export function createRateLimitHandler<Req>(
         }
         const handled = await handle(input, out.raw);
         const lease = handled?.decision.release;
+        const renew = handled?.decision.renew;
         const admitted = handled === undefined || handled.plan.action === 'pass';
         const outcome = handled === undefined ? 'next' : await write(handled, out, diagnosticsFor(logger));
         const t = ticket;
         if (t === undefined && lease === undefined) return outcome;
         // A refusal is fast and says nothing about the server's latency: keep it out of the controller.
+        const renewal = renew !== undefined && outcome === 'next' && renewEveryMs > 0 ? setInterval(renew, renewEveryMs) : undefined;
+        renewal?.unref();
         const release = (finished: boolean): void => {
+          if (renewal !== undefined) clearInterval(renewal);
           t?.release(finished && admitted);
           lease?.();
         };

@@ -51,6 +51,22 @@ describe('concurrency policy (memory)', () => {
     expect((await limiter.check('k')).allowed).toBe(false);
   });
 
+  it('renews the leases of a long request, so it keeps its slot past leaseMs', async () => {
+    const c = clock();
+    const limiter = createLimiter({ policies: [{ ...EXPORTS, limit: 1, leaseMs: 1_000 }], clock: c.now });
+    const long = await limiter.check('k');
+    c.advance(900);
+    expect(long.renew?.()).toBe(true);
+    c.advance(900);
+    expect((await limiter.check('k')).allowed).toBe(false); // 1800 ms in, still held
+    long.release?.();
+    expect(long.renew?.()).toBe(false);
+    const next = await limiter.check('k');
+    c.advance(1_000);
+    expect(next.renew?.()).toBe(false); // expired: renewing cannot bring it back
+    expect(JSON.parse(JSON.stringify(next))).not.toHaveProperty('renew');
+  });
+
   it('is all-or-nothing with rate policies: refused for concurrency charges the rate policy nothing', async () => {
     const c = clock();
     const limiter = createLimiter({

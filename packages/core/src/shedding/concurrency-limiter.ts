@@ -11,7 +11,7 @@
  * a lease; it gets 429 when none frees up within `timeoutMs`, and leaves the queue when the client goes
  * away (`CheckOptions.signal`). Leases live in this process; see README for Redis.
  */
-import { acquireLease, deadlineRange, type LeaseTable, releaseLease } from '../algorithms/concurrency.js';
+import { acquireLease, deadlineRange, type LeaseTable, releaseLease, renewLease } from '../algorithms/concurrency.js';
 import { monotonicClock } from '../clock.js';
 import { type Limiter, normalizeKey, type PolicyDescription } from '../create-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
@@ -160,10 +160,11 @@ class ConcurrentDecision implements Decision {
     readonly shadow: ShadowVerdict | undefined,
     readonly degraded: boolean,
     readonly release: (() => void) | undefined,
+    readonly renew: (() => boolean) | undefined,
   ) {}
 
-  toJSON(): Omit<Decision, 'release'> {
-    const { release: _release, ...rest } = this;
+  toJSON(): Omit<Decision, 'release' | 'renew'> {
+    const { release: _release, renew: _renew, ...rest } = this;
     return rest;
   }
 }
@@ -331,6 +332,20 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
             released = true;
             for (let i = 0; i < taken.length; i++) release(concurrency[i] as ConcurrencyPolicy, key, taken[i] as number);
           };
+    const renewAll =
+      releaseAll === undefined
+        ? undefined
+        : () => {
+            if (released) return false;
+            const now = clock();
+            let all = true;
+            for (let i = 0; i < taken.length; i++) {
+              const c = concurrency[i] as ConcurrencyPolicy;
+              const s = c.keys.get(key);
+              if (s === undefined || !renewLease(s.leases, taken[i] as number, now, c.leaseMs)) all = false;
+            }
+            return all;
+          };
     const reason: DecisionReason = refusedBy >= 0 ? 'limited' : (rate?.reason ?? 'allowed');
     return new ConcurrentDecision(
       !limited || shadowMode,
@@ -348,6 +363,7 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
       rate?.shadow,
       rate?.degraded ?? false,
       releaseAll,
+      renewAll,
     );
   }
 

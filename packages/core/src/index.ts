@@ -72,6 +72,7 @@ export {
 export { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from './shedding/response-done.js';
 export { OVERLOADED_TYPE, planShed } from './shedding/shed-response.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
+export { type LeaseGrant, RedisLeases } from './stores/redis/lease-script.js';
 export type { RedisClientLike } from './stores/redis/redis-client.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis-store.js';
 export { RedisStoreError, type RedisStoreErrorCode } from './stores/redis/redis-store-error.js';

@@ -3,7 +3,8 @@
  * request is admitted while fewer than `limit` leases are live; a lease ends when it is released or
  * when its deadline passes (a holder that never released it, e.g. a crashed handler, frees the slot
  * after the lease time). No clock reads, no I/O: the caller passes `now`, as for the rate kernels.
- * The Redis twin (a sorted set of deadlines scored the same way) is future work; see README.
+ * The Redis twin is stores/redis/lease-script.ts (a sorted set scored by deadline), proven equal by
+ * test/integration/redis/leases.test.ts.
  */
 
 /** The live leases of one key: id -> deadline. Iteration order is insertion order. */
@@ -34,10 +35,10 @@ export function releaseLease(leases: LeaseTable, id: number): boolean {
   return leases.delete(id);
 }
 
-/** Moves the deadline of a live lease to `now + leaseMs`; false when it has ended. */
+/** Drops expired leases, then moves the deadline of lease `id` to `now + leaseMs`; false when it has ended. */
 export function renewLease(leases: LeaseTable, id: number, now: number, leaseMs: number): boolean {
-  const deadline = leases.get(id);
-  if (deadline === undefined || deadline <= now) return false;
+  expireLeases(leases, now);
+  if (!leases.has(id)) return false;
   leases.set(id, now + leaseMs);
   return true;
 }

@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { RedisLeases } from '@tollgate/core';
+import { createLimiter, RedisLeases } from '@tollgate/core';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { acquireLease, type LeaseTable, releaseLease, renewLease } from '../../../packages/core/src/algorithms/concurrency.js';
@@ -62,6 +62,46 @@ describeRedis('Redis leases', () => {
         }
       }
     }
+  });
+
+  it('shares a concurrency policy between limiters (processes) through Redis, all-or-nothing with a rate policy', async () => {
+    const prefix = randomPrefix();
+    const make = () =>
+      createLimiter({
+        policies: [
+          { name: 'exports', algorithm: 'concurrency', limit: 2, leaseMs: 1_500, leases: new RedisLeases(client, prefix) },
+          { name: 'hourly', algorithm: 'fixed-window', limit: 5, windowMs: 3_600_000 },
+        ],
+      });
+    const a = make();
+    const b = make();
+    const held = [await a.check('u'), await a.check('u')];
+    expect(held.every((d) => d.allowed)).toBe(true);
+    const refused = await b.check('u');
+    expect(refused).toMatchObject({ allowed: false, policy: 'exports', remaining: 0 });
+    expect(refused.policies[0]).toMatchObject({ name: 'exports', remaining: 0 });
+    // Refused for concurrency: the hourly policy of b was not charged.
+    held[0]?.release?.();
+    await waitFor(
+      'the release to reach Redis',
+      async () => (await client.zcard(new RedisLeases(client, prefix).keyOf('u', 'exports'))) === 1,
+    );
+    const admitted = await b.check('u');
+    expect(admitted.allowed).toBe(true);
+    expect(admitted.policies[1]?.remaining).toBe(4);
+    // a "dies" holding its other lease: it expires after leaseMs and the slot comes back.
+    admitted.release?.();
+    await waitFor(
+      'the released lease to leave Redis',
+      async () => (await client.zcard(new RedisLeases(client, prefix).keyOf('u', 'exports'))) === 1,
+    );
+    expect((await b.check('u')).allowed).toBe(true);
+    expect((await b.check('u')).allowed).toBe(false);
+    await new Promise((r) => setTimeout(r, 1_550));
+    const afterExpiry = [await b.check('u'), await b.check('u')];
+    expect(afterExpiry.map((d) => d.allowed)).toEqual([true, true]);
+    await a.close();
+    await b.close();
   });
 
   it('never holds more than limit leases across processes, and reclaims a killed process’s leases', async () => {

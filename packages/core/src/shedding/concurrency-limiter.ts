@@ -11,12 +11,16 @@
  * a lease; it gets 429 when none frees up within `timeoutMs`, and leaves the queue when the client goes
  * away (`CheckOptions.signal`). Leases live in this process; see README for Redis.
  */
+
+import { randomUUID } from 'node:crypto';
 import { acquireLease, deadlineRange, type LeaseTable, releaseLease, renewLease } from '../algorithms/concurrency.js';
 import { monotonicClock } from '../clock.js';
 import { type Limiter, normalizeKey, type PolicyDescription } from '../create-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, readOptions } from '../internal/read-options.js';
+import { consoleLogger, safeLog } from '../logging.js';
 import type { LimiterOptions } from '../options.js';
+import { type LeaseGrant, RedisLeases } from '../stores/redis/lease-script.js';
 import type {
   CheckOptions,
   Clock,
@@ -44,6 +48,13 @@ export interface ConcurrencyPolicyOptions {
   queue?: { size: number; timeoutMs: number };
   /** Always `'concurrent-requests'` (the default); any other unit is an error. */
   unit?: 'concurrent-requests';
+  /**
+   * Keep the leases in Redis (`new RedisLeases(client)`), shared by every process: a process that dies
+   * frees its leases after `leaseMs`. One round trip per acquire, before the rate policies. When Redis
+   * fails, the process's own leases answer (as if `onStoreError: 'local'`), logged once per outage.
+   * Not combinable with `queue`. Defaults to leases in this process.
+   */
+  leases?: RedisLeases;
 }
 
 /** A rate policy or a concurrency policy. */
@@ -56,6 +67,7 @@ interface ConcurrencyPolicy {
   readonly queueSize: number;
   readonly queueTimeoutMs: number;
   readonly keys: Map<string, KeyState>;
+  readonly redis: RedisLeases | undefined;
 }
 
 interface Waiter {
@@ -69,7 +81,15 @@ class KeyState {
   readonly queue: Waiter[] = [];
 }
 
-const KEYS: KeysEnum<ConcurrencyPolicyOptions> = { name: true, algorithm: true, limit: true, leaseMs: true, queue: true, unit: true };
+const KEYS: KeysEnum<ConcurrencyPolicyOptions> = {
+  name: true,
+  algorithm: true,
+  limit: true,
+  leaseMs: true,
+  queue: true,
+  unit: true,
+  leases: true,
+};
 const QUEUE_KEYS: KeysEnum<NonNullable<ConcurrencyPolicyOptions['queue']>> = { size: true, timeoutMs: true };
 
 export function isConcurrencyPolicy(p: unknown): p is ConcurrencyPolicyOptions {
@@ -116,7 +136,24 @@ function compileConcurrency(input: ConcurrencyPolicyOptions, path: string): Conc
     queueSize = positiveInteger(q.size, `${path}.queue.size`, 'requests that may wait per key');
     queueTimeoutMs = positiveInteger(q.timeoutMs, `${path}.queue.timeoutMs`, 'how long a request may wait, ms');
   }
+  if (o.leases !== undefined && !(o.leases instanceof RedisLeases)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_CONCURRENCY',
+      `${path}.leases`,
+      'must be a RedisLeases, e.g. new RedisLeases(redis)',
+      o.leases,
+    );
+  }
+  if (o.leases !== undefined && o.queue !== undefined) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_CONCURRENCY',
+      `${path}.queue`,
+      'needs leases in this process; remove queue or leases',
+      o.queue,
+    );
+  }
   return {
+    redis: o.leases,
     name,
     limit: positiveInteger(o.limit, `${path}.limit`, 'requests in flight per key'),
     leaseMs: o.leaseMs === undefined ? 60_000 : positiveInteger(o.leaseMs, `${path}.leaseMs`, 'ms after which an unreleased lease expires'),
@@ -226,6 +263,21 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
     });
   });
   let nextId = 1;
+  const instance = randomUUID();
+  const leaseId = (id: number): string => `${instance}:${id}`;
+  /** Per request with Redis leases: the grants, by concurrency policy index. */
+  type Grants = (LeaseGrant | undefined)[];
+  let redisFailing = false;
+  const redisFailed = (error: unknown): void => {
+    if (redisFailing) return;
+    redisFailing = true;
+    safeLog(
+      options.logger ?? consoleLogger,
+      'error',
+      { code: 'ERR_RL_STORE_FAILED', store: 'redis-leases', err: error },
+      'ERR_RL_STORE_FAILED: Redis leases failed; concurrency is enforced per process until Redis answers',
+    );
+  };
   let requests = 0;
   let refused = 0;
   const rejectedBy = new Array<number>(concurrency.length).fill(0);
@@ -245,6 +297,11 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
 
   /** Ends lease `id` of `key` and hands freed slots to the waiters, oldest first. */
   function release(c: ConcurrencyPolicy, key: string, id: number): void {
+    if (c.redis !== undefined && !local.has(id)) {
+      c.redis.release(key, c.name, leaseId(id)).catch(redisFailed);
+      return;
+    }
+    local.delete(id);
     const s = c.keys.get(key);
     if (s === undefined) return;
     releaseLease(s.leases, id);
@@ -293,7 +350,21 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
     });
   }
 
-  function concurrencyResult(c: ConcurrencyPolicy, key: string, allowed: boolean, now: number): Result {
+  function concurrencyResult(c: ConcurrencyPolicy, key: string, allowed: boolean, now: number, grant?: LeaseGrant): Result {
+    if (grant !== undefined) {
+      const retry = allowed ? 0 : Math.max(1, Math.min(1000, grant.earliestExpiryMs));
+      return new Result(
+        c.name,
+        'concurrency',
+        allowed,
+        c.limit,
+        c.leaseMs,
+        c.limit,
+        Math.max(0, c.limit - grant.inFlight),
+        retry,
+        c.leaseMs,
+      );
+    }
     const s = c.keys.get(key);
     const leases = s?.leases ?? new Map<number, number>();
     const [earliest, latest] = deadlineRange(leases, now);
@@ -302,10 +373,17 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
     return new Result(c.name, 'concurrency', allowed, c.limit, c.leaseMs, c.limit, Math.max(0, c.limit - leases.size), retry, latest - now);
   }
 
-  function compose(key: string, cost: number, taken: readonly number[], refusedBy: number, rate: Decision | undefined): Decision {
+  function compose(
+    key: string,
+    cost: number,
+    taken: readonly number[],
+    refusedBy: number,
+    rate: Decision | undefined,
+    grants?: Grants,
+  ): Decision {
     const now = clock();
     const results: PolicyResult[] = order.map((at) => {
-      if (at >= 0) return concurrencyResult(concurrency[at] as ConcurrencyPolicy, key, at !== refusedBy, now);
+      if (at >= 0) return concurrencyResult(concurrency[at] as ConcurrencyPolicy, key, at !== refusedBy, now, grants?.[at]);
       const i = -1 - at;
       const r = rate?.policies[i];
       if (r !== undefined) return r;
@@ -341,8 +419,13 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
             let all = true;
             for (let i = 0; i < taken.length; i++) {
               const c = concurrency[i] as ConcurrencyPolicy;
+              const id = taken[i] as number;
+              if (c.redis !== undefined && !local.has(id)) {
+                c.redis.renew(key, c.name, c.leaseMs, leaseId(id)).catch(redisFailed);
+                continue;
+              }
               const s = c.keys.get(key);
-              if (s === undefined || !renewLease(s.leases, taken[i] as number, now, c.leaseMs)) all = false;
+              if (s === undefined || !renewLease(s.leases, id, now, c.leaseMs)) all = false;
             }
             return all;
           };
@@ -367,8 +450,14 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
     );
   }
 
-  function finishRate(key: string, cost: number, taken: number[], opts: CheckOptions | undefined): Decision | Promise<Decision> {
-    if (inner === undefined) return compose(key, cost, taken, -1, undefined);
+  function finishRate(
+    key: string,
+    cost: number,
+    taken: number[],
+    opts: CheckOptions | undefined,
+    grants?: Grants,
+  ): Decision | Promise<Decision> {
+    if (inner === undefined) return compose(key, cost, taken, -1, undefined, grants);
     const giveBack = (): void => {
       for (let i = 0; i < taken.length; i++) release(concurrency[i] as ConcurrencyPolicy, key, taken[i] as number);
     };
@@ -381,7 +470,7 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
     }
     const done = (rate: Decision): Decision => {
       if (rate.limited) giveBack();
-      return compose(rate.key, cost, taken, -1, rate);
+      return compose(rate.key, cost, taken, -1, rate, grants);
     };
     if (pending instanceof Promise) {
       return pending.then(done, (error: unknown) => {
@@ -396,6 +485,7 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
     const key = normalizeKey(rawKey);
     const cost = opts?.cost ?? 1;
     requests += 1;
+    if (remote) return decideRemote(key, cost, opts);
     const taken: number[] = [];
     const now = clock();
     for (let i = 0; i < concurrency.length; i++) {
@@ -414,6 +504,42 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
       return compose(key, cost, [], i, undefined);
     }
     return finishRate(key, cost, taken, opts);
+  }
+
+  /** Leases taken in this process while Redis failed (released locally even after Redis is back). */
+  const local = new Set<number>();
+  const remote = concurrency.some((c) => c.redis !== undefined);
+
+  async function decideRemote(key: string, cost: number, opts?: CheckOptions): Promise<Decision> {
+    const taken: number[] = [];
+    const grants: Grants = [];
+    for (let i = 0; i < concurrency.length; i++) {
+      const c = concurrency[i] as ConcurrencyPolicy;
+      const id = nextId++;
+      let granted: boolean;
+      if (c.redis !== undefined) {
+        try {
+          const g = await c.redis.acquire(key, c.name, c.limit, c.leaseMs, leaseId(id));
+          redisFailing = false;
+          grants[i] = g;
+          granted = g.granted;
+        } catch (error) {
+          redisFailed(error);
+          granted = acquireLease(stateOf(c, key).leases, clock(), c.limit, c.leaseMs, id);
+          if (granted) local.add(id);
+        }
+      } else {
+        granted = acquireLease(stateOf(c, key).leases, clock(), c.limit, c.leaseMs, id);
+      }
+      if (!granted) {
+        for (let j = 0; j < taken.length; j++) release(concurrency[j] as ConcurrencyPolicy, key, taken[j] as number);
+        const s = c.keys.get(key);
+        if (s !== undefined) tidy(c, key, s);
+        return compose(key, cost, [], i, undefined, grants);
+      }
+      taken.push(id);
+    }
+    return finishRate(key, cost, taken, opts, grants);
   }
 
   async function queued(key: string, cost: number, taken: number[], from: number, id: number, opts?: CheckOptions): Promise<Decision> {

@@ -4,7 +4,7 @@
  * and renew are each one script call (one round trip, atomic): expired leases are dropped first, so a
  * process that died without releasing frees its slots once `leaseMs` has passed, and the set's own
  * PEXPIRE removes a key nobody uses. `RedisLeases` runs them with EVALSHA, falling back to EVAL on
- * NOSCRIPT. Not yet wired into concurrency policies (which keep their leases in the process); see README.
+ * NOSCRIPT. A concurrency policy uses it with `leases: new RedisLeases(client)`.
  */
 import { createHash } from 'node:crypto';
 import type { RedisClientLike } from './redis-client.js';

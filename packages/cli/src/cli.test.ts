@@ -1,0 +1,80 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from './cli.js';
+import type { ReplayReport } from './replay/replay-report.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
+
+async function run(args: string[], isTTY = false): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, {
+    stdout: { write: (t: string) => (stdout += t) },
+    stderr: { isTTY, write: (t: string) => (stderr += t) },
+  });
+  return { code, stdout, stderr };
+}
+
+const T = 1_700_000_000_000;
+const csv = join(dir, 'small.csv');
+writeFileSync(
+  csv,
+  [
+    'time,key',
+    ...[0, 100, 200, 500, 900, 1000, 1050, 1100, 1500].map((t, i) => `${T + t},${i === 3 || i === 8 ? 'b' : 'a'}`),
+    'broken',
+  ].join('\n'),
+);
+const POLICIES = [
+  '--policy',
+  '{"algorithm":"fixed-window","limit":2,"windowMs":1000}',
+  '--policy',
+  '{"algorithm":"sliding-log","limit":2,"windowMs":1000}',
+];
+
+describe('tollgate replay', () => {
+  it('prints the comparison table, malformed lines with their line numbers, and no progress bar on a pipe', async () => {
+    const { code, stdout, stderr } = await run(['replay', csv, ...POLICIES]);
+    expect(code).toBe(0);
+    expect(stderr).toBe('');
+    expect(stdout).toContain('Replayed 9 requests from 2 clients');
+    expect(stdout).toMatch(/#1\s+fixed-window 2\/1s\s+9\s+6\s+3\s+33\.3%/);
+    expect(stdout).toMatch(/#2\s+sliding-log 2\/1s\s+9\s+6\s+3\s+33\.3%\s+1 \(50\.0%\)\s+2\s+-\s+1 \/ 1/);
+    expect(stdout).toContain(`${csv}:11: expected time,key[,cost]`);
+  });
+
+  it('prints JSON with --json', async () => {
+    const { code, stdout } = await run(['replay', csv, ...POLICIES, '--json']);
+    expect(code).toBe(0);
+    const report = JSON.parse(stdout) as ReplayReport;
+    expect(report.candidates.map((c) => [c.admitted, c.rejected])).toEqual([
+      [6, 3],
+      [6, 3],
+    ]);
+    expect(report.input).toMatchObject({ lines: 11, requests: 9, malformed: 1 });
+  });
+
+  it('draws a progress bar on a terminal and clears it', async () => {
+    const { stderr } = await run(['replay', csv, ...POLICIES], true);
+    const ESC = String.fromCharCode(27);
+    expect(stderr.startsWith('\r[#')).toBe(true);
+    expect(stderr).toContain(`] 100% `);
+    expect(stderr.endsWith(`lines${ESC}[K\r${ESC}[K`)).toBe(true);
+  });
+
+  it.each([
+    [['replay', csv], /ERR_RL_CLI_USAGE: replay needs at least one --policy/],
+    [['replay', '--policy', '{"limit":1,"windowMs":1}'], /needs at least one log file/],
+    [['replay', join(dir, 'nope.log'), '--policy', '{"limit":1,"windowMs":1}'], /ERR_RL_REPLAY_INPUT: cannot read/],
+    [['replay', csv, '--policy', '{"limit":0,"windowMs":1}'], /--policy #1: ERR_RL_INVALID_LIMIT/],
+    [['replay', csv, ...POLICIES, '--key', 'cookie:x'], /--key must be ip, header:<name> or field:<name>/],
+    [['replay', csv, ...POLICIES, '--bogus'], /ERR_RL_CLI_USAGE: Unknown option '--bogus'/],
+    [['frobnicate'], /unknown command 'frobnicate'/],
+  ])('exits 2 with a coded message: %j', async (args, message) => {
+    const { code, stderr } = await run(args);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(message);
+  });
+});

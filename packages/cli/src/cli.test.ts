@@ -78,3 +78,25 @@ describe('tollgate replay', () => {
     expect(stderr).toMatch(message);
   });
 });
+
+describe('tollgate lab', () => {
+  it('prints a lab table with its notes', async () => {
+    const { code, stdout } = await run(['lab', 'A']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('A. 199 requests in 2 s across a fixed-window boundary');
+    expect(stdout).toMatch(/fixed-window\s+199\s+0\s+99\s+100/);
+    expect(stdout).toContain('- Token bucket, GCRA and leaky bucket admit 103');
+  });
+
+  it('prints every lab as JSON with --json, seeded', async () => {
+    const { code, stdout } = await run(['lab', 'all', '--json', '--seed', '1']);
+    expect(code).toBe(0);
+    expect((JSON.parse(stdout) as { name: string }[]).map((l) => l.name)).toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
+  it('refuses an unknown lab', async () => {
+    const { code, stderr } = await run(['lab', 'z']);
+    expect(code).toBe(2);
+    expect(stderr).toContain('lab needs one name: a, b, c, d, e or all');
+  });
+});

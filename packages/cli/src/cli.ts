@@ -1,6 +1,6 @@
 /**
  * @module The `tollgate` command line: `tollgate replay <file...> --policy <json> ...` and
- * `tollgate lab <name>` (next). Parses arguments with `util.parseArgs`, runs, writes the table (or JSON, or an
+ * `tollgate lab <name>`. Parses arguments with `util.parseArgs`, runs, writes the table (or JSON, or an
  * HTML file), and returns the exit code: 0 done, 2 a usage or input error (printed, no stack trace).
  */
 import { parseArgs } from 'node:util';
@@ -8,6 +8,8 @@ import { type Logger, RateLimitConfigError } from '@tollgate/core';
 import { CliError } from './cli-error.js';
 import { parseKeySpec } from './input/request-key.js';
 import { LOG_FORMATS, type LogFormat } from './input/request-parser.js';
+import { renderLabText } from './labs/lab-report.js';
+import { LAB_NAMES, type LabName, runLab } from './labs/labs.js';
 import { parseCandidates } from './replay/candidates.js';
 import { runReplay } from './replay/run-replay.js';
 import { createProgressBar, type ProgressTarget } from './report/progress-bar.js';
@@ -20,11 +22,18 @@ export interface CliIo {
 
 export const USAGE = `Usage:
   tollgate replay <file...> --policy <json|file> [--policy <json|file> ...] [options]
+  tollgate lab <${LAB_NAMES.join('|')}|all> [--json] [--seed <n>]
 
 Replay access logs through candidate policies in virtual time (the log's own timestamps), in one pass.
 A --policy is a policy as @tollgate/core takes it ('{"limit":100,"windowMs":60000}'), a list of
 policies enforced together, a plan {"name":"...","policies":[...]}, or the path of a JSON file with one.
 The first --policy is the baseline the others are compared with.
+
+Labs (each prints tables of generated traffic against the algorithms, and says where tollgate differs
+from the textbook figure):
+  a  199 requests in 2 s across a fixed-window boundary      b  sustained 2x overload, per 10 s
+  c  a page load of 12 requests against bursts 1 to 20       d  sliding-window error vs exact log (Poisson)
+  e  100 requests in the last 0.1 s of a window, then 10/s for 2 minutes
 
 Replay options:
   --format <nginx|jsonl|csv>   input format (default: by file name, else by the first line)
@@ -121,16 +130,39 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
   return 0;
 }
 
+async function labCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: { json: { type: 'boolean' }, seed: { type: 'string' } },
+  });
+  const name = positionals[0]?.toLowerCase();
+  if (positionals.length !== 1 || name === undefined || (name !== 'all' && !LAB_NAMES.includes(name as LabName))) {
+    throw new CliError('ERR_RL_CLI_USAGE', `lab needs one name: ${LAB_NAMES.join(', ')} or all`);
+  }
+  const seed = int(values.seed, 'seed', 0, 2 ** 32 - 1);
+  const names = name === 'all' ? LAB_NAMES : [name as LabName];
+  const results = names.map((n) => runLab(n, seed === undefined ? {} : { seed }));
+  io.stdout.write(
+    values.json === true
+      ? `${JSON.stringify(results.length === 1 ? results[0] : results, null, 2)}\n`
+      : results.map(renderLabText).join('\n'),
+  );
+  return 0;
+}
+
 /** Runs the CLI on `argv` (without `node` and the script); resolves to the exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === 'replay') return await replayCommand(rest, io);
+    if (command === 'lab') return await labCommand(rest, io);
     if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
       io.stdout.write(USAGE);
       return command === undefined ? 2 : 0;
     }
-    throw new CliError('ERR_RL_CLI_USAGE', `unknown command '${command}' (replay, help)`);
+    throw new CliError('ERR_RL_CLI_USAGE', `unknown command '${command}' (replay, lab, help)`);
   } catch (error) {
     if (error instanceof CliError || error instanceof RateLimitConfigError) {
       io.stderr.write(`${error.message}\n`);

@@ -3,16 +3,18 @@
  * `tollgate lab <name>`. Parses arguments with `util.parseArgs`, runs, writes the table (or JSON, or an
  * HTML file), and returns the exit code: 0 done, 2 a usage or input error (printed, no stack trace).
  */
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { type Logger, RateLimitConfigError } from '@tollgate/core';
 import { CliError } from './cli-error.js';
 import { parseKeySpec } from './input/request-key.js';
 import { LOG_FORMATS, type LogFormat } from './input/request-parser.js';
-import { renderLabText } from './labs/lab-report.js';
+import { renderLabHtml, renderLabText } from './labs/lab-report.js';
 import { LAB_NAMES, type LabName, runLab } from './labs/labs.js';
 import { parseCandidates } from './replay/candidates.js';
 import { runReplay } from './replay/run-replay.js';
 import { createProgressBar, type ProgressTarget } from './report/progress-bar.js';
+import { renderReplayHtml } from './report/replay-html.js';
 import { renderReplayTable } from './report/replay-table.js';
 
 export interface CliIo {
@@ -22,7 +24,7 @@ export interface CliIo {
 
 export const USAGE = `Usage:
   tollgate replay <file...> --policy <json|file> [--policy <json|file> ...] [options]
-  tollgate lab <${LAB_NAMES.join('|')}|all> [--json] [--seed <n>]
+  tollgate lab <${LAB_NAMES.join('|')}|all> [--json] [--html <file>] [--seed <n>]
 
 Replay access logs through candidate policies in virtual time (the log's own timestamps), in one pass.
 A --policy is a policy as @tollgate/core takes it ('{"limit":100,"windowMs":60000}'), a list of
@@ -51,6 +53,7 @@ Replay options:
   --max-keys <n>               limiter entries kept per candidate, evicted like the MemoryStore (default 1000000)
   --top <n>                    clients listed per candidate (default 10)
   --json                       print the report as JSON instead of a table
+  --html <file>                also write a self-contained HTML report with charts
   --no-progress                no progress bar (there is none unless stderr is a terminal)
 `;
 
@@ -67,6 +70,14 @@ function stderrLogger(io: CliIo): Logger {
     io.stderr.write(`warning: ${typeof fields === 'string' ? fields : (message ?? '')}\n`);
   };
   return { warn: line, error: line };
+}
+
+function writeHtml(path: string, html: string): void {
+  try {
+    writeFileSync(path, html);
+  } catch (error) {
+    throw new CliError('ERR_RL_CLI_USAGE', `cannot write --html '${path}' (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
 }
 
 async function replayCommand(args: string[], io: CliIo): Promise<number> {
@@ -87,6 +98,7 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
       'max-keys': { type: 'string' },
       top: { type: 'string' },
       json: { type: 'boolean' },
+      html: { type: 'string' },
       'no-progress': { type: 'boolean' },
     },
   });
@@ -126,6 +138,10 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
     logger: stderrLogger(io),
     progress: showProgress ? createProgressBar(io.stderr) : createProgressBar({ write() {} }),
   });
+  if (values.html !== undefined) {
+    writeHtml(values.html, renderReplayHtml(report));
+    io.stderr.write(`wrote ${values.html}\n`);
+  }
   io.stdout.write(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : renderReplayTable(report));
   return 0;
 }
@@ -135,7 +151,7 @@ async function labCommand(args: string[], io: CliIo): Promise<number> {
     args,
     allowPositionals: true,
     strict: true,
-    options: { json: { type: 'boolean' }, seed: { type: 'string' } },
+    options: { json: { type: 'boolean' }, html: { type: 'string' }, seed: { type: 'string' } },
   });
   const name = positionals[0]?.toLowerCase();
   if (positionals.length !== 1 || name === undefined || (name !== 'all' && !LAB_NAMES.includes(name as LabName))) {
@@ -144,6 +160,10 @@ async function labCommand(args: string[], io: CliIo): Promise<number> {
   const seed = int(values.seed, 'seed', 0, 2 ** 32 - 1);
   const names = name === 'all' ? LAB_NAMES : [name as LabName];
   const results = names.map((n) => runLab(n, seed === undefined ? {} : { seed }));
+  if (values.html !== undefined) {
+    writeHtml(values.html, renderLabHtml(results));
+    io.stderr.write(`wrote ${values.html}\n`);
+  }
   io.stdout.write(
     values.json === true
       ? `${JSON.stringify(results.length === 1 ? results[0] : results, null, 2)}\n`

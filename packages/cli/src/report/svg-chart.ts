@@ -25,7 +25,14 @@ function fmt(n: number): string {
   return Number.isInteger(n) ? String(n) : n.toFixed(1);
 }
 
-function frame(title: string, yMax: number, yLabel: string, xTicks: readonly [number, string][], inner: string, width = W): string {
+function frame(
+  title: string,
+  yMax: number,
+  yLabel: string,
+  xTicks: readonly (readonly [number, string, string?])[],
+  inner: string,
+  width = W,
+): string {
   const plotW = width - M.left - M.right;
   const plotH = H - M.top - M.bottom;
   const y = (v: number) => M.top + plotH - (v / yMax) * plotH;
@@ -36,7 +43,7 @@ function frame(title: string, yMax: number, yLabel: string, xTicks: readonly [nu
     )
     .join('');
   const xs = xTicks
-    .map(([x, label]) => `<text x="${x}" y="${H - M.bottom + 16}" text-anchor="middle">${escapeHtml(label)}</text>`)
+    .map(([x, label, anchor]) => `<text x="${x}" y="${H - M.bottom + 16}" text-anchor="${anchor ?? 'middle'}">${escapeHtml(label)}</text>`)
     .join('');
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${H}" viewBox="0 0 ${width} ${H}" role="img" aria-label="${escapeHtml(title)}">` +
@@ -78,7 +85,11 @@ export function lineChart(o: LineChartOptions): string {
   const x = (v: number) => M.left + ((v - xMin) / (xMax - xMin || 1)) * plotW;
   const y = (v: number) => M.top + plotH - (Math.min(v, yMax) / yMax) * plotH;
   const format = o.xFormat ?? fmt;
-  const ticks: [number, string][] = [0, 0.5, 1].map((f) => [x(xMin + f * (xMax - xMin)), format(xMin + f * (xMax - xMin))]);
+  const ticks: [number, string, string][] = [0, 0.5, 1].map((f) => [
+    x(xMin + f * (xMax - xMin)),
+    format(xMin + f * (xMax - xMin)),
+    f === 0 ? 'start' : f === 1 ? 'end' : 'middle',
+  ]);
   const lines = o.series
     .map((s) => {
       const pts = s.points.map((p) => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(' ');

@@ -40,6 +40,13 @@ export function nginxField(l: NginxLine, i: number): string | undefined {
   return i < l.count ? l.line.slice(l.starts[i], l.ends[i]) : undefined;
 }
 
+/** True when field `i` is nginx's `-` (no value) or absent: tested without copying the field out. */
+export function nginxDash(l: NginxLine, i: number): boolean {
+  if (i >= l.count) return true;
+  const from = l.starts[i] as number;
+  return (l.ends[i] as number) - from === 1 && l.line.charCodeAt(from) === 45;
+}
+
 /** A reusable holder for `splitNginxLine`. */
 export function createNginxLine(): NginxLine {
   return { at: 0, line: '', count: 0, starts: new Int32Array(MAX_FIELDS), ends: new Int32Array(MAX_FIELDS) };

@@ -5,7 +5,7 @@
  */
 import { CliError } from '../cli-error.js';
 import { parseTimeValue } from './log-time.js';
-import { createNginxLine, NGINX_FIELDS, nginxField, splitNginxLine } from './nginx-log.js';
+import { createNginxLine, NGINX_FIELDS, nginxDash, nginxField, splitNginxLine } from './nginx-log.js';
 import type { Keyer, KeySpec } from './request-key.js';
 
 export type LogFormat = 'nginx' | 'jsonl' | 'csv';
@@ -69,7 +69,8 @@ function nginxParser(o: ParserOptions): LineParser {
     const bad = splitNginxLine(line, l);
     if (bad !== undefined) return bad;
     let k: string | undefined;
-    if (key.kind === 'ip') k = keyer.fromAddress(nginxField(l, 0) as string, xff >= 0 ? nginxField(l, xff) : undefined);
+    if (key.kind === 'ip')
+      k = keyer.fromAddress(nginxField(l, 0) as string, xff >= 0 && !nginxDash(l, xff) ? nginxField(l, xff) : undefined);
     else if (key.kind === 'header') k = keyer.fromHeader(key.name, nginxField(l, keyAt));
     else {
       k = nginxField(l, keyAt);

@@ -1,3 +1,6 @@
+/**
+ * @module The shipped example log is what its seeded generator writes, and the README command replays it in seconds.
+ */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';

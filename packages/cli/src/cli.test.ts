@@ -1,3 +1,6 @@
+/**
+ * @module The command line in process: the replay table, --json, the progress bar on a terminal only, usage errors (exit 2), the labs.
+ */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * The `tollgate` bin as the root `tollgate` script runs it (tsx on the sources): exit codes, stdout for
+ * @module The `tollgate` bin as the root `tollgate` script runs it (tsx on the sources): exit codes, stdout for
  * the report, stderr for errors, no stack trace for a usage error.
  */
 import { execFile } from 'node:child_process';

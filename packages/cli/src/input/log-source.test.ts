@@ -1,3 +1,6 @@
+/**
+ * @module Reading log files: gzip by magic bytes, CRLF, UTF-8 across chunks, time-ordered merging, malformed lines with their line numbers, unreadable files.
+ */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

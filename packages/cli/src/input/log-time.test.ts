@@ -1,3 +1,6 @@
+/**
+ * @module Log timestamps to epoch milliseconds: nginx $time_local, epoch seconds and milliseconds, ISO 8601.
+ */
 import { describe, expect, it } from 'vitest';
 import { epochToMs, parseNginxTime, parseTimeValue } from './log-time.js';
 

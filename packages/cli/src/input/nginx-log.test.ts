@@ -1,3 +1,6 @@
+/**
+ * @module Splitting nginx combined lines, and the reason given for each kind of malformed line.
+ */
 import { describe, expect, it } from 'vitest';
 import { createNginxLine, NGINX_FIELDS, nginxField, splitNginxLine } from './nginx-log.js';
 

@@ -1,3 +1,6 @@
+/**
+ * @module Every input format to { at, key, cost }: the core's ip keys (/64, trusted proxies), header and field keys, costs, malformed lines.
+ */
 import { describe, expect, it } from 'vitest';
 import { CliError } from '../cli-error.js';
 import { createKeyer, parseKeySpec } from './request-key.js';

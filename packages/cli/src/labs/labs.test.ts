@@ -1,5 +1,5 @@
 /**
- * Each lab's figures against expectations worked out by hand from the algorithms' rules (the comments
+ * @module Each lab's figures against expectations worked out by hand from the algorithms' rules (the comments
  * show the arithmetic), so a lab that drifts from the library, or the library from its documented
  * rules, fails here.
  */

@@ -1,3 +1,6 @@
+/**
+ * @module The replay's fast path decides exactly as createLimiter on a virtual clock: random traces over all six algorithms, multi-policy candidates, odd costs, long keys and a clock stepping back.
+ */
 import { createLimiter, type Decision, MemoryStore, type PolicyOptions } from '@tollgate/core';
 import { describe, expect, it } from 'vitest';
 import { createRandom } from '../synthetic/seeded-random.js';

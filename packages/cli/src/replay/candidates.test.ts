@@ -1,3 +1,6 @@
+/**
+ * @module --policy values: a policy, a list, a plan, JSON text or a file, validated by the core.
+ */
 import { RateLimitConfigError } from '@tollgate/core';
 import { describe, expect, it } from 'vitest';
 import { CliError } from '../cli-error.js';

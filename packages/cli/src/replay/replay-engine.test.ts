@@ -1,3 +1,6 @@
+/**
+ * @module The replay's figures on a log small enough to decide by hand, and the engine's bounded bookkeeping.
+ */
 import { describe, expect, it } from 'vitest';
 import { parseCandidates } from './candidates.js';
 import { createReplayEngine } from './replay-engine.js';

@@ -1,5 +1,5 @@
 /**
- * The HTML reports in a real browser (Debian's chromium, headless): the page loads without a script
+ * @module The HTML reports in a real browser (Debian's chromium, headless): the page loads without a script
  * error, every chart series is drawn, and the numbers each chart holds are the numbers `--json` prints.
  * Screenshots are kept in packages/cli/test-artifacts/. Without chromium the suite says so loudly and
  * skips, unless TOLLGATE_REQUIRE_CHROMIUM=1 (set by .ci/run), which turns the skip into a failure.

@@ -1,3 +1,6 @@
+/**
+ * @module The replay HTML without a browser: self-contained, log text escaped, chart series holding the report numbers.
+ */
 import { describe, expect, it } from 'vitest';
 import { parseCandidates } from '../replay/candidates.js';
 import { createReplayEngine } from '../replay/replay-engine.js';

@@ -2,7 +2,7 @@
  * @module A lab's text for the terminal (its tables and notes) and, with the replay's chart code, its HTML.
  */
 import { escapeHtml, htmlPage, htmlTable } from '../report/html.js';
-import { legend, lineChart, PALETTE } from '../report/svg-chart.js';
+import { groupedBarChart, legend, lineChart, PALETTE } from '../report/svg-chart.js';
 import { renderTable } from '../report/text-table.js';
 import type { LabResult } from './lab-result.js';
 
@@ -35,9 +35,22 @@ export function renderLabHtml(labs: readonly LabResult[]): string {
         color: PALETTE[si % PALETTE.length] as string,
         points: s.points,
       }));
-      parts.push(
-        `<div class="chart">${legend(series)}${lineChart({ title: chart.title, yLabel: chart.yLabel, series, width: 620 })}<p class="meta">x: ${escapeHtml(chart.xLabel)}</p></div>`,
-      );
+      const svg =
+        chart.categories === undefined
+          ? lineChart({ title: chart.title, yLabel: chart.yLabel, series, width: 620 })
+          : groupedBarChart(
+              chart.title,
+              chart.yLabel,
+              chart.categories,
+              series.map((s) => ({
+                id: s.id,
+                name: s.name,
+                color: s.color,
+                values: chart.categories?.map((_, i) => s.points.find((p) => p[0] === i)?.[1] ?? 0) ?? [],
+              })),
+              620,
+            );
+      parts.push(`<div class="chart">${legend(series)}${svg}<p class="meta">x: ${escapeHtml(chart.xLabel)}</p></div>`);
     });
     parts.push('</div>');
     parts.push(`<ul class="notes">${lab.notes.map((n) => `<li>${escapeHtml(n)}</li>`).join('')}</ul>`);

@@ -11,9 +11,13 @@ export interface LabTable {
   readonly rows: readonly (readonly (string | number)[])[];
 }
 
-/** A line chart: one series per name, points (x, y). */
+/**
+ * A chart: one series per name, points (x, y); a line chart, or with `categories`, grouped bars where
+ * point x is the index of its category.
+ */
 export interface LabChart {
   readonly title: string;
+  readonly categories?: readonly string[];
   readonly xLabel: string;
   readonly yLabel: string;
   readonly series: readonly { readonly name: string; readonly points: readonly (readonly [number, number])[] }[];

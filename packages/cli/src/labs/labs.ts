@@ -62,11 +62,12 @@ function labA(): LabResult {
     charts: [
       {
         title: 'Admitted of 199 requests across the boundary',
-        xLabel: 'algorithm (1 fixed-window .. 6 leaky-bucket)',
+        categories: ALGORITHMS,
+        xLabel: 'algorithm',
         yLabel: 'admitted',
         series: [
-          { name: 'before boundary', points: rows.map((r, i) => [i + 1, r[3]] as const) },
-          { name: 'after boundary', points: rows.map((r, i) => [i + 1, r[4]] as const) },
+          { name: 'before boundary', points: rows.map((r, i) => [i, r[3]] as const) },
+          { name: 'after boundary', points: rows.map((r, i) => [i, r[4]] as const) },
         ],
       },
     ],

@@ -87,7 +87,7 @@ export function renderReplayTable(report: ReplayReport, topRows = 5): string {
     );
   if (report.untrackedRequests > 0)
     notes.push(
-      `${formatNumber(report.untrackedRequests)} requests of clients beyond --max-clients are in the totals but not the per-client figures`,
+      `${formatNumber(report.untrackedRequests)} requests of clients beyond --max-keys distinct clients are in the totals but not the per-client figures`,
     );
   if (report.evictions > 0)
     notes.push(`${formatNumber(report.evictions)} limiter entries were evicted to stay within --max-keys (as the MemoryStore does)`);

@@ -103,3 +103,81 @@ describe('tollgate lab', () => {
     expect(stderr).toContain('lab needs one name: a, b, c, d, e or all');
   });
 });
+
+describe('tollgate replay flags', () => {
+  const log = join(dir, 'proxied.log');
+  const line = (peer: string, xff: string, apiKey: string, bytes: number, second: number) =>
+    `${peer} - - [23/Nov/2026:09:00:0${second} +0000] "GET / HTTP/1.1" 200 ${bytes} "-" "ua" "${xff}" "${apiKey}"`;
+  writeFileSync(
+    log,
+    [
+      line('10.0.0.5', '198.51.100.1', 'k1', 1, 1),
+      line('10.0.0.5', '198.51.100.2', 'k1', 1, 1),
+      line('10.0.0.6', '2001:db8:1:2::1', 'k2', 1, 2),
+      line('10.0.0.6', '2001:db8:1:3::1', 'k2', 3, 2),
+    ].join('\n'),
+  );
+  const base = [
+    'replay',
+    log,
+    '--policy',
+    '{"limit":5,"windowMs":1000}',
+    '--nginx-fields',
+    'http_x_forwarded_for,http_x_api_key',
+    '--json',
+  ];
+  const clients = async (args: string[]) => {
+    const { code, stdout, stderr } = await run([...base, ...args]);
+    expect(code).toBe(0);
+    return { report: JSON.parse(stdout) as ReplayReport, stderr };
+  };
+
+  it('keys by the proxy, with a warning, unless it is a --trusted-proxy', async () => {
+    const untrusted = await clients([]);
+    expect(untrusted.report.clients).toBe(2);
+    expect(untrusted.stderr).toContain('warning: WRN_RL_UNTRUSTED_FORWARDED_HEADER');
+    expect((await clients(['--trusted-proxy', '10.0.0.0/8'])).report.clients).toBe(4);
+    // Two IPv6 clients in one /48.
+    expect((await clients(['--trusted-proxy', '10.0.0.0/8', '--ipv6-prefix', '48'])).report.clients).toBe(3);
+  });
+
+  it('keys by a logged header and takes the cost from a field', async () => {
+    const { report } = await clients(['--key', 'header:x-api-key', '--cost', 'body_bytes_sent', '--top', '1']);
+    expect(report.clients).toBe(2);
+    expect(report.candidates[0]?.topRejected).toEqual([]);
+    const strict = await run([
+      'replay',
+      log,
+      '--policy',
+      '{"limit":3,"windowMs":1000}',
+      '--nginx-fields',
+      'http_x_forwarded_for,http_x_api_key',
+      '--key',
+      'header:x-api-key',
+      '--cost',
+      'body_bytes_sent',
+      '--json',
+    ]);
+    // k2 spends 1 then asks for 3 of the 2 left.
+    expect((JSON.parse(strict.stdout) as ReplayReport).candidates[0]).toMatchObject({ admitted: 3, rejected: 1 });
+  });
+
+  it('reads a file of another format with --format, and --html writes the page', async () => {
+    const data = join(dir, 'data.txt');
+    writeFileSync(data, `{"time":${T},"key":"a"}\n{"time":${T + 1},"key":"a"}\n`);
+    const html = join(dir, 'out.html');
+    const { code, stdout, stderr } = await run([
+      'replay',
+      data,
+      '--format',
+      'jsonl',
+      '--policy',
+      '{"limit":1,"windowMs":1000}',
+      '--html',
+      html,
+    ]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/#1\s+gcra 1\/1s\s+2\s+1\s+1/);
+    expect(stderr).toBe(`wrote ${html}\n`);
+  });
+});

@@ -82,7 +82,8 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
   const exceeds = new Float64Array(n);
   const onlyThis = new Float64Array(n);
   const onlyFirst = new Float64Array(n);
-  const streaks = candidates.map(() => new Float64Array(STREAK_BUCKETS));
+  /** Streak-length histograms, `STREAK_BUCKETS` per candidate. */
+  const streaks = new Float64Array(n * STREAK_BUCKETS);
   const delays = candidates.map(() => new Map<number, number>());
   const clients = new Map<string, Int32Array>();
   let untracked = 0;
@@ -92,17 +93,20 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
   let lastMs = Number.NEGATIVE_INFINITY;
   let startMs = 0;
   let bucketMs = 1000;
-  const seriesAdmitted: number[][] = candidates.map(() => []);
-  const seriesRejected: number[][] = candidates.map(() => []);
-  const allowed: boolean[] = candidates.map(() => false);
+  /** Per candidate two rows (admitted, rejected) of `maxPoints` buckets; `points` in use. */
+  const series = new Float64Array(n * 2 * maxPoints);
+  let points = 0;
 
   /** Halves the resolution: buckets pair up from `startMs`, so edges stay at `startMs + k * bucketMs`. */
   function coarsen(): void {
-    for (const series of [...seriesAdmitted, ...seriesRejected]) {
-      const half = Math.ceil(series.length / 2);
-      for (let i = 0; i < half; i++) series[i] = (series[2 * i] ?? 0) + (series[2 * i + 1] ?? 0);
-      series.length = half;
+    const half = Math.ceil(points / 2);
+    for (let r = 0; r < 2 * n; r++) {
+      const o = r * maxPoints;
+      for (let i = 0; i < half; i++)
+        series[o + i] = (series[o + 2 * i] as number) + (2 * i + 1 < points ? (series[o + 2 * i + 1] as number) : 0);
+      series.fill(0, o + half, o + maxPoints);
     }
+    points = half;
     bucketMs *= 2;
     bucketTo = Number.NEGATIVE_INFINITY;
   }
@@ -118,10 +122,26 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
       coarsen();
       i = Math.floor((Math.max(at, startMs) - startMs) / bucketMs);
     }
+    if (i >= points) points = i + 1;
     bucketIndex = i;
     bucketFrom = at < startMs ? Number.NEGATIVE_INFINITY : startMs + i * bucketMs;
     bucketTo = startMs + (i + 1) * bucketMs;
     return i;
+  }
+
+  /** The client's counters, created on first sight; undefined past `maxClients` (counted in the totals only). */
+  function clientOf(key: string): Int32Array | undefined {
+    let c = clients.get(key);
+    if (c === undefined) {
+      if (clients.size >= maxClients) {
+        untracked += 1;
+        return undefined;
+      }
+      c = new Int32Array(1 + PER_CANDIDATE * n);
+      clients.set(key, c);
+    }
+    c[0] = (c[0] as number) + 1;
+    return c;
   }
 
   function push(at: number, key: string, cost: number): void {
@@ -132,12 +152,19 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
     if (at < lastMs) outOfOrder += 1;
     else lastMs = at;
     now = at;
+    requests += 1;
+    const b = at >= bucketFrom && at < bucketTo ? bucketIndex : bucketOf(at);
+    const c = clientOf(key);
+    let first = true;
+    // One pass per candidate: decide, then count it everywhere it shows.
     for (let i = 0; i < n; i++) {
       const l = limiters[i] as CandidateLimiter;
       l.decide(key, cost);
       const d = l.verdict;
-      allowed[i] = d.allowed;
-      if (d.allowed) {
+      const ok = d.allowed;
+      const row = (2 * i + (ok ? 0 : 1)) * maxPoints + b;
+      series[row] = (series[row] as number) + 1;
+      if (ok) {
         admitted[i] = (admitted[i] as number) + 1;
         if (shaper[i]) {
           const m = delays[i] as Map<number, number>;
@@ -147,34 +174,18 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
         rejected[i] = (rejected[i] as number) + 1;
         if (d.exceeds) exceeds[i] = (exceeds[i] as number) + 1;
       }
-    }
-    requests += 1;
-    const b = at >= bucketFrom && at < bucketTo ? bucketIndex : bucketOf(at);
-    for (let i = 0; i < n; i++) {
-      const s = (allowed[i] ? seriesAdmitted[i] : seriesRejected[i]) as number[];
-      while (s.length <= b) s.push(0);
-      s[b] = (s[b] as number) + 1;
-    }
-    let c = clients.get(key);
-    if (c === undefined) {
-      if (clients.size >= maxClients) {
-        untracked += 1;
-        return;
+      if (i === 0) first = ok;
+      else if (ok !== first) {
+        if (ok) onlyFirst[i] = (onlyFirst[i] as number) + 1;
+        else onlyThis[i] = (onlyThis[i] as number) + 1;
       }
-      c = new Int32Array(1 + PER_CANDIDATE * n);
-      clients.set(key, c);
-    }
-    c[0] = (c[0] as number) + 1;
-    const first = allowed[0] as boolean;
-    for (let i = 0; i < n; i++) {
+      if (c === undefined) continue;
       const o = 1 + i * PER_CANDIDATE;
-      const ok = allowed[i] as boolean;
       if (ok) {
         const streak = c[o + C_STREAK] as number;
         if (streak > 0) {
-          const h = streaks[i] as Float64Array;
-          const sb = streakBucket(streak);
-          h[sb] = (h[sb] as number) + 1;
+          const sb = i * STREAK_BUCKETS + streakBucket(streak);
+          streaks[sb] = (streaks[sb] as number) + 1;
           c[o + C_STREAK] = 0;
         }
       } else {
@@ -183,11 +194,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
         c[o + C_STREAK] = streak;
         if (streak > (c[o + C_LONGEST] as number)) c[o + C_LONGEST] = streak;
       }
-      if (i > 0 && ok !== first) {
-        c[o + C_DISAGREE] = (c[o + C_DISAGREE] as number) + 1;
-        if (ok) onlyFirst[i] = (onlyFirst[i] as number) + 1;
-        else onlyThis[i] = (onlyThis[i] as number) + 1;
-      }
+      if (i > 0 && ok !== first) c[o + C_DISAGREE] = (c[o + C_DISAGREE] as number) + 1;
     }
   }
 
@@ -234,7 +241,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
       let clientsRejected = 0;
       let longest = 0;
       let longestKey: string | null = null;
-      const hist = Float64Array.from(streaks[i] as Float64Array);
+      const hist = streaks.slice(i * STREAK_BUCKETS, (i + 1) * STREAK_BUCKETS);
       for (const [key, c] of clients) {
         if ((c[o + C_REJECTED] as number) > 0) clientsRejected += 1;
         const l = c[o + C_LONGEST] as number;
@@ -280,7 +287,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
         topRejected: topBy(i, C_REJECTED),
         topDisagreeing: i === 0 ? [] : topBy(i, C_DISAGREE),
         streaks: buckets,
-        series: { admitted: pad(seriesAdmitted, i), rejected: pad(seriesRejected, i) },
+        series: { admitted: seriesRow(2 * i), rejected: seriesRow(2 * i + 1) },
       };
     });
     let evictions = 0;
@@ -302,12 +309,9 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
     };
   }
 
-  /** Series of candidate `i`, padded to the common length. */
-  function pad(series: number[][], i: number): number[] {
-    let len = 0;
-    for (const s of [...seriesAdmitted, ...seriesRejected]) len = Math.max(len, s.length);
-    const s = series[i] as number[];
-    return Array.from({ length: len }, (_, j) => s[j] ?? 0);
+  /** Row `r` of the series (2i admitted, 2i + 1 rejected of candidate i), over the buckets in use. */
+  function seriesRow(r: number): number[] {
+    return Array.from(series.subarray(r * maxPoints, r * maxPoints + points));
   }
 
   return { push, candidates, report };

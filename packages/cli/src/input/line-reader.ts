@@ -11,6 +11,11 @@ import { createGunzip } from 'node:zlib';
 import { CliError } from '../cli-error.js';
 
 const CHUNK_BYTES = 1 << 20;
+/**
+ * A longer line is cut to this many characters (and will usually fail to parse): without a bound, a
+ * file with no newline would be held whole in memory.
+ */
+export const MAX_LINE_CHARS = 1 << 20;
 
 /** True when the file starts with the gzip magic bytes 1f 8b. */
 export function isGzip(path: string): boolean {
@@ -56,12 +61,28 @@ export async function* readLines(path: string, onBytes: (bytes: number) => void 
   // times faster than UTF-8 decoding and the same text. Once a chunk is not, the decoder takes over for
   // good (it may hold the first bytes of a character cut by the chunk boundary).
   let utf8 = false;
+  let skipping = false;
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       if (!utf8 && !isAscii(chunk)) utf8 = true;
-      const textChunk = rest + (utf8 ? decoder.write(chunk) : chunk.toString('latin1'));
+      let textChunk = rest + (utf8 ? decoder.write(chunk) : chunk.toString('latin1'));
+      if (skipping) {
+        // The rest of a line already cut and counted: drop it up to its end.
+        const nl = textChunk.indexOf('\n');
+        if (nl < 0) {
+          rest = '';
+          continue;
+        }
+        textChunk = textChunk.slice(nl + 1);
+        skipping = false;
+      }
       const lines = textChunk.split('\n');
       rest = lines.pop() ?? '';
+      if (rest.length > MAX_LINE_CHARS) {
+        lines.push(rest.slice(0, MAX_LINE_CHARS));
+        rest = '';
+        skipping = true;
+      }
       if (textChunk.includes('\r')) {
         for (let i = 0; i < lines.length; i++) {
           const l = lines[i] as string;
@@ -73,6 +94,6 @@ export async function* readLines(path: string, onBytes: (bytes: number) => void 
   } catch (error) {
     throw new CliError('ERR_RL_REPLAY_INPUT', `cannot read '${path}': ${(error as Error).message}`);
   }
-  const last = rest + (utf8 ? decoder.end() : '');
+  const last = skipping ? '' : rest + (utf8 ? decoder.end() : '');
   if (last !== '') yield [last.charCodeAt(last.length - 1) === 13 ? last.slice(0, -1) : last];
 }

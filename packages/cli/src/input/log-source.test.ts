@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { CliError } from '../cli-error.js';
-import { readLines } from './line-reader.js';
+import { MAX_LINE_CHARS, readLines } from './line-reader.js';
 import { createInputStats, type InputStats, mergeByTime, readRequests, type SourceOptions } from './log-source.js';
 import { createKeyer } from './request-key.js';
 import type { LogRequest } from './request-parser.js';
@@ -87,6 +87,18 @@ describe('reading files', () => {
     const { stats } = await readAll([path]);
     expect(stats.malformed).toBe(50);
     expect(stats.malformedSamples).toHaveLength(20);
+  });
+
+  it('cuts a line longer than MAX_LINE_CHARS (a file without newlines never sits whole in memory), and counts it once', async () => {
+    const huge = 'x'.repeat(3 * MAX_LINE_CHARS);
+    const path = file('huge.csv', `${T},a\n${huge}\n${T + 1},b\n${huge}`);
+    const { requests, stats } = await readAll([path]);
+    expect(requests.map((r) => r.key)).toEqual(['a', 'b']);
+    expect(stats).toMatchObject({ lines: 4, malformed: 2 });
+    expect(stats.malformedSamples.map((m) => [m.line, m.reason])).toEqual([
+      [2, 'expected time,key[,cost]'],
+      [4, 'expected time,key[,cost]'],
+    ]);
   });
 
   it('names a missing file in a coded error', async () => {

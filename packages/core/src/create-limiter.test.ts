@@ -213,8 +213,8 @@ describe('shadow policies', () => {
       enforcedOnly: 1,
       storeErrors: 0,
       policies: [
-        { name: 'live', shadow: false, rejected: 2 },
-        { name: 'next', shadow: true, rejected: 3 },
+        { name: 'live', plan: 'default', shadow: false, rejected: 2 },
+        { name: 'next', plan: 'default', shadow: true, rejected: 3 },
       ],
     });
     v.limiter.resetStats();
@@ -226,8 +226,8 @@ describe('shadow policies', () => {
       enforcedOnly: 0,
       storeErrors: 0,
       policies: [
-        { name: 'live', shadow: false, rejected: 0 },
-        { name: 'next', shadow: true, rejected: 0 },
+        { name: 'live', plan: 'default', shadow: false, rejected: 0 },
+        { name: 'next', plan: 'default', shadow: true, rejected: 0 },
       ],
     });
   });

@@ -116,6 +116,9 @@ export interface RateLimitConfig<Req = any> {
 /** The limiter's own options, passed through to `createLimiter` (which validates them). */
 const LIMITER_KEYS: KeysEnum<Omit<LimiterOptions, 'cost'>> = {
   policies: true,
+  plans: true,
+  defaultPlan: true,
+  unknownPlan: true,
   shadow: true,
   mode: true,
   store: true,

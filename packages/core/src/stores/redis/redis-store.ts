@@ -13,8 +13,9 @@
  */
 import { RateLimitConfigError } from '../../errors.js';
 import { readOptions } from '../../internal/read-options.js';
-import { RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../store.js';
+import { keyAt, RESULT_STRIDE, type Store, type StoreKey, type StorePlan, type StoreResult } from '../store.js';
 import { keyName, keyTag, policySuffix } from './key-names.js';
+import { peekScript, refundScript } from './plan-scripts.js';
 import { isRedisClientLike, type RedisClientLike } from './redis-client.js';
 import { RedisStoreError } from './redis-store-error.js';
 import { ScriptRunner } from './script-runner.js';
@@ -44,6 +45,9 @@ export interface RedisStoreOptions {
 interface Bound {
   readonly suffixes: readonly string[];
   readonly script: LuaScript;
+  /** plan-scripts.ts: the peek and refund twins, generated on first use. */
+  peek?: LuaScript;
+  refund?: LuaScript;
 }
 
 const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = { client: true, prefix: true, timeSource: true };
@@ -109,7 +113,7 @@ export class RedisStore implements Store {
   private bind(plan: StorePlan): Bound {
     let b = this.bindings.get(plan);
     if (b === undefined) {
-      b = Object.freeze({ suffixes: plan.policies.map(policySuffix), script: planScript(plan) });
+      b = { suffixes: plan.policies.map(policySuffix), script: planScript(plan) };
       this.bindings.set(plan, b);
     }
     return b;
@@ -134,7 +138,17 @@ export class RedisStore implements Store {
     );
   }
 
-  apply(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    return this.runPlan(key, plan, cost, now, false);
+  }
+
+  /** The peek twin (plan-scripts.ts): what `apply` would answer, charging nothing. */
+  peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    return this.runPlan(key, plan, cost, now, true);
+  }
+
+  /** The refund twin (plan-scripts.ts): gives back a charge named by its marks (see `Store.refund`). */
+  refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
     let b: Bound;
     try {
       b = this.bind(plan);
@@ -144,12 +158,48 @@ export class RedisStore implements Store {
     const error = this.notReady();
     if (error !== undefined) return Promise.reject(error);
     const n = plan.policies.length;
-    const tag = keyTag(key);
-    // KEYS (one per policy), then ARGV: now ('' = Redis TIME) and the cost.
-    const args: string[] = [];
-    for (let i = 0; i < n; i++) args.push(keyName(this.prefix, tag, b.suffixes[i] as string));
+    const args = this.keysOf(key, b);
     args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
-    const script = b.script;
+    for (let i = 0; i < n; i++) args.push(Number.isNaN(marks[i]) ? '' : String(marks[i]));
+    b.refund ??= refundScript(plan);
+    const script = b.refund;
+    return this.scripts.run(script, n, args).then((reply) => {
+      if (Array.isArray(reply) && reply.length === n && reply.every((x) => x === 0 || x === 1)) return reply as number[];
+      throw new RedisStoreError(
+        'ERR_RL_STORE_REPLY',
+        `expected ${n} flags from ${script.name}, got ${JSON.stringify(reply)?.slice(0, 200)}; the client must return Redis replies unchanged`,
+      );
+    });
+  }
+
+  /** KEYS: one per policy, each under its own key's hash tag. */
+  private keysOf(key: StoreKey, b: Bound): string[] {
+    const args: string[] = [];
+    const single = typeof key === 'string' ? keyTag(key) : undefined;
+    for (let i = 0; i < b.suffixes.length; i++) {
+      args.push(keyName(this.prefix, single ?? keyTag(keyAt(key, i)), b.suffixes[i] as string));
+    }
+    return args;
+  }
+
+  private runPlan(key: StoreKey, plan: StorePlan, cost: number, now: number, peek: boolean): Promise<StoreResult> {
+    let b: Bound;
+    try {
+      b = this.bind(plan);
+    } catch (tooLarge) {
+      return Promise.reject(tooLarge);
+    }
+    const error = this.notReady();
+    if (error !== undefined) return Promise.reject(error);
+    const n = plan.policies.length;
+    // KEYS (one per policy), then ARGV: now ('' = Redis TIME) and the cost.
+    const args = this.keysOf(key, b);
+    args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
+    let script = b.script;
+    if (peek) {
+      b.peek ??= peekScript(plan);
+      script = b.peek;
+    }
     return this.scripts.run(script, n, args).then((reply) => checkReply(reply, n, script));
   }
 

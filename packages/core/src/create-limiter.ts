@@ -1,25 +1,27 @@
 /**
  * @module createLimiter: turns policies into decisions. One store call per request applies every
  * policy (enforced and shadow) atomically; the limiter picks the binding policy, builds the Decision,
- * keeps the counters a team reads to compare shadow policies with enforced ones, and answers by the
- * configured failure mode when the store fails, is slow, or its circuit breaker is open.
+ * keeps the counters a team reads to compare shadow policies with enforced ones. When the store cannot
+ * decide, failure/ judges why (one key, or the node that serves it) and answers by the failure mode.
  */
 import { createHash } from 'node:crypto';
 import { monotonicClock } from './clock.js';
 import { costUnits, DecisionImpl, Group, readGroup, Verdict } from './decision.js';
-import { codedError, describeValue, seeDocs } from './errors.js';
-import { Breaker, type BreakerState } from './internal/breaker.js';
+import { codedError, describeValue } from './errors.js';
+import { Fallback } from './failure/fallback.js';
+import type { BreakerState } from './failure/node-health.js';
+import { CallFailure, StoreGuard } from './failure/store-guard.js';
 import { fromMilli, MILLI, toMilli } from './internal/fixed-point.js';
 import { safeLog } from './logging.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from './plans/compiled-plan.js';
 import type { CompiledPolicy } from './policy.js';
-import { MemoryStore } from './stores/memory-store.js';
 import {
   F_ALLOWED,
   F_CHARGED,
   F_EXCEEDS,
   isPromiseLike,
+  keyAt,
   R_DELAY,
   R_FLAGS,
   R_REMAINING,
@@ -29,17 +31,9 @@ import {
   type StoreKey,
   type StoreResult,
 } from './stores/store.js';
-import type {
-  AlgorithmId,
-  ChargeReceipt,
-  CheckOptions,
-  Decision,
-  DecisionReason,
-  PolicyResult,
-  QuotaUnit,
-  RefundOptions,
-  ShadowVerdict,
-} from './types.js';
+import type { AlgorithmId, ChargeReceipt, CheckOptions, Decision, PolicyResult, QuotaUnit, RefundOptions, ShadowVerdict } from './types.js';
+
+export { StoreTimeoutError } from './failure/store-timeout-error.js';
 
 /** Keys longer than this are replaced by their SHA-256, so a store never holds a huge key. */
 export const MAX_KEY_LENGTH = 256;
@@ -77,17 +71,23 @@ export interface LimiterStats {
   readonly shadowOnly: number;
   /** The enforced policies rejected what shadow would have let through. */
   readonly enforcedOnly: number;
-  /** Checks the store failed (error, timeout) or skipped because the breaker was open. */
+  /** Checks the failure mode answered: the store failed on them (error, silence) or their node's breaker was open. */
   readonly storeErrors: number;
+  /** Store outage events: one per node per outage, however many checks it touched. */
+  readonly outages: number;
   readonly policies: readonly PolicyStats[];
 }
 
 /** Events a limiter reports besides its decisions. */
 export interface LimiterEvents {
-  /** The store failed or timed out; the failure mode answered. `error` is what the store threw. */
-  'store-error': { readonly error: unknown; readonly key: string };
-  /** The circuit breaker changed state. */
-  breaker: { readonly state: BreakerState };
+  /**
+   * The store failed on this check and the failure mode answered. `error` is what the store threw (or a
+   * StoreTimeoutError); `scope` says whose fault: `'key'` (this key's state, other keys unaffected) or
+   * `'node'` (the node that serves it, named by `node`).
+   */
+  'store-error': { readonly error: unknown; readonly key: string; readonly scope: 'key' | 'node'; readonly node: string };
+  /** The circuit breaker of a store node changed state. */
+  breaker: { readonly state: BreakerState; readonly node: string };
 }
 
 /**
@@ -136,15 +136,6 @@ export interface Limiter {
   close(): Promise<void>;
 }
 
-/** Thrown into the failure path when an asynchronous store does not answer in time. */
-export class StoreTimeoutError extends Error {
-  readonly code = 'ERR_RL_STORE_TIMEOUT';
-  constructor(ms: number) {
-    super(`ERR_RL_STORE_TIMEOUT: the store did not answer within ${ms} ms (storeTimeoutMs). ${seeDocs('ERR_RL_STORE_TIMEOUT')}`);
-    this.name = 'StoreTimeoutError';
-  }
-}
-
 /** Replaces keys that are too long by a digest; rejects what is not a string. */
 export function normalizeKey(key: string): string {
   if (typeof key !== 'string') {
@@ -168,34 +159,12 @@ function costOf(options: CheckOptions | undefined, fallback: number): number {
   return milli;
 }
 
-/**
- * Rejects with StoreTimeoutError when `promise` has not settled `ms` after the call. When the timer
- * fires, the verdict waits for one turn of the event loop (setImmediate runs after the poll phase): on
- * a busy process the store's reply may already sit in the socket buffer while the timers phase runs
- * first, and a reply that arrived in time must not count as a timeout (nor trip the breaker).
- */
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => setImmediate(() => reject(new StoreTimeoutError(ms))), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
 const NOTHING_REFUNDED: RefundResult = Object.freeze({ refunded: false, policies: Object.freeze([]) });
 
 /** Creates a limiter. Options are validated here, once; see `LimiterOptions`. */
 export function createLimiter(options: LimiterOptions): Limiter {
   const config: LimiterConfig = parseLimiterOptions(options);
-  const { store, clock, mode, defaultCost, logger, onStoreError, storeTimeoutMs } = config;
+  const { store, clock, mode, defaultCost, logger, onStoreError } = config;
   // Each plan compiled once: its own StorePlan, prepared once (RedisStore: its own Lua script).
   const compiled = new Map<string, CompiledPlan>();
   for (const [name, enforcedPolicies] of config.plans.plans) {
@@ -209,7 +178,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const unknownWarned = new Set<string>();
   const hasShadow = config.shadowPolicies.length > 0;
   const shadowMode = mode === 'shadow';
-  const localStore = onStoreError === 'local' ? new MemoryStore() : undefined;
   const enforced = new Group();
   const candidates = new Group();
   /** Identifies this limiter's receipts. */
@@ -229,28 +197,22 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
   }
 
-  const breakerConfig = config.breaker;
-  const breaker =
-    breakerConfig === false
-      ? undefined
-      : new Breaker(breakerConfig.failureThreshold, breakerConfig.cooldownMs, (state) => {
-          if (state === 'open') {
-            safeLog(
-              logger,
-              'warn',
-              { code: 'WRN_RL_BREAKER_OPEN', store: store.kind, cooldownMs: breakerConfig.cooldownMs, onStoreError },
-              'WRN_RL_BREAKER_OPEN: the store keeps failing; not calling it during the cooldown',
-            );
-          } else if (state === 'closed') {
-            safeLog(
-              logger,
-              'warn',
-              { code: 'WRN_RL_BREAKER_CLOSED', store: store.kind },
-              'WRN_RL_BREAKER_CLOSED: the store answers again; decisions are back to normal',
-            );
-          }
-          emit('breaker', { state });
-        });
+  const guard = new StoreGuard({
+    store,
+    plan: defaultPlan.storePlan,
+    storeTimeoutMs: config.storeTimeoutMs,
+    breaker: config.breaker,
+    logger,
+    onStoreError,
+    now: () => now(),
+    onBreaker: (state, node) => emit('breaker', { state, node }),
+  });
+  // The failure mode per plan: each answers with its plan's policies (and their local twins).
+  const fallbacks = new Map<CompiledPlan, Fallback>();
+  for (const cp of compiled.values()) {
+    const planConfig = { ...config, policies: cp.all.slice(0, cp.enforcedCount), localPolicies: cp.localPolicies };
+    fallbacks.set(cp, new Fallback(planConfig, (key, cost, r, policies, degraded) => finish(key, cost, r, cp, policies, degraded)));
+  }
 
   let requests = 0;
   let limitedCount = 0;
@@ -258,7 +220,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
   let shadowOnly = 0;
   let enforcedOnly = 0;
   let storeErrors = 0;
-  let failing = false;
 
   function planOf(opts: CheckOptions | undefined): CompiledPlan {
     const name = opts?.plan;
@@ -381,71 +342,30 @@ export function createLimiter(options: LimiterOptions): Limiter {
     );
   }
 
-  /** The failure mode's answer when the store cannot be used. */
-  function fallback(key: string, storeKey: StoreKey, cost: number, at: number, cp: CompiledPlan): DecisionImpl {
+  /** The failure mode's answer for a check that skips the store (its node's breaker is open). */
+  function skipped(t: Target, cost: number, at: number, node: string): Decision {
     storeErrors += 1;
-    if (localStore !== undefined) {
-      return finish(key, cost, localStore.apply(storeKey, cp.localPlan, cost, at), cp, cp.localPolicies, true);
-    }
-    const all = cp.all;
-    const synthetic = cp.synthetic;
-    // open: as if every policy had room; closed: a refusal that is not a quota verdict.
-    const open = onStoreError === 'open';
-    const retry = open ? 0 : Math.max(1000, breaker?.waitMs(at) ?? 0);
-    for (let i = 0; i < all.length; i++) {
-      const p = all[i] as CompiledPolicy;
-      const o = i * RESULT_STRIDE;
-      const exceeds = cost > p.capMilli;
-      synthetic[o + R_FLAGS] = exceeds ? F_EXCEEDS : open ? F_ALLOWED | F_CHARGED : 0;
-      synthetic[o + R_REMAINING] = open && !exceeds ? p.capMilli - cost : 0;
-      synthetic[o + R_RETRY_AFTER] = exceeds ? 0 : retry;
-    }
-    readGroup(enforced, synthetic, all, 0, cp.enforcedCount);
-    const b = enforced.binding as PolicyResult;
-    const exceeded = enforced.reason === 'cost-exceeds-capacity';
-    const reason: DecisionReason = exceeded ? 'cost-exceeds-capacity' : 'store-error';
-    const allowed = shadowMode || (open && !exceeded);
-    requests += 1;
-    return new DecisionImpl(
-      allowed,
-      exceeded,
-      reason,
-      mode,
-      key,
-      costUnits(cost),
-      b.name,
-      b.remaining,
-      exceeded || open ? 0 : retry,
-      0,
-      0,
-      enforced.results,
-      undefined,
-      true,
-    );
+    const d = (fallbacks.get(t.cp) as Fallback).answer(t.key, cost, at, guard.retryMs(node, at), t.storeKey);
+    if (onStoreError !== 'local') requests += 1;
+    (d as DecisionImpl).plan = t.cp.name;
+    return d;
   }
 
-  function failed(key: string, storeKey: StoreKey, cost: number, at: number, cp: CompiledPlan, error: unknown): DecisionImpl {
-    breaker?.failure(at);
-    if (!failing) {
-      failing = true;
-      safeLog(
-        logger,
-        'error',
-        { code: 'ERR_RL_STORE_FAILED', store: store.kind, onStoreError, err: error },
-        'ERR_RL_STORE_FAILED: the store failed; answering with onStoreError until it recovers',
-      );
-    }
-    emit('store-error', { error, key });
-    return fallback(key, storeKey, cost, at, cp);
-  }
-
-  function succeeded(): void {
-    if (failing) failing = false;
-    breaker?.success();
+  /** The failure mode's answer for a check the store failed on. */
+  function failed(t: Target, cost: number, at: number, failure: CallFailure): Decision {
+    if (failure.scope === 'key') guard.logKeyFailure(t.key, failure);
+    emit('store-error', { error: failure.error, key: t.key, scope: failure.scope, node: failure.node });
+    return skipped(t, cost, at, failure.node);
   }
 
   /** The plan, the store key and the Decision's `key` text of a check. */
-  function target(rawKey: LimiterKey, opts: CheckOptions | undefined): { cp: CompiledPlan; storeKey: StoreKey; key: string } {
+  interface Target {
+    readonly cp: CompiledPlan;
+    readonly storeKey: StoreKey;
+    readonly key: string;
+  }
+
+  function target(rawKey: LimiterKey, opts: CheckOptions | undefined): Target {
     const cp = planOf(opts);
     if (typeof rawKey !== 'object' || rawKey === null) {
       const key = normalizeKey(rawKey as string);
@@ -456,7 +376,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /** Labels a decision with its plan and, when it charged, a receipt for `refund()`. */
-  function label(d: DecisionImpl, cp: CompiledPlan, storeKey: StoreKey, cost: number, r: StoreResult, at: number): Decision {
+  function label(d: DecisionImpl, t: Target, cost: number, r: StoreResult, at: number): Decision {
+    const cp = t.cp;
     d.plan = cp.name;
     if (d.limited || d.degraded) return d;
     const n = cp.all.length;
@@ -467,44 +388,42 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const o = i * RESULT_STRIDE;
       marks[i] = ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0 ? storeNow + (r[o + R_RESET] as number) : Number.NaN;
     }
-    d.receipt = new Receipt(issuer, cp, storeKey, costUnits(cost), cost, marks);
+    d.receipt = new Receipt(issuer, cp, t.storeKey, costUnits(cost), cost, marks);
     return d;
+  }
+
+  function decideAt(t: Target, cost: number, at: number): Decision | Promise<Decision> {
+    const node = guard.nodeOf(keyAt(t.storeKey, 0));
+    if (!guard.allow(node, at)) return skipped(t, cost, at, node);
+    const seq = guard.next();
+    let r: StoreResult | Promise<StoreResult>;
+    try {
+      r = store.apply(t.storeKey, t.cp.storePlan, cost, at);
+    } catch (error) {
+      return failed(t, cost, at, guard.failure(node, seq, error, false));
+    }
+    if (isPromiseLike(r)) {
+      return guard
+        .watch(node, seq, r)
+        .then((o) =>
+          o instanceof CallFailure ? failed(t, cost, at, o) : label(finish(t.key, cost, o, t.cp, t.cp.all, false), t, cost, o, at),
+        );
+    }
+    guard.answered(node);
+    return label(finish(t.key, cost, r, t.cp, t.cp.all, false), t, cost, r, at);
   }
 
   function decide(rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> {
-    const { cp, storeKey, key } = target(rawKey, opts);
+    const t = target(rawKey, opts);
     const cost = costOf(opts, defaultCost);
-    const at = now();
-    if (breaker !== undefined && breaker.state !== 'closed' && !breaker.allow(at))
-      return labelled(fallback(key, storeKey, cost, at, cp), cp);
-    let r: StoreResult | Promise<StoreResult>;
-    try {
-      r = store.apply(storeKey, cp.storePlan, cost, at);
-    } catch (error) {
-      return labelled(failed(key, storeKey, cost, at, cp, error), cp);
-    }
-    if (isPromiseLike(r)) {
-      return withTimeout(r, storeTimeoutMs).then(
-        (res) => {
-          succeeded();
-          return label(finish(key, cost, res, cp, cp.all, false), cp, storeKey, cost, res, at);
-        },
-        (error: unknown) => labelled(failed(key, storeKey, cost, at, cp, error), cp),
-      );
-    }
-    if (failing || (breaker !== undefined && breaker.state !== 'closed')) succeeded();
-    return label(finish(key, cost, r, cp, cp.all, false), cp, storeKey, cost, r, at);
-  }
-
-  function labelled(d: DecisionImpl, cp: CompiledPlan): Decision {
-    d.plan = cp.name;
-    return d;
+    const starting = guard.starting();
+    if (starting !== undefined) return starting.then(() => decideAt(t, cost, now()));
+    return decideAt(t, cost, now());
   }
 
   async function peek(rawKey: LimiterKey, opts?: CheckOptions): Promise<Decision> {
-    const { cp, storeKey, key } = target(rawKey, opts);
+    const t = target(rawKey, opts);
     const cost = costOf(opts, defaultCost);
-    const at = now();
     if (store.peek === undefined) {
       throw codedError(
         TypeError,
@@ -512,9 +431,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
         `the '${store.kind}' store has no peek(); MemoryStore and RedisStore have one`,
       );
     }
-    const pending = store.peek(storeKey, cp.storePlan, cost, at);
-    const r = isPromiseLike(pending) ? await withTimeout(pending, storeTimeoutMs) : pending;
-    return labelled(finish(key, cost, r, cp, cp.all, false, false), cp);
+    await guard.starting();
+    const at = now();
+    const node = guard.nodeOf(keyAt(t.storeKey, 0));
+    const pending = store.peek(t.storeKey, t.cp.storePlan, cost, at);
+    const r = isPromiseLike(pending) ? await guard.watch(node, guard.next(), pending) : pending;
+    if (r instanceof CallFailure) throw r.error;
+    const d = finish(t.key, cost, r, t.cp, t.cp.all, false, false);
+    d.plan = t.cp.name;
+    return d;
   }
 
   async function refund(charge: Decision | ChargeReceipt, opts?: RefundOptions): Promise<RefundResult> {
@@ -541,7 +466,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
       );
     }
     const give = Math.min(cost, receipt.left);
-    if (give <= 0) return NOTHING_REFUNDED;
     if (store.refund === undefined) {
       throw codedError(
         TypeError,
@@ -549,10 +473,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
         `the '${store.kind}' store has no refund(); MemoryStore and RedisStore have one`,
       );
     }
+    // Spent before the call: a refund whose answer is lost is never sent twice.
     receipt.spend(give);
     const cp = receipt.compiled;
+    const node = guard.nodeOf(keyAt(receipt.key, 0));
     const pending = store.refund(receipt.key, cp.storePlan, give, receipt.marks, now());
-    const done = isPromiseLike(pending) ? await withTimeout(pending, storeTimeoutMs) : pending;
+    const done = isPromiseLike(pending) ? await guard.watch(node, guard.next(), pending) : pending;
+    if (done instanceof CallFailure) throw done.error;
     const names: string[] = [];
     for (let i = 0; i < cp.all.length; i++) if (done[i] === 1) names.push((cp.all[i] as CompiledPolicy).name);
     return Object.freeze({ refunded: names.length > 0, policies: Object.freeze(names) });
@@ -579,7 +506,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const key = normalizeKey(rawKey);
       for (const cp of compiled.values()) {
         await store.reset(key, cp.storePlan);
-        localStore?.reset(key, cp.localPlan);
+        fallbacks.get(cp)?.reset(key);
       }
     },
     policies: defaultPlan.policies,
@@ -602,6 +529,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         shadowOnly,
         enforcedOnly,
         storeErrors,
+        outages: guard.outages,
         policies: [...compiled.values()].flatMap((cp) =>
           cp.all.map((p, i) => ({ name: p.name, plan: cp.name, shadow: p.shadow, rejected: cp.rejected[i] as number })),
         ),
@@ -614,10 +542,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
       shadowOnly = 0;
       enforcedOnly = 0;
       storeErrors = 0;
+      guard.resetStats();
       for (const cp of compiled.values()) cp.rejected.fill(0);
     },
     async close() {
-      localStore?.close();
+      for (const f of fallbacks.values()) f.close();
+      guard.close();
       if (config.ownsStore) await store.close?.();
     },
   };

@@ -54,7 +54,7 @@ export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-p
 export { consoleLogger, formatLine, type LogFields, type LogFn, type Logger } from './logging.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export type { RefundResult } from './plans/compiled-plan.js';
-export { DEFAULT_PLAN, type PlanOptions } from './plans/plan-options.js';
+export type { PlanOptions } from './plans/plan-options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { RedisClientLike } from './stores/redis/redis-client.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis-store.js';

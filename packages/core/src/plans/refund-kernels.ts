@@ -9,8 +9,11 @@
  *   while that counter is still the current one, never to `prev` once the window rolled over.
  * - sliding-log: the entry's time plus `windowMs`; the refund removes the cost from that entry while it
  *   is in the window (and the entry itself once it holds nothing).
- * - token-bucket, gcra, leaky-bucket: the time the bucket would be full again; the refund applies
- *   before then (after it, the charge has leaked away on its own).
+ * - token-bucket, gcra, leaky-bucket: the time the bucket would be full again after the charge had
+ *   nothing else come; the refund gives back the part of the charge that has not leaked away by now,
+ *   `min(cost, (mark - now) * rate)` (all of it right after the charge, nothing from the mark on). More
+ *   would hand out refill that later charges already used: with a charge at t0, another at t1 and the
+ *   first refunded at t1, the bucket must not hold more than if the first had never come.
  * Every refund gives back at most what was charged and never lifts a state above capacity; a state
  * left equal to a key never seen is dropped, as Redis deletes the key.
  */
@@ -65,7 +68,7 @@ const tokenBucket: RefundKernel = (t, slot, now, cost, mark, p) => {
     tokens = elapsed >= ceilDiv(cap - tokens, p.rate) ? cap : tokens + elapsed * p.rate;
   }
   if (tokens >= cap) return false;
-  const next = Math.min(cap, tokens + cost * p.tokenTicks);
+  const next = tokens + Math.min(cost * p.tokenTicks, cap - tokens, (mark - now) * p.rate);
   if (next >= cap) {
     t.f[o] = Number.POSITIVE_INFINITY;
     t.f[o + 1] = Number.NEGATIVE_INFINITY;
@@ -81,7 +84,7 @@ const gcra: RefundKernel = (t, slot, now, cost, mark, p) => {
   const o = slot * t.stride;
   const debt = gcraDebt(t, o, now, p.rate);
   if (debt === 0) return false;
-  const next = debt - Math.min(debt, cost * p.tokenTicks);
+  const next = debt - Math.min(debt, cost * p.tokenTicks, (mark - now) * p.rate);
   if (next === 0) {
     initGcra(t, slot);
   } else {

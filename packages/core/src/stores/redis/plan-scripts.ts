@@ -128,7 +128,10 @@ function refundFragment(s: Slot, p: CompiledPolicy): string {
       const cap = p.capTicks;
       return lua`
         if now < mark and ${tokens} < ${cap} then
-          local nxt = ${tokens} + cost * ${p.tokenTicks}
+          local take = cost * ${p.tokenTicks}
+          if take > ${cap} - ${tokens} then take = ${cap} - ${tokens} end
+          if take > (mark - now) * ${p.rate} then take = (mark - now) * ${p.rate} end
+          local nxt = ${tokens} + take
           if nxt >= ${cap} then
             redis.call('DEL', ${k})
           else
@@ -148,6 +151,7 @@ function refundFragment(s: Slot, p: CompiledPolicy): string {
         if now < mark and ${debt} > 0 then
           local take = cost * ${p.tokenTicks}
           if take > ${debt} then take = ${debt} end
+          if take > (mark - now) * ${p.rate} then take = (mark - now) * ${p.rate} end
           local nxt = ${debt} - take
           if nxt == 0 then
             redis.call('DEL', ${k})

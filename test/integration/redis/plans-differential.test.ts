@@ -214,6 +214,45 @@ describeRedis('plans: peek, refund and several keys decide identically in memory
     expect(await run(policies, ops, shadow)).toEqual([]);
   });
 
+  for (const algorithm of ['fixed-window', 'sliding-window', 'sliding-log'] as const) {
+    it(`${algorithm}: state carries over a change of limit (two plans, one policy name), clamped at zero`, async () => {
+      let now = BASE;
+      const store = new PlanTwin(
+        new MemoryStore({ sweepIntervalMs: 0 }),
+        new RedisStore({ client, prefix: randomPrefix(), timeSource: 'limiter' }),
+      );
+      const limiter = createLimiter({
+        plans: {
+          pro: [{ name: 'm', algorithm, limit: 5, windowMs: 1000 }],
+          free: [{ name: 'm', algorithm, limit: 2, windowMs: 1000 }],
+        },
+        store,
+        clock: () => now,
+        storeTimeoutMs: 60_000,
+        breaker: false,
+      });
+      const seen: unknown[] = [];
+      for (const [dt, plan] of [
+        [0, 'pro'],
+        [0, 'pro'],
+        [1, 'pro'],
+        [0, 'pro'],
+        [0, 'free'],
+        [5, 'free'],
+        [0, 'pro'],
+        [300, 'free'],
+        [900, 'free'],
+      ] as const) {
+        now += dt;
+        const d = await limiter.check('k', { plan });
+        seen.push([plan, d.allowed, d.remaining]);
+        expect(d.remaining).toBeGreaterThanOrEqual(0);
+      }
+      expect(store.diffs).toEqual([]);
+      expect(seen[4]).toEqual(['free', false, 0]);
+    });
+  }
+
   it('random policies, keys, costs, peeks and refunds (fast-check)', async () => {
     await fc.assert(
       fc.asyncProperty(

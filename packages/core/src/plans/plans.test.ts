@@ -84,6 +84,26 @@ describe('plans', () => {
   });
 });
 
+describe('state across a change of plan or limit', () => {
+  it.each(['fixed-window', 'sliding-window', 'sliding-log'] as const)(
+    '%s: the count carries over: no fresh budget on a downgrade, none lost on an upgrade, never negative',
+    async (algorithm) => {
+      const { limiter } = virtual({
+        plans: {
+          pro: [{ name: 'minute', algorithm, limit: 5, windowMs: 60_000 }],
+          free: [{ name: 'minute', algorithm, limit: 2, windowMs: 60_000 }],
+        },
+      });
+      for (let i = 0; i < 4; i++) expect((await limiter.check('k', { plan: 'pro' })).allowed).toBe(true);
+      const down = await limiter.check('k', { plan: 'free' });
+      expect(down).toMatchObject({ allowed: false, remaining: 0, plan: 'free' });
+      expect(down.retryAfterMs).toBeGreaterThan(0);
+      const up = await limiter.check('k', { plan: 'pro' });
+      expect(up).toMatchObject({ allowed: true, remaining: 0, plan: 'pro' });
+    },
+  );
+});
+
 describe('several keys, one decision', () => {
   const policies = [
     { name: 'per-ip', algorithm: 'fixed-window' as const, limit: 3, windowMs: 60_000 },

@@ -168,6 +168,11 @@ class Table implements StateTable {
 /** Per-plan scratch, reused across calls: results, outcomes and the slot found for each policy. */
 interface Bound {
   readonly tables: Table[];
+  /**
+   * The plan's policies, which the kernels read: a table is shared by every policy of its identity, and
+   * policies that differ only in a window algorithm's limit (two plans, or a deploy) share one.
+   */
+  readonly policies: readonly CompiledPolicy[];
   readonly outcomes: Outcome[];
   readonly slots: Int32Array;
   readonly result: Float64Array;
@@ -230,6 +235,7 @@ export class MemoryStore implements Store {
       const n = plan.policies.length;
       bound = {
         tables,
+        policies: plan.policies,
         outcomes: tables.map(() => createOutcome()),
         slots: new Int32Array(n),
         result: new Float64Array(n * RESULT_STRIDE),
@@ -296,7 +302,7 @@ export class MemoryStore implements Store {
     const slot = t.index.get(key);
     if (slot === undefined) {
       t.kernel.init(t, 0);
-      t.kernel.consume(t, 0, now, cost, t.policy, out);
+      t.kernel.consume(t, 0, now, cost, b.policies[0] as CompiledPolicy, out);
       if (out.allowed) {
         if (this.count >= this.maxKeys) this.evict(t, now, key, b.tables);
         t.adoptScratch(key);
@@ -304,7 +310,7 @@ export class MemoryStore implements Store {
       }
     } else {
       t.touch(slot);
-      t.kernel.consume(t, slot, now, cost, t.policy, out);
+      t.kernel.consume(t, slot, now, cost, b.policies[0] as CompiledPolicy, out);
     }
     const r = b.result;
     if (out.allowed) {
@@ -331,7 +337,7 @@ export class MemoryStore implements Store {
       }
       b.slots[i] = slot;
       const out = b.outcomes[i] as Outcome;
-      t.kernel.evaluate(t, slot, now, cost, t.policy, out);
+      t.kernel.evaluate(t, slot, now, cost, b.policies[i] as CompiledPolicy, out);
       if (!out.allowed) all = false;
     }
     const r = b.result;
@@ -356,7 +362,7 @@ export class MemoryStore implements Store {
         } else {
           t.touch(slot);
         }
-        t.kernel.commit(t, slot, now, cost, t.policy);
+        t.kernel.commit(t, slot, now, cost, b.policies[i] as CompiledPolicy);
         r[o + R_FLAGS] = F_ALLOWED | F_CHARGED;
         r[o + R_REMAINING] = out.remaining;
         r[o + R_RETRY_AFTER] = 0;
@@ -370,7 +376,7 @@ export class MemoryStore implements Store {
         r[o + R_DELAY] = 0;
         if (out.allowed) {
           // Admitted here but not charged: report the state as it stands (a cost that can never fit does).
-          t.kernel.evaluate(t, slot, now, Number.POSITIVE_INFINITY, t.policy, out);
+          t.kernel.evaluate(t, slot, now, Number.POSITIVE_INFINITY, b.policies[i] as CompiledPolicy, out);
         }
         r[o + R_REMAINING] = out.remaining;
         r[o + R_RESET] = out.resetMs;

@@ -311,7 +311,7 @@ describe('keys', () => {
 });
 
 describe('cost at check time', () => {
-  it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, 0.0001, 1.0005, '1', null])(
+  it.each([0, -1, Number.NaN, Number.NEGATIVE_INFINITY, 0.0001, 1.0005, '1', null])(
     'cost %o is a RangeError that says what a cost must be, and charges nothing',
     async (cost) => {
       const v = createVirtualLimiter({ policies: { limit: 1, windowMs: 1000 } });
@@ -322,6 +322,15 @@ describe('cost at check time', () => {
       );
       expect(v.limiter.stats().requests).toBe(0);
       expect(v.at(0, 1).remaining).toBe(0);
+    },
+  );
+
+  it.each([Number.POSITIVE_INFINITY, 1e13, 2 ** 53 + 2, Number.MAX_VALUE])(
+    'cost %d, past exact arithmetic, exceeds the capacity (413), and charges nothing',
+    (cost) => {
+      const v = createVirtualLimiter({ policies: { limit: 1, windowMs: 1000 } });
+      expect(v.at(0, cost)).toMatchObject({ allowed: false, reason: 'cost-exceeds-capacity', retryAfterMs: 0 });
+      expect(v.at(0, 1)).toMatchObject({ allowed: true, remaining: 0 });
     },
   );
 

@@ -11,7 +11,7 @@ import { codedError, describeValue } from './errors.js';
 import { Fallback } from './failure/fallback.js';
 import type { BreakerState } from './failure/node-health.js';
 import { CallFailure, StoreGuard } from './failure/store-guard.js';
-import { fromMilli, MILLI, toMilli } from './internal/fixed-point.js';
+import { fromMilli, MILLI, requestCostToMilli, toMilli } from './internal/fixed-point.js';
 import { safeLog } from './logging.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from './plans/compiled-plan.js';
@@ -148,7 +148,8 @@ export function normalizeKey(key: string): string {
 function costOf(options: CheckOptions | undefined, fallback: number): number {
   const cost = options?.cost;
   if (cost === undefined) return fallback;
-  const milli = cost === 1 ? MILLI : toMilli(cost);
+  // A cost past exact arithmetic (Infinity, 1e13) is OVERSIZE_MILLI: above every capacity, so a 413.
+  const milli = cost === 1 ? MILLI : requestCostToMilli(cost);
   if (milli < 0) {
     throw codedError(
       RangeError,

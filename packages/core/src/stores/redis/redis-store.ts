@@ -16,8 +16,22 @@
  */
 import { RateLimitConfigError } from '../../errors.js';
 import { readOptions } from '../../internal/read-options.js';
-import { keyAt, RESULT_STRIDE, type Store, type StoreKey, type StorePlan, type StoreResult } from '../store.js';
+import {
+  F_ALLOWED,
+  F_CHARGED,
+  keyAt,
+  R_DELAY,
+  R_FLAGS,
+  R_REMAINING,
+  R_RESET,
+  RESULT_STRIDE,
+  type Store,
+  type StoreKey,
+  type StorePlan,
+  type StoreResult,
+} from '../store.js';
 import { keySlot } from './cluster-slot.js';
+import { slotGroups, subPlan } from './cluster-split.js';
 import { keyName, keyTag, policySuffix } from './key-names.js';
 import { peekScript, refundScript } from './plan-scripts.js';
 import { isRedisClientLike, type RedisClientLike } from './redis-client.js';
@@ -217,6 +231,8 @@ export class RedisStore implements Store {
     if (error !== undefined) return Promise.reject(error);
     const n = plan.policies.length;
     const args = this.keysOf(key, b);
+    const groups = typeof key !== 'string' && this.client.isCluster === true ? slotGroups(args) : undefined;
+    if (groups !== undefined) return this.refundSplit(key as readonly string[], plan, cost, marks, now, groups);
     args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
     for (let i = 0; i < n; i++) args.push(Number.isNaN(marks[i]) ? '' : String(marks[i]));
     b.refund ??= refundScript(plan);
@@ -228,6 +244,107 @@ export class RedisStore implements Store {
         `expected ${n} flags from ${script.name}, got ${JSON.stringify(reply)?.slice(0, 200)}; the client must return Redis replies unchanged`,
       );
     });
+  }
+
+  /** A refund whose keys live in several slots: one refund script per slot, each atomic on its node. */
+  private async refundSplit(
+    key: readonly string[],
+    plan: StorePlan,
+    cost: number,
+    marks: readonly number[],
+    now: number,
+    groups: readonly number[][],
+  ): Promise<ArrayLike<number>> {
+    const done = new Array<number>(plan.policies.length).fill(0);
+    await Promise.all(
+      groups.map(async (g) => {
+        const subMarks = g.map((i) => marks[i] as number);
+        if (subMarks.every((m) => Number.isNaN(m))) return;
+        const r = await this.refund(
+          g.map((i) => key[i] as string),
+          subPlan(plan, g),
+          cost,
+          subMarks,
+          now,
+        );
+        g.forEach((i, j) => {
+          done[i] = r[j] as number;
+        });
+      }),
+    );
+    return done;
+  }
+
+  /**
+   * Cluster, keys in several slots: reserve in every slot (each group of policies atomic on its node, in
+   * parallel), confirm when all charged, else give back the groups that charged (cluster-split.ts).
+   */
+  private async runSplit(
+    key: readonly string[],
+    plan: StorePlan,
+    cost: number,
+    now: number,
+    peek: boolean,
+    groups: readonly number[][],
+  ): Promise<StoreResult> {
+    const n = plan.policies.length;
+    const e = plan.enforcedCount;
+    const settled = await Promise.allSettled(
+      groups.map((g) =>
+        this.runPlan(
+          g.map((i) => key[i] as string),
+          subPlan(plan, g),
+          cost,
+          now,
+          peek,
+        ),
+      ),
+    );
+    const out = new Array<number>(n * RESULT_STRIDE + 1).fill(0);
+    let base: number | undefined;
+    let failure: unknown;
+    settled.forEach((s, k) => {
+      const g = groups[k] as number[];
+      if (s.status === 'rejected') {
+        failure ??= s.reason;
+        return;
+      }
+      const r = s.value;
+      const groupNow = r[g.length * RESULT_STRIDE] as number;
+      const anchor: number = base ?? groupNow;
+      base = anchor;
+      g.forEach((i, j) => {
+        for (let f = 0; f < RESULT_STRIDE; f++) out[i * RESULT_STRIDE + f] = r[j * RESULT_STRIDE + f] as number;
+        // One `now` for the reply: resets move by the nodes' clock difference, so marks stay exact.
+        out[i * RESULT_STRIDE + R_RESET] = (r[j * RESULT_STRIDE + R_RESET] as number) + (groupNow - anchor);
+      });
+    });
+    out[n * RESULT_STRIDE] = base ?? now;
+    const charged = (i: number) => ((out[i * RESULT_STRIDE + R_FLAGS] as number) & F_CHARGED) !== 0;
+    const range = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => from + k);
+    const give: number[] = [];
+    for (const members of [range(0, e), range(e, n)]) {
+      if (failure === undefined && members.every(charged)) continue;
+      for (const i of members) {
+        if (!charged(i)) continue;
+        give.push(i);
+        // Admitted here, not charged in the end: report the state as it stands, as one script would.
+        const o = i * RESULT_STRIDE;
+        const p = plan.policies[i] as StorePlan['policies'][number];
+        out[o + R_FLAGS] = F_ALLOWED;
+        out[o + R_REMAINING] = Math.min(p.capMilli, (out[o + R_REMAINING] as number) + cost);
+        out[o + R_DELAY] = 0;
+      }
+    }
+    if (!peek && give.length > 0) {
+      const marks = plan.policies.map((_, i) =>
+        give.includes(i) ? (out[n * RESULT_STRIDE] as number) + (out[i * RESULT_STRIDE + R_RESET] as number) : Number.NaN,
+      );
+      // Best effort: a give-back that fails leaves the reservation to expire with its state.
+      await this.refund(key, plan, cost, marks, now).then(undefined, () => undefined);
+    }
+    if (failure !== undefined) throw failure;
+    return out;
   }
 
   /** KEYS: one per policy, each under its own key's hash tag. */
@@ -252,6 +369,9 @@ export class RedisStore implements Store {
     const n = plan.policies.length;
     // KEYS (one per policy), then ARGV: now ('' = Redis TIME) and the cost.
     const args = this.keysOf(key, b);
+    // Several keys in different Cluster slots: reserve, then confirm or give back (cluster-split.ts).
+    const groups = typeof key !== 'string' && this.client.isCluster === true ? slotGroups(args) : undefined;
+    if (groups !== undefined) return this.runSplit(key as readonly string[], plan, cost, now, peek, groups);
     args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
     let script = b.script;
     if (peek) {

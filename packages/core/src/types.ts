@@ -135,6 +135,21 @@ export interface Decision {
    * Returns false when a lease had already expired or been released.
    */
   readonly renew?: () => boolean;
+  /** The plan that applied (`'default'` for the one-plan `policies` form). Always set by a limiter. */
+  readonly plan?: string;
+  /**
+   * Present when the request was charged (not on peeks, rejections or degraded answers): hand it to
+   * `limiter.refund()` to give exactly this charge back.
+   */
+  readonly receipt?: ChargeReceipt | undefined;
+}
+
+/** A charge `limiter.refund()` can give back (see plans/compiled-plan.ts). */
+export interface ChargeReceipt {
+  /** The plan the charge applied. */
+  readonly plan: string;
+  /** The cost charged, in policy units. */
+  readonly cost: number;
 }
 
 /** Options of one `check()` call. */
@@ -143,4 +158,15 @@ export interface CheckOptions {
   cost?: number;
   /** Aborting it takes a request waiting in a concurrency queue out of the queue (the client went away). */
   signal?: AbortSignal;
+  /**
+   * The plan to apply (see `plans`). A name no plan has is answered by the `unknownPlan` fallback, with
+   * `WRN_RL_UNKNOWN_PLAN` once per name. Defaults to the default plan.
+   */
+  plan?: string;
+}
+
+/** Options of one `refund()` call. */
+export interface RefundOptions {
+  /** How much of the charge to give back, in policy units, at most what is left of it. Defaults to all of it. */
+  cost?: number;
 }

@@ -13,9 +13,9 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { acquireLease, deadlineRange, type LeaseTable, releaseLease, renewLease } from '../algorithms/concurrency.js';
+import { acquireLease, deadlineRange, expireLeases, type LeaseTable, releaseLease, renewLease } from '../algorithms/concurrency.js';
 import { monotonicClock } from '../clock.js';
-import { type Limiter, normalizeKey, type PolicyDescription } from '../create-limiter.js';
+import { type Limiter, type LimiterKey, normalizeKey, type PolicyDescription } from '../create-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, readOptions } from '../internal/read-options.js';
 import { consoleLogger, safeLog } from '../logging.js';
@@ -380,6 +380,7 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
     refusedBy: number,
     rate: Decision | undefined,
     grants?: Grants,
+    count = true,
   ): Decision {
     const now = clock();
     const results: PolicyResult[] = order.map((at) => {
@@ -392,7 +393,7 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
       return new Result(d.name, d.algorithm, true, d.limit, d.windowMs, d.capacity, d.capacity, 0, 0);
     });
     const limited = refusedBy >= 0 || rate?.limited === true;
-    if (refusedBy >= 0) {
+    if (refusedBy >= 0 && count) {
       refused += 1;
       rejectedBy[refusedBy] = (rejectedBy[refusedBy] as number) + 1;
     }
@@ -450,12 +451,27 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
     );
   }
 
+  /** The rate policies' options: everything but the queue's abort signal. */
+  function rateCheck(opts: CheckOptions | undefined): CheckOptions | undefined {
+    if (opts === undefined) return undefined;
+    const { signal: _signal, ...rest } = opts;
+    return rest.cost === undefined && rest.plan === undefined ? undefined : rest;
+  }
+
+  /** Concurrency policies count one key: the string key, or in a keyed decision the first concurrency policy's key. */
+  function keyOf(target: LimiterKey): string {
+    if (typeof target === 'string') return normalizeKey(target);
+    const first = concurrency[0] as ConcurrencyPolicy;
+    return normalizeKey(target[first.name] ?? Object.values(target)[0] ?? '');
+  }
+
   function finishRate(
     key: string,
     cost: number,
     taken: number[],
     opts: CheckOptions | undefined,
     grants?: Grants,
+    target: LimiterKey = key,
   ): Decision | Promise<Decision> {
     if (inner === undefined) return compose(key, cost, taken, -1, undefined, grants);
     const giveBack = (): void => {
@@ -463,7 +479,7 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
     };
     let pending: Decision | Promise<Decision>;
     try {
-      pending = inner.decide(key, opts?.cost === undefined ? undefined : { cost: opts.cost });
+      pending = inner.decide(target, rateCheck(opts));
     } catch (error) {
       giveBack();
       throw error;
@@ -481,11 +497,11 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
     return done(pending);
   }
 
-  function decide(rawKey: string, opts?: CheckOptions): Decision | Promise<Decision> {
-    const key = normalizeKey(rawKey);
+  function decide(target: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> {
+    const key = keyOf(target);
     const cost = opts?.cost ?? 1;
     requests += 1;
-    if (remote) return decideRemote(key, cost, opts);
+    if (remote) return decideRemote(key, cost, opts, target);
     const taken: number[] = [];
     const now = clock();
     for (let i = 0; i < concurrency.length; i++) {
@@ -497,20 +513,20 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
         continue;
       }
       if (c.queueSize > 0 && s.queue.length < c.queueSize && !shadowMode && opts?.signal?.aborted !== true) {
-        return queued(key, cost, taken, i, id, opts);
+        return queued(key, cost, taken, i, id, opts, target);
       }
       for (let j = 0; j < taken.length; j++) release(concurrency[j] as ConcurrencyPolicy, key, taken[j] as number);
       tidy(c, key, s);
       return compose(key, cost, [], i, undefined);
     }
-    return finishRate(key, cost, taken, opts);
+    return finishRate(key, cost, taken, opts, undefined, target);
   }
 
   /** Leases taken in this process while Redis failed (released locally even after Redis is back). */
   const local = new Set<number>();
   const remote = concurrency.some((c) => c.redis !== undefined);
 
-  async function decideRemote(key: string, cost: number, opts?: CheckOptions): Promise<Decision> {
+  async function decideRemote(key: string, cost: number, opts: CheckOptions | undefined, target: LimiterKey): Promise<Decision> {
     const taken: number[] = [];
     const grants: Grants = [];
     for (let i = 0; i < concurrency.length; i++) {
@@ -539,10 +555,18 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
       }
       taken.push(id);
     }
-    return finishRate(key, cost, taken, opts, grants);
+    return finishRate(key, cost, taken, opts, grants, target);
   }
 
-  async function queued(key: string, cost: number, taken: number[], from: number, id: number, opts?: CheckOptions): Promise<Decision> {
+  async function queued(
+    key: string,
+    cost: number,
+    taken: number[],
+    from: number,
+    id: number,
+    opts: CheckOptions | undefined,
+    target: LimiterKey,
+  ): Promise<Decision> {
     for (let i = from; i < concurrency.length; i++) {
       const c = concurrency[i] as ConcurrencyPolicy;
       const s = stateOf(c, key);
@@ -557,15 +581,34 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
       }
       taken.push(leaseId);
     }
-    return finishRate(key, cost, taken, opts);
+    return finishRate(key, cost, taken, opts, undefined, target);
+  }
+
+  /** What a request would get, without taking a lease (process-local leases only) or charging anything. */
+  async function peek(target: LimiterKey, opts?: CheckOptions): Promise<Decision> {
+    const key = keyOf(target);
+    const now = clock();
+    let refusedBy = -1;
+    for (let i = 0; i < concurrency.length && refusedBy < 0; i++) {
+      const c = concurrency[i] as ConcurrencyPolicy;
+      const s = c.keys.get(key);
+      if (s !== undefined) expireLeases(s.leases, now);
+      if ((s?.leases.size ?? 0) >= c.limit) refusedBy = i;
+    }
+    const rate = inner === undefined ? undefined : await inner.peek(target, rateCheck(opts));
+    return compose(key, opts?.cost ?? 1, [], refusedBy, rate, undefined, false);
   }
 
   const base: Limiter = inner ?? {
     check: (key, opts) => Promise.resolve(decide(key, opts)),
     decide,
+    peek,
+    refund: async () => ({ refunded: false, policies: [] }),
     async reset() {},
     policies: [],
     shadowPolicies: [],
+    plans: new Map(),
+    defaultPlan: 'default',
     mode,
     on: () => () => {},
     stats: () => ({ requests: 0, limited: 0, shadowLimited: 0, shadowOnly: 0, enforcedOnly: 0, storeErrors: 0, outages: 0, policies: [] }),
@@ -582,11 +625,13 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
       }
     },
     decide,
+    peek,
     async reset(key) {
       for (const c of concurrency) c.keys.delete(key);
       await inner?.reset(key);
     },
     policies: Object.freeze(descriptions),
+    plans: new Map([[base.defaultPlan, Object.freeze(descriptions)]]),
     stats() {
       const s = base.stats();
       const own = inner === undefined ? requests : s.requests + refused;
@@ -594,7 +639,10 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
         ...s,
         requests: own,
         limited: s.limited + refused,
-        policies: [...concurrency.map((c, i) => ({ name: c.name, shadow: false, rejected: rejectedBy[i] as number })), ...s.policies],
+        policies: [
+          ...concurrency.map((c, i) => ({ name: c.name, plan: base.defaultPlan, shadow: false, rejected: rejectedBy[i] as number })),
+          ...s.policies,
+        ],
       };
     },
     resetStats() {

@@ -129,7 +129,8 @@ export const slidingLog: AlgorithmKernel = {
     const live = r === undefined ? 0 : r.size - first;
     const resetUncharged = r === undefined || live === 0 ? 0 : newestExpiry(r, w) - now;
     if (cost > cap) {
-      writeExceeds(out, cap - sum, resetUncharged);
+      // sum > cap after the limit was lowered (state kept across a change of limit): nothing is left.
+      writeExceeds(out, Math.max(0, cap - sum), resetUncharged);
       return;
     }
     out.exceeds = false;
@@ -157,7 +158,7 @@ export const slidingLog: AlgorithmKernel = {
       }
     }
     out.allowed = false;
-    out.remaining = cap - sum;
+    out.remaining = Math.max(0, cap - sum);
     out.retryAfterMs = wait;
     out.resetMs = resetUncharged;
   },

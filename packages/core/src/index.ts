@@ -53,9 +53,16 @@ export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-p
 export { consoleLogger, formatLine, type LogFields, type LogFn, type Logger } from './logging.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
-export type { RedisClientLike } from './stores/redis/redis-client.js';
+export type {
+  NodeRedisClientLike,
+  NodeRedisClusterLike,
+  RedisClientLike,
+  RedisStoreClient,
+  SendCommandClient,
+} from './stores/redis/redis-client.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis-store.js';
 export { RedisStoreError, type RedisStoreErrorCode } from './stores/redis/redis-store-error.js';
+export type { RepairedState } from './stores/redis/state-repair.js';
 export type { Store, StorePlan, StoreResult } from './stores/store.js';
 export type {
   AlgorithmId,

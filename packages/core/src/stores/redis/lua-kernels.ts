@@ -518,7 +518,8 @@ function gcraStore(s: Slot, whole: string, frac: string): string {
     if ${frac} > 0 then
       redis.call('SET', ${s.key}, fmt('%d:%d', tat, ${frac}), 'PXAT', fmt('%d', tat + 1))
     else
-      redis.call('SET', ${s.key}, fmt('%d', tat), 'PXAT', fmt('%d', tat))
+      local text = fmt('%d', tat)
+      redis.call('SET', ${s.key}, text, 'PXAT', text)
     end`;
 }
 
@@ -531,9 +532,13 @@ const gcra: LuaKernel = {
       do
         local value = redis.pcall('GET', ${s.key})
         if value then
+          -- Most TATs have no fraction: one tonumber, and the split only for \`tat:frac\`.
           local a, b = nil, 0
           if type(value) == 'string' then
-            ${splitPair('value', 'a', 'b')}
+            a = tonumber(value)
+            if a == nil then
+              ${splitPair('value', 'a', 'b')}
+            end
           end
           if ${int('a')} and ${int('b')} and b < ${p.rate} and a <= now + ${Math.ceil(p.capTicks / p.rate) + 1 + CLOCK_TOLERANCE_MS} then
             ${tat} = a; ${frac} = b

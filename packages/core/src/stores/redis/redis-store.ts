@@ -169,12 +169,19 @@ export class RedisStore implements Store {
     this.bind(plan);
   }
 
+  /** The last plan bound and its binding: a limiter passes the same plan on every call. */
+  private lastPlan: StorePlan | undefined;
+  private lastBound: Bound | undefined;
+
   private bind(plan: StorePlan): Bound {
+    if (plan === this.lastPlan) return this.lastBound as Bound;
     let b = this.bindings.get(plan);
     if (b === undefined) {
       b = Object.freeze({ suffixes: plan.policies.map(policySuffix), script: planScript(plan) });
       this.bindings.set(plan, b);
     }
+    this.lastPlan = plan;
+    this.lastBound = b;
     return b;
   }
 
@@ -274,10 +281,12 @@ export class RedisStore implements Store {
     args[n] = this.timeSource === 'redis' ? '' : String(now);
     args[n + 1] = String(cost);
     const script = b.script;
-    return this.scripts.run(script, n, args).then((reply) => {
+    // One promise per call: the reply is checked in the same step that would recover from NOSCRIPT.
+    const check = (reply: unknown): StoreResult => {
       if (Array.isArray(reply) && reply.length === n * RESULT_STRIDE + 2) this.repaired(key, plan, args, reply);
       return checkReply(reply, n, script);
-    });
+    };
+    return this.scripts.run(script, n, args, check);
   }
 
   /** The script read foreign or corrupt state as fresh: drops the mask it appended, tells the app once. */

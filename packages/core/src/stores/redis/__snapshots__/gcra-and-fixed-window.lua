@@ -23,13 +23,17 @@ local tat1, frac1, debt1 = -INF, 0, 0
 do
   local value = redis.pcall('GET', KEYS[1])
   if value then
+    -- Most TATs have no fraction: one tonumber, and the split only for `tat:frac`.
     local a, b = nil, 0
     if type(value) == 'string' then
-      local at = string.find(value, ':', 1, true)
-      if at == nil then
-        a = tonumber(value)
-      else
-        a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+      a = tonumber(value)
+      if a == nil then
+        local at = string.find(value, ':', 1, true)
+        if at == nil then
+          a = tonumber(value)
+        else
+          a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+        end
       end
     end
     if (a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)) and b < 5 and a <= now + 172800001 then
@@ -130,7 +134,8 @@ if out[1] == 1 and out[6] == 1 then
     if frac > 0 then
       redis.call('SET', KEYS[1], fmt('%d:%d', tat, frac), 'PXAT', fmt('%d', tat + 1))
     else
-      redis.call('SET', KEYS[1], fmt('%d', tat), 'PXAT', fmt('%d', tat))
+      local text = fmt('%d', tat)
+      redis.call('SET', KEYS[1], text, 'PXAT', text)
     end
   end
   out[1] = 5

@@ -326,13 +326,17 @@ local tat4, frac4, debt4 = -INF, 0, 0
 do
   local value = redis.pcall('GET', KEYS[4])
   if value then
+    -- Most TATs have no fraction: one tonumber, and the split only for `tat:frac`.
     local a, b = nil, 0
     if type(value) == 'string' then
-      local at = string.find(value, ':', 1, true)
-      if at == nil then
-        a = tonumber(value)
-      else
-        a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+      a = tonumber(value)
+      if a == nil then
+        local at = string.find(value, ':', 1, true)
+        if at == nil then
+          a = tonumber(value)
+        else
+          a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+        end
       end
     end
     if (a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)) and b < 3 and a <= now + 86401668 then
@@ -407,7 +411,8 @@ if out[11] == 1 and out[16] == 1 then
     if frac > 0 then
       redis.call('SET', KEYS[4], fmt('%d:%d', tat, frac), 'PXAT', fmt('%d', tat + 1))
     else
-      redis.call('SET', KEYS[4], fmt('%d', tat), 'PXAT', fmt('%d', tat))
+      local text = fmt('%d', tat)
+      redis.call('SET', KEYS[4], text, 'PXAT', text)
     end
   end
   out[16] = 5

@@ -18,11 +18,26 @@ import { createDiagnostics, type Diagnostics, type ValidateOption } from '../../
 import { RateLimitConfigError } from '../../errors.js';
 import { readOptions } from '../../internal/read-options.js';
 import { isLogger, type Logger, toLogger } from '../../logging.js';
-import { RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../store.js';
+import {
+  F_ALLOWED,
+  F_CHARGED,
+  keyAt,
+  R_DELAY,
+  R_FLAGS,
+  R_REMAINING,
+  R_RESET,
+  RESULT_STRIDE,
+  type Store,
+  type StoreKey,
+  type StorePlan,
+  type StoreResult,
+} from '../store.js';
 import type { StoreClient } from './clients/store-client.js';
 import { toStoreClient } from './clients/to-store-client.js';
+import { slotGroups, subPlan } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
 import { keyName, keyTag, policySuffix } from './key-names.js';
+import { peekScript, refundScript } from './plan-scripts.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
 import { ScriptRunner } from './script-runner.js';
@@ -40,7 +55,7 @@ export interface RedisStoreOptions {
    */
   client: RedisStoreClient;
   /**
-   * Prepended to every key name (`<prefix>:{<key>}:<policy>`); give each app sharing a Redis its own.
+   * Prepended to every key name (`<prefix>:v1:{<key>}:<policy>`); give each app sharing a Redis its own.
    * No braces (they would break the hash tag). Defaults to `'tollgate'`.
    */
   prefix?: string;
@@ -70,6 +85,9 @@ export interface RedisStoreOptions {
 interface Bound {
   readonly suffixes: readonly string[];
   readonly script: LuaScript;
+  /** plan-scripts.ts: the peek and refund twins, generated on first use. */
+  peek?: LuaScript;
+  refund?: LuaScript;
 }
 
 const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = {
@@ -87,7 +105,6 @@ export class RedisStore implements Store {
   readonly timeSource: 'redis' | 'limiter';
   private readonly client: StoreClient;
   private readonly scripts: ScriptRunner;
-  private readonly logger: Logger;
   private readonly diagnostics: Diagnostics;
   private readonly repairs: RepairReporter;
   /** False until the first call on a ready client starts the server checks (config-checks.ts). */
@@ -139,10 +156,10 @@ export class RedisStore implements Store {
         validate,
       );
     }
-    this.logger = toLogger(o.logger);
-    this.diagnostics = createDiagnostics(this.logger, validate);
+    const logger = toLogger(o.logger);
+    this.diagnostics = createDiagnostics(logger, validate);
     this.repairs = new RepairReporter(
-      this.logger,
+      logger,
       validate === true || (typeof validate === 'object' && validate.WRN_RL_CORRUPT_STATE !== false),
       o.onStateRepaired,
     );
@@ -177,7 +194,7 @@ export class RedisStore implements Store {
     if (plan === this.lastPlan) return this.lastBound as Bound;
     let b = this.bindings.get(plan);
     if (b === undefined) {
-      b = Object.freeze({ suffixes: plan.policies.map(policySuffix), script: planScript(plan) });
+      b = { suffixes: plan.policies.map(policySuffix), script: planScript(plan) };
       this.bindings.set(plan, b);
     }
     this.lastPlan = plan;
@@ -263,7 +280,17 @@ export class RedisStore implements Store {
     );
   }
 
-  apply(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    return this.runPlan(key, plan, cost, now, false);
+  }
+
+  /** The peek twin (plan-scripts.ts): what `apply` would answer, charging nothing. */
+  peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    return this.runPlan(key, plan, cost, now, true);
+  }
+
+  /** The refund twin (plan-scripts.ts): gives back a charge named by its marks (see `Store.refund`). */
+  refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
     let b: Bound;
     try {
       b = this.bind(plan);
@@ -273,31 +300,168 @@ export class RedisStore implements Store {
     const error = this.notReady();
     if (error !== undefined) return Promise.reject(error);
     const n = plan.policies.length;
-    const tag = keyTag(key);
-    const suffixes = b.suffixes;
+    const args = this.keysOf(key, b);
+    const groups = typeof key !== 'string' && this.client.isCluster ? slotGroups(args) : undefined;
+    if (groups !== undefined) return this.refundSplit(key as readonly string[], plan, cost, marks, now, groups);
+    args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
+    for (let i = 0; i < n; i++) args.push(Number.isNaN(marks[i]) ? '' : String(marks[i]));
+    b.refund ??= refundScript(plan);
+    const script = b.refund;
+    return this.scripts.run(script, n, args, (reply) => {
+      if (Array.isArray(reply) && reply.length === n && reply.every((x) => x === 0 || x === 1)) return reply as number[];
+      throw new RedisStoreError(
+        'ERR_RL_STORE_REPLY',
+        `expected ${n} flags from ${script.name}, got ${JSON.stringify(reply)?.slice(0, 200)}; the client must return Redis replies unchanged`,
+      );
+    });
+  }
+
+  /** A refund whose keys live in several slots: one refund script per slot, each atomic on its node. */
+  private async refundSplit(
+    key: readonly string[],
+    plan: StorePlan,
+    cost: number,
+    marks: readonly number[],
+    now: number,
+    groups: readonly number[][],
+  ): Promise<ArrayLike<number>> {
+    const done = new Array<number>(plan.policies.length).fill(0);
+    await Promise.all(
+      groups.map(async (g) => {
+        const subMarks = g.map((i) => marks[i] as number);
+        if (subMarks.every((m) => Number.isNaN(m))) return;
+        const r = await this.refund(
+          g.map((i) => key[i] as string),
+          subPlan(plan, g),
+          cost,
+          subMarks,
+          now,
+        );
+        g.forEach((i, j) => {
+          done[i] = r[j] as number;
+        });
+      }),
+    );
+    return done;
+  }
+
+  /**
+   * Cluster, keys in several slots: reserve in every slot (each group of policies atomic on its node, in
+   * parallel), confirm when all charged, else give back the groups that charged (cluster-split.ts).
+   */
+  private async runSplit(
+    key: readonly string[],
+    plan: StorePlan,
+    cost: number,
+    now: number,
+    peek: boolean,
+    groups: readonly number[][],
+  ): Promise<StoreResult> {
+    const n = plan.policies.length;
+    const e = plan.enforcedCount;
+    const settled = await Promise.allSettled(
+      groups.map((g) =>
+        this.runPlan(
+          g.map((i) => key[i] as string),
+          subPlan(plan, g),
+          cost,
+          now,
+          peek,
+        ),
+      ),
+    );
+    const out = new Array<number>(n * RESULT_STRIDE + 1).fill(0);
+    let base: number | undefined;
+    let failure: unknown;
+    settled.forEach((s, k) => {
+      const g = groups[k] as number[];
+      if (s.status === 'rejected') {
+        failure ??= s.reason;
+        return;
+      }
+      const r = s.value;
+      const groupNow = r[g.length * RESULT_STRIDE] as number;
+      const anchor: number = base ?? groupNow;
+      base = anchor;
+      g.forEach((i, j) => {
+        for (let f = 0; f < RESULT_STRIDE; f++) out[i * RESULT_STRIDE + f] = r[j * RESULT_STRIDE + f] as number;
+        // One `now` for the reply: resets move by the nodes' clock difference, so marks stay exact.
+        out[i * RESULT_STRIDE + R_RESET] = (r[j * RESULT_STRIDE + R_RESET] as number) + (groupNow - anchor);
+      });
+    });
+    out[n * RESULT_STRIDE] = base ?? now;
+    const charged = (i: number) => ((out[i * RESULT_STRIDE + R_FLAGS] as number) & F_CHARGED) !== 0;
+    const range = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => from + k);
+    const give: number[] = [];
+    for (const members of [range(0, e), range(e, n)]) {
+      if (failure === undefined && members.every(charged)) continue;
+      for (const i of members) {
+        if (!charged(i)) continue;
+        give.push(i);
+        // Admitted here, not charged in the end: report the state as it stands, as one script would.
+        const o = i * RESULT_STRIDE;
+        const p = plan.policies[i] as StorePlan['policies'][number];
+        out[o + R_FLAGS] = F_ALLOWED;
+        out[o + R_REMAINING] = Math.min(p.capMilli, (out[o + R_REMAINING] as number) + cost);
+        out[o + R_DELAY] = 0;
+      }
+    }
+    if (!peek && give.length > 0) {
+      const marks = plan.policies.map((_, i) =>
+        give.includes(i) ? (out[n * RESULT_STRIDE] as number) + (out[i * RESULT_STRIDE + R_RESET] as number) : Number.NaN,
+      );
+      // Best effort: a give-back that fails leaves the reservation to expire with its state.
+      await this.refund(key, plan, cost, marks, now).then(undefined, () => undefined);
+    }
+    if (failure !== undefined) throw failure;
+    return out;
+  }
+
+  /** KEYS: one per policy, each under its own key's hash tag. */
+  private keysOf(key: StoreKey, b: Bound): string[] {
+    const args: string[] = [];
+    const single = typeof key === 'string' ? keyTag(key) : undefined;
+    for (let i = 0; i < b.suffixes.length; i++) {
+      args.push(keyName(this.prefix, single ?? keyTag(keyAt(key, i)), b.suffixes[i] as string));
+    }
+    return args;
+  }
+
+  private runPlan(key: StoreKey, plan: StorePlan, cost: number, now: number, peek: boolean): Promise<StoreResult> {
+    let b: Bound;
+    try {
+      b = this.bind(plan);
+    } catch (tooLarge) {
+      return Promise.reject(tooLarge);
+    }
+    const error = this.notReady();
+    if (error !== undefined) return Promise.reject(error);
+    const n = plan.policies.length;
     // KEYS (one per policy), then ARGV: now ('' = Redis TIME) and the cost.
-    const args = new Array<string>(n + 2);
-    for (let i = 0; i < n; i++) args[i] = keyName(this.prefix, tag, suffixes[i] as string);
-    args[n] = this.timeSource === 'redis' ? '' : String(now);
-    args[n + 1] = String(cost);
-    const script = b.script;
+    const args = this.keysOf(key, b);
+    // Several keys in different Cluster slots: reserve, then confirm or give back (cluster-split.ts).
+    const groups = typeof key !== 'string' && this.client.isCluster ? slotGroups(args) : undefined;
+    if (groups !== undefined) return this.runSplit(key as readonly string[], plan, cost, now, peek, groups);
+    args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
+    let script = b.script;
+    if (peek) {
+      b.peek ??= peekScript(plan);
+      script = b.peek;
+    }
     // One promise per call: the reply is checked in the same step that would recover from NOSCRIPT. The
     // check is an inline arrow (a named one would cost a keep-names helper call per request under tsx).
-    return this.scripts.run(script, n, args, (reply) => this.answer(reply, key, plan, args, script));
+    const keyNames = args;
+    return this.scripts.run(script, n, args, (reply) => this.answer(reply, key, plan, keyNames, script));
   }
 
   /** The script's reply for `key`, checked; a mask of repaired keys after it is reported, then dropped. */
-  private answer(reply: unknown, key: string, plan: StorePlan, args: readonly string[], script: LuaScript): StoreResult {
+  private answer(reply: unknown, key: StoreKey, plan: StorePlan, names: readonly string[], script: LuaScript): StoreResult {
     const n = plan.policies.length;
-    if (Array.isArray(reply) && reply.length === n * RESULT_STRIDE + 2) this.repaired(key, plan, args, reply);
+    if (Array.isArray(reply) && reply.length === n * RESULT_STRIDE + 2) {
+      const mask = reply.pop();
+      if (typeof mask === 'number') this.repairs.report(key, plan, names, mask);
+    }
     return checkReply(reply, n, script);
-  }
-
-  /** The script read foreign or corrupt state as fresh: drops the mask it appended, tells the app once. */
-  private repaired(key: string, plan: StorePlan, names: readonly string[], reply: unknown[]): void {
-    const mask = reply.pop();
-    if (typeof mask !== 'number') return;
-    this.repairs.report(key, plan, names, mask);
   }
 
   reset(key: string, plan: StorePlan): Promise<void> {

@@ -8,7 +8,7 @@
  */
 import { seeDocs } from '../../errors.js';
 import { type Logger, safeLog } from '../../logging.js';
-import type { StorePlan } from '../store.js';
+import { keyAt, type StoreKey, type StorePlan } from '../store.js';
 
 /** One limiter key the script repaired. */
 export interface RepairedState {
@@ -31,10 +31,10 @@ export class RepairReporter {
   ) {}
 
   /** `mask` has bit `i` set for the policy at plan position `i`; `names` holds the Redis keys in plan order. */
-  report(key: string, plan: StorePlan, names: readonly string[], mask: number): void {
+  report(key: StoreKey, plan: StorePlan, names: readonly string[], mask: number): void {
     for (let i = 0; i < plan.policies.length; i++) {
       if (Math.floor(mask / 2 ** i) % 2 === 0) continue;
-      const event: RepairedState = { key, policy: plan.policies[i]?.name ?? '', keyName: names[i] ?? '' };
+      const event: RepairedState = { key: keyAt(key, i), policy: plan.policies[i]?.name ?? '', keyName: names[i] ?? '' };
       if (this.enabled && !this.warned) {
         this.warned = true;
         safeLog(

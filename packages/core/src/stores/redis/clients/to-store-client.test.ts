@@ -5,7 +5,11 @@ import { toStoreClient } from './to-store-client.js';
 /** Records every command a fake client is asked to send. */
 function recorder(reply: unknown = 'OK') {
   const sent: unknown[][] = [];
-  return { sent, send: async (...args: unknown[]) => (sent.push(args), reply) };
+  const send = async (...args: unknown[]) => {
+    sent.push(args);
+    return reply;
+  };
+  return { sent, send };
 }
 
 describe('toStoreClient', () => {

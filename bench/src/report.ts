@@ -169,7 +169,7 @@ function redisSection(redis: NonNullable<BenchResults['redis']>): string {
   return [
     '## B. Redis',
     '',
-    `The harness starts its own \`redis-server\` on a free loopback port (no persistence). Each subject runs in its own Node process with one ioredis connection (default options) ` +
+    `The harness starts its own \`redis-server\` on a free loopback port (no persistence). Each subject runs in its own Node process with one ioredis connection (default options but \`autoResendUnfulfilledCommands: false\`, which RedisStore asks for and which changes nothing while the connection stays up) ` +
       `on an emptied database: it touches each of ${int(redis.keys)} keys once (256 in flight), reads Redis memory, counts the commands the client sends for one decision ` +
       `(1 = one round trip), then runs timed runs at ${inFlights.join(' and ')} requests in flight over the keys in a shuffled order. Every subject does this once per round ` +
       '(all subjects in round 1, then all in round 2, ...), each time in a new process on an emptied database. ops/s is the median over all runs; ' +

@@ -88,7 +88,9 @@ async function timedRound(
 }
 
 export async function runRedisCell(input: RedisCellInput): Promise<RedisCellAnswer> {
-  const client = new Redis({ port: input.port, host: '127.0.0.1', lazyConnect: true });
+  // autoResendUnfulfilledCommands: false, as RedisStore asks (WRN_RL_CLIENT_RESENDS); it changes nothing
+  // while the connection stays up, so every subject still runs on an otherwise default client.
+  const client = new Redis({ port: input.port, host: '127.0.0.1', lazyConnect: true, autoResendUnfulfilledCommands: false });
   await client.connect();
   try {
     await client.flushall();

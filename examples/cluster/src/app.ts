@@ -2,13 +2,13 @@
  * @module The example app: a Fastify API limited per API key with three policies (a burst, an hourly
  * quota and a shadow candidate) applied in one Lua call on whichever cluster node owns the key's slot.
  */
-import { keys, type Logger, type RedisClientLike, RedisStore } from '@tollgate/core';
+import { keys, type Logger, RedisStore, type RedisStoreClient } from '@tollgate/core';
 import fastifyRateLimit from '@tollgate/fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
 
 export interface AppOptions {
-  /** An ioredis `Cluster` (or `Redis`) client. */
-  redis: RedisClientLike;
+  /** The cluster client: ioredis or iovalkey `Cluster`, or node-redis `createCluster()` (a single-node client works too). */
+  redis: RedisStoreClient;
   /** Key prefix in Redis. Defaults to `'example'`. */
   prefix?: string;
   /** How long a check waits for Redis before failing open, in ms. Defaults to `50`. */

@@ -10,7 +10,8 @@ const nodes = (process.env.REDIS_CLUSTER ?? '127.0.0.1:7000,127.0.0.1:7001,127.0
   return { host: host ?? '127.0.0.1', port: Number(port) };
 });
 const port = Number(process.env.PORT ?? 3001);
-const redis = new Cluster(nodes, { enableOfflineQueue: false });
+// No resending after a reconnect: Redis may already have run those calls (WRN_RL_CLIENT_RESENDS).
+const redis = new Cluster(nodes, { enableOfflineQueue: false, redisOptions: { autoResendUnfulfilledCommands: false } });
 redis.on('error', (error: Error) => console.error(`redis cluster: ${error.message}`));
 
 const app = await createApp({ redis });

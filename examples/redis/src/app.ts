@@ -3,13 +3,13 @@
  * it needs. Browsing fails open to an in-process limiter holding half of each limit; login fails closed
  * (503, never a 429 the client could not have earned).
  */
-import { type Logger, type RedisClientLike, RedisStore } from '@tollgate/core';
+import { type Logger, RedisStore, type RedisStoreClient } from '@tollgate/core';
 import { rateLimit } from '@tollgate/express';
 import express, { type Express, type Request, type Response } from 'express';
 
 export interface AppOptions {
-  /** An ioredis `Redis` (or `Cluster`) client. */
-  redis: RedisClientLike;
+  /** The Redis client: ioredis or iovalkey `Redis`/`Cluster`, node-redis `createClient()`/`createCluster()`, or `{ sendCommand }`. */
+  redis: RedisStoreClient;
   /** Key prefix in Redis. Defaults to `'example'`. */
   prefix?: string;
   /** How long a check waits for Redis before the failure mode answers, in ms. Defaults to `50`. */

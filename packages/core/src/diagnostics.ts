@@ -8,6 +8,9 @@ import { type Logger, safeLog } from './logging.js';
 
 /** Every warning tollgate raises; each is explained in docs/errors.md. */
 export const WARNING_CODES = [
+  'WRN_RL_CLIENT_RESENDS',
+  'WRN_RL_CORRUPT_STATE',
+  'WRN_RL_EVICTION_POLICY',
   'WRN_RL_HOOK_FAILED',
   'WRN_RL_HOOK_TIMEOUT',
   'WRN_RL_IGNORED_FORWARDED_HEADER',

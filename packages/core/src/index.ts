@@ -76,9 +76,16 @@ export { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } fro
 export { OVERLOADED_TYPE, planShed } from './shedding/shed-response.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export { type LeaseGrant, RedisLeases } from './stores/redis/lease-script.js';
-export type { RedisClientLike } from './stores/redis/redis-client.js';
+export type {
+  NodeRedisClientLike,
+  NodeRedisClusterLike,
+  RedisClientLike,
+  RedisStoreClient,
+  SendCommandClient,
+} from './stores/redis/redis-client.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis-store.js';
 export { RedisStoreError, type RedisStoreErrorCode } from './stores/redis/redis-store-error.js';
+export type { RepairedState } from './stores/redis/state-repair.js';
 export type { Store, StoreKey, StorePlan, StoreResult } from './stores/store.js';
 export type {
   AlgorithmId,

@@ -1,9 +1,12 @@
 /**
- * @module A separate process for the atomicity suite: connects its own ioredis client, waits for a
- * 'go' message, fires its requests at one key all at once, and reports how many were admitted.
+ * @module A separate process for the atomicity suite: connects its own client (`CLIENT_KIND`: ioredis,
+ * node-redis or iovalkey), waits for a 'go' message, fires its requests at one key all at once, and
+ * reports how many were admitted.
  */
-import { type AlgorithmId, createLimiter, RedisStore } from '@tollgate/core';
+import { type AlgorithmId, createLimiter, RedisStore, type RedisStoreClient } from '@tollgate/core';
 import { Redis } from 'ioredis';
+import { Redis as Valkey } from 'iovalkey';
+import { createClient } from 'redis';
 
 interface Job {
   readonly algorithm: AlgorithmId;
@@ -13,13 +16,30 @@ interface Job {
 }
 
 const send = (message: unknown) => process.send?.(message);
-const client = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT) });
-client.on('error', () => undefined);
-client.once('ready', () => send({ ready: true }));
+const where = { host: '127.0.0.1', port: Number(process.env.REDIS_PORT) };
+const kind = process.env.CLIENT_KIND ?? 'ioredis';
+let client: RedisStoreClient;
+let disconnect: () => unknown;
+if (kind === 'node-redis') {
+  const c = createClient({ socket: where });
+  c.on('error', () => undefined);
+  client = c;
+  disconnect = () => c.destroy();
+  c.connect().then(() => send({ ready: true }));
+} else {
+  const c =
+    kind === 'iovalkey'
+      ? new Valkey({ ...where, autoResendUnfulfilledCommands: false })
+      : new Redis({ ...where, autoResendUnfulfilledCommands: false });
+  c.on('error', () => undefined);
+  c.once('ready', () => send({ ready: true }));
+  client = c;
+  disconnect = () => c.disconnect();
+}
 
 process.on('message', async (job: Job | 'exit') => {
   if (job === 'exit') {
-    client.disconnect();
+    disconnect();
     process.exit(0);
   }
   const limiter = createLimiter({

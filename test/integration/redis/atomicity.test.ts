@@ -1,6 +1,7 @@
 /**
  * @module Atomicity: several processes, each with its own connection, hammer one key at the same moment;
- * for every algorithm exactly `limit` requests are admitted (the read-compute-write is one script).
+ * for every algorithm exactly `limit` requests are admitted (the read-compute-write is one script);
+ * once per client (ioredis, node-redis, iovalkey).
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -13,47 +14,51 @@ const REQUESTS = 40;
 const LIMIT = 50;
 const ALGORITHMS: readonly AlgorithmId[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'leaky-bucket', 'sliding-log'];
 
-describeRedis('atomicity across processes', () => {
-  let server: RedisServer;
-  const workers: ChildProcess[] = [];
+/** The clients the suite runs through (node-redis v4 is covered by the differential and store suites). */
+const KINDS = ['ioredis', 'node-redis', 'iovalkey'] as const;
 
-  function next<T>(w: ChildProcess): Promise<T> {
-    return new Promise((resolve, reject) => {
-      w.once('message', (m) => resolve(m as T));
-      w.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
-    });
-  }
+for (const kind of KINDS)
+  describeRedis(`atomicity across processes (through ${kind})`, () => {
+    let server: RedisServer;
+    const workers: ChildProcess[] = [];
 
-  beforeAll(async () => {
-    server = await startRedis();
-    const script = fileURLToPath(new URL('./atomicity-worker.ts', import.meta.url));
-    for (let i = 0; i < WORKERS; i++) {
-      workers.push(
-        fork(script, [], {
-          execArgv: ['--import', 'tsx', '--conditions=@tollgate/source'],
-          env: { ...process.env, REDIS_PORT: String(server.port) },
-          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        }),
-      );
+    function next<T>(w: ChildProcess): Promise<T> {
+      return new Promise((resolve, reject) => {
+        w.once('message', (m) => resolve(m as T));
+        w.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
+      });
     }
-    await Promise.all(workers.map((w) => next<{ ready: true }>(w)));
-  }, 60_000);
 
-  afterAll(async () => {
-    for (const w of workers) w.send('exit');
-    await server?.close();
-  });
+    beforeAll(async () => {
+      server = await startRedis();
+      const script = fileURLToPath(new URL('./atomicity-worker.ts', import.meta.url));
+      for (let i = 0; i < WORKERS; i++) {
+        workers.push(
+          fork(script, [], {
+            execArgv: ['--import', 'tsx', '--conditions=@tollgate/source'],
+            env: { ...process.env, REDIS_PORT: String(server.port), CLIENT_KIND: kind },
+            stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+          }),
+        );
+      }
+      await Promise.all(workers.map((w) => next<{ ready: true }>(w)));
+    }, 60_000);
 
-  for (const algorithm of ALGORITHMS) {
-    it(`${algorithm}: ${WORKERS} processes x ${REQUESTS} concurrent requests on one key admit exactly ${LIMIT}`, async () => {
-      const prefix = randomPrefix();
-      const answers = workers.map((w) => next<{ admitted: number; degraded: number }>(w));
-      for (const w of workers) w.send({ algorithm, prefix, limit: LIMIT, requests: REQUESTS });
-      const results = await Promise.all(answers);
-      expect(results.reduce((sum, r) => sum + r.degraded, 0)).toBe(0);
-      expect(results.reduce((sum, r) => sum + r.admitted, 0)).toBe(LIMIT);
-      // Every process took part: the requests really raced.
-      expect(results.filter((r) => r.admitted > 0).length).toBeGreaterThan(1);
+    afterAll(async () => {
+      for (const w of workers) w.send('exit');
+      await server?.close();
     });
-  }
-});
+
+    for (const algorithm of ALGORITHMS) {
+      it(`${algorithm}: ${WORKERS} processes x ${REQUESTS} concurrent requests on one key admit exactly ${LIMIT}`, async () => {
+        const prefix = randomPrefix();
+        const answers = workers.map((w) => next<{ admitted: number; degraded: number }>(w));
+        for (const w of workers) w.send({ algorithm, prefix, limit: LIMIT, requests: REQUESTS });
+        const results = await Promise.all(answers);
+        expect(results.reduce((sum, r) => sum + r.degraded, 0)).toBe(0);
+        expect(results.reduce((sum, r) => sum + r.admitted, 0)).toBe(LIMIT);
+        // Every process took part: the requests really raced.
+        expect(results.filter((r) => r.admitted > 0).length).toBeGreaterThan(1);
+      });
+    }
+  });

@@ -10,10 +10,82 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { RedisStoreClient } from '@tollgate/core';
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import { Redis as Valkey, Cluster as ValkeyCluster } from 'iovalkey';
+import { createClient, createCluster } from 'redis';
+import { createClient as createClient4, createCluster as createCluster4 } from 'redis4';
 import { describe, it } from 'vitest';
 
 export const HOST = '127.0.0.1';
+
+/**
+ * The clients the Redis suites run through, each as the app would create it and pass it to RedisStore
+ * (ioredis and iovalkey with `autoResendUnfulfilledCommands: false`, as docs/errors.md advises).
+ * iovalkey runs against redis-server: Valkey itself is not in this machine's package sources.
+ */
+export const CLIENT_KINDS = ['ioredis', 'node-redis', 'node-redis-v4', 'iovalkey'] as const;
+export type ClientKind = (typeof CLIENT_KINDS)[number];
+
+/** A connected client of `kind` and how to close it. */
+export interface KindClient {
+  readonly client: RedisStoreClient;
+  close(): Promise<void>;
+}
+
+const NO_RESEND = { autoResendUnfulfilledCommands: false } as const;
+
+/** Connects a client of `kind` to one server; resolves once it is ready. */
+async function connectKind(kind: ClientKind, port: number): Promise<KindClient> {
+  switch (kind) {
+    case 'ioredis':
+    case 'iovalkey': {
+      const c = kind === 'ioredis' ? new Redis({ host: HOST, port, ...NO_RESEND }) : new Valkey({ host: HOST, port, ...NO_RESEND });
+      c.on('error', () => undefined);
+      await waitFor(`${kind} ready`, () => c.status === 'ready');
+      return { client: c, close: async () => c.disconnect() };
+    }
+    case 'node-redis': {
+      const c = createClient({ socket: { host: HOST, port } });
+      c.on('error', () => undefined);
+      await c.connect();
+      return { client: c, close: async () => c.destroy() };
+    }
+    case 'node-redis-v4': {
+      const c = createClient4({ socket: { host: HOST, port } });
+      c.on('error', () => undefined);
+      await c.connect();
+      return { client: c, close: () => c.disconnect() };
+    }
+  }
+}
+
+/** Connects a cluster client of `kind` to the cluster whose masters listen on `ports`. */
+async function connectClusterKind(kind: ClientKind, ports: readonly number[]): Promise<KindClient> {
+  const nodes = ports.map((port) => ({ host: HOST, port }));
+  switch (kind) {
+    case 'ioredis':
+    case 'iovalkey': {
+      const options = { redisOptions: { ...NO_RESEND, maxRetriesPerRequest: 1 } };
+      const c = kind === 'ioredis' ? new Cluster(nodes, options) : new ValkeyCluster(nodes, options);
+      c.on('error', () => undefined);
+      await waitFor(`${kind} cluster ready`, () => c.status === 'ready');
+      return { client: c, close: async () => c.disconnect() };
+    }
+    case 'node-redis': {
+      const c = createCluster({ rootNodes: nodes.map((n) => ({ socket: n })) });
+      c.on('error', () => undefined);
+      await c.connect();
+      return { client: c, close: async () => c.destroy() };
+    }
+    case 'node-redis-v4': {
+      const c = createCluster4({ rootNodes: nodes.map((n) => ({ socket: n })) });
+      c.on('error', () => undefined);
+      await c.connect();
+      return { client: c, close: () => c.disconnect() };
+    }
+  }
+}
 const SERVER = process.env.TOLLGATE_REDIS_SERVER ?? 'redis-server';
 const REQUIRED = process.env.TOLLGATE_REQUIRE_REDIS === '1';
 
@@ -107,6 +179,7 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
 export class RedisServer {
   private child: ChildProcess | undefined;
   private readonly clients = new Set<Redis>();
+  private readonly kindClients = new Set<KindClient>();
 
   constructor(
     readonly port: number,
@@ -187,9 +260,18 @@ export class RedisServer {
     return c;
   }
 
+  /** A connected client of `kind` (ioredis, node-redis, iovalkey), closed by `close()`. */
+  async storeClient(kind: ClientKind): Promise<RedisStoreClient> {
+    const k = await connectKind(kind, this.port);
+    this.kindClients.add(k);
+    return k.client;
+  }
+
   async close(): Promise<void> {
     for (const c of this.clients) c.disconnect();
     this.clients.clear();
+    await Promise.all([...this.kindClients].map((k) => k.close().catch(() => undefined)));
+    this.kindClients.clear();
     await this.stop();
     rmSync(this.dir, { recursive: true, force: true });
   }
@@ -217,6 +299,7 @@ function info(text: string, field: string): string | undefined {
 
 export class RedisClusterHarness {
   private readonly clusters = new Set<Cluster>();
+  private readonly kindClients = new Set<KindClient>();
 
   constructor(
     readonly masters: readonly RedisServer[],
@@ -284,9 +367,21 @@ export class RedisClusterHarness {
     throw new Error(`no owner for slot ${slot}`);
   }
 
+  /** A connected cluster client of `kind` (ioredis, node-redis, iovalkey), closed by `close()`. */
+  async storeClient(kind: ClientKind): Promise<RedisStoreClient> {
+    const k = await connectClusterKind(
+      kind,
+      this.masters.map((m) => m.port),
+    );
+    this.kindClients.add(k);
+    return k.client;
+  }
+
   async close(): Promise<void> {
     for (const c of this.clusters) c.disconnect();
     this.clusters.clear();
+    await Promise.all([...this.kindClients].map((k) => k.close().catch(() => undefined)));
+    this.kindClients.clear();
     for (const c of this.admin.values()) c.disconnect();
     await Promise.all(this.nodes.map((s) => s.close()));
   }

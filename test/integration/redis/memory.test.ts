@@ -9,20 +9,21 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeRedis, infoField, type RedisServer, redisVersion, startRedis } from './harness.js';
 
 const KEYS = 2000;
-/** A typical limiter key: a user id. Key names are `tollgate:{user:123456}:default:<algorithm>:<params>`. */
+/** A typical limiter key: a user id. Key names are `tollgate:v1:{user:123456}:default:<algorithm>:<params>`. */
 const userKey = (i: number) => `user:${100_000 + i}`;
 
 /**
- * Upper bounds (bytes, MEMORY USAGE of one key on Redis 7.0 with a 43-character name): what a bare
- * counter under the same name costs (88), and a 3-member listpack for the sliding log.
+ * Upper bounds (bytes, MEMORY USAGE of one key on Redis 7.0 with a 46-character name): what a bare
+ * counter under the same name costs (104: the layout segment `v1:` took the name from jemalloc's 48-byte
+ * class to the 64-byte one), and a 3-member listpack for the sliding log.
  */
 const BOUNDS: Record<AlgorithmId, number> = {
-  'fixed-window': 88,
-  'sliding-window': 88,
-  'token-bucket': 88,
-  gcra: 88,
-  'leaky-bucket': 88,
-  'sliding-log': 136,
+  'fixed-window': 104,
+  'sliding-window': 104,
+  'token-bucket': 104,
+  gcra: 104,
+  'leaky-bucket': 104,
+  'sliding-log': 152,
 };
 
 describeRedis('memory per key', () => {
@@ -109,7 +110,7 @@ describeRedis('memory per key', () => {
       const name = key(userKey(0));
       const usage = Number(await client.memory('USAGE', name));
       rows.push(`| ${algorithm} (string form) | \`${await client.get(name)}\` | ${name.length} chars | ${usage} | | |`);
-      expect(usage).toBeLessThanOrEqual(136);
+      expect(usage).toBeLessThanOrEqual(152);
     }
   });
 

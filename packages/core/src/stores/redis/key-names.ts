@@ -1,5 +1,7 @@
 /**
- * @module Redis key names: `<prefix>:{<key>}:<policy>`. The braces make the limiter key the hash tag,
+ * @module Redis key names: `<prefix>:v1:{<key>}:<policy>`. `v1` is the layout of the state the scripts
+ * keep (scripts.ts): a future layout takes `v2`, so a script never reads state written in another
+ * format (old keys simply expire). The braces make the limiter key the hash tag,
  * so every key one request touches lives in one Redis Cluster slot and one script may read them all.
  * A key that is long, empty, or contains a brace (which would end or empty the hash tag) is replaced by
  * its SHA-256, marked with `#` after the tag so a digest and a literal key can never share a name.
@@ -49,7 +51,10 @@ export function policySuffix(p: CompiledPolicy): string {
   return `${p.name}:${CODES[p.algorithm]}:${params}${p.shadow ? ':s' : ''}`;
 }
 
-/** The Redis key holding the state of `policy` for `key`. */
+/** The layout of the stored state; bump it (`v2`) whenever a script would read old state wrongly. */
+export const KEY_LAYOUT = 'v1';
+
+/** The Redis key holding the state of `policy` (its `suffix`) for the limiter key whose tag is `tag`. */
 export function keyName(prefix: string, tag: string, suffix: string): string {
-  return `${prefix}:${tag}:${suffix}`;
+  return `${prefix}:${KEY_LAYOUT}:${tag}:${suffix}`;
 }

@@ -7,9 +7,14 @@
  * script makes no table but its reply and no closure at all.
  *
  * What a fragment may use: `now` and `cost` (the request), `out` (the reply: five numbers per policy,
- * all 0 until written, then `now`), `KEYS`, and the aliases `INF`, `floor`, `fmod` and `fmt`
- * (math.huge, math.floor, math.fmod, string.format) that every script defines first. Temporaries live
- * in `do ... end` blocks, so only the state locals count toward Lua's 200 locals per function.
+ * all 0 until written, then `now`), `KEYS`, `rep` (the mask of repaired keys), and the aliases `INF`,
+ * `floor`, `fmod` and `fmt` (math.huge, math.floor, math.fmod, string.format) that every script defines
+ * first. Temporaries live in `do ... end` blocks, so
+ * only the state locals count toward Lua's 200 locals per function.
+ *
+ * State that heals: `load` reads a key as never seen when it holds what no kernel writes (another type,
+ * a non-integer or negative number, a key without expiry, a time further ahead of `now` than the policy
+ * can reach plus `CLOCK_TOLERANCE_MS`), deletes it and sets the policy's bit in `rep` (state-repair.ts).
  */
 import type { CompiledPolicy } from '../../policy.js';
 import type { AlgorithmId } from '../../types.js';
@@ -114,20 +119,41 @@ function alignedStart(target: string, w: number): string {
     if m < 0 then ${target} = ${target} - ${w} end`;
 }
 
-/** Fills `value` (the stored string) and `expiry` (its PEXPIRETIME, -1 when it has none) for window keys. */
-function readWithExpiry(s: Slot, then: string): string {
+/**
+ * How far ahead of `now` stored times may lie and still be read (a clock that stepped back by up to a
+ * day): beyond it, state is foreign or corrupt, and would lock its key for ever.
+ */
+export const CLOCK_TOLERANCE_MS = 86_400_000;
+
+/** A Lua condition: `v` (a name) is a number a kernel may store, an integer in [0, 2^53). */
+function int(v: string): string {
+  return `(${v} ~= nil and ${v} >= 0 and ${v} < ${2 ** 53} and ${v} == floor(${v}))`;
+}
+
+/** Deletes policy `s`'s key and marks it repaired in the reply (state-repair.ts). */
+function repair(s: Slot): string {
+  return `redis.call('DEL', ${s.key}); rep = rep + ${2 ** (s.i - 1)}`;
+}
+
+/**
+ * Reads a window key: `value` (the stored string) and `expiry` (its PEXPIRETIME). Runs `parse`, which
+ * sets `ok = true` (and the state) only for a value a kernel writes, when the key is a string with an
+ * expiry at most `ahead` ms after now; anything else (another type, no expiry, a bad value) is repaired.
+ */
+function readWithExpiry(s: Slot, parse: string, ahead: number): string {
   return lua`
-    local value = redis.call('GET', ${s.key})
+    local value = redis.pcall('GET', ${s.key})
     if value then
-      local expiry = redis.call('PEXPIRETIME', ${s.key})
-      -- A key without an expiry is not ours to trust: read it as a key never seen.
-      if expiry >= 0 then
-        ${then}
+      local ok, expiry = false, -1
+      if type(value) == 'string' then expiry = redis.call('PEXPIRETIME', ${s.key}) end
+      if expiry >= 0 and expiry <= now + ${ahead + CLOCK_TOLERANCE_MS} then
+        ${parse}
       end
+      if not ok then ${repair(s)} end
     end`;
 }
 
-/** Splits a stored `a` or `a:b` into `first` and `second` (0 when absent). */
+/** Splits a stored `a` or `a:b` into `first` and `second` (0 when absent); either may be nil if not a number. */
 function splitPair(value: string, first: string, second: string): string {
   return lua`
     local at = string.find(${value}, ':', 1, true)
@@ -175,7 +201,7 @@ const fixedWindow: LuaKernel = {
       local ${ws}, ${used} = 0, 0
       do
         local start, stored = -INF, 0
-        ${readWithExpiry(s, `start = expiry - ${w}; stored = tonumber(value)`)}
+        ${readWithExpiry(s, `local v = tonumber(value); if ${int('v')} then start = expiry - ${w}; stored = v; ok = true end`, w)}
         ${window}
         if ${ws} == start then ${used} = stored end
       end`;
@@ -280,13 +306,14 @@ const slidingWindow: LuaKernel = {
     const [start, curr, prev] = names(s, SW_STATE);
     const w = p.windowMs;
     const read = lua`
-      from = expiry - ${2 * w}
-      ${splitPair('value', 'c', 'pv')}`;
+      local a, b = 0, 0
+      ${splitPair('value', 'a', 'b')}
+      if ${int('a')} and ${int('b')} then from = expiry - ${2 * w}; c = a; pv = b; ok = true end`;
     return lua`
       local ${start}, ${curr}, ${prev} = 0, 0, 0
       do
         local from, c, pv = -INF, 0, 0
-        ${readWithExpiry(s, read)}
+        ${readWithExpiry(s, read, 2 * w)}
         -- roll: rolled over on a boundary, never moved back by a backward clock.
         local a
         ${alignedStart('a', w)}
@@ -378,14 +405,18 @@ const tokenBucket: LuaKernel = {
     const [tokens, last] = names(s, TB_STATE);
     const cap = p.capTicks;
     const read = lua`
-      ${tokens} = tonumber(value)
-      local missing = ${cap} - ${tokens}
-      ${ceilDiv('q', 'missing', p.rate)}
-      ${last} = expiry - q`;
+      local v = tonumber(value)
+      if ${int('v')} then
+        ${tokens} = v
+        local missing = ${cap} - ${tokens}
+        ${ceilDiv('q', 'missing', p.rate)}
+        ${last} = expiry - q
+        ok = true
+      end`;
     return lua`
       local ${tokens}, ${last} = INF, -INF
       do
-        ${readWithExpiry(s, read)}
+        ${readWithExpiry(s, read, Math.ceil(cap / p.rate))}
         -- refill(min(stored, cap)): never refilled twice when the clock steps back.
         if ${tokens} > ${cap} then ${tokens} = ${cap} end
         if ${tokens} < ${cap} and now > ${last} then
@@ -507,7 +538,8 @@ function gcraStore(s: Slot, whole: string, frac: string): string {
     if ${frac} > 0 then
       redis.call('SET', ${s.key}, fmt('%d:%d', tat, ${frac}), 'PXAT', fmt('%d', tat + 1))
     else
-      redis.call('SET', ${s.key}, fmt('%d', tat), 'PXAT', fmt('%d', tat))
+      local text = fmt('%d', tat)
+      redis.call('SET', ${s.key}, text, 'PXAT', text)
     end`;
 }
 
@@ -518,9 +550,21 @@ const gcra: LuaKernel = {
     return lua`
       local ${tat}, ${frac}, ${debt} = -INF, 0, 0
       do
-        local value = redis.call('GET', ${s.key})
+        local value = redis.pcall('GET', ${s.key})
         if value then
-          ${splitPair('value', tat, frac)}
+          -- Most TATs have no fraction: one tonumber, and the split only for \`tat:frac\`.
+          local a, b = nil, 0
+          if type(value) == 'string' then
+            a = tonumber(value)
+            if a == nil then
+              ${splitPair('value', 'a', 'b')}
+            end
+          end
+          if ${int('a')} and ${int('b')} and b < ${p.rate} and a <= now + ${Math.ceil(p.capTicks / p.rate) + 1 + CLOCK_TOLERANCE_MS} then
+            ${tat} = a; ${frac} = b
+          else
+            ${repair(s)}
+          end
         end
       end
       if ${tat} >= now then ${debt} = (${tat} - now) * ${p.rate} + ${frac} end`;
@@ -639,11 +683,17 @@ const slidingLog: LuaKernel = {
     return lua`
       local ${hw}, ${base}, ${last}, ${live}, ${fresh}, ${expired}, ${etime} = -INF, 0, 0, 0, true, 0, 0
       do
-        local top = redis.call('ZRANGE', ${s.key}, -1, -1, 'WITHSCORES')
-        if #top > 0 then
+        local top = redis.pcall('ZRANGE', ${s.key}, -1, -1, 'WITHSCORES')
+        -- bad: the key holds what no commit writes (another type, a member that is no time, a time too far
+        -- ahead, running totals out of order): it is deleted and read as a log never seen.
+        local bad = top.err ~= nil
+        if not bad and #top > 0 then
           ${fresh} = false
           if string.sub(top[1], 1, 1) == 'b' then ${hw} = tonumber(string.sub(top[1], 2)) or -INF else ${hw} = tonumber(top[1]) end
           ${last} = tonumber(top[2])
+          if ${hw} == nil or ${hw} > now + ${CLOCK_TOLERANCE_MS} or not ${int(last)} then bad = true end
+        end
+        if not bad and not ${fresh} then
           local bound = now
           if ${hw} > bound then bound = ${hw} end
           bound = bound - ${p.windowMs}
@@ -656,6 +706,7 @@ const slidingLog: LuaKernel = {
             if from == 0 then ${base} = tonumber(items[2]); j = 3 end
             while j <= #items do
               local t = tonumber(items[j])
+              if t == nil then bad = true; done = true; break end
               if t > bound then done = true; break end
               ${expired} = ${expired} + 1; ${etime} = t; newest = tonumber(items[j + 1])
               j = j + 2
@@ -666,6 +717,11 @@ const slidingLog: LuaKernel = {
           end
           if ${expired} > 0 then ${base} = newest end
           ${live} = card - 1 - ${expired}
+          if not ${int(base)} or ${base} > ${last} then bad = true end
+        end
+        if bad then
+          ${repair(s)}
+          ${hw}, ${base}, ${last}, ${live}, ${fresh}, ${expired}, ${etime} = -INF, 0, 0, 0, true, 0, 0
         end
       end`;
   },

@@ -79,8 +79,11 @@ export function peekScript(plan: StorePlan): LuaScript {
       -- Returns 5 integers per policy (flags, remaining milli, retryAfterMs, resetMs, delayMs), then now.
       ${NOW}
       local out = {${[...Array.from({ length: 5 * n }, () => '0'), 'now'].join(', ')}}
+      -- rep: the mask of keys the loads repaired (lua-kernels.ts), appended as apply does.
+      local rep = 0
       ${peekGroup(plan, 0, e)}
       ${n > e ? peekGroup(plan, e, n) : ''}
+      if rep > 0 then out[${5 * n + 2}] = rep end
       return out`;
     return text;
   });
@@ -232,6 +235,8 @@ export function refundScript(plan: StorePlan): LuaScript {
       -- ARGV[1]  now in ms, or '' to read Redis TIME; ARGV[2]  cost in milli-units; ARGV[3..] the marks
       ${NOW}
       local out = {${Array.from({ length: n }, () => '0').join(', ')}}
+      -- rep: keys the loads repaired (lua-kernels.ts); a repaired key has no charge to give back.
+      local rep = 0
       ${parts.join('\n')}
       return out`;
   });

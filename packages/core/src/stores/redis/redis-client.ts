@@ -1,21 +1,33 @@
 /**
- * @module The part of an ioredis client (`Redis` or `Cluster`) that RedisStore uses, typed by shape so
- * that ioredis never enters the dependency tree of users who do not use Redis. Any ioredis 5 or 6
- * `Redis` or `Cluster` instance fits; so does anything else with these members and ioredis' semantics.
+ * @module The Redis clients RedisStore takes, typed by shape so that no Redis client enters the dependency
+ * tree of users who do not use Redis: an ioredis (5, 6) or iovalkey `Redis` or `Cluster`, a node-redis
+ * (v4 and later) client from `createClient()` or cluster from `createCluster()`, or, for any other client,
+ * an object with one `sendCommand(args)` function. clients/ turns each into the one interface the store
+ * uses. Optional members are declared `| undefined` so that the clients' own types fit under
+ * `exactOptionalPropertyTypes`.
  */
 
-/** Something SCRIPT LOAD can be sent to: a `Redis` client, or one node of a `Cluster`. */
-export interface ScriptHost {
+/** Something SCRIPT LOAD can be sent to: an ioredis `Redis` client, or one node of a `Cluster`. */
+export interface ScriptHostLike {
   script(subcommand: 'LOAD', script: string): Promise<unknown>;
 }
 
 /** One node of an ioredis `Cluster` (itself an ioredis `Redis` client). */
-export interface ClusterNodeLike extends ScriptHost {
-  readonly options: { readonly host?: string; readonly port?: number };
+export interface ClusterNodeLike extends ScriptHostLike {
+  readonly options: { readonly host?: string | undefined; readonly port?: number | undefined };
+  config?(subcommand: 'GET', parameter: string): Promise<unknown>;
 }
 
-/** An ioredis `Redis` or `Cluster` client, as RedisStore sees it. */
-export interface RedisClientLike extends ScriptHost {
+/** The ioredis options RedisStore checks (`stringNumbers`, `autoResendUnfulfilledCommands`). */
+export interface IoredisOptionsLike {
+  readonly stringNumbers?: boolean | undefined;
+  readonly autoResendUnfulfilledCommands?: boolean | undefined;
+  /** On a `Cluster`: the options of every node's connection. */
+  readonly redisOptions?: IoredisOptionsLike | undefined;
+}
+
+/** An ioredis or iovalkey `Redis` or `Cluster` client, as RedisStore sees it. */
+export interface RedisClientLike extends ScriptHostLike {
   /**
    * ioredis' connection state: `'ready'` when commands go straight to the server; `'wait'` before a
    * `lazyConnect` client's first connection; `'connecting'`, `'connect'`, `'reconnecting'` while commands
@@ -25,26 +37,51 @@ export interface RedisClientLike extends ScriptHost {
   evalsha(sha1: string, numkeys: number, ...args: string[]): Promise<unknown>;
   eval(script: string, numkeys: number, ...args: string[]): Promise<unknown>;
   del(...keys: string[]): Promise<number>;
+  /** CONFIG GET, for the checks on the first connection. */
+  config?(subcommand: 'GET', parameter: string): Promise<unknown>;
   /** Present on ioredis clients; called once for a `lazyConnect` client that has not connected yet. */
   connect?(): Promise<void>;
+  /** The client's options (`Redis`), or the cluster's (`Cluster`, with `redisOptions` for its nodes). */
+  readonly options?: IoredisOptionsLike | undefined;
   /** ioredis: true on a `Cluster`, whose scripts are loaded node by node. */
-  readonly isCluster?: boolean;
+  readonly isCluster?: boolean | undefined;
   /** ioredis `Cluster`: the nodes (`host:port`) serving each hash slot, master first. */
-  readonly slots?: readonly (readonly string[] | undefined)[];
+  readonly slots?: readonly (readonly string[] | undefined)[] | undefined;
   /** ioredis `Cluster`: the clients of its nodes. */
   nodes?(role: 'master'): readonly ClusterNodeLike[];
 }
 
-/** True when `value` has the members RedisStore calls. */
-export function isRedisClientLike(value: unknown): value is RedisClientLike {
-  const c = value as Partial<RedisClientLike> | null;
-  return (
-    typeof c === 'object' &&
-    c !== null &&
-    typeof c.status === 'string' &&
-    typeof c.evalsha === 'function' &&
-    typeof c.eval === 'function' &&
-    typeof c.script === 'function' &&
-    typeof c.del === 'function'
-  );
+/** A node-redis (v4, v5, v6) client from `createClient()`. Call `connect()` on it yourself. */
+export interface NodeRedisClientLike {
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+  sendCommand(args: string[]): Promise<unknown>;
 }
+
+/** A node-redis (v4, v5, v6) cluster from `createCluster()`. Call `connect()` on it yourself. */
+export interface NodeRedisClusterLike {
+  readonly isOpen: boolean;
+  /** node-redis v5 and later; v4 clusters only say `isOpen`. */
+  readonly isReady?: boolean | undefined;
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  /** The master serving a hash slot. */
+  getSlotMaster(slot: number): { readonly host: string; readonly port: number } | undefined;
+  /** Every master, for the checks on the first connection. */
+  readonly masters: readonly unknown[];
+  /** The client of one of `masters` (a promise of it on v5 and later). */
+  nodeClient(node: unknown): unknown;
+}
+
+/**
+ * Any other client: one function that sends a command (`['EVALSHA', sha, '1', key, ...]`) and resolves
+ * to Redis' reply as the client decodes it (integers as numbers, arrays as arrays), or rejects with
+ * Redis' error (its message starting with the error code, e.g. `NOSCRIPT`). RedisStore sends EVALSHA,
+ * EVAL, SCRIPT LOAD, DEL and CONFIG GET through it. On a Redis Cluster, route by the first key after
+ * the number of keys (every key of one call shares a hash slot).
+ */
+export interface SendCommandClient {
+  sendCommand(args: string[]): Promise<unknown>;
+}
+
+/** Every client `new RedisStore({ client })` takes. */
+export type RedisStoreClient = RedisClientLike | NodeRedisClientLike | NodeRedisClusterLike | SendCommandClient;

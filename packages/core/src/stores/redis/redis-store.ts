@@ -14,8 +14,10 @@
  * limiter's failure handling it names the node that serves a key (`nodeOf`: the Cluster master of the
  * key's slot) and says whose fault an error is (`errorScope`: one key's state, or the node).
  */
+import { createDiagnostics, type Diagnostics, type ValidateOption } from '../../diagnostics.js';
 import { RateLimitConfigError } from '../../errors.js';
 import { readOptions } from '../../internal/read-options.js';
+import { isLogger, type Logger, toLogger } from '../../logging.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -30,23 +32,30 @@ import {
   type StorePlan,
   type StoreResult,
 } from '../store.js';
-import { keySlot } from './cluster-slot.js';
+import type { StoreClient } from './clients/store-client.js';
+import { toStoreClient } from './clients/to-store-client.js';
 import { slotGroups, subPlan } from './cluster-split.js';
+import { checkClientSettings, checkServerConfig } from './config-checks.js';
 import { keyName, keyTag, policySuffix } from './key-names.js';
 import { peekScript, refundScript } from './plan-scripts.js';
-import { isRedisClientLike, type RedisClientLike } from './redis-client.js';
+import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
 import { ScriptRunner } from './script-runner.js';
 import { type LuaScript, planScript } from './scripts.js';
+import { type RepairedState, RepairReporter } from './state-repair.js';
 
 export interface RedisStoreOptions {
   /**
-   * Your ioredis `Redis` or `Cluster` client; the store never closes it. Create it with
-   * `enableOfflineQueue: false` or not: the store refuses to send while the client is not `'ready'`.
+   * Your Redis client, as it is; the store never closes it: an ioredis or iovalkey `Redis` or `Cluster`
+   * (create it with `autoResendUnfulfilledCommands: false`, see `WRN_RL_CLIENT_RESENDS`), a node-redis
+   * (v4 and later) `createClient()` or `createCluster()` (call its `connect()`), or any other client as
+   * `{ sendCommand: (args) => ... }` (one function that sends `['EVALSHA', sha, '1', key, ...]` and
+   * resolves to Redis' reply). The store refuses to send while the client is not ready instead of
+   * letting commands wait in its offline queue.
    */
-  client: RedisClientLike;
+  client: RedisStoreClient;
   /**
-   * Prepended to every key name (`<prefix>:{<key>}:<policy>`); give each app sharing a Redis its own.
+   * Prepended to every key name (`<prefix>:v1:{<key>}:<policy>`); give each app sharing a Redis its own.
    * No braces (they would break the hash tag). Defaults to `'tollgate'`.
    */
   prefix?: string;
@@ -57,6 +66,19 @@ export interface RedisStoreOptions {
    * Never use it in production: instances with skewed clocks would disagree. Defaults to `'redis'`.
    */
   timeSource?: 'redis' | 'limiter';
+  /**
+   * Where the store's warnings go (`WRN_RL_CLIENT_RESENDS`, `WRN_RL_EVICTION_POLICY`,
+   * `WRN_RL_CORRUPT_STATE`), each at most once per store. Defaults to `console`.
+   */
+  logger?: Logger | Console;
+  /** `false` silences the store's warnings; `{ WRN_RL_EVICTION_POLICY: false }` one of them. Defaults to `true`. */
+  validate?: ValidateOption;
+  /**
+   * Called each time the script found a limiter key holding a value it never writes (a foreign or corrupt
+   * value, a key without expiry) and read it as a key never seen, deleting it. Defaults to none; the
+   * first such key is also logged once (`WRN_RL_CORRUPT_STATE`).
+   */
+  onStateRepaired?: (event: RepairedState) => void;
 }
 
 /** The per-plan parts of every call, computed once per plan. */
@@ -68,23 +90,36 @@ interface Bound {
   refund?: LuaScript;
 }
 
-const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = { client: true, prefix: true, timeSource: true };
+const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = {
+  client: true,
+  prefix: true,
+  timeSource: true,
+  logger: true,
+  validate: true,
+  onStateRepaired: true,
+};
 
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly prefix: string;
   readonly timeSource: 'redis' | 'limiter';
-  private readonly client: RedisClientLike;
+  private readonly client: StoreClient;
   private readonly scripts: ScriptRunner;
+  private readonly diagnostics: Diagnostics;
+  private readonly repairs: RepairReporter;
+  /** False until the first call on a ready client starts the server checks (config-checks.ts). */
+  private checked = false;
   private readonly bindings = new WeakMap<StorePlan, Bound>();
 
   constructor(options: RedisStoreOptions) {
     const o = readOptions(options, OPTION_KEYS, 'options', '{ client: new Redis() } (RedisStore options)');
-    if (!isRedisClientLike(o.client)) {
+    const client = toStoreClient(o.client);
+    if (client === undefined) {
       throw new RateLimitConfigError(
         'ERR_RL_INVALID_CLIENT',
         'client',
-        'must be an ioredis Redis or Cluster client (with status, evalsha, eval, script and del), e.g. new Redis(url)',
+        'must be an ioredis or iovalkey Redis or Cluster, a node-redis createClient() or createCluster() client, ' +
+          'or { sendCommand: (args) => Promise<reply> } for any other client',
         o.client,
       );
     }
@@ -106,8 +141,31 @@ export class RedisStore implements Store {
         o.timeSource,
       );
     }
-    this.client = o.client;
-    this.scripts = new ScriptRunner(o.client);
+    if (o.logger !== undefined && o.logger !== console && !isLogger(o.logger)) {
+      throw new RateLimitConfigError('ERR_RL_INVALID_LOGGER', 'logger', 'must have warn and error methods, like console or pino', o.logger);
+    }
+    if (o.onStateRepaired !== undefined && typeof o.onStateRepaired !== 'function') {
+      throw new RateLimitConfigError('ERR_RL_INVALID_HOOK', 'onStateRepaired', 'must be a function', o.onStateRepaired);
+    }
+    const validate = o.validate ?? true;
+    if (typeof validate !== 'boolean' && (typeof validate !== 'object' || validate === null)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_OPTION',
+        'validate',
+        'must be a boolean or an object like { WRN_RL_EVICTION_POLICY: false }',
+        validate,
+      );
+    }
+    const logger = toLogger(o.logger);
+    this.diagnostics = createDiagnostics(logger, validate);
+    this.repairs = new RepairReporter(
+      logger,
+      validate === true || (typeof validate === 'object' && validate.WRN_RL_CORRUPT_STATE !== false),
+      o.onStateRepaired,
+    );
+    checkClientSettings(client, this.diagnostics);
+    this.client = client;
+    this.scripts = new ScriptRunner(client);
     this.prefix = prefix;
     this.timeSource = timeSource;
   }
@@ -128,12 +186,19 @@ export class RedisStore implements Store {
     this.bind(plan);
   }
 
+  /** The last plan bound and its binding: a limiter passes the same plan on every call. */
+  private lastPlan: StorePlan | undefined;
+  private lastBound: Bound | undefined;
+
   private bind(plan: StorePlan): Bound {
+    if (plan === this.lastPlan) return this.lastBound as Bound;
     let b = this.bindings.get(plan);
     if (b === undefined) {
       b = { suffixes: plan.policies.map(policySuffix), script: planScript(plan) };
       this.bindings.set(plan, b);
     }
+    this.lastPlan = plan;
+    this.lastBound = b;
     return b;
   }
 
@@ -187,9 +252,8 @@ export class RedisStore implements Store {
    */
   nodeOf(key: string, plan: StorePlan): string {
     const client = this.client;
-    if (client.isCluster !== true) return 'redis';
-    const name = this.keyNames(key, plan)[0] as string;
-    return client.slots?.[keySlot(name)]?.[0] ?? 'cluster';
+    if (!client.isCluster) return 'redis';
+    return client.nodeAddress(this.keyNames(key, plan)[0] as string) ?? 'cluster';
   }
 
   /** Whose fault `error` is: one key's state (`'key'`) or the node (`'node'`); see `redisErrorScope`. */
@@ -200,12 +264,18 @@ export class RedisStore implements Store {
   /** Rejects when the client would queue the command instead of sending it. */
   private notReady(): RedisStoreError | undefined {
     const status = this.client.status;
-    if (status === 'ready') return undefined;
+    if (status === 'ready') {
+      if (!this.checked) {
+        this.checked = true;
+        void checkServerConfig(this.client, this.diagnostics);
+      }
+      return undefined;
+    }
     // A lazyConnect client connects on its first command; we send none until it is ready, so start it.
     if (status === 'wait') this.client.connect?.().catch(() => undefined);
     return new RedisStoreError(
       'ERR_RL_STORE_NOT_READY',
-      `the Redis client is '${status}', not 'ready'; RedisStore does not let commands wait in ioredis' offline queue, ` +
+      `the Redis client is '${status}', not 'ready'; RedisStore does not let commands wait in the client's offline queue, ` +
         "so the limiter's onStoreError answers until the client is ready again",
     );
   }
@@ -231,13 +301,13 @@ export class RedisStore implements Store {
     if (error !== undefined) return Promise.reject(error);
     const n = plan.policies.length;
     const args = this.keysOf(key, b);
-    const groups = typeof key !== 'string' && this.client.isCluster === true ? slotGroups(args) : undefined;
+    const groups = typeof key !== 'string' && this.client.isCluster ? slotGroups(args) : undefined;
     if (groups !== undefined) return this.refundSplit(key as readonly string[], plan, cost, marks, now, groups);
     args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
     for (let i = 0; i < n; i++) args.push(Number.isNaN(marks[i]) ? '' : String(marks[i]));
     b.refund ??= refundScript(plan);
     const script = b.refund;
-    return this.scripts.run(script, n, args).then((reply) => {
+    return this.scripts.run(script, n, args, (reply) => {
       if (Array.isArray(reply) && reply.length === n && reply.every((x) => x === 0 || x === 1)) return reply as number[];
       throw new RedisStoreError(
         'ERR_RL_STORE_REPLY',
@@ -370,7 +440,7 @@ export class RedisStore implements Store {
     // KEYS (one per policy), then ARGV: now ('' = Redis TIME) and the cost.
     const args = this.keysOf(key, b);
     // Several keys in different Cluster slots: reserve, then confirm or give back (cluster-split.ts).
-    const groups = typeof key !== 'string' && this.client.isCluster === true ? slotGroups(args) : undefined;
+    const groups = typeof key !== 'string' && this.client.isCluster ? slotGroups(args) : undefined;
     if (groups !== undefined) return this.runSplit(key as readonly string[], plan, cost, now, peek, groups);
     args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
     let script = b.script;
@@ -378,24 +448,41 @@ export class RedisStore implements Store {
       b.peek ??= peekScript(plan);
       script = b.peek;
     }
-    return this.scripts.run(script, n, args).then((reply) => checkReply(reply, n, script));
+    // One promise per call: the reply is checked in the same step that would recover from NOSCRIPT. The
+    // check is an inline arrow (a named one would cost a keep-names helper call per request under tsx).
+    const keyNames = args;
+    return this.scripts.run(script, n, args, (reply) => this.answer(reply, key, plan, keyNames, script));
+  }
+
+  /** The script's reply for `key`, checked; a mask of repaired keys after it is reported, then dropped. */
+  private answer(reply: unknown, key: StoreKey, plan: StorePlan, names: readonly string[], script: LuaScript): StoreResult {
+    const n = plan.policies.length;
+    if (Array.isArray(reply) && reply.length === n * RESULT_STRIDE + 2) {
+      const mask = reply.pop();
+      if (typeof mask === 'number') this.repairs.report(key, plan, names, mask);
+    }
+    return checkReply(reply, n, script);
   }
 
   reset(key: string, plan: StorePlan): Promise<void> {
     const error = this.notReady();
     if (error !== undefined) return Promise.reject(error);
-    return this.client.del(...this.keyNames(key, plan)).then(() => undefined);
+    return this.client.del(this.keyNames(key, plan)).then(() => undefined);
   }
 }
 
 /** The script's reply, checked: `RESULT_STRIDE` integers per policy, then the `now` it used. */
 function checkReply(reply: unknown, n: number, script: LuaScript): StoreResult {
   const length = n * RESULT_STRIDE + 1;
-  if (Array.isArray(reply) && reply.length === length && reply.every((v) => typeof v === 'number')) return reply as number[];
+  if (Array.isArray(reply) && reply.length === length) {
+    let i = 0;
+    while (i < length && typeof reply[i] === 'number') i++;
+    if (i === length) return reply as number[];
+  }
   const shown = JSON.stringify(reply)?.slice(0, 200);
   throw new RedisStoreError(
     'ERR_RL_STORE_REPLY',
     `expected ${length} integers from ${script.name} (${n} ${n === 1 ? 'policy' : 'policies'}), got ${shown}; ` +
-      'the client must return Redis replies unchanged (a wrapper or a non-ioredis client that converts replies is the usual cause)',
+      'the client must return Redis replies as it decodes them, integers as numbers (a wrapper that converts replies is the usual cause)',
   );
 }

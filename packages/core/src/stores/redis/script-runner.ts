@@ -1,7 +1,7 @@
 /**
  * @module Runs a script by SHA. EVALSHA first; when Redis answers NOSCRIPT (its script cache is empty
  * after a restart, a failover, on a new cluster node, or after SCRIPT FLUSH), one SCRIPT LOAD on that
- * node, shared by every call that meets NOSCRIPT there while it is on its way, then EVALSHA again: a
+ * node, shared by every call sent before it that meets NOSCRIPT there, then EVALSHA again: a
  * fresh server with 256 calls in flight gets the script once, not 256 times. NOSCRIPT means the script
  * did not run, so sending the call again cannot charge twice. Should the second EVALSHA meet NOSCRIPT
  * too (the slot moved to a node without the script, or its cache was flushed, while the script loaded),
@@ -9,8 +9,7 @@
  * carries the script itself. Every other error is rethrown as is: retrying a timeout or a dropped
  * connection would double the load on a struggling server and could charge a request twice.
  */
-import { keySlot } from './cluster-slot.js';
-import type { RedisClientLike, ScriptHost } from './redis-client.js';
+import type { StoreClient } from './clients/store-client.js';
 import type { LuaScript } from './scripts.js';
 
 /** True for Redis' answer to EVALSHA of a script it does not hold. */
@@ -18,60 +17,60 @@ export function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
-/**
- * Where SCRIPT LOAD must go for a call on `key`: the client itself, or on a Cluster the client of the
- * master that serves the key's slot (undefined when the client's slot map does not name it).
- */
-function scriptHost(client: RedisClientLike, key: string): ScriptHost | undefined {
-  if (client.isCluster !== true) return client;
-  const address = client.slots?.[keySlot(key)]?.[0];
-  if (address === undefined) return undefined;
-  return client.nodes?.('master').find((node) => `${node.options.host}:${node.options.port}` === address);
-}
-
 /** Runs scripts on one client, loading each at most once at a time per node. */
 export class ScriptRunner {
   /** Times the script was sent in full: each SCRIPT LOAD, and each EVAL. */
   sent = 0;
-  /** The SCRIPT LOADs on their way, by node and SHA. */
-  private readonly loading = new WeakMap<ScriptHost, Map<string, Promise<unknown>>>();
+  /** Calls sent so far: a call's number says whether a SCRIPT LOAD started after it was sent. */
+  private calls = 0;
+  /** The latest SCRIPT LOAD by node and SHA: the call number when it started, and its promise. */
+  private readonly loads = new Map<string, { readonly after: number; readonly done: Promise<unknown> }>();
 
-  constructor(private readonly client: RedisClientLike) {}
+  constructor(private readonly client: StoreClient) {}
 
-  /** Runs `script` with `numKeys` keys (`args[0 .. numKeys)`) followed by its arguments. */
-  run(script: LuaScript, numKeys: number, args: readonly string[]): Promise<unknown> {
-    const client = this.client;
-    return client.evalsha(script.sha, numKeys, ...args).then(undefined, (error: unknown) => {
-      if (!isNoScript(error)) throw error;
-      const host = scriptHost(client, args[0] as string);
-      if (host === undefined) return this.evalInFull(script, numKeys, args);
-      return this.load(host, script)
-        .then(() => client.evalsha(script.sha, numKeys, ...args))
-        .then(undefined, (again: unknown) => {
-          if (!isNoScript(again)) throw again;
-          return this.evalInFull(script, numKeys, args);
-        });
-    });
+  /**
+   * Runs `script` with `numKeys` keys (`args[0 .. numKeys)`) followed by its arguments, and resolves to
+   * `check(reply)`: one `then` on the client's promise, so a call costs no promise or tick of its own.
+   */
+  run<T>(script: LuaScript, numKeys: number, args: readonly string[], check: (reply: unknown) => T): Promise<T> {
+    const call = ++this.calls;
+    return this.client
+      .evalsha(script.sha, numKeys, args)
+      .then(check, (error: unknown) => this.reload(error, call, script, numKeys, args).then(check));
   }
 
-  /** SCRIPT LOAD of `script` on `host`, or the one already on its way there. */
-  private load(host: ScriptHost, script: LuaScript): Promise<unknown> {
-    let pending = this.loading.get(host);
-    if (pending === undefined) {
-      pending = new Map();
-      this.loading.set(host, pending);
-    }
-    const onItsWay = pending.get(script.sha);
-    if (onItsWay !== undefined) return onItsWay;
+  /** After EVALSHA `call` failed: on NOSCRIPT, load the script where the key lives and send the call once more. */
+  private reload(error: unknown, call: number, script: LuaScript, numKeys: number, args: readonly string[]): Promise<unknown> {
+    if (!isNoScript(error)) throw error;
+    const client = this.client;
+    const host = client.scriptHost(args[0] as string);
+    if (host === undefined) return this.evalInFull(script, numKeys, args);
+    return this.load(host.id, call, script, host.load)
+      .then(() => client.evalsha(script.sha, numKeys, args))
+      .then(undefined, (again: unknown) => {
+        if (!isNoScript(again)) throw again;
+        return this.evalInFull(script, numKeys, args);
+      });
+  }
+
+  /**
+   * SCRIPT LOAD of `script` on node `id` for a call that met NOSCRIPT there. A load that started after
+   * the call was sent (on its way, or done) already answers it: the call met the cache as it was before
+   * that load. Only a call sent after the latest load started, which still met NOSCRIPT, loads again
+   * (the cache was emptied once more).
+   */
+  private load(id: string, call: number, script: LuaScript, send: (lua: string) => Promise<unknown>): Promise<unknown> {
+    const slot = `${id} ${script.sha}`;
+    const latest = this.loads.get(slot);
+    if (latest !== undefined && latest.after >= call) return latest.done;
     this.sent += 1;
-    const loads = pending;
-    const loaded = host.script('LOAD', script.lua).finally(() => loads.delete(script.sha));
-    loads.set(script.sha, loaded);
-    return loaded;
+    const done = send(script.lua);
+    this.loads.set(slot, { after: this.calls, done });
+    return done;
   }
 
   private evalInFull(script: LuaScript, numKeys: number, args: readonly string[]): Promise<unknown> {
     this.sent += 1;
-    return this.client.eval(script.lua, numKeys, ...args);
+    return this.client.evalScript(script.lua, numKeys, args);
   }
 }

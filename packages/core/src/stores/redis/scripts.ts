@@ -7,7 +7,9 @@
  * no per-policy ARGV and no dispatch on the algorithm: what Redis runs per call is the arithmetic of the
  * policies and their Redis calls, nothing else.
  *
- * State, in the smallest form that keeps it exact; every key expires (PXAT / PEXPIREAT) exactly when its
+ * State, in the smallest form that keeps it exact, under key names of layout `v1` (key-names.ts); a key
+ * holding anything else is read as never seen, deleted and reported (lua-kernels.ts, state-repair.ts).
+ * Every key expires (PXAT / PEXPIREAT) exactly when its
  * kernel's `expiresAt` says the state becomes equivalent to a key never seen, and the expiry time carries
  * part of the state, read back with PEXPIRETIME (Redis 7.0+):
  * - fixed-window:   `used` (milli-units); window start = expiry - windowMs.
@@ -142,7 +144,8 @@ export function planScript(plan: StorePlan): LuaScript {
     -- ARGV[1]  now in ms, or '' to read Redis TIME (a given now is for tests only)
     -- ARGV[2]  cost in milli-units
     -- ${groups}.
-    -- Returns 5 integers per policy (flags, remaining milli, retryAfterMs, resetMs, delayMs), then now.
+    -- Returns 5 integers per policy (flags, remaining milli, retryAfterMs, resetMs, delayMs), then now,
+    -- then, only when a key held foreign or corrupt state (deleted, read as never seen), the mask of those keys.
     local INF, floor, fmod, fmt = math.huge, math.floor, math.fmod, string.format
     local now
     if ARGV[1] == '' then
@@ -153,9 +156,11 @@ export function planScript(plan: StorePlan): LuaScript {
     end
     local cost = tonumber(ARGV[2])
     local out = {${[...Array.from({ length: 5 * n }, () => '0'), 'now'].join(', ')}}
+    local rep = 0
     -- The enforced policies.
     ${group(plan, 0, e)}
     ${n > e ? `-- The shadow policies.\n${group(plan, e, n)}` : ''}
+    if rep > 0 then out[${5 * n + 2}] = rep end
     return out`;
   return defineScript(name, `${text}\n`);
 }

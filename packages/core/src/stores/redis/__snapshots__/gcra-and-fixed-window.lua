@@ -4,7 +4,8 @@
 -- ARGV[1]  now in ms, or '' to read Redis TIME (a given now is for tests only)
 -- ARGV[2]  cost in milli-units
 -- KEYS[1..2]: all or nothing.
--- Returns 5 integers per policy (flags, remaining milli, retryAfterMs, resetMs, delayMs), then now.
+-- Returns 5 integers per policy (flags, remaining milli, retryAfterMs, resetMs, delayMs), then now,
+-- then, only when a key held foreign or corrupt state (deleted, read as never seen), the mask of those keys.
 local INF, floor, fmod, fmt = math.huge, math.floor, math.fmod, string.format
 local now
 if ARGV[1] == '' then
@@ -15,17 +16,30 @@ else
 end
 local cost = tonumber(ARGV[2])
 local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, now}
+local rep = 0
 -- The enforced policies.
 -- KEYS[1]
 local tat1, frac1, debt1 = -INF, 0, 0
 do
-  local value = redis.call('GET', KEYS[1])
+  local value = redis.pcall('GET', KEYS[1])
   if value then
-    local at = string.find(value, ':', 1, true)
-    if at == nil then
-      tat1 = tonumber(value)
+    -- Most TATs have no fraction: one tonumber, and the split only for `tat:frac`.
+    local a, b = nil, 0
+    if type(value) == 'string' then
+      a = tonumber(value)
+      if a == nil then
+        local at = string.find(value, ':', 1, true)
+        if at == nil then
+          a = tonumber(value)
+        else
+          a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+        end
+      end
+    end
+    if (a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)) and b < 5 and a <= now + 172800001 then
+      tat1 = a; frac1 = b
     else
-      tat1 = tonumber(string.sub(value, 1, at - 1)); frac1 = tonumber(string.sub(value, at + 1))
+      redis.call('DEL', KEYS[1]); rep = rep + 1
     end
   end
 end
@@ -81,13 +95,14 @@ end
 local ws2, used2 = 0, 0
 do
   local start, stored = -INF, 0
-  local value = redis.call('GET', KEYS[2])
+  local value = redis.pcall('GET', KEYS[2])
   if value then
-    local expiry = redis.call('PEXPIRETIME', KEYS[2])
-    -- A key without an expiry is not ours to trust: read it as a key never seen.
-    if expiry >= 0 then
-      start = expiry - 86400000; stored = tonumber(value)
+    local ok, expiry = false, -1
+    if type(value) == 'string' then expiry = redis.call('PEXPIRETIME', KEYS[2]) end
+    if expiry >= 0 and expiry <= now + 172800000 then
+      local v = tonumber(value); if (v ~= nil and v >= 0 and v < 9007199254740992 and v == floor(v)) then start = expiry - 86400000; stored = v; ok = true end
     end
+    if not ok then redis.call('DEL', KEYS[2]); rep = rep + 2 end
   end
   local m = fmod(now, 86400000)
   ws2 = now - m
@@ -121,7 +136,8 @@ if out[1] == 1 and out[6] == 1 then
     if frac > 0 then
       redis.call('SET', KEYS[1], fmt('%d:%d', tat, frac), 'PXAT', fmt('%d', tat + 1))
     else
-      redis.call('SET', KEYS[1], fmt('%d', tat), 'PXAT', fmt('%d', tat))
+      local text = fmt('%d', tat)
+      redis.call('SET', KEYS[1], text, 'PXAT', text)
     end
   end
   out[1] = 5
@@ -155,4 +171,5 @@ else
     out[10] = 0
   end
 end
+if rep > 0 then out[12] = rep end
 return out

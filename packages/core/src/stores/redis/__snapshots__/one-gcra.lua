@@ -3,7 +3,8 @@
 -- ARGV[1]  now in ms, or '' to read Redis TIME (a given now is for tests only)
 -- ARGV[2]  cost in milli-units
 -- KEYS[1]: all or nothing.
--- Returns 5 integers per policy (flags, remaining milli, retryAfterMs, resetMs, delayMs), then now.
+-- Returns 5 integers per policy (flags, remaining milli, retryAfterMs, resetMs, delayMs), then now,
+-- then, only when a key held foreign or corrupt state (deleted, read as never seen), the mask of those keys.
 local INF, floor, fmod, fmt = math.huge, math.floor, math.fmod, string.format
 local now
 if ARGV[1] == '' then
@@ -14,16 +15,29 @@ else
 end
 local cost = tonumber(ARGV[2])
 local out = {0, 0, 0, 0, 0, now}
+local rep = 0
 -- The enforced policies.
 local tat1, frac1, debt1 = -INF, 0, 0
 do
-  local value = redis.call('GET', KEYS[1])
+  local value = redis.pcall('GET', KEYS[1])
   if value then
-    local at = string.find(value, ':', 1, true)
-    if at == nil then
-      tat1 = tonumber(value)
+    -- Most TATs have no fraction: one tonumber, and the split only for `tat:frac`.
+    local a, b = nil, 0
+    if type(value) == 'string' then
+      a = tonumber(value)
+      if a == nil then
+        local at = string.find(value, ':', 1, true)
+        if at == nil then
+          a = tonumber(value)
+        else
+          a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+        end
+      end
+    end
+    if (a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)) and b < 5 and a <= now + 172800001 then
+      tat1 = a; frac1 = b
     else
-      tat1 = tonumber(string.sub(value, 1, at - 1)); frac1 = tonumber(string.sub(value, at + 1))
+      redis.call('DEL', KEYS[1]); rep = rep + 1
     end
   end
 end
@@ -73,7 +87,8 @@ do
     if frac > 0 then
       redis.call('SET', KEYS[1], fmt('%d:%d', tat, frac), 'PXAT', fmt('%d', tat + 1))
     else
-      redis.call('SET', KEYS[1], fmt('%d', tat), 'PXAT', fmt('%d', tat))
+      local text = fmt('%d', tat)
+      redis.call('SET', KEYS[1], text, 'PXAT', text)
     end
     out[1] = 5
     local left = 432000000 - after
@@ -83,4 +98,5 @@ do
     if frac > 0 then out[4] = whole + 1 else out[4] = whole end
   end
 end
+if rep > 0 then out[7] = rep end
 return out

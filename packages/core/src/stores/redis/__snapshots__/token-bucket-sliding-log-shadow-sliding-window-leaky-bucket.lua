@@ -6,7 +6,8 @@
 -- ARGV[1]  now in ms, or '' to read Redis TIME (a given now is for tests only)
 -- ARGV[2]  cost in milli-units
 -- KEYS[1..2] (enforced) and KEYS[3..4] (shadow): each group all or nothing.
--- Returns 5 integers per policy (flags, remaining milli, retryAfterMs, resetMs, delayMs), then now.
+-- Returns 5 integers per policy (flags, remaining milli, retryAfterMs, resetMs, delayMs), then now,
+-- then, only when a key held foreign or corrupt state (deleted, read as never seen), the mask of those keys.
 local INF, floor, fmod, fmt = math.huge, math.floor, math.fmod, string.format
 local now
 if ARGV[1] == '' then
@@ -17,22 +18,28 @@ else
 end
 local cost = tonumber(ARGV[2])
 local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, now}
+local rep = 0
 -- The enforced policies.
 -- KEYS[1]
 local tokens1, last1 = INF, -INF
 do
-  local value = redis.call('GET', KEYS[1])
+  local value = redis.pcall('GET', KEYS[1])
   if value then
-    local expiry = redis.call('PEXPIRETIME', KEYS[1])
-    -- A key without an expiry is not ours to trust: read it as a key never seen.
-    if expiry >= 0 then
-      tokens1 = tonumber(value)
-      local missing = 20000 - tokens1
-      local q = floor(missing / 10)
-      if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
-      if q * 10 ~= missing then q = q + 1 end
-      last1 = expiry - q
+    local ok, expiry = false, -1
+    if type(value) == 'string' then expiry = redis.call('PEXPIRETIME', KEYS[1]) end
+    if expiry >= 0 and expiry <= now + 86402000 then
+      local v = tonumber(value)
+      if (v ~= nil and v >= 0 and v < 9007199254740992 and v == floor(v)) then
+        tokens1 = v
+        local missing = 20000 - tokens1
+        local q = floor(missing / 10)
+        if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
+        if q * 10 ~= missing then q = q + 1 end
+        last1 = expiry - q
+        ok = true
+      end
     end
+    if not ok then redis.call('DEL', KEYS[1]); rep = rep + 1 end
   end
   -- refill(min(stored, cap)): never refilled twice when the clock steps back.
   if tokens1 > 20000 then tokens1 = 20000 end
@@ -92,11 +99,17 @@ end
 -- KEYS[2]
 local hw2, base2, last2, live2, fresh2, expired2, etime2 = -INF, 0, 0, 0, true, 0, 0
 do
-  local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-  if #top > 0 then
+  local top = redis.pcall('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+  -- bad: the key holds what no commit writes (another type, a member that is no time, a time too far
+  -- ahead, running totals out of order): it is deleted and read as a log never seen.
+  local bad = top.err ~= nil
+  if not bad and #top > 0 then
     fresh2 = false
     if string.sub(top[1], 1, 1) == 'b' then hw2 = tonumber(string.sub(top[1], 2)) or -INF else hw2 = tonumber(top[1]) end
     last2 = tonumber(top[2])
+    if hw2 == nil or hw2 > now + 86400000 or not (last2 ~= nil and last2 >= 0 and last2 < 9007199254740992 and last2 == floor(last2)) then bad = true end
+  end
+  if not bad and not fresh2 then
     local bound = now
     if hw2 > bound then bound = hw2 end
     bound = bound - 900000
@@ -109,6 +122,7 @@ do
       if from == 0 then base2 = tonumber(items[2]); j = 3 end
       while j <= #items do
         local t = tonumber(items[j])
+        if t == nil then bad = true; done = true; break end
         if t > bound then done = true; break end
         expired2 = expired2 + 1; etime2 = t; newest = tonumber(items[j + 1])
         j = j + 2
@@ -119,6 +133,11 @@ do
     end
     if expired2 > 0 then base2 = newest end
     live2 = card - 1 - expired2
+    if not (base2 ~= nil and base2 >= 0 and base2 < 9007199254740992 and base2 == floor(base2)) or base2 > last2 then bad = true end
+  end
+  if bad then
+    redis.call('DEL', KEYS[2]); rep = rep + 2
+    hw2, base2, last2, live2, fresh2, expired2, etime2 = -INF, 0, 0, 0, true, 0, 0
   end
 end
 do
@@ -216,19 +235,21 @@ end
 local start3, curr3, prev3 = 0, 0, 0
 do
   local from, c, pv = -INF, 0, 0
-  local value = redis.call('GET', KEYS[3])
+  local value = redis.pcall('GET', KEYS[3])
   if value then
-    local expiry = redis.call('PEXPIRETIME', KEYS[3])
-    -- A key without an expiry is not ours to trust: read it as a key never seen.
-    if expiry >= 0 then
-      from = expiry - 120000
+    local ok, expiry = false, -1
+    if type(value) == 'string' then expiry = redis.call('PEXPIRETIME', KEYS[3]) end
+    if expiry >= 0 and expiry <= now + 86520000 then
+      local a, b = 0, 0
       local at = string.find(value, ':', 1, true)
       if at == nil then
-        c = tonumber(value)
+        a = tonumber(value)
       else
-        c = tonumber(string.sub(value, 1, at - 1)); pv = tonumber(string.sub(value, at + 1))
+        a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
       end
+      if (a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)) then from = expiry - 120000; c = a; pv = b; ok = true end
     end
+    if not ok then redis.call('DEL', KEYS[3]); rep = rep + 4 end
   end
   -- roll: rolled over on a boundary, never moved back by a backward clock.
   local a
@@ -306,13 +327,25 @@ end
 -- KEYS[4]
 local tat4, frac4, debt4 = -INF, 0, 0
 do
-  local value = redis.call('GET', KEYS[4])
+  local value = redis.pcall('GET', KEYS[4])
   if value then
-    local at = string.find(value, ':', 1, true)
-    if at == nil then
-      tat4 = tonumber(value)
+    -- Most TATs have no fraction: one tonumber, and the split only for `tat:frac`.
+    local a, b = nil, 0
+    if type(value) == 'string' then
+      a = tonumber(value)
+      if a == nil then
+        local at = string.find(value, ':', 1, true)
+        if at == nil then
+          a = tonumber(value)
+        else
+          a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+        end
+      end
+    end
+    if (a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)) and b < 3 and a <= now + 86401668 then
+      tat4 = a; frac4 = b
     else
-      tat4 = tonumber(string.sub(value, 1, at - 1)); frac4 = tonumber(string.sub(value, at + 1))
+      redis.call('DEL', KEYS[4]); rep = rep + 8
     end
   end
 end
@@ -381,7 +414,8 @@ if out[11] == 1 and out[16] == 1 then
     if frac > 0 then
       redis.call('SET', KEYS[4], fmt('%d:%d', tat, frac), 'PXAT', fmt('%d', tat + 1))
     else
-      redis.call('SET', KEYS[4], fmt('%d', tat), 'PXAT', fmt('%d', tat))
+      local text = fmt('%d', tat)
+      redis.call('SET', KEYS[4], text, 'PXAT', text)
     end
   end
   out[16] = 5
@@ -421,4 +455,5 @@ else
     out[20] = 0
   end
 end
+if rep > 0 then out[22] = rep end
 return out

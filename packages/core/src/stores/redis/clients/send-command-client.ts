@@ -1,0 +1,26 @@
+/**
+ * @module Any other Redis client as a StoreClient, through the one function the app gives:
+ * `sendCommand(args)`. The store cannot see such a client's connection state, so it counts it as ready
+ * and lets the client's own errors answer; after NOSCRIPT it loads the script through the same function
+ * (on a Cluster, a client that routes by the first key after the key count sends SCRIPT LOAD to any
+ * node, so the store falls back to EVAL when EVALSHA meets NOSCRIPT again).
+ */
+import type { SendCommandClient } from '../redis-client.js';
+import { configValue, type StoreClient } from './store-client.js';
+
+export function sendCommandClient(c: SendCommandClient): StoreClient {
+  const send = (args: string[]) => c.sendCommand(args);
+  const host = { id: 'redis', load: (lua: string) => send(['SCRIPT', 'LOAD', lua]) };
+  return {
+    library: 'sendCommand',
+    isCluster: false,
+    status: 'ready',
+    settings: { stringNumbers: undefined, resendsAfterReconnect: undefined },
+    evalsha: (sha, numKeys, args) => send(['EVALSHA', sha, String(numKeys), ...args]),
+    evalScript: (lua, numKeys, args) => send(['EVAL', lua, String(numKeys), ...args]),
+    scriptHost: () => host,
+    del: (keys) => send(['DEL', ...keys]),
+    configGet: async (parameter) => [configValue(await send(['CONFIG', 'GET', parameter]), parameter)],
+    nodeAddress: () => undefined,
+  };
+}

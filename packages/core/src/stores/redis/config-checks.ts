@@ -1,0 +1,61 @@
+/**
+ * @module Checks of what silently breaks limits, made once per store. At construction, the client's
+ * options: ioredis `stringNumbers: true` turns every script reply into strings (an error with a code),
+ * and ioredis' `autoResendUnfulfilledCommands` (on by default) sends again, after a reconnect, the
+ * EVALSHA calls Redis may already have run, charging those requests twice (a warning with the option to
+ * set; ioredis has no way to switch it off per command). On the first connection, the server: a
+ * `maxmemory-policy` that may evict keys (`allkeys-*`, `volatile-*`) deletes limiter state under memory
+ * pressure, so clients get their full budget again (a warning with the fix, `noeviction`).
+ */
+import type { Diagnostics } from '../../diagnostics.js';
+import { RateLimitConfigError } from '../../errors.js';
+import type { StoreClient } from './clients/store-client.js';
+
+/** maxmemory-policy values under which Redis may delete limiter keys to free memory. */
+export function evicts(policy: string): boolean {
+  return policy.startsWith('allkeys-') || policy.startsWith('volatile-');
+}
+
+/** Throws `ERR_RL_CLIENT_STRING_NUMBERS`; warns `WRN_RL_CLIENT_RESENDS`. */
+export function checkClientSettings(client: StoreClient, diagnostics: Diagnostics): void {
+  if (client.settings.stringNumbers === true) {
+    throw new RateLimitConfigError(
+      'ERR_RL_CLIENT_STRING_NUMBERS',
+      'client',
+      "is an ioredis client with stringNumbers: true, which turns the script's integer replies into strings; " +
+        'give RedisStore a client without it (a second connection if the app needs it elsewhere)',
+      'a client with stringNumbers: true',
+    );
+  }
+  if (client.settings.resendsAfterReconnect === true) {
+    diagnostics.warn(
+      'WRN_RL_CLIENT_RESENDS',
+      'the ioredis client sends again, after a reconnect, the commands that were on their way when the connection ' +
+        'dropped (autoResendUnfulfilledCommands, on by default); Redis may already have run them, so those requests ' +
+        'would be charged twice. Create the client with { autoResendUnfulfilledCommands: false } ' +
+        '(for a Cluster: { redisOptions: { autoResendUnfulfilledCommands: false } }).',
+    );
+  }
+}
+
+/**
+ * Reads `maxmemory-policy` on every master and warns `WRN_RL_EVICTION_POLICY` when one may evict.
+ * Never rejects: a server that refuses CONFIG (managed Redis often does) is simply not checked.
+ */
+export async function checkServerConfig(client: StoreClient, diagnostics: Diagnostics): Promise<void> {
+  let policies: (string | undefined)[];
+  try {
+    policies = await client.configGet('maxmemory-policy');
+  } catch {
+    return;
+  }
+  const evicting = [...new Set(policies.filter((p): p is string => p !== undefined && evicts(p)))];
+  if (evicting.length === 0) return;
+  diagnostics.warn(
+    'WRN_RL_EVICTION_POLICY',
+    `Redis runs with maxmemory-policy ${evicting.join(', ')}: when it reaches maxmemory it deletes keys, limiter ` +
+      'state among them, and the clients behind those keys get their whole budget again, with no error. ' +
+      'Set maxmemory-policy noeviction on the Redis that holds limiter state (CONFIG SET maxmemory-policy noeviction, ' +
+      'and in redis.conf), or give the limiter a Redis of its own.',
+  );
+}

@@ -1,0 +1,204 @@
+/**
+ * @module The loud configuration checks of RedisStore (config-checks.ts) against real servers: a
+ * `maxmemory-policy` that may evict limiter keys warns once (`WRN_RL_EVICTION_POLICY`) on the first
+ * connection, for every client and on a Cluster; `noeviction` stays quiet; ioredis `stringNumbers: true`
+ * is refused at construction (`ERR_RL_CLIENT_STRING_NUMBERS`); ioredis' resending of unfulfilled commands
+ * warns (`WRN_RL_CLIENT_RESENDS`), and a dropped connection shows why: with the default, requests Redis
+ * already ran are charged twice; with the documented `autoResendUnfulfilledCommands: false`, never.
+ */
+import { createServer, type Socket, connect as tcpConnect } from 'node:net';
+import { createLimiter, type LogFields, RedisStore, type RedisStoreClient, type Store, type StorePlan } from '@tollgate/core';
+import { Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { CLIENT_KINDS, describeRedis, HOST, type RedisServer, randomPrefix, startCluster, startRedis, waitFor } from './harness.js';
+
+/** A logger that keeps the codes it was given. */
+function recorder() {
+  const codes: string[] = [];
+  return { codes, logger: { warn: (f: LogFields) => codes.push(String(f.code)), error: (f: LogFields) => codes.push(String(f.code)) } };
+}
+
+/** A limiter on `store`, and the plan it passes to the store. */
+function limiterOn(store: RedisStore) {
+  let plan: StorePlan | undefined;
+  const spy: Store = {
+    kind: 'redis',
+    apply: (key, p, cost, now) => {
+      plan = p;
+      return store.apply(key, p, cost, now);
+    },
+    reset: (key, p) => store.reset(key, p),
+  };
+  const limiter = createLimiter({
+    policies: { name: 'api', algorithm: 'fixed-window', limit: 1000, windowMs: 3_600_000 },
+    store: spy,
+    storeTimeoutMs: 5000,
+    logger: { warn() {}, error() {} },
+  });
+  return { limiter, plan: () => plan as StorePlan };
+}
+
+describeRedis('RedisStore configuration checks', () => {
+  let evicting: RedisServer;
+  let safe: RedisServer;
+
+  beforeAll(async () => {
+    [evicting, safe] = await Promise.all([
+      startRedis(['--maxmemory', '64mb', '--maxmemory-policy', 'allkeys-lru']),
+      startRedis(['--maxmemory', '64mb', '--maxmemory-policy', 'noeviction']),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([evicting?.close(), safe?.close()]);
+  });
+
+  for (const kind of CLIENT_KINDS) {
+    it(`warns once about an evicting maxmemory-policy on the first connection (${kind}), never under noeviction`, async () => {
+      const bad = recorder();
+      const store = new RedisStore({ client: await evicting.storeClient(kind), prefix: randomPrefix(), logger: bad.logger });
+      const { limiter } = limiterOn(store);
+      for (let i = 0; i < 20; i++) expect((await limiter.check(`k${i % 3}`)).degraded).toBe(false);
+      await waitFor('the eviction warning', () => bad.codes.includes('WRN_RL_EVICTION_POLICY'));
+      for (let i = 0; i < 20; i++) await limiter.check('k');
+      expect(bad.codes).toEqual(['WRN_RL_EVICTION_POLICY']);
+
+      const good = recorder();
+      const quiet = new RedisStore({ client: await safe.storeClient(kind), prefix: randomPrefix(), logger: good.logger });
+      const other = limiterOn(quiet);
+      for (let i = 0; i < 5; i++) await other.limiter.check('k');
+      await new Promise((r) => setTimeout(r, 100));
+      expect(good.codes).toEqual([]);
+    });
+  }
+
+  it('checks every master of a Cluster, and can be silenced', async () => {
+    const cluster = await startCluster(3);
+    try {
+      const admin = cluster.node(cluster.masters[2] as RedisServer);
+      await admin.config('SET', 'maxmemory-policy', 'volatile-ttl');
+      for (const kind of ['ioredis', 'node-redis'] as const) {
+        const client = await cluster.storeClient(kind);
+        const log = recorder();
+        const store = new RedisStore({ client, prefix: randomPrefix(), logger: log.logger });
+        await limiterOn(store).limiter.check('k');
+        await waitFor(`the eviction warning through ${kind}`, () => log.codes.includes('WRN_RL_EVICTION_POLICY'));
+        const silent = recorder();
+        const silenced = new RedisStore({
+          client,
+          prefix: randomPrefix(),
+          logger: silent.logger,
+          validate: { WRN_RL_EVICTION_POLICY: false },
+        });
+        await limiterOn(silenced).limiter.check('k');
+        await new Promise((r) => setTimeout(r, 100));
+        expect(silent.codes).toEqual([]);
+      }
+    } finally {
+      await cluster.close();
+    }
+  }, 60_000);
+
+  it('refuses an ioredis client with stringNumbers: true at construction', () => {
+    const redis = new Redis({ lazyConnect: true, stringNumbers: true });
+    const cluster = new Cluster([{ host: HOST, port: 1 }], { lazyConnect: true, redisOptions: { stringNumbers: true } });
+    try {
+      expect(() => new RedisStore({ client: redis })).toThrow(
+        /^ERR_RL_CLIENT_STRING_NUMBERS: 'client' is an ioredis client with stringNumbers: true/,
+      );
+      expect(() => new RedisStore({ client: cluster })).toThrow(expect.objectContaining({ code: 'ERR_RL_CLIENT_STRING_NUMBERS' }));
+    } finally {
+      redis.disconnect();
+      cluster.disconnect();
+    }
+  });
+
+  it('warns about ioredis resending unfulfilled commands unless the client is told not to; node-redis never resends', async () => {
+    const codes = (client: RedisStoreClient) => {
+      const log = recorder();
+      new RedisStore({ client, logger: log.logger });
+      return log.codes;
+    };
+    const byDefault = new Redis({ lazyConnect: true });
+    const told = new Redis({ lazyConnect: true, autoResendUnfulfilledCommands: false });
+    const cluster = new Cluster([{ host: HOST, port: 1 }], { lazyConnect: true });
+    const toldCluster = new Cluster([{ host: HOST, port: 1 }], {
+      lazyConnect: true,
+      redisOptions: { autoResendUnfulfilledCommands: false },
+    });
+    try {
+      expect(codes(byDefault)).toEqual(['WRN_RL_CLIENT_RESENDS']);
+      expect(codes(cluster)).toEqual(['WRN_RL_CLIENT_RESENDS']);
+      expect(codes(told)).toEqual([]);
+      expect(codes(toldCluster)).toEqual([]);
+      expect(codes(await safe.storeClient('node-redis'))).toEqual([]);
+    } finally {
+      for (const c of [byDefault, told, cluster, toldCluster]) c.disconnect();
+    }
+  });
+
+  /**
+   * A TCP proxy in front of `port` that can swallow Redis' replies on the connections open now and then
+   * cut them: Redis has run the commands, the client never hears back, and reconnects (through the proxy,
+   * which passes the new connection through).
+   */
+  async function replyDroppingProxy(port: number) {
+    const open = new Set<{ client: Socket; server: Socket; swallow: boolean }>();
+    const proxy = createServer((client) => {
+      const server = tcpConnect(port, HOST);
+      const pair = { client, server, swallow: false };
+      open.add(pair);
+      client.on('data', (d) => server.write(d));
+      server.on('data', (d) => {
+        if (!pair.swallow) client.write(d);
+      });
+      const end = () => {
+        open.delete(pair);
+        client.destroy();
+        server.destroy();
+      };
+      client.on('close', end).on('error', end);
+      server.on('close', end).on('error', end);
+    });
+    await new Promise<void>((r) => proxy.listen(0, HOST, r));
+    const address = proxy.address();
+    return {
+      port: typeof address === 'object' && address !== null ? address.port : 0,
+      swallow: () => {
+        for (const p of open) p.swallow = true;
+      },
+      cut: () => {
+        for (const p of [...open]) p.client.destroy();
+      },
+      close: () => new Promise((r) => proxy.close(r)),
+    };
+  }
+
+  for (const resend of [true, false]) {
+    it(`a dropped connection with 32 requests on the wire: ${resend ? 'the ioredis default charges them twice' : 'autoResendUnfulfilledCommands: false never does'}`, async () => {
+      const proxy = await replyDroppingProxy(safe.port);
+      const client = new Redis({ host: HOST, port: proxy.port, autoResendUnfulfilledCommands: resend, retryStrategy: () => 20 });
+      client.on('error', () => undefined);
+      const admin = await safe.readyClient();
+      try {
+        await waitFor('client ready', () => client.status === 'ready');
+        const store = new RedisStore({ client, prefix: randomPrefix(), validate: false });
+        const { limiter, plan } = limiterOn(store);
+        await limiter.check('warm-up');
+        const [name] = store.keyNames('hot', plan()) as [string];
+        proxy.swallow();
+        const calls = Array.from({ length: 32 }, () => store.apply('hot', plan(), 1000, 0));
+        for (const c of calls) c.catch(() => undefined);
+        // Redis ran all 32 (1000 milli-units each); their replies went nowhere.
+        await waitFor('Redis to run the 32 calls', async () => (await admin.get(name)) === '32000');
+        proxy.cut();
+        await waitFor('the client to reconnect', () => client.status === 'ready');
+        // Give a resend time to reach Redis and be answered.
+        await new Promise((r) => setTimeout(r, 300));
+        expect(await admin.get(name)).toBe(resend ? '64000' : '32000');
+      } finally {
+        client.disconnect();
+        await proxy.close();
+      }
+    });
+  }
+});

@@ -11,6 +11,9 @@ import { codedError, describeValue, seeDocs } from './errors.js';
 import { Breaker, type BreakerState } from './internal/breaker.js';
 import { fromMilli, MILLI, toMilli } from './internal/fixed-point.js';
 import { safeLog } from './logging.js';
+import { DecisionObserver } from './observability/decision-observer.js';
+import type { HotKeysReport } from './observability/hot-keys.js';
+import type { ShadowPolicyStats } from './observability/shadow-stats.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import type { CompiledPolicy } from './policy.js';
 import { MemoryStore } from './stores/memory-store.js';
@@ -67,6 +70,8 @@ export interface LimiterStats {
   /** Checks the store failed (error, timeout) or skipped because the breaker was open. */
   readonly storeErrors: number;
   readonly policies: readonly PolicyStats[];
+  /** Per shadow policy: agreement, would-block rate over recent intervals, the keys it would block most. */
+  readonly shadow: readonly ShadowPolicyStats[];
 }
 
 /** Events a limiter reports besides its decisions. */
@@ -96,6 +101,8 @@ export interface Limiter {
   on<E extends keyof LimiterEvents>(event: E, listener: (payload: LimiterEvents[E]) => void): () => void;
   stats(): LimiterStats;
   resetStats(): void;
+  /** The `n` (default 10) keys rejected most, and most often near their limit, recently (see HotKeysReport). */
+  hotKeys(n?: number): HotKeysReport;
   /** Closes the store if the limiter created it, and the local fallback store. */
   close(): Promise<void>;
 }
@@ -181,6 +188,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const enforced = new Group();
   const candidates = new Group();
   const synthetic = new Float64Array(all.length * RESULT_STRIDE);
+  const observer = new DecisionObserver({ policies: all, enforcedCount, mode, storeKind: store.kind, clock: now });
 
   const listeners: { [E in keyof LimiterEvents]: Set<(payload: LimiterEvents[E]) => void> } = {
     'store-error': new Set(),
@@ -216,6 +224,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
               'WRN_RL_BREAKER_CLOSED: the store answers again; decisions are back to normal',
             );
           }
+          observer.storeState(state);
           emit('breaker', { state });
         });
 
@@ -368,26 +377,39 @@ export function createLimiter(options: LimiterOptions): Limiter {
     breaker?.success();
   }
 
+  /** Every decision goes out through the observer (metrics, diagnostics channel, hot keys, shadow record). */
   function decide(rawKey: string, opts?: CheckOptions): Decision | Promise<Decision> {
+    const out = evaluate(rawKey, opts);
+    return isPromiseLike(out) ? out.then((d) => observer.observe(d, opts)) : observer.observe(out, opts);
+  }
+
+  function evaluate(rawKey: string, opts?: CheckOptions): Decision | Promise<Decision> {
     const key = normalizeKey(rawKey);
     const cost = costOf(opts, defaultCost);
     const at = now();
     if (breaker !== undefined && breaker.state !== 'closed' && !breaker.allow(at)) return fallback(key, cost, at);
     let r: StoreResult | Promise<StoreResult>;
+    const started = observer.storeStart();
     try {
       r = store.apply(key, plan, cost, at);
     } catch (error) {
+      observer.storeDone(started, 'error', false);
       return failed(key, cost, at, error);
     }
     if (isPromiseLike(r)) {
       return withTimeout(r, storeTimeoutMs).then(
         (res) => {
+          observer.storeDone(started, 'ok', true);
           succeeded();
           return finish(key, cost, res, all, false);
         },
-        (error: unknown) => failed(key, cost, at, error),
+        (error: unknown) => {
+          observer.storeDone(started, error instanceof StoreTimeoutError ? 'timeout' : 'error', true);
+          return failed(key, cost, at, error);
+        },
       );
     }
+    observer.storeDone(started, 'ok', false);
     if (failing || (breaker !== undefined && breaker.state !== 'closed')) succeeded();
     return finish(key, cost, r, all, false);
   }
@@ -425,6 +447,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         enforcedOnly,
         storeErrors,
         policies: all.map((p, i) => ({ name: p.name, shadow: p.shadow, rejected: rejected[i] as number })),
+        shadow: observer.shadowStats(),
       };
     },
     resetStats() {
@@ -435,8 +458,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
       enforcedOnly = 0;
       storeErrors = 0;
       rejected.fill(0);
+      observer.resetStats();
+    },
+    hotKeys(n = 10) {
+      return observer.hotKeys(n);
     },
     async close() {
+      observer.close();
       localStore?.close();
       if (config.ownsStore) await store.close?.();
     },

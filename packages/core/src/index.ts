@@ -51,6 +51,12 @@ export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } fr
 export { type ClosableResponse, waitUnlessClosed } from './http/shaping-delay.js';
 export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-proxies.js';
 export { consoleLogger, formatLine, type LogFields, type LogFn, type Logger } from './logging.js';
+export { DECISION_CHANNEL, type DecisionMessage } from './observability/decision-observer.js';
+export type { HotKey, HotKeysReport } from './observability/hot-keys.js';
+export { type InFlightPoint, type InFlightSource, reportInFlight } from './observability/in-flight.js';
+export { METRICS, type MetricDescriptor, RESULTS, type ResultName } from './observability/metric-names.js';
+export { METER_NAME } from './observability/otel-meter.js';
+export type { AffectedKey, ShadowInterval, ShadowPolicyStats } from './observability/shadow-stats.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { RedisClientLike } from './stores/redis/redis-client.js';

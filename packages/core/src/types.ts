@@ -123,4 +123,12 @@ export interface Decision {
 export interface CheckOptions {
   /** Cost of this request, a positive multiple of 1/1000. Defaults to `1`. */
   cost?: number;
+  /**
+   * Telemetry only: the route template the request matched (`/users/:id`), reported as `http.route`.
+   * Never the raw URL: each distinct value is a metric series. The adapters set it where the framework
+   * knows the route. Defaults to none.
+   */
+  route?: string;
+  /** Telemetry only: the framework's request object, handed to `tollgate:decision` subscribers. Defaults to none. */
+  request?: unknown;
 }

@@ -30,6 +30,12 @@ export interface RateLimitMiddleware extends RequestHandler {
   readonly limiter: Limiter;
 }
 
+/** The matched route template (mount path + route path) when the middleware runs inside a route; never the raw URL. */
+function routeOf(req: Request): string | undefined {
+  const path = (req.route as { path?: unknown } | undefined)?.path;
+  return typeof path === 'string' ? req.baseUrl + path : undefined;
+}
+
 /**
  * Creates the middleware; options are validated here, once (`RateLimitConfigError`). Mount it on the app
  * for a global limit, or on a router or path (`app.use('/api', rateLimit(...))`) for a per-route one.
@@ -48,6 +54,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware
       headers: req.headers,
       method: req.method,
       url: req.originalUrl,
+      route: routeOf(req),
     });
   }
 

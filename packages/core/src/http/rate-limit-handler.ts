@@ -29,6 +29,8 @@ export interface RequestInput<Req> {
   readonly headers: HeaderBag;
   readonly method: string;
   readonly url: string;
+  /** The route template the framework matched (`/users/:id`), for the `http.route` metric attribute; never the raw URL. */
+  readonly route?: string | undefined;
   /** A request-scoped logger (Fastify's `request.log`), used when the user set no `logger`. */
   readonly logger?: Logger;
 }
@@ -187,7 +189,7 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
         const costOut = costOf(request);
         cost = checkCost(isPromiseLike(costOut) ? await costOut : costOut, diagnostics);
       }
-      const pending = limiter.decide(key, cost === undefined ? undefined : { cost });
+      const pending = limiter.decide(key, { cost, route: input.route, request });
       const decision = isPromiseLike(pending) ? await pending : pending;
       report(decision, request, logger, diagnostics);
       const plan = respond(decision, responseConfig, clock);

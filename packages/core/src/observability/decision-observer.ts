@@ -106,7 +106,7 @@ export class DecisionObserver {
     }
     return this.lastNow;
   };
-  private asyncStore = false;
+  private syncStore: boolean | undefined;
   private state: BreakerState = 'closed';
   private readonly gauge: () => GaugePoint[];
   private readonly stopGauge: () => void;
@@ -157,13 +157,14 @@ export class DecisionObserver {
   /** A timestamp to pass to `storeDone` when this store call is timed, else 0. */
   storeStart(): number {
     if (!exporters.attached) return 0;
-    if (!this.asyncStore && (++this.storeCalls & SYNC_SAMPLE_MASK) !== 0) return 0;
+    // Until the store has answered once, it is not known to be synchronous: time it.
+    if (this.syncStore === true && (++this.storeCalls & SYNC_SAMPLE_MASK) !== 0) return 0;
     return performance.now();
   }
 
   /** Ends a store call begun with `storeStart`; `async` when the store answered with a promise. */
   storeDone(started: number, outcome: StoreOutcome, async: boolean): void {
-    if (async) this.asyncStore = true;
+    this.syncStore = !async;
     if (started === 0) return;
     const seconds = (performance.now() - started) / 1000;
     let cell = this.storeCells[outcome];

@@ -56,6 +56,13 @@ export type { HotKey, HotKeysReport } from './observability/hot-keys.js';
 export { type InFlightPoint, type InFlightSource, reportInFlight } from './observability/in-flight.js';
 export { METRICS, type MetricDescriptor, RESULTS, type ResultName } from './observability/metric-names.js';
 export { METER_NAME } from './observability/otel-meter.js';
+export {
+  type PromCollector,
+  type PrometheusOptions,
+  type PromRegistryLike,
+  type PromSample,
+  registerPrometheusMetrics,
+} from './observability/prometheus.js';
 export type { AffectedKey, ShadowInterval, ShadowPolicyStats } from './observability/shadow-stats.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';

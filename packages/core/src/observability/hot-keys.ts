@@ -117,6 +117,6 @@ function merge(now: SpaceSaving, before: SpaceSaving, n: number): HotKey[] {
   }
   return [...byKey.entries()]
     .map(([key, v]) => ({ key, count: v.count, error: v.error, policy: v.latest.label, remaining: v.latest.note }))
-    .sort((a, b) => b.count - a.count || a.error - b.error)
+    .sort((a, b) => b.count - b.error - (a.count - a.error) || b.count - a.count)
     .slice(0, n);
 }

@@ -72,7 +72,7 @@ export class SpaceSaving {
     this.siftDown(this.pos[slot] as number);
   }
 
-  /** The monitored keys, heaviest first. */
+  /** The monitored keys, by guaranteed count (count - error), heaviest first. */
   entries(): SketchEntry[] {
     const out: SketchEntry[] = [];
     for (let slot = 0; slot < this.size; slot++) {
@@ -84,7 +84,7 @@ export class SpaceSaving {
         label: this.labels[slot] as string,
       });
     }
-    return out.sort((a, b) => b.count - a.count || a.error - b.error);
+    return out.sort((a, b) => b.count - b.error - (a.count - a.error) || b.count - a.count);
   }
 
   /** The largest possible overestimate of any count: N / capacity. */

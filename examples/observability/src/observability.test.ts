@@ -124,7 +124,8 @@ describe('examples/observability', () => {
   it('imports as is: one Prometheus data source input, used by every panel', () => {
     expect(dashboard.__inputs).toEqual([expect.objectContaining({ name: 'DS_PROMETHEUS', pluginId: 'prometheus' })]);
     for (const panel of dashboard.panels) {
-      expect(panel.datasource.uid, panel.title).toBe('${DS_PROMETHEUS}');
+      // Grafana's import placeholder for the data source input, a literal `${DS_PROMETHEUS}`.
+      expect(panel.datasource.uid, panel.title).toBe(`\${DS_PROMETHEUS}`);
       expect(panel.targets.length, panel.title).toBeGreaterThan(0);
     }
     expect(dashboard.panels.map((p) => p.title)).toEqual(

@@ -3,7 +3,7 @@ import { createLimiter, type LimiterEvents } from './create-limiter.js';
 import { formatLine, type LogFields } from './logging.js';
 import { MemoryStore } from './stores/memory-store.js';
 import type { Store, StorePlan, StoreResult } from './stores/store.js';
-import type { Logger } from './types.js';
+import type { Decision, Logger } from './types.js';
 
 /** A store whose behaviour the test switches: healthy (a real MemoryStore), throwing, rejecting or hanging. */
 class FlakyStore implements Store {
@@ -30,9 +30,8 @@ class FlakyStore implements Store {
         return new Promise<StoreResult>((_, reject) => this.pending.push(reject));
       case 'slow': {
         const result = Float64Array.from(this.inner.apply(key, plan, cost, now));
-        // Scheduled from a microtask, so after the limiter's own timer: the reply lands in the same
-        // timers phase as the deadline, just after it.
-        return new Promise<StoreResult>((resolve) => queueMicrotask(() => setTimeout(() => resolve(result), this.delayMs)));
+        const delay = this.delayMs;
+        return new Promise<StoreResult>((resolve) => setTimeout(() => resolve(result), delay));
       }
     }
   }
@@ -41,6 +40,69 @@ class FlakyStore implements Store {
     this.inner.reset(key, plan);
   }
 }
+
+/** A store of two nodes (keys `a:*` on node-a, the rest on node-b) that knows whose fault an error is. */
+class ScopedStore implements Store {
+  readonly kind = 'scoped';
+  readonly corrupt = new Set<string>();
+  readonly down = new Set<string>();
+  private readonly inner = new MemoryStore({ sweepIntervalMs: 0 });
+
+  nodeOf(key: string): string {
+    return key.startsWith('a:') ? 'node-a' : 'node-b';
+  }
+
+  errorScope(error: unknown): 'key' | 'node' {
+    return error instanceof Error && error.message.startsWith('WRONGTYPE') ? 'key' : 'node';
+  }
+
+  apply(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    if (this.corrupt.has(key)) return Promise.reject(new Error('WRONGTYPE Operation against a key holding the wrong kind of value'));
+    if (this.down.has(this.nodeOf(key))) return Promise.reject(new Error('connection reset'));
+    return Promise.resolve(Float64Array.from(this.inner.apply(key, plan, cost, now)));
+  }
+
+  reset(key: string, plan: StorePlan): void {
+    this.inner.reset(key, plan);
+  }
+}
+
+/** A store still connecting when the limiter is created; `ready()` connects it. */
+class StartingStore extends FlakyStore {
+  override calls = 0;
+  waits = 0;
+  private connected = false;
+  private resolveReady: (() => void) | undefined;
+
+  whenReady(): Promise<void> | undefined {
+    if (this.connected) return undefined;
+    this.waits += 1;
+    return new Promise((resolve) => {
+      this.resolveReady = resolve;
+    });
+  }
+
+  ready(): void {
+    this.connected = true;
+    this.resolveReady?.();
+  }
+
+  override apply(key: string, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
+    if (!this.connected) return Promise.reject(new Error('not connected'));
+    return super.apply(key, plan, cost, now);
+  }
+}
+
+/** Timers and `performance.now()` in virtual time (the watchdog measures with both). */
+const FAKE: NonNullable<Parameters<typeof vi.useFakeTimers>[0]>['toFake'] = [
+  'setTimeout',
+  'clearTimeout',
+  'setInterval',
+  'clearInterval',
+  'setImmediate',
+  'clearImmediate',
+  'performance',
+];
 
 function recordingLogger(): Logger & { warnings: string[]; errors: string[] } {
   const warnings: string[] = [];
@@ -125,106 +187,234 @@ describe('failure mode', () => {
     expect(await limiter.check('k', { cost: 11 })).toMatchObject({ allowed: false, reason: 'cost-exceeds-capacity', retryAfterMs: 0 });
   });
 
-  it('times out a store that never answers after storeTimeoutMs', async () => {
-    vi.useFakeTimers();
+  it('fails a silent node after storeTimeoutMs of silence, answering every call in flight as one outage', async () => {
+    vi.useFakeTimers({ toFake: FAKE });
     const store = new FlakyStore();
     store.mode = 'hang';
-    const limiter = createLimiter({ policies, store, storeTimeoutMs: 30, breaker: false, logger: recordingLogger() });
-    const errors: unknown[] = [];
-    limiter.on('store-error', (e) => errors.push(e.error));
-    const pending = limiter.check('k');
-    await vi.advanceTimersByTimeAsync(29);
+    const logger = recordingLogger();
+    const limiter = createLimiter({ policies, store, storeTimeoutMs: 30, onStoreError: 'open', logger });
+    const errors: LimiterEvents['store-error'][] = [];
+    limiter.on('store-error', (e) => errors.push(e));
+    const pending = Array.from({ length: 32 }, () => limiter.check('k'));
+    await vi.advanceTimersByTimeAsync(24);
     expect(errors).toHaveLength(0);
-    await vi.advanceTimersByTimeAsync(1);
-    // The verdict waits one turn of the event loop (see the next test).
-    await vi.runOnlyPendingTimersAsync();
-    expect(await pending).toMatchObject({ allowed: true, degraded: true, reason: 'store-error' });
-    expect(String(errors[0])).toContain('ERR_RL_STORE_TIMEOUT');
+    await vi.advanceTimersByTimeAsync(20);
+    const ds = await Promise.all(pending);
+    for (const d of ds) expect(d).toMatchObject({ allowed: true, degraded: true, reason: 'store-error' });
+    expect(errors).toHaveLength(32);
+    expect(errors[0]).toMatchObject({ scope: 'node', node: 'store' });
+    expect(String(errors[0]?.error)).toContain('ERR_RL_STORE_TIMEOUT');
+    // 32 calls in flight, one outage: one log line, one breaker opening.
+    expect(limiter.stats()).toMatchObject({ storeErrors: 32, outages: 1 });
+    expect(logger.errors).toHaveLength(1);
+    expect(logger.warnings.filter((w) => w.startsWith('WRN_RL_BREAKER_OPEN'))).toHaveLength(1);
   });
 
-  it('a reply that arrives in the same turn as the deadline is not a timeout (busy event loop)', async () => {
-    vi.useFakeTimers();
+  it('a pipeline still draining (replies keep arriving) is never a timeout, however late the last reply', async () => {
+    vi.useFakeTimers({ toFake: FAKE });
     const store = new FlakyStore();
     store.mode = 'slow';
-    store.delayMs = 30;
-    const limiter = createLimiter({ policies, store, storeTimeoutMs: 30, breaker: { failureThreshold: 1 }, logger: recordingLogger() });
-    const errors: unknown[] = [];
-    limiter.on('store-error', (e) => errors.push(e.error));
-    // The limiter's timer and the store's reply are due at the same time; the timer was set first, as
-    // on a process too busy to read the socket before the timers phase.
-    const pending = limiter.check('k');
-    await vi.advanceTimersByTimeAsync(30);
-    await vi.runOnlyPendingTimersAsync();
-    expect(await pending).toMatchObject({ allowed: true, degraded: false, reason: 'allowed', remaining: 9 });
-    expect(errors).toEqual([]);
+    const limiter = createLimiter({ policies: [{ limit: 100, windowMs: 60_000 }], store, storeTimeoutMs: 30, logger: recordingLogger() });
+    const pending: Promise<Decision>[] = [];
+    // Twenty calls answered 20 ms apart: the last one waits 400 ms, but the node is never silent for 30 ms.
+    for (let i = 1; i <= 20; i++) {
+      store.delayMs = i * 20;
+      pending.push(limiter.check('k'));
+    }
+    await vi.advanceTimersByTimeAsync(450);
+    const ds = await Promise.all(pending);
+    expect(ds.filter((d) => d.degraded)).toHaveLength(0);
+    expect(ds.at(-1)?.remaining).toBe(80);
   });
 
-  it('a store that rejects after the timeout leaves no unhandled rejection', async () => {
-    vi.useFakeTimers();
+  it('time the event loop was blocked does not count as silence: the verdict waits for the poll phase', async () => {
+    const store = new FlakyStore();
+    store.mode = 'slow';
+    store.delayMs = 5;
+    const limiter = createLimiter({ policies, store, storeTimeoutMs: 20, logger: recordingLogger() });
+    let degraded = 0;
+    for (let round = 0; round < 5; round++) {
+      const pending = limiter.check(`k${round}`);
+      // Block this process for 60 ms, three times the timeout, while the reply is due after 5 ms.
+      const until = performance.now() + 60;
+      while (performance.now() < until) {
+        // busy: no timer, no I/O can run
+      }
+      if ((await pending).degraded) degraded += 1;
+    }
+    expect(degraded).toBe(0);
+  });
+
+  it('a store that rejects after the watchdog answered leaves no unhandled rejection', async () => {
+    vi.useFakeTimers({ toFake: FAKE });
     const store = new FlakyStore();
     store.mode = 'late-reject';
-    const limiter = createLimiter({ policies, store, storeTimeoutMs: 10, breaker: false, logger: recordingLogger() });
+    const limiter = createLimiter({ policies, store, storeTimeoutMs: 10, logger: recordingLogger() });
     const pending = limiter.check('k');
-    await vi.advanceTimersByTimeAsync(10);
-    await vi.runOnlyPendingTimersAsync();
-    await pending;
+    await vi.advanceTimersByTimeAsync(20);
+    expect((await pending).degraded).toBe(true);
     for (const reject of store.pending) reject(new Error('too late'));
     await vi.advanceTimersByTimeAsync(1);
   });
 
-  it('the breaker stops calling a failing store, probes after the cool-down and closes on success', async () => {
+  it('a late reply proves the node alive: the breaker closes on it, without waiting for a probe', async () => {
+    vi.useFakeTimers({ toFake: FAKE });
+    const store = new FlakyStore();
+    store.mode = 'slow';
+    store.delayMs = 40;
+    const states: string[] = [];
+    const limiter = createLimiter({ policies, store, storeTimeoutMs: 10, breaker: { cooldownMs: 1_000 }, logger: recordingLogger() });
+    limiter.on('breaker', (e) => states.push(e.state));
+    const late = limiter.check('k');
+    await vi.advanceTimersByTimeAsync(20);
+    expect((await late).degraded).toBe(true);
+    expect(states).toEqual(['open']);
+    await vi.advanceTimersByTimeAsync(25);
+    expect(states).toEqual(['open', 'closed']);
+    store.mode = 'ok';
+    // The late call was charged when it reached the store: 10 - 2.
+    expect(await limiter.check('k')).toMatchObject({ degraded: false, remaining: 8 });
+  });
+
+  it('errors of one key answer that key only: other keys stay exact and the node stays healthy', async () => {
+    const store = new ScopedStore();
+    store.corrupt.add('hot');
+    const logger = recordingLogger();
+    const limiter = createLimiter({ policies, store, logger, clock: () => 0 });
+    const events: LimiterEvents['store-error'][] = [];
+    const states: string[] = [];
+    limiter.on('store-error', (e) => events.push(e));
+    limiter.on('breaker', (e) => states.push(e.state));
+    for (let i = 0; i < 50; i++) {
+      expect((await limiter.check('hot')).degraded).toBe(true);
+      const d = await limiter.check(`user${i % 5}`);
+      expect(d.degraded).toBe(false);
+    }
+    // Each healthy key had exactly its 10: the 11th is refused by the store, not degraded.
+    for (let u = 0; u < 5; u++) expect(await limiter.check(`user${u}`)).toMatchObject({ allowed: false, degraded: false, remaining: 0 });
+    expect(states).toEqual([]);
+    expect(limiter.stats()).toMatchObject({ storeErrors: 50, outages: 0 });
+    expect(events.every((e) => e.scope === 'key' && e.key === 'hot')).toBe(true);
+    // Logged once for the key, not 50 times.
+    expect(logger.errors.filter((e) => e.startsWith('ERR_RL_STORE_KEY_FAILED'))).toHaveLength(1);
+  });
+
+  it('health is per node: a node that fails degrades only the keys it serves', async () => {
+    let t = 0;
+    const store = new ScopedStore();
+    store.down.add('node-b');
+    const limiter = createLimiter({ policies, store, logger: recordingLogger(), onStoreError: 'closed', clock: () => t });
+    const states: LimiterEvents['breaker'][] = [];
+    limiter.on('breaker', (e) => states.push(e));
+    for (let i = 0; i < 20; i++) {
+      t += 1;
+      expect((await limiter.check(`a:${i % 3}`)).degraded).toBe(false);
+      expect((await limiter.check(`b:${i % 3}`)).degraded).toBe(true);
+    }
+    expect(states[0]).toEqual({ state: 'open', node: 'node-b' });
+    expect(states.every((s) => s.node === 'node-b')).toBe(true);
+    store.down.clear();
+    t += 10;
+    expect((await limiter.check('b:0')).degraded).toBe(false);
+    expect(states.at(-1)).toEqual({ state: 'closed', node: 'node-b' });
+  });
+
+  it('an open node is probed 10 ms later, again every 10 ms while probes fail fast, doubling only while they hang', async () => {
+    vi.useFakeTimers({ toFake: FAKE });
     let t = 0;
     const store = new FlakyStore();
-    const logger = recordingLogger();
     const limiter = createLimiter({
       policies,
       store,
-      logger,
-      breaker: { failureThreshold: 3, cooldownMs: 1_000 },
+      storeTimeoutMs: 20,
+      logger: recordingLogger(),
+      breaker: { cooldownMs: 35 },
       clock: () => t,
     });
     const states: string[] = [];
     limiter.on('breaker', (e) => states.push(e.state));
     store.mode = 'reject';
-    for (let i = 0; i < 3; i++) await limiter.check('k');
+    await limiter.check('k');
+    expect(store.calls).toBe(1);
+    t = 9;
+    await limiter.check('k');
+    expect(store.calls).toBe(1);
+    t = 10;
+    await limiter.check('k');
+    expect(store.calls).toBe(2);
+    t = 19;
+    await limiter.check('k');
+    expect(store.calls).toBe(2);
+    t = 20;
+    // This probe hangs: the watchdog gives up on it, and the next wait doubles.
+    store.mode = 'hang';
+    const hung = limiter.check('k');
+    expect((await limiter.check('k')).degraded).toBe(true);
     expect(store.calls).toBe(3);
-    expect(states).toEqual(['open']);
-    for (let i = 0; i < 10; i++) expect((await limiter.check('k')).degraded).toBe(true);
-    expect(store.calls).toBe(3);
-    t = 999;
+    await vi.advanceTimersByTimeAsync(50);
+    expect((await hung).degraded).toBe(true);
+    t = 39;
     await limiter.check('k');
     expect(store.calls).toBe(3);
-    t = 1_000;
+    t = 40;
+    const hung2 = limiter.check('k');
+    await vi.advanceTimersByTimeAsync(50);
+    await hung2;
+    expect(store.calls).toBe(4);
+    // 40 would be the doubled wait; cooldownMs caps it at 35.
+    t = 74;
     await limiter.check('k');
     expect(store.calls).toBe(4);
-    expect(states).toEqual(['open', 'half-open', 'open']);
-    t = 2_000;
+    t = 75;
     store.mode = 'ok';
-    const probe = await limiter.check('k');
-    expect(probe).toMatchObject({ degraded: false, reason: 'allowed' });
-    expect(states).toEqual(['open', 'half-open', 'open', 'half-open', 'closed']);
-    expect(logger.warnings.some((w) => w.includes('answers again'))).toBe(true);
-    expect(limiter.stats().storeErrors).toBe(15);
+    expect(await limiter.check('k')).toMatchObject({ degraded: false, reason: 'allowed' });
+    expect(states).toEqual(['open', 'half-open', 'open', 'half-open', 'open', 'half-open', 'open', 'half-open', 'closed']);
+    expect(limiter.stats().outages).toBe(1);
   });
 
-  it('lets one probe out at a time while half-open', async () => {
-    let t = 0;
+  it('breaker: false calls the store every time; failureThreshold counts outage events, not calls', async () => {
     const store = new FlakyStore();
-    const limiter = createLimiter({
-      policies,
-      store,
-      logger: recordingLogger(),
-      breaker: { failureThreshold: 1, cooldownMs: 100 },
-      clock: () => t,
-    });
     store.mode = 'reject';
-    await limiter.check('k');
-    t = 100;
-    store.mode = 'hang';
-    void limiter.check('k');
-    const second = await limiter.check('k');
-    expect(second.degraded).toBe(true);
-    expect(store.calls).toBe(2);
+    const off = createLimiter({ policies, store, breaker: false, logger: recordingLogger() });
+    for (let i = 0; i < 5; i++) await off.check('k');
+    expect(store.calls).toBe(5);
+    const counted = new FlakyStore();
+    counted.mode = 'late-reject';
+    const states: string[] = [];
+    const three = createLimiter({ policies, store: counted, breaker: { failureThreshold: 3 }, logger: recordingLogger() });
+    three.on('breaker', (e) => states.push(e.state));
+    // Ten calls in flight failing together: one event.
+    const pending = Array.from({ length: 10 }, () => three.check('k'));
+    for (const reject of counted.pending.splice(0)) reject(new Error('connection reset'));
+    await Promise.all(pending);
+    expect(states).toEqual([]);
+    for (let i = 0; i < 2; i++) {
+      const p = three.check('k');
+      for (const reject of counted.pending.splice(0)) reject(new Error('connection reset'));
+      await p;
+    }
+    expect(states).toEqual(['open']);
+  });
+
+  it('waits for a store that is still connecting at startup, and answers from the store', async () => {
+    const store = new StartingStore();
+    const limiter = createLimiter({ policies, store, logger: recordingLogger() });
+    const first = limiter.check('k');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(store.calls).toBe(0);
+    store.ready();
+    expect(await first).toMatchObject({ degraded: false, remaining: 9 });
+    expect(store.waits).toBe(1);
+    expect((await limiter.check('k')).remaining).toBe(8);
+  });
+
+  it("defaults to 'local': a failing store never switches limiting off", async () => {
+    const store = new FlakyStore();
+    store.mode = 'reject';
+    const limiter = createLimiter({ policies: { limit: 2, windowMs: 60_000 }, store, logger: recordingLogger() });
+    const allowed = [];
+    for (let i = 0; i < 4; i++) allowed.push((await limiter.check('k')).allowed);
+    expect(allowed).toEqual([true, true, false, false]);
   });
 });
 

@@ -212,6 +212,7 @@ describe('shadow policies', () => {
       shadowOnly: 2,
       enforcedOnly: 1,
       storeErrors: 0,
+      outages: 0,
       policies: [
         { name: 'live', shadow: false, rejected: 2 },
         { name: 'next', shadow: true, rejected: 3 },
@@ -225,6 +226,7 @@ describe('shadow policies', () => {
       shadowOnly: 0,
       enforcedOnly: 0,
       storeErrors: 0,
+      outages: 0,
       policies: [
         { name: 'live', shadow: false, rejected: 0 },
         { name: 'next', shadow: true, rejected: 0 },

@@ -1,14 +1,17 @@
 /**
  * @module createLimiter: turns policies into decisions. One store call per request applies every
  * policy (enforced and shadow) atomically; the limiter picks the binding policy, builds the Decision,
- * keeps the counters a team reads to compare shadow policies with enforced ones, and answers by the
- * configured failure mode when the store fails, is slow, or its circuit breaker is open.
+ * keeps the counters a team reads to compare shadow policies with enforced ones. When the store cannot
+ * decide, failure/ judges why (one key, or the node that serves it) and answers by the failure mode.
  */
 import { createHash } from 'node:crypto';
 import { monotonicClock } from './clock.js';
 import { costUnits, DecisionImpl, Group, readGroup, Verdict } from './decision.js';
-import { codedError, describeValue, seeDocs } from './errors.js';
-import { Breaker, type BreakerState } from './internal/breaker.js';
+import { codedError, describeValue } from './errors.js';
+import { Fallback } from './failure/fallback.js';
+import type { BreakerState } from './failure/node-health.js';
+import { CallFailure, StoreGuard } from './failure/store-guard.js';
+import { StoreTimeoutError } from './failure/store-timeout-error.js';
 import { fromMilli, MILLI, toMilli } from './internal/fixed-point.js';
 import { safeLog } from './logging.js';
 import { DecisionObserver } from './observability/decision-observer.js';
@@ -16,7 +19,6 @@ import type { HotKeysReport } from './observability/hot-keys.js';
 import type { ShadowPolicyStats } from './observability/shadow-stats.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import type { CompiledPolicy } from './policy.js';
-import { MemoryStore } from './stores/memory-store.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -31,7 +33,9 @@ import {
   type StorePlan,
   type StoreResult,
 } from './stores/store.js';
-import type { AlgorithmId, CheckOptions, Decision, DecisionReason, PolicyResult, QuotaUnit, ShadowVerdict } from './types.js';
+import type { AlgorithmId, CheckOptions, Decision, PolicyResult, QuotaUnit, ShadowVerdict } from './types.js';
+
+export { StoreTimeoutError } from './failure/store-timeout-error.js';
 
 /** Keys longer than this are replaced by their SHA-256, so a store never holds a huge key. */
 export const MAX_KEY_LENGTH = 256;
@@ -67,8 +71,10 @@ export interface LimiterStats {
   readonly shadowOnly: number;
   /** The enforced policies rejected what shadow would have let through. */
   readonly enforcedOnly: number;
-  /** Checks the store failed (error, timeout) or skipped because the breaker was open. */
+  /** Checks the failure mode answered: the store failed on them (error, silence) or their node's breaker was open. */
   readonly storeErrors: number;
+  /** Store outage events: one per node per outage, however many checks it touched. */
+  readonly outages: number;
   readonly policies: readonly PolicyStats[];
   /** Per shadow policy: agreement, would-block rate over recent intervals, the keys it would block most. */
   readonly shadow: readonly ShadowPolicyStats[];
@@ -76,10 +82,14 @@ export interface LimiterStats {
 
 /** Events a limiter reports besides its decisions. */
 export interface LimiterEvents {
-  /** The store failed or timed out; the failure mode answered. `error` is what the store threw. */
-  'store-error': { readonly error: unknown; readonly key: string };
-  /** The circuit breaker changed state. */
-  breaker: { readonly state: BreakerState };
+  /**
+   * The store failed on this check and the failure mode answered. `error` is what the store threw (or a
+   * StoreTimeoutError); `scope` says whose fault: `'key'` (this key's state, other keys unaffected) or
+   * `'node'` (the node that serves it, named by `node`).
+   */
+  'store-error': { readonly error: unknown; readonly key: string; readonly scope: 'key' | 'node'; readonly node: string };
+  /** The circuit breaker of a store node changed state. */
+  breaker: { readonly state: BreakerState; readonly node: string };
 }
 
 export interface Limiter {
@@ -105,15 +115,6 @@ export interface Limiter {
   hotKeys(n?: number): HotKeysReport;
   /** Closes the store if the limiter created it, and the local fallback store. */
   close(): Promise<void>;
-}
-
-/** Thrown into the failure path when an asynchronous store does not answer in time. */
-export class StoreTimeoutError extends Error {
-  readonly code = 'ERR_RL_STORE_TIMEOUT';
-  constructor(ms: number) {
-    super(`ERR_RL_STORE_TIMEOUT: the store did not answer within ${ms} ms (storeTimeoutMs). ${seeDocs('ERR_RL_STORE_TIMEOUT')}`);
-    this.name = 'StoreTimeoutError';
-  }
 }
 
 /** Replaces keys that are too long by a digest; rejects what is not a string. */
@@ -151,43 +152,18 @@ function describePolicy(p: CompiledPolicy): PolicyDescription {
   });
 }
 
-/**
- * Rejects with StoreTimeoutError when `promise` has not settled `ms` after the call. When the timer
- * fires, the verdict waits for one turn of the event loop (setImmediate runs after the poll phase): on
- * a busy process the store's reply may already sit in the socket buffer while the timers phase runs
- * first, and a reply that arrived in time must not count as a timeout (nor trip the breaker).
- */
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => setImmediate(() => reject(new StoreTimeoutError(ms))), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
 /** Creates a limiter. Options are validated here, once; see `LimiterOptions`. */
 export function createLimiter(options: LimiterOptions): Limiter {
   const config: LimiterConfig = parseLimiterOptions(options);
-  const { store, clock, mode, defaultCost, logger, onStoreError, storeTimeoutMs } = config;
+  const { store, clock, mode, defaultCost, logger, onStoreError } = config;
   const all = [...config.policies, ...config.shadowPolicies];
   const enforcedCount = config.policies.length;
   const plan: StorePlan = Object.freeze({ policies: all, enforcedCount });
   store.prepare?.(plan);
   const hasShadow = all.length > enforcedCount;
   const shadowMode = mode === 'shadow';
-  const localStore = onStoreError === 'local' ? new MemoryStore() : undefined;
-  const localPlan: StorePlan = Object.freeze({ policies: config.localPolicies, enforcedCount });
   const enforced = new Group();
   const candidates = new Group();
-  const synthetic = new Float64Array(all.length * RESULT_STRIDE);
   const observer = new DecisionObserver({ policies: all, enforcedCount, mode, storeKind: store.kind, clock: now });
 
   const listeners: { [E in keyof LimiterEvents]: Set<(payload: LimiterEvents[E]) => void> } = {
@@ -204,29 +180,20 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
   }
 
-  const breakerConfig = config.breaker;
-  const breaker =
-    breakerConfig === false
-      ? undefined
-      : new Breaker(breakerConfig.failureThreshold, breakerConfig.cooldownMs, (state) => {
-          if (state === 'open') {
-            safeLog(
-              logger,
-              'warn',
-              { code: 'WRN_RL_BREAKER_OPEN', store: store.kind, cooldownMs: breakerConfig.cooldownMs, onStoreError },
-              'WRN_RL_BREAKER_OPEN: the store keeps failing; not calling it during the cooldown',
-            );
-          } else if (state === 'closed') {
-            safeLog(
-              logger,
-              'warn',
-              { code: 'WRN_RL_BREAKER_CLOSED', store: store.kind },
-              'WRN_RL_BREAKER_CLOSED: the store answers again; decisions are back to normal',
-            );
-          }
-          observer.storeState(state);
-          emit('breaker', { state });
-        });
+  const guard = new StoreGuard({
+    store,
+    plan,
+    storeTimeoutMs: config.storeTimeoutMs,
+    breaker: config.breaker,
+    logger,
+    onStoreError,
+    now: () => now(),
+    onBreaker: (state, node) => {
+      observer.storeState(state, node);
+      emit('breaker', { state, node });
+    },
+  });
+  const fallback = new Fallback(config, finish);
 
   let requests = 0;
   let limitedCount = 0;
@@ -234,7 +201,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
   let shadowOnly = 0;
   let enforcedOnly = 0;
   let storeErrors = 0;
-  let failing = false;
   const rejected = new Float64Array(all.length);
 
   function now(): number {
@@ -318,63 +284,43 @@ export function createLimiter(options: LimiterOptions): Limiter {
     );
   }
 
-  /** The failure mode's answer when the store cannot be used. */
-  function fallback(key: string, cost: number, at: number): Decision | Promise<Decision> {
+  /** The failure mode's answer for a check that skips the store (its node's breaker is open). */
+  function skipped(key: string, cost: number, at: number, node: string): Decision {
     storeErrors += 1;
-    if (localStore !== undefined) return finish(key, cost, localStore.apply(key, localPlan, cost, at), config.localPolicies, true);
-    // open: as if every policy had room; closed: a refusal that is not a quota verdict.
-    const open = onStoreError === 'open';
-    const retry = open ? 0 : Math.max(1000, breaker?.waitMs(at) ?? 0);
-    for (let i = 0; i < all.length; i++) {
-      const p = all[i] as CompiledPolicy;
-      const o = i * RESULT_STRIDE;
-      const exceeds = cost > p.capMilli;
-      synthetic[o + R_FLAGS] = exceeds ? F_EXCEEDS : open ? F_ALLOWED | F_CHARGED : 0;
-      synthetic[o + R_REMAINING] = open && !exceeds ? p.capMilli - cost : 0;
-      synthetic[o + R_RETRY_AFTER] = exceeds ? 0 : retry;
-    }
-    readGroup(enforced, synthetic, all, 0, enforcedCount);
-    const b = enforced.binding as PolicyResult;
-    const exceeded = enforced.reason === 'cost-exceeds-capacity';
-    const reason: DecisionReason = exceeded ? 'cost-exceeds-capacity' : 'store-error';
-    const allowed = shadowMode || (open && !exceeded);
-    requests += 1;
-    return new DecisionImpl(
-      allowed,
-      exceeded,
-      reason,
-      mode,
-      key,
-      costUnits(cost),
-      b.name,
-      b.remaining,
-      exceeded || open ? 0 : retry,
-      0,
-      0,
-      enforced.results,
-      undefined,
-      true,
-    );
+    const d = fallback.answer(key, cost, at, guard.retryMs(node, at));
+    if (onStoreError !== 'local') requests += 1;
+    return d;
   }
 
-  function failed(key: string, cost: number, at: number, error: unknown): Decision | Promise<Decision> {
-    breaker?.failure(at);
-    if (!failing) {
-      failing = true;
-      safeLog(
-        logger,
-        'error',
-        { code: 'ERR_RL_STORE_FAILED', store: store.kind, onStoreError, err: error },
-        'ERR_RL_STORE_FAILED: the store failed; answering with onStoreError until it recovers',
-      );
-    }
-    emit('store-error', { error, key });
-    return fallback(key, cost, at);
+  /** The failure mode's answer for a check the store failed on. */
+  function failed(key: string, cost: number, at: number, failure: CallFailure): Decision {
+    if (failure.scope === 'key') guard.logKeyFailure(key, failure);
+    emit('store-error', { error: failure.error, key, scope: failure.scope, node: failure.node });
+    return skipped(key, cost, at, failure.node);
   }
 
-  function succeeded(): void {
-    if (failing) failing = false;
-    breaker?.success();
+  function decideAt(key: string, cost: number, at: number): Decision | Promise<Decision> {
+    const node = guard.nodeOf(key);
+    if (!guard.allow(node, at)) return skipped(key, cost, at, node);
+    const seq = guard.next();
+    let r: StoreResult | Promise<StoreResult>;
+    const started = observer.storeStart();
+    try {
+      r = store.apply(key, plan, cost, at);
+    } catch (error) {
+      observer.storeDone(started, 'error', false);
+      return failed(key, cost, at, guard.failure(node, seq, error, false));
+    }
+    if (isPromiseLike(r)) {
+      return guard.watch(node, seq, r).then((o) => {
+        const failure = o instanceof CallFailure;
+        observer.storeDone(started, failure ? (o.error instanceof StoreTimeoutError ? 'timeout' : 'error') : 'ok', true);
+        return failure ? failed(key, cost, at, o) : finish(key, cost, o, all, false);
+      });
+    }
+    observer.storeDone(started, 'ok', false);
+    guard.answered(node);
+    return finish(key, cost, r, all, false);
   }
 
   /** Every decision goes out through the observer (metrics, diagnostics channel, hot keys, shadow record). */
@@ -386,32 +332,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   function evaluate(rawKey: string, opts?: CheckOptions): Decision | Promise<Decision> {
     const key = normalizeKey(rawKey);
     const cost = costOf(opts, defaultCost);
-    const at = now();
-    if (breaker !== undefined && breaker.state !== 'closed' && !breaker.allow(at)) return fallback(key, cost, at);
-    let r: StoreResult | Promise<StoreResult>;
-    const started = observer.storeStart();
-    try {
-      r = store.apply(key, plan, cost, at);
-    } catch (error) {
-      observer.storeDone(started, 'error', false);
-      return failed(key, cost, at, error);
-    }
-    if (isPromiseLike(r)) {
-      return withTimeout(r, storeTimeoutMs).then(
-        (res) => {
-          observer.storeDone(started, 'ok', true);
-          succeeded();
-          return finish(key, cost, res, all, false);
-        },
-        (error: unknown) => {
-          observer.storeDone(started, error instanceof StoreTimeoutError ? 'timeout' : 'error', true);
-          return failed(key, cost, at, error);
-        },
-      );
-    }
-    observer.storeDone(started, 'ok', false);
-    if (failing || (breaker !== undefined && breaker.state !== 'closed')) succeeded();
-    return finish(key, cost, r, all, false);
+    const starting = guard.starting();
+    if (starting !== undefined) return starting.then(() => decideAt(key, cost, now()));
+    return decideAt(key, cost, now());
   }
 
   return {
@@ -426,7 +349,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     async reset(rawKey) {
       const key = normalizeKey(rawKey);
       await store.reset(key, plan);
-      localStore?.reset(key, localPlan);
+      fallback.reset(key);
     },
     policies: Object.freeze(config.policies.map(describePolicy)),
     shadowPolicies: Object.freeze(config.shadowPolicies.map(describePolicy)),
@@ -446,6 +369,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         shadowOnly,
         enforcedOnly,
         storeErrors,
+        outages: guard.outages,
         policies: all.map((p, i) => ({ name: p.name, shadow: p.shadow, rejected: rejected[i] as number })),
         shadow: observer.shadowStats(),
       };
@@ -457,6 +381,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       shadowOnly = 0;
       enforcedOnly = 0;
       storeErrors = 0;
+      guard.resetStats();
       rejected.fill(0);
       observer.resetStats();
     },
@@ -465,7 +390,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
     async close() {
       observer.close();
-      localStore?.close();
+      fallback.close();
+      guard.close();
       if (config.ownsStore) await store.close?.();
     },
   };

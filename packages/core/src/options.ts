@@ -41,35 +41,42 @@ export interface LimiterOptions {
   /** Receives warnings and errors, pino-style `(fields, message)`. Defaults to `console`, one line per entry. */
   logger?: Logger;
   /**
-   * What a check answers when the store fails, times out, or its circuit breaker is open:
-   * - `'open'`: admit, with `decision.degraded` and `reason: 'store-error'` (availability first);
-   * - `'closed'`: reject with `reason: 'store-error'` (adapters answer 503, never 429);
-   * - `'local'`: decide with an in-process limiter holding `localShare` of each limit (bounded fail-open).
-   * Defaults to `'open'`.
+   * What a check answers when the store cannot decide it (the key's node is down or silent, or the key's
+   * state gave an error); the decision has `degraded: true`:
+   * - `'local'`: decide with an in-process limiter holding `localShare` of each limit, so limiting never
+   *   switches off (whoever can make the store fail or slow cannot lift the limits);
+   * - `'open'`: admit, with `reason: 'store-error'` (availability first, no limit at all meanwhile);
+   * - `'closed'`: reject with `reason: 'store-error'` (adapters answer 503, never 429).
+   * Defaults to `'local'`.
    */
   onStoreError?: 'open' | 'closed' | 'local';
   /**
-   * How long a check waits for an asynchronous store before the failure mode answers, in ms.
-   * Synchronous stores (MemoryStore) are never timed out. Defaults to `50`.
+   * How long a store node may stay silent, in ms: it fails when calls are pending on it and none of its
+   * calls has settled for this long, counting only time this process could read replies (a blocked event
+   * loop, or a pipeline still draining while replies arrive, never counts). Synchronous stores
+   * (MemoryStore) are never timed out. Defaults to `50`.
    */
   storeTimeoutMs?: number;
+
   /**
    * `onStoreError: 'local'`: the share of each policy's limit (and burst) the in-process fallback allows,
    * in (0, 1]; e.g. 0.25 on four instances keeps the total near the global limit. Defaults to `1`.
    */
   localShare?: number;
   /**
-   * Stops calling a failing store: after `failureThreshold` consecutive failures, checks skip the store for
-   * `cooldownMs` (answered by the failure mode), then one probe is let through; its success closes the
-   * breaker. `false` turns it off. Defaults to `{ failureThreshold: 5, cooldownMs: 2_000 }`.
+   * One circuit breaker per store node (Redis connection or Cluster master): after `failureThreshold`
+   * outage events in a row (all calls in flight when a node fails are one event), checks for that node's
+   * keys skip it and get the failure mode's answer, except one probe at a time (first after 10 ms, doubling
+   * up to `cooldownMs` while probes hang); the first reply closes it. `false`: always call the store.
+   * Defaults to `{ failureThreshold: 1, cooldownMs: 1_000 }`.
    */
   breaker?: BreakerOptions | false;
 }
 
 export interface BreakerOptions {
-  /** Consecutive store failures that open the breaker. Defaults to `5`. */
+  /** Outage events in a row that open a node's breaker. Defaults to `1`. */
   failureThreshold?: number;
-  /** How long the breaker stays open before a probe, in ms. Defaults to `2_000`. */
+  /** The longest wait between probes of an open node, in ms. Defaults to `1_000`. */
   cooldownMs?: number;
 }
 
@@ -197,7 +204,7 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
       );
     }
   });
-  const onStoreError = options.onStoreError ?? 'open';
+  const onStoreError = options.onStoreError ?? 'local';
   if (onStoreError !== 'open' && onStoreError !== 'closed' && onStoreError !== 'local') {
     throw new RateLimitConfigError(
       'ERR_RL_INVALID_ON_STORE_ERROR',
@@ -271,9 +278,9 @@ function parseBreaker(input: BreakerOptions | false | undefined): Readonly<Requi
     input ?? {},
     { failureThreshold: true, cooldownMs: true },
     'breaker',
-    '{ failureThreshold: 5, cooldownMs: 2_000 }',
+    '{ failureThreshold: 1, cooldownMs: 1_000 }',
   );
-  const { failureThreshold = 5, cooldownMs = 2_000 } = options;
+  const { failureThreshold = 1, cooldownMs = 1_000 } = options;
   if (!Number.isSafeInteger(failureThreshold) || failureThreshold < 1) {
     throw new RateLimitConfigError('ERR_RL_INVALID_BREAKER', 'breaker.failureThreshold', 'must be a positive integer', failureThreshold);
   }

@@ -1,14 +1,51 @@
 /**
  * @module Faults, through the limiter's failure mode: redis-server stopped mid-run (requests keep being
  * answered per `onStoreError`, each within the store timeout), then restarted (the limiter recovers by
- * itself, no app restart), and a slow Redis (DEBUG SLEEP) that trips the timeout. No unhandled
- * rejection at any point.
+ * itself, no app restart); a slow Redis (DEBUG SLEEP) that trips the watchdog; short faults (CLIENT KILL,
+ * a ~100 ms restart, DEBUG SLEEP 0.2) whose degraded time stays within a small bound of the fault's own
+ * length; OOM under `noeviction` (a node error: the failure mode answers, the node recovers when memory
+ * frees); a corrupt hot key (WRONGTYPE) that degrades only itself; and a limiter used before its client is
+ * connected, which waits for the connection. No unhandled rejection at any point.
  */
 import { createLimiter, type Decision, formatLine, type LogFields, RedisStore } from '@tollgate/core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 
 const TIMEOUT = 100;
+const quiet = { warn() {}, error() {} };
+
+/**
+ * Checks back to back (4 in flight, a 1 ms pause between rounds) on keys `k0..k3` until `stop()`, noting
+ * when each degraded decision was answered: the degraded time of a fault is `last - first` of those.
+ */
+function checkLoop(check: (key: string) => Promise<Decision>) {
+  const degradedAt: number[] = [];
+  let total = 0;
+  let running = true;
+  const done = (async () => {
+    while (running) {
+      const ds = await Promise.all([0, 1, 2, 3].map((i) => check(`k${i}`)));
+      const t = performance.now();
+      for (const d of ds) {
+        total += 1;
+        if (d.degraded) degradedAt.push(t);
+      }
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await done;
+      const first = degradedAt[0] ?? 0;
+      const last = degradedAt.at(-1) ?? 0;
+      return { total, degraded: degradedAt.length, degradedMs: Math.round(last - first) };
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describeRedis('RedisStore faults and the limiter failure mode', () => {
   let server: RedisServer;
@@ -90,7 +127,7 @@ describeRedis('RedisStore faults and the limiter failure mode', () => {
       modes[mode](during);
       expect(limiter.stats().storeErrors).toBe(6);
       expect(events).toContain('breaker:open');
-      expect(logged.some((m) => m.includes('store failed'))).toBe(true);
+      expect(logged.some((m) => m.startsWith('ERR_RL_STORE_FAILED'))).toBe(true);
 
       await server.start();
       await waitFor('the limiter to use Redis again', async () => !(await limiter.check('recovery')).degraded, 10_000);
@@ -118,5 +155,174 @@ describeRedis('RedisStore faults and the limiter failure mode', () => {
     expect(again.degraded).toBe(false);
     // The timed-out request was still charged when Redis woke up: under one request is left of 3.
     expect(again.remaining).toBeLessThan(1);
+  });
+
+  describe('short faults degrade about as long as they last (default failure options, storeTimeoutMs 50)', () => {
+    // Reconnect quickly: ioredis' default waits 50 ms, then 100 ms… between attempts.
+    async function defaults() {
+      const client = await server.readyClient({ retryStrategy: () => 10 });
+      const limiter = createLimiter({
+        policies: { limit: 1_000_000, windowMs: 60_000 },
+        store: new RedisStore({ client, prefix: randomPrefix() }),
+        logger: quiet,
+      });
+      const loop = checkLoop((key) => limiter.check(key));
+      await sleep(50);
+      return { client, limiter, loop };
+    }
+
+    it('CLIENT KILL of the store connection', async () => {
+      const { client, limiter, loop } = await defaults();
+      const admin = await server.readyClient();
+      const id = await client.client('ID');
+      const closed = new Promise((r) => client.once('close', r));
+      const killedAt = performance.now();
+      await admin.client('KILL', 'ID', String(id));
+      await closed;
+      await waitFor('reconnected', () => client.status === 'ready');
+      const reconnectMs = performance.now() - killedAt;
+      await sleep(100);
+      const r = await loop.stop();
+      console.info(
+        `CLIENT KILL: reconnected after ${Math.round(reconnectMs)} ms; ${r.degraded} of ${r.total} degraded over ${r.degradedMs} ms`,
+      );
+      expect(r.degradedMs).toBeLessThanOrEqual(reconnectMs + 100);
+      expect(limiter.stats().outages).toBeLessThanOrEqual(1);
+      expect((await limiter.check('after')).degraded).toBe(false);
+    });
+
+    it('a ~100 ms restart of redis-server', async () => {
+      const { limiter, loop } = await defaults();
+      const stoppedAt = performance.now();
+      await server.stop();
+      await sleep(100);
+      await server.start();
+      const downMs = performance.now() - stoppedAt;
+      await sleep(150);
+      const r = await loop.stop();
+      console.info(`restart: down ${Math.round(downMs)} ms; ${r.degraded} of ${r.total} degraded over ${r.degradedMs} ms`);
+      expect(r.degraded).toBeGreaterThan(0);
+      expect(r.degradedMs).toBeLessThanOrEqual(downMs + 150);
+      expect(limiter.stats().outages).toBe(1);
+      expect((await limiter.check('after')).degraded).toBe(false);
+    });
+
+    it('DEBUG SLEEP 0.2 (Redis answers nobody for 200 ms)', async () => {
+      const { limiter, loop } = await defaults();
+      const admin = await server.readyClient();
+      const started = performance.now();
+      await admin.call('DEBUG', 'SLEEP', '0.2');
+      const sleptMs = performance.now() - started;
+      await sleep(100);
+      const r = await loop.stop();
+      console.info(`DEBUG SLEEP 0.2: slept ${Math.round(sleptMs)} ms; ${r.degraded} of ${r.total} degraded over ${r.degradedMs} ms`);
+      expect(r.degraded).toBeGreaterThan(0);
+      // Silent for 50 ms before the node is judged down; back on the first late reply.
+      expect(r.degradedMs).toBeLessThanOrEqual(sleptMs);
+      expect(limiter.stats().outages).toBe(1);
+    });
+  });
+
+  it('OOM under noeviction is a node error: the failure mode answers, health goes red once, and it recovers when memory frees', async () => {
+    const client = await server.readyClient();
+    const admin = await server.readyClient();
+    const errors: { scope: string; message: string }[] = [];
+    const limiter = createLimiter({
+      policies: { limit: 3, windowMs: 60_000 },
+      store: new RedisStore({ client, prefix: randomPrefix() }),
+      localShare: 0.67,
+      logger: quiet,
+    });
+    limiter.on('store-error', (e) => errors.push({ scope: e.scope, message: String(e.error) }));
+    expect((await limiter.check('user')).degraded).toBe(false);
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await admin.config('SET', 'maxmemory', '1');
+    try {
+      const during: Decision[] = [];
+      for (let i = 0; i < 4; i++) during.push(await limiter.check('fresh'));
+      // The default 'local' fallback limits at 0.67 of 3: two, then refused; never off.
+      expect(during.map((d) => [d.degraded, d.allowed])).toEqual([
+        [true, true],
+        [true, true],
+        [true, false],
+        [true, false],
+      ]);
+      expect(errors[0]).toMatchObject({ scope: 'node' });
+      expect(errors[0]?.message).toMatch(/^ReplyError: OOM /);
+      expect(limiter.stats().outages).toBe(1);
+    } finally {
+      await admin.config('SET', 'maxmemory', '0');
+    }
+    await waitFor('the store to answer again', async () => !(await limiter.check('after')).degraded);
+  });
+
+  it('a corrupt hot key (WRONGTYPE) degrades only itself: other keys keep exact limits, store health stays green', async () => {
+    const client = await server.readyClient();
+    const admin = await server.readyClient();
+    const prefix = randomPrefix();
+    const states: string[] = [];
+    const scopes = new Set<string>();
+    const limiter = createLimiter({
+      policies: { algorithm: 'gcra', limit: 5, windowMs: 60_000 },
+      store: new RedisStore({ client, prefix }),
+      logger: quiet,
+    });
+    limiter.on('breaker', (e) => states.push(e.state));
+    limiter.on('store-error', (e) => scopes.add(`${e.scope}:${e.key}`));
+    await limiter.check('hot');
+    await limiter.check('list');
+    const [hotName] = await admin.keys(`${prefix}:{hot}*`);
+    const [listName] = await admin.keys(`${prefix}:{list}*`);
+    await admin.set(hotName as string, 'not a limiter state');
+    await admin.del(listName as string);
+    await admin.lpush(listName as string, 'x');
+    let hotDegraded = 0;
+    const admitted = new Map<string, number>();
+    for (let i = 0; i < 200; i++) {
+      const [hot, list, other] = await Promise.all([limiter.check('hot'), limiter.check('list'), limiter.check(`user${i % 20}`)]);
+      if (hot?.degraded) hotDegraded += 1;
+      if (list?.degraded) hotDegraded += 1;
+      expect(other?.degraded).toBe(false);
+      if (other?.allowed) admitted.set(`user${i % 20}`, (admitted.get(`user${i % 20}`) ?? 0) + 1);
+    }
+    console.info(`corrupt keys: ${hotDegraded} of 400 checks on them degraded, 0 of 200 on 20 healthy keys`);
+    expect(hotDegraded).toBe(400);
+    // Each healthy key: 10 checks against a limit of 5 (a burst of 5 within the same second).
+    expect([...admitted.values()]).toEqual(Array(20).fill(5));
+    expect(states).toEqual([]);
+    expect(limiter.stats().outages).toBe(0);
+    expect([...scopes].sort()).toEqual(['key:hot', 'key:list']);
+  });
+
+  describe('startup', () => {
+    async function firstChecks(client: Redis) {
+      const limiter = createLimiter({
+        policies: { limit: 10, windowMs: 60_000 },
+        store: new RedisStore({ client, prefix: randomPrefix() }),
+        logger: quiet,
+      });
+      const events: string[] = [];
+      limiter.on('store-error', () => events.push('store-error'));
+      limiter.on('breaker', (e) => events.push(e.state));
+      const ds = await Promise.all(Array.from({ length: 20 }, () => limiter.check('user')));
+      return { ds, events };
+    }
+
+    it('a limiter used right after new Redis(), before ready, waits for the connection and answers from Redis', async () => {
+      const client = server.client();
+      expect(client.status).not.toBe('ready');
+      const { ds, events } = await firstChecks(client);
+      expect(ds.filter((d) => d.degraded)).toHaveLength(0);
+      expect(ds.filter((d) => d.allowed)).toHaveLength(10);
+      expect(events).toEqual([]);
+    });
+
+    it('a lazyConnect client is connected by the first check, which waits for it', async () => {
+      const client = server.client({ lazyConnect: true });
+      expect(client.status).toBe('wait');
+      const { ds, events } = await firstChecks(client);
+      expect(ds.filter((d) => d.degraded)).toHaveLength(0);
+      expect(events).toEqual([]);
+    });
   });
 });

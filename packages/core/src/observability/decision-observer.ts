@@ -8,7 +8,8 @@
  */
 import { channel } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
-import type { BreakerState } from '../internal/breaker.js';
+import type { BreakerState } from '../failure/node-health.js';
+import { WHOLE_STORE } from '../failure/store-guard.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { CheckOptions, Decision } from '../types.js';
 import { HotKeys, type HotKeysReport, NEAR_LIMIT_SHARE } from './hot-keys.js';
@@ -107,7 +108,8 @@ export class DecisionObserver {
     return this.lastNow;
   };
   private syncStore: boolean | undefined;
-  private state: BreakerState = 'closed';
+  /** Breaker state per store node; a store that does not tell nodes apart is one node, WHOLE_STORE. */
+  private readonly states = new Map<string, BreakerState>([[WHOLE_STORE, 'closed']]);
   private readonly gauge: () => GaugePoint[];
   private readonly stopGauge: () => void;
 
@@ -130,8 +132,19 @@ export class DecisionObserver {
     }
     this.nearMax = nearMax;
     this.nearSingle = enforcedCount === 1 ? nearMax : -1;
-    this.gauge = () =>
-      STORE_STATES.map((s) => ({ labels: { storeKind: setup.storeKind, storeState: s }, value: STATE_NAMES[this.state] === s ? 1 : 0 }));
+    this.gauge = () => {
+      const points: GaugePoint[] = [];
+      for (const [node, state] of this.states) {
+        for (const s of STORE_STATES) {
+          const labels =
+            node === WHOLE_STORE
+              ? { storeKind: setup.storeKind, storeState: s }
+              : { storeKind: setup.storeKind, storeState: s, storeNode: node };
+          points.push({ labels, value: STATE_NAMES[state] === s ? 1 : 0 });
+        }
+      }
+      return points;
+    };
     this.stopGauge = addGaugeSource('storeState', this.gauge);
     probeMeterProvider();
   }
@@ -176,9 +189,10 @@ export class DecisionObserver {
     recordStoreDuration(seconds, cell.attributes);
   }
 
-  /** The store's breaker moved to `state`. */
-  storeState(state: BreakerState): void {
-    this.state = state;
+  /** The breaker of the store node `node` moved to `state`. Nodes are few (connections, Cluster masters). */
+  storeState(state: BreakerState, node: string): void {
+    if (node !== WHOLE_STORE) this.states.delete(WHOLE_STORE);
+    this.states.set(node, state);
   }
 
   hotKeys(n: number): HotKeysReport {

@@ -53,6 +53,21 @@ export interface Store {
   reset(key: string, plan: StorePlan): void | Promise<void>;
   /** Releases timers and connections the store owns. */
   close?(): void | Promise<void>;
+  /**
+   * The node (connection, Cluster master) that serves `key`, so the limiter tracks health per node and
+   * one shard's outage degrades only its own keys. Without it the store is one node.
+   */
+  nodeOf?(key: string, plan: StorePlan): string;
+  /**
+   * `'key'` when `error` belongs to one key's state (the node answered; only that request is answered by
+   * the failure mode), `'node'` when the node cannot serve anyone. Without it every error is `'node'`.
+   */
+  errorScope?(error: unknown): 'key' | 'node';
+  /**
+   * Before its first connection: a promise that settles once the store can send (or after `maxWaitMs`),
+   * so the limiter's first checks wait instead of failing. `undefined` when there is nothing to wait for.
+   */
+  whenReady?(maxWaitMs: number): Promise<void> | undefined;
 }
 
 export function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {

@@ -2,7 +2,8 @@
  * @module The error RedisStore rejects with when it cannot or will not ask Redis: the client is not
  * ready (the command would wait in ioredis' offline queue), or Redis answered something the script
  * never returns. Errors from Redis itself (timeouts, connection resets, script errors) pass through
- * unchanged. The limiter's `onStoreError` decides what a check answers either way.
+ * unchanged. The limiter's `onStoreError` decides what a check answers either way; `redisErrorScope`
+ * says whether an error belongs to one key or to the node (the limiter's health counts only the latter).
  */
 
 import { seeDocs } from '../../errors.js';
@@ -17,4 +18,28 @@ export class RedisStoreError extends Error {
     this.name = 'RedisStoreError';
     this.code = code;
   }
+}
+
+/**
+ * Redis error replies that say the node cannot serve anyone now, whatever the key: out of memory under
+ * `noeviction` (every write fails until memory frees), loading its dataset, busy with a long script, a
+ * replica or a Cluster that cannot take writes, persistence failing, access refused.
+ */
+const NODE_REPLIES = /^(OOM|LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY|NOREPLICAS|MISCONF|NOAUTH|NOPERM|WRONGPASS)\b/;
+
+/**
+ * `'key'` for errors about one key's state: `WRONGTYPE` (the key's Redis name holds another type), a
+ * script error raised on a foreign or corrupt value (`ERR user_script:…`, `… on @user_script:…`), and
+ * `ERR_RL_STORE_REPLY` (the script answered oddly for that key). The node answered each of them, so
+ * they never count against its health. Everything else is `'node'`: connection errors, the client not
+ * ready, and the `NODE_REPLIES`.
+ */
+export function redisErrorScope(error: unknown): 'key' | 'node' {
+  if (!(error instanceof Error)) return 'node';
+  if ((error as { code?: unknown }).code === 'ERR_RL_STORE_REPLY') return 'key';
+  const message = error.message;
+  if (NODE_REPLIES.test(message)) return 'node';
+  if (message.startsWith('WRONGTYPE')) return 'key';
+  if (message.startsWith('ERR') && message.includes('user_script')) return 'key';
+  return 'node';
 }

@@ -123,13 +123,16 @@ describe('RedisStore fails fast when the client is not ready', () => {
     expect(client.status).not.toBe('wait');
   });
 
-  it('lets the limiter answer by its failure mode with no wait and no unhandled rejection', async () => {
-    const client = track(new Redis({ port: await closedPort(), retryStrategy: () => 50 }));
+  it('lets the limiter wait for the first connection only, then answer by its failure mode with no wait and no unhandled rejection', async () => {
+    // The client gives up on its first connection (status 'end'): the startup wait ends with it.
+    const client = track(new Redis({ port: await closedPort(), retryStrategy: () => null }));
     const limiter = createLimiter({
       policies: { limit: 2, windowMs: 1000 },
       store: new RedisStore({ client }),
+      onStoreError: 'open',
       logger: { warn() {}, error() {} },
     });
+    expect(await limiter.check('k')).toMatchObject({ allowed: true, degraded: true, reason: 'store-error' });
     const started = performance.now();
     const d = await limiter.check('k');
     expect(performance.now() - started).toBeLessThan(20);

@@ -6,17 +6,21 @@
  * plan the first time the store sees it (scripts.ts: the policies' parameters baked in, the state
  * layout), then cached with the plan; key-names.ts gives the key names.
  *
- * The store fails fast: when the client is not ready it rejects at once instead of letting ioredis hold
- * the command in its offline queue, so a Redis outage costs a request nothing but the failure mode's
- * answer (`onStoreError` on the limiter, with its timeout and circuit breaker). It never retries, except
- * after loading the script when Redis answers NOSCRIPT (script-runner.ts).
+ * The store fails fast once connected: when the client is not ready it rejects at once instead of
+ * letting ioredis hold the command in its offline queue, so a Redis outage costs a request nothing but
+ * the failure mode's answer (`onStoreError` on the limiter, judged per node by its failure/ watchdog and
+ * breakers). Before the first connection it lets the limiter wait for it (`whenReady`). It never
+ * retries, except after loading the script when Redis answers NOSCRIPT (script-runner.ts). For the
+ * limiter's failure handling it names the node that serves a key (`nodeOf`: the Cluster master of the
+ * key's slot) and says whose fault an error is (`errorScope`: one key's state, or the node).
  */
 import { RateLimitConfigError } from '../../errors.js';
 import { readOptions } from '../../internal/read-options.js';
 import { RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../store.js';
+import { keySlot } from './cluster-slot.js';
 import { keyName, keyTag, policySuffix } from './key-names.js';
 import { isRedisClientLike, type RedisClientLike } from './redis-client.js';
-import { RedisStoreError } from './redis-store-error.js';
+import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
 import { ScriptRunner } from './script-runner.js';
 import { type LuaScript, planScript } from './scripts.js';
 
@@ -119,6 +123,60 @@ export class RedisStore implements Store {
   keyNames(key: string, plan: StorePlan): string[] {
     const tag = keyTag(key);
     return this.bind(plan).suffixes.map((s) => keyName(this.prefix, tag, s));
+  }
+
+  /** The first connection's wait, shared by every limiter on this store; undefined once connected. */
+  private firstConnection: Promise<void> | undefined;
+  private connected = false;
+
+  /**
+   * Before the client's first `'ready'`: a promise that settles when it is ready, gone for good
+   * (`'end'`), or after `maxWaitMs`, so the limiter's first checks wait for the connection instead of
+   * answering by the failure mode. Undefined once the client has been ready: from then on a client that
+   * is not ready is an outage, refused at once (`ERR_RL_STORE_NOT_READY`).
+   */
+  whenReady(maxWaitMs: number): Promise<void> | undefined {
+    if (this.connected) return undefined;
+    const client = this.client;
+    if (client.status === 'ready') {
+      this.connected = true;
+      return undefined;
+    }
+    if (client.status === 'end') return undefined;
+    if (this.firstConnection !== undefined) return this.firstConnection;
+    // A lazyConnect client connects on its first command; we send none until it is ready, so start it.
+    if (client.status === 'wait') client.connect?.().catch(() => undefined);
+    const deadline = performance.now() + maxWaitMs;
+    this.firstConnection = new Promise<void>((resolve) => {
+      const poll = () => {
+        const status = client.status;
+        if (status === 'ready') this.connected = true;
+        if (status === 'ready' || status === 'end' || performance.now() >= deadline) {
+          this.firstConnection = undefined;
+          resolve();
+          return;
+        }
+        setTimeout(poll, 2).unref?.();
+      };
+      poll();
+    });
+    return this.firstConnection;
+  }
+
+  /**
+   * The node that serves `key`: on a Cluster the address of the master of its slot, as the client's slot
+   * map has it (after a failover, the new master: its keys start healthy); otherwise the one connection.
+   */
+  nodeOf(key: string, plan: StorePlan): string {
+    const client = this.client;
+    if (client.isCluster !== true) return 'redis';
+    const name = this.keyNames(key, plan)[0] as string;
+    return client.slots?.[keySlot(name)]?.[0] ?? 'cluster';
+  }
+
+  /** Whose fault `error` is: one key's state (`'key'`) or the node (`'node'`); see `redisErrorScope`. */
+  errorScope(error: unknown): 'key' | 'node' {
+    return redisErrorScope(error);
   }
 
   /** Rejects when the client would queue the command instead of sending it. */

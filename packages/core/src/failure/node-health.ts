@@ -1,0 +1,94 @@
+/**
+ * @module The health of one store node (a connection, or one Redis Cluster master): the circuit
+ * breaker, moved here from a single store-wide breaker so that one shard's failover trips only its own.
+ *
+ * - **Events, not calls.** A node-scoped failure opens an *outage event*; failures of calls that were
+ *   already sent when the event began belong to it and count nothing more, so 32 calls in flight when a
+ *   connection drops are one event, not 32 failures. `failureThreshold` counts such events in a row.
+ * - **Open:** calls for this node skip the store and get the failure mode's answer, except one probe at a
+ *   time: the first after 10 ms (or `cooldownMs` if shorter), the next ones 10 ms later again when the
+ *   probe failed fast (the store refused at once, e.g. not connected: probing costs nothing), or after a
+ *   doubled wait, up to `cooldownMs`, when the probe hung until the watchdog gave up on it.
+ * - **Closed again on the first reply,** from a probe or from any late call: a node that answers is up.
+ *   So a 100 ms blip degrades about 100 ms (plus the reconnect), not a whole cool-down.
+ * Time is the limiter's clock, so tests drive it in virtual time.
+ */
+
+export type BreakerState = 'closed' | 'open' | 'half-open';
+
+/** The first wait before probing an open node, ms. */
+export const FIRST_PROBE_MS = 10;
+
+export interface BreakerConfig {
+  readonly failureThreshold: number;
+  readonly cooldownMs: number;
+}
+
+export class NodeHealth {
+  state: BreakerState = 'closed';
+  /** Outage events in a row (reset by any reply): 1 when an outage begins. */
+  eventsInRow = 0;
+  /** Calls numbered up to this one were in flight when the last event began. */
+  private eventSeq = -1;
+  private probeAt = 0;
+  private backoffMs: number;
+  private probing = false;
+
+  constructor(
+    readonly node: string,
+    private readonly config: BreakerConfig | false,
+    private readonly onChange: (health: NodeHealth) => void,
+  ) {
+    this.backoffMs = config === false ? FIRST_PROBE_MS : Math.min(FIRST_PROBE_MS, config.cooldownMs);
+  }
+
+  /** True when a call may go to the node now; while open, one probe at a time once its wait is over. */
+  allow(now: number): boolean {
+    if (this.state === 'closed') return true;
+    if (this.probing || now < this.probeAt) return false;
+    this.probing = true;
+    this.transition('half-open');
+    return true;
+  }
+
+  /** Milliseconds until the next probe may go out (0 when closed). */
+  waitMs(now: number): number {
+    return this.state === 'closed' ? 0 : Math.max(0, this.probeAt - now);
+  }
+
+  /** The node answered (a result, or an error that belongs to one key). */
+  success(): void {
+    this.eventsInRow = 0;
+    if (this.state === 'closed') return;
+    this.probing = false;
+    if (this.config !== false) this.backoffMs = Math.min(FIRST_PROBE_MS, this.config.cooldownMs);
+    this.transition('closed');
+  }
+
+  /**
+   * A node-scoped failure of the call numbered `seq`; `lastSeq` is the number of the last call sent;
+   * `slow`: the watchdog gave up on it. Returns true when it starts a new outage event.
+   */
+  failure(seq: number, lastSeq: number, now: number, slow: boolean): boolean {
+    if (seq <= this.eventSeq) return false;
+    this.eventSeq = lastSeq;
+    this.eventsInRow += 1;
+    const config = this.config;
+    if (config === false) return true;
+    if (this.state === 'closed') {
+      if (this.eventsInRow < config.failureThreshold) return true;
+    } else if (slow) {
+      this.backoffMs = Math.min(this.backoffMs * 2, config.cooldownMs);
+    }
+    this.probing = false;
+    this.probeAt = now + this.backoffMs;
+    this.transition('open');
+    return true;
+  }
+
+  private transition(state: BreakerState): void {
+    if (this.state === state) return;
+    this.state = state;
+    this.onChange(this);
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * @module Where a limiter meets its store's failures: which node serves a key, whether that node may be
+ * called now (its NodeHealth), the watchdog over pending calls, the wait for the store's first
+ * connection, and the verdict on each failure (one key, or its node), with the logs and `breaker`
+ * events that go with them. create-limiter.ts asks it and answers; fallback.ts gives the answers.
+ */
+import type { Logger } from '../logging.js';
+import { safeLog } from '../logging.js';
+import type { Store, StorePlan, StoreResult } from '../stores/store.js';
+import { type ErrorScope, errorScopeOf } from './error-scope.js';
+import { type BreakerConfig, type BreakerState, NodeHealth } from './node-health.js';
+import { StoreTimeoutError } from './store-timeout-error.js';
+import { Watchdog } from './watchdog.js';
+
+/** The node name of stores that do not tell nodes apart. */
+export const WHOLE_STORE = 'store';
+
+/**
+ * How long the first checks wait for a store that has not connected yet (a Redis client still
+ * connecting when the app starts), ms; after that the failure mode answers until it connects.
+ */
+export const STARTUP_WAIT_MS = 2_000;
+
+/** Keys whose errors are remembered, so each is logged once; the memory is cleared when full. */
+const LOGGED_KEYS_MAX = 1024;
+
+/** Why a store call gave no result. */
+export class CallFailure {
+  constructor(
+    readonly error: unknown,
+    /** `'key'`: only this key's state is at fault; `'node'`: the node that serves it is. */
+    readonly scope: ErrorScope,
+    readonly node: string,
+  ) {}
+}
+
+export interface GuardConfig {
+  readonly store: Store;
+  readonly plan: StorePlan;
+  readonly storeTimeoutMs: number;
+  readonly breaker: BreakerConfig | false;
+  readonly logger: Logger;
+  readonly onStoreError: string;
+  readonly now: () => number;
+  readonly onBreaker: (state: BreakerState, node: string) => void;
+}
+
+export class StoreGuard {
+  /** Outage events since creation (or `resetStats`): one per node per outage, not one per call. */
+  outages = 0;
+  private seq = 0;
+  private readonly health = new Map<string, NodeHealth>();
+  /** Nodes whose health is not 'closed'; empty keeps the hot path to one comparison. */
+  private readonly unhealthy = new Set<NodeHealth>();
+  private readonly watchdog: Watchdog;
+  /** null: not asked yet; undefined: nothing to wait for. */
+  private startup: Promise<void> | undefined | null = null;
+  private readonly loggedKeys = new Set<string>();
+
+  constructor(private readonly config: GuardConfig) {
+    this.watchdog = new Watchdog(config.storeTimeoutMs);
+  }
+
+  /**
+   * The wait for the store's first connection, asked once: a limiter used before its Redis client is
+   * connected waits (up to `STARTUP_WAIT_MS`) instead of answering by the failure mode.
+   */
+  starting(): Promise<void> | undefined {
+    if (this.startup !== null) return this.startup;
+    const wait = this.config.store.whenReady?.(STARTUP_WAIT_MS);
+    this.startup =
+      wait === undefined
+        ? undefined
+        : wait.then(
+            () => {
+              this.startup = undefined;
+            },
+            () => {
+              this.startup = undefined;
+            },
+          );
+    return this.startup;
+  }
+
+  /** The node that serves `key`. */
+  nodeOf(key: string): string {
+    const store = this.config.store;
+    return store.nodeOf === undefined ? WHOLE_STORE : store.nodeOf(key, this.config.plan);
+  }
+
+  /** True when a call for `node` may go to the store now. */
+  allow(node: string, at: number): boolean {
+    if (this.unhealthy.size === 0) return true;
+    const h = this.health.get(node);
+    return h === undefined || h.allow(at);
+  }
+
+  /** How long until `node` may be tried again, ms (a hint for `'closed'` answers). */
+  retryMs(node: string, at: number): number {
+    return this.health.get(node)?.waitMs(at) ?? 0;
+  }
+
+  /** Numbers the next store call. */
+  next(): number {
+    this.seq += 1;
+    return this.seq;
+  }
+
+  /** `node` answered (a result, or an error about one key's state). */
+  answered(node: string): void {
+    if (this.health.size !== 0) this.health.get(node)?.success();
+  }
+
+  /** Watches an asynchronous call: its result, or why there is none. Never rejects. */
+  watch(node: string, seq: number, call: Promise<StoreResult>): Promise<StoreResult | CallFailure> {
+    return new Promise((resolve) => {
+      const ticket = this.watchdog.watch(node, () => {
+        resolve(this.failure(node, seq, new StoreTimeoutError(this.config.storeTimeoutMs, node), true));
+      });
+      call.then(
+        (result) => {
+          const mine = this.watchdog.settle(ticket);
+          // A late reply still proves the node alive.
+          this.answered(node);
+          if (mine) resolve(result);
+        },
+        (error: unknown) => {
+          const mine = this.watchdog.settle(ticket);
+          if (mine) resolve(this.failure(node, seq, error, false));
+          else if (errorScopeOf(this.config.store, error) === 'key') this.answered(node);
+        },
+      );
+    });
+  }
+
+  /** Judges a failed call numbered `seq` on `node`; `slow`: the watchdog gave up on it. */
+  failure(node: string, seq: number, error: unknown, slow: boolean): CallFailure {
+    const scope = slow ? 'node' : errorScopeOf(this.config.store, error);
+    if (scope === 'key') {
+      this.answered(node);
+      return new CallFailure(error, scope, node);
+    }
+    let h = this.health.get(node);
+    if (h === undefined) {
+      h = new NodeHealth(node, this.config.breaker, (changed) => this.changed(changed));
+      this.health.set(node, h);
+    }
+    if (h.failure(seq, this.seq, this.config.now(), slow)) {
+      // The first event since the node last answered: an outage begins.
+      if (h.eventsInRow === 1) {
+        this.outages += 1;
+        const { store, onStoreError, logger } = this.config;
+        safeLog(
+          logger,
+          'error',
+          { code: 'ERR_RL_STORE_FAILED', store: store.kind, node, onStoreError, err: error },
+          'ERR_RL_STORE_FAILED: a store node failed; its keys are answered by onStoreError until it answers again',
+        );
+      }
+    }
+    return new CallFailure(error, scope, node);
+  }
+
+  /** Logs an error that belongs to one key, once per key (a bounded memory). */
+  logKeyFailure(key: string, failure: CallFailure): void {
+    if (this.loggedKeys.has(key)) return;
+    if (this.loggedKeys.size >= LOGGED_KEYS_MAX) this.loggedKeys.clear();
+    this.loggedKeys.add(key);
+    const { store, onStoreError, logger } = this.config;
+    safeLog(
+      logger,
+      'error',
+      { code: 'ERR_RL_STORE_KEY_FAILED', store: store.kind, node: failure.node, key, onStoreError, err: failure.error },
+      "ERR_RL_STORE_KEY_FAILED: the store failed on one key's state; that key is answered by onStoreError, other keys are not affected",
+    );
+  }
+
+  private changed(h: NodeHealth): void {
+    const { store, logger, breaker } = this.config;
+    if (h.state === 'open' && !this.unhealthy.has(h)) {
+      this.unhealthy.add(h);
+      safeLog(
+        logger,
+        'warn',
+        { code: 'WRN_RL_BREAKER_OPEN', store: store.kind, node: h.node, cooldownMs: breaker === false ? 0 : breaker.cooldownMs },
+        'WRN_RL_BREAKER_OPEN: a store node keeps failing; its keys skip it (one probe at a time) until it answers',
+      );
+    } else if (h.state === 'closed' && this.unhealthy.delete(h)) {
+      safeLog(
+        logger,
+        'warn',
+        { code: 'WRN_RL_BREAKER_CLOSED', store: store.kind, node: h.node },
+        'WRN_RL_BREAKER_CLOSED: the store node answers again; its keys are decided by the store once more',
+      );
+    }
+    this.config.onBreaker(h.state, h.node);
+  }
+
+  resetStats(): void {
+    this.outages = 0;
+  }
+
+  close(): void {
+    this.watchdog.close();
+  }
+}

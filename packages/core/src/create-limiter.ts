@@ -11,12 +11,12 @@ import { codedError, describeValue } from './errors.js';
 import { Fallback } from './failure/fallback.js';
 import type { BreakerState } from './failure/node-health.js';
 import { CallFailure, StoreGuard } from './failure/store-guard.js';
-import { StoreTimeoutError } from './failure/store-timeout-error.js';
 import { fromMilli, MILLI, toMilli } from './internal/fixed-point.js';
 import { safeLog } from './logging.js';
 import { DecisionObserver } from './observability/decision-observer.js';
 import type { HotKeysReport } from './observability/hot-keys.js';
 import type { ShadowPolicyStats } from './observability/shadow-stats.js';
+import { StoreTimer } from './observability/store-timer.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import type { CompiledPolicy } from './policy.js';
 import {
@@ -165,6 +165,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const enforced = new Group();
   const candidates = new Group();
   const observer = new DecisionObserver({ policies: all, enforcedCount, mode, storeKind: store.kind, clock: now });
+  const timedStore = new StoreTimer(store, config.storeTimeoutMs);
 
   const listeners: { [E in keyof LimiterEvents]: Set<(payload: LimiterEvents[E]) => void> } = {
     'store-error': new Set(),
@@ -304,21 +305,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
     if (!guard.allow(node, at)) return skipped(key, cost, at, node);
     const seq = guard.next();
     let r: StoreResult | Promise<StoreResult>;
-    const started = observer.storeStart();
     try {
-      r = store.apply(key, plan, cost, at);
+      r = timedStore.apply(key, plan, cost, at);
     } catch (error) {
-      observer.storeDone(started, 'error', false);
       return failed(key, cost, at, guard.failure(node, seq, error, false));
     }
     if (isPromiseLike(r)) {
-      return guard.watch(node, seq, r).then((o) => {
-        const failure = o instanceof CallFailure;
-        observer.storeDone(started, failure ? (o.error instanceof StoreTimeoutError ? 'timeout' : 'error') : 'ok', true);
-        return failure ? failed(key, cost, at, o) : finish(key, cost, o, all, false);
-      });
+      return guard
+        .watch(node, seq, r)
+        .then((o) => (o instanceof CallFailure ? failed(key, cost, at, o) : finish(key, cost, o, all, false)));
     }
-    observer.storeDone(started, 'ok', false);
     guard.answered(node);
     return finish(key, cost, r, all, false);
   }
@@ -326,7 +322,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /** Every decision goes out through the observer (metrics, diagnostics channel, hot keys, shadow record). */
   function decide(rawKey: string, opts?: CheckOptions): Decision | Promise<Decision> {
     const out = evaluate(rawKey, opts);
-    return isPromiseLike(out) ? out.then((d) => observer.observe(d, opts)) : observer.observe(out, opts);
+    // evaluate() answers with a Decision, or with a native Promise (of the store guard's chain).
+    return out instanceof Promise ? observeLater(out, opts) : observer.observe(out, opts);
+  }
+
+  /** Apart from decide(), so that the closure's context is allocated on the asynchronous path only. */
+  function observeLater(out: Promise<Decision>, opts: CheckOptions | undefined): Promise<Decision> {
+    return out.then((d) => observer.observe(d, opts));
   }
 
   function evaluate(rawKey: string, opts?: CheckOptions): Decision | Promise<Decision> {

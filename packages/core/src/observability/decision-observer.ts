@@ -7,13 +7,12 @@
  * branches per decision; hot keys and the shadow record are always kept (fixed memory).
  */
 import { channel } from 'node:diagnostics_channel';
-import { performance } from 'node:perf_hooks';
 import type { BreakerState } from '../failure/node-health.js';
 import { WHOLE_STORE } from '../failure/store-guard.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { CheckOptions, Decision } from '../types.js';
 import { HotKeys, type HotKeysReport, NEAR_LIMIT_SHARE } from './hot-keys.js';
-import { MAX_ROUTES, RESULTS, type ResultName, ROUTE_OVERFLOW, SHADOW_VERDICTS, STORE_STATES, type StoreOutcome } from './metric-names.js';
+import { MAX_ROUTES, RESULTS, type ResultName, ROUTE_OVERFLOW, SHADOW_VERDICTS, STORE_STATES } from './metric-names.js';
 import {
   addGaugeSource,
   type CounterCell,
@@ -23,7 +22,7 @@ import {
   type HistogramCell,
   histogramCell,
 } from './metric-store.js';
-import { probeMeterProvider, recordingSpan, recordShapingDelay, recordStoreDuration } from './otel-meter.js';
+import { probeMeterProvider, recordingSpan, recordShapingDelay } from './otel-meter.js';
 import { type ShadowPolicyStats, ShadowPolicyTracker } from './shadow-stats.js';
 
 /** The diagnostics channel every decision is published on. */
@@ -47,8 +46,6 @@ const HOT_KEYS_EPOCH_MS = 60_000;
 /** Shadow record: a ring of 12 intervals of 10 s, two minutes of history. */
 const SHADOW_INTERVAL_MS = 10_000;
 const SHADOW_RING = 12;
-/** Synchronous stores (MemoryStore) answer in well under a microsecond: one call in 64 is timed. */
-const SYNC_SAMPLE_MASK = 63;
 
 const RESULT_INDEX: Readonly<Record<ResultName, number>> = Object.freeze(
   Object.fromEntries(RESULTS.map((r, i) => [r, i])) as Record<ResultName, number>,
@@ -88,14 +85,13 @@ export class DecisionObserver {
   private readonly plainCells: (CounterCell | undefined)[];
   private readonly shadowCells: (CounterCell | undefined)[];
   private readonly delayCells = new Map<string, HistogramCell>();
-  private readonly storeCells: Partial<Record<StoreOutcome, HistogramCell>> = {};
   private readonly hot: HotKeys;
   private readonly shadow: readonly ShadowPolicyTracker[];
+  private readonly hasShadow: boolean;
   /** Near-limit thresholds: the single policy's, and the largest over the enforced ones (a prefilter). */
   private readonly nearSingle: number;
   private readonly nearMax: number;
   private readonly nearByName = new Map<string, number>();
-  private storeCalls = 0;
   private lastNow = 0;
   /** The limiter's clock, read after the decision: a clock that throws or misbehaves now keeps the last good time. */
   private readonly now = (): number => {
@@ -107,7 +103,6 @@ export class DecisionObserver {
     }
     return this.lastNow;
   };
-  private syncStore: boolean | undefined;
   /** Breaker state per store node; a store that does not tell nodes apart is one node, WHOLE_STORE. */
   private readonly states = new Map<string, BreakerState>([[WHOLE_STORE, 'closed']]);
   private readonly gauge: () => GaugePoint[];
@@ -124,6 +119,7 @@ export class DecisionObserver {
     this.shadowCells = new Array(policies.length * SHADOW_VERDICTS.length);
     this.hot = new HotKeys(HOT_KEYS_SIZE, HOT_KEYS_EPOCH_MS, clock);
     this.shadow = policies.slice(enforcedCount).map((p) => new ShadowPolicyTracker(p.name, SHADOW_INTERVAL_MS, SHADOW_RING));
+    this.hasShadow = this.shadow.length > 0;
     let nearMax = 0;
     for (const p of policies.slice(0, enforcedCount)) {
       const near = p.capacity * NEAR_LIMIT_SHARE;
@@ -151,13 +147,20 @@ export class DecisionObserver {
 
   /** Feeds every consumer with `d`; returns it. `options` carries the route and request of an HTTP request. */
   observe(d: Decision, options: CheckOptions | undefined): Decision {
+    // The common case, nobody watching and plenty left: two reads and three compares.
+    if (d.remaining > this.nearMax && options === undefined && !exporters.attached && !this.hasShadow && !decisionChannel.hasSubscribers)
+      return d;
+    return this.observeAll(d, options);
+  }
+
+  private observeAll(d: Decision, options: CheckOptions | undefined): Decision {
     if (d.reason === 'limited') {
       this.hot.rejected(d.key, d.policy);
     } else if (d.remaining <= this.nearMax && !d.limited) {
       const near = this.nearSingle >= 0 ? this.nearSingle : (this.nearByName.get(d.policy) ?? -1);
       if (d.remaining <= near) this.hot.near(d.key, d.policy, d.remaining);
     }
-    if (this.shadow.length > 0 && d.shadow !== undefined) this.recordShadow(d);
+    if (this.hasShadow && d.shadow !== undefined) this.recordShadow(d);
     if (exporters.attached) this.count(d, options);
     if (decisionChannel.hasSubscribers) {
       const message: DecisionMessage = { decision: d, request: options?.request, route: options?.route, store: this.setup.storeKind };
@@ -165,28 +168,6 @@ export class DecisionObserver {
     }
     if (options?.request !== undefined) this.annotateSpan(d);
     return d;
-  }
-
-  /** A timestamp to pass to `storeDone` when this store call is timed, else 0. */
-  storeStart(): number {
-    if (!exporters.attached) return 0;
-    // Until the store has answered once, it is not known to be synchronous: time it.
-    if (this.syncStore === true && (++this.storeCalls & SYNC_SAMPLE_MASK) !== 0) return 0;
-    return performance.now();
-  }
-
-  /** Ends a store call begun with `storeStart`; `async` when the store answered with a promise. */
-  storeDone(started: number, outcome: StoreOutcome, async: boolean): void {
-    this.syncStore = !async;
-    if (started === 0) return;
-    const seconds = (performance.now() - started) / 1000;
-    let cell = this.storeCells[outcome];
-    if (cell === undefined) {
-      cell = histogramCell('storeDuration', { storeKind: this.setup.storeKind, storeOutcome: outcome });
-      this.storeCells[outcome] = cell;
-    }
-    cell.record(seconds);
-    recordStoreDuration(seconds, cell.attributes);
   }
 
   /** The breaker of the store node `node` moved to `state`. Nodes are few (connections, Cluster masters). */

@@ -47,9 +47,6 @@ const HOT_KEYS_EPOCH_MS = 60_000;
 const SHADOW_INTERVAL_MS = 10_000;
 const SHADOW_RING = 12;
 
-const RESULT_INDEX: Readonly<Record<ResultName, number>> = Object.freeze(
-  Object.fromEntries(RESULTS.map((r, i) => [r, i])) as Record<ResultName, number>,
-);
 const RESULT_COUNT = RESULTS.length;
 const STATE_NAMES: Readonly<Record<BreakerState, (typeof STORE_STATES)[number]>> = {
   closed: 'closed',
@@ -57,14 +54,19 @@ const STATE_NAMES: Readonly<Record<BreakerState, (typeof STORE_STATES)[number]>>
   open: 'open',
 };
 
+/** The index in RESULTS of a decision's `tollgate.result`. */
+export function resultIndex(d: Decision): number {
+  const reason: string = d.reason;
+  if (reason === 'cost-exceeds-capacity') return 3;
+  if (reason === 'shed') return 5;
+  if (d.degraded) return 4;
+  if (d.limited) return d.mode === 'shadow' ? 2 : 1;
+  return 0;
+}
+
 /** The `tollgate.result` of a decision. */
 export function resultOf(d: Decision): ResultName {
-  const reason: string = d.reason;
-  if (reason === 'cost-exceeds-capacity') return 'cost_exceeds_capacity';
-  if (reason === 'shed') return 'shed';
-  if (d.degraded) return 'store_error';
-  if (d.limited) return d.mode === 'shadow' ? 'shadow_limited' : 'limited';
-  return 'allowed';
+  return RESULTS[resultIndex(d)] as ResultName;
 }
 
 export interface ObserverSetup {
@@ -221,17 +223,17 @@ export class DecisionObserver {
   }
 
   private count(d: Decision, options: CheckOptions | undefined): void {
-    const result = resultOf(d);
+    const result = resultIndex(d);
     const policy = this.names.length === 1 ? 0 : (this.index.get(d.policy) ?? -1);
     const plan = (d as Decision & { readonly plan?: string }).plan;
     const route = options?.route === undefined ? undefined : this.boundedRoute(options.route);
     const cells = route === undefined && plan === undefined ? this.plainCells : this.cellsFor(route, plan);
-    const slot = policy < 0 ? -1 : policy * RESULT_COUNT + (RESULT_INDEX[result] as number);
+    const slot = policy < 0 ? -1 : policy * RESULT_COUNT + result;
     let cell = slot < 0 ? undefined : cells[slot];
     if (cell === undefined) {
       cell = counterCell('requests', {
         policy: d.policy,
-        result,
+        result: RESULTS[result] as ResultName,
         mode: d.mode,
         ...(route === undefined ? {} : { route }),
         ...(plan === undefined ? {} : { plan }),

@@ -66,7 +66,7 @@ export const METRICS = {
     prom: 'tollgate_store_duration_seconds',
     type: 'histogram',
     unit: 's',
-    description: 'Time of one store call (all policies of a decision); synchronous stores are sampled, 1 call in 64.',
+    description: 'Time of one store call (all policies of a decision); synchronous stores are sampled, 1 call in 1024.',
     attributes: ['storeKind', 'storeOutcome'],
     optionalAttributes: [],
   },

@@ -45,7 +45,16 @@ export class SpaceSaving {
   /** Counts one occurrence of `key`; `label` and `note` are kept as its latest context. */
   offer(key: string, label: string, note: number): void {
     this.total += 1;
-    let slot = key === this.lastKey ? this.lastSlot : this.index.get(key);
+    if (key === this.lastKey) {
+      // The same key again (one client hammering): no lookup.
+      const last = this.lastSlot;
+      this.counts[last] = (this.counts[last] as number) + 1;
+      this.notes[last] = note;
+      if (this.labels[last] !== label) this.labels[last] = label;
+      this.siftDown(this.pos[last] as number);
+      return;
+    }
+    let slot = this.index.get(key);
     if (slot === undefined) {
       if (this.size < this.capacity) {
         slot = this.size;

@@ -3,7 +3,7 @@
  * limiter's one call site. With no exporter attached it is a plain forward (one check). Asynchronous
  * stores are timed on every call, until their promise settles: a reply later than the limiter's
  * `storeTimeoutMs` counts as `timeout` (the limiter had already answered without it), a rejection
- * as `error`. Synchronous stores answer in well under a microsecond: one call in 64 is timed.
+ * as `error`. Synchronous stores are sampled: one call in 1024 is timed.
  */
 import { performance } from 'node:perf_hooks';
 import { isPromiseLike, type Store, type StorePlan, type StoreResult } from '../stores/store.js';
@@ -11,7 +11,8 @@ import type { StoreOutcome } from './metric-names.js';
 import { exporters, type HistogramCell, histogramCell } from './metric-store.js';
 import { recordStoreDuration } from './otel-meter.js';
 
-const SYNC_SAMPLE_MASK = 63;
+/** Synchronous stores answer in well under a microsecond, and recording costs more: one call in 1024 is timed. */
+const SYNC_SAMPLE_MASK = 1023;
 
 export class StoreTimer {
   private calls = 0;

@@ -8,9 +8,9 @@
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Decision, LogFields, Logger, PolicyOptions, RateLimitOptions } from '@tollgate/core';
-import { formatLine, keys, PROBLEM_TYPES } from '@tollgate/core';
+import { formatLine, keys, MemoryStore, PROBLEM_TYPES } from '@tollgate/core';
 import request from 'supertest';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { checkRateLimitField } from './strict-validator.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: each adapter passes its own request type to these callbacks.
@@ -20,6 +20,17 @@ export type AnyOptions = RateLimitOptions<any>;
 export interface AppSpec {
   readonly global: AnyOptions;
   readonly routes?: Readonly<Record<string, AnyOptions | false>>;
+  /**
+   * Middleware that runs before the limiter on every route and starts the response itself: `'end'`
+   * answers 503 after `afterMs` (a request-timeout middleware), `'stream'` writes the head and a chunk
+   * at once and goes on (a middleware that streams first). Routes then write only if nothing was sent.
+   */
+  readonly startFirst?: { readonly mode: 'end' | 'stream'; readonly afterMs: number };
+  /**
+   * The framework's own trust-proxy setting, as each spells it: Express `app.set('trust proxy', v)`,
+   * Fastify `Fastify({ trustProxy: v })`, Koa `app.proxy = true; app.maxIpsCount = v` (a number).
+   */
+  readonly trustProxy?: unknown;
 }
 
 /** What a route answers: 200 with the decision the adapter attached to the request (null when none). */
@@ -37,6 +48,12 @@ export interface TestApp {
 
 export type MakeApp = (spec: AppSpec) => Promise<TestApp>;
 
+/**
+ * Besides `/`, `/other` and `routes`, every app serves `/twice`, which runs the `global` limiter twice on
+ * one request (Express and Koa: the middleware twice in the chain; Fastify: `app.rateLimit.hook` as a
+ * preHandler on top of the plugin's hook). GET routes answer HEAD as each framework does.
+ */
+
 /** Builds the route body from whatever the adapter attached. */
 export function routeBody(decision: Decision | undefined | null): RouteBody {
   return { rateLimit: decision ? { key: decision.key, remaining: decision.remaining, limited: decision.limited } : null };
@@ -52,6 +69,28 @@ function recorder(): Logger & { lines: string[] } {
     warn: (fields: LogFields, m: string) => lines.push(formatLine(fields, m)),
     error: (fields: LogFields, m: string) => lines.push(formatLine(fields, m)),
   };
+}
+
+/** GET over a raw socket: what a client sees of a response that may be cut off. */
+function rawGet(server: Server, path: string): Promise<{ status: number | undefined; body: string; aborted: boolean }> {
+  const { port } = server.address() as AddressInfo;
+  return new Promise((resolve) => {
+    let status: number | undefined;
+    let body = '';
+    const done = (aborted: boolean) => resolve({ status, body, aborted });
+    const req = httpRequest({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      status = res.statusCode;
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () => done(false));
+      res.on('aborted', () => done(true));
+      res.on('error', () => done(true));
+    });
+    req.on('error', () => done(true));
+    req.end();
+  });
 }
 
 function fields(res: request.Response): { policy: Map<string, Map<string, unknown>>; limit: Map<string, Map<string, unknown>> } {
@@ -240,7 +279,8 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
       }
     });
 
-    it('shadow mode never blocks and sends nothing, while an enforcing twin blocks; every would-be rejection is reported', async () => {
+    it('shadow mode never blocks and sends nothing, while an enforcing twin blocks; would-be rejections are summed per interval', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
       const logger = recorder();
       const seen: Decision[] = [];
       const policies = { ...FIXED, limit: 2 };
@@ -271,7 +311,11 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
         [true, true, 'shadow'],
         [true, true, 'shadow'],
       ]);
-      expect(logger.lines.filter((l) => l.includes('WRN_RL_SHADOW_LIMITED'))).toHaveLength(3);
+      expect(logger.lines.filter((l) => l.includes('WRN_RL_SHADOW_LIMITED'))).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(60_000);
+      const summary = logger.lines.filter((l) => l.includes('WRN_RL_SHADOW_LIMITED'));
+      expect(summary).toHaveLength(1);
+      expect(summary[0]).toMatch(/^WRN_RL_SHADOW_LIMITED: .*"wouldReject":3,"candidateRejections":0,"byPolicy":\{"default":3\}/);
     });
 
     it('evaluates shadow candidates without touching the enforced budget or the wire', async () => {
@@ -440,12 +484,207 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
         expect(limited.headers.ratelimit).toBeUndefined();
       });
 
+      it("several sets at once, in the order given: ['legacy', 'draft-7'] is legacyHeaders + standardHeaders 'draft-7'", async () => {
+        now = ERL_T0;
+        const app = await start({ global: { ...erl('legacy'), headers: ['legacy', 'draft-7'] } });
+        await request(app.server).get('/');
+        await request(app.server).get('/');
+        now += 59_500;
+        const limited = await request(app.server).get('/').expect(429);
+        const names = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'retry-after'];
+        expect(pick(limited, names)).toBe(
+          'x-ratelimit-limit: 2 | x-ratelimit-remaining: 0 | x-ratelimit-reset: 1795960861 | ratelimit-policy: 2;w=60 | ' +
+            'ratelimit: limit=2, remaining=0, reset=1 | retry-after: 1',
+        );
+        expect(Object.keys(limited.headers).filter((h) => names.includes(h))).toEqual(names);
+        expect(limited.headers.date).toBe(new Date(now).toUTCString());
+      });
+
       it('false sends no rate-limit header but keeps Retry-After on 429', async () => {
         const app = await start({ global: { policies: { ...FIXED, limit: 1 }, clock, headers: false } });
         expectNoRateLimitHeaders(await request(app.server).get('/').expect(200));
         const limited = await request(app.server).get('/').expect(429);
         expect(limited.headers.ratelimit).toBeUndefined();
         expect(limited.headers['retry-after']).toBe(String(limited.body.retryAfter));
+      });
+    });
+
+    describe('issue 9: never crash, never bypass, never flood', () => {
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => unhandled.push(reason);
+      beforeEach(() => {
+        unhandled.length = 0;
+        process.on('unhandledRejection', onUnhandled);
+      });
+      afterEach(() => {
+        process.off('unhandledRejection', onUnhandled);
+        expect(unhandled).toEqual([]);
+      });
+      const costFromHeader = (req: { headers: Record<string, string> }) => Number(req.headers['x-cost'] ?? 1);
+
+      it.each(['draft-11', 'draft-7', 'draft-6', 'legacy'] as const)(
+        'answers 413 for any cost past the capacity, however large (Infinity, 1e13, past 2^53), with nothing to retry on (%s)',
+        async (headers) => {
+          const logger = recorder();
+          const app = await start({ global: { policies: { ...FIXED, limit: 10 }, clock, logger, headers, cost: costFromHeader } });
+          for (const cost of ['Infinity', '1e13', '9007199254740993', '1e308', '11']) {
+            const res = await request(app.server).get('/').set('x-cost', cost).expect(413);
+            expect(res.body).toMatchObject({ status: 413, capacity: 10 });
+            for (const h of [
+              'retry-after',
+              'ratelimit',
+              'ratelimit-reset',
+              'x-ratelimit-reset',
+              'ratelimit-remaining',
+              'x-ratelimit-remaining',
+            ])
+              expect(res.headers[h], `${cost}: ${h}`).toBeUndefined();
+          }
+          expect(app.handled()).toBe(0);
+          await request(app.server).get('/').set('x-cost', '10').expect(200);
+          await request(app.server).get('/').expect(429);
+          expect(logger.lines.filter((l) => l.startsWith('WRN_RL_INVALID_COST'))).toEqual([]);
+        },
+      );
+
+      it('never writes to a response a timeout middleware already answered: no crash, the route runs only when admitted', async () => {
+        const logger = recorder();
+        const key = () => new Promise<string>((resolve) => setTimeout(() => resolve('slow'), 40));
+        const app = await start({
+          global: { policies: { ...FIXED, limit: 1 }, clock, logger, key },
+          startFirst: { mode: 'end', afterMs: 5 },
+        });
+        for (let i = 0; i < 3; i++) expect((await request(app.server).get('/')).status).toBe(503);
+        await new Promise((r) => setTimeout(r, 60));
+        // The admitted request goes on (Fastify itself then stops, its reply being sent); the others never run.
+        expect(app.handled()).toBeLessThanOrEqual(1);
+        expect(logger.lines.filter((l) => l.startsWith('WRN_RL_RESPONSE_STARTED'))).toHaveLength(1);
+        expect((await request(app.server).get('/')).status).toBe(503);
+      });
+
+      it('never writes to a response that is already streaming: an admitted request goes on, a rejected one is aborted', async () => {
+        const logger = recorder();
+        const app = await start({
+          global: { policies: { ...FIXED, limit: 1 }, clock, logger },
+          startFirst: { mode: 'stream', afterMs: 0 },
+        });
+        const first = await rawGet(app.server, '/');
+        expect(first).toEqual({ status: 200, body: 'streaming;', aborted: false });
+        const second = await rawGet(app.server, '/');
+        expect(second.aborted).toBe(true);
+        expect(app.handled()).toBe(1);
+        expect(logger.lines.filter((l) => l.startsWith('WRN_RL_RESPONSE_STARTED'))).toHaveLength(1);
+      });
+
+      it('charges HEAD and GET of one route from one budget', async () => {
+        const app = await start({
+          global: { policies: FIXED, clock },
+          routes: { '/strict': { policies: { name: 'strict', algorithm: 'fixed-window', limit: 2, windowMs: 10_000 }, clock } },
+        });
+        await request(app.server).get('/strict').expect(200);
+        await request(app.server).head('/strict').expect(200);
+        await request(app.server).head('/strict').expect(429);
+        await request(app.server).get('/strict').expect(429);
+        expect(app.handled()).toBe(2);
+      });
+
+      it('charges a request once when the same limiter runs twice on it', async () => {
+        const app = await start({ global: { policies: FIXED, clock } });
+        const seen = [];
+        for (let i = 0; i < 3; i++)
+          seen.push(
+            fields(await request(app.server).get('/twice').expect(200))
+              .limit.get('default')
+              ?.get('r'),
+          );
+        expect(seen).toEqual([2, 1, 0]);
+        await request(app.server).get('/twice').expect(429);
+      });
+
+      it('bounds the wait for key, cost and skip functions that never settle, throw or reject (hookTimeoutMs)', async () => {
+        const logger = recorder();
+        const never = () => new Promise<never>(() => undefined);
+        const spec = (over: Partial<AnyOptions>): AnyOptions => ({
+          policies: { ...FIXED, limit: 2 },
+          clock,
+          logger,
+          hookTimeoutMs: 30,
+          ...over,
+        });
+        const app = await start({
+          global: spec({ key: never }),
+          routes: {
+            '/skip': spec({ skip: never }),
+            '/cost': spec({ cost: never }),
+            '/throws': spec({
+              key: () => {
+                throw new Error('boom');
+              },
+              cost: () => Promise.reject(new Error('no')),
+            }),
+          },
+        });
+        expect(((await request(app.server).get('/').expect(200)).body as RouteBody).rateLimit?.key).toBe('unkeyed');
+        for (const path of ['/skip', '/cost', '/throws']) {
+          const res = await request(app.server).get(path).expect(200);
+          expect(fields(res).limit.values().next().value?.get('r'), path).toBe(1);
+        }
+        expect(((await request(app.server).get('/throws').expect(200)).body as RouteBody).rateLimit?.key).toBe('unkeyed');
+        expect(logger.lines.filter((l) => l.startsWith('WRN_RL_HOOK_TIMEOUT'))).not.toHaveLength(0);
+        expect(logger.lines.filter((l) => l.startsWith('WRN_RL_HOOK_FAILED'))).not.toHaveLength(0);
+        expect(logger.lines.every((l) => !l.includes('boom') || l.indexOf('boom') > l.indexOf('{'))).toBe(true);
+      });
+
+      it('rejects an uncalled key factory (key: keys.ip) at construction', async () => {
+        await expect(start({ global: { policies: FIXED, key: keys.ip as never } })).rejects.toThrow(
+          /^ERR_RL_KEY_FACTORY: 'key' is the factory keys\.ip/,
+        );
+        await expect(start({ global: { policies: FIXED, key: keys.header as never } })).rejects.toThrow(/ERR_RL_KEY_FACTORY/);
+      });
+
+      it('keeps its log under the budget when the store keeps failing, and reports the count', async () => {
+        vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+        let calls = 0;
+        const flapping = {
+          kind: 'flapping',
+          apply(key: string, plan: unknown, cost: number, at: number) {
+            calls += 1;
+            if (calls % 2 === 1) throw new Error(`down ${calls}`);
+            return healthy.apply(key, plan as never, cost, at);
+          },
+          reset(): void {},
+        };
+        const healthy = new MemoryStore();
+        const logger = recorder();
+        const app = await start({
+          global: {
+            policies: { ...FIXED, limit: 1000 },
+            clock,
+            logger,
+            store: flapping,
+            onStoreError: 'open',
+            logRate: { lines: 3, intervalMs: 60_000 },
+          },
+        });
+        // Each outage (and each recovery) is a line: far more than the budget of 3.
+        for (let i = 0; i < 20; i++) {
+          await request(app.server).get('/').expect(200);
+          now += 10_000;
+        }
+        expect(logger.lines).toHaveLength(3);
+        await vi.advanceTimersByTimeAsync(60_000);
+        expect(logger.lines).toHaveLength(4);
+        expect(logger.lines[3]).toMatch(
+          /^WRN_RL_LOG_SUPPRESSED: [1-9]\d* tollgate log lines were suppressed in the last interval \(at most 3 per 60000 ms\)/,
+        );
+      });
+
+      it('says "per second" and "1 second", never "per 1 seconds"', async () => {
+        const app = await start({ global: { policies: { name: 'burst', algorithm: 'fixed-window', limit: 1, windowMs: 1000 }, clock } });
+        await request(app.server).get('/').expect(200);
+        now += 500;
+        const res = await request(app.server).get('/').expect(429);
+        expect(res.body.detail).toBe('Quota of 1 request per second exhausted (policy "burst"); retry in 1 second.');
       });
     });
 

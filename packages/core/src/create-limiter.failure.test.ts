@@ -295,7 +295,7 @@ describe('failure mode', () => {
     expect(states).toEqual([]);
     expect(limiter.stats()).toMatchObject({ storeErrors: 50, outages: 0 });
     expect(events.every((e) => e.scope === 'key' && e.key === 'hot')).toBe(true);
-    // Logged once for the key, not 50 times.
+    // One line, not 50: key errors are logged at most once per 10 s.
     expect(logger.errors.filter((e) => e.startsWith('ERR_RL_STORE_KEY_FAILED'))).toHaveLength(1);
   });
 

@@ -9,13 +9,19 @@ import { type Logger, safeLog } from './logging.js';
 /** Every warning tollgate raises; each is explained in docs/errors.md. */
 export const WARNING_CODES = [
   'WRN_RL_HOOK_FAILED',
+  'WRN_RL_HOOK_TIMEOUT',
   'WRN_RL_IGNORED_FORWARDED_HEADER',
   'WRN_RL_INVALID_COST',
   'WRN_RL_INVALID_KEY_ID',
   'WRN_RL_INVALID_REMOTE_ADDRESS',
+  'WRN_RL_LOG_SUPPRESSED',
   'WRN_RL_MALFORMED_FORWARDED_HEADER',
   'WRN_RL_PERMISSIVE_TRUSTED_PROXIES',
   'WRN_RL_PERMISSIVE_TRUST_PROXY',
+  'WRN_RL_REFUND_FAILED',
+  'WRN_RL_RESPONSE_STARTED',
+  'WRN_RL_ROUTES_BEFORE_REGISTER',
+  'WRN_RL_SHADOW_LIMITED',
   'WRN_RL_UNDEFINED_REMOTE_ADDRESS',
   'WRN_RL_UNKEYED',
   'WRN_RL_UNTRUSTED_FORWARDED_HEADER',
@@ -24,8 +30,13 @@ export const WARNING_CODES = [
 export type WarningCode = (typeof WARNING_CODES)[number];
 
 export interface Diagnostics {
-  /** Logs `message` under `code` the first time this code is raised, unless switched off. */
-  warn(code: WarningCode, message: string): void;
+  /**
+   * Logs `message` under `code` the first time this code is raised, unless switched off. `fields`
+   * carry what came from the request or the user's code (an error, a value), never the message.
+   */
+  warn(code: WarningCode, message: string, fields?: Readonly<Record<string, unknown>>): void;
+  /** False when `validate` switches `code` off. */
+  enabled(code: WarningCode): boolean;
 }
 
 /**
@@ -44,12 +55,13 @@ export function isWarningCode(code: string): code is WarningCode {
  * (one per request logger, say) a single warn-once memory.
  */
 export function createDiagnostics(logger: Logger, validate: ValidateOption = true, raised: Set<string> = new Set()): Diagnostics {
+  const enabled = (code: WarningCode): boolean => validate !== false && !(typeof validate === 'object' && validate[code] === false);
   return {
-    warn(code, message) {
-      if (validate === false || raised.has(code)) return;
-      if (typeof validate === 'object' && validate[code] === false) return;
+    warn(code, message, fields) {
+      if (raised.has(code) || !enabled(code)) return;
       raised.add(code);
-      safeLog(logger, 'warn', { code }, `${code}: ${message} ${seeDocs(code)}`);
+      safeLog(logger, 'warn', fields === undefined ? { code } : { ...fields, code }, `${code}: ${message} ${seeDocs(code)}`);
     },
+    enabled,
   };
 }

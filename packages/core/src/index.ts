@@ -6,6 +6,7 @@ export {
   createLimiter,
   type Limiter,
   type LimiterEvents,
+  type LimiterKey,
   type LimiterStats,
   MAX_KEY_LENGTH,
   type PolicyDescription,
@@ -17,11 +18,12 @@ export { DOCS_URL, RateLimitConfigError } from './errors.js';
 export type { ForwardingHeader } from './http/forwarded-header.js';
 export type { HeaderKeyOptions } from './http/header-key.js';
 export type { HeaderPair } from './http/header-values.js';
-export { HEADER_MODES, type HeaderMode } from './http/header-writer.js';
+export { HEADER_MODES, type HeaderMode, type HeadersOption } from './http/header-writer.js';
 export type { IdFunction, KeyId } from './http/identity-key.js';
 export type { IpKeyOptions, TrustedProxyEntry } from './http/ip-key.js';
 export { keys } from './http/keys.js';
 export { MIN_PARTITION_KEY_SECRET_BYTES, PARTITION_KEY_BYTES, type PartitionKeyOptions } from './http/partition-key.js';
+export { type ClientIpResolver, isPermissiveTrust, isPermissiveTrustFunction, PERMISSIVE_TRUST_DEPTH } from './http/permissive-trust.js';
 export {
   PROBLEM_CONTENT_TYPE,
   PROBLEM_STATUS,
@@ -33,12 +35,17 @@ export {
 export {
   createRateLimitHandler,
   type HandledRequest,
+  type HandlerContext,
   type RateLimitHandler,
+  type RawResponse,
   type RequestInput,
+  type ResponseTarget,
+  type RunOutcome,
   UNKEYED_KEY,
 } from './http/rate-limit-handler.js';
 export {
   type CostFunction,
+  DEFAULT_HOOK_TIMEOUT_MS,
   type LimitedBody,
   type LimitedContext,
   type ProblemOptions,
@@ -50,7 +57,7 @@ export type { HeaderBag, KeyFunction, RequestView } from './http/request-view.js
 export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/respond.js';
 export { type ClosableResponse, waitUnlessClosed } from './http/shaping-delay.js';
 export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-proxies.js';
-export { consoleLogger, formatLine, type LogFields, type LogFn, type Logger } from './logging.js';
+export { consoleLogger, DEFAULT_LOG_RATE, formatLine, type LogFields, type LogFn, type Logger, type LogRateOptions } from './logging.js';
 export { DECISION_CHANNEL, type DecisionMessage } from './observability/decision-observer.js';
 export type { HotKey, HotKeysReport } from './observability/hot-keys.js';
 export { type InFlightPoint, type InFlightSource, reportInFlight } from './observability/in-flight.js';
@@ -65,13 +72,16 @@ export {
 } from './observability/prometheus.js';
 export type { AffectedKey, ShadowInterval, ShadowPolicyStats } from './observability/shadow-stats.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
+export type { RefundResult } from './plans/compiled-plan.js';
+export type { PlanOptions } from './plans/plan-options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { RedisClientLike } from './stores/redis/redis-client.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis-store.js';
 export { RedisStoreError, type RedisStoreErrorCode } from './stores/redis/redis-store-error.js';
-export type { Store, StorePlan, StoreResult } from './stores/store.js';
+export type { Store, StoreKey, StorePlan, StoreResult } from './stores/store.js';
 export type {
   AlgorithmId,
+  ChargeReceipt,
   CheckOptions,
   Clock,
   Decision,
@@ -79,5 +89,6 @@ export type {
   PolicyOptions,
   PolicyResult,
   QuotaUnit,
+  RefundOptions,
   ShadowVerdict,
 } from './types.js';

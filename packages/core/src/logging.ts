@@ -71,3 +71,97 @@ export function safeLog(logger: Logger, level: 'warn' | 'error', fields: LogFiel
     // A broken logger must not break the request that happened to log.
   }
 }
+
+/** How many lines a middleware may log per interval before it only counts them. */
+export interface LogRateOptions {
+  /** Lines written per interval before the rest are counted. Defaults to `10`. */
+  lines?: number;
+  /** The interval, in ms; also the period of the shadow-mode summary. Defaults to `60_000`. */
+  intervalMs?: number;
+}
+
+export const DEFAULT_LOG_RATE: Readonly<Required<LogRateOptions>> = Object.freeze({ lines: 10, intervalMs: 60_000 });
+
+/**
+ * A budget of log lines shared by every logger of one middleware: at most `lines` per `intervalMs`
+ * are written; the rest are counted, and when the interval ends one `WRN_RL_LOG_SUPPRESSED` line
+ * reports how many were dropped. Whatever a request does, the log grows by a bounded amount.
+ */
+export interface LogGate {
+  /** `logger` as seen through the gate: its lines count against the budget. */
+  wrap(logger: Logger): Logger;
+  /** Lines suppressed since the gate was made (for tests and stats). */
+  readonly suppressed: number;
+  /** Writes the pending summary now and stops its timer. */
+  close(): void;
+}
+
+/** `summary` receives the `WRN_RL_LOG_SUPPRESSED` lines; `now` is a wall clock in ms (tests inject one). */
+export function createLogGate(rate: Required<LogRateOptions>, summary: Logger, now: () => number = Date.now): LogGate {
+  let windowStart = now();
+  let written = 0;
+  let pending = 0;
+  let total = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  function flush(): void {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    if (pending > 0) {
+      safeLog(
+        summary,
+        'warn',
+        { code: 'WRN_RL_LOG_SUPPRESSED', suppressed: pending, intervalMs: rate.intervalMs },
+        `WRN_RL_LOG_SUPPRESSED: ${pending} tollgate log lines were suppressed in the last interval (at most ${rate.lines} per ${rate.intervalMs} ms)`,
+      );
+    }
+    pending = 0;
+  }
+
+  function admit(): boolean {
+    const at = now();
+    if (at - windowStart >= rate.intervalMs || at < windowStart) {
+      flush();
+      windowStart = at;
+      written = 0;
+    }
+    if (written < rate.lines) {
+      written += 1;
+      return true;
+    }
+    pending += 1;
+    total += 1;
+    if (timer === undefined) {
+      timer = setTimeout(flush, Math.max(1, windowStart + rate.intervalMs - at));
+      timer.unref?.();
+    }
+    return false;
+  }
+
+  return {
+    wrap(logger) {
+      return {
+        warn: (fields, message) => {
+          if (admit()) safeLog(logger, 'warn', fields, message);
+        },
+        error: (fields, message) => {
+          if (admit()) safeLog(logger, 'error', fields, message);
+        },
+      };
+    },
+    get suppressed() {
+      return total;
+    },
+    close: flush,
+  };
+}
+
+/**
+ * True for a logger that writes nowhere by design: Fastify's default when `Fastify()` has no logger
+ * (abstract-logging: one shared no-op for every level, no `level`). pino at `level: 'silent'` has a
+ * `level`, so a logger the app silenced on purpose stays silent.
+ */
+export function isAbstractNoopLogger(logger: unknown): boolean {
+  const l = logger as { warn?: unknown; error?: unknown; level?: unknown } | null | undefined;
+  return typeof l?.warn === 'function' && l.warn === l.error && typeof l.level !== 'string';
+}

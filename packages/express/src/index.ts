@@ -1,16 +1,10 @@
 /**
  * @module @tollgate/express: `app.use(rateLimit({...}))` for Express 5 and 4. A thin translation: the
  * request's socket address and headers go to the core, which decides and plans the response; this file
- * only writes that plan (headers, then a rejection or `next()`).
+ * only says how to write in Express (headers, a rejection) and calls `next()` when the core says so.
+ * The core never writes once the response has started, and the middleware's promise never rejects.
  */
-import {
-  createRateLimitHandler,
-  type Decision,
-  type HandledRequest,
-  type Limiter,
-  type RateLimitOptions,
-  waitUnlessClosed,
-} from '@tollgate/core';
+import { createRateLimitHandler, type Decision, isPermissiveTrustFunction, type Limiter, type RateLimitOptions } from '@tollgate/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {
@@ -46,37 +40,32 @@ function routeOf(req: Request): string | undefined {
 export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler<Request>(options);
 
-  async function decide(req: Request): Promise<HandledRequest | undefined> {
-    handler.checkTrustProxy("Express 'trust proxy'", req.app.get('trust proxy') === true);
-    return handler.handle({
-      request: req,
-      remoteAddress: req.socket.remoteAddress,
-      headers: req.headers,
-      method: req.method,
-      url: req.originalUrl,
-      route: routeOf(req),
-    });
-  }
-
   async function rateLimitMiddleware(req: Request, res: Response, next: NextFunction): Promise<void> {
-    let handled: HandledRequest | undefined;
-    try {
-      handled = await decide(req);
-    } catch (error) {
-      next(error);
-      return;
-    }
-    if (handled === undefined) return next();
-    const { decision, plan } = handled;
-    req.rateLimit = decision;
-    for (const [name, value] of plan.headers) res.setHeader(name, value);
-    if (plan.action === 'reject') {
-      res.statusCode = plan.status ?? 429;
-      res.end(plan.body);
-      return;
-    }
-    if (plan.delayMs > 0 && !(await waitUnlessClosed(plan.delayMs, res))) return;
-    next();
+    handler.checkTrustProxy("Express 'trust proxy'", isPermissiveTrustFunction(req.app.get('trust proxy fn')));
+    const outcome = await handler.run(
+      {
+        request: req,
+        raw: req,
+        remoteAddress: req.socket?.remoteAddress,
+        headers: req.headers,
+        method: req.method,
+        url: req.originalUrl,
+        route: routeOf(req),
+      },
+      {
+        raw: res,
+        attach: (decision) => {
+          req.rateLimit = decision;
+        },
+        header: (name, value) => res.setHeader(name, value),
+        reject: (status, body) => {
+          res.statusCode = status;
+          res.end(body);
+        },
+        abandon: () => undefined,
+      },
+    );
+    if (outcome === 'next') next();
   }
 
   return Object.assign(rateLimitMiddleware, { limiter: handler.limiter });

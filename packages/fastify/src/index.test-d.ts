@@ -18,7 +18,7 @@ test('route config and request decoration are typed by declaration merging', () 
   // @ts-expect-error: hook must be a request hook.
   app.register(fastifyRateLimit, { policies: { limit: 1, windowMs: 1000 }, hook: 'onSend' });
   expectTypeOf<FastifyRateLimitRouteOptions['headers']>().toEqualTypeOf<
-    'draft-11' | 'draft-7' | 'draft-6' | 'legacy' | false | undefined
+    'draft-11' | 'draft-7' | 'draft-6' | 'legacy' | false | readonly ('draft-11' | 'draft-7' | 'draft-6' | 'legacy')[] | undefined
   >();
   expectTypeOf(app.rateLimit.limiter.stats).returns.toHaveProperty('shadowOnly');
 });

@@ -2,16 +2,19 @@
  * @module @tollgate/fastify: a fastify-plugin plugin. Register it before the routes it should cover
  * (it attaches a hook to each route from `onRoute`); a route opts out with `config: { rateLimit: false }`
  * or gets its own limiter with `config: { rateLimit: {...} }`, merged over the plugin options.
- * Registered inside an encapsulated context, it covers that context's routes only.
+ * Registered inside an encapsulated context, it covers that context's routes only. A route declared
+ * before the plugin is not limited and is warned about (`WRN_RL_ROUTES_BEFORE_REGISTER`) on its first
+ * request. Logs go to the user's `logger`, else `request.log` / `fastify.log`, else (when `Fastify()`
+ * has no logger, whose default writes nowhere) `console`.
  */
 import {
   createRateLimitHandler,
   type Decision,
+  isPermissiveTrust,
   type Limiter,
   RateLimitConfigError,
   type RateLimitHandler,
   type RateLimitOptions,
-  waitUnlessClosed,
 } from '@tollgate/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
@@ -72,38 +75,91 @@ function createHook(handler: RateLimitHandler<FastifyRequest>, ran: symbol) {
     const marks = request as unknown as Record<symbol, boolean>;
     if (marks[ran] === true) return undefined;
     marks[ran] = true;
-    const handled = await handler.handle({
-      request,
-      remoteAddress: request.raw.socket?.remoteAddress,
-      headers: request.headers,
-      method: request.method,
-      url: request.url,
-      route: request.routeOptions.url,
-      logger: request.log,
-    });
-    if (handled === undefined) return undefined;
-    const { decision, plan } = handled;
-    request.rateLimit = decision;
-    for (const [name, value] of plan.headers) reply.header(name, value);
-    // A Buffer, so Fastify sends the Content-Type exactly as planned (it appends a charset to strings).
-    if (plan.action === 'reject') return reply.code(plan.status ?? 429).send(Buffer.from(plan.body ?? ''));
-    if (plan.delayMs > 0 && !(await waitUnlessClosed(plan.delayMs, reply.raw))) return reply.hijack();
-    return undefined;
+    const outcome = await handler.run(
+      {
+        request,
+        raw: request.raw,
+        remoteAddress: request.raw.socket?.remoteAddress,
+        headers: request.headers,
+        method: request.method,
+        url: request.url,
+        route: request.routeOptions.url,
+        logger: request.log,
+      },
+      {
+        raw: reply.raw,
+        sent: () => reply.sent,
+        attach: (decision) => {
+          request.rateLimit = decision;
+        },
+        header: (name, value) => {
+          reply.header(name, value);
+        },
+        // A Buffer, so Fastify sends the Content-Type exactly as planned (it appends a charset to strings).
+        reject: (status, body) => {
+          reply.code(status).send(Buffer.from(body));
+        },
+        abandon: () => {
+          if (!reply.sent) reply.hijack();
+        },
+      },
+    );
+    return outcome === 'stop' ? reply : undefined;
   };
 }
 
+/**
+ * Asks Fastify's own `request.ip` (built from `trustProxy`, whatever its spelling) how far it believes a
+ * forged X-Forwarded-For chain, on a probe request made from the real request's prototype.
+ */
+function isPermissiveFastifyTrust(request: FastifyRequest): boolean {
+  const proto = Object.getPrototypeOf(request) as object;
+  return isPermissiveTrust((remote, forwardedFor) => {
+    const probe = Object.create(proto) as { raw: unknown; headers: unknown; ip: string | undefined };
+    const headers = { 'x-forwarded-for': forwardedFor };
+    Object.defineProperty(probe, 'raw', { value: { socket: { remoteAddress: remote }, headers } });
+    Object.defineProperty(probe, 'headers', { value: headers });
+    return probe.ip;
+  });
+}
+
+const methodsOf = (method: RouteOptions['method']): string[] => (Array.isArray(method) ? method : [method]).map(String);
+
 async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimitOptions): Promise<void> {
-  const base = createRateLimitHandler<FastifyRequest>(options, ADAPTER_KEYS);
+  const context = { adapterKeys: ADAPTER_KEYS, appLogger: fastify.log };
+  const base = createRateLimitHandler<FastifyRequest>(options, context);
   const hook = hookOf(base.config.adapterOptions.hook, 'hook');
   const global = base.config.adapterOptions.global ?? true;
   if (typeof global !== 'boolean') throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'global', 'must be a boolean', global);
   const ran = Symbol('tollgate.rateLimitRan');
   const routes = new Map<string, Limiter>();
+  const handlers: RateLimitHandler<FastifyRequest>[] = [base];
+  // Route limiters by their config object, then URL: the HEAD route Fastify adds for a GET shares its options
+  // object, so it shares its limiter (one budget for GET and HEAD).
+  const byConfig = new WeakMap<object, Map<string, RateLimitHandler<FastifyRequest>>>();
+  // Every "METHOD url" onRoute saw, limited or not: a request to any other route was declared before the plugin.
+  const seen = new Set<string>();
   fastify.decorateRequest(ran, false);
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
   if (!fastify.hasDecorator('rateLimit')) fastify.decorate('rateLimit', { limiter: base.limiter, routes, hook: createHook(base, ran) });
 
+  function handlerFor(own: FastifyRateLimitRouteOptions, url: string): RateLimitHandler<FastifyRequest> {
+    let byUrl = byConfig.get(own);
+    if (byUrl === undefined) {
+      byUrl = new Map();
+      byConfig.set(own, byUrl);
+    }
+    let handler = byUrl.get(url);
+    if (handler === undefined) {
+      handler = createRateLimitHandler<FastifyRequest>({ ...options, ...own }, context);
+      byUrl.set(url, handler);
+      handlers.push(handler);
+    }
+    return handler;
+  }
+
   fastify.addHook('onRoute', (route: RouteOptions) => {
+    for (const m of methodsOf(route.method)) seen.add(`${m} ${route.url}`);
     const own = route.config?.rateLimit;
     if (own === false || (own === undefined && !global)) return;
     if (own !== undefined && (own === null || typeof own !== 'object' || Array.isArray(own))) {
@@ -115,18 +171,37 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
       );
     }
     const path = `${route.method} ${route.url} config.rateLimit`;
-    const handler = own === undefined ? base : createRateLimitHandler<FastifyRequest>({ ...options, ...own }, ADAPTER_KEYS);
-    if (own !== undefined) routes.set(`${String(route.method)} ${route.url}`, handler.limiter);
+    const handler = own === undefined ? base : handlerFor(own, route.url);
+    if (own !== undefined) for (const m of methodsOf(route.method)) routes.set(`${m} ${route.url}`, handler.limiter);
     const at = own?.hook === undefined ? hook : hookOf(own.hook, `${path}.hook`);
     const existing = route[at];
     const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing];
     (route as unknown as Record<string, unknown>)[at] = [...hooks, createHook(handler, ran)];
   });
+  // An instance hook reaches every route of this context, also those declared before the plugin, which
+  // onRoute never saw: they are unlimited, so say so (once) rather than let it pass in silence.
+  let trustChecked = false;
+  fastify.addHook('onRequest', function tollgateRouteCheck(request: FastifyRequest, _reply: FastifyReply, done: () => void) {
+    if (!trustChecked) {
+      trustChecked = true;
+      base.checkTrustProxy('Fastify trustProxy', isPermissiveFastifyTrust(request));
+    }
+    const url = request.routeOptions.url;
+    if (url !== undefined && !request.is404 && !seen.has(`${request.method} ${url}`)) {
+      base.diagnostics.warn(
+        'WRN_RL_ROUTES_BEFORE_REGISTER',
+        'a route declared before the rate-limit plugin was registered is not limited; register the plugin ' +
+          '(await app.register(fastifyRateLimit, …)) before declaring routes.',
+        { route: `${request.method} ${url}` },
+      );
+    }
+    done();
+  });
   fastify.addHook('onClose', async () => {
-    await Promise.all([base.limiter, ...routes.values()].map((l) => l.close()));
+    for (const h of handlers) h.close();
+    await Promise.all(handlers.map((h) => h.limiter.close()));
   });
 }
-
 /** The plugin: `await app.register(fastifyRateLimit, { policies: [...] })`, before the routes it covers. */
 export const fastifyRateLimit = fp(tollgatePlugin, { fastify: '5.x', name: '@tollgate/fastify' });
 export default fastifyRateLimit;

@@ -1,9 +1,11 @@
 /**
  * @module @tollgate/koa: `app.use(rateLimit({...}))` for Koa 3 and 2. A thin translation: the request's
  * socket address and headers go to the core, which decides and plans the response; this file only
- * writes that plan and sets `ctx.state.rateLimit`. User callbacks receive the Koa `ctx`.
+ * says how to write in Koa and sets `ctx.state.rateLimit`. User callbacks receive the Koa `ctx`. The
+ * core never writes once the response has started, and the middleware's own promise never rejects
+ * (what `next()` rejects with belongs to the app and passes through untouched).
  */
-import { createRateLimitHandler, type Decision, type Limiter, type RateLimitOptions, waitUnlessClosed } from '@tollgate/core';
+import { createRateLimitHandler, type Decision, type Limiter, type RateLimitOptions } from '@tollgate/core';
 import type { Context, Middleware, Next } from 'koa';
 
 declare module 'koa' {
@@ -38,30 +40,36 @@ export function rateLimit(options: KoaRateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler<Context>(options);
 
   async function rateLimitMiddleware(ctx: Context, next: Next): Promise<void> {
-    // app.proxy with maxIpsCount 0 makes ctx.ip the left-most (client-written) X-Forwarded-For entry.
-    handler.checkTrustProxy('Koa app.proxy (with maxIpsCount 0)', ctx.app.proxy && ctx.app.maxIpsCount === 0);
-    const handled = await handler.handle({
-      request: ctx,
-      remoteAddress: ctx.req.socket.remoteAddress,
-      headers: ctx.req.headers,
-      method: ctx.method,
-      url: ctx.originalUrl,
-      route: routeOf(ctx),
-    });
-    if (handled === undefined) return next();
-    const { decision, plan } = handled;
-    ctx.state.rateLimit = decision;
-    for (const [name, value] of plan.headers) ctx.set(name, value);
-    if (plan.action === 'reject') {
-      ctx.status = plan.status ?? 429;
-      ctx.body = plan.body;
-      return;
-    }
-    if (plan.delayMs > 0 && !(await waitUnlessClosed(plan.delayMs, ctx.res))) {
-      ctx.respond = false;
-      return;
-    }
-    return next();
+    // app.proxy makes ctx.ip an X-Forwarded-For entry: the left-most (client-written) one with
+    // maxIpsCount 0, else the one maxIpsCount - 1 hops in.
+    const { proxy, maxIpsCount } = ctx.app;
+    handler.checkTrustProxy('Koa app.proxy (with maxIpsCount 0 or above 3)', proxy && (maxIpsCount === 0 || maxIpsCount > 3));
+    const outcome = await handler.run(
+      {
+        request: ctx,
+        raw: ctx.req,
+        remoteAddress: ctx.req.socket?.remoteAddress,
+        headers: ctx.req.headers,
+        method: ctx.method,
+        url: ctx.originalUrl,
+        route: routeOf(ctx),
+      },
+      {
+        raw: ctx.res,
+        attach: (decision) => {
+          ctx.state.rateLimit = decision;
+        },
+        header: (name, value) => ctx.set(name, value),
+        reject: (status, body) => {
+          ctx.status = status;
+          ctx.body = body;
+        },
+        abandon: () => {
+          ctx.respond = false;
+        },
+      },
+    );
+    if (outcome === 'next') return next();
   }
 
   return Object.assign(rateLimitMiddleware, { limiter: handler.limiter });

@@ -21,8 +21,11 @@ export const WHOLE_STORE = 'store';
  */
 export const STARTUP_WAIT_MS = 2_000;
 
-/** Keys whose errors are remembered, so each is logged once; the memory is cleared when full. */
-const LOGGED_KEYS_MAX = 1024;
+/**
+ * Key errors are logged at most once per this many ms: a script error on every key (or a client that
+ * converts replies) would otherwise log once per request. The `store-error` event still names each key.
+ */
+const KEY_LOG_INTERVAL_MS = 10_000;
 
 /** Why a store call gave no result. */
 export class CallFailure {
@@ -55,7 +58,8 @@ export class StoreGuard {
   private readonly watchdog: Watchdog;
   /** null: not asked yet; undefined: nothing to wait for. */
   private startup: Promise<void> | undefined | null = null;
-  private readonly loggedKeys = new Set<string>();
+  private keyLoggedAt = Number.NEGATIVE_INFINITY;
+  private keyErrorsNotLogged = 0;
 
   constructor(private readonly config: GuardConfig) {
     this.watchdog = new Watchdog(config.storeTimeoutMs);
@@ -161,16 +165,21 @@ export class StoreGuard {
     return new CallFailure(error, scope, node);
   }
 
-  /** Logs an error that belongs to one key, once per key (a bounded memory). */
+  /** Logs an error that belongs to one key: at most one line per 10 s, counting the ones it left out. */
   logKeyFailure(key: string, failure: CallFailure): void {
-    if (this.loggedKeys.has(key)) return;
-    if (this.loggedKeys.size >= LOGGED_KEYS_MAX) this.loggedKeys.clear();
-    this.loggedKeys.add(key);
+    const t = performance.now();
+    if (t - this.keyLoggedAt < KEY_LOG_INTERVAL_MS) {
+      this.keyErrorsNotLogged += 1;
+      return;
+    }
+    const notLogged = this.keyErrorsNotLogged;
+    this.keyLoggedAt = t;
+    this.keyErrorsNotLogged = 0;
     const { store, onStoreError, logger } = this.config;
     safeLog(
       logger,
       'error',
-      { code: 'ERR_RL_STORE_KEY_FAILED', store: store.kind, node: failure.node, key, onStoreError, err: failure.error },
+      { code: 'ERR_RL_STORE_KEY_FAILED', store: store.kind, node: failure.node, key, onStoreError, notLogged, err: failure.error },
       "ERR_RL_STORE_KEY_FAILED: the store failed on one key's state; that key is answered by onStoreError, other keys are not affected",
     );
   }

@@ -46,7 +46,11 @@ export class Watchdog {
   private lastJudgement = 0;
   private active = 0;
 
-  constructor(private readonly timeoutMs: number) {
+  /** `elapsed`: a monotonic clock in ms (tests pass their own to play a blocked event loop). */
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly elapsed: () => number = () => performance.now(),
+  ) {
     // Five judgements per timeout (10 ms at the default 50 ms), at least 1 ms, at most 50 ms apart.
     this.periodMs = Math.min(50, Math.max(1, Math.floor(timeoutMs / 5)));
     this.creditMs = this.periodMs * 2;
@@ -59,7 +63,7 @@ export class Watchdog {
       w = new NodeWatch(node);
       this.nodes.set(node, w);
     }
-    const t = performance.now();
+    const t = this.elapsed();
     if (w.pending.size === 0) {
       w.silentMs = 0;
       w.heard = false;
@@ -104,7 +108,7 @@ export class Watchdog {
 
   private judge(): void {
     this.judging = false;
-    const t = performance.now();
+    const t = this.elapsed();
     const credit = Math.max(0, Math.min(t - this.lastJudgement, this.creditMs));
     this.lastJudgement = t;
     for (const w of this.nodes.values()) {

@@ -38,7 +38,12 @@ describe('express-rate-limit compatible formats', () => {
 
   it('legacy: X-RateLimit-Reset is Unix epoch seconds', async () => {
     const [, , third] = await run('legacy');
-    expect(third).toEqual({ 'X-RateLimit-Limit': '2', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': '1795960861' });
+    expect(third).toEqual({
+      'X-RateLimit-Limit': '2',
+      'X-RateLimit-Remaining': '0',
+      Date: 'Sun, 29 Nov 2026 14:00:01 GMT',
+      'X-RateLimit-Reset': '1795960861',
+    });
   });
 
   it('false writes nothing', () => {

@@ -19,12 +19,38 @@ export type HeaderMode = 'draft-11' | 'draft-7' | 'draft-6' | 'legacy' | false;
 
 export const HEADER_MODES: readonly HeaderMode[] = ['draft-11', 'draft-7', 'draft-6', 'legacy', false];
 
+/**
+ * One format, or several sent together, in the order given: `['legacy', 'draft-7']` is what
+ * express-rate-limit sends with `legacyHeaders: true, standardHeaders: 'draft-7'` (legacy first). At
+ * most one of `'draft-11'`, `'draft-7'`, `'draft-6'`, since they share the `RateLimit-Policy` name.
+ */
+export type HeadersOption = HeaderMode | readonly Exclude<HeaderMode, false>[];
+
+function createOne(
+  mode: Exclude<HeaderMode, false>,
+  policies: readonly PolicyDescription[],
+  partitionKey: PartitionKeyFunction | undefined,
+): HeaderWriter {
+  return mode === 'draft-11' ? createDraft11Writer(policies, partitionKey) : createCompatWriter(mode);
+}
+
 export function createHeaderWriter(
-  mode: HeaderMode,
+  mode: HeadersOption,
   policies: readonly PolicyDescription[],
   partitionKey: PartitionKeyFunction | undefined,
 ): HeaderWriter | undefined {
   if (mode === false) return undefined;
-  if (mode === 'draft-11') return createDraft11Writer(policies, partitionKey);
-  return createCompatWriter(mode);
+  if (typeof mode === 'string') return createOne(mode, policies, partitionKey);
+  const writers = mode.map((m) => createOne(m, policies, partitionKey));
+  if (writers.length === 1) return writers[0];
+  return {
+    write(decision, exhausted, clock, into) {
+      for (const w of writers) w.write(decision, exhausted, clock, into);
+    },
+  };
+}
+
+/** The modes `headers` turns on, as a list (`false` is none). */
+export function headerModes(mode: HeadersOption): readonly Exclude<HeaderMode, false>[] {
+  return mode === false ? [] : typeof mode === 'string' ? [mode] : mode;
 }

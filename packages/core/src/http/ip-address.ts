@@ -361,6 +361,21 @@ export function parseCommonForm(text: string): IpAddress | undefined {
   return scanIpv6(text);
 }
 
+/**
+ * An embedded dotted quad rewritten as two hex groups (`::1.2.3.4` -> `::102:304`): ipaddr.js reads
+ * `::a.b.c.d` as `::ffff:a.b.c.d`, which would key the two spellings of one address differently.
+ */
+function hexTail(text: string): string {
+  const dot = text.indexOf('.');
+  if (dot === -1) return text;
+  const colon = text.lastIndexOf(':');
+  const [a = 0, b = 0, c = 0, d = 0] = text
+    .slice(colon + 1)
+    .split('.')
+    .map(Number);
+  return `${text.slice(0, colon + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+}
+
 /** The reference: Node's `isIP` decides what is an address, ipaddr.js reads it. */
 function parseReference(text: string): IpAddress | undefined {
   const family = isIP(text);
@@ -371,7 +386,7 @@ function parseReference(text: string): IpAddress | undefined {
   if (family !== 6) return undefined;
   const zone = text.indexOf('%');
   const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = ipaddr.IPv6.parse(
-    zone === -1 ? text : text.slice(0, zone),
+    hexTail(zone === -1 ? text : text.slice(0, zone)),
   ).parts;
   return fromGroups(g0, g1, g2, g3, g4, g5, g6, g7);
 }

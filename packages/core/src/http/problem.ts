@@ -66,6 +66,16 @@ function unitName(unit: string, n: number): string {
   return unit === 'requests' ? (n === 1 ? 'request' : 'requests') : unit === 'content-bytes' ? 'bytes' : `${unit} units`;
 }
 
+/** `per second`, `per 60 seconds`: never "per 1 seconds". */
+function perWindow(w: number): string {
+  return w === 1 ? 'per second' : `per ${w} seconds`;
+}
+
+/** `second` for exactly 1, else `seconds` (0.5 seconds, 2 seconds). */
+function seconds(n: number | undefined): string {
+  return n === 1 ? 'second' : 'seconds';
+}
+
 function binding(decision: Decision): PolicyResult | undefined {
   for (const r of decision.policies) if (r.name === decision.policy) return r;
   return decision.policies[0];
@@ -83,7 +93,13 @@ export function buildProblem(
   const title = TITLES[kind];
   const b = binding(decision);
   if (kind === 'unavailable' || b === undefined) {
-    return { type, title, status, detail: `The rate limiter cannot decide right now; retry in ${retryAfter ?? 1} seconds.`, retryAfter };
+    return {
+      type,
+      title,
+      status,
+      detail: `The rate limiter cannot decide right now; retry in ${retryAfter ?? 1} ${seconds(retryAfter ?? 1)}.`,
+      retryAfter,
+    };
   }
   const unit = units.get(b.name) ?? 'requests';
   const w = windowSeconds(b.windowMs);
@@ -105,7 +121,7 @@ export function buildProblem(
     type,
     title,
     status,
-    detail: `Quota of ${b.limit} ${unitName(unit, b.limit)} per ${w} seconds exhausted (policy "${b.name}"); retry in ${retryAfter} seconds.`,
+    detail: `Quota of ${b.limit} ${unitName(unit, b.limit)} ${perWindow(w)} exhausted (policy "${b.name}"); retry in ${retryAfter} ${seconds(retryAfter)}.`,
     ...about,
     retryAfter,
     'violated-policies': decision.policies.filter(isExhausted).map((r) => r.name),
@@ -155,8 +171,9 @@ export function createProblemBodyWriter(
         {
           limitedHead:
             head('limited') +
-            open(`Quota of ${p.limit} ${unitName(p.unit, p.limit)} per ${w} seconds exhausted (policy "${p.name}"); retry in `),
+            open(`Quota of ${p.limit} ${unitName(p.unit, p.limit)} ${perWindow(w)} exhausted (policy "${p.name}"); retry in `),
           limitedMid: `${close(' seconds.')}${about},"retryAfter":`,
+          limitedMidOne: `${close(' second.')}${about},"retryAfter":`,
           cost: (cost: number) => `${costHead}${cost}${cost === 1 ? costOne : costMany}${cost}}`,
         },
       ];
@@ -164,6 +181,7 @@ export function createProblemBodyWriter(
   );
   const unavailableHead = head('unavailable') + open('The rate limiter cannot decide right now; retry in ');
   const unavailableMid = `${close(' seconds.')},"retryAfter":`;
+  const unavailableMidOne = `${close(' second.')},"retryAfter":`;
 
   function violated(decision: Decision): string {
     let out = '';
@@ -177,8 +195,12 @@ export function createProblemBodyWriter(
     const b = byName.get(decision.policy);
     if (b !== undefined && kind === 'costExceedsCapacity') return b.cost(decision.cost);
     if (retryAfter !== undefined) {
-      if (kind === 'unavailable') return `${unavailableHead}${retryAfter}${unavailableMid}${retryAfter}}`;
-      if (b !== undefined) return `${b.limitedHead}${retryAfter}${b.limitedMid}${retryAfter},"violated-policies":${violated(decision)}}`;
+      if (kind === 'unavailable')
+        return `${unavailableHead}${retryAfter}${retryAfter === 1 ? unavailableMidOne : unavailableMid}${retryAfter}}`;
+      if (b !== undefined) {
+        const mid = retryAfter === 1 ? b.limitedMidOne : b.limitedMid;
+        return `${b.limitedHead}${retryAfter}${mid}${retryAfter},"violated-policies":${violated(decision)}}`;
+      }
     }
     // Shapes respond() never asks for (no wait, a policy this middleware does not know): the slow, sure way.
     return JSON.stringify(buildProblem(kind, decision, retryAfter, types[kind], units));

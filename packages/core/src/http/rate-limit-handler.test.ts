@@ -83,14 +83,27 @@ describe('createRateLimitHandler', () => {
     expect(handler.limiter.stats().requests).toBe(0);
   });
 
-  it('reports every decision and logs each shadow-mode would-be rejection', async () => {
+  it('reports every decision and sums shadow-mode would-be rejections in one line per interval', async () => {
     const seen: Decision[] = [];
     const { handler, logger } = make({ mode: 'shadow', onDecision: (d) => seen.push(d) });
     const plans = [];
     for (let i = 0; i < 4; i++) plans.push((await handler.handle(input({ id: String(i) })))?.plan);
     expect(plans.every((p) => p?.action === 'pass' && p.headers.length === 0)).toBe(true);
     expect(seen.map((d) => d.limited)).toEqual([false, false, true, true]);
-    expect(logger.warnings.filter((w) => w.includes('WRN_RL_SHADOW_LIMITED'))).toHaveLength(2);
+    expect(logger.warnings.filter((w) => w.includes('WRN_RL_SHADOW_LIMITED'))).toHaveLength(0);
+    handler.close();
+    const summary = logger.warnings.filter((w) => w.includes('WRN_RL_SHADOW_LIMITED'));
+    expect(summary).toHaveLength(1);
+    expect(summary[0]).toContain('"wouldReject":2');
+  });
+
+  it('is silenced by validate, for the shadow summary too', async () => {
+    for (const validate of [false, { WRN_RL_SHADOW_LIMITED: false }] as const) {
+      const { handler, logger } = make({ mode: 'shadow', validate });
+      for (let i = 0; i < 4; i++) await handler.handle(input({ id: String(i) }));
+      handler.close();
+      expect(logger.warnings).toEqual([]);
+    }
   });
 
   it('lets onLimited replace the body but keeps status and headers; a throwing hook falls back to problem+json', async () => {
@@ -134,6 +147,6 @@ describe('createRateLimitHandler', () => {
     handler.checkTrustProxy("Express 'trust proxy'", true, b);
     handler.checkTrustProxy("Express 'trust proxy'", true, b);
     expect(b.warnings).toHaveLength(1);
-    expect(b.warnings[0]).toMatch(/^WRN_RL_PERMISSIVE_TRUST_PROXY: Express 'trust proxy' trusts every proxy/);
+    expect(b.warnings[0]).toMatch(/^WRN_RL_PERMISSIVE_TRUST_PROXY: Express 'trust proxy' lets a client choose its own IP/);
   });
 });

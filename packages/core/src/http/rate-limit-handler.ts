@@ -1,22 +1,28 @@
 /**
  * @module `createRateLimitHandler`: the whole per-request flow shared by the adapters. An adapter hands
- * it the plain parts of a request; the handler skips, derives the key and the cost, asks the limiter,
- * reports, and plans the response. The adapter then only writes the plan.
+ * it the plain parts of a request and a `ResponseTarget` (how to write headers and a rejection in its
+ * framework); `run` skips, derives the key and the cost, asks the limiter, reports, plans the response,
+ * and writes it only while the response has not started. `run` never rejects: user callbacks that
+ * throw, reject or hang get a documented fallback, and anything unexpected lets the request through
+ * with one logged error. The adapter then only calls the framework's "next".
  */
 import { createLimiter, type Limiter } from '../create-limiter.js';
 import { createDiagnostics, type Diagnostics } from '../diagnostics.js';
 import { describeValue } from '../errors.js';
-import { toMilli } from '../internal/fixed-point.js';
-import { type Logger, safeLog, toLogger } from '../logging.js';
+import { requestCostToMilli } from '../internal/fixed-point.js';
+import { consoleLogger, createLogGate, isAbstractNoopLogger, type Logger, safeLog, toLogger } from '../logging.js';
 import { isPromiseLike } from '../stores/store.js';
 import type { Decision } from '../types.js';
+import { type Bounded, boundedCall } from './bounded-call.js';
 import type { HeaderPair } from './header-values.js';
 import { createHeaderWriter } from './header-writer.js';
 import { createPartitionKey } from './partition-key.js';
+import { type FinishingResponse, isFinishingResponse, onceSettled } from './plan-options.js';
 import { createProblemBodyWriter, PROBLEM_CONTENT_TYPE, type ProblemDetails } from './problem.js';
 import { parseRateLimitOptions, type RateLimitConfig, type RateLimitOptions } from './rate-limit-options.js';
 import type { HeaderBag, RequestView } from './request-view.js';
 import { type ResponseConfig, type ResponsePlan, respond } from './respond.js';
+import { type ClosableResponse, waitUnlessClosed } from './shaping-delay.js';
 
 /** The key of requests whose key function returned no usable key: one shared bucket, never a bypass. */
 export const UNKEYED_KEY = 'unkeyed';
@@ -33,6 +39,34 @@ export interface RequestInput<Req> {
   readonly route?: string | undefined;
   /** A request-scoped logger (Fastify's `request.log`), used when the user set no `logger`. */
   readonly logger?: Logger;
+  /**
+   * The Node `IncomingMessage` under the framework's request. A handler charges one request once:
+   * the same middleware instance mounted twice on one request's path (`/api` and `/api/v1`) lets it
+   * through the second time without counting or writing anything.
+   */
+  readonly raw?: object;
+}
+
+/** The Node response state `run` reads: `ServerResponse` fits as it is. */
+export interface RawResponse extends ClosableResponse {
+  readonly headersSent: boolean;
+  readonly writableEnded: boolean;
+  destroy(): unknown;
+}
+
+/** How an adapter writes in its framework. `run` calls these only while the response has not started. */
+export interface ResponseTarget {
+  /** The Node `ServerResponse` (Express `res`, Koa `ctx.res`, Fastify `reply.raw`). */
+  readonly raw: RawResponse;
+  /** Attaches the decision to the request (`req.rateLimit`, `ctx.state.rateLimit`), before anything is written. */
+  attach(decision: Decision): void;
+  /** Framework state that also means "already answered" (Fastify's `reply.sent`, which covers hijack). */
+  sent?(): boolean;
+  header(name: string, value: string): void;
+  /** Answers the request with `status` and `body` (headers are already set). */
+  reject(status: number, body: string): void;
+  /** The request will get no answer from the framework (the client left, or the response was aborted). */
+  abandon(): void;
 }
 
 export interface HandledRequest {
@@ -40,83 +74,155 @@ export interface HandledRequest {
   readonly plan: ResponsePlan;
 }
 
+/** What the adapter does after `run`: `'next'` continues to the route; `'stop'` does nothing more. */
+export type RunOutcome = 'next' | 'stop';
+
 // biome-ignore lint/suspicious/noExplicitAny: the default lets one handler type serve every framework's request.
 export interface RateLimitHandler<Req = any> {
   readonly limiter: Limiter;
   readonly config: RateLimitConfig<Req>;
-  /** Undefined when the request is skipped: send nothing, count nothing. */
+  /** The logger of lines not tied to a request (shadow summary, store failures), through the log budget. */
+  readonly logger: Logger;
+  /** This middleware's warn-once diagnostics (for the adapter's framework checks). */
+  readonly diagnostics: Diagnostics;
+  /** Undefined when the request is skipped: send nothing, count nothing. Never rejects for a user callback's fault. */
   handle(input: RequestInput<Req>): Promise<HandledRequest | undefined>;
+  /** The whole flow, writing through `target`; never rejects. */
+  run(input: RequestInput<Req>, target: ResponseTarget): Promise<RunOutcome>;
   /**
    * Framework diagnostic: warns once (`WRN_RL_PERMISSIVE_TRUST_PROXY`) when `permissive` is true, i.e.
-   * the framework's proxy setting trusts every X-Forwarded-For hop. `setting` names it for the message.
+   * the framework's proxy setting lets a client choose its own IP. `setting` names it for the message.
    */
   checkTrustProxy(setting: string, permissive: boolean, logger?: Logger): void;
+  /** Writes pending summaries and stops their timers (the adapters call it on close). */
+  close(): void;
+}
+
+/** Adapter context for `createRateLimitHandler`. */
+export interface HandlerContext {
+  /** Extra option keys this adapter accepts (returned unvalidated in `config.adapterOptions`). */
+  readonly adapterKeys?: readonly string[];
+  /**
+   * The app's logger (Fastify's `fastify.log`), used when the user set no `logger`. Fastify's no-op
+   * logger (no `logger` given to `Fastify()`) counts as none: tollgate then logs to `console`.
+   */
+  readonly appLogger?: Logger | undefined;
+}
+
+function appLoggerOf(logger: Logger | undefined): Logger | undefined {
+  return logger === undefined || isAbstractNoopLogger(logger) ? undefined : logger;
+}
+
+/** True once anything of the response went out, or the framework says it answered. */
+function started(target: ResponseTarget): boolean {
+  const raw = target.raw;
+  return raw.headersSent || raw.writableEnded || raw.destroyed === true || (target.sent?.() ?? false);
 }
 
 /** Validates `options` and builds the limiter; throws `RateLimitConfigError` on bad options. */
-export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adapterKeys: readonly string[] = []): RateLimitHandler<Req> {
-  const config = parseRateLimitOptions(options, adapterKeys);
-  const limiter = createLimiter(config.limiterOptions);
+export function createRateLimitHandler<Req>(
+  options: RateLimitOptions<Req>,
+  context: HandlerContext | readonly string[] = {},
+): RateLimitHandler<Req> {
+  const ctx: HandlerContext = Array.isArray(context) ? { adapterKeys: context as readonly string[] } : (context as HandlerContext);
+  const config = parseRateLimitOptions(options, ctx.adapterKeys ?? []);
+  const { clock, key: keyOf, cost: costOf, skip, onDecision, onLimited, extendProblem, hookTimeoutMs } = config;
+  const appLogger = appLoggerOf(ctx.appLogger);
+  // Every line of this middleware goes through one budget; the summary of what it dropped goes around it.
+  const target: Logger = config.logger === undefined ? (appLogger ?? consoleLogger) : toLogger(config.logger);
+  const gate = createLogGate(config.logRate, target);
+  const baseLogger = gate.wrap(target);
+  const limiter = createLimiter({ ...config.limiterOptions, logger: baseLogger });
   const partitionKey = createPartitionKey(config.pk, 'pk');
-  const responseConfig: ResponseConfig = Object.freeze({
-    mode: limiter.mode,
-    headers: createHeaderWriter(config.headers, limiter.policies, partitionKey),
-    problemTypes: config.problemTypes,
-    units: new Map(limiter.policies.map((p) => [p.name, p.unit])),
-    problemBody: createProblemBodyWriter(limiter.policies, config.problemTypes),
-  });
+  // One response config per plan: headers and problem bodies describe the plan that applied.
+  const responseConfigs = new Map<string, ResponseConfig>();
+  for (const [name, policies] of limiter.plans) {
+    responseConfigs.set(
+      name,
+      Object.freeze({
+        mode: limiter.mode,
+        headers: createHeaderWriter(config.headers, policies, partitionKey),
+        problemTypes: config.problemTypes,
+        units: new Map(policies.map((p) => [p.name, p.unit])),
+        problemBody: createProblemBodyWriter(policies, config.problemTypes),
+      }),
+    );
+  }
+  const responseConfig = responseConfigs.get(limiter.defaultPlan) as ResponseConfig;
+  const planHttp = config.plans;
+  /** Every policy name that needs a key when policies carry their own keys (all plans, and shadow). */
+  const keyedNames =
+    planHttp.policyKeys.size === 0
+      ? undefined
+      : [...new Set([...[...limiter.plans.values()].flat(), ...limiter.shadowPolicies].map((p) => p.name))];
+  const refunds = planHttp.skipSuccessfulRequests || planHttp.skipFailedRequests;
   const raised = new Set<string>();
-  const baseLogger: Logger = toLogger(config.logger);
   const baseDiagnostics = createDiagnostics(baseLogger, config.validate, raised);
-  const { clock, key: keyOf, cost: costOf, skip, onDecision, onLimited, extendProblem } = config;
+  const charged = new WeakSet<object>();
+  const requestLoggers = new WeakMap<Logger, Logger>();
+  const shadow = createShadowSummary(target, config.logRate.intervalMs, baseDiagnostics);
 
   function loggerFor(input: { logger?: Logger | undefined }): Logger {
-    return config.logger ?? input.logger ?? baseLogger;
+    if (config.logger !== undefined || input.logger === undefined || isAbstractNoopLogger(input.logger)) return baseLogger;
+    let wrapped = requestLoggers.get(input.logger);
+    if (wrapped === undefined) {
+      wrapped = gate.wrap(input.logger);
+      requestLoggers.set(input.logger, wrapped);
+    }
+    return wrapped;
   }
 
   function diagnosticsFor(logger: Logger): Diagnostics {
     return logger === baseLogger ? baseDiagnostics : createDiagnostics(logger, config.validate, raised);
   }
 
+  function hookFailed(diagnostics: Diagnostics, name: string, r: Bounded<unknown>, fallback: string): void {
+    if (r.ok) return;
+    if (r.timedOut) {
+      diagnostics.warn('WRN_RL_HOOK_TIMEOUT', `${name} did not settle within hookTimeoutMs (${hookTimeoutMs} ms); ${fallback}`, {
+        hook: name,
+        hookTimeoutMs,
+      });
+    } else {
+      diagnostics.warn('WRN_RL_HOOK_FAILED', `${name} threw or rejected; ${fallback}`, { hook: name, err: r.error });
+    }
+  }
+
+  async function settle<T>(fn: () => T | Promise<T>): Promise<Bounded<T>> {
+    const r = boundedCall(fn, hookTimeoutMs);
+    return isPromiseLike(r) ? await r : r;
+  }
+
   function checkKey(key: unknown, view: RequestView<Req>): string {
     if (typeof key === 'string' && key !== '') return key;
     view.diagnostics.warn(
       'WRN_RL_UNKEYED',
-      `the key function returned ${describeValue(key)} instead of a non-empty string; such requests share one '${UNKEYED_KEY}' bucket. ` +
+      `the key function returned no non-empty string; such requests share one '${UNKEYED_KEY}' bucket. ` +
         'Return a key for every request, e.g. keys.first(keys.user(fn), keys.ip()).',
+      { received: describeValue(key) },
     );
     return UNKEYED_KEY;
   }
 
   function checkCost(cost: unknown, diagnostics: Diagnostics): number | undefined {
-    if (typeof cost === 'number' && toMilli(cost) > 0) return cost;
+    // A number too large to hold exactly (1e13, Infinity) is kept: the limiter answers it 413, never 1.
+    if (typeof cost === 'number' && requestCostToMilli(cost) > 0) return cost;
     diagnostics.warn(
       'WRN_RL_INVALID_COST',
-      `the cost function returned ${describeValue(cost)}; a cost must be a positive multiple of 1/1000. Such requests are charged the default cost.`,
+      'the cost function returned something other than a positive multiple of 1/1000; such requests are charged the default cost.',
+      { received: describeValue(cost) },
     );
     return undefined;
   }
 
-  function report(decision: Decision, request: Req, logger: Logger, diagnostics: Diagnostics): void {
-    if (decision.mode === 'shadow' && decision.limited) {
-      safeLog(
-        logger,
-        'warn',
-        {
-          code: 'WRN_RL_SHADOW_LIMITED',
-          key: decision.key,
-          reason: decision.reason,
-          policy: decision.policy,
-          retryAfterMs: decision.retryAfterMs,
-        },
-        'WRN_RL_SHADOW_LIMITED: shadow mode would have rejected this request; let through',
-      );
-    }
+  function report(decision: Decision, request: Req, diagnostics: Diagnostics): void {
+    if (decision.mode === 'shadow' && decision.limited) shadow.count(decision.policy, false);
+    if (decision.shadow !== undefined && !decision.shadow.allowed) shadow.count(decision.shadow.policy, true);
     if (onDecision === undefined) return;
     try {
       onDecision(decision, request);
     } catch (error) {
-      diagnostics.warn('WRN_RL_HOOK_FAILED', `onDecision threw (${String(error)}); the request went on unaffected.`);
+      diagnostics.warn('WRN_RL_HOOK_FAILED', 'onDecision threw; the request went on unaffected.', { hook: 'onDecision', err: error });
     }
   }
 
@@ -130,7 +236,10 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
       else out.retryAfter = problem.retryAfter;
       return out as unknown as ProblemDetails;
     } catch (error) {
-      diagnostics.warn('WRN_RL_HOOK_FAILED', `problem.extend threw (${String(error)}); the problem details were sent without its members.`);
+      diagnostics.warn('WRN_RL_HOOK_FAILED', 'problem.extend threw; the problem details were sent without its members.', {
+        hook: 'problem.extend',
+        err: error,
+      });
       return problem;
     }
   }
@@ -142,68 +251,239 @@ export function createRateLimitHandler<Req>(options: RateLimitOptions<Req>, adap
     const withProblem: ResponsePlan =
       problem === plan.problem ? plan : { action, status, headers: planHeaders, problem, body: JSON.stringify(problem), delayMs };
     if (onLimited === undefined) return withProblem;
-    try {
-      const custom = await onLimited({ request, decision, status: plan.status, problem });
-      if (custom === undefined) return withProblem;
-      const isText = typeof custom.body === 'string';
-      const contentType = custom.contentType ?? (isText ? 'text/plain; charset=utf-8' : 'application/json');
-      const headers: HeaderPair[] = plan.headers.map((h) => (h[0] === 'Content-Type' ? ['Content-Type', contentType] : h));
-      return {
-        action,
-        status,
-        headers,
-        problem: withProblem.problem,
-        body: isText ? (custom.body as string) : JSON.stringify(custom.body),
-        delayMs,
-      };
-    } catch (error) {
-      diagnostics.warn('WRN_RL_HOOK_FAILED', `onLimited threw (${String(error)}); the default ${PROBLEM_CONTENT_TYPE} body was sent.`);
+    const r = await settle(() => onLimited({ request, decision, status, problem }));
+    if (!r.ok) {
+      hookFailed(diagnostics, 'onLimited', r, `the default ${PROBLEM_CONTENT_TYPE} body was sent.`);
       return withProblem;
     }
+    const custom = r.value;
+    if (custom === undefined || custom === null) return withProblem;
+    let body: string;
+    try {
+      body = typeof custom.body === 'string' ? custom.body : (JSON.stringify(custom.body) ?? 'null');
+    } catch (error) {
+      diagnostics.warn(
+        'WRN_RL_HOOK_FAILED',
+        `onLimited returned a body that is not JSON; the default ${PROBLEM_CONTENT_TYPE} body was sent.`,
+        {
+          hook: 'onLimited',
+          err: error,
+        },
+      );
+      return withProblem;
+    }
+    const isText = typeof custom.body === 'string';
+    const contentType =
+      typeof custom.contentType === 'string' && custom.contentType !== ''
+        ? custom.contentType
+        : isText
+          ? 'text/plain; charset=utf-8'
+          : 'application/json';
+    const headers: HeaderPair[] = plan.headers.map((h) => (h[0] === 'Content-Type' ? ['Content-Type', contentType] : h));
+    return { action, status, headers, problem: withProblem.problem, body, delayMs };
+  }
+
+  async function handle(input: RequestInput<Req>): Promise<HandledRequest | undefined> {
+    const { request } = input;
+    const logger = loggerFor(input);
+    const diagnostics = diagnosticsFor(logger);
+    if (skip !== undefined) {
+      const r = await settle(() => skip(request));
+      if (r.ok && r.value) return undefined;
+      hookFailed(diagnostics, 'skip', r, 'the request was counted (not skipped).');
+    }
+    const view: RequestView<Req> = {
+      remoteAddress: input.remoteAddress,
+      headers: input.headers,
+      method: input.method,
+      url: input.url,
+      request,
+      diagnostics,
+    };
+    // Callbacks are awaited only when they return a promise: a synchronous request takes no extra tick.
+    const keyOut = await settle(() => keyOf(request, view));
+    hookFailed(diagnostics, 'key', keyOut, `the request was counted in the shared '${UNKEYED_KEY}' bucket.`);
+    const key = checkKey(keyOut.ok ? keyOut.value : undefined, view);
+    let cost: number | undefined;
+    if (costOf !== undefined) {
+      const costOut = await settle(() => costOf(request));
+      hookFailed(diagnostics, 'cost', costOut, 'the request was charged the default cost.');
+      cost = costOut.ok ? checkCost(costOut.value, diagnostics) : undefined;
+    }
+    let planName: string | undefined;
+    if (planHttp.plan !== undefined) {
+      const planFn = planHttp.plan;
+      const planOut = await settle(() => planFn(request));
+      hookFailed(diagnostics, 'plan', planOut, 'the default plan applied.');
+      planName = planOut.ok && typeof planOut.value === 'string' ? planOut.value : undefined;
+    }
+    let target: string | Record<string, string> = key;
+    if (keyedNames !== undefined) {
+      // Several keys, one decision: each policy's own key, or the middleware's key.
+      const keysByName: Record<string, string> = {};
+      for (const name of keyedNames) {
+        const own = planHttp.policyKeys.get(name);
+        if (own === undefined) {
+          keysByName[name] = key;
+          continue;
+        }
+        const out = await settle(() => own(request, view));
+        hookFailed(diagnostics, 'key', out, `the request was counted in the shared '${UNKEYED_KEY}' bucket.`);
+        keysByName[name] = checkKey(out.ok ? out.value : undefined, view);
+      }
+      target = keysByName;
+    }
+    const checkOptions = { cost, plan: planName, route: input.route, request };
+    const pending = limiter.decide(target, checkOptions);
+    const decision = isPromiseLike(pending) ? await pending : pending;
+    report(decision, request, diagnostics);
+    const plan = respond(decision, responseConfigs.get(decision.plan ?? '') ?? responseConfig, clock);
+    // The problem object is built only when a hook may change the body; the default body is already serialized.
+    const customized = plan.action === 'reject' && (extendProblem !== undefined || onLimited !== undefined);
+    return { decision, plan: customized ? await replaceBody(plan, decision, request, diagnostics) : plan };
+  }
+
+  /**
+   * skipSuccessfulRequests / skipFailedRequests: charged at admission, given back when the response
+   * settles, by the rule in plan-options.ts (a client gone before the end counts as failed).
+   */
+  function refundWhenSettled(request: Req, response: FinishingResponse, decision: Decision, diagnostics: Diagnostics): void {
+    onceSettled(response, (finished) => {
+      void (async () => {
+        let success = false;
+        if (finished) {
+          const r = await settle(() => planHttp.requestWasSuccessful(request, response));
+          hookFailed(diagnostics, 'requestWasSuccessful', r, 'the request counted as failed.');
+          success = r.ok && r.value === true;
+        }
+        if (success ? !planHttp.skipSuccessfulRequests : !planHttp.skipFailedRequests) return;
+        try {
+          await limiter.refund(decision);
+        } catch (error) {
+          diagnostics.warn('WRN_RL_REFUND_FAILED', 'giving back the charge of a request that should not count failed; it stays counted.', {
+            err: error,
+          });
+        }
+      })();
+    });
+  }
+
+  async function write(handled: HandledRequest, out: ResponseTarget, diagnostics: Diagnostics): Promise<RunOutcome> {
+    const { decision, plan } = handled;
+    out.attach(decision);
+    if (started(out)) {
+      // Something answered before the decision came (a timeout middleware, a stream): never write to it.
+      diagnostics.warn(
+        'WRN_RL_RESPONSE_STARTED',
+        'the response had already started when the rate-limit decision came; no header was written. ' +
+          'A rejected request is aborted rather than let through.',
+        { action: plan.action, status: plan.status },
+      );
+      if (plan.action === 'pass') return 'next';
+      if (!out.raw.writableEnded) out.raw.destroy();
+      out.abandon();
+      return 'stop';
+    }
+    for (const [name, value] of plan.headers) out.header(name, value);
+    if (plan.action === 'reject') {
+      out.reject(plan.status ?? 429, plan.body ?? '');
+      return 'stop';
+    }
+    if (plan.delayMs > 0 && !(await waitUnlessClosed(plan.delayMs, out.raw))) {
+      out.abandon();
+      return 'stop';
+    }
+    return 'next';
   }
 
   return {
     limiter,
     config,
-    async handle(input) {
-      const { request } = input;
-      if (skip !== undefined) {
-        const skipped = skip(request);
-        if (isPromiseLike(skipped) ? await skipped : skipped) return undefined;
+    logger: baseLogger,
+    diagnostics: baseDiagnostics,
+    handle,
+    async run(input, out) {
+      const raw = input.raw;
+      if (raw !== undefined) {
+        if (charged.has(raw)) return 'next';
+        charged.add(raw);
       }
       const logger = loggerFor(input);
-      const diagnostics = diagnosticsFor(logger);
-      const view: RequestView<Req> = {
-        remoteAddress: input.remoteAddress,
-        headers: input.headers,
-        method: input.method,
-        url: input.url,
-        request,
-        diagnostics,
-      };
-      // Callbacks are awaited only when they return a promise: a synchronous request takes no extra tick.
-      const keyOut = keyOf(request, view);
-      const key = checkKey(isPromiseLike(keyOut) ? await keyOut : keyOut, view);
-      let cost: number | undefined;
-      if (costOf !== undefined) {
-        const costOut = costOf(request);
-        cost = checkCost(isPromiseLike(costOut) ? await costOut : costOut, diagnostics);
+      try {
+        const handled = await handle(input);
+        if (handled === undefined) return 'next';
+        if (refunds && handled.decision.receipt !== undefined && isFinishingResponse(out.raw)) {
+          refundWhenSettled(input.request, out.raw, handled.decision, diagnosticsFor(logger));
+        }
+        return await write(handled, out, diagnosticsFor(logger));
+      } catch (error) {
+        safeLog(
+          logger,
+          'error',
+          { code: 'ERR_RL_HANDLER_FAILED', err: error },
+          'ERR_RL_HANDLER_FAILED: the rate-limit middleware failed unexpectedly; the request was let through unlimited',
+        );
+        return started(out) ? 'stop' : 'next';
       }
-      const pending = limiter.decide(key, { cost, route: input.route, request });
-      const decision = isPromiseLike(pending) ? await pending : pending;
-      report(decision, request, logger, diagnostics);
-      const plan = respond(decision, responseConfig, clock);
-      // The problem object is built only when a hook may change the body; the default body is already serialized.
-      const customized = plan.action === 'reject' && (extendProblem !== undefined || onLimited !== undefined);
-      return { decision, plan: customized ? await replaceBody(plan, decision, request, diagnostics) : plan };
     },
     checkTrustProxy(setting, permissive, logger) {
       if (!permissive) return;
       diagnosticsFor(loggerFor({ logger })).warn(
         'WRN_RL_PERMISSIVE_TRUST_PROXY',
-        `${setting} trusts every proxy, so the framework's client IP (req.ip) comes from a header any client can forge. ` +
+        `${setting} lets a client choose its own IP: the framework's client IP (req.ip) comes from a header any client can forge. ` +
           "tollgate's keys.ip() ignores it and walks X-Forwarded-For through its own trustedProxies; custom key functions that read req.ip can be bypassed.",
       );
     },
+    close() {
+      shadow.close();
+      gate.close();
+    },
+  };
+}
+
+interface ShadowSummary {
+  /** Counts one would-be rejection by `policy` (`candidate`: a shadow candidate policy, not shadow mode). */
+  count(policy: string, candidate: boolean): void;
+  close(): void;
+}
+
+/**
+ * Shadow mode's would-be rejections, counted and logged as one `WRN_RL_SHADOW_LIMITED` line per
+ * interval: what a rollout needs (how many, by which policy), at a fixed log cost, and no request data.
+ */
+function createShadowSummary(logger: Logger, intervalMs: number, diagnostics: Diagnostics): ShadowSummary {
+  const on = diagnostics.enabled('WRN_RL_SHADOW_LIMITED');
+  let wouldReject = 0;
+  let candidates = 0;
+  const byPolicy: Record<string, number> = Object.create(null);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  function flush(): void {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    if (wouldReject + candidates === 0) return;
+    safeLog(
+      logger,
+      'warn',
+      { code: 'WRN_RL_SHADOW_LIMITED', wouldReject, candidateRejections: candidates, byPolicy: { ...byPolicy }, intervalMs },
+      `WRN_RL_SHADOW_LIMITED: shadow policies would have rejected ${wouldReject + candidates} requests in the last interval; all were let through`,
+    );
+    wouldReject = 0;
+    candidates = 0;
+    for (const k of Object.keys(byPolicy)) delete byPolicy[k];
+  }
+
+  return {
+    count(policy, candidate) {
+      if (!on) return;
+      if (candidate) candidates += 1;
+      else wouldReject += 1;
+      byPolicy[policy] = (byPolicy[policy] ?? 0) + 1;
+      if (timer === undefined) {
+        timer = setTimeout(flush, intervalMs);
+        timer.unref?.();
+      }
+    },
+    close: flush,
   };
 }

@@ -8,11 +8,13 @@ import { monotonicClock } from '../clock.js';
 import { isWarningCode, type ValidateOption, WARNING_CODES } from '../diagnostics.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from '../internal/read-options.js';
+import { DEFAULT_LOG_RATE, type LogRateOptions } from '../logging.js';
 import type { LimiterOptions } from '../options.js';
 import type { Clock, Decision, Logger } from '../types.js';
-import { HEADER_MODES, type HeaderMode } from './header-writer.js';
+import { HEADER_MODES, type HeaderMode, type HeadersOption, headerModes } from './header-writer.js';
 import { keys } from './keys.js';
 import type { PartitionKeyOptions } from './partition-key.js';
+import { type HttpPolicies, PLAN_HTTP_KEYS, type PlanHttpConfig, type PlanHttpOptions, parsePlanHttpOptions } from './plan-options.js';
 import { PROBLEM_TYPES, type ProblemDetails, type ProblemKind } from './problem.js';
 import type { KeyFunction } from './request-view.js';
 
@@ -53,7 +55,11 @@ export interface ProblemOptions<Req = any> {
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
-export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'> {
+export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost' | 'policies' | 'plans'>, PlanHttpOptions<Req> {
+  /** The enforced policies (the one-plan form); each may carry its own `key` (several keys, one decision). */
+  policies?: HttpPolicies<Req>;
+  /** Named sets of policies; `plan: (req) => name` picks one per request. Instead of `policies`. */
+  plans?: Readonly<Record<string, HttpPolicies<Req>>>;
   /**
    * Derives the key of a request (`keys.ip()`, `keys.user(fn)`, or your own). A key that is undefined,
    * empty or not a string is counted in one shared `'unkeyed'` bucket and warned about once
@@ -69,8 +75,12 @@ export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'
   cost?: number | CostFunction<Req>;
   /** Requests for which it returns true are not counted and get no rate-limit header or body. Defaults to none. */
   skip?: (request: Req) => boolean | Promise<boolean>;
-  /** Which rate-limit headers to send; see `HeaderMode`. Defaults to `'draft-11'`. */
-  headers?: HeaderMode;
+  /**
+   * Which rate-limit headers to send: one `HeaderMode`, or several in the order given, e.g.
+   * `['legacy', 'draft-7']` for express-rate-limit's `legacyHeaders: true, standardHeaders: 'draft-7'`.
+   * Defaults to `'draft-11'`.
+   */
+  headers?: HeadersOption;
   /** draft-11 `pk` parameter: `{ secret }` turns it on (HMAC-SHA256 of the key, 9 bytes). Defaults to `false`. */
   pk?: PartitionKeyOptions | false;
   /** Problem details options. */
@@ -87,14 +97,35 @@ export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'
    * warned about once and ignored. Defaults to none.
    */
   onDecision?: (decision: Decision, request: Req) => void;
-  /** `false` silences every warn-once diagnostic; `{ WRN_RL_UNKEYED: false }` one of them. Defaults to `true`. */
+  /**
+   * `false` silences every warn-once diagnostic and the shadow summary; `{ WRN_RL_UNKEYED: false }` one
+   * of them. Defaults to `true`.
+   */
   validate?: ValidateOption;
+  /**
+   * How long an asynchronous `key`, `cost`, `skip` or `onLimited` may take, in ms. Past it (or when the
+   * callback throws or rejects) the request gets the documented fallback: `key` -> the shared
+   * `'unkeyed'` bucket, `cost` -> the default cost, `skip` -> not skipped (counted), `onLimited` -> the
+   * default body; warned once (`WRN_RL_HOOK_TIMEOUT`, `WRN_RL_HOOK_FAILED`). Defaults to `5000`.
+   */
+  hookTimeoutMs?: number;
+  /**
+   * The log budget of this middleware: at most `lines` lines per `intervalMs`, then one
+   * `WRN_RL_LOG_SUPPRESSED` line with the count; `intervalMs` is also the period of the shadow-mode
+   * summary (`WRN_RL_SHADOW_LIMITED`). Defaults to `{ lines: 10, intervalMs: 60_000 }`.
+   */
+  logRate?: LogRateOptions;
 }
+
+/** Default of `hookTimeoutMs`. */
+export const DEFAULT_HOOK_TIMEOUT_MS = 5000;
 
 /** `RateLimitOptions` validated, defaults resolved. */
 // biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
 export interface RateLimitConfig<Req = any> {
   readonly limiterOptions: LimiterOptions;
+  /** Plan, per-policy keys and refund-on-finish options (http/plan-options.ts). */
+  readonly plans: PlanHttpConfig<Req>;
   readonly mode: 'enforce' | 'shadow';
   readonly clock: Clock;
   /** The logger the user set; undefined means the adapter's (Fastify's request logger) or `console`. */
@@ -102,13 +133,15 @@ export interface RateLimitConfig<Req = any> {
   readonly key: KeyFunction<Req>;
   readonly cost: CostFunction<Req> | undefined;
   readonly skip: ((request: Req) => boolean | Promise<boolean>) | undefined;
-  readonly headers: HeaderMode;
+  readonly headers: HeadersOption;
   readonly pk: PartitionKeyOptions | false;
   readonly problemTypes: Readonly<Record<ProblemKind, string>>;
   readonly extendProblem: ProblemOptions<Req>['extend'];
   readonly onLimited: RateLimitOptions<Req>['onLimited'];
   readonly onDecision: RateLimitOptions<Req>['onDecision'];
   readonly validate: ValidateOption;
+  readonly hookTimeoutMs: number;
+  readonly logRate: Readonly<Required<LogRateOptions>>;
   /** Values of the adapter-specific keys the adapter declared (e.g. Fastify's `hook`), unvalidated. */
   readonly adapterOptions: Readonly<Record<string, unknown>>;
 }
@@ -116,6 +149,9 @@ export interface RateLimitConfig<Req = any> {
 /** The limiter's own options, passed through to `createLimiter` (which validates them). */
 const LIMITER_KEYS: KeysEnum<Omit<LimiterOptions, 'cost'>> = {
   policies: true,
+  plans: true,
+  defaultPlan: true,
+  unknownPlan: true,
   shadow: true,
   mode: true,
   store: true,
@@ -128,6 +164,7 @@ const LIMITER_KEYS: KeysEnum<Omit<LimiterOptions, 'cost'>> = {
 };
 const KEYS: KeysEnum<RateLimitOptions> = {
   ...LIMITER_KEYS,
+  ...PLAN_HTTP_KEYS,
   key: true,
   cost: true,
   skip: true,
@@ -137,8 +174,72 @@ const KEYS: KeysEnum<RateLimitOptions> = {
   onLimited: true,
   onDecision: true,
   validate: true,
+  hookTimeoutMs: true,
+  logRate: true,
 };
 const PROBLEM_KEYS: KeysEnum<ProblemOptions> = { types: true, extend: true };
+
+function parseHeaders(value: unknown): HeadersOption {
+  if (value === undefined) return 'draft-11';
+  const list = `one of ${HEADER_MODES.map((m) => (m === false ? 'false' : `'${m}'`)).join(', ')}`;
+  if (!Array.isArray(value)) {
+    if (!HEADER_MODES.includes(value as HeaderMode)) {
+      throw new RateLimitConfigError('ERR_RL_INVALID_HEADERS', 'headers', `must be ${list}, or a list of them`, value);
+    }
+    return value as HeaderMode;
+  }
+  const modes = value as unknown[];
+  const standard = modes.filter((m) => m !== 'legacy');
+  const valid =
+    modes.length > 0 &&
+    modes.every((m) => m !== false && HEADER_MODES.includes(m as HeaderMode)) &&
+    new Set(modes).size === modes.length &&
+    standard.length <= 1;
+  if (!valid) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_HEADERS',
+      'headers',
+      "as a list must name each format once, at most one of 'draft-11', 'draft-7', 'draft-6' (they share header names), e.g. ['legacy', 'draft-7']",
+      value,
+    );
+  }
+  return Object.freeze([...modes]) as HeadersOption;
+}
+
+const LOG_RATE_KEYS: KeysEnum<LogRateOptions> = { lines: true, intervalMs: true };
+
+function positiveInteger(value: unknown, path: string, fallback: number, example: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', path, `must be a positive integer, e.g. ${example}`, value);
+  }
+  return value;
+}
+
+function parseLogRate(value: unknown): Readonly<Required<LogRateOptions>> {
+  if (value === undefined) return DEFAULT_LOG_RATE;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'logRate', 'must be an object like { lines: 10, intervalMs: 60_000 }', value);
+  }
+  const rate = omitUndefined(value as LogRateOptions);
+  rejectUnknownKeys(rate, LOG_RATE_KEYS, 'logRate');
+  return Object.freeze({
+    lines: positiveInteger(rate.lines, 'logRate.lines', DEFAULT_LOG_RATE.lines, '10'),
+    intervalMs: positiveInteger(rate.intervalMs, 'logRate.intervalMs', DEFAULT_LOG_RATE.intervalMs, '60_000'),
+  });
+}
+
+/** The key factories themselves: `key: keys.ip` (not called) would answer every request with a function as key. */
+function checkKeyOption<Req>(key: RateLimitOptions<Req>['key']): void {
+  const factory = (Object.entries(keys) as [string, unknown][]).find(([, f]) => f === key);
+  if (factory === undefined) return;
+  throw new RateLimitConfigError(
+    'ERR_RL_KEY_FACTORY',
+    'key',
+    `is the factory keys.${factory[0]} itself; call it to get a key function: key: keys.${factory[0]}(${factory[0] === 'ip' ? '' : '…'})`,
+    key,
+  );
+}
 
 function optionalFunction<T>(value: T | undefined, path: string, hint: string): T | undefined {
   if (value !== undefined && typeof value !== 'function') {
@@ -183,6 +284,9 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
 
   const picked: Record<string, unknown> = {};
   for (const k of Object.keys(LIMITER_KEYS)) if (options[k] !== undefined) picked[k] = options[k];
+  const plansHttp = parsePlanHttpOptions<Req>(options);
+  if (plansHttp.policies !== undefined) picked.policies = plansHttp.policies;
+  if (plansHttp.plans !== undefined) picked.plans = plansHttp.plans;
   const limiterOptions = picked as unknown as LimiterOptions;
   const clock = options.clock ?? monotonicClock;
   limiterOptions.clock = clock;
@@ -194,15 +298,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     throw new RateLimitConfigError('ERR_RL_INVALID_COST', 'cost', 'must be a number or a function (request) => number', options.cost);
   }
 
-  const headers = options.headers ?? 'draft-11';
-  if (!HEADER_MODES.includes(headers)) {
-    throw new RateLimitConfigError(
-      'ERR_RL_INVALID_HEADERS',
-      'headers',
-      `must be one of ${HEADER_MODES.map((m) => (m === false ? 'false' : `'${m}'`)).join(', ')}`,
-      options.headers,
-    );
-  }
+  const headers = parseHeaders(options.headers);
   const problem = options.problem ?? {};
   if (problem === null || typeof problem !== 'object') {
     throw new RateLimitConfigError(
@@ -234,7 +330,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
       }
     }
   }
-  if (options.pk !== undefined && options.pk !== false && headers !== 'draft-11') {
+  if (options.pk !== undefined && options.pk !== false && !headerModes(headers).includes('draft-11')) {
     throw new RateLimitConfigError(
       'ERR_RL_INVALID_PK',
       'pk',
@@ -243,8 +339,10 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     );
   }
 
+  checkKeyOption(options.key);
   return Object.freeze({
     limiterOptions,
+    plans: plansHttp.config,
     mode: options.mode ?? 'enforce',
     clock,
     logger: options.logger,
@@ -258,6 +356,8 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     onLimited: optionalFunction(options.onLimited, 'onLimited', '({ problem }) => ({ body: { error: problem.title } })'),
     onDecision: optionalFunction(options.onDecision, 'onDecision', '(decision, req) => metrics.record(decision)'),
     validate,
+    hookTimeoutMs: positiveInteger(options.hookTimeoutMs, 'hookTimeoutMs', DEFAULT_HOOK_TIMEOUT_MS, '5000'),
+    logRate: parseLogRate(options.logRate),
     adapterOptions: Object.freeze(adapterOptions),
   });
 }

@@ -17,7 +17,9 @@ import {
 /**
  * What `respond` needs, resolved once per middleware. Rate-limit headers are sent for decisions the
  * store made; a degraded decision (the store failed and `onStoreError` answered) gets none, since its
- * numbers describe no real quota, but a rejection still gets `Retry-After` and its problem body.
+ * numbers describe no real quota, but a rejection still gets `Retry-After` and its problem body. A 413
+ * (a cost that can never fit) gets neither `Retry-After` nor any rate-limit header, in every header
+ * mode: retrying cannot succeed, and a reset time would tell clients (ky, got) to retry.
  */
 export interface ResponseConfig {
   /** `'shadow'`: never reject, never delay, send nothing (invisible on the wire). */
@@ -78,7 +80,8 @@ export function respond(decision: Decision, config: ResponseConfig, clock: () =>
   }
   const kind = kindOf(decision);
   const retryAfter = kind === 'costExceedsCapacity' ? undefined : retryAfterSeconds(decision.retryAfterMs);
-  if (kind !== 'unavailable') writer?.write(decision, kind === 'limited', clock, headers);
+  // A 413 carries nothing a client could read as "retry later" (a reset time, `t=0`): only a 429 gets quota headers.
+  if (kind === 'limited') writer?.write(decision, true, clock, headers);
   if (retryAfter !== undefined) headers.push(['Retry-After', String(retryAfter)]);
   headers.push(['Cache-Control', 'no-store'], ['Content-Type', PROBLEM_CONTENT_TYPE]);
   return new Rejection(kind, decision, retryAfter, config, headers);

@@ -4,7 +4,23 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ceilDiv, floorDiv, fromMilli, gcd, toMilli } from './fixed-point.js';
+import { ceilDiv, floorDiv, fromMilli, gcd, OVERSIZE_MILLI, requestCostToMilli, toMilli } from './fixed-point.js';
+
+describe('requestCostToMilli', () => {
+  it.each([Number.POSITIVE_INFINITY, 1e13, 2 ** 53, 9_007_199_254_741, Number.MAX_VALUE])('%d is past every capacity', (cost) => {
+    expect(requestCostToMilli(cost)).toBe(OVERSIZE_MILLI);
+  });
+
+  it.each([0, -1, Number.NEGATIVE_INFINITY, Number.NaN, 0.0001])('%d stays invalid', (cost) => {
+    expect(requestCostToMilli(cost)).toBe(-1);
+  });
+
+  it('agrees with toMilli below 2^53 milli-units, and rejects what is not a number', () => {
+    expect(requestCostToMilli(2.5)).toBe(2500);
+    expect(requestCostToMilli(9_007_199_254_740)).toBe(9_007_199_254_740_000);
+    expect(requestCostToMilli('1e13' as unknown as number)).toBe(-1);
+  });
+});
 
 describe('toMilli', () => {
   it.each([

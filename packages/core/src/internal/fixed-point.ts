@@ -35,6 +35,23 @@ export function toMilli(cost: number): number {
   return rounded;
 }
 
+/**
+ * What a request cost too large for exact arithmetic becomes: 2^53 milli-units, above every policy's
+ * capacity (a safe integer, checked when the policy is compiled) and exact as a Lua number, so every
+ * algorithm and store answers it as "can never fit" (413).
+ */
+export const OVERSIZE_MILLI = 2 ** 53;
+
+/**
+ * A request's cost in milli-units: `toMilli`, except that a positive cost past exact arithmetic
+ * (above ~9.007e12 units, `Infinity`) is `OVERSIZE_MILLI` rather than invalid. Such a cost exceeds
+ * any capacity; treating it as invalid would charge the default cost and admit a forged huge request.
+ */
+export function requestCostToMilli(cost: number): number {
+  if (typeof cost === 'number' && cost * MILLI > Number.MAX_SAFE_INTEGER) return OVERSIZE_MILLI;
+  return toMilli(cost);
+}
+
 /** Floor division of non-negative integers (b > 0), exact for values below 2^53. */
 export function floorDiv(a: number, b: number): number {
   let q = Math.floor(a / b);

@@ -9,6 +9,7 @@
 import { channel } from 'node:diagnostics_channel';
 import type { BreakerState } from '../failure/node-health.js';
 import { WHOLE_STORE } from '../failure/store-guard.js';
+import type { CompiledPlan } from '../plans/compiled-plan.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { CheckOptions, Decision } from '../types.js';
 import { HotKeys, type HotKeysReport, NEAR_LIMIT_SHARE } from './hot-keys.js';
@@ -70,12 +71,33 @@ export function resultOf(d: Decision): ResultName {
 }
 
 export interface ObserverSetup {
-  /** Enforced policies first, then shadow ones, as the store plan holds them. */
+  /** The enforced policies of every plan (one per name), then the shadow policies, in order. */
   readonly policies: readonly CompiledPolicy[];
   readonly enforcedCount: number;
+  /** True when the limiter has several plans: decisions then carry `tollgate.plan`. */
+  readonly plans: boolean;
   readonly mode: 'enforce' | 'shadow';
   readonly storeKind: string;
   readonly clock: () => number;
+}
+
+/** The observer's view of a limiter's plans: each enforced policy name once (the largest capacity), then the shadow policies. */
+export function observerSetup(
+  plans: ReadonlyMap<string, CompiledPlan>,
+  shadowPolicies: readonly CompiledPolicy[],
+  mode: 'enforce' | 'shadow',
+  storeKind: string,
+  clock: () => number,
+): ObserverSetup {
+  const byName = new Map<string, CompiledPolicy>();
+  for (const cp of plans.values()) {
+    for (const p of cp.all.slice(0, cp.enforcedCount)) {
+      const seen = byName.get(p.name);
+      if (seen === undefined || p.capacity > seen.capacity) byName.set(p.name, p);
+    }
+  }
+  const enforced = [...byName.values()];
+  return { policies: [...enforced, ...shadowPolicies], enforcedCount: enforced.length, plans: plans.size > 1, mode, storeKind, clock };
 }
 
 export class DecisionObserver {
@@ -225,7 +247,7 @@ export class DecisionObserver {
   private count(d: Decision, options: CheckOptions | undefined): void {
     const result = resultIndex(d);
     const policy = this.names.length === 1 ? 0 : (this.index.get(d.policy) ?? -1);
-    const plan = (d as Decision & { readonly plan?: string }).plan;
+    const plan = this.setup.plans ? d.plan : undefined;
     const route = options?.route === undefined ? undefined : this.boundedRoute(options.route);
     const cells = route === undefined && plan === undefined ? this.plainCells : this.cellsFor(route, plan);
     const slot = policy < 0 ? -1 : policy * RESULT_COUNT + result;

@@ -6,7 +6,7 @@
  * as `error`. Synchronous stores are sampled: one call in 1024 is timed.
  */
 import { performance } from 'node:perf_hooks';
-import { isPromiseLike, type Store, type StorePlan, type StoreResult } from '../stores/store.js';
+import { isPromiseLike, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
 import type { StoreOutcome } from './metric-names.js';
 import { exporters, type HistogramCell, histogramCell } from './metric-store.js';
 import { recordStoreDuration } from './otel-meter.js';
@@ -25,13 +25,13 @@ export class StoreTimer {
     private readonly timeoutMs: number,
   ) {}
 
-  apply(key: string, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
     if (!exporters.attached || (this.sync === true && (++this.calls & SYNC_SAMPLE_MASK) !== 0))
       return this.store.apply(key, plan, cost, now);
     return this.timed(key, plan, cost, now);
   }
 
-  private timed(key: string, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
+  private timed(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
     const started = performance.now();
     let r: StoreResult | Promise<StoreResult>;
     try {

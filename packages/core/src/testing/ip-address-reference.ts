@@ -20,7 +20,11 @@ export function referenceParse(text: string): ReferenceAddress | undefined {
   if (family === 4) return ipaddr.IPv4.parse(text);
   if (family !== 6) return undefined;
   const zone = text.indexOf('%');
-  const v6 = ipaddr.IPv6.parse(zone === -1 ? text : text.slice(0, zone));
+  const bare = zone === -1 ? text : text.slice(0, zone);
+  const v6 = ipaddr.IPv6.parse(bare);
+  // ipaddr.js reads `::a.b.c.d` (IPv4-compatible) as `::ffff:a.b.c.d`; by value it is ::a.b.c.d.
+  const compatible = /^::\d+\.\d+\.\d+\.\d+$/.test(bare) || /^(0{1,4}:){6}\d+\.\d+\.\d+\.\d+$/i.test(bare);
+  if (compatible) v6.parts[5] = 0;
   return isIpv4Mapped(v6.parts) ? v6.toIPv4Address() : v6;
 }
 

@@ -1,0 +1,183 @@
+/**
+ * @module The command line in process: the replay table, --json, the progress bar on a terminal only, usage errors (exit 2), the labs.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from './cli.js';
+import type { ReplayReport } from './replay/replay-report.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
+
+async function run(args: string[], isTTY = false): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, {
+    stdout: { write: (t: string) => (stdout += t) },
+    stderr: { isTTY, write: (t: string) => (stderr += t) },
+  });
+  return { code, stdout, stderr };
+}
+
+const T = 1_700_000_000_000;
+const csv = join(dir, 'small.csv');
+writeFileSync(
+  csv,
+  [
+    'time,key',
+    ...[0, 100, 200, 500, 900, 1000, 1050, 1100, 1500].map((t, i) => `${T + t},${i === 3 || i === 8 ? 'b' : 'a'}`),
+    'broken',
+  ].join('\n'),
+);
+const POLICIES = [
+  '--policy',
+  '{"algorithm":"fixed-window","limit":2,"windowMs":1000}',
+  '--policy',
+  '{"algorithm":"sliding-log","limit":2,"windowMs":1000}',
+];
+
+describe('tollgate replay', () => {
+  it('prints the comparison table, malformed lines with their line numbers, and no progress bar on a pipe', async () => {
+    const { code, stdout, stderr } = await run(['replay', csv, ...POLICIES]);
+    expect(code).toBe(0);
+    expect(stderr).toBe('');
+    expect(stdout).toContain('Replayed 9 requests from 2 clients');
+    expect(stdout).toMatch(/#1\s+fixed-window 2\/1s\s+9\s+6\s+3\s+33\.3%/);
+    expect(stdout).toMatch(/#2\s+sliding-log 2\/1s\s+9\s+6\s+3\s+33\.3%\s+1 \(50\.0%\)\s+2\s+-\s+1 \/ 1/);
+    expect(stdout).toContain(`${csv}:11: expected time,key[,cost]`);
+  });
+
+  it('prints JSON with --json', async () => {
+    const { code, stdout } = await run(['replay', csv, ...POLICIES, '--json']);
+    expect(code).toBe(0);
+    const report = JSON.parse(stdout) as ReplayReport;
+    expect(report.candidates.map((c) => [c.admitted, c.rejected])).toEqual([
+      [6, 3],
+      [6, 3],
+    ]);
+    expect(report.input).toMatchObject({ lines: 11, requests: 9, malformed: 1 });
+  });
+
+  it('draws a progress bar on a terminal and clears it', async () => {
+    const { stderr } = await run(['replay', csv, ...POLICIES], true);
+    const ESC = String.fromCharCode(27);
+    expect(stderr.startsWith('\r[#')).toBe(true);
+    expect(stderr).toContain(`] 100% `);
+    expect(stderr.endsWith(`lines${ESC}[K\r${ESC}[K`)).toBe(true);
+  });
+
+  it.each([
+    [['replay', csv], /ERR_RL_CLI_USAGE: replay needs at least one --policy/],
+    [['replay', '--policy', '{"limit":1,"windowMs":1}'], /needs at least one log file/],
+    [['replay', join(dir, 'nope.log'), '--policy', '{"limit":1,"windowMs":1}'], /ERR_RL_REPLAY_INPUT: cannot read/],
+    [['replay', csv, '--policy', '{"limit":0,"windowMs":1}'], /--policy #1: ERR_RL_INVALID_LIMIT/],
+    [['replay', csv, ...POLICIES, '--key', 'cookie:x'], /--key must be ip, header:<name> or field:<name>/],
+    [['replay', csv, ...POLICIES, '--bogus'], /ERR_RL_CLI_USAGE: Unknown option '--bogus'/],
+    [['frobnicate'], /unknown command 'frobnicate'/],
+  ])('exits 2 with a coded message: %j', async (args, message) => {
+    const { code, stderr } = await run(args);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(message);
+  });
+});
+
+describe('tollgate lab', () => {
+  it('prints a lab table with its notes', async () => {
+    const { code, stdout } = await run(['lab', 'A']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('A. 199 requests in 2 s across a fixed-window boundary');
+    expect(stdout).toMatch(/fixed-window\s+199\s+0\s+99\s+100/);
+    expect(stdout).toContain('- Token bucket, GCRA and leaky bucket admit 103');
+  });
+
+  it('prints every lab as JSON with --json, seeded', async () => {
+    const { code, stdout } = await run(['lab', 'all', '--json', '--seed', '1']);
+    expect(code).toBe(0);
+    expect((JSON.parse(stdout) as { name: string }[]).map((l) => l.name)).toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
+  it('refuses an unknown lab', async () => {
+    const { code, stderr } = await run(['lab', 'z']);
+    expect(code).toBe(2);
+    expect(stderr).toContain('lab needs one name: a, b, c, d, e or all');
+  });
+});
+
+describe('tollgate replay flags', () => {
+  const log = join(dir, 'proxied.log');
+  const line = (peer: string, xff: string, apiKey: string, bytes: number, second: number) =>
+    `${peer} - - [23/Nov/2026:09:00:0${second} +0000] "GET / HTTP/1.1" 200 ${bytes} "-" "ua" "${xff}" "${apiKey}"`;
+  writeFileSync(
+    log,
+    [
+      line('10.0.0.5', '198.51.100.1', 'k1', 1, 1),
+      line('10.0.0.5', '198.51.100.2', 'k1', 1, 1),
+      line('10.0.0.6', '2001:db8:1:2::1', 'k2', 1, 2),
+      line('10.0.0.6', '2001:db8:1:3::1', 'k2', 3, 2),
+    ].join('\n'),
+  );
+  const base = [
+    'replay',
+    log,
+    '--policy',
+    '{"limit":5,"windowMs":1000}',
+    '--nginx-fields',
+    'http_x_forwarded_for,http_x_api_key',
+    '--json',
+  ];
+  const clients = async (args: string[]) => {
+    const { code, stdout, stderr } = await run([...base, ...args]);
+    expect(code).toBe(0);
+    return { report: JSON.parse(stdout) as ReplayReport, stderr };
+  };
+
+  it('keys by the proxy, with a warning, unless it is a --trusted-proxy', async () => {
+    const untrusted = await clients([]);
+    expect(untrusted.report.clients).toBe(2);
+    expect(untrusted.stderr).toContain('warning: WRN_RL_UNTRUSTED_FORWARDED_HEADER');
+    expect((await clients(['--trusted-proxy', '10.0.0.0/8'])).report.clients).toBe(4);
+    // Two IPv6 clients in one /48.
+    expect((await clients(['--trusted-proxy', '10.0.0.0/8', '--ipv6-prefix', '48'])).report.clients).toBe(3);
+  });
+
+  it('keys by a logged header and takes the cost from a field', async () => {
+    const { report } = await clients(['--key', 'header:x-api-key', '--cost', 'body_bytes_sent', '--top', '1']);
+    expect(report.clients).toBe(2);
+    expect(report.candidates[0]?.topRejected).toEqual([]);
+    const strict = await run([
+      'replay',
+      log,
+      '--policy',
+      '{"limit":3,"windowMs":1000}',
+      '--nginx-fields',
+      'http_x_forwarded_for,http_x_api_key',
+      '--key',
+      'header:x-api-key',
+      '--cost',
+      'body_bytes_sent',
+      '--json',
+    ]);
+    // k2 spends 1 then asks for 3 of the 2 left.
+    expect((JSON.parse(strict.stdout) as ReplayReport).candidates[0]).toMatchObject({ admitted: 3, rejected: 1 });
+  });
+
+  it('reads a file of another format with --format, and --html writes the page', async () => {
+    const data = join(dir, 'data.txt');
+    writeFileSync(data, `{"time":${T},"key":"a"}\n{"time":${T + 1},"key":"a"}\n`);
+    const html = join(dir, 'out.html');
+    const { code, stdout, stderr } = await run([
+      'replay',
+      data,
+      '--format',
+      'jsonl',
+      '--policy',
+      '{"limit":1,"windowMs":1000}',
+      '--html',
+      html,
+    ]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/#1\s+gcra 1\/1s\s+2\s+1\s+1/);
+    expect(stderr).toBe(`wrote ${html}\n`);
+  });
+});

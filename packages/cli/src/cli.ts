@@ -1,0 +1,197 @@
+/**
+ * @module The `tollgate` command line: `tollgate replay <file...> --policy <json> ...` and
+ * `tollgate lab <name>`. Parses arguments with `util.parseArgs`, runs, writes the table (or JSON, or an
+ * HTML file), and returns the exit code: 0 done, 2 a usage or input error (printed, no stack trace).
+ */
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { type Logger, RateLimitConfigError } from '@tollgate/core';
+import { CliError } from './cli-error.js';
+import { parseKeySpec } from './input/request-key.js';
+import { LOG_FORMATS, type LogFormat } from './input/request-parser.js';
+import { renderLabHtml, renderLabText } from './labs/lab-report.js';
+import { LAB_NAMES, type LabName, runLab } from './labs/labs.js';
+import { parseCandidates } from './replay/candidates.js';
+import { runReplay } from './replay/run-replay.js';
+import { createProgressBar, type ProgressTarget } from './report/progress-bar.js';
+import { renderReplayHtml } from './report/replay-html.js';
+import { renderReplayTable } from './report/replay-table.js';
+
+export interface CliIo {
+  readonly stdout: { write(text: string): unknown };
+  readonly stderr: ProgressTarget;
+}
+
+export const USAGE = `Usage:
+  tollgate replay <file...> --policy <json|file> [--policy <json|file> ...] [options]
+  tollgate lab <${LAB_NAMES.join('|')}|all> [--json] [--html <file>] [--seed <n>]
+
+Replay access logs through candidate policies in virtual time (the log's own timestamps), in one pass.
+A --policy is a policy as @tollgate/core takes it ('{"limit":100,"windowMs":60000}'), a list of
+policies enforced together, a plan {"name":"...","policies":[...]}, or the path of a JSON file with one.
+The first --policy is the baseline the others are compared with.
+
+Labs (each prints tables of generated traffic against the algorithms, and says where tollgate differs
+from the textbook figure):
+  a  199 requests in 2 s across a fixed-window boundary      b  sustained 2x overload, per 10 s
+  c  a page load of 12 requests against bursts 1 to 20       d  sliding-window error vs exact log (Poisson)
+  e  100 requests in the last 0.1 s of a window, then 10/s for 2 minutes
+
+Replay options:
+  --format <nginx|jsonl|csv>   input format (default: by file name, else by the first line)
+  --key <ip|header:NAME|field:NAME>
+                               what a client is (default: the client address for nginx and JSON,
+                               the key column for CSV)
+  --trusted-proxy <cidr>       a proxy allowed to name the client in a logged X-Forwarded-For (repeatable;
+                               presets: loopback, private, ...); default none: the peer address is the client
+  --ipv6-prefix <bits>         IPv6 clients grouped by this prefix (default 64)
+  --ipv4-prefix <bits>         IPv4 clients grouped by this prefix (default 32)
+  --cost <field>               the field holding each request's cost (default 1; JSON 'cost'; CSV 3rd column)
+  --nginx-fields <a,b,...>     names of the quoted nginx fields after the user agent
+                               (default http_x_forwarded_for; a header X-Api-Key logs as http_x_api_key)
+  --time-field <name>          JSON field with the time (default: time, timestamp, @timestamp or ts)
+  --max-keys <n>               limiter entries kept per candidate, evicted like the MemoryStore (default 1000000)
+  --top <n>                    clients listed per candidate (default 10)
+  --json                       print the report as JSON instead of a table
+  --html <file>                also write a self-contained HTML report with charts
+  --no-progress                no progress bar (there is none unless stderr is a terminal)
+`;
+
+function int(value: string | undefined, name: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new CliError('ERR_RL_CLI_USAGE', `--${name} must be an integer from ${min} to ${max}; got '${value}'`);
+  return n;
+}
+
+function stderrLogger(io: CliIo): Logger {
+  const line = (fields: unknown, message?: string): void => {
+    io.stderr.write(`warning: ${typeof fields === 'string' ? fields : (message ?? '')}\n`);
+  };
+  return { warn: line, error: line };
+}
+
+function writeHtml(path: string, html: string): void {
+  try {
+    writeFileSync(path, html);
+  } catch (error) {
+    throw new CliError('ERR_RL_CLI_USAGE', `cannot write --html '${path}' (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+}
+
+async function replayCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      policy: { type: 'string', multiple: true },
+      format: { type: 'string' },
+      key: { type: 'string' },
+      'trusted-proxy': { type: 'string', multiple: true },
+      'ipv6-prefix': { type: 'string' },
+      'ipv4-prefix': { type: 'string' },
+      cost: { type: 'string' },
+      'nginx-fields': { type: 'string' },
+      'time-field': { type: 'string' },
+      'max-keys': { type: 'string' },
+      top: { type: 'string' },
+      json: { type: 'boolean' },
+      html: { type: 'string' },
+      'no-progress': { type: 'boolean' },
+    },
+  });
+  if (positionals.length === 0) throw new CliError('ERR_RL_CLI_USAGE', 'replay needs at least one log file');
+  if (values.policy === undefined || values.policy.length === 0) {
+    throw new CliError('ERR_RL_CLI_USAGE', `replay needs at least one --policy, e.g. --policy '{"limit":100,"windowMs":60000}'`);
+  }
+  const format = values.format;
+  if (format !== undefined && !LOG_FORMATS.includes(format as LogFormat)) {
+    throw new CliError('ERR_RL_CLI_USAGE', `--format must be one of ${LOG_FORMATS.join(', ')}; got '${format}'`);
+  }
+  const key = values.key === undefined ? undefined : parseKeySpec(values.key);
+  if (values.key !== undefined && key === undefined) {
+    throw new CliError('ERR_RL_CLI_USAGE', `--key must be ip, header:<name> or field:<name>; got '${values.key}'`);
+  }
+  const candidates = parseCandidates(values.policy);
+  const ipv6Prefix = int(values['ipv6-prefix'], 'ipv6-prefix', 32, 128);
+  const ipv4Prefix = int(values['ipv4-prefix'], 'ipv4-prefix', 16, 32);
+  const maxKeys = int(values['max-keys'], 'max-keys', 1, 100_000_000);
+  const top = int(values.top, 'top', 1, 1000);
+  const showProgress = values['no-progress'] !== true;
+  const report = await runReplay({
+    files: positionals,
+    candidates,
+    ...(format === undefined ? {} : { format: format as LogFormat }),
+    ...(key === undefined ? {} : { key }),
+    ...(values.cost === undefined ? {} : { costField: values.cost }),
+    ...(values['nginx-fields'] === undefined ? {} : { nginxExtraFields: values['nginx-fields'].split(',').map((s) => s.trim()) }),
+    ...(values['time-field'] === undefined ? {} : { timeField: values['time-field'] }),
+    ...(maxKeys === undefined ? {} : { maxKeys }),
+    ...(top === undefined ? {} : { top }),
+    ip: {
+      ...(values['trusted-proxy'] === undefined ? {} : { trustedProxies: values['trusted-proxy'] }),
+      ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }),
+      ...(ipv4Prefix === undefined ? {} : { ipv4Prefix }),
+    },
+    logger: stderrLogger(io),
+    progress: showProgress ? createProgressBar(io.stderr) : createProgressBar({ write() {} }),
+  });
+  if (values.html !== undefined) {
+    writeHtml(values.html, renderReplayHtml(report));
+    io.stderr.write(`wrote ${values.html}\n`);
+  }
+  io.stdout.write(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : renderReplayTable(report));
+  return 0;
+}
+
+async function labCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: { json: { type: 'boolean' }, html: { type: 'string' }, seed: { type: 'string' } },
+  });
+  const name = positionals[0]?.toLowerCase();
+  if (positionals.length !== 1 || name === undefined || (name !== 'all' && !LAB_NAMES.includes(name as LabName))) {
+    throw new CliError('ERR_RL_CLI_USAGE', `lab needs one name: ${LAB_NAMES.join(', ')} or all`);
+  }
+  const seed = int(values.seed, 'seed', 0, 2 ** 32 - 1);
+  const names = name === 'all' ? LAB_NAMES : [name as LabName];
+  const results = names.map((n) => runLab(n, seed === undefined ? {} : { seed }));
+  if (values.html !== undefined) {
+    writeHtml(values.html, renderLabHtml(results));
+    io.stderr.write(`wrote ${values.html}\n`);
+  }
+  io.stdout.write(
+    values.json === true
+      ? `${JSON.stringify(results.length === 1 ? results[0] : results, null, 2)}\n`
+      : results.map(renderLabText).join('\n'),
+  );
+  return 0;
+}
+
+/** Runs the CLI on `argv` (without `node` and the script); resolves to the exit code. */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === 'replay') return await replayCommand(rest, io);
+    if (command === 'lab') return await labCommand(rest, io);
+    if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+      io.stdout.write(USAGE);
+      return command === undefined ? 2 : 0;
+    }
+    throw new CliError('ERR_RL_CLI_USAGE', `unknown command '${command}' (replay, lab, help)`);
+  } catch (error) {
+    if (error instanceof CliError || error instanceof RateLimitConfigError) {
+      io.stderr.write(`${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof TypeError && (error as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS') === true) {
+      io.stderr.write(`ERR_RL_CLI_USAGE: ${error.message}\n\n${USAGE}`);
+      return 2;
+    }
+    throw error;
+  }
+}

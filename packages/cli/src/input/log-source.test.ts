@@ -1,0 +1,113 @@
+/**
+ * @module Reading log files: gzip by magic bytes, CRLF, UTF-8 across chunks, time-ordered merging, malformed lines with their line numbers, unreadable files.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { CliError } from '../cli-error.js';
+import { MAX_LINE_CHARS, readLines } from './line-reader.js';
+import { createInputStats, type InputStats, mergeByTime, readRequests, type SourceOptions } from './log-source.js';
+import { createKeyer } from './request-key.js';
+import type { LogRequest } from './request-parser.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-source-'));
+const T = 1_700_000_000_000;
+
+function file(name: string, content: string | Buffer): string {
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+const options: SourceOptions = {
+  format: undefined,
+  key: undefined,
+  costField: undefined,
+  nginxExtraFields: ['http_x_forwarded_for'],
+  timeField: undefined,
+  keyer: createKeyer({ logger: { warn() {}, error() {} } }),
+};
+
+async function readAll(paths: string[]): Promise<{ requests: LogRequest[]; stats: InputStats }> {
+  const stats = createInputStats(paths);
+  const requests: LogRequest[] = [];
+  for await (const batch of mergeByTime(paths.map((_, i) => readRequests(i, options, stats)))) requests.push(...batch);
+  return { requests, stats };
+}
+
+describe('reading files', () => {
+  it('reads gzip by its magic bytes whatever the name, CRLF endings, and a last line without newline', async () => {
+    const text = `${T},a\r\n${T + 1},b\r\n${T + 2},c`;
+    const plain = await readAll([file('plain.csv', text)]);
+    const zipped = await readAll([file('zipped.csv', gzipSync(text))]);
+    expect(plain.requests.map((r) => r.key)).toEqual(['a', 'b', 'c']);
+    expect(zipped.requests).toEqual(plain.requests);
+  });
+
+  it('decodes UTF-8 split across chunks once a chunk is not ASCII', async () => {
+    const key = 'clé-ü-✓';
+    const lines = Array.from({ length: 120_000 }, (_, i) => `${T + i},${i % 2 === 0 ? key : 'plain'}`);
+    const { requests } = await readAll([file('utf8.csv', lines.join('\n'))]);
+    expect(requests).toHaveLength(120_000);
+    expect(new Set(requests.map((r) => r.key))).toEqual(new Set([key, 'plain']));
+  });
+
+  it('merges several files in time order, ties to the earlier file', async () => {
+    const a = file('a.csv', `${T},a1\n${T + 20},a2\n${T + 40},a3\n`);
+    const b = file('b.jsonl', `{"time":${T + 10},"key":"b1"}\n{"time":${T + 20},"key":"b2"}\n{"time":${T + 50},"key":"b3"}\n`);
+    const { requests, stats } = await readAll([a, b]);
+    expect(requests.map((r) => r.key)).toEqual(['a1', 'b1', 'a2', 'b2', 'a3', 'b3']);
+    expect(stats.files.map((f) => f.format)).toEqual(['csv', 'jsonl']);
+  });
+
+  it('counts malformed lines with their file and line number and goes on', async () => {
+    const path = file(
+      'bad.log',
+      [
+        `1.2.3.4 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 5 "-" "ua" "-"`,
+        'this is not a log line',
+        '',
+        `1.2.3.4 - - [31/Foo/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 5 "-" "ua" "-"`,
+        `1.2.3.5 - - [23/Nov/2026:09:00:02 +0000] "GET / HTTP/1.1" 200 5 "-" "ua" "-"`,
+      ].join('\n'),
+    );
+    const { requests, stats } = await readAll([path]);
+    expect(requests.map((r) => r.key)).toEqual(['ip:1.2.3.4', 'ip:1.2.3.5']);
+    expect(stats).toMatchObject({ lines: 5, requests: 2, malformed: 2 });
+    expect(stats.malformedSamples).toEqual([
+      { file: path, line: 2, reason: 'not an nginx combined line (no [time])', text: 'this is not a log line' },
+      { file: path, line: 4, reason: "bad time '31/Foo/2026:09:00:01 +0000'", text: expect.stringContaining('31/Foo') },
+    ]);
+  });
+
+  it('keeps 20 samples but counts every malformed line', async () => {
+    const path = file('many-bad.csv', Array.from({ length: 50 }, () => 'nope').join('\n'));
+    const { stats } = await readAll([path]);
+    expect(stats.malformed).toBe(50);
+    expect(stats.malformedSamples).toHaveLength(20);
+  });
+
+  it('cuts a line longer than MAX_LINE_CHARS (a file without newlines never sits whole in memory), and counts it once', async () => {
+    const huge = 'x'.repeat(3 * MAX_LINE_CHARS);
+    const path = file('huge.csv', `${T},a\n${huge}\n${T + 1},b\n${huge}`);
+    const { requests, stats } = await readAll([path]);
+    expect(requests.map((r) => r.key)).toEqual(['a', 'b']);
+    expect(stats).toMatchObject({ lines: 4, malformed: 2 });
+    expect(stats.malformedSamples.map((m) => [m.line, m.reason])).toEqual([
+      [2, 'expected time,key[,cost]'],
+      [4, 'expected time,key[,cost]'],
+    ]);
+  });
+
+  it('names a missing file in a coded error', async () => {
+    expect(() => createInputStats([join(dir, 'missing.log')])).toThrow(CliError);
+    await expect(readLines(join(dir, 'missing.log')).next()).rejects.toThrow(/ERR_RL_REPLAY_INPUT: cannot read .*missing\.log/);
+  });
+
+  it('reports a corrupt gzip as an input error, not a crash', async () => {
+    const broken = gzipSync(`${T},a\n`.repeat(1000)).subarray(0, 40);
+    await expect(readAll([file('broken.csv.gz', broken)])).rejects.toThrow(/ERR_RL_REPLAY_INPUT/);
+  });
+});

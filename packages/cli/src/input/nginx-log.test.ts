@@ -1,0 +1,42 @@
+/**
+ * @module Splitting nginx combined lines, and the reason given for each kind of malformed line.
+ */
+import { describe, expect, it } from 'vitest';
+import { createNginxLine, NGINX_FIELDS, nginxField, splitNginxLine } from './nginx-log.js';
+
+const LINE =
+  '203.0.113.7 - alice [23/Nov/2026:09:00:01 +0000] "GET /a?b=1 HTTP/1.1" 200 512 "https://x.example/" "Mozilla/5.0 (X11)" "198.51.100.2, 10.0.0.1"';
+
+describe('nginx combined lines', () => {
+  it('splits every field, and the extra quoted ones after the user agent', () => {
+    const l = createNginxLine();
+    expect(splitNginxLine(LINE, l)).toBeUndefined();
+    expect(l.at).toBe(Date.UTC(2026, 10, 23, 9, 0, 1));
+    const fields = Array.from({ length: l.count }, (_, i) => nginxField(l, i));
+    expect(fields).toEqual([
+      '203.0.113.7',
+      'alice',
+      '23/Nov/2026:09:00:01 +0000',
+      'GET /a?b=1 HTTP/1.1',
+      '200',
+      '512',
+      'https://x.example/',
+      'Mozilla/5.0 (X11)',
+      '198.51.100.2, 10.0.0.1',
+    ]);
+    expect(NGINX_FIELDS[5]).toBe('body_bytes_sent');
+    expect(nginxField(l, 9)).toBeUndefined();
+  });
+
+  it.each([
+    ['', 'no client address'],
+    ['garbage', 'no client address'],
+    ['1.2.3.4 - - 23/Nov/2026:09:00:01 +0000 "GET / HTTP/1.1"', 'no [time]'],
+    ['1.2.3.4 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 5', 'missing "referer" "user agent"'],
+    ['1.2.3.4 - - [yesterday] "GET / HTTP/1.1" 200 5 "-" "-"', "bad time 'yesterday'"],
+    ['1.2.3.4 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" OK 5 "-" "-"', "bad status 'OK'"],
+    ['1.2.3.4 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 5 "-" "cut', 'unterminated quoted field'],
+  ])('refuses %j: %s', (line, reason) => {
+    expect(splitNginxLine(line, createNginxLine())).toContain(reason);
+  });
+});

@@ -1,0 +1,81 @@
+/**
+ * @module How a logged request becomes a rate-limit key, with the core's own key functions so a replay
+ * keys requests exactly as the adapters would: `keys.ip()` (trusted proxies reading a logged
+ * X-Forwarded-For, IPv6 grouped by /64), `keys.header(name)` (hashed, `apikey:<digest>`), or a field
+ * taken as it is.
+ */
+import { createDiagnostics, type IpKeyOptions, type KeyFunction, keys, type Logger, type RequestView } from '@tollgate/core';
+
+export type KeySpec =
+  | { readonly kind: 'ip' }
+  | { readonly kind: 'header'; readonly name: string }
+  | { readonly kind: 'field'; readonly name: string };
+
+/** `ip`, `header:<name>` or `field:<name>`; undefined when the text is none of them. */
+export function parseKeySpec(text: string): KeySpec | undefined {
+  if (text === 'ip') return { kind: 'ip' };
+  const colon = text.indexOf(':');
+  const kind = text.slice(0, colon);
+  const name = text.slice(colon + 1);
+  if (colon < 0 || name === '') return undefined;
+  if (kind === 'header') return { kind: 'header', name: name.toLowerCase() };
+  if (kind === 'field') return { kind: 'field', name };
+  return undefined;
+}
+
+export interface KeyerOptions {
+  readonly ip?: Omit<IpKeyOptions, 'logger'>;
+  /** Receives the key functions' warn-once diagnostics (a logged X-Forwarded-For from an untrusted peer). */
+  readonly logger: Logger;
+}
+
+/** Derives keys from logged values; undefined when the line gives no key. */
+export interface Keyer {
+  /** The client key from the logged peer address and X-Forwarded-For (`-` or undefined when absent). */
+  fromAddress(address: string, forwardedFor: string | undefined): string | undefined;
+  /** The key of a logged header value. */
+  fromHeader(name: string, value: string | undefined): string | undefined;
+}
+
+const NO_HEADERS = Object.freeze({});
+/** Address texts whose key is remembered (emptied when full: a log's clients come and go). */
+const KEY_CACHE_SIZE = 65_536;
+
+export function createKeyer(options: KeyerOptions): Keyer {
+  const diagnostics = createDiagnostics(options.logger);
+  const ip = keys.ip({ ...options.ip, logger: options.logger });
+  const headerKeys = new Map<string, KeyFunction>();
+  const direct = new Map<string, string>();
+  function view(remoteAddress: string, headers: RequestView['headers']): RequestView {
+    return { remoteAddress, headers, method: 'GET', url: '/', request: undefined, diagnostics };
+  }
+  function sync(result: string | undefined | Promise<string | undefined>): string | undefined {
+    // The built-in key functions answer synchronously; a promise here would be a bug in the core.
+    return typeof result === 'string' ? result : undefined;
+  }
+  return {
+    fromAddress(address, forwardedFor) {
+      if (forwardedFor === undefined || forwardedFor === '-' || forwardedFor === '') {
+        // Without a forwarding header the key depends on the address text alone: look it up.
+        const known = direct.get(address);
+        if (known !== undefined) return known;
+        const key = sync(ip(undefined, view(address, NO_HEADERS)));
+        if (key !== undefined) {
+          if (direct.size >= KEY_CACHE_SIZE) direct.clear();
+          direct.set(address, key);
+        }
+        return key;
+      }
+      return sync(ip(undefined, view(address, { 'x-forwarded-for': forwardedFor })));
+    },
+    fromHeader(name, value) {
+      if (value === undefined || value === '-') return undefined;
+      let fn = headerKeys.get(name);
+      if (fn === undefined) {
+        fn = keys.header(name);
+        headerKeys.set(name, fn);
+      }
+      return sync(fn(undefined, view('', { [name]: value })));
+    },
+  };
+}

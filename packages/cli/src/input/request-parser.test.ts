@@ -1,0 +1,129 @@
+/**
+ * @module Every input format to { at, key, cost }: the core's ip keys (/64, trusted proxies), header and field keys, costs, malformed lines.
+ */
+import { describe, expect, it } from 'vitest';
+import { CliError } from '../cli-error.js';
+import { createKeyer, parseKeySpec } from './request-key.js';
+import { createLineParser, detectFormat, type LineParser, type ParserOptions } from './request-parser.js';
+
+const T = Date.UTC(2026, 10, 23, 9, 0, 1);
+const warnings: string[] = [];
+const logger = { warn: (_f: unknown, m?: string) => void warnings.push(m ?? ''), error() {} };
+
+function parser(options: Partial<ParserOptions> & Pick<ParserOptions, 'format'>, trustedProxies?: string[]): LineParser {
+  return createLineParser({
+    key: undefined,
+    costField: undefined,
+    nginxExtraFields: ['http_x_forwarded_for', 'http_x_api_key'],
+    timeField: undefined,
+    keyer: createKeyer({ logger, ...(trustedProxies === undefined ? {} : { ip: { trustedProxies } }) }),
+    ...options,
+  });
+}
+
+function nginx(address: string, xff = '-', apiKey = '-', bytes = '512'): string {
+  return `${address} - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 ${bytes} "-" "curl/8" "${xff}" "${apiKey}"`;
+}
+
+describe('nginx input', () => {
+  it('keys by client address with the core ip rules: IPv6 by /64, IPv4-mapped as IPv4', () => {
+    const p = parser({ format: 'nginx' });
+    expect(p(nginx('203.0.113.7'), 1)).toEqual({ at: T, key: 'ip:203.0.113.7', cost: 1 });
+    expect(p(nginx('2001:db8:1:2:aaaa::1'), 1)).toEqual({ at: T, key: 'ip:2001:db8:1:2::/64', cost: 1 });
+    expect(p(nginx('2001:db8:1:2:bbbb::9'), 1)).toEqual({ at: T, key: 'ip:2001:db8:1:2::/64', cost: 1 });
+    expect(p(nginx('::ffff:198.51.100.4'), 1)).toEqual({ at: T, key: 'ip:198.51.100.4', cost: 1 });
+    expect(p(nginx('not-an-ip'), 1)).toBe('no key (bad client address)');
+  });
+
+  it('reads a logged X-Forwarded-For only from a trusted proxy', () => {
+    const untrusted = parser({ format: 'nginx' });
+    expect(untrusted(nginx('10.0.0.5', '198.51.100.9'), 1)).toMatchObject({ key: 'ip:10.0.0.5' });
+    expect(warnings.some((w) => w.startsWith('WRN_RL_UNTRUSTED_FORWARDED_HEADER'))).toBe(true);
+    const trusted = parser({ format: 'nginx' }, ['10.0.0.0/8']);
+    expect(trusted(nginx('10.0.0.5', '198.51.100.9'), 1)).toMatchObject({ key: 'ip:198.51.100.9' });
+    // A client can prepend anything; the rightmost untrusted hop is the client.
+    expect(trusted(nginx('10.0.0.5', '6.6.6.6, 198.51.100.9, 10.0.0.7'), 1)).toMatchObject({ key: 'ip:198.51.100.9' });
+  });
+
+  it('keys by a logged header (hashed like keys.header) or a field, and takes the cost from a field', () => {
+    const byHeader = parser({ format: 'nginx', key: parseKeySpec('header:X-Api-Key') });
+    const a = byHeader(nginx('1.2.3.4', '-', 'secret-1'), 1);
+    const b = byHeader(nginx('5.6.7.8', '-', 'secret-1'), 1);
+    expect(a).toMatchObject({ key: expect.stringMatching(/^apikey:[\w-]{43}$/) });
+    expect(a).toEqual(b);
+    expect(byHeader(nginx('1.2.3.4'), 3)).toBe('no key (no http_x_api_key)');
+    const byField = parser({ format: 'nginx', key: parseKeySpec('field:http_user_agent'), costField: 'body_bytes_sent' });
+    expect(byField(nginx('1.2.3.4', '-', '-', '2048'), 1)).toEqual({ at: T, key: 'curl/8', cost: 2048 });
+    expect(byField(nginx('1.2.3.4', '-', '-', '0'), 1)).toBe("bad cost '0' (must be a positive number)");
+  });
+
+  it('refuses at setup a key or cost field the log format lacks', () => {
+    expect(() => parser({ format: 'nginx', key: parseKeySpec('header:authorization') })).toThrow(CliError);
+    expect(() => parser({ format: 'nginx', costField: 'bytes' })).toThrow(/--nginx-fields/);
+  });
+});
+
+describe('JSON lines input', () => {
+  const p = parser({ format: 'jsonl' });
+
+  it('reads time (epoch s, ms or ISO), address, X-Forwarded-For, key and cost fields', () => {
+    expect(p('{"time":"2026-11-23T09:00:01Z","remote_addr":"203.0.113.7"}', 1)).toEqual({ at: T, key: 'ip:203.0.113.7', cost: 1 });
+    expect(p(`{"ts":${T / 1000},"ip":"2001:db8::1","cost":2.5}`, 1)).toEqual({ at: T, key: 'ip:2001:db8::/64', cost: 2.5 });
+    expect(p(`{"timestamp":${T},"key":"user:42"}`, 1)).toEqual({ at: T, key: 'user:42', cost: 1 });
+    const trusted = parser({ format: 'jsonl' }, ['loopback']);
+    expect(trusted(`{"time":${T},"remote_addr":"127.0.0.1","headers":{"x-forwarded-for":"198.51.100.1"}}`, 1)).toMatchObject({
+      key: 'ip:198.51.100.1',
+    });
+    const byField = parser({ format: 'jsonl', key: parseKeySpec('field:user'), costField: 'weight', timeField: 'when' });
+    expect(byField(`{"when":${T},"user":"u1","weight":3}`, 1)).toEqual({ at: T, key: 'u1', cost: 3 });
+  });
+
+  it.each([
+    ['{"time":1', 'not JSON'],
+    ['[1,2]', 'not a JSON object'],
+    ['{"remote_addr":"1.2.3.4"}', 'no time field'],
+    ['{"time":"soon","remote_addr":"1.2.3.4"}', 'bad time "soon"'],
+    [`{"time":${T}}`, 'no key'],
+    [`{"time":${T},"key":"k","cost":-1}`, 'bad cost -1 (must be a positive number)'],
+  ])('refuses %j', (line, reason) => {
+    expect(p(line, 1)).toBe(reason);
+  });
+
+  it('skips blank lines', () => {
+    expect(p('   ', 1)).toBeUndefined();
+  });
+});
+
+describe('CSV input', () => {
+  const p = parser({ format: 'csv' });
+
+  it('reads time,key[,cost], skipping a header on line 1', () => {
+    expect(p('time,key,cost', 1)).toBeUndefined();
+    expect(p(`${T},tenant-7`, 2)).toEqual({ at: T, key: 'tenant-7', cost: 1 });
+    expect(p('2026-11-23T09:00:01Z, tenant-7 ,4', 3)).toEqual({ at: T, key: 'tenant-7', cost: 4 });
+    expect(parser({ format: 'csv', key: parseKeySpec('ip') })(`${T},2001:db8::5`, 1)).toMatchObject({ key: 'ip:2001:db8::/64' });
+  });
+
+  it.each([
+    ['just-one-cell', 'expected time,key[,cost]'],
+    ['x,k', "bad time 'x'"],
+    [`${T},`, 'empty key'],
+    [`${T},k,zero`, "bad cost 'zero' (must be a positive number)"],
+    [`${T},k,1,extra`, 'expected time,key[,cost]'],
+  ])('refuses %j', (line, reason) => {
+    expect(p(line, 2)).toBe(reason);
+  });
+});
+
+describe('format detection', () => {
+  it.each([
+    ['a.csv.gz', '', 'csv'],
+    ['a.ndjson', '', 'jsonl'],
+    ['access.log.gz', '', 'nginx'],
+    ['dump', '{"time":1}', 'jsonl'],
+    ['dump', '1700000000,k', 'csv'],
+    ['dump', '1.2.3.4 - - [', 'nginx'],
+  ])('%s starting %j is %s', (path, first, format) => {
+    expect(detectFormat(path, first)).toBe(format);
+  });
+});

@@ -1,0 +1,177 @@
+/**
+ * @module One log line to one request `{ at, key, cost }` for each input format: nginx `combined`, JSON
+ * lines and CSV (`time,key[,cost]`). A line that cannot be read yields the reason as a string (the
+ * replay counts it with its line number and goes on); a blank line or a CSV header yields undefined.
+ */
+import { CliError } from '../cli-error.js';
+import { parseTimeValue } from './log-time.js';
+import { createNginxLine, NGINX_FIELDS, nginxDash, nginxField, splitNginxLine } from './nginx-log.js';
+import type { Keyer, KeySpec } from './request-key.js';
+
+export type LogFormat = 'nginx' | 'jsonl' | 'csv';
+export const LOG_FORMATS: readonly LogFormat[] = ['nginx', 'jsonl', 'csv'];
+
+/** One request of the log, in the units the limiter takes: epoch ms, key, cost in policy units. */
+export interface LogRequest {
+  readonly at: number;
+  readonly key: string;
+  readonly cost: number;
+}
+
+export type LineResult = LogRequest | string | undefined;
+export type LineParser = (line: string, lineNumber: number) => LineResult;
+
+export interface ParserOptions {
+  readonly format: LogFormat;
+  /** Undefined: the format's default (nginx: ip; JSON: its `key` field if present, else ip; CSV: the key column). */
+  readonly key: KeySpec | undefined;
+  /** The field holding the cost; undefined: JSON `cost` if present, CSV third column, else 1. */
+  readonly costField: string | undefined;
+  /** Names of the quoted fields after the user agent in nginx lines. */
+  readonly nginxExtraFields: readonly string[];
+  /** JSON field holding the time; undefined: the first of time, timestamp, @timestamp, ts. */
+  readonly timeField: string | undefined;
+  readonly keyer: Keyer;
+}
+
+function costOf(raw: unknown): number {
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw !== '' ? Number(raw) : Number.NaN;
+  return Number.isFinite(n) && n > 0 ? n : Number.NaN;
+}
+
+/** `x-api-key` -> `http_x_api_key`, the name nginx gives a logged request header. */
+export function nginxHeaderField(header: string): string {
+  return `http_${header.toLowerCase().replace(/-/g, '_')}`;
+}
+
+function nginxParser(o: ParserOptions): LineParser {
+  const names = [...NGINX_FIELDS, ...o.nginxExtraFields];
+  const indexOf = (name: string, why: string): number => {
+    const i = names.indexOf(name);
+    if (i < 0) {
+      throw new CliError(
+        'ERR_RL_CLI_USAGE',
+        `${why} needs the nginx field '${name}', which the log format does not have (fields: ${names.join(', ')}); ` +
+          'name the quoted fields after the user agent with --nginx-fields',
+      );
+    }
+    return i;
+  };
+  const xff = names.indexOf('http_x_forwarded_for');
+  const key = o.key ?? { kind: 'ip' };
+  const keyAt =
+    key.kind === 'ip' ? 0 : indexOf(key.kind === 'header' ? nginxHeaderField(key.name) : key.name, `--key ${key.kind}:${key.name}`);
+  const costAt = o.costField === undefined ? -1 : indexOf(o.costField, `--cost ${o.costField}`);
+  const keyer = o.keyer;
+  const l = createNginxLine();
+  return (line) => {
+    if (line === '') return undefined;
+    const bad = splitNginxLine(line, l);
+    if (bad !== undefined) return bad;
+    let k: string | undefined;
+    if (key.kind === 'ip')
+      k = keyer.fromAddress(nginxField(l, 0) as string, xff >= 0 && !nginxDash(l, xff) ? nginxField(l, xff) : undefined);
+    else if (key.kind === 'header') k = keyer.fromHeader(key.name, nginxField(l, keyAt));
+    else {
+      k = nginxField(l, keyAt);
+      if (k === '-') k = undefined;
+    }
+    if (k === undefined || k === '') return `no key (${key.kind === 'ip' ? 'bad client address' : `no ${names[keyAt]}`})`;
+    const cost = costAt < 0 ? 1 : costOf(nginxField(l, costAt));
+    if (Number.isNaN(cost)) return `bad cost '${nginxField(l, costAt)}' (must be a positive number)`;
+    return { at: l.at, key: k, cost };
+  };
+}
+
+const TIME_FIELDS = ['time', 'timestamp', '@timestamp', 'ts'];
+
+type JsonObject = Record<string, unknown>;
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined;
+}
+
+function headersOf(obj: JsonObject): JsonObject | undefined {
+  const h = obj.headers;
+  return h !== null && typeof h === 'object' && !Array.isArray(h) ? (h as JsonObject) : undefined;
+}
+
+function jsonParser(o: ParserOptions): LineParser {
+  const keyer = o.keyer;
+  const key = o.key;
+  return (line) => {
+    if (line.trim() === '') return undefined;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      return 'not JSON';
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'not a JSON object';
+    const obj = value as JsonObject;
+    const timeName = o.timeField ?? TIME_FIELDS.find((f) => f in obj);
+    const at = timeName === undefined ? Number.NaN : parseTimeValue(obj[timeName]);
+    if (Number.isNaN(at)) return timeName === undefined ? 'no time field' : `bad time ${JSON.stringify(obj[timeName])}`;
+    let k: string | undefined;
+    if (key?.kind === 'field') k = text(obj[key.name]);
+    else if (key?.kind === 'header') k = keyer.fromHeader(key.name, text(headersOf(obj)?.[key.name] ?? obj[nginxHeaderField(key.name)]));
+    else if (key === undefined && typeof obj.key === 'string') k = obj.key;
+    else {
+      const address = text(obj.remote_addr ?? obj.ip ?? obj.client_ip);
+      const xff = text(obj.http_x_forwarded_for ?? obj.x_forwarded_for ?? headersOf(obj)?.['x-forwarded-for']);
+      k = address === undefined ? undefined : keyer.fromAddress(address, xff);
+    }
+    if (k === undefined || k === '') return 'no key';
+    const rawCost = o.costField === undefined ? obj.cost : obj[o.costField];
+    const cost = rawCost === undefined && o.costField === undefined ? 1 : costOf(rawCost);
+    if (Number.isNaN(cost)) return `bad cost ${JSON.stringify(rawCost)} (must be a positive number)`;
+    return { at, key: k, cost };
+  };
+}
+
+function csvParser(o: ParserOptions): LineParser {
+  if (o.key?.kind === 'header') {
+    throw new CliError('ERR_RL_CLI_USAGE', 'CSV input has no headers: use --key ip (the key column is an address) or leave --key out');
+  }
+  const asAddress = o.key?.kind === 'ip';
+  const keyer = o.keyer;
+  return (line, lineNumber) => {
+    if (line.trim() === '') return undefined;
+    const c1 = line.indexOf(',');
+    if (c1 < 0) return 'expected time,key[,cost]';
+    const timeText = line.slice(0, c1).trim();
+    if (lineNumber === 1 && timeText === 'time') return undefined;
+    const c2 = line.indexOf(',', c1 + 1);
+    const keyText = (c2 < 0 ? line.slice(c1 + 1) : line.slice(c1 + 1, c2)).trim();
+    const at = parseTimeValue(timeText);
+    if (Number.isNaN(at)) return `bad time '${timeText}'`;
+    const k = asAddress ? keyer.fromAddress(keyText, undefined) : keyText;
+    if (k === undefined || k === '') return asAddress ? `bad client address '${keyText}'` : 'empty key';
+    const costText = c2 < 0 ? undefined : line.slice(c2 + 1).trim();
+    if (costText?.includes(',')) return 'expected time,key[,cost]';
+    const cost = costText === undefined ? 1 : costOf(costText);
+    if (Number.isNaN(cost)) return `bad cost '${costText}' (must be a positive number)`;
+    return { at, key: k, cost };
+  };
+}
+
+export function createLineParser(options: ParserOptions): LineParser {
+  if (options.costField !== undefined && options.format === 'csv') {
+    throw new CliError('ERR_RL_CLI_USAGE', 'CSV input takes its cost from the third column; leave --cost out');
+  }
+  if (options.format === 'nginx') return nginxParser(options);
+  if (options.format === 'jsonl') return jsonParser(options);
+  return csvParser(options);
+}
+
+/** The format of a file by its name (`.log`, `.jsonl`/`.ndjson`/`.json`, `.csv`, each optionally `.gz`), else by its first line. */
+export function detectFormat(path: string, firstLine: string): LogFormat {
+  const name = path.toLowerCase().replace(/\.gz$/, '');
+  if (name.endsWith('.csv')) return 'csv';
+  if (name.endsWith('.jsonl') || name.endsWith('.ndjson') || name.endsWith('.json')) return 'jsonl';
+  if (name.endsWith('.log')) return 'nginx';
+  const t = firstLine.trimStart();
+  if (t.startsWith('{')) return 'jsonl';
+  if (/^(time|[\d.]+|\d{4}-\d{2}-\d{2}[^,]*),/.test(t)) return 'csv';
+  return 'nginx';
+}

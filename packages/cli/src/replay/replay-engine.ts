@@ -1,0 +1,318 @@
+/**
+ * @module The replay engine: every candidate is a real limiter (createLimiter on its own MemoryStore)
+ * whose clock is the log's time, so a replay decides exactly as production would, with the store's
+ * bounded memory and eviction. Requests go through every candidate in one pass; the engine keeps
+ * per-candidate counters, per-client counters (bounded), reject streaks, shaped delays and a time
+ * series whose resolution halves when it grows too long, so memory stays flat however long the log.
+ */
+import type { Logger, PolicyOptions } from '@tollgate/core';
+import { type CandidateLimiter, createCandidateLimiter } from './candidate-limiter.js';
+import type { CandidateReport, ClientRow, ReplayReport, StreakBucket } from './replay-report.js';
+
+export interface Candidate {
+  readonly label: string;
+  readonly policies: readonly PolicyOptions[];
+}
+
+export interface ReplayOptions {
+  /** Most limiter state entries per candidate (MemoryStore `maxKeys`). Defaults to 1,000,000. */
+  readonly maxKeys?: number;
+  /** Most clients tracked for per-client figures. Defaults to `maxKeys`. */
+  readonly maxClients?: number;
+  /** Rows in the top-clients lists. Defaults to 10. */
+  readonly top?: number;
+  /** Most points of the time series; resolution starts at 1 s and doubles past this. Defaults to 1200. */
+  readonly maxPoints?: number;
+  readonly logger?: Logger;
+}
+
+export interface ReplayInputSummary {
+  readonly files: ReplayReport['input']['files'];
+  readonly lines: number;
+  readonly malformed: number;
+  readonly malformedSamples: ReplayReport['input']['malformedSamples'];
+}
+
+export interface ReplayEngine {
+  /** Decides one request at `at` (epoch ms) for `key` with `cost` in every candidate. Throws on a key or cost the core refuses. */
+  push(at: number, key: string, cost: number): void;
+  readonly candidates: readonly Candidate[];
+  /** The figures so far. */
+  report(input?: ReplayInputSummary): ReplayReport;
+}
+
+const SILENT: Logger = { warn() {}, error() {} };
+/** Per client: [requests, then per candidate: rejected, current streak, longest streak, disagreements]. */
+const C_REJECTED = 0;
+const C_STREAK = 1;
+const C_LONGEST = 2;
+const C_DISAGREE = 3;
+const PER_CANDIDATE = 4;
+const STREAK_BUCKETS = 32;
+
+function streakBucket(length: number): number {
+  return 31 - Math.clz32(length);
+}
+
+/** Nearest-rank percentile of a histogram of integer values. */
+function percentile(sorted: readonly [number, number][], total: number, p: number): number {
+  const rank = Math.max(1, Math.ceil(p * total));
+  let seen = 0;
+  for (const [value, count] of sorted) {
+    seen += count;
+    if (seen >= rank) return value;
+  }
+  return sorted.length === 0 ? 0 : (sorted[sorted.length - 1] as [number, number])[0];
+}
+
+export function createReplayEngine(candidates: readonly Candidate[], options: ReplayOptions = {}): ReplayEngine {
+  if (candidates.length === 0) throw new TypeError('createReplayEngine needs at least one candidate');
+  const maxKeys = options.maxKeys ?? 1_000_000;
+  const maxClients = options.maxClients ?? maxKeys;
+  const top = options.top ?? 10;
+  const maxPoints = options.maxPoints ?? 1200;
+  const logger = options.logger ?? SILENT;
+  const n = candidates.length;
+  let now = 0;
+  const clock = (): number => now;
+  const limiters: CandidateLimiter[] = candidates.map((c) => createCandidateLimiter(c.policies, clock, maxKeys, logger));
+  const shaper = candidates.map((c) => c.policies.some((p) => p.algorithm === 'leaky-bucket'));
+  const admitted = new Float64Array(n);
+  const rejected = new Float64Array(n);
+  const exceeds = new Float64Array(n);
+  const onlyThis = new Float64Array(n);
+  const onlyFirst = new Float64Array(n);
+  /** Streak-length histograms, `STREAK_BUCKETS` per candidate. */
+  const streaks = new Float64Array(n * STREAK_BUCKETS);
+  const delays = candidates.map(() => new Map<number, number>());
+  const clients = new Map<string, Int32Array>();
+  let untracked = 0;
+  let requests = 0;
+  let outOfOrder = 0;
+  let firstMs: number | null = null;
+  let lastMs = Number.NEGATIVE_INFINITY;
+  let startMs = 0;
+  let bucketMs = 1000;
+  /** Per candidate two rows (admitted, rejected) of `maxPoints` buckets; `points` in use. */
+  const series = new Float64Array(n * 2 * maxPoints);
+  let points = 0;
+
+  /** Halves the resolution: buckets pair up from `startMs`, so edges stay at `startMs + k * bucketMs`. */
+  function coarsen(): void {
+    const half = Math.ceil(points / 2);
+    for (let r = 0; r < 2 * n; r++) {
+      const o = r * maxPoints;
+      for (let i = 0; i < half; i++)
+        series[o + i] = (series[o + 2 * i] as number) + (2 * i + 1 < points ? (series[o + 2 * i + 1] as number) : 0);
+      series.fill(0, o + half, o + maxPoints);
+    }
+    points = half;
+    bucketMs *= 2;
+    bucketTo = Number.NEGATIVE_INFINITY;
+  }
+
+  /** The bucket of the last request, [bucketFrom, bucketTo): most requests fall in the one before them. */
+  let bucketIndex = 0;
+  let bucketFrom = 0;
+  let bucketTo = Number.NEGATIVE_INFINITY;
+
+  function bucketOf(at: number): number {
+    let i = Math.floor((Math.max(at, startMs) - startMs) / bucketMs);
+    while (i >= maxPoints) {
+      coarsen();
+      i = Math.floor((Math.max(at, startMs) - startMs) / bucketMs);
+    }
+    if (i >= points) points = i + 1;
+    bucketIndex = i;
+    bucketFrom = at < startMs ? Number.NEGATIVE_INFINITY : startMs + i * bucketMs;
+    bucketTo = startMs + (i + 1) * bucketMs;
+    return i;
+  }
+
+  /** The client's counters, created on first sight; undefined past `maxClients` (counted in the totals only). */
+  function clientOf(key: string): Int32Array | undefined {
+    let c = clients.get(key);
+    if (c === undefined) {
+      if (clients.size >= maxClients) {
+        untracked += 1;
+        return undefined;
+      }
+      c = new Int32Array(1 + PER_CANDIDATE * n);
+      clients.set(key, c);
+    }
+    c[0] = (c[0] as number) + 1;
+    return c;
+  }
+
+  function push(at: number, key: string, cost: number): void {
+    if (firstMs === null) {
+      firstMs = at;
+      startMs = Math.floor(at / 1000) * 1000;
+    }
+    if (at < lastMs) outOfOrder += 1;
+    else lastMs = at;
+    now = at;
+    requests += 1;
+    const b = at >= bucketFrom && at < bucketTo ? bucketIndex : bucketOf(at);
+    const c = clientOf(key);
+    let first = true;
+    // One pass per candidate: decide, then count it everywhere it shows.
+    for (let i = 0; i < n; i++) {
+      const l = limiters[i] as CandidateLimiter;
+      l.decide(key, cost);
+      const d = l.verdict;
+      const ok = d.allowed;
+      const row = (2 * i + (ok ? 0 : 1)) * maxPoints + b;
+      series[row] = (series[row] as number) + 1;
+      if (ok) {
+        admitted[i] = (admitted[i] as number) + 1;
+        if (shaper[i]) {
+          const m = delays[i] as Map<number, number>;
+          m.set(d.delayMs, (m.get(d.delayMs) ?? 0) + 1);
+        }
+      } else {
+        rejected[i] = (rejected[i] as number) + 1;
+        if (d.exceeds) exceeds[i] = (exceeds[i] as number) + 1;
+      }
+      if (i === 0) first = ok;
+      else if (ok !== first) {
+        if (ok) onlyFirst[i] = (onlyFirst[i] as number) + 1;
+        else onlyThis[i] = (onlyThis[i] as number) + 1;
+      }
+      if (c === undefined) continue;
+      const o = 1 + i * PER_CANDIDATE;
+      if (ok) {
+        const streak = c[o + C_STREAK] as number;
+        if (streak > 0) {
+          const sb = i * STREAK_BUCKETS + streakBucket(streak);
+          streaks[sb] = (streaks[sb] as number) + 1;
+          c[o + C_STREAK] = 0;
+        }
+      } else {
+        c[o + C_REJECTED] = (c[o + C_REJECTED] as number) + 1;
+        const streak = (c[o + C_STREAK] as number) + 1;
+        c[o + C_STREAK] = streak;
+        if (streak > (c[o + C_LONGEST] as number)) c[o + C_LONGEST] = streak;
+      }
+      if (i > 0 && ok !== first) c[o + C_DISAGREE] = (c[o + C_DISAGREE] as number) + 1;
+    }
+  }
+
+  function row(key: string, c: Int32Array, i: number): ClientRow {
+    const o = 1 + i * PER_CANDIDATE;
+    return {
+      key,
+      requests: c[0] as number,
+      rejected: c[o + C_REJECTED] as number,
+      longestStreak: c[o + C_LONGEST] as number,
+      disagreements: c[o + C_DISAGREE] as number,
+    };
+  }
+
+  /** The `top` clients by counter `field` of candidate `i` (ties: more requests, then key order). */
+  function topBy(i: number, field: number): ClientRow[] {
+    const o = 1 + i * PER_CANDIDATE + field;
+    const best: [string, Int32Array][] = [];
+    const better = (a: [string, Int32Array], b: [string, Int32Array]): boolean => {
+      const va = a[1][o] as number;
+      const vb = b[1][o] as number;
+      if (va !== vb) return va > vb;
+      if (a[1][0] !== b[1][0]) return (a[1][0] as number) > (b[1][0] as number);
+      return a[0] < b[0];
+    };
+    for (const entry of clients) {
+      if ((entry[1][o] as number) === 0) continue;
+      if (best.length === top && !better(entry, best[best.length - 1] as [string, Int32Array])) continue;
+      let j = best.length < top ? best.length : top - 1;
+      best[j] = entry;
+      while (j > 0 && better(best[j] as [string, Int32Array], best[j - 1] as [string, Int32Array])) {
+        const t = best[j - 1] as [string, Int32Array];
+        best[j - 1] = best[j] as [string, Int32Array];
+        best[j] = t;
+        j -= 1;
+      }
+    }
+    return best.map(([k, c]) => row(k, c, i));
+  }
+
+  function report(input?: ReplayInputSummary): ReplayReport {
+    const reports: CandidateReport[] = candidates.map((cand, i) => {
+      const o = 1 + i * PER_CANDIDATE;
+      let clientsRejected = 0;
+      let longest = 0;
+      let longestKey: string | null = null;
+      const hist = streaks.slice(i * STREAK_BUCKETS, (i + 1) * STREAK_BUCKETS);
+      for (const [key, c] of clients) {
+        if ((c[o + C_REJECTED] as number) > 0) clientsRejected += 1;
+        const l = c[o + C_LONGEST] as number;
+        if (l > longest || (l === longest && l > 0 && longestKey !== null && key < longestKey)) {
+          longest = l;
+          longestKey = key;
+        }
+        const open = c[o + C_STREAK] as number;
+        if (open > 0) hist[streakBucket(open)] = (hist[streakBucket(open)] as number) + 1;
+      }
+      const buckets: StreakBucket[] = [];
+      let last = -1;
+      hist.forEach((count, b) => {
+        if (count > 0) last = b;
+      });
+      for (let b = 0; b <= last; b++) buckets.push({ from: 2 ** b, to: 2 ** (b + 1) - 1, count: hist[b] as number });
+      const m = delays[i] as Map<number, number>;
+      const sorted = [...m.entries()].sort((a, b) => a[0] - b[0]);
+      const delayed = admitted[i] as number;
+      const total = i === 0 ? 0 : (onlyThis[i] as number) + (onlyFirst[i] as number);
+      return {
+        index: i,
+        label: cand.label,
+        policies: cand.policies,
+        requests,
+        admitted: admitted[i] as number,
+        rejected: rejected[i] as number,
+        costExceedsCapacity: exceeds[i] as number,
+        clientsRejected,
+        clientsRejectedShare: clients.size === 0 ? 0 : clientsRejected / clients.size,
+        longestStreak: { length: longest, key: longestKey },
+        delayMs: shaper[i]
+          ? {
+              p50: percentile(sorted, delayed, 0.5),
+              p99: percentile(sorted, delayed, 0.99),
+              max: sorted.length === 0 ? 0 : (sorted[sorted.length - 1] as [number, number])[0],
+            }
+          : null,
+        disagreement:
+          i === 0
+            ? null
+            : { onlyThis: onlyThis[i] as number, onlyFirst: onlyFirst[i] as number, total, share: requests === 0 ? 0 : total / requests },
+        topRejected: topBy(i, C_REJECTED),
+        topDisagreeing: i === 0 ? [] : topBy(i, C_DISAGREE),
+        streaks: buckets,
+        series: { admitted: seriesRow(2 * i), rejected: seriesRow(2 * i + 1) },
+      };
+    });
+    let evictions = 0;
+    for (const l of limiters) evictions += l.store.evictions;
+    return {
+      input: {
+        files: input?.files ?? [],
+        lines: input?.lines ?? requests,
+        requests,
+        malformed: input?.malformed ?? 0,
+        malformedSamples: input?.malformedSamples ?? [],
+        outOfOrder,
+      },
+      clients: clients.size,
+      untrackedRequests: untracked,
+      evictions,
+      timeline: { firstMs, lastMs: firstMs === null ? null : lastMs, startMs, bucketMs },
+      candidates: reports,
+    };
+  }
+
+  /** Row `r` of the series (2i admitted, 2i + 1 rejected of candidate i), over the buckets in use. */
+  function seriesRow(r: number): number[] {
+    return Array.from(series.subarray(r * maxPoints, r * maxPoints + points));
+  }
+
+  return { push, candidates, report };
+}

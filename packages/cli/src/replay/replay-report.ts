@@ -1,0 +1,72 @@
+/**
+ * @module The numbers of a replay, as `--json` prints them and the table and the HTML report show them.
+ * Counts are requests; times are integer ms.
+ */
+import type { PolicyOptions } from '@tollgate/core';
+
+/** One client (key) and what a candidate did to it. */
+export interface ClientRow {
+  readonly key: string;
+  readonly requests: number;
+  readonly rejected: number;
+  readonly longestStreak: number;
+  /** Requests this candidate and the first one decided differently. */
+  readonly disagreements: number;
+}
+
+/** Reject streaks (consecutive rejected requests of one client) of length `from`..`to`. */
+export interface StreakBucket {
+  readonly from: number;
+  readonly to: number;
+  readonly count: number;
+}
+
+export interface CandidateReport {
+  readonly index: number;
+  readonly label: string;
+  readonly policies: readonly PolicyOptions[];
+  readonly requests: number;
+  readonly admitted: number;
+  readonly rejected: number;
+  /** Rejected because the cost can never fit (counted in `rejected` too). */
+  readonly costExceedsCapacity: number;
+  readonly clientsRejected: number;
+  /** clientsRejected / clients, 0..1. */
+  readonly clientsRejectedShare: number;
+  readonly longestStreak: { readonly length: number; readonly key: string | null };
+  /** Shaped delay of admitted requests (leaky-bucket candidates only), nearest-rank percentiles. */
+  readonly delayMs: { readonly p50: number; readonly p99: number; readonly max: number } | null;
+  /** Against the first candidate (null for the first): requests rejected by this one only, by the first only. */
+  readonly disagreement: { readonly onlyThis: number; readonly onlyFirst: number; readonly total: number; readonly share: number } | null;
+  /** Clients with the most rejected requests. */
+  readonly topRejected: readonly ClientRow[];
+  /** Clients with the most disagreements with the first candidate (empty for the first). */
+  readonly topDisagreeing: readonly ClientRow[];
+  readonly streaks: readonly StreakBucket[];
+  /** Admitted and rejected per `timeline.bucketMs`, from `timeline.startMs`. */
+  readonly series: { readonly admitted: readonly number[]; readonly rejected: readonly number[] };
+}
+
+export interface ReplayReport {
+  readonly input: {
+    readonly files: readonly { file: string; format: string | undefined; lines: number; requests: number; malformed: number }[];
+    readonly lines: number;
+    readonly requests: number;
+    readonly malformed: number;
+    readonly malformedSamples: readonly { file: string; line: number; reason: string; text: string }[];
+    /** Requests whose time is before the one replayed just before them (the limiter never moves back). */
+    readonly outOfOrder: number;
+  };
+  /** Distinct keys seen (up to `maxClients`; later new keys are replayed but not tracked per client). */
+  readonly clients: number;
+  readonly untrackedRequests: number;
+  /** Limiter state entries dropped to stay within `--max-keys` (MemoryStore eviction). */
+  readonly evictions: number;
+  readonly timeline: {
+    readonly firstMs: number | null;
+    readonly lastMs: number | null;
+    readonly startMs: number;
+    readonly bucketMs: number;
+  };
+  readonly candidates: readonly CandidateReport[];
+}

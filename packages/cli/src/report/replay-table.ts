@@ -1,0 +1,99 @@
+/**
+ * @module The terminal summary of a replay: one row per candidate, then the clients each candidate hurts
+ * most, then the malformed lines.
+ */
+import type { ReplayReport } from '../replay/replay-report.js';
+import { formatNumber, formatShare, renderTable } from './text-table.js';
+
+function span(report: ReplayReport): string {
+  const { firstMs, lastMs } = report.timeline;
+  if (firstMs === null || lastMs === null) return 'no requests';
+  const seconds = (lastMs - firstMs) / 1000;
+  return `${new Date(firstMs).toISOString()} .. ${new Date(lastMs).toISOString()} (${formatNumber(Math.round(seconds))} s)`;
+}
+
+export function renderReplayTable(report: ReplayReport, topRows = 5): string {
+  const out: string[] = [];
+  const { input } = report;
+  out.push(
+    `Replayed ${formatNumber(input.requests)} requests from ${formatNumber(report.clients)} clients, ${span(report)}; ` +
+      `${formatNumber(input.lines)} lines, ${formatNumber(input.malformed)} malformed.`,
+  );
+  out.push('');
+  const rows = report.candidates.map((c) => [
+    `#${c.index + 1}`,
+    c.label,
+    c.requests,
+    c.admitted,
+    c.rejected,
+    formatShare(c.requests === 0 ? 0 : c.rejected / c.requests),
+    `${formatNumber(c.clientsRejected)} (${formatShare(c.clientsRejectedShare)})`,
+    c.longestStreak.length,
+    c.delayMs === null ? '-' : `${c.delayMs.p50} / ${c.delayMs.p99}`,
+    c.disagreement === null ? '-' : `${formatNumber(c.disagreement.onlyThis)} / ${formatNumber(c.disagreement.onlyFirst)}`,
+  ]);
+  out.push(
+    renderTable(
+      [
+        ' #',
+        ' candidate',
+        'requests',
+        'admitted',
+        'rejected',
+        'rejected %',
+        'clients rejected',
+        'longest streak',
+        'delay p50/p99 ms',
+        'vs #1: only this / only #1',
+      ],
+      rows,
+    ),
+  );
+  for (const c of report.candidates) {
+    const topRejected = c.topRejected.slice(0, topRows);
+    if (topRejected.length > 0) {
+      out.push('');
+      out.push(`#${c.index + 1} ${c.label}: clients rejected most`);
+      out.push(
+        renderTable(
+          [' client', 'requests', 'rejected', 'longest streak'],
+          topRejected.map((r) => [r.key, r.requests, r.rejected, r.longestStreak]),
+        ),
+      );
+    }
+    const topDisagreeing = c.topDisagreeing.slice(0, topRows);
+    if (topDisagreeing.length > 0) {
+      out.push('');
+      out.push(`#${c.index + 1} ${c.label}: clients where it disagrees with #1 most`);
+      out.push(
+        renderTable(
+          [' client', 'requests', 'disagreements', 'rejected here'],
+          topDisagreeing.map((r) => [r.key, r.requests, r.disagreements, r.rejected]),
+        ),
+      );
+    }
+  }
+  if (input.malformed > 0) {
+    out.push('');
+    out.push(
+      `${formatNumber(input.malformed)} malformed lines (skipped)${input.malformed > input.malformedSamples.length ? `; the first ${input.malformedSamples.length}` : ''}:`,
+    );
+    for (const m of input.malformedSamples) out.push(`  ${m.file}:${m.line}: ${m.reason}`);
+  }
+  const notes: string[] = [];
+  if (input.outOfOrder > 0)
+    notes.push(
+      `${formatNumber(input.outOfOrder)} requests were earlier than the one before them (replayed at their time; the limiter never refunds)`,
+    );
+  if (report.untrackedRequests > 0)
+    notes.push(
+      `${formatNumber(report.untrackedRequests)} requests of clients beyond --max-keys distinct clients are in the totals but not the per-client figures`,
+    );
+  if (report.evictions > 0)
+    notes.push(`${formatNumber(report.evictions)} limiter entries were evicted to stay within --max-keys (as the MemoryStore does)`);
+  if (notes.length > 0) {
+    out.push('');
+    for (const n of notes) out.push(`Note: ${n}.`);
+  }
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,39 @@
+/**
+ * @module Plain-text tables for the terminal: a header row, a rule, right-aligned numbers, left-aligned text.
+ */
+
+export type Cell = string | number;
+
+function show(cell: Cell): string {
+  return typeof cell === 'number' ? formatNumber(cell) : cell;
+}
+
+/** Integers with thin grouping (`1 234 567`), other numbers to 2 decimals. */
+export function formatNumber(n: number): string {
+  if (!Number.isFinite(n)) return String(n);
+  if (Number.isInteger(n)) return n.toLocaleString('en-US').replace(/,/g, ' ');
+  return n.toFixed(2);
+}
+
+/** A share 0..1 as a percentage: `12.3%`, `<0.1%` for a non-zero share below, `0%`. */
+export function formatShare(share: number): string {
+  if (share === 0) return '0%';
+  if (share < 0.001) return '<0.1%';
+  return `${(share * 100).toFixed(1)}%`;
+}
+
+/** Renders `rows` under `header`; columns whose header starts with a space are left-aligned. */
+export function renderTable(header: readonly string[], rows: readonly (readonly Cell[])[]): string {
+  const text = rows.map((r) => r.map(show));
+  const left = header.map(
+    (h, i) => h.startsWith(' ') || rows.every((r) => typeof r[i] === 'string' && !/^[\d<.%\s/-]+$/.test(r[i] as string)),
+  );
+  const names = header.map((h) => h.trim());
+  const widths = names.map((h, i) => Math.max(h.length, ...text.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => (left[i] ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number)))
+      .join('  ')
+      .trimEnd();
+  return [line(names), widths.map((w) => '-'.repeat(w)).join('  '), ...text.map(line)].join('\n');
+}

@@ -3,7 +3,7 @@
  * real HTTP traffic on Express, Fastify and Koa, the registry's text output reads back the same counts.
  */
 
-import { registerPrometheusMetrics } from '@tollgate/core';
+import { createLimiter, registerPrometheusMetrics } from '@tollgate/core';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hit, ROUTE, type RunningApp, STARTERS } from './apps.js';
@@ -58,6 +58,25 @@ describe.each(Object.entries(STARTERS))('prom-client registry after HTTP traffic
     expect(sample(text, 'tollgate_store_state', { store: 'async-memory', state: 'closed' })).toBeGreaterThanOrEqual(1);
     // Keys never become labels.
     expect(text).not.toMatch(/ip:|key=/);
+  });
+});
+
+describe('tollgate.plan', () => {
+  it('labels decisions with their plan when the limiter has several, and never with the one-plan default', async () => {
+    const plans = createLimiter({
+      plans: { free: [{ name: 'plan-quota', limit: 1, windowMs: 60_000 }], pro: [{ name: 'plan-quota', limit: 100, windowMs: 60_000 }] },
+      defaultPlan: 'free',
+    });
+    const single = createLimiter({ policies: [{ name: 'single-plan', limit: 1, windowMs: 60_000 }] });
+    await plans.check('a', { plan: 'free' });
+    await plans.check('a', { plan: 'free' });
+    await plans.check('b', { plan: 'pro' });
+    await single.check('a');
+    const text = await registry.metrics();
+    expect(sample(text, 'tollgate_requests_total', { policy: 'plan-quota', plan: 'free', result: 'allowed' })).toBe(1);
+    expect(sample(text, 'tollgate_requests_total', { policy: 'plan-quota', plan: 'free', result: 'limited' })).toBe(1);
+    expect(sample(text, 'tollgate_requests_total', { policy: 'plan-quota', plan: 'pro', result: 'allowed' })).toBe(1);
+    expect(text).toMatch(/tollgate_requests_total\{policy="single-plan",result="allowed",mode="enforce"\} 1/);
   });
 });
 

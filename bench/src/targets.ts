@@ -55,6 +55,8 @@ function fastestPeer(rows: readonly DecisionRow[], scenario: string): { label: s
  */
 function observabilityTargets(rows: readonly DecisionRow[], scenarios: readonly { id: string; label: string }[]): TargetCheck[] {
   const out: TargetCheck[] = [];
+  // A run that left the observed subjects out (--smoke, --only) has nothing to compare.
+  if (!rows.some((r) => r.subject === OBSERVED_SUBJECTS.otel || r.subject === OBSERVED_SUBJECTS.prometheus)) return out;
   for (const [subject, what] of [
     [OBSERVED_SUBJECTS.otel, 'an OpenTelemetry MeterProvider'],
     [OBSERVED_SUBJECTS.prometheus, 'a prom-client registry'],

@@ -37,6 +37,12 @@ export interface PolicyOptions {
    * every request that finds the bucket non-empty waits its turn.
    */
   delayAfter?: number;
+  /**
+   * leaky-bucket only: the longest a request may be made to wait, in ms. A request that would wait
+   * longer is rejected at once, with the exact `retryAfterMs` after which it would wait no longer than
+   * this. Defaults to none: every request the bucket admits waits its turn.
+   */
+  maxDelayMs?: number;
   /** What the policy counts; only changes the advertised `qu`. Defaults to `'requests'`. */
   unit?: QuotaUnit;
 }

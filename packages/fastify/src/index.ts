@@ -187,7 +187,9 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
       base.checkTrustProxy('Fastify trustProxy', isPermissiveFastifyTrust(request));
     }
     const url = request.routeOptions.url;
-    if (url !== undefined && !request.is404 && !seen.has(`${request.method} ${url}`)) {
+    // A prefixed '/' route is also registered as '/prefix/' without onRoute; it shares the options onRoute saw.
+    const bare = url !== undefined && url.length > 1 && url.endsWith('/') ? url.slice(0, -1) : url;
+    if (url !== undefined && !request.is404 && !seen.has(`${request.method} ${url}`) && !seen.has(`${request.method} ${bare}`)) {
       base.diagnostics.warn(
         'WRN_RL_ROUTES_BEFORE_REGISTER',
         'a route declared before the rate-limit plugin was registered is not limited; register the plugin ' +

@@ -188,9 +188,9 @@ export function createRateLimitHandler<Req>(
     }
   }
 
-  async function settle<T>(fn: () => T | Promise<T>): Promise<Bounded<T>> {
-    const r = boundedCall(fn, hookTimeoutMs);
-    return isPromiseLike(r) ? await r : r;
+  /** A user callback, bounded by hookTimeoutMs; synchronous results come back without a promise (no extra tick). */
+  function settle<T>(fn: () => T | Promise<T>): Bounded<T> | Promise<Bounded<T>> {
+    return boundedCall(fn, hookTimeoutMs);
   }
 
   function checkKey(key: unknown, view: RequestView<Req>): string {
@@ -288,7 +288,8 @@ export function createRateLimitHandler<Req>(
     const logger = loggerFor(input);
     const diagnostics = diagnosticsFor(logger);
     if (skip !== undefined) {
-      const r = await settle(() => skip(request));
+      const pendingSkip = settle(() => skip(request));
+      const r = isPromiseLike(pendingSkip) ? await pendingSkip : pendingSkip;
       if (r.ok && r.value) return undefined;
       hookFailed(diagnostics, 'skip', r, 'the request was counted (not skipped).');
     }
@@ -301,12 +302,14 @@ export function createRateLimitHandler<Req>(
       diagnostics,
     };
     // Callbacks are awaited only when they return a promise: a synchronous request takes no extra tick.
-    const keyOut = await settle(() => keyOf(request, view));
+    const pendingKey = settle(() => keyOf(request, view));
+    const keyOut = isPromiseLike(pendingKey) ? await pendingKey : pendingKey;
     hookFailed(diagnostics, 'key', keyOut, `the request was counted in the shared '${UNKEYED_KEY}' bucket.`);
     const key = checkKey(keyOut.ok ? keyOut.value : undefined, view);
     let cost: number | undefined;
     if (costOf !== undefined) {
-      const costOut = await settle(() => costOf(request));
+      const pendingCost = settle(() => costOf(request));
+      const costOut = isPromiseLike(pendingCost) ? await pendingCost : pendingCost;
       hookFailed(diagnostics, 'cost', costOut, 'the request was charged the default cost.');
       cost = costOut.ok ? checkCost(costOut.value, diagnostics) : undefined;
     }
@@ -368,7 +371,8 @@ export function createRateLimitHandler<Req>(
     });
   }
 
-  async function write(handled: HandledRequest, out: ResponseTarget, diagnostics: Diagnostics): Promise<RunOutcome> {
+  /** Writes the plan; synchronous unless a shaping delay has to be waited out. */
+  function write(handled: HandledRequest, out: ResponseTarget, diagnostics: Diagnostics): RunOutcome | Promise<RunOutcome> {
     const { decision, plan } = handled;
     out.attach(decision);
     if (started(out)) {
@@ -389,9 +393,12 @@ export function createRateLimitHandler<Req>(
       out.reject(plan.status ?? 429, plan.body ?? '');
       return 'stop';
     }
-    if (plan.delayMs > 0 && !(await waitUnlessClosed(plan.delayMs, out.raw))) {
-      out.abandon();
-      return 'stop';
+    if (plan.delayMs > 0) {
+      return waitUnlessClosed(plan.delayMs, out.raw).then((waited) => {
+        if (waited) return 'next';
+        out.abandon();
+        return 'stop';
+      });
     }
     return 'next';
   }
@@ -415,7 +422,8 @@ export function createRateLimitHandler<Req>(
         if (refunds && handled.decision.receipt !== undefined && isFinishingResponse(out.raw)) {
           refundWhenSettled(input.request, out.raw, handled.decision, diagnosticsFor(logger));
         }
-        return await write(handled, out, diagnosticsFor(logger));
+        const written = write(handled, out, diagnosticsFor(logger));
+        return isPromiseLike(written) ? await written : written;
       } catch (error) {
         safeLog(
           logger,

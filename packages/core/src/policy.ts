@@ -84,6 +84,14 @@ export function compilePolicy(options: PolicyOptions, path: string, shadow: bool
     }
   }
   const algorithm = options.algorithm ?? 'gcra';
+  if ((algorithm as string) === 'concurrency') {
+    throw new RateLimitConfigError(
+      'ERR_RL_OPTION_NOT_APPLICABLE',
+      `${path}.algorithm`,
+      "'concurrency' is for enforced policies only (shadow policies and localShare fallbacks cannot hold leases); list it in policies",
+      options.algorithm,
+    );
+  }
   if (!ALGORITHM_IDS.includes(algorithm)) {
     throw new RateLimitConfigError(
       'ERR_RL_UNKNOWN_ALGORITHM',
@@ -187,6 +195,14 @@ export function compilePolicy(options: PolicyOptions, path: string, shadow: bool
       'ERR_RL_INVALID_UNIT',
       `${path}.unit`,
       `must be one of ${UNITS.map((u) => `'${u}'`).join(', ')}`,
+      options.unit,
+    );
+  }
+  if (unit === 'concurrent-requests') {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_UNIT',
+      `${path}.unit`,
+      `'concurrent-requests' belongs to algorithm 'concurrency' (requests in flight, released when they finish), not '${algorithm}'; use { algorithm: 'concurrency', limit }`,
       options.unit,
     );
   }

@@ -11,6 +11,10 @@ import { createDiagnostics, type Diagnostics } from '../diagnostics.js';
 import { describeValue } from '../errors.js';
 import { requestCostToMilli } from '../internal/fixed-point.js';
 import { consoleLogger, createLogGate, isAbstractNoopLogger, type Logger, safeLog, toLogger } from '../logging.js';
+import { hasConcurrencyQueue } from '../shedding/concurrency-limiter.js';
+import type { LoadShedder, ShedTicket } from '../shedding/load-shedder.js';
+import { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from '../shedding/response-done.js';
+import { planShed } from '../shedding/shed-response.js';
 import { isPromiseLike } from '../stores/store.js';
 import type { Decision } from '../types.js';
 import { type Bounded, boundedCall } from './bounded-call.js';
@@ -87,8 +91,19 @@ export interface RateLimitHandler<Req = any> {
   readonly diagnostics: Diagnostics;
   /** Undefined when the request is skipped: send nothing, count nothing. Never rejects for a user callback's fault. */
   handle(input: RequestInput<Req>): Promise<HandledRequest | undefined>;
-  /** The whole flow, writing through `target`; never rejects. */
+  /**
+   * The whole flow, writing through `target`; never rejects. A request admitted by the load shedder
+   * (`shed`) or holding concurrency leases keeps them until the handler is done with `target.raw`
+   * (finish, or its `end()` after the client went away); see `settled` for frameworks that know more.
+   */
   run(input: RequestInput<Req>, target: ResponseTarget): Promise<RunOutcome>;
+  /** The server-wide load shedder (`shed` option), for `shedder.state()`; undefined when none. */
+  readonly shedder: LoadShedder<Req> | undefined;
+  /**
+   * For adapters that see the handler settle (Koa's `await next()`): the handler of `response` is done,
+   * so its slot and leases go back now if the client already left (else when the response is written).
+   */
+  settled(response: object): void;
   /**
    * Framework diagnostic: warns once (`WRN_RL_PERMISSIVE_TRUST_PROXY`) when `permissive` is true, i.e.
    * the framework's proxy setting lets a client choose its own IP. `setting` names it for the message.
@@ -96,6 +111,13 @@ export interface RateLimitHandler<Req = any> {
   checkTrustProxy(setting: string, permissive: boolean, logger?: Logger): void;
   /** Writes pending summaries and stops their timers (the adapters call it on close). */
   close(): void;
+}
+
+/** What the 503 of a shed request needs. */
+interface ShedderTicketless {
+  readonly retryAfterMs: number;
+  readonly priority: import('../shedding/load-shedder.js').ShedPriority;
+  readonly state: import('../shedding/load-shedder.js').LoadShedderState;
 }
 
 /** Adapter context for `createRateLimitHandler`. */
@@ -283,7 +305,7 @@ export function createRateLimitHandler<Req>(
     return { action, status, headers, problem: withProblem.problem, body, delayMs };
   }
 
-  async function handle(input: RequestInput<Req>): Promise<HandledRequest | undefined> {
+  async function handle(input: RequestInput<Req>, response?: RawResponse): Promise<HandledRequest | undefined> {
     const { request } = input;
     const logger = loggerFor(input);
     const diagnostics = diagnosticsFor(logger);
@@ -336,7 +358,10 @@ export function createRateLimitHandler<Req>(
       }
       target = keysByName;
     }
-    const checkOptions = { cost, plan: planName, route: input.route, request };
+    // A request waiting in a concurrency queue leaves it when the client goes away.
+    const signal = queues && response !== undefined ? abortOnClose(response) : undefined;
+    // Always an object: the route and the request go to the decision event (metrics, diagnostics channel).
+    const checkOptions = { cost, plan: planName, signal, route: input.route, request };
     const pending = limiter.decide(target, checkOptions);
     const decision = isPromiseLike(pending) ? await pending : pending;
     report(decision, request, diagnostics);
@@ -403,12 +428,47 @@ export function createRateLimitHandler<Req>(
     return 'next';
   }
 
+  const shedder = config.shedder;
+  const queues = hasConcurrencyQueue(config.limiterOptions);
+  // Leases of a running handler are renewed every half lease time (the shortest lease of the policies).
+  const leaseTimes = limiter.policies.filter((p) => p.algorithm === 'concurrency').map((p) => p.windowMs);
+  const renewEveryMs = leaseTimes.length === 0 ? 0 : Math.max(1, Math.floor(Math.min(...leaseTimes) / 2));
+  /** Releases waiting for their handler, by response, for `settled`. */
+  const holding = new WeakMap<object, (finished: boolean) => void>();
+
+  /** Gives `release` back once the handler is done with `response`. */
+  function hold(response: RawResponse, release: (finished: boolean) => void): void {
+    let done = false;
+    const once = (finished: boolean): void => {
+      if (done) return;
+      done = true;
+      holding.delete(response);
+      release(finished);
+    };
+    holding.set(response, once);
+    // ServerResponse has 'finish', end() and writableFinished besides what RawResponse declares.
+    onResponseDone(response as unknown as DoneResponse, once);
+  }
+
+  function writeShed(ticketless: ShedderTicketless, out: ResponseTarget): RunOutcome {
+    if (started(out)) return 'next';
+    const plan = planShed(ticketless.retryAfterMs, ticketless.priority, ticketless.state);
+    for (const [name, value] of plan.headers) out.header(name, value);
+    out.reject(503, plan.body ?? '');
+    return 'stop';
+  }
+
   return {
     limiter,
     config,
     logger: baseLogger,
     diagnostics: baseDiagnostics,
-    handle,
+    shedder,
+    handle: (input) => handle(input),
+    settled(response) {
+      const release = holding.get(response);
+      if (release !== undefined) onHandlerSettled(response as DoneResponse, release);
+    },
     async run(input, out) {
       const raw = input.raw;
       if (raw !== undefined) {
@@ -416,15 +476,41 @@ export function createRateLimitHandler<Req>(
         charged.add(raw);
       }
       const logger = loggerFor(input);
+      let ticket: ShedTicket | undefined;
       try {
-        const handled = await handle(input);
-        if (handled === undefined) return 'next';
-        if (refunds && handled.decision.receipt !== undefined && isFinishingResponse(out.raw)) {
+        if (shedder !== undefined) {
+          const priority = shedder.priorityOf(input.request);
+          ticket = shedder.acquire(priority);
+          if (ticket === undefined) return writeShed({ retryAfterMs: shedder.retryAfterMs, priority, state: shedder.state() }, out);
+        }
+        const handled = await handle(input, out.raw);
+        const lease = handled?.decision.release;
+        const renew = handled?.decision.renew;
+        const admitted = handled === undefined || handled.plan.action === 'pass';
+        if (handled !== undefined && refunds && handled.decision.receipt !== undefined && isFinishingResponse(out.raw)) {
           refundWhenSettled(input.request, out.raw, handled.decision, diagnosticsFor(logger));
         }
-        const written = write(handled, out, diagnosticsFor(logger));
-        return isPromiseLike(written) ? await written : written;
+        let outcome: RunOutcome = 'next';
+        if (handled !== undefined) {
+          const written = write(handled, out, diagnosticsFor(logger));
+          outcome = isPromiseLike(written) ? await written : written;
+        }
+        const t = ticket;
+        if (t === undefined && lease === undefined) return outcome;
+        // A refusal is fast and says nothing about the server's latency: keep it out of the controller.
+        const renewal = renew !== undefined && outcome === 'next' && renewEveryMs > 0 ? setInterval(renew, renewEveryMs) : undefined;
+        renewal?.unref();
+        const release = (finished: boolean): void => {
+          if (renewal !== undefined) clearInterval(renewal);
+          t?.release(finished && admitted);
+          lease?.();
+        };
+        // The handler runs only on 'next'; otherwise nothing holds the slot.
+        if (outcome === 'next') hold(out.raw, release);
+        else release(false);
+        return outcome;
       } catch (error) {
+        ticket?.release(false);
         safeLog(
           logger,
           'error',

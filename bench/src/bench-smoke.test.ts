@@ -29,7 +29,7 @@ describe('pnpm bench --smoke', () => {
     for (const heading of [
       '## Machine',
       '## Versions',
-      '## Targets (issue 5)',
+      '## Targets (issues 5 and 12)',
       '## A. Decisions in process',
       '## B. Redis',
       '## C. HTTP',

@@ -295,7 +295,7 @@ export function renderResults(results: BenchResults, targets: readonly TargetChe
     '',
     `Settings: ${results.settings.join('; ')}.`,
     '',
-    '## Targets (issue 5)',
+    '## Targets (issues 5 and 12)',
     '',
     table(
       ['section', 'target', 'figure', 'verdict'],

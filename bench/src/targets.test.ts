@@ -138,6 +138,26 @@ describe('checkTargets', () => {
     return t.met;
   };
 
+  it('judges the cost of an attached exporter (issue 12) only when the run measured it', () => {
+    expect(targets.some((t) => t.target.includes('MeterProvider'))).toBe(false);
+    const base = results();
+    const observed = checkTargets({
+      ...base,
+      decisions: [
+        ...(base.decisions ?? []),
+        row('tollgate-gcra-otel', 'tollgate', '1key', 54),
+        row('tollgate-gcra-prometheus', 'tollgate', '1key', 60),
+      ],
+    });
+    const find = (prefix: string) => observed.find((t) => t.target.startsWith(prefix));
+    expect(find('gcra with an OpenTelemetry MeterProvider within 1.10x of without, 1 key')).toMatchObject({
+      met: true,
+      figure: '1.08x (54.0 ns vs 50.0 ns)',
+    });
+    expect(find('gcra with a prom-client registry within 1.10x of without, 1 key')?.met).toBe(false);
+    expect(find('gcra with an OpenTelemetry MeterProvider within 1.10x of without, 100k keys')?.met).toBeUndefined();
+  });
+
   it('judges section A against the fastest peer, rate-limiter-flexible, the Map floor and the heap budget', () => {
     expect(verdict('gcra faster than every peer, 1 key')).toBe(true);
     expect(verdict('gcra at least 1.25x the fastest peer, 100k keys')).toBe(true);

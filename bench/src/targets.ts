@@ -1,8 +1,9 @@
 /**
- * @module The targets of issue 5, checked against one run's figures. A target whose figures are
+ * @module The targets of issues 5 and 12 (observability overhead), checked against one run's figures. A target whose figures are
  * missing (its tollgate piece has not landed, or the cell failed) is "not measured", never "met".
  */
 import type { DecisionCellResult } from './decisions/decision-cell.js';
+import { OBSERVED_SUBJECTS } from './decisions/decision-subjects.js';
 import type { RedisCellResult } from './redis/redis-cell.js';
 import type { BenchResults, DecisionRow, HttpGroup, RedisRow } from './results.js';
 
@@ -46,6 +47,38 @@ function fastestPeer(rows: readonly DecisionRow[], scenario: string): { label: s
     if (best === undefined || r.outcome.nsPerDecision < best.ns) best = { label: r.subject, ns: r.outcome.nsPerDecision };
   }
   return best;
+}
+
+/**
+ * Issue 12: with an exporter attached (all instruments on), gcra's cost per decision stays within
+ * 1.10x of the same cell without one.
+ */
+function observabilityTargets(rows: readonly DecisionRow[], scenarios: readonly { id: string; label: string }[]): TargetCheck[] {
+  const out: TargetCheck[] = [];
+  // A run that left the observed subjects out (--smoke, --only) has nothing to compare.
+  if (!rows.some((r) => r.subject === OBSERVED_SUBJECTS.otel || r.subject === OBSERVED_SUBJECTS.prometheus)) return out;
+  for (const [subject, what] of [
+    [OBSERVED_SUBJECTS.otel, 'an OpenTelemetry MeterProvider'],
+    [OBSERVED_SUBJECTS.prometheus, 'a prom-client registry'],
+  ] as const) {
+    for (const s of scenarios) {
+      const target = `gcra with ${what} within 1.10x of without, ${s.label}`;
+      const without = cell(rows, DEFAULT_ALGORITHM_SUBJECT, s.id);
+      const withIt = cell(rows, subject, s.id);
+      if (without === undefined || withIt === undefined) {
+        out.push(notMeasured('A', target, 'cell missing'));
+        continue;
+      }
+      const ratio = withIt.nsPerDecision / without.nsPerDecision;
+      out.push({
+        section: 'A',
+        target,
+        figure: `${x(ratio)} (${ns(withIt.nsPerDecision)} vs ${ns(without.nsPerDecision)})`,
+        met: ratio <= 1.1,
+      });
+    }
+  }
+  return out;
 }
 
 function decisionTargets(rows: readonly DecisionRow[], scenarios: readonly { id: string; label: string }[]): TargetCheck[] {
@@ -231,6 +264,7 @@ function httpTargets(groups: readonly HttpGroup[]): TargetCheck[] {
 export function checkTargets(results: BenchResults): TargetCheck[] {
   return [
     ...(results.decisions === undefined ? [] : decisionTargets(results.decisions, results.decisionScenarios)),
+    ...(results.decisions === undefined ? [] : observabilityTargets(results.decisions, results.decisionScenarios)),
     ...(results.redis === undefined ? [] : redisTargets(results.redis.rows)),
     ...(results.http === undefined ? [] : httpTargets(results.http.groups)),
   ];

@@ -4,9 +4,12 @@
  * the harness awaits, and `allowed(result)` reads its verdict the way the peer's middleware does.
  */
 import LocalStore from '@fastify/rate-limit/store/LocalStore.js';
-import { type AlgorithmId, createLimiter, type Decision, MemoryStore } from '@tollgate/core';
+import { metrics } from '@opentelemetry/api';
+import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { type AlgorithmId, createLimiter, type Decision, MemoryStore, registerPrometheusMetrics } from '@tollgate/core';
 import { MemoryStore as ErlMemoryStore, type Options as ErlOptions } from 'express-rate-limit';
 import MemoryLimiter from 'koa-ratelimit/limiter/memory.js';
+import { Registry } from 'prom-client';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { flexibleConsume } from '../flexible-consume.js';
 
@@ -62,6 +65,50 @@ function tollgate(algorithm: AlgorithmId): SubjectSpec {
         close: () => store.close(),
       };
       return subject as DecisionSubject;
+    },
+  };
+}
+
+/** Subject ids of tollgate gcra with an exporter attached (issue 12: the cost of observability). */
+export const OBSERVED_SUBJECTS = { otel: 'tollgate-gcra-otel', prometheus: 'tollgate-gcra-prometheus' } as const;
+
+/**
+ * tollgate gcra as above, with a metrics exporter attached before the limiter is created: the
+ * OpenTelemetry SDK as the global MeterProvider (every instrument registered, collected every second
+ * into an in-memory exporter), or a prom-client registry. Compared with `tollgate-gcra` (no provider).
+ */
+function observed(exporter: keyof typeof OBSERVED_SUBJECTS): SubjectSpec {
+  const gcra = tollgate('gcra');
+  return {
+    id: OBSERVED_SUBJECTS[exporter],
+    label: exporter === 'otel' ? 'tollgate gcra + OpenTelemetry MeterProvider' : 'tollgate gcra + prom-client registry',
+    kind: 'tollgate',
+    create(setup) {
+      let detach: () => Promise<void>;
+      if (exporter === 'otel') {
+        const reader = new PeriodicExportingMetricReader({
+          exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
+          exportIntervalMillis: 1000,
+        });
+        const provider = new MeterProvider({ readers: [reader] });
+        metrics.setGlobalMeterProvider(provider);
+        detach = async () => {
+          metrics.disable();
+          await provider.shutdown();
+        };
+      } else {
+        const unregister = registerPrometheusMetrics({ registry: new Registry() });
+        detach = async () => unregister();
+      }
+      const subject = gcra.create(setup);
+      return {
+        decide: (key) => subject.decide(key),
+        allowed: (r) => subject.allowed(r),
+        close: () => {
+          subject.close();
+          void detach();
+        },
+      };
     },
   };
 }
@@ -164,6 +211,8 @@ const mapCounter: SubjectSpec = {
 
 export const DECISION_SUBJECTS: readonly SubjectSpec[] = [
   ...TOLLGATE_ALGORITHMS.map(tollgate),
+  observed('otel'),
+  observed('prometheus'),
   expressRateLimit,
   fastifyRateLimit,
   koaRatelimit,

@@ -5,6 +5,7 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { ShadowPolicyStats } from '@tollgate/core';
 import { createApp } from './app.js';
 
 /** A client: how many requests it sends at which second of each minute. */
@@ -37,6 +38,8 @@ export interface RolloutReport {
   readonly minutes: number;
   readonly rows: readonly ClientRow[];
   readonly totals: { requests: number; limited: number; shadowLimited: number; shadowOnly: number; enforcedOnly: number };
+  /** `limiter.stats().shadow`: the candidate's own record (agreement, intervals, affected keys). */
+  readonly shadow: readonly ShadowPolicyStats[];
 }
 
 export async function simulate(minutes = 3): Promise<RolloutReport> {
@@ -78,12 +81,26 @@ export async function simulate(minutes = 3): Promise<RolloutReport> {
   } finally {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
-  const { requests, limited, shadowLimited, shadowOnly, enforcedOnly } = limiter.stats();
-  return { minutes, rows: [...rows.values()], totals: { requests, limited, shadowLimited, shadowOnly, enforcedOnly } };
+  const { requests, limited, shadowLimited, shadowOnly, enforcedOnly, shadow } = limiter.stats();
+  return { minutes, rows: [...rows.values()], totals: { requests, limited, shadowLimited, shadowOnly, enforcedOnly }, shadow };
 }
 
 function pct(n: number, of: number): string {
   return of === 0 ? '0%' : `${((100 * n) / of).toFixed(1)}%`;
+}
+
+/** One line per shadow policy from `limiter.stats().shadow`: the numbers that decide the switch. */
+export function formatShadowVerdicts(shadow: readonly ShadowPolicyStats[]): string[] {
+  return shadow.flatMap((s) => {
+    const top = s.topKeys.map((k) => k.key.replace(/^client:/, ''));
+    const rates = s.intervals.map((i) => pct(i.wouldBlock, i.checks)).join(' ');
+    return [
+      `${s.name}: switching would block ${pct(s.wouldBlock, s.checks)} of requests, ${s.affectedKeys} client${s.affectedKeys === 1 ? '' : 's'}` +
+        (top.length === 0 ? '' : `, mostly ${top.slice(0, 2).join(' and ')}`) +
+        `; it agrees with the enforced verdict on ${pct(s.agreement * s.checks, s.checks)} of requests.`,
+      `${s.name}: would-block rate per ${s.intervalMs / 1000} s, last ${s.intervals.length} intervals: ${rates}`,
+    ];
+  });
 }
 
 /** The comparison as a table plus what it means for the switch. */
@@ -119,5 +136,6 @@ export function formatReport(report: RolloutReport): string {
       : `Switching would newly block ${pct(t.shadowOnly, t.requests)} of requests, all from: ${hit.join(', ')}. ` +
         'Clients within the rate see no change; decide for each listed one whether its bursts should pass (raise burst) ' +
         'or be smoothed (tell it, then switch).',
+    ...formatShadowVerdicts(report.shadow),
   ].join('\n');
 }

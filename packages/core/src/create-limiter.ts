@@ -13,6 +13,10 @@ import type { BreakerState } from './failure/node-health.js';
 import { CallFailure, StoreGuard } from './failure/store-guard.js';
 import { fromMilli, MILLI, requestCostToMilli, toMilli } from './internal/fixed-point.js';
 import { safeLog } from './logging.js';
+import { DecisionObserver, observerSetup } from './observability/decision-observer.js';
+import type { HotKeysReport } from './observability/hot-keys.js';
+import type { ShadowPolicyStats } from './observability/shadow-stats.js';
+import { StoreTimer } from './observability/store-timer.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from './plans/compiled-plan.js';
 import type { CompiledPolicy } from './policy.js';
@@ -86,6 +90,8 @@ export interface LimiterStats {
   /** Store outage events: one per node per outage, however many checks it touched. */
   readonly outages: number;
   readonly policies: readonly PolicyStats[];
+  /** Per shadow policy: agreement, would-block rate over recent intervals, the keys it would block most. */
+  readonly shadow: readonly ShadowPolicyStats[];
 }
 
 /** Events a limiter reports besides its decisions. */
@@ -142,6 +148,8 @@ export interface Limiter {
   on<E extends keyof LimiterEvents>(event: E, listener: (payload: LimiterEvents[E]) => void): () => void;
   stats(): LimiterStats;
   resetStats(): void;
+  /** The `n` (default 10) keys rejected most, and most often near their limit, recently (see HotKeysReport). */
+  hotKeys(n?: number): HotKeysReport;
   /** Closes the store if the limiter created it, and the local fallback store. */
   close(): Promise<void>;
 }
@@ -194,6 +202,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const candidates = new Group();
   /** Identifies this limiter's receipts. */
   const issuer = {};
+  const observer = new DecisionObserver(observerSetup(compiled, config.shadowPolicies, mode, store.kind, now));
+  const timedStore = new StoreTimer(store, config.storeTimeoutMs);
 
   const listeners: { [E in keyof LimiterEvents]: Set<(payload: LimiterEvents[E]) => void> } = {
     'store-error': new Set(),
@@ -217,7 +227,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     logger,
     onStoreError,
     now: () => now(),
-    onBreaker: (state, node) => emit('breaker', { state, node }),
+    onBreaker: (state, node) => {
+      observer.storeState(state, node);
+      emit('breaker', { state, node });
+    },
   });
   // The failure mode per plan: each answers with its plan's policies (and their local twins).
   const fallbacks = new Map<CompiledPlan, Fallback>();
@@ -410,7 +423,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const seq = guard.next();
     let r: StoreResult | Promise<StoreResult>;
     try {
-      r = store.apply(t.storeKey, t.cp.storePlan, cost, at);
+      r = timedStore.apply(t.storeKey, t.cp.storePlan, cost, at);
     } catch (error) {
       return failed(t, cost, at, guard.failure(node, seq, error, false));
     }
@@ -425,7 +438,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return label(finish(t.key, cost, r, t.cp, t.cp.all, false), t, cost, r, at);
   }
 
+  /** Every decision goes out through the observer (metrics, diagnostics channel, hot keys, shadow record). */
   function decide(rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> {
+    const out = evaluate(rawKey, opts);
+    // evaluate() answers with a Decision, or with a native Promise (of the store guard's chain).
+    return out instanceof Promise ? observeLater(out, opts) : observer.observe(out, opts);
+  }
+
+  /** Apart from decide(), so that the closure's context is allocated on the asynchronous path only. */
+  function observeLater(out: Promise<Decision>, opts: CheckOptions | undefined): Promise<Decision> {
+    return out.then((d) => observer.observe(d, opts));
+  }
+
+  function evaluate(rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> {
     const t = target(rawKey, opts);
     const cost = costOf(opts, defaultCost);
     const starting = guard.starting();
@@ -545,6 +570,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         policies: [...compiled.values()].flatMap((cp) =>
           cp.all.map((p, i) => ({ name: p.name, plan: cp.name, shadow: p.shadow, rejected: cp.rejected[i] as number })),
         ),
+        shadow: observer.shadowStats(),
       };
     },
     resetStats() {
@@ -556,8 +582,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
       storeErrors = 0;
       guard.resetStats();
       for (const cp of compiled.values()) cp.rejected.fill(0);
+      observer.resetStats();
+    },
+    hotKeys(n = 10) {
+      return observer.hotKeys(n);
     },
     async close() {
+      observer.close();
       for (const f of fallbacks.values()) f.close();
       guard.close();
       if (config.ownsStore) await store.close?.();

@@ -58,6 +58,19 @@ export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } fr
 export { type ClosableResponse, waitUnlessClosed } from './http/shaping-delay.js';
 export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-proxies.js';
 export { consoleLogger, DEFAULT_LOG_RATE, formatLine, type LogFields, type LogFn, type Logger, type LogRateOptions } from './logging.js';
+export { DECISION_CHANNEL, type DecisionMessage } from './observability/decision-observer.js';
+export type { HotKey, HotKeysReport } from './observability/hot-keys.js';
+export { type InFlightPoint, type InFlightSource, reportInFlight } from './observability/in-flight.js';
+export { METRICS, type MetricDescriptor, RESULTS, type ResultName } from './observability/metric-names.js';
+export { METER_NAME } from './observability/otel-meter.js';
+export {
+  type PromCollector,
+  type PrometheusOptions,
+  type PromRegistryLike,
+  type PromSample,
+  registerPrometheusMetrics,
+} from './observability/prometheus.js';
+export type { AffectedKey, ShadowInterval, ShadowPolicyStats } from './observability/shadow-stats.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export type { RefundResult } from './plans/compiled-plan.js';
 export type { PlanOptions } from './plans/plan-options.js';

@@ -169,6 +169,14 @@ export interface CheckOptions {
    * `WRN_RL_UNKNOWN_PLAN` once per name. Defaults to the default plan.
    */
   plan?: string;
+  /**
+   * Telemetry only: the route template the request matched (`/users/:id`), reported as `http.route`.
+   * Never the raw URL: each distinct value is a metric series. The adapters set it where the framework
+   * knows the route. Defaults to none.
+   */
+  route?: string;
+  /** Telemetry only: the framework's request object, handed to `tollgate:decision` subscribers. Defaults to none. */
+  request?: unknown;
 }
 
 /** Options of one `refund()` call. */

@@ -33,6 +33,12 @@ export interface RateLimitMiddleware extends RequestHandler {
   readonly shedder: LoadShedder<Request> | undefined;
 }
 
+/** The matched route template (mount path + route path) when the middleware runs inside a route; never the raw URL. */
+function routeOf(req: Request): string | undefined {
+  const path = (req.route as { path?: unknown } | undefined)?.path;
+  return typeof path === 'string' ? req.baseUrl + path : undefined;
+}
+
 /**
  * Creates the middleware; options are validated here, once (`RateLimitConfigError`). Mount it on the app
  * for a global limit, or on a router or path (`app.use('/api', rateLimit(...))`) for a per-route one.
@@ -46,7 +52,15 @@ export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware
   async function rateLimitMiddleware(req: Request, res: Response, next: NextFunction): Promise<void> {
     handler.checkTrustProxy("Express 'trust proxy'", isPermissiveTrustFunction(req.app.get('trust proxy fn')));
     const outcome = await handler.run(
-      { request: req, raw: req, remoteAddress: req.socket?.remoteAddress, headers: req.headers, method: req.method, url: req.originalUrl },
+      {
+        request: req,
+        raw: req,
+        remoteAddress: req.socket?.remoteAddress,
+        headers: req.headers,
+        method: req.method,
+        url: req.originalUrl,
+        route: routeOf(req),
+      },
       {
         raw: res,
         attach: (decision) => {

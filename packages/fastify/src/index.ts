@@ -86,6 +86,7 @@ function createHook(handler: RateLimitHandler<FastifyRequest>, ran: symbol) {
         headers: request.headers,
         method: request.method,
         url: request.url,
+        route: request.routeOptions.url,
         logger: request.log,
       },
       {

@@ -25,6 +25,12 @@ export interface RateLimitMiddleware extends Middleware {
   readonly shedder: LoadShedder<Context> | undefined;
 }
 
+/** The route template @koa/router matched (`ctx._matchedRoute`) when the middleware runs inside a route. */
+function routeOf(ctx: Context): string | undefined {
+  const route = (ctx as { _matchedRoute?: unknown })._matchedRoute;
+  return typeof route === 'string' ? route : undefined;
+}
+
 /**
  * Creates the middleware; options are validated here, once (`RateLimitConfigError`). Use it on the app
  * for a global limit, or on a router's route for a per-route one.
@@ -48,6 +54,7 @@ export function rateLimit(options: KoaRateLimitOptions): RateLimitMiddleware {
         headers: ctx.req.headers,
         method: ctx.method,
         url: ctx.originalUrl,
+        route: routeOf(ctx),
       },
       {
         raw: ctx.res,

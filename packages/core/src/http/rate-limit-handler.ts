@@ -39,6 +39,8 @@ export interface RequestInput<Req> {
   readonly headers: HeaderBag;
   readonly method: string;
   readonly url: string;
+  /** The route template the framework matched (`/users/:id`), for the `http.route` metric attribute; never the raw URL. */
+  readonly route?: string | undefined;
   /** A request-scoped logger (Fastify's `request.log`), used when the user set no `logger`. */
   readonly logger?: Logger;
   /**
@@ -358,8 +360,8 @@ export function createRateLimitHandler<Req>(
     }
     // A request waiting in a concurrency queue leaves it when the client goes away.
     const signal = queues && response !== undefined ? abortOnClose(response) : undefined;
-    const checkOptions =
-      cost === undefined && planName === undefined && signal === undefined ? undefined : { cost, plan: planName, signal };
+    // Always an object: the route and the request go to the decision event (metrics, diagnostics channel).
+    const checkOptions = { cost, plan: planName, signal, route: input.route, request };
     const pending = limiter.decide(target, checkOptions);
     const decision = isPromiseLike(pending) ? await pending : pending;
     report(decision, request, diagnostics);

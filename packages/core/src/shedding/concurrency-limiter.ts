@@ -611,8 +611,20 @@ export function createConcurrencyLimiter(options: LimiterOptions, make: (options
     defaultPlan: 'default',
     mode,
     on: () => () => {},
-    stats: () => ({ requests: 0, limited: 0, shadowLimited: 0, shadowOnly: 0, enforcedOnly: 0, storeErrors: 0, outages: 0, policies: [] }),
+    stats: () => ({
+      requests: 0,
+      limited: 0,
+      shadowLimited: 0,
+      shadowOnly: 0,
+      enforcedOnly: 0,
+      storeErrors: 0,
+      outages: 0,
+      policies: [],
+      shadow: [],
+    }),
     resetStats() {},
+    // No rate policy, so no sketch: concurrency refusals are not counted as hot keys yet.
+    hotKeys: () => ({ rejected: [], nearLimit: [], windowMs: 0, size: 0, errorBound: 0 }),
     async close() {},
   };
   return {

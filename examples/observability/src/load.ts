@@ -1,0 +1,71 @@
+/**
+ * @module Synthetic load on loopback, bounded in rate, concurrency and time: a crowd of well-behaved
+ * clients, one that hammers the items route, and a searcher that sends deep (costly) searches and a client whose exports get shaped, so every
+ * panel of the dashboard has something to show.
+ */
+
+export interface LoadOptions {
+  /** Base URL of the app; must be a loopback address. */
+  readonly url: string;
+  /** How long to run. Defaults to 60 s; at most 10 minutes. */
+  readonly durationMs?: number;
+  /** Requests per second, all clients together. Defaults to 200; at most 1000. */
+  readonly rate?: number;
+  /** Stops early when aborted. */
+  readonly signal?: AbortSignal;
+}
+
+export interface LoadSummary {
+  readonly sent: number;
+  readonly byStatus: Readonly<Record<string, number>>;
+}
+
+const MAX_DURATION_MS = 600_000;
+const MAX_RATE = 1000;
+const IN_FLIGHT = 8;
+
+/** The next request of the mix: path and client. */
+function pick(i: number): { path: string; client: string } {
+  const r = i % 20;
+  if (r < 8) return { path: `/api/items/${i % 97}`, client: 'hammer' };
+  if (r < 14) return { path: `/api/items/${i % 97}`, client: `user-${i % 50}` };
+  if (r < 16) return { path: '/api/search', client: `user-${i % 50}` };
+  if (r < 19) return { path: '/api/search?deep=1', client: 'analyst' };
+  return { path: '/api/export', client: 'exporter' };
+}
+
+function isLoopback(url: string): boolean {
+  const host = new URL(url).hostname;
+  return host === '127.0.0.1' || host === 'localhost' || host === '[::1]';
+}
+
+export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
+  if (!isLoopback(options.url)) throw new RangeError(`synthetic load only targets loopback addresses; received ${options.url}`);
+  const durationMs = Math.min(options.durationMs ?? 60_000, MAX_DURATION_MS);
+  const rate = Math.min(options.rate ?? 200, MAX_RATE);
+  const intervalMs = 1000 / rate;
+  const byStatus: Record<string, number> = {};
+  const end = Date.now() + durationMs;
+  let next = 0;
+  let sent = 0;
+  const worker = async (): Promise<void> => {
+    while (Date.now() < end && options.signal?.aborted !== true) {
+      const i = next++;
+      const due = end - durationMs + i * intervalMs;
+      const wait = due - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      if (Date.now() >= end) return;
+      const { path, client } = pick(i);
+      try {
+        const res = await fetch(`${options.url}${path}`, { headers: { 'x-client': client } });
+        await res.arrayBuffer();
+        byStatus[res.status] = (byStatus[res.status] ?? 0) + 1;
+      } catch {
+        byStatus.error = (byStatus.error ?? 0) + 1;
+      }
+      sent += 1;
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  return { sent, byStatus };
+}

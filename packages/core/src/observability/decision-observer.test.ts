@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { createLimiter } from '../create-limiter.js';
+import { counterCells, exporters } from './metric-store.js';
+
+function virtualClock(start = 1_000_000) {
+  let t = start;
+  const clock = () => t;
+  return Object.assign(clock, { advance: (ms: number) => (t += ms) });
+}
+
+describe('decision observer', () => {
+  it('tallies nothing while no exporter is attached (no MeterProvider, no Prometheus registry)', async () => {
+    expect(exporters.attached).toBe(false);
+    const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 1000 }] });
+    await limiter.check('a');
+    await limiter.check('a');
+    expect([...counterCells('requests')]).toEqual([]);
+  });
+});
+
+describe('limiter.hotKeys()', () => {
+  it('ranks the most rejected keys and the keys that run near their limit', () => {
+    const clock = virtualClock();
+    const limiter = createLimiter({ policies: [{ name: 'api', algorithm: 'fixed-window', limit: 10, windowMs: 60_000 }], clock });
+    for (let i = 0; i < 30; i++) limiter.decide('attacker');
+    for (let i = 0; i < 12; i++) limiter.decide('busy');
+    for (let i = 0; i < 10; i++) limiter.decide('careful');
+    for (let i = 0; i < 3; i++) limiter.decide(`calm-${i}`);
+    const report = limiter.hotKeys(2);
+    expect(report.rejected).toEqual([
+      { key: 'attacker', count: 20, error: 0, policy: 'api', remaining: 0 },
+      { key: 'busy', count: 2, error: 0, policy: 'api', remaining: 0 },
+    ]);
+    // Admitted with at most 1 of 10 left: the 9th and 10th request of each key that got that far.
+    expect(report.nearLimit.map((k) => [k.key, k.count])).toEqual([
+      ['attacker', 2],
+      ['busy', 2],
+    ]);
+    expect(report.errorBound).toBe(22 / report.size);
+  });
+
+  it('forgets keys after two quiet epochs', () => {
+    const clock = virtualClock();
+    const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 1000 }], clock });
+    limiter.decide('k');
+    limiter.decide('k');
+    expect(limiter.hotKeys().rejected).toHaveLength(1);
+    clock.advance(60_000);
+    expect(limiter.hotKeys().rejected.map((k) => k.key)).toEqual(['k']);
+    clock.advance(60_000);
+    expect(limiter.hotKeys().rejected).toEqual([]);
+  });
+});
+
+describe('limiter.stats().shadow', () => {
+  it('gives each shadow policy its agreement, would-block rate over intervals and most affected keys', () => {
+    const clock = virtualClock(0);
+    const limiter = createLimiter({
+      policies: [{ name: 'live', algorithm: 'fixed-window', limit: 100, windowMs: 1_000_000 }],
+      shadow: { policies: [{ name: 'strict', algorithm: 'fixed-window', limit: 2, windowMs: 1_000_000 }] },
+      clock,
+    });
+    for (let i = 0; i < 5; i++) limiter.decide('heavy');
+    clock.advance(10_000);
+    for (let i = 0; i < 3; i++) limiter.decide('medium');
+    limiter.decide('light');
+    const [strict] = limiter.stats().shadow;
+    expect(strict).toMatchObject({
+      name: 'strict',
+      checks: 9,
+      wouldBlock: 4,
+      shadowOnly: 4,
+      enforcedOnly: 0,
+      affectedKeys: 2,
+      intervalMs: 10_000,
+    });
+    expect(strict?.agreement).toBeCloseTo(5 / 9);
+    expect(strict?.wouldBlockRate).toBeCloseTo(4 / 9);
+    expect(strict?.topKeys[0]).toEqual({ key: 'heavy', count: 3, error: 0 });
+    expect(strict?.intervals).toEqual([
+      { startMs: 0, checks: 5, wouldBlock: 3 },
+      { startMs: 10_000, checks: 4, wouldBlock: 1 },
+    ]);
+    limiter.resetStats();
+    expect(limiter.stats().shadow[0]).toMatchObject({ checks: 0, wouldBlock: 0, agreement: 1, topKeys: [] });
+  });
+
+  it('keeps a ring of at most 12 intervals', () => {
+    const clock = virtualClock(0);
+    const limiter = createLimiter({
+      policies: [{ limit: 100, windowMs: 1000 }],
+      shadow: { policies: [{ name: 'next', limit: 1, windowMs: 1000 }] },
+      clock,
+    });
+    for (let i = 0; i < 20; i++) {
+      limiter.decide(`k${i}`);
+      clock.advance(10_000);
+    }
+    const intervals = limiter.stats().shadow[0]?.intervals ?? [];
+    expect(intervals).toHaveLength(12);
+    expect(intervals.at(-1)?.startMs).toBe(200_000);
+    expect(intervals[0]?.startMs).toBe(90_000);
+  });
+});

@@ -1,0 +1,307 @@
+/**
+ * @module The one decision event. The limiter hands every Decision it builds (and the timing of every
+ * store call) to its observer, which feeds what listens: the metric cells read by OpenTelemetry and
+ * prom-client, the `tollgate:decision` diagnostics channel, the active trace span, the hot-key
+ * sketches and the shadow-rollout record. Each consumer is behind one cheap check (an exporter is
+ * attached, the channel has subscribers, a span records), so a limiter nobody watches pays a few
+ * branches per decision; hot keys and the shadow record are always kept (fixed memory).
+ */
+import { channel } from 'node:diagnostics_channel';
+import type { BreakerState } from '../failure/node-health.js';
+import { WHOLE_STORE } from '../failure/store-guard.js';
+import type { CompiledPlan } from '../plans/compiled-plan.js';
+import type { CompiledPolicy } from '../policy.js';
+import type { CheckOptions, Decision } from '../types.js';
+import { HotKeys, type HotKeysReport, NEAR_LIMIT_SHARE } from './hot-keys.js';
+import { MAX_ROUTES, RESULTS, type ResultName, ROUTE_OVERFLOW, SHADOW_VERDICTS, STORE_STATES } from './metric-names.js';
+import {
+  addGaugeSource,
+  type CounterCell,
+  counterCell,
+  exporters,
+  type GaugePoint,
+  type HistogramCell,
+  histogramCell,
+} from './metric-store.js';
+import { probeMeterProvider, recordingSpan, recordShapingDelay } from './otel-meter.js';
+import { type ShadowPolicyStats, ShadowPolicyTracker } from './shadow-stats.js';
+
+/** The diagnostics channel every decision is published on. */
+export const DECISION_CHANNEL = 'tollgate:decision';
+const decisionChannel = channel(DECISION_CHANNEL);
+
+/** What `tollgate:decision` subscribers receive. */
+export interface DecisionMessage {
+  readonly decision: Decision;
+  /** The framework's request object (Express `req`, Fastify `request`, Koa `ctx`); undefined for direct `check()` calls. */
+  readonly request: unknown;
+  /** The route template, where the framework knows it (`/users/:id`); never the raw URL. */
+  readonly route: string | undefined;
+  /** The store the limiter uses (`memory`, `redis`). */
+  readonly store: string;
+}
+
+/** Hot-key sketch size (keys monitored per sketch and epoch) and epoch length. */
+const HOT_KEYS_SIZE = 128;
+const HOT_KEYS_EPOCH_MS = 60_000;
+/** Shadow record: a ring of 12 intervals of 10 s, two minutes of history. */
+const SHADOW_INTERVAL_MS = 10_000;
+const SHADOW_RING = 12;
+
+const RESULT_COUNT = RESULTS.length;
+const STATE_NAMES: Readonly<Record<BreakerState, (typeof STORE_STATES)[number]>> = {
+  closed: 'closed',
+  'half-open': 'half_open',
+  open: 'open',
+};
+
+/** The index in RESULTS of a decision's `tollgate.result`. */
+export function resultIndex(d: Decision): number {
+  const reason: string = d.reason;
+  if (reason === 'cost-exceeds-capacity') return 3;
+  if (reason === 'shed') return 5;
+  if (d.degraded) return 4;
+  if (d.limited) return d.mode === 'shadow' ? 2 : 1;
+  return 0;
+}
+
+/** The `tollgate.result` of a decision. */
+export function resultOf(d: Decision): ResultName {
+  return RESULTS[resultIndex(d)] as ResultName;
+}
+
+export interface ObserverSetup {
+  /** The enforced policies of every plan (one per name), then the shadow policies, in order. */
+  readonly policies: readonly CompiledPolicy[];
+  readonly enforcedCount: number;
+  /** True when the limiter has several plans: decisions then carry `tollgate.plan`. */
+  readonly plans: boolean;
+  readonly mode: 'enforce' | 'shadow';
+  readonly storeKind: string;
+  readonly clock: () => number;
+}
+
+/** The observer's view of a limiter's plans: each enforced policy name once (the largest capacity), then the shadow policies. */
+export function observerSetup(
+  plans: ReadonlyMap<string, CompiledPlan>,
+  shadowPolicies: readonly CompiledPolicy[],
+  mode: 'enforce' | 'shadow',
+  storeKind: string,
+  clock: () => number,
+): ObserverSetup {
+  const byName = new Map<string, CompiledPolicy>();
+  for (const cp of plans.values()) {
+    for (const p of cp.all.slice(0, cp.enforcedCount)) {
+      const seen = byName.get(p.name);
+      if (seen === undefined || p.capacity > seen.capacity) byName.set(p.name, p);
+    }
+  }
+  const enforced = [...byName.values()];
+  return { policies: [...enforced, ...shadowPolicies], enforcedCount: enforced.length, plans: plans.size > 1, mode, storeKind, clock };
+}
+
+export class DecisionObserver {
+  private readonly names: readonly string[];
+  private readonly index = new Map<string, number>();
+  /** Request-counter cells by route/plan ('' for none), policy-major then result. */
+  private readonly cells = new Map<string, (CounterCell | undefined)[]>();
+  private readonly routes = new Set<string>();
+  private readonly plainCells: (CounterCell | undefined)[];
+  private readonly shadowCells: (CounterCell | undefined)[];
+  private readonly delayCells = new Map<string, HistogramCell>();
+  private readonly hot: HotKeys;
+  private readonly shadow: readonly ShadowPolicyTracker[];
+  private readonly hasShadow: boolean;
+  /** Near-limit thresholds: the single policy's, and the largest over the enforced ones (a prefilter). */
+  private readonly nearSingle: number;
+  private readonly nearMax: number;
+  private readonly nearByName = new Map<string, number>();
+  private lastNow = 0;
+  /** The limiter's clock, read after the decision: a clock that throws or misbehaves now keeps the last good time. */
+  private readonly now = (): number => {
+    try {
+      const t = this.setup.clock();
+      if (Number.isFinite(t)) this.lastNow = t;
+    } catch {
+      // The decision is made; a bad clock must not turn it into an error.
+    }
+    return this.lastNow;
+  };
+  /** Breaker state per store node; a store that does not tell nodes apart is one node, WHOLE_STORE. */
+  private readonly states = new Map<string, BreakerState>([[WHOLE_STORE, 'closed']]);
+  private readonly gauge: () => GaugePoint[];
+  private readonly stopGauge: () => void;
+
+  constructor(private readonly setup: ObserverSetup) {
+    const { policies, enforcedCount } = setup;
+    const clock = this.now;
+    this.names = policies.map((p) => p.name);
+    policies.forEach((p, i) => {
+      this.index.set(p.name, i);
+    });
+    this.plainCells = new Array(policies.length * RESULT_COUNT);
+    this.shadowCells = new Array(policies.length * SHADOW_VERDICTS.length);
+    this.hot = new HotKeys(HOT_KEYS_SIZE, HOT_KEYS_EPOCH_MS, clock);
+    this.shadow = policies.slice(enforcedCount).map((p) => new ShadowPolicyTracker(p.name, SHADOW_INTERVAL_MS, SHADOW_RING));
+    this.hasShadow = this.shadow.length > 0;
+    let nearMax = 0;
+    for (const p of policies.slice(0, enforcedCount)) {
+      const near = p.capacity * NEAR_LIMIT_SHARE;
+      this.nearByName.set(p.name, near);
+      if (near > nearMax) nearMax = near;
+    }
+    this.nearMax = nearMax;
+    this.nearSingle = enforcedCount === 1 ? nearMax : -1;
+    this.gauge = () => {
+      const points: GaugePoint[] = [];
+      for (const [node, state] of this.states) {
+        for (const s of STORE_STATES) {
+          const labels =
+            node === WHOLE_STORE
+              ? { storeKind: setup.storeKind, storeState: s }
+              : { storeKind: setup.storeKind, storeState: s, storeNode: node };
+          points.push({ labels, value: STATE_NAMES[state] === s ? 1 : 0 });
+        }
+      }
+      return points;
+    };
+    this.stopGauge = addGaugeSource('storeState', this.gauge);
+    probeMeterProvider();
+  }
+
+  /** Feeds every consumer with `d`; returns it. `options` carries the route and request of an HTTP request. */
+  observe(d: Decision, options: CheckOptions | undefined): Decision {
+    // The common case, nobody watching and plenty left: two reads and three compares.
+    if (d.remaining > this.nearMax && options === undefined && !exporters.attached && !this.hasShadow && !decisionChannel.hasSubscribers)
+      return d;
+    return this.observeAll(d, options);
+  }
+
+  private observeAll(d: Decision, options: CheckOptions | undefined): Decision {
+    if (d.reason === 'limited') {
+      this.hot.rejected(d.key, d.policy);
+    } else if (d.remaining <= this.nearMax && !d.limited) {
+      const near = this.nearSingle >= 0 ? this.nearSingle : (this.nearByName.get(d.policy) ?? -1);
+      if (d.remaining <= near) this.hot.near(d.key, d.policy, d.remaining);
+    }
+    if (this.hasShadow && d.shadow !== undefined) this.recordShadow(d);
+    if (exporters.attached) this.count(d, options);
+    if (decisionChannel.hasSubscribers) {
+      const message: DecisionMessage = { decision: d, request: options?.request, route: options?.route, store: this.setup.storeKind };
+      decisionChannel.publish(message);
+    }
+    if (options?.request !== undefined) this.annotateSpan(d);
+    return d;
+  }
+
+  /** The breaker of the store node `node` moved to `state`. Nodes are few (connections, Cluster masters). */
+  storeState(state: BreakerState, node: string): void {
+    if (node !== WHOLE_STORE) this.states.delete(WHOLE_STORE);
+    this.states.set(node, state);
+  }
+
+  hotKeys(n: number): HotKeysReport {
+    return this.hot.report(n);
+  }
+
+  shadowStats(): ShadowPolicyStats[] {
+    if (this.shadow.length === 0) return [];
+    const now = this.now();
+    return this.shadow.map((t) => t.snapshot(now));
+  }
+
+  resetStats(): void {
+    if (this.shadow.length === 0) return;
+    const now = this.now();
+    for (const t of this.shadow) t.reset(now);
+  }
+
+  close(): void {
+    this.stopGauge();
+  }
+
+  private recordShadow(d: Decision): void {
+    const verdict = d.shadow;
+    if (verdict === undefined) return;
+    const now = this.now();
+    const enforcedBlocks = d.limited;
+    const { enforcedCount } = this.setup;
+    for (let i = 0; i < this.shadow.length; i++) {
+      const r = verdict.policies[i];
+      if (r === undefined) continue;
+      const shadowBlocks = !r.allowed;
+      (this.shadow[i] as ShadowPolicyTracker).record(d.key, shadowBlocks, enforcedBlocks, now);
+      if (exporters.attached) {
+        const v = shadowBlocks ? (enforcedBlocks ? 1 : 2) : enforcedBlocks ? 3 : 0;
+        const slot = (enforcedCount + i) * SHADOW_VERDICTS.length + v;
+        let cell = this.shadowCells[slot];
+        if (cell === undefined) {
+          cell = counterCell('shadowVerdicts', { policy: r.name, shadowVerdict: SHADOW_VERDICTS[v] });
+          this.shadowCells[slot] = cell;
+        }
+        cell.value += 1;
+      }
+    }
+  }
+
+  private count(d: Decision, options: CheckOptions | undefined): void {
+    const result = resultIndex(d);
+    const policy = this.names.length === 1 ? 0 : (this.index.get(d.policy) ?? -1);
+    const plan = this.setup.plans ? d.plan : undefined;
+    const route = options?.route === undefined ? undefined : this.boundedRoute(options.route);
+    const cells = route === undefined && plan === undefined ? this.plainCells : this.cellsFor(route, plan);
+    const slot = policy < 0 ? -1 : policy * RESULT_COUNT + result;
+    let cell = slot < 0 ? undefined : cells[slot];
+    if (cell === undefined) {
+      cell = counterCell('requests', {
+        policy: d.policy,
+        result: RESULTS[result] as ResultName,
+        mode: d.mode,
+        ...(route === undefined ? {} : { route }),
+        ...(plan === undefined ? {} : { plan }),
+      });
+      if (slot >= 0) cells[slot] = cell;
+    }
+    cell.value += 1;
+    if (d.delayMs > 0) {
+      let delay = this.delayCells.get(d.policy);
+      if (delay === undefined) {
+        delay = histogramCell('shapingDelay', { policy: d.policy });
+        this.delayCells.set(d.policy, delay);
+      }
+      delay.record(d.delayMs / 1000);
+      recordShapingDelay(d.delayMs / 1000, delay.attributes);
+    }
+  }
+
+  private cellsFor(route: string | undefined, plan: string | undefined): (CounterCell | undefined)[] {
+    const key = `${route ?? ''}\u0000${plan ?? ''}`;
+    let cells = this.cells.get(key);
+    if (cells === undefined) {
+      cells = new Array(this.names.length * RESULT_COUNT);
+      this.cells.set(key, cells);
+    }
+    return cells;
+  }
+
+  /** The route itself for the first MAX_ROUTES distinct routes, then ROUTE_OVERFLOW: cardinality stays bounded. */
+  private boundedRoute(route: string): string {
+    if (this.routes.has(route)) return route;
+    if (this.routes.size >= MAX_ROUTES) return ROUTE_OVERFLOW;
+    this.routes.add(route);
+    return route;
+  }
+
+  private annotateSpan(d: Decision): void {
+    const span = recordingSpan();
+    if (span === undefined) return;
+    span.addEvent('tollgate.decision', {
+      'tollgate.policy': d.policy,
+      'tollgate.result': resultOf(d),
+      'tollgate.mode': d.mode,
+      'tollgate.remaining': d.remaining,
+      'tollgate.retry_after_ms': d.retryAfterMs,
+      'tollgate.degraded': d.degraded,
+    });
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * @module `limiter.hotKeys(n)`: who is hammering us. Two Space-Saving sketches, one fed by rejected
+ * decisions, one by admitted decisions that left the binding policy with at most a tenth of its capacity.
+ * "Recent" is two epochs of `epochMs` (a minute by default): the current one and the one before, so a
+ * report always covers between one and two epochs. Memory is fixed (2 kinds x 2 epochs x `size` keys)
+ * whatever the key cardinality.
+ */
+import { type SketchEntry, SpaceSaving } from './space-saving.js';
+
+/** One key of `limiter.hotKeys()`. */
+export interface HotKey {
+  readonly key: string;
+  /** Decisions counted for this key in the recent epochs: an upper bound, at most `error` above the truth. */
+  readonly count: number;
+  /** The most `count` may overestimate; 0 means exact. */
+  readonly error: number;
+  /** The binding policy at the key's latest counted decision. */
+  readonly policy: string;
+  /** What that policy had left then (0 on a rejection). */
+  readonly remaining: number;
+}
+
+/** What `limiter.hotKeys(n)` returns. */
+export interface HotKeysReport {
+  /** Keys rejected most often recently, most first. */
+  readonly rejected: readonly HotKey[];
+  /** Keys admitted most often at or under a tenth of their capacity recently, most first. */
+  readonly nearLimit: readonly HotKey[];
+  /** The span the report covers, in milliseconds (one to two epochs). */
+  readonly windowMs: number;
+  /** Keys each sketch monitors per epoch. */
+  readonly size: number;
+  /**
+   * Space-Saving's bound for this report: no count is more than this above the truth, and every key
+   * rejected more than this many times is in `rejected` (N / size, N the rejections in the window).
+   */
+  readonly errorBound: number;
+}
+
+/** Admitted decisions count as near the limit when the binding policy keeps at most this share of capacity. */
+export const NEAR_LIMIT_SHARE = 0.1;
+
+export class HotKeys {
+  private rejectedNow: SpaceSaving;
+  private rejectedBefore: SpaceSaving;
+  private nearNow: SpaceSaving;
+  private nearBefore: SpaceSaving;
+  private epochStart: number;
+  private offers = 0;
+
+  constructor(
+    readonly size: number,
+    readonly epochMs: number,
+    private readonly clock: () => number,
+  ) {
+    this.rejectedNow = new SpaceSaving(size);
+    this.rejectedBefore = new SpaceSaving(size);
+    this.nearNow = new SpaceSaving(size);
+    this.nearBefore = new SpaceSaving(size);
+    this.epochStart = Number.NaN;
+  }
+
+  rejected(key: string, policy: string): void {
+    if ((++this.offers & 255) === 1) this.rotate(this.clock());
+    this.rejectedNow.offer(key, policy, 0);
+  }
+
+  near(key: string, policy: string, remaining: number): void {
+    if ((++this.offers & 255) === 1) this.rotate(this.clock());
+    this.nearNow.offer(key, policy, remaining);
+  }
+
+  report(n: number): HotKeysReport {
+    const now = this.clock();
+    this.rotate(now);
+    const rejected = merge(this.rejectedNow, this.rejectedBefore, n);
+    return {
+      rejected,
+      nearLimit: merge(this.nearNow, this.nearBefore, n),
+      windowMs: now - this.epochStart + this.epochMs,
+      size: this.size,
+      errorBound: (this.rejectedNow.total + this.rejectedBefore.total) / this.size,
+    };
+  }
+
+  private rotate(now: number): void {
+    if (Number.isNaN(this.epochStart)) this.epochStart = now;
+    const elapsed = now - this.epochStart;
+    if (elapsed < this.epochMs) return;
+    const swapR = this.rejectedBefore;
+    const swapN = this.nearBefore;
+    swapR.clear();
+    swapN.clear();
+    if (elapsed >= 2 * this.epochMs) {
+      // Idle for more than two epochs: both are stale.
+      this.rejectedNow.clear();
+      this.nearNow.clear();
+    }
+    this.rejectedBefore = this.rejectedNow;
+    this.nearBefore = this.nearNow;
+    this.rejectedNow = swapR;
+    this.nearNow = swapN;
+    this.epochStart = now - (elapsed % this.epochMs);
+  }
+}
+
+/** Sums two epochs' sketches (counts and errors add), heaviest first. */
+function merge(now: SpaceSaving, before: SpaceSaving, n: number): HotKey[] {
+  const byKey = new Map<string, { count: number; error: number; latest: SketchEntry }>();
+  for (const e of before.entries()) byKey.set(e.key, { count: e.count, error: e.error + now.minimumIfFull(), latest: e });
+  for (const e of now.entries()) {
+    const seen = byKey.get(e.key);
+    if (seen === undefined)
+      byKey.set(e.key, { count: e.count + before.minimumIfFull(), error: e.error + before.minimumIfFull(), latest: e });
+    else
+      byKey.set(e.key, { count: seen.count - now.minimumIfFull() + e.count, error: seen.error - now.minimumIfFull() + e.error, latest: e });
+  }
+  return [...byKey.entries()]
+    .map(([key, v]) => ({ key, count: v.count, error: v.error, policy: v.latest.label, remaining: v.latest.note }))
+    .sort((a, b) => b.count - b.error - (a.count - a.error) || b.count - a.count)
+    .slice(0, n);
+}

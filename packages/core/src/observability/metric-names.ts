@@ -1,0 +1,131 @@
+/**
+ * @module The names of tollgate's metrics, in OpenTelemetry and in Prometheus: one table that the
+ * OpenTelemetry meter, the prom-client bridge, the README's metric table and the dashboard's test read,
+ * so a series can never be renamed in one place only. Attribute values are bounded sets: keys never
+ * become attributes.
+ */
+
+/** `tollgate.result` of a decision. */
+export const RESULTS = ['allowed', 'limited', 'shadow_limited', 'cost_exceeds_capacity', 'store_error', 'shed'] as const;
+export type ResultName = (typeof RESULTS)[number];
+
+/** `tollgate.store.outcome` of one store call. */
+export const STORE_OUTCOMES = ['ok', 'error', 'timeout'] as const;
+export type StoreOutcome = (typeof STORE_OUTCOMES)[number];
+
+/** `tollgate.store.state`: the store's circuit breaker (or, per node, its health). */
+export const STORE_STATES = ['closed', 'half_open', 'open'] as const;
+export type StoreStateName = (typeof STORE_STATES)[number];
+
+/**
+ * `tollgate.shadow.verdict`: one shadow policy's verdict against the enforced one. `agree_allowed` and
+ * `agree_limited` agree; `shadow_only` is what switching would newly block, `enforced_only` what it would let through.
+ */
+export const SHADOW_VERDICTS = ['agree_allowed', 'agree_limited', 'shadow_only', 'enforced_only'] as const;
+export type ShadowVerdictName = (typeof SHADOW_VERDICTS)[number];
+
+/** Attribute names (OpenTelemetry) and their Prometheus labels. */
+export const ATTRIBUTES = {
+  policy: { otel: 'tollgate.policy', prom: 'policy' },
+  result: { otel: 'tollgate.result', prom: 'result' },
+  mode: { otel: 'tollgate.mode', prom: 'mode' },
+  route: { otel: 'http.route', prom: 'route' },
+  plan: { otel: 'tollgate.plan', prom: 'plan' },
+  storeKind: { otel: 'tollgate.store.kind', prom: 'store' },
+  storeOutcome: { otel: 'tollgate.store.outcome', prom: 'outcome' },
+  storeState: { otel: 'tollgate.store.state', prom: 'state' },
+  storeNode: { otel: 'tollgate.store.node', prom: 'node' },
+  shadowVerdict: { otel: 'tollgate.shadow.verdict', prom: 'verdict' },
+} as const;
+export type AttributeId = keyof typeof ATTRIBUTES;
+
+/** One metric as both exporters name it. */
+export interface MetricDescriptor {
+  readonly otel: string;
+  readonly prom: string;
+  readonly type: 'counter' | 'histogram' | 'gauge' | 'updowncounter';
+  readonly unit: string;
+  readonly description: string;
+  /** Always present, then present only when known. */
+  readonly attributes: readonly AttributeId[];
+  readonly optionalAttributes: readonly AttributeId[];
+}
+
+export const METRICS = {
+  requests: {
+    otel: 'tollgate.requests',
+    prom: 'tollgate_requests_total',
+    type: 'counter',
+    unit: '{request}',
+    description: 'Rate-limit decisions, by binding policy and result.',
+    attributes: ['policy', 'result', 'mode'],
+    optionalAttributes: ['route', 'plan'],
+  },
+  storeDuration: {
+    otel: 'tollgate.store.duration',
+    prom: 'tollgate_store_duration_seconds',
+    type: 'histogram',
+    unit: 's',
+    description: 'Time of one store call (all policies of a decision); synchronous stores are sampled, 1 call in 1024.',
+    attributes: ['storeKind', 'storeOutcome'],
+    optionalAttributes: [],
+  },
+  shapingDelay: {
+    otel: 'tollgate.shaping.delay',
+    prom: 'tollgate_shaping_delay_seconds',
+    type: 'histogram',
+    unit: 's',
+    description: 'Delay given to shaped (leaky-bucket) requests that were admitted with a wait.',
+    attributes: ['policy'],
+    optionalAttributes: [],
+  },
+  shadowVerdicts: {
+    otel: 'tollgate.shadow.verdicts',
+    prom: 'tollgate_shadow_verdicts_total',
+    type: 'counter',
+    unit: '{request}',
+    description: "Each shadow policy's verdict against the enforced verdict.",
+    attributes: ['policy', 'shadowVerdict'],
+    optionalAttributes: [],
+  },
+  storeState: {
+    otel: 'tollgate.store.state',
+    prom: 'tollgate_store_state',
+    type: 'gauge',
+    unit: '{limiter}',
+    description: 'Limiters whose store is in each breaker state (closed is healthy).',
+    attributes: ['storeKind', 'storeState'],
+    optionalAttributes: ['storeNode'],
+  },
+  activeLeases: {
+    otel: 'tollgate.leases.active',
+    prom: 'tollgate_leases_active',
+    type: 'updowncounter',
+    unit: '{lease}',
+    description: 'Concurrency leases held now, where concurrency policies report them.',
+    attributes: ['policy'],
+    optionalAttributes: [],
+  },
+  queuedRequests: {
+    otel: 'tollgate.queue.length',
+    prom: 'tollgate_queue_length',
+    type: 'updowncounter',
+    unit: '{request}',
+    description: 'Requests waiting in a queue now, where queueing features report them.',
+    attributes: ['policy'],
+    optionalAttributes: [],
+  },
+} as const satisfies Record<string, MetricDescriptor>;
+export type MetricId = keyof typeof METRICS;
+
+/** Upper bounds (seconds) of the store-duration buckets: 50 µs to 2.5 s. */
+export const STORE_DURATION_BUCKETS: readonly number[] = [
+  0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+];
+
+/** Upper bounds (seconds) of the shaping-delay buckets: 5 ms to 30 s. */
+export const SHAPING_DELAY_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** The `http.route` reported once a limiter has seen this many distinct routes: cardinality stays bounded. */
+export const ROUTE_OVERFLOW = '_other';
+export const MAX_ROUTES = 200;

@@ -1,0 +1,122 @@
+/**
+ * @module The OpenTelemetry side, with no tollgate option: `@opentelemetry/api` (an optional peer) is
+ * loaded at the first limiter, and when the app has registered a global MeterProvider, tollgate's meter
+ * reports the cells of metric-store.ts through observable instruments and records the two histograms.
+ * A provider registered later (or replaced, or removed) is picked up within a second by an unref'd
+ * probe. Without the package, or without a provider, nothing is tallied and nothing is recorded.
+ * Tracing: when a span is active and recording, each decision of an HTTP request adds a
+ * `tollgate.decision` event to it.
+ */
+import type * as OtelApi from '@opentelemetry/api';
+import { METRICS, type MetricDescriptor, type MetricId } from './metric-names.js';
+import {
+  attributesOf,
+  counterCells,
+  exporters,
+  type GaugeId,
+  gaugePoints,
+  type HistogramId,
+  histogramBounds,
+  type OtelAttributes,
+  updateAttached,
+} from './metric-store.js';
+import { loadOptional } from './optional-module.js';
+
+/** The meter's name (the instrumentation scope), as exporters show it. */
+export const METER_NAME = '@tollgate/core';
+const METER_VERSION = '0.1.0';
+const PROBE_INTERVAL_MS = 1000;
+
+type Api = typeof OtelApi;
+
+interface Bound {
+  readonly provider: OtelApi.MeterProvider;
+  readonly storeDuration: OtelApi.Histogram;
+  readonly shapingDelay: OtelApi.Histogram;
+}
+
+let api: Api | undefined | null = null;
+let bound: Bound | undefined;
+let probeTimer: ReturnType<typeof setInterval> | undefined;
+
+function describe(m: MetricDescriptor): OtelApi.MetricOptions {
+  return { description: m.description, unit: m.unit };
+}
+
+function observeCounter(id: 'requests' | 'shadowVerdicts'): OtelApi.ObservableCallback {
+  return (result) => {
+    for (const cell of counterCells(id)) result.observe(cell.value, cell.attributes);
+  };
+}
+
+function observeGauge(id: GaugeId): OtelApi.ObservableCallback {
+  return (result) => {
+    for (const point of gaugePoints(id)) result.observe(point.value, attributesOf(point.labels));
+  };
+}
+
+function histogram(meter: OtelApi.Meter, id: HistogramId & MetricId): OtelApi.Histogram {
+  const m = METRICS[id];
+  return meter.createHistogram(m.otel, { ...describe(m), advice: { explicitBucketBoundaries: [...histogramBounds(id)] } });
+}
+
+function bind(provider: OtelApi.MeterProvider): Bound {
+  const meter = provider.getMeter(METER_NAME, METER_VERSION);
+  meter.createObservableCounter(METRICS.requests.otel, describe(METRICS.requests)).addCallback(observeCounter('requests'));
+  meter
+    .createObservableCounter(METRICS.shadowVerdicts.otel, describe(METRICS.shadowVerdicts))
+    .addCallback(observeCounter('shadowVerdicts'));
+  meter.createObservableGauge(METRICS.storeState.otel, describe(METRICS.storeState)).addCallback(observeGauge('storeState'));
+  meter.createObservableUpDownCounter(METRICS.activeLeases.otel, describe(METRICS.activeLeases)).addCallback(observeGauge('activeLeases'));
+  meter
+    .createObservableUpDownCounter(METRICS.queuedRequests.otel, describe(METRICS.queuedRequests))
+    .addCallback(observeGauge('queuedRequests'));
+  return { provider, storeDuration: histogram(meter, 'storeDuration'), shapingDelay: histogram(meter, 'shapingDelay') };
+}
+
+/** Checks the global MeterProvider and (re)binds the instruments when it changed. */
+export function probeMeterProvider(): void {
+  const a = otelApi();
+  if (a === undefined) return;
+  const provider = a.metrics.getMeterProvider();
+  // The API hands out its own no-op meter when no provider is registered.
+  const registered = provider.getMeter(METER_NAME, METER_VERSION) !== a.createNoopMeter();
+  if (!registered) {
+    bound = undefined;
+  } else if (bound?.provider !== provider) {
+    bound = bind(provider);
+  }
+  if (exporters.otel !== registered) {
+    exporters.otel = registered;
+    updateAttached();
+  }
+}
+
+/** `@opentelemetry/api`, or undefined when it is not installed. Loaded once; starts the probe. */
+export function otelApi(): Api | undefined {
+  if (api !== null) return api;
+  api = loadOptional<Api>('@opentelemetry/api');
+  if (api !== undefined && probeTimer === undefined) {
+    probeTimer = setInterval(probeMeterProvider, PROBE_INTERVAL_MS);
+    probeTimer.unref();
+  }
+  return api;
+}
+
+/** Records a store call's duration when a MeterProvider is bound. */
+export function recordStoreDuration(seconds: number, attributes: OtelAttributes): void {
+  bound?.storeDuration.record(seconds, attributes);
+}
+
+/** Records a shaped request's delay when a MeterProvider is bound. */
+export function recordShapingDelay(seconds: number, attributes: OtelAttributes): void {
+  bound?.shapingDelay.record(seconds, attributes);
+}
+
+/** The span active in the current context when it records, else undefined. */
+export function recordingSpan(): OtelApi.Span | undefined {
+  const a = api;
+  if (a === undefined || a === null) return undefined;
+  const span = a.trace.getActiveSpan();
+  return span?.isRecording() ? span : undefined;
+}

@@ -1,0 +1,65 @@
+/**
+ * @module Times the store calls for `tollgate.store.duration`, standing in for `store.apply` at the
+ * limiter's one call site. With no exporter attached it is a plain forward (one check). Asynchronous
+ * stores are timed on every call, until their promise settles: a reply later than the limiter's
+ * `storeTimeoutMs` counts as `timeout` (the limiter had already answered without it), a rejection
+ * as `error`. Synchronous stores are sampled: one call in 1024 is timed.
+ */
+import { performance } from 'node:perf_hooks';
+import { isPromiseLike, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
+import type { StoreOutcome } from './metric-names.js';
+import { exporters, type HistogramCell, histogramCell } from './metric-store.js';
+import { recordStoreDuration } from './otel-meter.js';
+
+/** Synchronous stores answer in well under a microsecond, and recording costs more: one call in 1024 is timed. */
+const SYNC_SAMPLE_MASK = 1023;
+
+export class StoreTimer {
+  private calls = 0;
+  /** Unknown until the store has answered once; then whether it answers synchronously. */
+  private sync: boolean | undefined;
+  private readonly cells: Partial<Record<StoreOutcome, HistogramCell>> = {};
+
+  constructor(
+    private readonly store: Store,
+    private readonly timeoutMs: number,
+  ) {}
+
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
+    if (!exporters.attached || (this.sync === true && (++this.calls & SYNC_SAMPLE_MASK) !== 0))
+      return this.store.apply(key, plan, cost, now);
+    return this.timed(key, plan, cost, now);
+  }
+
+  private timed(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
+    const started = performance.now();
+    let r: StoreResult | Promise<StoreResult>;
+    try {
+      r = this.store.apply(key, plan, cost, now);
+    } catch (error) {
+      this.record(started, 'error');
+      throw error;
+    }
+    this.sync = !isPromiseLike(r);
+    if (!isPromiseLike(r)) {
+      this.record(started, 'ok');
+      return r;
+    }
+    r.then(
+      () => this.record(started, performance.now() - started > this.timeoutMs ? 'timeout' : 'ok'),
+      () => this.record(started, 'error'),
+    );
+    return r;
+  }
+
+  private record(started: number, outcome: StoreOutcome): void {
+    const seconds = (performance.now() - started) / 1000;
+    let cell = this.cells[outcome];
+    if (cell === undefined) {
+      cell = histogramCell('storeDuration', { storeKind: this.store.kind, storeOutcome: outcome });
+      this.cells[outcome] = cell;
+    }
+    cell.record(seconds);
+    recordStoreDuration(seconds, cell.attributes);
+  }
+}

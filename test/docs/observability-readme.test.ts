@@ -1,0 +1,40 @@
+/**
+ * @module The README's metric table stays in step with the metrics tollgate emits: one row per metric
+ * of `METRICS`, with its OpenTelemetry name, Prometheus series, type and unit, and every attribute.
+ */
+import { readFileSync } from 'node:fs';
+import { METRICS } from '@tollgate/core';
+import { describe, expect, it } from 'vitest';
+
+const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const section = readme.slice(readme.indexOf('## Observability'), readme.indexOf('\n## ', readme.indexOf('## Observability') + 1));
+const rows = section.split('\n').filter((line) => line.startsWith('| `tollgate.'));
+
+const OTEL_ATTRIBUTE: Record<string, string> = {
+  policy: 'tollgate.policy',
+  result: 'tollgate.result',
+  mode: 'tollgate.mode',
+  route: 'http.route',
+  plan: 'tollgate.plan',
+  storeKind: 'tollgate.store.kind',
+  storeOutcome: 'tollgate.store.outcome',
+  storeState: 'tollgate.store.state',
+  storeNode: 'tollgate.store.node',
+  shadowVerdict: 'tollgate.shadow.verdict',
+};
+
+describe('README "Observability" metric table', () => {
+  it('has one row per emitted metric, and no other', () => {
+    expect(rows).toHaveLength(Object.keys(METRICS).length);
+  });
+
+  it.each(Object.values(METRICS))('$otel: name, series, type, unit and attributes', (m) => {
+    const cells = rows.map((r) => r.split('|').map((c) => c.trim())).find((c) => c[1] === `\`${m.otel}\``);
+    expect(cells, m.otel).toBeDefined();
+    if (cells === undefined) return;
+    expect(cells[2]).toBe(`\`${m.prom}\``);
+    expect(cells[3]?.startsWith(m.type), cells[3]).toBe(true);
+    expect(cells[4]).toBe(`\`${m.unit}\``);
+    for (const id of [...m.attributes, ...m.optionalAttributes]) expect(cells[5]).toContain(`\`${OTEL_ATTRIBUTE[id]}\``);
+  });
+});

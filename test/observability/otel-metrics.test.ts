@@ -1,0 +1,224 @@
+/**
+ * @module Issue 12: with the OpenTelemetry SDK installed as the global MeterProvider (an in-memory
+ * exporter behind it) and no tollgate option at all, every instrument reports with its attributes over
+ * real HTTP on Express, Fastify and Koa; with tracing on, the request's span gets a `tollgate.decision` event.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { context, metrics, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import {
+  AggregationTemporality,
+  type DataPoint,
+  type Histogram,
+  InMemoryMetricExporter,
+  MeterProvider,
+  type MetricData,
+  PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { METER_NAME, reportInFlight } from '@tollgate/core';
+import { rateLimit as expressRateLimit } from '@tollgate/express';
+import { rateLimit as koaRateLimit } from '@tollgate/koa';
+import express from 'express';
+import Koa from 'koa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hit, ROUTE, type RunningApp, STARTERS } from './apps.js';
+import { AsyncMemoryStore, FailingStore } from './stores.js';
+
+const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 });
+const provider = new MeterProvider({ readers: [reader] });
+
+async function collect(): Promise<MetricData[]> {
+  exporter.reset();
+  await reader.forceFlush();
+  const scopes = exporter.getMetrics().flatMap((rm) => rm.scopeMetrics);
+  return scopes.filter((s) => s.scope.name === METER_NAME).flatMap((s) => s.metrics);
+}
+
+function points(all: MetricData[], name: string): DataPoint<number | Histogram>[] {
+  return all.filter((m) => m.descriptor.name === name).flatMap((m) => m.dataPoints as DataPoint<number | Histogram>[]);
+}
+
+function value(all: MetricData[], name: string, attributes: Record<string, string>): number | undefined {
+  const found = points(all, name).find((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v));
+  if (found === undefined) return undefined;
+  return typeof found.value === 'number' ? found.value : found.value.count;
+}
+
+beforeAll(() => {
+  metrics.setGlobalMeterProvider(provider);
+});
+afterAll(async () => {
+  metrics.disable();
+  await provider.shutdown();
+});
+
+describe.each(Object.entries(STARTERS))('OpenTelemetry metrics over HTTP on %s', (name, start) => {
+  const apps: RunningApp[] = [];
+  afterAll(async () => {
+    await Promise.all(apps.map((a) => a.close()));
+  });
+  const policy = `per-client-${name}`;
+
+  it('tollgate.requests: allowed, limited, cost_exceeds_capacity, with policy, mode and http.route', async () => {
+    const app = await start({
+      policies: [{ name: policy, limit: 2, windowMs: 60_000 }],
+      cost: (req: unknown) => (readHeader(req, 'x-cost') === '5' ? 5 : 1),
+    });
+    apps.push(app);
+    expect(await hit(app.url, 3)).toEqual([200, 200, 429]);
+    const big = await fetch(`${app.url}/api/items/1`, { headers: { 'x-cost': '5' } });
+    expect(big.status).not.toBe(200);
+    const m = await collect();
+    const base = { 'tollgate.policy': policy, 'tollgate.mode': 'enforce', 'http.route': ROUTE };
+    expect(value(m, 'tollgate.requests', { ...base, 'tollgate.result': 'allowed' })).toBe(2);
+    expect(value(m, 'tollgate.requests', { ...base, 'tollgate.result': 'limited' })).toBe(1);
+    expect(value(m, 'tollgate.requests', { ...base, 'tollgate.result': 'cost_exceeds_capacity' })).toBe(1);
+    const descriptor = m.find((d) => d.descriptor.name === 'tollgate.requests')?.descriptor;
+    expect(descriptor?.unit).toBe('{request}');
+    // Keys never become attributes.
+    for (const p of points(m, 'tollgate.requests')) {
+      expect(Object.keys(p.attributes).sort()).toEqual(['http.route', 'tollgate.mode', 'tollgate.policy', 'tollgate.result']);
+    }
+  });
+
+  it('tollgate.requests shadow_limited and tollgate.shadow.verdicts', async () => {
+    const app = await start({ policies: [{ name: `${policy}-shadow-mode`, limit: 1, windowMs: 60_000 }], mode: 'shadow' });
+    const candidate = await start({
+      policies: [{ name: `${policy}-live`, limit: 3, windowMs: 60_000 }],
+      shadow: { policies: [{ name: `${policy}-next`, limit: 1, windowMs: 60_000 }] },
+    });
+    apps.push(app, candidate);
+    expect(await hit(app.url, 2)).toEqual([200, 200]);
+    expect(await hit(candidate.url, 4)).toEqual([200, 200, 200, 429]);
+    const m = await collect();
+    expect(
+      value(m, 'tollgate.requests', {
+        'tollgate.policy': `${policy}-shadow-mode`,
+        'tollgate.result': 'shadow_limited',
+        'tollgate.mode': 'shadow',
+      }),
+    ).toBe(1);
+    const verdict = (v: string) =>
+      value(m, 'tollgate.shadow.verdicts', { 'tollgate.policy': `${policy}-next`, 'tollgate.shadow.verdict': v });
+    expect(verdict('agree_allowed')).toBe(1);
+    expect(verdict('shadow_only')).toBe(2);
+    expect(verdict('agree_limited')).toBe(1);
+  });
+
+  it('tollgate.store.duration by store kind and outcome, store_error, and the breaker in tollgate.store.state', async () => {
+    const ok = await start({ policies: [{ name: `${policy}-async`, limit: 100, windowMs: 60_000 }], store: new AsyncMemoryStore() });
+    const failing = await start({
+      policies: [{ name: `${policy}-failing`, limit: 100, windowMs: 60_000 }],
+      store: new FailingStore(),
+      onStoreError: 'open',
+      breaker: { failureThreshold: 2, cooldownMs: 60_000 },
+      logger: { warn() {}, error() {} },
+    });
+    apps.push(ok, failing);
+    expect(await hit(ok.url, 3)).toEqual([200, 200, 200]);
+    expect(await hit(failing.url, 3)).toEqual([200, 200, 200]);
+    const m = await collect();
+    expect(
+      value(m, 'tollgate.store.duration', { 'tollgate.store.kind': 'async-memory', 'tollgate.store.outcome': 'ok' }),
+    ).toBeGreaterThanOrEqual(3);
+    expect(
+      value(m, 'tollgate.store.duration', { 'tollgate.store.kind': 'failing', 'tollgate.store.outcome': 'error' }),
+    ).toBeGreaterThanOrEqual(2);
+    const histogram = m.find((d) => d.descriptor.name === 'tollgate.store.duration');
+    expect(histogram?.descriptor.unit).toBe('s');
+    expect(
+      value(m, 'tollgate.requests', { 'tollgate.policy': `${policy}-failing`, 'tollgate.result': 'store_error', 'http.route': ROUTE }),
+    ).toBe(3);
+    expect(value(m, 'tollgate.store.state', { 'tollgate.store.kind': 'failing', 'tollgate.store.state': 'open' })).toBeGreaterThanOrEqual(
+      1,
+    );
+    expect(
+      value(m, 'tollgate.store.state', { 'tollgate.store.kind': 'async-memory', 'tollgate.store.state': 'closed' }),
+    ).toBeGreaterThanOrEqual(1);
+  });
+
+  it('tollgate.shaping.delay for shaped requests', async () => {
+    const app = await start({ policies: [{ name: `${policy}-shaper`, algorithm: 'leaky-bucket', limit: 50, windowMs: 1000, burst: 5 }] });
+    apps.push(app);
+    await Promise.all([hit(app.url, 1), hit(app.url, 1), hit(app.url, 1)]);
+    const m = await collect();
+    const delayed = value(m, 'tollgate.shaping.delay', { 'tollgate.policy': `${policy}-shaper` });
+    expect(delayed).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('OpenTelemetry extension points and tracing', () => {
+  it('tollgate.leases.active and tollgate.queue.length report what features hold', async () => {
+    const source = () => [{ policy: 'uploads', leases: 3, queued: 2 }];
+    const stop = reportInFlight(source);
+    const m = await collect();
+    expect(value(m, 'tollgate.leases.active', { 'tollgate.policy': 'uploads' })).toBe(3);
+    expect(value(m, 'tollgate.queue.length', { 'tollgate.policy': 'uploads' })).toBe(2);
+    expect(m.find((d) => d.descriptor.name === 'tollgate.leases.active')?.descriptor.unit).toBe('{lease}');
+    stop();
+  });
+
+  it.each(['express', 'koa'] as const)('adds a tollgate.decision event to the request span on %s', async (name) => {
+    const spans = new InMemorySpanExporter();
+    const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    trace.setGlobalTracerProvider(tracerProvider);
+    const tracer = trace.getTracer('test');
+    const options = { policies: [{ name: `traced-${name}`, limit: 1, windowMs: 60_000 }] };
+    let server: Server;
+    if (name === 'express') {
+      const app = express();
+      // What an HTTP instrumentation does: the request runs inside its server span.
+      app.use((_req, res, next) => {
+        tracer.startActiveSpan('GET /traced', (span) => {
+          res.on('finish', () => span.end());
+          next();
+        });
+      });
+      app.get('/traced', expressRateLimit(options), (_req, res) => {
+        res.end('ok');
+      });
+      server = createServer(app);
+    } else {
+      const app = new Koa();
+      app.use((_ctx, next) => tracer.startActiveSpan('GET /traced', (span) => next().finally(() => span.end())));
+      app.use(koaRateLimit(options));
+      app.use((ctx) => {
+        ctx.body = 'ok';
+      });
+      server = createServer(app.callback());
+    }
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      expect(await hit(`http://127.0.0.1:${port}`, 2, '/traced')).toEqual([200, 429]);
+      const events = spans.getFinishedSpans().map((s) => s.events.find((e) => e.name === 'tollgate.decision')?.attributes);
+      expect(events).toEqual([
+        expect.objectContaining({ 'tollgate.policy': `traced-${name}`, 'tollgate.result': 'allowed', 'tollgate.mode': 'enforce' }),
+        expect.objectContaining({
+          'tollgate.policy': `traced-${name}`,
+          'tollgate.result': 'limited',
+          'tollgate.retry_after_ms': expect.any(Number),
+        }),
+      ]);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+      trace.disable();
+      context.disable();
+    }
+  });
+});
+
+function readHeader(req: unknown, name: string): string | undefined {
+  const r = req as {
+    headers?: Record<string, unknown>;
+    get?: (n: string) => string | undefined;
+    request?: { headers: Record<string, unknown> };
+  };
+  const headers = r.headers ?? r.request?.headers;
+  const v = headers?.[name];
+  return typeof v === 'string' ? v : undefined;
+}

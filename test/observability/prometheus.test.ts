@@ -1,0 +1,107 @@
+/**
+ * @module Issue 12: the prom-client bridge registers tollgate's series on the user's registry; after
+ * real HTTP traffic on Express, Fastify and Koa, the registry's text output reads back the same counts.
+ */
+
+import { createLimiter, registerPrometheusMetrics } from '@tollgate/core';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hit, ROUTE, type RunningApp, STARTERS } from './apps.js';
+import { AsyncMemoryStore } from './stores.js';
+
+const registry = new Registry();
+let unregister: () => void;
+
+beforeAll(() => {
+  unregister = registerPrometheusMetrics({ registry });
+});
+afterAll(() => {
+  unregister();
+});
+
+/** The value of the sample line `name{labels}`, labels in any order. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const inside = line.slice(line.indexOf('{') + 1, line.lastIndexOf('}'));
+    const pairs = Object.fromEntries([...inside.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => pairs[k] === v)) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return undefined;
+}
+
+describe.each(Object.entries(STARTERS))('prom-client registry after HTTP traffic on %s', (name, start) => {
+  const apps: RunningApp[] = [];
+  afterAll(async () => {
+    await Promise.all(apps.map((a) => a.close()));
+  });
+
+  it('tollgate_requests_total, tollgate_shadow_verdicts_total, tollgate_store_duration_seconds, tollgate_store_state', async () => {
+    const policy = `prom-${name}`;
+    const app = await start({
+      policies: [{ name: policy, limit: 2, windowMs: 60_000 }],
+      shadow: { policies: [{ name: `${policy}-next`, limit: 1, windowMs: 60_000 }] },
+      store: new AsyncMemoryStore(),
+    });
+    apps.push(app);
+    expect(await hit(app.url, 3)).toEqual([200, 200, 429]);
+    const text = await registry.metrics();
+    expect(text).toContain('# TYPE tollgate_requests_total counter');
+    expect(text).toContain('# TYPE tollgate_store_duration_seconds histogram');
+    expect(sample(text, 'tollgate_requests_total', { policy, result: 'allowed', mode: 'enforce', route: ROUTE })).toBe(2);
+    expect(sample(text, 'tollgate_requests_total', { policy, result: 'limited', mode: 'enforce', route: ROUTE })).toBe(1);
+    expect(sample(text, 'tollgate_shadow_verdicts_total', { policy: `${policy}-next`, verdict: 'shadow_only' })).toBe(1);
+    expect(sample(text, 'tollgate_shadow_verdicts_total', { policy: `${policy}-next`, verdict: 'agree_limited' })).toBe(1);
+    const count = sample(text, 'tollgate_store_duration_seconds_count', { store: 'async-memory', outcome: 'ok' });
+    expect(count).toBeGreaterThanOrEqual(3);
+    expect(sample(text, 'tollgate_store_duration_seconds_bucket', { store: 'async-memory', outcome: 'ok', le: '+Inf' })).toBe(count);
+    expect(sample(text, 'tollgate_store_state', { store: 'async-memory', state: 'closed' })).toBeGreaterThanOrEqual(1);
+    // Keys never become labels.
+    expect(text).not.toMatch(/ip:|key=/);
+  });
+});
+
+describe('tollgate.plan', () => {
+  it('labels decisions with their plan when the limiter has several, and never with the one-plan default', async () => {
+    const plans = createLimiter({
+      plans: { free: [{ name: 'plan-quota', limit: 1, windowMs: 60_000 }], pro: [{ name: 'plan-quota', limit: 100, windowMs: 60_000 }] },
+      defaultPlan: 'free',
+    });
+    const single = createLimiter({ policies: [{ name: 'single-plan', limit: 1, windowMs: 60_000 }] });
+    await plans.check('a', { plan: 'free' });
+    await plans.check('a', { plan: 'free' });
+    await plans.check('b', { plan: 'pro' });
+    await single.check('a');
+    const text = await registry.metrics();
+    expect(sample(text, 'tollgate_requests_total', { policy: 'plan-quota', plan: 'free', result: 'allowed' })).toBe(1);
+    expect(sample(text, 'tollgate_requests_total', { policy: 'plan-quota', plan: 'free', result: 'limited' })).toBe(1);
+    expect(sample(text, 'tollgate_requests_total', { policy: 'plan-quota', plan: 'pro', result: 'allowed' })).toBe(1);
+    expect(text).toMatch(/tollgate_requests_total\{policy="single-plan",result="allowed",mode="enforce"\} 1/);
+  });
+});
+
+describe('registerPrometheusMetrics', () => {
+  it('reads back as JSON too, and unregistering removes the series', async () => {
+    const own = new Registry();
+    const stop = registerPrometheusMetrics({ registry: own });
+    const json = await own.getMetricsAsJSON();
+    expect(json.map((m) => m.name)).toContain('tollgate_requests_total');
+    stop();
+    stop();
+    expect(await own.metrics()).not.toContain('tollgate_');
+  });
+
+  it('rejects what is not a registry with a coded error', () => {
+    expect(() => registerPrometheusMetrics({ registry: {} as never })).toThrow(/^ERR_RL_INVALID_REGISTRY/);
+  });
+
+  it('uses prom-client’s global register when no registry is passed', async () => {
+    const { register } = await import('prom-client');
+    const stop = registerPrometheusMetrics();
+    try {
+      expect(await register.metrics()).toContain('# TYPE tollgate_requests_total counter');
+    } finally {
+      stop();
+    }
+  });
+});

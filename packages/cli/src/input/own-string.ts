@@ -8,6 +8,6 @@
 
 /** A copy of `text` sharing no memory with the text it was cut from. */
 export function ownString(text: string): string {
-  // Concatenating makes a rope; slicing a rope first flattens it into a new string of its own.
-  return (text + ' ').slice(0, -1);
+  // Appending makes a rope; slicing a rope first flattens it into a new string of its own.
+  return `${text} `.slice(0, -1);
 }

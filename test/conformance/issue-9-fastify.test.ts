@@ -54,6 +54,24 @@ describe('issue 9: @tollgate/fastify logging and route guards', () => {
     expect(line?.msg).toMatch(/^WRN_RL_HOOK_FAILED: key threw or rejected/);
   });
 
+  it("reports store failures through Fastify's logger too, with the error object, on one JSON line", async () => {
+    const { stream, lines } = jsonLines();
+    const app = Fastify({ logger: { level: 'warn', stream } });
+    const broken = {
+      kind: 'broken',
+      apply(): never {
+        throw new Error('redis down');
+      },
+      reset(): void {},
+    };
+    await app.register(fastifyRateLimit, { policies, store: broken, onStoreError: 'open' });
+    app.get('/', async () => 'ok');
+    await listen(app);
+    await request(app.server).get('/').expect(200);
+    const failed = lines.find((l) => l.code === 'ERR_RL_STORE_FAILED');
+    expect(failed).toMatchObject({ level: 50, err: { type: 'Error', message: 'redis down' } });
+  });
+
   it('falls back to console when Fastify() has no logger (its default logger writes nowhere)', async () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
     const app = Fastify();

@@ -214,8 +214,8 @@ describe('shadow policies', () => {
       storeErrors: 0,
       outages: 0,
       policies: [
-        { name: 'live', shadow: false, rejected: 2 },
-        { name: 'next', shadow: true, rejected: 3 },
+        { name: 'live', plan: 'default', shadow: false, rejected: 2 },
+        { name: 'next', plan: 'default', shadow: true, rejected: 3 },
       ],
     });
     v.limiter.resetStats();
@@ -228,8 +228,8 @@ describe('shadow policies', () => {
       storeErrors: 0,
       outages: 0,
       policies: [
-        { name: 'live', shadow: false, rejected: 0 },
-        { name: 'next', shadow: true, rejected: 0 },
+        { name: 'live', plan: 'default', shadow: false, rejected: 0 },
+        { name: 'next', plan: 'default', shadow: true, rejected: 0 },
       ],
     });
   });
@@ -419,7 +419,7 @@ describe('stores', () => {
     expect(await limiter.check('k')).toMatchObject({ allowed: true, remaining: 0 });
   });
 
-  it('two limiters sharing a store and a policy share its budget; other names or numbers do not', async () => {
+  it('two limiters sharing a store and a policy share its budget; other names, bucket numbers or windows do not', async () => {
     const store = new MemoryStore({ sweepIntervalMs: 0 });
     const clock = () => 0;
     const policy: PolicyOptions = { name: 'api', algorithm: 'fixed-window', limit: 2, windowMs: 1000 };
@@ -427,10 +427,17 @@ describe('stores', () => {
     const b = createLimiter({ policies: policy, store, clock });
     const c = createLimiter({ policies: { ...policy, name: 'other' }, store, clock });
     const d = createLimiter({ policies: { ...policy, limit: 3 }, store, clock });
+    const e = createLimiter({ policies: { ...policy, windowMs: 2000 }, store, clock });
     await a.check('k');
     expect(await b.check('k')).toMatchObject({ remaining: 0 });
     expect(await c.check('k')).toMatchObject({ remaining: 1 });
-    expect(await d.check('k')).toMatchObject({ remaining: 2 });
+    // A window's count carries over a change of limit: 2 used, limit 3, one more fits.
+    expect(await d.check('k')).toMatchObject({ allowed: true, remaining: 0 });
+    expect(await e.check('k')).toMatchObject({ remaining: 1 });
+    const g1 = createLimiter({ policies: { name: 'b', limit: 2, windowMs: 1000 }, store, clock });
+    const g2 = createLimiter({ policies: { name: 'b', limit: 3, windowMs: 1000 }, store, clock });
+    await g1.check('k');
+    expect(await g2.check('k')).toMatchObject({ remaining: 2 });
   });
 });
 

@@ -11,25 +11,27 @@ import { codedError, describeValue } from './errors.js';
 import { Fallback } from './failure/fallback.js';
 import type { BreakerState } from './failure/node-health.js';
 import { CallFailure, StoreGuard } from './failure/store-guard.js';
-import { fromMilli, MILLI, requestCostToMilli } from './internal/fixed-point.js';
+import { fromMilli, MILLI, requestCostToMilli, toMilli } from './internal/fixed-point.js';
 import { safeLog } from './logging.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
+import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from './plans/compiled-plan.js';
 import type { CompiledPolicy } from './policy.js';
 import {
   F_ALLOWED,
   F_CHARGED,
   F_EXCEEDS,
   isPromiseLike,
+  keyAt,
   R_DELAY,
   R_FLAGS,
   R_REMAINING,
   R_RESET,
   R_RETRY_AFTER,
   RESULT_STRIDE,
-  type StorePlan,
+  type StoreKey,
   type StoreResult,
 } from './stores/store.js';
-import type { AlgorithmId, CheckOptions, Decision, PolicyResult, QuotaUnit, ShadowVerdict } from './types.js';
+import type { AlgorithmId, ChargeReceipt, CheckOptions, Decision, PolicyResult, QuotaUnit, RefundOptions, ShadowVerdict } from './types.js';
 
 export { StoreTimeoutError } from './failure/store-timeout-error.js';
 
@@ -50,6 +52,8 @@ export interface PolicyDescription {
 /** Counters of one policy. */
 export interface PolicyStats {
   readonly name: string;
+  /** The plan the policy belongs to (`'default'` for the one-plan form). */
+  readonly plan: string;
   readonly shadow: boolean;
   /** Requests this policy rejected (or would have, for shadow policies). */
   readonly rejected: number;
@@ -86,20 +90,43 @@ export interface LimiterEvents {
   breaker: { readonly state: BreakerState; readonly node: string };
 }
 
+/**
+ * What a check is decided for: one key for every policy, or an object from policy name to key (several
+ * keys, one all-or-nothing decision: `{ 'per-ip': ip, 'per-account': account }`), which must name a key
+ * for every policy of the plan that applies.
+ */
+export type LimiterKey = string | Readonly<Record<string, string>>;
+
 export interface Limiter {
-  /** Decides a request of `options.cost` (default: the limiter's `cost`, 1) for `key`. */
-  check(key: string, options?: CheckOptions): Promise<Decision>;
+  /** Decides a request of `options.cost` (default: the limiter's `cost`, 1) for `key`, under `options.plan`. */
+  check(key: LimiterKey, options?: CheckOptions): Promise<Decision>;
   /**
    * Same as `check`, but returns the Decision itself when the store answers synchronously
    * (MemoryStore), saving a microtask per request; a Promise otherwise. Throws on bad input.
    */
-  decide(key: string, options?: CheckOptions): Decision | Promise<Decision>;
-  /** Forgets `key` in every policy (enforced and shadow). */
+  decide(key: LimiterKey, options?: CheckOptions): Decision | Promise<Decision>;
+  /**
+   * The Decision `check` would answer now, charging nothing (for dashboards and "how many are left"
+   * endpoints). Not counted in `stats()`; a store failure rejects instead of answering by `onStoreError`.
+   */
+  peek(key: LimiterKey, options?: CheckOptions): Promise<Decision>;
+  /**
+   * Gives back a charge: `decision.receipt` (or the decision itself), all of it or `options.cost` of it,
+   * atomically, never above capacity, and only to the state the charge went into (a window that has
+   * rolled over, or a bucket that has refilled past the charge, is left alone). A decision that charged
+   * nothing refunds nothing. Each receipt gives back at most its cost, however often it is passed.
+   */
+  refund(charge: Decision | ChargeReceipt, options?: RefundOptions): Promise<RefundResult>;
+  /** Forgets `key` in every policy (enforced and shadow) of every plan. */
   reset(key: string): Promise<void>;
-  /** The enforced policies, in order. */
+  /** The default plan's enforced policies, in order. */
   readonly policies: readonly PolicyDescription[];
   /** The shadow policies, in order. */
   readonly shadowPolicies: readonly PolicyDescription[];
+  /** Every plan's enforced policies, by plan name (one plan, `'default'`, for the `policies` form). */
+  readonly plans: ReadonlyMap<string, readonly PolicyDescription[]>;
+  /** The plan a check that names none applies. */
+  readonly defaultPlan: string;
   readonly mode: 'enforce' | 'shadow';
   /** Subscribes to an event; returns the function that unsubscribes. Listener errors are logged, not thrown. */
   on<E extends keyof LimiterEvents>(event: E, listener: (payload: LimiterEvents[E]) => void): () => void;
@@ -133,30 +160,29 @@ function costOf(options: CheckOptions | undefined, fallback: number): number {
   return milli;
 }
 
-function describePolicy(p: CompiledPolicy): PolicyDescription {
-  return Object.freeze({
-    name: p.name,
-    algorithm: p.algorithm,
-    limit: p.limit,
-    windowMs: p.windowMs,
-    capacity: p.capacity,
-    unit: p.unit,
-    shadow: p.shadow,
-  });
-}
+const NOTHING_REFUNDED: RefundResult = Object.freeze({ refunded: false, policies: Object.freeze([]) });
 
 /** Creates a limiter. Options are validated here, once; see `LimiterOptions`. */
 export function createLimiter(options: LimiterOptions): Limiter {
   const config: LimiterConfig = parseLimiterOptions(options);
   const { store, clock, mode, defaultCost, logger, onStoreError } = config;
-  const all = [...config.policies, ...config.shadowPolicies];
-  const enforcedCount = config.policies.length;
-  const plan: StorePlan = Object.freeze({ policies: all, enforcedCount });
-  store.prepare?.(plan);
-  const hasShadow = all.length > enforcedCount;
+  // Each plan compiled once: its own StorePlan, prepared once (RedisStore: its own Lua script).
+  const compiled = new Map<string, CompiledPlan>();
+  for (const [name, enforcedPolicies] of config.plans.plans) {
+    const cp = compilePlan(name, enforcedPolicies, config.shadowPolicies, config.localPlans.get(name) ?? []);
+    store.prepare?.(cp.storePlan);
+    compiled.set(name, cp);
+  }
+  const defaultPlan = compiled.get(config.plans.defaultPlan) as CompiledPlan;
+  const unknownPlan = compiled.get(config.plans.unknownPlan) as CompiledPlan;
+  /** Unknown plan names already warned about (bounded: a flood of names cannot grow it without limit). */
+  const unknownWarned = new Set<string>();
+  const hasShadow = config.shadowPolicies.length > 0;
   const shadowMode = mode === 'shadow';
   const enforced = new Group();
   const candidates = new Group();
+  /** Identifies this limiter's receipts. */
+  const issuer = {};
 
   const listeners: { [E in keyof LimiterEvents]: Set<(payload: LimiterEvents[E]) => void> } = {
     'store-error': new Set(),
@@ -174,7 +200,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   const guard = new StoreGuard({
     store,
-    plan,
+    plan: defaultPlan.storePlan,
     storeTimeoutMs: config.storeTimeoutMs,
     breaker: config.breaker,
     logger,
@@ -182,7 +208,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
     now: () => now(),
     onBreaker: (state, node) => emit('breaker', { state, node }),
   });
-  const fallback = new Fallback(config, finish);
+  // The failure mode per plan: each answers with its plan's policies (and their local twins).
+  const fallbacks = new Map<CompiledPlan, Fallback>();
+  for (const cp of compiled.values()) {
+    const planConfig = { ...config, policies: cp.all.slice(0, cp.enforcedCount), localPolicies: cp.localPolicies };
+    fallbacks.set(cp, new Fallback(planConfig, (key, cost, r, policies, degraded) => finish(key, cost, r, cp, policies, degraded)));
+  }
 
   let requests = 0;
   let limitedCount = 0;
@@ -190,7 +221,26 @@ export function createLimiter(options: LimiterOptions): Limiter {
   let shadowOnly = 0;
   let enforcedOnly = 0;
   let storeErrors = 0;
-  const rejected = new Float64Array(all.length);
+
+  function planOf(opts: CheckOptions | undefined): CompiledPlan {
+    const name = opts?.plan;
+    if (name === undefined) return defaultPlan;
+    const cp = compiled.get(name);
+    if (cp !== undefined) return cp;
+    if (typeof name !== 'string') {
+      throw codedError(TypeError, 'ERR_RL_INVALID_PLAN', `the plan must be a plan name (a string); received ${describeValue(name)}`);
+    }
+    if (!unknownWarned.has(name) && unknownWarned.size < 1000) {
+      unknownWarned.add(name);
+      safeLog(
+        logger,
+        'warn',
+        { code: 'WRN_RL_UNKNOWN_PLAN', plan: name, appliedPlan: unknownPlan.name, plans: [...compiled.keys()] },
+        'WRN_RL_UNKNOWN_PLAN: a check named a plan that does not exist; the unknownPlan fallback applies',
+      );
+    }
+    return unknownPlan;
+  }
 
   function now(): number {
     // The built-in clock needs no checking: it always returns integer ms.
@@ -206,13 +256,23 @@ export function createLimiter(options: LimiterOptions): Limiter {
    * Builds the decision from a store result over `policies` (the configured ones, or their local
    * fallback twins); `degraded` marks answers of the local fallback.
    */
-  function finish(key: string, cost: number, r: StoreResult, policies: readonly CompiledPolicy[], degraded: boolean): Decision {
-    requests += 1;
-    if (policies.length === 1) return finishSingle(key, cost, r, policies[0] as CompiledPolicy, degraded);
+  function finish(
+    key: string,
+    cost: number,
+    r: StoreResult,
+    cp: CompiledPlan,
+    policies: readonly CompiledPolicy[],
+    degraded: boolean,
+    count = true,
+  ): DecisionImpl {
+    if (count) requests += 1;
+    if (policies.length === 1) return finishSingle(key, cost, r, cp, policies[0] as CompiledPolicy, degraded, count);
+    const enforcedCount = cp.enforcedCount;
+    const rejected = cp.rejected;
     readGroup(enforced, r, policies, 0, enforcedCount);
     const limited = !enforced.charged;
-    if (limited) limitedCount += 1;
-    for (let i = 0; i < policies.length; i++) {
+    if (limited && count) limitedCount += 1;
+    for (let i = 0; count && i < policies.length; i++) {
       if (((r[i * RESULT_STRIDE + R_FLAGS] as number) & F_ALLOWED) === 0) rejected[i] = (rejected[i] as number) + 1;
     }
     let shadow: ShadowVerdict | undefined;
@@ -220,7 +280,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       readGroup(candidates, r, policies, enforcedCount, policies.length);
       const b = candidates.binding as PolicyResult;
       shadow = new Verdict(candidates.charged, candidates.reason, b.name, b.remaining, candidates.retryAfterMs, candidates.results);
-      if (!candidates.charged) {
+      if (!count) {
+        // A peek: no counters.
+      } else if (!candidates.charged) {
         shadowLimited += 1;
         if (!limited) shadowOnly += 1;
       } else if (limited) {
@@ -247,13 +309,21 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /** The common case, one enforced policy and no shadow: no loops, and `policies` built only if read. */
-  function finishSingle(key: string, cost: number, r: StoreResult, p: CompiledPolicy, degraded: boolean): Decision {
+  function finishSingle(
+    key: string,
+    cost: number,
+    r: StoreResult,
+    cp: CompiledPlan,
+    p: CompiledPolicy,
+    degraded: boolean,
+    count: boolean,
+  ): DecisionImpl {
     const flags = r[R_FLAGS] as number;
     const limited = (flags & F_CHARGED) === 0;
     const exceeds = (flags & F_EXCEEDS) !== 0;
-    if (limited) {
+    if (limited && count) {
       limitedCount += 1;
-      rejected[0] = (rejected[0] as number) + 1;
+      cp.rejected[0] = (cp.rejected[0] as number) + 1;
     }
     return new DecisionImpl(
       !limited || shadowMode,
@@ -274,45 +344,146 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /** The failure mode's answer for a check that skips the store (its node's breaker is open). */
-  function skipped(key: string, cost: number, at: number, node: string): Decision {
+  function skipped(t: Target, cost: number, at: number, node: string): Decision {
     storeErrors += 1;
-    const d = fallback.answer(key, cost, at, guard.retryMs(node, at));
+    const d = (fallbacks.get(t.cp) as Fallback).answer(t.key, cost, at, guard.retryMs(node, at), t.storeKey);
     if (onStoreError !== 'local') requests += 1;
+    (d as DecisionImpl).plan = t.cp.name;
     return d;
   }
 
   /** The failure mode's answer for a check the store failed on. */
-  function failed(key: string, cost: number, at: number, failure: CallFailure): Decision {
-    if (failure.scope === 'key') guard.logKeyFailure(key, failure);
-    emit('store-error', { error: failure.error, key, scope: failure.scope, node: failure.node });
-    return skipped(key, cost, at, failure.node);
+  function failed(t: Target, cost: number, at: number, failure: CallFailure): Decision {
+    if (failure.scope === 'key') guard.logKeyFailure(t.key, failure);
+    emit('store-error', { error: failure.error, key: t.key, scope: failure.scope, node: failure.node });
+    return skipped(t, cost, at, failure.node);
   }
 
-  function decideAt(key: string, cost: number, at: number): Decision | Promise<Decision> {
-    const node = guard.nodeOf(key);
-    if (!guard.allow(node, at)) return skipped(key, cost, at, node);
+  /** The plan, the store key and the Decision's `key` text of a check. */
+  interface Target {
+    readonly cp: CompiledPlan;
+    readonly storeKey: StoreKey;
+    readonly key: string;
+  }
+
+  function target(rawKey: LimiterKey, opts: CheckOptions | undefined): Target {
+    const cp = planOf(opts);
+    if (typeof rawKey !== 'object' || rawKey === null) {
+      const key = normalizeKey(rawKey as string);
+      return { cp, storeKey: key, key };
+    }
+    const { storeKey, text } = keysFor(cp, rawKey, normalizeKey);
+    return { cp, storeKey, key: text };
+  }
+
+  /** Labels a decision with its plan and, when it charged, a receipt for `refund()`. */
+  function label(d: DecisionImpl, t: Target, cost: number, r: StoreResult, at: number): Decision {
+    const cp = t.cp;
+    d.plan = cp.name;
+    if (d.limited || d.degraded) return d;
+    const n = cp.all.length;
+    // RedisStore answers with the `now` it used after the per-policy numbers; the memory store used ours.
+    const storeNow = r.length > n * RESULT_STRIDE ? (r[n * RESULT_STRIDE] as number) : at;
+    const marks: number[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const o = i * RESULT_STRIDE;
+      marks[i] = ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0 ? storeNow + (r[o + R_RESET] as number) : Number.NaN;
+    }
+    d.receipt = new Receipt(issuer, cp, t.storeKey, costUnits(cost), cost, marks);
+    return d;
+  }
+
+  function decideAt(t: Target, cost: number, at: number): Decision | Promise<Decision> {
+    const node = guard.nodeOf(keyAt(t.storeKey, 0));
+    if (!guard.allow(node, at)) return skipped(t, cost, at, node);
     const seq = guard.next();
     let r: StoreResult | Promise<StoreResult>;
     try {
-      r = store.apply(key, plan, cost, at);
+      r = store.apply(t.storeKey, t.cp.storePlan, cost, at);
     } catch (error) {
-      return failed(key, cost, at, guard.failure(node, seq, error, false));
+      return failed(t, cost, at, guard.failure(node, seq, error, false));
     }
     if (isPromiseLike(r)) {
       return guard
         .watch(node, seq, r)
-        .then((o) => (o instanceof CallFailure ? failed(key, cost, at, o) : finish(key, cost, o, all, false)));
+        .then((o) =>
+          o instanceof CallFailure ? failed(t, cost, at, o) : label(finish(t.key, cost, o, t.cp, t.cp.all, false), t, cost, o, at),
+        );
     }
     guard.answered(node);
-    return finish(key, cost, r, all, false);
+    return label(finish(t.key, cost, r, t.cp, t.cp.all, false), t, cost, r, at);
   }
 
-  function decide(rawKey: string, opts?: CheckOptions): Decision | Promise<Decision> {
-    const key = normalizeKey(rawKey);
+  function decide(rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> {
+    const t = target(rawKey, opts);
     const cost = costOf(opts, defaultCost);
     const starting = guard.starting();
-    if (starting !== undefined) return starting.then(() => decideAt(key, cost, now()));
-    return decideAt(key, cost, now());
+    if (starting !== undefined) return starting.then(() => decideAt(t, cost, now()));
+    return decideAt(t, cost, now());
+  }
+
+  async function peek(rawKey: LimiterKey, opts?: CheckOptions): Promise<Decision> {
+    const t = target(rawKey, opts);
+    const cost = costOf(opts, defaultCost);
+    if (store.peek === undefined) {
+      throw codedError(
+        TypeError,
+        'ERR_RL_STORE_UNSUPPORTED',
+        `the '${store.kind}' store has no peek(); MemoryStore and RedisStore have one`,
+      );
+    }
+    await guard.starting();
+    const at = now();
+    const node = guard.nodeOf(keyAt(t.storeKey, 0));
+    const pending = store.peek(t.storeKey, t.cp.storePlan, cost, at);
+    const r = isPromiseLike(pending) ? await guard.watch(node, guard.next(), pending) : pending;
+    if (r instanceof CallFailure) throw r.error;
+    const d = finish(t.key, cost, r, t.cp, t.cp.all, false, false);
+    d.plan = t.cp.name;
+    return d;
+  }
+
+  async function refund(charge: Decision | ChargeReceipt, opts?: RefundOptions): Promise<RefundResult> {
+    const given =
+      charge instanceof DecisionImpl || (typeof charge === 'object' && charge !== null && 'allowed' in charge)
+        ? (charge as Decision).receipt
+        : charge;
+    if (given === undefined) return NOTHING_REFUNDED;
+    const receipt = Receipt.open(given, issuer);
+    if (receipt === undefined) {
+      throw codedError(
+        TypeError,
+        'ERR_RL_INVALID_RECEIPT',
+        `refund() takes a Decision or decision.receipt from this limiter's check(); received ${describeValue(charge)}`,
+      );
+    }
+    if (receipt.left <= 0) return NOTHING_REFUNDED;
+    const cost = opts?.cost === undefined ? receipt.left : toMilli(opts.cost);
+    if (!(cost > 0) || cost > Math.round(receipt.cost * MILLI)) {
+      throw codedError(
+        RangeError,
+        'ERR_RL_INVALID_REFUND_COST',
+        `a refund's cost must be a positive multiple of 1/1000, at most the cost charged (${receipt.cost}); received ${describeValue(opts?.cost)}`,
+      );
+    }
+    const give = Math.min(cost, receipt.left);
+    if (store.refund === undefined) {
+      throw codedError(
+        TypeError,
+        'ERR_RL_STORE_UNSUPPORTED',
+        `the '${store.kind}' store has no refund(); MemoryStore and RedisStore have one`,
+      );
+    }
+    // Spent before the call: a refund whose answer is lost is never sent twice.
+    receipt.spend(give);
+    const cp = receipt.compiled;
+    const node = guard.nodeOf(keyAt(receipt.key, 0));
+    const pending = store.refund(receipt.key, cp.storePlan, give, receipt.marks, now());
+    const done = isPromiseLike(pending) ? await guard.watch(node, guard.next(), pending) : pending;
+    if (done instanceof CallFailure) throw done.error;
+    const names: string[] = [];
+    for (let i = 0; i < cp.all.length; i++) if (done[i] === 1) names.push((cp.all[i] as CompiledPolicy).name);
+    return Object.freeze({ refunded: names.length > 0, policies: Object.freeze(names) });
   }
 
   return {
@@ -324,13 +495,25 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }
     },
     decide,
+    peek(key, opts) {
+      try {
+        return peek(key, opts);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    },
+    refund,
     async reset(rawKey) {
       const key = normalizeKey(rawKey);
-      await store.reset(key, plan);
-      fallback.reset(key);
+      for (const cp of compiled.values()) {
+        await store.reset(key, cp.storePlan);
+        fallbacks.get(cp)?.reset(key);
+      }
     },
-    policies: Object.freeze(config.policies.map(describePolicy)),
-    shadowPolicies: Object.freeze(config.shadowPolicies.map(describePolicy)),
+    policies: defaultPlan.policies,
+    shadowPolicies: defaultPlan.shadowPolicies,
+    plans: new Map([...compiled].map(([name, cp]) => [name, cp.policies])),
+    defaultPlan: defaultPlan.name,
     mode,
     on(event, listener) {
       const set = listeners[event] as Set<typeof listener>;
@@ -348,7 +531,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
         enforcedOnly,
         storeErrors,
         outages: guard.outages,
-        policies: all.map((p, i) => ({ name: p.name, shadow: p.shadow, rejected: rejected[i] as number })),
+        policies: [...compiled.values()].flatMap((cp) =>
+          cp.all.map((p, i) => ({ name: p.name, plan: cp.name, shadow: p.shadow, rejected: cp.rejected[i] as number })),
+        ),
       };
     },
     resetStats() {
@@ -359,10 +544,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
       enforcedOnly = 0;
       storeErrors = 0;
       guard.resetStats();
-      rejected.fill(0);
+      for (const cp of compiled.values()) cp.rejected.fill(0);
     },
     async close() {
-      fallback.close();
+      for (const f of fallbacks.values()) f.close();
       guard.close();
       if (config.ownsStore) await store.close?.();
     },

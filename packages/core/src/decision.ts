@@ -16,7 +16,7 @@ import {
   RESULT_STRIDE,
   type StoreResult,
 } from './stores/store.js';
-import type { AlgorithmId, Decision, DecisionReason, PolicyResult, ShadowVerdict } from './types.js';
+import type { AlgorithmId, ChargeReceipt, Decision, DecisionReason, PolicyResult, ShadowVerdict } from './types.js';
 
 export class Result implements PolicyResult {
   constructor(
@@ -41,6 +41,9 @@ export class DecisionImpl implements Decision {
    * built on first read (most callers never read it) from the decision's own numbers.
    */
   #source: readonly PolicyResult[] | CompiledPolicy;
+  /** Set by the limiter after construction (plans/compiled-plan.ts). */
+  plan = 'default';
+  receipt: ChargeReceipt | undefined = undefined;
 
   constructor(
     readonly allowed: boolean,
@@ -104,6 +107,8 @@ export class DecisionImpl implements Decision {
       policies: this.policies,
       shadow: this.shadow,
       degraded: this.degraded,
+      plan: this.plan,
+      receipt: this.receipt,
     };
   }
 }

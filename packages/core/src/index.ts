@@ -6,6 +6,7 @@ export {
   createLimiter,
   type Limiter,
   type LimiterEvents,
+  type LimiterKey,
   type LimiterStats,
   MAX_KEY_LENGTH,
   type PolicyDescription,
@@ -58,13 +59,16 @@ export { type ClosableResponse, waitUnlessClosed } from './http/shaping-delay.js
 export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-proxies.js';
 export { consoleLogger, DEFAULT_LOG_RATE, formatLine, type LogFields, type LogFn, type Logger, type LogRateOptions } from './logging.js';
 export type { LimiterOptions, ShadowOptions } from './options.js';
+export type { RefundResult } from './plans/compiled-plan.js';
+export type { PlanOptions } from './plans/plan-options.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { RedisClientLike } from './stores/redis/redis-client.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis-store.js';
 export { RedisStoreError, type RedisStoreErrorCode } from './stores/redis/redis-store-error.js';
-export type { Store, StorePlan, StoreResult } from './stores/store.js';
+export type { Store, StoreKey, StorePlan, StoreResult } from './stores/store.js';
 export type {
   AlgorithmId,
+  ChargeReceipt,
   CheckOptions,
   Clock,
   Decision,
@@ -72,5 +76,6 @@ export type {
   PolicyOptions,
   PolicyResult,
   QuotaUnit,
+  RefundOptions,
   ShadowVerdict,
 } from './types.js';

@@ -8,6 +8,7 @@ import { RateLimitConfigError } from './errors.js';
 import { MILLI, toMilli } from './internal/fixed-point.js';
 import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from './internal/read-options.js';
 import { isLogger, type Logger, toLogger } from './logging.js';
+import { type PlanConfig, type PlanOptions, parsePlans } from './plans/plan-options.js';
 import { type CompiledPolicy, compilePolicy, isBucket } from './policy.js';
 import { MemoryStore } from './stores/memory-store.js';
 import type { Store } from './stores/store.js';
@@ -21,9 +22,12 @@ export interface ShadowOptions {
   policies: PolicyOptions | readonly PolicyOptions[];
 }
 
-export interface LimiterOptions {
-  /** The enforced policies; a request is admitted only if every one admits it. */
-  policies: PolicyOptions | readonly PolicyOptions[];
+export interface LimiterOptions extends PlanOptions {
+  /**
+   * The enforced policies; a request is admitted only if every one admits it. Required, unless `plans`
+   * lists several sets of policies instead (this is the one-plan form: its plan is named `'default'`).
+   */
+  policies?: PolicyOptions | readonly PolicyOptions[];
   /** Candidate policies to compare against the enforced ones without enforcing them. */
   shadow?: ShadowOptions;
   /**
@@ -82,7 +86,11 @@ export interface BreakerOptions {
 
 /** `LimiterOptions` resolved and validated. */
 export interface LimiterConfig {
+  /** The default plan's enforced policies. */
   readonly policies: readonly CompiledPolicy[];
+  /** Every plan, its enforced policies and their local fallback twins (`localPolicies` of each plan). */
+  readonly plans: PlanConfig;
+  readonly localPlans: ReadonlyMap<string, readonly CompiledPolicy[]>;
   readonly shadowPolicies: readonly CompiledPolicy[];
   readonly mode: 'enforce' | 'shadow';
   readonly store: Store;
@@ -99,6 +107,9 @@ export interface LimiterConfig {
 
 const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
   policies: true,
+  plans: true,
+  defaultPlan: true,
+  unknownPlan: true,
   shadow: true,
   mode: true,
   store: true,
@@ -146,15 +157,8 @@ function isStore(value: unknown): value is Store {
 /** Validates limiter options and resolves defaults. Throws `RateLimitConfigError` naming the option. */
 export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   const options = readOptions(input, LIMITER_KEYS, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }');
-  if (options.policies === undefined) {
-    throw new RateLimitConfigError(
-      'ERR_RL_NO_POLICIES',
-      'policies',
-      'is required, e.g. policies: [{ limit: 100, windowMs: 60_000 }]',
-      undefined,
-    );
-  }
-  const policies = compileList(options.policies, 'policies', false);
+  const plans = parsePlans(options, (list, path) => compileList(list, path, false));
+  const policies = plans.plans.get(plans.defaultPlan) as CompiledPolicy[];
   let shadowPolicies: CompiledPolicy[] = [];
   if (options.shadow !== undefined) {
     if (options.shadow === null || typeof options.shadow !== 'object' || options.shadow.policies === undefined) {
@@ -190,11 +194,18 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   if (defaultCost < 0) {
     throw new RateLimitConfigError('ERR_RL_INVALID_COST', 'cost', 'must be a positive finite multiple of 1/1000', options.cost);
   }
-  const all = [...policies, ...shadowPolicies];
+  const all = [...[...plans.plans.values()].flat(), ...shadowPolicies];
   all.forEach((p) => {
     if (defaultCost > p.capMilli) {
-      const list = p.shadow ? shadowPolicies : policies;
-      const at = `${p.shadow ? 'shadow.policies' : 'policies'}[${list.indexOf(p)}].${isBucket(p.algorithm) ? 'burst' : 'limit'}`;
+      let list: readonly CompiledPolicy[] = shadowPolicies;
+      let path = 'shadow.policies';
+      for (const [name, ps] of plans.plans) {
+        if (ps.includes(p)) {
+          list = ps;
+          path = options.plans === undefined ? 'policies' : `plans['${name}']`;
+        }
+      }
+      const at = `${path}[${list.indexOf(p)}].${isBucket(p.algorithm) ? 'burst' : 'limit'}`;
       throw new RateLimitConfigError(
         'ERR_RL_COST_EXCEEDS_CAPACITY',
         at,
@@ -231,10 +242,20 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
       options.localShare,
     );
   }
-  const localPolicies = onStoreError === 'local' ? scalePolicies(options, localShare) : [];
+  const localPlans = new Map<string, readonly CompiledPolicy[]>();
+  if (onStoreError === 'local') {
+    for (const name of plans.plans.keys()) {
+      const list = options.plans === undefined ? options.policies : options.plans[name];
+      const path = options.plans === undefined ? 'policies' : `plans['${name}']`;
+      localPlans.set(name, scalePolicies(list as PolicyOptions | readonly PolicyOptions[], options.shadow, path, localShare));
+    }
+  }
+  const localPolicies = localPlans.get(plans.defaultPlan) ?? [];
   const ownsStore = options.store === undefined;
   return Object.freeze({
     policies,
+    plans,
+    localPlans,
     shadowPolicies,
     mode,
     store: options.store ?? new MemoryStore(),
@@ -250,7 +271,12 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
 }
 
 /** Each policy with its limit and burst multiplied by `share` (at least 1), for the local fallback. */
-function scalePolicies(options: LimiterOptions, share: number): CompiledPolicy[] {
+function scalePolicies(
+  policies: PolicyOptions | readonly PolicyOptions[],
+  shadow: ShadowOptions | undefined,
+  path: string,
+  share: number,
+): CompiledPolicy[] {
   const scale = (list: PolicyOptions | readonly PolicyOptions[], shadow: boolean, path: string) =>
     (Array.isArray(list) ? list : [list]).map((p: PolicyOptions, i) =>
       compilePolicy(
@@ -263,10 +289,7 @@ function scalePolicies(options: LimiterOptions, share: number): CompiledPolicy[]
         shadow,
       ),
     );
-  return [
-    ...scale(options.policies, false, 'policies'),
-    ...(options.shadow ? scale(options.shadow.policies, true, 'shadow.policies') : []),
-  ];
+  return [...scale(policies, false, path), ...(shadow ? scale(shadow.policies, true, 'shadow.policies') : [])];
 }
 
 function parseBreaker(input: BreakerOptions | false | undefined): Readonly<Required<BreakerOptions>> | false {

@@ -257,12 +257,17 @@ describe('fixed-point parameters', () => {
     expect(id({ limit: 5, windowMs: 1000 })).toBe('enforce:default:gcra:5/1000/5');
     expect(id({ limit: 5, windowMs: 1000 }, true)).toBe('shadow:default:gcra:5/1000/5');
     expect(id({ algorithm: 'fixed-window', limit: 5, windowMs: 1000, anchor: 'first-request' })).toBe(
-      'enforce:default:fixed-window:5/1000/first-request',
+      'enforce:default:fixed-window:1000/first-request',
     );
     expect(id({ algorithm: 'fixed-window', limit: 5, windowMs: 1000 })).toBe(
       id({ algorithm: 'fixed-window', limit: 5, windowMs: 1000, anchor: 'clock' }),
     );
-    expect(id({ algorithm: 'sliding-log', name: 'api', limit: 5, windowMs: 1000 })).toBe('enforce:api:sliding-log:5/1000');
+    expect(id({ algorithm: 'sliding-log', name: 'api', limit: 5, windowMs: 1000 })).toBe('enforce:api:sliding-log:1000');
+    // A window algorithm's state means the same under any limit: a change of limit (or plan) keeps it.
+    expect(id({ algorithm: 'sliding-window', limit: 5, windowMs: 1000 })).toBe(
+      id({ algorithm: 'sliding-window', limit: 50, windowMs: 1000 }),
+    );
+    expect(id({ limit: 5, windowMs: 1000 })).not.toBe(id({ limit: 50, windowMs: 1000 }));
     // unit and delayAfter change what is advertised or how long to wait, not the state.
     expect(id({ algorithm: 'leaky-bucket', limit: 5, windowMs: 1000, delayAfter: 2 })).toBe(
       id({ algorithm: 'leaky-bucket', limit: 5, windowMs: 1000 }),

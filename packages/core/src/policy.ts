@@ -188,12 +188,10 @@ export function compilePolicy(options: PolicyOptions, path: string, shadow: bool
       options,
     );
   }
+  // The window algorithms' state (milli-units counted) means the same under any limit: a change of limit
+  // or plan keeps it. Bucket state is in ticks scaled by the limit, so the limit stays in their identity.
   const params =
-    algorithm === 'fixed-window'
-      ? `${limit}/${windowMs}/${options.anchor ?? 'clock'}`
-      : bucket
-        ? `${limit}/${windowMs}/${capacity}`
-        : `${limit}/${windowMs}`;
+    algorithm === 'fixed-window' ? `${windowMs}/${options.anchor ?? 'clock'}` : bucket ? `${limit}/${windowMs}/${capacity}` : `${windowMs}`;
   return Object.freeze({
     name,
     algorithm,

@@ -117,10 +117,36 @@ export interface Decision {
   readonly shadow: ShadowVerdict | undefined;
   /** True when the store failed and the failure mode answered instead of the store. */
   readonly degraded: boolean;
+  /** The plan that applied (`'default'` for the one-plan `policies` form). Always set by a limiter. */
+  readonly plan?: string;
+  /**
+   * Present when the request was charged (not on peeks, rejections or degraded answers): hand it to
+   * `limiter.refund()` to give exactly this charge back.
+   */
+  readonly receipt?: ChargeReceipt | undefined;
+}
+
+/** A charge `limiter.refund()` can give back (see plans/compiled-plan.ts). */
+export interface ChargeReceipt {
+  /** The plan the charge applied. */
+  readonly plan: string;
+  /** The cost charged, in policy units. */
+  readonly cost: number;
 }
 
 /** Options of one `check()` call. */
 export interface CheckOptions {
   /** Cost of this request, a positive multiple of 1/1000. Defaults to `1`. */
+  cost?: number;
+  /**
+   * The plan to apply (see `plans`). A name no plan has is answered by the `unknownPlan` fallback, with
+   * `WRN_RL_UNKNOWN_PLAN` once per name. Defaults to the default plan.
+   */
+  plan?: string;
+}
+
+/** Options of one `refund()` call. */
+export interface RefundOptions {
+  /** How much of the charge to give back, in policy units, at most what is left of it. Defaults to all of it. */
   cost?: number;
 }

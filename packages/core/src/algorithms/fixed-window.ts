@@ -35,7 +35,8 @@ export const fixedWindow: AlgorithmKernel = {
     const cap = p.capMilli;
     const resetUncharged = used > 0 ? end - now : 0;
     if (cost > cap) {
-      writeExceeds(out, cap - used, resetUncharged);
+      // used > cap after the limit was lowered (state kept across a change of limit): nothing is left.
+      writeExceeds(out, Math.max(0, cap - used), resetUncharged);
       return;
     }
     out.exceeds = false;
@@ -47,7 +48,7 @@ export const fixedWindow: AlgorithmKernel = {
       out.resetMs = end - now;
     } else {
       out.allowed = false;
-      out.remaining = cap - used;
+      out.remaining = Math.max(0, cap - used);
       out.retryAfterMs = end - now;
       out.resetMs = resetUncharged;
     }

@@ -125,3 +125,29 @@ describe('sliding-log', () => {
     expect(replay(options, rows)).toEqual(rows);
   });
 });
+
+describe('sliding-log memory bound (issue 9)', () => {
+  it('keeps at most MAX_LOG_ENTRIES entries per key, and never admits more than the limit', async () => {
+    const { createLimiter } = await import('../create-limiter.js');
+    const { MemoryStore } = await import('../stores/memory-store.js');
+    const { MAX_LOG_ENTRIES } = await import('./sliding-log.js');
+    let now = 0;
+    const store = new MemoryStore({ sweepIntervalMs: 0 });
+    const limiter = createLimiter({ policies: { algorithm: 'sliding-log', limit: 20_000, windowMs: 60_000 }, store, clock: () => now });
+    const admittedAt: number[] = [];
+    for (let i = 0; i < 30_000; i++) {
+      now = i * 2;
+      if ((await limiter.check('k')).allowed) admittedAt.push(now);
+    }
+    const table = [...(store as unknown as { tables: Map<string, { logs: ({ size: number } | undefined)[] }> }).tables.values()][0];
+    const sizes = (table?.logs ?? []).filter((r) => r !== undefined).map((r) => r.size);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(MAX_LOG_ENTRIES);
+    // Exactness where it matters: in any window, no more than the limit was admitted.
+    let lo = 0;
+    for (let hi = 0; hi < admittedAt.length; hi++) {
+      while ((admittedAt[lo] as number) <= (admittedAt[hi] as number) - 60_000) lo += 1;
+      expect(hi - lo + 1).toBeLessThanOrEqual(20_000);
+    }
+    expect(admittedAt.length).toBeGreaterThanOrEqual(20_000);
+  });
+});

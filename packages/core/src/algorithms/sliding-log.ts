@@ -10,11 +10,19 @@
  *
  * State: a ring of (time, cost) entries per key, amortised O(1) expiry from the head (no shift()).
  * The numeric row holds the time at which the newest entry leaves the window.
+ *
+ * Memory bound: a key holds at most `MAX_LOG_ENTRIES` entries (16 bytes each, so 16 KiB), whatever its
+ * limit and costs; a store holds at most `maxKeys` keys, so a MemoryStore's sliding logs take at most
+ * `maxKeys * 16 KiB`. When a key's log is full, its two oldest entries merge into the later one's time:
+ * the older cost then leaves the window a little later than exact (by the gap between them), never
+ * earlier, so the log can only grow stricter, never admit more than `limit`.
  */
 import type { AlgorithmKernel, LogRing, StateTable } from './kernel.js';
 import { evaluateThenCommit, writeExceeds } from './kernel.js';
 
 const MIN_ENTRIES = 4;
+/** Most entries one key's log keeps (a power of two); see the memory bound above. */
+export const MAX_LOG_ENTRIES = 1024;
 
 function createRing(): LogRing {
   return { buf: new Float64Array(MIN_ENTRIES * 2), head: 0, size: 0, sum: 0, highWater: Number.NEGATIVE_INFINITY };
@@ -59,7 +67,14 @@ function push(r: LogRing, time: number, cost: number): void {
       return;
     }
   }
-  if (r.size === capacity) {
+  if (r.size === capacity && capacity >= MAX_LOG_ENTRIES) {
+    // Full: fold the oldest entry's cost into the next one (a later time: stricter, never looser).
+    const oldest = r.head * 2;
+    const next = ((r.head + 1) & (capacity - 1)) * 2;
+    r.buf[next + 1] = (r.buf[next + 1] as number) + (r.buf[oldest + 1] as number);
+    r.head = (r.head + 1) & (capacity - 1);
+    r.size -= 1;
+  } else if (r.size === capacity) {
     resize(r, capacity * 2);
     capacity *= 2;
   }
@@ -114,7 +129,8 @@ export const slidingLog: AlgorithmKernel = {
     const live = r === undefined ? 0 : r.size - first;
     const resetUncharged = r === undefined || live === 0 ? 0 : newestExpiry(r, w) - now;
     if (cost > cap) {
-      writeExceeds(out, cap - sum, resetUncharged);
+      // sum > cap after the limit was lowered (state kept across a change of limit): nothing is left.
+      writeExceeds(out, Math.max(0, cap - sum), resetUncharged);
       return;
     }
     out.exceeds = false;
@@ -142,7 +158,7 @@ export const slidingLog: AlgorithmKernel = {
       }
     }
     out.allowed = false;
-    out.remaining = cap - sum;
+    out.remaining = Math.max(0, cap - sum);
     out.retryAfterMs = wait;
     out.resetMs = resetUncharged;
   },

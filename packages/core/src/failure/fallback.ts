@@ -17,6 +17,7 @@ import {
   R_REMAINING,
   R_RETRY_AFTER,
   RESULT_STRIDE,
+  type StoreKey,
   type StorePlan,
   type StoreResult,
 } from '../stores/store.js';
@@ -45,11 +46,11 @@ export class Fallback {
    * The failure mode's decision for a request of `cost` on `key` at `at`; `retryMs` is how long until
    * the store may be tried again (a hint for `'closed'`, at least one second).
    */
-  answer(key: string, cost: number, at: number, retryMs: number): Decision {
+  answer(key: string, cost: number, at: number, retryMs: number, storeKey: StoreKey = key): Decision {
     const { onStoreError, mode } = this.config;
     if (onStoreError === 'local') {
       if (this.local === undefined) this.local = new MemoryStore();
-      return this.finish(key, cost, this.local.apply(key, this.localPlan, cost, at), this.config.localPolicies, true);
+      return this.finish(key, cost, this.local.apply(storeKey, this.localPlan, cost, at), this.config.localPolicies, true);
     }
     const open = onStoreError === 'open';
     const retry = open ? 0 : Math.max(1000, retryMs);

@@ -18,7 +18,7 @@ export interface HeaderKeyOptions {
    * reads the store. Keep it stable: changing it changes every key (all counters start over). It is read
    * once, when the key function is made. Defaults to none: plain SHA-256.
    */
-  secret?: string | Uint8Array;
+  secret?: string | Uint8Array | undefined;
 }
 
 /** How many recent header values one `keys.header()` function remembers the key of. */

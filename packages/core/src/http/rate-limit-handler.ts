@@ -17,6 +17,7 @@ import { type Bounded, boundedCall } from './bounded-call.js';
 import type { HeaderPair } from './header-values.js';
 import { createHeaderWriter } from './header-writer.js';
 import { createPartitionKey } from './partition-key.js';
+import { type FinishingResponse, isFinishingResponse, onceSettled } from './plan-options.js';
 import { createProblemBodyWriter, PROBLEM_CONTENT_TYPE, type ProblemDetails } from './problem.js';
 import { parseRateLimitOptions, type RateLimitConfig, type RateLimitOptions } from './rate-limit-options.js';
 import type { HeaderBag, RequestView } from './request-view.js';
@@ -131,13 +132,28 @@ export function createRateLimitHandler<Req>(
   const baseLogger = gate.wrap(target);
   const limiter = createLimiter({ ...config.limiterOptions, logger: baseLogger });
   const partitionKey = createPartitionKey(config.pk, 'pk');
-  const responseConfig: ResponseConfig = Object.freeze({
-    mode: limiter.mode,
-    headers: createHeaderWriter(config.headers, limiter.policies, partitionKey),
-    problemTypes: config.problemTypes,
-    units: new Map(limiter.policies.map((p) => [p.name, p.unit])),
-    problemBody: createProblemBodyWriter(limiter.policies, config.problemTypes),
-  });
+  // One response config per plan: headers and problem bodies describe the plan that applied.
+  const responseConfigs = new Map<string, ResponseConfig>();
+  for (const [name, policies] of limiter.plans) {
+    responseConfigs.set(
+      name,
+      Object.freeze({
+        mode: limiter.mode,
+        headers: createHeaderWriter(config.headers, policies, partitionKey),
+        problemTypes: config.problemTypes,
+        units: new Map(policies.map((p) => [p.name, p.unit])),
+        problemBody: createProblemBodyWriter(policies, config.problemTypes),
+      }),
+    );
+  }
+  const responseConfig = responseConfigs.get(limiter.defaultPlan) as ResponseConfig;
+  const planHttp = config.plans;
+  /** Every policy name that needs a key when policies carry their own keys (all plans, and shadow). */
+  const keyedNames =
+    planHttp.policyKeys.size === 0
+      ? undefined
+      : [...new Set([...[...limiter.plans.values()].flat(), ...limiter.shadowPolicies].map((p) => p.name))];
+  const refunds = planHttp.skipSuccessfulRequests || planHttp.skipFailedRequests;
   const raised = new Set<string>();
   const baseDiagnostics = createDiagnostics(baseLogger, config.validate, raised);
   const charged = new WeakSet<object>();
@@ -292,13 +308,62 @@ export function createRateLimitHandler<Req>(
       hookFailed(diagnostics, 'cost', costOut, 'the request was charged the default cost.');
       cost = costOut.ok ? checkCost(costOut.value, diagnostics) : undefined;
     }
-    const pending = limiter.decide(key, cost === undefined ? undefined : { cost });
+    let planName: string | undefined;
+    if (planHttp.plan !== undefined) {
+      const planFn = planHttp.plan;
+      const planOut = await settle(() => planFn(request));
+      hookFailed(diagnostics, 'plan', planOut, 'the default plan applied.');
+      planName = planOut.ok && typeof planOut.value === 'string' ? planOut.value : undefined;
+    }
+    let target: string | Record<string, string> = key;
+    if (keyedNames !== undefined) {
+      // Several keys, one decision: each policy's own key, or the middleware's key.
+      const keysByName: Record<string, string> = {};
+      for (const name of keyedNames) {
+        const own = planHttp.policyKeys.get(name);
+        if (own === undefined) {
+          keysByName[name] = key;
+          continue;
+        }
+        const out = await settle(() => own(request, view));
+        hookFailed(diagnostics, 'key', out, `the request was counted in the shared '${UNKEYED_KEY}' bucket.`);
+        keysByName[name] = checkKey(out.ok ? out.value : undefined, view);
+      }
+      target = keysByName;
+    }
+    const checkOptions = cost === undefined && planName === undefined ? undefined : { cost, plan: planName };
+    const pending = limiter.decide(target, checkOptions);
     const decision = isPromiseLike(pending) ? await pending : pending;
     report(decision, request, diagnostics);
-    const plan = respond(decision, responseConfig, clock);
+    const plan = respond(decision, responseConfigs.get(decision.plan ?? '') ?? responseConfig, clock);
     // The problem object is built only when a hook may change the body; the default body is already serialized.
     const customized = plan.action === 'reject' && (extendProblem !== undefined || onLimited !== undefined);
     return { decision, plan: customized ? await replaceBody(plan, decision, request, diagnostics) : plan };
+  }
+
+  /**
+   * skipSuccessfulRequests / skipFailedRequests: charged at admission, given back when the response
+   * settles, by the rule in plan-options.ts (a client gone before the end counts as failed).
+   */
+  function refundWhenSettled(request: Req, response: FinishingResponse, decision: Decision, diagnostics: Diagnostics): void {
+    onceSettled(response, (finished) => {
+      void (async () => {
+        let success = false;
+        if (finished) {
+          const r = await settle(() => planHttp.requestWasSuccessful(request, response));
+          hookFailed(diagnostics, 'requestWasSuccessful', r, 'the request counted as failed.');
+          success = r.ok && r.value === true;
+        }
+        if (success ? !planHttp.skipSuccessfulRequests : !planHttp.skipFailedRequests) return;
+        try {
+          await limiter.refund(decision);
+        } catch (error) {
+          diagnostics.warn('WRN_RL_REFUND_FAILED', 'giving back the charge of a request that should not count failed; it stays counted.', {
+            err: error,
+          });
+        }
+      })();
+    });
   }
 
   async function write(handled: HandledRequest, out: ResponseTarget, diagnostics: Diagnostics): Promise<RunOutcome> {
@@ -345,6 +410,9 @@ export function createRateLimitHandler<Req>(
       try {
         const handled = await handle(input);
         if (handled === undefined) return 'next';
+        if (refunds && handled.decision.receipt !== undefined && isFinishingResponse(out.raw)) {
+          refundWhenSettled(input.request, out.raw, handled.decision, diagnosticsFor(logger));
+        }
         return await write(handled, out, diagnosticsFor(logger));
       } catch (error) {
         safeLog(

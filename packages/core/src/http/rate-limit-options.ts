@@ -14,6 +14,7 @@ import type { Clock, Decision, Logger } from '../types.js';
 import { HEADER_MODES, type HeaderMode, type HeadersOption, headerModes } from './header-writer.js';
 import { keys } from './keys.js';
 import type { PartitionKeyOptions } from './partition-key.js';
+import { type HttpPolicies, PLAN_HTTP_KEYS, type PlanHttpConfig, type PlanHttpOptions, parsePlanHttpOptions } from './plan-options.js';
 import { PROBLEM_TYPES, type ProblemDetails, type ProblemKind } from './problem.js';
 import type { KeyFunction } from './request-view.js';
 
@@ -54,7 +55,11 @@ export interface ProblemOptions<Req = any> {
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
-export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'> {
+export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost' | 'policies' | 'plans'>, PlanHttpOptions<Req> {
+  /** The enforced policies (the one-plan form); each may carry its own `key` (several keys, one decision). */
+  policies?: HttpPolicies<Req>;
+  /** Named sets of policies; `plan: (req) => name` picks one per request. Instead of `policies`. */
+  plans?: Readonly<Record<string, HttpPolicies<Req>>>;
   /**
    * Derives the key of a request (`keys.ip()`, `keys.user(fn)`, or your own). A key that is undefined,
    * empty or not a string is counted in one shared `'unkeyed'` bucket and warned about once
@@ -119,6 +124,8 @@ export const DEFAULT_HOOK_TIMEOUT_MS = 5000;
 // biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
 export interface RateLimitConfig<Req = any> {
   readonly limiterOptions: LimiterOptions;
+  /** Plan, per-policy keys and refund-on-finish options (http/plan-options.ts). */
+  readonly plans: PlanHttpConfig<Req>;
   readonly mode: 'enforce' | 'shadow';
   readonly clock: Clock;
   /** The logger the user set; undefined means the adapter's (Fastify's request logger) or `console`. */
@@ -142,6 +149,9 @@ export interface RateLimitConfig<Req = any> {
 /** The limiter's own options, passed through to `createLimiter` (which validates them). */
 const LIMITER_KEYS: KeysEnum<Omit<LimiterOptions, 'cost'>> = {
   policies: true,
+  plans: true,
+  defaultPlan: true,
+  unknownPlan: true,
   shadow: true,
   mode: true,
   store: true,
@@ -154,6 +164,7 @@ const LIMITER_KEYS: KeysEnum<Omit<LimiterOptions, 'cost'>> = {
 };
 const KEYS: KeysEnum<RateLimitOptions> = {
   ...LIMITER_KEYS,
+  ...PLAN_HTTP_KEYS,
   key: true,
   cost: true,
   skip: true,
@@ -273,6 +284,9 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
 
   const picked: Record<string, unknown> = {};
   for (const k of Object.keys(LIMITER_KEYS)) if (options[k] !== undefined) picked[k] = options[k];
+  const plansHttp = parsePlanHttpOptions<Req>(options);
+  if (plansHttp.policies !== undefined) picked.policies = plansHttp.policies;
+  if (plansHttp.plans !== undefined) picked.plans = plansHttp.plans;
   const limiterOptions = picked as unknown as LimiterOptions;
   const clock = options.clock ?? monotonicClock;
   limiterOptions.clock = clock;
@@ -328,6 +342,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
   checkKeyOption(options.key);
   return Object.freeze({
     limiterOptions,
+    plans: plansHttp.config,
     mode: options.mode ?? 'enforce',
     clock,
     logger: options.logger,

@@ -10,11 +10,13 @@ import type { AlgorithmKernel, LogRing, Outcome, StateTable } from '../algorithm
 import { createOutcome } from '../algorithms/kernel.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, readOptions } from '../internal/read-options.js';
+import { REFUND_KERNELS } from '../plans/refund-kernels.js';
 import type { CompiledPolicy } from '../policy.js';
 import {
   F_ALLOWED,
   F_CHARGED,
   F_EXCEEDS,
+  keyAt,
   R_DELAY,
   R_FLAGS,
   R_REMAINING,
@@ -22,6 +24,7 @@ import {
   R_RETRY_AFTER,
   RESULT_STRIDE,
   type Store,
+  type StoreKey,
   type StorePlan,
 } from './store.js';
 
@@ -165,6 +168,11 @@ class Table implements StateTable {
 /** Per-plan scratch, reused across calls: results, outcomes and the slot found for each policy. */
 interface Bound {
   readonly tables: Table[];
+  /**
+   * The plan's policies, which the kernels read: a table is shared by every policy of its identity, and
+   * policies that differ only in a window algorithm's limit (two plans, or a deploy) share one.
+   */
+  readonly policies: readonly CompiledPolicy[];
   readonly outcomes: Outcome[];
   readonly slots: Int32Array;
   readonly result: Float64Array;
@@ -227,6 +235,7 @@ export class MemoryStore implements Store {
       const n = plan.policies.length;
       bound = {
         tables,
+        policies: plan.policies,
         outcomes: tables.map(() => createOutcome()),
         slots: new Int32Array(n),
         result: new Float64Array(n * RESULT_STRIDE),
@@ -247,14 +256,39 @@ export class MemoryStore implements Store {
     return t;
   }
 
-  apply(key: string, plan: StorePlan, cost: number, now: number): Float64Array {
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): Float64Array {
     if (now > this.lastNow) this.lastNow = now;
     const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
     const n = plan.policies.length;
-    if (n === 1) return this.applySingle(key, b, cost, now);
-    this.applyGroup(key, b, 0, plan.enforcedCount, cost, now);
-    if (n > plan.enforcedCount) this.applyGroup(key, b, plan.enforcedCount, n, cost, now);
+    if (n === 1) return this.applySingle(keyAt(key, 0), b, cost, now);
+    this.applyGroup(key, b, 0, plan.enforcedCount, cost, now, true);
+    if (n > plan.enforcedCount) this.applyGroup(key, b, plan.enforcedCount, n, cost, now, true);
     return b.result;
+  }
+
+  /** `apply` without the charge: the same numbers, `F_CHARGED` on each group that would be charged. */
+  peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Float64Array {
+    const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
+    const n = plan.policies.length;
+    this.applyGroup(key, b, 0, plan.enforcedCount, cost, now, false);
+    if (n > plan.enforcedCount) this.applyGroup(key, b, plan.enforcedCount, n, cost, now, false);
+    return b.result;
+  }
+
+  /** Gives back `cost` to each policy whose mark is a number (see `Store.refund`), synchronously. */
+  refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Uint8Array {
+    if (now > this.lastNow) this.lastNow = now;
+    const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
+    const done = new Uint8Array(plan.policies.length);
+    for (let i = 0; i < plan.policies.length; i++) {
+      const mark = marks[i] as number;
+      if (Number.isNaN(mark)) continue;
+      const t = b.tables[i] as Table;
+      const p = plan.policies[i] as CompiledPolicy;
+      const slot = t.index.get(keyAt(key, i));
+      if (slot !== undefined && REFUND_KERNELS[p.algorithm](t, slot, now, cost, mark, p)) done[i] = 1;
+    }
+    return done;
   }
 
   /**
@@ -268,7 +302,7 @@ export class MemoryStore implements Store {
     const slot = t.index.get(key);
     if (slot === undefined) {
       t.kernel.init(t, 0);
-      t.kernel.consume(t, 0, now, cost, t.policy, out);
+      t.kernel.consume(t, 0, now, cost, b.policies[0] as CompiledPolicy, out);
       if (out.allowed) {
         if (this.count >= this.maxKeys) this.evict(t, now, key, b.tables);
         t.adoptScratch(key);
@@ -276,7 +310,7 @@ export class MemoryStore implements Store {
       }
     } else {
       t.touch(slot);
-      t.kernel.consume(t, slot, now, cost, t.policy, out);
+      t.kernel.consume(t, slot, now, cost, b.policies[0] as CompiledPolicy, out);
     }
     const r = b.result;
     if (out.allowed) {
@@ -292,18 +326,18 @@ export class MemoryStore implements Store {
     return r;
   }
 
-  private applyGroup(key: string, b: Bound, from: number, to: number, cost: number, now: number): void {
+  private applyGroup(key: StoreKey, b: Bound, from: number, to: number, cost: number, now: number, charge: boolean): void {
     let all = true;
     for (let i = from; i < to; i++) {
       const t = b.tables[i] as Table;
-      let slot = t.index.get(key);
+      let slot = t.index.get(keyAt(key, i));
       if (slot === undefined) {
         slot = 0;
         t.kernel.init(t, 0);
       }
       b.slots[i] = slot;
       const out = b.outcomes[i] as Outcome;
-      t.kernel.evaluate(t, slot, now, cost, t.policy, out);
+      t.kernel.evaluate(t, slot, now, cost, b.policies[i] as CompiledPolicy, out);
       if (!out.allowed) all = false;
     }
     const r = b.result;
@@ -311,16 +345,24 @@ export class MemoryStore implements Store {
       const t = b.tables[i] as Table;
       const out = b.outcomes[i] as Outcome;
       const o = i * RESULT_STRIDE;
-      if (all) {
+      if (all && !charge) {
+        // A peek: what the charge would report, without it.
+        r[o + R_FLAGS] = F_ALLOWED | F_CHARGED;
+        r[o + R_REMAINING] = out.remaining;
+        r[o + R_RETRY_AFTER] = 0;
+        r[o + R_RESET] = out.resetMs;
+        r[o + R_DELAY] = out.delayMs;
+      } else if (all) {
         let slot = b.slots[i] as number;
         if (slot === 0) {
-          if (this.count >= this.maxKeys) this.evict(t, now, key, b.tables);
-          slot = t.allocate(key);
+          const k = keyAt(key, i);
+          if (this.count >= this.maxKeys) this.evict(t, now, k, b.tables);
+          slot = t.allocate(k);
           this.count += 1;
         } else {
           t.touch(slot);
         }
-        t.kernel.commit(t, slot, now, cost, t.policy);
+        t.kernel.commit(t, slot, now, cost, b.policies[i] as CompiledPolicy);
         r[o + R_FLAGS] = F_ALLOWED | F_CHARGED;
         r[o + R_REMAINING] = out.remaining;
         r[o + R_RETRY_AFTER] = 0;
@@ -334,7 +376,7 @@ export class MemoryStore implements Store {
         r[o + R_DELAY] = 0;
         if (out.allowed) {
           // Admitted here but not charged: report the state as it stands (a cost that can never fit does).
-          t.kernel.evaluate(t, slot, now, Number.POSITIVE_INFINITY, t.policy, out);
+          t.kernel.evaluate(t, slot, now, Number.POSITIVE_INFINITY, b.policies[i] as CompiledPolicy, out);
         }
         r[o + R_REMAINING] = out.remaining;
         r[o + R_RESET] = out.resetMs;

@@ -14,6 +14,17 @@ export interface StorePlan {
   readonly enforcedCount: number;
 }
 
+/**
+ * The key a request is decided for: one key for every policy, or one key per policy in plan order
+ * (several keys, one decision: `limiter.check({ 'per-ip': ip, 'per-account': account })`).
+ */
+export type StoreKey = string | readonly string[];
+
+/** The key of the policy at plan position `i`. */
+export function keyAt(key: StoreKey, i: number): string {
+  return typeof key === 'string' ? key : (key[i] as string);
+}
+
 /** Numbers per policy in a store result. */
 export const RESULT_STRIDE = 5;
 /** Offsets within one policy's numbers. */
@@ -42,7 +53,26 @@ export interface Store {
    * `now` is the limiter's clock (integer ms); a store with its own clock (Redis TIME) may ignore it.
    * Returns synchronously when it can: the limiter then answers without extra microtask hops.
    */
-  apply(key: string, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult>;
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult>;
+  /**
+   * What `apply` would answer, charging nothing: the same numbers, with `F_CHARGED` set on every policy
+   * of a group that would be charged. Stores without it cannot serve `limiter.peek()`.
+   */
+  peek?(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult>;
+  /**
+   * Gives back `cost` milli-units charged by an earlier `apply`, atomically, per policy whose
+   * `marks[i]` is a number (NaN: that policy was not charged). A mark is the charge's `now + resetMs`:
+   * it names the state the charge went into (the window, the log entry, the time the bucket would be
+   * full again), and a policy gives back only while that state is current, never above capacity.
+   * Returns one number per policy: 1 when its state took the refund, else 0.
+   */
+  refund?(
+    key: StoreKey,
+    plan: StorePlan,
+    cost: number,
+    marks: readonly number[],
+    now: number,
+  ): ArrayLike<number> | Promise<ArrayLike<number>>;
   /**
    * Called once by `createLimiter` with the plan it will pass to `apply`: the store may prepare per-plan
    * work (RedisStore generates the plan's script) and throws `RateLimitConfigError` for a plan it cannot

@@ -155,6 +155,7 @@ function fwExceeds(s: Slot, p: CompiledPolicy): string {
   const [, used] = names(s, FW_STATE);
   return lua`
     ${s.remaining} = ${p.capMilli} - ${used}
+    if ${s.remaining} < 0 then ${s.remaining} = 0 end
     ${s.reset} = resetu`;
 }
 
@@ -192,6 +193,7 @@ const fixedWindow: LuaKernel = {
           ${s.flags} = 1; ${s.remaining} = ${cap} - ${used} - cost; ${s.reset} = stop - now
         else
           ${s.remaining} = ${cap} - ${used}; ${s.retry} = stop - now; ${s.reset} = resetu
+          if ${s.remaining} < 0 then ${s.remaining} = 0 end
         end
       end`;
   },
@@ -604,6 +606,7 @@ function slView(s: Slot, p: CompiledPolicy): string {
 function slExceeds(s: Slot, p: CompiledPolicy): string {
   return lua`
     ${s.remaining} = ${p.capMilli} - sum
+    if ${s.remaining} < 0 then ${s.remaining} = 0 end
     ${s.reset} = resetu`;
 }
 
@@ -665,6 +668,7 @@ const slidingLog: LuaKernel = {
           -- The oldest entry whose running total frees enough cost for this request to fit.
           local first = redis.call('ZRANGEBYSCORE', ${s.key}, fmt('%d', ${base} + (sum + cost - ${cap})), '+inf', 'LIMIT', 0, 1)
           ${s.remaining} = ${cap} - sum; ${s.retry} = tonumber(first[1]) + ${w} - now; ${s.reset} = resetu
+          if ${s.remaining} < 0 then ${s.remaining} = 0 end
         end
       end`;
   },

@@ -16,9 +16,24 @@
  */
 import { RateLimitConfigError } from '../../errors.js';
 import { readOptions } from '../../internal/read-options.js';
-import { RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../store.js';
+import {
+  F_ALLOWED,
+  F_CHARGED,
+  keyAt,
+  R_DELAY,
+  R_FLAGS,
+  R_REMAINING,
+  R_RESET,
+  RESULT_STRIDE,
+  type Store,
+  type StoreKey,
+  type StorePlan,
+  type StoreResult,
+} from '../store.js';
 import { keySlot } from './cluster-slot.js';
+import { slotGroups, subPlan } from './cluster-split.js';
 import { keyName, keyTag, policySuffix } from './key-names.js';
+import { peekScript, refundScript } from './plan-scripts.js';
 import { isRedisClientLike, type RedisClientLike } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
 import { ScriptRunner } from './script-runner.js';
@@ -48,6 +63,9 @@ export interface RedisStoreOptions {
 interface Bound {
   readonly suffixes: readonly string[];
   readonly script: LuaScript;
+  /** plan-scripts.ts: the peek and refund twins, generated on first use. */
+  peek?: LuaScript;
+  refund?: LuaScript;
 }
 
 const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = { client: true, prefix: true, timeSource: true };
@@ -113,7 +131,7 @@ export class RedisStore implements Store {
   private bind(plan: StorePlan): Bound {
     let b = this.bindings.get(plan);
     if (b === undefined) {
-      b = Object.freeze({ suffixes: plan.policies.map(policySuffix), script: planScript(plan) });
+      b = { suffixes: plan.policies.map(policySuffix), script: planScript(plan) };
       this.bindings.set(plan, b);
     }
     return b;
@@ -192,7 +210,17 @@ export class RedisStore implements Store {
     );
   }
 
-  apply(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    return this.runPlan(key, plan, cost, now, false);
+  }
+
+  /** The peek twin (plan-scripts.ts): what `apply` would answer, charging nothing. */
+  peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    return this.runPlan(key, plan, cost, now, true);
+  }
+
+  /** The refund twin (plan-scripts.ts): gives back a charge named by its marks (see `Store.refund`). */
+  refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
     let b: Bound;
     try {
       b = this.bind(plan);
@@ -202,12 +230,154 @@ export class RedisStore implements Store {
     const error = this.notReady();
     if (error !== undefined) return Promise.reject(error);
     const n = plan.policies.length;
-    const tag = keyTag(key);
-    // KEYS (one per policy), then ARGV: now ('' = Redis TIME) and the cost.
-    const args: string[] = [];
-    for (let i = 0; i < n; i++) args.push(keyName(this.prefix, tag, b.suffixes[i] as string));
+    const args = this.keysOf(key, b);
+    const groups = typeof key !== 'string' && this.client.isCluster === true ? slotGroups(args) : undefined;
+    if (groups !== undefined) return this.refundSplit(key as readonly string[], plan, cost, marks, now, groups);
     args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
-    const script = b.script;
+    for (let i = 0; i < n; i++) args.push(Number.isNaN(marks[i]) ? '' : String(marks[i]));
+    b.refund ??= refundScript(plan);
+    const script = b.refund;
+    return this.scripts.run(script, n, args).then((reply) => {
+      if (Array.isArray(reply) && reply.length === n && reply.every((x) => x === 0 || x === 1)) return reply as number[];
+      throw new RedisStoreError(
+        'ERR_RL_STORE_REPLY',
+        `expected ${n} flags from ${script.name}, got ${JSON.stringify(reply)?.slice(0, 200)}; the client must return Redis replies unchanged`,
+      );
+    });
+  }
+
+  /** A refund whose keys live in several slots: one refund script per slot, each atomic on its node. */
+  private async refundSplit(
+    key: readonly string[],
+    plan: StorePlan,
+    cost: number,
+    marks: readonly number[],
+    now: number,
+    groups: readonly number[][],
+  ): Promise<ArrayLike<number>> {
+    const done = new Array<number>(plan.policies.length).fill(0);
+    await Promise.all(
+      groups.map(async (g) => {
+        const subMarks = g.map((i) => marks[i] as number);
+        if (subMarks.every((m) => Number.isNaN(m))) return;
+        const r = await this.refund(
+          g.map((i) => key[i] as string),
+          subPlan(plan, g),
+          cost,
+          subMarks,
+          now,
+        );
+        g.forEach((i, j) => {
+          done[i] = r[j] as number;
+        });
+      }),
+    );
+    return done;
+  }
+
+  /**
+   * Cluster, keys in several slots: reserve in every slot (each group of policies atomic on its node, in
+   * parallel), confirm when all charged, else give back the groups that charged (cluster-split.ts).
+   */
+  private async runSplit(
+    key: readonly string[],
+    plan: StorePlan,
+    cost: number,
+    now: number,
+    peek: boolean,
+    groups: readonly number[][],
+  ): Promise<StoreResult> {
+    const n = plan.policies.length;
+    const e = plan.enforcedCount;
+    const settled = await Promise.allSettled(
+      groups.map((g) =>
+        this.runPlan(
+          g.map((i) => key[i] as string),
+          subPlan(plan, g),
+          cost,
+          now,
+          peek,
+        ),
+      ),
+    );
+    const out = new Array<number>(n * RESULT_STRIDE + 1).fill(0);
+    let base: number | undefined;
+    let failure: unknown;
+    settled.forEach((s, k) => {
+      const g = groups[k] as number[];
+      if (s.status === 'rejected') {
+        failure ??= s.reason;
+        return;
+      }
+      const r = s.value;
+      const groupNow = r[g.length * RESULT_STRIDE] as number;
+      const anchor: number = base ?? groupNow;
+      base = anchor;
+      g.forEach((i, j) => {
+        for (let f = 0; f < RESULT_STRIDE; f++) out[i * RESULT_STRIDE + f] = r[j * RESULT_STRIDE + f] as number;
+        // One `now` for the reply: resets move by the nodes' clock difference, so marks stay exact.
+        out[i * RESULT_STRIDE + R_RESET] = (r[j * RESULT_STRIDE + R_RESET] as number) + (groupNow - anchor);
+      });
+    });
+    out[n * RESULT_STRIDE] = base ?? now;
+    const charged = (i: number) => ((out[i * RESULT_STRIDE + R_FLAGS] as number) & F_CHARGED) !== 0;
+    const range = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => from + k);
+    const give: number[] = [];
+    for (const members of [range(0, e), range(e, n)]) {
+      if (failure === undefined && members.every(charged)) continue;
+      for (const i of members) {
+        if (!charged(i)) continue;
+        give.push(i);
+        // Admitted here, not charged in the end: report the state as it stands, as one script would.
+        const o = i * RESULT_STRIDE;
+        const p = plan.policies[i] as StorePlan['policies'][number];
+        out[o + R_FLAGS] = F_ALLOWED;
+        out[o + R_REMAINING] = Math.min(p.capMilli, (out[o + R_REMAINING] as number) + cost);
+        out[o + R_DELAY] = 0;
+      }
+    }
+    if (!peek && give.length > 0) {
+      const marks = plan.policies.map((_, i) =>
+        give.includes(i) ? (out[n * RESULT_STRIDE] as number) + (out[i * RESULT_STRIDE + R_RESET] as number) : Number.NaN,
+      );
+      // Best effort: a give-back that fails leaves the reservation to expire with its state.
+      await this.refund(key, plan, cost, marks, now).then(undefined, () => undefined);
+    }
+    if (failure !== undefined) throw failure;
+    return out;
+  }
+
+  /** KEYS: one per policy, each under its own key's hash tag. */
+  private keysOf(key: StoreKey, b: Bound): string[] {
+    const args: string[] = [];
+    const single = typeof key === 'string' ? keyTag(key) : undefined;
+    for (let i = 0; i < b.suffixes.length; i++) {
+      args.push(keyName(this.prefix, single ?? keyTag(keyAt(key, i)), b.suffixes[i] as string));
+    }
+    return args;
+  }
+
+  private runPlan(key: StoreKey, plan: StorePlan, cost: number, now: number, peek: boolean): Promise<StoreResult> {
+    let b: Bound;
+    try {
+      b = this.bind(plan);
+    } catch (tooLarge) {
+      return Promise.reject(tooLarge);
+    }
+    const error = this.notReady();
+    if (error !== undefined) return Promise.reject(error);
+    const n = plan.policies.length;
+    // KEYS (one per policy), then ARGV: now ('' = Redis TIME) and the cost.
+    const args = this.keysOf(key, b);
+    // Several keys in different Cluster slots: reserve, then confirm or give back (cluster-split.ts).
+    const groups = typeof key !== 'string' && this.client.isCluster === true ? slotGroups(args) : undefined;
+    if (groups !== undefined) return this.runSplit(key as readonly string[], plan, cost, now, peek, groups);
+    args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
+    let script = b.script;
+    if (peek) {
+      b.peek ??= peekScript(plan);
+      script = b.peek;
+    }
     return this.scripts.run(script, n, args).then((reply) => checkReply(reply, n, script));
   }
 

@@ -102,11 +102,13 @@ do
   if cost > 10000000 then
     out[6] = 2
     out[7] = 10000000 - used2
+    if out[7] < 0 then out[7] = 0 end
     out[9] = resetu
   elseif used2 + cost <= 10000000 then
     out[6] = 1; out[7] = 10000000 - used2 - cost; out[9] = stop - now
   else
     out[7] = 10000000 - used2; out[8] = stop - now; out[9] = resetu
+    if out[7] < 0 then out[7] = 0 end
   end
 end
 if out[1] == 1 and out[6] == 1 then
@@ -147,6 +149,7 @@ else
       local resetu = 0
       if used2 > 0 then resetu = stop - now end
       out[7] = 10000000 - used2
+      if out[7] < 0 then out[7] = 0 end
       out[9] = resetu
     end
     out[10] = 0

@@ -127,6 +127,7 @@ do
   if cost > 5000 then
     out[6] = 2
     out[7] = 5000 - sum
+    if out[7] < 0 then out[7] = 0 end
     out[9] = resetu
   elseif sum + cost <= 5000 then
     -- The window never moves back: the new entry is recorded at the high-water mark.
@@ -137,6 +138,7 @@ do
     -- The oldest entry whose running total frees enough cost for this request to fit.
     local first = redis.call('ZRANGEBYSCORE', KEYS[2], fmt('%d', base2 + (sum + cost - 5000)), '+inf', 'LIMIT', 0, 1)
     out[7] = 5000 - sum; out[8] = tonumber(first[1]) + 900000 - now; out[9] = resetu
+    if out[7] < 0 then out[7] = 0 end
   end
 end
 if out[1] == 1 and out[6] == 1 then
@@ -203,6 +205,7 @@ else
       local sum, resetu = 0, 0
       if live2 > 0 then sum = last2 - base2; resetu = hw2 + 900000 - now end
       out[7] = 5000 - sum
+      if out[7] < 0 then out[7] = 0 end
       out[9] = resetu
     end
     out[10] = 0

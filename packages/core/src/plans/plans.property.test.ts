@@ -1,0 +1,196 @@
+/**
+ * @module Properties of refunds and multi-key decisions on random traces (fast-check), in memory; the
+ * Redis twins are held to the same answers by test/integration/redis/plans-differential.test.ts:
+ * - refunds never lift a policy above capacity: every remaining, before and after, is within [0, capacity];
+ * - nothing above the limit, counting only what was not given back: per fixed window, per sliding-log
+ *   window and over any interval of a bucket (burst plus the refill of the interval, plus one ms of
+ *   refill, the rounding of a receipt's mark);
+ * - all-or-nothing across keys: a rejected multi-key check leaves every key's state as it was.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createLimiter } from '../create-limiter.js';
+import { MemoryStore } from '../stores/memory-store.js';
+import type { AlgorithmId, Decision } from '../types.js';
+
+type Op = { kind: 'check'; dt: number; cost: number } | { kind: 'refund'; dt: number; which: number; part: boolean };
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant<'check'>('check'),
+      dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 1500 })),
+      cost: fc.constantFrom(1, 1, 2, 0.5, 3),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant<'refund'>('refund'),
+      dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 300 })),
+      which: fc.nat(),
+      part: fc.boolean(),
+    }),
+  },
+);
+
+/** What is left now, from a peek of the smallest cost (admitted: remaining after it; rejected: as it stands). */
+function level(d: Decision): number {
+  return d.allowed ? Math.round((d.remaining + 0.001) * 1000) / 1000 : d.remaining;
+}
+
+interface Net {
+  at: number;
+  /** Milli-units charged and not given back. */
+  milli: number;
+}
+
+async function replay(algorithm: AlgorithmId, limit: number, burst: number | undefined, ops: readonly Op[]) {
+  let now = 1_000_000;
+  const bucket = algorithm === 'token-bucket' || algorithm === 'gcra' || algorithm === 'leaky-bucket';
+  const limiter = createLimiter({
+    policies: { algorithm, limit, windowMs: 1000, ...(bucket && burst !== undefined ? { burst } : {}) },
+    store: new MemoryStore({ sweepIntervalMs: 0 }),
+    clock: () => now,
+  });
+  const capacity = bucket ? (burst ?? limit) : limit;
+  const charged: { d: Decision; net: Net }[] = [];
+  const nets: Net[] = [];
+  const remainings: number[] = [];
+  for (const op of ops) {
+    now += op.dt;
+    if (op.kind === 'check') {
+      const d = await limiter.check('k', { cost: op.cost });
+      remainings.push(d.remaining);
+      if (d.receipt !== undefined) {
+        const net = { at: now, milli: op.cost * 1000 };
+        nets.push(net);
+        charged.push({ d, net });
+      }
+    } else if (charged.length > 0) {
+      const c = charged[op.which % charged.length] as { d: Decision; net: Net };
+      const give = op.part ? Math.min(0.5, c.net.milli / 1000) : undefined;
+      const before = level(await limiter.peek('k', { cost: 0.001 }));
+      const r = await limiter.refund(c.d, give === undefined || give <= 0 ? undefined : { cost: give });
+      const after = level(await limiter.peek('k', { cost: 0.001 }));
+      remainings.push(after);
+      // What the state actually took back is what the charge stops counting for.
+      if (r.refunded) c.net.milli -= Math.round((after - before) * 1000);
+    }
+  }
+  return { nets, remainings, capacity };
+}
+
+describe('refund properties', () => {
+  const algorithms: AlgorithmId[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra', 'leaky-bucket'];
+
+  it.each(algorithms)('%s: refunds never lift a policy above capacity, nor below zero', async (algorithm) => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.array(opArb, { maxLength: 50 }), async (limit, ops) => {
+        const { remainings, capacity } = await replay(algorithm, limit, undefined, ops);
+        for (const r of remainings) {
+          expect(r).toBeGreaterThanOrEqual(0);
+          expect(r).toBeLessThanOrEqual(capacity);
+        }
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it('fixed-window: what is not given back stays within the limit per window', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.array(opArb, { maxLength: 60 }), async (limit, ops) => {
+        const { nets } = await replay('fixed-window', limit, undefined, ops);
+        const perWindow = new Map<number, number>();
+        for (const n of nets) perWindow.set(Math.floor(n.at / 1000), (perWindow.get(Math.floor(n.at / 1000)) ?? 0) + n.milli);
+        for (const total of perWindow.values()) expect(total).toBeLessThanOrEqual(limit * 1000);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('sliding-log: what is not given back stays within the limit in every rolling window', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.array(opArb, { maxLength: 60 }), async (limit, ops) => {
+        const { nets } = await replay('sliding-log', limit, undefined, ops);
+        for (const end of nets) {
+          const total = nets.filter((n) => n.at > end.at - 1000 && n.at <= end.at).reduce((a, n) => a + n.milli, 0);
+          expect(total).toBeLessThanOrEqual(limit * 1000);
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it.each(['token-bucket', 'gcra'] as const)(
+    '%s: what is not given back stays within burst plus the refill of any interval',
+    async (algorithm) => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 5 }),
+          fc.integer({ min: 1, max: 6 }),
+          fc.array(opArb, { maxLength: 60 }),
+          async (limit, burst, ops) => {
+            const { nets } = await replay(algorithm, limit, burst, ops);
+            for (const a of nets) {
+              for (const b of nets) {
+                if (b.at < a.at) continue;
+                const total = nets.filter((n) => n.at >= a.at && n.at <= b.at).reduce((s, n) => s + n.milli, 0);
+                // burst + refill over [a, b], plus one ms of refill (a mark is rounded up to the ms).
+                const bound = burst * 1000 + (limit * 1000 * (b.at - a.at + 1)) / 1000;
+                expect(total).toBeLessThanOrEqual(Math.ceil(bound));
+              }
+            }
+          },
+        ),
+        { numRuns: 150 },
+      );
+    },
+  );
+});
+
+describe('several keys, one decision: all or nothing', () => {
+  it('a rejected multi-key check leaves every key as it was', async () => {
+    const algorithms: AlgorithmId[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra', 'leaky-bucket'];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...algorithms),
+        fc.constantFrom(...algorithms),
+        fc.array(
+          fc.record({
+            dt: fc.integer({ min: 0, max: 400 }),
+            a: fc.constantFrom('x', 'y'),
+            b: fc.constantFrom('x', 'y'),
+            cost: fc.constantFrom(1, 2, 0.5),
+          }),
+          { maxLength: 40 },
+        ),
+        async (algA, algB, steps) => {
+          let now = 5_000_000;
+          const limiter = createLimiter({
+            policies: [
+              { name: 'a', algorithm: algA, limit: 2, windowMs: 1000 },
+              { name: 'b', algorithm: algB, limit: 3, windowMs: 1000 },
+            ],
+            store: new MemoryStore({ sweepIntervalMs: 0 }),
+            clock: () => now,
+          });
+          for (const s of steps) {
+            now += s.dt;
+            const keys = { a: s.a, b: s.b };
+            const before = await limiter.peek(keys, { cost: 0.001 });
+            const d = await limiter.check(keys, { cost: s.cost });
+            if (!d.allowed) {
+              const after = await limiter.peek(keys, { cost: 0.001 });
+              expect(after.policies.map((p) => p.remaining)).toEqual(before.policies.map((p) => p.remaining));
+            } else {
+              for (const p of d.policies) expect(p.remaining).toBeGreaterThanOrEqual(0);
+            }
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});

@@ -1,0 +1,216 @@
+/**
+ * @module Plans, several keys in one decision, peek and refund on the memory store: the contract by
+ * example. The properties (nothing above the limit, refunds never above capacity, all-or-nothing across
+ * keys) are in plans.property.test.ts; the Redis twins in test/integration/redis/plans-differential.test.ts.
+ */
+import { describe, expect, it, vi } from 'vitest';
+import { createLimiter } from '../create-limiter.js';
+import { RateLimitConfigError } from '../errors.js';
+import { MemoryStore } from '../stores/memory-store.js';
+import type { AlgorithmId, Logger } from '../types.js';
+
+const ALGORITHMS: readonly AlgorithmId[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra', 'leaky-bucket'];
+
+function virtual(options: Parameters<typeof createLimiter>[0]) {
+  let now = 1_000_000;
+  const limiter = createLimiter({ ...options, store: new MemoryStore({ sweepIntervalMs: 0 }), clock: () => now });
+  return {
+    limiter,
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}
+
+function quietLogger(): Logger & { warn: ReturnType<typeof vi.fn> } {
+  return { warn: vi.fn(), error: vi.fn() } as unknown as Logger & { warn: ReturnType<typeof vi.fn> };
+}
+
+describe('plans', () => {
+  const plans = {
+    free: [{ name: 'minute', limit: 2, windowMs: 60_000 }],
+    pro: [
+      { name: 'minute', limit: 5, windowMs: 60_000 },
+      { name: 'burst', algorithm: 'token-bucket' as const, limit: 3, windowMs: 1000 },
+    ],
+  };
+
+  it('applies the named plan, the first plan by default, and says which plan applied', async () => {
+    const { limiter } = virtual({ plans });
+    expect(limiter.defaultPlan).toBe('free');
+    expect([...limiter.plans.keys()]).toEqual(['free', 'pro']);
+    const free = await limiter.check('a');
+    expect(free).toMatchObject({ plan: 'free', allowed: true, remaining: 1 });
+    expect(free.policies.map((p) => p.limit)).toEqual([2]);
+    const pro = await limiter.check('b', { plan: 'pro' });
+    expect(pro.plan).toBe('pro');
+    expect(pro.policies.map((p) => [p.name, p.limit])).toEqual([
+      ['minute', 5],
+      ['burst', 3],
+    ]);
+  });
+
+  it('answers an unknown plan with the unknownPlan fallback and warns once per name, never a bypass', async () => {
+    const logger = quietLogger();
+    const { limiter } = virtual({ plans, unknownPlan: 'free', defaultPlan: 'pro', logger });
+    const d1 = await limiter.check('k', { plan: 'enterprise' });
+    const d2 = await limiter.check('k', { plan: 'enterprise' });
+    const d3 = await limiter.check('k', { plan: 'enterprise' });
+    expect([d1.plan, d1.allowed, d2.allowed, d3.allowed]).toEqual(['free', true, true, false]);
+    expect(logger.warn).toHaveBeenCalledTimes(1);
+    expect(logger.warn.mock.calls[0]?.[0]).toMatchObject({ code: 'WRN_RL_UNKNOWN_PLAN', plan: 'enterprise', appliedPlan: 'free' });
+    await limiter.check('k', { plan: 'other' });
+    expect(logger.warn).toHaveBeenCalledTimes(2);
+  });
+
+  it('validates plans at construction with coded errors', () => {
+    const code = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        expect(e).toBeInstanceOf(RateLimitConfigError);
+        return (e as RateLimitConfigError).code;
+      }
+      return 'no error';
+    };
+    expect(code(() => createLimiter({ plans: {} }))).toBe('ERR_RL_INVALID_PLANS');
+    expect(code(() => createLimiter({ plans, policies: { limit: 1, windowMs: 1 } }))).toBe('ERR_RL_INVALID_PLANS');
+    expect(code(() => createLimiter({ plans, defaultPlan: 'gold' }))).toBe('ERR_RL_UNKNOWN_PLAN');
+    expect(code(() => createLimiter({ plans, unknownPlan: 'gold' }))).toBe('ERR_RL_UNKNOWN_PLAN');
+    expect(code(() => createLimiter({ policies: { limit: 1, windowMs: 1 }, defaultPlan: 'free' }))).toBe('ERR_RL_INVALID_PLANS');
+    expect(code(() => createLimiter({ plans: { ' bad': [{ limit: 1, windowMs: 1 }] } }))).toBe('ERR_RL_INVALID_PLAN_NAME');
+    expect(code(() => createLimiter({ plans: { free: [{ limit: 0, windowMs: 1 }] } }))).toBe('ERR_RL_INVALID_LIMIT');
+    expect(code(() => createLimiter({ plans: { free: [] } }))).toBe('ERR_RL_NO_POLICIES');
+  });
+});
+
+describe('state across a change of plan or limit', () => {
+  it.each(['fixed-window', 'sliding-window', 'sliding-log'] as const)(
+    '%s: the count carries over: no fresh budget on a downgrade, none lost on an upgrade, never negative',
+    async (algorithm) => {
+      const { limiter } = virtual({
+        plans: {
+          pro: [{ name: 'minute', algorithm, limit: 5, windowMs: 60_000 }],
+          free: [{ name: 'minute', algorithm, limit: 2, windowMs: 60_000 }],
+        },
+      });
+      for (let i = 0; i < 4; i++) expect((await limiter.check('k', { plan: 'pro' })).allowed).toBe(true);
+      const down = await limiter.check('k', { plan: 'free' });
+      expect(down).toMatchObject({ allowed: false, remaining: 0, plan: 'free' });
+      expect(down.retryAfterMs).toBeGreaterThan(0);
+      const up = await limiter.check('k', { plan: 'pro' });
+      expect(up).toMatchObject({ allowed: true, remaining: 0, plan: 'pro' });
+    },
+  );
+});
+
+describe('several keys, one decision', () => {
+  const policies = [
+    { name: 'per-ip', algorithm: 'fixed-window' as const, limit: 3, windowMs: 60_000 },
+    { name: 'per-account', algorithm: 'sliding-log' as const, limit: 2, windowMs: 60_000 },
+  ];
+
+  it('charges every key or none', async () => {
+    const { limiter } = virtual({ policies });
+    expect((await limiter.check({ 'per-ip': '1.2.3.4', 'per-account': 'alice' })).allowed).toBe(true);
+    expect((await limiter.check({ 'per-ip': '1.2.3.4', 'per-account': 'alice' })).allowed).toBe(true);
+    // alice is out: the IP is not charged by the rejected request.
+    const third = await limiter.check({ 'per-ip': '1.2.3.4', 'per-account': 'alice' });
+    expect(third).toMatchObject({ allowed: false, policy: 'per-account' });
+    expect(third.policies.find((p) => p.name === 'per-ip')?.remaining).toBe(1);
+    expect((await limiter.check({ 'per-ip': '1.2.3.4', 'per-account': 'bob' })).allowed).toBe(true);
+    const ipOut = await limiter.check({ 'per-ip': '1.2.3.4', 'per-account': 'carol' });
+    expect(ipOut).toMatchObject({ allowed: false, policy: 'per-ip' });
+    expect(ipOut.key).toBe('per-ip=1.2.3.4&per-account=carol');
+    // carol was not charged by the request the IP refused.
+    expect((await limiter.peek({ 'per-ip': '5.6.7.8', 'per-account': 'carol' })).remaining).toBe(1);
+  });
+
+  it('needs a key for every policy of the plan', async () => {
+    const { limiter } = virtual({ policies });
+    await expect(limiter.check({ 'per-ip': '1.2.3.4' })).rejects.toThrow(/ERR_RL_MISSING_POLICY_KEY.*'per-account'/);
+    await expect(limiter.check({ 'per-ip': '1.2.3.4', 'per-account': 7 as unknown as string })).rejects.toThrow(/ERR_RL_INVALID_KEY/);
+  });
+});
+
+describe('peek', () => {
+  it.each(ALGORITHMS)('%s: answers what check would, charging nothing', async (algorithm) => {
+    const { limiter, advance } = virtual({ policies: { algorithm, limit: 3, windowMs: 1000 } });
+    await limiter.check('k');
+    advance(10);
+    const seen = await limiter.peek('k', { cost: 2 });
+    const again = await limiter.peek('k', { cost: 2 });
+    expect(again).toEqual(seen);
+    expect(seen.receipt).toBeUndefined();
+    const real = await limiter.check('k', { cost: 2 });
+    expect({ ...real, receipt: undefined }).toEqual({ ...seen, receipt: undefined });
+    expect(limiter.stats().requests).toBe(2);
+  });
+});
+
+describe('refund', () => {
+  it.each(ALGORITHMS)('%s: gives back exactly the charge, once, never above capacity', async (algorithm) => {
+    const { limiter, advance } = virtual({ policies: { algorithm, limit: 3, windowMs: 1000 } });
+    const first = await limiter.check('k');
+    advance(1);
+    const second = await limiter.check('k', { cost: 2 });
+    expect(second.remaining).toBeLessThan(1);
+    expect(await limiter.refund(second)).toEqual({ refunded: true, policies: ['default'] });
+    // Given back once only, however often it is passed.
+    expect(await limiter.refund(second)).toEqual({ refunded: false, policies: [] });
+    const after = await limiter.peek('k', { cost: 2 });
+    expect(after.allowed).toBe(true);
+    expect(await limiter.refund(first)).toMatchObject({ refunded: true });
+    const full = await limiter.peek('k', { cost: 3 });
+    expect(full.allowed).toBe(true);
+    expect(full.remaining).toBe(0);
+  });
+
+  it.each(['fixed-window', 'sliding-window', 'sliding-log'] as const)(
+    '%s: a refund after the window rolled over changes nothing',
+    async (algorithm) => {
+      const { limiter, advance } = virtual({ policies: { algorithm, limit: 3, windowMs: 1000 } });
+      const d = await limiter.check('k');
+      advance(2000);
+      expect(await limiter.refund(d)).toEqual({ refunded: false, policies: [] });
+    },
+  );
+
+  it('refunds part of a charge, then the rest, and rejects more than was charged', async () => {
+    const { limiter } = virtual({ policies: { algorithm: 'fixed-window', limit: 5, windowMs: 1000 } });
+    const d = await limiter.check('k', { cost: 4 });
+    await expect(limiter.refund(d, { cost: 5 })).rejects.toThrow(/ERR_RL_INVALID_REFUND_COST/);
+    await limiter.refund(d, { cost: 1.5 });
+    expect((await limiter.peek('k', { cost: 0.001 })).remaining).toBe(2.499);
+    await limiter.refund(d);
+    expect((await limiter.peek('k', { cost: 0.001 })).remaining).toBe(4.999);
+    expect(await limiter.refund(d, { cost: 1 })).toMatchObject({ refunded: false });
+  });
+
+  it('refuses receipts of another limiter and anything that is not a decision', async () => {
+    const a = virtual({ policies: { limit: 5, windowMs: 1000 } }).limiter;
+    const b = virtual({ policies: { limit: 5, windowMs: 1000 } }).limiter;
+    const d = await a.check('k');
+    await expect(b.refund(d)).rejects.toThrow(/ERR_RL_INVALID_RECEIPT/);
+    await expect(b.refund({ plan: 'default', cost: 1 })).rejects.toThrow(/ERR_RL_INVALID_RECEIPT/);
+    // A decision that charged nothing refunds nothing.
+    const limited = await virtual({ policies: { limit: 1, windowMs: 1000 } }).limiter.check('k', { cost: 2 });
+    expect(limited.receipt).toBeUndefined();
+  });
+
+  it('refunds every key of a multi-key charge, and the shadow policies it charged', async () => {
+    const { limiter } = virtual({
+      policies: [
+        { name: 'ip', algorithm: 'fixed-window', limit: 2, windowMs: 1000 },
+        { name: 'account', algorithm: 'gcra', limit: 2, windowMs: 1000 },
+      ],
+      shadow: { policies: { name: 'next', algorithm: 'sliding-log', limit: 1, windowMs: 1000 } },
+    });
+    const keys = { ip: '1.1.1.1', account: 'a', next: 'a' };
+    const d = await limiter.check(keys);
+    expect(await limiter.refund(d)).toEqual({ refunded: true, policies: ['ip', 'account', 'next'] });
+    const p = await limiter.peek(keys);
+    expect(p.policies.map((r) => r.remaining)).toEqual([1, 1]);
+    expect(p.shadow?.allowed).toBe(true);
+  });
+});

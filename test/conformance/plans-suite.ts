@@ -1,0 +1,113 @@
+/**
+ * @module Conformance cases for issue 10, run against every adapter (one line in each framework's test
+ * file): plans chosen per request, headers describing the plan that applied, unknown plans answered by
+ * the fallback plan, several keys in one all-or-nothing decision (per IP and per account), and counting
+ * only what should count (`skipSuccessfulRequests`, `skipFailedRequests`, `requestWasSuccessful`).
+ * The routes answer 200; a request "fails" here when `requestWasSuccessful` says so from its URL, which
+ * every framework's request carries with its query.
+ */
+import type { HeaderBag, PolicyOptions, RequestView } from '@tollgate/core';
+import request from 'supertest';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AnyOptions, MakeApp, TestApp } from './suite.js';
+
+const T0 = 1_800_000_000_000;
+
+function header(headers: HeaderBag, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** `x-plan` names the plan, as an API-key lookup would. */
+// biome-ignore lint/suspicious/noExplicitAny: the request type differs per framework; only its headers are read.
+const planFromHeader = (req: any) => header((req.headers ?? req.request?.headers) as HeaderBag, 'x-plan');
+// biome-ignore lint/suspicious/noExplicitAny: see planFromHeader.
+const accountKey = (_req: any, view: RequestView<any>) => `account:${header(view.headers, 'x-account') ?? ''}`;
+// biome-ignore lint/suspicious/noExplicitAny: the URL with its query: Express and Fastify `url`, Koa `ctx.url`.
+const failsByUrl = (req: any) => !String(req.originalUrl ?? req.url).includes('fail=1');
+
+export function definePlansConformance(name: string, makeApp: MakeApp): void {
+  describe(`conformance (plans, issue 10): ${name}`, () => {
+    const clock = () => T0;
+    const apps: TestApp[] = [];
+    async function start(global: AnyOptions): Promise<TestApp> {
+      const app = await makeApp({ global });
+      apps.push(app);
+      return app;
+    }
+    afterEach(async () => {
+      await Promise.all(apps.splice(0).map((a) => a.close()));
+    });
+
+    const fw = (limit: number, extra: Partial<PolicyOptions> = {}): PolicyOptions => ({
+      name: 'minute',
+      algorithm: 'fixed-window',
+      limit,
+      windowMs: 60_000,
+      ...extra,
+    });
+
+    it('applies the plan the request names, and its headers describe that plan', async () => {
+      const app = await start({ plans: { free: [fw(1)], pro: [fw(3)] }, plan: planFromHeader, clock, validate: false });
+      const pro = await request(app.server).get('/').set('x-plan', 'pro').expect(200);
+      expect(pro.headers['ratelimit-policy']).toBe('"minute";q=3;w=60');
+      await request(app.server).get('/').set('x-plan', 'pro').expect(200);
+      const free = await request(app.server).get('/other').set('x-forwarded-for', '1').set('x-plan', 'free');
+      // Same client (same IP key), state carried across plans: 2 used, the free plan allows 1.
+      expect(free.status).toBe(429);
+      expect(free.headers['ratelimit-policy']).toBe('"minute";q=1;w=60');
+    });
+
+    it('answers an unknown plan with the fallback plan, never a bypass', async () => {
+      const app = await start({ plans: { free: [fw(1)], pro: [fw(5)] }, plan: planFromHeader, clock, validate: false, logger: quiet });
+      await request(app.server).get('/').set('x-plan', 'platinum').expect(200);
+      const second = await request(app.server).get('/').set('x-plan', 'platinum').expect(429);
+      expect(second.headers['ratelimit-policy']).toBe('"minute";q=1;w=60');
+    });
+
+    it('decides per IP and per account in one decision: a rejection charges neither', async () => {
+      const app = await start({
+        policies: [
+          { name: 'per-ip', algorithm: 'fixed-window', limit: 3, windowMs: 60_000 },
+          { name: 'per-account', algorithm: 'sliding-log', limit: 2, windowMs: 60_000, key: accountKey },
+        ],
+        clock,
+      });
+      const as = (account: string) => request(app.server).get('/').set('x-account', account);
+      await as('alice').expect(200);
+      await as('alice').expect(200);
+      const third = await as('alice').expect(429);
+      expect(third.body['violated-policies']).toEqual(['per-account']);
+      // The IP was not charged by the request the account refused: one left for bob.
+      await as('bob').expect(200);
+      const ipOut = await as('carol').expect(429);
+      expect(ipOut.body['violated-policies']).toEqual(['per-ip']);
+    });
+
+    it('skipFailedRequests: failed requests are charged at admission and given back when they finish', async () => {
+      const app = await start({ policies: fw(2), skipFailedRequests: true, requestWasSuccessful: failsByUrl, clock });
+      for (let i = 0; i < 4; i++) await request(app.server).get('/?fail=1').expect(200);
+      await request(app.server).get('/').expect(200);
+      await request(app.server).get('/').expect(200);
+      await request(app.server).get('/').expect(429);
+    });
+
+    it('skipSuccessfulRequests: only failures count (status below 400 is success by default)', async () => {
+      const app = await start({ policies: fw(2), skipSuccessfulRequests: true, clock });
+      for (let i = 0; i < 4; i++) await request(app.server).get('/').expect(200);
+      const custom = await start({ policies: fw(2), skipSuccessfulRequests: true, requestWasSuccessful: failsByUrl, clock });
+      await request(custom.server).get('/').expect(200);
+      await request(custom.server).get('/?fail=1').expect(200);
+      await request(custom.server).get('/?fail=1').expect(200);
+      await request(custom.server).get('/').expect(429);
+    });
+
+    it('rejects invalid plan options at construction', async () => {
+      await expect(start({ policies: fw(1), skipFailedRequests: 'yes' as unknown as boolean })).rejects.toThrow(/ERR_RL_INVALID_OPTION/);
+      await expect(start({ policies: fw(1), plan: 'pro' as unknown as () => string })).rejects.toThrow(/ERR_RL_INVALID_OPTION/);
+      await expect(start({ plans: { free: [fw(1)] }, defaultPlan: 'pro' })).rejects.toThrow(/ERR_RL_UNKNOWN_PLAN/);
+    });
+  });
+}
+
+const quiet = { warn: () => undefined, error: () => undefined };

@@ -1,0 +1,272 @@
+/**
+ * @module Differential suite for the plan operations: peek, refund and several keys in one decision,
+ * through MemoryStore (the TypeScript kernels and plans/refund-kernels.ts) and RedisStore (the generated
+ * Lua: scripts.ts and plan-scripts.ts) with `now` injected, on one Redis node. Every answer of every
+ * operation must be equal number for number: the flags, remaining, retryAfterMs, resetMs and delayMs of
+ * checks and peeks, and which policies took each refund. Hand-written traces and fast-check random ones
+ * (weighted costs, partial refunds, refunds after the window rolled, a clock stepping back).
+ */
+import {
+  type AlgorithmId,
+  createLimiter,
+  type Decision,
+  MemoryStore,
+  type PolicyOptions,
+  RedisStore,
+  type Store,
+  type StoreKey,
+  type StorePlan,
+  type StoreResult,
+} from '@tollgate/core';
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
+
+const ALGORITHMS: readonly AlgorithmId[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'leaky-bucket', 'sliding-log'];
+const BASE = Date.now() + 10 * 365 * 86_400_000;
+
+/** Runs every operation on both stores and records where they disagree. */
+class PlanTwin implements Store {
+  readonly kind = 'plan-twin';
+  diffs: string[] = [];
+
+  constructor(
+    readonly memory: MemoryStore,
+    readonly redis: RedisStore,
+  ) {}
+
+  private compare(op: string, m: ArrayLike<number>, r: ArrayLike<number>, count: number, now: number): void {
+    for (let i = 0; i < count; i++) {
+      if (m[i] !== r[i]) {
+        this.diffs.push(`${op} at ${now}: [${i}] memory ${m[i]}, redis ${r[i]} (memory ${Array.from(m)}, redis ${Array.from(r)})`);
+        return;
+      }
+    }
+  }
+
+  async apply(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    const m = Array.from(this.memory.apply(key, plan, cost, now));
+    const r = await this.redis.apply(key, plan, cost, now);
+    this.compare(`apply ${JSON.stringify(key)} cost ${cost}`, m, r, plan.policies.length * 5, now);
+    return r;
+  }
+
+  async peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    const m = Array.from(this.memory.peek(key, plan, cost, now));
+    const r = await this.redis.peek(key, plan, cost, now);
+    this.compare(`peek ${JSON.stringify(key)} cost ${cost}`, m, r, plan.policies.length * 5, now);
+    return r;
+  }
+
+  async refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
+    const m = Array.from(this.memory.refund(key, plan, cost, marks, now));
+    const r = await this.redis.refund(key, plan, cost, marks, now);
+    this.compare(`refund ${JSON.stringify(key)} cost ${cost} marks ${marks}`, m, r, plan.policies.length, now);
+    return r;
+  }
+
+  async reset(key: string, plan: StorePlan): Promise<void> {
+    this.memory.reset(key, plan);
+    await this.redis.reset(key, plan);
+  }
+}
+
+type Op =
+  | { readonly op: 'check' | 'peek'; readonly dt: number; readonly cost: number; readonly keys: readonly string[] }
+  | { readonly op: 'refund'; readonly dt: number; readonly which: number; readonly part: number | undefined };
+
+const policyArb = (name: string) =>
+  fc
+    .record({
+      algorithm: fc.constantFrom(...ALGORITHMS),
+      limit: fc.integer({ min: 1, max: 6 }),
+      windowMs: fc.constantFrom(3, 10, 100, 333, 1000),
+      burst: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+      anchor: fc.constantFrom<'clock' | 'first-request'>('clock', 'first-request'),
+    })
+    .map((r): PolicyOptions => {
+      const bucket = r.algorithm === 'token-bucket' || r.algorithm === 'gcra' || r.algorithm === 'leaky-bucket';
+      return {
+        name,
+        algorithm: r.algorithm,
+        limit: r.limit,
+        windowMs: r.windowMs,
+        ...(bucket && r.burst !== undefined ? { burst: r.burst } : {}),
+        ...(r.algorithm === 'fixed-window' ? { anchor: r.anchor } : {}),
+      };
+    });
+
+const opArb = (n: number): fc.Arbitrary<Op> =>
+  fc.oneof(
+    {
+      weight: 5,
+      arbitrary: fc.record({
+        op: fc.constantFrom<'check' | 'peek'>('check', 'check', 'peek'),
+        dt: fc.oneof(fc.constant(0), fc.integer({ min: -30, max: 400 }), fc.integer({ min: 0, max: 2500 })),
+        cost: fc.constantFrom(1, 1, 0.5, 2, 0.001, 3),
+        keys: fc.array(fc.constantFrom('a', 'b'), { minLength: n, maxLength: n }),
+      }),
+    },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        op: fc.constant<'refund'>('refund'),
+        dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 300 }), fc.integer({ min: -20, max: 20 })),
+        which: fc.nat(),
+        part: fc.option(fc.constantFrom(0.5, 1, 0.001), { nil: undefined }),
+      }),
+    },
+  );
+
+describeRedis('plans: peek, refund and several keys decide identically in memory and in Redis', () => {
+  let server: RedisServer;
+  let client: Redis;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    client = await server.readyClient();
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  async function run(policies: readonly PolicyOptions[], ops: readonly Op[], shadow?: readonly PolicyOptions[]): Promise<string[]> {
+    let now = BASE;
+    const store = new PlanTwin(
+      new MemoryStore({ sweepIntervalMs: 0 }),
+      new RedisStore({ client, prefix: randomPrefix(), timeSource: 'limiter' }),
+    );
+    const limiter = createLimiter({
+      policies,
+      shadow: shadow === undefined ? undefined : { policies: shadow },
+      store,
+      clock: () => now,
+      storeTimeoutMs: 60_000,
+      breaker: false,
+    });
+    const names = [...policies, ...(shadow ?? [])].map((p) => p.name ?? 'default');
+    const charged: Decision[] = [];
+    for (const op of ops) {
+      now += op.dt;
+      if (op.op === 'refund') {
+        const d = charged[op.which % Math.max(1, charged.length)];
+        if (d?.receipt !== undefined) {
+          const left = d.receipt.cost;
+          await limiter.refund(d, op.part === undefined || op.part > left ? undefined : { cost: op.part });
+        }
+        continue;
+      }
+      const keys = Object.fromEntries(names.map((name, i) => [name, op.keys[i % op.keys.length] as string]));
+      const d = op.op === 'check' ? await limiter.check(keys, { cost: op.cost }) : await limiter.peek(keys, { cost: op.cost });
+      if (d.receipt !== undefined) charged.push(d);
+      if (store.diffs.length > 0) return store.diffs;
+    }
+    return store.diffs;
+  }
+
+  const checks = (...list: [dt: number, cost?: number][]): Op[] => list.map(([dt, cost = 1]) => ({ op: 'check', dt, cost, keys: ['k'] }));
+  const refund = (which: number, dt = 0, part?: number): Op => ({ op: 'refund', dt, which, part });
+  const peek = (dt = 0, cost = 1): Op => ({ op: 'peek', dt, cost, keys: ['k'] });
+
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: refunds in the window, after it, partial, and of the newest and oldest entries`, async () => {
+      const policies = [{ name: 'p', algorithm, limit: 4, windowMs: 1000 }];
+      const ops: Op[] = [
+        ...checks([0], [0, 2], [10], [0, 0.5]),
+        peek(0, 1),
+        refund(1),
+        peek(0, 2),
+        refund(3, 5, 0.25),
+        refund(0, 1),
+        ...checks([0], [0, 3]),
+        peek(),
+        refund(5, 1500),
+        refund(4, 0),
+        ...checks([-700], [0]),
+        refund(6, 10),
+        peek(0, 4),
+        ...checks([2500], [0, 2], [0, 2]),
+        refund(8, 0),
+        refund(9, 0),
+        peek(0, 4),
+      ];
+      expect(await run(policies, ops)).toEqual([]);
+    });
+  }
+
+  it('several keys and shadow policies: each policy on its own key, refunds on each', async () => {
+    const policies = [
+      { name: 'ip', algorithm: 'fixed-window' as const, limit: 3, windowMs: 1000 },
+      { name: 'account', algorithm: 'sliding-log' as const, limit: 2, windowMs: 1000 },
+    ];
+    const shadow = [{ name: 'next', algorithm: 'gcra' as const, limit: 1, windowMs: 1000 }];
+    const ops: Op[] = [
+      { op: 'check', dt: 0, cost: 1, keys: ['1.1.1.1', 'alice', 'alice'] },
+      { op: 'check', dt: 0, cost: 1, keys: ['1.1.1.1', 'alice', 'alice'] },
+      { op: 'check', dt: 0, cost: 1, keys: ['1.1.1.1', 'alice', 'alice'] },
+      { op: 'check', dt: 0, cost: 1, keys: ['1.1.1.1', 'bob', 'bob'] },
+      refund(0),
+      { op: 'peek', dt: 0, cost: 1, keys: ['1.1.1.1', 'alice', 'alice'] },
+      { op: 'check', dt: 0, cost: 1, keys: ['1.1.1.1', 'carol', 'carol'] },
+      { op: 'check', dt: 10, cost: 1, keys: ['1.1.1.1', 'alice', 'alice'] },
+    ];
+    expect(await run(policies, ops, shadow)).toEqual([]);
+  });
+
+  for (const algorithm of ['fixed-window', 'sliding-window', 'sliding-log'] as const) {
+    it(`${algorithm}: state carries over a change of limit (two plans, one policy name), clamped at zero`, async () => {
+      let now = BASE;
+      const store = new PlanTwin(
+        new MemoryStore({ sweepIntervalMs: 0 }),
+        new RedisStore({ client, prefix: randomPrefix(), timeSource: 'limiter' }),
+      );
+      const limiter = createLimiter({
+        plans: {
+          pro: [{ name: 'm', algorithm, limit: 5, windowMs: 1000 }],
+          free: [{ name: 'm', algorithm, limit: 2, windowMs: 1000 }],
+        },
+        store,
+        clock: () => now,
+        storeTimeoutMs: 60_000,
+        breaker: false,
+      });
+      const seen: unknown[] = [];
+      for (const [dt, plan] of [
+        [0, 'pro'],
+        [0, 'pro'],
+        [1, 'pro'],
+        [0, 'pro'],
+        [0, 'free'],
+        [5, 'free'],
+        [0, 'pro'],
+        [300, 'free'],
+        [900, 'free'],
+      ] as const) {
+        now += dt;
+        const d = await limiter.check('k', { plan });
+        seen.push([plan, d.allowed, d.remaining]);
+        expect(d.remaining).toBeGreaterThanOrEqual(0);
+      }
+      expect(store.diffs).toEqual([]);
+      expect(seen[4]).toEqual(['free', false, 0]);
+    });
+  }
+
+  it('random policies, keys, costs, peeks and refunds (fast-check)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 3 }).chain((n) =>
+          fc.record({
+            policies: fc.tuple(...Array.from({ length: n }, (_, i) => policyArb(`p${i}`))),
+            ops: fc.array(opArb(n), { maxLength: 40 }),
+          }),
+        ),
+        async ({ policies, ops }) => {
+          expect(await run(policies, ops)).toEqual([]);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});

@@ -118,7 +118,15 @@ describe('issue 9: @tollgate/fastify logging and route guards', () => {
     app.get('/a', async () => 'a');
     app.get('/b', { config: { rateLimit: false } }, async () => 'b');
     app.post('/c', { config: { rateLimit: { policies } } }, async () => 'c');
+    await app.register(
+      async (child) => {
+        child.get('/', async () => 'prefixed');
+      },
+      { prefix: '/api' },
+    );
     await listen(app);
+    await request(app.server).get('/api').expect(200);
+    await request(app.server).get('/api/').expect(200);
     await request(app.server).get('/a').expect(200);
     await request(app.server).head('/b').expect(200);
     await request(app.server).post('/c').expect(200);

@@ -6,7 +6,7 @@
  * The routes answer 200; a request "fails" here when `requestWasSuccessful` says so from its URL, which
  * every framework's request carries with its query.
  */
-import type { HeaderBag, PolicyOptions, RequestView } from '@tollgate/core';
+import { createLimiter, type HeaderBag, MemoryStore, type PolicyOptions, type RequestView } from '@tollgate/core';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AnyOptions, MakeApp, TestApp } from './suite.js';
@@ -100,6 +100,22 @@ export function definePlansConformance(name: string, makeApp: MakeApp): void {
       await request(custom.server).get('/?fail=1').expect(200);
       await request(custom.server).get('/?fail=1').expect(200);
       await request(custom.server).get('/').expect(429);
+    });
+
+    it('peek and refund on the store the middleware shares: what it charged, given back exactly', async () => {
+      const store = new MemoryStore({ sweepIntervalMs: 0 });
+      const policies = fw(3);
+      const app = await start({ policies, key: () => 'client', store, clock });
+      const side = createLimiter({ policies, store, clock });
+      await request(app.server).get('/').expect(200);
+      await request(app.server).get('/').expect(200);
+      const seen = await side.peek('client');
+      expect(seen).toMatchObject({ allowed: true, remaining: 0 });
+      expect((await side.peek('client')).remaining).toBe(0);
+      const charged = await side.check('client');
+      await request(app.server).get('/').expect(429);
+      await side.refund(charged);
+      await request(app.server).get('/').expect(200);
     });
 
     it('rejects invalid plan options at construction', async () => {

@@ -377,6 +377,10 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
         const v4 = [];
         for (const xff of ['203.0.113.7', '::ffff:203.0.113.7', '::ffff:cb00:7107']) v4.push(await keyOf(app, xff));
         expect(v4).toEqual(['ip:203.0.113.7', 'ip:203.0.113.7', 'ip:203.0.113.7']);
+        // Issue 9: the IPv4-compatible ::a.b.c.d is one address with its hex spelling (an IPv6 one, not ::ffff:).
+        const compatible = [];
+        for (const xff of ['::203.0.113.7', '::cb00:7107', '0:0:0:0:0:0:203.0.113.7']) compatible.push(await keyOf(app, xff));
+        expect(new Set(compatible)).toEqual(new Set(['ip:::/64']));
       });
 
       it('stops the walk at a bad entry: garbage never becomes the key', async () => {

@@ -1,14 +1,18 @@
 /**
- * @module Login protection without lockouts. Two limiters on `POST /login`:
- * - per IP (sliding window, 30 attempts per 15 minutes): one address trying many accounts gets 429s;
- * - per account (leaky bucket as a shaper): the first 4 attempts pass at once, then each further one is
- *   held 6 s longer than the last (6, 12, 18, 24 s), so guessing slows to 10 per minute; more than 8
- *   queued attempts get a 429 with a short Retry-After. An attacker can slow a victim's logins but never
- *   lock the account, and a successful login clears the account's budget.
+ * @module Login protection that counts failed attempts only, per account and per IP, in one decision.
+ * One middleware on `POST /login` with two policies, each on its own key, decided all-or-nothing:
+ * - `login-ip` (sliding window, 30 failed attempts per 15 minutes, keyed by IP): one address trying
+ *   many accounts gets 429s;
+ * - `login-account` (leaky bucket as a shaper, keyed by account): the first 4 failed attempts pass at
+ *   once, each further one is held 6 s longer than the last (6, 12, 18 s), and one that would be held
+ *   more than 20 s (`maxDelayMs`) gets a 429 at once with the exact Retry-After. Guessing slows to 10 a minute,
+ *   but the account is never locked out.
+ * `skipSuccessfulRequests`: every attempt is charged when it arrives (so parallel guesses cannot slip
+ * through) and a successful login is given back when its response finishes: only failures count.
  * Wrong password and unknown account get the same answer in about the same time.
  */
 import { randomBytes, scryptSync, timingSafeEqual } from 'node:crypto';
-import type { Clock } from '@tollgate/core';
+import { type Clock, keys } from '@tollgate/core';
 import { rateLimit } from '@tollgate/express';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 
@@ -34,21 +38,30 @@ function credentials(body: unknown): Credentials | undefined {
 
 export function createApp(options: { clock?: Clock } = {}): Express {
   const app = express();
-  const perIp = rateLimit({
-    policies: { name: 'login-ip', algorithm: 'sliding-window', limit: 30, windowMs: 15 * 60_000 },
+  const login = rateLimit({
+    policies: [
+      { name: 'login-ip', algorithm: 'sliding-window', limit: 30, windowMs: 15 * 60_000, key: keys.ip() },
+      {
+        name: 'login-account',
+        algorithm: 'leaky-bucket',
+        limit: 10,
+        windowMs: 60_000,
+        burst: 8,
+        delayAfter: 3,
+        maxDelayMs: 20_000,
+        key: (req: Request) => `account:${credentials(req.body)?.username}`,
+      },
+    ],
+    skipSuccessfulRequests: true,
     clock: options.clock,
   });
-  const perAccount = rateLimit({
-    policies: { name: 'login-account', algorithm: 'leaky-bucket', limit: 10, windowMs: 60_000, burst: 8, delayAfter: 3 },
-    key: (req: Request) => `account:${credentials(req.body)?.username}`,
-    clock: options.clock,
-  });
+  app.locals.limiter = login.limiter;
   const requireCredentials = (req: Request, res: Response, next: NextFunction) => {
     if (credentials(req.body) === undefined) res.status(400).json({ error: 'username and password are required' });
     else next();
   };
 
-  app.post('/login', express.json(), requireCredentials, perIp, perAccount, async (req, res) => {
+  app.post('/login', express.json(), requireCredentials, login, async (req, res) => {
     const { username, password } = credentials(req.body) as Credentials;
     const expected = USERS.get(username) ?? NOBODY;
     const ok = timingSafeEqual(hash(password, SALT), expected) && USERS.has(username);
@@ -56,7 +69,7 @@ export function createApp(options: { clock?: Clock } = {}): Express {
       res.status(401).json({ error: 'invalid username or password' });
       return;
     }
-    if (req.rateLimit !== undefined) await perAccount.limiter.reset(req.rateLimit.key);
+    // A 2xx: the middleware gives this attempt's charge back when the response finishes.
     res.json({ welcome: username });
   });
   return app;

@@ -16,6 +16,7 @@ import { safeLog } from './logging.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from './plans/compiled-plan.js';
 import type { CompiledPolicy } from './policy.js';
+import { createConcurrencyLimiter, hasConcurrencyPolicies } from './shedding/concurrency-limiter.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -31,7 +32,16 @@ import {
   type StoreKey,
   type StoreResult,
 } from './stores/store.js';
-import type { AlgorithmId, ChargeReceipt, CheckOptions, Decision, PolicyResult, QuotaUnit, RefundOptions, ShadowVerdict } from './types.js';
+import type {
+  ChargeReceipt,
+  CheckOptions,
+  Decision,
+  PolicyAlgorithm,
+  PolicyResult,
+  QuotaUnit,
+  RefundOptions,
+  ShadowVerdict,
+} from './types.js';
 
 export { StoreTimeoutError } from './failure/store-timeout-error.js';
 
@@ -41,7 +51,7 @@ export const MAX_KEY_LENGTH = 256;
 /** What a limiter enforces, as headers and docs describe it. */
 export interface PolicyDescription {
   readonly name: string;
-  readonly algorithm: AlgorithmId;
+  readonly algorithm: PolicyAlgorithm;
   readonly limit: number;
   readonly windowMs: number;
   readonly capacity: number;
@@ -164,6 +174,7 @@ const NOTHING_REFUNDED: RefundResult = Object.freeze({ refunded: false, policies
 
 /** Creates a limiter. Options are validated here, once; see `LimiterOptions`. */
 export function createLimiter(options: LimiterOptions): Limiter {
+  if (hasConcurrencyPolicies(options)) return createConcurrencyLimiter(options, createLimiter);
   const config: LimiterConfig = parseLimiterOptions(options);
   const { store, clock, mode, defaultCost, logger, onStoreError } = config;
   // Each plan compiled once: its own StorePlan, prepared once (RedisStore: its own Lua script).

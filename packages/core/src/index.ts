@@ -61,7 +61,21 @@ export { consoleLogger, DEFAULT_LOG_RATE, formatLine, type LogFields, type LogFn
 export type { LimiterOptions, ShadowOptions } from './options.js';
 export type { RefundResult } from './plans/compiled-plan.js';
 export type { PlanOptions } from './plans/plan-options.js';
+export { type AdaptiveLimitOptions, GradientLimit, type LimitChange } from './shedding/gradient-limit.js';
+export {
+  createLoadShedder,
+  DEFAULT_SHARES,
+  type LoadShedder,
+  type LoadShedderOptions,
+  type LoadShedderState,
+  SHED_PRIORITIES,
+  type ShedPriority,
+  type ShedTicket,
+} from './shedding/load-shedder.js';
+export { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from './shedding/response-done.js';
+export { OVERLOADED_TYPE, planShed } from './shedding/shed-response.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
+export { type LeaseGrant, RedisLeases } from './stores/redis/lease-script.js';
 export type { RedisClientLike } from './stores/redis/redis-client.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redis/redis-store.js';
 export { RedisStoreError, type RedisStoreErrorCode } from './stores/redis/redis-store-error.js';

@@ -10,6 +10,7 @@ import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from './
 import { isLogger, type Logger, toLogger } from './logging.js';
 import { type PlanConfig, type PlanOptions, parsePlans } from './plans/plan-options.js';
 import { type CompiledPolicy, compilePolicy, isBucket } from './policy.js';
+import type { AnyPolicyOptions } from './shedding/concurrency-limiter.js';
 import { MemoryStore } from './stores/memory-store.js';
 import type { Store } from './stores/store.js';
 import type { Clock, PolicyOptions } from './types.js';
@@ -26,8 +27,10 @@ export interface LimiterOptions extends PlanOptions {
   /**
    * The enforced policies; a request is admitted only if every one admits it. Required, unless `plans`
    * lists several sets of policies instead (this is the one-plan form: its plan is named `'default'`).
+   * Rate policies, and concurrency policies (`{ algorithm: 'concurrency', limit }`, see
+   * `ConcurrencyPolicyOptions`; one-plan form only).
    */
-  policies?: PolicyOptions | readonly PolicyOptions[];
+  policies?: AnyPolicyOptions | readonly AnyPolicyOptions[];
   /** Candidate policies to compare against the enforced ones without enforcing them. */
   shadow?: ShadowOptions;
   /**
@@ -157,7 +160,8 @@ function isStore(value: unknown): value is Store {
 /** Validates limiter options and resolves defaults. Throws `RateLimitConfigError` naming the option. */
 export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   const options = readOptions(input, LIMITER_KEYS, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }');
-  const plans = parsePlans(options, (list, path) => compileList(list, path, false));
+  // Concurrency policies were split off by createConcurrencyLimiter before options reach here.
+  const plans = parsePlans(options as Parameters<typeof parsePlans>[0], (list, path) => compileList(list, path, false));
   const policies = plans.plans.get(plans.defaultPlan) as CompiledPolicy[];
   let shadowPolicies: CompiledPolicy[] = [];
   if (options.shadow !== undefined) {

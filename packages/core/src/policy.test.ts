@@ -79,7 +79,7 @@ const cases: { name: string; policy: unknown; code: string; option: string; fix:
     policy: { limit: 1, windowMs: 1000, max: 5 },
     code: 'ERR_RL_UNKNOWN_OPTION',
     option: 'policies[1].max',
-    fix: /is not a policy option \(valid: name, algorithm, limit, windowMs, burst, anchor, delayAfter, unit\)/,
+    fix: /is not a policy option \(valid: name, algorithm, limit, windowMs, burst, anchor, delayAfter, maxDelayMs, unit\)/,
   },
   {
     name: 'burst on a window algorithm',
@@ -136,6 +136,13 @@ const cases: { name: string; policy: unknown; code: string; option: string; fix:
     code: 'ERR_RL_INVALID_UNIT',
     option: 'policies[1].unit',
     fix: /must be one of 'requests', 'content-bytes', 'concurrent-requests'/,
+  },
+  {
+    name: "unit 'concurrent-requests' on a rate algorithm",
+    policy: { algorithm: 'sliding-window', limit: 1, windowMs: 1000, unit: 'concurrent-requests' },
+    code: 'ERR_RL_INVALID_UNIT',
+    option: 'policies[1].unit',
+    fix: /belongs to algorithm 'concurrency'/,
   },
   ...['', ' api', 'api ', 'api\n', 'caf\u00e9', 'x'.repeat(65), 42].map((name) => ({
     name: `name ${JSON.stringify(name)}`,

@@ -33,6 +33,8 @@ export interface CompiledPolicy {
   readonly capTicks: number;
   /** leaky-bucket: `delayAfter` in ticks. */
   readonly delayTicks: number;
+  /** leaky-bucket: the most debt (ticks) a request may find and still be admitted: `delayTicks + maxDelayMs * rate`; Infinity without `maxDelayMs`. */
+  readonly maxDelayTicks: number;
   /**
    * Storage identity: two policies share state exactly when their ids are equal. Carries the role,
    * the name and every parameter that changes the meaning of the state.
@@ -58,6 +60,7 @@ const POLICY_KEYS: KeysEnum<PolicyOptions> = {
   burst: true,
   anchor: true,
   delayAfter: true,
+  maxDelayMs: true,
   unit: true,
 };
 
@@ -81,6 +84,14 @@ export function compilePolicy(options: PolicyOptions, path: string, shadow: bool
     }
   }
   const algorithm = options.algorithm ?? 'gcra';
+  if ((algorithm as string) === 'concurrency') {
+    throw new RateLimitConfigError(
+      'ERR_RL_OPTION_NOT_APPLICABLE',
+      `${path}.algorithm`,
+      "'concurrency' is for enforced policies only (shadow policies and localShare fallbacks cannot hold leases); list it in policies",
+      options.algorithm,
+    );
+  }
   if (!ALGORITHM_IDS.includes(algorithm)) {
     throw new RateLimitConfigError(
       'ERR_RL_UNKNOWN_ALGORITHM',
@@ -160,12 +171,38 @@ export function compilePolicy(options: PolicyOptions, path: string, shadow: bool
       );
     }
   }
+  if (options.maxDelayMs !== undefined) {
+    if (algorithm !== 'leaky-bucket') {
+      throw new RateLimitConfigError(
+        'ERR_RL_OPTION_NOT_APPLICABLE',
+        `${path}.maxDelayMs`,
+        `applies to leaky-bucket only, not '${algorithm}'; remove it`,
+        options.maxDelayMs,
+      );
+    }
+    if (typeof options.maxDelayMs !== 'number' || !Number.isSafeInteger(options.maxDelayMs) || options.maxDelayMs < 0) {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_MAX_DELAY',
+        `${path}.maxDelayMs`,
+        'must be a non-negative integer number of ms (the longest a request may wait before it is rejected instead)',
+        options.maxDelayMs,
+      );
+    }
+  }
   const unit = options.unit ?? 'requests';
   if (!UNITS.includes(unit)) {
     throw new RateLimitConfigError(
       'ERR_RL_INVALID_UNIT',
       `${path}.unit`,
       `must be one of ${UNITS.map((u) => `'${u}'`).join(', ')}`,
+      options.unit,
+    );
+  }
+  if (unit === 'concurrent-requests') {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_UNIT',
+      `${path}.unit`,
+      `'concurrent-requests' belongs to algorithm 'concurrency' (requests in flight, released when they finish), not '${algorithm}'; use { algorithm: 'concurrency', limit }`,
       options.unit,
     );
   }
@@ -208,6 +245,8 @@ export function compilePolicy(options: PolicyOptions, path: string, shadow: bool
     tokenTicks,
     capTicks,
     delayTicks: delayAfter * MILLI * tokenTicks,
+    maxDelayTicks:
+      options.maxDelayMs === undefined ? Number.POSITIVE_INFINITY : delayAfter * MILLI * tokenTicks + options.maxDelayMs * rate,
     id: `${shadow ? 'shadow' : 'enforce'}:${name}:${algorithm}:${params}`,
   });
 }

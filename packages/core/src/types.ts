@@ -5,6 +5,9 @@
 /** The six algorithms. See the README section "Choosing an algorithm" for each one's contract. */
 export type AlgorithmId = 'fixed-window' | 'sliding-log' | 'sliding-window' | 'token-bucket' | 'gcra' | 'leaky-bucket';
 
+/** The algorithm of a policy result or description: a rate algorithm, or `'concurrency'` (requests in flight per key). */
+export type PolicyAlgorithm = AlgorithmId | 'concurrency';
+
 /** What a policy counts, advertised as `qu` in `RateLimit-Policy` when it is not `requests`. */
 export type QuotaUnit = 'requests' | 'content-bytes' | 'concurrent-requests';
 
@@ -37,7 +40,16 @@ export interface PolicyOptions {
    * every request that finds the bucket non-empty waits its turn.
    */
   delayAfter?: number;
-  /** What the policy counts; only changes the advertised `qu`. Defaults to `'requests'`. */
+  /**
+   * leaky-bucket only: the longest a request may be made to wait, in ms. A request that would wait
+   * longer is rejected at once, with the exact `retryAfterMs` after which it would wait no longer than
+   * this. Defaults to none: every request the bucket admits waits its turn.
+   */
+  maxDelayMs?: number;
+  /**
+   * What the policy counts; only changes the advertised `qu`. Defaults to `'requests'`.
+   * `'concurrent-requests'` belongs to `algorithm: 'concurrency'` policies only.
+   */
   unit?: QuotaUnit;
 }
 
@@ -49,7 +61,7 @@ export type { LogFields, LogFn, Logger } from './logging.js';
 /** The verdict of one policy on one request. Quantities are in policy units, times in milliseconds. */
 export interface PolicyResult {
   readonly name: string;
-  readonly algorithm: AlgorithmId;
+  readonly algorithm: PolicyAlgorithm;
   /** True when this policy alone would admit the request. */
   readonly allowed: boolean;
   /** True for shadow (candidate) policies, which never block. */
@@ -117,6 +129,18 @@ export interface Decision {
   readonly shadow: ShadowVerdict | undefined;
   /** True when the store failed and the failure mode answered instead of the store. */
   readonly degraded: boolean;
+  /**
+   * Present on an admitted decision that holds concurrency leases (`algorithm: 'concurrency'`):
+   * gives them back. Call it once the request is over (the adapters do, on finish, error or abort);
+   * later calls do nothing. A lease never released expires after its policy's `leaseMs`.
+   */
+  readonly release?: () => void;
+  /**
+   * Present with `release`: moves the deadline of every lease of this decision to now + `leaseMs`, so a
+   * long request keeps its slot (the adapters renew every `leaseMs / 2` while the handler runs).
+   * Returns false when a lease had already expired or been released.
+   */
+  readonly renew?: () => boolean;
   /** The plan that applied (`'default'` for the one-plan `policies` form). Always set by a limiter. */
   readonly plan?: string;
   /**
@@ -138,6 +162,8 @@ export interface ChargeReceipt {
 export interface CheckOptions {
   /** Cost of this request, a positive multiple of 1/1000. Defaults to `1`. */
   cost?: number;
+  /** Aborting it takes a request waiting in a concurrency queue out of the queue (the client went away). */
+  signal?: AbortSignal;
   /**
    * The plan to apply (see `plans`). A name no plan has is answered by the `unknownPlan` fallback, with
    * `WRN_RL_UNKNOWN_PLAN` once per name. Defaults to the default plan.

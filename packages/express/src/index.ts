@@ -4,7 +4,14 @@
  * only says how to write in Express (headers, a rejection) and calls `next()` when the core says so.
  * The core never writes once the response has started, and the middleware's promise never rejects.
  */
-import { createRateLimitHandler, type Decision, isPermissiveTrustFunction, type Limiter, type RateLimitOptions } from '@tollgate/core';
+import {
+  createRateLimitHandler,
+  type Decision,
+  isPermissiveTrustFunction,
+  type Limiter,
+  type LoadShedder,
+  type RateLimitOptions,
+} from '@tollgate/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {
@@ -22,6 +29,8 @@ export type ExpressRateLimitOptions = RateLimitOptions<Request>;
 /** The middleware, with the limiter it uses (for `limiter.stats()`, `limiter.reset(key)`). */
 export interface RateLimitMiddleware extends RequestHandler {
   readonly limiter: Limiter;
+  /** The server-wide load shedder of the `shed` option (`shedder.state()`); undefined when none. */
+  readonly shedder: LoadShedder<Request> | undefined;
 }
 
 /**
@@ -54,5 +63,5 @@ export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware
     if (outcome === 'next') next();
   }
 
-  return Object.assign(rateLimitMiddleware, { limiter: handler.limiter });
+  return Object.assign(rateLimitMiddleware, { limiter: handler.limiter, shedder: handler.shedder });
 }

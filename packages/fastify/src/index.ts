@@ -12,6 +12,7 @@ import {
   type Decision,
   isPermissiveTrust,
   type Limiter,
+  type LoadShedder,
   RateLimitConfigError,
   type RateLimitHandler,
   type RateLimitOptions,
@@ -37,6 +38,8 @@ export type FastifyRateLimitRouteOptions = Partial<Omit<FastifyRateLimitOptions,
 export interface FastifyRateLimitDecorator {
   /** The limiter shared by the routes without their own `config.rateLimit` (for `stats()`, `reset(key)`). */
   readonly limiter: Limiter;
+  /** The server-wide load shedder of the `shed` option (`shedder.state()`); undefined when none. */
+  readonly shedder: LoadShedder<FastifyRequest> | undefined;
   /** Route limiters by `"METHOD url"`. */
   readonly routes: ReadonlyMap<string, Limiter>;
   /**
@@ -140,7 +143,8 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
   const seen = new Set<string>();
   fastify.decorateRequest(ran, false);
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
-  if (!fastify.hasDecorator('rateLimit')) fastify.decorate('rateLimit', { limiter: base.limiter, routes, hook: createHook(base, ran) });
+  if (!fastify.hasDecorator('rateLimit'))
+    fastify.decorate('rateLimit', { limiter: base.limiter, shedder: base.shedder, routes, hook: createHook(base, ran) });
 
   function handlerFor(own: FastifyRateLimitRouteOptions, url: string): RateLimitHandler<FastifyRequest> {
     let byUrl = byConfig.get(own);
@@ -150,7 +154,7 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     }
     let handler = byUrl.get(url);
     if (handler === undefined) {
-      handler = createRateLimitHandler<FastifyRequest>({ ...options, ...own }, context);
+      handler = createRateLimitHandler<FastifyRequest>({ ...options, ...own, shed: own.shed ?? base.shedder }, context);
       byUrl.set(url, handler);
       handlers.push(handler);
     }
@@ -186,7 +190,9 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
       base.checkTrustProxy('Fastify trustProxy', isPermissiveFastifyTrust(request));
     }
     const url = request.routeOptions.url;
-    if (url !== undefined && !request.is404 && !seen.has(`${request.method} ${url}`)) {
+    // A prefixed '/' route is also registered as '/prefix/' without onRoute; it shares the options onRoute saw.
+    const bare = url !== undefined && url.length > 1 && url.endsWith('/') ? url.slice(0, -1) : url;
+    if (url !== undefined && !request.is404 && !seen.has(`${request.method} ${url}`) && !seen.has(`${request.method} ${bare}`)) {
       base.diagnostics.warn(
         'WRN_RL_ROUTES_BEFORE_REGISTER',
         'a route declared before the rate-limit plugin was registered is not limited; register the plugin ' +

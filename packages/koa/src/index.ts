@@ -5,7 +5,7 @@
  * core never writes once the response has started, and the middleware's own promise never rejects
  * (what `next()` rejects with belongs to the app and passes through untouched).
  */
-import { createRateLimitHandler, type Decision, type Limiter, type RateLimitOptions } from '@tollgate/core';
+import { createRateLimitHandler, type Decision, type Limiter, type LoadShedder, type RateLimitOptions } from '@tollgate/core';
 import type { Context, Middleware, Next } from 'koa';
 
 declare module 'koa' {
@@ -21,6 +21,8 @@ export type KoaRateLimitOptions = RateLimitOptions<Context>;
 /** The middleware, with the limiter it uses (for `limiter.stats()`, `limiter.reset(key)`). */
 export interface RateLimitMiddleware extends Middleware {
   readonly limiter: Limiter;
+  /** The server-wide load shedder of the `shed` option (`shedder.state()`); undefined when none. */
+  readonly shedder: LoadShedder<Context> | undefined;
 }
 
 /**
@@ -62,8 +64,14 @@ export function rateLimit(options: KoaRateLimitOptions): RateLimitMiddleware {
         },
       },
     );
-    if (outcome === 'next') return next();
+    if (outcome !== 'next') return;
+    // A request holding a server-wide slot or leases holds them while its handler runs, even after the client left.
+    try {
+      await next();
+    } finally {
+      handler.settled(ctx.res);
+    }
   }
 
-  return Object.assign(rateLimitMiddleware, { limiter: handler.limiter });
+  return Object.assign(rateLimitMiddleware, { limiter: handler.limiter, shedder: handler.shedder });
 }

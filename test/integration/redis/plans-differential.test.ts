@@ -195,6 +195,15 @@ describeRedis('plans: peek, refund and several keys decide identically in memory
     });
   }
 
+  it('leaky-bucket maxDelayMs: rejections and waits as in memory, with and without delayAfter', async () => {
+    for (const extra of [{ maxDelayMs: 250 }, { maxDelayMs: 0 }, { maxDelayMs: 400, delayAfter: 1, burst: 6 }]) {
+      const policies = [{ name: 'p', algorithm: 'leaky-bucket' as const, limit: 3, windowMs: 1000, ...extra }];
+      const ops: Op[] = [...checks([0], [0], [0], [0], [0, 2], [100], [0], [234], [0], [1], [500], [0, 0.5], [0])];
+      ops.push(peek(0), refund(0), ...checks([0], [0], [333], [0]));
+      expect(await run(policies, ops)).toEqual([]);
+    }
+  });
+
   it('several keys and shadow policies: each policy on its own key, refunds on each', async () => {
     const policies = [
       { name: 'ip', algorithm: 'fixed-window' as const, limit: 3, windowMs: 1000 },

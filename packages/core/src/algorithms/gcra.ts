@@ -54,7 +54,9 @@ export function evaluateGcra(
   }
   out.exceeds = false;
   const after = debt + need;
-  if (after <= cap) {
+  // leaky-bucket maxDelayMs: a request that would wait longer is rejected, not queued.
+  const maxDelay = p.maxDelayTicks;
+  if (after <= cap && debt <= maxDelay) {
     out.allowed = true;
     out.remaining = ticksToMilli(cap - after, tpm);
     out.retryAfterMs = 0;
@@ -63,7 +65,7 @@ export function evaluateGcra(
   } else {
     out.allowed = false;
     out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, tpm);
-    out.retryAfterMs = ceilDiv(after - cap, rate);
+    out.retryAfterMs = debt > maxDelay ? Math.max(ceilDiv(after - cap, rate), ceilDiv(debt - maxDelay, rate)) : ceilDiv(after - cap, rate);
     out.resetMs = gcraReset(t, o, now);
     out.delayMs = 0;
   }
@@ -88,7 +90,8 @@ export function consumeGcra(
   const debt = gcraDebt(t, o, now, rate);
   const need = cost * p.tokenTicks;
   const after = debt + need;
-  if (after > cap) {
+  const maxDelay = p.maxDelayTicks;
+  if (after > cap || debt > maxDelay) {
     if (need > cap) {
       evaluateGcra(t, slot, now, cost, p, out, delayTicks);
       return;
@@ -97,7 +100,7 @@ export function consumeGcra(
     out.allowed = false;
     out.exceeds = false;
     out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, p.tokenTicks);
-    out.retryAfterMs = ceilDiv(after - cap, rate);
+    out.retryAfterMs = debt > maxDelay ? Math.max(ceilDiv(after - cap, rate), ceilDiv(debt - maxDelay, rate)) : ceilDiv(after - cap, rate);
     out.resetMs = gcraReset(t, o, now);
     out.delayMs = 0;
     return;

@@ -46,8 +46,10 @@ export function isPermissiveTrust(resolve: ClientIpResolver): boolean {
  */
 export function isPermissiveTrustFunction(trust: unknown): boolean {
   if (typeof trust !== 'function') return false;
+  const known = probed.get(trust);
+  if (known !== undefined) return known;
   const fn = trust as (address: string, hop: number) => unknown;
-  return isPermissiveTrust((remote, forwardedFor) => {
+  const permissive = isPermissiveTrust((remote, forwardedFor) => {
     const addrs = [
       remote,
       ...forwardedFor
@@ -59,4 +61,9 @@ export function isPermissiveTrustFunction(trust: unknown): boolean {
     while (i < addrs.length - 1 && fn(addrs[i] as string, i)) i += 1;
     return addrs[i];
   });
+  probed.set(trust, permissive);
+  return permissive;
 }
+
+/** Answers by trust function: Express asks on every request, with the same compiled function. */
+const probed = new WeakMap<object, boolean>();

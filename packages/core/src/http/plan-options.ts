@@ -11,6 +11,7 @@
  * given back under `skipFailedRequests`, kept under `skipSuccessfulRequests`.
  */
 import { RateLimitConfigError } from '../errors.js';
+import type { ConcurrencyPolicyOptions } from '../shedding/concurrency-limiter.js';
 import type { PolicyOptions } from '../types.js';
 import type { KeyFunction } from './request-view.js';
 
@@ -24,8 +25,12 @@ export interface HttpPolicyOptions<Req = any> extends PolicyOptions {
   key?: KeyFunction<Req>;
 }
 
+// Concurrency policies (shedding/concurrency-limiter.ts) are counted on the middleware's key.
 // biome-ignore lint/suspicious/noExplicitAny: see HttpPolicyOptions.
-export type HttpPolicies<Req = any> = HttpPolicyOptions<Req> | readonly HttpPolicyOptions<Req>[];
+export type HttpPolicies<Req = any> =
+  | HttpPolicyOptions<Req>
+  | ConcurrencyPolicyOptions
+  | readonly (HttpPolicyOptions<Req> | ConcurrencyPolicyOptions)[];
 
 /** What a response says about its request, for `requestWasSuccessful`. */
 export interface FinishedResponse {

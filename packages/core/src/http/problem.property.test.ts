@@ -18,7 +18,7 @@ const policy: fc.Arbitrary<PolicyOptions> = fc.record({
   algorithm: fc.constantFrom('fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra', 'leaky-bucket' as const),
   limit: fc.integer({ min: 1, max: 50 }),
   windowMs: fc.integer({ min: 1, max: 120_000 }),
-  unit: fc.constantFrom('requests', 'content-bytes', 'concurrent-requests' as const),
+  unit: fc.constantFrom('requests', 'content-bytes' as const),
 });
 const policies = fc.uniqueArray(policy, { minLength: 1, maxLength: 3, selector: (p) => p.name });
 const costs = fc.array(fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 80 }), fc.double({ min: 0.001, max: 60, noNaN: true })), {

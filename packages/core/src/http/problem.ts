@@ -121,11 +121,19 @@ export function buildProblem(
     type,
     title,
     status,
-    detail: `Quota of ${b.limit} ${unitName(unit, b.limit)} ${perWindow(w)} exhausted (policy "${b.name}"); retry in ${retryAfter} ${seconds(retryAfter)}.`,
+    detail: `${limitedText(unit, b.name, b.limit, w)}${retryAfter} ${seconds(retryAfter)}.`,
     ...about,
     retryAfter,
     'violated-policies': decision.policies.filter(isExhausted).map((r) => r.name),
   };
+}
+
+/** The detail of a 429 up to the number of seconds: what was exhausted, and why. */
+function limitedText(unit: string, name: string, limit: number, w: number): string {
+  if (unit === 'concurrent-requests') {
+    return `${limit} concurrent ${limit === 1 ? 'request' : 'requests'} of this client already in flight (policy "${name}"); retry when one finishes, in `;
+  }
+  return `Quota of ${limit} ${unitName(unit, limit)} ${perWindow(w)} exhausted (policy "${name}"); retry in `;
 }
 
 /** The JSON of the problem body of a rejected decision; equal to `JSON.stringify(buildProblem(...))`. */
@@ -169,9 +177,7 @@ export function createProblemBodyWriter(
       return [
         p.name,
         {
-          limitedHead:
-            head('limited') +
-            open(`Quota of ${p.limit} ${unitName(p.unit, p.limit)} ${perWindow(w)} exhausted (policy "${p.name}"); retry in `),
+          limitedHead: head('limited') + open(limitedText(p.unit, p.name, p.limit, w)),
           limitedMid: `${close(' seconds.')}${about},"retryAfter":`,
           limitedMidOne: `${close(' second.')}${about},"retryAfter":`,
           cost: (cost: number) => `${costHead}${cost}${cost === 1 ? costOne : costMany}${cost}}`,

@@ -11,6 +11,10 @@ import { createDiagnostics, type Diagnostics } from '../diagnostics.js';
 import { describeValue } from '../errors.js';
 import { requestCostToMilli } from '../internal/fixed-point.js';
 import { consoleLogger, createLogGate, isAbstractNoopLogger, type Logger, safeLog, toLogger } from '../logging.js';
+import { hasConcurrencyQueue } from '../shedding/concurrency-limiter.js';
+import type { LoadShedder, ShedTicket } from '../shedding/load-shedder.js';
+import { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from '../shedding/response-done.js';
+import { planShed } from '../shedding/shed-response.js';
 import { isPromiseLike } from '../stores/store.js';
 import type { Decision } from '../types.js';
 import { type Bounded, boundedCall } from './bounded-call.js';
@@ -85,8 +89,19 @@ export interface RateLimitHandler<Req = any> {
   readonly diagnostics: Diagnostics;
   /** Undefined when the request is skipped: send nothing, count nothing. Never rejects for a user callback's fault. */
   handle(input: RequestInput<Req>): Promise<HandledRequest | undefined>;
-  /** The whole flow, writing through `target`; never rejects. */
+  /**
+   * The whole flow, writing through `target`; never rejects. A request admitted by the load shedder
+   * (`shed`) or holding concurrency leases keeps them until the handler is done with `target.raw`
+   * (finish, or its `end()` after the client went away); see `settled` for frameworks that know more.
+   */
   run(input: RequestInput<Req>, target: ResponseTarget): Promise<RunOutcome>;
+  /** The server-wide load shedder (`shed` option), for `shedder.state()`; undefined when none. */
+  readonly shedder: LoadShedder<Req> | undefined;
+  /**
+   * For adapters that see the handler settle (Koa's `await next()`): the handler of `response` is done,
+   * so its slot and leases go back now if the client already left (else when the response is written).
+   */
+  settled(response: object): void;
   /**
    * Framework diagnostic: warns once (`WRN_RL_PERMISSIVE_TRUST_PROXY`) when `permissive` is true, i.e.
    * the framework's proxy setting lets a client choose its own IP. `setting` names it for the message.
@@ -94,6 +109,13 @@ export interface RateLimitHandler<Req = any> {
   checkTrustProxy(setting: string, permissive: boolean, logger?: Logger): void;
   /** Writes pending summaries and stops their timers (the adapters call it on close). */
   close(): void;
+}
+
+/** What the 503 of a shed request needs. */
+interface ShedderTicketless {
+  readonly retryAfterMs: number;
+  readonly priority: import('../shedding/load-shedder.js').ShedPriority;
+  readonly state: import('../shedding/load-shedder.js').LoadShedderState;
 }
 
 /** Adapter context for `createRateLimitHandler`. */
@@ -186,9 +208,9 @@ export function createRateLimitHandler<Req>(
     }
   }
 
-  async function settle<T>(fn: () => T | Promise<T>): Promise<Bounded<T>> {
-    const r = boundedCall(fn, hookTimeoutMs);
-    return isPromiseLike(r) ? await r : r;
+  /** A user callback, bounded by hookTimeoutMs; synchronous results come back without a promise (no extra tick). */
+  function settle<T>(fn: () => T | Promise<T>): Bounded<T> | Promise<Bounded<T>> {
+    return boundedCall(fn, hookTimeoutMs);
   }
 
   function checkKey(key: unknown, view: RequestView<Req>): string {
@@ -281,12 +303,13 @@ export function createRateLimitHandler<Req>(
     return { action, status, headers, problem: withProblem.problem, body, delayMs };
   }
 
-  async function handle(input: RequestInput<Req>): Promise<HandledRequest | undefined> {
+  async function handle(input: RequestInput<Req>, response?: RawResponse): Promise<HandledRequest | undefined> {
     const { request } = input;
     const logger = loggerFor(input);
     const diagnostics = diagnosticsFor(logger);
     if (skip !== undefined) {
-      const r = await settle(() => skip(request));
+      const pendingSkip = settle(() => skip(request));
+      const r = isPromiseLike(pendingSkip) ? await pendingSkip : pendingSkip;
       if (r.ok && r.value) return undefined;
       hookFailed(diagnostics, 'skip', r, 'the request was counted (not skipped).');
     }
@@ -299,12 +322,14 @@ export function createRateLimitHandler<Req>(
       diagnostics,
     };
     // Callbacks are awaited only when they return a promise: a synchronous request takes no extra tick.
-    const keyOut = await settle(() => keyOf(request, view));
+    const pendingKey = settle(() => keyOf(request, view));
+    const keyOut = isPromiseLike(pendingKey) ? await pendingKey : pendingKey;
     hookFailed(diagnostics, 'key', keyOut, `the request was counted in the shared '${UNKEYED_KEY}' bucket.`);
     const key = checkKey(keyOut.ok ? keyOut.value : undefined, view);
     let cost: number | undefined;
     if (costOf !== undefined) {
-      const costOut = await settle(() => costOf(request));
+      const pendingCost = settle(() => costOf(request));
+      const costOut = isPromiseLike(pendingCost) ? await pendingCost : pendingCost;
       hookFailed(diagnostics, 'cost', costOut, 'the request was charged the default cost.');
       cost = costOut.ok ? checkCost(costOut.value, diagnostics) : undefined;
     }
@@ -331,7 +356,10 @@ export function createRateLimitHandler<Req>(
       }
       target = keysByName;
     }
-    const checkOptions = cost === undefined && planName === undefined ? undefined : { cost, plan: planName };
+    // A request waiting in a concurrency queue leaves it when the client goes away.
+    const signal = queues && response !== undefined ? abortOnClose(response) : undefined;
+    const checkOptions =
+      cost === undefined && planName === undefined && signal === undefined ? undefined : { cost, plan: planName, signal };
     const pending = limiter.decide(target, checkOptions);
     const decision = isPromiseLike(pending) ? await pending : pending;
     report(decision, request, diagnostics);
@@ -366,7 +394,8 @@ export function createRateLimitHandler<Req>(
     });
   }
 
-  async function write(handled: HandledRequest, out: ResponseTarget, diagnostics: Diagnostics): Promise<RunOutcome> {
+  /** Writes the plan; synchronous unless a shaping delay has to be waited out. */
+  function write(handled: HandledRequest, out: ResponseTarget, diagnostics: Diagnostics): RunOutcome | Promise<RunOutcome> {
     const { decision, plan } = handled;
     out.attach(decision);
     if (started(out)) {
@@ -387,11 +416,44 @@ export function createRateLimitHandler<Req>(
       out.reject(plan.status ?? 429, plan.body ?? '');
       return 'stop';
     }
-    if (plan.delayMs > 0 && !(await waitUnlessClosed(plan.delayMs, out.raw))) {
-      out.abandon();
-      return 'stop';
+    if (plan.delayMs > 0) {
+      return waitUnlessClosed(plan.delayMs, out.raw).then((waited) => {
+        if (waited) return 'next';
+        out.abandon();
+        return 'stop';
+      });
     }
     return 'next';
+  }
+
+  const shedder = config.shedder;
+  const queues = hasConcurrencyQueue(config.limiterOptions);
+  // Leases of a running handler are renewed every half lease time (the shortest lease of the policies).
+  const leaseTimes = limiter.policies.filter((p) => p.algorithm === 'concurrency').map((p) => p.windowMs);
+  const renewEveryMs = leaseTimes.length === 0 ? 0 : Math.max(1, Math.floor(Math.min(...leaseTimes) / 2));
+  /** Releases waiting for their handler, by response, for `settled`. */
+  const holding = new WeakMap<object, (finished: boolean) => void>();
+
+  /** Gives `release` back once the handler is done with `response`. */
+  function hold(response: RawResponse, release: (finished: boolean) => void): void {
+    let done = false;
+    const once = (finished: boolean): void => {
+      if (done) return;
+      done = true;
+      holding.delete(response);
+      release(finished);
+    };
+    holding.set(response, once);
+    // ServerResponse has 'finish', end() and writableFinished besides what RawResponse declares.
+    onResponseDone(response as unknown as DoneResponse, once);
+  }
+
+  function writeShed(ticketless: ShedderTicketless, out: ResponseTarget): RunOutcome {
+    if (started(out)) return 'next';
+    const plan = planShed(ticketless.retryAfterMs, ticketless.priority, ticketless.state);
+    for (const [name, value] of plan.headers) out.header(name, value);
+    out.reject(503, plan.body ?? '');
+    return 'stop';
   }
 
   return {
@@ -399,7 +461,12 @@ export function createRateLimitHandler<Req>(
     config,
     logger: baseLogger,
     diagnostics: baseDiagnostics,
-    handle,
+    shedder,
+    handle: (input) => handle(input),
+    settled(response) {
+      const release = holding.get(response);
+      if (release !== undefined) onHandlerSettled(response as DoneResponse, release);
+    },
     async run(input, out) {
       const raw = input.raw;
       if (raw !== undefined) {
@@ -407,14 +474,41 @@ export function createRateLimitHandler<Req>(
         charged.add(raw);
       }
       const logger = loggerFor(input);
+      let ticket: ShedTicket | undefined;
       try {
-        const handled = await handle(input);
-        if (handled === undefined) return 'next';
-        if (refunds && handled.decision.receipt !== undefined && isFinishingResponse(out.raw)) {
+        if (shedder !== undefined) {
+          const priority = shedder.priorityOf(input.request);
+          ticket = shedder.acquire(priority);
+          if (ticket === undefined) return writeShed({ retryAfterMs: shedder.retryAfterMs, priority, state: shedder.state() }, out);
+        }
+        const handled = await handle(input, out.raw);
+        const lease = handled?.decision.release;
+        const renew = handled?.decision.renew;
+        const admitted = handled === undefined || handled.plan.action === 'pass';
+        if (handled !== undefined && refunds && handled.decision.receipt !== undefined && isFinishingResponse(out.raw)) {
           refundWhenSettled(input.request, out.raw, handled.decision, diagnosticsFor(logger));
         }
-        return await write(handled, out, diagnosticsFor(logger));
+        let outcome: RunOutcome = 'next';
+        if (handled !== undefined) {
+          const written = write(handled, out, diagnosticsFor(logger));
+          outcome = isPromiseLike(written) ? await written : written;
+        }
+        const t = ticket;
+        if (t === undefined && lease === undefined) return outcome;
+        // A refusal is fast and says nothing about the server's latency: keep it out of the controller.
+        const renewal = renew !== undefined && outcome === 'next' && renewEveryMs > 0 ? setInterval(renew, renewEveryMs) : undefined;
+        renewal?.unref();
+        const release = (finished: boolean): void => {
+          if (renewal !== undefined) clearInterval(renewal);
+          t?.release(finished && admitted);
+          lease?.();
+        };
+        // The handler runs only on 'next'; otherwise nothing holds the slot.
+        if (outcome === 'next') hold(out.raw, release);
+        else release(false);
+        return outcome;
       } catch (error) {
+        ticket?.release(false);
         safeLog(
           logger,
           'error',

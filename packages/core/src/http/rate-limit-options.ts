@@ -10,6 +10,7 @@ import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from '../internal/read-options.js';
 import { DEFAULT_LOG_RATE, type LogRateOptions } from '../logging.js';
 import type { LimiterOptions } from '../options.js';
+import { createLoadShedder, isLoadShedder, type LoadShedder, type LoadShedderOptions } from '../shedding/load-shedder.js';
 import type { Clock, Decision, Logger } from '../types.js';
 import { HEADER_MODES, type HeaderMode, type HeadersOption, headerModes } from './header-writer.js';
 import { keys } from './keys.js';
@@ -103,6 +104,13 @@ export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'
    */
   validate?: ValidateOption;
   /**
+   * Server-wide load shedding before any policy: `{ maxInFlight: 100 }` (a fixed cap) or
+   * `{ adaptive: {} }` (a cap found from latency and event-loop delay), with an optional `priority`
+   * function; past the cap a request gets 503 problem+json with `Retry-After`. Pass one
+   * `createLoadShedder(...)` to several middlewares to share one cap. Defaults to none.
+   */
+  shed?: LoadShedderOptions<Req> | LoadShedder<Req>;
+  /**
    * How long an asynchronous `key`, `cost`, `skip` or `onLimited` may take, in ms. Past it (or when the
    * callback throws or rejects) the request gets the documented fallback: `key` -> the shared
    * `'unkeyed'` bucket, `cost` -> the default cost, `skip` -> not skipped (counted), `onLimited` -> the
@@ -140,6 +148,8 @@ export interface RateLimitConfig<Req = any> {
   readonly onLimited: RateLimitOptions<Req>['onLimited'];
   readonly onDecision: RateLimitOptions<Req>['onDecision'];
   readonly validate: ValidateOption;
+  /** The load shedder (`shed`), undefined when none. */
+  readonly shedder: LoadShedder<Req> | undefined;
   readonly hookTimeoutMs: number;
   readonly logRate: Readonly<Required<LogRateOptions>>;
   /** Values of the adapter-specific keys the adapter declared (e.g. Fastify's `hook`), unvalidated. */
@@ -174,6 +184,7 @@ const KEYS: KeysEnum<RateLimitOptions> = {
   onLimited: true,
   onDecision: true,
   validate: true,
+  shed: true,
   hookTimeoutMs: true,
   logRate: true,
 };
@@ -356,6 +367,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     onLimited: optionalFunction(options.onLimited, 'onLimited', '({ problem }) => ({ body: { error: problem.title } })'),
     onDecision: optionalFunction(options.onDecision, 'onDecision', '(decision, req) => metrics.record(decision)'),
     validate,
+    shedder: options.shed === undefined ? undefined : isLoadShedder(options.shed) ? options.shed : createLoadShedder(options.shed),
     hookTimeoutMs: positiveInteger(options.hookTimeoutMs, 'hookTimeoutMs', DEFAULT_HOOK_TIMEOUT_MS, '5000'),
     logRate: parseLogRate(options.logRate),
     adapterOptions: Object.freeze(adapterOptions),

@@ -84,6 +84,45 @@ describe('plans', () => {
   });
 });
 
+describe('leaky-bucket maxDelayMs', () => {
+  it('rejects now what would wait longer, with the exact retryAfterMs; never delays past the maximum', async () => {
+    for (const [limit, windowMs, burst, maxDelayMs, delayAfter] of [
+      [10, 1000, 10, 250, 0],
+      [3, 1000, 6, 400, 1],
+      [7, 60_000, 7, 0, 0],
+    ] as const) {
+      const { limiter, advance } = virtual({ policies: { algorithm: 'leaky-bucket', limit, windowMs, burst, maxDelayMs, delayAfter } });
+      let rejected = 0;
+      for (let i = 0; i < 30 && rejected < 3; i++) {
+        const d = await limiter.check('k');
+        if (d.allowed) {
+          expect(d.delayMs).toBeLessThanOrEqual(maxDelayMs);
+          continue;
+        }
+        rejected += 1;
+        expect(d.retryAfterMs).toBeGreaterThan(0);
+        // One ms earlier is still too long a wait; exactly then, admitted within the maximum.
+        advance(d.retryAfterMs - 1);
+        expect((await limiter.peek('k')).allowed).toBe(false);
+        advance(1);
+        const again = await limiter.check('k');
+        expect(again.allowed).toBe(true);
+        expect(again.delayMs).toBeLessThanOrEqual(maxDelayMs);
+      }
+      expect(rejected).toBe(3);
+    }
+  });
+
+  it('is validated at construction', () => {
+    expect(() => createLimiter({ policies: { algorithm: 'gcra', limit: 1, windowMs: 1000, maxDelayMs: 5 } })).toThrow(
+      /ERR_RL_OPTION_NOT_APPLICABLE/,
+    );
+    expect(() => createLimiter({ policies: { algorithm: 'leaky-bucket', limit: 1, windowMs: 1000, maxDelayMs: -1 } })).toThrow(
+      /ERR_RL_INVALID_MAX_DELAY/,
+    );
+  });
+});
+
 describe('state across a change of plan or limit', () => {
   it.each(['fixed-window', 'sliding-window', 'sliding-log'] as const)(
     '%s: the count carries over: no fresh budget on a downgrade, none lost on an upgrade, never negative',

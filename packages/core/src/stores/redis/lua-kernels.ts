@@ -470,6 +470,24 @@ function gcraLeft(s: Slot, p: CompiledPolicy): string {
     end`;
 }
 
+/** leaky-bucket `maxDelayMs`: ` and debt <= max` (or ` or debt > max`) in the admission test; '' without it. */
+function overDelay(s: Slot, p: CompiledPolicy, join: string, op: string): string {
+  if (!Number.isFinite(p.maxDelayTicks)) return '';
+  return `${join}${names(s, GC_STATE)[2]} ${op} ${p.maxDelayTicks}`;
+}
+
+/** leaky-bucket `maxDelayMs`: the wait until the request would wait no longer than the maximum, if longer. */
+function maxDelayRetry(s: Slot, p: CompiledPolicy): string {
+  if (!Number.isFinite(p.maxDelayTicks)) return '';
+  const [, , debt] = names(s, GC_STATE);
+  return lua`
+    if ${debt} > ${p.maxDelayTicks} then
+      local late = ${debt} - ${p.maxDelayTicks}
+      ${ceilDiv('q2', 'late', p.rate)}
+      if q2 > ${s.retry} then ${s.retry} = q2 end
+    end`;
+}
+
 /** The leaky-bucket delay; gcra never delays (its delayTicks is Infinity). */
 function gcraDelay(s: Slot, p: CompiledPolicy): string {
   if (p.algorithm !== 'leaky-bucket') return '';
@@ -519,7 +537,7 @@ const gcra: LuaKernel = {
           ${gcraReset(s, s.reset)}
         else
           local after = ${debt} + need
-          if after <= ${cap} then
+          if after <= ${cap}${overDelay(s, p, ' and ', '<=')} then
             ${s.flags} = 1
             local left = ${cap} - after
             ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
@@ -531,6 +549,7 @@ const gcra: LuaKernel = {
             local over = after - ${cap}
             ${ceilDiv('q', 'over', p.rate)}
             ${s.retry} = q
+            ${maxDelayRetry(s, p)}
             ${gcraReset(s, s.reset)}
           end
         end
@@ -558,7 +577,7 @@ const gcra: LuaKernel = {
       do
         local need = cost * ${p.tokenTicks}
         local after = ${debt} + need
-        if after > ${cap} then
+        if after > ${cap}${overDelay(s, p, ' or ', '>')} then
           if need > ${cap} then
             ${s.flags} = 2
             ${gcraLeft(s, p)}
@@ -569,6 +588,7 @@ const gcra: LuaKernel = {
             local over = after - ${cap}
             ${ceilDiv('q', 'over', p.rate)}
             ${s.retry} = q
+            ${maxDelayRetry(s, p)}
             ${gcraReset(s, s.reset)}
           end
         else

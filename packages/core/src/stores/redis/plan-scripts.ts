@@ -17,7 +17,7 @@ function header(plan: StorePlan): string[] {
   return plan.policies.map(
     (p, i) =>
       `-- KEYS[${i + 1}]  ${p.algorithm} ${p.limit} per ${p.windowMs} ms, capMilli ${p.capMilli}, rate ${p.rate}, ` +
-      `tokenTicks ${p.tokenTicks}, capTicks ${p.capTicks}, delayTicks ${p.delayTicks}${p.anchorFirst ? ', first-request' : ''}`,
+      `tokenTicks ${p.tokenTicks}, capTicks ${p.capTicks}, delayTicks ${p.delayTicks}, maxDelayTicks ${p.maxDelayTicks}${p.anchorFirst ? ', first-request' : ''}`,
   );
 }
 

@@ -52,7 +52,8 @@ function describe(p: CompiledPolicy): string {
     case 'sliding-log':
       return `${head}: capMilli ${p.capMilli}`;
     default: {
-      const delay = p.algorithm === 'leaky-bucket' ? `, delayTicks ${p.delayTicks}` : '';
+      const max = Number.isFinite(p.maxDelayTicks) ? `, maxDelayTicks ${p.maxDelayTicks}` : '';
+      const delay = p.algorithm === 'leaky-bucket' ? `, delayTicks ${p.delayTicks}${max}` : '';
       return `${head}, burst ${p.capacity}: rate ${p.rate}, tokenTicks ${p.tokenTicks}, capTicks ${p.capTicks}${delay}`;
     }
   }

@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { boundedCall } from './bounded-call.js';
+
+describe('boundedCall', () => {
+  it('returns a synchronous result without a promise', () => {
+    expect(boundedCall(() => 'k', 10)).toEqual({ ok: true, value: 'k' });
+  });
+
+  it('turns a throw, a rejection and a hang into a fallback, never an unhandled rejection', async () => {
+    expect(
+      boundedCall(() => {
+        throw new Error('x');
+      }, 10),
+    ).toMatchObject({ ok: false, timedOut: false });
+    await expect(boundedCall(() => Promise.reject(new Error('y')), 10)).resolves.toMatchObject({ ok: false, timedOut: false });
+    await expect(boundedCall(() => new Promise(() => undefined), 10)).resolves.toMatchObject({ ok: false, timedOut: true });
+    // Settles late, rejecting: observed, so nothing surfaces as unhandled.
+    const late = boundedCall(() => new Promise((_, reject) => setTimeout(() => reject(new Error('late')), 20)), 5);
+    await expect(late).resolves.toMatchObject({ timedOut: true });
+    await new Promise((r) => setTimeout(r, 30));
+  });
+});

@@ -1,0 +1,169 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createLimiter } from '../create-limiter.js';
+import { RateLimitConfigError } from '../errors.js';
+import type { Decision } from '../types.js';
+
+function clock(start = 1_000_000) {
+  let now = start;
+  return {
+    now: () => now,
+    advance: (ms: number) => {
+      now += ms;
+    },
+  };
+}
+
+const EXPORTS = { name: 'exports', algorithm: 'concurrency', limit: 2 } as const;
+
+describe('concurrency policy (memory)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('admits at most limit per key, with a lease released exactly once', async () => {
+    const c = clock();
+    const limiter = createLimiter({ policies: [EXPORTS], clock: c.now });
+    const a = await limiter.check('u1');
+    const b = await limiter.check('u1');
+    const refused = await limiter.check('u1');
+    expect([a.allowed, b.allowed, refused.allowed]).toEqual([true, true, false]);
+    expect(refused).toMatchObject({ reason: 'limited', policy: 'exports', remaining: 0, limited: true });
+    expect(refused.release).toBeUndefined();
+    expect((await limiter.check('u2')).allowed).toBe(true); // per key
+    a.release?.();
+    a.release?.(); // idempotent: must not free b's slot
+    expect((await limiter.check('u1')).allowed).toBe(true);
+    expect((await limiter.check('u1')).allowed).toBe(false);
+    expect(limiter.policies[0]).toMatchObject({ algorithm: 'concurrency', unit: 'concurrent-requests', limit: 2, windowMs: 60_000 });
+  });
+
+  it('expires an unreleased lease after leaseMs', async () => {
+    const c = clock();
+    const limiter = createLimiter({ policies: [{ ...EXPORTS, limit: 1, leaseMs: 5_000 }], clock: c.now });
+    const held = await limiter.check('k');
+    expect((await limiter.check('k')).retryAfterMs).toBe(1000);
+    c.advance(4_500);
+    expect((await limiter.check('k')).retryAfterMs).toBe(500); // bounded by the expiry
+    c.advance(500);
+    const next = await limiter.check('k');
+    expect(next.allowed).toBe(true);
+    held.release?.(); // the expired lease's late release frees nothing
+    expect((await limiter.check('k')).allowed).toBe(false);
+  });
+
+  it('renews the leases of a long request, so it keeps its slot past leaseMs', async () => {
+    const c = clock();
+    const limiter = createLimiter({ policies: [{ ...EXPORTS, limit: 1, leaseMs: 1_000 }], clock: c.now });
+    const long = await limiter.check('k');
+    c.advance(900);
+    expect(long.renew?.()).toBe(true);
+    c.advance(900);
+    expect((await limiter.check('k')).allowed).toBe(false); // 1800 ms in, still held
+    long.release?.();
+    expect(long.renew?.()).toBe(false);
+    const next = await limiter.check('k');
+    c.advance(1_000);
+    expect(next.renew?.()).toBe(false); // expired: renewing cannot bring it back
+    expect(JSON.parse(JSON.stringify(next))).not.toHaveProperty('renew');
+  });
+
+  it('is all-or-nothing with rate policies: refused for concurrency charges the rate policy nothing', async () => {
+    const c = clock();
+    const limiter = createLimiter({
+      policies: [
+        { ...EXPORTS, limit: 1 },
+        { name: 'hourly', algorithm: 'fixed-window', limit: 3, windowMs: 3_600_000 },
+      ],
+      clock: c.now,
+    });
+    const first = await limiter.check('u');
+    expect(first.policies.map((r) => [r.name, r.allowed, r.remaining])).toEqual([
+      ['exports', true, 0],
+      ['hourly', true, 2],
+    ]);
+    for (let i = 0; i < 5; i++) expect((await limiter.check('u')).policy).toBe('exports');
+    first.release?.();
+    // The five refusals charged nothing: two of three hourly requests are left.
+    const second = await limiter.check('u');
+    expect(second.policies[1]?.remaining).toBe(1);
+    second.release?.();
+    (await limiter.check('u')).release?.();
+    // Rate-refused: the lease is given back at once, so the next request is refused by the rate policy, not concurrency.
+    const rateRefused = await limiter.check('u');
+    expect(rateRefused).toMatchObject({ allowed: false, policy: 'hourly' });
+    expect(rateRefused.release).toBeUndefined();
+    expect((await limiter.check('u')).policy).toBe('hourly');
+    expect(limiter.stats().policies.map((p) => [p.name, p.rejected])).toEqual([
+      ['exports', 5],
+      ['hourly', 2],
+    ]);
+  });
+
+  it('queues FIFO per key, bounded, and gives a waiter the next released lease', async () => {
+    vi.useFakeTimers();
+    const limiter = createLimiter({ policies: [{ ...EXPORTS, limit: 1, queue: { size: 2, timeoutMs: 1_000 } }] });
+    const holder = (await limiter.check('k')) as Decision;
+    const order: string[] = [];
+    const w1 = limiter.check('k').then((d) => {
+      order.push('w1');
+      return d;
+    });
+    const w2 = limiter.check('k').then((d) => {
+      order.push('w2');
+      return d;
+    });
+    const overflow = await limiter.check('k'); // queue full: refused at once
+    expect(overflow.allowed).toBe(false);
+    holder.release?.();
+    const d1 = await w1;
+    expect(d1.allowed).toBe(true);
+    expect(order).toEqual(['w1']);
+    d1.release?.();
+    const d2 = await w2;
+    expect(d2.allowed).toBe(true);
+    expect(order).toEqual(['w1', 'w2']);
+    d2.release?.();
+  });
+
+  it('refuses a waiter after timeoutMs (429), and drops it when the client goes away', async () => {
+    vi.useFakeTimers();
+    const limiter = createLimiter({ policies: [{ ...EXPORTS, limit: 1, queue: { size: 5, timeoutMs: 1_000 } }] });
+    const holder = await limiter.check('k');
+    const timedOut = limiter.check('k');
+    const controller = new AbortController();
+    const aborted = limiter.check('k', { signal: controller.signal });
+    controller.abort();
+    expect((await aborted).allowed).toBe(false);
+    await vi.advanceTimersByTimeAsync(1_000);
+    const t = await timedOut;
+    expect(t).toMatchObject({ allowed: false, reason: 'limited', policy: 'exports' });
+    holder.release?.();
+    const next = await limiter.check('k');
+    expect(next.allowed).toBe(true); // neither the aborted nor the timed-out waiter kept a lease
+  });
+
+  it('rejects bad concurrency options, and concurrent-requests on a rate algorithm', () => {
+    const cases: [unknown, string][] = [
+      [{ algorithm: 'concurrency', limit: 0 }, 'policies[0].limit'],
+      [{ algorithm: 'concurrency', limit: 1, leaseMs: -5 }, 'policies[0].leaseMs'],
+      [{ algorithm: 'concurrency', limit: 1, queue: { size: 0, timeoutMs: 10 } }, 'policies[0].queue.size'],
+      [{ algorithm: 'concurrency', limit: 1, windowMs: 1000 }, 'policies[0].windowMs'],
+      [{ algorithm: 'concurrency', limit: 1, unit: 'requests' }, 'policies[0].unit'],
+    ];
+    for (const [policy, option] of cases) {
+      try {
+        createLimiter({ policies: [policy as never] });
+        expect.unreachable();
+      } catch (error) {
+        expect(error).toBeInstanceOf(RateLimitConfigError);
+        expect((error as RateLimitConfigError).option).toBe(option);
+      }
+    }
+    expect(() => createLimiter({ policies: [{ limit: 1, windowMs: 1000, unit: 'concurrent-requests' }] })).toThrow(
+      /belongs to algorithm 'concurrency'/,
+    );
+    expect(() =>
+      createLimiter({ policies: [{ limit: 1, windowMs: 1000 }], shadow: { policies: [{ algorithm: 'concurrency', limit: 1 } as never] } }),
+    ).toThrow(/ERR_RL_OPTION_NOT_APPLICABLE/);
+  });
+});

@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import { RateLimitConfigError } from '../errors.js';
+import { createLoadShedder, type ShedPriority } from './load-shedder.js';
+
+describe('createLoadShedder: fixed cap', () => {
+  it('admits up to maxInFlight, sheds the rest, and counts both', () => {
+    const s = createLoadShedder({ maxInFlight: 2 });
+    const a = s.acquire();
+    const b = s.acquire();
+    expect(a).toBeDefined();
+    expect(b).toBeDefined();
+    expect(s.acquire()).toBeUndefined();
+    expect(s.state()).toMatchObject({ mode: 'fixed', limit: 2, inFlight: 2, admitted: 2, shed: 1 });
+    a?.release();
+    expect(s.acquire()).toBeDefined();
+  });
+
+  it('counts a release once, however often it is called', () => {
+    const s = createLoadShedder({ maxInFlight: 1 });
+    const t = s.acquire();
+    t?.release();
+    t?.release();
+    t?.release(false);
+    expect(s.state().inFlight).toBe(0);
+    expect(s.acquire()).toBeDefined();
+    expect(s.state().inFlight).toBe(1);
+  });
+
+  it('sheds lower priorities first: each fills only its share of the cap', () => {
+    const s = createLoadShedder<{ p: ShedPriority }>({ maxInFlight: 10, priority: (r) => r.p });
+    const admitted = (p: ShedPriority) => {
+      let n = 0;
+      while (s.acquire(s.priorityOf({ p })) !== undefined) n += 1;
+      return n;
+    };
+    expect(admitted('low')).toBe(5); // 0.5 of 10
+    expect(admitted('normal')).toBe(3); // up to 8
+    expect(admitted('high')).toBe(1); // up to 9
+    expect(admitted('critical')).toBe(1); // up to 10
+    expect(s.state().shedByPriority).toEqual({ low: 1, normal: 1, high: 1, critical: 1 });
+  });
+
+  it('lets every request fill the whole cap when no priority function is set', () => {
+    const s = createLoadShedder({ maxInFlight: 3 });
+    expect(s.priorityOf({})).toBe('critical');
+    expect([s.acquire(), s.acquire(), s.acquire()].every((t) => t !== undefined)).toBe(true);
+  });
+
+  it('treats an unknown priority as normal', () => {
+    const s = createLoadShedder<string>({ maxInFlight: 3, priority: (r) => r as ShedPriority });
+    expect(s.priorityOf('vip')).toBe('normal');
+  });
+});
+
+describe('createLoadShedder: adaptive', () => {
+  it('moves its limit from latency samples in virtual time, with no timers', () => {
+    let now = 0;
+    const s = createLoadShedder({
+      adaptive: { initialLimit: 10, windowMs: 100, minSamples: 5 },
+      clock: () => now,
+      eventLoopDelay: () => 0,
+    });
+    // Latency doubles then triples against the baseline: the limit comes down.
+    const round = (latency: number) => {
+      const tickets = [];
+      for (let i = 0; i < 10; i++) tickets.push(s.acquire());
+      now += latency;
+      for (const t of tickets) t?.release();
+      now += 100;
+    };
+    for (let i = 0; i < 10; i++) round(10);
+    const before = s.state().limit;
+    expect(before).toBeGreaterThanOrEqual(10);
+    for (let i = 0; i < 10; i++) round(60);
+    const after = s.state();
+    expect(after.limit).toBeLessThan(before);
+    expect(after.shortLatencyMs).toBe(60);
+    expect(after.mode).toBe('adaptive');
+  });
+
+  it('keeps unsampled releases (refusals, aborts) out of the latency', () => {
+    let now = 0;
+    const s = createLoadShedder({ adaptive: { windowMs: 10, minSamples: 1 }, clock: () => now, eventLoopDelay: () => 0 });
+    const t = s.acquire();
+    now += 500;
+    t?.release(false);
+    now += 20;
+    s.acquire()?.release();
+    expect(s.state().lastChange).toBe('too-few-samples');
+  });
+
+  it('cuts the limit when the event loop lags', () => {
+    let now = 0;
+    const s = createLoadShedder({
+      adaptive: { initialLimit: 50, windowMs: 10, maxEventLoopDelayMs: 20 },
+      clock: () => now,
+      eventLoopDelay: () => 300,
+    });
+    now += 10;
+    s.acquire()?.release();
+    expect(s.state()).toMatchObject({ limit: 40, lastChange: 'event-loop' });
+  });
+
+  it('uses perf_hooks.monitorEventLoopDelay by default and stops it on close', () => {
+    const s = createLoadShedder({ adaptive: {} });
+    expect(s.acquire()).toBeDefined();
+    s.close();
+  });
+});
+
+describe('createLoadShedder: options', () => {
+  const bad: [unknown, string][] = [
+    [{}, 'shed'],
+    [{ maxInFlight: 1, adaptive: {} }, 'shed'],
+    [{ maxInFlight: 0 }, 'shed.maxInFlight'],
+    [{ maxInFlight: 1.5 }, 'shed.maxInFlight'],
+    [{ adaptive: { minLimit: 10, maxLimit: 5 } }, 'shed.adaptive.minLimit'],
+    [{ adaptive: { initialLimit: 5000 } }, 'shed.adaptive.initialLimit'],
+    [{ adaptive: { smoothing: 0 } }, 'shed.adaptive.smoothing'],
+    [{ adaptive: { tolerance: 0.5 } }, 'shed.adaptive.tolerance'],
+    [{ maxInFlight: 1, priority: 'high' }, 'shed.priority'],
+    [{ maxInFlight: 1, shares: { low: 2 } }, 'shed.shares.low'],
+    [{ maxInFlight: 1, retryAfterMs: -1 }, 'shed.retryAfterMs'],
+  ];
+  it.each(bad)('rejects %j naming %s', (options, option) => {
+    try {
+      createLoadShedder(options as never);
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(RateLimitConfigError);
+      expect((error as RateLimitConfigError).option).toBe(option);
+      expect((error as RateLimitConfigError).code).toBe('ERR_RL_INVALID_SHED');
+    }
+  });
+
+  it('rejects unknown keys', () => {
+    expect(() => createLoadShedder({ maxInflight: 3 } as never)).toThrow(
+      /ERR_RL_UNKNOWN_OPTION: 'shed.maxInflight'|ERR_RL_UNKNOWN_OPTION: 'maxInflight'/,
+    );
+  });
+});

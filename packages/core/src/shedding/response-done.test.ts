@@ -1,0 +1,58 @@
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { onResponseDone } from './response-done.js';
+
+class FakeResponse extends EventEmitter {
+  writableFinished = false;
+  writableEnded = false;
+  destroyed = false;
+  ended = 0;
+  end(): this {
+    this.ended += 1;
+    this.writableEnded = true;
+    return this;
+  }
+}
+
+describe('onResponseDone', () => {
+  it('calls back once on finish, not again on the close that follows', () => {
+    const res = new FakeResponse();
+    const calls: boolean[] = [];
+    onResponseDone(res, (f) => calls.push(f));
+    res.writableFinished = true;
+    res.emit('finish');
+    res.emit('close');
+    expect(calls).toEqual([true]);
+    expect(res.listenerCount('close')).toBe(0);
+  });
+
+  it('after the client went away, waits for the handler to end the response', () => {
+    const res = new FakeResponse();
+    const calls: boolean[] = [];
+    onResponseDone(res, (f) => calls.push(f));
+    res.destroyed = true;
+    res.emit('close');
+    expect(calls).toEqual([]);
+    res.end();
+    res.end();
+    expect(calls).toEqual([false]);
+    expect(res.ended).toBe(2);
+  });
+
+  it('calls back at once when the handler had already ended the response', () => {
+    const res = new FakeResponse();
+    const calls: boolean[] = [];
+    res.end();
+    onResponseDone(res, (f) => calls.push(f));
+    res.emit('close');
+    expect(calls).toEqual([false]);
+  });
+
+  it('calls back at once for a response already finished', () => {
+    const res = new FakeResponse();
+    res.writableFinished = true;
+    const calls: boolean[] = [];
+    onResponseDone(res, (f) => calls.push(f));
+    expect(calls).toEqual([true]);
+  });
+});

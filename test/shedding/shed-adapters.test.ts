@@ -1,0 +1,213 @@
+/**
+ * @module Server-wide shedding through each adapter, over real HTTP: past the cap the answer is 503
+ * problem+json with Retry-After and no RateLimit fields; the slot comes back exactly once when the
+ * response finishes, when the handler errors, and when the client goes away; priorities shed low first.
+ */
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type LoadShedder, OVERLOADED_TYPE, type RateLimitOptions } from '@tollgate/core';
+import { rateLimit as expressRateLimit } from '@tollgate/express';
+import { fastifyRateLimit } from '@tollgate/fastify';
+import { rateLimit as koaRateLimit } from '@tollgate/koa';
+import express from 'express';
+import Fastify from 'fastify';
+import Koa from 'koa';
+import { afterEach, describe, expect, it } from 'vitest';
+
+interface Gate {
+  /** Handlers waiting on the gate. */
+  readonly waiting: number;
+  /** Lets every waiting handler go on; `fail` makes them throw. */
+  open(fail?: boolean): void;
+  wait(): Promise<void>;
+}
+
+function gate(): Gate {
+  let waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  return {
+    get waiting() {
+      return waiters.length;
+    },
+    open(fail = false) {
+      const w = waiters;
+      waiters = [];
+      for (const x of w) fail ? x.reject(new Error('boom')) : x.resolve();
+    },
+    wait() {
+      return new Promise((resolve, reject) => waiters.push({ resolve, reject }));
+    },
+  };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: one option object serves the three frameworks' request types.
+type AnyOptions = RateLimitOptions<any>;
+interface App {
+  server: Server;
+  shedder: () => LoadShedder | undefined;
+  close(): Promise<void>;
+}
+type Make = (options: AnyOptions, g: Gate) => Promise<App>;
+
+function listen(server: Server): Promise<Server> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+const makers: Record<string, Make> = {
+  express: async (options, g) => {
+    const app = express();
+    const mw = expressRateLimit(options);
+    app.use(mw);
+    app.get('/slow', async (_req, res, next) => {
+      try {
+        await g.wait();
+        res.json({ ok: true });
+      } catch (error) {
+        next(error);
+      }
+    });
+    app.get('/health', (_req, res) => {
+      res.json({ ok: true });
+    });
+    const server = await listen(createServer(app));
+    return { server, shedder: () => mw.shedder, close: () => new Promise((r) => server.close(() => r())) };
+  },
+  fastify: async (options, g) => {
+    const app = Fastify();
+    await app.register(fastifyRateLimit, options);
+    app.get('/slow', async () => {
+      await g.wait();
+      return { ok: true };
+    });
+    app.get('/health', async () => ({ ok: true }));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    return { server: app.server, shedder: () => app.rateLimit.shedder, close: () => app.close() };
+  },
+  koa: async (options, g) => {
+    const app = new Koa();
+    app.silent = true;
+    const mw = koaRateLimit(options);
+    app.use(mw);
+    app.use(async (ctx) => {
+      if (ctx.path === '/slow') await g.wait();
+      ctx.body = { ok: true };
+    });
+    const server = await listen(createServer(app.callback()));
+    return { server, shedder: () => mw.shedder, close: () => new Promise((r) => server.close(() => r())) };
+  },
+};
+
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+function get(server: Server, path: string, headers: Record<string, string> = {}): { done: Promise<Reply>; abort(): void } {
+  const { port } = server.address() as AddressInfo;
+  let abort = () => {};
+  const done = new Promise<Reply>((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        body += c;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+    abort = () => req.destroy();
+  });
+  return { done, abort };
+}
+
+async function until(check: () => boolean, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+const POLICIES = [{ name: 'default', limit: 1000, windowMs: 60_000 }];
+
+describe.each(Object.keys(makers))('shed on %s', (name) => {
+  const make = makers[name] as Make;
+  let app: App | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  it('answers 503 problem+json with Retry-After past maxInFlight, and gives slots back on finish', async () => {
+    const g = gate();
+    app = await make({ policies: POLICIES, shed: { maxInFlight: 2, retryAfterMs: 2500 } }, g);
+    const a = get(app.server, '/slow');
+    const b = get(app.server, '/slow');
+    await until(() => g.waiting === 2);
+    const shed = await get(app.server, '/slow').done;
+    expect(shed.status).toBe(503);
+    expect(shed.headers['retry-after']).toBe('3');
+    expect(shed.headers['content-type']).toBe('application/problem+json');
+    expect(shed.headers.ratelimit).toBeUndefined();
+    const problem = JSON.parse(shed.body) as Record<string, unknown>;
+    expect(problem).toMatchObject({ type: OVERLOADED_TYPE, status: 503, retryAfter: 3, title: 'Service Overloaded' });
+    g.open();
+    expect((await a.done).status).toBe(200);
+    expect((await b.done).status).toBe(200);
+    await until(() => app?.shedder()?.state().inFlight === 0);
+    expect(app.shedder()?.state()).toMatchObject({ inFlight: 0, admitted: 2, shed: 1, limit: 2 });
+    expect((await get(app.server, '/health').done).status).toBe(200);
+  });
+
+  it('holds the slot of an abandoned request until its handler is done, and gives it back once when the handler fails', async () => {
+    const g = gate();
+    app = await make({ policies: POLICIES, shed: { maxInFlight: 1 } }, g);
+    const a = get(app.server, '/slow');
+    a.done.catch(() => {});
+    await until(() => g.waiting === 1);
+    a.abort();
+    // The client is gone but its handler still runs: the slot stays taken until the handler is done.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(app.shedder()?.state().inFlight).toBe(1);
+    expect((await get(app.server, '/health').done).status).toBe(503);
+    g.open();
+    await until(() => app?.shedder()?.state().inFlight === 0);
+    const b = get(app.server, '/slow');
+    await until(() => g.waiting === 1);
+    expect(app.shedder()?.state().inFlight).toBe(1);
+    g.open(true);
+    expect((await b.done).status).toBe(500);
+    await until(() => app?.shedder()?.state().inFlight === 0);
+    expect(app.shedder()?.state().inFlight).toBe(0);
+  });
+
+  it('sheds low priority first and keeps room for critical requests (health checks)', async () => {
+    const g = gate();
+    app = await make(
+      {
+        policies: POLICIES,
+        shed: {
+          maxInFlight: 4,
+          // biome-ignore lint/suspicious/noExplicitAny: the request type differs per framework.
+          priority: (req: any) => {
+            return req.headers['x-priority'] ?? 'normal';
+          },
+        },
+      },
+      g,
+    );
+    const low = [get(app.server, '/slow', { 'x-priority': 'low' }), get(app.server, '/slow', { 'x-priority': 'low' })];
+    await until(() => g.waiting === 2);
+    // low may fill 0.5 of 4 = 2: a third low request is shed, a normal one is not.
+    expect((await get(app.server, '/slow', { 'x-priority': 'low' }).done).status).toBe(503);
+    const normal = get(app.server, '/slow', { 'x-priority': 'normal' });
+    await until(() => g.waiting === 3);
+    expect((await get(app.server, '/slow', { 'x-priority': 'normal' }).done).status).toBe(503);
+    expect((await get(app.server, '/health', { 'x-priority': 'critical' }).done).status).toBe(200);
+    g.open();
+    await Promise.all([...low, normal].map((r) => r.done));
+    expect(app.shedder()?.state().shedByPriority).toMatchObject({ low: 1, normal: 1, critical: 0 });
+  });
+});

@@ -4,7 +4,9 @@
  * X-Forwarded-For, IPv6 grouped by /64), `keys.header(name)` (hashed, `apikey:<digest>`), or a field
  * taken as it is.
  */
+
 import { createDiagnostics, type IpKeyOptions, type KeyFunction, keys, type Logger, type RequestView } from '@tollgate/core';
+import { ownString } from './own-string.js';
 
 export type KeySpec =
   | { readonly kind: 'ip' }
@@ -59,14 +61,16 @@ export function createKeyer(options: KeyerOptions): Keyer {
         // Without a forwarding header the key depends on the address text alone: look it up.
         const known = direct.get(address);
         if (known !== undefined) return known;
-        const key = sync(ip(undefined, view(address, NO_HEADERS)));
+        // keys.ip() and this cache keep the text: keep a copy, not a view into the log.
+        const own = ownString(address);
+        const key = sync(ip(undefined, view(own, NO_HEADERS)));
         if (key !== undefined) {
           if (direct.size >= KEY_CACHE_SIZE) direct.clear();
-          direct.set(address, key);
+          direct.set(own, key);
         }
         return key;
       }
-      return sync(ip(undefined, view(address, { 'x-forwarded-for': forwardedFor })));
+      return sync(ip(undefined, view(ownString(address), { 'x-forwarded-for': forwardedFor })));
     },
     fromHeader(name, value) {
       if (value === undefined || value === '-') return undefined;
@@ -75,7 +79,8 @@ export function createKeyer(options: KeyerOptions): Keyer {
         fn = keys.header(name);
         headerKeys.set(name, fn);
       }
-      return sync(fn(undefined, view('', { [name]: value })));
+      // keys.header() remembers recent values: a copy, not a view into the log.
+      return sync(fn(undefined, view('', { [name]: ownString(value) })));
     },
   };
 }

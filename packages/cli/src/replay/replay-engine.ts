@@ -6,6 +6,7 @@
  * series whose resolution halves when it grows too long, so memory stays flat however long the log.
  */
 import type { Logger, PolicyOptions } from '@tollgate/core';
+import { ownString } from '../input/own-string.js';
 import { type CandidateLimiter, createCandidateLimiter } from './candidate-limiter.js';
 import type { CandidateReport, ClientRow, ReplayReport, StreakBucket } from './replay-report.js';
 
@@ -65,6 +66,12 @@ function percentile(sorted: readonly [number, number][], total: number, p: numbe
   return sorted.length === 0 ? 0 : (sorted[sorted.length - 1] as [number, number])[0];
 }
 
+/** Per client its own copy of the key (see own-string.ts) and its counters. */
+interface Client {
+  readonly key: string;
+  readonly c: Int32Array;
+}
+
 export function createReplayEngine(candidates: readonly Candidate[], options: ReplayOptions = {}): ReplayEngine {
   if (candidates.length === 0) throw new TypeError('createReplayEngine needs at least one candidate');
   const maxKeys = options.maxKeys ?? 1_000_000;
@@ -85,7 +92,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
   /** Streak-length histograms, `STREAK_BUCKETS` per candidate. */
   const streaks = new Float64Array(n * STREAK_BUCKETS);
   const delays = candidates.map(() => new Map<number, number>());
-  const clients = new Map<string, Int32Array>();
+  const clients = new Map<string, Client>();
   let untracked = 0;
   let requests = 0;
   let outOfOrder = 0;
@@ -129,22 +136,32 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
     return i;
   }
 
-  /** The client's counters, created on first sight; undefined past `maxClients` (counted in the totals only). */
-  function clientOf(key: string): Int32Array | undefined {
-    let c = clients.get(key);
-    if (c === undefined) {
+  let current: Client | undefined;
+
+  /**
+   * Finds (or creates) the client of `logKey` into `current` and returns the key to hand the stores: the
+   * client's own copy, so neither `clients` nor the stores keep a view into the log. Past `maxClients`,
+   * `current` is undefined and the request counts in the totals only.
+   */
+  function clientKey(logKey: string): string {
+    let client = clients.get(logKey);
+    if (client === undefined) {
       if (clients.size >= maxClients) {
         untracked += 1;
-        return undefined;
+        current = undefined;
+        return ownString(logKey);
       }
-      c = new Int32Array(1 + PER_CANDIDATE * n);
-      clients.set(key, c);
+      const key = ownString(logKey);
+      client = { key, c: new Int32Array(1 + PER_CANDIDATE * n) };
+      clients.set(key, client);
     }
-    c[0] = (c[0] as number) + 1;
-    return c;
+    client.c[0] = (client.c[0] as number) + 1;
+    current = client;
+    return client.key;
   }
 
-  function push(at: number, key: string, cost: number): void {
+  function push(at: number, logKey: string, cost: number): void {
+    const key = clientKey(logKey);
     if (firstMs === null) {
       firstMs = at;
       startMs = Math.floor(at / 1000) * 1000;
@@ -154,7 +171,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
     now = at;
     requests += 1;
     const b = at >= bucketFrom && at < bucketTo ? bucketIndex : bucketOf(at);
-    const c = clientOf(key);
+    const c = current?.c;
     let first = true;
     // One pass per candidate: decide, then count it everywhere it shows.
     for (let i = 0; i < n; i++) {
@@ -220,7 +237,8 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
       if (a[1][0] !== b[1][0]) return (a[1][0] as number) > (b[1][0] as number);
       return a[0] < b[0];
     };
-    for (const entry of clients) {
+    for (const { key, c } of clients.values()) {
+      const entry: [string, Int32Array] = [key, c];
       if ((entry[1][o] as number) === 0) continue;
       if (best.length === top && !better(entry, best[best.length - 1] as [string, Int32Array])) continue;
       let j = best.length < top ? best.length : top - 1;
@@ -242,7 +260,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
       let longest = 0;
       let longestKey: string | null = null;
       const hist = streaks.slice(i * STREAK_BUCKETS, (i + 1) * STREAK_BUCKETS);
-      for (const [key, c] of clients) {
+      for (const { key, c } of clients.values()) {
         if ((c[o + C_REJECTED] as number) > 0) clientsRejected += 1;
         const l = c[o + C_LONGEST] as number;
         if (l > longest || (l === longest && l > 0 && longestKey !== null && key < longestKey)) {

@@ -1,12 +1,43 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Suites that measure how the limiter behaves when the machine is starved (a blocked event loop, a
+ * Redis restart, a killed Cluster master): their verdicts depend on the store's own processes getting
+ * CPU, so they run last, one file at a time, instead of beside the soak or another Redis suite on a
+ * 2-core machine.
+ */
+const TIMING = [
+  'test/integration/redis/stress.test.ts',
+  'test/integration/redis/faults.test.ts',
+  'test/integration/redis/cluster-faults.test.ts',
+];
+
 export default defineConfig({
   resolve: { conditions: ['@tollgate/source'] },
   ssr: { resolve: { conditions: ['@tollgate/source'] } },
   test: {
-    include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts', 'examples/*/src/**/*.test.ts', 'bench/src/**/*.test.ts'],
     pool: 'forks',
     testTimeout: 20_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'suite',
+          include: ['packages/*/src/**/*.test.ts', 'test/**/*.test.ts', 'examples/*/src/**/*.test.ts', 'bench/src/**/*.test.ts'],
+          exclude: [...TIMING, '**/node_modules/**'],
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'timing',
+          include: TIMING,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

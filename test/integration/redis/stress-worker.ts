@@ -13,7 +13,8 @@ interface Job {
 }
 
 const send = (message: unknown) => process.send?.(message);
-const client = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT) });
+// The documented setting: commands on their way at a reconnect are not sent twice.
+const client = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), autoResendUnfulfilledCommands: false });
 client.on('error', () => undefined);
 client.once('ready', () => send({ ready: true }));
 

@@ -181,6 +181,11 @@ function costOf(options: CheckOptions | undefined, fallback: number): number {
 const NOTHING_REFUNDED: RefundResult = Object.freeze({ refunded: false, policies: Object.freeze([]) });
 
 /** Creates a limiter. Options are validated here, once; see `LimiterOptions`. */
+/** The identity, for `StoreGuard.watch` callers that want the result or the failure as it is. */
+function same<T>(value: T): T {
+  return value;
+}
+
 export function createLimiter(options: LimiterOptions): Limiter {
   if (hasConcurrencyPolicies(options)) return createConcurrencyLimiter(options, createLimiter);
   const config: LimiterConfig = parseLimiterOptions(options);
@@ -417,45 +422,40 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return d;
   }
 
-  function decideAt(t: Target, cost: number, at: number): Decision | Promise<Decision> {
+  /**
+   * Decides `t` at `at` and passes the decision through the observer (metrics, diagnostics channel, hot
+   * keys, shadow record). On an asynchronous store the decision is built and observed in the step that
+   * settles the store's call (StoreGuard.watch): one promise per check, no `.then` after it.
+   */
+  function decideAt(t: Target, cost: number, at: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
     const node = guard.nodeOf(keyAt(t.storeKey, 0));
-    if (!guard.allow(node, at)) return skipped(t, cost, at, node);
+    if (!guard.allow(node, at)) return observer.observe(skipped(t, cost, at, node), opts);
     const seq = guard.next();
     let r: StoreResult | Promise<StoreResult>;
     try {
       r = timedStore.apply(t.storeKey, t.cp.storePlan, cost, at);
     } catch (error) {
-      return failed(t, cost, at, guard.failure(node, seq, error, false));
+      return observer.observe(failed(t, cost, at, guard.failure(node, seq, error, false)), opts);
     }
     if (isPromiseLike(r)) {
-      return guard
-        .watch(node, seq, r)
-        .then((o) =>
-          o instanceof CallFailure ? failed(t, cost, at, o) : label(finish(t.key, cost, o, t.cp, t.cp.all, false), t, cost, o, at),
-        );
+      return guard.watch(
+        node,
+        seq,
+        r,
+        (o) => observer.observe(label(finish(t.key, cost, o, t.cp, t.cp.all, false), t, cost, o, at), opts),
+        (f) => observer.observe(failed(t, cost, at, f), opts),
+      );
     }
     guard.answered(node);
-    return label(finish(t.key, cost, r, t.cp, t.cp.all, false), t, cost, r, at);
+    return observer.observe(label(finish(t.key, cost, r, t.cp, t.cp.all, false), t, cost, r, at), opts);
   }
 
-  /** Every decision goes out through the observer (metrics, diagnostics channel, hot keys, shadow record). */
   function decide(rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> {
-    const out = evaluate(rawKey, opts);
-    // evaluate() answers with a Decision, or with a native Promise (of the store guard's chain).
-    return out instanceof Promise ? observeLater(out, opts) : observer.observe(out, opts);
-  }
-
-  /** Apart from decide(), so that the closure's context is allocated on the asynchronous path only. */
-  function observeLater(out: Promise<Decision>, opts: CheckOptions | undefined): Promise<Decision> {
-    return out.then((d) => observer.observe(d, opts));
-  }
-
-  function evaluate(rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> {
     const t = target(rawKey, opts);
     const cost = costOf(opts, defaultCost);
     const starting = guard.starting();
-    if (starting !== undefined) return starting.then(() => decideAt(t, cost, now()));
-    return decideAt(t, cost, now());
+    if (starting !== undefined) return starting.then(() => decideAt(t, cost, now(), opts));
+    return decideAt(t, cost, now(), opts);
   }
 
   async function peek(rawKey: LimiterKey, opts?: CheckOptions): Promise<Decision> {
@@ -472,7 +472,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const at = now();
     const node = guard.nodeOf(keyAt(t.storeKey, 0));
     const pending = store.peek(t.storeKey, t.cp.storePlan, cost, at);
-    const r = isPromiseLike(pending) ? await guard.watch(node, guard.next(), pending) : pending;
+    const r = isPromiseLike(pending)
+      ? await guard.watch<StoreResult, StoreResult | CallFailure>(node, guard.next(), pending, same, same)
+      : pending;
     if (r instanceof CallFailure) throw r.error;
     const d = finish(t.key, cost, r, t.cp, t.cp.all, false, false);
     d.plan = t.cp.name;
@@ -515,7 +517,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const cp = receipt.compiled;
     const node = guard.nodeOf(keyAt(receipt.key, 0));
     const pending = store.refund(receipt.key, cp.storePlan, give, receipt.marks, now());
-    const done = isPromiseLike(pending) ? await guard.watch(node, guard.next(), pending) : pending;
+    const done = isPromiseLike(pending)
+      ? await guard.watch<ArrayLike<number>, ArrayLike<number> | CallFailure>(node, guard.next(), pending, same, same)
+      : pending;
     if (done instanceof CallFailure) throw done.error;
     const names: string[] = [];
     for (let i = 0; i < cp.all.length; i++) if (done[i] === 1) names.push((cp.all[i] as CompiledPolicy).name);

@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../logging.js';
 import { safeLog } from '../logging.js';
-import type { Store, StorePlan, StoreResult } from '../stores/store.js';
+import type { Store, StorePlan } from '../stores/store.js';
 import { type ErrorScope, errorScopeOf } from './error-scope.js';
 import { type BreakerConfig, type BreakerState, NodeHealth } from './node-health.js';
 import { StoreTimeoutError } from './store-timeout-error.js';
@@ -46,6 +46,18 @@ export interface GuardConfig {
   readonly onStoreError: string;
   readonly now: () => number;
   readonly onBreaker: (state: BreakerState, node: string) => void;
+}
+
+/** Resolves with `handler(value)`, or rejects with what it throws. */
+function settleWith<A, T>(resolve: (value: T) => void, reject: (error: unknown) => void, handler: (value: A) => T, value: A): void {
+  let out: T;
+  try {
+    out = handler(value);
+  } catch (error) {
+    reject(error);
+    return;
+  }
+  resolve(out);
 }
 
 export class StoreGuard {
@@ -115,22 +127,32 @@ export class StoreGuard {
     if (this.health.size !== 0) this.health.get(node)?.success();
   }
 
-  /** Watches an asynchronous call: its result, or why there is none. Never rejects. */
-  watch(node: string, seq: number, call: Promise<StoreResult>): Promise<StoreResult | CallFailure> {
-    return new Promise((resolve) => {
+  /**
+   * Watches an asynchronous call and answers with `onResult(result)`, or `onFailure(why there is none)`,
+   * run in the step that settles the call: one promise per call, no `.then` of the caller's after it.
+   * Rejects only when the handler throws.
+   */
+  watch<R, T>(
+    node: string,
+    seq: number,
+    call: PromiseLike<R>,
+    onResult: (result: R) => T,
+    onFailure: (failure: CallFailure) => T,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
       const ticket = this.watchdog.watch(node, () => {
-        resolve(this.failure(node, seq, new StoreTimeoutError(this.config.storeTimeoutMs, node), true));
+        settleWith(resolve, reject, onFailure, this.failure(node, seq, new StoreTimeoutError(this.config.storeTimeoutMs, node), true));
       });
       call.then(
         (result) => {
           const mine = this.watchdog.settle(ticket);
           // A late reply still proves the node alive.
           this.answered(node);
-          if (mine) resolve(result);
+          if (mine) settleWith(resolve, reject, onResult, result);
         },
         (error: unknown) => {
           const mine = this.watchdog.settle(ticket);
-          if (mine) resolve(this.failure(node, seq, error, false));
+          if (mine) settleWith(resolve, reject, onFailure, this.failure(node, seq, error, false));
           else if (errorScopeOf(this.config.store, error) === 'key') this.answered(node);
         },
       );

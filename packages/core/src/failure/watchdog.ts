@@ -17,16 +17,26 @@
  * the decision, but still prove the node alive.
  */
 
-/** One call being watched. */
-export interface Ticket {
+/**
+ * One call being watched: a link in its node's list of pending calls (a list, not a Set, so that
+ * watching and settling a call cost no hashing and no allocation beyond the ticket itself).
+ */
+export class Ticket {
   /** Settled (`true`) either by the store or by the watchdog. */
-  done: boolean;
-  readonly watch: NodeWatch;
-  readonly onSilent: () => void;
+  done = false;
+  prev: Ticket | undefined = undefined;
+  next: Ticket | undefined = undefined;
+
+  constructor(
+    readonly watch: NodeWatch,
+    readonly onSilent: () => void,
+  ) {}
 }
 
 class NodeWatch {
-  readonly pending = new Set<Ticket>();
+  /** The calls pending on this node, newest first, and how many. */
+  head: Ticket | undefined = undefined;
+  size = 0;
   /** A call of this node settled since the last judgement. */
   heard = false;
   /** Readable time without any settlement while calls were pending, ms. */
@@ -35,6 +45,39 @@ class NodeWatch {
   since = 0;
 
   constructor(readonly node: string) {}
+
+  add(ticket: Ticket): void {
+    const head = this.head;
+    ticket.next = head;
+    if (head !== undefined) head.prev = ticket;
+    this.head = ticket;
+    this.size += 1;
+  }
+
+  remove(ticket: Ticket): void {
+    const { prev, next } = ticket;
+    if (prev === undefined) this.head = next;
+    else prev.next = next;
+    if (next !== undefined) next.prev = prev;
+    ticket.prev = undefined;
+    ticket.next = undefined;
+    this.size -= 1;
+  }
+
+  /** Empties the list: its calls, oldest first. */
+  drain(): Ticket[] {
+    const out: Ticket[] = [];
+    for (let t = this.head; t !== undefined; ) {
+      const next = t.next;
+      t.prev = undefined;
+      t.next = undefined;
+      out.push(t);
+      t = next;
+    }
+    this.head = undefined;
+    this.size = 0;
+    return out.reverse();
+  }
 }
 
 export class Watchdog {
@@ -63,17 +106,17 @@ export class Watchdog {
       w = new NodeWatch(node);
       this.nodes.set(node, w);
     }
-    const t = this.elapsed();
-    if (w.pending.size === 0) {
+    // The clock is read only when a node goes from idle to pending (or the timer starts), not per call.
+    if (w.size === 0) {
       w.silentMs = 0;
       w.heard = false;
-      w.since = t;
+      w.since = this.elapsed();
       this.active += 1;
     }
-    const ticket: Ticket = { done: false, watch: w, onSilent };
-    w.pending.add(ticket);
+    const ticket = new Ticket(w, onSilent);
+    w.add(ticket);
     if (this.timer === undefined) {
-      this.lastJudgement = t;
+      this.lastJudgement = this.elapsed();
       this.timer = setInterval(() => this.tick(), this.periodMs);
       this.timer.unref?.();
     }
@@ -89,14 +132,14 @@ export class Watchdog {
     w.heard = true;
     if (ticket.done) return false;
     ticket.done = true;
-    w.pending.delete(ticket);
-    if (w.pending.size === 0) this.active -= 1;
+    w.remove(ticket);
+    if (w.size === 0) this.active -= 1;
     return true;
   }
 
   /** Calls pending on `node` (for tests and stats). */
   pendingOn(node: string): number {
-    return this.nodes.get(node)?.pending.size ?? 0;
+    return this.nodes.get(node)?.size ?? 0;
   }
 
   private tick(): void {
@@ -112,7 +155,7 @@ export class Watchdog {
     const credit = Math.max(0, Math.min(t - this.lastJudgement, this.creditMs));
     this.lastJudgement = t;
     for (const w of this.nodes.values()) {
-      if (w.pending.size === 0) continue;
+      if (w.size === 0) continue;
       if (w.heard) {
         w.heard = false;
         w.silentMs = 0;
@@ -120,8 +163,7 @@ export class Watchdog {
       }
       w.silentMs += Math.min(credit, Math.max(0, t - w.since));
       if (w.silentMs < this.timeoutMs) continue;
-      const silent = [...w.pending];
-      w.pending.clear();
+      const silent = w.drain();
       w.silentMs = 0;
       this.active -= 1;
       for (const ticket of silent) ticket.done = true;

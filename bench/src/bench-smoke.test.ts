@@ -1,6 +1,6 @@
 /**
  * @module The benchmark harness's smoke test: `pnpm bench --smoke` end to end (a few tiny cells of
- * sections A, B and C) must exit 0 and write a report with every section. It checks that the harness
+ * sections A, B, C and R) must exit 0 and write a report with every section. It checks that the harness
  * works, never how fast anything is.
  */
 import { spawnSync } from 'node:child_process';
@@ -33,6 +33,7 @@ describe('pnpm bench --smoke', () => {
       '## A. Decisions in process',
       '## B. Redis',
       '## C. HTTP',
+      '## R. Replay',
     ]) {
       expect(report).toContain(heading);
     }
@@ -53,5 +54,6 @@ describe('pnpm bench --smoke', () => {
       expect(report).toContain('Every decision was admitted, as expected.');
     }
     expect(r.stdout).toContain('Targets:');
+    expect(report).toMatch(/median [\d,]+ lines\/s/);
   }, 120_000);
 });

@@ -9,7 +9,7 @@ describe('parseBenchOptions', () => {
     expect(parseBenchOptions([])).toEqual({
       quick: false,
       smoke: false,
-      sections: ['A', 'B', 'C'],
+      sections: ['A', 'B', 'C', 'R'],
       only: undefined,
       out: undefined,
       profile: false,

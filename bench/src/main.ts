@@ -1,5 +1,5 @@
 /**
- * @module `pnpm bench`: runs sections A (decisions in process), B (Redis) and C (HTTP) one after the
+ * @module `pnpm bench`: runs sections A (decisions in process), B (Redis), C (HTTP) and R (replay) one after the
  * other on this machine, writes RESULTS.md with every figure and the targets' verdicts, and prints a
  * summary. Exits 1 when a cell failed (a subject that has not landed is "not available", not a failure).
  */
@@ -16,6 +16,7 @@ import { pickLoadGenerator } from './http/load-generator.js';
 import { describeMachine, packageVersions } from './machine.js';
 import { runRedisSection } from './redis/redis-section.js';
 import { redisServerVersion } from './redis/redis-server.js';
+import { runReplaySection } from './replay/replay-section.js';
 import { renderResults, renderSummary } from './report.js';
 import type { BenchResults } from './results.js';
 
@@ -111,6 +112,8 @@ async function run(options: BenchOptions): Promise<number> {
     http = { groups, tool: load.name, roundSeconds: plan.http.roundSeconds, rounds: plan.http.rounds };
   }
 
+  const replay = options.sections.includes('R') ? runReplaySection(mode, log) : undefined;
+
   const results: BenchResults = {
     mode,
     machine: describeMachine(redisServerVersion(), load.name, loadAtStart),
@@ -119,6 +122,7 @@ async function run(options: BenchOptions): Promise<number> {
     decisionScenarios: scenarios.map((s) => ({ id: s.id, label: s.label })),
     redis,
     http,
+    replay,
     settings: settingsOf(mode, plan, load.name),
   };
   const out = resolve(options.out ?? defaultOut(mode));
@@ -141,6 +145,7 @@ async function run(options: BenchOptions): Promise<number> {
     ...(http?.groups ?? [])
       .filter((g) => g.error !== undefined || g.variants.some((v) => v.missing?.status === 'failed'))
       .map((g) => `C/${g.framework}/${g.mode}`),
+    ...(replay?.error !== undefined ? ['R/replay'] : []),
   ];
   if (failures.length > 0) {
     process.stderr.write(`bench: ${failures.length} cell(s) failed: ${failures.join(', ')}\n`);

@@ -306,7 +306,19 @@ export function renderResults(results: BenchResults, targets: readonly TargetChe
   if (results.decisions !== undefined) parts.push(decisionSection(results, results.decisions), '');
   if (results.redis !== undefined) parts.push(redisSection(results.redis), '');
   if (results.http !== undefined) parts.push(httpSection(results.http), '');
+  if (results.replay !== undefined) parts.push(replaySection(results.replay), '');
   return `${parts.join('\n').trimEnd()}\n`;
+}
+
+function replaySection(replay: NonNullable<BenchResults['replay']>): string {
+  return [
+    '## R. Replay',
+    '',
+    '`tollgate replay` over a synthetic nginx log (gzip) with three candidates (gcra, sliding-window, leaky-bucket), one process, ' +
+      'as `pnpm --filter @tollgate/cli bench` runs it; the issue 13 target is 500,000 lines per second.',
+    '',
+    replay.error === undefined ? ['```text', ...replay.lines, '```'].join('\n') : `Failed: ${replay.error}`,
+  ].join('\n');
 }
 
 /** The console summary: headline figures per section and the targets' verdicts. */
@@ -340,6 +352,7 @@ export function renderSummary(results: BenchResults, targets: readonly TargetChe
   if (results.http !== undefined) {
     out.push('C. HTTP throughput ratios (medians of per-round ratios)', table(HTTP_RATIO_HEADER, httpRatioRows(results.http.groups)), '');
   }
+  if (results.replay !== undefined) out.push('R. Replay', results.replay.error ?? results.replay.lines.at(-1) ?? '', '');
   const issue = targets.filter((t) => t.reference !== true);
   const met = issue.filter((t) => t.met === true).length;
   const notMet = issue.filter((t) => t.met === false).length;

@@ -3,6 +3,7 @@
  */
 import type { DecisionCellResult } from './decisions/decision-cell.js';
 import type { RedisCellResult } from './redis/redis-cell.js';
+import type { ReplayResult } from './replay/replay-section.js';
 
 /** A cell that did not produce figures: its subject has not landed, or it failed. */
 export interface Missing {
@@ -85,5 +86,7 @@ export interface BenchResults {
     | { readonly groups: readonly HttpGroup[]; readonly tool: string; readonly roundSeconds: number; readonly rounds: number }
     | undefined;
   /** Human-readable parameters of the run (runs, durations), for the report. */
+  /** Section R: `tollgate replay` throughput. */
+  readonly replay?: ReplayResult | undefined;
   readonly settings: readonly string[];
 }

@@ -16,6 +16,7 @@
  * a non-integer or negative number, a key without expiry, a time further ahead of `now` than the policy
  * can reach plus `CLOCK_TOLERANCE_MS`), deletes it and sets the policy's bit in `rep` (state-repair.ts).
  */
+import { MAX_LOG_ENTRIES } from '../../algorithms/sliding-log.js';
 import type { CompiledPolicy } from '../../policy.js';
 import type { AlgorithmId } from '../../types.js';
 
@@ -655,7 +656,8 @@ const gcra: LuaKernel = {
 // and including it. Rank 0 holds the base: `b` on a new log, `b<time>` once entries expired (the newest
 // expired entry, whose time is the high-water mark when no entry is left). The cost in the window is
 // `last score - base score`, with no walk over the entries; expired entries are dropped from the head,
-// each once. Locals: hw (high-water mark), base and last (scores), live (entries in the window), fresh
+// each once. At most MAX_LOG_ENTRIES entries (plus the base) per key, as in the kernel: a full log folds
+// its oldest entry into the next one. Locals: hw (high-water mark), base and last (scores), live (entries in the window), fresh
 // (no log yet), expired (entries that left the window) and etime (the newest of them's time).
 const SL_STATE = ['hw', 'base', 'last', 'live', 'fresh', 'expired', 'etime'] as const;
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
@@ -779,6 +781,12 @@ const slidingLog: LuaKernel = {
           if ${live} > 0 and ${hw} == at then
             redis.call('ZINCRBY', ${s.key}, fmt('%d', cost), fmt('%d', at))
           else
+            if ${live} >= ${MAX_LOG_ENTRIES} then
+              -- Full (sliding-log.ts MAX_LOG_ENTRIES): fold the oldest entries into the next one. With running
+              -- totals that is removing them: the next entry's total already counts their cost, now at its
+              -- later time (stricter, never looser). Ranks 1 .. live hold the entries; rank 0 the base.
+              redis.call('ZREMRANGEBYRANK', ${s.key}, 1, ${live} - ${MAX_LOG_ENTRIES - 1})
+            end
             redis.call('ZADD', ${s.key}, fmt('%d', total + cost), fmt('%d', at))
           end
         end

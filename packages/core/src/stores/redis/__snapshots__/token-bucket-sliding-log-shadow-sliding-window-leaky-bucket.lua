@@ -193,6 +193,12 @@ if out[1] == 1 and out[6] == 1 then
       if live2 > 0 and hw2 == at then
         redis.call('ZINCRBY', KEYS[2], fmt('%d', cost), fmt('%d', at))
       else
+        if live2 >= 1024 then
+          -- Full (sliding-log.ts MAX_LOG_ENTRIES): fold the oldest entries into the next one. With running
+          -- totals that is removing them: the next entry's total already counts their cost, now at its
+          -- later time (stricter, never looser). Ranks 1 .. live hold the entries; rank 0 the base.
+          redis.call('ZREMRANGEBYRANK', KEYS[2], 1, live2 - 1023)
+        end
         redis.call('ZADD', KEYS[2], fmt('%d', total + cost), fmt('%d', at))
       end
     end

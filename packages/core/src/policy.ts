@@ -225,10 +225,15 @@ export function compilePolicy(options: PolicyOptions, path: string, shadow: bool
       options,
     );
   }
-  // The window algorithms' state (milli-units counted) means the same under any limit: a change of limit
-  // or plan keeps it. Bucket state is in ticks scaled by the limit, so the limit stays in their identity.
+  // The window algorithms' state (milli-units counted) means the same under any limit, and gcra and
+  // leaky-bucket state records the limit and burst it was written under (gcra.ts converts it): a change
+  // of limit or plan keeps it. Token-bucket state is in ticks scaled by the limit, so its limit stays.
   const params =
-    algorithm === 'fixed-window' ? `${windowMs}/${options.anchor ?? 'clock'}` : bucket ? `${limit}/${windowMs}/${capacity}` : `${windowMs}`;
+    algorithm === 'fixed-window'
+      ? `${windowMs}/${options.anchor ?? 'clock'}`
+      : algorithm === 'token-bucket'
+        ? `${limit}/${windowMs}/${capacity}`
+        : `${windowMs}`;
   return Object.freeze({
     name,
     algorithm,

@@ -63,6 +63,8 @@ export interface LuaKernel {
   commit(s: Slot, p: CompiledPolicy): string;
   /** The kernel's fused `consume`, for a policy that is its own group: flags 5 when it charged. */
   consume?(s: Slot, p: CompiledPolicy): string;
+  /** The kernel's `adopt`, after `load` in the apply script only (never in peek): persists converted state. */
+  adopt?(s: Slot, p: CompiledPolicy): string;
 }
 
 /**
@@ -476,10 +478,12 @@ const tokenBucket: LuaKernel = {
   },
 };
 
-// gcra and leaky-bucket (gcra.ts, leaky-bucket.ts). State: `tat` or `tat:frac` (theoretical arrival
-// time in ms, and its fraction in ticks when not 0); expiry = tat (+1 ms when frac > 0).
-// Locals: tat, frac, and debt = max(0, tat - now) in ticks.
-const GC_STATE = ['tat', 'frac', 'debt'] as const;
+// gcra and leaky-bucket (gcra.ts, leaky-bucket.ts). State: `tat:frac:limit:burst` (theoretical arrival
+// time in ms, its fraction in ticks, and the limit and burst it was written under; a bare `tat` or
+// `tat:frac` reads as written under the reader's own); expiry = tat (+1 ms when frac > 0).
+// Locals: tat, frac, and debt = max(0, tat - now) in ticks, all in the reader's scale: state written
+// under another limit or burst is converted on load (gcra.ts gcraDebt), and conv is then true.
+const GC_STATE = ['tat', 'frac', 'debt', 'conv'] as const;
 
 /** gcraReset(): ceil(max(0, tat - now)) in ms, without a division. */
 function gcraReset(s: Slot, target: string): string {
@@ -532,43 +536,92 @@ function gcraDelay(s: Slot, p: CompiledPolicy): string {
     end`;
 }
 
-/** Writes the new TAT for a debt of `after` ticks: `tat` or `tat:frac`, expiring at the TAT (rounded up). */
-function gcraStore(s: Slot, whole: string, frac: string): string {
+/** Writes the new TAT for a debt of `after` ticks: `tat:frac:limit:burst`, expiring at the TAT (rounded up). */
+function gcraStore(s: Slot, p: CompiledPolicy, whole: string, frac: string): string {
+  return gcraWrite(s.key, p, whole, frac);
+}
+
+/** `SET key tat:frac:limit:burst PXAT tat (+1 when frac > 0)`, for a TAT of `now + whole` and `frac` ticks. */
+export function gcraWrite(key: string, p: CompiledPolicy, whole: string, frac: string): string {
   return lua`
     local tat = now + ${whole}
-    if ${frac} > 0 then
-      redis.call('SET', ${s.key}, fmt('%d:%d', tat, ${frac}), 'PXAT', fmt('%d', tat + 1))
-    else
-      local text = fmt('%d', tat)
-      redis.call('SET', ${s.key}, text, 'PXAT', text)
+    local e = tat
+    if ${frac} > 0 then e = tat + 1 end
+    redis.call('SET', ${key}, fmt('%d:%d:${p.limit}:${p.capacity}', tat, ${frac}), 'PXAT', fmt('%d', e))`;
+}
+
+/**
+ * gcraDebt() for state written under another limit (`wl`) or burst (`wb`), same window: checks it as the
+ * writer would have written it (fraction below its rate, TAT at most its span plus the clock tolerance
+ * ahead), then converts the debt to this policy's ticks, rounded up and clamped to its capacity, and sets
+ * `tat` and `frac` in this policy's scale. Sets `bad` when the state is not one the writer could write.
+ */
+function gcraConvert(s: Slot, p: CompiledPolicy): string {
+  const [tat, frac, debt, conv] = names(s, GC_STATE);
+  const w = p.windowMs;
+  return lua`
+    bad = not (${int('wl')} and ${int('wb')} and wl >= 1 and wb >= 1 and wl * 1000 < ${2 ** 53})
+    if not bad then
+      local x, y = ${w}, wl * 1000
+      while y > 0 do x, y = y, fmod(x, y) end
+      local rw, tw = wl * 1000 / x, ${w} / x
+      local capw = wb * 1000 * tw
+      ${ceilDiv('span', 'capw', 'rw')}
+      bad = not (capw < ${2 ** 53} and b < rw and a <= now + span + ${1 + CLOCK_TOLERANCE_MS})
+      if not bad and a >= now then
+        local dw = (a - now) * rw + b
+        local scaled = dw * ${p.tokenTicks}
+        ${ceilDiv('q', 'scaled', 'tw')}
+        if q > ${p.capTicks} then q = ${p.capTicks} end
+        ${floorDiv('whole', 'q', p.rate)}
+        ${tat} = now + whole; ${frac} = q - whole * ${p.rate}; ${debt} = q; ${conv} = true
+      end
     end`;
 }
 
 const gcra: LuaKernel = {
   state: GC_STATE,
-  load(s, p) {
-    const [tat, frac, debt] = names(s, GC_STATE);
+  adopt(s, p) {
+    const [tat, frac, , conv] = names(s, GC_STATE);
     return lua`
-      local ${tat}, ${frac}, ${debt} = -INF, 0, 0
+      if ${conv} then
+        ${gcraWrite(s.key, p, `${tat} - now`, frac)}
+      end`;
+  },
+  load(s, p) {
+    const [tat, frac, debt, conv] = names(s, GC_STATE);
+    return lua`
+      local ${tat}, ${frac}, ${debt}, ${conv} = -INF, 0, 0, false
       do
         local value = redis.pcall('GET', ${s.key})
         if value then
-          -- Most TATs have no fraction: one tonumber, and the split only for \`tat:frac\`.
-          local a, b = nil, 0
+          -- What a commit writes: \`tat:frac:limit:burst\`, one match; a bare \`tat\` or \`tat:frac\` is this policy's.
+          local a, b, wl, wb = nil, 0, ${p.limit}, ${p.capacity}
           if type(value) == 'string' then
-            a = tonumber(value)
-            if a == nil then
-              ${splitPair('value', 'a', 'b')}
+            local x, y, z, u = string.match(value, '^([^:]*):([^:]*):([^:]*):([^:]*)$')
+            if x then
+              a = tonumber(x); b = tonumber(y); wl = tonumber(z); wb = tonumber(u)
+            else
+              a = tonumber(value)
+              if a == nil then
+                ${splitPair('value', 'a', 'b')}
+              end
             end
           end
-          if ${int('a')} and ${int('b')} and b < ${p.rate} and a <= now + ${Math.ceil(p.capTicks / p.rate) + 1 + CLOCK_TOLERANCE_MS} then
-            ${tat} = a; ${frac} = b
-          else
-            ${repair(s)}
+          local bad = not (${int('a')} and ${int('b')})
+          if not bad and wl == ${p.limit} and wb == ${p.capacity} then
+            if b < ${p.rate} and a <= now + ${Math.ceil(p.capTicks / p.rate) + 1 + CLOCK_TOLERANCE_MS} then
+              ${tat} = a; ${frac} = b
+              if ${tat} >= now then ${debt} = (${tat} - now) * ${p.rate} + ${frac} end
+            else
+              bad = true
+            end
+          elseif not bad then
+            ${gcraConvert(s, p)}
           end
+          if bad then ${repair(s)} end
         end
-      end
-      if ${tat} >= now then ${debt} = (${tat} - now) * ${p.rate} + ${frac} end`;
+      end`;
   },
   evaluate(s, p) {
     const [, , debt] = names(s, GC_STATE);
@@ -612,7 +665,7 @@ const gcra: LuaKernel = {
         local after = ${debt} + cost * ${p.tokenTicks}
         ${floorDiv('whole', 'after', p.rate)}
         local frac = after - whole * ${p.rate}
-        ${gcraStore(s, 'whole', 'frac')}
+        ${gcraStore(s, p, 'whole', 'frac')}
       end`;
   },
   consume(s, p) {
@@ -640,7 +693,7 @@ const gcra: LuaKernel = {
           -- The new TAT and the reset time come from the same division of the debt by the rate.
           ${floorDiv('whole', 'after', p.rate)}
           local frac = after - whole * ${p.rate}
-          ${gcraStore(s, 'whole', 'frac')}
+          ${gcraStore(s, p, 'whole', 'frac')}
           ${s.flags} = 5
           local left = ${cap} - after
           ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}

@@ -331,31 +331,69 @@ do
   end
 end
 -- KEYS[4]
-local tat4, frac4, debt4 = -INF, 0, 0
+local tat4, frac4, debt4, conv4 = -INF, 0, 0, false
 do
   local value = redis.pcall('GET', KEYS[4])
   if value then
-    -- Most TATs have no fraction: one tonumber, and the split only for `tat:frac`.
-    local a, b = nil, 0
+    -- What a commit writes: `tat:frac:limit:burst`, one match; a bare `tat` or `tat:frac` is this policy's.
+    local a, b, wl, wb = nil, 0, 3, 5
     if type(value) == 'string' then
-      a = tonumber(value)
-      if a == nil then
-        local at = string.find(value, ':', 1, true)
-        if at == nil then
-          a = tonumber(value)
-        else
-          a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+      local x, y, z, u = string.match(value, '^([^:]*):([^:]*):([^:]*):([^:]*)$')
+      if x then
+        a = tonumber(x); b = tonumber(y); wl = tonumber(z); wb = tonumber(u)
+      else
+        a = tonumber(value)
+        if a == nil then
+          local at = string.find(value, ':', 1, true)
+          if at == nil then
+            a = tonumber(value)
+          else
+            a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+          end
         end
       end
     end
-    if (a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)) and b < 3 and a <= now + 86401668 then
-      tat4 = a; frac4 = b
-    else
-      redis.call('DEL', KEYS[4]); rep = rep + 8
+    local bad = not ((a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)))
+    if not bad and wl == 3 and wb == 5 then
+      if b < 3 and a <= now + 86401668 then
+        tat4 = a; frac4 = b
+        if tat4 >= now then debt4 = (tat4 - now) * 3 + frac4 end
+      else
+        bad = true
+      end
+    elseif not bad then
+      bad = not ((wl ~= nil and wl >= 0 and wl < 9007199254740992 and wl == floor(wl)) and (wb ~= nil and wb >= 0 and wb < 9007199254740992 and wb == floor(wb)) and wl >= 1 and wb >= 1 and wl * 1000 < 9007199254740992)
+      if not bad then
+        local x, y = 1000, wl * 1000
+        while y > 0 do x, y = y, fmod(x, y) end
+        local rw, tw = wl * 1000 / x, 1000 / x
+        local capw = wb * 1000 * tw
+        local span = floor(capw / rw)
+        if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
+        if span * rw ~= capw then span = span + 1 end
+        bad = not (capw < 9007199254740992 and b < rw and a <= now + span + 86400001)
+        if not bad and a >= now then
+          local dw = (a - now) * rw + b
+          local scaled = dw * 1
+          local q = floor(scaled / tw)
+          if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
+          if q * tw ~= scaled then q = q + 1 end
+          if q > 5000 then q = 5000 end
+          local whole = floor(q / 3)
+          if whole * 3 > q then whole = whole - 1 elseif (whole + 1) * 3 <= q then whole = whole + 1 end
+          tat4 = now + whole; frac4 = q - whole * 3; debt4 = q; conv4 = true
+        end
+      end
     end
+    if bad then redis.call('DEL', KEYS[4]); rep = rep + 8 end
   end
 end
-if tat4 >= now then debt4 = (tat4 - now) * 3 + frac4 end
+if conv4 then
+  local tat = now + tat4 - now
+  local e = tat
+  if frac4 > 0 then e = tat + 1 end
+  redis.call('SET', KEYS[4], fmt('%d:%d:3:5', tat, frac4), 'PXAT', fmt('%d', e))
+end
 do
   local need = cost * 1
   if need > 5000 then
@@ -417,12 +455,9 @@ if out[11] == 1 and out[16] == 1 then
     if whole * 3 > after then whole = whole - 1 elseif (whole + 1) * 3 <= after then whole = whole + 1 end
     local frac = after - whole * 3
     local tat = now + whole
-    if frac > 0 then
-      redis.call('SET', KEYS[4], fmt('%d:%d', tat, frac), 'PXAT', fmt('%d', tat + 1))
-    else
-      local text = fmt('%d', tat)
-      redis.call('SET', KEYS[4], text, 'PXAT', text)
-    end
+    local e = tat
+    if frac > 0 then e = tat + 1 end
+    redis.call('SET', KEYS[4], fmt('%d:%d:3:5', tat, frac), 'PXAT', fmt('%d', e))
   end
   out[16] = 5
 else

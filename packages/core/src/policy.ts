@@ -225,15 +225,10 @@ export function compilePolicy(options: PolicyOptions, path: string, shadow: bool
       options,
     );
   }
-  // The window algorithms' state (milli-units counted) means the same under any limit, and gcra and
-  // leaky-bucket state records the limit and burst it was written under (gcra.ts converts it): a change
-  // of limit or plan keeps it. Token-bucket state is in ticks scaled by the limit, so its limit stays.
-  const params =
-    algorithm === 'fixed-window'
-      ? `${windowMs}/${options.anchor ?? 'clock'}`
-      : algorithm === 'token-bucket'
-        ? `${limit}/${windowMs}/${capacity}`
-        : `${windowMs}`;
+  // The window algorithms' state (milli-units counted) means the same under any limit, and bucket state
+  // records the limit and burst it was written under (gcra.ts, token-bucket.ts convert it): a change of
+  // limit or plan keeps it, so neither is part of the identity.
+  const params = algorithm === 'fixed-window' ? `${windowMs}/${options.anchor ?? 'clock'}` : `${windowMs}`;
   return Object.freeze({
     name,
     algorithm,

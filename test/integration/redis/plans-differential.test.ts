@@ -223,7 +223,7 @@ describeRedis('plans: peek, refund and several keys decide identically in memory
     expect(await run(policies, ops, shadow)).toEqual([]);
   });
 
-  for (const algorithm of ['fixed-window', 'sliding-window', 'sliding-log', 'gcra', 'leaky-bucket'] as const) {
+  for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: state carries over a change of limit (two plans, one policy name), clamped at zero`, async () => {
       let now = BASE;
       const store = new PlanTwin(
@@ -262,7 +262,7 @@ describeRedis('plans: peek, refund and several keys decide identically in memory
     });
   }
 
-  for (const algorithm of ['gcra', 'leaky-bucket'] as const) {
+  for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
     it(`${algorithm}: a debt converts across limits and bursts (free 100/min, pro 1000/min, a contract with its own burst), weighted costs, refunds`, async () => {
       let now = BASE;
       const store = new PlanTwin(

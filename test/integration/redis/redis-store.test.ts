@@ -119,7 +119,7 @@ for (const kind of CLIENT_KINDS)
           expect(v).toBe('2500');
         },
         'sliding-window': (v) => expect(v).toMatch(/^2500(:\d+)?$/),
-        'token-bucket': (v) => expect(v).toMatch(/^\d+$/),
+        'token-bucket': (v) => expect(v).toMatch(/^\d+:\d+:\d+$/),
         // The TAT, its fraction, and the limit and burst it was written under (so it carries over a change of limit).
         gcra: (v) => expect(v).toMatch(/^\d{13}:\d+:\d+:\d+$/),
         'leaky-bucket': (v) => expect(v).toMatch(/^\d{13}:\d+:\d+:\d+$/),

@@ -1,8 +1,8 @@
 /**
- * @module gcra and leaky-bucket state across a change of limit or plan: the key keeps its name, the
+ * @module Bucket state (token-bucket, gcra, leaky-bucket) across a change of limit or plan: the key keeps its name, the
  * state records the limit and burst it was written under, and a reader under other ones converts the
- * debt to its own ticks, rounded up and clamped to its capacity (gcra.ts gcraDebt). Unit tests per
- * algorithm (free 100/min to pro 1000/min and back) and a property test on the kernel: after a change,
+ * debt (what a token bucket lacks) to its own ticks, rounded up and clamped to its capacity (gcra.ts
+ * gcraDebt, token-bucket.ts tbLevel). Unit tests per algorithm (free 100/min to pro 1000/min and back) and a property test on the kernel: after a change,
  * the debt is what was consumed (never less: no fresh budget; at most one tick more: no lost budget),
  * and the remaining never exceeds what the new policy gives a key that consumed exactly as much.
  */
@@ -13,8 +13,9 @@ import { type CompiledPolicy, compilePolicy } from '../policy.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import { gcraDebt, gcraExpiresAt } from './gcra.js';
 import { createOutcome, type StateTable } from './kernel.js';
+import { tbLevel } from './token-bucket.js';
 
-for (const algorithm of ['gcra', 'leaky-bucket'] as const) {
+for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
   describe(`${algorithm}: state carries over a change of plan`, () => {
     function plans(now: () => number) {
       return createLimiter({
@@ -54,7 +55,11 @@ for (const algorithm of ['gcra', 'leaky-bucket'] as const) {
 }
 
 describe('conversion across limits and bursts (property, on the kernel)', () => {
-  const policyArb = (algorithm: 'gcra' | 'leaky-bucket', windowMs: number) =>
+  type Bucket = 'token-bucket' | 'gcra' | 'leaky-bucket';
+  /** What the state owes `p` at `now`, in `p`'s ticks: a GCRA debt, or what a token bucket lacks. */
+  const debt = (t: StateTable, now: number, p: CompiledPolicy) =>
+    p.algorithm === 'token-bucket' ? p.capTicks - tbLevel(t, 0, now, p) : gcraDebt(t, 0, now, p);
+  const policyArb = (algorithm: Bucket, windowMs: number) =>
     fc
       .record({ limit: fc.integer({ min: 1, max: 3000 }), burst: fc.option(fc.integer({ min: 1, max: 3000 }), { nil: undefined }) })
       .map(({ limit, burst }) =>
@@ -63,7 +68,7 @@ describe('conversion across limits and bursts (property, on the kernel)', () => 
 
   const caseArb = fc
     .record({
-      algorithm: fc.constantFrom('gcra' as const, 'leaky-bucket' as const),
+      algorithm: fc.constantFrom<Bucket>('token-bucket', 'gcra', 'leaky-bucket'),
       windowMs: fc.constantFrom(1, 7, 1000, 60_000, 3_600_000),
     })
     .chain(({ algorithm, windowMs }) =>
@@ -90,8 +95,8 @@ describe('conversion across limits and bursts (property, on the kernel)', () => 
           a.kernel.consume(t, 0, now, step.cost, a, out);
         }
         now += later;
-        const da = BigInt(gcraDebt(t, 0, now, a));
-        const db = BigInt(gcraDebt(t, 0, now, b));
+        const da = BigInt(debt(t, now, a));
+        const db = BigInt(debt(t, now, b));
         const [ta, tb] = [BigInt(a.tokenTicks), BigInt(b.tokenTicks)];
         const capB = BigInt(b.capTicks);
         // What was consumed, in b's ticks: exactly da * tb / ta.
@@ -109,7 +114,8 @@ describe('conversion across limits and bursts (property, on the kernel)', () => 
         const bound = exact <= 0n ? 0n : exact / (ta * tb);
         expect(BigInt(out.remaining) <= bound).toBe(true);
         // The key still expires when its debt is gone, under any reader.
-        if (Number.isFinite(t.f[0])) expect(gcraDebt(t, 0, gcraExpiresAt(t, 0), b)).toBe(0);
+        if (a.algorithm !== 'token-bucket' && Number.isFinite(t.f[0])) expect(gcraDebt(t, 0, gcraExpiresAt(t, 0), b)).toBe(0);
+        if (a.algorithm === 'token-bucket') expect(debt(t, a.kernel.expiresAt(t, 0, a), b)).toBe(0);
       }),
       { numRuns: 500 },
     );

@@ -19,7 +19,7 @@
  */
 import { gcraDebt, setGcraDebt } from '../algorithms/gcra.js';
 import { alignedStart, type LogRing, type StateTable } from '../algorithms/kernel.js';
-import { ceilDiv } from '../internal/fixed-point.js';
+import { tbLevel, tbStore, tokenBucket as tokenBucketKernel } from '../algorithms/token-bucket.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { AlgorithmId } from '../types.js';
 
@@ -62,20 +62,11 @@ const tokenBucket: RefundKernel = (t, slot, now, cost, mark, p) => {
   const o = slot * t.stride;
   const cap = p.capTicks;
   const last = t.f[o + 1] as number;
-  let tokens = Math.min(t.f[o] as number, cap);
-  if (tokens < cap && now > last) {
-    const elapsed = now - last;
-    tokens = elapsed >= ceilDiv(cap - tokens, p.rate) ? cap : tokens + elapsed * p.rate;
-  }
+  const tokens = tbLevel(t, o, now, p);
   if (tokens >= cap) return false;
   const next = tokens + Math.min(cost * p.tokenTicks, cap - tokens, (mark - now) * p.rate);
-  if (next >= cap) {
-    t.f[o] = Number.POSITIVE_INFINITY;
-    t.f[o + 1] = Number.NEGATIVE_INFINITY;
-  } else {
-    t.f[o] = next;
-    t.f[o + 1] = Math.max(now, last);
-  }
+  if (next >= cap) tokenBucketKernel.init(t, slot);
+  else tbStore(t, o, next, Math.max(now, last), p);
   return true;
 };
 

@@ -34,21 +34,18 @@ const CODES: Readonly<Record<CompiledPolicy['algorithm'], string>> = {
 
 /**
  * The part of a key name that names the policy: `name:code:windowMs` for the window algorithms,
- * `name:code:limit/windowMs` for token-bucket, then `/capacity` when its burst differs from its limit, `/first` for windows anchored at the first request, and `:s`
- * for a shadow policy (`default:tb:100/60000`, `default:gc:60000`, `login:fw:5/900000/first:s`). It carries everything the
+ * `name:code:windowMs` for every algorithm, `/first` for windows anchored at the first request, and `:s`
+ * for a shadow policy (`default:gc:60000`, `login:fw:5/900000/first:s`). It carries everything the
  * policy's storage identity (`CompiledPolicy.id`) carries, so two limiters share state exactly when the
  * memory store would make them share it; key-names.test.ts checks that suffixes and ids agree. Short,
  * because the key name is most of what a key costs in Redis memory. The role goes last, where the
  * grammar is fixed (a name may itself contain `:`).
  */
 export function policySuffix(p: CompiledPolicy): string {
-  // Window algorithms count milli-units, whatever the limit, and gcra and leaky-bucket state records the
-  // limit and burst it was written under (gcra.ts): their state carries over a change of limit (or of
-  // plan), so the limit is not part of the name. Token-bucket state is kept in ticks whose scale the
-  // limit sets, so its limit and burst stay in the name (README: what carries over).
-  const tb = p.algorithm === 'token-bucket';
-  let params = tb ? `${p.limit}/${p.windowMs}` : `${p.windowMs}`;
-  if (tb && p.capacity !== p.limit) params += `/${p.capacity}`;
+  // Window algorithms count milli-units, whatever the limit, and bucket state records the limit and
+  // burst it was written under (gcra.ts, token-bucket.ts): state carries over a change of limit (or of
+  // plan), so neither limit nor burst is part of the name (README: what carries over).
+  let params = `${p.windowMs}`;
   if (p.anchorFirst) params += '/first';
   return `${p.name}:${CODES[p.algorithm]}:${params}${p.shadow ? ':s' : ''}`;
 }

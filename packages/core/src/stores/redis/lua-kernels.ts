@@ -370,9 +370,21 @@ const slidingWindow: LuaKernel = {
   },
 };
 
-// token-bucket (token-bucket.ts). State: `tokens` (ticks); last refill = expiry - ceil((capTicks - tokens) / rate).
-// Locals: tokens refilled to now, last = the last refill (a key never seen: full, last = -INF).
-const TB_STATE = ['tokens', 'last'] as const;
+// token-bucket (token-bucket.ts). State: `tokens:limit:burst` (ticks, and the limit and burst it was
+// written under; a bare `tokens` reads as this policy's); last refill = expiry - ceil((capTicks - tokens) / rate)
+// under the writer's. Locals: tokens refilled to now, last = the last refill (a key never seen: full,
+// last = -INF), conv: the state was written under another limit or burst and converted (tbLevel).
+const TB_STATE = ['tokens', 'last', 'tconv'] as const;
+
+/** `SET key tokens:limit:burst PXAT` the time the bucket is full again, for `left` tokens refilled at max(last, now). */
+export function tbWrite(key: string, p: CompiledPolicy, left: string, last: string): string {
+  return lua`
+    local refilled = ${last}
+    if now > refilled then refilled = now end
+    local missing = ${p.capTicks} - ${left}
+    ${ceilDiv('q', 'missing', p.rate)}
+    redis.call('SET', ${key}, fmt('%d:${p.limit}:${p.capacity}', ${left}), 'PXAT', fmt('%d', refilled + q))`;
+}
 
 /** resetUncharged(): time to full as the state stands. */
 function tbResetUncharged(s: Slot, p: CompiledPolicy, target: string): string {
@@ -405,28 +417,71 @@ function tbExceeds(s: Slot, p: CompiledPolicy): string {
 const tokenBucket: LuaKernel = {
   state: TB_STATE,
   load(s, p) {
-    const [tokens, last] = names(s, TB_STATE);
+    const [tokens, last, conv] = names(s, TB_STATE);
     const cap = p.capTicks;
-    const read = lua`
-      local v = tonumber(value)
-      if ${int('v')} then
-        ${tokens} = v
-        local missing = ${cap} - ${tokens}
-        ${ceilDiv('q', 'missing', p.rate)}
-        ${last} = expiry - q
-        ok = true
-      end`;
+    const w = p.windowMs;
     return lua`
-      local ${tokens}, ${last} = INF, -INF
+      local ${tokens}, ${last}, ${conv} = INF, -INF, false
       do
-        ${readWithExpiry(s, read, Math.ceil(cap / p.rate))}
-        -- refill(min(stored, cap)): never refilled twice when the clock steps back.
-        if ${tokens} > ${cap} then ${tokens} = ${cap} end
-        if ${tokens} < ${cap} and now > ${last} then
-          local elapsed = now - ${last}
-          local missing = ${cap} - ${tokens}
-          ${ceilDiv('q', 'missing', p.rate)}
-          if elapsed >= q then ${tokens} = ${cap} else ${tokens} = ${tokens} + elapsed * ${p.rate} end
+        local value = redis.pcall('GET', ${s.key})
+        if value then
+          local ok, expiry = false, -1
+          if type(value) == 'string' then expiry = redis.call('PEXPIRETIME', ${s.key}) end
+          if expiry >= 0 then
+            local v, wl, wb = nil, ${p.limit}, ${p.capacity}
+            local x, y, z = string.match(value, '^([^:]*):([^:]*):([^:]*)$')
+            if x then v = tonumber(x); wl = tonumber(y); wb = tonumber(z) else v = tonumber(value) end
+            if ${int('v')} and wl == ${p.limit} and wb == ${p.capacity} then
+              if expiry <= now + ${Math.ceil(cap / p.rate) + CLOCK_TOLERANCE_MS} then
+                ${tokens} = v
+                local missing = ${cap} - ${tokens}
+                ${ceilDiv('q', 'missing', p.rate)}
+                ${last} = expiry - q
+                ok = true
+              end
+            elseif ${int('v')} and ${int('wl')} and ${int('wb')} and wl >= 1 and wb >= 1 and wl * 1000 < ${2 ** 53} then
+              -- Written under another limit or burst: refill under the writer's to now, convert what it lacks.
+              local gx, gy = ${w}, wl * 1000
+              while gy > 0 do gx, gy = gy, fmod(gx, gy) end
+              local rw, tw = wl * 1000 / gx, ${w} / gx
+              local capw = wb * 1000 * tw
+              ${ceilDiv('span', 'capw', 'rw')}
+              if capw < ${2 ** 53} and expiry <= now + span + ${CLOCK_TOLERANCE_MS} then
+                local tv = v
+                if tv > capw then tv = capw end
+                local lack = capw - tv
+                ${ceilDiv('q', 'lack', 'rw')}
+                ${last} = expiry - q
+                if tv < capw and now > ${last} then
+                  if now - ${last} >= q then tv = capw else tv = tv + (now - ${last}) * rw end
+                end
+                local used = (capw - tv) * ${p.tokenTicks}
+                ${ceilDiv('u', 'used', 'tw')}
+                if u > ${cap} then u = ${cap} end
+                ${tokens} = ${cap} - u; ${conv} = true; ok = true
+              end
+            end
+          end
+          if not ok then ${repair(s)} end
+        end
+        if not ${conv} then
+          -- refill(min(stored, cap)): never refilled twice when the clock steps back.
+          if ${tokens} > ${cap} then ${tokens} = ${cap} end
+          if ${tokens} < ${cap} and now > ${last} then
+            local elapsed = now - ${last}
+            local missing = ${cap} - ${tokens}
+            ${ceilDiv('q', 'missing', p.rate)}
+            if elapsed >= q then ${tokens} = ${cap} else ${tokens} = ${tokens} + elapsed * ${p.rate} end
+          end
+        end
+      end`;
+  },
+  adopt(s, p) {
+    const [tokens, last, conv] = names(s, TB_STATE);
+    return lua`
+      if ${conv} then
+        do
+          ${tbWrite(s.key, p, tokens, last)}
         end
       end`;
   },
@@ -469,11 +524,7 @@ const tokenBucket: LuaKernel = {
     return lua`
       do
         local left = ${tokens} - cost * ${p.tokenTicks}
-        local refilled = ${last}
-        if now > refilled then refilled = now end
-        local missing = ${p.capTicks} - left
-        ${ceilDiv('q', 'missing', p.rate)}
-        redis.call('SET', ${s.key}, fmt('%d', left), 'PXAT', fmt('%d', refilled + q))
+        ${tbWrite(s.key, p, 'left', last)}
       end`;
   },
 };

@@ -14,7 +14,8 @@
  * part of the state, read back with PEXPIRETIME (Redis 7.0+):
  * - fixed-window:   `used` (milli-units); window start = expiry - windowMs.
  * - sliding-window: `curr` or `curr:prev` (milli-units); current window start = expiry - 2 * windowMs.
- * - token-bucket:   `tokens` (ticks); last refill = expiry - ceil((capTicks - tokens) / rate).
+ * - token-bucket:   `tokens:limit:burst` (ticks, and the limit and burst it was written under);
+ *   last refill = expiry - ceil((capTicks - tokens) / rate), under the writer's capTicks and rate.
  * - gcra, leaky-bucket: `tat:frac:limit:burst` (theoretical arrival time in ms, its fraction in ticks,
  *   and the limit and burst it was written under, so that a reader under another limit converts it);
  *   expiry = tat (+1 ms when frac > 0).

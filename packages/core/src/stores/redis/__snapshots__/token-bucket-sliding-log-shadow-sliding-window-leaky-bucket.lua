@@ -21,35 +21,79 @@ local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, now}
 local rep = 0
 -- The enforced policies.
 -- KEYS[1]
-local tokens1, last1 = INF, -INF
+local tokens1, last1, tconv1 = INF, -INF, false
 do
   local value = redis.pcall('GET', KEYS[1])
   if value then
     local ok, expiry = false, -1
     if type(value) == 'string' then expiry = redis.call('PEXPIRETIME', KEYS[1]) end
-    if expiry >= 0 and expiry <= now + 86402000 then
-      local v = tonumber(value)
-      if (v ~= nil and v >= 0 and v < 9007199254740992 and v == floor(v)) then
-        tokens1 = v
-        local missing = 20000 - tokens1
-        local q = floor(missing / 10)
-        if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
-        if q * 10 ~= missing then q = q + 1 end
-        last1 = expiry - q
-        ok = true
+    if expiry >= 0 then
+      local v, wl, wb = nil, 10, 20
+      local x, y, z = string.match(value, '^([^:]*):([^:]*):([^:]*)$')
+      if x then v = tonumber(x); wl = tonumber(y); wb = tonumber(z) else v = tonumber(value) end
+      if (v ~= nil and v >= 0 and v < 9007199254740992 and v == floor(v)) and wl == 10 and wb == 20 then
+        if expiry <= now + 86402000 then
+          tokens1 = v
+          local missing = 20000 - tokens1
+          local q = floor(missing / 10)
+          if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
+          if q * 10 ~= missing then q = q + 1 end
+          last1 = expiry - q
+          ok = true
+        end
+      elseif (v ~= nil and v >= 0 and v < 9007199254740992 and v == floor(v)) and (wl ~= nil and wl >= 0 and wl < 9007199254740992 and wl == floor(wl)) and (wb ~= nil and wb >= 0 and wb < 9007199254740992 and wb == floor(wb)) and wl >= 1 and wb >= 1 and wl * 1000 < 9007199254740992 then
+        -- Written under another limit or burst: refill under the writer's to now, convert what it lacks.
+        local gx, gy = 1000, wl * 1000
+        while gy > 0 do gx, gy = gy, fmod(gx, gy) end
+        local rw, tw = wl * 1000 / gx, 1000 / gx
+        local capw = wb * 1000 * tw
+        local span = floor(capw / rw)
+        if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
+        if span * rw ~= capw then span = span + 1 end
+        if capw < 9007199254740992 and expiry <= now + span + 86400000 then
+          local tv = v
+          if tv > capw then tv = capw end
+          local lack = capw - tv
+          local q = floor(lack / rw)
+          if q * rw > lack then q = q - 1 elseif (q + 1) * rw <= lack then q = q + 1 end
+          if q * rw ~= lack then q = q + 1 end
+          last1 = expiry - q
+          if tv < capw and now > last1 then
+            if now - last1 >= q then tv = capw else tv = tv + (now - last1) * rw end
+          end
+          local used = (capw - tv) * 1
+          local u = floor(used / tw)
+          if u * tw > used then u = u - 1 elseif (u + 1) * tw <= used then u = u + 1 end
+          if u * tw ~= used then u = u + 1 end
+          if u > 20000 then u = 20000 end
+          tokens1 = 20000 - u; tconv1 = true; ok = true
+        end
       end
     end
     if not ok then redis.call('DEL', KEYS[1]); rep = rep + 1 end
   end
-  -- refill(min(stored, cap)): never refilled twice when the clock steps back.
-  if tokens1 > 20000 then tokens1 = 20000 end
-  if tokens1 < 20000 and now > last1 then
-    local elapsed = now - last1
+  if not tconv1 then
+    -- refill(min(stored, cap)): never refilled twice when the clock steps back.
+    if tokens1 > 20000 then tokens1 = 20000 end
+    if tokens1 < 20000 and now > last1 then
+      local elapsed = now - last1
+      local missing = 20000 - tokens1
+      local q = floor(missing / 10)
+      if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
+      if q * 10 ~= missing then q = q + 1 end
+      if elapsed >= q then tokens1 = 20000 else tokens1 = tokens1 + elapsed * 10 end
+    end
+  end
+end
+if tconv1 then
+  do
+    local refilled = last1
+    if now > refilled then refilled = now end
     local missing = 20000 - tokens1
     local q = floor(missing / 10)
     if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
     if q * 10 ~= missing then q = q + 1 end
-    if elapsed >= q then tokens1 = 20000 else tokens1 = tokens1 + elapsed * 10 end
+    redis.call('SET', KEYS[1], fmt('%d:10:20', tokens1), 'PXAT', fmt('%d', refilled + q))
   end
 end
 do
@@ -169,7 +213,7 @@ if out[1] == 1 and out[6] == 1 then
     local q = floor(missing / 10)
     if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
     if q * 10 ~= missing then q = q + 1 end
-    redis.call('SET', KEYS[1], fmt('%d', left), 'PXAT', fmt('%d', refilled + q))
+    redis.call('SET', KEYS[1], fmt('%d:10:20', left), 'PXAT', fmt('%d', refilled + q))
   end
   out[1] = 5
   do

@@ -419,7 +419,7 @@ describe('stores', () => {
     expect(await limiter.check('k')).toMatchObject({ allowed: true, remaining: 0 });
   });
 
-  it('two limiters sharing a store and a policy share its budget; other names, bucket numbers or windows do not', async () => {
+  it('two limiters sharing a store and a policy share its budget; other names or windows do not', async () => {
     const store = new MemoryStore({ sweepIntervalMs: 0 });
     const clock = () => 0;
     const policy: PolicyOptions = { name: 'api', algorithm: 'fixed-window', limit: 2, windowMs: 1000 };
@@ -434,10 +434,16 @@ describe('stores', () => {
     // A window's count carries over a change of limit: 2 used, limit 3, one more fits.
     expect(await d.check('k')).toMatchObject({ allowed: true, remaining: 0 });
     expect(await e.check('k')).toMatchObject({ remaining: 1 });
+    // A gcra debt carries over too, converted: 1 used under limit 2, so 1 more leaves 1 of 3.
     const g1 = createLimiter({ policies: { name: 'b', limit: 2, windowMs: 1000 }, store, clock });
     const g2 = createLimiter({ policies: { name: 'b', limit: 3, windowMs: 1000 }, store, clock });
     await g1.check('k');
-    expect(await g2.check('k')).toMatchObject({ remaining: 2 });
+    expect(await g2.check('k')).toMatchObject({ remaining: 1 });
+    // And a token bucket's level: 1 taken under limit 2, so 1 more leaves 1 of 3.
+    const t1 = createLimiter({ policies: { name: 't', algorithm: 'token-bucket', limit: 2, windowMs: 1000 }, store, clock });
+    const t2 = createLimiter({ policies: { name: 't', algorithm: 'token-bucket', limit: 3, windowMs: 1000 }, store, clock });
+    await t1.check('k');
+    expect(await t2.check('k')).toMatchObject({ remaining: 1 });
   });
 });
 

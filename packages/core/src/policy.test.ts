@@ -261,8 +261,11 @@ describe('fixed-point parameters', () => {
 
   it('the storage id carries the role, the name and every parameter that changes what the state means', () => {
     const id = (p: PolicyOptions, shadow = false) => compilePolicy(p, 'p', shadow).id;
-    expect(id({ limit: 5, windowMs: 1000 })).toBe('enforce:default:gcra:5/1000/5');
-    expect(id({ limit: 5, windowMs: 1000 }, true)).toBe('shadow:default:gcra:5/1000/5');
+    // Bucket state records its limit and burst (a reader converts it): neither is in the id.
+    expect(id({ limit: 5, windowMs: 1000 })).toBe('enforce:default:gcra:1000');
+    expect(id({ limit: 5, windowMs: 1000 }, true)).toBe('shadow:default:gcra:1000');
+    expect(id({ limit: 50, windowMs: 1000, burst: 7 })).toBe(id({ limit: 5, windowMs: 1000 }));
+    expect(id({ algorithm: 'token-bucket', limit: 5, windowMs: 1000, burst: 9 })).toBe('enforce:default:token-bucket:1000');
     expect(id({ algorithm: 'fixed-window', limit: 5, windowMs: 1000, anchor: 'first-request' })).toBe(
       'enforce:default:fixed-window:1000/first-request',
     );
@@ -274,7 +277,11 @@ describe('fixed-point parameters', () => {
     expect(id({ algorithm: 'sliding-window', limit: 5, windowMs: 1000 })).toBe(
       id({ algorithm: 'sliding-window', limit: 50, windowMs: 1000 }),
     );
-    expect(id({ limit: 5, windowMs: 1000 })).not.toBe(id({ limit: 50, windowMs: 1000 }));
+    // So does a bucket's (it records its limit and burst, and a reader converts it); a new window does not.
+    expect(id({ algorithm: 'token-bucket', limit: 5, windowMs: 1000 })).toBe(id({ algorithm: 'token-bucket', limit: 50, windowMs: 1000 }));
+    expect(id({ algorithm: 'token-bucket', limit: 5, windowMs: 1000 })).not.toBe(
+      id({ algorithm: 'token-bucket', limit: 5, windowMs: 2000 }),
+    );
     // unit and delayAfter change what is advertised or how long to wait, not the state.
     expect(id({ algorithm: 'leaky-bucket', limit: 5, windowMs: 1000, delayAfter: 2 })).toBe(
       id({ algorithm: 'leaky-bucket', limit: 5, windowMs: 1000 }),

@@ -225,10 +225,10 @@ export function compilePolicy(options: PolicyOptions, path: string, shadow: bool
       options,
     );
   }
-  // The window algorithms' state (milli-units counted) means the same under any limit: a change of limit
-  // or plan keeps it. Bucket state is in ticks scaled by the limit, so the limit stays in their identity.
-  const params =
-    algorithm === 'fixed-window' ? `${windowMs}/${options.anchor ?? 'clock'}` : bucket ? `${limit}/${windowMs}/${capacity}` : `${windowMs}`;
+  // The window algorithms' state (milli-units counted) means the same under any limit, and bucket state
+  // records the limit and burst it was written under (gcra.ts, token-bucket.ts convert it): a change of
+  // limit or plan keeps it, so neither is part of the identity.
+  const params = algorithm === 'fixed-window' ? `${windowMs}/${options.anchor ?? 'clock'}` : `${windowMs}`;
   return Object.freeze({
     name,
     algorithm,

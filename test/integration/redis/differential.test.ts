@@ -25,6 +25,8 @@ import { differences, type TwinAnswer, TwinStore } from './twin-store.js';
 const ALGORITHMS: readonly AlgorithmId[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'leaky-bucket', 'sliding-log'];
 /** The most policies RedisStore applies in one generated script (scripts.ts MAX_SCRIPT_POLICIES). */
 const MAX_SCRIPT_POLICIES = 16;
+/** The most entries one key's sliding log keeps (algorithms/sliding-log.ts MAX_LOG_ENTRIES). */
+const MAX_LOG_ENTRIES = 1024;
 /** Virtual time far ahead of Redis' clock: key expiry times follow the injected clock (test-only mode). */
 const BASE = Date.now() + 10 * 365 * 86_400_000;
 
@@ -217,6 +219,35 @@ for (const kind of CLIENT_KINDS)
       trace.push({ dt: 0, cost: 100, key: 'k' }, { dt: 3000, cost: 60, key: 'k' }, { dt: 5000, cost: 200, key: 'k' });
       trace.push({ dt: 20_000, cost: 700, key: 'k' }, { dt: 1, cost: 1, key: 'k' }, { dt: 9_999, cost: 1, key: 'k' });
       expect(await replay({ policies }, trace)).toBeUndefined();
+    });
+
+    it(`sliding-log: a log past ${MAX_LOG_ENTRIES} entries folds its oldest ones alike (unit and weighted costs)`, async () => {
+      // A limit above the entry cap, and more admitted entries (distinct milliseconds) in one window than
+      // the cap: both stores fold, so their waits (taken from the oldest entries) agree request for request.
+      const policies = [{ name: 'p', algorithm: 'sliding-log' as const, limit: 3000, windowMs: 10_000 }];
+      const unit: Step[] = [];
+      for (let i = 0; i < 2600; i++) unit.push({ dt: i % 10 === 9 ? 0 : 3, cost: 1, key: 'k' });
+      // Past the limit: rejected, with waits from the folded head; then the head leaves the window bit by bit.
+      for (let i = 0; i < 500; i++) unit.push({ dt: i % 50 === 0 ? 400 : 1, cost: i % 7 === 0 ? 5 : 1, key: 'k' });
+      expect(await replay({ policies }, unit)).toBeUndefined();
+      const weighted: Step[] = [];
+      const costs = [0.5, 2.5, 1, 0.001, 3, 0.75];
+      for (let i = 0; i < 2400; i++) weighted.push({ dt: i % 6 === 5 ? 0 : 2, cost: costs[i % costs.length] as number, key: 'w' });
+      for (let i = 0; i < 400; i++) weighted.push({ dt: i % 40 === 0 ? 700 : 1, cost: costs[i % costs.length] as number, key: 'w' });
+      weighted.push({ dt: 10_000, cost: 3000, key: 'w' }, { dt: 1, cost: 0.5, key: 'w' });
+      let now = BASE;
+      const { limiter, store, names } = twin({ policies }, () => now);
+      let admitted = 0;
+      for (const step of weighted) {
+        now += step.dt;
+        const d = await limiter.check(step.key, { cost: step.cost });
+        if (d.allowed) admitted += 1;
+        expect(differences(store.last as TwinAnswer, names)).toBeUndefined();
+      }
+      expect(admitted).toBeGreaterThan(MAX_LOG_ENTRIES);
+      // Redis memory is bounded alike: at most MAX_LOG_ENTRIES entries plus the base member.
+      const [key] = store.redis.keyNames('w', store.plan as StorePlan) as [string];
+      expect(await admin.zcard(key)).toBeLessThanOrEqual(MAX_LOG_ENTRIES + 1);
     });
 
     it('sliding-log: running totals are rebased before they leave exact integers', async () => {

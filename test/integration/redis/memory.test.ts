@@ -15,14 +15,16 @@ const userKey = (i: number) => `user:${100_000 + i}`;
 /**
  * Upper bounds (bytes, MEMORY USAGE of one key on Redis 7.0 with a 46-character name): what a bare
  * counter under the same name costs (104: the layout segment `v1:` took the name from jemalloc's 48-byte
- * class to the 64-byte one), and a 3-member listpack for the sliding log.
+ * class to the 64-byte one), and a 3-member listpack for the sliding log. The buckets store the limit
+ * and burst they were written under (`tokens:limit:burst`, `tat:frac:limit:burst`, so their state
+ * carries over a change of limit): 120 with their 42-character names (no limit in the name).
  */
 const BOUNDS: Record<AlgorithmId, number> = {
   'fixed-window': 104,
   'sliding-window': 104,
-  'token-bucket': 104,
-  gcra: 104,
-  'leaky-bucket': 104,
+  'token-bucket': 120,
+  gcra: 120,
+  'leaky-bucket': 120,
   'sliding-log': 152,
 };
 

@@ -223,7 +223,7 @@ describeRedis('plans: peek, refund and several keys decide identically in memory
     expect(await run(policies, ops, shadow)).toEqual([]);
   });
 
-  for (const algorithm of ['fixed-window', 'sliding-window', 'sliding-log'] as const) {
+  for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: state carries over a change of limit (two plans, one policy name), clamped at zero`, async () => {
       let now = BASE;
       const store = new PlanTwin(
@@ -259,6 +259,38 @@ describeRedis('plans: peek, refund and several keys decide identically in memory
       }
       expect(store.diffs).toEqual([]);
       expect(seen[4]).toEqual(['free', false, 0]);
+    });
+  }
+
+  for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
+    it(`${algorithm}: a debt converts across limits and bursts (free 100/min, pro 1000/min, a contract with its own burst), weighted costs, refunds`, async () => {
+      let now = BASE;
+      const store = new PlanTwin(
+        new MemoryStore({ sweepIntervalMs: 0 }),
+        new RedisStore({ client, prefix: randomPrefix(), timeSource: 'limiter' }),
+      );
+      const limiter = createLimiter({
+        plans: {
+          free: [{ name: 'm', algorithm, limit: 100, windowMs: 60_000 }],
+          pro: [{ name: 'm', algorithm, limit: 1000, windowMs: 60_000 }],
+          contract: [{ name: 'm', algorithm, limit: 7, windowMs: 60_000, burst: 300 }],
+        },
+        store,
+        clock: () => now,
+        storeTimeoutMs: 60_000,
+        breaker: false,
+      });
+      const plans = ['free', 'pro', 'contract'] as const;
+      const costs = [1, 0.5, 2.5, 7, 0.001, 30, 1];
+      for (let i = 0; i < 400; i++) {
+        now += [0, 1, 17, 333, 0, 2500, -40][i % 7] as number;
+        const plan = plans[Math.floor(i / 5) % 3] as (typeof plans)[number];
+        const cost = costs[i % costs.length] as number;
+        const d = await limiter.check('k', { plan, cost });
+        if (i % 11 === 0 && d.allowed) await limiter.refund(d);
+        if (i % 13 === 0) await limiter.peek('k', { plan, cost: 1 });
+      }
+      expect(store.diffs).toEqual([]);
     });
   }
 

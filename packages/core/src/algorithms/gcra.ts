@@ -9,27 +9,45 @@
  *
  * Fixed point: time is kept as integer ms plus a fraction in ticks (`rate` ticks per ms), and one
  * milli-unit of cost is `tokenTicks` ticks, so `T` is exact even for 1000 / 3 ms.
- * State: [tat ms, tat fraction in ticks, 0 <= fraction < rate]. A key never seen: tat = -Infinity.
- * The debt `max(0, tat - now)` in ticks plays the part of (capacity - tokens) of a token bucket.
+ * State: [tat ms, tat fraction in ticks (0 <= fraction < the writer's rate), the writer's limit, the
+ * writer's burst]. A key never seen: tat = -Infinity. The debt `max(0, tat - now)` in ticks plays the
+ * part of (capacity - tokens) of a token bucket.
+ *
+ * A change of limit (or plan) keeps the state: the key is named without limit or burst, and the state
+ * records the limit and burst it was written under. A reader under other ones converts the debt (what
+ * was consumed and has not leaked yet) from the writer's ticks to its own, rounding up, clamped to its
+ * capacity: no fresh budget on a downgrade, none lost on an upgrade. The window is part of the key name.
  */
 
-import { ceilDiv, floorDiv, ticksToMilli } from '../internal/fixed-point.js';
+import { ceilDiv, floorDiv, gcd, ticksToMilli } from '../internal/fixed-point.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { AlgorithmKernel, Outcome, StateTable } from './kernel.js';
 import { writeExceeds } from './kernel.js';
 
-/** `max(0, tat - now)` in ticks. */
-export function gcraDebt(t: StateTable, o: number, now: number, rate: number): number {
+/**
+ * `max(0, tat - now)` in the ticks of `p`. State written under another limit or burst (same window) is
+ * converted: the writer's debt in milli-units, `debtW / tokenTicksW`, times `p.tokenTicks`, rounded up and
+ * clamped to `p.capTicks` (lua-kernels.ts gcra load does the same operations in the same order).
+ */
+export function gcraDebt(t: StateTable, o: number, now: number, p: CompiledPolicy): number {
   const tatMs = t.f[o] as number;
   if (tatMs < now) return 0;
-  return (tatMs - now) * rate + (t.f[o + 1] as number);
+  const limit = t.f[o + 2] as number;
+  const burst = t.f[o + 3] as number;
+  if (limit === p.limit && burst === p.capacity) return (tatMs - now) * p.rate + (t.f[o + 1] as number);
+  const g = gcd(p.windowMs, limit * 1000);
+  const debtW = (tatMs - now) * ((limit * 1000) / g) + (t.f[o + 1] as number);
+  return Math.min(p.capTicks, ceilDiv(debtW * p.tokenTicks, p.windowMs / g));
 }
 
-/** `ceil(max(0, tat - now))` in ms, without a division: the TAT is kept as whole ms plus a fraction. */
-function gcraReset(t: StateTable, o: number, now: number): number {
-  const tatMs = t.f[o] as number;
-  if (tatMs < now) return 0;
-  return (t.f[o + 1] as number) > 0 ? tatMs - now + 1 : tatMs - now;
+/** Records the new TAT for a debt of `after` ticks of `p` (and `p`'s limit and burst); returns its whole ms. */
+function store(t: StateTable, o: number, now: number, after: number, p: CompiledPolicy): number {
+  const whole = floorDiv(after, p.rate);
+  t.f[o] = now + whole;
+  t.f[o + 1] = after - whole * p.rate;
+  t.f[o + 2] = p.limit;
+  t.f[o + 3] = p.capacity;
+  return whole;
 }
 
 /** Evaluates the GCRA rule; `delayTicks` >= 0 turns on the leaky-bucket delay (Infinity: never delay). */
@@ -46,10 +64,10 @@ export function evaluateGcra(
   const cap = p.capTicks;
   const tpm = p.tokenTicks;
   const o = slot * t.stride;
-  const debt = gcraDebt(t, o, now, rate);
+  const debt = gcraDebt(t, o, now, p);
   const need = cost * tpm;
   if (need > cap) {
-    writeExceeds(out, debt >= cap ? 0 : ticksToMilli(cap - debt, tpm), gcraReset(t, o, now));
+    writeExceeds(out, debt >= cap ? 0 : ticksToMilli(cap - debt, tpm), ceilDiv(debt, rate));
     return;
   }
   out.exceeds = false;
@@ -66,7 +84,7 @@ export function evaluateGcra(
     out.allowed = false;
     out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, tpm);
     out.retryAfterMs = debt > maxDelay ? Math.max(ceilDiv(after - cap, rate), ceilDiv(debt - maxDelay, rate)) : ceilDiv(after - cap, rate);
-    out.resetMs = gcraReset(t, o, now);
+    out.resetMs = ceilDiv(debt, rate);
     out.delayMs = 0;
   }
 }
@@ -87,7 +105,7 @@ export function consumeGcra(
   const o = slot * t.stride;
   const rate = p.rate;
   const cap = p.capTicks;
-  const debt = gcraDebt(t, o, now, rate);
+  const debt = gcraDebt(t, o, now, p);
   const need = cost * p.tokenTicks;
   const after = debt + need;
   const maxDelay = p.maxDelayTicks;
@@ -101,14 +119,12 @@ export function consumeGcra(
     out.exceeds = false;
     out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, p.tokenTicks);
     out.retryAfterMs = debt > maxDelay ? Math.max(ceilDiv(after - cap, rate), ceilDiv(debt - maxDelay, rate)) : ceilDiv(after - cap, rate);
-    out.resetMs = gcraReset(t, o, now);
+    out.resetMs = ceilDiv(debt, rate);
     out.delayMs = 0;
     return;
   }
-  const whole = floorDiv(after, rate);
-  const frac = after - whole * rate;
-  t.f[o] = now + whole;
-  t.f[o + 1] = frac;
+  const whole = store(t, o, now, after, p);
+  const frac = t.f[o + 1] as number;
   out.allowed = true;
   out.exceeds = false;
   out.remaining = ticksToMilli(cap - after, p.tokenTicks);
@@ -120,16 +136,30 @@ export function consumeGcra(
 /** Charges an admitted request: tat = max(now, tat) + cost * T. */
 export function commitGcra(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy): void {
   const o = slot * t.stride;
-  const rate = p.rate;
-  const after = gcraDebt(t, o, now, rate) + cost * p.tokenTicks;
-  const whole = floorDiv(after, rate);
-  t.f[o] = now + whole;
-  t.f[o + 1] = after - whole * rate;
+  store(t, o, now, gcraDebt(t, o, now, p) + cost * p.tokenTicks, p);
+}
+
+/** Sets the state to a debt of `debt` ticks of `p` at `now` (refunds); 0 is a key never seen. */
+export function setGcraDebt(t: StateTable, slot: number, now: number, debt: number, p: CompiledPolicy): void {
+  if (debt === 0) initGcra(t, slot);
+  else store(t, slot * t.stride, now, debt, p);
 }
 
 export function initGcra(t: StateTable, slot: number): void {
   t.f[slot * t.stride] = Number.NEGATIVE_INFINITY;
   t.f[slot * t.stride + 1] = 0;
+  t.f[slot * t.stride + 2] = 0;
+  t.f[slot * t.stride + 3] = 0;
+}
+
+/**
+ * Rewrites a debt written under another limit or burst in `p`'s scale (what `gcraDebt` reads, clamped),
+ * so that it leaks at `p`'s rate from now on: called before an apply decides, never in a peek.
+ */
+export function adoptGcra(t: StateTable, slot: number, now: number, p: CompiledPolicy): void {
+  const o = slot * t.stride;
+  if ((t.f[o] as number) < now || (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity)) return;
+  store(t, o, now, gcraDebt(t, o, now, p), p);
 }
 
 export function gcraExpiresAt(t: StateTable, slot: number): number {
@@ -139,7 +169,7 @@ export function gcraExpiresAt(t: StateTable, slot: number): number {
 
 export const gcra: AlgorithmKernel = {
   id: 'gcra',
-  stride: 2,
+  stride: 4,
   init: initGcra,
   evaluate(t, slot, now, cost, p, out) {
     evaluateGcra(t, slot, now, cost, p, out, Number.POSITIVE_INFINITY);
@@ -149,4 +179,5 @@ export const gcra: AlgorithmKernel = {
     consumeGcra(t, slot, now, cost, p, out, Number.POSITIVE_INFINITY);
   },
   expiresAt: gcraExpiresAt,
+  adopt: adoptGcra,
 };

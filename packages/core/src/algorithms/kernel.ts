@@ -75,6 +75,12 @@ export interface AlgorithmKernel {
   consume(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy, out: Outcome): void;
   /** The time (ms) from which the state is equivalent to a key never seen: safe to drop. */
   expiresAt(t: StateTable, slot: number, p: CompiledPolicy): number;
+  /**
+   * Rewrites state written under another limit or burst in `p`'s own scale (gcra.ts), before an apply
+   * decides (never in a peek), so that its waits are exact from then on; its Lua twin is the kernel's
+   * `adopt` fragment (lua-kernels.ts). Absent for kernels whose state needs no conversion.
+   */
+  adopt?(t: StateTable, slot: number, now: number, p: CompiledPolicy): void;
 }
 
 /** `consume` for kernels without a fused version: evaluate, then commit when admitted. */

@@ -7,10 +7,14 @@
  *
  * Fixed point: tokens are kept in ticks, `tokenTicks` ticks per milli-unit, and the bucket gains `rate`
  * ticks per ms; both are integers (see policy.ts), so refill is exact for any limit and window.
- * State: [tokens in ticks, last refill ms]. A key never seen: full, last = -Infinity.
+ * State: [tokens in ticks, last refill ms, the writer's limit, the writer's burst]. A key never seen:
+ * full, last = -Infinity. State written under another limit or burst (same window: it is in the key's
+ * name) is refilled to now under the writer's, then what it lacks is converted to this policy's ticks,
+ * rounded up, clamped to its capacity (the Lua load does the same operations in the same order).
  */
-import { ceilDiv, ticksToMilli } from '../internal/fixed-point.js';
-import type { AlgorithmKernel } from './kernel.js';
+import { ceilDiv, gcd, ticksToMilli } from '../internal/fixed-point.js';
+import type { CompiledPolicy } from '../policy.js';
+import type { AlgorithmKernel, StateTable } from './kernel.js';
 import { evaluateThenCommit, writeExceeds } from './kernel.js';
 
 /** Tokens at `now` (ticks), never refilled twice when the clock steps back. */
@@ -20,24 +24,54 @@ function refill(tokens: number, last: number, now: number, cap: number, rate: nu
   return elapsed >= ceilDiv(cap - tokens, rate) ? cap : tokens + elapsed * rate;
 }
 
+/** The writer's rate, ticks per milli-unit and capacity in ticks, from its limit and burst (same window). */
+function writerScale(limit: number, burst: number, windowMs: number): [rate: number, tokenTicks: number, capTicks: number] {
+  const g = gcd(windowMs, limit * 1000);
+  const tw = windowMs / g;
+  return [(limit * 1000) / g, tw, burst * 1000 * tw];
+}
+
+/** Tokens at `now` in the ticks of `p`, converting state written under another limit or burst. */
+export function tbLevel(t: StateTable, o: number, now: number, p: CompiledPolicy): number {
+  const stored = t.f[o] as number;
+  const last = t.f[o + 1] as number;
+  const limit = t.f[o + 2] as number;
+  const burst = t.f[o + 3] as number;
+  if (stored === Number.POSITIVE_INFINITY || (limit === p.limit && burst === p.capacity)) {
+    return refill(Math.min(stored, p.capTicks), last, now, p.capTicks, p.rate);
+  }
+  const [rw, tw, capw] = writerScale(limit, burst, p.windowMs);
+  const used = capw - refill(Math.min(stored, capw), last, now, capw, rw);
+  return p.capTicks - Math.min(p.capTicks, ceilDiv(used * p.tokenTicks, tw));
+}
+
+/** Records `tokens` (ticks of `p`) refilled at `last`, with `p`'s limit and burst. */
+export function tbStore(t: StateTable, o: number, tokens: number, last: number, p: CompiledPolicy): void {
+  t.f[o] = tokens;
+  t.f[o + 1] = last;
+  t.f[o + 2] = p.limit;
+  t.f[o + 3] = p.capacity;
+}
+
 function resetUncharged(tokens: number, cap: number, rate: number, behind: number): number {
   return tokens >= cap ? 0 : behind + ceilDiv(cap - tokens, rate);
 }
 
 export const tokenBucket: AlgorithmKernel = {
   id: 'token-bucket',
-  stride: 2,
+  stride: 4,
   init(t, slot) {
     t.f[slot * t.stride] = Number.POSITIVE_INFINITY;
     t.f[slot * t.stride + 1] = Number.NEGATIVE_INFINITY;
+    t.f[slot * t.stride + 2] = 0;
+    t.f[slot * t.stride + 3] = 0;
   },
   evaluate(t, slot, now, cost, p, out) {
     const o = slot * t.stride;
     const cap = p.capTicks;
     const rate = p.rate;
     const tpm = p.tokenTicks;
-    const stored = t.f[o] as number;
-    const tokens = refill(Math.min(stored, cap), t.f[o + 1] as number, now, cap, rate);
+    const tokens = tbLevel(t, o, now, p);
     // Measured from the last refill when the clock stepped back, so waits stay exact.
     const last = t.f[o + 1] as number;
     const behind = last > now ? last - now : 0;
@@ -62,16 +96,22 @@ export const tokenBucket: AlgorithmKernel = {
   },
   commit(t, slot, now, cost, p) {
     const o = slot * t.stride;
-    const cap = p.capTicks;
-    const stored = t.f[o] as number;
-    const last = t.f[o + 1] as number;
-    t.f[o] = refill(Math.min(stored, cap), last, now, cap, p.rate) - cost * p.tokenTicks;
-    t.f[o + 1] = Math.max(now, last);
+    tbStore(t, o, tbLevel(t, o, now, p) - cost * p.tokenTicks, Math.max(now, t.f[o + 1] as number), p);
   },
   consume: evaluateThenCommit,
   expiresAt(t, slot, p) {
-    const tokens = t.f[slot * t.stride] as number;
-    if (tokens >= p.capTicks) return Number.NEGATIVE_INFINITY;
-    return (t.f[slot * t.stride + 1] as number) + ceilDiv(p.capTicks - tokens, p.rate);
+    const o = slot * t.stride;
+    const tokens = t.f[o] as number;
+    const [rate, , cap] =
+      t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity
+        ? [p.rate, p.tokenTicks, p.capTicks]
+        : writerScale(t.f[o + 2] as number, t.f[o + 3] as number, p.windowMs);
+    if (tokens >= cap) return Number.NEGATIVE_INFINITY;
+    return (t.f[o + 1] as number) + ceilDiv(cap - tokens, rate);
+  },
+  adopt(t, slot, now, p) {
+    const o = slot * t.stride;
+    if (t.f[o] === Number.POSITIVE_INFINITY || (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity)) return;
+    tbStore(t, o, tbLevel(t, o, now, p), Math.max(now, t.f[o + 1] as number), p);
   },
 };

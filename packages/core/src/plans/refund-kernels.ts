@@ -17,9 +17,9 @@
  * Every refund gives back at most what was charged and never lifts a state above capacity; a state
  * left equal to a key never seen is dropped, as Redis deletes the key.
  */
-import { gcraDebt, initGcra } from '../algorithms/gcra.js';
+import { gcraDebt, setGcraDebt } from '../algorithms/gcra.js';
 import { alignedStart, type LogRing, type StateTable } from '../algorithms/kernel.js';
-import { ceilDiv, floorDiv } from '../internal/fixed-point.js';
+import { tbLevel, tbStore, tokenBucket as tokenBucketKernel } from '../algorithms/token-bucket.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { AlgorithmId } from '../types.js';
 
@@ -62,36 +62,19 @@ const tokenBucket: RefundKernel = (t, slot, now, cost, mark, p) => {
   const o = slot * t.stride;
   const cap = p.capTicks;
   const last = t.f[o + 1] as number;
-  let tokens = Math.min(t.f[o] as number, cap);
-  if (tokens < cap && now > last) {
-    const elapsed = now - last;
-    tokens = elapsed >= ceilDiv(cap - tokens, p.rate) ? cap : tokens + elapsed * p.rate;
-  }
+  const tokens = tbLevel(t, o, now, p);
   if (tokens >= cap) return false;
   const next = tokens + Math.min(cost * p.tokenTicks, cap - tokens, (mark - now) * p.rate);
-  if (next >= cap) {
-    t.f[o] = Number.POSITIVE_INFINITY;
-    t.f[o + 1] = Number.NEGATIVE_INFINITY;
-  } else {
-    t.f[o] = next;
-    t.f[o + 1] = Math.max(now, last);
-  }
+  if (next >= cap) tokenBucketKernel.init(t, slot);
+  else tbStore(t, o, next, Math.max(now, last), p);
   return true;
 };
 
 const gcra: RefundKernel = (t, slot, now, cost, mark, p) => {
   if (!(now < mark)) return false;
-  const o = slot * t.stride;
-  const debt = gcraDebt(t, o, now, p.rate);
+  const debt = gcraDebt(t, slot * t.stride, now, p);
   if (debt === 0) return false;
-  const next = debt - Math.min(debt, cost * p.tokenTicks, (mark - now) * p.rate);
-  if (next === 0) {
-    initGcra(t, slot);
-  } else {
-    const whole = floorDiv(next, p.rate);
-    t.f[o] = now + whole;
-    t.f[o + 1] = next - whole * p.rate;
-  }
+  setGcraDebt(t, slot, now, debt - Math.min(debt, cost * p.tokenTicks, (mark - now) * p.rate), p);
   return true;
 };
 

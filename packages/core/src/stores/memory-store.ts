@@ -310,6 +310,7 @@ export class MemoryStore implements Store {
       }
     } else {
       t.touch(slot);
+      t.kernel.adopt?.(t, slot, now, b.policies[0] as CompiledPolicy);
       t.kernel.consume(t, slot, now, cost, b.policies[0] as CompiledPolicy, out);
     }
     const r = b.result;
@@ -334,6 +335,8 @@ export class MemoryStore implements Store {
       if (slot === undefined) {
         slot = 0;
         t.kernel.init(t, 0);
+      } else if (charge) {
+        t.kernel.adopt?.(t, slot, now, b.policies[i] as CompiledPolicy);
       }
       b.slots[i] = slot;
       const out = b.outcomes[i] as Outcome;

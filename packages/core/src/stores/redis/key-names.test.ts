@@ -46,10 +46,11 @@ describe('keyTag', () => {
 });
 
 describe('policySuffix', () => {
-  it("is short: name, algorithm code, window (and a bucket's limit), and only what differs from the defaults", () => {
+  it('is short: name, algorithm code, window, and only what differs from the defaults', () => {
     const at = (o: PolicyOptions, shadow = false) => policySuffix(compilePolicy(o, 'p', shadow));
-    expect(at({ limit: 100, windowMs: 60_000 })).toBe('default:gc:100/60000');
-    expect(at({ algorithm: 'token-bucket', limit: 100, windowMs: 60_000, burst: 20 })).toBe('default:tb:100/60000/20');
+    expect(at({ limit: 100, windowMs: 60_000 })).toBe('default:gc:60000');
+    expect(at({ algorithm: 'leaky-bucket', limit: 100, windowMs: 60_000, burst: 20 })).toBe('default:lb:60000');
+    expect(at({ algorithm: 'token-bucket', limit: 100, windowMs: 60_000, burst: 20 })).toBe('default:tb:60000');
     expect(at({ name: 'login', algorithm: 'fixed-window', limit: 5, windowMs: 900_000, anchor: 'first-request' }, true)).toBe(
       'login:fw:900000/first:s',
     );

@@ -7,7 +7,7 @@
  * its SHA-256, marked with `#` after the tag so a digest and a literal key can never share a name.
  */
 import { createHash } from 'node:crypto';
-import { type CompiledPolicy, isBucket } from '../../policy.js';
+import type { CompiledPolicy } from '../../policy.js';
 
 /** Keys up to this many UTF-16 units are used as they are (when brace-free); longer ones are hashed. */
 export const MAX_LITERAL_KEY = 128;
@@ -34,19 +34,18 @@ const CODES: Readonly<Record<CompiledPolicy['algorithm'], string>> = {
 
 /**
  * The part of a key name that names the policy: `name:code:windowMs` for the window algorithms,
- * `name:code:limit/windowMs` for the buckets, then `/capacity` when a bucket's burst differs from its limit, `/first` for windows anchored at the first request, and `:s`
- * for a shadow policy (`default:gc:100/60000`, `login:fw:5/900000/first:s`). It carries everything the
+ * `name:code:windowMs` for every algorithm, `/first` for windows anchored at the first request, and `:s`
+ * for a shadow policy (`default:gc:60000`, `login:fw:5/900000/first:s`). It carries everything the
  * policy's storage identity (`CompiledPolicy.id`) carries, so two limiters share state exactly when the
  * memory store would make them share it; key-names.test.ts checks that suffixes and ids agree. Short,
  * because the key name is most of what a key costs in Redis memory. The role goes last, where the
  * grammar is fixed (a name may itself contain `:`).
  */
 export function policySuffix(p: CompiledPolicy): string {
-  // Window algorithms count milli-units, whatever the limit: their state carries over a change of limit
-  // (or of plan), so the limit is not part of the name. Bucket state is kept in ticks whose scale the
-  // limit sets, so a bucket's limit and burst stay in the name (plans/README: what carries over).
-  let params = isBucket(p.algorithm) ? `${p.limit}/${p.windowMs}` : `${p.windowMs}`;
-  if (isBucket(p.algorithm) && p.capacity !== p.limit) params += `/${p.capacity}`;
+  // Window algorithms count milli-units, whatever the limit, and bucket state records the limit and
+  // burst it was written under (gcra.ts, token-bucket.ts): state carries over a change of limit (or of
+  // plan), so neither limit nor burst is part of the name (README: what carries over).
+  let params = `${p.windowMs}`;
   if (p.anchorFirst) params += '/first';
   return `${p.name}:${CODES[p.algorithm]}:${params}${p.shadow ? ':s' : ''}`;
 }

@@ -16,6 +16,7 @@
  * a non-integer or negative number, a key without expiry, a time further ahead of `now` than the policy
  * can reach plus `CLOCK_TOLERANCE_MS`), deletes it and sets the policy's bit in `rep` (state-repair.ts).
  */
+import { MAX_LOG_ENTRIES } from '../../algorithms/sliding-log.js';
 import type { CompiledPolicy } from '../../policy.js';
 import type { AlgorithmId } from '../../types.js';
 
@@ -62,6 +63,8 @@ export interface LuaKernel {
   commit(s: Slot, p: CompiledPolicy): string;
   /** The kernel's fused `consume`, for a policy that is its own group: flags 5 when it charged. */
   consume?(s: Slot, p: CompiledPolicy): string;
+  /** The kernel's `adopt`, after `load` in the apply script only (never in peek): persists converted state. */
+  adopt?(s: Slot, p: CompiledPolicy): string;
 }
 
 /**
@@ -367,9 +370,21 @@ const slidingWindow: LuaKernel = {
   },
 };
 
-// token-bucket (token-bucket.ts). State: `tokens` (ticks); last refill = expiry - ceil((capTicks - tokens) / rate).
-// Locals: tokens refilled to now, last = the last refill (a key never seen: full, last = -INF).
-const TB_STATE = ['tokens', 'last'] as const;
+// token-bucket (token-bucket.ts). State: `tokens:limit:burst` (ticks, and the limit and burst it was
+// written under; a bare `tokens` reads as this policy's); last refill = expiry - ceil((capTicks - tokens) / rate)
+// under the writer's. Locals: tokens refilled to now, last = the last refill (a key never seen: full,
+// last = -INF), conv: the state was written under another limit or burst and converted (tbLevel).
+const TB_STATE = ['tokens', 'last', 'tconv'] as const;
+
+/** `SET key tokens:limit:burst PXAT` the time the bucket is full again, for `left` tokens refilled at max(last, now). */
+export function tbWrite(key: string, p: CompiledPolicy, left: string, last: string): string {
+  return lua`
+    local refilled = ${last}
+    if now > refilled then refilled = now end
+    local missing = ${p.capTicks} - ${left}
+    ${ceilDiv('q', 'missing', p.rate)}
+    redis.call('SET', ${key}, fmt('%d:${p.limit}:${p.capacity}', ${left}), 'PXAT', fmt('%d', refilled + q))`;
+}
 
 /** resetUncharged(): time to full as the state stands. */
 function tbResetUncharged(s: Slot, p: CompiledPolicy, target: string): string {
@@ -402,28 +417,71 @@ function tbExceeds(s: Slot, p: CompiledPolicy): string {
 const tokenBucket: LuaKernel = {
   state: TB_STATE,
   load(s, p) {
-    const [tokens, last] = names(s, TB_STATE);
+    const [tokens, last, conv] = names(s, TB_STATE);
     const cap = p.capTicks;
-    const read = lua`
-      local v = tonumber(value)
-      if ${int('v')} then
-        ${tokens} = v
-        local missing = ${cap} - ${tokens}
-        ${ceilDiv('q', 'missing', p.rate)}
-        ${last} = expiry - q
-        ok = true
-      end`;
+    const w = p.windowMs;
     return lua`
-      local ${tokens}, ${last} = INF, -INF
+      local ${tokens}, ${last}, ${conv} = INF, -INF, false
       do
-        ${readWithExpiry(s, read, Math.ceil(cap / p.rate))}
-        -- refill(min(stored, cap)): never refilled twice when the clock steps back.
-        if ${tokens} > ${cap} then ${tokens} = ${cap} end
-        if ${tokens} < ${cap} and now > ${last} then
-          local elapsed = now - ${last}
-          local missing = ${cap} - ${tokens}
-          ${ceilDiv('q', 'missing', p.rate)}
-          if elapsed >= q then ${tokens} = ${cap} else ${tokens} = ${tokens} + elapsed * ${p.rate} end
+        local value = redis.pcall('GET', ${s.key})
+        if value then
+          local ok, expiry = false, -1
+          if type(value) == 'string' then expiry = redis.call('PEXPIRETIME', ${s.key}) end
+          if expiry >= 0 then
+            local v, wl, wb = nil, ${p.limit}, ${p.capacity}
+            local x, y, z = string.match(value, '^([^:]*):([^:]*):([^:]*)$')
+            if x then v = tonumber(x); wl = tonumber(y); wb = tonumber(z) else v = tonumber(value) end
+            if ${int('v')} and wl == ${p.limit} and wb == ${p.capacity} then
+              if expiry <= now + ${Math.ceil(cap / p.rate) + CLOCK_TOLERANCE_MS} then
+                ${tokens} = v
+                local missing = ${cap} - ${tokens}
+                ${ceilDiv('q', 'missing', p.rate)}
+                ${last} = expiry - q
+                ok = true
+              end
+            elseif ${int('v')} and ${int('wl')} and ${int('wb')} and wl >= 1 and wb >= 1 and wl * 1000 < ${2 ** 53} then
+              -- Written under another limit or burst: refill under the writer's to now, convert what it lacks.
+              local gx, gy = ${w}, wl * 1000
+              while gy > 0 do gx, gy = gy, fmod(gx, gy) end
+              local rw, tw = wl * 1000 / gx, ${w} / gx
+              local capw = wb * 1000 * tw
+              ${ceilDiv('span', 'capw', 'rw')}
+              if capw < ${2 ** 53} and expiry <= now + span + ${CLOCK_TOLERANCE_MS} then
+                local tv = v
+                if tv > capw then tv = capw end
+                local lack = capw - tv
+                ${ceilDiv('q', 'lack', 'rw')}
+                ${last} = expiry - q
+                if tv < capw and now > ${last} then
+                  if now - ${last} >= q then tv = capw else tv = tv + (now - ${last}) * rw end
+                end
+                local used = (capw - tv) * ${p.tokenTicks}
+                ${ceilDiv('u', 'used', 'tw')}
+                if u > ${cap} then u = ${cap} end
+                ${tokens} = ${cap} - u; ${conv} = true; ok = true
+              end
+            end
+          end
+          if not ok then ${repair(s)} end
+        end
+        if not ${conv} then
+          -- refill(min(stored, cap)): never refilled twice when the clock steps back.
+          if ${tokens} > ${cap} then ${tokens} = ${cap} end
+          if ${tokens} < ${cap} and now > ${last} then
+            local elapsed = now - ${last}
+            local missing = ${cap} - ${tokens}
+            ${ceilDiv('q', 'missing', p.rate)}
+            if elapsed >= q then ${tokens} = ${cap} else ${tokens} = ${tokens} + elapsed * ${p.rate} end
+          end
+        end
+      end`;
+  },
+  adopt(s, p) {
+    const [tokens, last, conv] = names(s, TB_STATE);
+    return lua`
+      if ${conv} then
+        do
+          ${tbWrite(s.key, p, tokens, last)}
         end
       end`;
   },
@@ -466,19 +524,17 @@ const tokenBucket: LuaKernel = {
     return lua`
       do
         local left = ${tokens} - cost * ${p.tokenTicks}
-        local refilled = ${last}
-        if now > refilled then refilled = now end
-        local missing = ${p.capTicks} - left
-        ${ceilDiv('q', 'missing', p.rate)}
-        redis.call('SET', ${s.key}, fmt('%d', left), 'PXAT', fmt('%d', refilled + q))
+        ${tbWrite(s.key, p, 'left', last)}
       end`;
   },
 };
 
-// gcra and leaky-bucket (gcra.ts, leaky-bucket.ts). State: `tat` or `tat:frac` (theoretical arrival
-// time in ms, and its fraction in ticks when not 0); expiry = tat (+1 ms when frac > 0).
-// Locals: tat, frac, and debt = max(0, tat - now) in ticks.
-const GC_STATE = ['tat', 'frac', 'debt'] as const;
+// gcra and leaky-bucket (gcra.ts, leaky-bucket.ts). State: `tat:frac:limit:burst` (theoretical arrival
+// time in ms, its fraction in ticks, and the limit and burst it was written under; a bare `tat` or
+// `tat:frac` reads as written under the reader's own); expiry = tat (+1 ms when frac > 0).
+// Locals: tat, frac, and debt = max(0, tat - now) in ticks, all in the reader's scale: state written
+// under another limit or burst is converted on load (gcra.ts gcraDebt), and conv is then true.
+const GC_STATE = ['tat', 'frac', 'debt', 'conv'] as const;
 
 /** gcraReset(): ceil(max(0, tat - now)) in ms, without a division. */
 function gcraReset(s: Slot, target: string): string {
@@ -531,43 +587,92 @@ function gcraDelay(s: Slot, p: CompiledPolicy): string {
     end`;
 }
 
-/** Writes the new TAT for a debt of `after` ticks: `tat` or `tat:frac`, expiring at the TAT (rounded up). */
-function gcraStore(s: Slot, whole: string, frac: string): string {
+/** Writes the new TAT for a debt of `after` ticks: `tat:frac:limit:burst`, expiring at the TAT (rounded up). */
+function gcraStore(s: Slot, p: CompiledPolicy, whole: string, frac: string): string {
+  return gcraWrite(s.key, p, whole, frac);
+}
+
+/** `SET key tat:frac:limit:burst PXAT tat (+1 when frac > 0)`, for a TAT of `now + whole` and `frac` ticks. */
+export function gcraWrite(key: string, p: CompiledPolicy, whole: string, frac: string): string {
   return lua`
     local tat = now + ${whole}
-    if ${frac} > 0 then
-      redis.call('SET', ${s.key}, fmt('%d:%d', tat, ${frac}), 'PXAT', fmt('%d', tat + 1))
-    else
-      local text = fmt('%d', tat)
-      redis.call('SET', ${s.key}, text, 'PXAT', text)
+    local e = tat
+    if ${frac} > 0 then e = tat + 1 end
+    redis.call('SET', ${key}, fmt('%d:%d:${p.limit}:${p.capacity}', tat, ${frac}), 'PXAT', fmt('%d', e))`;
+}
+
+/**
+ * gcraDebt() for state written under another limit (`wl`) or burst (`wb`), same window: checks it as the
+ * writer would have written it (fraction below its rate, TAT at most its span plus the clock tolerance
+ * ahead), then converts the debt to this policy's ticks, rounded up and clamped to its capacity, and sets
+ * `tat` and `frac` in this policy's scale. Sets `bad` when the state is not one the writer could write.
+ */
+function gcraConvert(s: Slot, p: CompiledPolicy): string {
+  const [tat, frac, debt, conv] = names(s, GC_STATE);
+  const w = p.windowMs;
+  return lua`
+    bad = not (${int('wl')} and ${int('wb')} and wl >= 1 and wb >= 1 and wl * 1000 < ${2 ** 53})
+    if not bad then
+      local x, y = ${w}, wl * 1000
+      while y > 0 do x, y = y, fmod(x, y) end
+      local rw, tw = wl * 1000 / x, ${w} / x
+      local capw = wb * 1000 * tw
+      ${ceilDiv('span', 'capw', 'rw')}
+      bad = not (capw < ${2 ** 53} and b < rw and a <= now + span + ${1 + CLOCK_TOLERANCE_MS})
+      if not bad and a >= now then
+        local dw = (a - now) * rw + b
+        local scaled = dw * ${p.tokenTicks}
+        ${ceilDiv('q', 'scaled', 'tw')}
+        if q > ${p.capTicks} then q = ${p.capTicks} end
+        ${floorDiv('whole', 'q', p.rate)}
+        ${tat} = now + whole; ${frac} = q - whole * ${p.rate}; ${debt} = q; ${conv} = true
+      end
     end`;
 }
 
 const gcra: LuaKernel = {
   state: GC_STATE,
-  load(s, p) {
-    const [tat, frac, debt] = names(s, GC_STATE);
+  adopt(s, p) {
+    const [tat, frac, , conv] = names(s, GC_STATE);
     return lua`
-      local ${tat}, ${frac}, ${debt} = -INF, 0, 0
+      if ${conv} then
+        ${gcraWrite(s.key, p, `${tat} - now`, frac)}
+      end`;
+  },
+  load(s, p) {
+    const [tat, frac, debt, conv] = names(s, GC_STATE);
+    return lua`
+      local ${tat}, ${frac}, ${debt}, ${conv} = -INF, 0, 0, false
       do
         local value = redis.pcall('GET', ${s.key})
         if value then
-          -- Most TATs have no fraction: one tonumber, and the split only for \`tat:frac\`.
-          local a, b = nil, 0
+          -- What a commit writes: \`tat:frac:limit:burst\`, one match; a bare \`tat\` or \`tat:frac\` is this policy's.
+          local a, b, wl, wb = nil, 0, ${p.limit}, ${p.capacity}
           if type(value) == 'string' then
-            a = tonumber(value)
-            if a == nil then
-              ${splitPair('value', 'a', 'b')}
+            local x, y, z, u = string.match(value, '^([^:]*):([^:]*):([^:]*):([^:]*)$')
+            if x then
+              a = tonumber(x); b = tonumber(y); wl = tonumber(z); wb = tonumber(u)
+            else
+              a = tonumber(value)
+              if a == nil then
+                ${splitPair('value', 'a', 'b')}
+              end
             end
           end
-          if ${int('a')} and ${int('b')} and b < ${p.rate} and a <= now + ${Math.ceil(p.capTicks / p.rate) + 1 + CLOCK_TOLERANCE_MS} then
-            ${tat} = a; ${frac} = b
-          else
-            ${repair(s)}
+          local bad = not (${int('a')} and ${int('b')})
+          if not bad and wl == ${p.limit} and wb == ${p.capacity} then
+            if b < ${p.rate} and a <= now + ${Math.ceil(p.capTicks / p.rate) + 1 + CLOCK_TOLERANCE_MS} then
+              ${tat} = a; ${frac} = b
+              if ${tat} >= now then ${debt} = (${tat} - now) * ${p.rate} + ${frac} end
+            else
+              bad = true
+            end
+          elseif not bad then
+            ${gcraConvert(s, p)}
           end
+          if bad then ${repair(s)} end
         end
-      end
-      if ${tat} >= now then ${debt} = (${tat} - now) * ${p.rate} + ${frac} end`;
+      end`;
   },
   evaluate(s, p) {
     const [, , debt] = names(s, GC_STATE);
@@ -611,7 +716,7 @@ const gcra: LuaKernel = {
         local after = ${debt} + cost * ${p.tokenTicks}
         ${floorDiv('whole', 'after', p.rate)}
         local frac = after - whole * ${p.rate}
-        ${gcraStore(s, 'whole', 'frac')}
+        ${gcraStore(s, p, 'whole', 'frac')}
       end`;
   },
   consume(s, p) {
@@ -639,7 +744,7 @@ const gcra: LuaKernel = {
           -- The new TAT and the reset time come from the same division of the debt by the rate.
           ${floorDiv('whole', 'after', p.rate)}
           local frac = after - whole * ${p.rate}
-          ${gcraStore(s, 'whole', 'frac')}
+          ${gcraStore(s, p, 'whole', 'frac')}
           ${s.flags} = 5
           local left = ${cap} - after
           ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
@@ -655,7 +760,8 @@ const gcra: LuaKernel = {
 // and including it. Rank 0 holds the base: `b` on a new log, `b<time>` once entries expired (the newest
 // expired entry, whose time is the high-water mark when no entry is left). The cost in the window is
 // `last score - base score`, with no walk over the entries; expired entries are dropped from the head,
-// each once. Locals: hw (high-water mark), base and last (scores), live (entries in the window), fresh
+// each once. At most MAX_LOG_ENTRIES entries (plus the base) per key, as in the kernel: a full log folds
+// its oldest entry into the next one. Locals: hw (high-water mark), base and last (scores), live (entries in the window), fresh
 // (no log yet), expired (entries that left the window) and etime (the newest of them's time).
 const SL_STATE = ['hw', 'base', 'last', 'live', 'fresh', 'expired', 'etime'] as const;
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
@@ -779,6 +885,12 @@ const slidingLog: LuaKernel = {
           if ${live} > 0 and ${hw} == at then
             redis.call('ZINCRBY', ${s.key}, fmt('%d', cost), fmt('%d', at))
           else
+            if ${live} >= ${MAX_LOG_ENTRIES} then
+              -- Full (sliding-log.ts MAX_LOG_ENTRIES): fold the oldest entries into the next one. With running
+              -- totals that is removing them: the next entry's total already counts their cost, now at its
+              -- later time (stricter, never looser). Ranks 1 .. live hold the entries; rank 0 the base.
+              redis.call('ZREMRANGEBYRANK', ${s.key}, 1, ${live} - ${MAX_LOG_ENTRIES - 1})
+            end
             redis.call('ZADD', ${s.key}, fmt('%d', total + cost), fmt('%d', at))
           end
         end

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { CompiledPolicy } from '../../policy.js';
 import type { StorePlan } from '../store.js';
-import { ceilDiv, floorDiv, LUA_KERNELS, lua, type Slot, slot } from './lua-kernels.js';
+import { floorDiv, gcraWrite, LUA_KERNELS, lua, type Slot, slot, tbWrite } from './lua-kernels.js';
 import type { LuaScript } from './scripts.js';
 
 /** What the scripts bake in about a policy: the digest changes whenever a fragment would. */
@@ -138,11 +138,7 @@ function refundFragment(s: Slot, p: CompiledPolicy): string {
           if nxt >= ${cap} then
             redis.call('DEL', ${k})
           else
-            local refilled = ${last}
-            if now > refilled then refilled = now end
-            local missing = ${cap} - nxt
-            ${ceilDiv('q', 'missing', p.rate)}
-            redis.call('SET', ${k}, fmt('%d', nxt), 'PXAT', fmt('%d', refilled + q))
+            ${tbWrite(k, p, 'nxt', last)}
           end
           ${done}
         end`;
@@ -161,12 +157,7 @@ function refundFragment(s: Slot, p: CompiledPolicy): string {
           else
             ${floorDiv('whole', 'nxt', p.rate)}
             local frac = nxt - whole * ${p.rate}
-            local tat = now + whole
-            if frac > 0 then
-              redis.call('SET', ${k}, fmt('%d:%d', tat, frac), 'PXAT', fmt('%d', tat + 1))
-            else
-              redis.call('SET', ${k}, fmt('%d', tat), 'PXAT', fmt('%d', tat))
-            end
+            ${gcraWrite(k, p, 'whole', 'frac')}
           end
           ${done}
         end`;

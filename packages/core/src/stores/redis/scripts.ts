@@ -14,9 +14,11 @@
  * part of the state, read back with PEXPIRETIME (Redis 7.0+):
  * - fixed-window:   `used` (milli-units); window start = expiry - windowMs.
  * - sliding-window: `curr` or `curr:prev` (milli-units); current window start = expiry - 2 * windowMs.
- * - token-bucket:   `tokens` (ticks); last refill = expiry - ceil((capTicks - tokens) / rate).
- * - gcra, leaky-bucket: `tat` or `tat:frac` (theoretical arrival time in ms, and its fraction in ticks
- *   when not 0); expiry = tat (+1 ms when frac > 0).
+ * - token-bucket:   `tokens:limit:burst` (ticks, and the limit and burst it was written under);
+ *   last refill = expiry - ceil((capTicks - tokens) / rate), under the writer's capTicks and rate.
+ * - gcra, leaky-bucket: `tat:frac:limit:burst` (theoretical arrival time in ms, its fraction in ticks,
+ *   and the limit and burst it was written under, so that a reader under another limit converts it);
+ *   expiry = tat (+1 ms when frac > 0).
  * - sliding-log: a sorted set of admitted requests, one member per distinct millisecond, member = the
  *   time in ms, score = the running total of admitted cost (milli-units) up to and including it. Rank 0
  *   holds the base: `b` on a new log, `b<time>` once entries expired. The cost in the window is `last
@@ -71,10 +73,12 @@ function group(plan: StorePlan, from: number, to: number): string {
     if (kernel.consume !== undefined) {
       return lua`
         ${kernel.load(s, p)}
+        ${kernel.adopt?.(s, p) ?? ''}
         ${kernel.consume(s, p)}`;
     }
     return lua`
       ${kernel.load(s, p)}
+      ${kernel.adopt?.(s, p) ?? ''}
       ${kernel.evaluate(s, p)}
       if ${s.flags} == 1 then
         ${kernel.commit(s, p)}
@@ -85,6 +89,7 @@ function group(plan: StorePlan, from: number, to: number): string {
     ({ p, s, kernel }) => lua`
       -- KEYS[${s.i}]
       ${kernel.load(s, p)}
+      ${kernel.adopt?.(s, p) ?? ''}
       ${kernel.evaluate(s, p)}`,
   );
   const charge = members.map(

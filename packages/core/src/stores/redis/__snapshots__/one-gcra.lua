@@ -17,31 +17,69 @@ local cost = tonumber(ARGV[2])
 local out = {0, 0, 0, 0, 0, now}
 local rep = 0
 -- The enforced policies.
-local tat1, frac1, debt1 = -INF, 0, 0
+local tat1, frac1, debt1, conv1 = -INF, 0, 0, false
 do
   local value = redis.pcall('GET', KEYS[1])
   if value then
-    -- Most TATs have no fraction: one tonumber, and the split only for `tat:frac`.
-    local a, b = nil, 0
+    -- What a commit writes: `tat:frac:limit:burst`, one match; a bare `tat` or `tat:frac` is this policy's.
+    local a, b, wl, wb = nil, 0, 1000, 1000
     if type(value) == 'string' then
-      a = tonumber(value)
-      if a == nil then
-        local at = string.find(value, ':', 1, true)
-        if at == nil then
-          a = tonumber(value)
-        else
-          a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+      local x, y, z, u = string.match(value, '^([^:]*):([^:]*):([^:]*):([^:]*)$')
+      if x then
+        a = tonumber(x); b = tonumber(y); wl = tonumber(z); wb = tonumber(u)
+      else
+        a = tonumber(value)
+        if a == nil then
+          local at = string.find(value, ':', 1, true)
+          if at == nil then
+            a = tonumber(value)
+          else
+            a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+          end
         end
       end
     end
-    if (a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)) and b < 5 and a <= now + 172800001 then
-      tat1 = a; frac1 = b
-    else
-      redis.call('DEL', KEYS[1]); rep = rep + 1
+    local bad = not ((a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)))
+    if not bad and wl == 1000 and wb == 1000 then
+      if b < 5 and a <= now + 172800001 then
+        tat1 = a; frac1 = b
+        if tat1 >= now then debt1 = (tat1 - now) * 5 + frac1 end
+      else
+        bad = true
+      end
+    elseif not bad then
+      bad = not ((wl ~= nil and wl >= 0 and wl < 9007199254740992 and wl == floor(wl)) and (wb ~= nil and wb >= 0 and wb < 9007199254740992 and wb == floor(wb)) and wl >= 1 and wb >= 1 and wl * 1000 < 9007199254740992)
+      if not bad then
+        local x, y = 86400000, wl * 1000
+        while y > 0 do x, y = y, fmod(x, y) end
+        local rw, tw = wl * 1000 / x, 86400000 / x
+        local capw = wb * 1000 * tw
+        local span = floor(capw / rw)
+        if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
+        if span * rw ~= capw then span = span + 1 end
+        bad = not (capw < 9007199254740992 and b < rw and a <= now + span + 86400001)
+        if not bad and a >= now then
+          local dw = (a - now) * rw + b
+          local scaled = dw * 432
+          local q = floor(scaled / tw)
+          if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
+          if q * tw ~= scaled then q = q + 1 end
+          if q > 432000000 then q = 432000000 end
+          local whole = floor(q / 5)
+          if whole * 5 > q then whole = whole - 1 elseif (whole + 1) * 5 <= q then whole = whole + 1 end
+          tat1 = now + whole; frac1 = q - whole * 5; debt1 = q; conv1 = true
+        end
+      end
     end
+    if bad then redis.call('DEL', KEYS[1]); rep = rep + 1 end
   end
 end
-if tat1 >= now then debt1 = (tat1 - now) * 5 + frac1 end
+if conv1 then
+  local tat = now + tat1 - now
+  local e = tat
+  if frac1 > 0 then e = tat + 1 end
+  redis.call('SET', KEYS[1], fmt('%d:%d:1000:1000', tat, frac1), 'PXAT', fmt('%d', e))
+end
 do
   local need = cost * 432
   local after = debt1 + need
@@ -84,12 +122,9 @@ do
     if whole * 5 > after then whole = whole - 1 elseif (whole + 1) * 5 <= after then whole = whole + 1 end
     local frac = after - whole * 5
     local tat = now + whole
-    if frac > 0 then
-      redis.call('SET', KEYS[1], fmt('%d:%d', tat, frac), 'PXAT', fmt('%d', tat + 1))
-    else
-      local text = fmt('%d', tat)
-      redis.call('SET', KEYS[1], text, 'PXAT', text)
-    end
+    local e = tat
+    if frac > 0 then e = tat + 1 end
+    redis.call('SET', KEYS[1], fmt('%d:%d:1000:1000', tat, frac), 'PXAT', fmt('%d', e))
     out[1] = 5
     local left = 432000000 - after
     local milli = floor(left / 432)

@@ -21,35 +21,79 @@ local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, now}
 local rep = 0
 -- The enforced policies.
 -- KEYS[1]
-local tokens1, last1 = INF, -INF
+local tokens1, last1, tconv1 = INF, -INF, false
 do
   local value = redis.pcall('GET', KEYS[1])
   if value then
     local ok, expiry = false, -1
     if type(value) == 'string' then expiry = redis.call('PEXPIRETIME', KEYS[1]) end
-    if expiry >= 0 and expiry <= now + 86402000 then
-      local v = tonumber(value)
-      if (v ~= nil and v >= 0 and v < 9007199254740992 and v == floor(v)) then
-        tokens1 = v
-        local missing = 20000 - tokens1
-        local q = floor(missing / 10)
-        if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
-        if q * 10 ~= missing then q = q + 1 end
-        last1 = expiry - q
-        ok = true
+    if expiry >= 0 then
+      local v, wl, wb = nil, 10, 20
+      local x, y, z = string.match(value, '^([^:]*):([^:]*):([^:]*)$')
+      if x then v = tonumber(x); wl = tonumber(y); wb = tonumber(z) else v = tonumber(value) end
+      if (v ~= nil and v >= 0 and v < 9007199254740992 and v == floor(v)) and wl == 10 and wb == 20 then
+        if expiry <= now + 86402000 then
+          tokens1 = v
+          local missing = 20000 - tokens1
+          local q = floor(missing / 10)
+          if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
+          if q * 10 ~= missing then q = q + 1 end
+          last1 = expiry - q
+          ok = true
+        end
+      elseif (v ~= nil and v >= 0 and v < 9007199254740992 and v == floor(v)) and (wl ~= nil and wl >= 0 and wl < 9007199254740992 and wl == floor(wl)) and (wb ~= nil and wb >= 0 and wb < 9007199254740992 and wb == floor(wb)) and wl >= 1 and wb >= 1 and wl * 1000 < 9007199254740992 then
+        -- Written under another limit or burst: refill under the writer's to now, convert what it lacks.
+        local gx, gy = 1000, wl * 1000
+        while gy > 0 do gx, gy = gy, fmod(gx, gy) end
+        local rw, tw = wl * 1000 / gx, 1000 / gx
+        local capw = wb * 1000 * tw
+        local span = floor(capw / rw)
+        if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
+        if span * rw ~= capw then span = span + 1 end
+        if capw < 9007199254740992 and expiry <= now + span + 86400000 then
+          local tv = v
+          if tv > capw then tv = capw end
+          local lack = capw - tv
+          local q = floor(lack / rw)
+          if q * rw > lack then q = q - 1 elseif (q + 1) * rw <= lack then q = q + 1 end
+          if q * rw ~= lack then q = q + 1 end
+          last1 = expiry - q
+          if tv < capw and now > last1 then
+            if now - last1 >= q then tv = capw else tv = tv + (now - last1) * rw end
+          end
+          local used = (capw - tv) * 1
+          local u = floor(used / tw)
+          if u * tw > used then u = u - 1 elseif (u + 1) * tw <= used then u = u + 1 end
+          if u * tw ~= used then u = u + 1 end
+          if u > 20000 then u = 20000 end
+          tokens1 = 20000 - u; tconv1 = true; ok = true
+        end
       end
     end
     if not ok then redis.call('DEL', KEYS[1]); rep = rep + 1 end
   end
-  -- refill(min(stored, cap)): never refilled twice when the clock steps back.
-  if tokens1 > 20000 then tokens1 = 20000 end
-  if tokens1 < 20000 and now > last1 then
-    local elapsed = now - last1
+  if not tconv1 then
+    -- refill(min(stored, cap)): never refilled twice when the clock steps back.
+    if tokens1 > 20000 then tokens1 = 20000 end
+    if tokens1 < 20000 and now > last1 then
+      local elapsed = now - last1
+      local missing = 20000 - tokens1
+      local q = floor(missing / 10)
+      if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
+      if q * 10 ~= missing then q = q + 1 end
+      if elapsed >= q then tokens1 = 20000 else tokens1 = tokens1 + elapsed * 10 end
+    end
+  end
+end
+if tconv1 then
+  do
+    local refilled = last1
+    if now > refilled then refilled = now end
     local missing = 20000 - tokens1
     local q = floor(missing / 10)
     if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
     if q * 10 ~= missing then q = q + 1 end
-    if elapsed >= q then tokens1 = 20000 else tokens1 = tokens1 + elapsed * 10 end
+    redis.call('SET', KEYS[1], fmt('%d:10:20', tokens1), 'PXAT', fmt('%d', refilled + q))
   end
 end
 do
@@ -169,7 +213,7 @@ if out[1] == 1 and out[6] == 1 then
     local q = floor(missing / 10)
     if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
     if q * 10 ~= missing then q = q + 1 end
-    redis.call('SET', KEYS[1], fmt('%d', left), 'PXAT', fmt('%d', refilled + q))
+    redis.call('SET', KEYS[1], fmt('%d:10:20', left), 'PXAT', fmt('%d', refilled + q))
   end
   out[1] = 5
   do
@@ -193,6 +237,12 @@ if out[1] == 1 and out[6] == 1 then
       if live2 > 0 and hw2 == at then
         redis.call('ZINCRBY', KEYS[2], fmt('%d', cost), fmt('%d', at))
       else
+        if live2 >= 1024 then
+          -- Full (sliding-log.ts MAX_LOG_ENTRIES): fold the oldest entries into the next one. With running
+          -- totals that is removing them: the next entry's total already counts their cost, now at its
+          -- later time (stricter, never looser). Ranks 1 .. live hold the entries; rank 0 the base.
+          redis.call('ZREMRANGEBYRANK', KEYS[2], 1, live2 - 1023)
+        end
         redis.call('ZADD', KEYS[2], fmt('%d', total + cost), fmt('%d', at))
       end
     end
@@ -325,31 +375,69 @@ do
   end
 end
 -- KEYS[4]
-local tat4, frac4, debt4 = -INF, 0, 0
+local tat4, frac4, debt4, conv4 = -INF, 0, 0, false
 do
   local value = redis.pcall('GET', KEYS[4])
   if value then
-    -- Most TATs have no fraction: one tonumber, and the split only for `tat:frac`.
-    local a, b = nil, 0
+    -- What a commit writes: `tat:frac:limit:burst`, one match; a bare `tat` or `tat:frac` is this policy's.
+    local a, b, wl, wb = nil, 0, 3, 5
     if type(value) == 'string' then
-      a = tonumber(value)
-      if a == nil then
-        local at = string.find(value, ':', 1, true)
-        if at == nil then
-          a = tonumber(value)
-        else
-          a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+      local x, y, z, u = string.match(value, '^([^:]*):([^:]*):([^:]*):([^:]*)$')
+      if x then
+        a = tonumber(x); b = tonumber(y); wl = tonumber(z); wb = tonumber(u)
+      else
+        a = tonumber(value)
+        if a == nil then
+          local at = string.find(value, ':', 1, true)
+          if at == nil then
+            a = tonumber(value)
+          else
+            a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+          end
         end
       end
     end
-    if (a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)) and b < 3 and a <= now + 86401668 then
-      tat4 = a; frac4 = b
-    else
-      redis.call('DEL', KEYS[4]); rep = rep + 8
+    local bad = not ((a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)))
+    if not bad and wl == 3 and wb == 5 then
+      if b < 3 and a <= now + 86401668 then
+        tat4 = a; frac4 = b
+        if tat4 >= now then debt4 = (tat4 - now) * 3 + frac4 end
+      else
+        bad = true
+      end
+    elseif not bad then
+      bad = not ((wl ~= nil and wl >= 0 and wl < 9007199254740992 and wl == floor(wl)) and (wb ~= nil and wb >= 0 and wb < 9007199254740992 and wb == floor(wb)) and wl >= 1 and wb >= 1 and wl * 1000 < 9007199254740992)
+      if not bad then
+        local x, y = 1000, wl * 1000
+        while y > 0 do x, y = y, fmod(x, y) end
+        local rw, tw = wl * 1000 / x, 1000 / x
+        local capw = wb * 1000 * tw
+        local span = floor(capw / rw)
+        if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
+        if span * rw ~= capw then span = span + 1 end
+        bad = not (capw < 9007199254740992 and b < rw and a <= now + span + 86400001)
+        if not bad and a >= now then
+          local dw = (a - now) * rw + b
+          local scaled = dw * 1
+          local q = floor(scaled / tw)
+          if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
+          if q * tw ~= scaled then q = q + 1 end
+          if q > 5000 then q = 5000 end
+          local whole = floor(q / 3)
+          if whole * 3 > q then whole = whole - 1 elseif (whole + 1) * 3 <= q then whole = whole + 1 end
+          tat4 = now + whole; frac4 = q - whole * 3; debt4 = q; conv4 = true
+        end
+      end
     end
+    if bad then redis.call('DEL', KEYS[4]); rep = rep + 8 end
   end
 end
-if tat4 >= now then debt4 = (tat4 - now) * 3 + frac4 end
+if conv4 then
+  local tat = now + tat4 - now
+  local e = tat
+  if frac4 > 0 then e = tat + 1 end
+  redis.call('SET', KEYS[4], fmt('%d:%d:3:5', tat, frac4), 'PXAT', fmt('%d', e))
+end
 do
   local need = cost * 1
   if need > 5000 then
@@ -411,12 +499,9 @@ if out[11] == 1 and out[16] == 1 then
     if whole * 3 > after then whole = whole - 1 elseif (whole + 1) * 3 <= after then whole = whole + 1 end
     local frac = after - whole * 3
     local tat = now + whole
-    if frac > 0 then
-      redis.call('SET', KEYS[4], fmt('%d:%d', tat, frac), 'PXAT', fmt('%d', tat + 1))
-    else
-      local text = fmt('%d', tat)
-      redis.call('SET', KEYS[4], text, 'PXAT', text)
-    end
+    local e = tat
+    if frac > 0 then e = tat + 1 end
+    redis.call('SET', KEYS[4], fmt('%d:%d:3:5', tat, frac), 'PXAT', fmt('%d', e))
   end
   out[16] = 5
 else

@@ -3,11 +3,11 @@
  * for every algorithm exactly `limit` requests are admitted (the read-compute-write is one script);
  * once per client (ioredis, node-redis, iovalkey).
  */
-import { type ChildProcess, fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import type { AlgorithmId } from '@tollgate/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
+import { nextMessage, startWorkers, stopWorkers } from './worker-pool.js';
 
 const WORKERS = 4;
 const REQUESTS = 40;
@@ -20,39 +20,25 @@ const KINDS = ['ioredis', 'node-redis', 'iovalkey'] as const;
 for (const kind of KINDS)
   describeRedis(`atomicity across processes (through ${kind})`, () => {
     let server: RedisServer;
-    const workers: ChildProcess[] = [];
-
-    function next<T>(w: ChildProcess): Promise<T> {
-      return new Promise((resolve, reject) => {
-        w.once('message', (m) => resolve(m as T));
-        w.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
-      });
-    }
+    let workers: ChildProcess[] = [];
 
     beforeAll(async () => {
       server = await startRedis();
-      const script = fileURLToPath(new URL('./atomicity-worker.ts', import.meta.url));
-      for (let i = 0; i < WORKERS; i++) {
-        workers.push(
-          fork(script, [], {
-            execArgv: ['--import', 'tsx', '--conditions=@tollgate/source'],
-            env: { ...process.env, REDIS_PORT: String(server.port), CLIENT_KIND: kind },
-            stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-          }),
-        );
-      }
-      await Promise.all(workers.map((w) => next<{ ready: true }>(w)));
+      workers = await startWorkers(new URL('./atomicity-worker.ts', import.meta.url), WORKERS, {
+        REDIS_PORT: String(server.port),
+        CLIENT_KIND: kind,
+      });
     }, 60_000);
 
     afterAll(async () => {
-      for (const w of workers) w.send('exit');
+      stopWorkers(workers);
       await server?.close();
     });
 
     for (const algorithm of ALGORITHMS) {
       it(`${algorithm}: ${WORKERS} processes x ${REQUESTS} concurrent requests on one key admit exactly ${LIMIT}`, async () => {
         const prefix = randomPrefix();
-        const answers = workers.map((w) => next<{ admitted: number; degraded: number }>(w));
+        const answers = workers.map((w) => nextMessage<{ admitted: number; degraded: number }>(w));
         for (const w of workers) w.send({ algorithm, prefix, limit: LIMIT, requests: REQUESTS });
         const results = await Promise.all(answers);
         expect(results.reduce((sum, r) => sum + r.degraded, 0)).toBe(0);

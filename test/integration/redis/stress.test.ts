@@ -5,11 +5,11 @@
  * longer than the timeout to drain, get only store answers, exact to the unit. What a
  * "slow store" is (failure/watchdog.ts) is measured on Redis, not on this process's own lag.
  */
-import { type ChildProcess, fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { createLimiter, RedisStore } from '@tollgate/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
+import { nextMessage, startWorkers, stopWorkers } from './worker-pool.js';
 
 const quiet = { warn() {}, error() {} };
 const WORKERS = 4;
@@ -17,32 +17,15 @@ const CONCURRENT = 100;
 
 describeRedis('a healthy Redis under load gives no degraded decision', () => {
   let server: RedisServer;
-  const workers: ChildProcess[] = [];
-
-  function next<T>(w: ChildProcess): Promise<T> {
-    return new Promise((resolve, reject) => {
-      w.once('message', (m) => resolve(m as T));
-      w.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
-    });
-  }
+  let workers: ChildProcess[] = [];
 
   beforeAll(async () => {
     server = await startRedis();
-    const script = fileURLToPath(new URL('./stress-worker.ts', import.meta.url));
-    for (let i = 0; i < WORKERS; i++) {
-      workers.push(
-        fork(script, [], {
-          execArgv: ['--import', 'tsx', '--conditions=@tollgate/source'],
-          env: { ...process.env, REDIS_PORT: String(server.port) },
-          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-        }),
-      );
-    }
-    await Promise.all(workers.map((w) => next<{ ready: true }>(w)));
+    workers = await startWorkers(new URL('./stress-worker.ts', import.meta.url), WORKERS, { REDIS_PORT: String(server.port) });
   }, 60_000);
 
   afterAll(async () => {
-    for (const w of workers) w.send('exit');
+    stopWorkers(workers);
     await server?.close();
   });
 
@@ -111,7 +94,7 @@ describeRedis('a healthy Redis under load gives no degraded decision', () => {
     let degradedTotal = 0;
     for (let round = 0; round < 5; round++) {
       const prefix = randomPrefix();
-      const answers = workers.map((w) => next<{ admitted: number; degraded: number }>(w));
+      const answers = workers.map((w) => nextMessage<{ admitted: number; degraded: number }>(w));
       for (const w of workers) w.send({ prefix, limit: 250, requests: CONCURRENT });
       const results = await Promise.all(answers);
       const degraded = results.reduce((sum, r) => sum + r.degraded, 0);

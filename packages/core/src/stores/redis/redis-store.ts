@@ -190,6 +190,19 @@ export class RedisStore implements Store {
   private lastPlan: StorePlan | undefined;
   private lastBound: Bound | undefined;
 
+  /**
+   * The plan's binding when a call may go out now; otherwise why not (a plan one script cannot hold, or
+   * a client that would queue the command), returned rather than thrown so callers reject without a try.
+   */
+  private sendable(plan: StorePlan): Bound | Error {
+    try {
+      const bound = this.bind(plan);
+      return this.notReady() ?? bound;
+    } catch (tooLarge) {
+      return tooLarge as Error;
+    }
+  }
+
   private bind(plan: StorePlan): Bound {
     if (plan === this.lastPlan) return this.lastBound as Bound;
     let b = this.bindings.get(plan);
@@ -291,14 +304,8 @@ export class RedisStore implements Store {
 
   /** The refund twin (plan-scripts.ts): gives back a charge named by its marks (see `Store.refund`). */
   refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
-    let b: Bound;
-    try {
-      b = this.bind(plan);
-    } catch (tooLarge) {
-      return Promise.reject(tooLarge);
-    }
-    const error = this.notReady();
-    if (error !== undefined) return Promise.reject(error);
+    const b = this.sendable(plan);
+    if (!isBound(b)) return Promise.reject(b);
     const n = plan.policies.length;
     const args = this.keysOf(key, b);
     const groups = typeof key !== 'string' && this.client.isCluster ? slotGroups(args) : undefined;
@@ -428,14 +435,8 @@ export class RedisStore implements Store {
   }
 
   private runPlan(key: StoreKey, plan: StorePlan, cost: number, now: number, peek: boolean): Promise<StoreResult> {
-    let b: Bound;
-    try {
-      b = this.bind(plan);
-    } catch (tooLarge) {
-      return Promise.reject(tooLarge);
-    }
-    const error = this.notReady();
-    if (error !== undefined) return Promise.reject(error);
+    const b = this.sendable(plan);
+    if (!isBound(b)) return Promise.reject(b);
     const n = plan.policies.length;
     // KEYS (one per policy), then ARGV: now ('' = Redis TIME) and the cost.
     const args = this.keysOf(key, b);
@@ -485,4 +486,8 @@ function checkReply(reply: unknown, n: number, script: LuaScript): StoreResult {
     `expected ${length} integers from ${script.name} (${n} ${n === 1 ? 'policy' : 'policies'}), got ${shown}; ` +
       'the client must return Redis replies as it decodes them, integers as numbers (a wrapper that converts replies is the usual cause)',
   );
+}
+
+function isBound(value: Bound | Error): value is Bound {
+  return !(value instanceof Error);
 }

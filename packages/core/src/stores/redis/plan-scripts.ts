@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import type { CompiledPolicy } from '../../policy.js';
 import type { StorePlan } from '../store.js';
 import { floorDiv, gcraWrite, LUA_KERNELS, lua, type Slot, slot, tbWrite } from './lua-kernels.js';
-import type { LuaScript } from './scripts.js';
+import { groupMembers, type LuaScript, reportUncharged } from './scripts.js';
 
 /** What the scripts bake in about a policy: the digest changes whenever a fragment would. */
 function header(plan: StorePlan): string[] {
@@ -45,19 +45,13 @@ const NOW = lua`
 
 /** Peek statements for one group: decide every policy, report as `apply` would, charge nothing. */
 function peekGroup(plan: StorePlan, from: number, to: number): string {
-  const members = plan.policies.slice(from, to).map((p, k) => ({ p, s: slot(from + k + 1), kernel: LUA_KERNELS[p.algorithm] }));
+  const members = groupMembers(plan, from, to);
   const decide = members.map(
     ({ p, s, kernel }) => lua`
       ${kernel.load(s, p)}
       ${kernel.evaluate(s, p)}`,
   );
-  const report = members.map(
-    ({ p, s, kernel }) => lua`
-      if ${s.flags} == 1 then
-        ${kernel.uncharged(s, p)}
-        ${s.delay} = 0
-      end`,
-  );
+  const report = reportUncharged(members);
   return lua`
     ${decide.join('\n')}
     if ${members.map(({ s }) => `${s.flags} == 1`).join(' and ')} then

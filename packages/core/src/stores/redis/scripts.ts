@@ -30,7 +30,7 @@ import { createHash } from 'node:crypto';
 import { RateLimitConfigError } from '../../errors.js';
 import type { CompiledPolicy } from '../../policy.js';
 import type { StorePlan } from '../store.js';
-import { LUA_KERNELS, lua, slot } from './lua-kernels.js';
+import { LUA_KERNELS, type LuaKernel, lua, type Slot, slot } from './lua-kernels.js';
 
 /** A Lua script and the SHA1 that EVALSHA names it by (computed from the text, never pinned by hand). */
 export interface LuaScript {
@@ -65,7 +65,7 @@ function describe(p: CompiledPolicy): string {
 
 /** Statements for one all-or-nothing group: the policies at plan positions `from` to `to` - 1. */
 function group(plan: StorePlan, from: number, to: number): string {
-  const members = plan.policies.slice(from, to).map((p, k) => ({ p, s: slot(from + k + 1), kernel: LUA_KERNELS[p.algorithm] }));
+  const members = groupMembers(plan, from, to);
   const [only] = members;
   if (only !== undefined && members.length === 1) {
     // A group of one: nothing else can veto the charge, so decide and charge in one pass.
@@ -97,13 +97,7 @@ function group(plan: StorePlan, from: number, to: number): string {
       ${kernel.commit(s, p)}
       ${s.flags} = 5`,
   );
-  const report = members.map(
-    ({ p, s, kernel }) => lua`
-      if ${s.flags} == 1 then
-        ${kernel.uncharged(s, p)}
-        ${s.delay} = 0
-      end`,
-  );
+  const report = reportUncharged(members);
   return lua`
     ${decide.join('\n')}
     if ${members.map(({ s }) => `${s.flags} == 1`).join(' and ')} then
@@ -112,6 +106,29 @@ function group(plan: StorePlan, from: number, to: number): string {
       -- Admitted here but not charged: report the state as it stands (a cost that can never fit does).
       ${report.join('\n')}
     end`;
+}
+
+/** One policy of a group as the generators see it: its parameters, its Lua locals and its kernel. */
+export interface GroupMember {
+  readonly p: CompiledPolicy;
+  readonly s: Slot;
+  readonly kernel: LuaKernel;
+}
+
+/** The policies `plan.policies[from .. to)`, with KEYS slots numbered from `from + 1`. */
+export function groupMembers(plan: StorePlan, from: number, to: number): GroupMember[] {
+  return plan.policies.slice(from, to).map((p, k) => ({ p, s: slot(from + k + 1), kernel: LUA_KERNELS[p.algorithm] }));
+}
+
+/** Statements that report, for each policy that admitted but was not charged, the state as it stands. */
+export function reportUncharged(members: readonly GroupMember[]): string[] {
+  return members.map(
+    ({ p, s, kernel }) => lua`
+      if ${s.flags} == 1 then
+        ${kernel.uncharged(s, p)}
+        ${s.delay} = 0
+      end`,
+  );
 }
 
 function defineScript(name: string, text: string): LuaScript {

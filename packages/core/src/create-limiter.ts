@@ -29,6 +29,7 @@ import {
   keyAt,
   R_DELAY,
   R_FLAGS,
+  R_POSITION,
   R_REMAINING,
   R_RESET,
   R_RETRY_AFTER,
@@ -413,10 +414,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const n = cp.all.length;
     // RedisStore answers with the `now` it used after the per-policy numbers; the memory store used ours.
     const storeNow = r.length > n * RESULT_STRIDE ? (r[n * RESULT_STRIDE] as number) : at;
-    const marks: number[] = new Array(n);
+    // Per policy its mark, then per policy its position (Store.refund).
+    const marks: number[] = new Array(2 * n);
     for (let i = 0; i < n; i++) {
       const o = i * RESULT_STRIDE;
-      marks[i] = ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0 ? storeNow + (r[o + R_RESET] as number) : Number.NaN;
+      const charged = ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0;
+      marks[i] = charged ? storeNow + (r[o + R_RESET] as number) : Number.NaN;
+      marks[n + i] = charged ? (r[o + R_POSITION] as number) : Number.NaN;
     }
     d.receipt = new Receipt(issuer, cp, t.storeKey, costUnits(cost), cost, marks);
     return d;
@@ -512,11 +516,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
         `the '${store.kind}' store has no refund(); MemoryStore and RedisStore have one`,
       );
     }
+    // What the receipt gave back before (Store.refund: the last of the marks).
+    const marks = [...receipt.marks, Math.round(receipt.cost * MILLI) - receipt.left];
     // Spent before the call: a refund whose answer is lost is never sent twice.
     receipt.spend(give);
     const cp = receipt.compiled;
     const node = guard.nodeOf(keyAt(receipt.key, 0));
-    const pending = store.refund(receipt.key, cp.storePlan, give, receipt.marks, now());
+    const pending = store.refund(receipt.key, cp.storePlan, give, marks, now());
     const done = isPromiseLike(pending)
       ? await guard.watch<ArrayLike<number>, ArrayLike<number> | CallFailure>(node, guard.next(), pending, same, same)
       : pending;

@@ -147,7 +147,8 @@ function resultAt(r: StoreResult, p: CompiledPolicy, o: number): Result {
     p.windowMs,
     p.capacity,
     fromMilli(r[o + R_REMAINING] as number),
-    r[o + R_RETRY_AFTER] as number,
+    // An admitted policy waits for nothing (a charged one's slot holds its position: store.ts R_POSITION).
+    (flags & F_ALLOWED) !== 0 ? 0 : (r[o + R_RETRY_AFTER] as number),
     r[o + R_RESET] as number,
     r[o + R_DELAY] as number,
     (flags & F_EXCEEDS) !== 0 ? 'cost-exceeds-capacity' : undefined,

@@ -86,7 +86,7 @@ describe('conversion across limits and bursts (property, on the kernel)', () => 
   it('after a change the debt is what was consumed, rounded up to a tick, clamped to capacity; remaining never exceeds a key that consumed as much', () => {
     fc.assert(
       fc.property(caseArb, ({ a, b, steps, later }) => {
-        const t: StateTable = { f: new Float64Array(5), stride: 5, logs: [] };
+        const t: StateTable = { f: new Float64Array(7), stride: 7, logs: [] };
         a.kernel.init(t, 0);
         const out = createOutcome();
         let now = 10_000_000;

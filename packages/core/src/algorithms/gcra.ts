@@ -10,8 +10,8 @@
  * Fixed point: time is kept as integer ms plus a fraction in ticks (`rate` ticks per ms), and one
  * milli-unit of cost is `tokenTicks` ticks, so `T` is exact even for 1000 / 3 ms.
  * State: [tat ms, tat fraction in ticks (0 <= fraction < the writer's rate), the writer's limit, the
- * writer's burst]. A key never seen: tat = -Infinity. The debt `max(0, tat - now)` in ticks plays the
- * part of (capacity - tokens) of a token bucket.
+ * writer's burst, then the refund frame (refund-frame.ts)]. A key never seen: tat = -Infinity. The debt
+ * `max(0, tat - now)` in ticks plays the part of (capacity - tokens) of a token bucket.
  *
  * A change of limit (or plan) keeps the state: the key is named without limit or burst, and the state
  * records the limit and burst it was written under. A reader under other ones converts the debt (what
@@ -23,6 +23,7 @@ import { ceilDiv, floorDiv, gcd, ticksToMilli } from '../internal/fixed-point.js
 import type { CompiledPolicy } from '../policy.js';
 import type { AlgorithmKernel, Outcome, StateTable } from './kernel.js';
 import { writeExceeds } from './kernel.js';
+import { closeFrame, FRAME_AT, initFrame, noteMark, refundedAt } from './refund-frame.js';
 
 /**
  * `max(0, tat - now)` in the ticks of `p`. State written under another limit or burst (same window) is
@@ -40,14 +41,34 @@ export function gcraDebt(t: StateTable, o: number, now: number, p: CompiledPolic
   return Math.min(p.capTicks, ceilDiv(debtW * p.tokenTicks, p.windowMs / g));
 }
 
-/** Records the new TAT for a debt of `after` ticks of `p` (and `p`'s limit and burst); returns its whole ms. */
+/**
+ * Records the new TAT for a debt of `after` ticks of `p` (and `p`'s limit and burst), and its mark in the
+ * refund frame; returns its whole ms.
+ */
 function store(t: StateTable, o: number, now: number, after: number, p: CompiledPolicy): number {
   const whole = floorDiv(after, p.rate);
+  const frac = after - whole * p.rate;
   t.f[o] = now + whole;
-  t.f[o + 1] = after - whole * p.rate;
+  t.f[o + 1] = frac;
   t.f[o + 2] = p.limit;
   t.f[o + 3] = p.capacity;
+  noteMark(t, o, now, now + whole + (frac > 0 ? 1 : 0));
   return whole;
+}
+
+/** When the bucket is full again as the state stands (the TAT rounded up to the ms). */
+export function gcraFullAt(t: StateTable, o: number): number {
+  return (t.f[o] as number) + ((t.f[o + 1] as number) > 0 ? 1 : 0);
+}
+
+/**
+ * The position of the charge just made (refund-frame.ts): ticks refunded in the frame, less how far the
+ * charge's mark (the TAT rounded up) lies after the exact TAT.
+ */
+export function gcraPosition(t: StateTable, slot: number, now: number, p: CompiledPolicy): number {
+  const o = slot * t.stride;
+  const frac = t.f[o + 1] as number;
+  return refundedAt(t, o, now) - (frac > 0 ? p.rate - frac : 0);
 }
 
 /** Evaluates the GCRA rule; `delayTicks` >= 0 turns on the leaky-bucket delay (Infinity: never delay). */
@@ -139,17 +160,18 @@ export function commitGcra(t: StateTable, slot: number, now: number, cost: numbe
   store(t, o, now, gcraDebt(t, o, now, p) + cost * p.tokenTicks, p);
 }
 
-/** Sets the state to a debt of `debt` ticks of `p` at `now` (refunds); 0 is a key never seen. */
+/** Sets the state to a debt of `debt` ticks of `p` at `now` (refunds: the frame is live, the key stays). */
 export function setGcraDebt(t: StateTable, slot: number, now: number, debt: number, p: CompiledPolicy): void {
-  if (debt === 0) initGcra(t, slot);
-  else store(t, slot * t.stride, now, debt, p);
+  store(t, slot * t.stride, now, debt, p);
 }
 
 export function initGcra(t: StateTable, slot: number): void {
-  t.f[slot * t.stride] = Number.NEGATIVE_INFINITY;
-  t.f[slot * t.stride + 1] = 0;
-  t.f[slot * t.stride + 2] = 0;
-  t.f[slot * t.stride + 3] = 0;
+  const o = slot * t.stride;
+  t.f[o] = Number.NEGATIVE_INFINITY;
+  t.f[o + 1] = 0;
+  t.f[o + 2] = 0;
+  t.f[o + 3] = 0;
+  initFrame(t, o);
 }
 
 /**
@@ -158,18 +180,24 @@ export function initGcra(t: StateTable, slot: number): void {
  */
 export function adoptGcra(t: StateTable, slot: number, now: number, p: CompiledPolicy): void {
   const o = slot * t.stride;
-  if ((t.f[o] as number) < now || (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity)) return;
+  if (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity) return;
+  if ((t.f[o] as number) < now && refundedAt(t, o, now) === 0) return;
+  // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
+  const limit = t.f[o + 2] as number;
+  const rateW = (limit * 1000) / gcd(p.windowMs, limit * 1000);
+  closeFrame(t, o, now, gcraFullAt(t, o), rateW, Math.ceil(p.capTicks / p.rate));
   store(t, o, now, gcraDebt(t, o, now, p), p);
 }
 
+/** The TAT, or the end of a live refund frame when later. */
 export function gcraExpiresAt(t: StateTable, slot: number): number {
   const o = slot * t.stride;
-  return (t.f[o] as number) + ((t.f[o + 1] as number) > 0 ? 1 : 0);
+  return Math.max(gcraFullAt(t, o), t.f[o + FRAME_AT + 1] as number);
 }
 
 export const gcra: AlgorithmKernel = {
   id: 'gcra',
-  stride: 4,
+  stride: 6,
   init: initGcra,
   evaluate(t, slot, now, cost, p, out) {
     evaluateGcra(t, slot, now, cost, p, out, Number.POSITIVE_INFINITY);
@@ -180,4 +208,5 @@ export const gcra: AlgorithmKernel = {
   },
   expiresAt: gcraExpiresAt,
   adopt: adoptGcra,
+  position: gcraPosition,
 };

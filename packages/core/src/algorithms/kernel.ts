@@ -81,6 +81,11 @@ export interface AlgorithmKernel {
    * `adopt` fragment (lua-kernels.ts). Absent for kernels whose state needs no conversion.
    */
   adopt?(t: StateTable, slot: number, now: number, p: CompiledPolicy): void;
+  /**
+   * The position of the charge just committed at `now`, which its receipt keeps for a refund (the bucket
+   * family: refund-frame.ts). Absent where a refund needs no more than the charge's mark.
+   */
+  position?(t: StateTable, slot: number, now: number, p: CompiledPolicy): number;
 }
 
 /** `consume` for kernels without a fused version: evaluate, then commit when admitted. */

@@ -11,12 +11,12 @@
  * State: the GCRA timestamp (see gcra.ts); the delay is the debt found before the request, in ms.
  */
 
-import { adoptGcra, commitGcra, consumeGcra, evaluateGcra, gcraExpiresAt, initGcra } from './gcra.js';
+import { adoptGcra, commitGcra, consumeGcra, evaluateGcra, gcraExpiresAt, gcraPosition, initGcra } from './gcra.js';
 import type { AlgorithmKernel } from './kernel.js';
 
 export const leakyBucket: AlgorithmKernel = {
   id: 'leaky-bucket',
-  stride: 4,
+  stride: 6,
   init: initGcra,
   evaluate(t, slot, now, cost, p, out) {
     evaluateGcra(t, slot, now, cost, p, out, p.delayTicks);
@@ -27,4 +27,5 @@ export const leakyBucket: AlgorithmKernel = {
   },
   expiresAt: gcraExpiresAt,
   adopt: adoptGcra,
+  position: gcraPosition,
 };

@@ -7,8 +7,8 @@
  *
  * Fixed point: tokens are kept in ticks, `tokenTicks` ticks per milli-unit, and the bucket gains `rate`
  * ticks per ms; both are integers (see policy.ts), so refill is exact for any limit and window.
- * State: [tokens in ticks, last refill ms, the writer's limit, the writer's burst]. A key never seen:
- * full, last = -Infinity. State written under another limit or burst (same window: it is in the key's
+ * State: [tokens in ticks, last refill ms, the writer's limit, the writer's burst, then the refund frame
+ * (refund-frame.ts)]. A key never seen: full, last = -Infinity. State written under another limit or burst (same window: it is in the key's
  * name) is refilled to now under the writer's, then what it lacks is converted to this policy's ticks,
  * rounded up, clamped to its capacity (the Lua load does the same operations in the same order).
  */
@@ -16,6 +16,7 @@ import { ceilDiv, gcd, ticksToMilli } from '../internal/fixed-point.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { AlgorithmKernel, StateTable } from './kernel.js';
 import { evaluateThenCommit, writeExceeds } from './kernel.js';
+import { closeFrame, FRAME_AT, initFrame, noteMark, refundedAt } from './refund-frame.js';
 
 /** Tokens at `now` (ticks), never refilled twice when the clock steps back. */
 function refill(tokens: number, last: number, now: number, cap: number, rate: number): number {
@@ -45,12 +46,27 @@ export function tbLevel(t: StateTable, o: number, now: number, p: CompiledPolicy
   return p.capTicks - Math.min(p.capTicks, ceilDiv(used * p.tokenTicks, tw));
 }
 
-/** Records `tokens` (ticks of `p`) refilled at `last`, with `p`'s limit and burst. */
-export function tbStore(t: StateTable, o: number, tokens: number, last: number, p: CompiledPolicy): void {
+/**
+ * Records `tokens` (ticks of `p`) refilled at `last`, with `p`'s limit and burst, and the time the bucket
+ * is full again in the refund frame.
+ */
+export function tbStore(t: StateTable, o: number, now: number, tokens: number, last: number, p: CompiledPolicy): void {
   t.f[o] = tokens;
   t.f[o + 1] = last;
   t.f[o + 2] = p.limit;
   t.f[o + 3] = p.capacity;
+  noteMark(t, o, now, tokens >= p.capTicks ? last : last + ceilDiv(p.capTicks - tokens, p.rate));
+}
+
+/** When the bucket is full again as the state stands, under the writer's limit and burst (-Infinity: full). */
+export function tbFullAt(t: StateTable, o: number, p: CompiledPolicy): number {
+  const tokens = t.f[o] as number;
+  const [rate, , cap] =
+    t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity
+      ? [p.rate, p.tokenTicks, p.capTicks]
+      : writerScale(t.f[o + 2] as number, t.f[o + 3] as number, p.windowMs);
+  if (tokens >= cap) return Number.NEGATIVE_INFINITY;
+  return (t.f[o + 1] as number) + ceilDiv(cap - tokens, rate);
 }
 
 function resetUncharged(tokens: number, cap: number, rate: number, behind: number): number {
@@ -59,12 +75,14 @@ function resetUncharged(tokens: number, cap: number, rate: number, behind: numbe
 
 export const tokenBucket: AlgorithmKernel = {
   id: 'token-bucket',
-  stride: 4,
+  stride: 6,
   init(t, slot) {
-    t.f[slot * t.stride] = Number.POSITIVE_INFINITY;
-    t.f[slot * t.stride + 1] = Number.NEGATIVE_INFINITY;
-    t.f[slot * t.stride + 2] = 0;
-    t.f[slot * t.stride + 3] = 0;
+    const o = slot * t.stride;
+    t.f[o] = Number.POSITIVE_INFINITY;
+    t.f[o + 1] = Number.NEGATIVE_INFINITY;
+    t.f[o + 2] = 0;
+    t.f[o + 3] = 0;
+    initFrame(t, o);
   },
   evaluate(t, slot, now, cost, p, out) {
     const o = slot * t.stride;
@@ -96,22 +114,26 @@ export const tokenBucket: AlgorithmKernel = {
   },
   commit(t, slot, now, cost, p) {
     const o = slot * t.stride;
-    tbStore(t, o, tbLevel(t, o, now, p) - cost * p.tokenTicks, Math.max(now, t.f[o + 1] as number), p);
+    tbStore(t, o, now, tbLevel(t, o, now, p) - cost * p.tokenTicks, Math.max(now, t.f[o + 1] as number), p);
   },
   consume: evaluateThenCommit,
   expiresAt(t, slot, p) {
     const o = slot * t.stride;
-    const tokens = t.f[o] as number;
-    const [rate, , cap] =
-      t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity
-        ? [p.rate, p.tokenTicks, p.capTicks]
-        : writerScale(t.f[o + 2] as number, t.f[o + 3] as number, p.windowMs);
-    if (tokens >= cap) return Number.NEGATIVE_INFINITY;
-    return (t.f[o + 1] as number) + ceilDiv(cap - tokens, rate);
+    return Math.max(tbFullAt(t, o, p), t.f[o + FRAME_AT + 1] as number);
   },
   adopt(t, slot, now, p) {
     const o = slot * t.stride;
-    if (t.f[o] === Number.POSITIVE_INFINITY || (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity)) return;
-    tbStore(t, o, tbLevel(t, o, now, p), Math.max(now, t.f[o + 1] as number), p);
+    if (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity) return;
+    if (t.f[o] === Number.POSITIVE_INFINITY && refundedAt(t, o, now) === 0) return;
+    // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
+    const limit = t.f[o + 2] as number;
+    const [rateW] = writerScale(limit, t.f[o + 3] as number, p.windowMs);
+    closeFrame(t, o, now, tbFullAt(t, o, p), rateW, Math.ceil(p.capTicks / p.rate));
+    tbStore(t, o, now, tbLevel(t, o, now, p), Math.max(now, t.f[o + 1] as number), p);
+  },
+  position(t, slot, now, p) {
+    const o = slot * t.stride;
+    const missing = p.capTicks - (t.f[o] as number);
+    return refundedAt(t, o, now) - (ceilDiv(missing, p.rate) * p.rate - missing);
   },
 };

@@ -11,22 +11,37 @@
  *   is in the window (and the entry itself once it holds nothing).
  * - token-bucket, gcra, leaky-bucket: the time the bucket would be full again after the charge had
  *   nothing else come; the refund gives back the part of the charge that has not leaked away by now,
- *   `min(cost, (mark - now) * rate)` (all of it right after the charge, nothing from the mark on). More
- *   would hand out refill that later charges already used: with a charge at t0, another at t1 and the
- *   first refunded at t1, the bucket must not hold more than if the first had never come.
+ *   less everything given back on the key since the charge (the refund frame, algorithms/refund-frame.ts,
+ *   with the charge's position): `min(cost, (mark - now) * rate - (refunded - position))` (all of it right
+ *   after the charge, nothing from the mark on). More would hand out refill that later charges already
+ *   used, or that an earlier refund already returned: with a charge at t0, another at t1 and the first
+ *   refunded at t1, the bucket must not hold more than if the first had never come. A receipt refunds
+ *   only under the limit and burst the state is in (a change of them ends what older charges may give back).
  * Every refund gives back at most what was charged and never lifts a state above capacity; a state
  * left equal to a key never seen is dropped, as Redis deletes the key.
  */
-import { gcraDebt, setGcraDebt } from '../algorithms/gcra.js';
+import { gcraDebt, gcraFullAt, setGcraDebt } from '../algorithms/gcra.js';
 import { alignedStart, type LogRing, type StateTable } from '../algorithms/kernel.js';
-import { tbLevel, tbStore, tokenBucket as tokenBucketKernel } from '../algorithms/token-bucket.js';
+import { MAX_REFUNDED, recordRefund, refundedAt } from '../algorithms/refund-frame.js';
+import { tbFullAt, tbLevel, tbStore } from '../algorithms/token-bucket.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { AlgorithmId } from '../types.js';
 
-/** Gives back `cost` milli-units charged with `mark` to the row at `slot`; true when the state took it. */
-export type RefundKernel = (t: StateTable, slot: number, now: number, cost: number, mark: number, p: CompiledPolicy) => boolean;
+/**
+ * Gives back `cost` milli-units charged with `mark` (and `position`, the bucket family's: refund-frame.ts)
+ * to the row at `slot`; true when the state took it.
+ */
+export type RefundKernel = (
+  t: StateTable,
+  slot: number,
+  now: number,
+  cost: number,
+  mark: number,
+  position: number,
+  p: CompiledPolicy,
+) => boolean;
 
-const fixedWindow: RefundKernel = (t, slot, now, cost, mark, p) => {
+const fixedWindow: RefundKernel = (t, slot, now, cost, mark, _position, p) => {
   const o = slot * t.stride;
   const start = t.f[o] as number;
   const w = p.windowMs;
@@ -43,7 +58,7 @@ const fixedWindow: RefundKernel = (t, slot, now, cost, mark, p) => {
   return true;
 };
 
-const slidingWindow: RefundKernel = (t, slot, now, cost, mark, p) => {
+const slidingWindow: RefundKernel = (t, slot, now, cost, mark, _position, p) => {
   const o = slot * t.stride;
   const w = p.windowMs;
   const start = t.f[o] as number;
@@ -57,24 +72,43 @@ const slidingWindow: RefundKernel = (t, slot, now, cost, mark, p) => {
   return true;
 };
 
-const tokenBucket: RefundKernel = (t, slot, now, cost, mark, p) => {
-  if (!(now < mark)) return false;
+/**
+ * What a bucket refund may give back at most (refund-frame.ts): the part of the charge not leaked by now,
+ * less what the key gave back since the charge; 0 for a charge of an ended frame, or of another limit.
+ * `position` is the receipt's, less what it gave back before.
+ */
+function allowance(t: StateTable, o: number, now: number, mark: number, position: number, p: CompiledPolicy): number {
+  if (!(now < mark) || t.f[o + 2] !== p.limit || t.f[o + 3] !== p.capacity) return 0;
+  const refunded = refundedAt(t, o, now);
+  if (!(refunded >= position)) return 0;
+  return (mark - now) * p.rate + position - refunded;
+}
+
+/** Takes `take` ticks off a bucket whose debt was `debt`: counted unless the charge was the newest. */
+function settle(t: StateTable, o: number, now: number, take: number, debt: number, room: number, fullAt: number, mark: number): boolean {
+  if (!(take > 0) || refundedAt(t, o, now) + take > MAX_REFUNDED) return false;
+  recordRefund(t, o, now, take, debt > room, fullAt, mark);
+  return true;
+}
+
+const tokenBucket: RefundKernel = (t, slot, now, cost, mark, position, p) => {
   const o = slot * t.stride;
-  const cap = p.capTicks;
-  const last = t.f[o + 1] as number;
   const tokens = tbLevel(t, o, now, p);
-  if (tokens >= cap) return false;
-  const next = tokens + Math.min(cost * p.tokenTicks, cap - tokens, (mark - now) * p.rate);
-  if (next >= cap) tokenBucketKernel.init(t, slot);
-  else tbStore(t, o, next, Math.max(now, last), p);
+  const debt = p.capTicks - tokens;
+  const room = allowance(t, o, now, mark, position, p);
+  const take = Math.min(cost * p.tokenTicks, debt, room);
+  if (!settle(t, o, now, take, debt, room, tbFullAt(t, o, p), mark)) return false;
+  tbStore(t, o, now, tokens + take, Math.max(now, t.f[o + 1] as number), p);
   return true;
 };
 
-const gcra: RefundKernel = (t, slot, now, cost, mark, p) => {
-  if (!(now < mark)) return false;
-  const debt = gcraDebt(t, slot * t.stride, now, p);
-  if (debt === 0) return false;
-  setGcraDebt(t, slot, now, debt - Math.min(debt, cost * p.tokenTicks, (mark - now) * p.rate), p);
+const gcra: RefundKernel = (t, slot, now, cost, mark, position, p) => {
+  const o = slot * t.stride;
+  const debt = gcraDebt(t, o, now, p);
+  const room = allowance(t, o, now, mark, position, p);
+  const take = Math.min(debt, cost * p.tokenTicks, room);
+  if (!settle(t, o, now, take, debt, room, gcraFullAt(t, o), mark)) return false;
+  setGcraDebt(t, slot, now, debt - take, p);
   return true;
 };
 
@@ -83,7 +117,7 @@ function at(r: LogRing, i: number): number {
   return ((r.head + i) & (r.buf.length / 2 - 1)) * 2;
 }
 
-const slidingLog: RefundKernel = (t, slot, now, cost, mark, p) => {
+const slidingLog: RefundKernel = (t, slot, now, cost, mark, _position, p) => {
   const r = t.logs[slot];
   if (r === undefined) return false;
   const w = p.windowMs;

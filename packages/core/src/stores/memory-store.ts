@@ -19,6 +19,7 @@ import {
   keyAt,
   R_DELAY,
   R_FLAGS,
+  R_POSITION,
   R_REMAINING,
   R_RESET,
   R_RETRY_AFTER,
@@ -279,14 +280,16 @@ export class MemoryStore implements Store {
   refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Uint8Array {
     if (now > this.lastNow) this.lastNow = now;
     const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
-    const done = new Uint8Array(plan.policies.length);
-    for (let i = 0; i < plan.policies.length; i++) {
+    const n = plan.policies.length;
+    const done = new Uint8Array(n);
+    for (let i = 0; i < n; i++) {
       const mark = marks[i] as number;
       if (Number.isNaN(mark)) continue;
       const t = b.tables[i] as Table;
       const p = plan.policies[i] as CompiledPolicy;
       const slot = t.index.get(keyAt(key, i));
-      if (slot !== undefined && REFUND_KERNELS[p.algorithm](t, slot, now, cost, mark, p)) done[i] = 1;
+      const position = (marks[n + i] ?? Number.NaN) - (marks[2 * n] ?? 0) * p.tokenTicks;
+      if (slot !== undefined && REFUND_KERNELS[p.algorithm](t, slot, now, cost, mark, position, p)) done[i] = 1;
     }
     return done;
   }
@@ -299,24 +302,25 @@ export class MemoryStore implements Store {
   private applySingle(key: string, b: Bound, cost: number, now: number): Float64Array {
     const t = b.tables[0] as Table;
     const out = b.outcomes[0] as Outcome;
-    const slot = t.index.get(key);
+    const p = b.policies[0] as CompiledPolicy;
+    let slot = t.index.get(key);
     if (slot === undefined) {
       t.kernel.init(t, 0);
-      t.kernel.consume(t, 0, now, cost, b.policies[0] as CompiledPolicy, out);
+      t.kernel.consume(t, 0, now, cost, p, out);
       if (out.allowed) {
         if (this.count >= this.maxKeys) this.evict(t, now, key, b.tables);
-        t.adoptScratch(key);
+        slot = t.adoptScratch(key);
         this.count += 1;
       }
     } else {
       t.touch(slot);
-      t.kernel.adopt?.(t, slot, now, b.policies[0] as CompiledPolicy);
-      t.kernel.consume(t, slot, now, cost, b.policies[0] as CompiledPolicy, out);
+      t.kernel.adopt?.(t, slot, now, p);
+      t.kernel.consume(t, slot, now, cost, p, out);
     }
     const r = b.result;
     if (out.allowed) {
       r[R_FLAGS] = F_ALLOWED | F_CHARGED;
-      r[R_RETRY_AFTER] = 0;
+      r[R_POSITION] = t.kernel.position?.(t, slot as number, now, p) ?? 0;
     } else {
       r[R_FLAGS] = out.exceeds ? F_EXCEEDS : 0;
       r[R_RETRY_AFTER] = out.retryAfterMs;
@@ -365,10 +369,11 @@ export class MemoryStore implements Store {
         } else {
           t.touch(slot);
         }
-        t.kernel.commit(t, slot, now, cost, b.policies[i] as CompiledPolicy);
+        const p = b.policies[i] as CompiledPolicy;
+        t.kernel.commit(t, slot, now, cost, p);
         r[o + R_FLAGS] = F_ALLOWED | F_CHARGED;
         r[o + R_REMAINING] = out.remaining;
-        r[o + R_RETRY_AFTER] = 0;
+        r[o + R_POSITION] = t.kernel.position?.(t, slot, now, p) ?? 0;
         r[o + R_RESET] = out.resetMs;
         r[o + R_DELAY] = out.delayMs;
       } else {

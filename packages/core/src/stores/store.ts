@@ -31,6 +31,12 @@ export const RESULT_STRIDE = 5;
 export const R_FLAGS = 0;
 export const R_REMAINING = 1;
 export const R_RETRY_AFTER = 2;
+/**
+ * A charged policy's retryAfterMs is 0 by definition: its slot carries the charge's position instead,
+ * which the receipt keeps for `refund` (the bucket family's refund frame, algorithms/refund-frame.ts; 0
+ * for the other algorithms). Readers take retryAfterMs of an admitted policy as 0.
+ */
+export const R_POSITION = R_RETRY_AFTER;
 export const R_RESET = 3;
 export const R_DELAY = 4;
 /** Flag bits. */
@@ -64,6 +70,9 @@ export interface Store {
    * `marks[i]` is a number (NaN: that policy was not charged). A mark is the charge's `now + resetMs`:
    * it names the state the charge went into (the window, the log entry, the time the bucket would be
    * full again), and a policy gives back only while that state is current, never above capacity.
+   * `marks[n + i]` (n policies) is the charge's position (`R_POSITION` of its result) and `marks[2n]` what
+   * the same receipt gave back before (milli-units; absent: nothing): what the bucket family needs to give
+   * back exactly after other refunds on the key (algorithms/refund-frame.ts).
    * Returns one number per policy: 1 when its state took the refund, else 0.
    */
   refund?(

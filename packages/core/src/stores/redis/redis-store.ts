@@ -24,6 +24,7 @@ import {
   keyAt,
   R_DELAY,
   R_FLAGS,
+  R_POSITION,
   R_REMAINING,
   R_RESET,
   RESULT_STRIDE,
@@ -311,7 +312,7 @@ export class RedisStore implements Store {
     const groups = typeof key !== 'string' && this.client.isCluster ? slotGroups(args) : undefined;
     if (groups !== undefined) return this.refundSplit(key as readonly string[], plan, cost, marks, now, groups);
     args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
-    for (let i = 0; i < n; i++) args.push(Number.isNaN(marks[i]) ? '' : String(marks[i]));
+    for (const m of marks) args.push(Number.isNaN(m) ? '' : String(m));
     b.refund ??= refundScript(plan);
     const script = b.refund;
     return this.scripts.run(script, n, args, (reply) => {
@@ -335,8 +336,9 @@ export class RedisStore implements Store {
     const done = new Array<number>(plan.policies.length).fill(0);
     await Promise.all(
       groups.map(async (g) => {
-        const subMarks = g.map((i) => marks[i] as number);
-        if (subMarks.every((m) => Number.isNaN(m))) return;
+        const n = plan.policies.length;
+        const subMarks = [...g, ...g.map((i) => n + i), 2 * n].map((i) => marks[i] ?? 0);
+        if (subMarks.slice(0, g.length).every((m) => Number.isNaN(m))) return;
         const r = await this.refund(
           g.map((i) => key[i] as string),
           subPlan(plan, g),
@@ -417,6 +419,7 @@ export class RedisStore implements Store {
       const marks = plan.policies.map((_, i) =>
         give.includes(i) ? (out[n * RESULT_STRIDE] as number) + (out[i * RESULT_STRIDE + R_RESET] as number) : Number.NaN,
       );
+      marks.push(...plan.policies.map((_, i) => (give.includes(i) ? (out[i * RESULT_STRIDE + R_POSITION] as number) : Number.NaN)));
       // Best effort: a give-back that fails leaves the reservation to expire with its state.
       await this.refund(key, plan, cost, marks, now).then(undefined, () => undefined);
     }

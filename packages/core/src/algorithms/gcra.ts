@@ -23,7 +23,7 @@ import { ceilDiv, floorDiv, gcd, ticksToMilli } from '../internal/fixed-point.js
 import type { CompiledPolicy } from '../policy.js';
 import type { AlgorithmKernel, Outcome, StateTable } from './kernel.js';
 import { writeExceeds } from './kernel.js';
-import { closeFrame, FRAME_AT, initFrame, noteMark, refundedAt } from './refund-frame.js';
+import { closeFrame, FRAME_AT, horizonAt, initFrame, noteMark, refundedAt } from './refund-frame.js';
 
 /**
  * `max(0, tat - now)` in the ticks of `p`. State written under another limit or burst (same window) is
@@ -181,7 +181,7 @@ export function initGcra(t: StateTable, slot: number): void {
 export function adoptGcra(t: StateTable, slot: number, now: number, p: CompiledPolicy): void {
   const o = slot * t.stride;
   if (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity) return;
-  if ((t.f[o] as number) < now && refundedAt(t, o, now) === 0) return;
+  if ((t.f[o] as number) < now && horizonAt(t, o, now) === Number.NEGATIVE_INFINITY) return;
   // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
   const limit = t.f[o + 2] as number;
   const rateW = (limit * 1000) / gcd(p.windowMs, limit * 1000);

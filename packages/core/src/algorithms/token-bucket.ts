@@ -16,7 +16,7 @@ import { ceilDiv, gcd, ticksToMilli } from '../internal/fixed-point.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { AlgorithmKernel, StateTable } from './kernel.js';
 import { evaluateThenCommit, writeExceeds } from './kernel.js';
-import { closeFrame, FRAME_AT, initFrame, noteMark, refundedAt } from './refund-frame.js';
+import { closeFrame, FRAME_AT, horizonAt, initFrame, noteMark, refundedAt } from './refund-frame.js';
 
 /** Tokens at `now` (ticks), never refilled twice when the clock steps back. */
 function refill(tokens: number, last: number, now: number, cap: number, rate: number): number {
@@ -124,7 +124,7 @@ export const tokenBucket: AlgorithmKernel = {
   adopt(t, slot, now, p) {
     const o = slot * t.stride;
     if (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity) return;
-    if (t.f[o] === Number.POSITIVE_INFINITY && refundedAt(t, o, now) === 0) return;
+    if (t.f[o] === Number.POSITIVE_INFINITY && horizonAt(t, o, now) === Number.NEGATIVE_INFINITY) return;
     // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
     const limit = t.f[o + 2] as number;
     const [rateW] = writerScale(limit, t.f[o + 3] as number, p.windowMs);

@@ -51,7 +51,7 @@ export function policySuffix(p: CompiledPolicy): string {
 }
 
 /** The layout of the stored state; bump it (`v2`) whenever a script would read old state wrongly. */
-export const KEY_LAYOUT = 'v1';
+export const KEY_LAYOUT = 'v2';
 
 /** The Redis key holding the state of `policy` (its `suffix`) for the limiter key whose tag is `tag`. */
 export function keyName(prefix: string, tag: string, suffix: string): string {

@@ -370,20 +370,137 @@ const slidingWindow: LuaKernel = {
   },
 };
 
-// token-bucket (token-bucket.ts). State: `tokens:limit:burst` (ticks, and the limit and burst it was
-// written under; a bare `tokens` reads as this policy's); last refill = expiry - ceil((capTicks - tokens) / rate)
-// under the writer's. Locals: tokens refilled to now, last = the last refill (a key never seen: full,
-// last = -INF), conv: the state was written under another limit or burst and converted (tbLevel).
-const TB_STATE = ['tokens', 'last', 'tconv'] as const;
+// The refund frame of the bucket family (algorithms/refund-frame.ts), in the locals `<x>` (ticks given back,
+// counted) and `<h>` (the horizon, ms; -INF without a live frame). Stored after the bucket's own fields,
+// `:refunded:offset`, only while the frame lives; the key then expires at the horizon, and the offset is
+// how long before it the bucket's own expiry would be.
 
-/** `SET key tokens:limit:burst PXAT` the time the bucket is full again, for `left` tokens refilled at max(last, now). */
-export function tbWrite(key: string, p: CompiledPolicy, left: string, last: string): string {
+/** The largest number `refunded` may reach (refund-frame.ts MAX_REFUNDED). */
+const MAX_REFUNDED = 2 ** 52;
+
+/**
+ * Matches a bucket value, `a:b[:c]` or `a:b:c:refunded:offset`, into `f1` .. `f5` (nil where absent); a
+ * value of one number is `f1` alone.
+ */
+function bucketFields(value: string): string {
+  return lua`
+    local f1, f2, f3, f4, f5 = tonumber(${value}), nil, nil, nil, nil
+    if f1 == nil then
+      f1, f2, f3, f4, f5 = string.match(${value}, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+      if f1 == nil then f1, f2, f3 = string.match(${value}, '^(%d+):(%d+):?(%d*)$') end
+      f1, f2, f3, f4, f5 = tonumber(f1), tonumber(f2), tonumber(f3), tonumber(f4), tonumber(f5)
+    end`;
+}
+
+/**
+ * refund-frame.ts closeFrame, after a load read state of another limit or burst: the charges before it give
+ * back nothing more. `full` is when the bucket was full again under the writer (-INF: full), `rw` its rate.
+ */
+function closeFrame(x: string, h: string, p: CompiledPolicy, full: string): string {
+  return lua`
+    local latest = ${h}
+    if ${full} > latest then latest = ${full} end
+    if latest > now then
+      ${x} = ${x} + (latest - now) * rw
+      if ${x} > ${MAX_REFUNDED} then ${x} = ${MAX_REFUNDED} end
+      ${h} = latest
+      if ${h} > now + ${bucketSpan(p)} then ${h} = now + ${bucketSpan(p)} end
+    else
+      ${x} = 0; ${h} = -INF
+    end`;
+}
+
+/** How far ahead of now a mark of `p` may lie (ms): the time to fill an empty bucket. */
+function bucketSpan(p: CompiledPolicy): number {
+  return Math.ceil(p.capTicks / p.rate);
+}
+
+/**
+ * `SET key` a bucket value: `fields` (a Lua expression of the bucket's own fields), then the live frame
+ * of `x` and `h`, expiring at `at` (the bucket's own expiry) or at the frame's horizon when it lives; a
+ * frame whose horizon passed is over (refund-frame.ts noteMark).
+ */
+function bucketSet(key: string, x: string, h: string, own: string, framed: string, at: string): string {
+  return lua`
+    if ${h} > now then
+      if ${at} > ${h} then ${h} = ${at} end
+      redis.call('SET', ${key}, fmt(${framed}, ${x}, ${h} - ${at}), 'PXAT', fmt('%d', ${h}))
+    else
+      ${x} = 0; ${h} = -INF
+      redis.call('SET', ${key}, ${own}, 'PXAT', fmt('%d', ${at}))
+    end`;
+}
+
+/**
+ * A bucket refund (plans/refund-kernels.ts), after the policy's `load`: `debt` and `full` (when the bucket
+ * was full again before it) as the state stands, `pos` the receipt's position less what it gave back;
+ * `write` stores the bucket `take` ticks fuller. Sets `out[i]` when the state took it.
+ */
+function bucketRefund(
+  s: Slot,
+  p: CompiledPolicy,
+  frame: readonly [string, string, string],
+  debt: string,
+  full: string,
+  write: string,
+): string {
+  const [x, h, conv] = frame;
+  return lua`
+    local room = 0
+    if now < mark and not ${conv} and ${x} >= rpos then room = (mark - now) * ${p.rate} + rpos - ${x} end
+    local take = cost * ${p.tokenTicks}
+    if take > ${debt} then take = ${debt} end
+    if take > room then take = room end
+    if take > 0 and ${x} + take <= ${MAX_REFUNDED} then
+      -- Counted unless the charge was the newest (the debt left is all it may give back).
+      if ${full} > ${h} then ${h} = ${full} end
+      if mark > ${h} then ${h} = mark end
+      if ${debt} > room then ${x} = ${x} + take end
+      ${write}
+      out[${s.i}] = 1
+    end`;
+}
+
+// token-bucket (token-bucket.ts). State: `missing:limit[:burst]` (ticks the bucket lacks, and the limit
+// and burst it was written under; burst only when it is not the limit), then the refund frame; the bucket
+// is full again at the expiry (or the frame's horizon less its offset), and the last refill was
+// ceil(missing / rate) before, under the writer's rate. Locals: tokens refilled to now, last = the last
+// refill (a key never seen: full, last = -INF), tconv: the state was written under another limit or burst
+// and converted (tbLevel), tx and th: the refund frame.
+const TB_STATE = ['tokens', 'last', 'tconv', 'tx', 'th'] as const;
+
+/**
+ * `SET key missing:limit[:burst]` expiring when the bucket is full again, for `left` tokens refilled at
+ * max(last, now), with the frame; leaves the charge's position (refund-frame.ts) in `pos`.
+ */
+function tbWrite(s: Slot, p: CompiledPolicy, left: string, last: string): string {
+  const [, , , x, h] = names(s, TB_STATE);
+  const params = p.capacity === p.limit ? `${p.limit}` : `${p.limit}:${p.capacity}`;
   return lua`
     local refilled = ${last}
     if now > refilled then refilled = now end
     local missing = ${p.capTicks} - ${left}
     ${ceilDiv('q', 'missing', p.rate)}
-    redis.call('SET', ${key}, fmt('%d:${p.limit}:${p.capacity}', ${left}), 'PXAT', fmt('%d', refilled + q))`;
+    local full = refilled + q
+    ${bucketSet(s.key, x, h, `fmt('%d:${params}', missing)`, `'%d:${p.limit}:${p.capacity}:%d:%d', missing`, 'full')}
+    local pos = ${x} - (q * ${p.rate} - missing)`;
+}
+
+/** The token-bucket refund (plans/refund-kernels.ts), after its `load`. */
+export function tbRefund(s: Slot, p: CompiledPolicy): string {
+  const [tokens, last, conv, x, h] = names(s, TB_STATE);
+  const write = lua`
+    local nxt = ${tokens} + take
+    ${tbWrite(s, p, 'nxt', last)}`;
+  return lua`
+    local debt = ${p.capTicks} - ${tokens}
+    local full = -INF
+    if debt > 0 then
+      ${ceilDiv('qf', 'debt', p.rate)}
+      full = ${last} + qf
+      if now > ${last} then full = now + qf end
+    end
+    ${bucketRefund(s, p, [x, h, conv], 'debt', 'full', write)}`;
 }
 
 /** resetUncharged(): time to full as the state stands. */
@@ -417,52 +534,57 @@ function tbExceeds(s: Slot, p: CompiledPolicy): string {
 const tokenBucket: LuaKernel = {
   state: TB_STATE,
   load(s, p) {
-    const [tokens, last, conv] = names(s, TB_STATE);
+    const [tokens, last, conv, x, h] = names(s, TB_STATE);
     const cap = p.capTicks;
     const w = p.windowMs;
     return lua`
-      local ${tokens}, ${last}, ${conv} = INF, -INF, false
+      local ${tokens}, ${last}, ${conv}, ${x}, ${h} = INF, -INF, false, 0, -INF
       do
         local value = redis.pcall('GET', ${s.key})
         if value then
-          local ok, expiry = false, -1
-          if type(value) == 'string' then expiry = redis.call('PEXPIRETIME', ${s.key}) end
-          if expiry >= 0 then
-            local v, wl, wb = nil, ${p.limit}, ${p.capacity}
-            local x, y, z = string.match(value, '^([^:]*):([^:]*):([^:]*)$')
-            if x then v = tonumber(x); wl = tonumber(y); wb = tonumber(z) else v = tonumber(value) end
-            if ${int('v')} and wl == ${p.limit} and wb == ${p.capacity} then
-              if expiry <= now + ${Math.ceil(cap / p.rate) + CLOCK_TOLERANCE_MS} then
-                ${tokens} = v
-                local missing = ${cap} - ${tokens}
-                ${ceilDiv('q', 'missing', p.rate)}
-                ${last} = expiry - q
-                ok = true
-              end
-            elseif ${int('v')} and ${int('wl')} and ${int('wb')} and wl >= 1 and wb >= 1 and wl * 1000 < ${2 ** 53} then
-              -- Written under another limit or burst: refill under the writer's to now, convert what it lacks.
-              local gx, gy = ${w}, wl * 1000
-              while gy > 0 do gx, gy = gy, fmod(gx, gy) end
-              local rw, tw = wl * 1000 / gx, ${w} / gx
-              local capw = wb * 1000 * tw
-              ${ceilDiv('span', 'capw', 'rw')}
-              if capw < ${2 ** 53} and expiry <= now + span + ${CLOCK_TOLERANCE_MS} then
-                local tv = v
-                if tv > capw then tv = capw end
-                local lack = capw - tv
-                ${ceilDiv('q', 'lack', 'rw')}
-                ${last} = expiry - q
-                if tv < capw and now > ${last} then
-                  if now - ${last} >= q then tv = capw else tv = tv + (now - ${last}) * rw end
+          local ok = false
+          if type(value) == 'string' then
+            local expiry = redis.call('PEXPIRETIME', ${s.key})
+            ${bucketFields('value')}
+            if f3 == nil then f3 = f2 end
+            if f4 == nil then f4 = 0 end
+            if expiry >= 0 and f2 ~= nil and ${int('f1')} and ${int('f2')} and ${int('f3')} and ${int('f4')} and (f5 == nil or ${int('f5')}) then
+              local m, wl, wb, full = f1, f2, f3, expiry
+              if f5 ~= nil then ${x} = f4; ${h} = expiry; full = expiry - f5 end
+              if ${h} <= now then ${x} = 0; ${h} = -INF end
+              if wl == ${p.limit} and wb == ${p.capacity} then
+                if m <= ${cap} and full <= now + ${bucketSpan(p) + CLOCK_TOLERANCE_MS} and ${h} <= now + ${bucketSpan(p) + 1 + CLOCK_TOLERANCE_MS} then
+                  ${tokens} = ${cap} - m
+                  ${ceilDiv('q', 'm', p.rate)}
+                  ${last} = full - q
+                  ok = true
                 end
-                local used = (capw - tv) * ${p.tokenTicks}
-                ${ceilDiv('u', 'used', 'tw')}
-                if u > ${cap} then u = ${cap} end
-                ${tokens} = ${cap} - u; ${conv} = true; ok = true
+              elseif wl >= 1 and wb >= 1 and wl * 1000 < ${2 ** 53} then
+                -- Written under another limit or burst: refill under the writer's to now, convert what it lacks.
+                local gx, gy = ${w}, wl * 1000
+                while gy > 0 do gx, gy = gy, fmod(gx, gy) end
+                local rw, tw = wl * 1000 / gx, ${w} / gx
+                local capw = wb * 1000 * tw
+                ${ceilDiv('span', 'capw', 'rw')}
+                if capw < ${2 ** 53} and m <= capw and full <= now + span + ${CLOCK_TOLERANCE_MS} and ${h} <= now + span + ${1 + CLOCK_TOLERANCE_MS} then
+                  local tv = capw - m
+                  ${ceilDiv('q', 'm', 'rw')}
+                  ${last} = full - q
+                  local writerFull = -INF
+                  if m > 0 then writerFull = full end
+                  ${closeFrame(x, h, p, 'writerFull')}
+                  if tv < capw and now > ${last} then
+                    if now - ${last} >= q then tv = capw else tv = tv + (now - ${last}) * rw end
+                  end
+                  local used = (capw - tv) * ${p.tokenTicks}
+                  ${ceilDiv('u', 'used', 'tw')}
+                  if u > ${cap} then u = ${cap} end
+                  ${tokens} = ${cap} - u; ${conv} = true; ok = true
+                end
               end
             end
           end
-          if not ok then ${repair(s)} end
+          if not ok then ${repair(s)}; ${x} = 0; ${h} = -INF end
         end
         if not ${conv} then
           -- refill(min(stored, cap)): never refilled twice when the clock steps back.
@@ -481,7 +603,7 @@ const tokenBucket: LuaKernel = {
     return lua`
       if ${conv} then
         do
-          ${tbWrite(s.key, p, tokens, last)}
+          ${tbWrite(s, p, tokens, last)}
         end
       end`;
   },
@@ -524,17 +646,20 @@ const tokenBucket: LuaKernel = {
     return lua`
       do
         local left = ${tokens} - cost * ${p.tokenTicks}
-        ${tbWrite(s.key, p, 'left', last)}
+        ${tbWrite(s, p, 'left', last)}
+        ${s.retry} = pos
       end`;
   },
 };
 
-// gcra and leaky-bucket (gcra.ts, leaky-bucket.ts). State: `tat:frac:limit:burst` (theoretical arrival
-// time in ms, its fraction in ticks, and the limit and burst it was written under; a bare `tat` or
-// `tat:frac` reads as written under the reader's own); expiry = tat (+1 ms when frac > 0).
-// Locals: tat, frac, and debt = max(0, tat - now) in ticks, all in the reader's scale: state written
-// under another limit or burst is converted on load (gcra.ts gcraDebt), and conv is then true.
-const GC_STATE = ['tat', 'frac', 'debt', 'conv'] as const;
+// gcra and leaky-bucket (gcra.ts, leaky-bucket.ts). State: `limit[:frac[:burst]]` (the limit it was written
+// under; the TAT's fraction in ticks, when not 0; the burst, when not the limit), then the refund frame; the
+// TAT is the expiry (less 1 ms when frac > 0; the frame's horizon less its offset while a frame lives). A
+// key of one policy that charges whole ms holds a small integer: Redis shares it, the key costs its name.
+// Locals: tat, frac, and debt = max(0, tat - now) in ticks, all in the reader's scale: state written under
+// another limit or burst is converted on load (gcra.ts gcraDebt), and conv is then true; gx and gh: the
+// refund frame.
+const GC_STATE = ['tat', 'frac', 'debt', 'conv', 'gx', 'gh'] as const;
 
 /** gcraReset(): ceil(max(0, tat - now)) in ms, without a division. */
 function gcraReset(s: Slot, target: string): string {
@@ -587,47 +712,73 @@ function gcraDelay(s: Slot, p: CompiledPolicy): string {
     end`;
 }
 
-/** Writes the new TAT for a debt of `after` ticks: `tat:frac:limit:burst`, expiring at the TAT (rounded up). */
-function gcraStore(s: Slot, p: CompiledPolicy, whole: string, frac: string): string {
-  return gcraWrite(s.key, p, whole, frac);
-}
-
-/** `SET key tat:frac:limit:burst PXAT tat (+1 when frac > 0)`, for a TAT of `now + whole` and `frac` ticks. */
-export function gcraWrite(key: string, p: CompiledPolicy, whole: string, frac: string): string {
+/**
+ * Writes the TAT `now + whole` ms and `frac` ticks: `limit[:frac[:burst]]` expiring at the TAT rounded up
+ * (or the frame's), and leaves the charge's position (refund-frame.ts) in `pos`.
+ */
+function gcraWrite(s: Slot, p: CompiledPolicy, whole: string, frac: string): string {
+  const [, , , , x, h] = names(s, GC_STATE);
+  const own =
+    p.capacity === p.limit
+      ? `${frac} > 0 and fmt('${p.limit}:%d', ${frac}) or '${p.limit}'`
+      : `fmt('${p.limit}:%d:${p.capacity}', ${frac})`;
   return lua`
     local tat = now + ${whole}
     local e = tat
     if ${frac} > 0 then e = tat + 1 end
-    redis.call('SET', ${key}, fmt('%d:%d:${p.limit}:${p.capacity}', tat, ${frac}), 'PXAT', fmt('%d', e))`;
+    ${bucketSet(s.key, x, h, own, `'${p.limit}:%d:${p.capacity}:%d:%d', ${frac}`, 'e')}
+    local pos = ${x}
+    if ${frac} > 0 then pos = ${x} - ${p.rate} + ${frac} end`;
 }
 
 /**
  * gcraDebt() for state written under another limit (`wl`) or burst (`wb`), same window: checks it as the
- * writer would have written it (fraction below its rate, TAT at most its span plus the clock tolerance
- * ahead), then converts the debt to this policy's ticks, rounded up and clamped to its capacity, and sets
- * `tat` and `frac` in this policy's scale. Sets `bad` when the state is not one the writer could write.
+ * writer would have written it (fraction below its rate, TAT and frame at most its span plus the clock
+ * tolerance ahead), then converts the debt to this policy's ticks, rounded up and clamped to its capacity,
+ * sets `tat` and `frac` in this policy's scale, and closes the refund frame (refund-frame.ts). Sets `bad`
+ * when the state is not one the writer could write.
  */
 function gcraConvert(s: Slot, p: CompiledPolicy): string {
-  const [tat, frac, debt, conv] = names(s, GC_STATE);
+  const [tat, frac, debt, conv, x, h] = names(s, GC_STATE);
   const w = p.windowMs;
   return lua`
-    bad = not (${int('wl')} and ${int('wb')} and wl >= 1 and wb >= 1 and wl * 1000 < ${2 ** 53})
+    bad = not (wl >= 1 and wb >= 1 and wl * 1000 < ${2 ** 53})
     if not bad then
-      local x, y = ${w}, wl * 1000
-      while y > 0 do x, y = y, fmod(x, y) end
-      local rw, tw = wl * 1000 / x, ${w} / x
+      local gx, gy = ${w}, wl * 1000
+      while gy > 0 do gx, gy = gy, fmod(gx, gy) end
+      local rw, tw = wl * 1000 / gx, ${w} / gx
       local capw = wb * 1000 * tw
       ${ceilDiv('span', 'capw', 'rw')}
-      bad = not (capw < ${2 ** 53} and b < rw and a <= now + span + ${1 + CLOCK_TOLERANCE_MS})
-      if not bad and a >= now then
-        local dw = (a - now) * rw + b
-        local scaled = dw * ${p.tokenTicks}
-        ${ceilDiv('q', 'scaled', 'tw')}
-        if q > ${p.capTicks} then q = ${p.capTicks} end
-        ${floorDiv('whole', 'q', p.rate)}
-        ${tat} = now + whole; ${frac} = q - whole * ${p.rate}; ${debt} = q; ${conv} = true
+      bad = not (capw < ${2 ** 53} and b < rw and a <= now + span + ${1 + CLOCK_TOLERANCE_MS} and ${h} <= now + span + ${1 + CLOCK_TOLERANCE_MS})
+      if not bad and (a >= now or ${h} > now) then
+        local full = a
+        if b > 0 then full = a + 1 end
+        ${closeFrame(x, h, p, 'full')}
+        ${tat} = now; ${frac} = 0; ${conv} = true
+        if a >= now then
+          local dw = (a - now) * rw + b
+          local scaled = dw * ${p.tokenTicks}
+          ${ceilDiv('q', 'scaled', 'tw')}
+          if q > ${p.capTicks} then q = ${p.capTicks} end
+          ${floorDiv('whole', 'q', p.rate)}
+          ${tat} = now + whole; ${frac} = q - whole * ${p.rate}; ${debt} = q
+        end
       end
     end`;
+}
+
+/** The gcra and leaky-bucket refund (plans/refund-kernels.ts), after its `load`. */
+export function gcraRefund(s: Slot, p: CompiledPolicy): string {
+  const [tat, frac, debt, conv, x, h] = names(s, GC_STATE);
+  const write = lua`
+    local nxt = ${debt} - take
+    ${floorDiv('whole', 'nxt', p.rate)}
+    local fr = nxt - whole * ${p.rate}
+    ${gcraWrite(s, p, 'whole', 'fr')}`;
+  return lua`
+    local full = ${tat}
+    if ${frac} > 0 then full = ${tat} + 1 end
+    ${bucketRefund(s, p, [x, h, conv], debt, 'full', write)}`;
 }
 
 const gcra: LuaKernel = {
@@ -636,41 +787,45 @@ const gcra: LuaKernel = {
     const [tat, frac, , conv] = names(s, GC_STATE);
     return lua`
       if ${conv} then
-        ${gcraWrite(s.key, p, `${tat} - now`, frac)}
+        do
+          local whole = ${tat} - now
+          ${gcraWrite(s, p, 'whole', frac)}
+        end
       end`;
   },
   load(s, p) {
-    const [tat, frac, debt, conv] = names(s, GC_STATE);
+    const [tat, frac, debt, conv, x, h] = names(s, GC_STATE);
     return lua`
-      local ${tat}, ${frac}, ${debt}, ${conv} = -INF, 0, 0, false
+      local ${tat}, ${frac}, ${debt}, ${conv}, ${x}, ${h} = -INF, 0, 0, false, 0, -INF
       do
         local value = redis.pcall('GET', ${s.key})
         if value then
-          -- What a commit writes: \`tat:frac:limit:burst\`, one match; a bare \`tat\` or \`tat:frac\` is this policy's.
-          local a, b, wl, wb = nil, 0, ${p.limit}, ${p.capacity}
+          local bad = true
           if type(value) == 'string' then
-            local x, y, z, u = string.match(value, '^([^:]*):([^:]*):([^:]*):([^:]*)$')
-            if x then
-              a = tonumber(x); b = tonumber(y); wl = tonumber(z); wb = tonumber(u)
-            else
-              a = tonumber(value)
-              if a == nil then
-                ${splitPair('value', 'a', 'b')}
+            local expiry = redis.call('PEXPIRETIME', ${s.key})
+            ${bucketFields('value')}
+            if f2 == nil then f2 = 0 end
+            if f3 == nil then f3 = f1 end
+            if f4 == nil then f4 = 0 end
+            if expiry >= 0 and ${int('f1')} and ${int('f2')} and ${int('f3')} and ${int('f4')} and (f5 == nil or ${int('f5')}) then
+              -- The TAT rounded up is the key's expiry, or the frame's less its offset.
+              local wl, b, wb, a = f1, f2, f3, expiry
+              if f5 ~= nil then ${x} = f4; ${h} = expiry; a = expiry - f5 end
+              if b > 0 then a = a - 1 end
+              if ${h} <= now then ${x} = 0; ${h} = -INF end
+              if wl == ${p.limit} and wb == ${p.capacity} then
+                local ahead = now + ${bucketSpan(p) + 1 + CLOCK_TOLERANCE_MS}
+                if b < ${p.rate} and a <= ahead and ${h} <= ahead then
+                  bad = false
+                  ${tat} = a; ${frac} = b
+                  if ${tat} >= now then ${debt} = (${tat} - now) * ${p.rate} + ${frac} end
+                end
+              else
+                ${gcraConvert(s, p)}
               end
             end
           end
-          local bad = not (${int('a')} and ${int('b')})
-          if not bad and wl == ${p.limit} and wb == ${p.capacity} then
-            if b < ${p.rate} and a <= now + ${Math.ceil(p.capTicks / p.rate) + 1 + CLOCK_TOLERANCE_MS} then
-              ${tat} = a; ${frac} = b
-              if ${tat} >= now then ${debt} = (${tat} - now) * ${p.rate} + ${frac} end
-            else
-              bad = true
-            end
-          elseif not bad then
-            ${gcraConvert(s, p)}
-          end
-          if bad then ${repair(s)} end
+          if bad then ${repair(s)}; ${x} = 0; ${h} = -INF end
         end
       end`;
   },
@@ -716,7 +871,8 @@ const gcra: LuaKernel = {
         local after = ${debt} + cost * ${p.tokenTicks}
         ${floorDiv('whole', 'after', p.rate)}
         local frac = after - whole * ${p.rate}
-        ${gcraStore(s, p, 'whole', 'frac')}
+        ${gcraWrite(s, p, 'whole', 'frac')}
+        ${s.retry} = pos
       end`;
   },
   consume(s, p) {
@@ -744,7 +900,8 @@ const gcra: LuaKernel = {
           -- The new TAT and the reset time come from the same division of the debt by the rate.
           ${floorDiv('whole', 'after', p.rate)}
           local frac = after - whole * ${p.rate}
-          ${gcraStore(s, p, 'whole', 'frac')}
+          ${gcraWrite(s, p, 'whole', 'frac')}
+          ${s.retry} = pos
           ${s.flags} = 5
           local left = ${cap} - after
           ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}

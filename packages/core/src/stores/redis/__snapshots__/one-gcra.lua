@@ -17,68 +17,95 @@ local cost = tonumber(ARGV[2])
 local out = {0, 0, 0, 0, 0, now}
 local rep = 0
 -- The enforced policies.
-local tat1, frac1, debt1, conv1 = -INF, 0, 0, false
+local tat1, frac1, debt1, conv1, gx1, gh1 = -INF, 0, 0, false, 0, -INF
 do
   local value = redis.pcall('GET', KEYS[1])
   if value then
-    -- What a commit writes: `tat:frac:limit:burst`, one match; a bare `tat` or `tat:frac` is this policy's.
-    local a, b, wl, wb = nil, 0, 1000, 1000
+    local bad = true
     if type(value) == 'string' then
-      local x, y, z, u = string.match(value, '^([^:]*):([^:]*):([^:]*):([^:]*)$')
-      if x then
-        a = tonumber(x); b = tonumber(y); wl = tonumber(z); wb = tonumber(u)
-      else
-        a = tonumber(value)
-        if a == nil then
-          local at = string.find(value, ':', 1, true)
-          if at == nil then
-            a = tonumber(value)
-          else
-            a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+      local expiry = redis.call('PEXPIRETIME', KEYS[1])
+      local f1, f2, f3, f4, f5 = tonumber(value), nil, nil, nil, nil
+      if f1 == nil then
+        f1, f2, f3, f4, f5 = string.match(value, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+        if f1 == nil then f1, f2, f3 = string.match(value, '^(%d+):(%d+):?(%d*)$') end
+        f1, f2, f3, f4, f5 = tonumber(f1), tonumber(f2), tonumber(f3), tonumber(f4), tonumber(f5)
+      end
+      if f2 == nil then f2 = 0 end
+      if f3 == nil then f3 = f1 end
+      if f4 == nil then f4 = 0 end
+      if expiry >= 0 and (f1 ~= nil and f1 >= 0 and f1 < 9007199254740992 and f1 == floor(f1)) and (f2 ~= nil and f2 >= 0 and f2 < 9007199254740992 and f2 == floor(f2)) and (f3 ~= nil and f3 >= 0 and f3 < 9007199254740992 and f3 == floor(f3)) and (f4 ~= nil and f4 >= 0 and f4 < 9007199254740992 and f4 == floor(f4)) and (f5 == nil or (f5 ~= nil and f5 >= 0 and f5 < 9007199254740992 and f5 == floor(f5))) then
+        -- The TAT rounded up is the key's expiry, or the frame's less its offset.
+        local wl, b, wb, a = f1, f2, f3, expiry
+        if f5 ~= nil then gx1 = f4; gh1 = expiry; a = expiry - f5 end
+        if b > 0 then a = a - 1 end
+        if gh1 <= now then gx1 = 0; gh1 = -INF end
+        if wl == 1000 and wb == 1000 then
+          local ahead = now + 172800001
+          if b < 5 and a <= ahead and gh1 <= ahead then
+            bad = false
+            tat1 = a; frac1 = b
+            if tat1 >= now then debt1 = (tat1 - now) * 5 + frac1 end
+          end
+        else
+          bad = not (wl >= 1 and wb >= 1 and wl * 1000 < 9007199254740992)
+          if not bad then
+            local gx, gy = 86400000, wl * 1000
+            while gy > 0 do gx, gy = gy, fmod(gx, gy) end
+            local rw, tw = wl * 1000 / gx, 86400000 / gx
+            local capw = wb * 1000 * tw
+            local span = floor(capw / rw)
+            if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
+            if span * rw ~= capw then span = span + 1 end
+            bad = not (capw < 9007199254740992 and b < rw and a <= now + span + 86400001 and gh1 <= now + span + 86400001)
+            if not bad and (a >= now or gh1 > now) then
+              local full = a
+              if b > 0 then full = a + 1 end
+              local latest = gh1
+              if full > latest then latest = full end
+              if latest > now then
+                gx1 = gx1 + (latest - now) * rw
+                if gx1 > 4503599627370496 then gx1 = 4503599627370496 end
+                gh1 = latest
+                if gh1 > now + 86400000 then gh1 = now + 86400000 end
+              else
+                gx1 = 0; gh1 = -INF
+              end
+              tat1 = now; frac1 = 0; conv1 = true
+              if a >= now then
+                local dw = (a - now) * rw + b
+                local scaled = dw * 432
+                local q = floor(scaled / tw)
+                if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
+                if q * tw ~= scaled then q = q + 1 end
+                if q > 432000000 then q = 432000000 end
+                local whole = floor(q / 5)
+                if whole * 5 > q then whole = whole - 1 elseif (whole + 1) * 5 <= q then whole = whole + 1 end
+                tat1 = now + whole; frac1 = q - whole * 5; debt1 = q
+              end
+            end
           end
         end
       end
     end
-    local bad = not ((a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)))
-    if not bad and wl == 1000 and wb == 1000 then
-      if b < 5 and a <= now + 172800001 then
-        tat1 = a; frac1 = b
-        if tat1 >= now then debt1 = (tat1 - now) * 5 + frac1 end
-      else
-        bad = true
-      end
-    elseif not bad then
-      bad = not ((wl ~= nil and wl >= 0 and wl < 9007199254740992 and wl == floor(wl)) and (wb ~= nil and wb >= 0 and wb < 9007199254740992 and wb == floor(wb)) and wl >= 1 and wb >= 1 and wl * 1000 < 9007199254740992)
-      if not bad then
-        local x, y = 86400000, wl * 1000
-        while y > 0 do x, y = y, fmod(x, y) end
-        local rw, tw = wl * 1000 / x, 86400000 / x
-        local capw = wb * 1000 * tw
-        local span = floor(capw / rw)
-        if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
-        if span * rw ~= capw then span = span + 1 end
-        bad = not (capw < 9007199254740992 and b < rw and a <= now + span + 86400001)
-        if not bad and a >= now then
-          local dw = (a - now) * rw + b
-          local scaled = dw * 432
-          local q = floor(scaled / tw)
-          if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
-          if q * tw ~= scaled then q = q + 1 end
-          if q > 432000000 then q = 432000000 end
-          local whole = floor(q / 5)
-          if whole * 5 > q then whole = whole - 1 elseif (whole + 1) * 5 <= q then whole = whole + 1 end
-          tat1 = now + whole; frac1 = q - whole * 5; debt1 = q; conv1 = true
-        end
-      end
-    end
-    if bad then redis.call('DEL', KEYS[1]); rep = rep + 1 end
+    if bad then redis.call('DEL', KEYS[1]); rep = rep + 1; gx1 = 0; gh1 = -INF end
   end
 end
 if conv1 then
-  local tat = now + tat1 - now
-  local e = tat
-  if frac1 > 0 then e = tat + 1 end
-  redis.call('SET', KEYS[1], fmt('%d:%d:1000:1000', tat, frac1), 'PXAT', fmt('%d', e))
+  do
+    local whole = tat1 - now
+    local tat = now + whole
+    local e = tat
+    if frac1 > 0 then e = tat + 1 end
+    if gh1 > now then
+      if e > gh1 then gh1 = e end
+      redis.call('SET', KEYS[1], fmt('1000:%d:1000:%d:%d', frac1, gx1, gh1 - e), 'PXAT', fmt('%d', gh1))
+    else
+      gx1 = 0; gh1 = -INF
+      redis.call('SET', KEYS[1], frac1 > 0 and fmt('1000:%d', frac1) or '1000', 'PXAT', fmt('%d', e))
+    end
+    local pos = gx1
+    if frac1 > 0 then pos = gx1 - 5 + frac1 end
+  end
 end
 do
   local need = cost * 432
@@ -124,7 +151,16 @@ do
     local tat = now + whole
     local e = tat
     if frac > 0 then e = tat + 1 end
-    redis.call('SET', KEYS[1], fmt('%d:%d:1000:1000', tat, frac), 'PXAT', fmt('%d', e))
+    if gh1 > now then
+      if e > gh1 then gh1 = e end
+      redis.call('SET', KEYS[1], fmt('1000:%d:1000:%d:%d', frac, gx1, gh1 - e), 'PXAT', fmt('%d', gh1))
+    else
+      gx1 = 0; gh1 = -INF
+      redis.call('SET', KEYS[1], frac > 0 and fmt('1000:%d', frac) or '1000', 'PXAT', fmt('%d', e))
+    end
+    local pos = gx1
+    if frac > 0 then pos = gx1 - 5 + frac end
+    out[3] = pos
     out[1] = 5
     local left = 432000000 - after
     local milli = floor(left / 432)

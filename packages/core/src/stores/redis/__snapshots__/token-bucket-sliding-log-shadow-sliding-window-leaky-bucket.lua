@@ -21,56 +21,75 @@ local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, now}
 local rep = 0
 -- The enforced policies.
 -- KEYS[1]
-local tokens1, last1, tconv1 = INF, -INF, false
+local tokens1, last1, tconv1, tx1, th1 = INF, -INF, false, 0, -INF
 do
   local value = redis.pcall('GET', KEYS[1])
   if value then
-    local ok, expiry = false, -1
-    if type(value) == 'string' then expiry = redis.call('PEXPIRETIME', KEYS[1]) end
-    if expiry >= 0 then
-      local v, wl, wb = nil, 10, 20
-      local x, y, z = string.match(value, '^([^:]*):([^:]*):([^:]*)$')
-      if x then v = tonumber(x); wl = tonumber(y); wb = tonumber(z) else v = tonumber(value) end
-      if (v ~= nil and v >= 0 and v < 9007199254740992 and v == floor(v)) and wl == 10 and wb == 20 then
-        if expiry <= now + 86402000 then
-          tokens1 = v
-          local missing = 20000 - tokens1
-          local q = floor(missing / 10)
-          if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
-          if q * 10 ~= missing then q = q + 1 end
-          last1 = expiry - q
-          ok = true
-        end
-      elseif (v ~= nil and v >= 0 and v < 9007199254740992 and v == floor(v)) and (wl ~= nil and wl >= 0 and wl < 9007199254740992 and wl == floor(wl)) and (wb ~= nil and wb >= 0 and wb < 9007199254740992 and wb == floor(wb)) and wl >= 1 and wb >= 1 and wl * 1000 < 9007199254740992 then
-        -- Written under another limit or burst: refill under the writer's to now, convert what it lacks.
-        local gx, gy = 1000, wl * 1000
-        while gy > 0 do gx, gy = gy, fmod(gx, gy) end
-        local rw, tw = wl * 1000 / gx, 1000 / gx
-        local capw = wb * 1000 * tw
-        local span = floor(capw / rw)
-        if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
-        if span * rw ~= capw then span = span + 1 end
-        if capw < 9007199254740992 and expiry <= now + span + 86400000 then
-          local tv = v
-          if tv > capw then tv = capw end
-          local lack = capw - tv
-          local q = floor(lack / rw)
-          if q * rw > lack then q = q - 1 elseif (q + 1) * rw <= lack then q = q + 1 end
-          if q * rw ~= lack then q = q + 1 end
-          last1 = expiry - q
-          if tv < capw and now > last1 then
-            if now - last1 >= q then tv = capw else tv = tv + (now - last1) * rw end
+    local ok = false
+    if type(value) == 'string' then
+      local expiry = redis.call('PEXPIRETIME', KEYS[1])
+      local f1, f2, f3, f4, f5 = tonumber(value), nil, nil, nil, nil
+      if f1 == nil then
+        f1, f2, f3, f4, f5 = string.match(value, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+        if f1 == nil then f1, f2, f3 = string.match(value, '^(%d+):(%d+):?(%d*)$') end
+        f1, f2, f3, f4, f5 = tonumber(f1), tonumber(f2), tonumber(f3), tonumber(f4), tonumber(f5)
+      end
+      if f3 == nil then f3 = f2 end
+      if f4 == nil then f4 = 0 end
+      if expiry >= 0 and f2 ~= nil and (f1 ~= nil and f1 >= 0 and f1 < 9007199254740992 and f1 == floor(f1)) and (f2 ~= nil and f2 >= 0 and f2 < 9007199254740992 and f2 == floor(f2)) and (f3 ~= nil and f3 >= 0 and f3 < 9007199254740992 and f3 == floor(f3)) and (f4 ~= nil and f4 >= 0 and f4 < 9007199254740992 and f4 == floor(f4)) and (f5 == nil or (f5 ~= nil and f5 >= 0 and f5 < 9007199254740992 and f5 == floor(f5))) then
+        local m, wl, wb, full = f1, f2, f3, expiry
+        if f5 ~= nil then tx1 = f4; th1 = expiry; full = expiry - f5 end
+        if th1 <= now then tx1 = 0; th1 = -INF end
+        if wl == 10 and wb == 20 then
+          if m <= 20000 and full <= now + 86402000 and th1 <= now + 86402001 then
+            tokens1 = 20000 - m
+            local q = floor(m / 10)
+            if q * 10 > m then q = q - 1 elseif (q + 1) * 10 <= m then q = q + 1 end
+            if q * 10 ~= m then q = q + 1 end
+            last1 = full - q
+            ok = true
           end
-          local used = (capw - tv) * 1
-          local u = floor(used / tw)
-          if u * tw > used then u = u - 1 elseif (u + 1) * tw <= used then u = u + 1 end
-          if u * tw ~= used then u = u + 1 end
-          if u > 20000 then u = 20000 end
-          tokens1 = 20000 - u; tconv1 = true; ok = true
+        elseif wl >= 1 and wb >= 1 and wl * 1000 < 9007199254740992 then
+          -- Written under another limit or burst: refill under the writer's to now, convert what it lacks.
+          local gx, gy = 1000, wl * 1000
+          while gy > 0 do gx, gy = gy, fmod(gx, gy) end
+          local rw, tw = wl * 1000 / gx, 1000 / gx
+          local capw = wb * 1000 * tw
+          local span = floor(capw / rw)
+          if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
+          if span * rw ~= capw then span = span + 1 end
+          if capw < 9007199254740992 and m <= capw and full <= now + span + 86400000 and th1 <= now + span + 86400001 then
+            local tv = capw - m
+            local q = floor(m / rw)
+            if q * rw > m then q = q - 1 elseif (q + 1) * rw <= m then q = q + 1 end
+            if q * rw ~= m then q = q + 1 end
+            last1 = full - q
+            local writerFull = -INF
+            if m > 0 then writerFull = full end
+            local latest = th1
+            if writerFull > latest then latest = writerFull end
+            if latest > now then
+              tx1 = tx1 + (latest - now) * rw
+              if tx1 > 4503599627370496 then tx1 = 4503599627370496 end
+              th1 = latest
+              if th1 > now + 2000 then th1 = now + 2000 end
+            else
+              tx1 = 0; th1 = -INF
+            end
+            if tv < capw and now > last1 then
+              if now - last1 >= q then tv = capw else tv = tv + (now - last1) * rw end
+            end
+            local used = (capw - tv) * 1
+            local u = floor(used / tw)
+            if u * tw > used then u = u - 1 elseif (u + 1) * tw <= used then u = u + 1 end
+            if u * tw ~= used then u = u + 1 end
+            if u > 20000 then u = 20000 end
+            tokens1 = 20000 - u; tconv1 = true; ok = true
+          end
         end
       end
     end
-    if not ok then redis.call('DEL', KEYS[1]); rep = rep + 1 end
+    if not ok then redis.call('DEL', KEYS[1]); rep = rep + 1; tx1 = 0; th1 = -INF end
   end
   if not tconv1 then
     -- refill(min(stored, cap)): never refilled twice when the clock steps back.
@@ -93,7 +112,15 @@ if tconv1 then
     local q = floor(missing / 10)
     if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
     if q * 10 ~= missing then q = q + 1 end
-    redis.call('SET', KEYS[1], fmt('%d:10:20', tokens1), 'PXAT', fmt('%d', refilled + q))
+    local full = refilled + q
+    if th1 > now then
+      if full > th1 then th1 = full end
+      redis.call('SET', KEYS[1], fmt('%d:10:20:%d:%d', missing, tx1, th1 - full), 'PXAT', fmt('%d', th1))
+    else
+      tx1 = 0; th1 = -INF
+      redis.call('SET', KEYS[1], fmt('%d:10:20', missing), 'PXAT', fmt('%d', full))
+    end
+    local pos = tx1 - (q * 10 - missing)
   end
 end
 do
@@ -213,7 +240,16 @@ if out[1] == 1 and out[6] == 1 then
     local q = floor(missing / 10)
     if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
     if q * 10 ~= missing then q = q + 1 end
-    redis.call('SET', KEYS[1], fmt('%d:10:20', left), 'PXAT', fmt('%d', refilled + q))
+    local full = refilled + q
+    if th1 > now then
+      if full > th1 then th1 = full end
+      redis.call('SET', KEYS[1], fmt('%d:10:20:%d:%d', missing, tx1, th1 - full), 'PXAT', fmt('%d', th1))
+    else
+      tx1 = 0; th1 = -INF
+      redis.call('SET', KEYS[1], fmt('%d:10:20', missing), 'PXAT', fmt('%d', full))
+    end
+    local pos = tx1 - (q * 10 - missing)
+    out[3] = pos
   end
   out[1] = 5
   do
@@ -375,68 +411,95 @@ do
   end
 end
 -- KEYS[4]
-local tat4, frac4, debt4, conv4 = -INF, 0, 0, false
+local tat4, frac4, debt4, conv4, gx4, gh4 = -INF, 0, 0, false, 0, -INF
 do
   local value = redis.pcall('GET', KEYS[4])
   if value then
-    -- What a commit writes: `tat:frac:limit:burst`, one match; a bare `tat` or `tat:frac` is this policy's.
-    local a, b, wl, wb = nil, 0, 3, 5
+    local bad = true
     if type(value) == 'string' then
-      local x, y, z, u = string.match(value, '^([^:]*):([^:]*):([^:]*):([^:]*)$')
-      if x then
-        a = tonumber(x); b = tonumber(y); wl = tonumber(z); wb = tonumber(u)
-      else
-        a = tonumber(value)
-        if a == nil then
-          local at = string.find(value, ':', 1, true)
-          if at == nil then
-            a = tonumber(value)
-          else
-            a = tonumber(string.sub(value, 1, at - 1)); b = tonumber(string.sub(value, at + 1))
+      local expiry = redis.call('PEXPIRETIME', KEYS[4])
+      local f1, f2, f3, f4, f5 = tonumber(value), nil, nil, nil, nil
+      if f1 == nil then
+        f1, f2, f3, f4, f5 = string.match(value, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+        if f1 == nil then f1, f2, f3 = string.match(value, '^(%d+):(%d+):?(%d*)$') end
+        f1, f2, f3, f4, f5 = tonumber(f1), tonumber(f2), tonumber(f3), tonumber(f4), tonumber(f5)
+      end
+      if f2 == nil then f2 = 0 end
+      if f3 == nil then f3 = f1 end
+      if f4 == nil then f4 = 0 end
+      if expiry >= 0 and (f1 ~= nil and f1 >= 0 and f1 < 9007199254740992 and f1 == floor(f1)) and (f2 ~= nil and f2 >= 0 and f2 < 9007199254740992 and f2 == floor(f2)) and (f3 ~= nil and f3 >= 0 and f3 < 9007199254740992 and f3 == floor(f3)) and (f4 ~= nil and f4 >= 0 and f4 < 9007199254740992 and f4 == floor(f4)) and (f5 == nil or (f5 ~= nil and f5 >= 0 and f5 < 9007199254740992 and f5 == floor(f5))) then
+        -- The TAT rounded up is the key's expiry, or the frame's less its offset.
+        local wl, b, wb, a = f1, f2, f3, expiry
+        if f5 ~= nil then gx4 = f4; gh4 = expiry; a = expiry - f5 end
+        if b > 0 then a = a - 1 end
+        if gh4 <= now then gx4 = 0; gh4 = -INF end
+        if wl == 3 and wb == 5 then
+          local ahead = now + 86401668
+          if b < 3 and a <= ahead and gh4 <= ahead then
+            bad = false
+            tat4 = a; frac4 = b
+            if tat4 >= now then debt4 = (tat4 - now) * 3 + frac4 end
+          end
+        else
+          bad = not (wl >= 1 and wb >= 1 and wl * 1000 < 9007199254740992)
+          if not bad then
+            local gx, gy = 1000, wl * 1000
+            while gy > 0 do gx, gy = gy, fmod(gx, gy) end
+            local rw, tw = wl * 1000 / gx, 1000 / gx
+            local capw = wb * 1000 * tw
+            local span = floor(capw / rw)
+            if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
+            if span * rw ~= capw then span = span + 1 end
+            bad = not (capw < 9007199254740992 and b < rw and a <= now + span + 86400001 and gh4 <= now + span + 86400001)
+            if not bad and (a >= now or gh4 > now) then
+              local full = a
+              if b > 0 then full = a + 1 end
+              local latest = gh4
+              if full > latest then latest = full end
+              if latest > now then
+                gx4 = gx4 + (latest - now) * rw
+                if gx4 > 4503599627370496 then gx4 = 4503599627370496 end
+                gh4 = latest
+                if gh4 > now + 1667 then gh4 = now + 1667 end
+              else
+                gx4 = 0; gh4 = -INF
+              end
+              tat4 = now; frac4 = 0; conv4 = true
+              if a >= now then
+                local dw = (a - now) * rw + b
+                local scaled = dw * 1
+                local q = floor(scaled / tw)
+                if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
+                if q * tw ~= scaled then q = q + 1 end
+                if q > 5000 then q = 5000 end
+                local whole = floor(q / 3)
+                if whole * 3 > q then whole = whole - 1 elseif (whole + 1) * 3 <= q then whole = whole + 1 end
+                tat4 = now + whole; frac4 = q - whole * 3; debt4 = q
+              end
+            end
           end
         end
       end
     end
-    local bad = not ((a ~= nil and a >= 0 and a < 9007199254740992 and a == floor(a)) and (b ~= nil and b >= 0 and b < 9007199254740992 and b == floor(b)))
-    if not bad and wl == 3 and wb == 5 then
-      if b < 3 and a <= now + 86401668 then
-        tat4 = a; frac4 = b
-        if tat4 >= now then debt4 = (tat4 - now) * 3 + frac4 end
-      else
-        bad = true
-      end
-    elseif not bad then
-      bad = not ((wl ~= nil and wl >= 0 and wl < 9007199254740992 and wl == floor(wl)) and (wb ~= nil and wb >= 0 and wb < 9007199254740992 and wb == floor(wb)) and wl >= 1 and wb >= 1 and wl * 1000 < 9007199254740992)
-      if not bad then
-        local x, y = 1000, wl * 1000
-        while y > 0 do x, y = y, fmod(x, y) end
-        local rw, tw = wl * 1000 / x, 1000 / x
-        local capw = wb * 1000 * tw
-        local span = floor(capw / rw)
-        if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
-        if span * rw ~= capw then span = span + 1 end
-        bad = not (capw < 9007199254740992 and b < rw and a <= now + span + 86400001)
-        if not bad and a >= now then
-          local dw = (a - now) * rw + b
-          local scaled = dw * 1
-          local q = floor(scaled / tw)
-          if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
-          if q * tw ~= scaled then q = q + 1 end
-          if q > 5000 then q = 5000 end
-          local whole = floor(q / 3)
-          if whole * 3 > q then whole = whole - 1 elseif (whole + 1) * 3 <= q then whole = whole + 1 end
-          tat4 = now + whole; frac4 = q - whole * 3; debt4 = q; conv4 = true
-        end
-      end
-    end
-    if bad then redis.call('DEL', KEYS[4]); rep = rep + 8 end
+    if bad then redis.call('DEL', KEYS[4]); rep = rep + 8; gx4 = 0; gh4 = -INF end
   end
 end
 if conv4 then
-  local tat = now + tat4 - now
-  local e = tat
-  if frac4 > 0 then e = tat + 1 end
-  redis.call('SET', KEYS[4], fmt('%d:%d:3:5', tat, frac4), 'PXAT', fmt('%d', e))
+  do
+    local whole = tat4 - now
+    local tat = now + whole
+    local e = tat
+    if frac4 > 0 then e = tat + 1 end
+    if gh4 > now then
+      if e > gh4 then gh4 = e end
+      redis.call('SET', KEYS[4], fmt('3:%d:5:%d:%d', frac4, gx4, gh4 - e), 'PXAT', fmt('%d', gh4))
+    else
+      gx4 = 0; gh4 = -INF
+      redis.call('SET', KEYS[4], fmt('3:%d:5', frac4), 'PXAT', fmt('%d', e))
+    end
+    local pos = gx4
+    if frac4 > 0 then pos = gx4 - 3 + frac4 end
+  end
 end
 do
   local need = cost * 1
@@ -501,7 +564,16 @@ if out[11] == 1 and out[16] == 1 then
     local tat = now + whole
     local e = tat
     if frac > 0 then e = tat + 1 end
-    redis.call('SET', KEYS[4], fmt('%d:%d:3:5', tat, frac), 'PXAT', fmt('%d', e))
+    if gh4 > now then
+      if e > gh4 then gh4 = e end
+      redis.call('SET', KEYS[4], fmt('3:%d:5:%d:%d', frac, gx4, gh4 - e), 'PXAT', fmt('%d', gh4))
+    else
+      gx4 = 0; gh4 = -INF
+      redis.call('SET', KEYS[4], fmt('3:%d:5', frac), 'PXAT', fmt('%d', e))
+    end
+    local pos = gx4
+    if frac > 0 then pos = gx4 - 3 + frac end
+    out[18] = pos
   end
   out[16] = 5
 else

@@ -274,8 +274,8 @@ describeRedis('RedisStore faults and the limiter failure mode', () => {
     limiter.on('store-error', (e) => scopes.add(`${e.scope}:${e.key}`));
     await limiter.check('hot');
     await limiter.check('list');
-    const [hotName] = await admin.keys(`${prefix}:v1:{hot}*`);
-    const [listName] = await admin.keys(`${prefix}:v1:{list}*`);
+    const [hotName] = await admin.keys(`${prefix}:v2:{hot}*`);
+    const [listName] = await admin.keys(`${prefix}:v2:{list}*`);
     await admin.set(hotName as string, 'not a limiter state');
     await admin.del(listName as string);
     await admin.lpush(listName as string, 'x');

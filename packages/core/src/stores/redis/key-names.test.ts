@@ -46,19 +46,28 @@ describe('keyTag', () => {
 });
 
 describe('policySuffix', () => {
-  it('is short: name, algorithm code, window, and only what differs from the defaults', () => {
+  it('is short: name (none for the default), algorithm code, window in its largest unit, and only what differs from the defaults', () => {
     const at = (o: PolicyOptions, shadow = false) => policySuffix(compilePolicy(o, 'p', shadow));
-    expect(at({ limit: 100, windowMs: 60_000 })).toBe('default:gc:60000');
-    expect(at({ algorithm: 'leaky-bucket', limit: 100, windowMs: 60_000, burst: 20 })).toBe('default:lb:60000');
-    expect(at({ algorithm: 'token-bucket', limit: 100, windowMs: 60_000, burst: 20 })).toBe('default:tb:60000');
+    expect(at({ limit: 100, windowMs: 60_000 })).toBe('gc1m');
+    expect(at({ limit: 1000, windowMs: 86_400_000 })).toBe('gc1d');
+    expect(at({ algorithm: 'leaky-bucket', limit: 100, windowMs: 60_000, burst: 20 })).toBe('lb1m');
+    expect(at({ name: 'burst', algorithm: 'token-bucket', limit: 100, windowMs: 1000, burst: 20 })).toBe('burst:tb1s');
+    expect(at({ name: 'odd', algorithm: 'sliding-window', limit: 3, windowMs: 333 })).toBe('odd:sw333');
     expect(at({ name: 'login', algorithm: 'fixed-window', limit: 5, windowMs: 900_000, anchor: 'first-request' }, true)).toBe(
-      'login:fw:900000/first:s',
+      'login:fw15m/first:s',
     );
+    expect(at({ algorithm: 'sliding-log', limit: 5, windowMs: 7_200_000 }, true)).toBe('sl2h:s');
+  });
+
+  it('keeps the bench key of one gcra policy (1000 per day) within 30 characters, the smallest allocation', () => {
+    const name = keyName('tg', keyTag('ip:10.1.255.255'), policySuffix(compilePolicy({ limit: 1000, windowMs: 86_400_000 }, 'p', false)));
+    expect(name).toBe('tg:v2:{ip:10.1.255.255}:gc1d');
+    expect(name.length).toBeLessThanOrEqual(30);
   });
 
   it('agrees with the storage identity: equal suffixes exactly for equal policy ids, whatever the names', () => {
     const policy = fc.record({
-      name: fc.constantFrom('x', 's', 'x:s', 's:x', 'x:gc:1/1000', 'x:gc:1/1000:s', 'a:fw:1/1000/first'),
+      name: fc.constantFrom('x', 's', 'x:s', 's:x', 'default', 'gc1s', 'gc1s:s', 'x:gc1s', 'x:gc1s:s', 'a:fw1s/first', 'fw1s/first'),
       algorithm: fc.constantFrom(
         'fixed-window',
         'sliding-window',
@@ -68,7 +77,7 @@ describe('policySuffix', () => {
         'leaky-bucket',
       ) as fc.Arbitrary<AlgorithmId>,
       limit: fc.integer({ min: 1, max: 3 }),
-      windowMs: fc.constantFrom(1000, 10_000),
+      windowMs: fc.constantFrom(1000, 10_000, 60_000, 60, 1),
       burst: fc.integer({ min: 1, max: 3 }),
       anchor: fc.constantFrom<'clock' | 'first-request'>('clock', 'first-request'),
       delayAfter: fc.integer({ min: 0, max: 2 }),

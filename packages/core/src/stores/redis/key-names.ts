@@ -1,7 +1,9 @@
 /**
- * @module Redis key names: `<prefix>:v1:{<key>}:<policy>`. `v1` is the layout of the state the scripts
- * keep (scripts.ts): a future layout takes `v2`, so a script never reads state written in another
- * format (old keys simply expire). The braces make the limiter key the hash tag,
+ * @module Redis key names: `<prefix>:v2:{<key>}:<policy>`, e.g. `tg:v2:{ip:10.1.2.3}:gc1d`. `v2` is the
+ * layout of the state the scripts keep (scripts.ts): a future layout takes `v3`, so a script never reads
+ * state written in another format (old keys simply expire). Short, because the name is most of what a key
+ * costs in Redis: up to 30 characters it takes Redis' smallest allocation for a key of that kind, and
+ * `tg:v2:{ip:10.1.255.255}:gc1d` is 28. The braces make the limiter key the hash tag,
  * so every key one request touches lives in one Redis Cluster slot and one script may read them all.
  * A key that is long, empty, or contains a brace (which would end or empty the hash tag) is replaced by
  * its SHA-256, marked with `#` after the tag so a digest and a literal key can never share a name.
@@ -32,25 +34,37 @@ const CODES: Readonly<Record<CompiledPolicy['algorithm'], string>> = {
   'leaky-bucket': 'lb',
 };
 
+/** A window in the largest unit that divides it exactly: `1d`, `2h`, `15m`, `90s`, or plain ms (`333`). */
+export function compactWindow(ms: number): string {
+  for (const [unit, size] of WINDOW_UNITS) if (ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}`;
+}
+
+const WINDOW_UNITS: readonly (readonly [string, number])[] = [
+  ['d', 86_400_000],
+  ['h', 3_600_000],
+  ['m', 60_000],
+  ['s', 1000],
+];
+
 /**
- * The part of a key name that names the policy: `name:code:windowMs` for the window algorithms,
- * `name:code:windowMs` for every algorithm, `/first` for windows anchored at the first request, and `:s`
- * for a shadow policy (`default:gc:60000`, `login:fw:5/900000/first:s`). It carries everything the
- * policy's storage identity (`CompiledPolicy.id`) carries, so two limiters share state exactly when the
- * memory store would make them share it; key-names.test.ts checks that suffixes and ids agree. Short,
- * because the key name is most of what a key costs in Redis memory. The role goes last, where the
- * grammar is fixed (a name may itself contain `:`).
+ * The part of a key name that names the policy: the name and a colon (none for the name `default`), the
+ * algorithm's code and the window (`gc1d`), `/first` for windows anchored at the first request, and `:s`
+ * for a shadow policy (`gc1m`, `login:fw15m/first:s`). It carries everything the policy's storage
+ * identity (`CompiledPolicy.id`) carries, so two limiters share state exactly when the memory store would
+ * make them share it; key-names.test.ts checks that suffixes and ids agree. The grammar reads from the
+ * end: `:s` only ever ends a shadow policy's suffix, the code and window (no colon) come before it, and
+ * whatever precedes them is the name (which may itself contain `:`).
  */
 export function policySuffix(p: CompiledPolicy): string {
   // Window algorithms count milli-units, whatever the limit, and bucket state records the limit and
   // burst it was written under (gcra.ts, token-bucket.ts): state carries over a change of limit (or of
   // plan), so neither limit nor burst is part of the name (README: what carries over).
-  let params = `${p.windowMs}`;
-  if (p.anchorFirst) params += '/first';
-  return `${p.name}:${CODES[p.algorithm]}:${params}${p.shadow ? ':s' : ''}`;
+  const id = `${CODES[p.algorithm]}${compactWindow(p.windowMs)}${p.anchorFirst ? '/first' : ''}`;
+  return `${p.name === 'default' ? '' : `${p.name}:`}${id}${p.shadow ? ':s' : ''}`;
 }
 
-/** The layout of the stored state; bump it (`v2`) whenever a script would read old state wrongly. */
+/** The layout of the stored state; bump it (`v3`) whenever a script would read old state wrongly. */
 export const KEY_LAYOUT = 'v2';
 
 /** The Redis key holding the state of `policy` (its `suffix`) for the limiter key whose tag is `tag`. */

@@ -56,7 +56,7 @@ export interface RedisStoreOptions {
    */
   client: RedisStoreClient;
   /**
-   * Prepended to every key name (`<prefix>:v1:{<key>}:<policy>`); give each app sharing a Redis its own.
+   * Prepended to every key name (`<prefix>:v2:{<key>}:<policy>`); give each app sharing a Redis its own.
    * No braces (they would break the hash tag). Defaults to `'tollgate'`.
    */
   prefix?: string;

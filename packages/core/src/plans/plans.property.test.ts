@@ -2,9 +2,9 @@
  * @module Properties of refunds and multi-key decisions on random traces (fast-check), in memory; the
  * Redis twins are held to the same answers by test/integration/redis/plans-differential.test.ts:
  * - refunds never lift a policy above capacity: every remaining, before and after, is within [0, capacity];
- * - nothing above the limit, counting only what was not given back: per fixed window, per sliding-log
- *   window and over any interval of a bucket (burst plus the refill of the interval, plus one ms of
- *   refill, the rounding of a receipt's mark);
+ * - nothing above the limit, counting only what was not given back, however many refunds a trace has:
+ *   per fixed window, per sliding-log window, at every sliding-window charge (its weighted rule), and over
+ *   any interval of a bucket (burst plus the refill of the interval, plus one ms of refill);
  * - all-or-nothing across keys: a rejected multi-key check leaves every key's state as it was.
  */
 import fc from 'fast-check';
@@ -123,6 +123,26 @@ describe('refund properties', () => {
     );
   });
 
+  it('sliding-window: what is not given back stays within the weighted limit at every charge', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.array(opArb, { maxLength: 60 }), async (limit, ops) => {
+        const { nets } = await replay('sliding-window', limit, undefined, ops);
+        // The admission rule on what still counts: prev * (w - e) + curr * w <= limit * w, curr counting
+        // the charges of the current window up to this one (milli-units, w = 1000 ms).
+        nets.forEach((n, i) => {
+          const start = n.at - (n.at % 1000);
+          const prev = nets.filter((m) => m.at >= start - 1000 && m.at < start).reduce((a, m) => a + m.milli, 0);
+          const curr = nets
+            .slice(0, i + 1)
+            .filter((m) => m.at >= start)
+            .reduce((a, m) => a + m.milli, 0);
+          expect(prev * (1000 - (n.at - start)) + curr * 1000).toBeLessThanOrEqual(limit * 1000 * 1000);
+        });
+      }),
+      { numRuns: 150 },
+    );
+  });
+
   it.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)(
     '%s: what is not given back stays within burst plus the refill of any interval, however many refunds',
     async (algorithm) => {
@@ -137,8 +157,8 @@ describe('refund properties', () => {
               for (const b of nets) {
                 if (b.at < a.at) continue;
                 const total = nets.filter((n) => n.at >= a.at && n.at <= b.at).reduce((s, n) => s + n.milli, 0);
-                // burst + refill over [a, b], plus one ms of refill (a mark is rounded up to the ms).
-                const bound = burst * 1000 + (limit * 1000 * (b.at - a.at + 1)) / 1000;
+                // burst + refill over [a, b], exactly: a receipt's position undoes the rounding of its mark.
+                const bound = burst * 1000 + (limit * 1000 * (b.at - a.at)) / 1000;
                 expect(total).toBeLessThanOrEqual(Math.ceil(bound));
               }
             }

@@ -9,23 +9,23 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeRedis, infoField, type RedisServer, redisVersion, startRedis } from './harness.js';
 
 const KEYS = 2000;
-/** A typical limiter key: a user id. Key names are `tollgate:v1:{user:123456}:default:<algorithm>:<params>`. */
+/** A typical limiter key: a user id. Key names are `tollgate:v2:{user:123456}:<code><window>`. */
 const userKey = (i: number) => `user:${100_000 + i}`;
 
 /**
- * Upper bounds (bytes, MEMORY USAGE of one key on Redis 7.0 with a 46-character name): what a bare
- * counter under the same name costs (104: the layout segment `v1:` took the name from jemalloc's 48-byte
- * class to the 64-byte one), and a 3-member listpack for the sliding log. The buckets store the limit
- * and burst they were written under (`tokens:limit:burst`, `tat:frac:limit:burst`, so their state
- * carries over a change of limit): 120 with their 42-character names (no limit in the name).
+ * Upper bounds (bytes, MEMORY USAGE of one key on Redis 7.0 with a 30-character name, the longest in
+ * Redis' smallest allocation for a key name): what a bare counter under the same name costs (72) for the
+ * counters and for gcra and leaky-bucket (whose value is the limit they were written under, a small
+ * integer Redis shares; the TAT is the key's expiry), a short string for the token bucket
+ * (`missing:limit`), and a 3-member listpack for the sliding log.
  */
 const BOUNDS: Record<AlgorithmId, number> = {
-  'fixed-window': 104,
-  'sliding-window': 104,
-  'token-bucket': 120,
-  gcra: 120,
-  'leaky-bucket': 120,
-  'sliding-log': 152,
+  'fixed-window': 72,
+  'sliding-window': 72,
+  'token-bucket': 88,
+  gcra: 72,
+  'leaky-bucket': 72,
+  'sliding-log': 120,
 };
 
 describeRedis('memory per key', () => {
@@ -98,7 +98,7 @@ describeRedis('memory per key', () => {
     }
     for (const algorithm of Object.keys(BOUNDS) as AlgorithmId[]) expect(usages[algorithm]).toBeLessThanOrEqual(BOUNDS[algorithm]);
     // The two string forms: a sliding window past its first window (`curr:prev`), a GCRA whose emission
-    // interval is not a whole ms (7 per second: `tat:frac`).
+    // interval is not a whole ms (7 per second: `limit:frac`).
     let now = Date.now() + 365 * 86_400_000;
     for (const [algorithm, limit, gap] of [
       ['sliding-window', 100, 60_000],

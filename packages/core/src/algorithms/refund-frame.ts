@@ -76,8 +76,7 @@ export function recordRefund(t: StateTable, o: number, now: number, take: number
  * lives until that mark (at most `span` ms from now, the reader's: a later expiry would read as corrupt).
  */
 export function closeFrame(t: StateTable, o: number, now: number, fullAt: number, rateW: number, span: number): void {
-  const h = horizonAt(t, o, now);
-  const latest = h > fullAt ? h : fullAt;
+  const latest = Math.max(horizonAt(t, o, now), fullAt);
   if (!(latest > now)) {
     initFrame(t, o);
     return;

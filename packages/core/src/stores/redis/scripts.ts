@@ -7,18 +7,22 @@
  * no per-policy ARGV and no dispatch on the algorithm: what Redis runs per call is the arithmetic of the
  * policies and their Redis calls, nothing else.
  *
- * State, in the smallest form that keeps it exact, under key names of layout `v1` (key-names.ts); a key
+ * State, in the smallest form that keeps it exact, under key names of layout `v2` (key-names.ts); a key
  * holding anything else is read as never seen, deleted and reported (lua-kernels.ts, state-repair.ts).
  * Every key expires (PXAT / PEXPIREAT) exactly when its
  * kernel's `expiresAt` says the state becomes equivalent to a key never seen, and the expiry time carries
  * part of the state, read back with PEXPIRETIME (Redis 7.0+):
  * - fixed-window:   `used` (milli-units); window start = expiry - windowMs.
  * - sliding-window: `curr` or `curr:prev` (milli-units); current window start = expiry - 2 * windowMs.
- * - token-bucket:   `tokens:limit:burst` (ticks, and the limit and burst it was written under);
- *   last refill = expiry - ceil((capTicks - tokens) / rate), under the writer's capTicks and rate.
- * - gcra, leaky-bucket: `tat:frac:limit:burst` (theoretical arrival time in ms, its fraction in ticks,
- *   and the limit and burst it was written under, so that a reader under another limit converts it);
- *   expiry = tat (+1 ms when frac > 0).
+ * - token-bucket:   `missing:limit[:burst]` (ticks the bucket lacks, and the limit and burst it was
+ *   written under; the burst only when it is not the limit); it is full again at the expiry, and the last
+ *   refill was ceil(missing / rate) before, under the writer's rate.
+ * - gcra, leaky-bucket: `limit[:frac[:burst]]` (the limit it was written under, so that a reader under
+ *   another limit converts it; the fraction of the theoretical arrival time in ticks and the burst, when
+ *   not 0 and not the limit): the TAT is the expiry (-1 ms when frac > 0). One policy that charges whole
+ *   ms stores a small integer, which Redis shares between keys.
+ * - a bucket refunded while other charges were outstanding appends its refund frame, `:refunded:offset`,
+ *   and lives until the frame's horizon, `offset` ms after its own expiry (lua-kernels.ts, refund-frame.ts).
  * - sliding-log: a sorted set of admitted requests, one member per distinct millisecond, member = the
  *   time in ms, score = the running total of admitted cost (milli-units) up to and including it. Rank 0
  *   holds the base: `b` on a new log, `b<time>` once entries expired. The cost in the window is `last

@@ -7,7 +7,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { createLimiter } from '../create-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
 import { MemoryStore } from '../stores/memory-store.js';
-import type { AlgorithmId, Logger } from '../types.js';
+import type { AlgorithmId, Decision, Logger } from '../types.js';
 
 const ALGORITHMS: readonly AlgorithmId[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra', 'leaky-bucket'];
 
@@ -212,6 +212,52 @@ describe('refund', () => {
       const d = await limiter.check('k');
       advance(2000);
       expect(await limiter.refund(d)).toEqual({ refunded: false, policies: [] });
+    },
+  );
+
+  it.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)(
+    '%s: several refunds on one key, in the order of the charges or the newest first, give each charge back whole',
+    async (algorithm) => {
+      for (const order of [
+        [0, 1, 2],
+        [2, 1, 0],
+        [0, 2, 1],
+      ]) {
+        const { limiter, advance } = virtual({ policies: { algorithm, limit: 3, windowMs: 1000 } });
+        const charges = [];
+        for (let i = 0; i < 3; i++) {
+          charges.push(await limiter.check('k'));
+          advance(0);
+        }
+        for (const i of order) expect(await limiter.refund(charges[i] as Decision), `order ${order}`).toMatchObject({ refunded: true });
+        const full = await limiter.peek('k', { cost: 3 });
+        expect(full.allowed, `order ${order}`).toBe(true);
+        expect(full.remaining).toBe(0);
+      }
+    },
+  );
+
+  it('gcra: refunds interleaved otherwise may give an earlier charge back less, never more', async () => {
+    const { limiter } = virtual({ policies: { algorithm: 'gcra', limit: 3, windowMs: 1000 } });
+    const [a, b, c] = [await limiter.check('k'), await limiter.check('k'), await limiter.check('k')];
+    // b's refund moves c's refill earlier, so it counts against every charge before c, a included.
+    expect(await limiter.refund(b)).toMatchObject({ refunded: true });
+    expect(await limiter.refund(c)).toMatchObject({ refunded: true });
+    expect(await limiter.refund(a)).toMatchObject({ refunded: false });
+    expect((await limiter.peek('k', { cost: 0.001 })).remaining).toBe(1.999);
+  });
+
+  it.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)(
+    '%s: a charge made before the key changed plan gives nothing back after it (issue 10)',
+    async (algorithm) => {
+      const { limiter, advance } = virtual({
+        plans: { free: [{ name: 'm', algorithm, limit: 2, windowMs: 1000 }], pro: [{ name: 'm', algorithm, limit: 10, windowMs: 1000 }] },
+      });
+      const free = await limiter.check('k', { plan: 'free' });
+      advance(1);
+      const pro = await limiter.check('k', { plan: 'pro' });
+      expect(await limiter.refund(free)).toEqual({ refunded: false, policies: [] });
+      expect(await limiter.refund(pro)).toEqual({ refunded: true, policies: ['m'] });
     },
   );
 

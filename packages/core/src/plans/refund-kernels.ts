@@ -17,8 +17,9 @@
  *   used, or that an earlier refund already returned: with a charge at t0, another at t1 and the first
  *   refunded at t1, the bucket must not hold more than if the first had never come. A receipt refunds
  *   only under the limit and burst the state is in (a change of them ends what older charges may give back).
- * Every refund gives back at most what was charged and never lifts a state above capacity; a state
- * left equal to a key never seen is dropped, as Redis deletes the key.
+ * Every refund gives back at most what was charged and never lifts a state above capacity; a window state
+ * left equal to a key never seen is dropped, as Redis deletes the key (a refunded bucket keeps its refund
+ * frame until the frame's horizon, and its Redis key lives as long).
  */
 import { gcraDebt, gcraFullAt, setGcraDebt } from '../algorithms/gcra.js';
 import { alignedStart, type LogRing, type StateTable } from '../algorithms/kernel.js';

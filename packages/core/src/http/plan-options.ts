@@ -11,8 +11,7 @@
  * given back under `skipFailedRequests`, kept under `skipSuccessfulRequests`.
  */
 import { RateLimitConfigError } from '../errors.js';
-import type { ConcurrencyPolicyOptions } from '../shedding/concurrency-limiter.js';
-import type { PolicyOptions } from '../types.js';
+import type { ConcurrencyPolicyOptions, PolicyOptions } from '../types.js';
 import type { KeyFunction } from './request-view.js';
 
 /** A policy in the adapters' options: a core policy that may carry its own key function. */

@@ -21,7 +21,7 @@ import { gcraDebt, setGcraDebt } from '../algorithms/gcra.js';
 import { alignedStart, type LogRing, type StateTable } from '../algorithms/kernel.js';
 import { tbLevel, tbStore, tokenBucket as tokenBucketKernel } from '../algorithms/token-bucket.js';
 import type { CompiledPolicy } from '../policy.js';
-import type { AlgorithmId } from '../types.js';
+import type { PolicyAlgorithm } from '../types.js';
 
 /** Gives back `cost` milli-units charged with `mark` to the row at `slot`; true when the state took it. */
 export type RefundKernel = (t: StateTable, slot: number, now: number, cost: number, mark: number, p: CompiledPolicy) => boolean;
@@ -124,7 +124,11 @@ const slidingLog: RefundKernel = (t, slot, now, cost, mark, p) => {
   return true;
 };
 
-export const REFUND_KERNELS: Readonly<Record<AlgorithmId, RefundKernel>> = Object.freeze({
+/** A lease is given back by release (algorithms/concurrency.ts), never refunded: receipts mark it NaN. */
+const concurrency: RefundKernel = () => false;
+
+export const REFUND_KERNELS: Readonly<Record<PolicyAlgorithm, RefundKernel>> = Object.freeze({
+  concurrency,
   'fixed-window': fixedWindow,
   'sliding-window': slidingWindow,
   'sliding-log': slidingLog,

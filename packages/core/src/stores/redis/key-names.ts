@@ -30,6 +30,7 @@ const CODES: Readonly<Record<CompiledPolicy['algorithm'], string>> = {
   'token-bucket': 'tb',
   gcra: 'gc',
   'leaky-bucket': 'lb',
+  concurrency: 'cc',
 };
 
 /**

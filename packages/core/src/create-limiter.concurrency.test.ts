@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createLimiter } from '../create-limiter.js';
-import { RateLimitConfigError } from '../errors.js';
-import type { Decision } from '../types.js';
+import { createLimiter } from './create-limiter.js';
+import { RateLimitConfigError } from './errors.js';
+import type { Decision } from './types.js';
 
 function clock(start = 1_000_000) {
   let now = start;

@@ -180,6 +180,12 @@ function costOf(options: CheckOptions | undefined, fallback: number): number {
   return milli;
 }
 
+/**
+ * Lease ids, unique within the process (limiters sharing a store never end each other's leases); a
+ * RedisStore prefixes them with its own random id, unique across processes.
+ */
+let nextLease = 1;
+
 const NOTHING_REFUNDED: RefundResult = Object.freeze({ refunded: false, policies: Object.freeze([]) });
 
 /** Creates a limiter. Options are validated here, once; see `LimiterOptions`. */
@@ -206,8 +212,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     compiled.set(name, cp);
   }
-  /** Lease ids, unique within the limiter (a RedisStore makes them unique across processes). */
-  let nextLease = 1;
   /** Requests waiting for a lease in this process (concurrency policies with a queue). */
   const queues = new LeaseQueues();
   /** A release or renewal failed and was logged; cleared by the next that succeeds. */

@@ -186,6 +186,51 @@ describeRedis('concurrency policies on Redis', () => {
     );
   }, 120_000);
 
+  it('queues on Redis: FIFO in the process, woken by its own releases, re-trying for slots freed by other processes', async () => {
+    const prefix = randomPrefix();
+    const make = () =>
+      createLimiter({
+        policies: [{ name: 'exports', algorithm: 'concurrency', limit: 1, leaseMs: 60_000, queue: { size: 2, timeoutMs: 3_000 } }],
+        // Two stores: two lease identities, as two processes would have.
+        store: new RedisStore({ client, prefix }),
+      });
+    const elsewhere = make();
+    const here = make();
+    const held = await elsewhere.check('k');
+    expect(held.allowed).toBe(true);
+    const order: string[] = [];
+    const first = here.check('k').then((d) => {
+      order.push('first');
+      return d;
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    const second = here.check('k').then((d) => {
+      order.push('second');
+      return d;
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    // The queue holds 2 per key in this process: a third is refused at once.
+    expect(await here.check('k')).toMatchObject({ allowed: false, policy: 'exports' });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(order).toEqual([]);
+    // Freed by the other "process": no wake-up reaches this one, the head's re-try finds it.
+    const freedAt = Date.now();
+    held.release?.();
+    const d1 = await first;
+    expect(d1.allowed).toBe(true);
+    expect(Date.now() - freedAt).toBeLessThan(100 + 150);
+    expect(order).toEqual(['first']);
+    // Freed here: the next in line is woken at once, in order.
+    const releasedAt = Date.now();
+    d1.release?.();
+    const d2 = await second;
+    expect(d2.allowed).toBe(true);
+    expect(Date.now() - releasedAt).toBeLessThan(60);
+    expect(order).toEqual(['first', 'second']);
+    d2.release?.();
+    await Promise.all([elsewhere.close(), here.close()]);
+  }, 30_000);
+
   it('4 processes firing at one key at once get exactly limit leases, and the refusals charge nothing', async () => {
     const prefix = randomPrefix();
     const LIMIT = 3;

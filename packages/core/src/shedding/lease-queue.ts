@@ -81,7 +81,7 @@ export class LeaseQueues {
     };
     queue.push(me);
     try {
-      let retryMs = firstRetryMs;
+      let retryMs = firstRetryMs > 0 ? Math.min(QUEUE_RETRY_MS, firstRetryMs) : 0;
       for (;;) {
         const left = deadline - now();
         if (left <= 0 || aborted(signal)) return false;

@@ -146,6 +146,31 @@ describe('concurrency policy (memory)', () => {
     expect(next.allowed).toBe(true); // neither the aborted nor the timed-out waiter kept a lease
   });
 
+  it('refuses a waiter whose client leaves before its turn without taking a lease', async () => {
+    vi.useFakeTimers();
+    const limiter = createLimiter({
+      policies: [
+        { ...EXPORTS, limit: 1, queue: { size: 3, timeoutMs: 1_000 } },
+        { name: 'hourly', limit: 10, windowMs: 3_600_000 },
+      ],
+    });
+    const holder = await limiter.check('k');
+    const head = limiter.check('k');
+    const controller = new AbortController();
+    const behind = limiter.check('k', { signal: controller.signal });
+    await vi.advanceTimersByTimeAsync(10);
+    controller.abort();
+    const left = await behind;
+    expect(left).toMatchObject({ allowed: false, reason: 'limited', policy: 'exports' });
+    expect(left.release).toBeUndefined();
+    holder.release?.();
+    const got = await head;
+    expect(got.allowed).toBe(true);
+    // Charged for the holder and the head only.
+    expect(got.policies[1]?.remaining).toBe(8);
+    expect(limiter.stats()).toMatchObject({ requests: 3, limited: 1 });
+  });
+
   it('rejects bad concurrency options, and concurrent-requests on a rate algorithm', () => {
     const cases: [unknown, string][] = [
       [{ algorithm: 'concurrency', limit: 0 }, 'policies[0].limit'],

@@ -5,8 +5,9 @@
  * decide, failure/ judges why (one key, or the node that serves it) and answers by the failure mode.
  */
 import { createHash } from 'node:crypto';
+import { MAX_LEASE_RETRY_MS } from './algorithms/concurrency.js';
 import { monotonicClock } from './clock.js';
-import { costUnits, DecisionImpl, Group, readGroup, Verdict } from './decision.js';
+import { costUnits, DecisionImpl, Group, Result, readGroup, Verdict } from './decision.js';
 import { codedError, describeValue, RateLimitConfigError } from './errors.js';
 import { Fallback } from './failure/fallback.js';
 import type { BreakerState } from './failure/node-health.js';
@@ -20,7 +21,7 @@ import { StoreTimer } from './observability/store-timer.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from './plans/compiled-plan.js';
 import type { CompiledPolicy } from './policy.js';
-import { LeaseQueues } from './shedding/lease-queue.js';
+import { aborted, LeaseQueues } from './shedding/lease-queue.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -579,15 +580,61 @@ export function createLimiter(options: LimiterOptions): Limiter {
     let firstRetryMs = 0;
     if (queues.waiting(id) === 0) {
       d = await attempt();
-      if (!waits(d, t.cp) || opts?.signal?.aborted === true) return account(d, t.cp, opts);
+      if (!waits(d, t.cp) || aborted(opts?.signal)) return account(d, t.cp, opts);
       firstRetryMs = d.retryAfterMs;
     }
-    if (queues.waiting(id) >= queue.size || opts?.signal?.aborted === true) return account(d ?? (await attempt()), t.cp, opts);
+    if (aborted(opts?.signal)) return account(d ?? leftQueue(t, cost), t.cp, opts);
+    if (queues.waiting(id) >= queue.size) return account(d ?? (await attempt()), t.cp, opts);
     await queues.wait(id, now() + queue.timeoutMs, now, opts?.signal, firstRetryMs, async () => {
       d = await attempt();
       return { done: !waits(d, t.cp), retryMs: d.retryAfterMs };
     });
-    return account(d ?? (await attempt()), t.cp, opts);
+    if (d !== undefined) return account(d, t.cp, opts);
+    // Never at the head: a client that went away is refused without a lease; a timeout tries once more.
+    return account(aborted(opts?.signal) ? leftQueue(t, cost) : await attempt(), t.cp, opts);
+  }
+
+  /**
+   * The refusal of a waiter whose client went away before its turn: nothing was asked of the store, so
+   * nothing is taken; the queueing policies refuse, the others show their capacity (not evaluated).
+   */
+  function leftQueue(t: Target, cost: number): Decision {
+    const results = t.cp.all.slice(0, t.cp.enforcedCount).map((p) => {
+      const waited = p.queue !== undefined;
+      return new Result(
+        p.name,
+        p.algorithm,
+        !waited,
+        false,
+        p.limit,
+        p.windowMs,
+        p.capacity,
+        waited ? 0 : p.capacity,
+        waited ? MAX_LEASE_RETRY_MS : 0,
+        0,
+        0,
+        undefined,
+      );
+    });
+    const b = results.find((r) => !r.allowed) as Result;
+    const d = new DecisionImpl(
+      shadowMode,
+      true,
+      'limited',
+      mode,
+      t.key,
+      costUnits(cost),
+      b.name,
+      0,
+      b.retryAfterMs,
+      0,
+      0,
+      results,
+      undefined,
+      false,
+    );
+    d.plan = t.cp.name;
+    return d;
   }
 
   /** Counts and observes a decision made quietly (`decideQueued`); degraded answers counted themselves. */

@@ -20,7 +20,7 @@ interface Waiter {
 }
 
 /** A function, not an inline test: the flag changes while the waiter awaits. */
-function aborted(signal: AbortSignal | undefined): boolean {
+export function aborted(signal: AbortSignal | undefined): boolean {
   return signal?.aborted === true;
 }
 

@@ -298,7 +298,7 @@ export class MemoryStore implements Store {
 
   /** Ends `lease` in the plan's concurrency policies (algorithms/concurrency.ts). */
   release(key: StoreKey, plan: StorePlan, lease: number, now: number): void {
-    this.leases(key, plan, (t, slot) => releaseLease(t, slot, lease, Math.max(now, this.lastNow)));
+    this.leases(key, plan, (t, slot) => releaseLease(t, slot, lease, now));
   }
 
   /** Renews `lease` in the plan's concurrency policies; true when it was live in all of them. */

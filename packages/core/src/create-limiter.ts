@@ -16,6 +16,7 @@ import { fromMilli, MILLI, requestCostToMilli, toMilli } from './internal/fixed-
 import { safeLog } from './logging.js';
 import { DecisionObserver, observerSetup } from './observability/decision-observer.js';
 import type { HotKeysReport } from './observability/hot-keys.js';
+import { type InFlightSource, reportInFlight } from './observability/in-flight.js';
 import type { ShadowPolicyStats } from './observability/shadow-stats.js';
 import { StoreTimer } from './observability/store-timer.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
@@ -217,6 +218,24 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const queues = new LeaseQueues();
   /** A release or renewal failed and was logged; cleared by the next that succeeds. */
   let leaseFailing = false;
+  /**
+   * Per concurrency policy name: leases held by this limiter's decisions (taken, not yet released) and
+   * requests waiting in its queues, for `tollgate.leases.active` and `tollgate.queue.length`.
+   */
+  const inFlight = new Map<string, { leases: number; queued: number }>();
+  for (const cp of compiled.values()) {
+    for (const p of cp.all) if (p.algorithm === 'concurrency') inFlight.set(p.name, { leases: 0, queued: 0 });
+  }
+  const inFlightSource: InFlightSource = () => [...inFlight].map(([policy, n]) => ({ policy, leases: n.leases, queued: n.queued }));
+  const stopInFlight = inFlight.size > 0 ? reportInFlight(inFlightSource) : undefined;
+  /** Adds `n` to the leases (or waiters) of the concurrency policies of `cp` (only those that queue, for waiters). */
+  function countInFlight(cp: CompiledPlan, field: 'leases' | 'queued', n: number): void {
+    for (const p of cp.all) {
+      if (p.algorithm !== 'concurrency' || (field === 'queued' && p.queue === undefined)) continue;
+      const c = inFlight.get(p.name);
+      if (c !== undefined) c[field] += n;
+    }
+  }
   const defaultPlan = compiled.get(config.plans.defaultPlan) as CompiledPlan;
   const unknownPlan = compiled.get(config.plans.unknownPlan) as CompiledPlan;
   /** Unknown plan names already warned about (bounded: a flood of names cannot grow it without limit). */
@@ -512,9 +531,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     const id = queueId(t);
     let released = false;
+    countInFlight(t.cp, 'leases', 1);
     d.release = () => {
       if (released) return;
       released = true;
+      countInFlight(t.cp, 'leases', -1);
       try {
         const pending = s.release?.(t.storeKey, plan, lease, now());
         if (isPromiseLike(pending)) pending.then(leaseAnswered, leaseFailed);
@@ -585,10 +606,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     if (aborted(opts?.signal)) return account(d ?? leftQueue(t, cost), t.cp, opts);
     if (queues.waiting(id) >= queue.size) return account(d ?? (await attempt()), t.cp, opts);
-    await queues.wait(id, now() + queue.timeoutMs, now, opts?.signal, firstRetryMs, async () => {
-      d = await attempt();
-      return { done: !waits(d, t.cp), retryMs: d.retryAfterMs };
-    });
+    countInFlight(t.cp, 'queued', 1);
+    try {
+      await queues.wait(id, now() + queue.timeoutMs, now, opts?.signal, firstRetryMs, async () => {
+        d = await attempt();
+        return { done: !waits(d, t.cp), retryMs: d.retryAfterMs };
+      });
+    } finally {
+      countInFlight(t.cp, 'queued', -1);
+    }
     if (d !== undefined) return account(d, t.cp, opts);
     // Never at the head: a client that went away is refused without a lease; a timeout tries once more.
     return account(aborted(opts?.signal) ? leftQueue(t, cost) : await attempt(), t.cp, opts);
@@ -804,6 +830,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return observer.hotKeys(n);
     },
     async close() {
+      stopInFlight?.();
       observer.close();
       for (const f of fallbacks.values()) f.close();
       guard.close();

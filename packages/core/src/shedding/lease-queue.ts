@@ -11,6 +11,8 @@
  * Queues stay bounded per process (`size` waiters per key), and a waiter leaves on timeout or abort.
  */
 
+import { isConcurrencyOptions } from '../policy.js';
+
 /** The longest a queue's head waits before it asks the store again (slots freed by other processes, leases that expired). */
 export const QUEUE_RETRY_MS = 100;
 
@@ -28,15 +30,7 @@ export function aborted(signal: AbortSignal | undefined): boolean {
 export function hasConcurrencyQueue(options: { policies?: unknown; plans?: unknown }): boolean {
   const lists: unknown[] = [options?.policies];
   if (typeof options?.plans === 'object' && options.plans !== null) lists.push(...Object.values(options.plans));
-  return lists.some((list) =>
-    (Array.isArray(list) ? list : [list]).some(
-      (p) =>
-        typeof p === 'object' &&
-        p !== null &&
-        (p as { algorithm?: unknown; queue?: unknown }).algorithm === 'concurrency' &&
-        (p as { queue?: unknown }).queue !== undefined,
-    ),
-  );
+  return lists.some((list) => (Array.isArray(list) ? list : [list]).some((p) => isConcurrencyOptions(p) && p.queue !== undefined));
 }
 
 export class LeaseQueues {

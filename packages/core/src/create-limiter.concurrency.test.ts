@@ -325,6 +325,35 @@ describe('concurrency policy (memory)', () => {
     expect((await limiter.check('k')).allowed).toBe(true);
   });
 
+  it('ends the lease of a call judged failed (too slow), so a late reply holds no slot', async () => {
+    const memory = new MemoryStore({ sweepIntervalMs: 0 });
+    const slow: Store = {
+      kind: 'slow',
+      apply: (key, plan, cost, now, lease) => {
+        const r = Array.from(memory.apply(key, plan, cost, now, lease));
+        return new Promise((resolve) => setTimeout(() => resolve(r), 80));
+      },
+      release: (key, plan, lease, now) => memory.release(key, plan, lease, now),
+      renew: (key, plan, lease, now) => memory.renew(key, plan, lease, now),
+      reset: (key, plan) => memory.reset(key, plan),
+    };
+    const quiet = { warn: () => undefined, error: () => undefined };
+    const limiter = createLimiter({
+      policies: [{ ...EXPORTS, limit: 1 }],
+      store: slow,
+      storeTimeoutMs: 10,
+      onStoreError: 'closed',
+      breaker: false,
+      logger: quiet,
+    });
+    const d = await limiter.check('k');
+    expect(d).toMatchObject({ degraded: true, reason: 'store-error' });
+    // The store took the lease before it answered too late; the limiter gave it back.
+    const probe = createLimiter({ policies: [{ ...EXPORTS, limit: 1 }], store: memory });
+    expect((await probe.peek('k')).allowed).toBe(true);
+    await new Promise((r) => setTimeout(r, 100));
+  });
+
   it('refuses a store without release and renew at construction', () => {
     const bare: Store = { kind: 'bare', apply: () => new Float64Array(5), reset: () => undefined };
     expect(() => createLimiter({ policies: [EXPORTS], store: bare })).toThrow(/ERR_RL_STORE_UNSUPPORTED/);

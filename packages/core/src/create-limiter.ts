@@ -512,7 +512,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     const done = (o: StoreResult): Decision =>
       seen(holding(label(finish(t.key, cost, o, t.cp, t.cp.all, false, !quiet), t, cost, o, at), t, lease));
-    if (isPromiseLike(r)) return guard.watch(node, seq, r, done, (f) => seen(holding(failed(t, cost, at, f, lease), t, lease)));
+    const failedLeased = (f: CallFailure): Decision => {
+      // A call judged failed (silent past storeTimeoutMs) may still have taken the lease: end it, best
+      // effort, so a slow reply does not hold a slot for leaseMs. Sent after the apply on the same
+      // connection, it runs after it; when the node is down it fails and nothing was taken.
+      try {
+        const pending = store.release?.(t.storeKey, t.cp.storePlan, lease, at);
+        if (isPromiseLike(pending)) pending.then(undefined, () => undefined);
+      } catch {
+        // Nothing to give back.
+      }
+      return seen(holding(failed(t, cost, at, f, lease), t, lease));
+    };
+    if (isPromiseLike(r)) return guard.watch(node, seq, r, done, failedLeased);
     guard.answered(node);
     return done(r);
   }

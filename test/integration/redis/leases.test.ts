@@ -19,7 +19,8 @@ import {
 } from '@tollgate/core';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { QUEUE_RETRY_MS } from '../../../packages/core/src/shedding/lease-queue.js';
 import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 import { nextMessage, startWorkers, stopWorkers } from './worker-pool.js';
 
@@ -58,16 +59,37 @@ class LeaseTwin implements Store {
     return r;
   }
 
-  async release(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<void> {
-    this.memory.release(key, plan, lease, now);
-    await this.redis.release(key, plan, lease, now);
+  async refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
+    const m = Array.from(this.memory.refund(key, plan, cost, marks, now));
+    const r = await this.redis.refund(key, plan, cost, marks, now);
+    this.compare(`refund at ${now} marks ${marks}`, m, r, plan.policies.length);
+    return r;
   }
 
-  async renew(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
+  /** Releases and renewals on their way to Redis (the limiter does not wait for them). */
+  private pending: Promise<unknown>[] = [];
+
+  /** Waits until every release and renewal sent so far has landed. */
+  async settled(): Promise<void> {
+    await Promise.all(this.pending);
+    this.pending = [];
+  }
+
+  release(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<void> {
+    this.memory.release(key, plan, lease, now);
+    const done = this.redis.release(key, plan, lease, now);
+    this.pending.push(done);
+    return done;
+  }
+
+  renew(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
     const m = this.memory.renew(key, plan, lease, now);
-    const r = await this.redis.renew(key, plan, lease, now);
-    if (m !== r) this.diffs.push(`renew ${lease} at ${now}: memory ${m}, redis ${r}`);
-    return r;
+    const done = this.redis.renew(key, plan, lease, now).then((r) => {
+      if (m !== r) this.diffs.push(`renew ${lease} at ${now}: memory ${m}, redis ${r}`);
+      return r;
+    });
+    this.pending.push(done);
+    return done;
   }
 
   async reset(key: string, plan: StorePlan): Promise<void> {
@@ -78,7 +100,7 @@ class LeaseTwin implements Store {
 
 type Op =
   | { readonly op: 'check' | 'peek'; readonly dt: number; readonly key: string }
-  | { readonly op: 'release' | 'renew'; readonly dt: number; readonly which: number };
+  | { readonly op: 'release' | 'renew' | 'refund'; readonly dt: number; readonly which: number };
 
 describeRedis('concurrency policies on Redis', () => {
   let server: RedisServer;
@@ -109,9 +131,11 @@ describeRedis('concurrency policies on Redis', () => {
       if (!('key' in op)) {
         const d = held[op.which % Math.max(1, held.length)];
         if (op.op === 'release') d?.release?.();
-        else d?.renew?.();
+        else if (op.op === 'renew') d?.renew?.();
+        // A refund gives back the rate policies' charge; the lease stays until released.
+        else if (d !== undefined) await limiter.refund(d);
         // release and renew are fire-and-forget on Redis: let them land before the next step.
-        await new Promise((r) => setTimeout(r, 2));
+        await store.settled();
         continue;
       }
       const key = keyed ? { exports: op.key, hourly: 'account' } : op.key;
@@ -144,8 +168,11 @@ describeRedis('concurrency policies on Redis', () => {
       check(0),
       check(0),
       check(0, 'other'),
+      { op: 'refund', dt: 1, which: 4 },
+      check(0),
+      { op: 'peek', dt: 0, key: 'k' },
     ];
-    expect(await run([...mixed], ops)).toEqual([]);
+    expect((await run([...mixed], ops)).join('\n')).toBe('');
   });
 
   it('decides like MemoryStore on random traces, one key and a key per policy (fast-check)', async () => {
@@ -161,7 +188,7 @@ describeRedis('concurrency policies on Redis', () => {
       {
         weight: 2,
         arbitrary: fc.record({
-          op: fc.constantFrom<'release' | 'renew'>('release', 'renew'),
+          op: fc.constantFrom<'release' | 'renew' | 'refund'>('release', 'renew', 'release', 'refund'),
           dt: fc.integer({ min: 0, max: 100 }),
           which: fc.nat(),
         }),
@@ -179,7 +206,7 @@ describeRedis('concurrency policies on Redis', () => {
             { name: 'exports', algorithm: 'concurrency' as const, limit, leaseMs },
             { name: 'hourly', algorithm, limit: 4, windowMs: 1_000 },
           ];
-          expect(await run(policies, ops, keyed)).toEqual([]);
+          expect((await run(policies, ops, keyed)).join('\n')).toBe('');
         },
       ),
       { numRuns: 25 },
@@ -188,46 +215,72 @@ describeRedis('concurrency policies on Redis', () => {
 
   it('queues on Redis: FIFO in the process, woken by its own releases, re-trying for slots freed by other processes', async () => {
     const prefix = randomPrefix();
-    const make = () =>
+    let settled = 0;
+    /** A RedisStore that counts the applies answered, so the test knows where each waiter is. */
+    const counted = (store: RedisStore): Store => ({
+      kind: 'redis',
+      apply: (key, plan, cost, now, lease) =>
+        store.apply(key, plan, cost, now, lease).finally(() => {
+          settled += 1;
+        }),
+      release: (key, plan, lease, now) => store.release(key, plan, lease, now),
+      renew: (key, plan, lease, now) => store.renew(key, plan, lease, now),
+      reset: (key, plan) => store.reset(key, plan),
+    });
+    const make = (store: Store) =>
       createLimiter({
-        policies: [{ name: 'exports', algorithm: 'concurrency', limit: 1, leaseMs: 60_000, queue: { size: 2, timeoutMs: 3_000 } }],
-        // Two stores: two lease identities, as two processes would have.
-        store: new RedisStore({ client, prefix }),
+        policies: [{ name: 'exports', algorithm: 'concurrency', limit: 1, leaseMs: 60_000, queue: { size: 2, timeoutMs: 60_000 } }],
+        store,
+        storeTimeoutMs: 60_000,
+        breaker: false,
       });
-    const elsewhere = make();
-    const here = make();
-    const held = await elsewhere.check('k');
-    expect(held.allowed).toBe(true);
-    const order: string[] = [];
-    const first = here.check('k').then((d) => {
-      order.push('first');
-      return d;
-    });
-    await new Promise((r) => setTimeout(r, 20));
-    const second = here.check('k').then((d) => {
-      order.push('second');
-      return d;
-    });
-    await new Promise((r) => setTimeout(r, 20));
-    // The queue holds 2 per key in this process: a third is refused at once.
-    expect(await here.check('k')).toMatchObject({ allowed: false, policy: 'exports' });
-    await new Promise((r) => setTimeout(r, 200));
-    expect(order).toEqual([]);
-    // Freed by the other "process": no wake-up reaches this one, the head's re-try finds it.
-    const freedAt = Date.now();
-    held.release?.();
-    const d1 = await first;
-    expect(d1.allowed).toBe(true);
-    expect(Date.now() - freedAt).toBeLessThan(100 + 150);
-    expect(order).toEqual(['first']);
-    // Freed here: the next in line is woken at once, in order.
-    const releasedAt = Date.now();
-    d1.release?.();
-    const d2 = await second;
-    expect(d2.allowed).toBe(true);
-    expect(Date.now() - releasedAt).toBeLessThan(60);
-    expect(order).toEqual(['first', 'second']);
-    d2.release?.();
+    // Two stores: two lease identities, as two processes would have.
+    const elsewhere = make(new RedisStore({ client, prefix }));
+    const here = make(counted(new RedisStore({ client, prefix })));
+    /** Lets Redis answer (I/O only: timers are fake) until `done`. */
+    const until = async (what: string, done: () => boolean | Promise<boolean>) => {
+      for (let i = 0; i < 5_000; i++) {
+        if (await done()) return;
+        await new Promise((r) => setImmediate(r));
+      }
+      throw new Error(`never: ${what}`);
+    };
+    // Only the queue's re-try timers are virtual: they fire when the test advances them, never by themselves.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const held = await elsewhere.check('k');
+      expect(held.allowed).toBe(true);
+      const order: string[] = [];
+      const first = here.check('k').then((d) => {
+        order.push('first');
+        return d;
+      });
+      await until('the first waiter was refused once', () => settled === 1);
+      const second = here.check('k').then((d) => {
+        order.push('second');
+        return d;
+      });
+      // The queue holds 2 per key in this process: a third is refused at once.
+      expect(await here.check('k')).toMatchObject({ allowed: false, policy: 'exports' });
+      expect(settled).toBe(2); // the second waiter joined behind the first without asking Redis
+      // Freed by the other "process": no wake-up reaches this one; the head's next re-try finds it.
+      held.release?.();
+      await until('the release to reach Redis', async () => (await client.zcard(`${prefix}:v1:{k}:exports:cc:60000`)) === 0);
+      expect(order).toEqual([]);
+      vi.advanceTimersByTime(QUEUE_RETRY_MS);
+      const d1 = await first;
+      expect(d1.allowed).toBe(true);
+      // The next in line tried at once (refused: d1 holds the slot), then waits for its re-try timer.
+      await until('the second waiter was refused once', () => settled === 4);
+      // Freed here: the next in line is woken at once, with no timer advanced.
+      d1.release?.();
+      const d2 = await second;
+      expect(d2.allowed).toBe(true);
+      expect(order).toEqual(['first', 'second']);
+      d2.release?.();
+    } finally {
+      vi.useRealTimers();
+    }
     await Promise.all([elsewhere.close(), here.close()]);
   }, 30_000);
 

@@ -5,9 +5,8 @@
  * decide, failure/ judges why (one key, or the node that serves it) and answers by the failure mode.
  */
 import { createHash } from 'node:crypto';
-import { MAX_LEASE_RETRY_MS } from './algorithms/concurrency.js';
 import { monotonicClock } from './clock.js';
-import { costUnits, DecisionImpl, Group, Result, readGroup, Verdict } from './decision.js';
+import { costUnits, DecisionImpl, Group, readGroup, Verdict } from './decision.js';
 import { codedError, describeValue, RateLimitConfigError } from './errors.js';
 import { Fallback } from './failure/fallback.js';
 import type { BreakerState } from './failure/node-health.js';
@@ -16,13 +15,13 @@ import { fromMilli, MILLI, requestCostToMilli, toMilli } from './internal/fixed-
 import { safeLog } from './logging.js';
 import { DecisionObserver, observerSetup } from './observability/decision-observer.js';
 import type { HotKeysReport } from './observability/hot-keys.js';
-import { type InFlightSource, reportInFlight } from './observability/in-flight.js';
 import type { ShadowPolicyStats } from './observability/shadow-stats.js';
 import { StoreTimer } from './observability/store-timer.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from './plans/compiled-plan.js';
 import type { CompiledPolicy } from './policy.js';
-import { aborted, LeaseQueues } from './shedding/lease-queue.js';
+import { LeaseKeeper, leftQueue, waitsOut } from './shedding/lease-keeper.js';
+import { aborted } from './shedding/lease-queue.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -214,28 +213,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     }
     compiled.set(name, cp);
   }
-  /** Requests waiting for a lease in this process (concurrency policies with a queue). */
-  const queues = new LeaseQueues();
-  /** A release or renewal failed and was logged; cleared by the next that succeeds. */
-  let leaseFailing = false;
-  /**
-   * Per concurrency policy name: leases held by this limiter's decisions (taken, not yet released) and
-   * requests waiting in its queues, for `tollgate.leases.active` and `tollgate.queue.length`.
-   */
-  const inFlight = new Map<string, { leases: number; queued: number }>();
-  for (const cp of compiled.values()) {
-    for (const p of cp.all) if (p.algorithm === 'concurrency') inFlight.set(p.name, { leases: 0, queued: 0 });
-  }
-  const inFlightSource: InFlightSource = () => [...inFlight].map(([policy, n]) => ({ policy, leases: n.leases, queued: n.queued }));
-  const stopInFlight = inFlight.size > 0 ? reportInFlight(inFlightSource) : undefined;
-  /** Adds `n` to the leases (or waiters) of the concurrency policies of `cp` (only those that queue, for waiters). */
-  function countInFlight(cp: CompiledPlan, field: 'leases' | 'queued', n: number): void {
-    for (const p of cp.all) {
-      if (p.algorithm !== 'concurrency' || (field === 'queued' && p.queue === undefined)) continue;
-      const c = inFlight.get(p.name);
-      if (c !== undefined) c[field] += n;
-    }
-  }
+  const leases = new LeaseKeeper(compiled.values(), logger, store.kind, () => now());
   const defaultPlan = compiled.get(config.plans.defaultPlan) as CompiledPlan;
   const unknownPlan = compiled.get(config.plans.unknownPlan) as CompiledPlan;
   /** Unknown plan names already warned about (bounded: a flood of names cannot grow it without limit). */
@@ -513,15 +491,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const done = (o: StoreResult): Decision =>
       seen(holding(label(finish(t.key, cost, o, t.cp, t.cp.all, false, !quiet), t, cost, o, at), t, lease));
     const failedLeased = (f: CallFailure): Decision => {
-      // A call judged failed (silent past storeTimeoutMs) may still have taken the lease: end it, best
-      // effort, so a slow reply does not hold a slot for leaseMs. Sent after the apply on the same
-      // connection, it runs after it; when the node is down it fails and nothing was taken.
-      try {
-        const pending = store.release?.(t.storeKey, t.cp.storePlan, lease, at);
-        if (isPromiseLike(pending)) pending.then(undefined, () => undefined);
-      } catch {
-        // Nothing to give back.
-      }
+      leases.abandon(store, t.storeKey, t.cp.storePlan, lease, at);
       return seen(holding(failed(t, cost, at, f, lease), t, lease));
     };
     if (isPromiseLike(r)) return guard.watch(node, seq, r, done, failedLeased);
@@ -541,60 +511,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
       s = local.store;
       plan = local.plan;
     }
-    const id = queueId(t);
-    let released = false;
-    countInFlight(t.cp, 'leases', 1);
-    d.release = () => {
-      if (released) return;
-      released = true;
-      countInFlight(t.cp, 'leases', -1);
-      try {
-        const pending = s.release?.(t.storeKey, plan, lease, now());
-        if (isPromiseLike(pending)) pending.then(leaseAnswered, leaseFailed);
-      } catch (error) {
-        leaseFailed(error);
-      }
-      queues.wake(id);
-    };
-    d.renew = () => {
-      if (released) return false;
-      try {
-        const pending = s.renew?.(t.storeKey, plan, lease, now()) ?? false;
-        if (!isPromiseLike(pending)) return pending;
-        pending.then(leaseAnswered, leaseFailed);
-        return true;
-      } catch (error) {
-        leaseFailed(error);
-        return false;
-      }
-    };
+    leases.hold(d, t.cp, t.storeKey, lease, s, plan, queueId(t));
     return d;
-  }
-
-  function leaseAnswered(): void {
-    leaseFailing = false;
-  }
-
-  /** A release or renewal the store refused: the lease ends by its lease time; logged once per run of failures. */
-  function leaseFailed(error: unknown): void {
-    if (leaseFailing) return;
-    leaseFailing = true;
-    safeLog(
-      logger,
-      'error',
-      { code: 'ERR_RL_STORE_FAILED', store: store.kind, operation: 'lease', err: error },
-      'ERR_RL_STORE_FAILED: a lease could not be released or renewed; it ends by itself after its leaseMs',
-    );
   }
 
   /** The queue a request of `t` waits in: its plan and key. */
   function queueId(t: Target): string {
     return `${t.cp.name}\n${t.key}`;
-  }
-
-  /** A refusal a queued request may wait out: only concurrency policies with a queue refused it. */
-  function waits(d: Decision, cp: CompiledPlan): boolean {
-    return d.reason === 'limited' && d.policies.every((r, i) => r.allowed || cp.all[i]?.queue !== undefined);
   }
 
   /**
@@ -611,68 +534,25 @@ export function createLimiter(options: LimiterOptions): Limiter {
     };
     let d: Decision | undefined;
     let firstRetryMs = 0;
-    if (queues.waiting(id) === 0) {
+    if (leases.queues.waiting(id) === 0) {
       d = await attempt();
-      if (!waits(d, t.cp) || aborted(opts?.signal)) return account(d, t.cp, opts);
+      if (!waitsOut(d, t.cp) || aborted(opts?.signal)) return account(d, t.cp, opts);
       firstRetryMs = d.retryAfterMs;
     }
-    if (aborted(opts?.signal)) return account(d ?? leftQueue(t, cost), t.cp, opts);
-    if (queues.waiting(id) >= queue.size) return account(d ?? (await attempt()), t.cp, opts);
-    countInFlight(t.cp, 'queued', 1);
+    if (aborted(opts?.signal)) return account(d ?? leftQueue(t.cp, t.key, cost, mode), t.cp, opts);
+    if (leases.queues.waiting(id) >= queue.size) return account(d ?? (await attempt()), t.cp, opts);
+    leases.countQueued(t.cp, 1);
     try {
-      await queues.wait(id, now() + queue.timeoutMs, now, opts?.signal, firstRetryMs, async () => {
+      await leases.queues.wait(id, now() + queue.timeoutMs, now, opts?.signal, firstRetryMs, async () => {
         d = await attempt();
-        return { done: !waits(d, t.cp), retryMs: d.retryAfterMs };
+        return { done: !waitsOut(d, t.cp), retryMs: d.retryAfterMs };
       });
     } finally {
-      countInFlight(t.cp, 'queued', -1);
+      leases.countQueued(t.cp, -1);
     }
     if (d !== undefined) return account(d, t.cp, opts);
     // Never at the head: a client that went away is refused without a lease; a timeout tries once more.
-    return account(aborted(opts?.signal) ? leftQueue(t, cost) : await attempt(), t.cp, opts);
-  }
-
-  /**
-   * The refusal of a waiter whose client went away before its turn: nothing was asked of the store, so
-   * nothing is taken; the queueing policies refuse, the others show their capacity (not evaluated).
-   */
-  function leftQueue(t: Target, cost: number): Decision {
-    const results = t.cp.all.slice(0, t.cp.enforcedCount).map((p) => {
-      const waited = p.queue !== undefined;
-      return new Result(
-        p.name,
-        p.algorithm,
-        !waited,
-        false,
-        p.limit,
-        p.windowMs,
-        p.capacity,
-        waited ? 0 : p.capacity,
-        waited ? MAX_LEASE_RETRY_MS : 0,
-        0,
-        0,
-        undefined,
-      );
-    });
-    const b = results.find((r) => !r.allowed) as Result;
-    const d = new DecisionImpl(
-      shadowMode,
-      true,
-      'limited',
-      mode,
-      t.key,
-      costUnits(cost),
-      b.name,
-      0,
-      b.retryAfterMs,
-      0,
-      0,
-      results,
-      undefined,
-      false,
-    );
-    d.plan = t.cp.name;
-    return d;
+    return account(aborted(opts?.signal) ? leftQueue(t.cp, t.key, cost, mode) : await attempt(), t.cp, opts);
   }
 
   /** Counts and observes a decision made quietly (`decideQueued`); degraded answers counted themselves. */
@@ -842,7 +722,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return observer.hotKeys(n);
     },
     async close() {
-      stopInFlight?.();
+      leases.close();
       observer.close();
       for (const f of fallbacks.values()) f.close();
       guard.close();

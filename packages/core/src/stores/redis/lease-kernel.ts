@@ -77,6 +77,18 @@ export const LEASE_KERNEL: LuaKernel = {
   },
 };
 
+/** Generated once per plan (RedisStore passes the cached sub-plan of its concurrency policies). */
+const cache = { release: new WeakMap<StorePlan, LuaScript>(), renew: new WeakMap<StorePlan, LuaScript>() };
+
+function cached(kind: 'release' | 'renew', plan: StorePlan, make: () => LuaScript): LuaScript {
+  let s = cache[kind].get(plan);
+  if (s === undefined) {
+    s = make();
+    cache[kind].set(plan, s);
+  }
+  return s;
+}
+
 function script(kind: 'release' | 'renew', plan: StorePlan, body: string): LuaScript {
   const head = plan.policies.map((p, i) => `-- KEYS[${i + 1}]  concurrency ${p.name}, leases of ${p.windowMs} ms`);
   const digest = createHash('sha256')
@@ -96,6 +108,10 @@ function script(kind: 'release' | 'renew', plan: StorePlan, body: string): LuaSc
  * ARGV[1] the lease id. Returns one integer per policy: 1 when the lease was live there.
  */
 export function releaseScript(plan: StorePlan): LuaScript {
+  return cached('release', plan, () => generateRelease(plan));
+}
+
+function generateRelease(plan: StorePlan): LuaScript {
   const n = plan.policies.length;
   const body = lua`
     local out = {}
@@ -109,6 +125,10 @@ export function releaseScript(plan: StorePlan): LuaScript {
  * ARGV[1] now in ms or '' for Redis TIME, ARGV[2] the lease id. Returns 1 per policy where it was live.
  */
 export function renewScript(plan: StorePlan): LuaScript {
+  return cached('renew', plan, () => generateRenew(plan));
+}
+
+function generateRenew(plan: StorePlan): LuaScript {
   const parts = plan.policies.map((p: CompiledPolicy, i) => {
     const s = slot(i + 1);
     return lua`

@@ -318,6 +318,7 @@ export class RedisStore implements Store {
     if (!isBound(b)) return Promise.reject(b);
     const names = this.keysOf(key, b);
     const positions = plan.policies.flatMap((p, i) => (p.algorithm === 'concurrency' ? [i] : []));
+    if (positions.length === 0) return Promise.resolve([]);
     const groups = this.client.isCluster
       ? (slotGroups(positions.map((i) => names[i] as string)) ?? [positions.map((_, k) => k)])
       : [positions.map((_, k) => k)];

@@ -304,7 +304,11 @@ export class MemoryStore implements Store {
   /** Renews `lease` in the plan's concurrency policies; true when it was live in all of them. */
   renew(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
     if (now > this.lastNow) this.lastNow = now;
-    return this.leases(key, plan, (t, slot, p) => renewLease(t, slot, lease, now, p));
+    return this.leases(key, plan, (t, slot, p) => {
+      // A renewed lease is in use: its row is not the eviction sweep's to take.
+      t.touch(slot);
+      return renewLease(t, slot, lease, now, p);
+    });
   }
 
   private leases(key: StoreKey, plan: StorePlan, op: (t: Table, slot: number, p: CompiledPolicy) => boolean): boolean {

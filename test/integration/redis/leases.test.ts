@@ -12,6 +12,7 @@ import {
   type Decision,
   MemoryStore,
   RedisStore,
+  type RepairedState,
   type Store,
   type StoreKey,
   type StorePlan,
@@ -283,6 +284,36 @@ describeRedis('concurrency policies on Redis', () => {
     }
     await Promise.all([elsewhere.close(), here.close()]);
   }, 30_000);
+
+  it('heals a lease key holding what the script never writes: another type, a set without expiry, a deadline out of reach', async () => {
+    const prefix = randomPrefix();
+    const repairs: RepairedState[] = [];
+    const quiet = { warn: () => undefined, error: () => undefined };
+    const limiter = createLimiter({
+      policies: [{ name: 'exports', algorithm: 'concurrency', limit: 1, leaseMs: 1_000 }],
+      store: new RedisStore({ client, prefix, logger: quiet, onStateRepaired: (e) => repairs.push(e) }),
+    });
+    const name = `${prefix}:v1:{k}:exports:cc:1000`;
+    const corrupt: (() => Promise<unknown>)[] = [
+      () => client.set(name, 'not a set'),
+      () => client.zadd(name, String(Date.now() + 500), 'foreign'), // a live deadline, but no expiry: not written by a lease
+      async () => {
+        await client.zadd(name, String(Date.now() + 10 * 86_400_000), 'forever');
+        return client.pexpire(name, 60_000);
+      },
+    ];
+    for (const [i, write] of corrupt.entries()) {
+      await client.del(name);
+      await write();
+      const d = await limiter.check('k');
+      expect(d, `case ${i}`).toMatchObject({ allowed: true, degraded: false });
+      expect(repairs.length, `case ${i}`).toBe(i + 1);
+      expect(await client.pttl(name)).toBeGreaterThan(0);
+      d.release?.();
+    }
+    expect(repairs[0]).toMatchObject({ key: 'k', policy: 'exports', keyName: name });
+    await limiter.close();
+  });
 
   it('4 processes firing at one key at once get exactly limit leases, and the refusals charge nothing', async () => {
     const prefix = randomPrefix();

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { MAX_LEASE_RETRY_MS } from '../../algorithms/concurrency.js';
 import type { CompiledPolicy } from '../../policy.js';
 import type { StorePlan } from '../store.js';
-import { type LuaKernel, lua, type Slot, slot } from './lua-kernels.js';
+import { CLOCK_TOLERANCE_MS, type LuaKernel, lua, type Slot, slot } from './lua-kernels.js';
 import type { LuaScript } from './scripts.js';
 
 /** The state locals of policy `s`: live leases, earliest and latest deadline. */
@@ -24,20 +24,27 @@ function locals(s: Slot): [n: string, earliest: string, latest: string] {
 
 export const LEASE_KERNEL: LuaKernel = {
   state: ['cn', 'ce', 'cl'],
-  load(s) {
+  load(s, p) {
     const [n, earliest, latest] = locals(s);
+    const repair = `redis.call('DEL', ${s.key}); rep = rep + ${2 ** (s.i - 1)}`;
     return lua`
       local ${n}, ${earliest}, ${latest} = 0, now, now
       do
         -- Leases past their deadline end here: a holder that died frees its slot after the lease time.
         local gone = redis.pcall('ZREMRANGEBYSCORE', ${s.key}, '-inf', fmt('%d', now))
         if type(gone) == 'table' and gone.err then
-          redis.call('DEL', ${s.key}); rep = rep + ${2 ** (s.i - 1)}
+          ${repair}
         else
           ${n} = redis.call('ZCARD', ${s.key})
           if ${n} > 0 then
             ${earliest} = tonumber(redis.call('ZRANGE', ${s.key}, 0, 0, 'WITHSCORES')[2])
             ${latest} = tonumber(redis.call('ZRANGE', ${s.key}, -1, -1, 'WITHSCORES')[2])
+            -- A deadline no lease can have (further ahead than leaseMs and a clock step back), or a set
+            -- without expiry: not ours, and it would hold slots for ever. Read as a key never seen.
+            if ${latest} > now + ${p.windowMs + CLOCK_TOLERANCE_MS} or redis.call('PTTL', ${s.key}) < 0 then
+              ${repair}
+              ${n}, ${earliest}, ${latest} = 0, now, now
+            end
           end
         end
       end`;

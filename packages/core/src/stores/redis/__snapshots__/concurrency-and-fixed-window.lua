@@ -31,6 +31,12 @@ do
     if cn1 > 0 then
       ce1 = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2])
       cl1 = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+      -- A deadline no lease can have (further ahead than leaseMs and a clock step back), or a set
+      -- without expiry: not ours, and it would hold slots for ever. Read as a key never seen.
+      if cl1 > now + 86520000 or redis.call('PTTL', KEYS[1]) < 0 then
+        redis.call('DEL', KEYS[1]); rep = rep + 1
+        cn1, ce1, cl1 = 0, now, now
+      end
     end
   end
 end

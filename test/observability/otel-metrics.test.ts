@@ -17,7 +17,7 @@ import {
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { METER_NAME, reportInFlight } from '@tollgate/core';
+import { createLimiter, METER_NAME, reportInFlight } from '@tollgate/core';
 import { rateLimit as expressRateLimit } from '@tollgate/express';
 import { rateLimit as koaRateLimit } from '@tollgate/koa';
 import express from 'express';
@@ -159,6 +159,27 @@ describe('OpenTelemetry extension points and tracing', () => {
     expect(value(m, 'tollgate.queue.length', { 'tollgate.policy': 'uploads' })).toBe(2);
     expect(m.find((d) => d.descriptor.name === 'tollgate.leases.active')?.descriptor.unit).toBe('{lease}');
     stop();
+  });
+
+  it('a limiter with only a concurrency policy reports its requests, leases held and waiters', async () => {
+    const limiter = createLimiter({
+      policies: [{ name: 'exports-otel', algorithm: 'concurrency', limit: 2, queue: { size: 1, timeoutMs: 5_000 } }],
+    });
+    const held = [await limiter.check('u'), await limiter.check('u')];
+    const waiting = limiter.check('u');
+    await new Promise((r) => setTimeout(r, 20));
+    let m = await collect();
+    expect(value(m, 'tollgate.leases.active', { 'tollgate.policy': 'exports-otel' })).toBe(2);
+    expect(value(m, 'tollgate.queue.length', { 'tollgate.policy': 'exports-otel' })).toBe(1);
+    held[0]?.release?.();
+    const third = await waiting;
+    expect(third.allowed).toBe(true);
+    for (const d of [held[1], third]) d?.release?.();
+    m = await collect();
+    expect(value(m, 'tollgate.leases.active', { 'tollgate.policy': 'exports-otel' })).toBe(0);
+    expect(value(m, 'tollgate.queue.length', { 'tollgate.policy': 'exports-otel' })).toBe(0);
+    expect(value(m, 'tollgate.requests', { 'tollgate.policy': 'exports-otel', 'tollgate.result': 'allowed' })).toBe(3);
+    await limiter.close();
   });
 
   it.each(['express', 'koa'] as const)('adds a tollgate.decision event to the request span on %s', async (name) => {

@@ -104,10 +104,16 @@ interface Reply {
   body: string;
 }
 
-function get(server: Server, path: string, user: string, abortAfterMs?: number): Promise<Reply | 'aborted'> {
+function get(
+  server: Server,
+  path: string,
+  user: string,
+  abortAfterMs?: number,
+  extra: Readonly<Record<string, string>> = {},
+): Promise<Reply | 'aborted'> {
   const { port } = server.address() as AddressInfo;
   return new Promise((resolve) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, headers: { 'x-user': user }, agent: false }, (res) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, headers: { 'x-user': user, ...extra }, agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => {
@@ -203,6 +209,44 @@ describe.each(Object.keys(makers))('concurrency on %s', (name) => {
     expect(third === 'aborted' ? 0 : third.status).toBe(429);
     await Promise.all(long);
     expect(meter.peak).toBe(LIMIT);
+  });
+
+  it('applies the concurrency policies of the request’s plan, each on its own key', async () => {
+    const meter = new Meter();
+    const perTenant = { name: 'per-tenant', algorithm: 'concurrency' as const, limit: 2, key: keys.header('x-tenant') };
+    app = await make(
+      {
+        // biome-ignore lint/suspicious/noExplicitAny: see Make.
+        key: keys.header('x-user') as any,
+        // biome-ignore lint/suspicious/noExplicitAny: see Make.
+        plan: (req: any) => String(req.headers['x-plan']),
+        plans: {
+          free: [{ name: 'exports', algorithm: 'concurrency' as const, limit: 1 }, perTenant],
+          pro: [{ name: 'exports', algorithm: 'concurrency' as const, limit: 2 }, perTenant],
+        },
+      },
+      meter,
+    );
+    const as = (user: string, plan: string, tenant: string) => ({ 'x-plan': plan, 'x-tenant': tenant, 'x-user': user });
+    const status = (r: Reply | 'aborted') => (r === 'aborted' ? 0 : r.status);
+    const reason = (r: Reply | 'aborted') => (r === 'aborted' ? '' : (JSON.parse(r.body) as { policy: string }).policy);
+    const a1 = get(app.server, '/export?ms=200', 'ann', undefined, as('ann', 'free', 't1'));
+    await new Promise((r) => setTimeout(r, 30));
+    const a2 = await get(app.server, '/export?ms=1', 'ann', undefined, as('ann', 'free', 't1'));
+    expect([status(a2), reason(a2)]).toEqual([429, 'exports']); // free: one export in flight per user
+    const b1 = get(app.server, '/export?ms=200', 'ben', undefined, as('ben', 'pro', 't1'));
+    await new Promise((r) => setTimeout(r, 30));
+    const b2 = await get(app.server, '/export?ms=1', 'ben', undefined, as('ben', 'pro', 't1'));
+    expect([status(b2), reason(b2)]).toEqual([429, 'per-tenant']); // pro allows two, the tenant is full
+    const other = await get(app.server, '/export?ms=1', 'cat', undefined, as('cat', 'pro', 't2'));
+    expect(status(other)).toBe(200);
+    expect((await Promise.all([a1, b1])).map(status)).toEqual([200, 200]);
+    // Everything was released: ben (pro) runs two at once on t1 again.
+    const again = await Promise.all([
+      get(app.server, '/export?ms=50', 'ben', undefined, as('ben', 'pro', 't1')),
+      get(app.server, '/export?ms=50', 'ben', undefined, as('ben', 'pro', 't1')),
+    ]);
+    expect(again.map(status)).toEqual([200, 200]);
   });
 
   it('answers 429 with qu="concurrent-requests" and a detail that says why', async () => {

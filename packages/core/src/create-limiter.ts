@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { monotonicClock } from './clock.js';
 import { costUnits, DecisionImpl, Group, readGroup, Verdict } from './decision.js';
-import { codedError, describeValue } from './errors.js';
+import { codedError, describeValue, RateLimitConfigError } from './errors.js';
 import { Fallback } from './failure/fallback.js';
 import type { BreakerState } from './failure/node-health.js';
 import { CallFailure, StoreGuard } from './failure/store-guard.js';
@@ -20,7 +20,8 @@ import { StoreTimer } from './observability/store-timer.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from './plans/compiled-plan.js';
 import type { CompiledPolicy } from './policy.js';
-import { createConcurrencyLimiter, hasConcurrencyPolicies } from './shedding/concurrency-limiter.js';
+import { LeaseKeeper, leftQueue, waitsOut } from './shedding/lease-keeper.js';
+import { aborted } from './shedding/lease-queue.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -34,7 +35,9 @@ import {
   R_RESET,
   R_RETRY_AFTER,
   RESULT_STRIDE,
+  type Store,
   type StoreKey,
+  type StorePlan,
   type StoreResult,
 } from './stores/store.js';
 import type {
@@ -179,6 +182,12 @@ function costOf(options: CheckOptions | undefined, fallback: number): number {
   return milli;
 }
 
+/**
+ * Lease ids, unique within the process (limiters sharing a store never end each other's leases); a
+ * RedisStore prefixes them with its own random id, unique across processes.
+ */
+let nextLease = 1;
+
 const NOTHING_REFUNDED: RefundResult = Object.freeze({ refunded: false, policies: Object.freeze([]) });
 
 /** Creates a limiter. Options are validated here, once; see `LimiterOptions`. */
@@ -188,7 +197,6 @@ function same<T>(value: T): T {
 }
 
 export function createLimiter(options: LimiterOptions): Limiter {
-  if (hasConcurrencyPolicies(options)) return createConcurrencyLimiter(options, createLimiter);
   const config: LimiterConfig = parseLimiterOptions(options);
   const { store, clock, mode, defaultCost, logger, onStoreError } = config;
   // Each plan compiled once: its own StorePlan, prepared once (RedisStore: its own Lua script).
@@ -196,8 +204,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
   for (const [name, enforcedPolicies] of config.plans.plans) {
     const cp = compilePlan(name, enforcedPolicies, config.shadowPolicies, config.localPlans.get(name) ?? []);
     store.prepare?.(cp.storePlan);
+    if (cp.leases && (store.release === undefined || store.renew === undefined)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_STORE_UNSUPPORTED',
+        'store',
+        `has no release() and renew(), which concurrency policies need (plan '${name}'); MemoryStore and RedisStore have them`,
+        store.kind,
+      );
+    }
     compiled.set(name, cp);
   }
+  const leases = new LeaseKeeper(compiled.values(), logger, store.kind, () => now());
   const defaultPlan = compiled.get(config.plans.defaultPlan) as CompiledPlan;
   const unknownPlan = compiled.get(config.plans.unknownPlan) as CompiledPlan;
   /** Unknown plan names already warned about (bounded: a flood of names cannot grow it without limit). */
@@ -374,19 +391,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
   }
 
   /** The failure mode's answer for a check that skips the store (its node's breaker is open). */
-  function skipped(t: Target, cost: number, at: number, node: string): Decision {
+  function skipped(t: Target, cost: number, at: number, node: string, lease?: number): Decision {
     storeErrors += 1;
-    const d = (fallbacks.get(t.cp) as Fallback).answer(t.key, cost, at, guard.retryMs(node, at), t.storeKey);
+    const d = (fallbacks.get(t.cp) as Fallback).answer(t.key, cost, at, guard.retryMs(node, at), t.storeKey, lease);
     if (onStoreError !== 'local') requests += 1;
     (d as DecisionImpl).plan = t.cp.name;
     return d;
   }
 
   /** The failure mode's answer for a check the store failed on. */
-  function failed(t: Target, cost: number, at: number, failure: CallFailure): Decision {
+  function failed(t: Target, cost: number, at: number, failure: CallFailure, lease?: number): Decision {
     if (failure.scope === 'key') guard.logKeyFailure(t.key, failure);
     emit('store-error', { error: failure.error, key: t.key, scope: failure.scope, node: failure.node });
-    return skipped(t, cost, at, failure.node);
+    return skipped(t, cost, at, failure.node, lease);
   }
 
   /** The plan, the store key and the Decision's `key` text of a check. */
@@ -418,7 +435,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const marks: number[] = new Array(2 * n);
     for (let i = 0; i < n; i++) {
       const o = i * RESULT_STRIDE;
-      const charged = ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0;
+      // A lease is given back by decision.release(), never refunded.
+      const charged = ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0 && !(cp.leases && cp.all[i]?.algorithm === 'concurrency');
       marks[i] = charged ? storeNow + (r[o + R_RESET] as number) : Number.NaN;
       marks[n + i] = charged ? (r[o + R_POSITION] as number) : Number.NaN;
     }
@@ -431,7 +449,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
    * keys, shadow record). On an asynchronous store the decision is built and observed in the step that
    * settles the store's call (StoreGuard.watch): one promise per check, no `.then` after it.
    */
-  function decideAt(t: Target, cost: number, at: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
+  function decideAt(t: Target, cost: number, at: number, opts: CheckOptions | undefined, quiet = false): Decision | Promise<Decision> {
+    if (t.cp.leases) return decideLeased(t, cost, at, opts, quiet);
     const node = guard.nodeOf(keyAt(t.storeKey, 0));
     if (!guard.allow(node, at)) return observer.observe(skipped(t, cost, at, node), opts);
     const seq = guard.next();
@@ -454,9 +473,119 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return observer.observe(label(finish(t.key, cost, r, t.cp, t.cp.all, false), t, cost, r, at), opts);
   }
 
+  /**
+   * `decideAt` for a plan with concurrency policies: the store call carries a lease id, and an admitted
+   * decision gets `release` and `renew` for its leases (in the store, or in the local fallback's store
+   * when that answered). `quiet`: neither counted nor observed (a queued request's attempts; `account`
+   * counts the last one).
+   */
+  function decideLeased(t: Target, cost: number, at: number, opts: CheckOptions | undefined, quiet: boolean): Decision | Promise<Decision> {
+    const lease = nextLease++;
+    const seen = (d: Decision): Decision => (quiet ? d : observer.observe(d, opts));
+    const node = guard.nodeOf(keyAt(t.storeKey, 0));
+    if (!guard.allow(node, at)) return seen(holding(skipped(t, cost, at, node, lease), t, lease));
+    const seq = guard.next();
+    let r: StoreResult | Promise<StoreResult>;
+    try {
+      r = timedStore.apply(t.storeKey, t.cp.storePlan, cost, at, lease);
+    } catch (error) {
+      return seen(holding(failed(t, cost, at, guard.failure(node, seq, error, false), lease), t, lease));
+    }
+    const done = (o: StoreResult): Decision =>
+      seen(holding(label(finish(t.key, cost, o, t.cp, t.cp.all, false, !quiet), t, cost, o, at), t, lease));
+    const failedLeased = (f: CallFailure): Decision => {
+      leases.abandon(store, t.storeKey, t.cp.storePlan, lease, at);
+      return seen(holding(failed(t, cost, at, f, lease), t, lease));
+    };
+    if (isPromiseLike(r)) return guard.watch(node, seq, r, done, failedLeased);
+    guard.answered(node);
+    return done(r);
+  }
+
+  /** Gives an admitted decision of a leased plan its `release` and `renew`. */
+  function holding(d: Decision, t: Target, lease: number): Decision {
+    if (d.limited || !(d instanceof DecisionImpl)) return d;
+    let s: Store = store;
+    let plan: StorePlan = t.cp.storePlan;
+    if (d.degraded) {
+      // 'local' took the lease in its own store; 'open' admitted without one.
+      const local = (fallbacks.get(t.cp) as Fallback).leases;
+      if (local === undefined) return d;
+      s = local.store;
+      plan = local.plan;
+    }
+    leases.hold(d, t.cp, t.storeKey, lease, s, plan, queueId(t));
+    return d;
+  }
+
+  /** The queue a request of `t` waits in: its plan and key. */
+  function queueId(t: Target): string {
+    return `${t.cp.name}\n${t.key}`;
+  }
+
+  /**
+   * A request of a plan whose concurrency policies may queue: decided at once when no one waits for its
+   * key here and it gets a lease; else it waits its turn (shedding/lease-queue.ts). Counted and observed
+   * once, with its last decision.
+   */
+  async function decideQueued(t: Target, cost: number, opts: CheckOptions | undefined): Promise<Decision> {
+    const queue = t.cp.queue as NonNullable<CompiledPlan['queue']>;
+    const id = queueId(t);
+    const attempt = async (): Promise<Decision> => {
+      await guard.starting();
+      return decideAt(t, cost, now(), opts, true);
+    };
+    let d: Decision | undefined;
+    let firstRetryMs = 0;
+    if (leases.queues.waiting(id) === 0) {
+      d = await attempt();
+      if (!waitsOut(d, t.cp) || aborted(opts?.signal)) return account(d, t.cp, opts);
+      firstRetryMs = d.retryAfterMs;
+    }
+    if (aborted(opts?.signal)) return account(d ?? leftQueue(t.cp, t.key, cost, mode), t.cp, opts);
+    if (leases.queues.waiting(id) >= queue.size) return account(d ?? (await attempt()), t.cp, opts);
+    leases.countQueued(t.cp, 1);
+    try {
+      await leases.queues.wait(id, now() + queue.timeoutMs, now, opts?.signal, firstRetryMs, async () => {
+        d = await attempt();
+        return { done: !waitsOut(d, t.cp), retryMs: d.retryAfterMs };
+      });
+    } finally {
+      leases.countQueued(t.cp, -1);
+    }
+    if (d !== undefined) return account(d, t.cp, opts);
+    // Never at the head: a client that went away is refused without a lease; a timeout tries once more.
+    return account(aborted(opts?.signal) ? leftQueue(t.cp, t.key, cost, mode) : await attempt(), t.cp, opts);
+  }
+
+  /** Counts and observes a decision made quietly (`decideQueued`); degraded answers counted themselves. */
+  function account(d: Decision, cp: CompiledPlan, opts: CheckOptions | undefined): Decision {
+    if (!d.degraded) {
+      requests += 1;
+      if (d.limited) limitedCount += 1;
+      d.policies.forEach((r, i) => {
+        if (!r.allowed) cp.rejected[i] = (cp.rejected[i] as number) + 1;
+      });
+      const shadow = d.shadow;
+      if (shadow !== undefined) {
+        shadow.policies.forEach((r, i) => {
+          if (!r.allowed) cp.rejected[cp.enforcedCount + i] = (cp.rejected[cp.enforcedCount + i] as number) + 1;
+        });
+        if (!shadow.allowed) {
+          shadowLimited += 1;
+          if (!d.limited) shadowOnly += 1;
+        } else if (d.limited) {
+          enforcedOnly += 1;
+        }
+      }
+    }
+    return observer.observe(d, opts);
+  }
+
   function decide(rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> {
     const t = target(rawKey, opts);
     const cost = costOf(opts, defaultCost);
+    if (t.cp.queue !== undefined && !shadowMode) return decideQueued(t, cost, opts);
     const starting = guard.starting();
     if (starting !== undefined) return starting.then(() => decideAt(t, cost, now(), opts));
     return decideAt(t, cost, now(), opts);
@@ -598,6 +727,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return observer.hotKeys(n);
     },
     async close() {
+      leases.close();
       observer.close();
       for (const f of fallbacks.values()) f.close();
       guard.close();

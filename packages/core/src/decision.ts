@@ -16,12 +16,12 @@ import {
   RESULT_STRIDE,
   type StoreResult,
 } from './stores/store.js';
-import type { AlgorithmId, ChargeReceipt, Decision, DecisionReason, PolicyResult, ShadowVerdict } from './types.js';
+import type { ChargeReceipt, Decision, DecisionReason, PolicyAlgorithm, PolicyResult, ShadowVerdict } from './types.js';
 
 export class Result implements PolicyResult {
   constructor(
     readonly name: string,
-    readonly algorithm: AlgorithmId,
+    readonly algorithm: PolicyAlgorithm,
     readonly allowed: boolean,
     readonly shadow: boolean,
     readonly limit: number,
@@ -44,6 +44,9 @@ export class DecisionImpl implements Decision {
   /** Set by the limiter after construction (plans/compiled-plan.ts). */
   plan = 'default';
   receipt: ChargeReceipt | undefined = undefined;
+  /** Set by the limiter on an admitted decision of a plan with concurrency policies (its leases). */
+  release: (() => void) | undefined = undefined;
+  renew: (() => boolean) | undefined = undefined;
 
   constructor(
     readonly allowed: boolean,

@@ -88,7 +88,6 @@ export {
 export { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from './shedding/response-done.js';
 export { OVERLOADED_TYPE, planShed } from './shedding/shed-response.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
-export { type LeaseGrant, RedisLeases } from './stores/redis/lease-script.js';
 export type {
   NodeRedisClientLike,
   NodeRedisClusterLike,
@@ -102,9 +101,11 @@ export type { RepairedState } from './stores/redis/state-repair.js';
 export type { Store, StoreKey, StorePlan, StoreResult } from './stores/store.js';
 export type {
   AlgorithmId,
+  AnyPolicyOptions,
   ChargeReceipt,
   CheckOptions,
   Clock,
+  ConcurrencyPolicyOptions,
   Decision,
   DecisionReason,
   PolicyOptions,

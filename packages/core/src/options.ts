@@ -10,10 +10,9 @@ import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from './
 import { isLogger, type Logger, toLogger } from './logging.js';
 import { type PlanConfig, type PlanOptions, parsePlans } from './plans/plan-options.js';
 import { type CompiledPolicy, compilePolicy, isBucket } from './policy.js';
-import type { AnyPolicyOptions } from './shedding/concurrency-limiter.js';
 import { MemoryStore } from './stores/memory-store.js';
 import type { Store } from './stores/store.js';
-import type { Clock, PolicyOptions } from './types.js';
+import type { AnyPolicyOptions, Clock, PolicyOptions } from './types.js';
 
 export interface ShadowOptions {
   /**
@@ -28,7 +27,7 @@ export interface LimiterOptions extends PlanOptions {
    * The enforced policies; a request is admitted only if every one admits it. Required, unless `plans`
    * lists several sets of policies instead (this is the one-plan form: its plan is named `'default'`).
    * Rate policies, and concurrency policies (`{ algorithm: 'concurrency', limit }`, see
-   * `ConcurrencyPolicyOptions`; one-plan form only).
+   * `ConcurrencyPolicyOptions`), decided together all or nothing.
    */
   policies?: AnyPolicyOptions | readonly AnyPolicyOptions[];
   /** Candidate policies to compare against the enforced ones without enforcing them. */
@@ -160,7 +159,6 @@ function isStore(value: unknown): value is Store {
 /** Validates limiter options and resolves defaults. Throws `RateLimitConfigError` naming the option. */
 export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   const options = readOptions(input, LIMITER_KEYS, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }');
-  // Concurrency policies were split off by createConcurrencyLimiter before options reach here.
   const plans = parsePlans(options as Parameters<typeof parsePlans>[0], (list, path) => compileList(list, path, false));
   const policies = plans.plans.get(plans.defaultPlan) as CompiledPolicy[];
   let shadowPolicies: CompiledPolicy[] = [];
@@ -200,7 +198,8 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   }
   const all = [...[...plans.plans.values()].flat(), ...shadowPolicies];
   all.forEach((p) => {
-    if (defaultCost > p.capMilli) {
+    // A concurrency policy takes one lease whatever the cost.
+    if (defaultCost > p.capMilli && p.algorithm !== 'concurrency') {
       let list: readonly CompiledPolicy[] = shadowPolicies;
       let path = 'shadow.policies';
       for (const [name, ps] of plans.plans) {
@@ -251,7 +250,7 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
     for (const name of plans.plans.keys()) {
       const list = options.plans === undefined ? options.policies : options.plans[name];
       const path = options.plans === undefined ? 'policies' : `plans['${name}']`;
-      localPlans.set(name, scalePolicies(list as PolicyOptions | readonly PolicyOptions[], options.shadow, path, localShare));
+      localPlans.set(name, scalePolicies(list as AnyPolicyOptions | readonly AnyPolicyOptions[], options.shadow, path, localShare));
     }
   }
   const localPolicies = localPlans.get(plans.defaultPlan) ?? [];
@@ -276,19 +275,19 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
 
 /** Each policy with its limit and burst multiplied by `share` (at least 1), for the local fallback. */
 function scalePolicies(
-  policies: PolicyOptions | readonly PolicyOptions[],
+  policies: AnyPolicyOptions | readonly AnyPolicyOptions[],
   shadow: ShadowOptions | undefined,
   path: string,
   share: number,
 ): CompiledPolicy[] {
-  const scale = (list: PolicyOptions | readonly PolicyOptions[], shadow: boolean, path: string) =>
-    (Array.isArray(list) ? list : [list]).map((p: PolicyOptions, i) =>
+  const scale = (list: AnyPolicyOptions | readonly AnyPolicyOptions[], shadow: boolean, path: string) =>
+    (Array.isArray(list) ? list : [list]).map((p: AnyPolicyOptions, i) =>
       compilePolicy(
         omitUndefined({
           ...p,
           limit: Math.max(1, Math.floor(p.limit * share)),
-          burst: p.burst === undefined ? undefined : Math.max(1, Math.floor(p.burst * share)),
-        }),
+          burst: !('burst' in p) || p.burst === undefined ? undefined : Math.max(1, Math.floor(p.burst * share)),
+        }) as AnyPolicyOptions,
         `${path}[${i}] (scaled by localShare)`,
         shadow,
       ),

@@ -2,17 +2,18 @@
  * @module Policy compilation: validates a policy's options once, at construction, and precomputes the
  * integer parameters the algorithms use, so a decision does no division it could have done earlier.
  */
+import { concurrency } from './algorithms/concurrency.js';
 import { algorithms } from './algorithms/index.js';
 import type { AlgorithmKernel } from './algorithms/kernel.js';
 import { RateLimitConfigError } from './errors.js';
 import { gcd, MILLI } from './internal/fixed-point.js';
 import type { KeysEnum } from './internal/read-options.js';
-import type { AlgorithmId, PolicyOptions, QuotaUnit } from './types.js';
+import type { AlgorithmId, AnyPolicyOptions, ConcurrencyPolicyOptions, PolicyAlgorithm, PolicyOptions, QuotaUnit } from './types.js';
 
 /** A policy ready for the algorithms: validated options plus fixed-point parameters. */
 export interface CompiledPolicy {
   readonly name: string;
-  readonly algorithm: AlgorithmId;
+  readonly algorithm: PolicyAlgorithm;
   readonly kernel: AlgorithmKernel;
   /** A shadow (candidate) policy: evaluated on its own state, never blocks. */
   readonly shadow: boolean;
@@ -40,14 +41,16 @@ export interface CompiledPolicy {
    * the name and every parameter that changes the meaning of the state.
    */
   readonly id: string;
+  /** Concurrency policies with a `queue`: at most `size` waiters per key, each up to `timeoutMs`. */
+  readonly queue: { readonly size: number; readonly timeoutMs: number } | undefined;
 }
 
 const ALGORITHM_IDS = Object.keys(algorithms) as AlgorithmId[];
 const BUCKETS: ReadonlySet<AlgorithmId> = new Set(['token-bucket', 'gcra', 'leaky-bucket']);
 
 /** The bucket family (token-bucket, gcra, leaky-bucket) has a `burst` capacity; the window family does not. */
-export function isBucket(algorithm: AlgorithmId): boolean {
-  return BUCKETS.has(algorithm);
+export function isBucket(algorithm: PolicyAlgorithm): boolean {
+  return BUCKETS.has(algorithm as AlgorithmId);
 }
 const UNITS: readonly QuotaUnit[] = ['requests', 'content-bytes', 'concurrent-requests'];
 const NAME_PATTERN = /^[\x21-\x7e](?:[\x20-\x7e]{0,62}[\x21-\x7e])?$/;
@@ -68,11 +71,112 @@ function isPositiveInteger(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
 }
 
-/** Validates `options` (found at `path`, e.g. `policies[1]`) and compiles it. */
-export function compilePolicy(options: PolicyOptions, path: string, shadow: boolean): CompiledPolicy {
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_POLICY', path, 'must be an object like { limit: 100, windowMs: 60_000 }', options);
+const CONCURRENCY_KEYS: KeysEnum<ConcurrencyPolicyOptions> = {
+  name: true,
+  algorithm: true,
+  limit: true,
+  leaseMs: true,
+  queue: true,
+  unit: true,
+};
+
+function concurrencyInteger(value: unknown, path: string, hint: string): number {
+  if (!isPositiveInteger(value)) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_CONCURRENCY', path, `must be a positive integer (${hint})`, value);
   }
+  return value;
+}
+
+/** A concurrency policy (algorithms/concurrency.ts): `windowMs` is its lease time, `capacity` its limit. */
+function compileConcurrency(options: ConcurrencyPolicyOptions, path: string): CompiledPolicy {
+  for (const key of Object.keys(options)) {
+    if (!(key in CONCURRENCY_KEYS)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_UNKNOWN_OPTION',
+        `${path}.${key}`,
+        `is not an option of a concurrency policy (valid: ${Object.keys(CONCURRENCY_KEYS).join(', ')})`,
+        (options as unknown as Record<string, unknown>)[key],
+      );
+    }
+  }
+  if (options.unit !== undefined && options.unit !== 'concurrent-requests') {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_UNIT',
+      `${path}.unit`,
+      "of a concurrency policy can only be 'concurrent-requests'",
+      options.unit,
+    );
+  }
+  const name = options.name ?? 'default';
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_NAME', `${path}.name`, 'must be 1 to 64 printable ASCII characters', options.name);
+  }
+  let queue: CompiledPolicy['queue'];
+  if (options.queue !== undefined) {
+    const q = options.queue as unknown;
+    if (q === null || typeof q !== 'object' || Array.isArray(q)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_CONCURRENCY',
+        `${path}.queue`,
+        'must be an object like { size: 10, timeoutMs: 5_000 }',
+        q,
+      );
+    }
+    for (const key of Object.keys(q)) {
+      if (key !== 'size' && key !== 'timeoutMs') {
+        throw new RateLimitConfigError(
+          'ERR_RL_UNKNOWN_OPTION',
+          `${path}.queue.${key}`,
+          'is not a queue option (valid: size, timeoutMs)',
+          key,
+        );
+      }
+    }
+    queue = Object.freeze({
+      size: concurrencyInteger(options.queue.size, `${path}.queue.size`, 'requests that may wait per key'),
+      timeoutMs: concurrencyInteger(options.queue.timeoutMs, `${path}.queue.timeoutMs`, 'how long a request may wait, ms'),
+    });
+  }
+  const limit = concurrencyInteger(options.limit, `${path}.limit`, 'requests in flight per key');
+  const leaseMs =
+    options.leaseMs === undefined
+      ? 60_000
+      : concurrencyInteger(options.leaseMs, `${path}.leaseMs`, 'ms after which an unreleased lease expires');
+  return Object.freeze({
+    name,
+    algorithm: 'concurrency',
+    kernel: concurrency,
+    shadow: false,
+    limit,
+    windowMs: leaseMs,
+    capacity: limit,
+    unit: 'concurrent-requests',
+    anchorFirst: false,
+    delayAfter: 0,
+    capMilli: limit * MILLI,
+    rate: 1,
+    tokenTicks: 1,
+    capTicks: limit * MILLI,
+    delayTicks: 0,
+    maxDelayTicks: Number.POSITIVE_INFINITY,
+    // Leases count requests in flight, whatever the limit: a change of limit (or plan) keeps them.
+    id: `enforce:${name}:concurrency:${leaseMs}`,
+    queue,
+  });
+}
+
+/** True for `{ algorithm: 'concurrency', ... }`. */
+export function isConcurrencyOptions(p: unknown): p is ConcurrencyPolicyOptions {
+  return typeof p === 'object' && p !== null && (p as { algorithm?: unknown }).algorithm === 'concurrency';
+}
+
+/** Validates `options` (found at `path`, e.g. `policies[1]`) and compiles it. */
+export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boolean): CompiledPolicy {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_POLICY', path, 'must be an object like { limit: 100, windowMs: 60_000 }', input);
+  }
+  if (isConcurrencyOptions(input) && !shadow) return compileConcurrency(input, path);
+  const options = input as PolicyOptions;
   for (const key of Object.keys(options)) {
     if (!(key in POLICY_KEYS)) {
       throw new RateLimitConfigError(
@@ -88,7 +192,7 @@ export function compilePolicy(options: PolicyOptions, path: string, shadow: bool
     throw new RateLimitConfigError(
       'ERR_RL_OPTION_NOT_APPLICABLE',
       `${path}.algorithm`,
-      "'concurrency' is for enforced policies only (shadow policies and localShare fallbacks cannot hold leases); list it in policies",
+      "'concurrency' is for enforced policies only (a shadow policy never admits anything, so it cannot hold leases); list it in policies",
       options.algorithm,
     );
   }
@@ -248,5 +352,6 @@ export function compilePolicy(options: PolicyOptions, path: string, shadow: bool
     maxDelayTicks:
       options.maxDelayMs === undefined ? Number.POSITIVE_INFINITY : delayAfter * MILLI * tokenTicks + options.maxDelayMs * rate,
     id: `${shadow ? 'shadow' : 'enforce'}:${name}:${algorithm}:${params}`,
+    queue: undefined,
   });
 }

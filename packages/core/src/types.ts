@@ -53,6 +53,36 @@ export interface PolicyOptions {
   unit?: QuotaUnit;
 }
 
+/**
+ * A concurrency policy: at most `limit` requests of a key in flight. An admitted request holds a lease
+ * until `decision.release()` (the adapters call it when the response finishes, errors or the client
+ * goes away) or until `leaseMs` passes. It is a policy like the others: decided with them, all or
+ * nothing, in the same store call (one Lua script on Redis), in `policies` or in a plan, with a key of
+ * its own in a keys object.
+ */
+export interface ConcurrencyPolicyOptions {
+  /** Unique within the limiter, as for rate policies. Defaults to `'default'`. */
+  name?: string;
+  algorithm: 'concurrency';
+  /** Requests of one key in flight at once. A positive integer. */
+  limit: number;
+  /**
+   * A lease not released within this many ms expires and frees its slot (a handler that never
+   * finishes, a lost release, a process that died). Advertised as the policy's `w`. Defaults to `60_000`.
+   */
+  leaseMs?: number;
+  /**
+   * Wait for a lease instead of being refused at once: at most `size` requests wait per key in this
+   * process, first in first out, each up to `timeoutMs` (README: what a queue does on Redis). Defaults to none.
+   */
+  queue?: { size: number; timeoutMs: number };
+  /** Always `'concurrent-requests'` (the default); any other unit is an error. */
+  unit?: 'concurrent-requests';
+}
+
+/** A rate policy or a concurrency policy. */
+export type AnyPolicyOptions = PolicyOptions | ConcurrencyPolicyOptions;
+
 /** Integer milliseconds. The default clock is monotonic and anchored to the Unix epoch. */
 export type Clock = () => number;
 
@@ -134,13 +164,13 @@ export interface Decision {
    * gives them back. Call it once the request is over (the adapters do, on finish, error or abort);
    * later calls do nothing. A lease never released expires after its policy's `leaseMs`.
    */
-  readonly release?: () => void;
+  readonly release?: (() => void) | undefined;
   /**
    * Present with `release`: moves the deadline of every lease of this decision to now + `leaseMs`, so a
    * long request keeps its slot (the adapters renew every `leaseMs / 2` while the handler runs).
    * Returns false when a lease had already expired or been released.
    */
-  readonly renew?: () => boolean;
+  readonly renew?: (() => boolean) | undefined;
   /** The plan that applied (`'default'` for the one-plan `policies` form). Always set by a limiter. */
   readonly plan?: string;
   /**

@@ -9,7 +9,7 @@ import { Redis as Valkey } from 'iovalkey';
 import { createClient } from 'redis';
 
 interface Job {
-  readonly algorithm: AlgorithmId;
+  readonly algorithm: AlgorithmId | 'concurrency';
   readonly prefix: string;
   readonly limit: number;
   readonly requests: number;
@@ -43,7 +43,14 @@ process.on('message', async (job: Job | 'exit') => {
     process.exit(0);
   }
   const limiter = createLimiter({
-    policies: { algorithm: job.algorithm, limit: job.limit, windowMs: 3_600_000 },
+    // A concurrency policy (leases held, never released here) beside a rate policy: one script decides both.
+    policies:
+      job.algorithm === 'concurrency'
+        ? [
+            { name: 'exports', algorithm: 'concurrency', limit: job.limit },
+            { name: 'hourly', algorithm: 'fixed-window', limit: 10 * job.limit, windowMs: 3_600_000 },
+          ]
+        : { algorithm: job.algorithm, limit: job.limit, windowMs: 3_600_000 },
     store: new RedisStore({ client, prefix: job.prefix }),
     storeTimeoutMs: 30_000,
     onStoreError: 'closed',

@@ -1,6 +1,7 @@
 /**
  * @module Atomicity: several processes, each with its own connection, hammer one key at the same moment;
- * for every algorithm exactly `limit` requests are admitted (the read-compute-write is one script);
+ * for every algorithm, and for a concurrency policy whose leases are all held at once, exactly `limit`
+ * requests are admitted (the read-compute-write is one script);
  * once per client (ioredis, node-redis, iovalkey).
  */
 import type { ChildProcess } from 'node:child_process';
@@ -12,7 +13,16 @@ import { nextMessage, startWorkers, stopWorkers } from './worker-pool.js';
 const WORKERS = 4;
 const REQUESTS = 40;
 const LIMIT = 50;
-const ALGORITHMS: readonly AlgorithmId[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'leaky-bucket', 'sliding-log'];
+const ALGORITHMS: readonly (AlgorithmId | 'concurrency')[] = [
+  'fixed-window',
+  'sliding-window',
+  'token-bucket',
+  'gcra',
+  'leaky-bucket',
+  'sliding-log',
+  // Leases held by requests in flight, with a rate policy in the same script (leases.test.ts has the rest).
+  'concurrency',
+];
 
 /** The clients the suite runs through (node-redis v4 is covered by the differential and store suites). */
 const KINDS = ['ioredis', 'node-redis', 'iovalkey'] as const;

@@ -1,38 +1,70 @@
 /**
- * @module A process of the Redis leases suite: contends for leases of one key (acquire, hold a few
- * ms, release) and reports how many it got and the most holders it saw at once; with HOG set, takes
- * every slot with a HOG ms lease, reports, and waits to be killed.
+ * @module A process of the Redis leases suite: a limiter with a concurrency policy and an hourly rate
+ * policy on a RedisStore (one script decides both). Jobs: `burst` fires its requests at one key all at
+ * once and holds what it got until every answer is in (how many were admitted together); `churn`
+ * checks, holds a few ms and releases, counting holders in a Redis counter (the most ever in flight);
+ * `hog` takes every slot with a short lease and waits to be killed.
  */
-import { RedisLeases } from '@tollgate/core';
+import { createLimiter, type Decision, RedisStore } from '@tollgate/core';
 import { Redis } from 'ioredis';
 
-const client = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT) });
-const leases = new RedisLeases(client, process.env.PREFIX);
-const limit = Number(process.env.LIMIT);
-const counter = `${process.env.PREFIX}:holders`;
-
-if (process.env.HOG !== undefined) {
-  for (let i = 0; i < limit; i++) await leases.acquire('shared', 'exports', limit, Number(process.env.HOG), `hog-${i}`);
-  process.send?.({ ready: true });
-  setInterval(() => {}, 1000);
-} else {
-  let granted = 0;
-  let maxSeen = 0;
-  for (let i = 0; i < 40; i++) {
-    const id = `${process.env.WORKER}-${i}`;
-    const g = await leases.acquire('shared', 'exports', limit, 5_000, id);
-    if (g.granted) {
-      granted += 1;
-      const holders = await client.incr(counter);
-      maxSeen = Math.max(maxSeen, holders);
-      await new Promise((r) => setTimeout(r, 2 + (i % 5)));
-      await client.decr(counter);
-      await leases.release('shared', 'exports', id);
-    } else {
-      await new Promise((r) => setTimeout(r, 1));
-    }
-  }
-  process.send?.({ granted, maxSeen });
-  client.disconnect();
-  process.exitCode = 0;
+interface Job {
+  readonly kind: 'burst' | 'churn' | 'hog';
+  readonly prefix: string;
+  readonly limit: number;
+  readonly requests: number;
+  readonly leaseMs: number;
 }
+
+const client = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), autoResendUnfulfilledCommands: false });
+client.on('error', () => undefined);
+client.once('ready', () => process.send?.({ ready: true }));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+process.on('message', async (job: Job | 'exit' | 'go') => {
+  if (job === 'exit') {
+    client.disconnect();
+    process.exit(0);
+  }
+  // 'go' ends a burst's hold (below).
+  if (job === 'go') return;
+  const limiter = createLimiter({
+    policies: [
+      { name: 'exports', algorithm: 'concurrency', limit: job.limit, leaseMs: job.leaseMs },
+      { name: 'hourly', algorithm: 'fixed-window', limit: 10_000, windowMs: 3_600_000 },
+    ],
+    store: new RedisStore({ client, prefix: job.prefix }),
+    storeTimeoutMs: 30_000,
+    onStoreError: 'closed',
+  });
+  if (job.kind === 'burst') {
+    const decisions = await Promise.all(Array.from({ length: job.requests }, () => limiter.check('shared')));
+    const admitted = decisions.filter((d) => d.allowed).length;
+    process.send?.({ admitted, degraded: decisions.filter((d) => d.degraded).length });
+    // Held until the suite has every answer, then given back.
+    await new Promise((r) => process.once('message', r));
+    for (const d of decisions) d.release?.();
+    process.send?.({ released: true });
+  } else if (job.kind === 'churn') {
+    const counter = `${job.prefix}:holders`;
+    let granted = 0;
+    let maxSeen = 0;
+    for (let i = 0; i < job.requests; i++) {
+      const d: Decision = await limiter.check('shared');
+      if (!d.allowed) {
+        await sleep(1);
+        continue;
+      }
+      granted += 1;
+      maxSeen = Math.max(maxSeen, await client.incr(counter));
+      await sleep(2 + (i % 5));
+      // Out of the count before the lease is given back: the count never runs ahead of the leases.
+      await client.decr(counter);
+      d.release?.();
+    }
+    process.send?.({ granted, maxSeen });
+  } else {
+    const held = await Promise.all(Array.from({ length: job.limit }, () => limiter.check('shared')));
+    process.send?.({ held: held.filter((d) => d.allowed).length });
+  }
+});

@@ -1,147 +1,378 @@
 /**
- * @module Redis concurrency leases (stores/redis/lease-script.ts) against a real redis-server:
- * the Lua twin makes the same decisions as the TypeScript kernel on random traces (injected time);
- * N processes contending for one key never hold more than `limit` leases at once; the leases of a
- * killed process are reclaimed after the lease time.
+ * @module Concurrency policies on Redis (stores/redis/lease-kernel.ts) against a real redis-server:
+ * a plan that mixes concurrency and rate policies decides in one script exactly as MemoryStore does
+ * (differential: apply, peek, release and renew, injected time, hand-written and fast-check traces);
+ * N processes racing for one key get exactly `limit` leases at once, never hold more than `limit`, and a
+ * refusal for concurrency charges the rate policy nothing (atomicity); the leases of a killed process
+ * come back after the lease time.
  */
-import { type ChildProcess, fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { createLimiter, RedisLeases } from '@tollgate/core';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { acquireLease, type LeaseTable, releaseLease, renewLease } from '../../../packages/core/src/algorithms/concurrency.js';
-import { describeRedis, HOST, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
+import type { ChildProcess } from 'node:child_process';
+import {
+  createLimiter,
+  type Decision,
+  MemoryStore,
+  RedisStore,
+  type RepairedState,
+  type Store,
+  type StoreKey,
+  type StorePlan,
+  type StoreResult,
+} from '@tollgate/core';
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { QUEUE_RETRY_MS } from '../../../packages/core/src/shedding/lease-queue.js';
+import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
+import { nextMessage, startWorkers, stopWorkers } from './worker-pool.js';
 
-function rng(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (s * 1103515245 + 12345) % 2147483648;
-    return s / 2147483648;
-  };
-}
+const BASE = Date.now() + 10 * 365 * 86_400_000;
 
-describeRedis('Redis leases', () => {
-  let server: RedisServer;
-  let client: Redis;
-  beforeAll(async () => {
-    server = await startRedis();
-    client = new Redis({ host: HOST, port: server.port });
-  });
-  afterAll(async () => {
-    client?.disconnect();
-    await server?.stop();
-  });
+/** Every lease operation on both stores; records where they disagree. */
+class LeaseTwin implements Store {
+  readonly kind = 'lease-twin';
+  diffs: string[] = [];
 
-  it('decides like the TypeScript kernel on random traces (differential, injected time)', async () => {
-    for (const seed of [1, 2, 3, 4, 5]) {
-      const random = rng(seed);
-      const leases = new RedisLeases(client, randomPrefix());
-      const table: LeaseTable = new Map();
-      const limit = 1 + Math.floor(random() * 4);
-      const leaseMs = 50 + Math.floor(random() * 200);
-      let now = 1_000_000;
-      let next = 1;
-      const live: number[] = [];
-      for (let step = 0; step < 150; step++) {
-        now += Math.floor(random() * 40);
-        const r = random();
-        if (r < 0.5) {
-          const id = next++;
-          const ts = acquireLease(table, now, limit, leaseMs, id);
-          const lua = await leases.acquire('k', 'p', limit, leaseMs, String(id), now);
-          expect(lua.granted, `seed ${seed} step ${step} acquire`).toBe(ts);
-          expect(lua.inFlight).toBe(table.size);
-          if (ts) live.push(id);
-        } else if (r < 0.8 && live.length > 0) {
-          const id = live.splice(Math.floor(random() * live.length), 1)[0] as number;
-          expect(await leases.release('k', 'p', String(id)), `seed ${seed} step ${step} release`).toBe(releaseLease(table, id));
-        } else if (live.length > 0) {
-          const id = live[Math.floor(random() * live.length)] as number;
-          const ts = renewLease(table, id, now, leaseMs);
-          expect(await leases.renew('k', 'p', leaseMs, String(id), now), `seed ${seed} step ${step} renew`).toBe(ts);
-        }
+  constructor(
+    readonly memory: MemoryStore,
+    readonly redis: RedisStore,
+  ) {}
+
+  private compare(op: string, m: ArrayLike<number>, r: ArrayLike<number>, count: number): void {
+    for (let i = 0; i < count; i++) {
+      if (m[i] !== r[i]) {
+        this.diffs.push(`${op}: [${i}] memory ${m[i]}, redis ${r[i]} (memory ${Array.from(m)}, redis ${Array.from(r)})`);
+        return;
       }
     }
+  }
+
+  async apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): Promise<StoreResult> {
+    const m = Array.from(this.memory.apply(key, plan, cost, now, lease));
+    const r = await this.redis.apply(key, plan, cost, now, lease);
+    this.compare(`apply ${JSON.stringify(key)} at ${now} lease ${lease}`, m, r, plan.policies.length * 5);
+    return r;
+  }
+
+  async peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    const m = Array.from(this.memory.peek(key, plan, cost, now));
+    const r = await this.redis.peek(key, plan, cost, now);
+    this.compare(`peek ${JSON.stringify(key)} at ${now}`, m, r, plan.policies.length * 5);
+    return r;
+  }
+
+  async refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
+    const m = Array.from(this.memory.refund(key, plan, cost, marks, now));
+    const r = await this.redis.refund(key, plan, cost, marks, now);
+    this.compare(`refund at ${now} marks ${marks}`, m, r, plan.policies.length);
+    return r;
+  }
+
+  /** Releases and renewals on their way to Redis (the limiter does not wait for them). */
+  private pending: Promise<unknown>[] = [];
+
+  /** Waits until every release and renewal sent so far has landed. */
+  async settled(): Promise<void> {
+    await Promise.all(this.pending);
+    this.pending = [];
+  }
+
+  release(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<void> {
+    this.memory.release(key, plan, lease, now);
+    const done = this.redis.release(key, plan, lease, now);
+    this.pending.push(done);
+    return done;
+  }
+
+  renew(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
+    const m = this.memory.renew(key, plan, lease, now);
+    const done = this.redis.renew(key, plan, lease, now).then((r) => {
+      if (m !== r) this.diffs.push(`renew ${lease} at ${now}: memory ${m}, redis ${r}`);
+      return r;
+    });
+    this.pending.push(done);
+    return done;
+  }
+
+  async reset(key: string, plan: StorePlan): Promise<void> {
+    this.memory.reset(key, plan);
+    await this.redis.reset(key, plan);
+  }
+}
+
+type Op =
+  | { readonly op: 'check' | 'peek'; readonly dt: number; readonly key: string }
+  | { readonly op: 'release' | 'renew' | 'refund'; readonly dt: number; readonly which: number };
+
+describeRedis('concurrency policies on Redis', () => {
+  let server: RedisServer;
+  let client: Redis;
+  let workers: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    server = await startRedis();
+    client = await server.readyClient();
+    workers = await startWorkers(new URL('./leases-worker.ts', import.meta.url), 4, { REDIS_PORT: String(server.port) });
+  }, 60_000);
+  afterAll(async () => {
+    stopWorkers(workers);
+    await server?.close();
   });
 
-  it('shares a concurrency policy between limiters (processes) through Redis, all-or-nothing with a rate policy', async () => {
+  /** Runs `ops` through one limiter on a LeaseTwin; returns the disagreements. */
+  async function run(plan: Parameters<typeof createLimiter>[0]['policies'], ops: readonly Op[], keyed = false): Promise<string[]> {
+    let now = BASE;
+    const store = new LeaseTwin(
+      new MemoryStore({ sweepIntervalMs: 0 }),
+      new RedisStore({ client, prefix: randomPrefix(), timeSource: 'limiter' }),
+    );
+    const limiter = createLimiter({ policies: plan, store, clock: () => now, storeTimeoutMs: 60_000, breaker: false });
+    const held: Decision[] = [];
+    for (const op of ops) {
+      now += op.dt;
+      if (!('key' in op)) {
+        const d = held[op.which % Math.max(1, held.length)];
+        if (op.op === 'release') d?.release?.();
+        else if (op.op === 'renew') d?.renew?.();
+        // A refund gives back the rate policies' charge; the lease stays until released.
+        else if (d !== undefined) await limiter.refund(d);
+        // release and renew are fire-and-forget on Redis: let them land before the next step.
+        await store.settled();
+        continue;
+      }
+      const key = keyed ? { exports: op.key, hourly: 'account' } : op.key;
+      const d = op.op === 'check' ? await limiter.check(key) : await limiter.peek(key);
+      if (d.release !== undefined) held.push(d);
+      if (store.diffs.length > 0) break;
+    }
+    return store.diffs;
+  }
+
+  const mixed = [
+    { name: 'exports', algorithm: 'concurrency', limit: 2, leaseMs: 300 },
+    { name: 'hourly', algorithm: 'sliding-log', limit: 5, windowMs: 1_000 },
+  ] as const;
+
+  it('decides a plan of concurrency and rate policies like MemoryStore: grants, refusals, expiry, release, renew', async () => {
+    const check = (dt: number, key = 'k'): Op => ({ op: 'check', dt, key });
+    const ops: Op[] = [
+      check(0),
+      check(10),
+      check(10), // refused for concurrency: the sliding log is not charged
+      { op: 'peek', dt: 0, key: 'k' },
+      { op: 'release', dt: 5, which: 0 },
+      check(0),
+      { op: 'renew', dt: 200, which: 1 },
+      check(90), // the first lease expired, the renewed one holds
+      check(0),
+      check(400), // every lease expired
+      check(0),
+      check(0),
+      check(0),
+      check(0, 'other'),
+      { op: 'refund', dt: 1, which: 4 },
+      check(0),
+      { op: 'peek', dt: 0, key: 'k' },
+    ];
+    expect((await run([...mixed], ops)).join('\n')).toBe('');
+  });
+
+  it('decides like MemoryStore on random traces, one key and a key per policy (fast-check)', async () => {
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      {
+        weight: 5,
+        arbitrary: fc.record({
+          op: fc.constantFrom<'check' | 'peek'>('check', 'check', 'check', 'peek'),
+          dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 150 }), fc.integer({ min: 0, max: 700 })),
+          key: fc.constantFrom('a', 'b'),
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          op: fc.constantFrom<'release' | 'renew' | 'refund'>('release', 'renew', 'release', 'refund'),
+          dt: fc.integer({ min: 0, max: 100 }),
+          which: fc.nat(),
+        }),
+      },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 3 }),
+        fc.constantFrom(50, 250, 600),
+        fc.constantFrom('fixed-window', 'gcra', 'sliding-window'),
+        fc.boolean(),
+        fc.array(op, { minLength: 5, maxLength: 30 }),
+        async (limit, leaseMs, algorithm, keyed, ops) => {
+          const policies = [
+            { name: 'exports', algorithm: 'concurrency' as const, limit, leaseMs },
+            { name: 'hourly', algorithm, limit: 4, windowMs: 1_000 },
+          ];
+          expect((await run(policies, ops, keyed)).join('\n')).toBe('');
+        },
+      ),
+      { numRuns: 25 },
+    );
+  }, 120_000);
+
+  it('queues on Redis: FIFO in the process, woken by its own releases, re-trying for slots freed by other processes', async () => {
     const prefix = randomPrefix();
-    const make = () =>
+    let settled = 0;
+    /** A RedisStore that counts the applies answered, so the test knows where each waiter is. */
+    const counted = (store: RedisStore): Store => ({
+      kind: 'redis',
+      apply: (key, plan, cost, now, lease) =>
+        store.apply(key, plan, cost, now, lease).finally(() => {
+          settled += 1;
+        }),
+      release: (key, plan, lease, now) => store.release(key, plan, lease, now),
+      renew: (key, plan, lease, now) => store.renew(key, plan, lease, now),
+      reset: (key, plan) => store.reset(key, plan),
+    });
+    const make = (store: Store) =>
       createLimiter({
-        policies: [
-          { name: 'exports', algorithm: 'concurrency', limit: 2, leaseMs: 1_500, leases: new RedisLeases(client, prefix) },
-          { name: 'hourly', algorithm: 'fixed-window', limit: 5, windowMs: 3_600_000 },
-        ],
+        policies: [{ name: 'exports', algorithm: 'concurrency', limit: 1, leaseMs: 60_000, queue: { size: 2, timeoutMs: 60_000 } }],
+        store,
+        storeTimeoutMs: 60_000,
+        breaker: false,
       });
-    const a = make();
-    const b = make();
-    const held = [await a.check('u'), await a.check('u')];
-    expect(held.every((d) => d.allowed)).toBe(true);
-    const refused = await b.check('u');
-    expect(refused).toMatchObject({ allowed: false, policy: 'exports', remaining: 0 });
-    expect(refused.policies[0]).toMatchObject({ name: 'exports', remaining: 0 });
-    // Refused for concurrency: the hourly policy of b was not charged.
-    held[0]?.release?.();
-    await waitFor(
-      'the release to reach Redis',
-      async () => (await client.zcard(new RedisLeases(client, prefix).keyOf('u', 'exports'))) === 1,
-    );
-    const admitted = await b.check('u');
-    expect(admitted.allowed).toBe(true);
-    expect(admitted.policies[1]?.remaining).toBe(4);
-    // a "dies" holding its other lease: it expires after leaseMs and the slot comes back.
-    admitted.release?.();
-    await waitFor(
-      'the released lease to leave Redis',
-      async () => (await client.zcard(new RedisLeases(client, prefix).keyOf('u', 'exports'))) === 1,
-    );
-    expect((await b.check('u')).allowed).toBe(true);
-    expect((await b.check('u')).allowed).toBe(false);
-    await new Promise((r) => setTimeout(r, 1_550));
-    const afterExpiry = [await b.check('u'), await b.check('u')];
-    expect(afterExpiry.map((d) => d.allowed)).toEqual([true, true]);
-    await a.close();
-    await b.close();
+    // Two stores: two lease identities, as two processes would have.
+    const elsewhere = make(new RedisStore({ client, prefix }));
+    const here = make(counted(new RedisStore({ client, prefix })));
+    /** Lets Redis answer (I/O only: timers are fake) until `done`. */
+    const until = async (what: string, done: () => boolean | Promise<boolean>) => {
+      for (let i = 0; i < 5_000; i++) {
+        if (await done()) return;
+        await new Promise((r) => setImmediate(r));
+      }
+      throw new Error(`never: ${what}`);
+    };
+    // Only the queue's re-try timers are virtual: they fire when the test advances them, never by themselves.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const held = await elsewhere.check('k');
+      expect(held.allowed).toBe(true);
+      const order: string[] = [];
+      const first = here.check('k').then((d) => {
+        order.push('first');
+        return d;
+      });
+      await until('the first waiter was refused once', () => settled === 1);
+      const second = here.check('k').then((d) => {
+        order.push('second');
+        return d;
+      });
+      // The queue holds 2 per key in this process: a third is refused at once.
+      expect(await here.check('k')).toMatchObject({ allowed: false, policy: 'exports' });
+      expect(settled).toBe(2); // the second waiter joined behind the first without asking Redis
+      // Freed by the other "process": no wake-up reaches this one; the head's next re-try finds it.
+      held.release?.();
+      await until('the release to reach Redis', async () => (await client.zcard(`${prefix}:v1:{k}:exports:cc:60000`)) === 0);
+      expect(order).toEqual([]);
+      vi.advanceTimersByTime(QUEUE_RETRY_MS);
+      const d1 = await first;
+      expect(d1.allowed).toBe(true);
+      // The next in line tried at once (refused: d1 holds the slot), then waits for its re-try timer.
+      await until('the second waiter was refused once', () => settled === 4);
+      // Freed here: the next in line is woken at once, with no timer advanced.
+      d1.release?.();
+      const d2 = await second;
+      expect(d2.allowed).toBe(true);
+      expect(order).toEqual(['first', 'second']);
+      d2.release?.();
+    } finally {
+      vi.useRealTimers();
+    }
+    await Promise.all([elsewhere.close(), here.close()]);
+  }, 30_000);
+
+  it('heals a lease key holding what the script never writes: another type, a set without expiry, a deadline out of reach', async () => {
+    const prefix = randomPrefix();
+    const repairs: RepairedState[] = [];
+    const quiet = { warn: () => undefined, error: () => undefined };
+    const limiter = createLimiter({
+      policies: [{ name: 'exports', algorithm: 'concurrency', limit: 1, leaseMs: 1_000 }],
+      store: new RedisStore({ client, prefix, logger: quiet, onStateRepaired: (e) => repairs.push(e) }),
+    });
+    const name = `${prefix}:v1:{k}:exports:cc:1000`;
+    const corrupt: (() => Promise<unknown>)[] = [
+      () => client.set(name, 'not a set'),
+      () => client.zadd(name, String(Date.now() + 500), 'foreign'), // a live deadline, but no expiry: not written by a lease
+      async () => {
+        await client.zadd(name, String(Date.now() + 10 * 86_400_000), 'forever');
+        return client.pexpire(name, 60_000);
+      },
+    ];
+    for (const [i, write] of corrupt.entries()) {
+      await client.del(name);
+      await write();
+      const d = await limiter.check('k');
+      expect(d, `case ${i}`).toMatchObject({ allowed: true, degraded: false });
+      expect(repairs.length, `case ${i}`).toBe(i + 1);
+      expect(await client.pttl(name)).toBeGreaterThan(0);
+      d.release?.();
+    }
+    expect(repairs[0]).toMatchObject({ key: 'k', policy: 'exports', keyName: name });
+    await limiter.close();
   });
 
-  it('never holds more than limit leases across processes, and reclaims a killed process’s leases', async () => {
+  it('4 processes firing at one key at once get exactly limit leases, and the refusals charge nothing', async () => {
     const prefix = randomPrefix();
     const LIMIT = 3;
-    const script = fileURLToPath(new URL('./leases-worker.ts', import.meta.url));
-    const workers: ChildProcess[] = [];
-    const results: Promise<{ granted: number; maxSeen: number }>[] = [];
-    for (let i = 0; i < 4; i++) {
-      const w = fork(script, [], {
-        execArgv: ['--import', 'tsx', '--conditions=@tollgate/source'],
-        env: { ...process.env, REDIS_PORT: String(server.port), PREFIX: prefix, LIMIT: String(LIMIT), WORKER: String(i) },
-      });
-      workers.push(w);
-      results.push(
-        new Promise((resolve, reject) => {
-          w.once('message', (m) => resolve(m as { granted: number; maxSeen: number }));
-          w.once('exit', (code) => (code === 0 ? undefined : reject(new Error(`worker exited with ${code}`))));
-        }),
-      );
-    }
-    const done = await Promise.all(results);
-    // Each worker counts holders in a Redis counter between its grant and its release: never above the limit.
+    const answers = workers.map((w) => nextMessage<{ admitted: number; degraded: number }>(w));
+    for (const w of workers) w.send({ kind: 'burst', prefix, limit: LIMIT, requests: 10, leaseMs: 60_000 });
+    const results = await Promise.all(answers);
+    expect(results.reduce((n, r) => n + r.degraded, 0)).toBe(0);
+    expect(results.reduce((n, r) => n + r.admitted, 0)).toBe(LIMIT);
+    const released = workers.map((w) => nextMessage(w));
+    for (const w of workers) w.send('go');
+    await Promise.all(released);
+    await waitFor('the releases to reach Redis', async () => (await client.zcard(`${prefix}:v1:{shared}:exports:cc:60000`)) === 0);
+    // 40 requests, 3 admitted: the hourly policy was charged 3, not 40.
+    const probe = createLimiter({
+      policies: [
+        { name: 'exports', algorithm: 'concurrency', limit: LIMIT, leaseMs: 60_000 },
+        { name: 'hourly', algorithm: 'fixed-window', limit: 10_000, windowMs: 3_600_000 },
+      ],
+      store: new RedisStore({ client, prefix }),
+    });
+    const peeked = await probe.peek('shared');
+    expect(peeked.policies.map((p) => [p.name, p.remaining])).toEqual([
+      ['exports', LIMIT - 1],
+      ['hourly', 10_000 - LIMIT - 1],
+    ]);
+    await probe.close();
+  }, 60_000);
+
+  it('never holds more than limit leases across 4 churning processes', async () => {
+    const prefix = randomPrefix();
+    const LIMIT = 3;
+    const answers = workers.map((w) => nextMessage<{ granted: number; maxSeen: number }>(w));
+    for (const w of workers) w.send({ kind: 'churn', prefix, limit: LIMIT, requests: 40, leaseMs: 5_000 });
+    const done = await Promise.all(answers);
     expect(Math.max(...done.map((d) => d.maxSeen))).toBeLessThanOrEqual(LIMIT);
     expect(done.reduce((n, d) => n + d.granted, 0)).toBeGreaterThan(LIMIT * 4);
-
-    // A process takes every slot with a 400 ms lease, then dies without releasing.
-    const killed = fork(script, [], {
-      execArgv: ['--import', 'tsx', '--conditions=@tollgate/source'],
-      env: { ...process.env, REDIS_PORT: String(server.port), PREFIX: prefix, LIMIT: String(LIMIT), HOG: '400' },
-    });
-    await new Promise((resolve) => killed.once('message', resolve));
-    killed.kill('SIGKILL');
-    const leases = new RedisLeases(client, prefix);
-    expect((await leases.acquire('shared', 'exports', LIMIT, 400, 'after-kill')).granted).toBe(false);
-    await waitFor(
-      'leases of the killed process to expire',
-      async () => (await leases.acquire('shared', 'exports', LIMIT, 400, 'after-kill')).granted,
-      3_000,
-    );
-    for (const w of workers) w.kill();
   }, 60_000);
+
+  it('reclaims the leases of a killed process after the lease time', async () => {
+    const prefix = randomPrefix();
+    const LIMIT = 2;
+    const [hog] = await startWorkers(new URL('./leases-worker.ts', import.meta.url), 1, { REDIS_PORT: String(server.port) });
+    const h = hog as ChildProcess;
+    const held = nextMessage<{ held: number }>(h);
+    h.send({ kind: 'hog', prefix, limit: LIMIT, requests: 0, leaseMs: 400 });
+    expect((await held).held).toBe(LIMIT);
+    h.kill('SIGKILL');
+    const limiter = createLimiter({
+      policies: [{ name: 'exports', algorithm: 'concurrency', limit: LIMIT, leaseMs: 400 }],
+      store: new RedisStore({ client, prefix }),
+    });
+    const refused = await limiter.check('shared');
+    expect(refused).toMatchObject({ allowed: false, policy: 'exports', remaining: 0 });
+    expect(refused.retryAfterMs).toBeGreaterThan(0);
+    expect(refused.retryAfterMs).toBeLessThanOrEqual(400);
+    const started = Date.now();
+    await waitFor('the killed process’s leases to expire', async () => (await limiter.check('shared')).allowed, 3_000);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    await limiter.close();
+  }, 30_000);
 });

@@ -143,6 +143,45 @@ describeRedis('several keys, one decision, on Redis Cluster (keys in different s
     expect(admitted.length + more).toBe(10);
   }, 60_000);
 
+  it('concurrency policies on keys in different slots: leases reserved per slot, a refused request’s lease released', async () => {
+    const store = new RedisStore({ client, prefix: randomPrefix() });
+    const limiter = createLimiter({
+      policies: [
+        { name: 'per-tenant', algorithm: 'concurrency', limit: 4, leaseMs: 60_000 },
+        { name: 'per-account', algorithm: 'concurrency', limit: 1, leaseMs: 60_000 },
+        { name: 'per-ip', algorithm: 'fixed-window', limit: 100, windowMs: 600_000 },
+      ],
+      store,
+      storeTimeoutMs: 10_000,
+      breaker: false,
+      logger: quiet,
+    });
+    const accounts = ['acct:a', 'acct:b', 'acct:c', 'acct:d', 'acct:e', 'acct:f'];
+    const keys = (a: string) => ({ 'per-tenant': 'tenant:t', 'per-account': a, 'per-ip': 'ip:1' });
+    const decisions = await Promise.all(Array.from({ length: 60 }, (_, i) => limiter.check(keys(accounts[i % accounts.length] as string))));
+    const admitted = decisions.filter((d) => d.allowed);
+    expect(admitted.length).toBeGreaterThan(0);
+    expect(admitted.length).toBeLessThanOrEqual(4);
+    for (const a of accounts) expect(admitted.filter((d) => d.key.includes(encodeURIComponent(a))).length).toBeLessThanOrEqual(1);
+    // Refused requests gave back what they reserved: the leases held are exactly the admitted ones.
+    const tenant = await limiter.peek(keys('acct:z'));
+    expect(tenant.policies[0]?.remaining).toBe(Math.max(0, 4 - admitted.length - 1));
+    for (const d of admitted) d.release?.();
+    // Releases reach every slot: then every account and the tenant are free again.
+    let freed = false;
+    for (let i = 0; i < 50 && !freed; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      freed = (await limiter.peek(keys('acct:a'))).allowed;
+    }
+    expect(freed).toBe(true);
+    // The rate policy was charged for the admitted requests only.
+    expect(level(await limiter.peek(keys('acct:z'), { cost: 0.001 }), 2)).toBe(100 - admitted.length);
+    const again = [];
+    for (const a of accounts.slice(0, 4)) again.push(await limiter.check(keys(a)));
+    expect(again.map((d) => d.allowed)).toEqual([true, true, true, true]);
+    expect((await limiter.check(keys('acct:e'))).policy).toBe('per-tenant');
+  }, 60_000);
+
   it('refunds a multi-slot charge in every slot, and measures the give-back window', async () => {
     const store = new RedisStore({ client, prefix: randomPrefix() });
     const limiter = createLimiter({

@@ -1,55 +1,143 @@
 /**
- * @module The concurrency kernel: the leases of one key, as lease id -> deadline (integer ms). A
- * request is admitted while fewer than `limit` leases are live; a lease ends when it is released or
- * when its deadline passes (a holder that never released it, e.g. a crashed handler, frees the slot
- * after the lease time). No clock reads, no I/O: the caller passes `now`, as for the rate kernels.
- * The Redis twin is stores/redis/lease-script.ts (a sorted set scored by deadline), proven equal by
- * test/integration/redis/leases.test.ts.
+ * @module The concurrency kernel: at most `limit` requests of a key in flight, each holding a lease
+ * until it is released (`releaseLease`) or its deadline (`now + leaseMs`, moved on by `renewLease`)
+ * passes, so a holder that never releases (a crashed process, a lost release) frees its slot after the
+ * lease time. A request takes one lease whatever its cost. Like every kernel it reads no clock and does
+ * no I/O, and it decides inside a plan's all-or-nothing group: `evaluate` decides, `commit` takes the
+ * lease only when every policy of the group admitted, so a request refused by a rate policy holds no
+ * lease and one refused for concurrency charges no rate policy.
+ *
+ * State of a row: `logs[slot]` holds the live leases as (deadline, lease id) pairs from index 0, in no
+ * order (a LogRing whose head stays 0; concurrency limits are small, so a scan is the right index);
+ * `f[slot * stride]` is the latest deadline, when the key becomes equivalent to one never seen. The id
+ * of the lease a commit takes is `t.lease`, set by the store for the call (MemoryStore.apply).
+ * The Lua twin is stores/redis/lease-kernel.ts (a sorted set scored by deadline); the differential
+ * suite (test/integration/redis/leases.test.ts) proves them equal.
  */
+import { MILLI } from '../internal/fixed-point.js';
+import type { CompiledPolicy } from '../policy.js';
+import { type AlgorithmKernel, evaluateThenCommit, type LogRing, type StateTable, writeExceeds } from './kernel.js';
 
-/** The live leases of one key: id -> deadline. Iteration order is insertion order. */
-export type LeaseTable = Map<number, number>;
+/** Retry-After of a refused request: no one can know when a request in flight ends; the earliest expiry bounds it, at most 1 s. */
+export const MAX_LEASE_RETRY_MS = 1000;
 
-/** Drops the leases whose deadline is at or before `now`; returns how many were dropped. */
-export function expireLeases(leases: LeaseTable, now: number): number {
-  let dropped = 0;
-  for (const [id, deadline] of leases) {
-    if (deadline <= now) {
-      leases.delete(id);
-      dropped += 1;
-    }
+/** The live leases of a row after dropping those whose deadline is at or before `now`; undefined when none. */
+function live(t: StateTable, slot: number, now: number): LogRing | undefined {
+  const r = t.logs[slot];
+  if (r === undefined) return undefined;
+  let i = 0;
+  while (i < r.size) {
+    if ((r.buf[2 * i] as number) <= now) removeAt(r, i);
+    else i += 1;
   }
-  return dropped;
+  if (r.size === 0) {
+    t.logs[slot] = undefined;
+    return undefined;
+  }
+  return r;
 }
 
-/** Takes a lease `id` until `now + leaseMs` if fewer than `limit` are live (after expiry). */
-export function acquireLease(leases: LeaseTable, now: number, limit: number, leaseMs: number, id: number): boolean {
-  expireLeases(leases, now);
-  if (leases.size >= limit) return false;
-  leases.set(id, now + leaseMs);
-  return true;
+/** Moves the last pair into place `i` (order does not matter). */
+function removeAt(r: LogRing, i: number): void {
+  const last = r.size - 1;
+  r.buf[2 * i] = r.buf[2 * last] as number;
+  r.buf[2 * i + 1] = r.buf[2 * last + 1] as number;
+  r.size = last;
 }
 
-/** Ends lease `id`; false when it had already ended (released before, or expired). */
-export function releaseLease(leases: LeaseTable, id: number): boolean {
-  return leases.delete(id);
+function indexOf(r: LogRing, id: number): number {
+  for (let i = 0; i < r.size; i++) if (r.buf[2 * i + 1] === id) return i;
+  return -1;
 }
 
-/** Drops expired leases, then moves the deadline of lease `id` to `now + leaseMs`; false when it has ended. */
-export function renewLease(leases: LeaseTable, id: number, now: number, leaseMs: number): boolean {
-  expireLeases(leases, now);
-  if (!leases.has(id)) return false;
-  leases.set(id, now + leaseMs);
-  return true;
-}
-
-/** The earliest and latest deadlines of the live leases (`now` when there are none). */
-export function deadlineRange(leases: LeaseTable, now: number): [earliest: number, latest: number] {
+/** [earliest, latest] deadline of a non-empty table. */
+function range(r: LogRing): [number, number] {
   let earliest = Number.POSITIVE_INFINITY;
-  let latest = now;
-  for (const deadline of leases.values()) {
-    if (deadline < earliest) earliest = deadline;
-    if (deadline > latest) latest = deadline;
+  let latest = Number.NEGATIVE_INFINITY;
+  for (let i = 0; i < r.size; i++) {
+    const d = r.buf[2 * i] as number;
+    if (d < earliest) earliest = d;
+    if (d > latest) latest = d;
   }
-  return [Number.isFinite(earliest) ? earliest : now, latest];
+  return [earliest, latest];
+}
+
+function writeLatest(t: StateTable, slot: number, r: LogRing | undefined): void {
+  t.f[slot * t.stride] = r === undefined ? Number.NEGATIVE_INFINITY : range(r)[1];
+}
+
+export const concurrency: AlgorithmKernel = {
+  id: 'concurrency',
+  stride: 1,
+  init(t, slot) {
+    t.f[slot * t.stride] = Number.NEGATIVE_INFINITY;
+    t.logs[slot] = undefined;
+  },
+  evaluate(t, slot, now, cost, p, out) {
+    const r = live(t, slot, now);
+    const n = r === undefined ? 0 : r.size;
+    const [earliest, latest] = r === undefined ? [now, now] : range(r);
+    if (!Number.isFinite(cost)) {
+      // The state as it stands (create-limiter's report of a policy that admitted but was not charged).
+      writeExceeds(out, Math.max(0, p.limit - n) * MILLI, latest - now);
+      return;
+    }
+    out.exceeds = false;
+    out.delayMs = 0;
+    if (n < p.limit) {
+      out.allowed = true;
+      out.remaining = (p.limit - n - 1) * MILLI;
+      out.retryAfterMs = 0;
+      out.resetMs = Math.max(latest, now + p.windowMs) - now;
+      return;
+    }
+    out.allowed = false;
+    out.remaining = Math.max(0, p.limit - n) * MILLI;
+    out.retryAfterMs = Math.min(MAX_LEASE_RETRY_MS, Math.max(1, earliest - now));
+    out.resetMs = latest - now;
+  },
+  commit(t, slot, now, _cost, p) {
+    let r = live(t, slot, now);
+    if (r === undefined) {
+      r = { buf: new Float64Array(8), head: 0, size: 0, sum: 0, highWater: Number.NEGATIVE_INFINITY };
+      t.logs[slot] = r;
+    }
+    if (2 * (r.size + 1) > r.buf.length) {
+      const buf = new Float64Array(r.buf.length * 2);
+      buf.set(r.buf);
+      r.buf = buf;
+    }
+    r.buf[2 * r.size] = now + p.windowMs;
+    r.buf[2 * r.size + 1] = t.lease ?? 0;
+    r.size += 1;
+    writeLatest(t, slot, r);
+  },
+  consume: evaluateThenCommit,
+  expiresAt(t, slot) {
+    return t.f[slot * t.stride] as number;
+  },
+};
+
+/** Ends lease `id` of the row; false when it had already ended (released before, or expired). */
+export function releaseLease(t: StateTable, slot: number, id: number, now: number): boolean {
+  const r = live(t, slot, now);
+  const i = r === undefined ? -1 : indexOf(r, id);
+  if (r === undefined || i < 0) return false;
+  removeAt(r, i);
+  if (r.size === 0) t.logs[slot] = undefined;
+  writeLatest(t, slot, t.logs[slot]);
+  return true;
+}
+
+/** Moves the deadline of live lease `id` to `now + leaseMs`; false when it has ended. */
+export function renewLease(t: StateTable, slot: number, id: number, now: number, p: CompiledPolicy): boolean {
+  const r = live(t, slot, now);
+  const i = r === undefined ? -1 : indexOf(r, id);
+  if (r === undefined || i < 0) {
+    writeLatest(t, slot, r);
+    return false;
+  }
+  r.buf[2 * i] = now + p.windowMs;
+  writeLatest(t, slot, r);
+  return true;
 }

@@ -5,7 +5,7 @@
  * arrays instead of one object per key.
  */
 import type { CompiledPolicy } from '../policy.js';
-import type { AlgorithmId } from '../types.js';
+import type { PolicyAlgorithm } from '../types.js';
 
 /** A growable ring of (time, cost) entries: the state of one sliding-log key. */
 export interface LogRing {
@@ -27,6 +27,8 @@ export interface StateTable {
   f: Float64Array;
   readonly stride: number;
   logs: (LogRing | undefined)[];
+  /** The id of the lease an apply takes (concurrency.ts), set by the store for the call. */
+  lease?: number;
 }
 
 /** What `evaluate` writes. Quantities in milli-units, times in ms. */
@@ -59,7 +61,7 @@ export function createOutcome(): Outcome {
 }
 
 export interface AlgorithmKernel {
-  readonly id: AlgorithmId;
+  readonly id: PolicyAlgorithm;
   /** Float64 slots per key in `StateTable.f`. */
   readonly stride: number;
   /** Writes the state of a key never seen. */

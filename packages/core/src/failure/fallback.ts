@@ -46,11 +46,11 @@ export class Fallback {
    * The failure mode's decision for a request of `cost` on `key` at `at`; `retryMs` is how long until
    * the store may be tried again (a hint for `'closed'`, at least one second).
    */
-  answer(key: string, cost: number, at: number, retryMs: number, storeKey: StoreKey = key): Decision {
+  answer(key: string, cost: number, at: number, retryMs: number, storeKey: StoreKey = key, lease?: number): Decision {
     const { onStoreError, mode } = this.config;
     if (onStoreError === 'local') {
       if (this.local === undefined) this.local = new MemoryStore();
-      return this.finish(key, cost, this.local.apply(storeKey, this.localPlan, cost, at), this.config.localPolicies, true);
+      return this.finish(key, cost, this.local.apply(storeKey, this.localPlan, cost, at, lease), this.config.localPolicies, true);
     }
     const open = onStoreError === 'open';
     const retry = open ? 0 : Math.max(1000, retryMs);
@@ -59,7 +59,8 @@ export class Fallback {
     for (let i = 0; i < all.length; i++) {
       const p = all[i] as CompiledPolicy;
       const o = i * RESULT_STRIDE;
-      const exceeds = cost > p.capMilli;
+      // A lease is one slot whatever the cost.
+      const exceeds = p.algorithm !== 'concurrency' && cost > p.capMilli;
       synthetic[o + R_FLAGS] = exceeds ? F_EXCEEDS : open ? F_ALLOWED | F_CHARGED : 0;
       synthetic[o + R_REMAINING] = open && !exceeds ? p.capMilli - cost : 0;
       synthetic[o + R_RETRY_AFTER] = exceeds ? 0 : retry;
@@ -84,6 +85,11 @@ export class Fallback {
       undefined,
       true,
     );
+  }
+
+  /** `onStoreError: 'local'`: the in-process store and plan whose leases a degraded decision holds. */
+  get leases(): { readonly store: MemoryStore; readonly plan: StorePlan } | undefined {
+    return this.local === undefined ? undefined : { store: this.local, plan: this.localPlan };
   }
 
   reset(key: string): void {

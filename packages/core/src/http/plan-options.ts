@@ -11,8 +11,7 @@
  * given back under `skipFailedRequests`, kept under `skipSuccessfulRequests`.
  */
 import { RateLimitConfigError } from '../errors.js';
-import type { ConcurrencyPolicyOptions } from '../shedding/concurrency-limiter.js';
-import type { PolicyOptions } from '../types.js';
+import type { ConcurrencyPolicyOptions, PolicyOptions } from '../types.js';
 import type { KeyFunction } from './request-view.js';
 
 /** A policy in the adapters' options: a core policy that may carry its own key function. */
@@ -25,12 +24,18 @@ export interface HttpPolicyOptions<Req = any> extends PolicyOptions {
   key?: KeyFunction<Req>;
 }
 
-// Concurrency policies (shedding/concurrency-limiter.ts) are counted on the middleware's key.
+/** A concurrency policy in the adapters' options, which may carry its own key function like a rate policy. */
+// biome-ignore lint/suspicious/noExplicitAny: see HttpPolicyOptions.
+export interface HttpConcurrencyPolicyOptions<Req = any> extends ConcurrencyPolicyOptions {
+  /** This policy's key (`keys.user(fn)`): e.g. exports in flight per user and per tenant. Defaults to the middleware's `key`. */
+  key?: KeyFunction<Req>;
+}
+
 // biome-ignore lint/suspicious/noExplicitAny: see HttpPolicyOptions.
 export type HttpPolicies<Req = any> =
   | HttpPolicyOptions<Req>
-  | ConcurrencyPolicyOptions
-  | readonly (HttpPolicyOptions<Req> | ConcurrencyPolicyOptions)[];
+  | HttpConcurrencyPolicyOptions<Req>
+  | readonly (HttpPolicyOptions<Req> | HttpConcurrencyPolicyOptions<Req>)[];
 
 /** What a response says about its request, for `requestWasSuccessful`. */
 export interface FinishedResponse {

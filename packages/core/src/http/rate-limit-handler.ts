@@ -11,7 +11,7 @@ import { createDiagnostics, type Diagnostics } from '../diagnostics.js';
 import { describeValue } from '../errors.js';
 import { requestCostToMilli } from '../internal/fixed-point.js';
 import { consoleLogger, createLogGate, isAbstractNoopLogger, type Logger, safeLog, toLogger } from '../logging.js';
-import { hasConcurrencyQueue } from '../shedding/concurrency-limiter.js';
+import { hasConcurrencyQueue } from '../shedding/lease-queue.js';
 import type { LoadShedder, ShedTicket } from '../shedding/load-shedder.js';
 import { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from '../shedding/response-done.js';
 import { planShed } from '../shedding/shed-response.js';
@@ -431,7 +431,10 @@ export function createRateLimitHandler<Req>(
   const shedder = config.shedder;
   const queues = hasConcurrencyQueue(config.limiterOptions);
   // Leases of a running handler are renewed every half lease time (the shortest lease of the policies).
-  const leaseTimes = limiter.policies.filter((p) => p.algorithm === 'concurrency').map((p) => p.windowMs);
+  const leaseTimes = [...limiter.plans.values()]
+    .flat()
+    .filter((p) => p.algorithm === 'concurrency')
+    .map((p) => p.windowMs);
   const renewEveryMs = leaseTimes.length === 0 ? 0 : Math.max(1, Math.floor(Math.min(...leaseTimes) / 2));
   /** Releases waiting for their handler, by response, for `settled`. */
   const holding = new WeakMap<object, (finished: boolean) => void>();

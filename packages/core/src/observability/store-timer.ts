@@ -25,17 +25,17 @@ export class StoreTimer {
     private readonly timeoutMs: number,
   ) {}
 
-  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): StoreResult | Promise<StoreResult> {
     if (!exporters.attached || (this.sync === true && (++this.calls & SYNC_SAMPLE_MASK) !== 0))
-      return this.store.apply(key, plan, cost, now);
-    return this.timed(key, plan, cost, now);
+      return this.store.apply(key, plan, cost, now, lease);
+    return this.timed(key, plan, cost, now, lease);
   }
 
-  private timed(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
+  private timed(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): StoreResult | Promise<StoreResult> {
     const started = performance.now();
     let r: StoreResult | Promise<StoreResult>;
     try {
-      r = this.store.apply(key, plan, cost, now);
+      r = this.store.apply(key, plan, cost, now, lease);
     } catch (error) {
       this.record(started, 'error');
       throw error;

@@ -29,6 +29,13 @@ export interface CompiledPlan {
   readonly positions: ReadonlyMap<string, number>;
   readonly policies: readonly PolicyDescription[];
   readonly shadowPolicies: readonly PolicyDescription[];
+  /** Some policy is a concurrency policy: an admitted request holds a lease (`decision.release`). */
+  readonly leases: boolean;
+  /**
+   * Concurrency policies with a `queue`: the fewest waiters per key and the shortest wait among them
+   * (shedding/lease-queue.ts); undefined when none may queue.
+   */
+  readonly queue: { readonly size: number; readonly timeoutMs: number } | undefined;
 }
 
 export function describePolicy(p: CompiledPolicy): PolicyDescription {
@@ -51,6 +58,7 @@ export function compilePlan(
 ): CompiledPlan {
   const all = [...enforced, ...shadow];
   const enforcedCount = enforced.length;
+  const queues = enforced.flatMap((p) => (p.queue === undefined ? [] : [p.queue]));
   return Object.freeze({
     name,
     all,
@@ -63,6 +71,11 @@ export function compilePlan(
     positions: new Map(all.map((p, i) => [p.name, i])),
     policies: Object.freeze(enforced.map(describePolicy)),
     shadowPolicies: Object.freeze(shadow.map(describePolicy)),
+    leases: enforced.some((p) => p.algorithm === 'concurrency'),
+    queue:
+      queues.length === 0
+        ? undefined
+        : Object.freeze({ size: Math.min(...queues.map((q) => q.size)), timeoutMs: Math.min(...queues.map((q) => q.timeoutMs)) }),
   });
 }
 

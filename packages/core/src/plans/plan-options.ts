@@ -6,7 +6,7 @@
  */
 import { RateLimitConfigError } from '../errors.js';
 import type { CompiledPolicy } from '../policy.js';
-import type { PolicyOptions } from '../types.js';
+import type { AnyPolicyOptions } from '../types.js';
 
 /** The name of the plan that `policies` (the one-plan form) defines. */
 export const DEFAULT_PLAN = 'default';
@@ -19,7 +19,7 @@ export interface PlanOptions {
    * Named sets of policies, e.g. `{ free: [{ limit: 100, windowMs: 60_000 }], pro: [{ limit: 1000, windowMs: 60_000 }] }`;
    * `limiter.check(key, { plan: 'pro' })` picks one. Instead of `policies`, not with it.
    */
-  plans?: Readonly<Record<string, PolicyOptions | readonly PolicyOptions[]>>;
+  plans?: Readonly<Record<string, AnyPolicyOptions | readonly AnyPolicyOptions[]>>;
   /** The plan of a check that names none. Defaults to the first plan listed in `plans`. */
   defaultPlan?: string;
   /**
@@ -42,7 +42,7 @@ export interface PlanConfig {
  * policies with `compileList(list, path)`.
  */
 export function parsePlans(
-  options: PlanOptions & { policies?: PolicyOptions | readonly PolicyOptions[] },
+  options: PlanOptions & { policies?: AnyPolicyOptions | readonly AnyPolicyOptions[] },
   compileList: (list: unknown, path: string) => CompiledPolicy[],
 ): PlanConfig {
   const { plans: input, policies } = options;

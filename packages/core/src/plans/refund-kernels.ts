@@ -26,7 +26,7 @@ import { alignedStart, type LogRing, type StateTable } from '../algorithms/kerne
 import { MAX_REFUNDED, recordRefund, refundedAt } from '../algorithms/refund-frame.js';
 import { tbFullAt, tbLevel, tbStore } from '../algorithms/token-bucket.js';
 import type { CompiledPolicy } from '../policy.js';
-import type { AlgorithmId } from '../types.js';
+import type { PolicyAlgorithm } from '../types.js';
 
 /**
  * Gives back `cost` milli-units charged with `mark` (and `position`, the bucket family's: refund-frame.ts)
@@ -159,7 +159,11 @@ const slidingLog: RefundKernel = (t, slot, now, cost, mark, _position, p) => {
   return true;
 };
 
-export const REFUND_KERNELS: Readonly<Record<AlgorithmId, RefundKernel>> = Object.freeze({
+/** A lease is given back by release (algorithms/concurrency.ts), never refunded: receipts mark it NaN. */
+const concurrency: RefundKernel = () => false;
+
+export const REFUND_KERNELS: Readonly<Record<PolicyAlgorithm, RefundKernel>> = Object.freeze({
+  concurrency,
   'fixed-window': fixedWindow,
   'sliding-window': slidingWindow,
   'sliding-log': slidingLog,

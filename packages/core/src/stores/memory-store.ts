@@ -6,6 +6,8 @@
  * Expired entries are also purged by one unref'd timer for the whole store, in bounded batches;
  * there is no timer per key and nothing keeps the process alive.
  */
+
+import { releaseLease, renewLease } from '../algorithms/concurrency.js';
 import type { AlgorithmKernel, LogRing, Outcome, StateTable } from '../algorithms/kernel.js';
 import { createOutcome } from '../algorithms/kernel.js';
 import { RateLimitConfigError } from '../errors.js';
@@ -65,6 +67,8 @@ class Table implements StateTable {
   hand = 1;
   sweepCursor = 1;
   readonly kernel: AlgorithmKernel;
+  /** The lease an apply takes (concurrency tables; set by `apply`). */
+  lease = 0;
 
   constructor(
     readonly policy: CompiledPolicy,
@@ -257,9 +261,10 @@ export class MemoryStore implements Store {
     return t;
   }
 
-  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): Float64Array {
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): Float64Array {
     if (now > this.lastNow) this.lastNow = now;
     const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
+    if (lease !== undefined) for (const t of b.tables) t.lease = lease;
     const n = plan.policies.length;
     if (n === 1) return this.applySingle(keyAt(key, 0), b, cost, now);
     this.applyGroup(key, b, 0, plan.enforcedCount, cost, now, true);
@@ -292,6 +297,32 @@ export class MemoryStore implements Store {
       if (slot !== undefined && REFUND_KERNELS[p.algorithm](t, slot, now, cost, mark, position, p)) done[i] = 1;
     }
     return done;
+  }
+
+  /** Ends `lease` in the plan's concurrency policies (algorithms/concurrency.ts). */
+  release(key: StoreKey, plan: StorePlan, lease: number, now: number): void {
+    this.leases(key, plan, (t, slot) => releaseLease(t, slot, lease, now));
+  }
+
+  /** Renews `lease` in the plan's concurrency policies; true when it was live in all of them. */
+  renew(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
+    if (now > this.lastNow) this.lastNow = now;
+    return this.leases(key, plan, (t, slot, p) => {
+      // A renewed lease is in use: its row is not the eviction sweep's to take.
+      t.touch(slot);
+      return renewLease(t, slot, lease, now, p);
+    });
+  }
+
+  private leases(key: StoreKey, plan: StorePlan, op: (t: Table, slot: number, p: CompiledPolicy) => boolean): boolean {
+    let all = true;
+    plan.policies.forEach((p, i) => {
+      if (p.algorithm !== 'concurrency') return;
+      const t = this.tables.get(p.id);
+      const slot = t?.index.get(keyAt(key, i));
+      if (t === undefined || slot === undefined || !op(t, slot, p)) all = false;
+    });
+    return all;
   }
 
   /**

@@ -58,8 +58,10 @@ export interface Store {
    * Applies a request of `cost` milli-units for `key` to every policy of `plan`, atomically per group.
    * `now` is the limiter's clock (integer ms); a store with its own clock (Redis TIME) may ignore it.
    * Returns synchronously when it can: the limiter then answers without extra microtask hops.
+   * `lease` (a plan with concurrency policies): the id of the lease those policies take when the
+   * request is admitted, unique within the limiter; `release` and `renew` name it again.
    */
-  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult>;
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): StoreResult | Promise<StoreResult>;
   /**
    * What `apply` would answer, charging nothing: the same numbers, with `F_CHARGED` set on every policy
    * of a group that would be charged. Stores without it cannot serve `limiter.peek()`.
@@ -82,6 +84,16 @@ export interface Store {
     marks: readonly number[],
     now: number,
   ): ArrayLike<number> | Promise<ArrayLike<number>>;
+  /**
+   * Ends lease `lease` (taken by an `apply` of `plan`) in every concurrency policy of `plan`. A lease
+   * already ended (released, expired) is left alone. Stores without it cannot hold concurrency policies.
+   */
+  release?(key: StoreKey, plan: StorePlan, lease: number, now: number): void | Promise<void>;
+  /**
+   * Moves the deadline of live lease `lease` to `now + leaseMs` in every concurrency policy of `plan`;
+   * true when it was live in all of them.
+   */
+  renew?(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean | Promise<boolean>;
   /**
    * Called once by `createLimiter` with the plan it will pass to `apply`: the store may prepare per-plan
    * work (RedisStore generates the plan's script) and throws `RateLimitConfigError` for a plan it cannot

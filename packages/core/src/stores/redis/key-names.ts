@@ -32,6 +32,7 @@ const CODES: Readonly<Record<CompiledPolicy['algorithm'], string>> = {
   'token-bucket': 'tb',
   gcra: 'gc',
   'leaky-bucket': 'lb',
+  concurrency: 'cc',
 };
 
 /** A window in the largest unit that divides it exactly: `1d`, `2h`, `15m`, `90s`, or plain ms (`333`). */

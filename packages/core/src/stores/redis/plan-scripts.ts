@@ -9,8 +9,8 @@
 import { createHash } from 'node:crypto';
 import type { CompiledPolicy } from '../../policy.js';
 import type { StorePlan } from '../store.js';
-import { gcraRefund, LUA_KERNELS, lua, type Slot, slot, tbRefund } from './lua-kernels.js';
-import { groupMembers, type LuaScript, reportUncharged } from './scripts.js';
+import { gcraRefund, lua, type Slot, slot, tbRefund } from './lua-kernels.js';
+import { groupMembers, type LuaScript, luaKernel, reportUncharged } from './scripts.js';
 
 /** What the scripts bake in about a policy: the digest changes whenever a fragment would. */
 function header(plan: StorePlan): string[] {
@@ -94,6 +94,9 @@ function refundFragment(s: Slot, p: CompiledPolicy): string {
   const done = `out[${s.i}] = 1`;
   const w = p.windowMs;
   switch (p.algorithm) {
+    case 'concurrency':
+      // A lease is given back by release (lease-kernel.ts), never refunded: its receipt marks are NaN.
+      return '';
     case 'fixed-window': {
       const [ws, used] = [v(s, 'ws'), v(s, 'used')];
       return lua`
@@ -182,7 +185,7 @@ export function refundScript(plan: StorePlan): LuaScript {
           local mark = tonumber(ARGV[${i + 3}])
           -- The charge's position, less what its receipt gave back before (algorithms/refund-frame.ts).
           local rpos = (tonumber(ARGV[${n + i + 3}]) or -INF) - (tonumber(ARGV[${2 * n + 3}]) or 0) * ${p.tokenTicks}
-          ${LUA_KERNELS[p.algorithm].load(s, p)}
+          ${luaKernel(p).load(s, p)}
           ${refundFragment(s, p)}
         end`;
     });

@@ -14,6 +14,7 @@
  * limiter's failure handling it names the node that serves a key (`nodeOf`: the Cluster master of the
  * key's slot) and says whose fault an error is (`errorScope`: one key's state, or the node).
  */
+import { randomBytes } from 'node:crypto';
 import { createDiagnostics, type Diagnostics, type ValidateOption } from '../../diagnostics.js';
 import { RateLimitConfigError } from '../../errors.js';
 import { readOptions } from '../../internal/read-options.js';
@@ -38,6 +39,7 @@ import { toStoreClient } from './clients/to-store-client.js';
 import { slotGroups, subPlan } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
 import { keyName, keyTag, policySuffix } from './key-names.js';
+import { releaseScript, renewScript } from './lease-kernel.js';
 import { peekScript, refundScript } from './plan-scripts.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
@@ -294,8 +296,47 @@ export class RedisStore implements Store {
     );
   }
 
-  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
-    return this.runPlan(key, plan, cost, now, false);
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): Promise<StoreResult> {
+    return this.runPlan(key, plan, cost, now, false, lease);
+  }
+
+  /** This store's lease ids: unique across processes, so one process never ends another's lease. */
+  private readonly instance = randomBytes(9).toString('base64url');
+
+  /** Ends `lease` in the plan's concurrency policies (lease-kernel.ts); per Cluster slot when they differ. */
+  release(key: StoreKey, plan: StorePlan, lease: number, _now: number): Promise<void> {
+    return this.leaseCall(key, plan, 'release', [`${this.instance}:${lease}`]).then(() => undefined);
+  }
+
+  /** Renews `lease` in the plan's concurrency policies; true when it was live in all of them. */
+  renew(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
+    const args = [this.timeSource === 'redis' ? '' : String(now), `${this.instance}:${lease}`];
+    return this.leaseCall(key, plan, 'renew', args).then((all) => all.every((x) => x === 1));
+  }
+
+  private leaseCall(key: StoreKey, plan: StorePlan, kind: 'release' | 'renew', argv: readonly string[]): Promise<number[]> {
+    const b = this.sendable(plan);
+    if (!isBound(b)) return Promise.reject(b);
+    const names = this.keysOf(key, b);
+    const positions = plan.policies.flatMap((p, i) => (p.algorithm === 'concurrency' ? [i] : []));
+    if (positions.length === 0) return Promise.resolve([]);
+    const groups = this.client.isCluster
+      ? (slotGroups(positions.map((i) => names[i] as string)) ?? [positions.map((_, k) => k)])
+      : [positions.map((_, k) => k)];
+    return Promise.all(
+      groups.map((g) => {
+        const at = g.map((k) => positions[k] as number);
+        const sub = subPlan(plan, at);
+        const script = (kind === 'release' ? releaseScript : renewScript)(sub);
+        return this.scripts.run(script, at.length, [...at.map((i) => names[i] as string), ...argv], (reply) => {
+          if (Array.isArray(reply) && reply.length === at.length) return reply as number[];
+          throw new RedisStoreError(
+            'ERR_RL_STORE_REPLY',
+            `expected ${at.length} flags from ${script.name}, got ${JSON.stringify(reply)?.slice(0, 200)}`,
+          );
+        });
+      }),
+    ).then((replies) => replies.flat());
   }
 
   /** The peek twin (plan-scripts.ts): what `apply` would answer, charging nothing. */
@@ -365,6 +406,7 @@ export class RedisStore implements Store {
     now: number,
     peek: boolean,
     groups: readonly number[][],
+    lease?: number,
   ): Promise<StoreResult> {
     const n = plan.policies.length;
     const e = plan.enforcedCount;
@@ -376,6 +418,7 @@ export class RedisStore implements Store {
           cost,
           now,
           peek,
+          lease,
         ),
       ),
     );
@@ -411,7 +454,8 @@ export class RedisStore implements Store {
         const o = i * RESULT_STRIDE;
         const p = plan.policies[i] as StorePlan['policies'][number];
         out[o + R_FLAGS] = F_ALLOWED;
-        out[o + R_REMAINING] = Math.min(p.capMilli, (out[o + R_REMAINING] as number) + cost);
+        // A lease is one slot whatever the cost.
+        out[o + R_REMAINING] = Math.min(p.capMilli, (out[o + R_REMAINING] as number) + (p.algorithm === 'concurrency' ? 1000 : cost));
         out[o + R_DELAY] = 0;
       }
     }
@@ -420,8 +464,13 @@ export class RedisStore implements Store {
         give.includes(i) ? (out[n * RESULT_STRIDE] as number) + (out[i * RESULT_STRIDE + R_RESET] as number) : Number.NaN,
       );
       marks.push(...plan.policies.map((_, i) => (give.includes(i) ? (out[i * RESULT_STRIDE + R_POSITION] as number) : Number.NaN)));
-      // Best effort: a give-back that fails leaves the reservation to expire with its state.
-      await this.refund(key, plan, cost, marks, now).then(undefined, () => undefined);
+      // Best effort: a give-back that fails leaves the reservation to expire with its state (a lease: its lease time).
+      await Promise.all([
+        this.refund(key, plan, cost, marks, now).then(undefined, () => undefined),
+        lease !== undefined && give.some((i) => plan.policies[i]?.algorithm === 'concurrency')
+          ? this.release(key, plan, lease, now).then(undefined, () => undefined)
+          : undefined,
+      ]);
     }
     if (failure !== undefined) throw failure;
     return out;
@@ -437,7 +486,7 @@ export class RedisStore implements Store {
     return args;
   }
 
-  private runPlan(key: StoreKey, plan: StorePlan, cost: number, now: number, peek: boolean): Promise<StoreResult> {
+  private runPlan(key: StoreKey, plan: StorePlan, cost: number, now: number, peek: boolean, lease?: number): Promise<StoreResult> {
     const b = this.sendable(plan);
     if (!isBound(b)) return Promise.reject(b);
     const n = plan.policies.length;
@@ -445,8 +494,9 @@ export class RedisStore implements Store {
     const args = this.keysOf(key, b);
     // Several keys in different Cluster slots: reserve, then confirm or give back (cluster-split.ts).
     const groups = typeof key !== 'string' && this.client.isCluster ? slotGroups(args) : undefined;
-    if (groups !== undefined) return this.runSplit(key as readonly string[], plan, cost, now, peek, groups);
+    if (groups !== undefined) return this.runSplit(key as readonly string[], plan, cost, now, peek, groups, lease);
     args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
+    if (lease !== undefined) args.push(`${this.instance}:${lease}`);
     let script = b.script;
     if (peek) {
       b.peek ??= peekScript(plan);

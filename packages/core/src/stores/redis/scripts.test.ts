@@ -3,12 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { algorithms } from '../../algorithms/index.js';
 import { RateLimitConfigError } from '../../errors.js';
 import { compilePolicy } from '../../policy.js';
-import type { PolicyOptions } from '../../types.js';
+import type { AnyPolicyOptions, PolicyOptions } from '../../types.js';
 import type { StorePlan } from '../store.js';
+import { releaseScript, renewScript } from './lease-kernel.js';
 import { LUA_KERNELS } from './lua-kernels.js';
 import { MAX_SCRIPT_POLICIES, planScript } from './scripts.js';
 
-function plan(policies: PolicyOptions[], shadow: PolicyOptions[] = []): StorePlan {
+function plan(policies: AnyPolicyOptions[], shadow: AnyPolicyOptions[] = []): StorePlan {
   return Object.freeze({
     policies: [
       ...policies.map((p, i) => compilePolicy(p, `policies[${i}]`, false)),
@@ -36,6 +37,10 @@ const REPRESENTATIVE: Record<string, StorePlan> = {
       { name: 'smooth', algorithm: 'leaky-bucket', limit: 3, windowMs: 1000, burst: 5, delayAfter: 1 },
     ],
   ),
+  'concurrency-and-fixed-window': plan([
+    { name: 'exports', algorithm: 'concurrency', limit: 2, leaseMs: 120_000 },
+    { name: 'daily', algorithm: 'fixed-window', limit: 50, windowMs: DAY },
+  ]),
 };
 
 /** The script without its comments. */
@@ -56,6 +61,13 @@ describe('planScript', () => {
       await expect(planScript(p).lua).toMatchFileSnapshot(`./__snapshots__/${name}.lua`);
     });
   }
+
+  it('generates the lease release and renew scripts (lease-kernel.ts)', async () => {
+    const leases = plan([{ name: 'exports', algorithm: 'concurrency', limit: 2, leaseMs: 120_000 }]);
+    await expect(`${releaseScript(leases).lua}\n${renewScript(leases).lua}`).toMatchFileSnapshot(
+      './__snapshots__/lease-release-and-renew.lua',
+    );
+  });
 
   it('names each script by plan and version, and EVALSHA by the SHA1 of its text', () => {
     const scripts = Object.values(REPRESENTATIVE).map(planScript);
@@ -87,7 +99,9 @@ describe('planScript', () => {
           .fill('0')
           .join(', ')}, now}`,
       );
-      expect(new Set(lua.match(/ARGV\[[^\]]*\]/g))).toEqual(new Set(['ARGV[1]', 'ARGV[2]']));
+      // ARGV[3] is the lease id, in plans with a concurrency policy only.
+      const leases = p.policies.some((x) => x.algorithm === 'concurrency');
+      expect(new Set(lua.match(/ARGV\[[^\]]*\]/g))).toEqual(new Set(['ARGV[1]', 'ARGV[2]', ...(leases ? ['ARGV[3]'] : [])]));
       expect(new Set(lua.match(/KEYS(\[[^\]]*\])?/g))).toEqual(new Set(p.policies.map((_, i) => `KEYS[${i + 1}]`)));
       expect(lua).toContain("redis.call('TIME')");
       expect(lua).not.toMatch(/\b(SCAN|KEYS|FLUSHALL|FLUSHDB)\b'/);

@@ -4,13 +4,14 @@
  * for the key, and CONFIG GET to every master.
  *
  * One system call per tick, not per call: ioredis writes each command to its socket at once, one
- * `write` each, and under load that system call is most of what a check costs the process. So after an
- * EVALSHA leaves, the store corks the connection's socket until the end of the tick (`process.nextTick`):
- * the calls that the same burst of replies sets off (the next request of every caller that was
- * waiting) leave together in one `writev`. The first call of a tick is written at once, so a lone call
- * waits for nothing; order and replies are unchanged, and whatever else the app sends in that tick
- * joins the batch. node-redis batches its writes the same way by itself. Not on a Cluster, whose calls
- * go out on the socket of each node.
+ * `write` each, and under load that system call is most of what a check costs the process. So when an
+ * EVALSHA leaves while others still wait for their replies (`busy`), the store corks the connection's
+ * socket until the end of the tick (`process.nextTick`): the calls that the same burst of replies sets
+ * off (the next request of every caller that was waiting) leave together in one `writev`. The call that
+ * corks is written at once, and a lone call (nothing else pending) corks nothing, so no call waits for
+ * another; order and replies are unchanged, and whatever else the app sends in that tick joins the
+ * batch. node-redis batches its writes the same way by itself. Not on a Cluster, whose calls go out on
+ * the socket of each node.
  */
 import { keySlot } from '../cluster-slot.js';
 import type { ClusterNodeLike, CorkableLike, RedisClientLike } from '../redis-client.js';
@@ -51,9 +52,9 @@ export function ioredisClient(c: RedisClientLike): StoreClient {
       // ioredis resends unless told not to: an absent option (or a Cluster without redisOptions) means its default, true.
       resendsAfterReconnect: c.options === undefined ? undefined : nodeOptions?.autoResendUnfulfilledCommands !== false,
     },
-    evalsha: (sha, numKeys, args) => {
+    evalsha: (sha, numKeys, args, busy) => {
       const reply = c.evalsha(sha, numKeys, ...args);
-      if (corked === undefined && !isCluster) cork();
+      if (busy === true && corked === undefined && !isCluster) cork();
       return reply;
     },
     evalScript: (lua, numKeys, args) => c.eval(lua, numKeys, ...args),

@@ -35,11 +35,12 @@ export interface RedisSubjectSpec {
 
 /**
  * The limiter's failure handling, set so that every timed decision is one the store made. With the
- * defaults (`storeTimeoutMs: 50`, breaker on, `onStoreError: 'open'`) a decision that waits more than
- * 50 ms is admitted without Redis, and five in a row open the breaker for 2 s, during which no decision
- * reaches Redis at all: 256 requests in flight on one connection of a loaded 2-core machine get there,
- * and the run would then time the fail-open path instead of the store. The timer per decision stays,
- * as in production; only its length changes. The peers have no timeout.
+ * defaults (`storeTimeoutMs: 50`, breaker on), a connection that delivers no reply for 50 ms of time this
+ * process could read (failure/watchdog.ts) has its pending calls answered by `onStoreError`, and five
+ * such outages in a row open its breaker: a redis-server that the machine's other load deschedules for
+ * that long (it shares 2 cores with the client and more) would then time the failure mode instead of
+ * the store. The watchdog runs as in production (one timer per limiter, not one per call); only its
+ * timeout changes. The peers have no timeout.
  */
 const MEASURE_THE_STORE = { storeTimeoutMs: 10_000, breaker: false } as const satisfies Partial<LimiterOptions>;
 

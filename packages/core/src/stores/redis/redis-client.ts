@@ -49,6 +49,14 @@ export interface RedisClientLike extends ScriptHostLike {
   readonly slots?: readonly (readonly string[] | undefined)[] | undefined;
   /** ioredis `Cluster`: the clients of its nodes. */
   nodes?(role: 'master'): readonly ClusterNodeLike[];
+  /** ioredis `Redis`: the connection's socket while connected (RedisStore corks it, see ioredis-client.ts). */
+  readonly stream?: CorkableLike | undefined;
+}
+
+/** A Node stream that can hold its writes until `uncork()` and send them in one system call. */
+export interface CorkableLike {
+  cork(): void;
+  uncork(): void;
 }
 
 /** A node-redis (v4, v5, v6) client from `createClient()`. Call `connect()` on it yourself. */

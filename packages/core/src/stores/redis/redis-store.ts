@@ -43,6 +43,7 @@ import { releaseScript, renewScript } from './lease-kernel.js';
 import { peekScript, refundScript } from './plan-scripts.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
+import { pushArgs, readReply } from './script-protocol.js';
 import { ScriptRunner } from './script-runner.js';
 import { type LuaScript, planScript } from './scripts.js';
 import { type RepairedState, RepairReporter } from './state-repair.js';
@@ -490,13 +491,12 @@ export class RedisStore implements Store {
     const b = this.sendable(plan);
     if (!isBound(b)) return Promise.reject(b);
     const n = plan.policies.length;
-    // KEYS (one per policy), then ARGV: now ('' = Redis TIME) and the cost.
+    // KEYS (one per policy), then ARGV as script-protocol.ts says: the cost unless 1000, and a now for tests only.
     const args = this.keysOf(key, b);
     // Several keys in different Cluster slots: reserve, then confirm or give back (cluster-split.ts).
     const groups = typeof key !== 'string' && this.client.isCluster ? slotGroups(args) : undefined;
     if (groups !== undefined) return this.runSplit(key as readonly string[], plan, cost, now, peek, groups, lease);
-    args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
-    if (lease !== undefined) args.push(`${this.instance}:${lease}`);
+    pushArgs(args, cost, this.timeSource === 'redis' ? undefined : now, lease === undefined ? undefined : `${this.instance}:${lease}`);
     let script = b.script;
     if (peek) {
       b.peek ??= peekScript(plan);
@@ -508,14 +508,12 @@ export class RedisStore implements Store {
     return this.scripts.run(script, n, args, (reply) => this.answer(reply, key, plan, keyNames, script));
   }
 
-  /** The script's reply for `key`, checked; a mask of repaired keys after it is reported, then dropped. */
+  /** The script's reply for `key`, read (script-protocol.ts); a mask of repaired keys after it is reported, then dropped. */
   private answer(reply: unknown, key: StoreKey, plan: StorePlan, names: readonly string[], script: LuaScript): StoreResult {
     const n = plan.policies.length;
-    if (Array.isArray(reply) && reply.length === n * RESULT_STRIDE + 2) {
-      const mask = reply.pop();
-      if (typeof mask === 'number') this.repairs.report(key, plan, names, mask);
-    }
-    return checkReply(reply, n, script);
+    const result = readReply(reply, n, script.name);
+    if (result.length > n * RESULT_STRIDE + 1) this.repairs.report(key, plan, names, result.pop() as number);
+    return result;
   }
 
   reset(key: string, plan: StorePlan): Promise<void> {
@@ -523,22 +521,6 @@ export class RedisStore implements Store {
     if (error !== undefined) return Promise.reject(error);
     return this.client.del(this.keyNames(key, plan)).then(() => undefined);
   }
-}
-
-/** The script's reply, checked: `RESULT_STRIDE` integers per policy, then the `now` it used. */
-function checkReply(reply: unknown, n: number, script: LuaScript): StoreResult {
-  const length = n * RESULT_STRIDE + 1;
-  if (Array.isArray(reply) && reply.length === length) {
-    let i = 0;
-    while (i < length && typeof reply[i] === 'number') i++;
-    if (i === length) return reply as number[];
-  }
-  const shown = JSON.stringify(reply)?.slice(0, 200);
-  throw new RedisStoreError(
-    'ERR_RL_STORE_REPLY',
-    `expected ${length} integers from ${script.name} (${n} ${n === 1 ? 'policy' : 'policies'}), got ${shown}; ` +
-      'the client must return Redis replies as it decodes them, integers as numbers (a wrapper that converts replies is the usual cause)',
-  );
 }
 
 function isBound(value: Bound | Error): value is Bound {

@@ -23,6 +23,8 @@ export class ScriptRunner {
   sent = 0;
   /** Calls sent so far: a call's number says whether a SCRIPT LOAD started after it was sent. */
   private calls = 0;
+  /** Calls sent and not answered yet (the first EVALSHA of each, reloads aside). */
+  private pending = 0;
   /** The latest SCRIPT LOAD by node and SHA: the call number when it started, and its promise. */
   private readonly loads = new Map<string, { readonly after: number; readonly done: Promise<unknown> }>();
 
@@ -34,9 +36,17 @@ export class ScriptRunner {
    */
   run<T>(script: LuaScript, numKeys: number, args: readonly string[], check: (reply: unknown) => T): Promise<T> {
     const call = ++this.calls;
-    return this.client
-      .evalsha(script.sha, numKeys, args)
-      .then(check, (error: unknown) => this.reload(error, call, script, numKeys, args).then(check));
+    this.pending += 1;
+    return this.client.evalsha(script.sha, numKeys, args, this.pending > 1).then(
+      (reply) => {
+        this.pending -= 1;
+        return check(reply);
+      },
+      (error: unknown) => {
+        this.pending -= 1;
+        return this.reload(error, call, script, numKeys, args).then(check);
+      },
+    );
   }
 
   /** After EVALSHA `call` failed: on NOSCRIPT, load the script where the key lives and send the call once more. */

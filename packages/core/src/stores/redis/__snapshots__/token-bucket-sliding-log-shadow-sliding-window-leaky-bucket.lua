@@ -3,20 +3,22 @@
 -- KEYS[2]  sliding-log 5 per 900000 ms: capMilli 5000
 -- KEYS[3]  sliding-window 100 per 60000 ms: capMilli 100000
 -- KEYS[4]  leaky-bucket 3 per 1000 ms, burst 5: rate 3, tokenTicks 1, capTicks 5000, delayTicks 1000
--- ARGV[1]  now in ms, or '' to read Redis TIME (a given now is for tests only)
--- ARGV[2]  cost in milli-units
+-- ARGV[1]  cost in milli-units; absent: 1000
+-- ARGV[2]  now in ms, tests only; absent: Redis TIME
 -- KEYS[1..2] (enforced) and KEYS[3..4] (shadow): each group all or nothing.
--- Returns 5 integers per policy (flags, remaining milli, retryAfterMs, resetMs, delayMs), then now,
--- then, only when a key held foreign or corrupt state (deleted, read as never seen), the mask of those keys.
+-- Returns one string (script-protocol.ts): 5 integers per policy (flags, remaining milli, retryAfterMs,
+-- resetMs, delayMs), then now, then, only when a key held foreign or corrupt state (deleted, read as
+-- never seen), the mask of those keys.
 local INF, floor, fmod, fmt = math.huge, math.floor, math.fmod, string.format
+local cost = 1000
+if ARGV[1] then cost = tonumber(ARGV[1]) end
 local now
-if ARGV[1] == '' then
+if ARGV[2] then
+  now = tonumber(ARGV[2])
+else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
 end
-local cost = tonumber(ARGV[2])
 local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, now}
 local rep = 0
 -- The enforced policies.
@@ -612,5 +614,6 @@ else
     out[20] = 0
   end
 end
-if rep > 0 then out[22] = rep end
-return out
+local reply = fmt('%d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d', unpack(out, 1, 21))
+if rep > 0 then reply = reply .. fmt(' %d', rep) end
+return reply

@@ -34,8 +34,12 @@ export interface StoreClient {
   /** Starts a client that connects on demand (ioredis `lazyConnect`); absent when the app connects it. */
   connect?(): Promise<void>;
   readonly settings: ClientSettings;
-  /** EVALSHA `sha` with `args[0 .. numKeys)` as KEYS and the rest as ARGV. */
-  evalsha(sha: string, numKeys: number, args: readonly string[]): Promise<unknown>;
+  /**
+   * EVALSHA `sha` with `args[0 .. numKeys)` as KEYS and the rest as ARGV. `busy`: other calls of the
+   * store are waiting for their replies, so more are likely to follow in this tick (a client may hold
+   * its writes to the end of the tick and send them together).
+   */
+  evalsha(sha: string, numKeys: number, args: readonly string[], busy?: boolean): Promise<unknown>;
   /** EVAL of the script itself (it also enters the server's script cache). */
   evalScript(lua: string, numKeys: number, args: readonly string[]): Promise<unknown>;
   /** The node SCRIPT LOAD must reach for a call on `key`, or undefined when the client cannot say. */

@@ -34,6 +34,42 @@ describe('toStoreClient', () => {
     expect(c?.settings).toEqual({ stringNumbers: true, resendsAfterReconnect: true });
   });
 
+  it('writes a busy EVALSHA at once and corks the ioredis socket for the rest of the tick; a lone one corks nothing', async () => {
+    const r = recorder();
+    const log: string[] = [];
+    const stream = { cork: () => log.push('cork'), uncork: () => log.push('uncork') };
+    const fake = {
+      status: 'ready',
+      stream,
+      evalsha: (...args: unknown[]) => {
+        log.push('evalsha');
+        return r.send(...args);
+      },
+      eval: r.send,
+      script: r.send,
+      del: r.send,
+    };
+    const c = toStoreClient(fake);
+    const endOfTick = () => new Promise((resolve) => setImmediate(resolve));
+    await Promise.all([c?.evalsha('abc', 1, ['k1'], true), c?.evalsha('abc', 1, ['k2'], true), c?.evalsha('abc', 1, ['k3'], true)]);
+    expect(log).toEqual(['evalsha', 'cork', 'evalsha', 'evalsha']);
+    await endOfTick();
+    expect(log).toEqual(['evalsha', 'cork', 'evalsha', 'evalsha', 'uncork']);
+    await c?.evalsha('abc', 1, ['k4'], true);
+    await endOfTick();
+    expect(log.slice(5)).toEqual(['evalsha', 'cork', 'uncork']);
+    await c?.evalsha('abc', 1, ['k5'], false);
+    await endOfTick();
+    expect(log.slice(8)).toEqual(['evalsha']);
+    expect(r.sent).toEqual([
+      ['abc', 1, 'k1'],
+      ['abc', 1, 'k2'],
+      ['abc', 1, 'k3'],
+      ['abc', 1, 'k4'],
+      ['abc', 1, 'k5'],
+    ]);
+  });
+
   it('sends EVALSHA through a node-redis client as one argument array, and maps isOpen/isReady to a status', async () => {
     const r = recorder([1]);
     const fake = { isOpen: true, isReady: false, sendCommand: (args: string[]) => r.send(args) };

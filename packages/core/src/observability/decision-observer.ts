@@ -171,18 +171,33 @@ export class DecisionObserver {
 
   /** Feeds every consumer with `d`; returns it. `options` carries the route and request of an HTTP request. */
   observe(d: Decision, options: CheckOptions | undefined): Decision {
-    // The common case, nobody watching and plenty left: two reads and three compares.
-    if (d.remaining > this.nearMax && options === undefined && !exporters.attached && !this.hasShadow && !decisionChannel.hasSubscribers)
+    // Nobody watching and plenty left: a few loads and compares. Over or near the limit, the hot-key
+    // sketches, which sample heavy streams (hot-keys.ts): most such decisions cost a decrement more.
+    if (options === undefined && !exporters.attached && !this.hasShadow && !decisionChannel.hasSubscribers) {
+      if (!d.limited && d.remaining > this.nearMax) return d;
+      if (this.hot.skip > 0) {
+        this.hot.skip -= 1;
+        return d;
+      }
+      this.hotKey(d);
       return d;
+    }
     return this.observeAll(d, options);
   }
 
-  private observeAll(d: Decision, options: CheckOptions | undefined): Decision {
+  private hotKey(d: Decision): void {
     if (d.reason === 'limited') {
       this.hot.rejected(d.key, d.policy);
-    } else if (d.remaining <= this.nearMax && !d.limited) {
+    } else if (!d.limited) {
       const near = this.nearSingle >= 0 ? this.nearSingle : (this.nearByName.get(d.policy) ?? -1);
       if (d.remaining <= near) this.hot.near(d.key, d.policy, d.remaining);
+    }
+  }
+
+  private observeAll(d: Decision, options: CheckOptions | undefined): Decision {
+    if (d.limited || d.remaining <= this.nearMax) {
+      if (this.hot.skip > 0) this.hot.skip -= 1;
+      else this.hotKey(d);
     }
     if (this.hasShadow && d.shadow !== undefined) this.recordShadow(d);
     if (exporters.attached) this.count(d, options);

@@ -1,0 +1,108 @@
+/**
+ * @module Section O of `pnpm bench`: what observability costs a decision (issue 12), in paired runs
+ * (overhead.ts) of this checkout's core against the same core with the observability hooks cut out
+ * (baseline.ts), with no exporter, the OpenTelemetry SDK and a prom-client registry, plus a control:
+ * the baseline against a copy of itself, which shows how small a difference the method resolves on this
+ * machine. Each exporter runs in its own processes (the exporter is process-wide), `processes` times,
+ * interleaved (control, none, otel, prometheus, control, ...) so that a change of machine load
+ * touches them alike. A case's figure is the median of the pair ratios pooled over its processes.
+ */
+import { join } from 'node:path';
+import { BENCH_DIR, runChild } from '../child-process.js';
+import { median } from '../stats.js';
+import { buildObservabilityBaseline } from './baseline.js';
+import { type Exporter, OVERHEAD_CASES, type OverheadCaseResult, type OverheadInput } from './overhead.js';
+
+export type OverheadSubject = Exporter | 'control';
+export const OVERHEAD_SUBJECTS: readonly OverheadSubject[] = ['control', 'none', 'otel', 'prometheus'];
+export const SUBJECT_LABELS: Readonly<Record<OverheadSubject, string>> = {
+  control: 'control (baseline vs a copy of itself)',
+  none: 'no exporter',
+  otel: 'OpenTelemetry SDK',
+  prometheus: 'prom-client registry',
+};
+
+export interface OverheadRow {
+  readonly subject: OverheadSubject;
+  readonly case: string;
+  readonly label: string;
+  /** Medians over every pass of every process. */
+  readonly baselineNs: number;
+  readonly currentNs: number;
+  /** Median of the pair ratios pooled over the processes. */
+  readonly ratio: number;
+  /** Each process's median ratio: the spread from process to process (JIT decisions differ). */
+  readonly processRatios: readonly number[];
+}
+
+export interface ObservabilityResult {
+  readonly rows: readonly OverheadRow[];
+  readonly processes: number;
+  readonly passes: number;
+  readonly batch: number;
+  /** Processes that failed, with why; the rows then hold what the others measured. */
+  readonly errors: readonly string[];
+}
+
+export interface ObservabilitySectionOptions {
+  readonly processes: number;
+  readonly passes: number;
+  readonly batch: number;
+  readonly cases?: readonly string[];
+  readonly profile: boolean;
+  readonly log: (line: string) => void;
+}
+
+export async function runObservabilitySection(o: ObservabilitySectionOptions): Promise<ObservabilityResult> {
+  const cases = o.cases ?? OVERHEAD_CASES.map((c) => c.id);
+  const baseline = buildObservabilityBaseline(join(BENCH_DIR, '.results', 'obs-baseline'));
+  const twin = buildObservabilityBaseline(join(BENCH_DIR, '.results', 'obs-baseline-copy'));
+  const current = join(BENCH_DIR, '..', 'packages', 'core', 'src', 'index.ts');
+  o.log(
+    `O: observability overhead, ${o.processes} process(es) per exporter, ${o.passes} pairs of ${o.batch.toLocaleString('en-US')} decisions per case`,
+  );
+  const results = new Map<OverheadSubject, OverheadCaseResult[][]>();
+  const errors: string[] = [];
+  for (let p = 0; p < o.processes; p++) {
+    for (const subject of OVERHEAD_SUBJECTS) {
+      const input: OverheadInput = {
+        exporter: subject === 'control' ? 'none' : subject,
+        current: subject === 'control' ? twin : current,
+        baseline,
+        cases,
+        passes: o.passes,
+        batch: o.batch,
+      };
+      try {
+        const r = await runChild<OverheadInput, OverheadCaseResult[]>(join(BENCH_DIR, 'src', 'observability', 'overhead-cell.ts'), input, {
+          timeoutMs: 10 * 60_000,
+          profile: o.profile,
+          label: `O-${subject}-${p + 1}`,
+        });
+        results.set(subject, [...(results.get(subject) ?? []), r]);
+        o.log(`  ${subject} #${p + 1}: ${r.map((c) => `${c.case} ${median(c.ratios).toFixed(3)}`).join(', ')}`);
+      } catch (error) {
+        errors.push(`${subject} #${p + 1}: ${(error as Error).message.split('\n')[0]}`);
+        o.log(`  ${subject} #${p + 1}: failed`);
+      }
+    }
+  }
+  const rows: OverheadRow[] = [];
+  for (const subject of OVERHEAD_SUBJECTS) {
+    const runs = results.get(subject) ?? [];
+    for (const c of OVERHEAD_CASES.filter((x) => cases.includes(x.id))) {
+      const perProcess = runs.map((r) => r.find((x) => x.case === c.id)).filter((x) => x !== undefined);
+      if (perProcess.length === 0) continue;
+      rows.push({
+        subject,
+        case: c.id,
+        label: c.label,
+        baselineNs: median(perProcess.map((x) => x.baselineNs)),
+        currentNs: median(perProcess.map((x) => x.currentNs)),
+        ratio: median(perProcess.flatMap((x) => x.ratios)),
+        processRatios: perProcess.map((x) => median(x.ratios)),
+      });
+    }
+  }
+  return { rows, processes: o.processes, passes: o.passes, batch: o.batch, errors };
+}

@@ -1,0 +1,118 @@
+/**
+ * @module What observability costs a decision (issue 12), measured in pairs inside one process: section
+ * A's loop (`await limiter.check(key)`, gcra on a MemoryStore) on two builds of the core loaded side by
+ * side, `current` and `baseline` (see baseline.ts: the same source with the observability hooks cut
+ * out). Batches of each alternate (in alternating order) and are timed in CPU time of the process, so a
+ * busy shared machine inflates both sides of a pair alike; a case's figure is the median over pairs of
+ * the ratio current / baseline. The exporter (none, the OpenTelemetry SDK, a prom-client registry) is
+ * process-wide, so one process measures one exporter.
+ */
+import { metrics } from '@opentelemetry/api';
+import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { Registry } from 'prom-client';
+import type * as CoreModule from '../../../packages/core/src/index.js';
+import { makeKeys } from '../keys.js';
+import { median } from '../stats.js';
+
+type Core = Pick<typeof CoreModule, 'createLimiter' | 'MemoryStore' | 'registerPrometheusMetrics'>;
+type Limiter = ReturnType<Core['createLimiter']>;
+
+export type Exporter = 'none' | 'otel' | 'prometheus';
+export const EXPORTERS: readonly Exporter[] = ['none', 'otel', 'prometheus'];
+
+export interface OverheadCase {
+  readonly id: string;
+  readonly label: string;
+  readonly keys: number;
+  readonly limit: number;
+  readonly expectAllowed: boolean;
+}
+
+export const OVERHEAD_CASES: readonly OverheadCase[] = [
+  { id: '1key', label: '1 key', keys: 1, limit: 1_000_000_000, expectAllowed: true },
+  { id: '1k', label: '1k keys', keys: 1000, limit: 1_000_000_000, expectAllowed: true },
+  { id: '100k', label: '100k keys', keys: 100_000, limit: 1_000_000_000, expectAllowed: true },
+  { id: 'over', label: 'over the limit (1 key)', keys: 1, limit: 1, expectAllowed: false },
+];
+
+export interface OverheadInput {
+  readonly exporter: Exporter;
+  /** `import()` paths of the two builds. */
+  readonly current: string;
+  readonly baseline: string;
+  readonly cases: readonly string[];
+  readonly passes: number;
+  readonly batch: number;
+}
+
+export interface OverheadCaseResult {
+  readonly case: string;
+  /** Median CPU ns per decision of each side over the passes. */
+  readonly baselineNs: number;
+  readonly currentNs: number;
+  /** current / baseline of every pair. */
+  readonly ratios: readonly number[];
+}
+
+/** Attaches the exporter to `core` before any limiter exists, as an app would at startup. */
+function attach(exporter: Exporter, core: Core): void {
+  if (exporter === 'otel') {
+    const reader = new PeriodicExportingMetricReader({
+      exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
+      exportIntervalMillis: 1000,
+    });
+    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+  } else if (exporter === 'prometheus') {
+    core.registerPrometheusMetrics({ registry: new Registry() });
+  }
+}
+
+function limiterOf(core: Core, c: OverheadCase): Limiter {
+  const store = new core.MemoryStore({ maxKeys: Math.max(c.keys, 1000) });
+  return core.createLimiter({ policies: [{ algorithm: 'gcra', limit: c.limit, windowMs: 60_000 }], store });
+}
+
+/** CPU ns per decision of `batch` awaited checks over `keys`. */
+async function timeBatch(limiter: Limiter, keys: readonly string[], batch: number, expectAllowed: boolean): Promise<number> {
+  let wrong = 0;
+  const start = process.cpuUsage();
+  for (let i = 0; i < batch; i++) {
+    const d = await limiter.check(keys[i % keys.length] as string);
+    if (d.allowed !== expectAllowed) wrong++;
+  }
+  const used = process.cpuUsage(start);
+  if (wrong > 0 && expectAllowed) throw new Error(`${wrong} unexpected verdicts`);
+  return ((used.user + used.system) * 1000) / batch;
+}
+
+export async function measureOverhead(input: OverheadInput): Promise<OverheadCaseResult[]> {
+  const current = (await import(input.current)) as Core;
+  const baseline = (await import(input.baseline)) as Core;
+  attach(input.exporter, current);
+  const out: OverheadCaseResult[] = [];
+  for (const c of OVERHEAD_CASES.filter((x) => input.cases.includes(x.id))) {
+    const keys = makeKeys(c.keys);
+    const sides = { baseline: limiterOf(baseline, c), current: limiterOf(current, c) };
+    for (const l of Object.values(sides)) for (const k of keys) await l.check(k);
+    for (let w = 0; w < 3; w++) {
+      await timeBatch(sides.baseline, keys, input.batch, c.expectAllowed);
+      await timeBatch(sides.current, keys, input.batch, c.expectAllowed);
+    }
+    const b: number[] = [];
+    const cur: number[] = [];
+    const ratios: number[] = [];
+    for (let p = 0; p < input.passes; p++) {
+      const first = p % 2 === 0 ? sides.baseline : sides.current;
+      const second = p % 2 === 0 ? sides.current : sides.baseline;
+      const n1 = await timeBatch(first, keys, input.batch, c.expectAllowed);
+      const n2 = await timeBatch(second, keys, input.batch, c.expectAllowed);
+      const [nb, nc] = p % 2 === 0 ? [n1, n2] : [n2, n1];
+      b.push(nb);
+      cur.push(nc);
+      ratios.push(nc / nb);
+    }
+    out.push({ case: c.id, baselineNs: median(b), currentNs: median(cur), ratios });
+    await Promise.all(Object.values(sides).map((l) => l.close()));
+  }
+  return out;
+}

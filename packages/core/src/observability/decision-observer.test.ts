@@ -39,6 +39,24 @@ describe('limiter.hotKeys()', () => {
     expect(report.errorBound).toBe(22 / report.size);
   });
 
+  it('samples a flood of rejections (1 in 16 past the first 1024) and still ranks and estimates the heavy keys', () => {
+    const clock = virtualClock();
+    const limiter = createLimiter({ policies: [{ name: 'api', algorithm: 'fixed-window', limit: 1, windowMs: 60_000 }], clock });
+    for (let i = 0; i < 30_000; i++) {
+      limiter.decide('attacker');
+      limiter.decide('attacker');
+      limiter.decide(i % 3 === 0 ? 'scanner' : `client-${i % 500}`);
+    }
+    const [first, second] = limiter.hotKeys(2).rejected;
+    // 59,999 and 9,999 rejections; a sampled count's standard deviation is about sqrt(16 x count): 1 % and 2.5 %.
+    expect(first?.key).toBe('attacker');
+    expect(Math.abs((first?.count ?? 0) - 59_999)).toBeLessThan(59_999 * 0.05);
+    expect(second?.key).toBe('scanner');
+    expect(Math.abs((second?.count ?? 0) - (second?.error ?? 0) - 9_999)).toBeLessThan(9_999 * 0.12);
+    // N / size, N the (estimated) 89,498 rejections (59,999 + 9,999 + 500 clients x 39).
+    expect(Math.abs(limiter.hotKeys().errorBound * 128 - 89_498)).toBeLessThan(89_498 * 0.03);
+  });
+
   it('forgets keys after two quiet epochs', () => {
     const clock = virtualClock();
     const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 1000 }], clock });

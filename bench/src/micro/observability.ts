@@ -3,10 +3,11 @@
  * any build of the core, e.g. a checkout before the feature:
  *
  *   npx tsx --conditions=@tollgate/source bench/src/micro/observability.ts \
- *     [--baseline <path of a core's index.ts>] [--exporter none|otel|prometheus] [--passes 21] [--case over]
+ *     [--baseline <path of a core's index.ts>] [--current <path>] [--exporter none|otel|prometheus] [--passes 21] [--case over]
  *
  * Without `--baseline`, the baseline is this checkout's core with the observability hooks cut out
- * (bench/src/observability/baseline.ts), as `pnpm bench --sections O` uses. Prints one table.
+ * (bench/src/observability/baseline.ts), as `pnpm bench --sections O` uses; `--current` defaults to this
+ * checkout's core. Prints one table.
  */
 import { join } from 'node:path';
 import { BENCH_DIR } from '../child-process.js';
@@ -28,7 +29,7 @@ const cases = OVERHEAD_CASES.filter((c) => c.id.includes(only) || c.label.includ
 
 const rows = await measureOverhead({
   exporter,
-  current: join(BENCH_DIR, '..', 'packages', 'core', 'src', 'index.ts'),
+  current: arg('--current', '') || join(BENCH_DIR, '..', 'packages', 'core', 'src', 'index.ts'),
   baseline,
   cases: cases.map((c) => c.id),
   passes,

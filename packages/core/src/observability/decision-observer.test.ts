@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../create-limiter.js';
 import { counterCells, exporters } from './metric-store.js';
+import { registerPrometheusMetrics } from './prometheus.js';
 
 function virtualClock(start = 1_000_000) {
   let t = start;
@@ -118,5 +119,26 @@ describe('limiter.stats().shadow', () => {
     expect(intervals).toHaveLength(12);
     expect(intervals.at(-1)?.startMs).toBe(200_000);
     expect(intervals[0]?.startMs).toBe(90_000);
+  });
+});
+
+describe('tollgate.requests cells', () => {
+  it('counts at most 200 routes per limiter, the rest under _other', async () => {
+    const unregister = registerPrometheusMetrics({ registry: { registerMetric() {}, removeSingleMetric() {} } });
+    try {
+      const limiter = createLimiter({ policies: [{ name: 'route-bound', limit: 1000, windowMs: 1000 }] });
+      for (let i = 0; i < 250; i++) await limiter.check('k', { route: `/r/${i}` });
+      await limiter.check('k', { route: '/r/0' });
+      await limiter.check('k', { route: '/r/249' });
+      await limiter.check('k');
+      const cells = [...counterCells('requests')].filter((c) => c.labels.policy === 'route-bound');
+      const value = (route: string | undefined) => cells.find((c) => c.labels.route === route)?.value;
+      expect(cells.filter((c) => c.labels.route !== undefined && c.labels.route !== '_other')).toHaveLength(200);
+      expect(value('/r/0')).toBe(2);
+      expect(value('_other')).toBe(51);
+      expect(value(undefined)).toBe(1);
+    } finally {
+      unregister();
+    }
   });
 });

@@ -26,6 +26,18 @@ import {
 import { probeMeterProvider, recordingSpan, recordShapingDelay } from './otel-meter.js';
 import { type ShadowPolicyStats, ShadowPolicyTracker } from './shadow-stats.js';
 
+/** The request-counter cells of one (route, plan), policy-major then result. */
+class RequestCells {
+  readonly slots: (CounterCell | undefined)[];
+  constructor(
+    readonly route: string | undefined,
+    readonly plan: string | undefined,
+    policies: number,
+  ) {
+    this.slots = new Array(policies * RESULT_COUNT);
+  }
+}
+
 /** The diagnostics channel every decision is published on. */
 export const DECISION_CHANNEL = 'tollgate:decision';
 const decisionChannel = channel(DECISION_CHANNEL);
@@ -103,10 +115,12 @@ export function observerSetup(
 export class DecisionObserver {
   private readonly names: readonly string[];
   private readonly index = new Map<string, number>();
-  /** Request-counter cells by route/plan ('' for none), policy-major then result. */
-  private readonly cells = new Map<string, (CounterCell | undefined)[]>();
+  /** Request-counter cells by plan, then route ('' for none): looked up, never built, per decision. */
+  private readonly cells = new Map<string, Map<string, RequestCells>>();
   private readonly routes = new Set<string>();
-  private readonly plainCells: (CounterCell | undefined)[];
+  /** The cells of decisions with no route and no plan (direct `check()` calls, single-plan limiters). */
+  private readonly plainCells: RequestCells;
+  private readonly singlePolicy: boolean;
   private readonly shadowCells: (CounterCell | undefined)[];
   private readonly delayCells = new Map<string, HistogramCell>();
   private readonly hot: HotKeys;
@@ -139,7 +153,8 @@ export class DecisionObserver {
     policies.forEach((p, i) => {
       this.index.set(p.name, i);
     });
-    this.plainCells = new Array(policies.length * RESULT_COUNT);
+    this.plainCells = new RequestCells(undefined, undefined, policies.length);
+    this.singlePolicy = policies.length === 1;
     this.shadowCells = new Array(policies.length * SHADOW_VERDICTS.length);
     this.hot = new HotKeys(HOT_KEYS_SIZE, HOT_KEYS_EPOCH_MS, clock);
     this.shadow = policies.slice(enforcedCount).map((p) => new ShadowPolicyTracker(p.name, SHADOW_INTERVAL_MS, SHADOW_RING));
@@ -261,42 +276,53 @@ export class DecisionObserver {
 
   private count(d: Decision, options: CheckOptions | undefined): void {
     const result = resultIndex(d);
-    const policy = this.names.length === 1 ? 0 : (this.index.get(d.policy) ?? -1);
+    const route = options?.route;
     const plan = this.setup.plans ? d.plan : undefined;
-    const route = options?.route === undefined ? undefined : this.boundedRoute(options.route);
     const cells = route === undefined && plan === undefined ? this.plainCells : this.cellsFor(route, plan);
+    const policy = this.singlePolicy ? 0 : (this.index.get(d.policy) ?? -1);
     const slot = policy < 0 ? -1 : policy * RESULT_COUNT + result;
-    let cell = slot < 0 ? undefined : cells[slot];
+    let cell = slot < 0 ? undefined : cells.slots[slot];
     if (cell === undefined) {
       cell = counterCell('requests', {
         policy: d.policy,
         result: RESULTS[result] as ResultName,
         mode: d.mode,
-        ...(route === undefined ? {} : { route }),
-        ...(plan === undefined ? {} : { plan }),
+        ...(cells.route === undefined ? {} : { route: cells.route }),
+        ...(cells.plan === undefined ? {} : { plan: cells.plan }),
       });
-      if (slot >= 0) cells[slot] = cell;
+      if (slot >= 0) cells.slots[slot] = cell;
     }
     cell.value += 1;
-    if (d.delayMs > 0) {
-      let delay = this.delayCells.get(d.policy);
-      if (delay === undefined) {
-        delay = histogramCell('shapingDelay', { policy: d.policy });
-        this.delayCells.set(d.policy, delay);
-      }
-      delay.record(d.delayMs / 1000);
-      recordShapingDelay(d.delayMs / 1000, delay.attributes);
-    }
+    if (d.delayMs > 0) this.recordDelay(d);
   }
 
-  private cellsFor(route: string | undefined, plan: string | undefined): (CounterCell | undefined)[] {
-    const key = `${route ?? ''}\u0000${plan ?? ''}`;
-    let cells = this.cells.get(key);
-    if (cells === undefined) {
-      cells = new Array(this.names.length * RESULT_COUNT);
-      this.cells.set(key, cells);
+  private recordDelay(d: Decision): void {
+    let delay = this.delayCells.get(d.policy);
+    if (delay === undefined) {
+      delay = histogramCell('shapingDelay', { policy: d.policy });
+      this.delayCells.set(d.policy, delay);
     }
-    return cells;
+    delay.record(d.delayMs / 1000);
+    recordShapingDelay(d.delayMs / 1000, delay.attributes);
+  }
+
+  /** Two Map lookups; a route past the MAX_ROUTES bound counts under ROUTE_OVERFLOW and is not kept. */
+  private cellsFor(route: string | undefined, plan: string | undefined): RequestCells {
+    let byRoute = this.cells.get(plan ?? '');
+    if (byRoute === undefined) {
+      byRoute = new Map();
+      this.cells.set(plan ?? '', byRoute);
+    }
+    const cells = byRoute.get(route ?? '');
+    if (cells !== undefined) return cells;
+    const bounded = route === undefined ? undefined : this.boundedRoute(route);
+    const key = bounded ?? '';
+    let made = byRoute.get(key);
+    if (made === undefined) {
+      made = new RequestCells(bounded, plan, this.names.length);
+      byRoute.set(key, made);
+    }
+    return made;
   }
 
   /** The route itself for the first MAX_ROUTES distinct routes, then ROUTE_OVERFLOW: cardinality stays bounded. */

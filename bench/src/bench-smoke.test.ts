@@ -59,7 +59,12 @@ describe('pnpm bench --smoke', () => {
     expect(report).toMatch(/\| 1 \| adaptive shedding \| [\d,]+ \| [\d,]+ \| \d+ ms \|/);
     expect(report).toMatch(/\| 1 \| unprotected twin \| [\d,]+ \|/);
     expect(report).toMatch(/statuses (\d{3} ){5}\d{3}, at most \d running/);
-    for (const exporter of ['control (baseline vs a copy of itself)', 'no exporter', 'OpenTelemetry SDK', 'prom-client registry']) {
+    for (const exporter of [
+      'control: hooks cut vs a copy of itself',
+      'no exporter vs hooks cut',
+      'OpenTelemetry SDK vs no provider',
+      'prom-client registry vs no provider',
+    ]) {
       for (const c of ['1 key', '1k keys', '100k keys', 'over the limit (1 key)']) {
         expect(report).toContain(`| ${exporter} | ${c} | `);
       }

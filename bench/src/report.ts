@@ -391,17 +391,19 @@ function observabilitySection(o: NonNullable<BenchResults['observability']>): st
   return [
     '## O. Observability overhead (issue 12)',
     '',
-    "Section A's loop (`await limiter.check(key)`, gcra on a MemoryStore sized to the case) on this checkout's core and on the same source with the two " +
-      'per-decision hooks of observability cut out (`DecisionObserver.observe` returns its decision, `StoreTimer.apply` calls the store: bench/src/observability/baseline.ts ' +
-      'writes that copy under bench/.results on every run), both loaded in one process. ' +
-      `Batches of ${int(o.batch)} decisions of each alternate, in alternating order, ${o.passes} pairs per case after 3 warm-up pairs, timed in CPU time of the process ` +
-      '(a busy machine inflates both sides of a pair alike). The exporter is process-wide, so each row set runs in processes of its own, ' +
-      `${o.processes} per exporter, interleaved; the ratio is the median of the pair ratios of all its processes, and the last column gives each process's median. ` +
-      'No exporter: no MeterProvider and no registry (hot keys are always kept). OpenTelemetry SDK: `@opentelemetry/sdk-metrics` as the global MeterProvider, ' +
-      'every tollgate instrument registered, collected every second into an in-memory exporter. prom-client registry: `registerPrometheusMetrics({ registry })`. ' +
-      'Each is attached before the limiters are created. The control measures the baseline against a copy of itself: its distance from 1.000 is what the method cannot resolve on this machine at this load. ' +
-      'This is how the issue\'s "within 2 % without a provider" is judged (section A cannot run the build without observability); ' +
-      "the 10 % with a MeterProvider is judged here against the same baseline, which is stricter than against no provider, and in section A's targets as the `tollgate-gcra-otel` cell against `tollgate-gcra`.",
+    "Section A's loop (`await limiter.check(key)`, gcra on a MemoryStore sized to the case) on this checkout's core and on another build of the same source, " +
+      'both loaded in one process (bench/src/observability/baseline.ts writes the builds on every run): ' +
+      '**no exporter vs hooks cut**: no MeterProvider and no registry (hot keys are always kept), against the core whose two per-decision hooks of observability are cut out ' +
+      '(`DecisionObserver.observe` returns its decision, `StoreTimer.apply` calls the store): the issue\'s "within 2 % without a provider"; ' +
+      '**OpenTelemetry SDK vs no provider**: `@opentelemetry/sdk-metrics` as the global MeterProvider, every tollgate instrument registered and collected every second into an in-memory exporter, ' +
+      'against the unchanged core that cannot load `@opentelemetry/api` and so never sees the provider: the "within 10 % of the same run without"; ' +
+      '**prom-client registry vs no provider**: `registerPrometheusMetrics({ registry })` on the real core only, for reference. ' +
+      'The control measures the hooks-cut build against a copy of itself: its distance from 1.000 is what the method cannot resolve on this machine at this load. ' +
+      `Batches of ${int(o.batch)} decisions of each build alternate, in alternating order, ${o.passes} pairs per case after 3 warm-up pairs, each build with a timing loop of its own, ` +
+      'timed in CPU time of the process (a busy machine inflates both sides of a pair alike). The exporter is process-wide, so each row set runs in processes of its own, ' +
+      `${o.processes} per set, interleaved; the ratio is the median of the pair ratios of all its processes, and the last column gives each process's median ` +
+      '(single processes differ by up to 10 % with identical code: V8 inlines differently from one process to the next). ' +
+      'Section A cannot load two builds of the core side by side, so its own issue 12 rows compare the `tollgate-gcra-otel` and `tollgate-gcra-prometheus` cells with `tollgate-gcra` across processes.',
     '',
     o.rows.length === 0
       ? 'No process of section O produced figures.'

@@ -1,25 +1,29 @@
 /**
  * @module Section O of `pnpm bench`: what observability costs a decision (issue 12), in paired runs
- * (overhead.ts) of this checkout's core against the same core with the observability hooks cut out
- * (baseline.ts), with no exporter, the OpenTelemetry SDK and a prom-client registry, plus a control:
- * the baseline against a copy of itself, which shows how small a difference the method resolves on this
- * machine. Each exporter runs in its own processes (the exporter is process-wide), `processes` times,
- * interleaved (control, none, otel, prometheus, control, ...) so that a change of machine load
- * touches them alike. A case's figure is the median of the pair ratios pooled over its processes.
+ * (overhead.ts) of this checkout's core against another build in the same process (baseline.ts):
+ * - no exporter, against the same core with the observability hooks cut out (the 2 % target);
+ * - the OpenTelemetry SDK as the global MeterProvider, against the same core that cannot see it (no
+ *   `@opentelemetry/api`), i.e. the same run without a provider (the 10 % target);
+ * - a prom-client registry, against that same providerless core (for reference);
+ * - a control: the cut build against a copy of itself, which shows how small a difference the method
+ *   resolves on this machine.
+ * Each runs in its own processes (the exporter is process-wide), `processes` times, interleaved
+ * (control, none, otel, prometheus, control, ...) so that a change of machine load touches them alike.
+ * A case's figure is the median of the pair ratios pooled over its processes.
  */
 import { join } from 'node:path';
 import { BENCH_DIR, runChild } from '../child-process.js';
 import { median } from '../stats.js';
-import { buildObservabilityBaseline } from './baseline.js';
+import { buildObservabilityBaseline, buildProviderlessTwin, envWithoutNodePath } from './baseline.js';
 import { type Exporter, OVERHEAD_CASES, type OverheadCaseResult, type OverheadInput } from './overhead.js';
 
 export type OverheadSubject = Exporter | 'control';
 export const OVERHEAD_SUBJECTS: readonly OverheadSubject[] = ['control', 'none', 'otel', 'prometheus'];
 export const SUBJECT_LABELS: Readonly<Record<OverheadSubject, string>> = {
-  control: 'control (baseline vs a copy of itself)',
-  none: 'no exporter',
-  otel: 'OpenTelemetry SDK',
-  prometheus: 'prom-client registry',
+  control: 'control: hooks cut vs a copy of itself',
+  none: 'no exporter vs hooks cut',
+  otel: 'OpenTelemetry SDK vs no provider',
+  prometheus: 'prom-client registry vs no provider',
 };
 
 export interface OverheadRow {
@@ -55,9 +59,15 @@ export interface ObservabilitySectionOptions {
 
 export async function runObservabilitySection(o: ObservabilitySectionOptions): Promise<ObservabilityResult> {
   const cases = o.cases ?? OVERHEAD_CASES.map((c) => c.id);
-  const baseline = buildObservabilityBaseline(join(BENCH_DIR, '.results', 'obs-baseline'));
-  const twin = buildObservabilityBaseline(join(BENCH_DIR, '.results', 'obs-baseline-copy'));
-  const current = join(BENCH_DIR, '..', 'packages', 'core', 'src', 'index.ts');
+  const real = join(BENCH_DIR, '..', 'packages', 'core', 'src', 'index.ts');
+  const cut = buildObservabilityBaseline(join(BENCH_DIR, '.results', 'obs-baseline'));
+  const providerless = buildProviderlessTwin();
+  const builds: Readonly<Record<OverheadSubject, { current: string; baseline: string }>> = {
+    control: { current: buildObservabilityBaseline(join(BENCH_DIR, '.results', 'obs-baseline-copy')), baseline: cut },
+    none: { current: real, baseline: cut },
+    otel: { current: real, baseline: providerless },
+    prometheus: { current: real, baseline: providerless },
+  };
   o.log(
     `O: observability overhead, ${o.processes} process(es) per exporter, ${o.passes} pairs of ${o.batch.toLocaleString('en-US')} decisions per case`,
   );
@@ -67,8 +77,8 @@ export async function runObservabilitySection(o: ObservabilitySectionOptions): P
     for (const subject of OVERHEAD_SUBJECTS) {
       const input: OverheadInput = {
         exporter: subject === 'control' ? 'none' : subject,
-        current: subject === 'control' ? twin : current,
-        baseline,
+        ...builds[subject],
+        baselineUnwatched: subject === 'otel' || subject === 'prometheus',
         cases,
         passes: o.passes,
         batch: o.batch,
@@ -76,6 +86,7 @@ export async function runObservabilitySection(o: ObservabilitySectionOptions): P
       try {
         const r = await runChild<OverheadInput, OverheadCaseResult[]>(join(BENCH_DIR, 'src', 'observability', 'overhead-cell.ts'), input, {
           timeoutMs: 10 * 60_000,
+          env: envWithoutNodePath(),
           profile: o.profile,
           label: `O-${subject}-${p + 1}`,
         });

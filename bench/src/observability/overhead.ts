@@ -43,6 +43,8 @@ export interface OverheadInput {
   readonly cases: readonly string[];
   readonly passes: number;
   readonly batch: number;
+  /** The baseline must see no exporter (the providerless twin): checked, so a twin that found the package fails loudly. */
+  readonly baselineUnwatched?: boolean;
 }
 
 export interface OverheadCaseResult {
@@ -108,6 +110,12 @@ export async function measureOverhead(input: OverheadInput): Promise<OverheadCas
     const loops = { baseline: loopFor(), current: loopFor() };
     const time = (side: keyof typeof sides): Promise<number> => loops[side](sides[side], keys, input.batch, c.expectAllowed);
     for (const l of Object.values(sides)) for (const k of keys) await l.check(k);
+    if (input.baselineUnwatched === true) {
+      const store = (await import(input.baseline.replace(/index\.ts$/, 'observability/metric-store.ts'))) as {
+        exporters: { attached: boolean };
+      };
+      if (store.exporters.attached) throw new Error(`the baseline ${input.baseline} sees an exporter; it must not`);
+    }
     for (let w = 0; w < 3; w++) {
       await time('baseline');
       await time('current');

@@ -121,6 +121,8 @@ export class DecisionObserver {
   /** The cells of decisions with no route and no plan (direct `check()` calls, single-plan limiters). */
   private readonly plainCells: RequestCells;
   private readonly singlePolicy: boolean;
+  /** `plainCells.slots` when one policy and one plan make a result the only thing that picks the cell. */
+  private readonly plainSlots: (CounterCell | undefined)[] | undefined;
   private readonly shadowCells: (CounterCell | undefined)[];
   private readonly delayCells = new Map<string, HistogramCell>();
   private readonly hot: HotKeys;
@@ -157,6 +159,7 @@ export class DecisionObserver {
     });
     this.plainCells = new RequestCells(undefined, undefined, policies.length);
     this.singlePolicy = policies.length === 1;
+    this.plainSlots = this.singlePolicy && !setup.plans ? this.plainCells.slots : undefined;
     this.shadowCells = new Array(policies.length * SHADOW_VERDICTS.length);
     this.hot = new HotKeys(HOT_KEYS_SIZE, HOT_KEYS_EPOCH_MS, clock);
     this.shadow = policies.slice(enforcedCount).map((p) => new ShadowPolicyTracker(p.name, SHADOW_INTERVAL_MS, SHADOW_RING));
@@ -199,15 +202,22 @@ export class DecisionObserver {
     return this.observeMore(d, options);
   }
 
-  /** Over or near the limit, or watched. */
+  /**
+   * Over or near the limit, or watched. A decision of a direct `check()` with no shadow policy and no
+   * channel subscriber needs at most the hot-key sketches (which sample heavy streams, hot-keys.ts: most
+   * such decisions cost a decrement) and one add to its request counter.
+   */
   private observeMore(d: Decision, options: CheckOptions | undefined): Decision {
-    if (options === undefined && !exporters.attached && !this.hasShadow && !decisionChannel.hasSubscribers) {
-      // Only the hot-key sketches, which sample heavy streams (hot-keys.ts): most such decisions cost a decrement.
+    if (options !== undefined || this.hasShadow || decisionChannel.hasSubscribers) return this.observeAll(d, options);
+    if (d.limited || d.remaining <= this.nearMax) {
       if (this.hot.skip > 0) this.hot.skip -= 1;
       else this.hotKey(d);
-      return d;
     }
-    return this.observeAll(d, options);
+    if (!exporters.attached) return d;
+    const cell = this.plainSlots === undefined ? undefined : this.plainSlots[resultIndex(d)];
+    if (cell === undefined || d.delayMs > 0) this.count(d, undefined);
+    else cell.value += 1;
+    return d;
   }
 
   private hotKey(d: Decision): void {

@@ -60,7 +60,7 @@ describe('pnpm bench --smoke', () => {
     expect(report).toMatch(/\| 1 \| unprotected twin \| [\d,]+ \|/);
     expect(report).toMatch(/statuses (\d{3} ){5}\d{3}, at most \d running/);
     for (const exporter of [
-      'control: hooks cut vs a copy of itself',
+      'control: the core vs its providerless copy, no exporter',
       'no exporter vs hooks cut',
       'OpenTelemetry SDK vs no provider',
       'prom-client registry vs no provider',

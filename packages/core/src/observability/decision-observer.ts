@@ -209,10 +209,7 @@ export class DecisionObserver {
    */
   private observeMore(d: Decision, options: CheckOptions | undefined): Decision {
     if (options !== undefined || this.hasShadow || decisionChannel.hasSubscribers) return this.observeAll(d, options);
-    if (d.limited || d.remaining <= this.nearMax) {
-      if (this.hot.skip > 0) this.hot.skip -= 1;
-      else this.hotKey(d);
-    }
+    if (d.limited || d.remaining <= this.nearMax) this.hotKey(d);
     if (!exporters.attached) return d;
     const cell = this.plainSlots === undefined ? undefined : this.plainSlots[resultIndex(d)];
     if (cell === undefined || d.delayMs > 0) this.count(d, undefined);
@@ -220,8 +217,11 @@ export class DecisionObserver {
     return d;
   }
 
+  /** A decision over or near the limit, for the hot-key sketches, unless sampling passes over it. */
   private hotKey(d: Decision): void {
-    if (d.reason === 'limited') {
+    if (this.hot.skip > 0) {
+      this.hot.skip -= 1;
+    } else if (d.reason === 'limited') {
       this.hot.rejected(d.key, d.policy);
     } else if (!d.limited) {
       const near = this.nearSingle >= 0 ? this.nearSingle : (this.nearByName.get(d.policy) ?? -1);
@@ -230,10 +230,7 @@ export class DecisionObserver {
   }
 
   private observeAll(d: Decision, options: CheckOptions | undefined): Decision {
-    if (d.limited || d.remaining <= this.nearMax) {
-      if (this.hot.skip > 0) this.hot.skip -= 1;
-      else this.hotKey(d);
-    }
+    if (d.limited || d.remaining <= this.nearMax) this.hotKey(d);
     if (this.hasShadow && d.shadow !== undefined) this.recordShadow(d);
     if (exporters.attached) this.count(d, options);
     if (decisionChannel.hasSubscribers) {

@@ -16,8 +16,8 @@ const SYNC_SAMPLE_MASK = 1023;
 
 export class StoreTimer {
   private calls = 0;
-  /** Unknown until the store has answered once; then whether it answers synchronously. */
-  private sync: boolean | undefined;
+  /** Calls whose count has these bits clear are timed: every call until the store has answered once, then every call of an asynchronous store and one in 1024 of a synchronous one. */
+  private mask = 0;
   private readonly cells: Partial<Record<StoreOutcome, HistogramCell>> = {};
 
   constructor(
@@ -27,12 +27,9 @@ export class StoreTimer {
 
   /** Kept this small so that the limiter's call site inlines it: no exporter, one check and the store call. */
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
-    return exporters.attached ? this.sampled(key, plan, cost, now) : this.store.apply(key, plan, cost, now);
-  }
-
-  private sampled(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
-    if (this.sync === true && (++this.calls & SYNC_SAMPLE_MASK) !== 0) return this.store.apply(key, plan, cost, now);
-    return this.timed(key, plan, cost, now);
+    return exporters.attached && (++this.calls & this.mask) === 0
+      ? this.timed(key, plan, cost, now)
+      : this.store.apply(key, plan, cost, now);
   }
 
   private timed(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
@@ -44,7 +41,7 @@ export class StoreTimer {
       this.record(started, 'error');
       throw error;
     }
-    this.sync = !isPromiseLike(r);
+    this.mask = isPromiseLike(r) ? 0 : SYNC_SAMPLE_MASK;
     if (!isPromiseLike(r)) {
       this.record(started, 'ok');
       return r;

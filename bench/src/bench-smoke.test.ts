@@ -1,6 +1,6 @@
 /**
  * @module The benchmark harness's smoke test: `pnpm bench --smoke` end to end (a few tiny cells of
- * sections A, B, C and R) must exit 0 and write a report with every section. It checks that the harness
+ * sections A, B, C, D, O and R) must exit 0 and write a report with every section. It checks that the harness
  * works, never how fast anything is.
  */
 import { spawnSync } from 'node:child_process';
@@ -29,10 +29,12 @@ describe('pnpm bench --smoke', () => {
     for (const heading of [
       '## Machine',
       '## Versions',
-      '## Targets (issues 5 and 12)',
+      '## Targets (issues 5, 11 and 12)',
       '## A. Decisions in process',
       '## B. Redis',
       '## C. HTTP',
+      '## D. Concurrency and load shedding (issue 11)',
+      '## O. Observability overhead (issue 12)',
       '## R. Replay',
     ]) {
       expect(report).toContain(heading);
@@ -53,6 +55,21 @@ describe('pnpm bench --smoke', () => {
       }
       expect(report).toContain('Every decision was admitted, as expected.');
     }
+    // D: both apps answered, and the per-key burst ran; O: every exporter and the control measured every case.
+    expect(report).toMatch(/\| 1 \| adaptive shedding \| [\d,]+ \| [\d,]+ \| \d+ ms \|/);
+    expect(report).toMatch(/\| 1 \| unprotected twin \| [\d,]+ \|/);
+    expect(report).toMatch(/statuses (\d{3} ){5}\d{3}, at most \d running/);
+    for (const exporter of [
+      'control: the core vs its providerless copy, no exporter',
+      'no exporter vs hooks cut',
+      'OpenTelemetry SDK vs no provider',
+      'prom-client registry vs no provider',
+    ]) {
+      for (const c of ['1 key', '1k keys', '100k keys', 'over the limit (1 key)']) {
+        expect(report).toContain(`| ${exporter} | ${c} | `);
+      }
+    }
+    expect(report).toContain('| O | gcra without a provider within 1.02x of the build without observability, 1 key |');
     expect(r.stdout).toContain('Targets:');
     expect(report).toMatch(/median [\d,]+ lines\/s/);
   }, 120_000);

@@ -22,6 +22,8 @@ export interface ChildOptions {
   readonly label?: string;
   /** The child is killed after this long. */
   readonly timeoutMs: number;
+  /** The child's environment; defaults to this process's. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /** Node flags every child gets: TypeScript through tsx, tollgate packages from source. */
@@ -43,6 +45,7 @@ export function runChild<I, T>(file: string, input: I, options: ChildOptions): P
     let answer: Message<T> | undefined;
     const child: ChildProcess = fork(file, [JSON.stringify(input)], {
       cwd: BENCH_DIR,
+      env: options.env ?? process.env,
       execArgv,
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });

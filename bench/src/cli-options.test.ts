@@ -9,7 +9,7 @@ describe('parseBenchOptions', () => {
     expect(parseBenchOptions([])).toEqual({
       quick: false,
       smoke: false,
-      sections: ['A', 'B', 'C', 'R'],
+      sections: ['A', 'B', 'C', 'D', 'O', 'R'],
       only: undefined,
       out: undefined,
       profile: false,
@@ -19,10 +19,10 @@ describe('parseBenchOptions', () => {
   });
 
   it('makes --smoke imply --quick and reads values', () => {
-    const o = parseBenchOptions(['--smoke', '--sections', 'c,a', '--only', 'gcra', '--out', '/tmp/r.md', '--profile']);
+    const o = parseBenchOptions(['--smoke', '--sections', 'o,c,a,d', '--only', 'gcra', '--out', '/tmp/r.md', '--profile']);
     expect(o.quick).toBe(true);
     expect(o.smoke).toBe(true);
-    expect(o.sections).toEqual(['A', 'C']);
+    expect(o.sections).toEqual(['A', 'C', 'D', 'O']);
     expect(o.only?.test('A/GCRA/1 key')).toBe(true);
     expect(o.out).toBe('/tmp/r.md');
     expect(o.profile).toBe(true);
@@ -35,7 +35,7 @@ describe('parseBenchOptions', () => {
 
   it('rejects unknown flags, unknown sections, missing values and bad patterns', () => {
     expect(() => parseBenchOptions(['--fast'])).toThrow(/unknown option '--fast'/);
-    expect(() => parseBenchOptions(['--sections', 'A,D'])).toThrow(/unknown section 'D'/);
+    expect(() => parseBenchOptions(['--sections', 'A,E'])).toThrow(/unknown section 'E'/);
     expect(() => parseBenchOptions(['--out'])).toThrow(/--out needs a value/);
     expect(() => parseBenchOptions(['--only', '--quick'])).toThrow(/--only needs a value/);
     expect(() => parseBenchOptions(['--only', '('])).toThrow(/not a regular expression/);

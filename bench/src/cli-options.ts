@@ -3,7 +3,9 @@
  * run the full benchmark.
  */
 
-export type SectionId = 'A' | 'B' | 'C' | 'R';
+import { SECTION_ORDER, type SectionId } from './merge-results.js';
+
+export type { SectionId };
 
 export interface BenchOptions {
   /** Fewer runs, shorter rounds, no 1M-key cells: under two minutes. */
@@ -26,7 +28,10 @@ export const USAGE = `Usage: pnpm bench [options]
 
   --quick            fewer runs and shorter rounds, no 1M-key cells (under two minutes)
   --smoke            a few tiny cells that only check the harness works (implies --quick)
-  --sections A,B,C,R which sections to run (default: all; R is tollgate replay's lines per second)
+  --sections A,B,... which sections to run (default: all): A decisions in process, B Redis, C HTTP,
+                     D concurrency and shedding, O observability overhead, R replay's lines per second.
+                     With some sections only and an existing results file, only those sections (and
+                     their rows of the Targets table) are rewritten; the rest of the file is kept
   --only REGEX       only the cells whose id matches, e.g. --only 'A/tollgate-gcra/100k'
   --out FILE         where to write the results (default: bench/RESULTS.md for a full run,
                      bench/.results/RESULTS.quick.md or RESULTS.smoke.md otherwise)
@@ -34,7 +39,7 @@ export const USAGE = `Usage: pnpm bench [options]
   --load TOOL        wrk or autocannon (default: wrk when installed, else autocannon)
   --help             this text`;
 
-const SECTIONS: readonly SectionId[] = ['A', 'B', 'C', 'R'];
+const SECTIONS: readonly SectionId[] = SECTION_ORDER;
 
 /** Parses `argv` (without node and the script). Throws a TypeError naming the bad flag. */
 export function parseBenchOptions(argv: readonly string[]): BenchOptions {
@@ -75,7 +80,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
           .split(',')
           .map((s) => s.trim().toUpperCase());
         for (const s of list) {
-          if (!SECTIONS.includes(s as SectionId)) throw new TypeError(`--sections: unknown section '${s}' (valid: A, B, C, R)`);
+          if (!SECTIONS.includes(s as SectionId)) throw new TypeError(`--sections: unknown section '${s}' (valid: ${SECTIONS.join(', ')})`);
         }
         sections = SECTIONS.filter((s) => list.includes(s));
         break;

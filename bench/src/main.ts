@@ -1,19 +1,24 @@
 /**
- * @module `pnpm bench`: runs sections A (decisions in process), B (Redis), C (HTTP) and R (replay) one after the
- * other on this machine, writes RESULTS.md with every figure and the targets' verdicts, and prints a
- * summary. Exits 1 when a cell failed (a subject that has not landed is "not available", not a failure).
+ * @module `pnpm bench`: runs sections A (decisions in process), B (Redis), C (HTTP), D (concurrency and
+ * shedding), O (observability overhead) and R (replay) one after the other on this machine, writes
+ * RESULTS.md with every figure and the targets' verdicts, and prints a summary. A run of some sections
+ * into an existing file rewrites only those (merge-results.ts). Exits 1 when a cell failed (a subject
+ * that has not landed is "not available", not a failure).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { BENCH_DIR } from './child-process.js';
 import { type BenchOptions, parseBenchOptions, USAGE } from './cli-options.js';
+import { runConcurrencySection } from './concurrency/concurrency-section.js';
 import { runDecisionSection } from './decisions/decision-section.js';
 import { decisionScenarios } from './decisions/scenarios.js';
 import { FRAMEWORKS, type Framework, type Mode } from './http/http-apps.js';
 import { runHttpSection } from './http/http-section.js';
 import { pickLoadGenerator } from './http/load-generator.js';
 import { describeMachine, packageVersions } from './machine.js';
+import { mergeResults, SECTION_ORDER } from './merge-results.js';
+import { runObservabilitySection } from './observability/observability-section.js';
 import { runRedisSection } from './redis/redis-section.js';
 import { redisServerVersion } from './redis/redis-server.js';
 import { runReplaySection } from './replay/replay-section.js';
@@ -41,6 +46,8 @@ interface Plan {
     warmupSeconds: number;
     connections: number;
   };
+  readonly concurrency: { runs: number; durationMs: number; rps: number };
+  readonly observability: { processes: number; passes: number; batch: number };
 }
 
 const PLANS: Readonly<Record<RunMode, Plan>> = {
@@ -48,11 +55,15 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     decisions: { subjects: undefined, passes: 2, runs: 3, runMs: 400, warmupMs: 500 },
     redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], rounds: 3, runs: 1, runMs: 3000 },
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 8, roundSeconds: 2, warmupSeconds: 2, connections: 50 },
+    concurrency: { runs: 3, durationMs: 3000, rps: 400 },
+    observability: { processes: 9, passes: 21, batch: 20_000 },
   },
   quick: {
     decisions: { subjects: undefined, passes: 1, runs: 2, runMs: 100, warmupMs: 100 },
     redis: { subjects: undefined, keys: 30_000, inFlight: [1, 256], rounds: 1, runs: 1, runMs: 1000 },
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 50 },
+    concurrency: { runs: 1, durationMs: 2000, rps: 400 },
+    observability: { processes: 2, passes: 11, batch: 10_000 },
   },
   smoke: {
     decisions: { subjects: ['tollgate-gcra', 'express-rate-limit', 'map-counter'], passes: 1, runs: 1, runMs: 20, warmupMs: 20 },
@@ -65,6 +76,8 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
       runMs: 200,
     },
     http: { frameworks: ['express'], modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 10 },
+    concurrency: { runs: 1, durationMs: 500, rps: 400 },
+    observability: { processes: 1, passes: 2, batch: 1000 },
   },
 };
 
@@ -112,6 +125,13 @@ async function run(options: BenchOptions): Promise<number> {
     http = { groups, tool: load.name, roundSeconds: plan.http.roundSeconds, rounds: plan.http.rounds };
   }
 
+  const concurrency = options.sections.includes('D')
+    ? await runConcurrencySection({ ...plan.concurrency, profile: options.profile, log })
+    : undefined;
+  const observability = options.sections.includes('O')
+    ? await runObservabilitySection({ ...plan.observability, profile: options.profile, log })
+    : undefined;
+
   const replay = options.sections.includes('R') ? runReplaySection(mode, log) : undefined;
 
   const results: BenchResults = {
@@ -122,12 +142,20 @@ async function run(options: BenchOptions): Promise<number> {
     decisionScenarios: scenarios.map((s) => ({ id: s.id, label: s.label })),
     redis,
     http,
+    concurrency,
+    observability,
     replay,
     settings: settingsOf(mode, plan, load.name),
   };
   const out = resolve(options.out ?? defaultOut(mode));
   mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, renderResults(results));
+  const partial = options.sections.length < SECTION_ORDER.length && existsSync(out);
+  const rendered = renderResults(results);
+  const m = results.machine;
+  const stamp =
+    `_Rewritten by \`pnpm bench${mode === 'full' ? '' : ` --${mode}`} --sections ${options.sections.join(',')}\` on ${m.date} at commit ${m.commit} ` +
+    `(load average ${m.loadAverage.start.toFixed(2)} / ${m.loadAverage.end.toFixed(2)} on ${m.cores} cores); the sections not rewritten are from the run named at the top._`;
+  writeFileSync(out, partial ? mergeResults(readFileSync(out, 'utf8'), rendered, options.sections, stamp) : rendered);
   const json = join(BENCH_DIR, '.results', `results.${mode}.json`);
   mkdirSync(dirname(json), { recursive: true });
   writeFileSync(json, `${JSON.stringify(results, null, 2)}\n`);
@@ -145,6 +173,8 @@ async function run(options: BenchOptions): Promise<number> {
     ...(http?.groups ?? [])
       .filter((g) => g.error !== undefined || g.variants.some((v) => v.missing?.status === 'failed'))
       .map((g) => `C/${g.framework}/${g.mode}`),
+    ...(concurrency?.error !== undefined ? ['D/concurrency'] : []),
+    ...(observability?.errors ?? []).map((e) => `O/${e}`),
     ...(replay?.error !== undefined ? ['R/replay'] : []),
   ];
   if (failures.length > 0) {

@@ -2,6 +2,8 @@
  * @module Renders one run's results as bench/RESULTS.md (every figure, the method, the targets) and as
  * the short summary `pnpm bench` prints at the end.
  */
+import type { Comparison } from '../../examples/concurrency/src/scenarios.js';
+import { OVERHEAD_SUBJECTS, SUBJECT_LABELS } from './observability/observability-section.js';
 import type { BenchResults, DecisionRow, HttpGroup, HttpVariantResult, Missing, RedisRow } from './results.js';
 import { range } from './stats.js';
 import { checkTargets, type TargetCheck } from './targets.js';
@@ -295,7 +297,7 @@ export function renderResults(results: BenchResults, targets: readonly TargetChe
     '',
     `Settings: ${results.settings.join('; ')}.`,
     '',
-    '## Targets (issues 5 and 12)',
+    '## Targets (issues 5, 11 and 12)',
     '',
     table(
       ['section', 'target', 'figure', 'verdict'],
@@ -306,8 +308,109 @@ export function renderResults(results: BenchResults, targets: readonly TargetChe
   if (results.decisions !== undefined) parts.push(decisionSection(results, results.decisions), '');
   if (results.redis !== undefined) parts.push(redisSection(results.redis), '');
   if (results.http !== undefined) parts.push(httpSection(results.http), '');
+  if (results.concurrency !== undefined) parts.push(concurrencySection(results.concurrency), '');
+  if (results.observability !== undefined) parts.push(observabilitySection(results.observability), '');
   if (results.replay !== undefined) parts.push(replaySection(results.replay), '');
   return `${parts.join('\n').trimEnd()}\n`;
+}
+
+const msOf = (v: number): string => `${int(v)} ms`;
+
+function sheddingRows(runs: readonly Comparison[]): string[][] {
+  return runs.flatMap((c, i) => [
+    [
+      String(i + 1),
+      'adaptive shedding',
+      int(c.protectedRun.byStatus['200'] ?? 0),
+      int(c.protectedRun.byStatus['503'] ?? 0),
+      msOf(c.protectedRun.ok.p50),
+      msOf(c.protectedRun.ok.p99),
+      msOf(c.protectedRun.refusedP99),
+      int(c.protectedRun.goodput),
+      String(c.finalLimit),
+    ],
+    [
+      String(i + 1),
+      'unprotected twin',
+      int(c.unprotectedRun.byStatus['200'] ?? 0),
+      int(c.unprotectedRun.byStatus['503'] ?? 0),
+      msOf(c.unprotectedRun.ok.p50),
+      msOf(c.unprotectedRun.ok.p99),
+      '',
+      int(c.unprotectedRun.goodput),
+      '',
+    ],
+  ]);
+}
+
+function concurrencySection(d: NonNullable<BenchResults['concurrency']>): string {
+  const burst = d.burst;
+  return [
+    '## D. Concurrency and load shedding (issue 11)',
+    '',
+    "examples/concurrency's scenarios (`compareShedding`, `burstExports`) in one child process: an Express app on loopback and an open-loop load generator. " +
+      '`GET /work` queries a pool of 4 connections x 20 ms, 200 requests/s of capacity, and slows down past it (queries wait for a connection). ' +
+      `Offered ${int(d.rps)} requests/s for ${(d.durationMs / 1000).toFixed(1)} s whatever the answers (a new request every ${(1000 / d.rps).toFixed(1)} ms on average), ` +
+      'once to the app with `shed: { adaptive: { initialLimit: 10, minLimit: 2, maxLimit: 200, windowMs: 100, minSamples: 5 } }` and once to its unprotected twin ' +
+      '(same app, no `shed`), then again for each run. Latency is from sending to the last byte; goodput is 200s per second.',
+    '',
+    d.error !== undefined
+      ? `Section D failed: ${d.error}`
+      : table(
+          ['run', 'app', '200s', '503s', 'p50 of 200s', 'p99 of 200s', 'p99 of 503s', 'goodput /s', 'final limit'],
+          sheddingRows(d.runs),
+        ),
+    '',
+    'How to read it: the unprotected twin queues everything past the pool, so every admitted request waits for all before it and its latency grows with the ' +
+      "length of the overload; the shedder keeps admitted latency near the pool's own at the limit it finds and answers the rest 503 with `Retry-After`. " +
+      'Server and load generator share one process and, on a shared machine, the CPU with other work: a 503 costs the server microseconds, so a slow 503 is time ' +
+      "spent waiting for a core, and the shedder's event-loop delay cut (100 ms) then admits fewer requests than the pool could serve. " +
+      "The bound the targets use is the one examples/concurrency/src/scenarios.test.ts asserts for that reason: admitted p99 under 1 s and under a quarter of the twin's.",
+    '',
+    burst === undefined
+      ? ''
+      : `Per-key concurrency, same example: alice starts six exports at once (300 ms each, \`limit: 2\`, \`queue: { size: 2, timeoutMs: 2_000 }\`): ` +
+        `statuses ${burst.alice.join(' ')}, at most ${burst.peak} running at any instant; bob's export, sent meanwhile, gets ${burst.bob}. ` +
+        'test/shedding/concurrency-adapters.test.ts proves the invariant on Express, Fastify and Koa over real HTTP (random durations, handler errors, client aborts, queue timeouts).',
+  ].join('\n');
+}
+
+function observabilitySection(o: NonNullable<BenchResults['observability']>): string {
+  const rows = OVERHEAD_SUBJECTS.flatMap((subject) =>
+    o.rows
+      .filter((r) => r.subject === subject)
+      .map((r) => [
+        SUBJECT_LABELS[subject],
+        r.label,
+        ns(r.baselineNs),
+        ns(r.currentNs),
+        ratio(r.ratio),
+        r.processRatios.map(ratio).join(', '),
+      ]),
+  );
+  return [
+    '## O. Observability overhead (issue 12)',
+    '',
+    "Section A's loop (`await limiter.check(key)`, gcra on a MemoryStore sized to the case) on this checkout's core and on another build of the same source, " +
+      'both loaded in one process (bench/src/observability/baseline.ts writes the builds on every run): ' +
+      '**no exporter vs hooks cut**: no MeterProvider and no registry (hot keys are always kept), against the core whose two per-decision hooks of observability are cut out ' +
+      '(`DecisionObserver.observe` returns its decision, `StoreTimer.apply` calls the store): the issue\'s "within 2 % without a provider"; ' +
+      '**OpenTelemetry SDK vs no provider**: `@opentelemetry/sdk-metrics` as the global MeterProvider, every tollgate instrument registered and collected every second into an in-memory exporter, ' +
+      'against the unchanged core that cannot load `@opentelemetry/api` and so never sees the provider: the "within 10 % of the same run without"; ' +
+      '**prom-client registry vs no provider**: `registerPrometheusMetrics({ registry })` on the real core only, for reference. ' +
+      'The control measures the core against its providerless copy with no exporter, the same code twice: its distance from 1.000 is what the method cannot resolve on this machine at this load. ' +
+      `Batches of ${int(o.batch)} decisions of each build alternate, in alternating order, ${o.passes} pairs per case after 3 warm-up pairs, each build with a timing loop of its own, ` +
+      'timed in CPU time of the process (a busy machine inflates both sides of a pair alike). The exporter is process-wide, so each row set runs in processes of its own, ' +
+      `${o.processes} per set, interleaved; the ratio is the median of the pair ratios of all its processes, and the last column gives each process's median ` +
+      '(single processes differ by up to 10 % with identical code: V8 inlines differently from one process to the next). ' +
+      'Section A cannot load two builds of the core side by side, so its own issue 12 rows compare the `tollgate-gcra-otel` and `tollgate-gcra-prometheus` cells with `tollgate-gcra` across processes.',
+    '',
+    o.rows.length === 0
+      ? 'No process of section O produced figures.'
+      : table(['exporter', 'case', 'baseline ns', 'current ns', 'current / baseline (median of pairs)', 'per process'], rows),
+    '',
+    o.errors.length === 0 ? 'Every process ran.' : o.errors.map((e) => `- ${e}`).join('\n'),
+  ].join('\n');
 }
 
 function replaySection(replay: NonNullable<BenchResults['replay']>): string {
@@ -351,6 +454,24 @@ export function renderSummary(results: BenchResults, targets: readonly TargetChe
   }
   if (results.http !== undefined) {
     out.push('C. HTTP throughput ratios (medians of per-round ratios)', table(HTTP_RATIO_HEADER, httpRatioRows(results.http.groups)), '');
+  }
+  if (results.concurrency !== undefined) {
+    const d = results.concurrency;
+    out.push(
+      'D. Adaptive shedding against the unprotected twin',
+      d.error ?? table(['run', 'app', '200s', '503s', 'p50', 'p99', 'p99 of 503s', 'goodput /s', 'final limit'], sheddingRows(d.runs)),
+      '',
+    );
+  }
+  if (results.observability !== undefined) {
+    out.push(
+      'O. Observability overhead (current / baseline, median of pairs)',
+      table(
+        ['exporter', 'case', 'ratio'],
+        results.observability.rows.map((r) => [r.subject, r.label, ratio(r.ratio)]),
+      ),
+      '',
+    );
   }
   if (results.replay !== undefined) out.push('R. Replay', results.replay.error ?? results.replay.lines.at(-1) ?? '', '');
   const issue = targets.filter((t) => t.reference !== true);

@@ -1,7 +1,9 @@
 /**
  * @module The shape of one benchmark run's results, as the sections produce them and the report reads them.
  */
+import type { ConcurrencyResult } from './concurrency/concurrency-section.js';
 import type { DecisionCellResult } from './decisions/decision-cell.js';
+import type { ObservabilityResult } from './observability/observability-section.js';
 import type { RedisCellResult } from './redis/redis-cell.js';
 import type { ReplayResult } from './replay/replay-section.js';
 
@@ -85,8 +87,12 @@ export interface BenchResults {
   readonly http:
     | { readonly groups: readonly HttpGroup[]; readonly tool: string; readonly roundSeconds: number; readonly rounds: number }
     | undefined;
-  /** Human-readable parameters of the run (runs, durations), for the report. */
+  /** Section D: adaptive shedding against an unprotected twin, and per-key concurrency. */
+  readonly concurrency?: ConcurrencyResult | undefined;
+  /** Section O: what observability costs a decision, paired against the build without it. */
+  readonly observability?: ObservabilityResult | undefined;
   /** Section R: `tollgate replay` throughput. */
   readonly replay?: ReplayResult | undefined;
+  /** Human-readable parameters of the run (runs, durations), for the report. */
   readonly settings: readonly string[];
 }

@@ -1,14 +1,21 @@
 /**
- * @module The targets of issues 5 and 12 (observability overhead), checked against one run's figures. A target whose figures are
- * missing (its tollgate piece has not landed, or the cell failed) is "not measured", never "met".
+ * @module The targets of issues 5, 11 (shedding under load) and 12 (observability overhead), checked
+ * against one run's figures. A target whose figures are missing (its tollgate piece has not landed, or
+ * the cell failed) is "not measured", never "met".
  */
+
+import type { ConcurrencyResult } from './concurrency/concurrency-section.js';
 import type { DecisionCellResult } from './decisions/decision-cell.js';
 import { OBSERVED_SUBJECTS } from './decisions/decision-subjects.js';
+import type { ObservabilityResult } from './observability/observability-section.js';
 import type { RedisCellResult } from './redis/redis-cell.js';
 import type { BenchResults, DecisionRow, HttpGroup, RedisRow } from './results.js';
+import { median } from './stats.js';
+
+type TargetSection = 'A' | 'B' | 'C' | 'D' | 'O';
 
 export interface TargetCheck {
-  readonly section: 'A' | 'B' | 'C';
+  readonly section: TargetSection;
   readonly target: string;
   /** The figures the verdict rests on, or why there are none. */
   readonly figure: string;
@@ -36,7 +43,7 @@ function cell(rows: readonly DecisionRow[], subject: string, scenario: string): 
   return row?.outcome.status === 'ok' ? row.outcome : undefined;
 }
 
-function notMeasured(section: 'A' | 'B' | 'C', target: string, why: string): TargetCheck {
+function notMeasured(section: TargetSection, target: string, why: string): TargetCheck {
   return { section, target, figure: `not measured: ${why}`, met: undefined };
 }
 
@@ -51,7 +58,8 @@ function fastestPeer(rows: readonly DecisionRow[], scenario: string): { label: s
 
 /**
  * Issue 12: with an exporter attached (all instruments on), gcra's cost per decision stays within
- * 1.10x of the same cell without one.
+ * 1.10x of the same cell without one. (The 2 % without a provider needs the build without
+ * observability, which section A cannot load: section O judges it.)
  */
 function observabilityTargets(rows: readonly DecisionRow[], scenarios: readonly { id: string; label: string }[]): TargetCheck[] {
   const out: TargetCheck[] = [];
@@ -261,11 +269,64 @@ function httpTargets(groups: readonly HttpGroup[]): TargetCheck[] {
   return out;
 }
 
+/** Issue 11's bound, as examples/concurrency/src/scenarios.test.ts asserts it. */
+export const SHED_P99_BOUND_MS = 1000;
+export const TWIN_COLLAPSE_MS = 1500;
+
+function concurrencyTargets(d: ConcurrencyResult): TargetCheck[] {
+  const t1 = `adaptive shedding: admitted p99 under ${SHED_P99_BOUND_MS} ms (median over runs)`;
+  const t2 = "adaptive shedding: admitted p99 under a quarter of the unprotected twin's (median over runs)";
+  const t3 = `unprotected twin collapses: admitted p99 over ${TWIN_COLLAPSE_MS} ms (median over runs)`;
+  const t4 = 'per-key concurrency limit 2: at most 2 exports of one user running at once, the other user served';
+  if (d.error !== undefined || d.runs.length === 0) return [t1, t2, t3, t4].map((t) => notMeasured('D', t, d.error ?? 'no run'));
+  const shed = median(d.runs.map((r) => r.protectedRun.ok.p99));
+  const twin = median(d.runs.map((r) => r.unprotectedRun.ok.p99));
+  const out: TargetCheck[] = [
+    { section: 'D', target: t1, figure: `${shed.toFixed(0)} ms`, met: shed < SHED_P99_BOUND_MS },
+    { section: 'D', target: t2, figure: `${shed.toFixed(0)} ms vs ${twin.toFixed(0)} ms`, met: shed < twin / 4 },
+    { section: 'D', target: t3, figure: `${twin.toFixed(0)} ms`, met: twin > TWIN_COLLAPSE_MS, reference: true },
+  ];
+  const b = d.burst;
+  out.push(
+    b === undefined
+      ? notMeasured('D', t4, 'no burst')
+      : { section: 'D', target: t4, figure: `peak ${b.peak}, alice ${b.alice.join(' ')}, bob ${b.bob}`, met: b.peak <= 2 && b.bob === 200 },
+  );
+  return out;
+}
+
+/** Issue 12's shares, judged on section O's paired runs (see observability-section.ts for what each compares). */
+export const OVERHEAD_TARGETS = { none: 1.02, otel: 1.1, prometheus: 1.1 } as const;
+
+function overheadTargets(o: ObservabilityResult): TargetCheck[] {
+  const out: TargetCheck[] = [];
+  const what = {
+    none: 'gcra without a provider within 1.02x of the build without observability',
+    otel: 'gcra with an OpenTelemetry MeterProvider within 1.10x of the same run without one',
+    prometheus: 'gcra with a prom-client registry within 1.10x of the same run without one (reference)',
+  } as const;
+  for (const subject of ['none', 'otel', 'prometheus'] as const) {
+    for (const r of o.rows.filter((x) => x.subject === subject)) {
+      const control = o.rows.find((x) => x.subject === 'control' && x.case === r.case);
+      out.push({
+        section: 'O',
+        target: `${what[subject]}, ${r.label}`,
+        figure: `${r.ratio.toFixed(3)}x (${ns(r.currentNs)} vs ${ns(r.baselineNs)}${control === undefined ? '' : `; control ${control.ratio.toFixed(3)}x`})`,
+        met: r.ratio <= OVERHEAD_TARGETS[subject],
+        ...(subject === 'prometheus' ? { reference: true } : {}),
+      });
+    }
+  }
+  return out;
+}
+
 export function checkTargets(results: BenchResults): TargetCheck[] {
   return [
     ...(results.decisions === undefined ? [] : decisionTargets(results.decisions, results.decisionScenarios)),
     ...(results.decisions === undefined ? [] : observabilityTargets(results.decisions, results.decisionScenarios)),
     ...(results.redis === undefined ? [] : redisTargets(results.redis.rows)),
     ...(results.http === undefined ? [] : httpTargets(results.http.groups)),
+    ...(results.concurrency === undefined ? [] : concurrencyTargets(results.concurrency)),
+    ...(results.observability === undefined ? [] : overheadTargets(results.observability)),
   ];
 }

@@ -1,7 +1,8 @@
 /**
  * @module Issue 12: with the OpenTelemetry SDK installed as the global MeterProvider (an in-memory
  * exporter behind it) and no tollgate option at all, every instrument reports with its attributes over
- * real HTTP on Express, Fastify and Koa; with tracing on, the request's span gets a `tollgate.decision` event.
+ * real HTTP on Express, Fastify and Koa; with tracing on, the request's span gets a `tollgate.decision` event
+ * (on each of the three).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,8 +20,10 @@ import {
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { createLimiter, METER_NAME, reportInFlight } from '@tollgate/core';
 import { rateLimit as expressRateLimit } from '@tollgate/express';
+import fastifyRateLimit from '@tollgate/fastify';
 import { rateLimit as koaRateLimit } from '@tollgate/koa';
 import express from 'express';
+import Fastify from 'fastify';
 import Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hit, ROUTE, type RunningApp, STARTERS } from './apps.js';
@@ -182,7 +185,7 @@ describe('OpenTelemetry extension points and tracing', () => {
     await limiter.close();
   });
 
-  it.each(['express', 'koa'] as const)('adds a tollgate.decision event to the request span on %s', async (name) => {
+  it.each(['express', 'fastify', 'koa'] as const)('adds a tollgate.decision event to the request span on %s', async (name) => {
     const spans = new InMemorySpanExporter();
     const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
@@ -190,7 +193,24 @@ describe('OpenTelemetry extension points and tracing', () => {
     const tracer = trace.getTracer('test');
     const options = { policies: [{ name: `traced-${name}`, limit: 1, windowMs: 60_000 }] };
     let server: Server;
-    if (name === 'express') {
+    let closeApp: () => Promise<unknown> = () => new Promise((resolve) => server.close(resolve));
+    if (name === 'fastify') {
+      // The HTTP instrumentation wraps the server's request handler: Fastify's hooks then run inside the span.
+      const app = Fastify({
+        serverFactory: (handler) =>
+          createServer((req, res) =>
+            tracer.startActiveSpan('GET /traced', (span) => {
+              res.on('finish', () => span.end());
+              handler(req, res);
+            }),
+          ),
+      });
+      await app.register(fastifyRateLimit, options);
+      app.get('/traced', async () => 'ok');
+      await app.ready();
+      server = app.server;
+      closeApp = () => app.close();
+    } else if (name === 'express') {
       const app = express();
       // What an HTTP instrumentation does: the request runs inside its server span.
       app.use((_req, res, next) => {
@@ -226,7 +246,7 @@ describe('OpenTelemetry extension points and tracing', () => {
         }),
       ]);
     } finally {
-      await new Promise((resolve) => server.close(resolve));
+      await closeApp();
       trace.disable();
       context.disable();
     }

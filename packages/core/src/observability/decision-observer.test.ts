@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../create-limiter.js';
 import { counterCells, exporters } from './metric-store.js';
+import { registerPrometheusMetrics } from './prometheus.js';
 
 function virtualClock(start = 1_000_000) {
   let t = start;
@@ -37,6 +38,24 @@ describe('limiter.hotKeys()', () => {
       ['busy', 2],
     ]);
     expect(report.errorBound).toBe(22 / report.size);
+  });
+
+  it('samples a flood of rejections (1 in 16 past the first 1024) and still ranks and estimates the heavy keys', () => {
+    const clock = virtualClock();
+    const limiter = createLimiter({ policies: [{ name: 'api', algorithm: 'fixed-window', limit: 1, windowMs: 60_000 }], clock });
+    for (let i = 0; i < 30_000; i++) {
+      limiter.decide('attacker');
+      limiter.decide('attacker');
+      limiter.decide(i % 3 === 0 ? 'scanner' : `client-${i % 500}`);
+    }
+    const [first, second] = limiter.hotKeys(2).rejected;
+    // 59,999 and 9,999 rejections; a sampled count's standard deviation is about sqrt(16 x count): 1 % and 2.5 %.
+    expect(first?.key).toBe('attacker');
+    expect(Math.abs((first?.count ?? 0) - 59_999)).toBeLessThan(59_999 * 0.05);
+    expect(second?.key).toBe('scanner');
+    expect(Math.abs((second?.count ?? 0) - (second?.error ?? 0) - 9_999)).toBeLessThan(9_999 * 0.12);
+    // N / size, N the (estimated) 89,498 rejections (59,999 + 9,999 + 500 clients x 39).
+    expect(Math.abs(limiter.hotKeys().errorBound * 128 - 89_498)).toBeLessThan(89_498 * 0.03);
   });
 
   it('forgets keys after two quiet epochs', () => {
@@ -100,5 +119,26 @@ describe('limiter.stats().shadow', () => {
     expect(intervals).toHaveLength(12);
     expect(intervals.at(-1)?.startMs).toBe(200_000);
     expect(intervals[0]?.startMs).toBe(90_000);
+  });
+});
+
+describe('tollgate.requests cells', () => {
+  it('counts at most 200 routes per limiter, the rest under _other', async () => {
+    const unregister = registerPrometheusMetrics({ registry: { registerMetric() {}, removeSingleMetric() {} } });
+    try {
+      const limiter = createLimiter({ policies: [{ name: 'route-bound', limit: 1000, windowMs: 1000 }] });
+      for (let i = 0; i < 250; i++) await limiter.check('k', { route: `/r/${i}` });
+      await limiter.check('k', { route: '/r/0' });
+      await limiter.check('k', { route: '/r/249' });
+      await limiter.check('k');
+      const cells = [...counterCells('requests')].filter((c) => c.labels.policy === 'route-bound');
+      const value = (route: string | undefined) => cells.find((c) => c.labels.route === route)?.value;
+      expect(cells.filter((c) => c.labels.route !== undefined && c.labels.route !== '_other')).toHaveLength(200);
+      expect(value('/r/0')).toBe(2);
+      expect(value('_other')).toBe(51);
+      expect(value(undefined)).toBe(1);
+    } finally {
+      unregister();
+    }
   });
 });

@@ -32,6 +32,35 @@ describe('SpaceSaving', () => {
     );
   });
 
+  it('keeps them for weighted offers (a sampled stream), on the weighted counts', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 40 }), fc.constantFrom(1, 16)), { maxLength: 300 }),
+        fc.integer({ min: 1, max: 12 }),
+        (offers, m) => {
+          const sketch = new SpaceSaving(m);
+          const truth = new Map<string, number>();
+          let total = 0;
+          for (const [i, w] of offers) {
+            const key = `k${i % (i % 5 === 0 ? 2 : 41)}`;
+            sketch.offer(key, 'p', 0, w);
+            truth.set(key, (truth.get(key) ?? 0) + w);
+            total += w;
+          }
+          for (const e of sketch.entries()) {
+            const t = truth.get(e.key) ?? 0;
+            expect(e.count).toBeGreaterThanOrEqual(t);
+            expect(e.count - e.error).toBeLessThanOrEqual(t);
+            expect(e.error).toBeLessThanOrEqual(total / m);
+          }
+          const reported = new Set(sketch.entries().map((e) => e.key));
+          for (const [key, t] of truth) if (t > total / m) expect(reported.has(key)).toBe(true);
+          expect(sketch.total).toBe(total);
+        },
+      ),
+    );
+  });
+
   it('uses fixed memory whatever the number of distinct keys', () => {
     const sketch = new SpaceSaving(8);
     // 20 % of the stream, above N / m = 12.5 %: guaranteed to be reported, and first.

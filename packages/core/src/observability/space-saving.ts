@@ -3,7 +3,9 @@
  * memory, whatever the number of distinct keys. It monitors `capacity` keys; an unmonitored key takes
  * the place of the one with the smallest count and inherits that count as its error. Guarantees, with
  * N the total weight offered: every reported count overestimates the true count by at most its `error`,
- * and `error <= N / capacity`; every key whose true count exceeds N / capacity is reported.
+ * and `error <= N / capacity`; every key whose true count exceeds N / capacity is reported. An offer may
+ * weigh more than 1 (a sampled stream, each kept occurrence standing for several): the guarantees then
+ * hold for the weighted counts.
  * The minimum is kept at the root of a binary heap, so an offer costs O(log capacity).
  */
 
@@ -42,13 +44,13 @@ export class SpaceSaving {
     this.pos = new Int32Array(capacity);
   }
 
-  /** Counts one occurrence of `key`; `label` and `note` are kept as its latest context. */
-  offer(key: string, label: string, note: number): void {
-    this.total += 1;
+  /** Counts `weight` occurrences of `key`; `label` and `note` are kept as its latest context. */
+  offer(key: string, label: string, note: number, weight = 1): void {
+    this.total += weight;
     if (key === this.lastKey) {
       // The same key again (one client hammering): no lookup.
       const last = this.lastSlot;
-      this.counts[last] = (this.counts[last] as number) + 1;
+      this.counts[last] = (this.counts[last] as number) + weight;
       this.notes[last] = note;
       if (this.labels[last] !== label) this.labels[last] = label;
       this.siftDown(this.pos[last] as number);
@@ -73,7 +75,7 @@ export class SpaceSaving {
       }
       this.index.set(key, slot);
     }
-    this.counts[slot] = (this.counts[slot] as number) + 1;
+    this.counts[slot] = (this.counts[slot] as number) + weight;
     this.notes[slot] = note;
     this.labels[slot] = label;
     this.lastKey = key;

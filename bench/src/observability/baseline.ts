@@ -1,0 +1,87 @@
+/**
+ * @module The builds issue 12's targets are judged against, copies of this checkout's core rebuilt from
+ * the working tree on every call:
+ * - `buildObservabilityBaseline`: the two per-decision hooks of observability cut out
+ *   (`DecisionObserver.observe` returns its decision untouched, `StoreTimer.apply` calls the store
+ *   directly). Everything else is the same source, so a paired run of the copy and the real core
+ *   measures what observability costs a decision and nothing else ("within 2 % without a provider").
+ * - `buildProviderlessTwin`: the same source, unchanged, where `@opentelemetry/api` cannot be found, so
+ *   no MeterProvider ever reaches it: the "same run without" a provider that "within 10 %" compares to,
+ *   in the same process as the real core with the provider.
+ */
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BENCH_DIR } from '../child-process.js';
+
+const CORE_DIR = join(BENCH_DIR, '..', 'packages', 'core');
+
+/** Each hook: the file, the method's first line, and the statement put first in its body. */
+const CUTS: readonly { readonly file: string; readonly head: RegExp; readonly body: string }[] = [
+  {
+    file: 'observability/decision-observer.ts',
+    head: /^(\s*)observe\(d: Decision, options: CheckOptions \| undefined\): Decision \{$/m,
+    body: 'return d;',
+  },
+  {
+    file: 'observability/store-timer.ts',
+    head: /^(\s*)apply\(key: StoreKey, plan: StorePlan, cost: number, now: number\): StoreResult \| Promise<StoreResult> \{$/m,
+    body: 'return this.store.apply(key, plan, cost, now);',
+  },
+];
+
+/** Copies the core's source (tests left out) under `dir`, as an ES module package. */
+function copyCore(dir: string): string {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const src = join(dir, 'src');
+  cpSync(join(CORE_DIR, 'src'), src, { recursive: true, filter: (path) => !path.endsWith('.test.ts') });
+  // A module of its own (ESM, as the core is): without it, a copy outside the workspace loads as CommonJS, twice as slow.
+  writeFileSync(join(dir, 'package.json'), '{ "type": "module", "private": true }\n');
+  return src;
+}
+
+/**
+ * Writes the baseline core under `dir` (default bench/.results/obs-baseline) and returns the path of
+ * its `index.ts`, for `import()`. Throws when a hook is not where it is expected: the baseline must
+ * never silently equal the real core.
+ */
+export function buildObservabilityBaseline(dir = join(BENCH_DIR, '.results', 'obs-baseline')): string {
+  const src = copyCore(dir);
+  for (const c of CUTS) {
+    const file = join(src, c.file);
+    const text = readFileSync(file, 'utf8');
+    if (!c.head.test(text))
+      throw new Error(`observability baseline: the hook in ${c.file} moved; update bench/src/observability/baseline.ts`);
+    writeFileSync(
+      file,
+      text.replace(c.head, (line, indent: string) => `${line}\n${indent}  ${c.body}`),
+    );
+  }
+  const modules = join(CORE_DIR, 'node_modules');
+  if (existsSync(modules)) symlinkSync(modules, join(dir, 'node_modules'), 'dir');
+  return join(src, 'index.ts');
+}
+
+/**
+ * Writes the core, unchanged, under `dir` with every dependency but `@opentelemetry/api`; returns its
+ * `index.ts`. The default lies outside the workspace: below bench/, Node would find the bench's own
+ * `@opentelemetry/api` by walking up the folders. Load it in a process started with `envWithoutNodePath()`:
+ * pnpm's bin shims (vitest's, for one) export a NODE_PATH through which it would find the package anyway.
+ */
+export function buildProviderlessTwin(dir = join(tmpdir(), 'tollgate-bench-providerless')): string {
+  const src = copyCore(dir);
+  const from = join(CORE_DIR, 'node_modules');
+  const to = join(dir, 'node_modules');
+  mkdirSync(to);
+  for (const name of existsSync(from) ? readdirSync(from) : []) {
+    if (name !== '@opentelemetry') symlinkSync(join(from, name), join(to, name), 'dir');
+  }
+  return join(src, 'index.ts');
+}
+
+/** This process's environment without NODE_PATH (see `buildProviderlessTwin`). */
+export function envWithoutNodePath(): NodeJS.ProcessEnv {
+  const { NODE_PATH: _ignored, ...env } = process.env;
+  return env;
+}

@@ -172,7 +172,7 @@ describe('checkTargets', () => {
     expect(verdict('tollgate one: one round trip')).toBe(true);
     expect(verdict('tollgate two: one round trip')).toBe(false);
     expect(verdict("tollgate one: at 256 in flight, at least the best peer's")).toBe(true);
-    expect(verdict('tollgate two: at 256 in flight, at least 90%')).toBe(false);
+    expect(verdict('tollgate two: at 256 in flight, at least 85%')).toBe(false);
     expect(verdict('Redis bytes per key')).toBe(true);
   });
 

@@ -24,7 +24,7 @@ describe('the observability baseline', () => {
     const observer = readFileSync(join(dir, 'baseline', 'src', 'observability', 'decision-observer.ts'), 'utf8');
     expect(observer).toMatch(/observe\(d: Decision, options: CheckOptions \| undefined\): Decision \{\n\s+return d;/);
     const timer = readFileSync(join(dir, 'baseline', 'src', 'observability', 'store-timer.ts'), 'utf8');
-    expect(timer).toMatch(/\): StoreResult \| Promise<StoreResult> \{\n\s+return this\.store\.apply\(key, plan, cost, now\);/);
+    expect(timer).toMatch(/\): StoreResult \| Promise<StoreResult> \{\n\s+return this\.store\.apply\(key, plan, cost, now, lease\);/);
     const rows = await measureOverhead({
       exporter: 'none',
       current: join(BENCH_DIR, '..', 'packages', 'core', 'src', 'index.ts'),

@@ -25,8 +25,8 @@ const CUTS: readonly { readonly file: string; readonly head: RegExp; readonly bo
   },
   {
     file: 'observability/store-timer.ts',
-    head: /^(\s*)apply\(key: StoreKey, plan: StorePlan, cost: number, now: number\): StoreResult \| Promise<StoreResult> \{$/m,
-    body: 'return this.store.apply(key, plan, cost, now);',
+    head: /^(\s*)apply\(key: StoreKey, plan: StorePlan, cost: number, now: number, lease\?: number\): StoreResult \| Promise<StoreResult> \{$/m,
+    body: 'return this.store.apply(key, plan, cost, now, lease);',
   },
 ];
 

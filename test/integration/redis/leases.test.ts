@@ -266,7 +266,7 @@ describeRedis('concurrency policies on Redis', () => {
       expect(settled).toBe(2); // the second waiter joined behind the first without asking Redis
       // Freed by the other "process": no wake-up reaches this one; the head's next re-try finds it.
       held.release?.();
-      await until('the release to reach Redis', async () => (await client.zcard(`${prefix}:v1:{k}:exports:cc:60000`)) === 0);
+      await until('the release to reach Redis', async () => (await client.zcard(`${prefix}:v2:{k}:exports:cc1m`)) === 0);
       expect(order).toEqual([]);
       vi.advanceTimersByTime(QUEUE_RETRY_MS);
       const d1 = await first;
@@ -293,7 +293,7 @@ describeRedis('concurrency policies on Redis', () => {
       policies: [{ name: 'exports', algorithm: 'concurrency', limit: 1, leaseMs: 1_000 }],
       store: new RedisStore({ client, prefix, logger: quiet, onStateRepaired: (e) => repairs.push(e) }),
     });
-    const name = `${prefix}:v1:{k}:exports:cc:1000`;
+    const name = `${prefix}:v2:{k}:exports:cc1s`;
     const corrupt: (() => Promise<unknown>)[] = [
       () => client.set(name, 'not a set'),
       () => client.zadd(name, String(Date.now() + 500), 'foreign'), // a live deadline, but no expiry: not written by a lease
@@ -326,7 +326,7 @@ describeRedis('concurrency policies on Redis', () => {
     const released = workers.map((w) => nextMessage(w));
     for (const w of workers) w.send('go');
     await Promise.all(released);
-    await waitFor('the releases to reach Redis', async () => (await client.zcard(`${prefix}:v1:{shared}:exports:cc:60000`)) === 0);
+    await waitFor('the releases to reach Redis', async () => (await client.zcard(`${prefix}:v2:{shared}:exports:cc1m`)) === 0);
     // 40 requests, 3 admitted: the hourly policy was charged 3, not 40.
     const probe = createLimiter({
       policies: [

@@ -2,7 +2,7 @@
 -- KEYS[1]  gcra 1000 per 86400000 ms, burst 1000: rate 5, tokenTicks 432, capTicks 432000000
 -- KEYS[2]  fixed-window 10000 per 86400000 ms: capMilli 10000000
 -- ARGV[1]  cost in milli-units; absent: 1000
--- ARGV[2]  now in ms, tests only; absent: Redis TIME
+-- ARGV[2]  now in ms, tests only; absent or '': Redis TIME
 -- KEYS[1..2]: all or nothing.
 -- Returns one string (script-protocol.ts): 5 integers per policy (flags, remaining milli, retryAfterMs,
 -- resetMs, delayMs), then now, then, only when a key held foreign or corrupt state (deleted, read as
@@ -11,7 +11,7 @@ local INF, floor, fmod, fmt = math.huge, math.floor, math.fmod, string.format
 local cost = 1000
 if ARGV[1] then cost = tonumber(ARGV[1]) end
 local now
-if ARGV[2] then
+if ARGV[2] and ARGV[2] ~= '' then
   now = tonumber(ARGV[2])
 else
   local t = redis.call('TIME')

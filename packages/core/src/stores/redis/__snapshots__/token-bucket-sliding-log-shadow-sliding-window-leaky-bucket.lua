@@ -4,7 +4,7 @@
 -- KEYS[3]  sliding-window 100 per 60000 ms: capMilli 100000
 -- KEYS[4]  leaky-bucket 3 per 1000 ms, burst 5: rate 3, tokenTicks 1, capTicks 5000, delayTicks 1000
 -- ARGV[1]  cost in milli-units; absent: 1000
--- ARGV[2]  now in ms, tests only; absent: Redis TIME
+-- ARGV[2]  now in ms, tests only; absent or '': Redis TIME
 -- KEYS[1..2] (enforced) and KEYS[3..4] (shadow): each group all or nothing.
 -- Returns one string (script-protocol.ts): 5 integers per policy (flags, remaining milli, retryAfterMs,
 -- resetMs, delayMs), then now, then, only when a key held foreign or corrupt state (deleted, read as
@@ -13,7 +13,7 @@ local INF, floor, fmod, fmt = math.huge, math.floor, math.fmod, string.format
 local cost = 1000
 if ARGV[1] then cost = tonumber(ARGV[1]) end
 local now
-if ARGV[2] then
+if ARGV[2] and ARGV[2] ~= '' then
   now = tonumber(ARGV[2])
 else
   local t = redis.call('TIME')

@@ -21,6 +21,7 @@ const OTEL_ATTRIBUTE: Record<string, string> = {
   storeState: 'tollgate.store.state',
   storeNode: 'tollgate.store.node',
   shadowVerdict: 'tollgate.shadow.verdict',
+  priority: 'tollgate.priority',
 };
 
 describe('README "Observability" metric table', () => {

@@ -2,7 +2,7 @@
  * @module Issue 12: with the OpenTelemetry SDK installed as the global MeterProvider (an in-memory
  * exporter behind it) and no tollgate option at all, every instrument reports with its attributes over
  * real HTTP on Express, Fastify and Koa; with tracing on, the request's span gets a `tollgate.decision` event
- * (on each of the three).
+ * (on each of the three), shed requests included.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,7 +18,7 @@ import {
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { createLimiter, METER_NAME, reportInFlight } from '@tollgate/core';
+import { createLimiter, createLoadShedder, METER_NAME, reportInFlight, SHED_POLICY } from '@tollgate/core';
 import { rateLimit as expressRateLimit } from '@tollgate/express';
 import fastifyRateLimit from '@tollgate/fastify';
 import { rateLimit as koaRateLimit } from '@tollgate/koa';
@@ -81,10 +81,63 @@ describe.each(Object.entries(STARTERS))('OpenTelemetry metrics over HTTP on %s',
     expect(value(m, 'tollgate.requests', { ...base, 'tollgate.result': 'cost_exceeds_capacity' })).toBe(1);
     const descriptor = m.find((d) => d.descriptor.name === 'tollgate.requests')?.descriptor;
     expect(descriptor?.unit).toBe('{request}');
-    // Keys never become attributes.
-    for (const p of points(m, 'tollgate.requests')) {
+    // Keys never become attributes: this policy's points carry exactly these, and no point anything else.
+    for (const p of points(m, 'tollgate.requests').filter((p) => p.attributes['tollgate.policy'] === policy)) {
       expect(Object.keys(p.attributes).sort()).toEqual(['http.route', 'tollgate.mode', 'tollgate.policy', 'tollgate.result']);
     }
+    const known = ['http.route', 'tollgate.mode', 'tollgate.plan', 'tollgate.policy', 'tollgate.priority', 'tollgate.result'];
+    for (const p of points(m, 'tollgate.requests')) for (const k of Object.keys(p.attributes)) expect(known).toContain(k);
+  });
+
+  it("tollgate.requests shed: the load shedder's refusals, with tollgate.priority and http.route", async () => {
+    const shedder = createLoadShedder({ maxInFlight: 4, priority: (req: unknown) => (readHeader(req, 'x-low') === '1' ? 'low' : 'high') });
+    const app = await start({ policies: [{ name: `${policy}-behind-shedder`, limit: 100, windowMs: 60_000 }], shed: shedder });
+    apps.push(app);
+    // Two slots of four held elsewhere: low traffic (half the cap) is shed, high traffic (90 %: 3) still fits.
+    const held = [shedder.acquire('critical'), shedder.acquire('critical')];
+    const low = await fetch(`${app.url}/api/items/1`, { headers: { 'x-low': '1' } });
+    await low.arrayBuffer();
+    expect(low.status).toBe(503);
+    expect(await hit(app.url, 1)).toEqual([200]);
+    const second = shedder.acquire('critical');
+    expect(await hit(app.url, 2)).toEqual([503, 503]);
+    for (const t of [...held, second]) t?.release(false);
+    const m = await collect();
+    const shed = (priority: string) =>
+      value(m, 'tollgate.requests', {
+        'tollgate.policy': SHED_POLICY,
+        'tollgate.result': 'shed',
+        'tollgate.mode': 'enforce',
+        'tollgate.priority': priority,
+        'http.route': ROUTE,
+      });
+    // Cumulative over the three frameworks' apps: at least this app's.
+    expect(shed('low')).toBeGreaterThanOrEqual(1);
+    expect(shed('high')).toBeGreaterThanOrEqual(2);
+    expect(value(m, 'tollgate.requests', { 'tollgate.policy': `${policy}-behind-shedder`, 'tollgate.result': 'allowed' })).toBe(1);
+    expect(shedder.state().shedByPriority).toMatchObject({ low: 1, high: 2 });
+  });
+
+  it('tollgate.plan: decisions carry their plan when the middleware has several', async () => {
+    const app = await start({
+      plans: {
+        free: [{ name: `${policy}-plan-quota`, limit: 1, windowMs: 60_000 }],
+        pro: [{ name: `${policy}-plan-quota`, limit: 100, windowMs: 60_000 }],
+      },
+      defaultPlan: 'free',
+      plan: (req: unknown) => readHeader(req, 'x-plan'),
+    });
+    apps.push(app);
+    expect(await hit(app.url, 2)).toEqual([200, 429]);
+    const pro = await fetch(`${app.url}/api/items/1`, { headers: { 'x-plan': 'pro' } });
+    await pro.arrayBuffer();
+    expect(pro.status).toBe(200);
+    const m = await collect();
+    const base = { 'tollgate.policy': `${policy}-plan-quota`, 'tollgate.mode': 'enforce', 'http.route': ROUTE };
+    expect(value(m, 'tollgate.requests', { ...base, 'tollgate.plan': 'free', 'tollgate.result': 'allowed' })).toBe(1);
+    expect(value(m, 'tollgate.requests', { ...base, 'tollgate.plan': 'free', 'tollgate.result': 'limited' })).toBe(1);
+    expect(value(m, 'tollgate.requests', { ...base, 'tollgate.plan': 'pro', 'tollgate.result': 'allowed' })).toBe(1);
+    expect(value(m, 'tollgate.requests', { ...base, 'tollgate.plan': 'pro', 'tollgate.result': 'limited' })).toBeUndefined();
   });
 
   it('tollgate.requests shadow_limited and tollgate.shadow.verdicts', async () => {
@@ -191,7 +244,8 @@ describe('OpenTelemetry extension points and tracing', () => {
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     trace.setGlobalTracerProvider(tracerProvider);
     const tracer = trace.getTracer('test');
-    const options = { policies: [{ name: `traced-${name}`, limit: 1, windowMs: 60_000 }] };
+    const shedder = createLoadShedder({ maxInFlight: 1 });
+    const options = { policies: [{ name: `traced-${name}`, limit: 1, windowMs: 60_000 }], shed: shedder };
     let server: Server;
     let closeApp: () => Promise<unknown> = () => new Promise((resolve) => server.close(resolve));
     if (name === 'fastify') {
@@ -236,6 +290,9 @@ describe('OpenTelemetry extension points and tracing', () => {
     try {
       const { port } = server.address() as AddressInfo;
       expect(await hit(`http://127.0.0.1:${port}`, 2, '/traced')).toEqual([200, 429]);
+      const held = shedder.acquire();
+      expect(await hit(`http://127.0.0.1:${port}`, 1, '/traced')).toEqual([503]);
+      held?.release(false);
       const events = spans.getFinishedSpans().map((s) => s.events.find((e) => e.name === 'tollgate.decision')?.attributes);
       expect(events).toEqual([
         expect.objectContaining({ 'tollgate.policy': `traced-${name}`, 'tollgate.result': 'allowed', 'tollgate.mode': 'enforce' }),
@@ -243,6 +300,12 @@ describe('OpenTelemetry extension points and tracing', () => {
           'tollgate.policy': `traced-${name}`,
           'tollgate.result': 'limited',
           'tollgate.retry_after_ms': expect.any(Number),
+        }),
+        expect.objectContaining({
+          'tollgate.policy': SHED_POLICY,
+          'tollgate.result': 'shed',
+          'tollgate.mode': 'enforce',
+          'tollgate.priority': 'critical',
         }),
       ]);
     } finally {

@@ -61,7 +61,7 @@ export { consoleLogger, DEFAULT_LOG_RATE, formatLine, type LogFields, type LogFn
 export { DECISION_CHANNEL, type DecisionMessage } from './observability/decision-observer.js';
 export type { HotKey, HotKeysReport } from './observability/hot-keys.js';
 export { type InFlightPoint, type InFlightSource, reportInFlight } from './observability/in-flight.js';
-export { METRICS, type MetricDescriptor, RESULTS, type ResultName } from './observability/metric-names.js';
+export { METRICS, type MetricDescriptor, RESULTS, type ResultName, SHED_POLICY } from './observability/metric-names.js';
 export { METER_NAME } from './observability/otel-meter.js';
 export {
   type PromCollector,

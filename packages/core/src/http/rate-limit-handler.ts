@@ -11,6 +11,7 @@ import { createDiagnostics, type Diagnostics } from '../diagnostics.js';
 import { describeValue } from '../errors.js';
 import { requestCostToMilli } from '../internal/fixed-point.js';
 import { consoleLogger, createLogGate, isAbstractNoopLogger, type Logger, safeLog, toLogger } from '../logging.js';
+import { ShedObserver } from '../observability/shed-observer.js';
 import { hasConcurrencyQueue } from '../shedding/lease-queue.js';
 import type { LoadShedder, ShedTicket } from '../shedding/load-shedder.js';
 import { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from '../shedding/response-done.js';
@@ -429,6 +430,7 @@ export function createRateLimitHandler<Req>(
   }
 
   const shedder = config.shedder;
+  const shedObserver = shedder === undefined ? undefined : new ShedObserver(limiter.mode);
   const queues = hasConcurrencyQueue(config.limiterOptions);
   // Leases of a running handler are renewed every half lease time (the shortest lease of the policies).
   const leaseTimes = [...limiter.plans.values()]
@@ -484,7 +486,10 @@ export function createRateLimitHandler<Req>(
         if (shedder !== undefined) {
           const priority = shedder.priorityOf(input.request);
           ticket = shedder.acquire(priority);
-          if (ticket === undefined) return writeShed({ retryAfterMs: shedder.retryAfterMs, priority, state: shedder.state() }, out);
+          if (ticket === undefined) {
+            shedObserver?.shed(priority, input.route);
+            return writeShed({ retryAfterMs: shedder.retryAfterMs, priority, state: shedder.state() }, out);
+          }
         }
         const handled = await handle(input, out.raw);
         const lease = handled?.decision.release;

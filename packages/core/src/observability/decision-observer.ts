@@ -12,8 +12,9 @@ import { WHOLE_STORE } from '../failure/store-guard.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { CheckOptions, Decision } from '../types.js';
+import { BoundedRoutes } from './bounded-routes.js';
 import { HotKeys, type HotKeysReport, NEAR_LIMIT_SHARE } from './hot-keys.js';
-import { MAX_ROUTES, RESULTS, type ResultName, ROUTE_OVERFLOW, SHADOW_VERDICTS, STORE_STATES } from './metric-names.js';
+import { RESULTS, type ResultName, SHADOW_VERDICTS, STORE_STATES } from './metric-names.js';
 import {
   addGaugeSource,
   type CounterCell,
@@ -67,11 +68,9 @@ const STATE_NAMES: Readonly<Record<BreakerState, (typeof STORE_STATES)[number]>>
   open: 'open',
 };
 
-/** The index in RESULTS of a decision's `tollgate.result`. */
+/** The index in RESULTS of a decision's `tollgate.result` (`shed` is never a Decision: shed-observer.ts). */
 export function resultIndex(d: Decision): number {
-  const reason: string = d.reason;
-  if (reason === 'cost-exceeds-capacity') return 3;
-  if (reason === 'shed') return 5;
+  if (d.reason === 'cost-exceeds-capacity') return 3;
   if (d.degraded) return 4;
   if (d.limited) return d.mode === 'shadow' ? 2 : 1;
   return 0;
@@ -117,7 +116,7 @@ export class DecisionObserver {
   private readonly index = new Map<string, number>();
   /** Request-counter cells by plan, then route ('' for none): looked up, never built, per decision. */
   private readonly cells = new Map<string, Map<string, RequestCells>>();
-  private readonly routes = new Set<string>();
+  private readonly routes = new BoundedRoutes();
   /** The cells of decisions with no route and no plan (direct `check()` calls, single-plan limiters). */
   private readonly plainCells: RequestCells;
   private readonly singlePolicy: boolean;
@@ -197,8 +196,23 @@ export class DecisionObserver {
    * and the store guard out of line (found by comparing inlining traces with the build without it).
    */
   observe(d: Decision, options: CheckOptions | undefined): Decision {
-    if (d.remaining > this.quietAbove && !d.limited && options === undefined && !exporters.attached && !decisionChannel.hasSubscribers)
-      return d;
+    if (options === undefined && !decisionChannel.hasSubscribers) {
+      if (d.limited) {
+        // Over the limit, nobody watching, and hot-key sampling passes over this one: one decrement.
+        if (this.hot.skip > 0 && !exporters.attached && !this.hasShadow) {
+          this.hot.skip -= 1;
+          return d;
+        }
+      } else if (d.remaining > this.quietAbove) {
+        if (!exporters.attached) return d;
+        // Watched, and allowed with plenty left: one add to the allowed (or store_error) cell.
+        const cell = this.plainSlots === undefined || d.delayMs > 0 ? undefined : this.plainSlots[d.degraded ? 4 : 0];
+        if (cell !== undefined) {
+          cell.value += 1;
+          return d;
+        }
+      }
+    }
     return this.observeMore(d, options);
   }
 
@@ -323,7 +337,7 @@ export class DecisionObserver {
     recordShapingDelay(d.delayMs / 1000, delay.attributes);
   }
 
-  /** Two Map lookups; a route past the MAX_ROUTES bound counts under ROUTE_OVERFLOW and is not kept. */
+  /** Two Map lookups; a route past the bound (bounded-routes.ts) counts under ROUTE_OVERFLOW and is not kept. */
   private cellsFor(route: string | undefined, plan: string | undefined): RequestCells {
     let byRoute = this.cells.get(plan ?? '');
     if (byRoute === undefined) {
@@ -332,7 +346,7 @@ export class DecisionObserver {
     }
     const cells = byRoute.get(route ?? '');
     if (cells !== undefined) return cells;
-    const bounded = route === undefined ? undefined : this.boundedRoute(route);
+    const bounded = route === undefined ? undefined : this.routes.of(route);
     const key = bounded ?? '';
     let made = byRoute.get(key);
     if (made === undefined) {
@@ -340,14 +354,6 @@ export class DecisionObserver {
       byRoute.set(key, made);
     }
     return made;
-  }
-
-  /** The route itself for the first MAX_ROUTES distinct routes, then ROUTE_OVERFLOW: cardinality stays bounded. */
-  private boundedRoute(route: string): string {
-    if (this.routes.has(route)) return route;
-    if (this.routes.size >= MAX_ROUTES) return ROUTE_OVERFLOW;
-    this.routes.add(route);
-    return route;
   }
 
   private annotateSpan(d: Decision): void {

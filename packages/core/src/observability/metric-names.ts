@@ -36,6 +36,7 @@ export const ATTRIBUTES = {
   storeState: { otel: 'tollgate.store.state', prom: 'state' },
   storeNode: { otel: 'tollgate.store.node', prom: 'node' },
   shadowVerdict: { otel: 'tollgate.shadow.verdict', prom: 'verdict' },
+  priority: { otel: 'tollgate.priority', prom: 'priority' },
 } as const;
 export type AttributeId = keyof typeof ATTRIBUTES;
 
@@ -57,9 +58,9 @@ export const METRICS = {
     prom: 'tollgate_requests_total',
     type: 'counter',
     unit: '{request}',
-    description: 'Rate-limit decisions, by binding policy and result.',
+    description: 'Rate-limit decisions and shed requests, by binding policy and result.',
     attributes: ['policy', 'result', 'mode'],
-    optionalAttributes: ['route', 'plan'],
+    optionalAttributes: ['route', 'plan', 'priority'],
   },
   storeDuration: {
     otel: 'tollgate.store.duration',
@@ -125,6 +126,12 @@ export const STORE_DURATION_BUCKETS: readonly number[] = [
 
 /** Upper bounds (seconds) of the shaping-delay buckets: 5 ms to 30 s. */
 export const SHAPING_DELAY_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/**
+ * `tollgate.policy` of a request the load shedder turned away (`tollgate.result` `shed`): no policy
+ * decided it, the server-wide cap did. Underscored like ROUTE_OVERFLOW, out of the way of policy names.
+ */
+export const SHED_POLICY = '_shed';
 
 /** The `http.route` reported once a limiter has seen this many distinct routes: cardinality stays bounded. */
 export const ROUTE_OVERFLOW = '_other';

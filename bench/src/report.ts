@@ -176,7 +176,7 @@ function redisSection(redis: NonNullable<BenchResults['redis']>): string {
       `(1 = one round trip), then runs timed runs at ${inFlights.join(' and ')} requests in flight over the keys in a shuffled order. Every subject does this once per round ` +
       '(all subjects in round 1, then all in round 2, ...), each time in a new process on an emptied database. ops/s is the median over all runs; ' +
       "p50/p99 and the memory figures are medians over rounds. Policies: 1000 per day (never reached; it keeps every algorithm's key alive for minutes, " +
-      "so memory is measured on live keys). `MEMORY USAGE` is the mean over 200 random keys; `used_memory / dbsize` includes the server's own baseline, as the issue defines it.",
+      "so memory is measured on live keys). `MEMORY USAGE` is the mean over 200 random keys; `used_memory / dbsize` includes the server's own baseline, as the issue defines it; the bytes-per-key target takes Redis' script cache (`used_memory_scripts_eval`, the text of each subject's scripts, once per server: about 8 KB for tollgate's generated script, under 1 KB for the peers', so 0.07 B per key at 100,000 keys) out of both sides, and gives both figures. The p50 and throughput targets compare the one-policy cell with the peers, which limit one policy per call; the two-policy cells' lines are references.",
     '',
     table(
       [

@@ -25,6 +25,7 @@ function redis(ops256: number, bytes: number, trips = 1): RedisCellResult {
     ],
     memoryUsageBytes: bytes - 50,
     usedMemoryPerRedisKey: bytes,
+    usedMemoryPerRedisKeyNoScripts: bytes - 0.1,
     usedMemoryDeltaPerClientKey: bytes - 10,
     redisKeysPerClientKey: 1,
     roundTripsPerDecision: trips,
@@ -173,7 +174,12 @@ describe('checkTargets', () => {
     expect(verdict('tollgate two: one round trip')).toBe(false);
     expect(verdict("tollgate one: at 256 in flight, at least the best peer's")).toBe(true);
     expect(verdict('tollgate two: at 256 in flight, at least 85%')).toBe(false);
+    expect(verdict('tollgate one: at 1 in flight, p50 within 10%')).toBe(true);
     expect(verdict('Redis bytes per key')).toBe(true);
+    // The peers limit one policy: the two-policy cell's throughput and latency lines are references.
+    expect(targets.find((x) => x.target.startsWith('tollgate two: at 256 in flight, at least 85%'))?.reference).toBe(true);
+    expect(targets.find((x) => x.target.startsWith('tollgate one: at 256 in flight, at least 85%'))?.reference).toBeUndefined();
+    expect(targets.find((x) => x.target.startsWith('tollgate two: one round trip'))?.reference).toBeUndefined();
   });
 
   it('reports a missing adapter as not measured, never as met', () => {

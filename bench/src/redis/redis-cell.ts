@@ -37,6 +37,11 @@ export interface RedisCellResult {
   readonly memoryUsageBytes: number;
   /** `used_memory / dbsize` after every key was touched once. */
   readonly usedMemoryPerRedisKey: number;
+  /**
+   * The same with Redis' script cache (`used_memory_scripts_eval`) taken out of used_memory: the one
+   * constant that differs between subjects (the text of each subject's scripts, once per server).
+   */
+  readonly usedMemoryPerRedisKeyNoScripts: number;
   /** (used_memory after - used_memory of the empty database) / client keys. */
   readonly usedMemoryDeltaPerClientKey: number;
   readonly redisKeysPerClientKey: number;
@@ -113,7 +118,9 @@ export async function runRedisCell(input: RedisCellInput): Promise<RedisCellAnsw
       }),
     );
 
-    const usedMemory = infoField(await client.info('memory'), 'used_memory');
+    const memoryInfo = await client.info('memory');
+    const usedMemory = infoField(memoryInfo, 'used_memory');
+    const scriptMemory = memoryInfo.includes('used_memory_scripts_eval:') ? infoField(memoryInfo, 'used_memory_scripts_eval') : 0;
     const dbsize = await client.dbsize();
     let memorySum = 0;
     let memoryCount = 0;
@@ -165,6 +172,7 @@ export async function runRedisCell(input: RedisCellInput): Promise<RedisCellAnsw
       concurrency,
       memoryUsageBytes: memoryCount === 0 ? Number.NaN : memorySum / memoryCount,
       usedMemoryPerRedisKey: dbsize === 0 ? Number.NaN : usedMemory / dbsize,
+      usedMemoryPerRedisKeyNoScripts: dbsize === 0 ? Number.NaN : (usedMemory - scriptMemory) / dbsize,
       usedMemoryDeltaPerClientKey: (usedMemory - emptyMemory) / input.keys,
       redisKeysPerClientKey: dbsize / input.keys,
       roundTripsPerDecision: sent / probe,

@@ -156,6 +156,7 @@ describe('checkTargets', () => {
       figure: '1.08x (54.0 ns vs 50.0 ns)',
     });
     expect(find('gcra with a prom-client registry within 1.10x of without, 1 key')?.met).toBe(false);
+    expect(find('gcra with a prom-client registry within 1.10x of without, 1 key')?.reference).toBe(true);
     expect(find('gcra with an OpenTelemetry MeterProvider within 1.10x of without, 100k keys')?.met).toBeUndefined();
   });
 

@@ -57,9 +57,11 @@ function fastestPeer(rows: readonly DecisionRow[], scenario: string): { label: s
 }
 
 /**
- * Issue 12: with an exporter attached (all instruments on), gcra's cost per decision stays within
- * 1.10x of the same cell without one. (The 2 % without a provider needs the build without
- * observability, which section A cannot load: section O judges it.)
+ * Issue 12, for reference: gcra's cost per decision with an exporter attached (all instruments on)
+ * against the same cell without one, each cell in processes of its own. Single processes of identical
+ * code differ by up to 10 % (V8 inlines differently), as wide as the target itself, so section O, which
+ * pairs the two builds in one process, judges the issue's shares; these lines show the same figure the
+ * way section A measures everything else.
  */
 function observabilityTargets(rows: readonly DecisionRow[], scenarios: readonly { id: string; label: string }[]): TargetCheck[] {
   const out: TargetCheck[] = [];
@@ -70,7 +72,7 @@ function observabilityTargets(rows: readonly DecisionRow[], scenarios: readonly 
     [OBSERVED_SUBJECTS.prometheus, 'a prom-client registry'],
   ] as const) {
     for (const s of scenarios) {
-      const target = `gcra with ${what} within 1.10x of without, ${s.label}`;
+      const target = `gcra with ${what} within 1.10x of without, ${s.label}, across processes (reference: section O judges it)`;
       const without = cell(rows, DEFAULT_ALGORITHM_SUBJECT, s.id);
       const withIt = cell(rows, subject, s.id);
       if (without === undefined || withIt === undefined) {
@@ -83,6 +85,7 @@ function observabilityTargets(rows: readonly DecisionRow[], scenarios: readonly 
         target,
         figure: `${x(ratio)} (${ns(withIt.nsPerDecision)} vs ${ns(without.nsPerDecision)})`,
         met: ratio <= 1.1,
+        reference: true,
       });
     }
   }

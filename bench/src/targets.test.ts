@@ -25,7 +25,7 @@ function redis(ops256: number, bytes: number, trips = 1): RedisCellResult {
     ],
     memoryUsageBytes: bytes - 50,
     usedMemoryPerRedisKey: bytes,
-    usedMemoryPerRedisKeyNoScripts: bytes - 0.1,
+    usedMemoryPerRedisKeyNet: bytes - 0.1,
     usedMemoryDeltaPerClientKey: bytes - 10,
     redisKeysPerClientKey: 1,
     roundTripsPerDecision: trips,

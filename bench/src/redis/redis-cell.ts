@@ -38,10 +38,12 @@ export interface RedisCellResult {
   /** `used_memory / dbsize` after every key was touched once. */
   readonly usedMemoryPerRedisKey: number;
   /**
-   * The same with Redis' script cache (`used_memory_scripts_eval`) taken out of used_memory: the one
-   * constant that differs between subjects (the text of each subject's scripts, once per server).
+   * The keys alone: at the end of the cell, (used_memory - used_memory after FLUSHALL SYNC) / dbsize.
+   * What the flush frees is the keys' own memory (names, values, dict and expiry entries); what it
+   * leaves is everything else (scripts, client buffers, allocator state), which varies by tens of KB
+   * from one run to the next and between subjects, about 0.5 B per key at 100,000 keys.
    */
-  readonly usedMemoryPerRedisKeyNoScripts: number;
+  readonly usedMemoryPerRedisKeyNet: number;
   /** (used_memory after - used_memory of the empty database) / client keys. */
   readonly usedMemoryDeltaPerClientKey: number;
   readonly redisKeysPerClientKey: number;
@@ -120,7 +122,6 @@ export async function runRedisCell(input: RedisCellInput): Promise<RedisCellAnsw
 
     const memoryInfo = await client.info('memory');
     const usedMemory = infoField(memoryInfo, 'used_memory');
-    const scriptMemory = memoryInfo.includes('used_memory_scripts_eval:') ? infoField(memoryInfo, 'used_memory_scripts_eval') : 0;
     const dbsize = await client.dbsize();
     let memorySum = 0;
     let memoryCount = 0;
@@ -166,13 +167,18 @@ export async function runRedisCell(input: RedisCellInput): Promise<RedisCellAnsw
       }
       concurrency.push({ inFlight, opsPerSec: median(runOps), runOpsPerSec: runOps, p50Ms: median(p50s), p99Ms: median(p99s) });
     }
+    const endMemory = infoField(await client.info('memory'), 'used_memory');
+    const endDbsize = await client.dbsize();
+    await client.flushall('SYNC');
+    const flushedMemory = infoField(await client.info('memory'), 'used_memory');
+    const keysAlone = endDbsize === 0 ? Number.NaN : (endMemory - flushedMemory) / endDbsize;
     await subject.close();
     return {
       available: true,
       concurrency,
       memoryUsageBytes: memoryCount === 0 ? Number.NaN : memorySum / memoryCount,
       usedMemoryPerRedisKey: dbsize === 0 ? Number.NaN : usedMemory / dbsize,
-      usedMemoryPerRedisKeyNoScripts: dbsize === 0 ? Number.NaN : (usedMemory - scriptMemory) / dbsize,
+      usedMemoryPerRedisKeyNet: keysAlone,
       usedMemoryDeltaPerClientKey: (usedMemory - emptyMemory) / input.keys,
       redisKeysPerClientKey: dbsize / input.keys,
       roundTripsPerDecision: sent / probe,

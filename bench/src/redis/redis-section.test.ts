@@ -10,7 +10,7 @@ function round(ops: number, p99: number, bytes: number, trips: number): RedisCel
     concurrency: [{ inFlight: 256, opsPerSec: ops, runOpsPerSec: [ops], p50Ms: 1, p99Ms: p99 }],
     memoryUsageBytes: bytes,
     usedMemoryPerRedisKey: bytes,
-    usedMemoryPerRedisKeyNoScripts: bytes,
+    usedMemoryPerRedisKeyNet: bytes,
     usedMemoryDeltaPerClientKey: bytes,
     redisKeysPerClientKey: 1,
     roundTripsPerDecision: trips,

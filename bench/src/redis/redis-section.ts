@@ -45,7 +45,7 @@ export function mergeRounds(rounds: readonly RedisCellResult[]): RedisCellResult
     }),
     memoryUsageBytes: median(rounds.map((r) => r.memoryUsageBytes)),
     usedMemoryPerRedisKey: median(rounds.map((r) => r.usedMemoryPerRedisKey)),
-    usedMemoryPerRedisKeyNoScripts: median(rounds.map((r) => r.usedMemoryPerRedisKeyNoScripts)),
+    usedMemoryPerRedisKeyNet: median(rounds.map((r) => r.usedMemoryPerRedisKeyNet)),
     usedMemoryDeltaPerClientKey: median(rounds.map((r) => r.usedMemoryDeltaPerClientKey)),
     redisKeysPerClientKey: median(rounds.map((r) => r.redisKeysPerClientKey)),
     roundTripsPerDecision: Math.max(...rounds.map((r) => r.roundTripsPerDecision)),

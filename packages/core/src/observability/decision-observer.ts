@@ -196,35 +196,34 @@ export class DecisionObserver {
    * and the store guard out of line (found by comparing inlining traces with the build without it).
    */
   observe(d: Decision, options: CheckOptions | undefined): Decision {
-    if (options === undefined && !decisionChannel.hasSubscribers) {
-      if (d.limited) {
-        // Over the limit, nobody watching, and hot-key sampling passes over this one: one decrement.
-        if (this.hot.skip > 0 && !exporters.attached && !this.hasShadow) {
-          this.hot.skip -= 1;
-          return d;
-        }
-      } else if (d.remaining > this.quietAbove) {
-        if (!exporters.attached) return d;
-        // Watched, and allowed with plenty left: one add to the allowed (or store_error) cell.
-        const cell = this.plainSlots === undefined || d.delayMs > 0 ? undefined : this.plainSlots[d.degraded ? 4 : 0];
-        if (cell !== undefined) {
-          cell.value += 1;
-          return d;
-        }
-      }
-    }
+    if (d.remaining > this.quietAbove && !d.limited && options === undefined && !exporters.attached && !decisionChannel.hasSubscribers)
+      return d;
     return this.observeMore(d, options);
   }
 
   /**
    * Over or near the limit, or watched. A decision of a direct `check()` with no shadow policy and no
    * channel subscriber needs at most the hot-key sketches (which sample heavy streams, hot-keys.ts: most
-   * such decisions cost a decrement) and one add to its request counter.
+   * such decisions cost a decrement) and one add to its request counter; the two commonest cases,
+   * a rejection the sampling passes over and a watched admission with plenty left, come first.
    */
   private observeMore(d: Decision, options: CheckOptions | undefined): Decision {
     if (options !== undefined || this.hasShadow || decisionChannel.hasSubscribers) return this.observeAll(d, options);
+    const watched = exporters.attached;
+    if (d.limited) {
+      if (!watched && this.hot.skip > 0) {
+        this.hot.skip -= 1;
+        return d;
+      }
+    } else if (d.remaining > this.nearMax && watched && d.delayMs === 0 && this.plainSlots !== undefined) {
+      const cell = this.plainSlots[d.degraded ? 4 : 0];
+      if (cell !== undefined) {
+        cell.value += 1;
+        return d;
+      }
+    }
     if (d.limited || d.remaining <= this.nearMax) this.hotKey(d);
-    if (!exporters.attached) return d;
+    if (!watched) return d;
     const cell = this.plainSlots === undefined ? undefined : this.plainSlots[resultIndex(d)];
     if (cell === undefined || d.delayMs > 0) this.count(d, undefined);
     else cell.value += 1;

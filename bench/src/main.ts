@@ -53,7 +53,7 @@ interface Plan {
 const PLANS: Readonly<Record<RunMode, Plan>> = {
   full: {
     decisions: { subjects: undefined, passes: 2, runs: 3, runMs: 400, warmupMs: 500 },
-    redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], rounds: 3, runs: 1, runMs: 3000 },
+    redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], rounds: 5, runs: 1, runMs: 3000 },
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 8, roundSeconds: 2, warmupSeconds: 2, connections: 50 },
     concurrency: { runs: 3, durationMs: 3000, rps: 400 },
     observability: { processes: 15, passes: 21, batch: 20_000 },

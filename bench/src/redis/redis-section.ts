@@ -54,8 +54,9 @@ export function mergeRounds(rounds: readonly RedisCellResult[]): RedisCellResult
 }
 
 /**
- * Runs every subject once per round (round 1 over all subjects, then round 2, ...), each time in a new
- * process on an emptied database, so that load from elsewhere on the machine spreads over the subjects.
+ * Runs every subject once per round (round 1 over all subjects, then round 2, ...; each round in an order
+ * rotated by one), each time in a new process on an emptied database, so that load from elsewhere on
+ * the machine spreads over the subjects.
  */
 export async function runRedisSection(o: RedisSectionOptions): Promise<{ rows: RedisRow[]; error: string | undefined }> {
   const subjects = REDIS_SUBJECTS.filter(
@@ -77,7 +78,11 @@ export async function runRedisSection(o: RedisSectionOptions): Promise<{ rows: R
   const missing = new Map<string, Missing>();
   try {
     for (let round = 1; round <= o.rounds; round++) {
-      for (const s of subjects) {
+      // Each round starts one subject further along, so no subject always runs first, or always right
+      // after the same one: what a cell leaves behind (the server freeing the last cell's keys, a
+      // process exiting) falls on every subject in turn.
+      const shift = (round - 1) % subjects.length;
+      for (const s of [...subjects.slice(shift), ...subjects.slice(0, shift)]) {
         const id = `B/${s.id}`;
         if (missing.has(s.id)) continue;
         const input: RedisCellInput = {

@@ -3,7 +3,7 @@
  * real HTTP traffic on Express, Fastify and Koa, the registry's text output reads back the same counts.
  */
 
-import { createLimiter, registerPrometheusMetrics } from '@tollgate/core';
+import { createLimiter, createLoadShedder, registerPrometheusMetrics, SHED_POLICY } from '@tollgate/core';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hit, ROUTE, type RunningApp, STARTERS } from './apps.js';
@@ -58,6 +58,21 @@ describe.each(Object.entries(STARTERS))('prom-client registry after HTTP traffic
     expect(sample(text, 'tollgate_store_state', { store: 'async-memory', state: 'closed' })).toBeGreaterThanOrEqual(1);
     // Keys never become labels.
     expect(text).not.toMatch(/ip:|key=/);
+  });
+
+  it('tollgate_requests_total{result="shed"}: the shed cap\'s refusals, by priority', async () => {
+    const shedder = createLoadShedder({ maxInFlight: 1, priority: () => 'normal' });
+    const app = await start({ policies: [{ name: `prom-shed-${name}`, limit: 100, windowMs: 60_000 }], shed: shedder });
+    apps.push(app);
+    const before = await registry.metrics();
+    const labels = { policy: SHED_POLICY, result: 'shed', mode: 'enforce', priority: 'normal', route: ROUTE };
+    const held = shedder.acquire();
+    expect(await hit(app.url, 2)).toEqual([503, 503]);
+    held?.release(false);
+    expect(await hit(app.url, 1)).toEqual([200]);
+    // The series is shared by the three apps (one route template): this app adds 2.
+    const after = sample(await registry.metrics(), 'tollgate_requests_total', labels);
+    expect((after ?? 0) - (sample(before, 'tollgate_requests_total', labels) ?? 0)).toBe(2);
   });
 });
 

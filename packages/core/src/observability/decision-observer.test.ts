@@ -58,6 +58,38 @@ describe('limiter.hotKeys()', () => {
     expect(Math.abs(limiter.hotKeys().errorBound * 128 - 89_498)).toBeLessThan(89_498 * 0.03);
   });
 
+  it('counts rejections of every path: several policies (by the binding one), shadow policies, peeks never', async () => {
+    const clock = virtualClock();
+    const limiter = createLimiter({
+      policies: [
+        { name: 'burst', algorithm: 'fixed-window', limit: 5, windowMs: 1000 },
+        { name: 'daily', algorithm: 'fixed-window', limit: 2, windowMs: 86_400_000 },
+      ],
+      shadow: { policies: [{ name: 'next', limit: 1, windowMs: 60_000 }] },
+      clock,
+    });
+    for (let i = 0; i < 5; i++) limiter.decide('tenant');
+    await limiter.peek('tenant');
+    await limiter.peek('tenant');
+    expect(limiter.hotKeys().rejected).toEqual([{ key: 'tenant', count: 3, error: 0, policy: 'daily', remaining: 0 }]);
+  });
+
+  it("counts a concurrency queue by its outcomes: a waiter's refused attempts never, an overflow once", async () => {
+    const limiter = createLimiter({
+      policies: [{ name: 'exports', algorithm: 'concurrency', limit: 1, queue: { size: 1, timeoutMs: 60_000 } }],
+    });
+    const held = await limiter.check('u');
+    const queued = limiter.check('u');
+    const overflow = await limiter.check('u');
+    expect(overflow.limited).toBe(true);
+    held.release?.();
+    const admitted = await queued;
+    expect(admitted.allowed).toBe(true);
+    admitted.release?.();
+    expect(limiter.hotKeys().rejected).toEqual([{ key: 'u', count: 1, error: 0, policy: 'exports', remaining: 0 }]);
+    await limiter.close();
+  });
+
   it('forgets keys after two quiet epochs', () => {
     const clock = virtualClock();
     const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 1000 }], clock });

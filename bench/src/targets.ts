@@ -201,10 +201,9 @@ function redisTargets(rows: readonly RedisRow[]): TargetCheck[] {
     const why = t.outcome.status === 'ok' ? '' : t.outcome.reason;
     const reference = i > 0;
     const tag = reference ? ' (reference: the peers limit one policy)' : '';
-    const line = (target: string, check: Omit<TargetCheck, 'section' | 'target'>): TargetCheck => ({
-      section: 'B',
-      target,
-      ...check,
+    /** A line of this cell: its figure and verdict, or why it was not measured. */
+    const line = (target: string, check: { figure: string; met: boolean } | string): TargetCheck => ({
+      ...(typeof check === 'string' ? notMeasured('B', target, check) : { section: 'B' as const, target, ...check }),
       ...(reference ? { reference: true } : {}),
     });
     const trips = `${t.label}: one round trip per request`;
@@ -221,25 +220,34 @@ function redisTargets(rows: readonly RedisRow[]): TargetCheck[] {
     const ops = r === undefined ? undefined : opsAt(r, 256);
     const vsPeer = `${t.label}: at 256 in flight, at least the best peer's ops/s${tag}`;
     out.push(
-      ops === undefined || bestPeer === undefined
-        ? line(vsPeer, notMeasured('B', vsPeer, why || 'no peer figures'))
-        : line(vsPeer, { figure: `${Math.round(ops)} vs ${bestPeer.id} ${Math.round(bestPeer.ops)}`, met: ops >= bestPeer.ops }),
+      line(
+        vsPeer,
+        ops === undefined || bestPeer === undefined
+          ? why || 'no peer figures'
+          : { figure: `${Math.round(ops)} vs ${bestPeer.id} ${Math.round(bestPeer.ops)}`, met: ops >= bestPeer.ops },
+      ),
     );
     const vsCeiling = `${t.label}: at 256 in flight, at least 85% of the bare EVALSHA ceiling${tag}`;
     out.push(
-      ops === undefined || ceilingOps === undefined
-        ? line(vsCeiling, notMeasured('B', vsCeiling, why || 'no ceiling figure'))
-        : line(vsCeiling, { figure: `${((100 * ops) / ceilingOps).toFixed(1)}%`, met: ops >= 0.85 * ceilingOps }),
+      line(
+        vsCeiling,
+        ops === undefined || ceilingOps === undefined
+          ? why || 'no ceiling figure'
+          : { figure: `${((100 * ops) / ceilingOps).toFixed(1)}%`, met: ops >= 0.85 * ceilingOps },
+      ),
     );
     const p50 = r?.concurrency.find((c) => c.inFlight === 1)?.p50Ms;
     const vsP50 = `${t.label}: at 1 in flight, p50 within 10% of the bare EVALSHA ceiling's${tag}`;
     out.push(
-      p50 === undefined || ceilingP50 === undefined
-        ? line(vsP50, notMeasured('B', vsP50, why || 'no ceiling figure'))
-        : line(vsP50, {
-            figure: `${(p50 * 1000).toFixed(1)} µs vs ${(ceilingP50 * 1000).toFixed(1)} µs (${(p50 / ceilingP50).toFixed(3)}x)`,
-            met: p50 <= P50_SLACK * ceilingP50,
-          }),
+      line(
+        vsP50,
+        p50 === undefined || ceilingP50 === undefined
+          ? why || 'no ceiling figure'
+          : {
+              figure: `${(p50 * 1000).toFixed(1)} µs vs ${(ceilingP50 * 1000).toFixed(1)} µs (${(p50 / ceilingP50).toFixed(3)}x)`,
+              met: p50 <= P50_SLACK * ceilingP50,
+            },
+      ),
     );
   });
   const one = tollgate[0];

@@ -138,8 +138,7 @@ function rng(seed: number): () => number {
 }
 
 const options = (queue: boolean) => ({
-  // biome-ignore lint/suspicious/noExplicitAny: see Make.
-  key: keys.header('x-user') as any,
+  key: keys.header('x-user'),
   policies: [
     { name: 'exports', algorithm: 'concurrency' as const, limit: LIMIT, ...(queue ? { queue: { size: 3, timeoutMs: 60 } } : {}) },
     { name: 'hourly', limit: 10_000, windowMs: 3_600_000 },
@@ -197,8 +196,7 @@ describe.each(Object.keys(makers))('concurrency on %s', (name) => {
     const meter = new Meter();
     app = await make(
       {
-        // biome-ignore lint/suspicious/noExplicitAny: see Make.
-        key: keys.header('x-user') as any,
+        key: keys.header('x-user'),
         policies: [{ name: 'exports', algorithm: 'concurrency' as const, limit: LIMIT, leaseMs: 80 }],
       },
       meter,
@@ -216,10 +214,8 @@ describe.each(Object.keys(makers))('concurrency on %s', (name) => {
     const perTenant = { name: 'per-tenant', algorithm: 'concurrency' as const, limit: 2, key: keys.header('x-tenant') };
     app = await make(
       {
-        // biome-ignore lint/suspicious/noExplicitAny: see Make.
-        key: keys.header('x-user') as any,
-        // biome-ignore lint/suspicious/noExplicitAny: see Make.
-        plan: (req: any) => String(req.headers['x-plan']),
+        key: keys.header('x-user'),
+        plan: (req: { headers: Record<string, unknown> }) => String(req.headers['x-plan']),
         plans: {
           free: [{ name: 'exports', algorithm: 'concurrency' as const, limit: 1 }, perTenant],
           pro: [{ name: 'exports', algorithm: 'concurrency' as const, limit: 2 }, perTenant],

@@ -423,11 +423,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return { cp, storeKey, key: text };
   }
 
-  /** Labels a decision with its plan and, when it charged, a receipt for `refund()`. */
+  /**
+   * Labels a decision with its plan and, when it charged, a receipt for `refund()`. The receipt is built
+   * out of line: `decideAt` inlines this, and the receipt's loop, which a rejection never runs, used up
+   * the inlining budget that the store's `apply` needs (V8 charges a callee's whole bytecode).
+   */
   function label(d: DecisionImpl, t: Target, cost: number, r: StoreResult, at: number): Decision {
+    d.plan = t.cp.name;
+    if (!d.limited && !d.degraded) d.receipt = receiptOf(t, cost, r, at);
+    return d;
+  }
+
+  function receiptOf(t: Target, cost: number, r: StoreResult, at: number): Receipt {
     const cp = t.cp;
-    d.plan = cp.name;
-    if (d.limited || d.degraded) return d;
     const n = cp.all.length;
     // RedisStore answers with the `now` it used after the per-policy numbers; the memory store used ours.
     const storeNow = r.length > n * RESULT_STRIDE ? (r[n * RESULT_STRIDE] as number) : at;
@@ -440,8 +448,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       marks[i] = charged ? storeNow + (r[o + R_RESET] as number) : Number.NaN;
       marks[n + i] = charged ? (r[o + R_POSITION] as number) : Number.NaN;
     }
-    d.receipt = new Receipt(issuer, cp, t.storeKey, costUnits(cost), cost, marks);
-    return d;
+    return new Receipt(issuer, cp, t.storeKey, costUnits(cost), cost, marks);
   }
 
   /**

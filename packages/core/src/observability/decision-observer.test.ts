@@ -155,6 +155,38 @@ describe('limiter.stats().shadow', () => {
 });
 
 describe('tollgate.requests cells', () => {
+  it('counts direct checks by result while an exporter is attached, and keeps ranking hot keys', async () => {
+    const unregister = registerPrometheusMetrics({ registry: { registerMetric() {}, removeSingleMetric() {} } });
+    try {
+      const clock = virtualClock();
+      const single = createLimiter({ policies: [{ name: 'direct-one', algorithm: 'fixed-window', limit: 3, windowMs: 60_000 }], clock });
+      for (let i = 0; i < 5; i++) await single.check('hammer');
+      await single.check('other', { cost: 10 });
+      const pair = createLimiter({
+        policies: [
+          { name: 'direct-wide', algorithm: 'fixed-window', limit: 100, windowMs: 60_000 },
+          { name: 'direct-narrow', algorithm: 'fixed-window', limit: 2, windowMs: 60_000 },
+        ],
+        clock,
+      });
+      for (let i = 0; i < 4; i++) await pair.check('both');
+      const value = (policy: string, result: string) =>
+        [...counterCells('requests')].find((c) => c.labels.policy === policy && c.labels.result === result && c.labels.route === undefined)
+          ?.value;
+      expect(value('direct-one', 'allowed')).toBe(3);
+      expect(value('direct-one', 'limited')).toBe(2);
+      expect(value('direct-one', 'cost_exceeds_capacity')).toBe(1);
+      // Several policies: each decision counts once, under its binding policy.
+      expect(value('direct-narrow', 'allowed')).toBe(2);
+      expect(value('direct-narrow', 'limited')).toBe(2);
+      expect(value('direct-wide', 'allowed')).toBeUndefined();
+      expect(single.hotKeys(1).rejected).toEqual([{ key: 'hammer', count: 2, error: 0, policy: 'direct-one', remaining: 0 }]);
+      expect(pair.hotKeys(1).rejected.map((k) => [k.key, k.policy, k.count])).toEqual([['both', 'direct-narrow', 2]]);
+    } finally {
+      unregister();
+    }
+  });
+
   it('counts at most 200 routes per limiter, the rest under _other', async () => {
     const unregister = registerPrometheusMetrics({ registry: { registerMetric() {}, removeSingleMetric() {} } });
     try {

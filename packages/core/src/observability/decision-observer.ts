@@ -127,8 +127,6 @@ export class DecisionObserver {
   private readonly hot: HotKeys;
   private readonly shadow: readonly ShadowPolicyTracker[];
   private readonly hasShadow: boolean;
-  /** Decisions with more left than this may skip everything when nobody watches: `nearMax`, or never with shadow policies. */
-  private readonly quietAbove: number;
   /** Near-limit thresholds: the single policy's, and the largest over the enforced ones (a prefilter). */
   private readonly nearSingle: number;
   private readonly nearMax: number;
@@ -170,7 +168,6 @@ export class DecisionObserver {
       if (near > nearMax) nearMax = near;
     }
     this.nearMax = nearMax;
-    this.quietAbove = this.hasShadow ? Number.POSITIVE_INFINITY : nearMax;
     this.nearSingle = enforcedCount === 1 ? nearMax : -1;
     this.gauge = () => {
       const points: GaugePoint[] = [];
@@ -191,55 +188,44 @@ export class DecisionObserver {
 
   /**
    * Feeds every consumer with `d`; returns it. `options` carries the route and request of an HTTP request.
-   * Nobody watching and plenty left: five loads and compares. Kept this small on purpose: the limiter's
-   * decision path inlines it, and V8's inlining budget is shared, so a larger body here pushed the clock
-   * and the store guard out of line (found by comparing inlining traces with the build without it).
+   * A direct `check()` with no shadow policy and no channel subscriber needs at most the hot-key
+   * sketches, which sample heavy streams (hot-keys.ts: most decisions over or near the limit cost a
+   * decrement), and, with an exporter attached, one add to its request counter. Kept this small on
+   * purpose: the limiter's decision path inlines it, and V8's inlining budget is shared, so a larger
+   * body here pushed the store out of line (found by comparing inlining traces with the build without it).
    */
   observe(d: Decision, options: CheckOptions | undefined): Decision {
-    if (d.remaining > this.quietAbove && !d.limited && options === undefined && !exporters.attached && !decisionChannel.hasSubscribers)
-      return d;
-    return this.observeMore(d, options);
-  }
-
-  /**
-   * Over or near the limit, or watched. A decision of a direct `check()` with no shadow policy and no
-   * channel subscriber needs at most the hot-key sketches (which sample heavy streams, hot-keys.ts: most
-   * such decisions cost a decrement) and one add to its request counter; the two commonest cases,
-   * a rejection the sampling passes over and a watched admission with plenty left, come first.
-   */
-  private observeMore(d: Decision, options: CheckOptions | undefined): Decision {
     if (options !== undefined || this.hasShadow || decisionChannel.hasSubscribers) return this.observeAll(d, options);
-    const watched = exporters.attached;
-    if (d.limited) {
-      if (!watched && this.hot.skip > 0) {
-        this.hot.skip -= 1;
-        return d;
-      }
-    } else if (d.remaining > this.nearMax && watched && d.delayMs === 0 && this.plainSlots !== undefined) {
-      const cell = this.plainSlots[d.degraded ? 4 : 0];
-      if (cell !== undefined) {
-        cell.value += 1;
-        return d;
-      }
-    }
     if (d.limited || d.remaining <= this.nearMax) this.hotKey(d);
-    if (!watched) return d;
-    const cell = this.plainSlots === undefined ? undefined : this.plainSlots[resultIndex(d)];
-    if (cell === undefined || d.delayMs > 0) this.count(d, undefined);
-    else cell.value += 1;
+    if (exporters.attached) this.countPlain(d);
     return d;
   }
 
-  /** A decision over or near the limit, for the hot-key sketches, unless sampling passes over it. */
+  /**
+   * A decision over or near the limit, for the hot-key sketches, unless sampling passes over it. The
+   * countdown here, the count out of line: a call made 1 time in 16 stays out of its callers' optimized
+   * code, whose inlined size V8 charges to every caller that would inline them in turn.
+   */
   private hotKey(d: Decision): void {
-    if (this.hot.skip > 0) {
-      this.hot.skip -= 1;
-    } else if (d.reason === 'limited') {
+    if (this.hot.skip > 0) this.hot.skip -= 1;
+    else this.countHot(d);
+  }
+
+  /** `hotKey` once sampling has picked `d`. */
+  private countHot(d: Decision): void {
+    if (d.reason === 'limited') {
       this.hot.rejected(d.key, d.policy);
     } else if (!d.limited) {
       const near = this.nearSingle >= 0 ? this.nearSingle : (this.nearByName.get(d.policy) ?? -1);
       if (d.remaining <= near) this.hot.near(d.key, d.policy, d.remaining);
     }
+  }
+
+  /** Counts a decision with no route: one add when one policy and one plan make its result the only thing that picks the cell. */
+  private countPlain(d: Decision): void {
+    const cell = this.plainSlots === undefined ? undefined : this.plainSlots[resultIndex(d)];
+    if (cell === undefined || d.delayMs > 0) this.count(d, undefined);
+    else cell.value += 1;
   }
 
   private observeAll(d: Decision, options: CheckOptions | undefined): Decision {

@@ -2,7 +2,7 @@
  * @module Tests of the statistics helpers the reports are built on.
  */
 import { describe, expect, it } from 'vitest';
-import { median, quantile, range } from './stats.js';
+import { bootstrapMedianInterval, median, quantile, range } from './stats.js';
 
 describe('median', () => {
   it('takes the middle value of an odd count and the mean of the middle two of an even count', () => {
@@ -34,5 +34,39 @@ describe('range', () => {
   it('finds the extremes, NaN when empty', () => {
     expect(range([3, -1, 7])).toEqual({ min: -1, max: 7 });
     expect(range([])).toEqual({ min: Number.NaN, max: Number.NaN });
+  });
+});
+
+describe('bootstrapMedianInterval', () => {
+  it('brackets the pooled median, and narrows as the groups agree', () => {
+    const spread = [
+      [0.9, 0.91, 0.92],
+      [1.0, 1.01, 1.02],
+      [1.1, 1.11, 1.12],
+      [0.95, 0.96, 0.97],
+      [1.05, 1.06, 1.07],
+    ];
+    const wide = bootstrapMedianInterval(spread);
+    const pooled = median(spread.flat());
+    expect(wide.low).toBeLessThan(pooled);
+    expect(wide.high).toBeGreaterThan(pooled);
+    const agreeing = spread.map((g) => g.map((v) => 1 + (v - 1) / 10));
+    const narrow = bootstrapMedianInterval(agreeing);
+    expect(narrow.high - narrow.low).toBeLessThan((wide.high - wide.low) / 5);
+  });
+
+  it('is one point when every group holds the same value, and reproducible', () => {
+    expect(bootstrapMedianInterval([[1.02], [1.02, 1.02]])).toEqual({ low: 1.02, high: 1.02 });
+    const groups = [
+      [1, 2],
+      [3, 4],
+      [5, 9],
+    ];
+    expect(bootstrapMedianInterval(groups)).toEqual(bootstrapMedianInterval(groups));
+  });
+
+  it('is NaN without values, and rejects a level outside (0, 1)', () => {
+    expect(bootstrapMedianInterval([[], []])).toEqual({ low: Number.NaN, high: Number.NaN });
+    expect(() => bootstrapMedianInterval([[1]], 1)).toThrow(RangeError);
   });
 });

@@ -30,3 +30,39 @@ export function range(values: ArrayLike<number>): { min: number; max: number } {
   }
   return values.length === 0 ? { min: Number.NaN, max: Number.NaN } : { min, max };
 }
+
+/**
+ * A percentile bootstrap interval for the median of pooled groups: `resamples` times, groups are drawn
+ * with replacement, as many draws as there are groups, and the median of all the drawn values is taken;
+ * the interval is the (1 - level) / 2 and (1 + level) / 2 quantiles of those medians. Groups are what varies
+ * together (one process's pairs share its JIT decisions), so resampling groups, not values, keeps that
+ * variation in the interval. Seeded, so one set of groups always gives the same interval. NaN for both
+ * when there is no value.
+ */
+export function bootstrapMedianInterval(
+  groups: readonly (readonly number[])[],
+  level = 0.9,
+  resamples = 2000,
+  seed = 0x9e3779b9,
+): { low: number; high: number } {
+  if (!(level > 0 && level < 1)) throw new RangeError(`bootstrapMedianInterval: level must be within (0, 1); received ${level}`);
+  const kept = groups.filter((g) => g.length > 0);
+  if (kept.length === 0) return { low: Number.NaN, high: Number.NaN };
+  let s = seed >>> 0 || 1;
+  const next = (n: number): number => {
+    // xorshift32: reproducible and plenty for picking groups.
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s % n;
+  };
+  const medians = new Float64Array(resamples);
+  for (let b = 0; b < resamples; b++) {
+    const pool: number[] = [];
+    for (let i = 0; i < kept.length; i++) pool.push(...(kept[next(kept.length)] as readonly number[]));
+    medians[b] = median(pool);
+  }
+  return { low: quantile(medians, (1 - level) / 2), high: quantile(medians, (1 + level) / 2) };
+}

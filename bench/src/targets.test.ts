@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { DecisionCellResult } from './decisions/decision-cell.js';
+import type { OverheadRow } from './observability/observability-section.js';
 import type { RedisCellResult } from './redis/redis-cell.js';
 import { renderResults, renderSummary } from './report.js';
 import type { BenchResults, DecisionRow, HttpGroup, HttpVariantResult, RedisRow } from './results.js';
@@ -158,6 +159,37 @@ describe('checkTargets', () => {
     expect(find('gcra with a prom-client registry within 1.10x of without, 1 key')?.met).toBe(false);
     expect(find('gcra with a prom-client registry within 1.10x of without, 1 key')?.reference).toBe(true);
     expect(find('gcra with an OpenTelemetry MeterProvider within 1.10x of without, 100k keys')?.met).toBeUndefined();
+  });
+
+  it('judges section O on the pooled median, with its bootstrap interval and the control beside it', () => {
+    const overhead = (subject: OverheadRow['subject'], ratio: number, low: number, high: number): OverheadRow => ({
+      subject,
+      case: 'over',
+      label: 'over the limit (1 key)',
+      baselineNs: 290,
+      currentNs: 290 * ratio,
+      ratio,
+      processRatios: [low, ratio, high],
+      interval: { low, high },
+    });
+    const judged = checkTargets({
+      ...results(),
+      observability: {
+        rows: [overhead('control', 0.995, 0.98, 1.01), overhead('none', 1.018, 1.005, 1.031), overhead('otel', 1.12, 1.09, 1.15)],
+        processes: 3,
+        passes: 21,
+        batch: 20_000,
+        errors: [],
+      },
+    });
+    const none = judged.find(
+      (t) => t.target === 'gcra without a provider within 1.02x of the build without observability, over the limit (1 key)',
+    );
+    expect(none).toMatchObject({ section: 'O', met: true });
+    expect(none?.figure).toBe('1.018x (90 % interval 1.005 to 1.031; 295.2 ns vs 290.0 ns; control 0.995x)');
+    expect(judged.find((t) => t.target.startsWith('gcra with an OpenTelemetry MeterProvider within 1.10x of the same run'))?.met).toBe(
+      false,
+    );
   });
 
   it('judges section A against the fastest peer, rate-limiter-flexible, the Map floor and the heap budget', () => {

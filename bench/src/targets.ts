@@ -351,7 +351,7 @@ function overheadTargets(o: ObservabilityResult): TargetCheck[] {
       out.push({
         section: 'O',
         target: `${what[subject]}, ${r.label}`,
-        figure: `${r.ratio.toFixed(3)}x (${ns(r.currentNs)} vs ${ns(r.baselineNs)}${control === undefined ? '' : `; control ${control.ratio.toFixed(3)}x`})`,
+        figure: `${r.ratio.toFixed(3)}x (90 % interval ${r.interval.low.toFixed(3)} to ${r.interval.high.toFixed(3)}; ${ns(r.currentNs)} vs ${ns(r.baselineNs)}${control === undefined ? '' : `; control ${control.ratio.toFixed(3)}x`})`,
         met: r.ratio <= OVERHEAD_TARGETS[subject],
         ...(subject === 'prometheus' ? { reference: true } : {}),
       });

@@ -14,7 +14,7 @@
  */
 import { join } from 'node:path';
 import { BENCH_DIR, runChild } from '../child-process.js';
-import { median } from '../stats.js';
+import { bootstrapMedianInterval, median } from '../stats.js';
 import { buildObservabilityBaseline, buildProviderlessTwin, envWithoutNodePath } from './baseline.js';
 import { type Exporter, OVERHEAD_CASES, type OverheadCaseResult, type OverheadInput } from './overhead.js';
 
@@ -38,6 +38,8 @@ export interface OverheadRow {
   readonly ratio: number;
   /** Each process's median ratio: the spread from process to process (JIT decisions differ). */
   readonly processRatios: readonly number[];
+  /** 90 % bootstrap interval of `ratio`, processes resampled (stats.ts): how finely this run resolves it. */
+  readonly interval: { readonly low: number; readonly high: number };
 }
 
 export interface ObservabilityResult {
@@ -113,6 +115,7 @@ export async function runObservabilitySection(o: ObservabilitySectionOptions): P
         currentNs: median(perProcess.map((x) => x.currentNs)),
         ratio: median(perProcess.flatMap((x) => x.ratios)),
         processRatios: perProcess.map((x) => median(x.ratios)),
+        interval: bootstrapMedianInterval(perProcess.map((x) => x.ratios)),
       });
     }
   }

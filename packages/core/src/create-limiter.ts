@@ -430,7 +430,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
    */
   function label(d: DecisionImpl, t: Target, cost: number, r: StoreResult, at: number): Decision {
     d.plan = t.cp.name;
-    if (!d.limited && !d.degraded) d.receipt = receiptOf(t, cost, r, at);
+    // `=== false`, not `!`: a compare with the boolean, where `!` compiles to a full truthiness test (DecisionObserver.observe).
+    if (d.limited === false && d.degraded === false) d.receipt = receiptOf(t, cost, r, at);
     return d;
   }
 

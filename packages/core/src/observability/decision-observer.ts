@@ -127,6 +127,8 @@ export class DecisionObserver {
   private readonly hot: HotKeys;
   private readonly shadow: readonly ShadowPolicyTracker[];
   private readonly hasShadow: boolean;
+  /** metric-store's `exporters`, held in a field: reading it skips the check that an imported binding is initialized. */
+  private readonly watch = exporters;
   /** Near-limit thresholds: the single policy's, and the largest over the enforced ones (a prefilter). */
   private readonly nearSingle: number;
   private readonly nearMax: number;
@@ -195,9 +197,10 @@ export class DecisionObserver {
    * body here pushed the store out of line (found by comparing inlining traces with the build without it).
    */
   observe(d: Decision, options: CheckOptions | undefined): Decision {
-    if (options !== undefined || this.hasShadow || decisionChannel.hasSubscribers) return this.observeAll(d, options);
-    if (d.limited || d.remaining <= this.nearMax) this.hotKey(d);
-    if (exporters.attached) this.countPlain(d);
+    // `=== true`: V8 cannot tell these fields hold booleans, and a bare `if (x)` compiles to a full truthiness test.
+    if (options !== undefined || this.hasShadow === true || decisionChannel.hasSubscribers) return this.observeAll(d, options);
+    if (d.limited === true || d.remaining <= this.nearMax) this.hotKey(d);
+    if (this.watch.attached === true) this.countPlain(d);
     return d;
   }
 

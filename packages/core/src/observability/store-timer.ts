@@ -19,6 +19,8 @@ export class StoreTimer {
   /** Calls whose count has these bits clear are timed: every call until the store has answered once, then every call of an asynchronous store and one in 1024 of a synchronous one. */
   private mask = 0;
   private readonly cells: Partial<Record<StoreOutcome, HistogramCell>> = {};
+  /** metric-store's `exporters`, held in a field: reading it skips the check that an imported binding is initialized (see DecisionObserver.observe). */
+  private readonly watch = exporters;
 
   constructor(
     private readonly store: Store,
@@ -27,7 +29,7 @@ export class StoreTimer {
 
   /** Kept this small so that the limiter's call site inlines it: no exporter, one check and the store call. */
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): StoreResult | Promise<StoreResult> {
-    return exporters.attached && (++this.calls & this.mask) === 0
+    return this.watch.attached === true && (++this.calls & this.mask) === 0
       ? this.timed(key, plan, cost, now, lease)
       : this.store.apply(key, plan, cost, now, lease);
   }

@@ -6,12 +6,10 @@
  *     [--baseline <path of a core's index.ts>] [--current <path>] [--exporter none|otel|prometheus] [--passes 21] [--case over]
  *
  * Without `--baseline`, the baseline is this checkout's core with the observability hooks cut out
- * (bench/src/observability/baseline.ts), as `pnpm bench --sections O` uses; `--current` defaults to this
- * checkout's core. Prints one table.
+ * (bench/src/observability/baseline.ts), as `pnpm bench --sections O` uses; `--current` defaults to an
+ * unchanged copy of this checkout's core written the same way (`buildObservabilityCurrent`). Prints one table.
  */
-import { join } from 'node:path';
-import { BENCH_DIR } from '../child-process.js';
-import { buildObservabilityBaseline } from '../observability/baseline.js';
+import { buildObservabilityBaseline, buildObservabilityCurrent } from '../observability/baseline.js';
 import { EXPORTERS, type Exporter, measureOverhead, OVERHEAD_CASES } from '../observability/overhead.js';
 import { median } from '../stats.js';
 
@@ -29,7 +27,7 @@ const cases = OVERHEAD_CASES.filter((c) => c.id.includes(only) || c.label.includ
 
 const rows = await measureOverhead({
   exporter,
-  current: arg('--current', '') || join(BENCH_DIR, '..', 'packages', 'core', 'src', 'index.ts'),
+  current: arg('--current', '') || buildObservabilityCurrent(),
   baseline,
   cases: cases.map((c) => c.id),
   passes,

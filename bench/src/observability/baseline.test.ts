@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BENCH_DIR } from '../child-process.js';
-import { buildObservabilityBaseline, buildProviderlessTwin, envWithoutNodePath } from './baseline.js';
+import { buildObservabilityBaseline, buildObservabilityCurrent, buildProviderlessTwin, envWithoutNodePath } from './baseline.js';
 import { measureOverhead } from './overhead.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-obs-baseline-'));
@@ -19,15 +19,22 @@ afterAll(() => {
 });
 
 describe('the observability baseline', () => {
-  it('cuts the observer and the store timer out of a copy of the core, and both builds decide alike', async () => {
+  it('cuts the observer and the store timer out of a copy of the core, and it decides like an unchanged copy', async () => {
     const index = buildObservabilityBaseline(join(dir, 'baseline'));
     const observer = readFileSync(join(dir, 'baseline', 'src', 'observability', 'decision-observer.ts'), 'utf8');
     expect(observer).toMatch(/observe\(d: Decision, options: CheckOptions \| undefined\): Decision \{\n\s+return d;/);
     const timer = readFileSync(join(dir, 'baseline', 'src', 'observability', 'store-timer.ts'), 'utf8');
     expect(timer).toMatch(/\): StoreResult \| Promise<StoreResult> \{\n\s+return this\.store\.apply\(key, plan, cost, now, lease\);/);
+    const current = buildObservabilityCurrent(join(dir, 'current'));
+    // The copy measured against it is the core unchanged, with the core's dependencies.
+    const source = join(BENCH_DIR, '..', 'packages', 'core', 'src');
+    for (const file of ['observability/decision-observer.ts', 'observability/store-timer.ts', 'create-limiter.ts']) {
+      expect(readFileSync(join(dir, 'current', 'src', file), 'utf8')).toBe(readFileSync(join(source, file), 'utf8'));
+    }
+    expect(existsSync(join(dir, 'current', 'node_modules', '@opentelemetry', 'api'))).toBe(true);
     const rows = await measureOverhead({
       exporter: 'none',
-      current: join(BENCH_DIR, '..', 'packages', 'core', 'src', 'index.ts'),
+      current,
       baseline: index,
       cases: ['1key', 'over'],
       passes: 2,

@@ -1,6 +1,10 @@
 /**
- * @module The builds issue 12's targets are judged against, copies of this checkout's core rebuilt from
+ * @module The builds issue 12's targets are judged with, copies of this checkout's core rebuilt from
  * the working tree on every call:
+ * - `buildObservabilityCurrent`: the core unchanged, written the way the baseline is (same layout, same
+ *   dependencies), so that a pair of them differs by the cut hooks and nothing else. The real core under
+ *   packages/core measured against a copy carries a bias of its own of up to 2 % in one run or another
+ *   (section O's control showed it): where a module lives changes how V8 lays out and compiles it.
  * - `buildObservabilityBaseline`: the two per-decision hooks of observability cut out
  *   (`DecisionObserver.observe` returns its decision untouched, `StoreTimer.apply` calls the store
  *   directly). Everything else is the same source, so a paired run of the copy and the real core
@@ -41,6 +45,19 @@ function copyCore(dir: string): string {
   return src;
 }
 
+/** Links the core's dependencies into a copy at `dir`. */
+function linkModules(dir: string): void {
+  const modules = join(CORE_DIR, 'node_modules');
+  if (existsSync(modules)) symlinkSync(modules, join(dir, 'node_modules'), 'dir');
+}
+
+/** Writes the unchanged core under `dir` (default bench/.results/obs-current), with the core's dependencies; returns its `index.ts`. */
+export function buildObservabilityCurrent(dir = join(BENCH_DIR, '.results', 'obs-current')): string {
+  const src = copyCore(dir);
+  linkModules(dir);
+  return join(src, 'index.ts');
+}
+
 /**
  * Writes the baseline core under `dir` (default bench/.results/obs-baseline) and returns the path of
  * its `index.ts`, for `import()`. Throws when a hook is not where it is expected: the baseline must
@@ -58,8 +75,7 @@ export function buildObservabilityBaseline(dir = join(BENCH_DIR, '.results', 'ob
       text.replace(c.head, (line, indent: string) => `${line}\n${indent}  ${c.body}`),
     );
   }
-  const modules = join(CORE_DIR, 'node_modules');
-  if (existsSync(modules)) symlinkSync(modules, join(dir, 'node_modules'), 'dir');
+  linkModules(dir);
   return join(src, 'index.ts');
 }
 

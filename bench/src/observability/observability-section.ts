@@ -1,13 +1,14 @@
 /**
  * @module Section O of `pnpm bench`: what observability costs a decision (issue 12), in paired runs
- * (overhead.ts) of this checkout's core against another build in the same process (baseline.ts):
+ * (overhead.ts) of this checkout's core against another build in the same process (baseline.ts). The
+ * core measured is a copy written like the others (`buildObservabilityCurrent`), so that two builds
+ * differ by what the row is about and not also by where they live:
  * - no exporter, against the same core with the observability hooks cut out (the 2 % target);
  * - the OpenTelemetry SDK as the global MeterProvider, against the same core that cannot see it (no
  *   `@opentelemetry/api`), i.e. the same run without a provider (the 10 % target);
  * - a prom-client registry, against that same providerless core (for reference);
  * - a control: the core against its providerless copy with no exporter, i.e. the same code twice,
- *   which shows how small a difference the method resolves on this machine (and any bias of the real
- *   core against a copy, which every other row has too).
+ *   which shows how small a difference the method resolves on this machine.
  * Each runs in its own processes (the exporter is process-wide), `processes` times, interleaved
  * (control, none, otel, prometheus, control, ...) so that a change of machine load touches them alike.
  * A case's figure is the median of the pair ratios pooled over its processes.
@@ -15,7 +16,7 @@
 import { join } from 'node:path';
 import { BENCH_DIR, runChild } from '../child-process.js';
 import { bootstrapMedianInterval, median } from '../stats.js';
-import { buildObservabilityBaseline, buildProviderlessTwin, envWithoutNodePath } from './baseline.js';
+import { buildObservabilityBaseline, buildObservabilityCurrent, buildProviderlessTwin, envWithoutNodePath } from './baseline.js';
 import { type Exporter, OVERHEAD_CASES, type OverheadCaseResult, type OverheadInput } from './overhead.js';
 
 export type OverheadSubject = Exporter | 'control';
@@ -62,7 +63,7 @@ export interface ObservabilitySectionOptions {
 
 export async function runObservabilitySection(o: ObservabilitySectionOptions): Promise<ObservabilityResult> {
   const cases = o.cases ?? OVERHEAD_CASES.map((c) => c.id);
-  const real = join(BENCH_DIR, '..', 'packages', 'core', 'src', 'index.ts');
+  const real = buildObservabilityCurrent();
   const cut = buildObservabilityBaseline(join(BENCH_DIR, '.results', 'obs-baseline'));
   const providerless = buildProviderlessTwin();
   const builds: Readonly<Record<OverheadSubject, { current: string; baseline: string }>> = {

@@ -7,11 +7,13 @@
  *
  * Heavy streams are sampled, so that a flood of rejections costs a counter decrement per decision
  * rather than a sketch update: the first EXACT_OFFERS decisions of an epoch (both kinds together) are
- * counted exactly, then each further decision with probability 1 / SAMPLE_EVERY, at weight SAMPLE_EVERY (independent
- * draws, so no traffic pattern can line up with the sampling). Counts past that point are unbiased
- * estimates rather than upper bounds: a key's count then carries, beyond Space-Saving's `error`, a
- * sampling error with a standard deviation of about sqrt(SAMPLE_EVERY x c) for its c sampled-period
- * decisions (4 % at 10,000 rejections, 1.3 % at 100,000).
+ * counted exactly, then each further decision with probability 1 / S, at weight S (independent draws, so
+ * no traffic pattern can line up with the sampling). S is SAMPLE_EVERY until the epoch's total N reaches
+ * SAMPLE_EVERY x size², then N / size²: the sampling error of a key's count, a standard deviation of
+ * about sqrt(S x c) for its c sampled-period decisions, then stays within Space-Saving's own bound
+ * N / size (sqrt(S x c) <= sqrt(S x N) = N / size), and the cost of a flood falls as it grows. Counts
+ * past EXACT_OFFERS are unbiased estimates rather than upper bounds (4 % at 10,000 rejections, 1.3 % at
+ * 100,000, under N / size beyond that).
  */
 import { type SketchEntry, SpaceSaving } from './space-saving.js';
 
@@ -20,7 +22,7 @@ export interface HotKey {
   readonly key: string;
   /**
    * Decisions counted for this key in the recent epochs: an upper bound, at most `error` above the truth,
-   * while the stream is light; once sampled (see the module), an estimate (each kept decision weighs SAMPLE_EVERY).
+   * while the stream is light; once sampled (see the module), an estimate (each kept decision weighs its sampling interval).
    */
   readonly count: number;
   /** The most `count` may overestimate through Space-Saving's evictions; 0 means exact (sampling error aside). */
@@ -53,22 +55,28 @@ export interface HotKeysReport {
 export const NEAR_LIMIT_SHARE = 0.1;
 /** Decisions (both kinds together) counted one by one per epoch before sampling starts. */
 export const EXACT_OFFERS = 1024;
-/** Past EXACT_OFFERS, one decision in SAMPLE_EVERY on average is counted, at this weight. */
+/** Past EXACT_OFFERS, at least one decision in SAMPLE_EVERY on average is counted (see the module for when fewer are). */
 export const SAMPLE_EVERY = 16;
 /**
- * Gaps between counted decisions: the geometric distribution's quantiles at 1024 evenly spaced
- * probabilities (mean SAMPLE_EVERY - 1), drawn with a xorshift generator: a few integer operations
- * where `Math.log(Math.random())` cost more than the sketch update it replaces.
+ * Gaps between counted decisions are geometric: for an interval S, floor(E / -ln(1 - 1/S)) with E
+ * exponential. E is drawn from its quantiles at 1024 evenly spaced probabilities with a xorshift
+ * generator: a few integer operations where `Math.log(Math.random())` cost more than the sketch update
+ * it replaces.
  */
-const GAPS = Int32Array.from({ length: 1024 }, (_, i) => Math.floor(Math.log(1 - (i + 0.5) / 1024) / Math.log(1 - 1 / SAMPLE_EVERY)));
+const EXPONENTIALS = Float64Array.from({ length: 1024 }, (_, i) => -Math.log(1 - (i + 0.5) / 1024));
 let seed = 0x2545f491;
 
-/** How many decisions to pass over before the next counted one. */
-function gap(): number {
+/** How many decisions to pass over before the next counted one; `scale` is -1 / ln(1 - 1/S). */
+function gap(scale: number): number {
   seed ^= seed << 13;
   seed ^= seed >>> 17;
   seed ^= seed << 5;
-  return GAPS[seed & 1023] as number;
+  return Math.floor((EXPONENTIALS[seed & 1023] as number) * scale);
+}
+
+/** `gap`'s scale for the interval `every`. */
+function gapScale(every: number): number {
+  return -1 / Math.log1p(-1 / every);
 }
 
 export class HotKeys {
@@ -89,6 +97,7 @@ export class HotKeys {
     this.nearNow = new SpaceSaving(size);
     this.nearBefore = new SpaceSaving(size);
     this.epochStart = Number.NaN;
+    this.scaleFrom = size * size;
   }
 
   /**
@@ -96,6 +105,11 @@ export class HotKeys {
    * sampled-out decision costs a decrement (`if (hot.skip > 0) hot.skip -= 1; else hot.rejected(...)`).
    */
   skip = 0;
+  /** The sampling interval S the pending gap was drawn at (1: counting exactly), and `gap`'s scale for it. */
+  private every = 1;
+  private scale = gapScale(SAMPLE_EVERY);
+  /** Past SAMPLE_EVERY x this total, S grows as total / this: size², which keeps the sampling error within N / size. */
+  private readonly scaleFrom: number;
 
   rejected(key: string, policy: string): void {
     const weight = this.weight();
@@ -107,12 +121,25 @@ export class HotKeys {
     this.nearNow.offer(key, policy, remaining, weight);
   }
 
-  /** The weight of the decision being counted; draws the next gap once sampling has started. */
+  /**
+   * The weight of the decision being counted: the interval it was sampled at (1 while counting exactly).
+   * Then sets the interval for the next one from the epoch's total, and draws the gap to it.
+   */
   private weight(): number {
     if ((++this.offers & 255) === 1) this.rotate(this.clock());
-    if (this.rejectedNow.total + this.nearNow.total < EXACT_OFFERS) return 1;
-    this.skip = gap();
-    return SAMPLE_EVERY;
+    const weight = this.every;
+    const total = this.rejectedNow.total + this.nearNow.total + weight;
+    if (total < EXACT_OFFERS) {
+      this.every = 1;
+      return weight;
+    }
+    const every = Math.max(SAMPLE_EVERY, Math.floor(total / this.scaleFrom));
+    if (every !== this.every) {
+      this.every = every;
+      this.scale = gapScale(every);
+    }
+    this.skip = gap(this.scale);
+    return weight;
   }
 
   report(n: number): HotKeysReport {

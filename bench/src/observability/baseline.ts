@@ -2,9 +2,9 @@
  * @module The builds issue 12's targets are judged with, copies of this checkout's core rebuilt from
  * the working tree on every call:
  * - `buildObservabilityCurrent`: the core unchanged, written the way the baseline is (same layout, same
- *   dependencies), so that a pair of them differs by the cut hooks and nothing else. The real core under
- *   packages/core measured against a copy carries a bias of its own of up to 2 % in one run or another
- *   (section O's control showed it): where a module lives changes how V8 lays out and compiles it.
+ *   dependencies), so that a pair of them differs by the cut hooks and nothing else, not also by where
+ *   the modules live. (The control row still strays by up to 3 % from 1.000 in a run: that is the
+ *   method's resolution on a 2-core VM, not a difference between the builds.)
  * - `buildObservabilityBaseline`: the two per-decision hooks of observability cut out
  *   (`DecisionObserver.observe` returns its decision untouched, `StoreTimer.apply` calls the store
  *   directly). Everything else is the same source, so a paired run of the copy and the real core

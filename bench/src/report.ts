@@ -400,7 +400,7 @@ function observabilitySection(o: NonNullable<BenchResults['observability']>): st
       '(`DecisionObserver.observe` returns its decision, `StoreTimer.apply` calls the store): the issue\'s "within 2 % without a provider"; ' +
       '**OpenTelemetry SDK vs no provider**: `@opentelemetry/sdk-metrics` as the global MeterProvider, every tollgate instrument registered and collected every second into an in-memory exporter, ' +
       'against the unchanged core that cannot load `@opentelemetry/api` and so never sees the provider: the "within 10 % of the same run without"; ' +
-      '**prom-client registry vs no provider**: `registerPrometheusMetrics({ registry })` on the real core only, for reference. ' +
+      '**prom-client registry vs no provider**: `registerPrometheusMetrics({ registry })` on the measured copy only, for reference. ' +
       'The control measures the core against its providerless copy with no exporter, the same code twice: its distance from 1.000 is what the method cannot resolve on this machine at this load. ' +
       `Batches of ${int(o.batch)} decisions of each build alternate, in alternating order, ${o.passes} pairs per case after 3 warm-up pairs, each build with a timing loop of its own, ` +
       'timed in CPU time of the process (a busy machine inflates both sides of a pair alike). The exporter is process-wide, so each row set runs in processes of its own, ' +

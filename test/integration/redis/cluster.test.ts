@@ -31,8 +31,10 @@ import {
 } from './harness.js';
 
 const quiet = { warn() {}, error() {} };
+// The fixed window is a day: windows align to Redis TIME, and a test that spans a boundary (a failover
+// takes seconds) would see its count start over. A day's boundary is midnight UTC.
 const POLICIES: PolicyOptions[] = [
-  { name: 'minute', algorithm: 'fixed-window', limit: 2, windowMs: 60_000 },
+  { name: 'day', algorithm: 'fixed-window', limit: 2, windowMs: 86_400_000 },
   { name: 'log', algorithm: 'sliding-log', limit: 3, windowMs: 60_000 },
 ];
 const SHADOW: PolicyOptions[] = [{ name: 'candidate', limit: 1, windowMs: 60_000 }];

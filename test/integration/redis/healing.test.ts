@@ -20,6 +20,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
 
 const ALGORITHMS: readonly AlgorithmId[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'leaky-bucket', 'sliding-log'];
+/** Windows of a day: clock-aligned ones (fixed window) restart at their boundary, and a minute's would now and then fall inside a test. */
+const DAY = 86_400_000;
 const TEN_YEARS = 10 * 365 * 86_400_000;
 
 /** Ways to corrupt a key, each written by the test's own ioredis connection. */
@@ -81,7 +83,7 @@ describeRedis('RedisStore heals corrupt state', () => {
 
   for (const algorithm of ALGORITHMS) {
     it(`${algorithm}: every corruption reads as a key never seen, heals, and is reported`, async () => {
-      const { limiter, store, warnings, repairs, plan } = await setup([{ name: 'p', algorithm, limit: 3, windowMs: 60_000 }]);
+      const { limiter, store, warnings, repairs, plan } = await setup([{ name: 'p', algorithm, limit: 3, windowMs: DAY }]);
       await limiter.check('warm-up');
       let n = 0;
       for (const [what, corrupt] of Object.entries(CORRUPTIONS)) {
@@ -125,7 +127,7 @@ describeRedis('RedisStore heals corrupt state', () => {
 
   it('in a multi-policy plan, only the corrupt policy is repaired; the others keep their exact counts', async () => {
     const { limiter, store, repairs, plan } = await setup([
-      { name: 'a', algorithm: 'fixed-window', limit: 5, windowMs: 60_000 },
+      { name: 'a', algorithm: 'fixed-window', limit: 5, windowMs: DAY },
       { name: 'b', algorithm: 'gcra', limit: 5, windowMs: 60_000 },
       { name: 'c', algorithm: 'sliding-log', limit: 5, windowMs: 60_000 },
     ]);

@@ -168,7 +168,8 @@ for (const kind of CLIENT_KINDS)
         plan,
       } = limiter(
         [
-          { name: 'a', algorithm: 'fixed-window', limit: 2, windowMs: 60_000 },
+          // A day: clock-aligned windows restart at their boundary, which a minute's would put inside a run now and then.
+          { name: 'a', algorithm: 'fixed-window', limit: 2, windowMs: 86_400_000 },
           { name: 'b', algorithm: 'sliding-log', limit: 3, windowMs: 60_000 },
         ],
         [{ name: 'c', limit: 1, windowMs: 60_000 }],

@@ -124,14 +124,17 @@ export class DecisionObserver {
   private readonly plainSlots: (CounterCell | undefined)[] | undefined;
   private readonly shadowCells: (CounterCell | undefined)[];
   private readonly delayCells = new Map<string, HistogramCell>();
-  private readonly hot: HotKeys;
+  // `declare` on the three fields `observe` reads: without it, ES2022 class fields are defined as
+  // undefined before the constructor assigns them, the assignment makes V8 treat them as mutable and
+  // of any type, and `observe` loads and tests each. Assigned once, V8 folds them into its code.
+  declare private readonly hot: HotKeys;
   private readonly shadow: readonly ShadowPolicyTracker[];
-  private readonly hasShadow: boolean;
+  declare private readonly hasShadow: boolean;
   /** metric-store's `exporters`, held in a field: reading it skips the check that an imported binding is initialized. */
   private readonly watch = exporters;
   /** Near-limit thresholds: the single policy's, and the largest over the enforced ones (a prefilter). */
   private readonly nearSingle: number;
-  private readonly nearMax: number;
+  declare private readonly nearMax: number;
   private readonly nearByName = new Map<string, number>();
   private lastNow = 0;
   /** The limiter's clock, read after the decision: a clock that throws or misbehaves now keeps the last good time. */

@@ -404,7 +404,7 @@ function observabilitySection(o: NonNullable<BenchResults['observability']>): st
       'The control measures the core against its providerless copy with no exporter, the same code twice: its distance from 1.000 is what the method cannot resolve on this machine at this load. ' +
       `Batches of ${int(o.batch)} decisions of each build alternate, in alternating order, ${o.passes} pairs per case after 3 warm-up pairs, each build with a timing loop of its own, ` +
       'timed in CPU time of the process (a busy machine inflates both sides of a pair alike). The exporter is process-wide, so each row set runs in processes of its own, ' +
-      `${o.processes} per set, interleaved; the ratio is the median of the pair ratios of all its processes; its 90 % interval comes from resampling the processes ` +
+      `and each case in a process of its own as in section A (a case measured after others would carry their JIT history), ${o.processes} per case and set, interleaved; the ratio is the median of the pair ratios of all its processes; its 90 % interval comes from resampling the processes ` +
       "(a bootstrap: one process's pairs share its JIT decisions, so processes are what varies), and the last column gives each process's median " +
       '(single processes differ by up to 10 % with identical code: V8 inlines differently from one process to the next). ' +
       'Section A cannot load two builds of the core side by side, so its own issue 12 rows compare the `tollgate-gcra-otel` and `tollgate-gcra-prometheus` cells with `tollgate-gcra` across processes.',

@@ -9,8 +9,9 @@
  * - a prom-client registry, against that same providerless core (for reference);
  * - a control: the core against its providerless copy with no exporter, i.e. the same code twice,
  *   which shows how small a difference the method resolves on this machine.
- * Each runs in its own processes (the exporter is process-wide), `processes` times, interleaved
- * (control, none, otel, prometheus, control, ...) so that a change of machine load touches them alike.
+ * Each runs in its own processes (the exporter is process-wide), one case per process as section A runs
+ * one cell per process, `processes` times, interleaved (control, none, otel, prometheus, control, ...) so
+ * that a change of machine load touches them alike.
  * A case's figure is the median of the pair ratios pooled over its processes.
  */
 import { join } from 'node:path';
@@ -79,27 +80,38 @@ export async function runObservabilitySection(o: ObservabilitySectionOptions): P
   const errors: string[] = [];
   for (let p = 0; p < o.processes; p++) {
     for (const subject of OVERHEAD_SUBJECTS) {
-      const input: OverheadInput = {
-        exporter: subject === 'control' ? 'none' : subject,
-        ...builds[subject],
-        baselineUnwatched: subject !== 'none',
-        cases,
-        passes: o.passes,
-        batch: o.batch,
-      };
-      try {
-        const r = await runChild<OverheadInput, OverheadCaseResult[]>(join(BENCH_DIR, 'src', 'observability', 'overhead-cell.ts'), input, {
-          timeoutMs: 10 * 60_000,
-          env: envWithoutNodePath(),
-          profile: o.profile,
-          label: `O-${subject}-${p + 1}`,
-        });
-        results.set(subject, [...(results.get(subject) ?? []), r]);
-        o.log(`  ${subject} #${p + 1}: ${r.map((c) => `${c.case} ${median(c.ratios).toFixed(3)}`).join(', ')}`);
-      } catch (error) {
-        errors.push(`${subject} #${p + 1}: ${(error as Error).message.split('\n')[0]}`);
-        o.log(`  ${subject} #${p + 1}: failed`);
+      const line: string[] = [];
+      // One case per process, as section A runs one cell per process: a case measured after others would
+      // carry their JIT history (decision paths compiled for admissions, then recompiled on the first
+      // rejections from mixed feedback, differently in each build).
+      for (const c of cases) {
+        const input: OverheadInput = {
+          exporter: subject === 'control' ? 'none' : subject,
+          ...builds[subject],
+          baselineUnwatched: subject !== 'none',
+          cases: [c],
+          passes: o.passes,
+          batch: o.batch,
+        };
+        try {
+          const r = await runChild<OverheadInput, OverheadCaseResult[]>(
+            join(BENCH_DIR, 'src', 'observability', 'overhead-cell.ts'),
+            input,
+            {
+              timeoutMs: 10 * 60_000,
+              env: envWithoutNodePath(),
+              profile: o.profile,
+              label: `O-${subject}-${c}-${p + 1}`,
+            },
+          );
+          results.set(subject, [...(results.get(subject) ?? []), r]);
+          line.push(...r.map((x) => `${x.case} ${median(x.ratios).toFixed(3)}`));
+        } catch (error) {
+          errors.push(`${subject} ${c} #${p + 1}: ${(error as Error).message.split('\n')[0]}`);
+          line.push(`${c} failed`);
+        }
       }
+      o.log(`  ${subject} #${p + 1}: ${line.join(', ')}`);
     }
   }
   const rows: OverheadRow[] = [];

@@ -4,6 +4,7 @@
  */
 import type { Comparison } from '../../examples/concurrency/src/scenarios.js';
 import { OVERHEAD_SUBJECTS, SUBJECT_LABELS } from './observability/observability-section.js';
+import { WARM_UP_PAIRS } from './observability/overhead.js';
 import type { BenchResults, DecisionRow, HttpGroup, HttpVariantResult, Missing, RedisRow } from './results.js';
 import { range } from './stats.js';
 import { checkTargets, type TargetCheck } from './targets.js';
@@ -402,7 +403,7 @@ function observabilitySection(o: NonNullable<BenchResults['observability']>): st
       'against the unchanged core that cannot load `@opentelemetry/api` and so never sees the provider: the "within 10 % of the same run without"; ' +
       '**prom-client registry vs no provider**: `registerPrometheusMetrics({ registry })` on the measured copy only, for reference. ' +
       'The control measures the core against its providerless copy with no exporter, the same code twice: its distance from 1.000 is what the method cannot resolve on this machine at this load. ' +
-      `Batches of ${int(o.batch)} decisions of each build alternate, in alternating order, ${o.passes} pairs per case after 3 warm-up pairs, each build with a timing loop of its own, ` +
+      `Batches of ${int(o.batch)} decisions of each build alternate, in alternating order, ${o.passes} pairs per case after ${WARM_UP_PAIRS} warm-up pairs, each build with a timing loop of its own, ` +
       'timed in CPU time of the process (a busy machine inflates both sides of a pair alike). The exporter is process-wide, so each row set runs in processes of its own, ' +
       `and each case in a process of its own as in section A (a case measured after others would carry their JIT history), ${o.processes} per case and set, interleaved; the ratio is the median of the pair ratios of all its processes; its 90 % interval comes from resampling the processes ` +
       "(a bootstrap: one process's pairs share its JIT decisions, so processes are what varies), and the last column gives each process's median " +

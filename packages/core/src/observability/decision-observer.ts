@@ -209,7 +209,7 @@ export class DecisionObserver {
 
   /**
    * A decision over or near the limit, for the hot-key sketches, unless sampling passes over it. The
-   * countdown here, the count out of line: a call made 1 time in 16 stays out of its callers' optimized
+   * countdown here, the count out of line: a call made at most 1 time in 16 stays out of its callers' optimized
    * code, whose inlined size V8 charges to every caller that would inline them in turn.
    */
   private hotKey(d: Decision): void {

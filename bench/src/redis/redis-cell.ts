@@ -120,8 +120,7 @@ export async function runRedisCell(input: RedisCellInput): Promise<RedisCellAnsw
       }),
     );
 
-    const memoryInfo = await client.info('memory');
-    const usedMemory = infoField(memoryInfo, 'used_memory');
+    const usedMemory = infoField(await client.info('memory'), 'used_memory');
     const dbsize = await client.dbsize();
     let memorySum = 0;
     let memoryCount = 0;

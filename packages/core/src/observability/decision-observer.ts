@@ -237,7 +237,7 @@ export class DecisionObserver {
   private observeAll(d: Decision, options: CheckOptions | undefined): Decision {
     if (d.limited || d.remaining <= this.nearMax) this.hotKey(d);
     if (this.hasShadow && d.shadow !== undefined) this.recordShadow(d);
-    if (exporters.attached) this.count(d, options);
+    if (this.watch.attached) this.count(d, options);
     if (decisionChannel.hasSubscribers) {
       const message: DecisionMessage = { decision: d, request: options?.request, route: options?.route, store: this.setup.storeKind };
       decisionChannel.publish(message);
@@ -283,7 +283,7 @@ export class DecisionObserver {
       if (r === undefined) continue;
       const shadowBlocks = !r.allowed;
       (this.shadow[i] as ShadowPolicyTracker).record(d.key, shadowBlocks, enforcedBlocks, now);
-      if (exporters.attached) {
+      if (this.watch.attached) {
         const v = shadowBlocks ? (enforcedBlocks ? 1 : 2) : enforcedBlocks ? 3 : 0;
         const slot = (enforcedCount + i) * SHADOW_VERDICTS.length + v;
         let cell = this.shadowCells[slot];

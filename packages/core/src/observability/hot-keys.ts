@@ -97,7 +97,6 @@ export class HotKeys {
     this.nearNow = new SpaceSaving(size);
     this.nearBefore = new SpaceSaving(size);
     this.epochStart = Number.NaN;
-    this.scaleFrom = size * size;
   }
 
   /**
@@ -108,8 +107,6 @@ export class HotKeys {
   /** The sampling interval S the pending gap was drawn at (1: counting exactly), and `gap`'s scale for it. */
   private every = 1;
   private scale = gapScale(SAMPLE_EVERY);
-  /** Past SAMPLE_EVERY x this total, S grows as total / this: size², which keeps the sampling error within N / size. */
-  private readonly scaleFrom: number;
 
   rejected(key: string, policy: string): void {
     const weight = this.weight();
@@ -133,7 +130,8 @@ export class HotKeys {
       this.every = 1;
       return weight;
     }
-    const every = Math.max(SAMPLE_EVERY, Math.floor(total / this.scaleFrom));
+    // Past SAMPLE_EVERY x size², S = total / size²: the sampling error then stays within N / size (see the module).
+    const every = Math.max(SAMPLE_EVERY, Math.floor(total / (this.size * this.size)));
     if (every !== this.every) {
       this.every = every;
       this.scale = gapScale(every);

@@ -106,7 +106,15 @@ export class StoreGuard {
 
   /** True when a call for `node` may go to the store now. */
   allow(node: string, at: number): boolean {
-    if (this.unhealthy.size === 0) return true;
+    return this.unhealthy.size === 0 || this.allowUnhealthy(node, at);
+  }
+
+  /**
+   * `allow` once some node is not healthy. The hot path's checks stay one comparison each here and in
+   * `answered`: the limiter's decision path inlines them, and V8 charges their whole bytecode to that
+   * path's inlining budget.
+   */
+  private allowUnhealthy(node: string, at: number): boolean {
     const h = this.health.get(node);
     return h === undefined || h.allow(at);
   }
@@ -124,7 +132,12 @@ export class StoreGuard {
 
   /** `node` answered (a result, or an error about one key's state). */
   answered(node: string): void {
-    if (this.health.size !== 0) this.health.get(node)?.success();
+    if (this.health.size !== 0) this.succeeded(node);
+  }
+
+  /** `answered` once some node has a health record (see `allowUnhealthy`). */
+  private succeeded(node: string): void {
+    this.health.get(node)?.success();
   }
 
   /**

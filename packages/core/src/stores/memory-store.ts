@@ -183,6 +183,15 @@ interface Bound {
   readonly result: Float64Array;
 }
 
+/**
+ * Sets the lease an apply takes on each of `b`'s tables. Out of `apply` on purpose: the loop is a third of
+ * its bytecode, V8 charges that whole size to the inlining budget of the limiter's decision path, and
+ * most plans have no lease.
+ */
+function holdLease(b: Bound, lease: number): void {
+  for (const t of b.tables) t.lease = lease;
+}
+
 export class MemoryStore implements Store {
   readonly kind = 'memory';
   readonly maxKeys: number;
@@ -264,21 +273,14 @@ export class MemoryStore implements Store {
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): Float64Array {
     if (now > this.lastNow) this.lastNow = now;
     const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
-    if (lease !== undefined) for (const t of b.tables) t.lease = lease;
-    const n = plan.policies.length;
-    if (n === 1) return this.applySingle(keyAt(key, 0), b, cost, now);
-    this.applyGroup(key, b, 0, plan.enforcedCount, cost, now, true);
-    if (n > plan.enforcedCount) this.applyGroup(key, b, plan.enforcedCount, n, cost, now, true);
-    return b.result;
+    if (lease !== undefined) holdLease(b, lease);
+    return plan.policies.length === 1 ? this.applySingle(keyAt(key, 0), b, cost, now) : this.applyGroups(key, plan, b, cost, now, true);
   }
 
   /** `apply` without the charge: the same numbers, `F_CHARGED` on each group that would be charged. */
   peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Float64Array {
     const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
-    const n = plan.policies.length;
-    this.applyGroup(key, b, 0, plan.enforcedCount, cost, now, false);
-    if (n > plan.enforcedCount) this.applyGroup(key, b, plan.enforcedCount, n, cost, now, false);
-    return b.result;
+    return this.applyGroups(key, plan, b, cost, now, false);
   }
 
   /** Gives back `cost` to each policy whose mark is a number (see `Store.refund`), synchronously. */
@@ -360,6 +362,18 @@ export class MemoryStore implements Store {
     r[R_RESET] = out.resetMs;
     r[R_DELAY] = out.delayMs;
     return r;
+  }
+
+  /**
+   * The enforced policies as one group, then the shadow policies as another (each all-or-nothing). Out of
+   * `apply`, which most plans (one policy) leave at `applySingle`: the limiter's decision path inlines
+   * `apply`, and V8 charges its whole bytecode to that path's inlining budget.
+   */
+  private applyGroups(key: StoreKey, plan: StorePlan, b: Bound, cost: number, now: number, charge: boolean): Float64Array {
+    const n = plan.policies.length;
+    this.applyGroup(key, b, 0, plan.enforcedCount, cost, now, charge);
+    if (n > plan.enforcedCount) this.applyGroup(key, b, plan.enforcedCount, n, cost, now, charge);
+    return b.result;
   }
 
   private applyGroup(key: StoreKey, b: Bound, from: number, to: number, cost: number, now: number, charge: boolean): void {

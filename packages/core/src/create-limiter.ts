@@ -440,33 +440,35 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const n = cp.all.length;
     // RedisStore answers with the `now` it used after the per-policy numbers; the memory store used ours.
     const storeNow = r.length > n * RESULT_STRIDE ? (r[n * RESULT_STRIDE] as number) : at;
-    // Per policy its mark, then per policy its position (Store.refund).
+    // Per policy its mark, then per policy its position (Store.refund); NaN for a policy not charged.
     const marks: number[] = new Array(2 * n);
-    for (let i = 0; i < n; i++) {
-      const o = i * RESULT_STRIDE;
-      // A lease is given back by decision.release(), never refunded.
-      const charged = ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0 && !(cp.leases && cp.all[i]?.algorithm === 'concurrency');
-      marks[i] = charged ? storeNow + (r[o + R_RESET] as number) : Number.NaN;
-      marks[n + i] = charged ? (r[o + R_POSITION] as number) : Number.NaN;
+    const none = Number.NaN;
+    for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
+      const charged = cp.refundable[i] === 1 && ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0;
+      marks[i] = charged ? storeNow + (r[o + R_RESET] as number) : none;
+      marks[n + i] = charged ? (r[o + R_POSITION] as number) : none;
     }
     return new Receipt(issuer, cp, t.storeKey, costUnits(cost), cost, marks);
   }
 
   /**
-   * Decides `t` at `at` and passes the decision through the observer (metrics, diagnostics channel, hot
-   * keys, shadow record). On an asynchronous store the decision is built and observed in the step that
-   * settles the store's call (StoreGuard.watch): one promise per check, no `.then` after it.
+   * Decides `t` at `at` for a plan without concurrency policies. A decision made at once (a synchronous
+   * store, a call skipped by the breaker or failed) comes back unobserved: `decideNow` passes it to the
+   * observer, outside this function, so that V8 spends this function's inlining budget on the store
+   * alone, as it would without observability (it charges each inlined callee's whole bytecode). On an
+   * asynchronous store the decision is built and observed in the step that settles the store's call
+   * (StoreGuard.watch): one promise per check, no `.then` after it.
    */
-  function decideAt(t: Target, cost: number, at: number, opts: CheckOptions | undefined, quiet = false): Decision | Promise<Decision> {
-    if (t.cp.leases) return decideLeased(t, cost, at, opts, quiet);
+  function decideAt(t: Target, cost: number, at: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
     const node = guard.nodeOf(keyAt(t.storeKey, 0));
-    if (!guard.allow(node, at)) return observer.observe(skipped(t, cost, at, node), opts);
+    if (!guard.allow(node, at)) return skipped(t, cost, at, node);
     const seq = guard.next();
     let r: StoreResult | Promise<StoreResult>;
     try {
       r = timedStore.apply(t.storeKey, t.cp.storePlan, cost, at);
     } catch (error) {
-      return observer.observe(failed(t, cost, at, guard.failure(node, seq, error, false)), opts);
+      timedStore.threw();
+      return failed(t, cost, at, guard.failure(node, seq, error, false));
     }
     if (isPromiseLike(r)) {
       return guard.watch(
@@ -478,7 +480,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
       );
     }
     guard.answered(node);
-    return observer.observe(label(finish(t.key, cost, r, t.cp, t.cp.all, false), t, cost, r, at), opts);
+    return label(finish(t.key, cost, r, t.cp, t.cp.all, false), t, cost, r, at);
+  }
+
+  /** Decides `t` now, observed (metrics, diagnostics channel, hot keys, shadow record). */
+  function decideNow(t: Target, cost: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
+    if (t.cp.leases) return decideLeased(t, cost, now(), opts, false);
+    const d = decideAt(t, cost, now(), opts);
+    return isPromiseLike(d) ? d : observer.observe(d, opts);
   }
 
   /**
@@ -497,6 +506,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     try {
       r = timedStore.apply(t.storeKey, t.cp.storePlan, cost, at, lease);
     } catch (error) {
+      timedStore.threw();
       return seen(holding(failed(t, cost, at, guard.failure(node, seq, error, false), lease), t, lease));
     }
     const done = (o: StoreResult): Decision =>
@@ -541,7 +551,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const id = queueId(t);
     const attempt = async (): Promise<Decision> => {
       await guard.starting();
-      return decideAt(t, cost, now(), opts, true);
+      return decideLeased(t, cost, now(), opts, true);
     };
     let d: Decision | undefined;
     let firstRetryMs = 0;
@@ -595,8 +605,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const cost = costOf(opts, defaultCost);
     if (t.cp.queue !== undefined && !shadowMode) return decideQueued(t, cost, opts);
     const starting = guard.starting();
-    if (starting !== undefined) return starting.then(() => decideAt(t, cost, now(), opts));
-    return decideAt(t, cost, now(), opts);
+    if (starting !== undefined) return starting.then(() => decideNow(t, cost, opts));
+    return decideNow(t, cost, opts);
   }
 
   async function peek(rawKey: LimiterKey, opts?: CheckOptions): Promise<Decision> {

@@ -196,8 +196,8 @@ export class DecisionObserver {
    * A direct `check()` with no shadow policy and no channel subscriber needs at most the hot-key
    * sketches, which sample heavy streams (hot-keys.ts: most decisions over or near the limit cost a
    * decrement), and, with an exporter attached, one add to its request counter. Kept this small on
-   * purpose: the limiter's decision path inlines it, and V8's inlining budget is shared, so a larger
-   * body here pushed the store out of line (found by comparing inlining traces with the build without it).
+   * purpose: the limiter inlines it where it observes (`decideNow`, outside the function that calls the
+   * store), and V8 charges each inlined callee's whole bytecode to the caller's inlining budget.
    */
   observe(d: Decision, options: CheckOptions | undefined): Decision {
     // `=== true`: V8 cannot tell these fields hold booleans, and a bare `if (x)` compiles to a full truthiness test.

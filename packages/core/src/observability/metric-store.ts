@@ -84,8 +84,34 @@ export const exporters = {
   prometheus: 0,
 };
 
+/** Something that follows `exporters.attached`: a limiter's store timer, which calls the store straight while it is false. */
+export interface AttachedFollower {
+  follow(attached: boolean): void;
+}
+
+/** Held weakly: a limiter dropped without `close()` is not kept alive by its metrics. */
+const followers = new Set<WeakRef<AttachedFollower>>();
+let sweepFollowersAt = 64;
+
+/** Tells `follower` whether an exporter is attached, now and at every change, for as long as it lives. */
+export function followAttached(follower: AttachedFollower): void {
+  if (followers.size >= sweepFollowersAt) {
+    for (const ref of followers) if (ref.deref() === undefined) followers.delete(ref);
+    sweepFollowersAt = Math.max(64, 2 * followers.size);
+  }
+  followers.add(new WeakRef(follower));
+  follower.follow(exporters.attached);
+}
+
 export function updateAttached(): void {
-  exporters.attached = exporters.otel || exporters.prometheus > 0;
+  const attached = exporters.otel || exporters.prometheus > 0;
+  if (attached === exporters.attached) return;
+  exporters.attached = attached;
+  for (const ref of followers) {
+    const follower = ref.deref();
+    if (follower === undefined) followers.delete(ref);
+    else follower.follow(attached);
+  }
 }
 
 /** The cell of `labels`, created at first use. */

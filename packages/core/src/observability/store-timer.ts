@@ -1,48 +1,97 @@
 /**
  * @module Times the store calls for `tollgate.store.duration`, standing in for `store.apply` at the
- * limiter's one call site. With no exporter attached it is a plain forward (one check). Asynchronous
- * stores are timed on every call, until their promise settles: a reply later than the limiter's
- * `storeTimeoutMs` counts as `timeout` (the limiter had already answered without it), a rejection
- * as `error`. Synchronous stores are sampled: one call in 1024 is timed.
+ * limiter's call sites, which report a store that throws through `threw`. With no exporter attached it
+ * calls the store straight: the timing lives in `TimedCalls`, which takes the store's place while an
+ * exporter is attached (metric-store's `followAttached`), so that the decision path carries no check
+ * for it. Asynchronous stores are timed on every call, until their promise settles: a reply later than
+ * the limiter's `storeTimeoutMs` counts as `timeout` (the limiter had already answered without it), a
+ * rejection as `error`. Synchronous stores are sampled: one call in 1024 is timed.
  */
 import { performance } from 'node:perf_hooks';
 import { isPromiseLike, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
 import type { StoreOutcome } from './metric-names.js';
-import { exporters, type HistogramCell, histogramCell } from './metric-store.js';
+import { type AttachedFollower, followAttached, type HistogramCell, histogramCell } from './metric-store.js';
 import { recordStoreDuration } from './otel-meter.js';
 
 /** Synchronous stores answer in well under a microsecond, and recording costs more: one call in 1024 is timed. */
 const SYNC_SAMPLE_MASK = 1023;
 
-export class StoreTimer {
+type StoreCall = Pick<Store, 'apply'>;
+
+export class StoreTimer implements AttachedFollower {
+  /** The store while no exporter is attached, else `timing`. */
+  private target: StoreCall;
+  private readonly timing: TimedCalls;
+
+  constructor(
+    private readonly store: Store,
+    timeoutMs: number,
+  ) {
+    this.target = store;
+    this.timing = new TimedCalls(store, timeoutMs);
+    followAttached(this);
+  }
+
+  /**
+   * The limiter's store call: the store's own, or a timed one while an exporter is attached. One call and
+   * no check, since the limiter's decision path inlines it and V8 charges each inlined callee's whole
+   * bytecode to that path's inlining budget, which the store's `apply` needs.
+   */
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): StoreResult | Promise<StoreResult> {
+    return this.target.apply(key, plan, cost, now, lease);
+  }
+
+  /** The store call that `apply` made threw: a timed call is recorded as an error. */
+  threw(): void {
+    if (this.target === this.timing) this.timing.threw();
+  }
+
+  follow(attached: boolean): void {
+    this.target = attached ? this.timing : this.store;
+  }
+}
+
+/** The store's `apply`, timed. */
+class TimedCalls implements StoreCall {
   private calls = 0;
   /** Calls whose count has these bits clear are timed: every call until the store has answered once, then every call of an asynchronous store and one in 1024 of a synchronous one. */
   private mask = 0;
+  /** When the call being made started (`performance.now()`), when it is timed; else -1. */
+  private started = -1;
   private readonly cells: Partial<Record<StoreOutcome, HistogramCell>> = {};
-  /** metric-store's `exporters`, held in a field: reading it skips the check that an imported binding is initialized (see DecisionObserver.observe). */
-  private readonly watch = exporters;
 
   constructor(
     private readonly store: Store,
     private readonly timeoutMs: number,
   ) {}
 
-  /** Kept this small so that the limiter's call site inlines it: no exporter, one check and the store call. */
+  /**
+   * One call of the store, timed or not: a second call in a branch taken 1023 times in 1024 would lower
+   * that call's frequency below the receipt's, and V8, which inlines the most frequent calls first, would
+   * then spend the decision path's inlining budget on the receipt and call the store out of line.
+   */
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): StoreResult | Promise<StoreResult> {
-    return this.watch.attached === true && (++this.calls & this.mask) === 0
-      ? this.timed(key, plan, cost, now, lease)
-      : this.store.apply(key, plan, cost, now, lease);
+    if ((++this.calls & this.mask) === 0) this.start();
+    const r = this.store.apply(key, plan, cost, now, lease);
+    return this.started < 0 ? r : this.timed(r);
   }
 
-  private timed(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): StoreResult | Promise<StoreResult> {
-    const started = performance.now();
-    let r: StoreResult | Promise<StoreResult>;
-    try {
-      r = this.store.apply(key, plan, cost, now, lease);
-    } catch (error) {
-      this.record(started, 'error');
-      throw error;
-    }
+  threw(): void {
+    const started = this.started;
+    if (started < 0) return;
+    this.started = -1;
+    this.record(started, 'error');
+  }
+
+  /** A call to time starts; `timed` or `threw` ends it. Out of `apply`, whose bytecode is charged to the decision path's inlining budget. */
+  private start(): void {
+    this.started = performance.now();
+  }
+
+  /** Records a timed call's duration when it is known: now for a synchronous store, when it settles for an asynchronous one. */
+  private timed(r: StoreResult | Promise<StoreResult>): StoreResult | Promise<StoreResult> {
+    const started = this.started;
+    this.started = -1;
     this.mask = isPromiseLike(r) ? 0 : SYNC_SAMPLE_MASK;
     if (!isPromiseLike(r)) {
       this.record(started, 'ok');

@@ -31,6 +31,8 @@ export interface CompiledPlan {
   readonly shadowPolicies: readonly PolicyDescription[];
   /** Some policy is a concurrency policy: an admitted request holds a lease (`decision.release`). */
   readonly leases: boolean;
+  /** Per policy of `all`, 1 when `limiter.refund()` may give its charge back: a lease is given back by `release` instead. */
+  readonly refundable: Uint8Array;
   /**
    * Concurrency policies with a `queue`: the fewest waiters per key and the shortest wait among them
    * (shedding/lease-queue.ts); undefined when none may queue.
@@ -59,6 +61,7 @@ export function compilePlan(
   const all = [...enforced, ...shadow];
   const enforcedCount = enforced.length;
   const queues = enforced.flatMap((p) => (p.queue === undefined ? [] : [p.queue]));
+  const leases = enforced.some((p) => p.algorithm === 'concurrency');
   return Object.freeze({
     name,
     all,
@@ -71,7 +74,8 @@ export function compilePlan(
     positions: new Map(all.map((p, i) => [p.name, i])),
     policies: Object.freeze(enforced.map(describePolicy)),
     shadowPolicies: Object.freeze(shadow.map(describePolicy)),
-    leases: enforced.some((p) => p.algorithm === 'concurrency'),
+    leases,
+    refundable: Uint8Array.from(all, (p) => (leases && p.algorithm === 'concurrency' ? 0 : 1)),
     queue:
       queues.length === 0
         ? undefined

@@ -1,0 +1,86 @@
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { createLimiter } from '../create-limiter.js';
+import { MemoryStore } from '../stores/memory-store.js';
+import type { Store, StoreKey, StorePlan, StoreResult } from '../stores/store.js';
+import { exporters, histogramCells } from './metric-store.js';
+import { registerPrometheusMetrics } from './prometheus.js';
+
+/** A MemoryStore under a kind of its own (so its duration series are its own), which throws while `throwing` is set. */
+class SyncStore implements Store {
+  throwing = false;
+  private readonly inner = new MemoryStore();
+  constructor(readonly kind: string) {}
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
+    if (this.throwing) throw new Error('store bug');
+    return this.inner.apply(key, plan, cost, now);
+  }
+  reset(key: string, plan: StorePlan): void {
+    this.inner.reset(key, plan);
+  }
+}
+
+/** How many store calls of `kind` ended with `outcome` in `tollgate.store.duration`. */
+function timed(kind: string, outcome: string): number {
+  let n = 0;
+  for (const cell of histogramCells('storeDuration')) {
+    if (cell.labels.storeKind === kind && cell.labels.storeOutcome === outcome) n += cell.count;
+  }
+  return n;
+}
+
+describe('store timer', () => {
+  it('times nothing while no exporter is attached, and follows one that attaches and detaches later', async () => {
+    expect(exporters.attached).toBe(false);
+    const store = new SyncStore('sync-follow');
+    // Made before any exporter: the limiter calls the store straight.
+    const limiter = createLimiter({ policies: [{ limit: 1_000_000, windowMs: 60_000 }], store, onStoreError: 'closed' });
+    for (let i = 0; i < 10; i++) await limiter.check('a');
+    expect(timed('sync-follow', 'ok')).toBe(0);
+
+    const unregister = registerPrometheusMetrics({ registry: new Registry() });
+    try {
+      // The first call is timed (the timer learns that the store is synchronous), then 1 in 1024.
+      for (let i = 0; i < 2049; i++) await limiter.check('a');
+      expect(timed('sync-follow', 'ok')).toBe(3);
+    } finally {
+      unregister();
+    }
+    expect(exporters.attached).toBe(false);
+    for (let i = 0; i < 3000; i++) await limiter.check('a');
+    expect(timed('sync-follow', 'ok')).toBe(3);
+  });
+
+  it('records a timed call that throws as an error; an untimed one leaves nothing for the next call', async () => {
+    const unregister = registerPrometheusMetrics({ registry: new Registry() });
+    try {
+      const store = new SyncStore('sync-throw');
+      const limiter = createLimiter({
+        policies: [{ limit: 1_000_000, windowMs: 60_000 }],
+        store,
+        onStoreError: 'open',
+        // Every call reaches the store: the default breaker would skip the calls after a failure.
+        breaker: false,
+        logger: { warn() {}, error() {} },
+      });
+      // Until the store has answered once, every call is timed.
+      store.throwing = true;
+      const failed = await limiter.check('a');
+      expect(failed.degraded).toBe(true);
+      expect(timed('sync-throw', 'error')).toBe(1);
+      expect(timed('sync-throw', 'ok')).toBe(0);
+      store.throwing = false;
+      await limiter.check('a');
+      expect(timed('sync-throw', 'ok')).toBe(1);
+      // Not timed (1 in 1024 now): the throw is not recorded, and leaves nothing behind for the next timed call.
+      store.throwing = true;
+      await limiter.check('a');
+      store.throwing = false;
+      expect(timed('sync-throw', 'error')).toBe(1);
+      for (let i = 0; i < 1022; i++) await limiter.check('a');
+      expect(timed('sync-throw', 'ok')).toBe(2);
+    } finally {
+      unregister();
+    }
+  });
+});

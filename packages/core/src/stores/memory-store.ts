@@ -332,19 +332,29 @@ export class MemoryStore implements Store {
    * without a row is decided in scratch slot 0 and gets a row only when admitted: a request that
    * charges nothing never takes memory (nor evicts anyone).
    */
+  /**
+   * `applySingle` for a key the table does not hold: decided in the scratch slot, which it is adopted
+   * from when admitted (evicting first when the store is full); returns the slot, or undefined when
+   * refused. Out of `applySingle`, which the limiter's decision path inlines (V8 charges each inlined
+   * callee's whole bytecode to its budget) and which a busy key takes without it.
+   */
+  private applyNew(key: string, b: Bound, t: Table, p: CompiledPolicy, out: Outcome, cost: number, now: number): number | undefined {
+    t.kernel.init(t, 0);
+    t.kernel.consume(t, 0, now, cost, p, out);
+    if (!out.allowed) return undefined;
+    if (this.count >= this.maxKeys) this.evict(t, now, key, b.tables);
+    const slot = t.adoptScratch(key);
+    this.count += 1;
+    return slot;
+  }
+
   private applySingle(key: string, b: Bound, cost: number, now: number): Float64Array {
     const t = b.tables[0] as Table;
     const out = b.outcomes[0] as Outcome;
     const p = b.policies[0] as CompiledPolicy;
     let slot = t.index.get(key);
     if (slot === undefined) {
-      t.kernel.init(t, 0);
-      t.kernel.consume(t, 0, now, cost, p, out);
-      if (out.allowed) {
-        if (this.count >= this.maxKeys) this.evict(t, now, key, b.tables);
-        slot = t.adoptScratch(key);
-        this.count += 1;
-      }
+      slot = this.applyNew(key, b, t, p, out, cost, now);
     } else {
       t.touch(slot);
       t.kernel.adopt?.(t, slot, now, p);

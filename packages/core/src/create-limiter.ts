@@ -169,7 +169,14 @@ export function normalizeKey(key: string): string {
 
 function costOf(options: CheckOptions | undefined, fallback: number): number {
   const cost = options?.cost;
-  if (cost === undefined) return fallback;
+  return cost === undefined ? fallback : costToMilli(cost);
+}
+
+/**
+ * A check's own cost, in milli-units. Out of `costOf`, which the decision path inlines: V8 charges each
+ * inlined callee's whole bytecode (this error message included) to the caller's inlining budget.
+ */
+function costToMilli(cost: number): number {
   // A cost past exact arithmetic (Infinity, 1e13) is OVERSIZE_MILLI: above every capacity, so a 413.
   const milli = cost === 1 ? MILLI : requestCostToMilli(cost);
   if (milli < 0) {
@@ -269,9 +276,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
   let enforcedOnly = 0;
   let storeErrors = 0;
 
+  /** The plan a check names, else the default; the lookup out of line, so that the common case inlines small. */
   function planOf(opts: CheckOptions | undefined): CompiledPlan {
     const name = opts?.plan;
-    if (name === undefined) return defaultPlan;
+    return name === undefined ? defaultPlan : namedPlan(name);
+  }
+
+  function namedPlan(name: string): CompiledPlan {
     const cp = compiled.get(name);
     if (cp !== undefined) return cp;
     if (typeof name !== 'string') {
@@ -291,7 +302,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   function now(): number {
     // The built-in clock needs no checking: it always returns integer ms.
-    if (clock === monotonicClock) return monotonicClock();
+    return clock === monotonicClock ? monotonicClock() : checkedNow();
+  }
+
+  /** `now` from a clock of the caller's, checked (out of `now`, which the decision path inlines). */
+  function checkedNow(): number {
     const t = clock();
     if (typeof t !== 'number' || !Number.isFinite(t)) {
       throw codedError(TypeError, 'ERR_RL_INVALID_CLOCK', `the clock returned ${describeValue(t)}; it must return finite milliseconds`);

@@ -82,7 +82,10 @@ export class StoreGuard {
    * connected waits (up to `STARTUP_WAIT_MS`) instead of answering by the failure mode.
    */
   starting(): Promise<void> | undefined {
-    if (this.startup !== null) return this.startup;
+    return this.startup !== null ? this.startup : this.askStartup();
+  }
+
+  private askStartup(): Promise<void> | undefined {
     const wait = this.config.store.whenReady?.(STARTUP_WAIT_MS);
     this.startup =
       wait === undefined

@@ -56,7 +56,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], rounds: 5, runs: 1, runMs: 3000 },
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 8, roundSeconds: 2, warmupSeconds: 2, connections: 50 },
     concurrency: { runs: 3, durationMs: 3000, rps: 400 },
-    observability: { processes: 20, passes: 21, batch: 20_000 },
+    observability: { processes: 30, passes: 21, batch: 20_000 },
   },
   quick: {
     decisions: { subjects: undefined, passes: 1, runs: 2, runMs: 100, warmupMs: 100 },

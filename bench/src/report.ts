@@ -407,7 +407,7 @@ function observabilitySection(o: NonNullable<BenchResults['observability']>): st
       'timed in CPU time of the process (a busy machine inflates both sides of a pair alike). The exporter is process-wide, so each row set runs in processes of its own, ' +
       `and each case in a process of its own as in section A (a case measured after others would carry their JIT history), ${o.processes} per case and set, interleaved; the ratio is the median of the pair ratios of all its processes; its 90 % interval comes from resampling the processes ` +
       "(a bootstrap: one process's pairs share its JIT decisions, so processes are what varies), and the last column gives each process's median " +
-      '(single processes differ by up to 10 % with identical code: V8 inlines differently from one process to the next). ' +
+      '(single processes differ by up to 15 % with identical code and identical inlining: only many processes average that out). ' +
       'Section A cannot load two builds of the core side by side, so its own issue 12 rows compare the `tollgate-gcra-otel` and `tollgate-gcra-prometheus` cells with `tollgate-gcra` across processes.',
     '',
     o.rows.length === 0

@@ -172,10 +172,7 @@ function costOf(options: CheckOptions | undefined, fallback: number): number {
   return cost === undefined ? fallback : costToMilli(cost);
 }
 
-/**
- * A check's own cost, in milli-units. Out of `costOf`, which the decision path inlines: V8 charges each
- * inlined callee's whole bytecode (this error message included) to the caller's inlining budget.
- */
+/** A check's own cost, in milli-units; out of `costOf`, for the decision path's inlining budget (create-limiter.ts, `decideAt`). */
 function costToMilli(cost: number): number {
   // A cost past exact arithmetic (Infinity, 1e13) is OVERSIZE_MILLI: above every capacity, so a 413.
   const milli = cost === 1 ? MILLI : requestCostToMilli(cost);
@@ -276,7 +273,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   let enforcedOnly = 0;
   let storeErrors = 0;
 
-  /** The plan a check names, else the default; the lookup out of line, so that the common case inlines small. */
+  /** The plan a check names, else the default; the lookup out of line, for the decision path's inlining budget (create-limiter.ts, `decideAt`). */
   function planOf(opts: CheckOptions | undefined): CompiledPlan {
     const name = opts?.plan;
     return name === undefined ? defaultPlan : namedPlan(name);
@@ -305,7 +302,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return clock === monotonicClock ? monotonicClock() : checkedNow();
   }
 
-  /** `now` from a clock of the caller's, checked (out of `now`, which the decision path inlines). */
+  /** `now` from a clock of the caller's, checked; out of `now`, for the decision path's inlining budget (create-limiter.ts, `decideAt`). */
   function checkedNow(): number {
     const t = clock();
     if (typeof t !== 'number' || !Number.isFinite(t)) {
@@ -440,8 +437,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /**
    * Labels a decision with its plan and, when it charged, a receipt for `refund()`. The receipt is built
-   * out of line: `decideAt` inlines this, and the receipt's loop, which a rejection never runs, used up
-   * the inlining budget that the store's `apply` needs (V8 charges a callee's whole bytecode).
+   * out of line: `decideAt` inlines this, and a rejection never needs the receipt's loop.
    */
   function label(d: DecisionImpl, t: Target, cost: number, r: StoreResult, at: number): Decision {
     d.plan = t.cp.name;
@@ -469,10 +465,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /**
    * Decides `t` at `at` for a plan without concurrency policies. A decision made at once (a synchronous
    * store, a call skipped by the breaker or failed) comes back unobserved: `decideNow` passes it to the
-   * observer, outside this function, so that V8 spends this function's inlining budget on the store
-   * alone, as it would without observability (it charges each inlined callee's whole bytecode). On an
-   * asynchronous store the decision is built and observed in the step that settles the store's call
-   * (StoreGuard.watch): one promise per check, no `.then` after it.
+   * observer. On an asynchronous store the decision is built and observed in the step that settles the
+   * store's call (StoreGuard.watch): one promise per check, no `.then` after it.
+   *
+   * The decision path's inlining budget: V8 inlines the most frequent calls first and charges each inlined
+   * callee's whole bytecode, rare branches included, to the caller's budget (920 bytes on Node 20). Spent
+   * on anything else, it leaves the store's `apply` and its kernel out of line. So the observer runs in
+   * `decideNow`, and the functions this one inlines keep their rare branches (a named plan, a given cost,
+   * a caller's clock, an unhealthy node, a lease, a new key) out of line. Check a change with
+   * `node --trace-turbo-inlining`: `decide` and `decideAt` should inline the same functions as the
+   * build with the observer's hooks cut (bench/README.md, section O).
    */
   function decideAt(t: Target, cost: number, at: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
     const node = guard.nodeOf(keyAt(t.storeKey, 0));

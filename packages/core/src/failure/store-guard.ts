@@ -85,6 +85,7 @@ export class StoreGuard {
     return this.startup !== null ? this.startup : this.askStartup();
   }
 
+  /** `starting`'s first call; out of line, for the decision path's inlining budget (create-limiter.ts, `decideAt`). */
   private askStartup(): Promise<void> | undefined {
     const wait = this.config.store.whenReady?.(STARTUP_WAIT_MS);
     this.startup =
@@ -112,11 +113,7 @@ export class StoreGuard {
     return this.unhealthy.size === 0 || this.allowUnhealthy(node, at);
   }
 
-  /**
-   * `allow` once some node is not healthy. The hot path's checks stay one comparison each here and in
-   * `answered`: the limiter's decision path inlines them, and V8 charges their whole bytecode to that
-   * path's inlining budget.
-   */
+  /** `allow` once some node is not healthy; out of line, as `succeeded`, for the decision path's inlining budget (create-limiter.ts, `decideAt`). */
   private allowUnhealthy(node: string, at: number): boolean {
     const h = this.health.get(node);
     return h === undefined || h.allow(at);
@@ -138,7 +135,7 @@ export class StoreGuard {
     if (this.health.size !== 0) this.succeeded(node);
   }
 
-  /** `answered` once some node has a health record (see `allowUnhealthy`). */
+  /** `answered` once some node has a health record. */
   private succeeded(node: string): void {
     this.health.get(node)?.success();
   }

@@ -196,8 +196,7 @@ export class DecisionObserver {
    * A direct `check()` with no shadow policy and no channel subscriber needs at most the hot-key
    * sketches, which sample heavy streams (hot-keys.ts: most decisions over or near the limit cost a
    * decrement), and, with an exporter attached, one add to its request counter. Kept this small on
-   * purpose: the limiter inlines it where it observes (`decideNow`, outside the function that calls the
-   * store), and V8 charges each inlined callee's whole bytecode to the caller's inlining budget.
+   * purpose: the limiter inlines it in `decideNow`, whose inlining budget it shares (create-limiter.ts, `decideAt`).
    */
   observe(d: Decision, options: CheckOptions | undefined): Decision {
     // `=== true`: V8 cannot tell these fields hold booleans, and a bare `if (x)` compiles to a full truthiness test.

@@ -34,8 +34,7 @@ export class StoreTimer implements AttachedFollower {
 
   /**
    * The limiter's store call: the store's own, or a timed one while an exporter is attached. One call and
-   * no check, since the limiter's decision path inlines it and V8 charges each inlined callee's whole
-   * bytecode to that path's inlining budget, which the store's `apply` needs.
+   * no check, for the decision path's inlining budget (create-limiter.ts, `decideAt`), which the store's `apply` needs.
    */
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): StoreResult | Promise<StoreResult> {
     return this.target.apply(key, plan, cost, now, lease);
@@ -83,7 +82,7 @@ class TimedCalls implements StoreCall {
     this.record(started, 'error');
   }
 
-  /** A call to time starts; `timed` or `threw` ends it. Out of `apply`, whose bytecode is charged to the decision path's inlining budget. */
+  /** A call to time starts; `timed` or `threw` ends it. */
   private start(): void {
     this.started = performance.now();
   }

@@ -183,11 +183,7 @@ interface Bound {
   readonly result: Float64Array;
 }
 
-/**
- * Sets the lease an apply takes on each of `b`'s tables. Out of `apply` on purpose: the loop is a third of
- * its bytecode, V8 charges that whole size to the inlining budget of the limiter's decision path, and
- * most plans have no lease.
- */
+/** Sets the lease an apply takes on each of `b`'s tables; out of `apply`, for the decision path's inlining budget (create-limiter.ts, `decideAt`). */
 function holdLease(b: Bound, lease: number): void {
   for (const t of b.tables) t.lease = lease;
 }
@@ -332,22 +328,6 @@ export class MemoryStore implements Store {
    * without a row is decided in scratch slot 0 and gets a row only when admitted: a request that
    * charges nothing never takes memory (nor evicts anyone).
    */
-  /**
-   * `applySingle` for a key the table does not hold: decided in the scratch slot, which it is adopted
-   * from when admitted (evicting first when the store is full); returns the slot, or undefined when
-   * refused. Out of `applySingle`, which the limiter's decision path inlines (V8 charges each inlined
-   * callee's whole bytecode to its budget) and which a busy key takes without it.
-   */
-  private applyNew(key: string, b: Bound, t: Table, p: CompiledPolicy, out: Outcome, cost: number, now: number): number | undefined {
-    t.kernel.init(t, 0);
-    t.kernel.consume(t, 0, now, cost, p, out);
-    if (!out.allowed) return undefined;
-    if (this.count >= this.maxKeys) this.evict(t, now, key, b.tables);
-    const slot = t.adoptScratch(key);
-    this.count += 1;
-    return slot;
-  }
-
   private applySingle(key: string, b: Bound, cost: number, now: number): Float64Array {
     const t = b.tables[0] as Table;
     const out = b.outcomes[0] as Outcome;
@@ -375,9 +355,23 @@ export class MemoryStore implements Store {
   }
 
   /**
+   * `applySingle` for a key the table does not hold: decided in the scratch slot, which it is adopted
+   * from when admitted (evicting first when the store is full); returns the slot, or undefined when
+   * refused. Out of `applySingle` (a busy key never takes it), for the decision path's inlining budget (create-limiter.ts, `decideAt`).
+   */
+  private applyNew(key: string, b: Bound, t: Table, p: CompiledPolicy, out: Outcome, cost: number, now: number): number | undefined {
+    t.kernel.init(t, 0);
+    t.kernel.consume(t, 0, now, cost, p, out);
+    if (!out.allowed) return undefined;
+    if (this.count >= this.maxKeys) this.evict(t, now, key, b.tables);
+    const slot = t.adoptScratch(key);
+    this.count += 1;
+    return slot;
+  }
+
+  /**
    * The enforced policies as one group, then the shadow policies as another (each all-or-nothing). Out of
-   * `apply`, which most plans (one policy) leave at `applySingle`: the limiter's decision path inlines
-   * `apply`, and V8 charges its whole bytecode to that path's inlining budget.
+   * `apply` (a one-policy plan never takes it), for the decision path's inlining budget (create-limiter.ts, `decideAt`).
    */
   private applyGroups(key: StoreKey, plan: StorePlan, b: Bound, cost: number, now: number, charge: boolean): Float64Array {
     const n = plan.policies.length;

@@ -47,7 +47,7 @@ interface Plan {
     connections: number;
   };
   readonly concurrency: { runs: number; durationMs: number; rps: number };
-  readonly observability: { processes: number; passes: number; batch: number };
+  readonly observability: { processes: number; copies: number; passes: number; batch: number };
 }
 
 const PLANS: Readonly<Record<RunMode, Plan>> = {
@@ -56,14 +56,14 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], rounds: 5, runs: 1, runMs: 3000 },
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 8, roundSeconds: 2, warmupSeconds: 2, connections: 50 },
     concurrency: { runs: 3, durationMs: 3000, rps: 400 },
-    observability: { processes: 30, passes: 21, batch: 20_000 },
+    observability: { processes: 10, copies: 8, passes: 15, batch: 20_000 },
   },
   quick: {
     decisions: { subjects: undefined, passes: 1, runs: 2, runMs: 100, warmupMs: 100 },
     redis: { subjects: undefined, keys: 30_000, inFlight: [1, 256], rounds: 1, runs: 1, runMs: 1000 },
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 50 },
     concurrency: { runs: 1, durationMs: 2000, rps: 400 },
-    observability: { processes: 2, passes: 11, batch: 10_000 },
+    observability: { processes: 2, copies: 2, passes: 11, batch: 10_000 },
   },
   smoke: {
     decisions: { subjects: ['tollgate-gcra', 'express-rate-limit', 'map-counter'], passes: 1, runs: 1, runMs: 20, warmupMs: 20 },
@@ -77,7 +77,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     },
     http: { frameworks: ['express'], modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 10 },
     concurrency: { runs: 1, durationMs: 500, rps: 400 },
-    observability: { processes: 1, passes: 2, batch: 1000 },
+    observability: { processes: 1, copies: 2, passes: 2, batch: 1000 },
   },
 };
 

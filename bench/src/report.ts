@@ -4,7 +4,7 @@
  */
 import type { Comparison } from '../../examples/concurrency/src/scenarios.js';
 import { OVERHEAD_SUBJECTS, SUBJECT_LABELS } from './observability/observability-section.js';
-import { WARM_UP_PAIRS } from './observability/overhead.js';
+import { WARM_UP_PASSES } from './observability/overhead.js';
 import type { BenchResults, DecisionRow, HttpGroup, HttpVariantResult, Missing, RedisRow } from './results.js';
 import { range } from './stats.js';
 import { checkTargets, type TargetCheck } from './targets.js';
@@ -403,17 +403,17 @@ function observabilitySection(o: NonNullable<BenchResults['observability']>): st
       'against the unchanged core that cannot load `@opentelemetry/api` and so never sees the provider: the "within 10 % of the same run without"; ' +
       '**prom-client registry vs no provider**: `registerPrometheusMetrics({ registry })` on the measured copy only, for reference. ' +
       'The control measures the core against its providerless copy with no exporter, the same code twice: its distance from 1.000 is what the method cannot resolve on this machine at this load. ' +
-      `Batches of ${int(o.batch)} decisions of each build alternate, in alternating order, ${o.passes} pairs per case after ${WARM_UP_PAIRS} warm-up pairs, each build with a timing loop of its own, ` +
-      'timed in CPU time of the process (a busy machine inflates both sides of a pair alike). The exporter is process-wide, so each row set runs in processes of its own, ' +
-      `and each case in a process of its own as in section A (a case measured after others would carry their JIT history), ${o.processes} per case and set, interleaved; the ratio is the median of the pair ratios of all its processes; its 90 % interval comes from resampling the processes ` +
-      "(a bootstrap: one process's pairs share its JIT decisions, so processes are what varies), and the last column gives each process's median " +
-      '(single processes differ by up to 15 % with identical code and identical inlining: only many processes average that out). ' +
+      `Each process loads ${o.copies} copies of each build, every copy a folder of its own (identical code loaded twice in one process runs up to 10 % apart, copy against copy, from where V8 places each copy and not from what it compiles: the mean over copies divides that luck by the square root of their number). ` +
+      `Batches of ${int(o.batch)} decisions of every copy alternate, in alternating order, ${o.passes} passes per case after ${WARM_UP_PASSES} warm-up passes, each copy with a timing loop of its own, ` +
+      "timed in CPU time of the process (a busy machine inflates both sides of a pass alike); a pass's ratio is the current copies' mean over the baseline copies' mean. The exporter is process-wide, so each row set runs in processes of its own, " +
+      `and each case in a process of its own as in section A (a case measured after others would carry their JIT history), ${o.processes} per case and set, interleaved; the ratio is the median of the pass ratios of all its processes; its 90 % interval comes from resampling the processes ` +
+      "(a bootstrap: one process's passes share its copies' luck, so processes are what varies), and the last column gives each process's median. " +
       'Section A cannot load two builds of the core side by side, so its own issue 12 rows compare the `tollgate-gcra-otel` and `tollgate-gcra-prometheus` cells with `tollgate-gcra` across processes.',
     '',
     o.rows.length === 0
       ? 'No process of section O produced figures.'
       : table(
-          ['exporter', 'case', 'baseline ns', 'current ns', 'current / baseline (median of pairs)', '90 % interval', 'per process'],
+          ['exporter', 'case', 'baseline ns', 'current ns', 'current / baseline (median of passes)', '90 % interval', 'per process'],
           rows,
         ),
     '',
@@ -473,7 +473,7 @@ export function renderSummary(results: BenchResults, targets: readonly TargetChe
   }
   if (results.observability !== undefined) {
     out.push(
-      'O. Observability overhead (current / baseline, median of pairs)',
+      'O. Observability overhead (current / baseline, median of passes)',
       table(
         ['exporter', 'case', 'ratio'],
         results.observability.rows.map((r) => [r.subject, r.label, ratio(r.ratio)]),

@@ -177,6 +177,7 @@ describe('checkTargets', () => {
       observability: {
         rows: [overhead('control', 0.995, 0.98, 1.01), overhead('none', 1.018, 1.005, 1.031), overhead('otel', 1.12, 1.09, 1.15)],
         processes: 3,
+        copies: 4,
         passes: 21,
         batch: 20_000,
         errors: [],

@@ -12,8 +12,10 @@
  * Each runs in its own processes (the exporter is process-wide), one case per process as section A runs
  * one cell per process, `processes` times, interleaved (control, none, otel, prometheus, control, ...) so
  * that a change of machine load touches them alike.
- * A case's figure is the median of the pair ratios pooled over its processes.
+ * Each process loads `copies` copies of each build (overhead.ts: why copies). A case's figure is the
+ * median of the pass ratios pooled over its processes.
  */
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_DIR, runChild } from '../child-process.js';
 import { bootstrapMedianInterval, median } from '../stats.js';
@@ -36,7 +38,7 @@ export interface OverheadRow {
   /** Medians over every pass of every process. */
   readonly baselineNs: number;
   readonly currentNs: number;
-  /** Median of the pair ratios pooled over the processes. */
+  /** Median of the pass ratios pooled over the processes. */
   readonly ratio: number;
   /** Each process's median ratio: the spread from process to process (JIT decisions differ). */
   readonly processRatios: readonly number[];
@@ -47,6 +49,7 @@ export interface OverheadRow {
 export interface ObservabilityResult {
   readonly rows: readonly OverheadRow[];
   readonly processes: number;
+  readonly copies: number;
   readonly passes: number;
   readonly batch: number;
   /** Processes that failed, with why; the rows then hold what the others measured. */
@@ -55,6 +58,8 @@ export interface ObservabilityResult {
 
 export interface ObservabilitySectionOptions {
   readonly processes: number;
+  /** Copies of each build loaded in every process (overhead.ts: why copies). */
+  readonly copies: number;
   readonly passes: number;
   readonly batch: number;
   readonly cases?: readonly string[];
@@ -64,17 +69,20 @@ export interface ObservabilitySectionOptions {
 
 export async function runObservabilitySection(o: ObservabilitySectionOptions): Promise<ObservabilityResult> {
   const cases = o.cases ?? OVERHEAD_CASES.map((c) => c.id);
-  const real = buildObservabilityCurrent();
-  const cut = buildObservabilityBaseline(join(BENCH_DIR, '.results', 'obs-baseline'));
-  const providerless = buildProviderlessTwin();
-  const builds: Readonly<Record<OverheadSubject, { current: string; baseline: string }>> = {
+  // Copies of each build, a folder each (overhead.ts: why copies).
+  const copiesOf = (build: (dir: string) => string, base: string): string[] =>
+    Array.from({ length: o.copies }, (_, i) => build(`${base}-${i + 1}`));
+  const real = copiesOf(buildObservabilityCurrent, join(BENCH_DIR, '.results', 'obs-current'));
+  const cut = copiesOf(buildObservabilityBaseline, join(BENCH_DIR, '.results', 'obs-baseline'));
+  const providerless = copiesOf(buildProviderlessTwin, join(tmpdir(), 'tollgate-bench-providerless'));
+  const builds: Readonly<Record<OverheadSubject, { current: readonly string[]; baseline: readonly string[] }>> = {
     control: { current: real, baseline: providerless },
     none: { current: real, baseline: cut },
     otel: { current: real, baseline: providerless },
     prometheus: { current: real, baseline: providerless },
   };
   o.log(
-    `O: observability overhead, ${o.processes} process(es) per exporter, ${o.passes} pairs of ${o.batch.toLocaleString('en-US')} decisions per case`,
+    `O: observability overhead, ${o.processes} process(es) per exporter and case, ${o.copies} copies of each build per process, ${o.passes} passes of ${o.batch.toLocaleString('en-US')} decisions per copy`,
   );
   const results = new Map<OverheadSubject, OverheadCaseResult[][]>();
   const errors: string[] = [];
@@ -132,5 +140,5 @@ export async function runObservabilitySection(o: ObservabilitySectionOptions): P
       });
     }
   }
-  return { rows, processes: o.processes, passes: o.passes, batch: o.batch, errors };
+  return { rows, processes: o.processes, copies: o.copies, passes: o.passes, batch: o.batch, errors };
 }

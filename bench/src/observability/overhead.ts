@@ -2,10 +2,16 @@
  * @module What observability costs a decision (issue 12), measured in pairs inside one process: section
  * A's loop (`await limiter.check(key)`, gcra on a MemoryStore) on two builds of the core loaded side by
  * side, `current` and `baseline` (see baseline.ts: the same source with the observability hooks cut
- * out). Batches of each alternate (in alternating order) and are timed in CPU time of the process, so a
- * busy shared machine inflates both sides of a pair alike; a case's figure is the median over pairs of
- * the ratio current / baseline. The exporter (none, the OpenTelemetry SDK, a prom-client registry) is
- * process-wide, so one process measures one exporter.
+ * out), each build in several copies. Batches of every copy alternate (in alternating order) and are
+ * timed in CPU time of the process, so a busy shared machine inflates both sides of a pass alike; a
+ * pass's ratio is the mean over the current copies over the mean over the baseline copies, and a case's
+ * figure is the median of those ratios. The exporter (none, the OpenTelemetry SDK, a prom-client
+ * registry) is process-wide, so one process measures one exporter.
+ *
+ * Why copies: identical code loaded twice in one process runs at speeds up to 10 % apart, copy against
+ * copy, whatever the pass (where V8 puts each copy's machine code and objects, not what it compiles: the
+ * inlining is the same). One copy per side made that luck most of a process's error; the mean of
+ * `copies` per side divides it by the square root of `copies`, for much less than as many processes cost.
  */
 import { metrics } from '@opentelemetry/api';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
@@ -37,9 +43,9 @@ export const OVERHEAD_CASES: readonly OverheadCase[] = [
 
 export interface OverheadInput {
   readonly exporter: Exporter;
-  /** `import()` paths of the two builds. */
-  readonly current: string;
-  readonly baseline: string;
+  /** `import()` paths of the copies of each build (as many of one as of the other, each copy a folder of its own). */
+  readonly current: readonly string[];
+  readonly baseline: readonly string[];
   readonly cases: readonly string[];
   readonly passes: number;
   readonly batch: number;
@@ -49,15 +55,17 @@ export interface OverheadInput {
 
 export interface OverheadCaseResult {
   readonly case: string;
-  /** Median CPU ns per decision of each side over the passes. */
+  /** Median over the passes of each side's mean CPU ns per decision (mean over its copies). */
   readonly baselineNs: number;
   readonly currentNs: number;
-  /** current / baseline of every pair. */
+  /** current / baseline of every pass. */
   readonly ratios: readonly number[];
+  /** Each copy's median CPU ns per decision, in load order: the copy-to-copy spread the copies average out. */
+  readonly copyNs: { readonly current: readonly number[]; readonly baseline: readonly number[] };
 }
 
-/** Attaches the exporter to `core` before any limiter exists, as an app would at startup. */
-function attach(exporter: Exporter, core: Core): void {
+/** Attaches the exporter to the current copies before any limiter exists, as an app would at startup. */
+function attach(exporter: Exporter, copies: readonly Core[]): void {
   if (exporter === 'otel') {
     const reader = new PeriodicExportingMetricReader({
       exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
@@ -65,7 +73,8 @@ function attach(exporter: Exporter, core: Core): void {
     });
     metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
   } else if (exporter === 'prometheus') {
-    core.registerPrometheusMetrics({ registry: new Registry() });
+    // A registry each: the copies register the same series names.
+    for (const core of copies) core.registerPrometheusMetrics({ registry: new Registry() });
   }
 }
 
@@ -75,11 +84,11 @@ function limiterOf(core: Core, c: OverheadCase): Limiter {
 }
 
 /**
- * Pairs run and dropped before the measured ones. A process measures one case (section O), so it is
+ * Passes (a batch of every copy) run and dropped before the measured ones. A process measures one case (section O), so it is
  * short-lived: the code an exporter runs now and then (the store call timed 1 in 1024, the SDK's record)
  * must be compiled before the measurement, as section A's warm-up does for its cells.
  */
-export const WARM_UP_PAIRS = 10;
+export const WARM_UP_PASSES = 10;
 
 type Loop = (limiter: Limiter, keys: readonly string[], batch: number, expectAllowed: boolean) => Promise<number>;
 
@@ -106,46 +115,86 @@ function loopFor(): Loop {
   return new AsyncFunction('limiter', 'keys', 'batch', 'expectAllowed', LOOP_BODY);
 }
 
+/** One copy of one build in a case: its limiter, its own timing loop, and its batches' ns. */
+interface Side {
+  readonly build: 'current' | 'baseline';
+  readonly limiter: Limiter;
+  readonly loop: Loop;
+  readonly ns: number[];
+}
+
+const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/**
+ * Imports the copies, alternating which build comes first in each pair (current 0, baseline 0, baseline
+ * 1, current 1, ...), so that neither build is always the one loaded, compiled or placed first.
+ */
+async function importCopies(input: OverheadInput): Promise<{ current: Core[]; baseline: Core[] }> {
+  if (input.current.length === 0 || input.current.length !== input.baseline.length)
+    throw new Error(
+      `section O needs as many current copies as baseline copies, at least one (${input.current.length} and ${input.baseline.length})`,
+    );
+  const current: Core[] = [];
+  const baseline: Core[] = [];
+  for (let i = 0; i < input.current.length; i++) {
+    const order = i % 2 === 0 ? (['current', 'baseline'] as const) : (['baseline', 'current'] as const);
+    for (const build of order) {
+      const core = (await import(input[build][i] as string)) as Core;
+      (build === 'current' ? current : baseline).push(core);
+    }
+  }
+  return { current, baseline };
+}
+
+/** Fails loudly when a baseline copy that must not see the exporter does (a twin that found `@opentelemetry/api`). */
+async function checkUnwatched(paths: readonly string[]): Promise<void> {
+  for (const path of paths) {
+    const store = (await import(path.replace(/index\.ts$/, 'observability/metric-store.ts'))) as { exporters: { attached: boolean } };
+    if (store.exporters.attached) throw new Error(`the baseline ${path} sees an exporter; it must not`);
+  }
+}
+
 export async function measureOverhead(input: OverheadInput): Promise<OverheadCaseResult[]> {
-  const current = (await import(input.current)) as Core;
-  const baseline = (await import(input.baseline)) as Core;
-  attach(input.exporter, current);
+  const copies = await importCopies(input);
+  attach(input.exporter, copies.current);
+  if (input.baselineUnwatched === true) await checkUnwatched(input.baseline);
   const out: OverheadCaseResult[] = [];
   for (const c of OVERHEAD_CASES.filter((x) => input.cases.includes(x.id))) {
     const keys = makeKeys(c.keys);
-    const sides = { baseline: limiterOf(baseline, c), current: limiterOf(current, c) };
-    const loops = { baseline: loopFor(), current: loopFor() };
-    const time = (side: keyof typeof sides): Promise<number> => loops[side](sides[side], keys, input.batch, c.expectAllowed);
-    for (const l of Object.values(sides)) for (const k of keys) await l.check(k);
-    if (input.baselineUnwatched === true) {
-      const store = (await import(input.baseline.replace(/index\.ts$/, 'observability/metric-store.ts'))) as {
-        exporters: { attached: boolean };
-      };
-      if (store.exporters.attached) throw new Error(`the baseline ${input.baseline} sees an exporter; it must not`);
-    }
-    for (let w = 0; w < WARM_UP_PAIRS; w++) {
-      await time('baseline');
-      await time('current');
-    }
+    // In pairs, in the order they were loaded.
+    const sides: Side[] = copies.current.flatMap((core, i) => {
+      const pair: Side[] = [
+        { build: 'current', limiter: limiterOf(core, c), loop: loopFor(), ns: [] },
+        { build: 'baseline', limiter: limiterOf(copies.baseline[i] as Core, c), loop: loopFor(), ns: [] },
+      ];
+      return i % 2 === 0 ? pair : pair.reverse();
+    });
+    for (const s of sides) for (const k of keys) await s.limiter.check(k);
+    const time = (s: Side): Promise<number> => s.loop(s.limiter, keys, input.batch, c.expectAllowed);
+    for (let w = 0; w < WARM_UP_PASSES; w++) for (const s of sides) await time(s);
     const b: number[] = [];
     const cur: number[] = [];
     const ratios: number[] = [];
     for (let p = 0; p < input.passes; p++) {
-      let nb: number;
-      let nc: number;
-      if (p % 2 === 0) {
-        nb = await time('baseline');
-        nc = await time('current');
-      } else {
-        nc = await time('current');
-        nb = await time('baseline');
+      const pass = { current: [] as number[], baseline: [] as number[] };
+      for (const s of p % 2 === 0 ? sides : [...sides].reverse()) {
+        const ns = await time(s);
+        s.ns.push(ns);
+        pass[s.build].push(ns);
       }
-      b.push(nb);
-      cur.push(nc);
-      ratios.push(nc / nb);
+      b.push(mean(pass.baseline));
+      cur.push(mean(pass.current));
+      ratios.push(mean(pass.current) / mean(pass.baseline));
     }
-    out.push({ case: c.id, baselineNs: median(b), currentNs: median(cur), ratios });
-    await Promise.all(Object.values(sides).map((l) => l.close()));
+    const copyNs = (build: Side['build']): number[] => sides.filter((s) => s.build === build).map((s) => median(s.ns));
+    out.push({
+      case: c.id,
+      baselineNs: median(b),
+      currentNs: median(cur),
+      ratios,
+      copyNs: { current: copyNs('current'), baseline: copyNs('baseline') },
+    });
+    await Promise.all(sides.map((s) => s.limiter.close()));
   }
   return out;
 }

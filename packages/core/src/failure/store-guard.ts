@@ -4,7 +4,6 @@
  * connection, and the verdict on each failure (one key, or its node), with the logs and `breaker`
  * events that go with them. create-limiter.ts asks it and answers; fallback.ts gives the answers.
  */
-import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logging.js';
 import { safeLog } from '../logging.js';
 import type { Store, StorePlan } from '../stores/store.js';

@@ -16,7 +16,6 @@
  * once (one outage event, however many calls were in flight); replies that come later are ignored for
  * the decision, but still prove the node alive.
  */
-import { performance } from 'node:perf_hooks';
 
 /**
  * One call being watched: a link in its node's list of pending calls (a list, not a Set, so that

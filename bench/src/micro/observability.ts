@@ -13,8 +13,7 @@
  * build as of the other). Prints one table.
  */
 import { join } from 'node:path';
-import { BENCH_DIR } from '../child-process.js';
-import { buildObservabilityBaseline, buildObservabilityCurrent } from '../observability/baseline.js';
+import { buildCopies, buildObservabilityBaseline, buildObservabilityCurrent, COPIES_DIR } from '../observability/baseline.js';
 import { EXPORTERS, type Exporter, measureOverhead, OVERHEAD_CASES } from '../observability/overhead.js';
 import { median } from '../stats.js';
 
@@ -30,7 +29,7 @@ const passes = Number(arg('--passes', '21'));
 const copies = Number(arg('--copies', '4'));
 if (!Number.isInteger(copies) || copies < 1) throw new TypeError(`--copies must be a whole number from 1; received ${copies}`);
 const copiesOf = (given: string, build: (dir: string) => string, name: string): string[] =>
-  given !== '' ? given.split(',') : Array.from({ length: copies }, (_, i) => build(join(BENCH_DIR, '.results', `micro-${name}-${i + 1}`)));
+  given !== '' ? given.split(',') : buildCopies(build, join(COPIES_DIR, `micro-${name}`), copies);
 const baseline = copiesOf(arg('--baseline', ''), buildObservabilityBaseline, 'obs-baseline');
 const current = copiesOf(arg('--current', ''), buildObservabilityCurrent, 'obs-current');
 const cases = OVERHEAD_CASES.filter((c) => c.id.includes(only) || c.label.includes(only));

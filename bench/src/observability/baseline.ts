@@ -51,19 +51,33 @@ function linkModules(dir: string): void {
   if (existsSync(modules)) symlinkSync(modules, join(dir, 'node_modules'), 'dir');
 }
 
-/** Writes the unchanged core under `dir` (default bench/.results/obs-current), with the core's dependencies; returns its `index.ts`. */
-export function buildObservabilityCurrent(dir = join(BENCH_DIR, '.results', 'obs-current')): string {
+/** Where the copies inside the workspace go (bench/.results, ignored by git). */
+export const COPIES_DIR = join(BENCH_DIR, '.results');
+
+/**
+ * Where the providerless twins go: outside the workspace, since below bench/ Node would find the bench's
+ * own `@opentelemetry/api` by walking up the folders.
+ */
+export const TWINS_DIR = tmpdir();
+
+/** `n` copies of a build, each in a folder of its own (`<base>-1`, `<base>-2`, ...); returns their `index.ts` paths (overhead.ts: why copies). */
+export function buildCopies(build: (dir: string) => string, base: string, n: number): string[] {
+  return Array.from({ length: n }, (_, i) => build(`${base}-${i + 1}`));
+}
+
+/** Writes the unchanged core under `dir`, with the core's dependencies; returns its `index.ts`. */
+export function buildObservabilityCurrent(dir: string): string {
   const src = copyCore(dir);
   linkModules(dir);
   return join(src, 'index.ts');
 }
 
 /**
- * Writes the baseline core under `dir` (default bench/.results/obs-baseline) and returns the path of
+ * Writes the baseline core under `dir` and returns the path of
  * its `index.ts`, for `import()`. Throws when a hook is not where it is expected: the baseline must
  * never silently equal the real core.
  */
-export function buildObservabilityBaseline(dir = join(BENCH_DIR, '.results', 'obs-baseline')): string {
+export function buildObservabilityBaseline(dir: string): string {
   const src = copyCore(dir);
   for (const c of CUTS) {
     const file = join(src, c.file);
@@ -81,11 +95,10 @@ export function buildObservabilityBaseline(dir = join(BENCH_DIR, '.results', 'ob
 
 /**
  * Writes the core, unchanged, under `dir` with every dependency but `@opentelemetry/api`; returns its
- * `index.ts`. The default lies outside the workspace: below bench/, Node would find the bench's own
- * `@opentelemetry/api` by walking up the folders. Load it in a process started with `envWithoutNodePath()`:
+ * `index.ts`. `dir` must lie outside the workspace (`TWINS_DIR`). Load it in a process started with `envWithoutNodePath()`:
  * pnpm's bin shims (vitest's, for one) export a NODE_PATH through which it would find the package anyway.
  */
-export function buildProviderlessTwin(dir = join(tmpdir(), 'tollgate-bench-providerless')): string {
+export function buildProviderlessTwin(dir: string): string {
   const src = copyCore(dir);
   const from = join(CORE_DIR, 'node_modules');
   const to = join(dir, 'node_modules');

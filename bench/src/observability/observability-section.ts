@@ -15,11 +15,18 @@
  * Each process loads `copies` copies of each build (overhead.ts: why copies). A case's figure is the
  * median of the pass ratios pooled over its processes.
  */
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_DIR, runChild } from '../child-process.js';
 import { bootstrapMedianInterval, median } from '../stats.js';
-import { buildObservabilityBaseline, buildObservabilityCurrent, buildProviderlessTwin, envWithoutNodePath } from './baseline.js';
+import {
+  buildCopies,
+  buildObservabilityBaseline,
+  buildObservabilityCurrent,
+  buildProviderlessTwin,
+  COPIES_DIR,
+  envWithoutNodePath,
+  TWINS_DIR,
+} from './baseline.js';
 import { type Exporter, OVERHEAD_CASES, type OverheadCaseResult, type OverheadInput } from './overhead.js';
 
 export type OverheadSubject = Exporter | 'control';
@@ -69,12 +76,9 @@ export interface ObservabilitySectionOptions {
 
 export async function runObservabilitySection(o: ObservabilitySectionOptions): Promise<ObservabilityResult> {
   const cases = o.cases ?? OVERHEAD_CASES.map((c) => c.id);
-  // Copies of each build, a folder each (overhead.ts: why copies).
-  const copiesOf = (build: (dir: string) => string, base: string): string[] =>
-    Array.from({ length: o.copies }, (_, i) => build(`${base}-${i + 1}`));
-  const real = copiesOf(buildObservabilityCurrent, join(BENCH_DIR, '.results', 'obs-current'));
-  const cut = copiesOf(buildObservabilityBaseline, join(BENCH_DIR, '.results', 'obs-baseline'));
-  const providerless = copiesOf(buildProviderlessTwin, join(tmpdir(), 'tollgate-bench-providerless'));
+  const real = buildCopies(buildObservabilityCurrent, join(COPIES_DIR, 'obs-current'), o.copies);
+  const cut = buildCopies(buildObservabilityBaseline, join(COPIES_DIR, 'obs-baseline'), o.copies);
+  const providerless = buildCopies(buildProviderlessTwin, join(TWINS_DIR, 'tollgate-bench-providerless'), o.copies);
   const builds: Readonly<Record<OverheadSubject, { current: readonly string[]; baseline: readonly string[] }>> = {
     control: { current: real, baseline: providerless },
     none: { current: real, baseline: cut },

@@ -152,7 +152,7 @@ export interface Limiter {
   on<E extends keyof LimiterEvents>(event: E, listener: (payload: LimiterEvents[E]) => void): () => void;
   stats(): LimiterStats;
   resetStats(): void;
-  /** The `n` (default 10) keys rejected most, and most often near their limit, recently (see HotKeysReport). */
+  /** The `n` (default 10) keys rejected most, and most often near their limit, recently (see HotKeysReport); with `hotKeys: false`, an empty report of size 0. */
   hotKeys(n?: number): HotKeysReport;
   /** Closes the store if the limiter created it, and the local fallback store. */
   close(): Promise<void>;
@@ -229,7 +229,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const candidates = new Group();
   /** Identifies this limiter's receipts. */
   const issuer = {};
-  const observer = new DecisionObserver(observerSetup(compiled, config.shadowPolicies, mode, store.kind, now));
+  const observer = new DecisionObserver(observerSetup(compiled, config.shadowPolicies, mode, store.kind, now, config.hotKeys));
   const timedStore = new StoreTimer(store, config.storeTimeoutMs);
 
   const listeners: { [E in keyof LimiterEvents]: Set<(payload: LimiterEvents[E]) => void> } = {

@@ -71,7 +71,7 @@ export {
   registerPrometheusMetrics,
 } from './observability/prometheus.js';
 export type { AffectedKey, ShadowInterval, ShadowPolicyStats } from './observability/shadow-stats.js';
-export type { LimiterOptions, ShadowOptions } from './options.js';
+export type { BreakerOptions, HotKeysOptions, LimiterOptions, ShadowOptions } from './options.js';
 export type { RefundResult } from './plans/compiled-plan.js';
 export type { PlanOptions } from './plans/plan-options.js';
 export { type AdaptiveLimitOptions, GradientLimit, type LimitChange } from './shedding/gradient-limit.js';

@@ -42,7 +42,7 @@ const cases: { name: string; options: unknown; code: string; option: string; fix
     options: { policies: policy, windowMs: 1000 },
     code: 'ERR_RL_UNKNOWN_OPTION',
     option: 'windowMs',
-    fix: /is not an option \(valid: policies, plans, defaultPlan, unknownPlan, shadow, mode, store, clock, cost, logger, onStoreError, storeTimeoutMs, localShare, breaker\)/,
+    fix: /is not an option \(valid: policies, plans, defaultPlan, unknownPlan, shadow, mode, store, clock, cost, logger, onStoreError, storeTimeoutMs, localShare, breaker, hotKeys\)/,
   },
   {
     name: 'duplicate policy names',
@@ -155,6 +155,41 @@ const cases: { name: string; options: unknown; code: string; option: string; fix
     option: 'shadow.policies[0].burst',
     fix: /raise burst or lower cost/,
   },
+  {
+    name: 'hot keys neither false nor an object',
+    options: { policies: policy, hotKeys: true },
+    code: 'ERR_RL_INVALID_HOT_KEYS',
+    option: 'hotKeys',
+    fix: /must be false or \{ size, epochMs \}/,
+  },
+  {
+    name: 'hot-key sketch of no key',
+    options: { policies: policy, hotKeys: { size: 0 } },
+    code: 'ERR_RL_INVALID_HOT_KEYS',
+    option: 'hotKeys.size',
+    fix: /must be an integer from 1 to 65536; received 0/,
+  },
+  {
+    name: 'hot-key sketch too large',
+    options: { policies: policy, hotKeys: { size: 1_000_000 } },
+    code: 'ERR_RL_INVALID_HOT_KEYS',
+    option: 'hotKeys.size',
+    fix: /must be an integer from 1 to 65536/,
+  },
+  {
+    name: 'hot-key epoch not an integer',
+    options: { policies: policy, hotKeys: { epochMs: 0.5 } },
+    code: 'ERR_RL_INVALID_HOT_KEYS',
+    option: 'hotKeys.epochMs',
+    fix: /must be a positive integer number of ms/,
+  },
+  {
+    name: 'unknown hot-key option',
+    options: { policies: policy, hotKeys: { capacity: 64 } },
+    code: 'ERR_RL_UNKNOWN_OPTION',
+    option: 'hotKeys.capacity',
+    fix: /is not an option \(valid: size, epochMs\)/,
+  },
 ];
 
 describe('limiter options validation', () => {
@@ -175,8 +210,16 @@ describe('limiter options validation', () => {
       clock: undefined,
       cost: undefined,
       logger: undefined,
+      hotKeys: undefined,
     });
-    expect(config).toMatchObject({ mode: 'enforce', defaultCost: 1000, ownsStore: true, logger: consoleLogger, shadowPolicies: [] });
+    expect(config).toMatchObject({
+      mode: 'enforce',
+      defaultCost: 1000,
+      ownsStore: true,
+      logger: consoleLogger,
+      shadowPolicies: [],
+      hotKeys: { size: 128, epochMs: 60_000 },
+    });
     expect(config.store).toBeInstanceOf(MemoryStore);
     expect(Object.isFrozen(config)).toBe(true);
     (config.store as MemoryStore).close();

@@ -77,6 +77,21 @@ export interface LimiterOptions extends PlanOptions {
    * Defaults to `{ failureThreshold: 1, cooldownMs: 1_000 }`.
    */
   breaker?: BreakerOptions | false;
+  /**
+   * The sketches behind `limiter.hotKeys(n)`: each monitors `size` keys (the keys rejected most, and those
+   * most often admitted near their limit) per epoch of `epochMs`, and a report covers the current epoch and
+   * the one before. Memory is fixed by `size` whatever the number of keys, and a count errs by at most N / size
+   * (N the decisions in the window). `false`: no sketches and no counting; `hotKeys()` then returns an empty
+   * report of `size` 0. Defaults to `{ size: 128, epochMs: 60_000 }`.
+   */
+  hotKeys?: HotKeysOptions | false;
+}
+
+export interface HotKeysOptions {
+  /** Keys each sketch monitors, an integer from 1 to 65,536. Defaults to `128`. */
+  size?: number;
+  /** The epoch, in ms (a positive integer): reports cover one to two epochs. Defaults to `60_000`. */
+  epochMs?: number;
 }
 
 export interface BreakerOptions {
@@ -105,6 +120,7 @@ export interface LimiterConfig {
   /** The enforced and shadow policies scaled by `localShare`, for `onStoreError: 'local'`. */
   readonly localPolicies: readonly CompiledPolicy[];
   readonly breaker: Readonly<Required<BreakerOptions>> | false;
+  readonly hotKeys: Readonly<Required<HotKeysOptions>> | false;
 }
 
 const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
@@ -122,6 +138,7 @@ const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
   storeTimeoutMs: true,
   localShare: true,
   breaker: true,
+  hotKeys: true,
 };
 
 function compileList(list: unknown, path: string, shadow: boolean): CompiledPolicy[] {
@@ -270,6 +287,7 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
     storeTimeoutMs,
     localPolicies,
     breaker: parseBreaker(options.breaker),
+    hotKeys: parseHotKeys(options.hotKeys),
   });
 }
 
@@ -314,4 +332,23 @@ function parseBreaker(input: BreakerOptions | false | undefined): Readonly<Requi
     throw new RateLimitConfigError('ERR_RL_INVALID_BREAKER', 'breaker.cooldownMs', 'must be a positive integer number of ms', cooldownMs);
   }
   return Object.freeze({ failureThreshold, cooldownMs });
+}
+
+/** The largest hot-key sketch: 4 sketches of this many keys hold about 28 MB (about 110 bytes per key). */
+const MAX_HOT_KEYS_SIZE = 65_536;
+
+function parseHotKeys(input: HotKeysOptions | false | undefined): Readonly<Required<HotKeysOptions>> | false {
+  if (input === false) return false;
+  if (input !== undefined && (input === null || typeof input !== 'object')) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_HOT_KEYS', 'hotKeys', 'must be false or { size, epochMs }', input);
+  }
+  const options = readOptions(input ?? {}, { size: true, epochMs: true }, 'hotKeys', '{ size: 128, epochMs: 60_000 }');
+  const { size = 128, epochMs = 60_000 } = options;
+  if (!Number.isSafeInteger(size) || size < 1 || size > MAX_HOT_KEYS_SIZE) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_HOT_KEYS', 'hotKeys.size', `must be an integer from 1 to ${MAX_HOT_KEYS_SIZE}`, size);
+  }
+  if (!Number.isSafeInteger(epochMs) || epochMs < 1) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_HOT_KEYS', 'hotKeys.epochMs', 'must be a positive integer number of ms', epochMs);
+  }
+  return Object.freeze({ size, epochMs });
 }

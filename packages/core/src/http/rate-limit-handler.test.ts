@@ -44,6 +44,9 @@ describe('createRateLimitHandler', () => {
     expect(() => make({ problem: { types: { limited: 'has space' } } })).toThrow(RateLimitConfigError);
     expect(() => make({ pk: { secret: 'long-enough' }, headers: 'legacy' })).toThrow(/ERR_RL_INVALID_PK/);
     expect(() => make({ policies: [] })).toThrow(/ERR_RL_NO_POLICIES/);
+    // The limiter's own options pass through to createLimiter, which validates them.
+    expect(() => make({ hotKeys: { size: -1 } })).toThrow(/ERR_RL_INVALID_HOT_KEYS: 'hotKeys.size'/);
+    expect(make({ hotKeys: false }).handler.limiter.hotKeys().size).toBe(0);
     // A misspelt warning code in validate would silence nothing: it is an error, not a silent no-op.
     expect(() => make({ validate: { WRN_RL_UNKEYD: false } as never })).toThrow(
       /ERR_RL_INVALID_OPTION: 'validate.WRN_RL_UNKEYD' must name a warning code/,

@@ -171,6 +171,7 @@ const LIMITER_KEYS: KeysEnum<Omit<LimiterOptions, 'cost'>> = {
   storeTimeoutMs: true,
   localShare: true,
   breaker: true,
+  hotKeys: true,
 };
 const KEYS: KeysEnum<RateLimitOptions> = {
   ...LIMITER_KEYS,

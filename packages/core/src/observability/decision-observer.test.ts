@@ -101,6 +101,43 @@ describe('limiter.hotKeys()', () => {
     clock.advance(60_000);
     expect(limiter.hotKeys().rejected).toEqual([]);
   });
+
+  it('takes its sketch size and epoch from hotKeys: { size, epochMs }', () => {
+    const clock = virtualClock();
+    const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 1000 }], clock, hotKeys: { size: 2, epochMs: 1000 } });
+    const requests = { a: 5, b: 4, c: 2 };
+    for (const [key, n] of Object.entries(requests)) for (let i = 0; i < n; i++) limiter.decide(key);
+    const report = limiter.hotKeys(5);
+    // Two keys monitored: 'c' took the place of 'b' (the smaller count) and inherited it as its error.
+    expect(report.rejected.map((k) => [k.key, k.count, k.error])).toEqual([
+      ['a', 4, 0],
+      ['c', 4, 3],
+    ]);
+    expect(report.size).toBe(2);
+    expect(report.errorBound).toBe(8 / 2);
+    expect(report.windowMs).toBe(1000);
+    clock.advance(1000);
+    expect(limiter.hotKeys().rejected.map((k) => k.key)).toEqual(['a', 'c']);
+    clock.advance(1000);
+    expect(limiter.hotKeys().rejected).toEqual([]);
+  });
+
+  it('with hotKeys: false, counts nothing and reports an empty sketch of size 0; the metrics still count', async () => {
+    const registry = new (await import('prom-client')).Registry();
+    const unregister = registerPrometheusMetrics({ registry });
+    try {
+      const limiter = createLimiter({ policies: [{ name: 'api', limit: 2, windowMs: 60_000 }], hotKeys: false });
+      for (let i = 0; i < 5; i++) limiter.decide('attacker');
+      await limiter.check('attacker', { route: '/x' });
+      expect(limiter.hotKeys(3)).toEqual({ rejected: [], nearLimit: [], windowMs: 0, size: 0, errorBound: 0 });
+      const text = await registry.metrics();
+      expect(text).toContain('tollgate_requests_total{policy="api",result="allowed",mode="enforce"} 2');
+      expect(text).toContain('tollgate_requests_total{policy="api",result="limited",mode="enforce"} 3');
+      expect(text).toContain('tollgate_requests_total{policy="api",result="limited",mode="enforce",route="/x"} 1');
+    } finally {
+      unregister();
+    }
+  });
 });
 
 describe('limiter.stats().shadow', () => {

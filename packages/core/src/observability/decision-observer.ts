@@ -4,11 +4,13 @@
  * prom-client, the `tollgate:decision` diagnostics channel, the active trace span, the hot-key
  * sketches and the shadow-rollout record. Each consumer is behind one cheap check (an exporter is
  * attached, the channel has subscribers, a span records), so a limiter nobody watches pays a few
- * branches per decision; hot keys and the shadow record are always kept (fixed memory).
+ * branches per decision; the hot-key sketches (unless `hotKeys: false`) and the shadow record are always
+ * kept, in fixed memory.
  */
 import { channel } from 'node:diagnostics_channel';
 import type { BreakerState } from '../failure/node-health.js';
 import { WHOLE_STORE } from '../failure/store-guard.js';
+import type { HotKeysOptions } from '../options.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
 import type { CompiledPolicy } from '../policy.js';
 import type { CheckOptions, Decision } from '../types.js';
@@ -54,12 +56,17 @@ export interface DecisionMessage {
   readonly store: string;
 }
 
-/** Hot-key sketch size (keys monitored per sketch and epoch) and epoch length. */
-const HOT_KEYS_SIZE = 128;
-const HOT_KEYS_EPOCH_MS = 60_000;
 /** Shadow record: a ring of 12 intervals of 10 s, two minutes of history. */
 const SHADOW_INTERVAL_MS = 10_000;
 const SHADOW_RING = 12;
+/** `hotKeys()` of a limiter with `hotKeys: false`. */
+const HOT_KEYS_OFF: HotKeysReport = Object.freeze({
+  rejected: Object.freeze([]),
+  nearLimit: Object.freeze([]),
+  windowMs: 0,
+  size: 0,
+  errorBound: 0,
+});
 
 const RESULT_COUNT = RESULTS.length;
 const STATE_NAMES: Readonly<Record<BreakerState, (typeof STORE_STATES)[number]>> = {
@@ -90,6 +97,8 @@ export interface ObserverSetup {
   readonly mode: 'enforce' | 'shadow';
   readonly storeKind: string;
   readonly clock: () => number;
+  /** The hot-key sketches' size and epoch (`hotKeys` of the limiter's options), or false: none. */
+  readonly hotKeys: Readonly<Required<HotKeysOptions>> | false;
 }
 
 /** The observer's view of a limiter's plans: each enforced policy name once (the largest capacity), then the shadow policies. */
@@ -99,6 +108,7 @@ export function observerSetup(
   mode: 'enforce' | 'shadow',
   storeKind: string,
   clock: () => number,
+  hotKeys: Readonly<Required<HotKeysOptions>> | false,
 ): ObserverSetup {
   const byName = new Map<string, CompiledPolicy>();
   for (const cp of plans.values()) {
@@ -108,7 +118,15 @@ export function observerSetup(
     }
   }
   const enforced = [...byName.values()];
-  return { policies: [...enforced, ...shadowPolicies], enforcedCount: enforced.length, plans: plans.size > 1, mode, storeKind, clock };
+  return {
+    policies: [...enforced, ...shadowPolicies],
+    enforcedCount: enforced.length,
+    plans: plans.size > 1,
+    mode,
+    storeKind,
+    clock,
+    hotKeys,
+  };
 }
 
 export class DecisionObserver {
@@ -128,6 +146,8 @@ export class DecisionObserver {
   // undefined before the constructor assigns them, the assignment makes V8 treat them as mutable and
   // of any type, and `observe` loads and tests each. Assigned once, V8 folds them into its code.
   declare private readonly hot: HotKeys;
+  /** False with `hotKeys: false`: `hot` then exists (so that `observe` sees one shape) but is never fed. */
+  declare private readonly hotOn: boolean;
   private readonly shadow: readonly ShadowPolicyTracker[];
   declare private readonly hasShadow: boolean;
   /** metric-store's `exporters`, held in a field: reading it skips the check that an imported binding is initialized. */
@@ -163,7 +183,9 @@ export class DecisionObserver {
     this.singlePolicy = policies.length === 1;
     this.plainSlots = this.singlePolicy && !setup.plans ? this.plainCells.slots : undefined;
     this.shadowCells = new Array(policies.length * SHADOW_VERDICTS.length);
-    this.hot = new HotKeys(HOT_KEYS_SIZE, HOT_KEYS_EPOCH_MS, clock);
+    const hot = setup.hotKeys;
+    this.hotOn = hot !== false;
+    this.hot = hot === false ? new HotKeys(1, 1, clock) : new HotKeys(hot.size, hot.epochMs, clock);
     this.shadow = policies.slice(enforcedCount).map((p) => new ShadowPolicyTracker(p.name, SHADOW_INTERVAL_MS, SHADOW_RING));
     this.hasShadow = this.shadow.length > 0;
     let nearMax = 0;
@@ -172,7 +194,8 @@ export class DecisionObserver {
       this.nearByName.set(p.name, near);
       if (near > nearMax) nearMax = near;
     }
-    this.nearMax = nearMax;
+    // No hot keys: no admitted decision passes the prefilter, and `hotOn` stops the rejected ones.
+    this.nearMax = this.hotOn ? nearMax : -1;
     this.nearSingle = enforcedCount === 1 ? nearMax : -1;
     this.gauge = () => {
       const points: GaugePoint[] = [];
@@ -201,7 +224,7 @@ export class DecisionObserver {
   observe(d: Decision, options: CheckOptions | undefined): Decision {
     // `=== true`: V8 cannot tell these fields hold booleans, and a bare `if (x)` compiles to a full truthiness test.
     if (options !== undefined || this.hasShadow === true || decisionChannel.hasSubscribers) return this.observeAll(d, options);
-    if (d.limited === true || d.remaining <= this.nearMax) this.hotKey(d);
+    if ((d.limited === true || d.remaining <= this.nearMax) && this.hotOn === true) this.hotKey(d);
     if (this.watch.attached === true) this.countPlain(d);
     return d;
   }
@@ -234,7 +257,7 @@ export class DecisionObserver {
   }
 
   private observeAll(d: Decision, options: CheckOptions | undefined): Decision {
-    if (d.limited || d.remaining <= this.nearMax) this.hotKey(d);
+    if ((d.limited || d.remaining <= this.nearMax) && this.hotOn) this.hotKey(d);
     if (this.hasShadow && d.shadow !== undefined) this.recordShadow(d);
     if (this.watch.attached) this.count(d, options);
     if (decisionChannel.hasSubscribers) {
@@ -252,7 +275,7 @@ export class DecisionObserver {
   }
 
   hotKeys(n: number): HotKeysReport {
-    return this.hot.report(n);
+    return this.hotOn ? this.hot.report(n) : HOT_KEYS_OFF;
   }
 
   shadowStats(): ShadowPolicyStats[] {

@@ -33,6 +33,8 @@ export function createObservedApp(): ObservedApp {
       { name: 'items-per-minute', algorithm: 'sliding-window', limit: 600, windowMs: 60_000 },
     ],
     key: client,
+    // The busiest route: a larger hot-key sketch (error bound N / 512) over epochs of 30 s.
+    hotKeys: { size: 512, epochMs: 30_000 },
   });
   const search = rateLimit({
     policies: { name: 'search', algorithm: 'token-bucket', limit: 30, windowMs: 1000, burst: 30 },
@@ -44,6 +46,8 @@ export function createObservedApp(): ObservedApp {
   const exporting = rateLimit({
     policies: { name: 'export-shaper', algorithm: 'leaky-bucket', limit: 10, windowMs: 1000, burst: 5 },
     key: client,
+    // Nobody asks this one for hot keys: no sketches, no counting.
+    hotKeys: false,
   });
 
   // Limiters on the routes, so each decision knows its route template (`http.route`).

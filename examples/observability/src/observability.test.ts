@@ -113,9 +113,16 @@ describe('examples/observability', () => {
 
   it('names the hammering client on the hot-keys endpoint', async () => {
     const res = await fetch(`${base}/admin/hot-keys?n=3`);
-    const body = (await res.json()) as { items: { rejected: { key: string }[]; errorBound: number } };
+    const body = (await res.json()) as {
+      items: { rejected: { key: string }[]; errorBound: number; size: number; windowMs: number };
+      search: { size: number };
+    };
     expect(body.items.rejected[0]?.key).toBe('client:hammer');
     expect(body.items.errorBound).toBeGreaterThan(0);
+    // The items limiter's own sketch (hotKeys: { size: 512, epochMs: 30_000 }); search keeps the default.
+    expect(body.items.size).toBe(512);
+    expect(body.items.windowMs).toBeLessThanOrEqual(60_000);
+    expect(body.search.size).toBe(128);
     const shadow = (await (await fetch(`${base}/admin/shadow`)).json()) as { name: string; wouldBlock: number }[];
     expect(shadow[0]?.name).toBe('search-next');
     expect(shadow[0]?.wouldBlock).toBeGreaterThan(0);

@@ -22,7 +22,7 @@ describe('the observability baseline', () => {
   it('cuts the observer and the store timer out of a copy of the core, and it decides like an unchanged copy', async () => {
     const index = buildObservabilityBaseline(join(dir, 'baseline'));
     const observer = readFileSync(join(dir, 'baseline', 'src', 'observability', 'decision-observer.ts'), 'utf8');
-    expect(observer).toMatch(/observe\(d: Decision, options: CheckOptions \| undefined\): Decision \{\n\s+return d;/);
+    expect(observer).toMatch(/observe\(d: Decision, options: CheckOptions \| undefined, at: number\): Decision \{\n\s+return d;/);
     const timer = readFileSync(join(dir, 'baseline', 'src', 'observability', 'store-timer.ts'), 'utf8');
     expect(timer).toMatch(/\): StoreResult \| Promise<StoreResult> \{\n\s+return this\.store\.apply\(key, plan, cost, now, lease\);/);
     const current = buildObservabilityCurrent(join(dir, 'current'));

@@ -24,7 +24,7 @@ const CORE_DIR = join(BENCH_DIR, '..', 'packages', 'core');
 const CUTS: readonly { readonly file: string; readonly head: RegExp; readonly body: string }[] = [
   {
     file: 'observability/decision-observer.ts',
-    head: /^(\s*)observe\(d: Decision, options: CheckOptions \| undefined\): Decision \{$/m,
+    head: /^(\s*)observe\(d: Decision, options: CheckOptions \| undefined, at: number\): Decision \{$/m,
     body: 'return d;',
   },
   {

@@ -492,8 +492,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
         node,
         seq,
         r,
-        (o) => observer.observe(label(finish(t.key, cost, o, t.cp, t.cp.all, false), t, cost, o, at), opts),
-        (f) => observer.observe(failed(t, cost, at, f), opts),
+        (o) => observer.observe(label(finish(t.key, cost, o, t.cp, t.cp.all, false), t, cost, o, at), opts, at),
+        (f) => observer.observe(failed(t, cost, at, f), opts, at),
       );
     }
     guard.answered(node);
@@ -502,9 +502,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** Decides `t` now, observed (metrics, diagnostics channel, hot keys, shadow record). */
   function decideNow(t: Target, cost: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
-    if (t.cp.leases) return decideLeased(t, cost, now(), opts, false);
-    const d = decideAt(t, cost, now(), opts);
-    return isPromiseLike(d) ? d : observer.observe(d, opts);
+    const at = now();
+    if (t.cp.leases) return decideLeased(t, cost, at, opts, false);
+    const d = decideAt(t, cost, at, opts);
+    return isPromiseLike(d) ? d : observer.observe(d, opts, at);
   }
 
   /**
@@ -515,7 +516,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
    */
   function decideLeased(t: Target, cost: number, at: number, opts: CheckOptions | undefined, quiet: boolean): Decision | Promise<Decision> {
     const lease = nextLease++;
-    const seen = (d: Decision): Decision => (quiet ? d : observer.observe(d, opts));
+    const seen = (d: Decision): Decision => (quiet ? d : observer.observe(d, opts, at));
     const node = guard.nodeOf(keyAt(t.storeKey, 0));
     if (!guard.allow(node, at)) return seen(holding(skipped(t, cost, at, node, lease), t, lease));
     const seq = guard.next();
@@ -614,7 +615,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
         }
       }
     }
-    return observer.observe(d, opts);
+    // A queued request's decision time is not at hand here (its last attempt made it): the observer's clock.
+    return observer.observe(d, opts, observer.now());
   }
 
   function decide(rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> {

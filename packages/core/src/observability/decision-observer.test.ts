@@ -102,6 +102,26 @@ describe('limiter.hotKeys()', () => {
     expect(limiter.hotKeys().rejected).toEqual([]);
   });
 
+  it('places a light stream in the epochs it was made in: the last one to two minutes, not more, not less', () => {
+    const clock = virtualClock(0);
+    const limiter = createLimiter({ policies: [{ name: 'p', algorithm: 'fixed-window', limit: 1, windowMs: 86_400_000 }], clock });
+    // One rejection a second for 200 s: epochs start at 0, 60, 120 and 180 s.
+    for (let s = 0; s < 200; s++) {
+      limiter.decide('slow');
+      clock.advance(1000);
+    }
+    const report = limiter.hotKeys();
+    // The epoch of 180 s and the one before: the decisions of 120 to 199 s.
+    expect(report.rejected).toEqual([{ key: 'slow', count: 80, error: 0, policy: 'p', remaining: 0 }]);
+    expect(report.windowMs).toBe(80_000);
+    // A burst long ago, then one late rejection: the burst is forgotten, the late one is not.
+    for (let i = 0; i < 100; i++) limiter.decide('burst');
+    clock.advance(150_000);
+    limiter.decide('late');
+    limiter.decide('late');
+    expect(limiter.hotKeys().rejected.map((k) => [k.key, k.count])).toEqual([['late', 1]]);
+  });
+
   it('takes its sketch size and epoch from hotKeys: { size, epochMs }', () => {
     const clock = virtualClock();
     const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 1000 }], clock, hotKeys: { size: 2, epochMs: 1000 } });

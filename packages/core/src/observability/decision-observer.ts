@@ -157,8 +157,8 @@ export class DecisionObserver {
   declare private readonly nearMax: number;
   private readonly nearByName = new Map<string, number>();
   private lastNow = 0;
-  /** The limiter's clock, read after the decision: a clock that throws or misbehaves now keeps the last good time. */
-  private readonly now = (): number => {
+  /** The limiter's clock, for what has no decision time at hand: a clock that throws or misbehaves now keeps the last good time. */
+  readonly now = (): number => {
     try {
       const t = this.setup.clock();
       if (Number.isFinite(t)) this.lastNow = t;
@@ -215,16 +215,16 @@ export class DecisionObserver {
   }
 
   /**
-   * Feeds every consumer with `d`; returns it. `options` carries the route and request of an HTTP request.
+   * Feeds every consumer with `d`, decided at `at` (the limiter's clock); returns it. `options` carries the route and request of an HTTP request.
    * A direct `check()` with no shadow policy and no channel subscriber needs at most the hot-key
    * sketches, which sample heavy streams (hot-keys.ts: most decisions over or near the limit cost a
    * decrement), and, with an exporter attached, one add to its request counter. Kept this small on
    * purpose: the limiter inlines it in `decideNow`, whose inlining budget it shares (create-limiter.ts, `decideAt`).
    */
-  observe(d: Decision, options: CheckOptions | undefined): Decision {
+  observe(d: Decision, options: CheckOptions | undefined, at: number): Decision {
     // `=== true`: V8 cannot tell these fields hold booleans, and a bare `if (x)` compiles to a full truthiness test.
-    if (options !== undefined || this.hasShadow === true || decisionChannel.hasSubscribers) return this.observeAll(d, options);
-    if ((d.limited === true || d.remaining <= this.nearMax) && this.hotOn === true) this.hotKey(d);
+    if (options !== undefined || this.hasShadow === true || decisionChannel.hasSubscribers) return this.observeAll(d, options, at);
+    if ((d.limited === true || d.remaining <= this.nearMax) && this.hotOn === true) this.hotKey(d, at);
     if (this.watch.attached === true) this.countPlain(d);
     return d;
   }
@@ -234,18 +234,18 @@ export class DecisionObserver {
    * countdown here, the count out of line: a call made at most 1 time in 16 stays out of its callers' optimized
    * code, whose inlined size V8 charges to every caller that would inline them in turn.
    */
-  private hotKey(d: Decision): void {
+  private hotKey(d: Decision, at: number): void {
     if (this.hot.skip > 0) this.hot.skip -= 1;
-    else this.countHot(d);
+    else this.countHot(d, at);
   }
 
   /** `hotKey` once sampling has picked `d`. */
-  private countHot(d: Decision): void {
+  private countHot(d: Decision, at: number): void {
     if (d.reason === 'limited') {
-      this.hot.rejected(d.key, d.policy);
+      this.hot.rejected(d.key, d.policy, at);
     } else if (!d.limited) {
       const near = this.nearSingle >= 0 ? this.nearSingle : (this.nearByName.get(d.policy) ?? -1);
-      if (d.remaining <= near) this.hot.near(d.key, d.policy, d.remaining);
+      if (d.remaining <= near) this.hot.near(d.key, d.policy, d.remaining, at);
     }
   }
 
@@ -256,9 +256,9 @@ export class DecisionObserver {
     else cell.value += 1;
   }
 
-  private observeAll(d: Decision, options: CheckOptions | undefined): Decision {
-    if ((d.limited || d.remaining <= this.nearMax) && this.hotOn) this.hotKey(d);
-    if (this.hasShadow && d.shadow !== undefined) this.recordShadow(d);
+  private observeAll(d: Decision, options: CheckOptions | undefined, at: number): Decision {
+    if ((d.limited || d.remaining <= this.nearMax) && this.hotOn) this.hotKey(d, at);
+    if (this.hasShadow && d.shadow !== undefined) this.recordShadow(d, at);
     if (this.watch.attached) this.count(d, options);
     if (decisionChannel.hasSubscribers) {
       const message: DecisionMessage = { decision: d, request: options?.request, route: options?.route, store: this.setup.storeKind };
@@ -294,17 +294,16 @@ export class DecisionObserver {
     this.stopGauge();
   }
 
-  private recordShadow(d: Decision): void {
+  private recordShadow(d: Decision, at: number): void {
     const verdict = d.shadow;
     if (verdict === undefined) return;
-    const now = this.now();
     const enforcedBlocks = d.limited;
     const { enforcedCount } = this.setup;
     for (let i = 0; i < this.shadow.length; i++) {
       const r = verdict.policies[i];
       if (r === undefined) continue;
       const shadowBlocks = !r.allowed;
-      (this.shadow[i] as ShadowPolicyTracker).record(d.key, shadowBlocks, enforcedBlocks, now);
+      (this.shadow[i] as ShadowPolicyTracker).record(d.key, shadowBlocks, enforcedBlocks, at);
       if (this.watch.attached) {
         const v = shadowBlocks ? (enforcedBlocks ? 1 : 2) : enforcedBlocks ? 3 : 0;
         const slot = (enforcedCount + i) * SHADOW_VERDICTS.length + v;

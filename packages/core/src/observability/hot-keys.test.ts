@@ -5,15 +5,15 @@
 import { describe, expect, it } from 'vitest';
 import { EXACT_OFFERS, HotKeys, SAMPLE_EVERY } from './hot-keys.js';
 
-/** `decisions` rejections of `keyOf(i)` through the countdown; returns how many reached the sketch. */
-function flood(hot: HotKeys, decisions: number, keyOf: (i: number) => string): number {
+/** `decisions` rejections of `keyOf(i)` at time `at` through the countdown; returns how many reached the sketch. */
+function flood(hot: HotKeys, decisions: number, keyOf: (i: number) => string, at = 0): number {
   let counted = 0;
   for (let i = 0; i < decisions; i++) {
     if (hot.skip > 0) {
       hot.skip -= 1;
     } else {
       counted += 1;
-      hot.rejected(keyOf(i), 'api');
+      hot.rejected(keyOf(i), 'api', at);
     }
   }
   return counted;
@@ -57,13 +57,15 @@ describe('HotKeys sampling', () => {
     const hot = new HotKeys(128, 60_000, () => now);
     flood(hot, 100_000, () => 'old');
     now = 60_000;
-    // 256 offers go by between clock reads: enough for the rotation to be seen within the first few hundred decisions.
-    const counted = flood(hot, 5 * EXACT_OFFERS, () => 'new');
+    // The first decision of the new epoch moves the sketches on, whatever the countdown said.
+    const counted = flood(hot, 5 * EXACT_OFFERS, () => 'new', now);
     expect(counted).toBeGreaterThan(EXACT_OFFERS);
     // The report covers this epoch and the one before: 'old' is still in it, 'new' is counted apart.
-    const fresh = hot.report(2).rejected.find((k) => k.key === 'new');
-    // Up to 256 counted decisions (4,096 at interval 16) can go by before the rotation is seen: a sampling
-    // standard deviation of about 260. Exact decisions weighed at 16 instead of 1 would be 15,000 too many.
-    expect(Math.abs((fresh?.count ?? 0) - 5 * EXACT_OFFERS)).toBeLessThan(1500);
+    const report = hot.report(2).rejected;
+    expect(report.map((k) => k.key).sort()).toEqual(['new', 'old']);
+    const fresh = report.find((k) => k.key === 'new');
+    // 1024 exact, then 4096 sampled 1 in 16: a sampling standard deviation of 256. The first decision of the
+    // epoch weighed at 16 (the interval of the old epoch's flood) instead of 1 would add 15; every exact one, 15,000.
+    expect(Math.abs((fresh?.count ?? 0) - 5 * EXACT_OFFERS)).toBeLessThan(1000);
   });
 });

@@ -85,7 +85,6 @@ export class HotKeys {
   private nearNow: SpaceSaving;
   private nearBefore: SpaceSaving;
   private epochStart: number;
-  private offers = 0;
 
   constructor(
     readonly size: number,
@@ -108,22 +107,27 @@ export class HotKeys {
   private every = 1;
   private scale = gapScale(SAMPLE_EVERY);
 
-  rejected(key: string, policy: string): void {
-    const weight = this.weight();
+  /** A rejection of `key` by `policy`, decided at `at` (the limiter's clock). */
+  rejected(key: string, policy: string, at: number): void {
+    const weight = this.weight(at);
     this.rejectedNow.offer(key, policy, 0, weight);
   }
 
-  near(key: string, policy: string, remaining: number): void {
-    const weight = this.weight();
+  /** An admission of `key` that left `policy` with `remaining`, decided at `at`. */
+  near(key: string, policy: string, remaining: number, at: number): void {
+    const weight = this.weight(at);
     this.nearNow.offer(key, policy, remaining, weight);
   }
 
   /**
-   * The weight of the decision being counted: the interval it was sampled at (1 while counting exactly).
-   * Then sets the interval for the next one from the epoch's total, and draws the gap to it.
+   * The weight of the decision being counted at `at`: the interval it was sampled at (1 while counting
+   * exactly). Moves to a new epoch first when `at` is past the current one, whatever the stream's rate: a
+   * light stream's decisions land in the epoch they were made in. Then sets the interval for the next one
+   * from the epoch's total, and draws the gap to it.
    */
-  private weight(): number {
-    if ((++this.offers & 255) === 1) this.rotate(this.clock());
+  private weight(at: number): number {
+    // Negated, so that the first decision (epochStart NaN) starts the first epoch.
+    if (!(at - this.epochStart < this.epochMs)) this.rotate(at);
     const weight = this.every;
     const total = this.rejectedNow.total + this.nearNow.total + weight;
     if (total < EXACT_OFFERS) {

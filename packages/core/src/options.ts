@@ -334,7 +334,7 @@ function parseBreaker(input: BreakerOptions | false | undefined): Readonly<Requi
   return Object.freeze({ failureThreshold, cooldownMs });
 }
 
-/** The largest hot-key sketch: 4 sketches of this many keys hold about 28 MB (about 110 bytes per key). */
+/** The largest hot-key sketch: 4 sketches of this many keys hold about 28 MB (about 110 bytes per key), plus the key strings. */
 const MAX_HOT_KEYS_SIZE = 65_536;
 
 function parseHotKeys(input: HotKeysOptions | false | undefined): Readonly<Required<HotKeysOptions>> | false {

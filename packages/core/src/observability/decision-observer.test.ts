@@ -122,6 +122,23 @@ describe('limiter.hotKeys()', () => {
     expect(limiter.hotKeys().rejected.map((k) => [k.key, k.count])).toEqual([['late', 1]]);
   });
 
+  it("counts a light stream exactly after a flood: the flood's sampling ends with its epoch", () => {
+    const clock = virtualClock(0);
+    const limiter = createLimiter({
+      policies: [{ name: 'p', algorithm: 'fixed-window', limit: 1, windowMs: 86_400_000 }],
+      clock,
+      hotKeys: { size: 2 },
+    });
+    for (let i = 0; i < 200_000; i++) limiter.decide('attacker');
+    clock.advance(60_000);
+    for (let s = 0; s < 30; s++) {
+      limiter.decide('light');
+      clock.advance(1000);
+    }
+    // 29 rejections (its first request was admitted), each counted once at weight 1.
+    expect(limiter.hotKeys().rejected.find((k) => k.key === 'light')).toMatchObject({ count: 29, error: 0 });
+  });
+
   it('takes its sketch size and epoch from hotKeys: { size, epochMs }', () => {
     const clock = virtualClock();
     const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 1000 }], clock, hotKeys: { size: 2, epochMs: 1000 } });

@@ -1,6 +1,6 @@
 /**
  * @module The hot-key sketches' sampling, driven the way DecisionObserver drives it: a decision is
- * counted only when `skip` has run down to 0.
+ * counted when `skip` has run down to 0, or when it is the first of a new epoch.
  */
 import { describe, expect, it } from 'vitest';
 import { EXACT_OFFERS, HotKeys, SAMPLE_EVERY } from './hot-keys.js';
@@ -9,7 +9,7 @@ import { EXACT_OFFERS, HotKeys, SAMPLE_EVERY } from './hot-keys.js';
 function flood(hot: HotKeys, decisions: number, keyOf: (i: number) => string, at = 0): number {
   let counted = 0;
   for (let i = 0; i < decisions; i++) {
-    if (hot.skip > 0) {
+    if (hot.skip > 0 && at < hot.epochEnd) {
       hot.skip -= 1;
     } else {
       counted += 1;
@@ -52,20 +52,30 @@ describe('HotKeys sampling', () => {
     expect(Math.abs(report.errorBound * size - decisions)).toBeLessThan(decisions * 0.01);
   });
 
-  it('counts exactly again in a new epoch, and weighs the first decision after it at the interval it was sampled at', () => {
+  it('counts exactly again from the first decision of a new epoch: no gap or weight of the last epoch carries over', () => {
+    // Size 2: after 200,000 rejections the interval is 50,000, and so is a pending gap.
+    const hot = new HotKeys(2, 60_000, () => 110_000);
+    flood(hot, 200_000, () => 'flood');
+    expect(hot.skip).toBeGreaterThan(1000);
+    // The next epoch: a light stream, one rejection a second, is counted one by one, each at weight 1.
+    for (let s = 0; s < 50; s++) flood(hot, 1, () => 'light', 60_000 + s * 1000);
+    const report = hot.report(2);
+    expect(report.rejected.find((k) => k.key === 'light')).toMatchObject({ count: 50, error: 0 });
+    // The flood is the epoch before, still in the report.
+    expect(report.rejected.map((k) => k.key).sort()).toEqual(['flood', 'light']);
+  });
+
+  it('samples again once a new epoch has seen EXACT_OFFERS decisions', () => {
     let now = 0;
     const hot = new HotKeys(128, 60_000, () => now);
     flood(hot, 100_000, () => 'old');
     now = 60_000;
-    // The first decision of the new epoch moves the sketches on, whatever the countdown said.
     const counted = flood(hot, 5 * EXACT_OFFERS, () => 'new', now);
-    expect(counted).toBeGreaterThan(EXACT_OFFERS);
-    // The report covers this epoch and the one before: 'old' is still in it, 'new' is counted apart.
-    const report = hot.report(2).rejected;
-    expect(report.map((k) => k.key).sort()).toEqual(['new', 'old']);
-    const fresh = report.find((k) => k.key === 'new');
-    // 1024 exact, then 4096 sampled 1 in 16: a sampling standard deviation of 256. The first decision of the
-    // epoch weighed at 16 (the interval of the old epoch's flood) instead of 1 would add 15; every exact one, 15,000.
+    // 1024 exact, then 4096 sampled about 1 in 16.
+    expect(counted).toBeGreaterThan(EXACT_OFFERS + 100);
+    expect(counted).toBeLessThan(EXACT_OFFERS + 500);
+    const fresh = hot.report(2).rejected.find((k) => k.key === 'new');
+    // A sampling standard deviation of sqrt(16 x 4096) = 256: allow about four.
     expect(Math.abs((fresh?.count ?? 0) - 5 * EXACT_OFFERS)).toBeLessThan(1000);
   });
 });

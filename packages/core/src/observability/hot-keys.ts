@@ -99,10 +99,13 @@ export class HotKeys {
   }
 
   /**
-   * Decisions still to pass over before the next one is counted: the caller checks it first, so a
-   * sampled-out decision costs a decrement (`if (hot.skip > 0) hot.skip -= 1; else hot.rejected(...)`).
+   * Decisions still to pass over before the next one is counted, in this epoch: the caller checks both first,
+   * so a sampled-out decision costs a compare and a decrement
+   * (`if (hot.skip > 0 && at < hot.epochEnd) hot.skip -= 1; else hot.rejected(..., at)`).
    */
   skip = 0;
+  /** When the current epoch ends (-Infinity before the first decision): a new epoch counts exactly from its first decision. */
+  epochEnd = Number.NEGATIVE_INFINITY;
   /** The sampling interval S the pending gap was drawn at (1: counting exactly), and `gap`'s scale for it. */
   private every = 1;
   private scale = gapScale(SAMPLE_EVERY);
@@ -126,8 +129,7 @@ export class HotKeys {
    * from the epoch's total, and draws the gap to it.
    */
   private weight(at: number): number {
-    // Negated, so that the first decision (epochStart NaN) starts the first epoch.
-    if (!(at - this.epochStart < this.epochMs)) this.rotate(at);
+    if (at >= this.epochEnd) this.rotate(at);
     const weight = this.every;
     const total = this.rejectedNow.total + this.nearNow.total + weight;
     if (total < EXACT_OFFERS) {
@@ -151,14 +153,19 @@ export class HotKeys {
     return {
       rejected,
       nearLimit: merge(this.nearNow, this.nearBefore, n),
-      windowMs: now - this.epochStart + this.epochMs,
+      // At least one epoch, also when the clock reads earlier than the epoch's start (a clock that stepped back).
+      windowMs: Math.max(now - this.epochStart, 0) + this.epochMs,
       size: this.size,
       errorBound: (this.rejectedNow.total + this.rejectedBefore.total) / this.size,
     };
   }
 
   private rotate(now: number): void {
-    if (Number.isNaN(this.epochStart)) this.epochStart = now;
+    if (Number.isNaN(this.epochStart)) {
+      this.epochStart = now;
+      this.epochEnd = now + this.epochMs;
+      return;
+    }
     const elapsed = now - this.epochStart;
     if (elapsed < this.epochMs) return;
     const swapR = this.rejectedBefore;
@@ -175,6 +182,10 @@ export class HotKeys {
     this.rejectedNow = swapR;
     this.nearNow = swapN;
     this.epochStart = now - (elapsed % this.epochMs);
+    this.epochEnd = this.epochStart + this.epochMs;
+    // Nothing of the last epoch's sampling carries over: no pending gap, no weight; the new one counts exactly.
+    this.skip = 0;
+    this.every = 1;
   }
 }
 

@@ -194,8 +194,7 @@ export class DecisionObserver {
       this.nearByName.set(p.name, near);
       if (near > nearMax) nearMax = near;
     }
-    // No hot keys: no admitted decision passes the prefilter, and `hotOn` stops the rejected ones.
-    this.nearMax = this.hotOn ? nearMax : -1;
+    this.nearMax = nearMax;
     this.nearSingle = enforcedCount === 1 ? nearMax : -1;
     this.gauge = () => {
       const points: GaugePoint[] = [];
@@ -224,7 +223,7 @@ export class DecisionObserver {
   observe(d: Decision, options: CheckOptions | undefined, at: number): Decision {
     // `=== true`: V8 cannot tell these fields hold booleans, and a bare `if (x)` compiles to a full truthiness test.
     if (options !== undefined || this.hasShadow === true || decisionChannel.hasSubscribers) return this.observeAll(d, options, at);
-    if ((d.limited === true || d.remaining <= this.nearMax) && this.hotOn === true) this.hotKey(d, at);
+    if (d.limited === true || d.remaining <= this.nearMax) this.hotKey(d, at);
     if (this.watch.attached === true) this.countPlain(d);
     return d;
   }
@@ -235,6 +234,7 @@ export class DecisionObserver {
    * code, whose inlined size V8 charges to every caller that would inline them in turn.
    */
   private hotKey(d: Decision, at: number): void {
+    if (this.hotOn !== true) return;
     if (this.hot.skip > 0 && at < this.hot.epochEnd) this.hot.skip -= 1;
     else this.countHot(d, at);
   }
@@ -257,7 +257,7 @@ export class DecisionObserver {
   }
 
   private observeAll(d: Decision, options: CheckOptions | undefined, at: number): Decision {
-    if ((d.limited || d.remaining <= this.nearMax) && this.hotOn) this.hotKey(d, at);
+    if (d.limited || d.remaining <= this.nearMax) this.hotKey(d, at);
     if (this.hasShadow && d.shadow !== undefined) this.recordShadow(d, at);
     if (this.watch.attached) this.count(d, options);
     if (decisionChannel.hasSubscribers) {

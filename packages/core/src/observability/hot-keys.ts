@@ -84,7 +84,6 @@ export class HotKeys {
   private rejectedBefore: SpaceSaving;
   private nearNow: SpaceSaving;
   private nearBefore: SpaceSaving;
-  private epochStart: number;
 
   constructor(
     readonly size: number,
@@ -95,7 +94,6 @@ export class HotKeys {
     this.rejectedBefore = new SpaceSaving(size);
     this.nearNow = new SpaceSaving(size);
     this.nearBefore = new SpaceSaving(size);
-    this.epochStart = Number.NaN;
   }
 
   /**
@@ -106,6 +104,11 @@ export class HotKeys {
   skip = 0;
   /** When the current epoch ends (-Infinity before the first decision): a new epoch counts exactly from its first decision. */
   epochEnd = Number.NEGATIVE_INFINITY;
+
+  /** When the current epoch began. */
+  private get epochStart(): number {
+    return this.epochEnd - this.epochMs;
+  }
   /** The sampling interval S the pending gap was drawn at (1: counting exactly), and `gap`'s scale for it. */
   private every = 1;
   private scale = gapScale(SAMPLE_EVERY);
@@ -161,8 +164,8 @@ export class HotKeys {
   }
 
   private rotate(now: number): void {
-    if (Number.isNaN(this.epochStart)) {
-      this.epochStart = now;
+    if (this.epochEnd === Number.NEGATIVE_INFINITY) {
+      // The first decision (or report) starts the first epoch.
       this.epochEnd = now + this.epochMs;
       return;
     }
@@ -181,8 +184,7 @@ export class HotKeys {
     this.nearBefore = this.nearNow;
     this.rejectedNow = swapR;
     this.nearNow = swapN;
-    this.epochStart = now - (elapsed % this.epochMs);
-    this.epochEnd = this.epochStart + this.epochMs;
+    this.epochEnd = now - (elapsed % this.epochMs) + this.epochMs;
     // Nothing of the last epoch's sampling carries over: no pending gap, no weight; the new one counts exactly.
     this.skip = 0;
     this.every = 1;

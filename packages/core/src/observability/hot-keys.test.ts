@@ -65,6 +65,14 @@ describe('HotKeys sampling', () => {
     expect(report.rejected.map((k) => k.key).sort()).toEqual(['flood', 'light']);
   });
 
+  it('reports at least one epoch when its clock reads before the epoch began (a clock that stepped back)', () => {
+    const hot = new HotKeys(128, 60_000, () => 0);
+    hot.rejected('k', 'api', 100_000);
+    const report = hot.report(1);
+    expect(report.windowMs).toBe(60_000);
+    expect(report.rejected.map((k) => k.key)).toEqual(['k']);
+  });
+
   it('samples again once a new epoch has seen EXACT_OFFERS decisions', () => {
     let now = 0;
     const hot = new HotKeys(128, 60_000, () => now);

@@ -6,7 +6,7 @@
 import { monotonicClock } from './clock.js';
 import { RateLimitConfigError } from './errors.js';
 import { MILLI, toMilli } from './internal/fixed-point.js';
-import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from './internal/read-options.js';
+import { type KeysEnum, omitUndefined, readOptions, readSwitchOptions, rejectUnknownKeys } from './internal/read-options.js';
 import { isLogger, type Logger, toLogger } from './logging.js';
 import { type PlanConfig, type PlanOptions, parsePlans } from './plans/plan-options.js';
 import { type CompiledPolicy, compilePolicy, isBucket } from './policy.js';
@@ -314,16 +314,14 @@ function scalePolicies(
 }
 
 function parseBreaker(input: BreakerOptions | false | undefined): Readonly<Required<BreakerOptions>> | false {
-  if (input === false) return false;
-  if (input !== undefined && (input === null || typeof input !== 'object')) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_BREAKER', 'breaker', 'must be false or { failureThreshold, cooldownMs }', input);
-  }
-  const options = readOptions(
-    input ?? {},
+  const options = readSwitchOptions(
+    input,
     { failureThreshold: true, cooldownMs: true },
     'breaker',
     '{ failureThreshold: 1, cooldownMs: 1_000 }',
+    'ERR_RL_INVALID_BREAKER',
   );
+  if (options === false) return false;
   const { failureThreshold = 1, cooldownMs = 1_000 } = options;
   if (!Number.isSafeInteger(failureThreshold) || failureThreshold < 1) {
     throw new RateLimitConfigError('ERR_RL_INVALID_BREAKER', 'breaker.failureThreshold', 'must be a positive integer', failureThreshold);
@@ -338,11 +336,14 @@ function parseBreaker(input: BreakerOptions | false | undefined): Readonly<Requi
 const MAX_HOT_KEYS_SIZE = 65_536;
 
 function parseHotKeys(input: HotKeysOptions | false | undefined): Readonly<Required<HotKeysOptions>> | false {
-  if (input === false) return false;
-  if (input !== undefined && (input === null || typeof input !== 'object')) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_HOT_KEYS', 'hotKeys', 'must be false or { size, epochMs }', input);
-  }
-  const options = readOptions(input ?? {}, { size: true, epochMs: true }, 'hotKeys', '{ size: 128, epochMs: 60_000 }');
+  const options = readSwitchOptions(
+    input,
+    { size: true, epochMs: true },
+    'hotKeys',
+    '{ size: 128, epochMs: 60_000 }',
+    'ERR_RL_INVALID_HOT_KEYS',
+  );
+  if (options === false) return false;
   const { size = 128, epochMs = 60_000 } = options;
   if (!Number.isSafeInteger(size) || size < 1 || size > MAX_HOT_KEYS_SIZE) {
     throw new RateLimitConfigError('ERR_RL_INVALID_HOT_KEYS', 'hotKeys.size', `must be an integer from 1 to ${MAX_HOT_KEYS_SIZE}`, size);

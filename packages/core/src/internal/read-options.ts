@@ -42,3 +42,22 @@ export function readOptions<T extends object>(input: T, known: object, path: str
   rejectUnknownKeys(options, known, path === 'options' ? '' : path);
   return options;
 }
+
+/**
+ * The options of a feature that `false` turns off: false, or `input` read as `readOptions` reads it
+ * (undefined reads as `{}`: the feature on, with its defaults). Anything else that is not an object is
+ * `code` at `path`, "must be false or { <the known keys> }".
+ */
+export function readSwitchOptions<T extends object>(
+  input: T | false | undefined,
+  known: KeysEnum<T>,
+  path: string,
+  example: string,
+  code: string,
+): T | false {
+  if (input === false) return false;
+  if (input !== undefined && (input === null || typeof input !== 'object')) {
+    throw new RateLimitConfigError(code, path, `must be false or { ${Object.keys(known).join(', ')} }`, input);
+  }
+  return readOptions(input ?? ({} as T), known, path, example);
+}

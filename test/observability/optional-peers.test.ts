@@ -30,6 +30,7 @@ subscribe(core.DECISION_CHANNEL, () => { published += 1; });
 const limiter = core.createLimiter({
   policies: [{ name: 'live', limit: 2, windowMs: 60000 }],
   shadow: { policies: [{ name: 'next', limit: 1, windowMs: 60000 }] },
+  hotKeys: true,
 });
 const verdicts = [];
 for (let i = 0; i < 4; i++) verdicts.push((await limiter.check('k')).reason);

@@ -41,13 +41,14 @@ export function createObservedApp(): ObservedApp {
     shadow: { policies: { name: 'search-next', algorithm: 'token-bucket', limit: 15, windowMs: 1000, burst: 15 } },
     key: client,
     cost: (req) => (req.query.deep === '1' ? 5 : 1),
+    // Hot keys are opt-in (they cost decisions over the limit a few percent): the defaults, 128 keys over 1-minute epochs.
+    hotKeys: true,
   });
 
   const exporting = rateLimit({
     policies: { name: 'export-shaper', algorithm: 'leaky-bucket', limit: 10, windowMs: 1000, burst: 5 },
     key: client,
-    // Nobody asks this one for hot keys: no sketches, no counting.
-    hotKeys: false,
+    // Nobody asks this one for hot keys: left off (the default), no sketches, no counting.
   });
 
   // Limiters on the routes, so each decision knows its route template (`http.route`).

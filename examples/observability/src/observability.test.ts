@@ -119,7 +119,7 @@ describe('examples/observability', () => {
     };
     expect(body.items.rejected[0]?.key).toBe('client:hammer');
     expect(body.items.errorBound).toBeGreaterThan(0);
-    // The items limiter's own sketch (hotKeys: { size: 512, epochMs: 30_000 }); search keeps the default.
+    // The items limiter's own sketch (hotKeys: { size: 512, epochMs: 30_000 }); search turns them on with the defaults (hotKeys: true).
     expect(body.items.size).toBe(512);
     expect(body.items.windowMs).toBeLessThanOrEqual(60_000);
     expect(body.search.size).toBe(128);

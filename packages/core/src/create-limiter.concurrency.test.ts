@@ -247,7 +247,7 @@ describe('concurrency policy (memory)', () => {
     const listener = (m: unknown) => seen.push(m as DecisionMessage);
     subscribe(DECISION_CHANNEL, listener);
     try {
-      const limiter = createLimiter({ policies: [{ ...EXPORTS, limit: 1 }] });
+      const limiter = createLimiter({ policies: [{ ...EXPORTS, limit: 1 }], hotKeys: true });
       const held = await limiter.check('u', { route: '/export' });
       await limiter.check('u', { route: '/export' });
       held.release?.();

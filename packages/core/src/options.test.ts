@@ -156,11 +156,25 @@ const cases: { name: string; options: unknown; code: string; option: string; fix
     fix: /raise burst or lower cost/,
   },
   {
-    name: 'hot keys neither false nor an object',
-    options: { policies: policy, hotKeys: true },
+    name: 'hot keys neither a boolean nor an object',
+    options: { policies: policy, hotKeys: 'on' },
     code: 'ERR_RL_INVALID_HOT_KEYS',
     option: 'hotKeys',
-    fix: /must be false or \{ size, epochMs \}/,
+    fix: /must be true, false or \{ size, epochMs \}/,
+  },
+  {
+    name: 'hot keys null',
+    options: { policies: policy, hotKeys: null },
+    code: 'ERR_RL_INVALID_HOT_KEYS',
+    option: 'hotKeys',
+    fix: /must be true, false or \{ size, epochMs \}/,
+  },
+  {
+    name: 'breaker neither a boolean nor an object',
+    options: { policies: policy, breaker: 1 },
+    code: 'ERR_RL_INVALID_BREAKER',
+    option: 'breaker',
+    fix: /must be true, false or \{ failureThreshold, cooldownMs \}/,
   },
   {
     name: 'hot-key sketch of no key',
@@ -218,11 +232,22 @@ describe('limiter options validation', () => {
       ownsStore: true,
       logger: consoleLogger,
       shadowPolicies: [],
-      hotKeys: { size: 128, epochMs: 60_000 },
+      breaker: { failureThreshold: 1, cooldownMs: 1_000 },
+      hotKeys: false,
     });
     expect(config.store).toBeInstanceOf(MemoryStore);
     expect(Object.isFrozen(config)).toBe(true);
     (config.store as MemoryStore).close();
+  });
+
+  it('breaker and hotKeys: true is on with the defaults, false is off; absent, the breaker is on and hot keys are off', () => {
+    const on = parseLimiterOptions({ policies: policy, breaker: true, hotKeys: true });
+    expect(on).toMatchObject({ breaker: { failureThreshold: 1, cooldownMs: 1_000 }, hotKeys: { size: 128, epochMs: 60_000 } });
+    const off = parseLimiterOptions({ policies: policy, breaker: false, hotKeys: false });
+    expect(off).toMatchObject({ breaker: false, hotKeys: false });
+    const partial = parseLimiterOptions({ policies: policy, hotKeys: { size: 16 } });
+    expect(partial.hotKeys).toEqual({ size: 16, epochMs: 60_000 });
+    for (const c of [on, off, partial]) (c.store as MemoryStore).close();
   });
 
   it('a store passed in is used and not owned; the default clock is integer epoch milliseconds', () => {

@@ -74,17 +74,18 @@ export interface LimiterOptions extends PlanOptions {
    * outage events in a row (all calls in flight when a node fails are one event), checks for that node's
    * keys skip it and get the failure mode's answer, except one probe at a time (first after 10 ms, doubling
    * up to `cooldownMs` while probes hang); the first reply closes it. `false`: always call the store.
-   * Defaults to `{ failureThreshold: 1, cooldownMs: 1_000 }`.
+   * On by default: absent or `true` is `{ failureThreshold: 1, cooldownMs: 1_000 }`.
    */
-  breaker?: BreakerOptions | false;
+  breaker?: BreakerOptions | boolean;
   /**
    * The sketches behind `limiter.hotKeys(n)`: each monitors `size` keys (the keys rejected most, and those
    * most often admitted near their limit) per epoch of `epochMs`, and a report covers the current epoch and
    * the one before. Memory is fixed by `size` whatever the number of keys, and a count errs by at most N / size
-   * (N the decisions in the window). `false`: no sketches and no counting; `hotKeys()` then returns an empty
-   * report of `size` 0. Defaults to `{ size: 128, epochMs: 60_000 }`.
+   * (N the decisions in the window). Off by default, since keeping them costs decisions over the limit a few
+   * percent: `true` is `{ size: 128, epochMs: 60_000 }`. Off (absent or `false`): no sketches and no
+   * counting; `hotKeys()` then returns an empty report of `size` 0.
    */
-  hotKeys?: HotKeysOptions | false;
+  hotKeys?: HotKeysOptions | boolean;
 }
 
 export interface HotKeysOptions {
@@ -313,13 +314,14 @@ function scalePolicies(
   return [...scale(policies, false, path), ...(shadow ? scale(shadow.policies, true, 'shadow.policies') : [])];
 }
 
-function parseBreaker(input: BreakerOptions | false | undefined): Readonly<Required<BreakerOptions>> | false {
+function parseBreaker(input: BreakerOptions | boolean | undefined): Readonly<Required<BreakerOptions>> | false {
   const options = readSwitchOptions(
     input,
     { failureThreshold: true, cooldownMs: true },
     'breaker',
     '{ failureThreshold: 1, cooldownMs: 1_000 }',
     'ERR_RL_INVALID_BREAKER',
+    'on',
   );
   if (options === false) return false;
   const { failureThreshold = 1, cooldownMs = 1_000 } = options;
@@ -335,13 +337,14 @@ function parseBreaker(input: BreakerOptions | false | undefined): Readonly<Requi
 /** The largest hot-key sketch: 4 sketches of this many keys hold about 28 MB (about 110 bytes per key), plus the key strings. */
 const MAX_HOT_KEYS_SIZE = 65_536;
 
-function parseHotKeys(input: HotKeysOptions | false | undefined): Readonly<Required<HotKeysOptions>> | false {
+function parseHotKeys(input: HotKeysOptions | boolean | undefined): Readonly<Required<HotKeysOptions>> | false {
   const options = readSwitchOptions(
     input,
     { size: true, epochMs: true },
     'hotKeys',
     '{ size: 128, epochMs: 60_000 }',
     'ERR_RL_INVALID_HOT_KEYS',
+    'off',
   );
   if (options === false) return false;
   const { size = 128, epochMs = 60_000 } = options;

@@ -47,6 +47,8 @@ describe('createRateLimitHandler', () => {
     // The limiter's own options pass through to createLimiter, which validates them.
     expect(() => make({ hotKeys: { size: -1 } })).toThrow(/ERR_RL_INVALID_HOT_KEYS: 'hotKeys.size'/);
     expect(make({ hotKeys: false }).handler.limiter.hotKeys().size).toBe(0);
+    expect(make({}).handler.limiter.hotKeys().size).toBe(0);
+    expect(make({ hotKeys: true }).handler.limiter.hotKeys().size).toBe(128);
     // A misspelt warning code in validate would silence nothing: it is an error, not a silent no-op.
     expect(() => make({ validate: { WRN_RL_UNKEYD: false } as never })).toThrow(
       /ERR_RL_INVALID_OPTION: 'validate.WRN_RL_UNKEYD' must name a warning code/,

@@ -44,20 +44,22 @@ export function readOptions<T extends object>(input: T, known: object, path: str
 }
 
 /**
- * The options of a feature that `false` turns off: false, or `input` read as `readOptions` reads it
- * (undefined reads as `{}`: the feature on, with its defaults). Anything else that is not an object is
- * `code` at `path`, "must be false or { <the known keys> }".
+ * The options of a feature that a boolean switches: false (off), or `input` read as `readOptions` reads
+ * it, `true` reading as `{}` (on, with its defaults). Absent (undefined), the feature is `whenAbsent`:
+ * on for the ones that protect (the breaker), off for the ones that cost and only inform (hot keys).
+ * Anything else that is not an object is `code` at `path`, "must be true, false or { <the known keys> }".
  */
 export function readSwitchOptions<T extends object>(
-  input: T | false | undefined,
+  input: T | boolean | undefined,
   known: KeysEnum<T>,
   path: string,
   example: string,
   code: string,
+  whenAbsent: 'on' | 'off',
 ): T | false {
-  if (input === false) return false;
-  if (input !== undefined && (input === null || typeof input !== 'object')) {
-    throw new RateLimitConfigError(code, path, `must be false or { ${Object.keys(known).join(', ')} }`, input);
+  if (input === false || (input === undefined && whenAbsent === 'off')) return false;
+  if (input !== undefined && input !== true && (input === null || typeof input !== 'object')) {
+    throw new RateLimitConfigError(code, path, `must be true, false or { ${Object.keys(known).join(', ')} }`, input);
   }
-  return readOptions(input ?? ({} as T), known, path, example);
+  return readOptions(input === undefined || input === true ? ({} as T) : input, known, path, example);
 }

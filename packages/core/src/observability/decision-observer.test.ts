@@ -22,7 +22,11 @@ describe('decision observer', () => {
 describe('limiter.hotKeys()', () => {
   it('ranks the most rejected keys and the keys that run near their limit', () => {
     const clock = virtualClock();
-    const limiter = createLimiter({ policies: [{ name: 'api', algorithm: 'fixed-window', limit: 10, windowMs: 60_000 }], clock });
+    const limiter = createLimiter({
+      policies: [{ name: 'api', algorithm: 'fixed-window', limit: 10, windowMs: 60_000 }],
+      clock,
+      hotKeys: true,
+    });
     for (let i = 0; i < 30; i++) limiter.decide('attacker');
     for (let i = 0; i < 12; i++) limiter.decide('busy');
     for (let i = 0; i < 10; i++) limiter.decide('careful');
@@ -42,7 +46,11 @@ describe('limiter.hotKeys()', () => {
 
   it('samples a flood of rejections (1 in 16 past the first 1024) and still ranks and estimates the heavy keys', () => {
     const clock = virtualClock();
-    const limiter = createLimiter({ policies: [{ name: 'api', algorithm: 'fixed-window', limit: 1, windowMs: 60_000 }], clock });
+    const limiter = createLimiter({
+      policies: [{ name: 'api', algorithm: 'fixed-window', limit: 1, windowMs: 60_000 }],
+      clock,
+      hotKeys: true,
+    });
     for (let i = 0; i < 30_000; i++) {
       limiter.decide('attacker');
       limiter.decide('attacker');
@@ -67,6 +75,7 @@ describe('limiter.hotKeys()', () => {
       ],
       shadow: { policies: [{ name: 'next', limit: 1, windowMs: 60_000 }] },
       clock,
+      hotKeys: true,
     });
     for (let i = 0; i < 5; i++) limiter.decide('tenant');
     await limiter.peek('tenant');
@@ -77,6 +86,7 @@ describe('limiter.hotKeys()', () => {
   it("counts a concurrency queue by its outcomes: a waiter's refused attempts never, an overflow once", async () => {
     const limiter = createLimiter({
       policies: [{ name: 'exports', algorithm: 'concurrency', limit: 1, queue: { size: 1, timeoutMs: 60_000 } }],
+      hotKeys: true,
     });
     const held = await limiter.check('u');
     const queued = limiter.check('u');
@@ -92,7 +102,7 @@ describe('limiter.hotKeys()', () => {
 
   it('forgets keys after two quiet epochs', () => {
     const clock = virtualClock();
-    const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 1000 }], clock });
+    const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 1000 }], clock, hotKeys: true });
     limiter.decide('k');
     limiter.decide('k');
     expect(limiter.hotKeys().rejected).toHaveLength(1);
@@ -104,7 +114,11 @@ describe('limiter.hotKeys()', () => {
 
   it('places a light stream in the epochs it was made in: the last one to two minutes, not more, not less', () => {
     const clock = virtualClock(0);
-    const limiter = createLimiter({ policies: [{ name: 'p', algorithm: 'fixed-window', limit: 1, windowMs: 86_400_000 }], clock });
+    const limiter = createLimiter({
+      policies: [{ name: 'p', algorithm: 'fixed-window', limit: 1, windowMs: 86_400_000 }],
+      clock,
+      hotKeys: true,
+    });
     // One rejection a second for 200 s: epochs start at 0, 60, 120 and 180 s.
     for (let s = 0; s < 200; s++) {
       limiter.decide('slow');
@@ -159,18 +173,23 @@ describe('limiter.hotKeys()', () => {
     expect(limiter.hotKeys().rejected).toEqual([]);
   });
 
-  it('with hotKeys: false, counts nothing and reports an empty sketch of size 0; the metrics still count', async () => {
+  // The request cells live as long as the process: each case counts under a policy name of its own.
+  it.each([
+    ['off by default', 'api-default', {}],
+    ['with hotKeys: false', 'api-off', { hotKeys: false }],
+  ] as const)('%s, counts nothing and reports an empty sketch of size 0; the metrics still count', async (_, name, options) => {
     const registry = new (await import('prom-client')).Registry();
     const unregister = registerPrometheusMetrics({ registry });
     try {
-      const limiter = createLimiter({ policies: [{ name: 'api', limit: 2, windowMs: 60_000 }], hotKeys: false });
+      const limiter = createLimiter({ policies: [{ name, limit: 2, windowMs: 60_000 }], ...options });
       for (let i = 0; i < 5; i++) limiter.decide('attacker');
       await limiter.check('attacker', { route: '/x' });
+      await limiter.check('attacker', { route: '/x', request: {} });
       expect(limiter.hotKeys(3)).toEqual({ rejected: [], nearLimit: [], windowMs: 0, size: 0, errorBound: 0 });
       const text = await registry.metrics();
-      expect(text).toContain('tollgate_requests_total{policy="api",result="allowed",mode="enforce"} 2');
-      expect(text).toContain('tollgate_requests_total{policy="api",result="limited",mode="enforce"} 3');
-      expect(text).toContain('tollgate_requests_total{policy="api",result="limited",mode="enforce",route="/x"} 1');
+      expect(text).toContain(`tollgate_requests_total{policy="${name}",result="allowed",mode="enforce"} 2`);
+      expect(text).toContain(`tollgate_requests_total{policy="${name}",result="limited",mode="enforce"} 3`);
+      expect(text).toContain(`tollgate_requests_total{policy="${name}",result="limited",mode="enforce",route="/x"} 2`);
     } finally {
       unregister();
     }
@@ -233,7 +252,11 @@ describe('tollgate.requests cells', () => {
     const unregister = registerPrometheusMetrics({ registry: { registerMetric() {}, removeSingleMetric() {} } });
     try {
       const clock = virtualClock();
-      const single = createLimiter({ policies: [{ name: 'direct-one', algorithm: 'fixed-window', limit: 3, windowMs: 60_000 }], clock });
+      const single = createLimiter({
+        policies: [{ name: 'direct-one', algorithm: 'fixed-window', limit: 3, windowMs: 60_000 }],
+        clock,
+        hotKeys: true,
+      });
       for (let i = 0; i < 5; i++) await single.check('hammer');
       await single.check('other', { cost: 10 });
       const pair = createLimiter({
@@ -242,6 +265,7 @@ describe('tollgate.requests cells', () => {
           { name: 'direct-narrow', algorithm: 'fixed-window', limit: 2, windowMs: 60_000 },
         ],
         clock,
+        hotKeys: true,
       });
       for (let i = 0; i < 4; i++) await pair.check('both');
       const value = (policy: string, result: string) =>

@@ -4,8 +4,8 @@
  * prom-client, the `tollgate:decision` diagnostics channel, the active trace span, the hot-key
  * sketches and the shadow-rollout record. Each consumer is behind one cheap check (an exporter is
  * attached, the channel has subscribers, a span records), so a limiter nobody watches pays a few
- * branches per decision; the hot-key sketches (unless `hotKeys: false`) and the shadow record are always
- * kept, in fixed memory.
+ * branches per decision; the hot-key sketches (with `hotKeys` on: they are opt-in) and the shadow record
+ * are kept whoever watches, in fixed memory.
  */
 import { channel } from 'node:diagnostics_channel';
 import type { BreakerState } from '../failure/node-health.js';
@@ -59,7 +59,7 @@ export interface DecisionMessage {
 /** Shadow record: a ring of 12 intervals of 10 s, two minutes of history. */
 const SHADOW_INTERVAL_MS = 10_000;
 const SHADOW_RING = 12;
-/** `hotKeys()` of a limiter with `hotKeys: false`. */
+/** `hotKeys()` of a limiter with hot keys off (the default). */
 const HOT_KEYS_OFF: HotKeysReport = Object.freeze({
   rejected: Object.freeze([]),
   nearLimit: Object.freeze([]),
@@ -146,7 +146,7 @@ export class DecisionObserver {
   // undefined before the constructor assigns them, the assignment makes V8 treat them as mutable and
   // of any type, and `observe` loads and tests each. Assigned once, V8 folds them into its code.
   declare private readonly hot: HotKeys;
-  /** False with `hotKeys: false`: `hot` then exists (so that `observe` sees one shape) but is never fed. */
+  /** False with hot keys off (the default): `hot` then exists (so that `observe` sees one shape) but is never fed. */
   declare private readonly hotOn: boolean;
   private readonly shadow: readonly ShadowPolicyTracker[];
   declare private readonly hasShadow: boolean;
@@ -216,14 +216,14 @@ export class DecisionObserver {
   /**
    * Feeds every consumer with `d`, decided at `at` (the limiter's clock); returns it. `options` carries the route and request of an HTTP request.
    * A direct `check()` with no shadow policy and no channel subscriber needs at most the hot-key
-   * sketches, which sample heavy streams (hot-keys.ts: most decisions over or near the limit cost a
-   * decrement), and, with an exporter attached, one add to its request counter. Kept this small on
+   * sketches when they are on, which sample heavy streams (hot-keys.ts: most decisions over or near the
+   * limit cost a decrement), and, with an exporter attached, one add to its request counter. Kept this small on
    * purpose: the limiter inlines it in `decideNow`, whose inlining budget it shares (create-limiter.ts, `decideAt`).
    */
   observe(d: Decision, options: CheckOptions | undefined, at: number): Decision {
     // `=== true`: V8 cannot tell these fields hold booleans, and a bare `if (x)` compiles to a full truthiness test.
     if (options !== undefined || this.hasShadow === true || decisionChannel.hasSubscribers) return this.observeAll(d, options, at);
-    if (d.limited === true || d.remaining <= this.nearMax) this.hotKey(d, at);
+    if (this.hotOn === true && (d.limited === true || d.remaining <= this.nearMax)) this.hotKey(d, at);
     if (this.watch.attached === true) this.countPlain(d);
     return d;
   }
@@ -234,7 +234,6 @@ export class DecisionObserver {
    * code, whose inlined size V8 charges to every caller that would inline them in turn.
    */
   private hotKey(d: Decision, at: number): void {
-    if (this.hotOn !== true) return;
     if (this.hot.skip > 0 && at < this.hot.epochEnd) this.hot.skip -= 1;
     else this.countHot(d, at);
   }
@@ -257,7 +256,7 @@ export class DecisionObserver {
   }
 
   private observeAll(d: Decision, options: CheckOptions | undefined, at: number): Decision {
-    if (d.limited || d.remaining <= this.nearMax) this.hotKey(d, at);
+    if (this.hotOn && (d.limited || d.remaining <= this.nearMax)) this.hotKey(d, at);
     if (this.hasShadow && d.shadow !== undefined) this.recordShadow(d, at);
     if (this.watch.attached) this.count(d, options);
     if (decisionChannel.hasSubscribers) {

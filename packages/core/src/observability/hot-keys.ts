@@ -41,7 +41,7 @@ export interface HotKeysReport {
   readonly nearLimit: readonly HotKey[];
   /** The span the report covers, in milliseconds (one to two epochs). */
   readonly windowMs: number;
-  /** Keys each sketch monitors per epoch (`hotKeys.size`); 0 when the limiter has `hotKeys: false`. */
+  /** Keys each sketch monitors per epoch (`hotKeys.size`); 0 when the limiter has hot keys off (the default). */
   readonly size: number;
   /**
    * Space-Saving's bound for this report: no count is more than this above the truth, and every key

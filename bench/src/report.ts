@@ -398,8 +398,9 @@ function observabilitySection(o: NonNullable<BenchResults['observability']>): st
     '',
     "Section A's loop (`await limiter.check(key)`, gcra on a MemoryStore sized to the case) on a copy of this checkout's core and on another build of the same source, " +
       'both written alike and loaded in one process (bench/src/observability/baseline.ts writes the builds on every run, so two builds differ by what the row is about and not also by where they live): ' +
-      '**no exporter vs hooks cut**: no MeterProvider and no registry (hot keys on, the default), against the core whose two per-decision hooks of observability are cut out ' +
-      '(`DecisionObserver.observe` returns its decision, `StoreTimer.apply` calls the store): the issue\'s "within 2 % without a provider"; ' +
+      '**no exporter vs hooks cut**: no MeterProvider and no registry (hot keys off, the default), against the core whose two per-decision hooks of observability are cut out ' +
+      '(`DecisionObserver.observe` returns its decision, `StoreTimer.apply` calls the store): the issue\'s "within 2 % without a provider"; its row "hot keys on" gives both builds `hotKeys: true`, ' +
+      'what opting in to hot keys costs a rejection, for reference (the cut build never feeds its sketches); ' +
       '**OpenTelemetry SDK vs no provider**: `@opentelemetry/sdk-metrics` as the global MeterProvider, every tollgate instrument registered and collected every second into an in-memory exporter, ' +
       'against the unchanged core that cannot load `@opentelemetry/api` and so never sees the provider: the "within 10 % of the same run without"; ' +
       '**prom-client registry vs no provider**: `registerPrometheusMetrics({ registry })` on the measured copy only, for reference. ' +

@@ -97,6 +97,7 @@ export async function runObservabilitySection(o: ObservabilitySectionOptions): P
       // carry their JIT history (decision paths compiled for admissions, then recompiled on the first
       // rejections from mixed feedback, differently in each build).
       for (const c of cases) {
+        if (OVERHEAD_CASES.find((x) => x.id === c)?.subjects?.includes(subject) === false) continue;
         const input: OverheadInput = {
           exporter: subject === 'control' ? 'none' : subject,
           ...builds[subject],

@@ -32,6 +32,10 @@ export interface OverheadCase {
   readonly keys: number;
   readonly limit: number;
   readonly expectAllowed: boolean;
+  /** The limiters of both builds turn hot keys on (`hotKeys: true`); otherwise they keep the default (off). */
+  readonly hotKeys?: true;
+  /** The row sets (observability-section.ts) that measure this case; all when absent. */
+  readonly subjects?: readonly ('control' | Exporter)[];
 }
 
 export const OVERHEAD_CASES: readonly OverheadCase[] = [
@@ -39,6 +43,16 @@ export const OVERHEAD_CASES: readonly OverheadCase[] = [
   { id: '1k', label: '1k keys', keys: 1000, limit: 1_000_000_000, expectAllowed: true },
   { id: '100k', label: '100k keys', keys: 100_000, limit: 1_000_000_000, expectAllowed: true },
   { id: 'over', label: 'over the limit (1 key)', keys: 1, limit: 1, expectAllowed: false },
+  // What opting in to hot keys costs a rejection (a reference: the default leaves them off), against the cut build with them on too.
+  {
+    id: 'over-hot',
+    label: 'over the limit (1 key), hot keys on',
+    keys: 1,
+    limit: 1,
+    expectAllowed: false,
+    hotKeys: true,
+    subjects: ['none'],
+  },
 ];
 
 export interface OverheadInput {
@@ -80,7 +94,7 @@ function attach(exporter: Exporter, copies: readonly Core[]): void {
 
 function limiterOf(core: Core, c: OverheadCase): Limiter {
   const store = new core.MemoryStore({ maxKeys: Math.max(c.keys, 1000) });
-  return core.createLimiter({ policies: [{ algorithm: 'gcra', limit: c.limit, windowMs: 60_000 }], store });
+  return core.createLimiter({ policies: [{ algorithm: 'gcra', limit: c.limit, windowMs: 60_000 }], store, hotKeys: c.hotKeys === true });
 }
 
 /**

@@ -193,6 +193,26 @@ describe('checkTargets', () => {
     );
   });
 
+  it('gives the hot-keys-on row of section O for reference only: the targets judge the default, hot keys off', () => {
+    const hot: OverheadRow = {
+      subject: 'none',
+      case: 'over-hot',
+      label: 'over the limit (1 key), hot keys on',
+      baselineNs: 290,
+      currentNs: 302,
+      ratio: 1.041,
+      processRatios: [1.03, 1.041, 1.05],
+      interval: { low: 1.028, high: 1.053 },
+    };
+    const judged = checkTargets({
+      ...results(),
+      observability: { rows: [hot], processes: 3, copies: 4, passes: 21, batch: 20_000, errors: [] },
+    });
+    const row = judged.find((t) => t.target.endsWith('over the limit (1 key), hot keys on'));
+    expect(row).toMatchObject({ section: 'O', met: false, reference: true });
+    expect(judged.filter((t) => t.section === 'O' && t.reference !== true)).toEqual([]);
+  });
+
   it('judges section A against the fastest peer, rate-limiter-flexible, the Map floor and the heap budget', () => {
     expect(verdict('gcra faster than every peer, 1 key')).toBe(true);
     expect(verdict('gcra at least 1.25x the fastest peer, 100k keys')).toBe(true);

@@ -152,7 +152,7 @@ export interface Limiter {
   on<E extends keyof LimiterEvents>(event: E, listener: (payload: LimiterEvents[E]) => void): () => void;
   stats(): LimiterStats;
   resetStats(): void;
-  /** The `n` (default 10) keys rejected most, and most often near their limit, recently (see HotKeysReport), with the `hotKeys` option on; off (the default), an empty report of size 0. */
+  /** The `n` (default 10) keys rejected most, and most often near their limit, recently (see HotKeysReport), with the `hotKeys` option on; off (the default), an empty report of size 0 and, the first time, `WRN_RL_HOT_KEYS_OFF`. */
   hotKeys(n?: number): HotKeysReport;
   /** Closes the store if the limiter created it, and the local fallback store. */
   close(): Promise<void>;
@@ -223,6 +223,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const unknownPlan = compiled.get(config.plans.unknownPlan) as CompiledPlan;
   /** Unknown plan names already warned about (bounded: a flood of names cannot grow it without limit). */
   const unknownWarned = new Set<string>();
+  /** `hotKeys()` was asked of this limiter with hot keys off, and said so once. */
+  let hotKeysOffWarned = false;
   const hasShadow = config.shadowPolicies.length > 0;
   const shadowMode = mode === 'shadow';
   const enforced = new Group();
@@ -761,6 +763,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
       observer.resetStats();
     },
     hotKeys(n = 10) {
+      if (config.hotKeys === false && !hotKeysOffWarned) {
+        // Hot keys are opt-in: an empty report would otherwise read as "nobody is hammering us".
+        hotKeysOffWarned = true;
+        safeLog(
+          logger,
+          'warn',
+          { code: 'WRN_RL_HOT_KEYS_OFF' },
+          'WRN_RL_HOT_KEYS_OFF: hotKeys() was asked of a limiter with hot keys off (the default); its report is empty. Pass hotKeys: true to turn them on',
+        );
+      }
       return observer.hotKeys(n);
     },
     async close() {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createLimiter } from '../create-limiter.js';
 import { counterCells, exporters } from './metric-store.js';
 import { registerPrometheusMetrics } from './prometheus.js';
@@ -155,7 +155,8 @@ describe('limiter.hotKeys()', () => {
 
   it('takes its sketch size and epoch from hotKeys: { size, epochMs }', () => {
     const clock = virtualClock();
-    const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 1000 }], clock, hotKeys: { size: 2, epochMs: 1000 } });
+    const logger = { warn: vi.fn(), error: vi.fn() };
+    const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 1000 }], clock, logger, hotKeys: { size: 2, epochMs: 1000 } });
     const requests = { a: 5, b: 4, c: 2 };
     for (const [key, n] of Object.entries(requests)) for (let i = 0; i < n; i++) limiter.decide(key);
     const report = limiter.hotKeys(5);
@@ -171,6 +172,7 @@ describe('limiter.hotKeys()', () => {
     expect(limiter.hotKeys().rejected.map((k) => k.key)).toEqual(['a', 'c']);
     clock.advance(1000);
     expect(limiter.hotKeys().rejected).toEqual([]);
+    expect(logger.warn).not.toHaveBeenCalled();
   });
 
   // The request cells live as long as the process: each case counts under a policy name of its own.
@@ -181,11 +183,17 @@ describe('limiter.hotKeys()', () => {
     const registry = new (await import('prom-client')).Registry();
     const unregister = registerPrometheusMetrics({ registry });
     try {
-      const limiter = createLimiter({ policies: [{ name, limit: 2, windowMs: 60_000 }], ...options });
+      const logger = { warn: vi.fn(), error: vi.fn() };
+      const limiter = createLimiter({ policies: [{ name, limit: 2, windowMs: 60_000 }], logger, ...options });
       for (let i = 0; i < 5; i++) limiter.decide('attacker');
       await limiter.check('attacker', { route: '/x' });
       await limiter.check('attacker', { route: '/x', request: {} });
       expect(limiter.hotKeys(3)).toEqual({ rejected: [], nearLimit: [], windowMs: 0, size: 0, errorBound: 0 });
+      expect(limiter.hotKeys(3).size).toBe(0);
+      // An empty report must not read as "nobody is hammering us": said once per limiter, never per call.
+      expect(logger.warn).toHaveBeenCalledTimes(1);
+      expect(logger.warn.mock.calls[0]?.[0]).toEqual({ code: 'WRN_RL_HOT_KEYS_OFF' });
+      expect(logger.warn.mock.calls[0]?.[1]).toMatch(/^WRN_RL_HOT_KEYS_OFF: .*Pass hotKeys: true/);
       const text = await registry.metrics();
       expect(text).toContain(`tollgate_requests_total{policy="${name}",result="allowed",mode="enforce"} 2`);
       expect(text).toContain(`tollgate_requests_total{policy="${name}",result="limited",mode="enforce"} 3`);

@@ -6,7 +6,14 @@
 import { monotonicClock } from './clock.js';
 import { RateLimitConfigError } from './errors.js';
 import { MILLI, toMilli } from './internal/fixed-point.js';
-import { type KeysEnum, omitUndefined, readOptions, readSwitchOptions, rejectUnknownKeys } from './internal/read-options.js';
+import {
+  type KeysEnum,
+  omitUndefined,
+  positiveInteger,
+  readOptions,
+  readSwitchOptions,
+  rejectUnknownKeys,
+} from './internal/read-options.js';
 import { isLogger, type Logger, toLogger } from './logging.js';
 import { type PlanConfig, type PlanOptions, parsePlans } from './plans/plan-options.js';
 import { type CompiledPolicy, compilePolicy, isBucket } from './policy.js';
@@ -245,15 +252,12 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
       options.onStoreError,
     );
   }
-  const storeTimeoutMs = options.storeTimeoutMs ?? 50;
-  if (!Number.isSafeInteger(storeTimeoutMs) || storeTimeoutMs < 1) {
-    throw new RateLimitConfigError(
-      'ERR_RL_INVALID_STORE_TIMEOUT',
-      'storeTimeoutMs',
-      'must be a positive integer number of ms (tens of ms keep a slow store from becoming your latency)',
-      options.storeTimeoutMs,
-    );
-  }
+  const storeTimeoutMs = positiveInteger(
+    options.storeTimeoutMs ?? 50,
+    'ERR_RL_INVALID_STORE_TIMEOUT',
+    'storeTimeoutMs',
+    'must be a positive integer number of ms (tens of ms keep a slow store from becoming your latency)',
+  );
   const localShare = options.localShare ?? 1;
   if (typeof localShare !== 'number' || !(localShare > 0 && localShare <= 1)) {
     throw new RateLimitConfigError(
@@ -325,13 +329,10 @@ function parseBreaker(input: BreakerOptions | boolean | undefined): Readonly<Req
   );
   if (options === false) return false;
   const { failureThreshold = 1, cooldownMs = 1_000 } = options;
-  if (!Number.isSafeInteger(failureThreshold) || failureThreshold < 1) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_BREAKER', 'breaker.failureThreshold', 'must be a positive integer', failureThreshold);
-  }
-  if (!Number.isSafeInteger(cooldownMs) || cooldownMs < 1) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_BREAKER', 'breaker.cooldownMs', 'must be a positive integer number of ms', cooldownMs);
-  }
-  return Object.freeze({ failureThreshold, cooldownMs });
+  return Object.freeze({
+    failureThreshold: positiveInteger(failureThreshold, 'ERR_RL_INVALID_BREAKER', 'breaker.failureThreshold', 'must be a positive integer'),
+    cooldownMs: positiveInteger(cooldownMs, 'ERR_RL_INVALID_BREAKER', 'breaker.cooldownMs', 'must be a positive integer number of ms'),
+  });
 }
 
 /** The largest hot-key sketch: 4 sketches of this many keys hold about 28 MB (about 110 bytes per key), plus the key strings. */
@@ -348,11 +349,14 @@ function parseHotKeys(input: HotKeysOptions | boolean | undefined): Readonly<Req
   );
   if (options === false) return false;
   const { size = 128, epochMs = 60_000 } = options;
-  if (!Number.isSafeInteger(size) || size < 1 || size > MAX_HOT_KEYS_SIZE) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_HOT_KEYS', 'hotKeys.size', `must be an integer from 1 to ${MAX_HOT_KEYS_SIZE}`, size);
-  }
-  if (!Number.isSafeInteger(epochMs) || epochMs < 1) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_HOT_KEYS', 'hotKeys.epochMs', 'must be a positive integer number of ms', epochMs);
-  }
-  return Object.freeze({ size, epochMs });
+  return Object.freeze({
+    size: positiveInteger(
+      size,
+      'ERR_RL_INVALID_HOT_KEYS',
+      'hotKeys.size',
+      `must be an integer from 1 to ${MAX_HOT_KEYS_SIZE}`,
+      MAX_HOT_KEYS_SIZE,
+    ),
+    epochMs: positiveInteger(epochMs, 'ERR_RL_INVALID_HOT_KEYS', 'hotKeys.epochMs', 'must be a positive integer number of ms'),
+  });
 }

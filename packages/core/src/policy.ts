@@ -7,7 +7,7 @@ import { algorithms } from './algorithms/index.js';
 import type { AlgorithmKernel } from './algorithms/kernel.js';
 import { RateLimitConfigError } from './errors.js';
 import { gcd, MILLI } from './internal/fixed-point.js';
-import type { KeysEnum } from './internal/read-options.js';
+import { type KeysEnum, positiveInteger } from './internal/read-options.js';
 import type { AlgorithmId, AnyPolicyOptions, ConcurrencyPolicyOptions, PolicyAlgorithm, PolicyOptions, QuotaUnit } from './types.js';
 
 /** A policy ready for the algorithms: validated options plus fixed-point parameters. */
@@ -81,10 +81,7 @@ const CONCURRENCY_KEYS: KeysEnum<ConcurrencyPolicyOptions> = {
 };
 
 function concurrencyInteger(value: unknown, path: string, hint: string): number {
-  if (!isPositiveInteger(value)) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_CONCURRENCY', path, `must be a positive integer (${hint})`, value);
-  }
-  return value;
+  return positiveInteger(value, 'ERR_RL_INVALID_CONCURRENCY', path, `must be a positive integer (${hint})`);
 }
 
 /** A concurrency policy (algorithms/concurrency.ts): `windowMs` is its lease time, `capacity` its limit. */

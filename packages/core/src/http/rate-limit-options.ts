@@ -7,7 +7,7 @@
 import { monotonicClock } from '../clock.js';
 import { isWarningCode, type ValidateOption, WARNING_CODES } from '../diagnostics.js';
 import { RateLimitConfigError } from '../errors.js';
-import { type KeysEnum, omitUndefined, readOptions, rejectUnknownKeys } from '../internal/read-options.js';
+import { type KeysEnum, omitUndefined, positiveInteger, readOptions, rejectUnknownKeys } from '../internal/read-options.js';
 import { DEFAULT_LOG_RATE, type LogRateOptions } from '../logging.js';
 import type { LimiterOptions } from '../options.js';
 import { createLoadShedder, isLoadShedder, type LoadShedder, type LoadShedderOptions } from '../shedding/load-shedder.js';
@@ -220,12 +220,10 @@ function parseHeaders(value: unknown): HeadersOption {
 
 const LOG_RATE_KEYS: KeysEnum<LogRateOptions> = { lines: true, intervalMs: true };
 
-function positiveInteger(value: unknown, path: string, fallback: number, example: string): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', path, `must be a positive integer, e.g. ${example}`, value);
-  }
-  return value;
+function positiveIntegerOr(value: unknown, path: string, fallback: number, example: string): number {
+  return value === undefined
+    ? fallback
+    : positiveInteger(value, 'ERR_RL_INVALID_OPTION', path, `must be a positive integer, e.g. ${example}`);
 }
 
 function parseLogRate(value: unknown): Readonly<Required<LogRateOptions>> {
@@ -236,8 +234,8 @@ function parseLogRate(value: unknown): Readonly<Required<LogRateOptions>> {
   const rate = omitUndefined(value as LogRateOptions);
   rejectUnknownKeys(rate, LOG_RATE_KEYS, 'logRate');
   return Object.freeze({
-    lines: positiveInteger(rate.lines, 'logRate.lines', DEFAULT_LOG_RATE.lines, '10'),
-    intervalMs: positiveInteger(rate.intervalMs, 'logRate.intervalMs', DEFAULT_LOG_RATE.intervalMs, '60_000'),
+    lines: positiveIntegerOr(rate.lines, 'logRate.lines', DEFAULT_LOG_RATE.lines, '10'),
+    intervalMs: positiveIntegerOr(rate.intervalMs, 'logRate.intervalMs', DEFAULT_LOG_RATE.intervalMs, '60_000'),
   });
 }
 
@@ -369,7 +367,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     onDecision: optionalFunction(options.onDecision, 'onDecision', '(decision, req) => metrics.record(decision)'),
     validate,
     shedder: options.shed === undefined ? undefined : isLoadShedder(options.shed) ? options.shed : createLoadShedder(options.shed),
-    hookTimeoutMs: positiveInteger(options.hookTimeoutMs, 'hookTimeoutMs', DEFAULT_HOOK_TIMEOUT_MS, '5000'),
+    hookTimeoutMs: positiveIntegerOr(options.hookTimeoutMs, 'hookTimeoutMs', DEFAULT_HOOK_TIMEOUT_MS, '5000'),
     logRate: parseLogRate(options.logRate),
     adapterOptions: Object.freeze(adapterOptions),
   });

@@ -63,3 +63,14 @@ export function readSwitchOptions<T extends object>(
   }
   return readOptions(input === undefined || input === true ? ({} as T) : input, known, path, example);
 }
+
+/**
+ * `value` when it is a safe integer from 1 to `max`; anything else (a fraction, NaN, a string, 0) is
+ * `code` at `path`, with `must` as the message. Every positive-integer option of the core reads through here.
+ */
+export function positiveInteger(value: unknown, code: string, path: string, must: string, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > max) {
+    throw new RateLimitConfigError(code, path, must, value);
+  }
+  return value;
+}

@@ -8,7 +8,7 @@
  */
 import { monotonicClock } from '../clock.js';
 import { RateLimitConfigError } from '../errors.js';
-import { type KeysEnum, readOptions } from '../internal/read-options.js';
+import { type KeysEnum, positiveInteger, readOptions } from '../internal/read-options.js';
 import type { Clock } from '../types.js';
 import { createEventLoopDelaySampler, type EventLoopDelaySampler } from './event-loop-delay.js';
 import {
@@ -111,10 +111,8 @@ function invalid(option: string, message: string, received: unknown): RateLimitC
   return new RateLimitConfigError('ERR_RL_INVALID_SHED', option, message, received);
 }
 
-function positiveInteger(value: unknown, path: string, hint: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0)
-    throw invalid(path, `must be a positive integer (${hint})`, value);
-  return value;
+function shedInteger(value: unknown, path: string, hint: string): number {
+  return positiveInteger(value, 'ERR_RL_INVALID_SHED', path, `must be a positive integer (${hint})`);
 }
 
 function inRange(value: unknown, path: string, lo: number, hi: number, loOpen: boolean, hint: string): number {
@@ -129,7 +127,7 @@ export function parseAdaptiveOptions(input: AdaptiveLimitOptions, path: string):
   const o = readOptions(input, ADAPTIVE_KEYS, path, '{ maxLimit: 200 }');
   const c = { ...ADAPTIVE_DEFAULTS };
   const ints = ['initialLimit', 'minLimit', 'maxLimit', 'windowMs', 'minSamples', 'baselineWindows'] as const;
-  for (const k of ints) if (o[k] !== undefined) c[k] = positiveInteger(o[k], `${path}.${k}`, 'see the adaptive options');
+  for (const k of ints) if (o[k] !== undefined) c[k] = shedInteger(o[k], `${path}.${k}`, 'see the adaptive options');
   if (o.tolerance !== undefined) c.tolerance = inRange(o.tolerance, `${path}.tolerance`, 1, 10, false, 'e.g. 1.5');
   if (o.smoothing !== undefined) c.smoothing = inRange(o.smoothing, `${path}.smoothing`, 0, 1, true, 'e.g. 0.2');
   if (o.eventLoopBackoff !== undefined)
@@ -255,7 +253,7 @@ export function createLoadShedder<Req>(input: LoadShedderOptions<Req>, path = 's
   if ((o.maxInFlight === undefined) === (o.adaptive === undefined)) {
     throw invalid(path, `needs exactly one of maxInFlight and adaptive, e.g. ${SHED_EXAMPLE}`, input);
   }
-  const max = o.maxInFlight === undefined ? undefined : positiveInteger(o.maxInFlight, `${path}.maxInFlight`, 'requests in flight');
+  const max = o.maxInFlight === undefined ? undefined : shedInteger(o.maxInFlight, `${path}.maxInFlight`, 'requests in flight');
   const adaptive = o.adaptive === undefined ? undefined : parseAdaptiveOptions(o.adaptive, `${path}.adaptive`);
   if (o.priority !== undefined && typeof o.priority !== 'function') {
     throw invalid(`${path}.priority`, "must be a function of the request returning 'low', 'normal', 'high' or 'critical'", o.priority);
@@ -267,7 +265,7 @@ export function createLoadShedder<Req>(input: LoadShedderOptions<Req>, path = 's
       shares[k] = inRange(v, `${path}.shares.${k}`, 0, 1, true, 'the share of the cap this priority may fill');
     }
   }
-  const retryAfterMs = o.retryAfterMs === undefined ? 1000 : positiveInteger(o.retryAfterMs, `${path}.retryAfterMs`, 'milliseconds');
+  const retryAfterMs = o.retryAfterMs === undefined ? 1000 : shedInteger(o.retryAfterMs, `${path}.retryAfterMs`, 'milliseconds');
   for (const k of ['clock', 'eventLoopDelay'] as const) {
     if (o[k] !== undefined && typeof o[k] !== 'function') throw invalid(`${path}.${k}`, 'must be a function returning milliseconds', o[k]);
   }

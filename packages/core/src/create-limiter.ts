@@ -20,8 +20,8 @@ import { StoreTimer } from './observability/store-timer.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from './plans/compiled-plan.js';
 import type { CompiledPolicy } from './policy.js';
-import { LeaseKeeper, leftQueue, waitsOut } from './shedding/lease-keeper.js';
-import { aborted } from './shedding/lease-queue.js';
+import { LeaseKeeper, leftQueue, waitsOut } from './leases/lease-keeper.js';
+import { aborted } from './leases/lease-queue.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -563,7 +563,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /**
    * A request of a plan whose concurrency policies may queue: decided at once when no one waits for its
-   * key here and it gets a lease; else it waits its turn (shedding/lease-queue.ts). Counted and observed
+   * key here and it gets a lease; else it waits its turn (leases/lease-queue.ts). Counted and observed
    * once, with its last decision.
    */
   async function decideQueued(t: Target, cost: number, opts: CheckOptions | undefined): Promise<Decision> {

@@ -15,15 +15,15 @@ export {
 } from './create-limiter.js';
 export { createDiagnostics, type Diagnostics, type ValidateOption, WARNING_CODES, type WarningCode } from './diagnostics.js';
 export { DOCS_URL, RateLimitConfigError } from './errors.js';
-export type { ForwardingHeader } from './http/forwarded-header.js';
-export type { HeaderKeyOptions } from './http/header-key.js';
-export type { HeaderPair } from './http/header-values.js';
-export { HEADER_MODES, type HeaderMode, type HeadersOption } from './http/header-writer.js';
-export type { IdFunction, KeyId } from './http/identity-key.js';
-export type { IpKeyOptions, TrustedProxyEntry } from './http/ip-key.js';
-export { keys } from './http/keys.js';
-export { MIN_PARTITION_KEY_SECRET_BYTES, PARTITION_KEY_BYTES, type PartitionKeyOptions } from './http/partition-key.js';
-export { type ClientIpResolver, isPermissiveTrust, isPermissiveTrustFunction, PERMISSIVE_TRUST_DEPTH } from './http/permissive-trust.js';
+export type { ForwardingHeader } from './http/client-ip/forwarded-header.js';
+export type { HeaderKeyOptions } from './http/keys/header-key.js';
+export type { HeaderPair } from './http/response/header-values.js';
+export { HEADER_MODES, type HeaderMode, type HeadersOption } from './http/response/header-writer.js';
+export type { IdFunction, KeyId } from './http/keys/identity-key.js';
+export type { IpKeyOptions, TrustedProxyEntry } from './http/keys/ip-key.js';
+export { keys } from './http/keys/keys.js';
+export { MIN_PARTITION_KEY_SECRET_BYTES, PARTITION_KEY_BYTES, type PartitionKeyOptions } from './http/keys/partition-key.js';
+export { type ClientIpResolver, isPermissiveTrust, isPermissiveTrustFunction, PERMISSIVE_TRUST_DEPTH } from './http/client-ip/permissive-trust.js';
 export {
   PROBLEM_CONTENT_TYPE,
   PROBLEM_STATUS,
@@ -31,7 +31,7 @@ export {
   PROBLEMS_URL,
   type ProblemDetails,
   type ProblemKind,
-} from './http/problem.js';
+} from './http/response/problem.js';
 export {
   createRateLimitHandler,
   type HandledRequest,
@@ -42,7 +42,7 @@ export {
   type ResponseTarget,
   type RunOutcome,
   UNKEYED_KEY,
-} from './http/rate-limit-handler.js';
+} from './http/handler/rate-limit-handler.js';
 export {
   type CostFunction,
   DEFAULT_HOOK_TIMEOUT_MS,
@@ -52,11 +52,11 @@ export {
   parseRateLimitOptions,
   type RateLimitConfig,
   type RateLimitOptions,
-} from './http/rate-limit-options.js';
+} from './http/handler/rate-limit-options.js';
 export type { HeaderBag, KeyFunction, RequestView } from './http/request-view.js';
-export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/respond.js';
-export { type ClosableResponse, waitUnlessClosed } from './http/shaping-delay.js';
-export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/trusted-proxies.js';
+export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/response/respond.js';
+export { type ClosableResponse, waitUnlessClosed } from './http/response/shaping-delay.js';
+export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/client-ip/trusted-proxies.js';
 export { consoleLogger, DEFAULT_LOG_RATE, formatLine, type LogFields, type LogFn, type Logger, type LogRateOptions } from './logging.js';
 export { DECISION_CHANNEL, type DecisionMessage } from './observability/decision-observer.js';
 export type { HotKey, HotKeysReport } from './observability/hot-keys.js';
@@ -85,8 +85,8 @@ export {
   type ShedPriority,
   type ShedTicket,
 } from './shedding/load-shedder.js';
-export { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from './shedding/response-done.js';
-export { OVERLOADED_TYPE, planShed } from './shedding/shed-response.js';
+export { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from './http/handler/response-done.js';
+export { OVERLOADED_TYPE, planShed } from './http/response/shed-response.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export type {
   NodeRedisClientLike,

@@ -21,7 +21,7 @@ import {
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { QUEUE_RETRY_MS } from '../../../packages/core/src/shedding/lease-queue.js';
+import { QUEUE_RETRY_MS } from '../../../packages/core/src/leases/lease-queue.js';
 import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 import { nextMessage, startWorkers, stopWorkers } from './worker-pool.js';
 

@@ -35,7 +35,7 @@ export interface CompiledPlan {
   readonly refundable: Uint8Array;
   /**
    * Concurrency policies with a `queue`: the fewest waiters per key and the shortest wait among them
-   * (shedding/lease-queue.ts); undefined when none may queue.
+   * (leases/lease-queue.ts); undefined when none may queue.
    */
   readonly queue: { readonly size: number; readonly timeoutMs: number } | undefined;
 }

@@ -2,9 +2,9 @@
  * @module Test support: the client-address pieces composed the plain way, for tests that exercise the walk
  * through them. `keys.ip()` composes the same pieces with its socket cache in between (ip-key.ts).
  */
-import { type ClientAddressConfig, clientBehindProxy, ignoreForwarding, socketAddress } from '../http/client-address.js';
-import { type ForwardingHeader, HopReader } from '../http/forwarded-header.js';
-import type { IpAddress } from '../http/ip-address.js';
+import { type ClientAddressConfig, clientBehindProxy, ignoreForwarding, socketAddress } from '../http/client-ip/client-address.js';
+import { type ForwardingHeader, HopReader } from '../http/client-ip/forwarded-header.js';
+import type { IpAddress } from '../http/client-ip/ip-address.js';
 import type { RequestView } from '../http/request-view.js';
 
 /**

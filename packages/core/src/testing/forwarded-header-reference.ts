@@ -5,7 +5,7 @@
  * package entry point.
  */
 
-import type { ForwardingHeader } from '../http/forwarded-header.js';
+import type { ForwardingHeader } from '../http/client-ip/forwarded-header.js';
 
 /**
  * Only this many characters, counted from the right end of the (joined) header, are read; an entry that

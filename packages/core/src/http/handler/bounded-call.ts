@@ -1,0 +1,37 @@
+/**
+ * @module `boundedCall`: runs a user callback (key, cost, skip, onLimited) so that whatever it does
+ * (throw, reject, never settle) the request gets an answer. A synchronous result takes no extra tick;
+ * a promise gets `timeoutMs` to settle. A promise that settles late is observed, so its rejection can
+ * never become an unhandled rejection.
+ */
+import { isPromiseLike } from '../../stores/store.js';
+
+export type Bounded<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly timedOut: boolean; readonly error: unknown };
+
+/** Calls `fn()`; a throw or rejection is `{ ok: false, timedOut: false }`, a wait past `timeoutMs` `{ ok: false, timedOut: true }`. */
+export function boundedCall<T>(fn: () => T | Promise<T>, timeoutMs: number): Bounded<T> | Promise<Bounded<T>> {
+  let out: T | Promise<T>;
+  try {
+    out = fn();
+  } catch (error) {
+    return { ok: false, timedOut: false, error };
+  }
+  if (!isPromiseLike(out)) return { ok: true, value: out };
+  const pending = out;
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve({ ok: false, timedOut: true, error: undefined }), timeoutMs);
+    timer.unref?.();
+    Promise.resolve(pending).then(
+      (value) => {
+        clearTimeout(timer);
+        resolve({ ok: true, value });
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        resolve({ ok: false, timedOut: false, error });
+      },
+    );
+  });
+}

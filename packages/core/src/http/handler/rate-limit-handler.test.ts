@@ -1,0 +1,157 @@
+import { describe, expect, it } from 'vitest';
+import { RateLimitConfigError } from '../../errors.js';
+import { formatLine, type LogFields } from '../../logging.js';
+import type { Decision, Logger } from '../../types.js';
+import { createRateLimitHandler, type RequestInput, UNKEYED_KEY } from './rate-limit-handler.js';
+import type { RateLimitOptions } from './rate-limit-options.js';
+
+interface FakeReq {
+  id: string;
+  user?: unknown;
+  weight?: unknown;
+}
+
+function recorder(): Logger & { warnings: string[] } {
+  const warnings: string[] = [];
+  return {
+    warnings,
+    warn: (fields: LogFields, m: string) => warnings.push(formatLine(fields, m)),
+    error: (fields: LogFields, m: string) => warnings.push(formatLine(fields, m)),
+  };
+}
+
+function input(request: FakeReq, remoteAddress: string | undefined = '192.0.2.1'): RequestInput<FakeReq> {
+  return { request, remoteAddress, headers: {}, method: 'GET', url: '/', logger: undefined };
+}
+
+function make(options: Partial<RateLimitOptions<FakeReq>>) {
+  const logger = recorder();
+  const handler = createRateLimitHandler<FakeReq>({
+    policies: { algorithm: 'fixed-window', limit: 2, windowMs: 60_000 },
+    clock: () => 1_000_000,
+    logger,
+    ...options,
+  });
+  return { handler, logger };
+}
+
+describe('createRateLimitHandler', () => {
+  it('validates options once, with RateLimitConfigError naming the option', () => {
+    expect(() => make({ headers: 'draft-8' as never })).toThrow(/ERR_RL_INVALID_HEADERS: 'headers'/);
+    expect(() => make({ skip: true as never })).toThrow(/'skip' must be a function/);
+    expect(() => make({ keyGenerator: () => 'x' } as never)).toThrow(/ERR_RL_UNKNOWN_OPTION: 'keyGenerator'/);
+    expect(() => make({ problem: { type: 'x' } as never })).toThrow(/'problem.type'/);
+    expect(() => make({ problem: { types: { limited: 'has space' } } })).toThrow(RateLimitConfigError);
+    expect(() => make({ pk: { secret: 'long-enough' }, headers: 'legacy' })).toThrow(/ERR_RL_INVALID_PK/);
+    expect(() => make({ policies: [] })).toThrow(/ERR_RL_NO_POLICIES/);
+    // The limiter's own options pass through to createLimiter, which validates them.
+    expect(() => make({ hotKeys: { size: -1 } })).toThrow(/ERR_RL_INVALID_HOT_KEYS: 'hotKeys.size'/);
+    expect(make({ hotKeys: false }).handler.limiter.hotKeys().size).toBe(0);
+    expect(make({}).handler.limiter.hotKeys().size).toBe(0);
+    expect(make({ hotKeys: true }).handler.limiter.hotKeys().size).toBe(128);
+    // A misspelt warning code in validate would silence nothing: it is an error, not a silent no-op.
+    expect(() => make({ validate: { WRN_RL_UNKEYD: false } as never })).toThrow(
+      /ERR_RL_INVALID_OPTION: 'validate.WRN_RL_UNKEYD' must name a warning code/,
+    );
+    expect(() => make({ validate: { WRN_RL_UNKEYED: 'no' } as never })).toThrow(/'validate.WRN_RL_UNKEYED'/);
+    expect(() => make({ validate: { WRN_RL_UNKEYED: false } })).not.toThrow();
+    expect(() => createRateLimitHandler({ policies: { limit: 1, windowMs: 1000 }, hook: 'onRequest' } as never, ['hook'])).not.toThrow();
+  });
+
+  it('defaults the key to the socket address', async () => {
+    const { handler } = make({});
+    expect((await handler.handle(input({ id: 'a' })))?.decision.key).toBe('ip:192.0.2.1');
+  });
+
+  it('counts requests without a usable key in one shared bucket and warns once', async () => {
+    const { handler, logger } = make({ key: (req) => req.user as string });
+    const results = [];
+    for (const user of [undefined, '', 42]) results.push(await handler.handle(input({ id: 'a', user })));
+    expect(results.map((r) => r?.decision.key)).toEqual([UNKEYED_KEY, UNKEYED_KEY, UNKEYED_KEY]);
+    expect(results.map((r) => r?.plan.status)).toEqual([undefined, undefined, 429]);
+    expect(logger.warnings.filter((w) => w.startsWith('WRN_RL_UNKEYED'))).toHaveLength(1);
+  });
+
+  it('charges the default cost for a bad cost and warns once', async () => {
+    const { handler, logger } = make({ cost: (req) => req.weight as number });
+    for (const weight of [Number.NaN, -1, 0, '2', 0.0001]) {
+      expect((await handler.handle(input({ id: String(weight), weight })))?.decision.cost).toBe(1);
+      await handler.limiter.reset('ip:192.0.2.1');
+    }
+    expect((await handler.handle(input({ id: 'ok', weight: 2 })))?.decision.cost).toBe(2);
+    expect(logger.warnings.filter((w) => w.startsWith('WRN_RL_INVALID_COST'))).toHaveLength(1);
+  });
+
+  it('skips without counting', async () => {
+    const { handler } = make({ skip: async (req) => req.id === 'health' });
+    expect(await handler.handle(input({ id: 'health' }))).toBeUndefined();
+    expect(handler.limiter.stats().requests).toBe(0);
+  });
+
+  it('reports every decision and sums shadow-mode would-be rejections in one line per interval', async () => {
+    const seen: Decision[] = [];
+    const { handler, logger } = make({ mode: 'shadow', onDecision: (d) => seen.push(d) });
+    const plans = [];
+    for (let i = 0; i < 4; i++) plans.push((await handler.handle(input({ id: String(i) })))?.plan);
+    expect(plans.every((p) => p?.action === 'pass' && p.headers.length === 0)).toBe(true);
+    expect(seen.map((d) => d.limited)).toEqual([false, false, true, true]);
+    expect(logger.warnings.filter((w) => w.includes('WRN_RL_SHADOW_LIMITED'))).toHaveLength(0);
+    handler.close();
+    const summary = logger.warnings.filter((w) => w.includes('WRN_RL_SHADOW_LIMITED'));
+    expect(summary).toHaveLength(1);
+    expect(summary[0]).toContain('"wouldReject":2');
+  });
+
+  it('is silenced by validate, for the shadow summary too', async () => {
+    for (const validate of [false, { WRN_RL_SHADOW_LIMITED: false }] as const) {
+      const { handler, logger } = make({ mode: 'shadow', validate });
+      for (let i = 0; i < 4; i++) await handler.handle(input({ id: String(i) }));
+      handler.close();
+      expect(logger.warnings).toEqual([]);
+    }
+  });
+
+  it('lets onLimited replace the body but keeps status and headers; a throwing hook falls back to problem+json', async () => {
+    let calls = 0;
+    const { handler, logger } = make({
+      onLimited: ({ problem }) => {
+        calls += 1;
+        if (calls === 2) throw new Error('boom');
+        return { body: { error: problem.title } };
+      },
+      problem: { extend: (req) => ({ instance: `/requests/${req.id}`, status: 200 }) },
+    });
+    await handler.handle(input({ id: 'a' }));
+    await handler.handle(input({ id: 'b' }));
+    const custom = await handler.handle(input({ id: 'c' }));
+    expect(custom?.plan.status).toBe(429);
+    expect(custom?.plan.body).toBe('{"error":"Too Many Requests"}');
+    expect(Object.fromEntries(custom?.plan.headers ?? [])).toMatchObject({ 'Content-Type': 'application/json', 'Retry-After': '20' });
+    const fallback = await handler.handle(input({ id: 'd' }));
+    expect(JSON.parse(fallback?.plan.body as string)).toMatchObject({ status: 429, instance: '/requests/d' });
+    expect(logger.warnings.filter((w) => w.startsWith('WRN_RL_HOOK_FAILED'))).toHaveLength(1);
+  });
+
+  it('survives a throwing onDecision', async () => {
+    const { handler, logger } = make({
+      onDecision: () => {
+        throw new Error('metrics down');
+      },
+    });
+    expect((await handler.handle(input({ id: 'a' })))?.plan.action).toBe('pass');
+    expect(logger.warnings[0]).toMatch(/^WRN_RL_HOOK_FAILED/);
+  });
+
+  it('uses the request logger when no logger is configured, warning once across loggers', async () => {
+    const handler = createRateLimitHandler<FakeReq>({ policies: { limit: 5, windowMs: 1000 }, key: () => undefined });
+    const a = recorder();
+    const b = recorder();
+    await handler.handle({ ...input({ id: 'a' }), logger: a });
+    await handler.handle({ ...input({ id: 'b' }), logger: b });
+    expect([a.warnings.length, b.warnings.length]).toEqual([1, 0]);
+    handler.checkTrustProxy("Express 'trust proxy'", true, b);
+    handler.checkTrustProxy("Express 'trust proxy'", true, b);
+    expect(b.warnings).toHaveLength(1);
+    expect(b.warnings[0]).toMatch(/^WRN_RL_PERMISSIVE_TRUST_PROXY: Express 'trust proxy' lets a client choose its own IP/);
+  });
+});

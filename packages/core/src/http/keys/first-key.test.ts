@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { RateLimitConfigError } from '../../errors.js';
+import { firstKey } from './first-key.js';
+import type { KeyFunction } from '../request-view.js';
+import { requestView } from '../../testing/request-view-fixture.js';
+
+const view = requestView({ remoteAddress: '203.0.113.7' }).view;
+const constant =
+  (key: string | undefined | null): KeyFunction =>
+  () =>
+    key as string | undefined;
+const later =
+  (key: string | undefined): KeyFunction =>
+  async () =>
+    key;
+
+describe('keys.first()', () => {
+  it('returns the first key, synchronously when the extractors are sync', () => {
+    expect(firstKey(constant(undefined), constant('user:1'), constant('ip:1.2.3.4'))({}, view)).toBe('user:1');
+    expect(firstKey(constant('a'))({}, view)).toBe('a');
+  });
+
+  it('skips undefined, null and empty results', () => {
+    expect(firstKey(constant(undefined), constant(null), constant(''), constant('ip:1.2.3.4'))({}, view)).toBe('ip:1.2.3.4');
+  });
+
+  it('returns undefined when no extractor yields a key', () => {
+    expect(firstKey(constant(undefined), constant(''))({}, view)).toBeUndefined();
+  });
+
+  it('does not call extractors after the first key', () => {
+    let called = false;
+    const spy: KeyFunction = () => {
+      called = true;
+      return 'x';
+    };
+    firstKey(constant('a'), spy)({}, view);
+    expect(called).toBe(false);
+  });
+
+  it('awaits async extractors in order', async () => {
+    const order: string[] = [];
+    const track =
+      (name: string, key: string | undefined): KeyFunction =>
+      async () => {
+        order.push(name);
+        return key;
+      };
+    await expect(firstKey(track('a', undefined), constant(undefined), track('b', 'k'), track('c', 'z'))({}, view)).resolves.toBe('k');
+    expect(order).toEqual(['a', 'b']);
+    await expect(firstKey(later(undefined), later(undefined))({}, view)).resolves.toBeUndefined();
+    await expect(firstKey(constant(undefined), later('async'))({}, view)).resolves.toBe('async');
+    await expect(firstKey(later('first'), constant('second'))({}, view)).resolves.toBe('first');
+  });
+
+  it('passes the request and view through', () => {
+    const request = { id: 9 };
+    expect(firstKey<{ id: number }>((req, v) => `${req.id}:${v.remoteAddress}`)(request, { ...view, request })).toBe('9:203.0.113.7');
+  });
+
+  it('lets extractor errors propagate', async () => {
+    const boom: KeyFunction = () => {
+      throw new Error('boom');
+    };
+    expect(() => firstKey(constant(undefined), boom)({}, view)).toThrow('boom');
+    await expect(firstKey(later(undefined), async () => Promise.reject(new Error('async boom')))({}, view)).rejects.toThrow('async boom');
+  });
+
+  it('rejects an empty chain and non-functions', () => {
+    expect(() => firstKey()).toThrow(RateLimitConfigError);
+    try {
+      firstKey(constant('a'), 'ip' as never);
+    } catch (error) {
+      expect((error as RateLimitConfigError).code).toBe('ERR_RL_INVALID_KEY_FUNCTION');
+      expect((error as RateLimitConfigError).option).toBe('keys.first() argument 2');
+    }
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * @module `keys.first(...)`: a fallback chain of key functions. The first one that yields a key wins:
+ * `keys.first(keys.user(...), keys.header('x-api-key'), keys.ip())` limits signed-in users per user,
+ * API clients per key, and everyone else per IP. Stays synchronous while the extractors are.
+ */
+import { RateLimitConfigError } from '../../errors.js';
+import { isPromiseLike } from '../../stores/store.js';
+import type { KeyFunction, RequestView } from '../request-view.js';
+
+type KeyResult = string | undefined | null;
+
+function isKey(value: KeyResult): value is string {
+  return value !== undefined && value !== null && value !== '';
+}
+
+async function continueAsync<Req>(
+  pending: Promise<KeyResult>,
+  next: number,
+  extractors: readonly KeyFunction<Req>[],
+  request: Req,
+  view: RequestView<Req>,
+): Promise<string | undefined> {
+  const first = await pending;
+  if (isKey(first)) return first;
+  for (let i = next; i < extractors.length; i++) {
+    const key: KeyResult = await (extractors[i] as KeyFunction<Req>)(request, view);
+    if (isKey(key)) return key;
+  }
+  return undefined;
+}
+
+/**
+ * Returns a key function trying `extractors` in order; the first non-empty key wins (`undefined`, `null`
+ * and `''` mean "none, try the next"). Undefined when none yields a key. Errors thrown by an extractor
+ * propagate: they are bugs to see, not a reason to fall back.
+ */
+export function firstKey<Req>(...extractors: KeyFunction<Req>[]): KeyFunction<Req> {
+  if (extractors.length === 0) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_KEY_FUNCTION',
+      'keys.first()',
+      'needs at least one key function, e.g. keys.first(keys.user(fn), keys.ip())',
+      undefined,
+    );
+  }
+  extractors.forEach((extractor, i) => {
+    if (typeof extractor !== 'function') {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_KEY_FUNCTION',
+        `keys.first() argument ${i + 1}`,
+        'must be a key function such as keys.ip() or (req, view) => string | undefined',
+        extractor,
+      );
+    }
+  });
+  const list = Object.freeze([...extractors]);
+  return function firstKey(request, view) {
+    for (let i = 0; i < list.length; i++) {
+      const key: KeyResult | Promise<KeyResult> = (list[i] as KeyFunction<Req>)(request, view);
+      if (isPromiseLike(key)) return continueAsync(key, i + 1, list, request, view);
+      if (isKey(key)) return key;
+    }
+    return undefined;
+  };
+}

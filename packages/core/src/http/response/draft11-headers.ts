@@ -1,0 +1,84 @@
+/**
+ * @module draft-ietf-httpapi-ratelimit-headers-11 fields, serialized with `structured-headers` (never
+ * by hand, so policy names are always escaped and every value is range-checked). `RateLimit-Policy`
+ * lists every enforced policy: `"name";q=limit;w=seconds`, plus `qu` when the unit is not requests.
+ * `RateLimit` lists `"name";r=remaining;t=seconds` per policy; on a 429 only the exhausted ones.
+ *
+ * What the numbers mean, per algorithm:
+ * - `q` is `limit`, the sustained quota per `w`. For token-bucket, gcra and leaky-bucket with
+ *   `burst > limit`, `r` can exceed `q`: a full bucket holds `burst`; `r` is what may be used now.
+ * - `t` (allowed) is the time until the policy is back to full quota if the client sends nothing more:
+ *   the window end for fixed-window (exactly the draft's "effective window"), the time until the log or
+ *   the weighted previous window has drained for sliding-log and sliding-window, and the time until
+ *   the bucket is full for the bucket family. A client never has more than its full quota after `t`.
+ * - `t` (429) is the policy's wait until this same request would be admitted; `Retry-After` is the
+ *   largest of them.
+ *
+ * Speed: the library's `serializeList` costs about a microsecond per call, so everything constant is
+ * serialized once per middleware: the whole `RateLimit-Policy` value (without `pk`) and, per policy,
+ * the serialized name and parameter keys. Per request only the integers go through the library
+ * (`serializeInteger`, which range-checks them); the pieces are joined by the List grammar of RFC 9651
+ * (`;` before each parameter, `, ` between members). A property test proves the output equal to
+ * `serializeList` on the same items.
+ */
+import { type Item, serializeByteSequence, serializeInteger, serializeKey, serializeList, serializeString } from 'structured-headers';
+import type { PolicyDescription } from '../../create-limiter.js';
+import type { Decision } from '../../types.js';
+import { type HeaderPair, type HeaderWriter, isExhausted, remainingUnits, resetSeconds, windowSeconds } from './header-values.js';
+import type { PartitionKeyFunction } from '../keys/partition-key.js';
+
+export const RATELIMIT_POLICY = 'RateLimit-Policy';
+export const RATELIMIT = 'RateLimit';
+
+const R = `;${serializeKey('r')}=`;
+const T = `;${serializeKey('t')}=`;
+const PK = `;${serializeKey('pk')}=`;
+const MEMBER_SEPARATOR = ', ';
+
+/** One `RateLimit` member: `"name";r=R;t=T[;pk=:…:]`. */
+export function serviceLimitItem(serializedName: string, r: number, t: number, pk: string): string {
+  return serializedName + R + serializeInteger(r) + T + serializeInteger(t) + pk;
+}
+
+export function createDraft11Writer(policies: readonly PolicyDescription[], partitionKey: PartitionKeyFunction | undefined): HeaderWriter {
+  const policyItems: Item[] = policies.map((p) => {
+    const params = new Map<string, number | string>([['q', p.limit]]);
+    if (p.unit !== 'requests') params.set('qu', p.unit);
+    params.set('w', windowSeconds(p.windowMs));
+    return [p.name, params];
+  });
+  const policyField = serializeList(policyItems);
+  const names = policies.map((p) => serializeString(p.name));
+  const single = names.length === 1 ? (names[0] as string) : undefined;
+
+  return {
+    write(decision: Decision, exhausted: boolean, _clock: () => number, into: HeaderPair[]): void {
+      let pk = '';
+      if (partitionKey === undefined) {
+        into.push([RATELIMIT_POLICY, policyField]);
+      } else {
+        const bytes = partitionKey(decision.key);
+        pk = PK + serializeByteSequence(bytes);
+        into.push([RATELIMIT_POLICY, serializeList(policyItems.map(([n, m]) => [n, new Map([...m, ['pk', bytes]])]))]);
+      }
+      if (single !== undefined) {
+        // One policy: the decision's own numbers are that policy's, and reading them allocates nothing.
+        const waiting = exhausted && decision.reason === 'limited';
+        const t = waiting ? Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) : Math.ceil(decision.resetMs / 1000);
+        into.push([RATELIMIT, serviceLimitItem(single, Math.floor(decision.remaining), t, pk)]);
+        return;
+      }
+      let field = '';
+      const results = decision.policies;
+      for (let i = 0; i < results.length; i++) {
+        const result = results[i];
+        const name = names[i];
+        if (result === undefined || name === undefined) continue;
+        if (exhausted && !isExhausted(result)) continue;
+        const item = serviceLimitItem(name, remainingUnits(result), resetSeconds(result, exhausted), pk);
+        field = field === '' ? item : field + MEMBER_SEPARATOR + item;
+      }
+      if (field !== '') into.push([RATELIMIT, field]);
+    },
+  };
+}

@@ -1,0 +1,214 @@
+/**
+ * @module RFC 9457 problem details for the three errors a limiter makes, each with its own documented
+ * type (see docs/problems.md):
+ * - `rate-limited` (429): a policy's quota is exhausted; retry after `retryAfter` seconds.
+ * - `cost-exceeds-capacity` (413): the request costs more than a policy can ever hold; retrying the
+ *   same request cannot succeed, so there is no `Retry-After`. 413 "Content Too Large" is the 4xx a
+ *   generic client already treats as "this request, as sent, is too big; do not retry it unchanged".
+ * - `limiter-unavailable` (503): the store failed and the limiter is configured to fail closed.
+ */
+import type { PolicyDescription } from '../../create-limiter.js';
+import type { Decision, PolicyResult } from '../../types.js';
+import { isExhausted, windowSeconds } from './header-values.js';
+
+/** Where the problem types are documented; each type URI is this plus a fragment. */
+export const PROBLEMS_URL = 'https://github.com/tollgate/tollgate/blob/main/docs/problems.md';
+
+/** The kinds of limiter-made error responses. */
+export type ProblemKind = 'limited' | 'costExceedsCapacity' | 'unavailable';
+
+/** Default `type` URIs. The draft's proposed `https://iana.org/assignments/http-problem-types#quota-exceeded` is an opt-in via `problem.types.limited`. */
+export const PROBLEM_TYPES: Readonly<Record<ProblemKind, string>> = Object.freeze({
+  limited: `${PROBLEMS_URL}#rate-limited`,
+  costExceedsCapacity: `${PROBLEMS_URL}#cost-exceeds-capacity`,
+  unavailable: `${PROBLEMS_URL}#limiter-unavailable`,
+});
+
+export const PROBLEM_STATUS: Readonly<Record<ProblemKind, number>> = Object.freeze({
+  limited: 429,
+  costExceedsCapacity: 413,
+  unavailable: 503,
+});
+
+const TITLES: Readonly<Record<ProblemKind, string>> = Object.freeze({
+  limited: 'Too Many Requests',
+  costExceedsCapacity: 'Request Cost Exceeds Rate Limit Capacity',
+  unavailable: 'Rate Limiter Unavailable',
+});
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** An RFC 9457 problem details object as the limiter sends it. */
+export interface ProblemDetails {
+  readonly type: string;
+  readonly title: string;
+  /** Always the HTTP status of the response. */
+  readonly status: number;
+  readonly detail: string;
+  readonly instance?: string;
+  /** The binding policy's name (an item of `RateLimit-Policy`). */
+  readonly policy?: string;
+  /** The binding policy's quota (`q`). */
+  readonly limit?: number;
+  /** The binding policy's window in seconds (`w`). */
+  readonly windowSeconds?: number;
+  /** Equal to the `Retry-After` header (429 and 503). */
+  readonly retryAfter?: number;
+  /** 413: the largest cost the policy can ever hold, and this request's cost. */
+  readonly capacity?: number;
+  readonly cost?: number;
+  /** Names of the exhausted policies (the member draft-11's quota-exceeded type defines). */
+  readonly 'violated-policies'?: readonly string[];
+  readonly [extension: string]: unknown;
+}
+
+function unitName(unit: string, n: number): string {
+  return unit === 'requests' ? (n === 1 ? 'request' : 'requests') : unit === 'content-bytes' ? 'bytes' : `${unit} units`;
+}
+
+/** `per second`, `per 60 seconds`: never "per 1 seconds". */
+function perWindow(w: number): string {
+  return w === 1 ? 'per second' : `per ${w} seconds`;
+}
+
+/** `second` for exactly 1, else `seconds` (0.5 seconds, 2 seconds). */
+function seconds(n: number | undefined): string {
+  return n === 1 ? 'second' : 'seconds';
+}
+
+function binding(decision: Decision): PolicyResult | undefined {
+  for (const r of decision.policies) if (r.name === decision.policy) return r;
+  return decision.policies[0];
+}
+
+/** Builds the problem body for a rejected decision. `units` maps policy names to their quota unit. */
+export function buildProblem(
+  kind: ProblemKind,
+  decision: Decision,
+  retryAfter: number | undefined,
+  type: string,
+  units: ReadonlyMap<string, string>,
+): ProblemDetails {
+  const status = PROBLEM_STATUS[kind];
+  const title = TITLES[kind];
+  const b = binding(decision);
+  if (kind === 'unavailable' || b === undefined) {
+    return {
+      type,
+      title,
+      status,
+      detail: `The rate limiter cannot decide right now; retry in ${retryAfter ?? 1} ${seconds(retryAfter ?? 1)}.`,
+      retryAfter,
+    };
+  }
+  const unit = units.get(b.name) ?? 'requests';
+  const w = windowSeconds(b.windowMs);
+  const about = { policy: b.name, limit: b.limit, windowSeconds: w };
+  if (kind === 'costExceedsCapacity') {
+    return {
+      type,
+      title,
+      status,
+      detail:
+        `This request costs ${decision.cost} ${unitName(unit, decision.cost)} but policy "${b.name}" can never hold more than ` +
+        `${b.capacity}; sending it again cannot succeed.`,
+      ...about,
+      capacity: b.capacity,
+      cost: decision.cost,
+    };
+  }
+  return {
+    type,
+    title,
+    status,
+    detail: `${limitedText(unit, b.name, b.limit, w)}${retryAfter} ${seconds(retryAfter)}.`,
+    ...about,
+    retryAfter,
+    'violated-policies': decision.policies.filter(isExhausted).map((r) => r.name),
+  };
+}
+
+/** The detail of a 429 up to the number of seconds: what was exhausted, and why. */
+function limitedText(unit: string, name: string, limit: number, w: number): string {
+  if (unit === 'concurrent-requests') {
+    return `${limit} concurrent ${limit === 1 ? 'request' : 'requests'} of this client already in flight (policy "${name}"); retry when one finishes, in `;
+  }
+  return `Quota of ${limit} ${unitName(unit, limit)} ${perWindow(w)} exhausted (policy "${name}"); retry in `;
+}
+
+/** The JSON of the problem body of a rejected decision; equal to `JSON.stringify(buildProblem(...))`. */
+export type ProblemBodyWriter = (kind: ProblemKind, decision: Decision, retryAfter: number | undefined) => string;
+
+/** A JSON string literal without its closing quote, to continue with digits and a serialized tail. */
+function open(text: string): string {
+  return JSON.stringify(text).slice(0, -1);
+}
+
+/** A JSON string literal without its opening quote. */
+function close(text: string): string {
+  return JSON.stringify(text).slice(1);
+}
+
+/**
+ * Serializes problem bodies from pieces made once per middleware. `JSON.stringify` of a problem costs
+ * close to a microsecond (its detail text has quotes to escape), more than the rest of a 429 together;
+ * per request only numbers are spliced in between pieces `JSON.stringify` made. A property test proves
+ * the output equal to `JSON.stringify(buildProblem(...))`.
+ */
+export function createProblemBodyWriter(
+  policies: readonly PolicyDescription[],
+  types: Readonly<Record<ProblemKind, string>>,
+): ProblemBodyWriter {
+  const head = (kind: ProblemKind) =>
+    `{"type":${JSON.stringify(types[kind])},"title":${JSON.stringify(TITLES[kind])},"status":${PROBLEM_STATUS[kind]},"detail":`;
+  const names = new Map(policies.map((p) => [p.name, JSON.stringify(p.name)]));
+  const units = new Map(policies.map((p) => [p.name, p.unit]));
+  const byName = new Map(
+    policies.map((p) => {
+      const w = windowSeconds(p.windowMs);
+      const about = `,"policy":${JSON.stringify(p.name)},"limit":${p.limit},"windowSeconds":${w}`;
+      const costHead = head('costExceedsCapacity') + open('This request costs ');
+      const costTail = (cost: number) =>
+        `${close(
+          ` ${unitName(p.unit, cost)} but policy "${p.name}" can never hold more than ${p.capacity}; sending it again cannot succeed.`,
+        )}${about},"capacity":${p.capacity},"cost":`;
+      const costOne = costTail(1);
+      const costMany = costTail(2);
+      return [
+        p.name,
+        {
+          limitedHead: head('limited') + open(limitedText(p.unit, p.name, p.limit, w)),
+          limitedMid: `${close(' seconds.')}${about},"retryAfter":`,
+          limitedMidOne: `${close(' second.')}${about},"retryAfter":`,
+          cost: (cost: number) => `${costHead}${cost}${cost === 1 ? costOne : costMany}${cost}}`,
+        },
+      ];
+    }),
+  );
+  const unavailableHead = head('unavailable') + open('The rate limiter cannot decide right now; retry in ');
+  const unavailableMid = `${close(' seconds.')},"retryAfter":`;
+  const unavailableMidOne = `${close(' second.')},"retryAfter":`;
+
+  function violated(decision: Decision): string {
+    let out = '';
+    for (const r of decision.policies) {
+      if (isExhausted(r)) out = out === '' ? (names.get(r.name) as string) : `${out},${names.get(r.name)}`;
+    }
+    return `[${out}]`;
+  }
+
+  return (kind, decision, retryAfter) => {
+    const b = byName.get(decision.policy);
+    if (b !== undefined && kind === 'costExceedsCapacity') return b.cost(decision.cost);
+    if (retryAfter !== undefined) {
+      if (kind === 'unavailable')
+        return `${unavailableHead}${retryAfter}${retryAfter === 1 ? unavailableMidOne : unavailableMid}${retryAfter}}`;
+      if (b !== undefined) {
+        const mid = retryAfter === 1 ? b.limitedMidOne : b.limitedMid;
+        return `${b.limitedHead}${retryAfter}${mid}${retryAfter},"violated-policies":${violated(decision)}}`;
+      }
+    }
+    // Shapes respond() never asks for (no wait, a policy this middleware does not know): the slow, sure way.
+    return JSON.stringify(buildProblem(kind, decision, retryAfter, types[kind], units));
+  };
+}

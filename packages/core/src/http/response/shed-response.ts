@@ -1,0 +1,36 @@
+/**
+ * @module The answer to a shed request: 503 with `Retry-After` and an RFC 9457 body of type
+ * `overloaded` (docs/problems.md). No RateLimit headers: a shed is about the server, not the client's
+ * quota, so a well-behaved client backs off without blaming its own budget.
+ */
+import { PROBLEM_CONTENT_TYPE, PROBLEMS_URL, type ProblemDetails } from './problem.js';
+import { type ResponsePlan, retryAfterSeconds } from './respond.js';
+import type { LoadShedderState, ShedPriority } from '../../shedding/load-shedder.js';
+
+/** The problem type of a shed request. */
+export const OVERLOADED_TYPE = `${PROBLEMS_URL}#overloaded`;
+
+/** Plans the 503 for a request of `priority` shed at `state`. */
+export function planShed(retryAfterMs: number, priority: ShedPriority, state: LoadShedderState): ResponsePlan {
+  const retryAfter = retryAfterSeconds(retryAfterMs);
+  const problem: ProblemDetails = {
+    type: OVERLOADED_TYPE,
+    title: 'Service Overloaded',
+    status: 503,
+    detail: `The server is at its capacity (${state.inFlight} requests in flight, limit ${state.limit}); retry in ${retryAfter} seconds.`,
+    retryAfter,
+    priority,
+  };
+  return {
+    action: 'reject',
+    status: 503,
+    headers: [
+      ['Retry-After', String(retryAfter)],
+      ['Cache-Control', 'no-store'],
+      ['Content-Type', PROBLEM_CONTENT_TYPE],
+    ],
+    problem,
+    body: JSON.stringify(problem),
+    delayMs: 0,
+  };
+}

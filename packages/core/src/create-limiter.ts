@@ -12,6 +12,8 @@ import { Fallback } from './failure/fallback.js';
 import type { BreakerState } from './failure/node-health.js';
 import { CallFailure, StoreGuard } from './failure/store-guard.js';
 import { fromMilli, MILLI, requestCostToMilli, toMilli } from './internal/fixed-point.js';
+import { LeaseKeeper, leftQueue, waitsOut } from './leases/lease-keeper.js';
+import { aborted } from './leases/lease-queue.js';
 import { safeLog } from './logging.js';
 import { DecisionObserver, observerSetup } from './observability/decision-observer.js';
 import type { HotKeysReport } from './observability/hot-keys.js';
@@ -20,8 +22,6 @@ import { StoreTimer } from './observability/store-timer.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from './plans/compiled-plan.js';
 import type { CompiledPolicy } from './policy.js';
-import { LeaseKeeper, leftQueue, waitsOut } from './leases/lease-keeper.js';
-import { aborted } from './leases/lease-queue.js';
 import {
   F_ALLOWED,
   F_CHARGED,

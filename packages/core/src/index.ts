@@ -16,22 +16,13 @@ export {
 export { createDiagnostics, type Diagnostics, type ValidateOption, WARNING_CODES, type WarningCode } from './diagnostics.js';
 export { DOCS_URL, RateLimitConfigError } from './errors.js';
 export type { ForwardingHeader } from './http/client-ip/forwarded-header.js';
-export type { HeaderKeyOptions } from './http/keys/header-key.js';
-export type { HeaderPair } from './http/response/header-values.js';
-export { HEADER_MODES, type HeaderMode, type HeadersOption } from './http/response/header-writer.js';
-export type { IdFunction, KeyId } from './http/keys/identity-key.js';
-export type { IpKeyOptions, TrustedProxyEntry } from './http/keys/ip-key.js';
-export { keys } from './http/keys/keys.js';
-export { MIN_PARTITION_KEY_SECRET_BYTES, PARTITION_KEY_BYTES, type PartitionKeyOptions } from './http/keys/partition-key.js';
-export { type ClientIpResolver, isPermissiveTrust, isPermissiveTrustFunction, PERMISSIVE_TRUST_DEPTH } from './http/client-ip/permissive-trust.js';
 export {
-  PROBLEM_CONTENT_TYPE,
-  PROBLEM_STATUS,
-  PROBLEM_TYPES,
-  PROBLEMS_URL,
-  type ProblemDetails,
-  type ProblemKind,
-} from './http/response/problem.js';
+  type ClientIpResolver,
+  isPermissiveTrust,
+  isPermissiveTrustFunction,
+  PERMISSIVE_TRUST_DEPTH,
+} from './http/client-ip/permissive-trust.js';
+export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/client-ip/trusted-proxies.js';
 export {
   createRateLimitHandler,
   type HandledRequest,
@@ -53,10 +44,26 @@ export {
   type RateLimitConfig,
   type RateLimitOptions,
 } from './http/handler/rate-limit-options.js';
+export { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from './http/handler/response-done.js';
+export type { HeaderKeyOptions } from './http/keys/header-key.js';
+export type { IdFunction, KeyId } from './http/keys/identity-key.js';
+export type { IpKeyOptions, TrustedProxyEntry } from './http/keys/ip-key.js';
+export { keys } from './http/keys/keys.js';
+export { MIN_PARTITION_KEY_SECRET_BYTES, PARTITION_KEY_BYTES, type PartitionKeyOptions } from './http/keys/partition-key.js';
 export type { HeaderBag, KeyFunction, RequestView } from './http/request-view.js';
+export type { HeaderPair } from './http/response/header-values.js';
+export { HEADER_MODES, type HeaderMode, type HeadersOption } from './http/response/header-writer.js';
+export {
+  PROBLEM_CONTENT_TYPE,
+  PROBLEM_STATUS,
+  PROBLEM_TYPES,
+  PROBLEMS_URL,
+  type ProblemDetails,
+  type ProblemKind,
+} from './http/response/problem.js';
 export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/response/respond.js';
 export { type ClosableResponse, waitUnlessClosed } from './http/response/shaping-delay.js';
-export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/client-ip/trusted-proxies.js';
+export { OVERLOADED_TYPE, planShed } from './http/response/shed-response.js';
 export { consoleLogger, DEFAULT_LOG_RATE, formatLine, type LogFields, type LogFn, type Logger, type LogRateOptions } from './logging.js';
 export { DECISION_CHANNEL, type DecisionMessage } from './observability/decision-observer.js';
 export type { HotKey, HotKeysReport } from './observability/hot-keys.js';
@@ -85,8 +92,6 @@ export {
   type ShedPriority,
   type ShedTicket,
 } from './shedding/load-shedder.js';
-export { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from './http/handler/response-done.js';
-export { OVERLOADED_TYPE, planShed } from './http/response/shed-response.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
 export type {
   NodeRedisClientLike,

@@ -4,8 +4,8 @@
  * entry point.
  */
 import { createDiagnostics, type ValidateOption } from '../diagnostics.js';
-import { formatLine, type Logger } from '../logging.js';
 import type { HeaderBag, RequestView } from '../http/request-view.js';
+import { formatLine, type Logger } from '../logging.js';
 
 export interface RecordingLogger extends Logger {
   /** Every message passed to `warn`, in order. */

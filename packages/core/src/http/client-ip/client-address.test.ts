@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { resolveClientAddress } from '../../testing/client-address.js';
+import { requestView, viewFactory } from '../../testing/request-view-fixture.js';
+import type { HeaderBag } from '../request-view.js';
 import type { ClientAddressConfig } from './client-address.js';
 import type { ForwardingHeader } from './forwarded-header.js';
 import { formatIpAddress } from './ip-address.js';
-import type { HeaderBag } from '../request-view.js';
-import { requestView, viewFactory } from '../../testing/request-view-fixture.js';
 import { compileTrustedProxies } from './trusted-proxies.js';
 
 function config(trusted: string[], header: ForwardingHeader = 'x-forwarded-for'): ClientAddressConfig {

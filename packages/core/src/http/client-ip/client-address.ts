@@ -5,10 +5,11 @@
  * key, and a client behind our proxies can never make the proxy's own address the key by accident of
  * parsing (the entries our proxies append are read first).
  */
+
+import type { HeaderBag, RequestView } from '../request-view.js';
 import { type ForwardingHeader, HopReader } from './forwarded-header.js';
 import { formatIpAddress, type IpAddress, parseIpAddress } from './ip-address.js';
 import { readHeader } from './read-header.js';
-import type { HeaderBag, RequestView } from '../request-view.js';
 import type { TrustedProxies } from './trusted-proxies.js';
 
 export interface ClientAddressConfig {

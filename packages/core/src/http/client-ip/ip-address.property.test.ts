@@ -15,9 +15,9 @@ import {
   referenceNetwork,
   referenceParse,
 } from '../../testing/ip-address-reference.js';
-import { formatIpAddress, networkAddress, parseCommonForm, parseIpAddress } from './ip-address.js';
-import { type IpKeyOptions, ipKey } from '../keys/ip-key.js';
 import { requestView } from '../../testing/request-view-fixture.js';
+import { type IpKeyOptions, ipKey } from '../keys/ip-key.js';
+import { formatIpAddress, networkAddress, parseCommonForm, parseIpAddress } from './ip-address.js';
 import { compileTrustedProxies } from './trusted-proxies.js';
 
 const RUNS = { numRuns: 2000 };

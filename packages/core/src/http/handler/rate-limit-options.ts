@@ -12,12 +12,12 @@ import { DEFAULT_LOG_RATE, type LogRateOptions } from '../../logging.js';
 import type { LimiterOptions } from '../../options.js';
 import { createLoadShedder, isLoadShedder, type LoadShedder, type LoadShedderOptions } from '../../shedding/load-shedder.js';
 import type { Clock, Decision, Logger } from '../../types.js';
-import { HEADER_MODES, type HeaderMode, type HeadersOption, headerModes } from '../response/header-writer.js';
 import { keys } from '../keys/keys.js';
 import type { PartitionKeyOptions } from '../keys/partition-key.js';
-import { type HttpPolicies, PLAN_HTTP_KEYS, type PlanHttpConfig, type PlanHttpOptions, parsePlanHttpOptions } from './request-plans.js';
-import { PROBLEM_TYPES, type ProblemDetails, type ProblemKind } from '../response/problem.js';
 import type { KeyFunction } from '../request-view.js';
+import { HEADER_MODES, type HeaderMode, type HeadersOption, headerModes } from '../response/header-writer.js';
+import { PROBLEM_TYPES, type ProblemDetails, type ProblemKind } from '../response/problem.js';
+import { type HttpPolicies, PLAN_HTTP_KEYS, type PlanHttpConfig, type PlanHttpOptions, parsePlanHttpOptions } from './request-plans.js';
 
 /** The cost of one request in policy units, a positive multiple of 1/1000 (e.g. a batch size, or bytes). */
 // biome-ignore lint/suspicious/noExplicitAny: the default lets one callback type serve every framework's request.

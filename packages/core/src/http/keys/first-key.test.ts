@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimitConfigError } from '../../errors.js';
-import { firstKey } from './first-key.js';
-import type { KeyFunction } from '../request-view.js';
 import { requestView } from '../../testing/request-view-fixture.js';
+import type { KeyFunction } from '../request-view.js';
+import { firstKey } from './first-key.js';
 
 const view = requestView({ remoteAddress: '203.0.113.7' }).view;
 const constant =

@@ -1,9 +1,9 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { RateLimitConfigError } from '../../errors.js';
-import { headerKey, MAX_RECENT_VALUE_LENGTH, RECENT_KEYS_SIZE } from './header-key.js';
-import type { HeaderBag } from '../request-view.js';
 import { requestView } from '../../testing/request-view-fixture.js';
+import type { HeaderBag } from '../request-view.js';
+import { headerKey, MAX_RECENT_VALUE_LENGTH, RECENT_KEYS_SIZE } from './header-key.js';
 
 const sha = (value: string) => createHash('sha256').update(value, 'utf8').digest('base64url');
 

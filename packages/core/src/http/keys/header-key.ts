@@ -7,10 +7,10 @@
 import { createHmac, createSecretKey } from 'node:crypto';
 import { RateLimitConfigError } from '../../errors.js';
 import { readOptions } from '../../internal/read-options.js';
-import { BoundedCache } from './bounded-cache.js';
-import { isWellFormed, sha256 } from './namespaced-key.js';
 import { readHeader } from '../client-ip/read-header.js';
 import type { KeyFunction } from '../request-view.js';
+import { BoundedCache } from './bounded-cache.js';
+import { isWellFormed, sha256 } from './namespaced-key.js';
 
 export interface HeaderKeyOptions {
   /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimitConfigError } from '../../errors.js';
-import { type IdFunction, tenantKey, userKey } from './identity-key.js';
 import { requestView, viewFactory } from '../../testing/request-view-fixture.js';
+import { type IdFunction, tenantKey, userKey } from './identity-key.js';
 
 interface Req {
   user?: { id?: unknown };

@@ -12,11 +12,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { requestView, viewFactory } from '../../testing/request-view-fixture.js';
 import type { ForwardingHeader } from '../client-ip/forwarded-header.js';
 import { parseIpAddress } from '../client-ip/ip-address.js';
-import { type IpKeyOptions, ipKey } from './ip-key.js';
 import type { HeaderBag } from '../request-view.js';
-import { requestView, viewFactory } from '../../testing/request-view-fixture.js';
+import { type IpKeyOptions, ipKey } from './ip-key.js';
 
 const TRUSTED = ['loopback', '10.0.0.0/8', 'fd00::/8'];
 

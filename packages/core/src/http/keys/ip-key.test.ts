@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimitConfigError } from '../../errors.js';
-import { type IpKeyOptions, ipKey, SOCKET_CACHE_SIZE } from './ip-key.js';
-import type { HeaderBag } from '../request-view.js';
 import { recordingLogger, requestView, viewFactory } from '../../testing/request-view-fixture.js';
+import type { HeaderBag } from '../request-view.js';
+import { type IpKeyOptions, ipKey, SOCKET_CACHE_SIZE } from './ip-key.js';
 
 function keyFor(options: IpKeyOptions, remoteAddress: string | undefined, headers: HeaderBag = {}) {
   const { view } = requestView({ remoteAddress, headers });

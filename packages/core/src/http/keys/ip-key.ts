@@ -9,12 +9,12 @@ import { createDiagnostics } from '../../diagnostics.js';
 import { RateLimitConfigError } from '../../errors.js';
 import { type KeysEnum, readOptions } from '../../internal/read-options.js';
 import { isLogger, type Logger } from '../../logging.js';
-import { BoundedCache } from './bounded-cache.js';
 import { clientBehindProxy, ignoreForwarding, socketAddress } from '../client-ip/client-address.js';
 import type { ForwardingHeader } from '../client-ip/forwarded-header.js';
 import { formatIpAddress, formatNetwork, IpAddress, networkAddress, parseIpAddress } from '../client-ip/ip-address.js';
-import type { KeyFunction } from '../request-view.js';
 import { compileTrustedProxies, type TrustedProxies, type TrustedProxyPreset } from '../client-ip/trusted-proxies.js';
+import type { KeyFunction } from '../request-view.js';
+import { BoundedCache } from './bounded-cache.js';
 
 /** A preset name, a CIDR or an address. (`string & Record<never, never>` keeps the preset names in autocompletion.) */
 export type TrustedProxyEntry = TrustedProxyPreset | (string & Record<never, never>);

@@ -3,10 +3,10 @@ import { parseList, serializeByteSequence, serializeList, serializeString } from
 import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../../create-limiter.js';
 import type { PolicyOptions } from '../../types.js';
+import { createPartitionKey } from '../keys/partition-key.js';
 import { serviceLimitItem } from './draft11-headers.js';
 import type { HeaderPair } from './header-values.js';
 import { createHeaderWriter } from './header-writer.js';
-import { createPartitionKey } from '../keys/partition-key.js';
 
 function setup(policies: PolicyOptions[], pk?: string) {
   let now = 1_800_000_000_000;

@@ -24,8 +24,8 @@
 import { type Item, serializeByteSequence, serializeInteger, serializeKey, serializeList, serializeString } from 'structured-headers';
 import type { PolicyDescription } from '../../create-limiter.js';
 import type { Decision } from '../../types.js';
-import { type HeaderPair, type HeaderWriter, isExhausted, remainingUnits, resetSeconds, windowSeconds } from './header-values.js';
 import type { PartitionKeyFunction } from '../keys/partition-key.js';
+import { type HeaderPair, type HeaderWriter, isExhausted, remainingUnits, resetSeconds, windowSeconds } from './header-values.js';
 
 export const RATELIMIT_POLICY = 'RateLimit-Policy';
 export const RATELIMIT = 'RateLimit';

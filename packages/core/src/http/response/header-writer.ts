@@ -3,10 +3,10 @@
  * once, when the middleware is created; per request the writer only formats numbers.
  */
 import type { PolicyDescription } from '../../create-limiter.js';
+import type { PartitionKeyFunction } from '../keys/partition-key.js';
 import { createCompatWriter } from './compat-headers.js';
 import { createDraft11Writer } from './draft11-headers.js';
 import type { HeaderWriter } from './header-values.js';
-import type { PartitionKeyFunction } from '../keys/partition-key.js';
 
 /**
  * - `'draft-11'`: `RateLimit-Policy` and `RateLimit` per draft-ietf-httpapi-ratelimit-headers-11, one

@@ -3,9 +3,10 @@
  * `overloaded` (docs/problems.md). No RateLimit headers: a shed is about the server, not the client's
  * quota, so a well-behaved client backs off without blaming its own budget.
  */
+
+import type { LoadShedderState, ShedPriority } from '../../shedding/load-shedder.js';
 import { PROBLEM_CONTENT_TYPE, PROBLEMS_URL, type ProblemDetails } from './problem.js';
 import { type ResponsePlan, retryAfterSeconds } from './respond.js';
-import type { LoadShedderState, ShedPriority } from '../../shedding/load-shedder.js';
 
 /** The problem type of a shed request. */
 export const OVERLOADED_TYPE = `${PROBLEMS_URL}#overloaded`;

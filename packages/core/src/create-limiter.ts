@@ -5,6 +5,7 @@
  * decide, failure/ judges why (one key, or the node that serves it) and answers by the failure mode.
  */
 import { createHash } from 'node:crypto';
+import type { CompiledPolicy } from './algorithms/kernel.js';
 import { monotonicClock } from './clock.js';
 import { costUnits, DecisionImpl, Group, readGroup, Verdict } from './decision.js';
 import { codedError, describeValue, RateLimitConfigError } from './errors.js';
@@ -21,7 +22,6 @@ import type { ShadowPolicyStats } from './observability/shadow-stats.js';
 import { StoreTimer } from './observability/store-timer.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
 import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from './plans/compiled-plan.js';
-import type { CompiledPolicy } from './policy.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -45,6 +45,7 @@ import type {
   CheckOptions,
   Decision,
   PolicyAlgorithm,
+  PolicyDescription,
   PolicyResult,
   QuotaUnit,
   RefundOptions,
@@ -55,17 +56,6 @@ export { StoreTimeoutError } from './failure/store-timeout-error.js';
 
 /** Keys longer than this are replaced by their SHA-256, so a store never holds a huge key. */
 export const MAX_KEY_LENGTH = 256;
-
-/** What a limiter enforces, as headers and docs describe it. */
-export interface PolicyDescription {
-  readonly name: string;
-  readonly algorithm: PolicyAlgorithm;
-  readonly limit: number;
-  readonly windowMs: number;
-  readonly capacity: number;
-  readonly unit: QuotaUnit;
-  readonly shadow: boolean;
-}
 
 /** Counters of one policy. */
 export interface PolicyStats {

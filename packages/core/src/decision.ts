@@ -2,8 +2,9 @@
  * @module Decisions: turns a store's per-policy numbers into `PolicyResult`s, picks the binding policy
  * of each group and builds the `Decision`. Plain classes with fixed fields, so V8 keeps one shape.
  */
+
+import type { CompiledPolicy } from './algorithms/kernel.js';
 import { fromMilli, MILLI } from './internal/fixed-point.js';
-import type { CompiledPolicy } from './policy.js';
 import {
   F_ALLOWED,
   F_CHARGED,

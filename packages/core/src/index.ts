@@ -9,7 +9,6 @@ export {
   type LimiterKey,
   type LimiterStats,
   MAX_KEY_LENGTH,
-  type PolicyDescription,
   type PolicyStats,
   StoreTimeoutError,
 } from './create-limiter.js';
@@ -113,6 +112,7 @@ export type {
   ConcurrencyPolicyOptions,
   Decision,
   DecisionReason,
+  PolicyDescription,
   PolicyOptions,
   PolicyResult,
   QuotaUnit,

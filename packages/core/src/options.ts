@@ -3,6 +3,7 @@
  * once and returns a frozen `LimiterConfig`. Undefined values count as absent; unknown keys are errors.
  */
 
+import type { CompiledPolicy } from './algorithms/kernel.js';
 import { monotonicClock } from './clock.js';
 import { RateLimitConfigError } from './errors.js';
 import { MILLI, toMilli } from './internal/fixed-point.js';
@@ -16,7 +17,7 @@ import {
 } from './internal/read-options.js';
 import { isLogger, type Logger, toLogger } from './logging.js';
 import { type PlanConfig, type PlanOptions, parsePlans } from './plans/plan-options.js';
-import { type CompiledPolicy, compilePolicy, isBucket } from './policy.js';
+import { compilePolicy, isBucket } from './policy.js';
 import { MemoryStore } from './stores/memory-store.js';
 import type { Store } from './stores/store.js';
 import type { AnyPolicyOptions, Clock, PolicyOptions } from './types.js';

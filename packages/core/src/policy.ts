@@ -4,46 +4,11 @@
  */
 import { concurrency } from './algorithms/concurrency.js';
 import { algorithms } from './algorithms/index.js';
-import type { AlgorithmKernel } from './algorithms/kernel.js';
+import type { AlgorithmKernel, CompiledPolicy } from './algorithms/kernel.js';
 import { RateLimitConfigError } from './errors.js';
 import { gcd, MILLI } from './internal/fixed-point.js';
 import { type KeysEnum, positiveInteger } from './internal/read-options.js';
 import type { AlgorithmId, AnyPolicyOptions, ConcurrencyPolicyOptions, PolicyAlgorithm, PolicyOptions, QuotaUnit } from './types.js';
-
-/** A policy ready for the algorithms: validated options plus fixed-point parameters. */
-export interface CompiledPolicy {
-  readonly name: string;
-  readonly algorithm: PolicyAlgorithm;
-  readonly kernel: AlgorithmKernel;
-  /** A shadow (candidate) policy: evaluated on its own state, never blocks. */
-  readonly shadow: boolean;
-  readonly limit: number;
-  readonly windowMs: number;
-  /** Bucket capacity (`burst`) for bucket algorithms, `limit` for window algorithms. */
-  readonly capacity: number;
-  readonly unit: QuotaUnit;
-  readonly anchorFirst: boolean;
-  readonly delayAfter: number;
-  /** Capacity in milli-units: the largest cost that can ever fit. */
-  readonly capMilli: number;
-  /** Bucket family: ticks gained per ms (`1000 * limit / g`, g = gcd(windowMs, 1000 * limit)). */
-  readonly rate: number;
-  /** Bucket family: ticks per milli-unit of cost (`windowMs / g`); one request costs 1000 of these. */
-  readonly tokenTicks: number;
-  /** Bucket family: capacity in ticks (`burst * 1000 * tokenTicks`). */
-  readonly capTicks: number;
-  /** leaky-bucket: `delayAfter` in ticks. */
-  readonly delayTicks: number;
-  /** leaky-bucket: the most debt (ticks) a request may find and still be admitted: `delayTicks + maxDelayMs * rate`; Infinity without `maxDelayMs`. */
-  readonly maxDelayTicks: number;
-  /**
-   * Storage identity: two policies share state exactly when their ids are equal. Carries the role,
-   * the name and every parameter that changes the meaning of the state.
-   */
-  readonly id: string;
-  /** Concurrency policies with a `queue`: at most `size` waiters per key, each up to `timeoutMs`. */
-  readonly queue: { readonly size: number; readonly timeoutMs: number } | undefined;
-}
 
 const ALGORITHM_IDS = Object.keys(algorithms) as AlgorithmId[];
 const BUCKETS: ReadonlySet<AlgorithmId> = new Set(['token-bucket', 'gcra', 'leaky-bucket']);

@@ -214,3 +214,14 @@ export interface RefundOptions {
   /** How much of the charge to give back, in policy units, at most what is left of it. Defaults to all of it. */
   cost?: number;
 }
+
+/** What a limiter enforces, as headers and docs describe it. */
+export interface PolicyDescription {
+  readonly name: string;
+  readonly algorithm: PolicyAlgorithm;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly capacity: number;
+  readonly unit: QuotaUnit;
+  readonly shadow: boolean;
+}

@@ -16,7 +16,7 @@ import {
 } from '@tollgate/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 // The generated script of a plan, to ask a node whether it holds it (an internal of the store, as tests may use).
-import { planScript } from '../../../packages/core/src/stores/redis/scripts.js';
+import { planScript } from '../../../packages/core/src/stores/redis/scripts/plan-script.js';
 import {
   CLIENT_KINDS,
   commandCalls,

@@ -23,7 +23,7 @@ import { CLIENT_KINDS, describeRedis, type RedisServer, randomPrefix, startRedis
 import { differences, type TwinAnswer, TwinStore } from './twin-store.js';
 
 const ALGORITHMS: readonly AlgorithmId[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'leaky-bucket', 'sliding-log'];
-/** The most policies RedisStore applies in one generated script (scripts.ts MAX_SCRIPT_POLICIES). */
+/** The most policies RedisStore applies in one generated script (scripts/plan-script.ts MAX_SCRIPT_POLICIES). */
 const MAX_SCRIPT_POLICIES = 16;
 /** The most entries one key's sliding log keeps (algorithms/sliding-log.ts MAX_LOG_ENTRIES). */
 const MAX_LOG_ENTRIES = 1024;

@@ -1,5 +1,5 @@
 /**
- * @module Concurrency policies on Redis (stores/redis/lease-kernel.ts) against a real redis-server:
+ * @module Concurrency policies on Redis (stores/redis/kernels/concurrency.ts) against a real redis-server:
  * a plan that mixes concurrency and rate policies decides in one script exactly as MemoryStore does
  * (differential: apply, peek, release and renew, injected time, hand-written and fast-check traces);
  * N processes racing for one key get exactly `limit` leases at once, never hold more than `limit`, and a

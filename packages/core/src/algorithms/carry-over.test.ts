@@ -9,9 +9,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../create-limiter.js';
-import { type CompiledPolicy, compilePolicy } from '../policy.js';
+import { compilePolicy } from '../policy.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import { gcraDebt, gcraExpiresAt } from './gcra.js';
+import type { CompiledPolicy } from './kernel.js';
 import { createOutcome, type StateTable } from './kernel.js';
 import { tbLevel } from './token-bucket.js';
 

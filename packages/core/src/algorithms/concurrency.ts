@@ -11,11 +11,11 @@
  * order (a LogRing whose head stays 0; concurrency limits are small, so a scan is the right index);
  * `f[slot * stride]` is the latest deadline, when the key becomes equivalent to one never seen. The id
  * of the lease a commit takes is `t.lease`, set by the store for the call (MemoryStore.apply).
- * The Lua twin is stores/redis/lease-kernel.ts (a sorted set scored by deadline); the differential
+ * The Lua twin is stores/redis/kernels/concurrency.ts (a sorted set scored by deadline); the differential
  * suite (test/integration/redis/leases.test.ts) proves them equal.
  */
 import { MILLI } from '../internal/fixed-point.js';
-import type { CompiledPolicy } from '../policy.js';
+import type { CompiledPolicy } from './kernel.js';
 import { type AlgorithmKernel, evaluateThenCommit, type LogRing, type StateTable, writeExceeds } from './kernel.js';
 
 /** Retry-After of a refused request: no one can know when a request in flight ends; the earliest expiry bounds it, at most 1 s. */

@@ -7,7 +7,7 @@
  *
  * State: [windowStart ms, used milli-units]. A key never seen has windowStart = -Infinity.
  */
-import type { CompiledPolicy } from '../policy.js';
+import type { CompiledPolicy } from './kernel.js';
 import { type AlgorithmKernel, alignedStart, evaluateThenCommit, type Outcome, type StateTable, writeExceeds } from './kernel.js';
 
 /** The window a request at `now` falls in: [start, used]. Never moves back when the clock does. */

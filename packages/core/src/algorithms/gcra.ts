@@ -20,15 +20,14 @@
  */
 
 import { ceilDiv, floorDiv, gcd, ticksToMilli } from '../internal/fixed-point.js';
-import type { CompiledPolicy } from '../policy.js';
-import type { AlgorithmKernel, Outcome, StateTable } from './kernel.js';
+import type { AlgorithmKernel, CompiledPolicy, Outcome, StateTable } from './kernel.js';
 import { writeExceeds } from './kernel.js';
 import { closeFrame, FRAME_AT, horizonAt, initFrame, noteMark, refundedAt } from './refund-frame.js';
 
 /**
  * `max(0, tat - now)` in the ticks of `p`. State written under another limit or burst (same window) is
  * converted: the writer's debt in milli-units, `debtW / tokenTicksW`, times `p.tokenTicks`, rounded up and
- * clamped to `p.capTicks` (lua-kernels.ts gcra load does the same operations in the same order).
+ * clamped to `p.capTicks` (stores/redis/kernels/gcra.ts load does the same operations in the same order).
  */
 export function gcraDebt(t: StateTable, o: number, now: number, p: CompiledPolicy): number {
   const tatMs = t.f[o] as number;

@@ -4,10 +4,44 @@
  * clock or do I/O. State lives in a `StateTable` row so a store can keep millions of keys in typed
  * arrays instead of one object per key.
  */
-import type { CompiledPolicy } from '../policy.js';
-import type { PolicyAlgorithm } from '../types.js';
+import type { PolicyAlgorithm, QuotaUnit } from '../types.js';
 
 /** A growable ring of (time, cost) entries: the state of one sliding-log key. */
+/** A policy ready for the algorithms: validated options plus fixed-point parameters. */
+export interface CompiledPolicy {
+  readonly name: string;
+  readonly algorithm: PolicyAlgorithm;
+  readonly kernel: AlgorithmKernel;
+  /** A shadow (candidate) policy: evaluated on its own state, never blocks. */
+  readonly shadow: boolean;
+  readonly limit: number;
+  readonly windowMs: number;
+  /** Bucket capacity (`burst`) for bucket algorithms, `limit` for window algorithms. */
+  readonly capacity: number;
+  readonly unit: QuotaUnit;
+  readonly anchorFirst: boolean;
+  readonly delayAfter: number;
+  /** Capacity in milli-units: the largest cost that can ever fit. */
+  readonly capMilli: number;
+  /** Bucket family: ticks gained per ms (`1000 * limit / g`, g = gcd(windowMs, 1000 * limit)). */
+  readonly rate: number;
+  /** Bucket family: ticks per milli-unit of cost (`windowMs / g`); one request costs 1000 of these. */
+  readonly tokenTicks: number;
+  /** Bucket family: capacity in ticks (`burst * 1000 * tokenTicks`). */
+  readonly capTicks: number;
+  /** leaky-bucket: `delayAfter` in ticks. */
+  readonly delayTicks: number;
+  /** leaky-bucket: the most debt (ticks) a request may find and still be admitted: `delayTicks + maxDelayMs * rate`; Infinity without `maxDelayMs`. */
+  readonly maxDelayTicks: number;
+  /**
+   * Storage identity: two policies share state exactly when their ids are equal. Carries the role,
+   * the name and every parameter that changes the meaning of the state.
+   */
+  readonly id: string;
+  /** Concurrency policies with a `queue`: at most `size` waiters per key, each up to `timeoutMs`. */
+  readonly queue: { readonly size: number; readonly timeoutMs: number } | undefined;
+}
+
 export interface LogRing {
   /** Interleaved [time, cost, time, cost, ...]; capacity is a power of two entries. */
   buf: Float64Array;
@@ -80,7 +114,7 @@ export interface AlgorithmKernel {
   /**
    * Rewrites state written under another limit or burst in `p`'s own scale (gcra.ts), before an apply
    * decides (never in a peek), so that its waits are exact from then on; its Lua twin is the kernel's
-   * `adopt` fragment (lua-kernels.ts). Absent for kernels whose state needs no conversion.
+   * `adopt` fragment (kernels/<algorithm>.ts). Absent for kernels whose state needs no conversion.
    */
   adopt?(t: StateTable, slot: number, now: number, p: CompiledPolicy): void;
   /**

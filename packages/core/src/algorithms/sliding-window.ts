@@ -11,7 +11,7 @@
  */
 
 import { ceilDiv, floorDiv } from '../internal/fixed-point.js';
-import type { CompiledPolicy } from '../policy.js';
+import type { CompiledPolicy } from './kernel.js';
 import { type AlgorithmKernel, alignedStart, evaluateThenCommit, type Outcome, type StateTable, writeExceeds } from './kernel.js';
 
 /** Scratch for the rolled-over view of a key's state at `now`. */

@@ -13,8 +13,7 @@
  * rounded up, clamped to its capacity (the Lua load does the same operations in the same order).
  */
 import { ceilDiv, gcd, ticksToMilli } from '../internal/fixed-point.js';
-import type { CompiledPolicy } from '../policy.js';
-import type { AlgorithmKernel, StateTable } from './kernel.js';
+import type { AlgorithmKernel, CompiledPolicy, StateTable } from './kernel.js';
 import { evaluateThenCommit, writeExceeds } from './kernel.js';
 import { closeFrame, FRAME_AT, horizonAt, initFrame, noteMark, refundedAt } from './refund-frame.js';
 

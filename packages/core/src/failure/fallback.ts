@@ -5,9 +5,10 @@
  * `'closed'` refuses with `reason: 'store-error'`, which is not a quota verdict (adapters answer 503).
  * A cost above a policy's capacity stays `cost-exceeds-capacity` whatever the mode.
  */
+
+import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { costUnits, DecisionImpl, Group, readGroup } from '../decision.js';
 import type { LimiterConfig } from '../options.js';
-import type { CompiledPolicy } from '../policy.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import {
   F_ALLOWED,

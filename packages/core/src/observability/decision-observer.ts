@@ -8,11 +8,11 @@
  * are kept whoever watches, in fixed memory.
  */
 import { channel } from 'node:diagnostics_channel';
+import type { CompiledPolicy } from '../algorithms/kernel.js';
 import type { BreakerState } from '../failure/node-health.js';
 import { WHOLE_STORE } from '../failure/store-guard.js';
 import type { HotKeysOptions } from '../options.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import type { CompiledPolicy } from '../policy.js';
 import type { CheckOptions, Decision } from '../types.js';
 import { BoundedRoutes } from './bounded-routes.js';
 import { HotKeys, type HotKeysReport, NEAR_LIMIT_SHARE } from './hot-keys.js';

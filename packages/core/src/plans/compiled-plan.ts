@@ -5,11 +5,11 @@
  * cost and, per policy, the mark of the state the charge went into), so `limiter.refund()` can give back
  * exactly that charge and nothing else.
  */
-import type { PolicyDescription } from '../create-limiter.js';
+
+import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { codedError, describeValue } from '../errors.js';
-import type { CompiledPolicy } from '../policy.js';
 import type { StoreKey, StorePlan } from '../stores/store.js';
-import type { ChargeReceipt } from '../types.js';
+import type { ChargeReceipt, PolicyDescription } from '../types.js';
 
 /** One plan, ready for the store and the limiter. */
 export interface CompiledPlan {

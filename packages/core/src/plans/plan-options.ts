@@ -4,8 +4,9 @@
  * and each check names the plan that applies. A name no plan has is answered by the `unknownPlan`
  * fallback plan (by default the default plan), with a warning once per name: never a bypass.
  */
+
+import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { RateLimitConfigError } from '../errors.js';
-import type { CompiledPolicy } from '../policy.js';
 import type { AnyPolicyOptions } from '../types.js';
 
 /** The name of the plan that `policies` (the one-plan form) defines. */

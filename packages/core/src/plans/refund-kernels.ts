@@ -1,6 +1,6 @@
 /**
  * @module Refunds in memory: per algorithm, how a charge is given back to the state it went into. The
- * Lua twins live in stores/redis/plan-scripts.ts and the differential suite proves them equal.
+ * Lua twins live in stores/redis/scripts/peek-refund-scripts.ts and the differential suite proves them equal.
  *
  * A charge is named by its mark, `now + resetMs` of the charging decision, which every algorithm can read
  * back from its own state without storing anything more:
@@ -22,10 +22,10 @@
  * frame until the frame's horizon, and its Redis key lives as long).
  */
 import { gcraDebt, gcraFullAt, setGcraDebt } from '../algorithms/gcra.js';
+import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { alignedStart, type LogRing, type StateTable } from '../algorithms/kernel.js';
 import { MAX_REFUNDED, recordRefund, refundedAt } from '../algorithms/refund-frame.js';
 import { tbFullAt, tbLevel, tbStore } from '../algorithms/token-bucket.js';
-import type { CompiledPolicy } from '../policy.js';
 import type { PolicyAlgorithm } from '../types.js';
 
 /**

@@ -8,12 +8,11 @@
  */
 
 import { releaseLease, renewLease } from '../algorithms/concurrency.js';
-import type { AlgorithmKernel, LogRing, Outcome, StateTable } from '../algorithms/kernel.js';
+import type { AlgorithmKernel, CompiledPolicy, LogRing, Outcome, StateTable } from '../algorithms/kernel.js';
 import { createOutcome } from '../algorithms/kernel.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, readOptions } from '../internal/read-options.js';
 import { REFUND_KERNELS } from '../plans/refund-kernels.js';
-import type { CompiledPolicy } from '../policy.js';
 import {
   F_ALLOWED,
   F_CHARGED,

@@ -4,7 +4,7 @@
  * then the shadow policies) either every policy admits the request and all are charged, or none is.
  * The Redis store does this in one Lua script, one round trip; the memory store synchronously.
  */
-import type { CompiledPolicy } from '../policy.js';
+import type { CompiledPolicy } from '../algorithms/kernel.js';
 
 /** The policies a limiter applies on every request, prepared once when the limiter is created. */
 export interface StorePlan {

@@ -22,8 +22,7 @@
  * `serializeList` on the same items.
  */
 import { type Item, serializeByteSequence, serializeInteger, serializeKey, serializeList, serializeString } from 'structured-headers';
-import type { PolicyDescription } from '../../create-limiter.js';
-import type { Decision } from '../../types.js';
+import type { Decision, PolicyDescription } from '../../types.js';
 import type { PartitionKeyFunction } from '../keys/partition-key.js';
 import { type HeaderPair, type HeaderWriter, isExhausted, remainingUnits, resetSeconds, windowSeconds } from './header-values.js';
 

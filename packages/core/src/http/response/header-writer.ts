@@ -2,7 +2,7 @@
  * @module The rate-limit header formats a middleware can send. `createHeaderWriter` picks the format
  * once, when the middleware is created; per request the writer only formats numbers.
  */
-import type { PolicyDescription } from '../../create-limiter.js';
+import type { PolicyDescription } from '../../types.js';
 import type { PartitionKeyFunction } from '../keys/partition-key.js';
 import { createCompatWriter } from './compat-headers.js';
 import { createDraft11Writer } from './draft11-headers.js';

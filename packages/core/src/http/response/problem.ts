@@ -7,8 +7,7 @@
  *   generic client already treats as "this request, as sent, is too big; do not retry it unchanged".
  * - `limiter-unavailable` (503): the store failed and the limiter is configured to fail closed.
  */
-import type { PolicyDescription } from '../../create-limiter.js';
-import type { Decision, PolicyResult } from '../../types.js';
+import type { Decision, PolicyDescription, PolicyResult } from '../../types.js';
 import { isExhausted, windowSeconds } from './header-values.js';
 
 /** Where the problem types are documented; each type URI is this plus a fragment. */

@@ -8,7 +8,7 @@
  * 2. Confirm: when every group charged, the request is admitted; nothing more is sent (one round trip
  *    per slot, in parallel).
  * 3. Give back: when some group refused (or failed), the groups that charged are refunded with the
- *    refund script and the receipts' marks (plan-scripts.ts), which takes back exactly those charges;
+ *    refund script and the receipts' marks (scripts/peek-refund-scripts.ts), which takes back exactly those charges;
  *    the request is refused, and reported as the single-node script would report it (the policies that
  *    admitted show the remaining as it stands, not charged).
  *

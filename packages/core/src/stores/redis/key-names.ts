@@ -1,6 +1,6 @@
 /**
  * @module Redis key names: `<prefix>:v2:{<key>}:<policy>`, e.g. `tg:v2:{ip:10.1.2.3}:gc1d`. `v2` is the
- * layout of the state the scripts keep (scripts.ts): a future layout takes `v3`, so a script never reads
+ * layout of the state the scripts keep (scripts/plan-script.ts): a future layout takes `v3`, so a script never reads
  * state written in another format (old keys simply expire). Short, because the name is most of what a key
  * costs in Redis: up to 30 characters it takes Redis' smallest allocation for a key of that kind, and
  * `tg:v2:{ip:10.1.255.255}:gc1d` is 28. The braces make the limiter key the hash tag,
@@ -9,7 +9,7 @@
  * its SHA-256, marked with `#` after the tag so a digest and a literal key can never share a name.
  */
 import { createHash } from 'node:crypto';
-import type { CompiledPolicy } from '../../policy.js';
+import type { CompiledPolicy } from '../../algorithms/kernel.js';
 
 /** Keys up to this many UTF-16 units are used as they are (when brace-free); longer ones are hashed. */
 export const MAX_LITERAL_KEY = 128;

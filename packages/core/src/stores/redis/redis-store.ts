@@ -3,14 +3,14 @@
  * One EVALSHA per request applies every policy of the plan (enforced, then shadow, each group
  * all-or-nothing) in one atomic Lua script, with Redis `TIME` as the one clock, and returns every
  * per-policy result: one round trip whatever the number of policies. The script is generated for the
- * plan the first time the store sees it (scripts.ts: the policies' parameters baked in, the state
+ * plan the first time the store sees it (scripts/plan-script.ts: the policies' parameters baked in, the state
  * layout), then cached with the plan; key-names.ts gives the key names.
  *
  * The store fails fast once connected: when the client is not ready it rejects at once instead of
  * letting ioredis hold the command in its offline queue, so a Redis outage costs a request nothing but
  * the failure mode's answer (`onStoreError` on the limiter, judged per node by its failure/ watchdog and
  * breakers). Before the first connection it lets the limiter wait for it (`whenReady`). It never
- * retries, except after loading the script when Redis answers NOSCRIPT (script-runner.ts). For the
+ * retries, except after loading the script when Redis answers NOSCRIPT (scripts/script-runner.ts). For the
  * limiter's failure handling it names the node that serves a key (`nodeOf`: the Cluster master of the
  * key's slot) and says whose fault an error is (`errorScope`: one key's state, or the node).
  */
@@ -39,13 +39,14 @@ import { toStoreClient } from './clients/to-store-client.js';
 import { slotGroups, subPlan } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
 import { keyName, keyTag, policySuffix } from './key-names.js';
-import { releaseScript, renewScript } from './lease-kernel.js';
-import { peekScript, refundScript } from './plan-scripts.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
-import { pushArgs, readReply } from './script-protocol.js';
-import { ScriptRunner } from './script-runner.js';
-import { type LuaScript, planScript } from './scripts.js';
+import { releaseScript, renewScript } from './scripts/lease-scripts.js';
+import type { LuaScript } from './scripts/lua-script.js';
+import { peekScript, refundScript } from './scripts/peek-refund-scripts.js';
+import { planScript } from './scripts/plan-script.js';
+import { pushArgs, readReply } from './scripts/script-protocol.js';
+import { ScriptRunner } from './scripts/script-runner.js';
 import { type RepairedState, RepairReporter } from './state-repair.js';
 
 export interface RedisStoreOptions {
@@ -89,7 +90,7 @@ export interface RedisStoreOptions {
 interface Bound {
   readonly suffixes: readonly string[];
   readonly script: LuaScript;
-  /** plan-scripts.ts: the peek and refund twins, generated on first use. */
+  /** scripts/peek-refund-scripts.ts: the peek and refund twins, generated on first use. */
   peek?: LuaScript;
   refund?: LuaScript;
 }
@@ -304,7 +305,7 @@ export class RedisStore implements Store {
   /** This store's lease ids: unique across processes, so one process never ends another's lease. */
   private readonly instance = randomBytes(9).toString('base64url');
 
-  /** Ends `lease` in the plan's concurrency policies (lease-kernel.ts); per Cluster slot when they differ. */
+  /** Ends `lease` in the plan's concurrency policies (kernels/concurrency.ts); per Cluster slot when they differ. */
   release(key: StoreKey, plan: StorePlan, lease: number, _now: number): Promise<void> {
     return this.leaseCall(key, plan, 'release', [`${this.instance}:${lease}`]).then(() => undefined);
   }
@@ -340,12 +341,12 @@ export class RedisStore implements Store {
     ).then((replies) => replies.flat());
   }
 
-  /** The peek twin (plan-scripts.ts): what `apply` would answer, charging nothing. */
+  /** The peek twin (scripts/peek-refund-scripts.ts): what `apply` would answer, charging nothing. */
   peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
     return this.runPlan(key, plan, cost, now, true);
   }
 
-  /** The refund twin (plan-scripts.ts): gives back a charge named by its marks (see `Store.refund`). */
+  /** The refund twin (scripts/peek-refund-scripts.ts): gives back a charge named by its marks (see `Store.refund`). */
   refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
     const b = this.sendable(plan);
     if (!isBound(b)) return Promise.reject(b);
@@ -491,7 +492,7 @@ export class RedisStore implements Store {
     const b = this.sendable(plan);
     if (!isBound(b)) return Promise.reject(b);
     const n = plan.policies.length;
-    // KEYS (one per policy), then ARGV as script-protocol.ts says: the cost unless 1000, and a now for tests only.
+    // KEYS (one per policy), then ARGV as scripts/script-protocol.ts says: the cost unless 1000, and a now for tests only.
     const args = this.keysOf(key, b);
     // Several keys in different Cluster slots: reserve, then confirm or give back (cluster-split.ts).
     const groups = typeof key !== 'string' && this.client.isCluster ? slotGroups(args) : undefined;
@@ -508,7 +509,7 @@ export class RedisStore implements Store {
     return this.scripts.run(script, n, args, (reply) => this.answer(reply, key, plan, keyNames, script));
   }
 
-  /** The script's reply for `key`, read (script-protocol.ts); a mask of repaired keys after it is reported, then dropped. */
+  /** The script's reply for `key`, read (scripts/script-protocol.ts); a mask of repaired keys after it is reported, then dropped. */
   private answer(reply: unknown, key: StoreKey, plan: StorePlan, names: readonly string[], script: LuaScript): StoreResult {
     const n = plan.policies.length;
     const result = readReply(reply, n, script.name);

@@ -1,6 +1,6 @@
 /**
  * @module What RedisStore sends to its apply and peek scripts and what they answer, in both languages:
- * the Lua that reads the arguments and writes the reply (scripts.ts and plan-scripts.ts place it), and
+ * the Lua that reads the arguments and writes the reply (scripts/plan-script.ts and scripts/peek-refund-scripts.ts place it), and
  * the TypeScript that builds the arguments and reads the reply. Kept short on the wire, since every
  * byte and every reply element is parsed on the hot path, by the client and by Redis:
  *
@@ -13,13 +13,13 @@
  *   array of integers: a client decodes one element instead of seven (ioredis spends more on the array
  *   than on the rest of the reply), and `stringNumbers` or a client that gives strings change nothing.
  */
-import { RedisStoreError } from './redis-store-error.js';
+import { RedisStoreError } from '../redis-store-error.js';
 
 /** The cost a call leaves out (milli-units): 1, what a check without `cost` charges. */
 export const DEFAULT_COST_MILLI = 1000;
 
 /**
- * Lua: `now` and `cost` from ARGV as above. Defines the aliases every fragment may use (lua-kernels.ts).
+ * Lua: `now` and `cost` from ARGV as above. Defines the aliases every fragment may use (kernels/<algorithm>.ts).
  */
 export const READ_ARGS_LUA = `local INF, floor, fmod, fmt = math.huge, math.floor, math.fmod, string.format
 local cost = ${DEFAULT_COST_MILLI}

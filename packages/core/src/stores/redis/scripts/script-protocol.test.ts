@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RedisStoreError } from './redis-store-error.js';
+import { RedisStoreError } from '../redis-store-error.js';
 import { DEFAULT_COST_MILLI, pushArgs, readReply, replyLua } from './script-protocol.js';
 
 describe('script protocol', () => {

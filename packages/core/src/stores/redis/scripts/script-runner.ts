@@ -9,8 +9,8 @@
  * carries the script itself. Every other error is rethrown as is: retrying a timeout or a dropped
  * connection would double the load on a struggling server and could charge a request twice.
  */
-import type { StoreClient } from './clients/store-client.js';
-import type { LuaScript } from './scripts.js';
+import type { StoreClient } from '../clients/store-client.js';
+import type { LuaScript } from './lua-script.js';
 
 /** True for Redis' answer to EVALSHA of a script it does not hold. */
 export function isNoScript(error: unknown): boolean {

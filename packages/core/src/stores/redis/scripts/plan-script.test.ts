@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { algorithms } from '../../algorithms/index.js';
-import { RateLimitConfigError } from '../../errors.js';
-import { compilePolicy } from '../../policy.js';
-import type { AnyPolicyOptions, PolicyOptions } from '../../types.js';
-import type { StorePlan } from '../store.js';
-import { releaseScript, renewScript } from './lease-kernel.js';
-import { LUA_KERNELS } from './lua-kernels.js';
-import { MAX_SCRIPT_POLICIES, planScript } from './scripts.js';
+import { algorithms } from '../../../algorithms/index.js';
+import { RateLimitConfigError } from '../../../errors.js';
+import { compilePolicy } from '../../../policy.js';
+import type { AnyPolicyOptions, PolicyOptions } from '../../../types.js';
+import type { StorePlan } from '../../store.js';
+import { LUA_KERNELS } from '../kernels/index.js';
+import { releaseScript, renewScript } from './lease-scripts.js';
+import { MAX_SCRIPT_POLICIES, planScript } from './plan-script.js';
 
 function plan(policies: AnyPolicyOptions[], shadow: AnyPolicyOptions[] = []): StorePlan {
   return Object.freeze({
@@ -62,7 +62,7 @@ describe('planScript', () => {
     });
   }
 
-  it('generates the lease release and renew scripts (lease-kernel.ts)', async () => {
+  it('generates the lease release and renew scripts (kernels/concurrency.ts)', async () => {
     const leases = plan([{ name: 'exports', algorithm: 'concurrency', limit: 2, leaseMs: 120_000 }]);
     await expect(`${releaseScript(leases).lua}\n${renewScript(leases).lua}`).toMatchFileSnapshot(
       './__snapshots__/lease-release-and-renew.lua',

@@ -1,0 +1,265 @@
+/**
+ * @module The gcra kernel in Lua: gcra and leaky-bucket (gcra.ts, leaky-bucket.ts). State: `limit[:frac[:burst]]` (the limit it was written
+ * under; the TAT's fraction in ticks, when not 0; the burst, when not the limit), then the refund frame; the
+ * TAT is the expiry (less 1 ms when frac > 0; the frame's horizon less its offset while a frame lives). A
+ * key of one policy that charges whole ms holds a small integer: Redis shares it, the key costs its name.
+ * Locals: tat, frac, and debt = max(0, tat - now) in ticks, all in the reader's scale: state written under
+ * another limit or burst is converted on load (gcra.ts gcraDebt), and conv is then true; gx and gh: the
+ * refund frame.
+ */
+import type { CompiledPolicy } from '../../../algorithms/kernel.js';
+import { CLOCK_TOLERANCE_MS, ceilDiv, floorDiv, int, type LuaKernel, lua, names, repair, type Slot, ticksToMilli } from './lua.js';
+import { bucketFields, bucketRefund, bucketSet, bucketSpan, closeFrame } from './refund-frame.js';
+
+export const GC_STATE = ['tat', 'frac', 'debt', 'conv', 'gx', 'gh'] as const;
+
+/** gcraReset(): ceil(max(0, tat - now)) in ms, without a division. */
+export function gcraReset(s: Slot, target: string): string {
+  const [tat, frac] = names(s, GC_STATE);
+  return lua`
+    ${target} = 0
+    if ${tat} >= now then
+      if ${frac} > 0 then ${target} = ${tat} - now + 1 else ${target} = ${tat} - now end
+    end`;
+}
+
+/** The remaining when not charged: 0 when the debt fills the bucket. */
+export function gcraLeft(s: Slot, p: CompiledPolicy): string {
+  const [, , debt] = names(s, GC_STATE);
+  return lua`
+    ${s.remaining} = 0
+    if ${debt} < ${p.capTicks} then
+      local left = ${p.capTicks} - ${debt}
+      ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
+    end`;
+}
+
+/** leaky-bucket `maxDelayMs`: ` and debt <= max` (or ` or debt > max`) in the admission test; '' without it. */
+export function overDelay(s: Slot, p: CompiledPolicy, join: string, op: string): string {
+  if (!Number.isFinite(p.maxDelayTicks)) return '';
+  return `${join}${names(s, GC_STATE)[2]} ${op} ${p.maxDelayTicks}`;
+}
+
+/** leaky-bucket `maxDelayMs`: the wait until the request would wait no longer than the maximum, if longer. */
+export function maxDelayRetry(s: Slot, p: CompiledPolicy): string {
+  if (!Number.isFinite(p.maxDelayTicks)) return '';
+  const [, , debt] = names(s, GC_STATE);
+  return lua`
+    if ${debt} > ${p.maxDelayTicks} then
+      local late = ${debt} - ${p.maxDelayTicks}
+      ${ceilDiv('q2', 'late', p.rate)}
+      if q2 > ${s.retry} then ${s.retry} = q2 end
+    end`;
+}
+
+/** The leaky-bucket delay; gcra never delays (its delayTicks is Infinity). */
+export function gcraDelay(s: Slot, p: CompiledPolicy): string {
+  if (p.algorithm !== 'leaky-bucket') return '';
+  const [, , debt] = names(s, GC_STATE);
+  return lua`
+    if ${debt} > ${p.delayTicks} then
+      local late = ${debt} - ${p.delayTicks}
+      ${ceilDiv('d', 'late', p.rate)}
+      ${s.delay} = d
+    end`;
+}
+
+/**
+ * Writes the TAT `now + whole` ms and `frac` ticks: `limit[:frac[:burst]]` expiring at the TAT rounded up
+ * (or the frame's), and leaves the charge's position (refund-frame.ts) in `pos`.
+ */
+export function gcraWrite(s: Slot, p: CompiledPolicy, whole: string, frac: string): string {
+  const [, , , , x, h] = names(s, GC_STATE);
+  const own =
+    p.capacity === p.limit
+      ? `${frac} > 0 and fmt('${p.limit}:%d', ${frac}) or '${p.limit}'`
+      : `fmt('${p.limit}:%d:${p.capacity}', ${frac})`;
+  return lua`
+    local tat = now + ${whole}
+    local e = tat
+    if ${frac} > 0 then e = tat + 1 end
+    ${bucketSet(s.key, x, h, own, `'${p.limit}:%d:${p.capacity}:%d:%d', ${frac}`, 'e')}
+    local pos = ${x}
+    if ${frac} > 0 then pos = ${x} - ${p.rate} + ${frac} end`;
+}
+
+/**
+ * gcraDebt() for state written under another limit (`wl`) or burst (`wb`), same window: checks it as the
+ * writer would have written it (fraction below its rate, TAT and frame at most its span plus the clock
+ * tolerance ahead), then converts the debt to this policy's ticks, rounded up and clamped to its capacity,
+ * sets `tat` and `frac` in this policy's scale, and closes the refund frame (refund-frame.ts). Sets `bad`
+ * when the state is not one the writer could write.
+ */
+export function gcraConvert(s: Slot, p: CompiledPolicy): string {
+  const [tat, frac, debt, conv, x, h] = names(s, GC_STATE);
+  const w = p.windowMs;
+  return lua`
+    bad = not (wl >= 1 and wb >= 1 and wl * 1000 < ${2 ** 53})
+    if not bad then
+      local gx, gy = ${w}, wl * 1000
+      while gy > 0 do gx, gy = gy, fmod(gx, gy) end
+      local rw, tw = wl * 1000 / gx, ${w} / gx
+      local capw = wb * 1000 * tw
+      ${ceilDiv('span', 'capw', 'rw')}
+      bad = not (capw < ${2 ** 53} and b < rw and a <= now + span + ${1 + CLOCK_TOLERANCE_MS} and ${h} <= now + span + ${1 + CLOCK_TOLERANCE_MS})
+      if not bad and (a >= now or ${h} > now) then
+        local full = a
+        if b > 0 then full = a + 1 end
+        ${closeFrame(x, h, p, 'full')}
+        ${tat} = now; ${frac} = 0; ${conv} = true
+        if a >= now then
+          local dw = (a - now) * rw + b
+          local scaled = dw * ${p.tokenTicks}
+          ${ceilDiv('q', 'scaled', 'tw')}
+          if q > ${p.capTicks} then q = ${p.capTicks} end
+          ${floorDiv('whole', 'q', p.rate)}
+          ${tat} = now + whole; ${frac} = q - whole * ${p.rate}; ${debt} = q
+        end
+      end
+    end`;
+}
+
+/** The gcra and leaky-bucket refund (plans/refund-kernels.ts), after its `load`. */
+export function gcraRefund(s: Slot, p: CompiledPolicy): string {
+  const [tat, frac, debt, conv, x, h] = names(s, GC_STATE);
+  const write = lua`
+    local nxt = ${debt} - take
+    ${floorDiv('whole', 'nxt', p.rate)}
+    local fr = nxt - whole * ${p.rate}
+    ${gcraWrite(s, p, 'whole', 'fr')}`;
+  return lua`
+    local full = ${tat}
+    if ${frac} > 0 then full = ${tat} + 1 end
+    ${bucketRefund(s, p, [x, h, conv], debt, 'full', write)}`;
+}
+
+export const gcra: LuaKernel = {
+  state: GC_STATE,
+  adopt(s, p) {
+    const [tat, frac, , conv] = names(s, GC_STATE);
+    return lua`
+      if ${conv} then
+        do
+          local whole = ${tat} - now
+          ${gcraWrite(s, p, 'whole', frac)}
+        end
+      end`;
+  },
+  load(s, p) {
+    const [tat, frac, debt, conv, x, h] = names(s, GC_STATE);
+    return lua`
+      local ${tat}, ${frac}, ${debt}, ${conv}, ${x}, ${h} = -INF, 0, 0, false, 0, -INF
+      do
+        local value = redis.pcall('GET', ${s.key})
+        if value then
+          local bad = true
+          if type(value) == 'string' then
+            local expiry = redis.call('PEXPIRETIME', ${s.key})
+            ${bucketFields('value')}
+            if f2 == nil then f2 = 0 end
+            if f3 == nil then f3 = f1 end
+            if f4 == nil then f4 = 0 end
+            if expiry >= 0 and ${int('f1')} and ${int('f2')} and ${int('f3')} and ${int('f4')} and (f5 == nil or ${int('f5')}) then
+              -- The TAT rounded up is the key's expiry, or the frame's less its offset.
+              local wl, b, wb, a = f1, f2, f3, expiry
+              if f5 ~= nil then ${x} = f4; ${h} = expiry; a = expiry - f5 end
+              if b > 0 then a = a - 1 end
+              if ${h} <= now then ${x} = 0; ${h} = -INF end
+              if wl == ${p.limit} and wb == ${p.capacity} then
+                local ahead = now + ${bucketSpan(p) + 1 + CLOCK_TOLERANCE_MS}
+                if b < ${p.rate} and a <= ahead and ${h} <= ahead then
+                  bad = false
+                  ${tat} = a; ${frac} = b
+                  if ${tat} >= now then ${debt} = (${tat} - now) * ${p.rate} + ${frac} end
+                end
+              else
+                ${gcraConvert(s, p)}
+              end
+            end
+          end
+          if bad then ${repair(s)}; ${x} = 0; ${h} = -INF end
+        end
+      end`;
+  },
+  evaluate(s, p) {
+    const [, , debt] = names(s, GC_STATE);
+    const cap = p.capTicks;
+    return lua`
+      do
+        local need = cost * ${p.tokenTicks}
+        if need > ${cap} then
+          ${s.flags} = 2
+          ${gcraLeft(s, p)}
+          ${gcraReset(s, s.reset)}
+        else
+          local after = ${debt} + need
+          if after <= ${cap}${overDelay(s, p, ' and ', '<=')} then
+            ${s.flags} = 1
+            local left = ${cap} - after
+            ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
+            ${ceilDiv('q', 'after', p.rate)}
+            ${s.reset} = q
+            ${gcraDelay(s, p)}
+          else
+            ${gcraLeft(s, p)}
+            local over = after - ${cap}
+            ${ceilDiv('q', 'over', p.rate)}
+            ${s.retry} = q
+            ${maxDelayRetry(s, p)}
+            ${gcraReset(s, s.reset)}
+          end
+        end
+      end`;
+  },
+  uncharged(s, p) {
+    return lua`
+      ${gcraLeft(s, p)}
+      ${gcraReset(s, s.reset)}`;
+  },
+  commit(s, p) {
+    const [, , debt] = names(s, GC_STATE);
+    return lua`
+      do
+        local after = ${debt} + cost * ${p.tokenTicks}
+        ${floorDiv('whole', 'after', p.rate)}
+        local frac = after - whole * ${p.rate}
+        ${gcraWrite(s, p, 'whole', 'frac')}
+        ${s.retry} = pos
+      end`;
+  },
+  consume(s, p) {
+    const [, , debt] = names(s, GC_STATE);
+    const cap = p.capTicks;
+    return lua`
+      do
+        local need = cost * ${p.tokenTicks}
+        local after = ${debt} + need
+        if after > ${cap}${overDelay(s, p, ' or ', '>')} then
+          if need > ${cap} then
+            ${s.flags} = 2
+            ${gcraLeft(s, p)}
+            ${gcraReset(s, s.reset)}
+          else
+            -- Rejected: the common over-the-limit path, kept as short as the admitted one.
+            ${gcraLeft(s, p)}
+            local over = after - ${cap}
+            ${ceilDiv('q', 'over', p.rate)}
+            ${s.retry} = q
+            ${maxDelayRetry(s, p)}
+            ${gcraReset(s, s.reset)}
+          end
+        else
+          -- The new TAT and the reset time come from the same division of the debt by the rate.
+          ${floorDiv('whole', 'after', p.rate)}
+          local frac = after - whole * ${p.rate}
+          ${gcraWrite(s, p, 'whole', 'frac')}
+          ${s.retry} = pos
+          ${s.flags} = 5
+          local left = ${cap} - after
+          ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
+          if frac > 0 then ${s.reset} = whole + 1 else ${s.reset} = whole end
+          ${gcraDelay(s, p)}
+        end
+      end`;
+  },
+};

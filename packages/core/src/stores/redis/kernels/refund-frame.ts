@@ -1,0 +1,94 @@
+/**
+ * @module The refund-frame kernel in Lua: The refund frame of the bucket family (algorithms/refund-frame.ts), in the locals `<x>` (ticks given back,
+ * counted) and `<h>` (the horizon, ms; -INF without a live frame). Stored after the bucket's own fields,
+ * `:refunded:offset`, only while the frame lives; the key then expires at the horizon, and the offset is
+ * how long before it the bucket's own expiry would be.
+ */
+import type { CompiledPolicy } from '../../../algorithms/kernel.js';
+import { lua, type Slot } from './lua.js';
+
+/** The largest number `refunded` may reach (refund-frame.ts MAX_REFUNDED). */
+export const MAX_REFUNDED = 2 ** 52;
+
+/**
+ * Matches a bucket value, `a:b[:c]` or `a:b:c:refunded:offset`, into `f1` .. `f5` (nil where absent); a
+ * value of one number is `f1` alone.
+ */
+export function bucketFields(value: string): string {
+  return lua`
+    local f1, f2, f3, f4, f5 = tonumber(${value}), nil, nil, nil, nil
+    if f1 == nil then
+      f1, f2, f3, f4, f5 = string.match(${value}, '^(%d+):(%d+):(%d+):(%d+):(%d+)$')
+      if f1 == nil then f1, f2, f3 = string.match(${value}, '^(%d+):(%d+):?(%d*)$') end
+      f1, f2, f3, f4, f5 = tonumber(f1), tonumber(f2), tonumber(f3), tonumber(f4), tonumber(f5)
+    end`;
+}
+
+/**
+ * refund-frame.ts closeFrame, after a load read state of another limit or burst: the charges before it give
+ * back nothing more. `full` is when the bucket was full again under the writer (-INF: full), `rw` its rate.
+ */
+export function closeFrame(x: string, h: string, p: CompiledPolicy, full: string): string {
+  return lua`
+    local latest = ${h}
+    if ${full} > latest then latest = ${full} end
+    if latest > now then
+      ${x} = ${x} + (latest - now) * rw
+      if ${x} > ${MAX_REFUNDED} then ${x} = ${MAX_REFUNDED} end
+      ${h} = latest
+      if ${h} > now + ${bucketSpan(p)} then ${h} = now + ${bucketSpan(p)} end
+    else
+      ${x} = 0; ${h} = -INF
+    end`;
+}
+
+/** How far ahead of now a mark of `p` may lie (ms): the time to fill an empty bucket. */
+export function bucketSpan(p: CompiledPolicy): number {
+  return Math.ceil(p.capTicks / p.rate);
+}
+
+/**
+ * `SET key` a bucket value: `fields` (a Lua expression of the bucket's own fields), then the live frame
+ * of `x` and `h`, expiring at `at` (the bucket's own expiry) or at the frame's horizon when it lives; a
+ * frame whose horizon passed is over (refund-frame.ts noteMark).
+ */
+export function bucketSet(key: string, x: string, h: string, own: string, framed: string, at: string): string {
+  return lua`
+    if ${h} > now then
+      if ${at} > ${h} then ${h} = ${at} end
+      redis.call('SET', ${key}, fmt(${framed}, ${x}, ${h} - ${at}), 'PXAT', fmt('%d', ${h}))
+    else
+      ${x} = 0; ${h} = -INF
+      redis.call('SET', ${key}, ${own}, 'PXAT', fmt('%d', ${at}))
+    end`;
+}
+
+/**
+ * A bucket refund (plans/refund-kernels.ts), after the policy's `load`: `debt` and `full` (when the bucket
+ * was full again before it) as the state stands, `pos` the receipt's position less what it gave back;
+ * `write` stores the bucket `take` ticks fuller. Sets `out[i]` when the state took it.
+ */
+export function bucketRefund(
+  s: Slot,
+  p: CompiledPolicy,
+  frame: readonly [string, string, string],
+  debt: string,
+  full: string,
+  write: string,
+): string {
+  const [x, h, conv] = frame;
+  return lua`
+    local room = 0
+    if now < mark and not ${conv} and ${x} >= rpos then room = (mark - now) * ${p.rate} + rpos - ${x} end
+    local take = cost * ${p.tokenTicks}
+    if take > ${debt} then take = ${debt} end
+    if take > room then take = room end
+    if take > 0 and ${x} + take <= ${MAX_REFUNDED} then
+      -- Counted unless the charge was the newest (the debt left is all it may give back).
+      if ${full} > ${h} then ${h} = ${full} end
+      if mark > ${h} then ${h} = mark end
+      if ${debt} > room then ${x} = ${x} + take end
+      ${write}
+      out[${s.i}] = 1
+    end`;
+}

@@ -15,7 +15,8 @@ import type { Clock, Decision, Logger } from '../../types.js';
 import { keys } from '../keys/keys.js';
 import type { PartitionKeyOptions } from '../keys/partition-key.js';
 import type { KeyFunction } from '../request-view.js';
-import { HEADER_MODES, type HeaderMode, type HeadersOption, headerModes } from '../response/header-writer.js';
+import { HEADER_MODES, type HeaderMode, type HeadersOption } from '../response/header-mode.js';
+import { headerModes } from '../response/header-writer.js';
 import { PROBLEM_TYPES, type ProblemDetails, type ProblemKind } from '../response/problem.js';
 import { type HttpPolicies, PLAN_HTTP_KEYS, type PlanHttpConfig, type PlanHttpOptions, parsePlanHttpOptions } from './request-plans.js';
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../../create-limiter.js';
+import type { HeaderMode } from './header-mode.js';
 import type { HeaderPair } from './header-values.js';
-import { createHeaderWriter, type HeaderMode } from './header-writer.js';
+import { createHeaderWriter } from './header-writer.js';
 
 /** express-rate-limit 8.7.5, limit 2 per 60 s, three requests (http-spec.md section 2). */
 async function run(mode: HeaderMode): Promise<Record<string, string>[]> {

@@ -11,8 +11,8 @@
  * These are fixed formats of plain integers; draft-11 is the one that goes through a serializer.
  */
 import type { Decision, PolicyResult } from '../../types.js';
+import type { HeaderMode } from './header-mode.js';
 import { type HeaderPair, type HeaderWriter, remainingUnits, resetSeconds, windowSeconds } from './header-values.js';
-import type { HeaderMode } from './header-writer.js';
 
 function bindingResult(decision: Decision): PolicyResult | undefined {
   const results = decision.policies;

@@ -4,7 +4,7 @@
  * Node 20, would escape them (clock.ts says why it reads the global).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { monotonicClock } from './clock.js';
+import { monotonicClock, READS_PER_READING } from './clock.js';
 import { createLimiter } from './create-limiter.js';
 
 afterEach(() => {
@@ -27,5 +27,49 @@ describe('monotonicClock', () => {
     vi.advanceTimersByTime(60_000);
     expect((await limiter.check('k')).allowed).toBe(true);
     await limiter.close();
+  });
+});
+
+describe('monotonicClock shares one reading per turn of the event loop', () => {
+  it('serves a turn from one reading, and reads again on the next turn', async () => {
+    await new Promise((resolve) => setImmediate(resolve));
+    const first = monotonicClock();
+    const spin = performance.now() + 3;
+    while (performance.now() < spin) {
+      // Burn 3 ms inside this turn: the shared reading does not move.
+    }
+    expect(monotonicClock()).toBe(first);
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(monotonicClock()).toBeGreaterThanOrEqual(first + 3);
+  });
+
+  it('reads again after READS_PER_READING reads, however long the turn', () => {
+    for (let i = 0; i < READS_PER_READING; i++) monotonicClock();
+    const start = monotonicClock();
+    const spin = performance.now() + 2;
+    while (performance.now() < spin) {
+      // Burn 2 ms.
+    }
+    let moved = false;
+    for (let i = 0; i <= READS_PER_READING && !moved; i++) moved = monotonicClock() >= start + 2;
+    expect(moved).toBe(true);
+  });
+
+  it('never shares a real reading with a test that installed fake timers', () => {
+    monotonicClock();
+    vi.useFakeTimers();
+    const before = monotonicClock();
+    vi.advanceTimersByTime(5_000);
+    expect(monotonicClock() - before).toBe(5_000);
+  });
+
+  it('never steps back', () => {
+    let last = monotonicClock();
+    for (let i = 0; i < 10_000; i++) {
+      const t = monotonicClock();
+      expect(t).toBeGreaterThanOrEqual(last);
+      last = t;
+    }
   });
 });

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { monotonicClock, READS_PER_READING } from './clock.js';
-import { createLimiter } from './create-limiter.js';
+import { createLimiter } from './limiter/create-limiter.js';
 
 afterEach(() => {
   vi.useRealTimers();

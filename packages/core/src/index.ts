@@ -11,7 +11,7 @@ export {
   MAX_KEY_LENGTH,
   type PolicyStats,
   StoreTimeoutError,
-} from './create-limiter.js';
+} from './limiter/create-limiter.js';
 export { createDiagnostics, type Diagnostics, type ValidateOption, WARNING_CODES, type WarningCode } from './diagnostics.js';
 export { DOCS_URL, RateLimitConfigError } from './errors.js';
 export type { ForwardingHeader } from './http/client-ip/forwarded-header.js';

@@ -3,7 +3,7 @@
  * message that says how to fix it; undefined means absent; defaults.
  */
 import { describe, expect, it } from 'vitest';
-import { createLimiter } from './create-limiter.js';
+import { createLimiter } from './limiter/create-limiter.js';
 import { DOCS_URL, RateLimitConfigError } from './errors.js';
 import { consoleLogger } from './logging.js';
 import { type LimiterOptions, parseLimiterOptions } from './options.js';

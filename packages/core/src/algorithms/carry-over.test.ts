@@ -8,7 +8,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createLimiter } from '../create-limiter.js';
+import { createLimiter } from '../limiter/create-limiter.js';
 import { compilePolicy } from '../policy.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import { gcraDebt, gcraExpiresAt } from './gcra.js';

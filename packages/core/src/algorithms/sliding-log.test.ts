@@ -128,7 +128,7 @@ describe('sliding-log', () => {
 
 describe('sliding-log memory bound (issue 9)', () => {
   it('keeps at most MAX_LOG_ENTRIES entries per key, and never admits more than the limit', async () => {
-    const { createLimiter } = await import('../create-limiter.js');
+    const { createLimiter } = await import('../limiter/create-limiter.js');
     const { MemoryStore } = await import('../stores/memory-store.js');
     const { MAX_LOG_ENTRIES } = await import('./sliding-log.js');
     let now = 0;

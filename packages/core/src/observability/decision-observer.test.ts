@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { createLimiter } from '../create-limiter.js';
+import { createLimiter } from '../limiter/create-limiter.js';
 import { counterCells, exporters } from './metric-store.js';
 import { registerPrometheusMetrics } from './prometheus.js';
 

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createLimiter } from '../create-limiter.js';
+import { createLimiter } from '../limiter/create-limiter.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { Store, StoreKey, StorePlan, StoreResult } from '../stores/store.js';
 import { exporters, histogramCells } from './metric-store.js';

@@ -9,7 +9,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createLimiter } from '../create-limiter.js';
+import { createLimiter } from '../limiter/create-limiter.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { AlgorithmId, Decision } from '../types.js';
 

@@ -4,7 +4,7 @@
  * keys) are in plans.property.test.ts; the Redis twins in test/integration/redis/plans-differential.test.ts.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { createLimiter } from '../create-limiter.js';
+import { createLimiter } from '../limiter/create-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { AlgorithmId, Decision, Logger } from '../types.js';

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, type Limiter } from '../create-limiter.js';
+import { createLimiter, type Limiter } from '../limiter/create-limiter.js';
 import { policyArb } from '../testing/arbitraries.js';
 import { ALGORITHM_VARIANTS } from '../testing/variants.js';
 import type { Decision, PolicyOptions } from '../types.js';

@@ -4,7 +4,7 @@
  * `replay` returns the observed rows in the shape of the expected ones, so `expect(replay(...)).toEqual(rows)`
  * shows every mismatching row in one diff.
  */
-import { createLimiter, type Limiter } from '../create-limiter.js';
+import { createLimiter, type Limiter } from '../limiter/create-limiter.js';
 import type { LimiterOptions } from '../options.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { Decision, DecisionReason } from '../types.js';

@@ -6,7 +6,7 @@
  * throw, reject or hang get a documented fallback, and anything unexpected lets the request through
  * with one logged error. The adapter then only calls the framework's "next".
  */
-import { createLimiter, type Limiter } from '../../create-limiter.js';
+import { createLimiter, type Limiter } from '../../limiter/create-limiter.js';
 import { createDiagnostics, type Diagnostics } from '../../diagnostics.js';
 import { describeValue } from '../../errors.js';
 import { requestCostToMilli } from '../../internal/fixed-point.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLimiter } from '../../create-limiter.js';
+import { createLimiter } from '../../limiter/create-limiter.js';
 import type { HeaderMode } from './header-mode.js';
 import type { HeaderPair } from './header-values.js';
 import { createHeaderWriter } from './header-writer.js';

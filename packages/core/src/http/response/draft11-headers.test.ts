@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { parseList, serializeByteSequence, serializeList, serializeString } from 'structured-headers';
 import { describe, expect, it } from 'vitest';
-import { createLimiter } from '../../create-limiter.js';
+import { createLimiter } from '../../limiter/create-limiter.js';
 import type { PolicyOptions } from '../../types.js';
 import { createPartitionKey } from '../keys/partition-key.js';
 import { serviceLimitItem } from './draft11-headers.js';

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createLimiter } from '../../create-limiter.js';
+import { createLimiter } from '../../limiter/create-limiter.js';
 import type { Decision, PolicyOptions } from '../../types.js';
 import { buildProblem, createProblemBodyWriter, PROBLEM_TYPES, type ProblemKind } from './problem.js';
 import { retryAfterSeconds } from './respond.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLimiter } from '../../create-limiter.js';
+import { createLimiter } from '../../limiter/create-limiter.js';
 import type { Decision, PolicyOptions } from '../../types.js';
 import { createHeaderWriter } from './header-writer.js';
 import { createProblemBodyWriter, PROBLEM_TYPES } from './problem.js';

@@ -9,10 +9,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { policyArb, traceArb } from './testing/arbitraries.js';
-import { createVirtualLimiter, probe, type TraceOptions, type TraceStep } from './testing/replay.js';
-import { ALGORITHM_VARIANTS } from './testing/variants.js';
-import type { Decision, PolicyOptions } from './types.js';
+import { policyArb, traceArb } from '../testing/arbitraries.js';
+import { createVirtualLimiter, probe, type TraceOptions, type TraceStep } from '../testing/replay.js';
+import { ALGORITHM_VARIANTS } from '../testing/variants.js';
+import type { Decision, PolicyOptions } from '../types.js';
 
 const RUNS = 80;
 

@@ -5,23 +5,23 @@
  * decide, failure/ judges why (one key, or the node that serves it) and answers by the failure mode.
  */
 import { createHash } from 'node:crypto';
-import type { CompiledPolicy } from './algorithms/kernel.js';
-import { monotonicClock } from './clock.js';
-import { costUnits, DecisionImpl, Group, readGroup, Verdict } from './decision.js';
-import { codedError, describeValue, RateLimitConfigError } from './errors.js';
-import { Fallback } from './failure/fallback.js';
-import type { BreakerState } from './failure/node-health.js';
-import { CallFailure, StoreGuard } from './failure/store-guard.js';
-import { fromMilli, MILLI, requestCostToMilli, toMilli } from './internal/fixed-point.js';
-import { LeaseKeeper, leftQueue, waitsOut } from './leases/lease-keeper.js';
-import { aborted } from './leases/lease-queue.js';
-import { safeLog } from './logging.js';
-import { DecisionObserver, observerSetup } from './observability/decision-observer.js';
-import type { HotKeysReport } from './observability/hot-keys.js';
-import type { ShadowPolicyStats } from './observability/shadow-stats.js';
-import { StoreTimer } from './observability/store-timer.js';
-import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from './options.js';
-import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from './plans/compiled-plan.js';
+import type { CompiledPolicy } from '../algorithms/kernel.js';
+import { monotonicClock } from '../clock.js';
+import { costUnits, DecisionImpl, Group, readGroup, Verdict } from '../decision.js';
+import { codedError, describeValue, RateLimitConfigError } from '../errors.js';
+import { Fallback } from '../failure/fallback.js';
+import type { BreakerState } from '../failure/node-health.js';
+import { CallFailure, StoreGuard } from '../failure/store-guard.js';
+import { fromMilli, MILLI, requestCostToMilli, toMilli } from '../internal/fixed-point.js';
+import { LeaseKeeper, leftQueue, waitsOut } from '../leases/lease-keeper.js';
+import { aborted } from '../leases/lease-queue.js';
+import { safeLog } from '../logging.js';
+import { DecisionObserver, observerSetup } from '../observability/decision-observer.js';
+import type { HotKeysReport } from '../observability/hot-keys.js';
+import type { ShadowPolicyStats } from '../observability/shadow-stats.js';
+import { StoreTimer } from '../observability/store-timer.js';
+import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from '../options.js';
+import { type CompiledPlan, compilePlan, keysFor, Receipt, type RefundResult } from '../plans/compiled-plan.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -39,7 +39,7 @@ import {
   type StoreKey,
   type StorePlan,
   type StoreResult,
-} from './stores/store.js';
+} from '../stores/store.js';
 import type {
   ChargeReceipt,
   CheckOptions,
@@ -50,9 +50,9 @@ import type {
   QuotaUnit,
   RefundOptions,
   ShadowVerdict,
-} from './types.js';
+} from '../types.js';
 
-export { StoreTimeoutError } from './failure/store-timeout-error.js';
+export { StoreTimeoutError } from '../failure/store-timeout-error.js';
 
 /** Keys longer than this are replaced by their SHA-256, so a store never holds a huge key. */
 export const MAX_KEY_LENGTH = 256;

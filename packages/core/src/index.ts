@@ -2,16 +2,6 @@
  * @module @tollgate/core: algorithms, stores and the limiter. Named exports only.
  */
 export { monotonicClock } from './clock.js';
-export {
-  createLimiter,
-  type Limiter,
-  type LimiterEvents,
-  type LimiterKey,
-  type LimiterStats,
-  MAX_KEY_LENGTH,
-  type PolicyStats,
-  StoreTimeoutError,
-} from './limiter/create-limiter.js';
 export { createDiagnostics, type Diagnostics, type ValidateOption, WARNING_CODES, type WarningCode } from './diagnostics.js';
 export { DOCS_URL, RateLimitConfigError } from './errors.js';
 export type { ForwardingHeader } from './http/client-ip/forwarded-header.js';
@@ -63,6 +53,16 @@ export {
 export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/response/respond.js';
 export { type ClosableResponse, waitUnlessClosed } from './http/response/shaping-delay.js';
 export { OVERLOADED_TYPE, planShed } from './http/response/shed-response.js';
+export {
+  createLimiter,
+  type Limiter,
+  type LimiterEvents,
+  type LimiterKey,
+  type LimiterStats,
+  MAX_KEY_LENGTH,
+  type PolicyStats,
+  StoreTimeoutError,
+} from './limiter/create-limiter.js';
 export { consoleLogger, DEFAULT_LOG_RATE, formatLine, type LogFields, type LogFn, type Logger, type LogRateOptions } from './logging.js';
 export { DECISION_CHANNEL, type DecisionMessage } from './observability/decision-observer.js';
 export type { HotKey, HotKeysReport } from './observability/hot-keys.js';

@@ -3,8 +3,8 @@
  * message that says how to fix it; undefined means absent; defaults.
  */
 import { describe, expect, it } from 'vitest';
-import { createLimiter } from './limiter/create-limiter.js';
 import { DOCS_URL, RateLimitConfigError } from './errors.js';
+import { createLimiter } from './limiter/create-limiter.js';
 import { consoleLogger } from './logging.js';
 import { type LimiterOptions, parseLimiterOptions } from './options.js';
 import { MemoryStore } from './stores/memory-store.js';

@@ -3,8 +3,8 @@
  * path and a message that says how to fix it; and the fixed-point parameters it derives.
  */
 import { describe, expect, it } from 'vitest';
-import { createLimiter } from './limiter/create-limiter.js';
 import { DOCS_URL, RateLimitConfigError } from './errors.js';
+import { createLimiter } from './limiter/create-limiter.js';
 import { compilePolicy } from './policy.js';
 import type { PolicyOptions } from './types.js';
 

@@ -48,9 +48,9 @@ for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
       const now = 5_000_000;
       const limiter = plans(() => now);
       for (let i = 0; i < 30; i++) await limiter.check('k', { plan: 'pro' });
-      expect(await limiter.peek('k', { plan: 'free' })).toMatchObject({ allowed: true, remaining: 69 });
+      expect(await limiter.peek('k', { plan: 'free' })).toMatchObject({ allowed: true, remaining: 70 });
       await limiter.check('k', { plan: 'free', cost: 2.5 });
-      expect(await limiter.peek('k', { plan: 'pro' })).toMatchObject({ allowed: true, remaining: 966.5 });
+      expect(await limiter.peek('k', { plan: 'pro' })).toMatchObject({ allowed: true, remaining: 967.5 });
     });
   });
 }

@@ -1,11 +1,11 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createLimiter } from './create-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
 import { DECISION_CHANNEL, type DecisionMessage } from '../observability/decision-observer.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { Store } from '../stores/store.js';
 import type { Decision } from '../types.js';
+import { createLimiter } from './create-limiter.js';
 
 function clock(start = 1_000_000) {
   let now = start;

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createLimiter, type LimiterEvents } from './create-limiter.js';
 import { formatLine, type LogFields } from '../logging.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { Store, StorePlan, StoreResult } from '../stores/store.js';
 import type { Decision, Logger } from '../types.js';
+import { createLimiter, type LimiterEvents } from './create-limiter.js';
 
 /** A store whose behaviour the test switches: healthy (a real MemoryStore), throwing, rejecting or hanging. */
 class FlakyStore implements Store {

@@ -3,11 +3,11 @@
  * shadow mode, the counters of stats(), key normalisation and bad input at check time. Virtual time only.
  */
 import { describe, expect, it } from 'vitest';
-import { createLimiter, MAX_KEY_LENGTH } from './create-limiter.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { Store, StorePlan, StoreResult } from '../stores/store.js';
 import { createVirtualLimiter, replay, type TraceOptions, type TraceRow } from '../testing/replay.js';
 import type { Decision, PolicyOptions } from '../types.js';
+import { createLimiter, MAX_KEY_LENGTH } from './create-limiter.js';
 
 const perMinute: PolicyOptions = { name: 'minute', algorithm: 'fixed-window', limit: 5, windowMs: 10_000 };
 const perSecond: PolicyOptions = { name: 'second', algorithm: 'token-bucket', limit: 2, windowMs: 1000 };

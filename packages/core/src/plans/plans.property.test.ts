@@ -35,9 +35,9 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
 );
 
-/** What is left now, from a peek of the smallest cost (admitted: remaining after it; rejected: as it stands). */
+/** What is left now: a peek's `remaining`. */
 function level(d: Decision): number {
-  return d.allowed ? Math.round((d.remaining + 0.001) * 1000) / 1000 : d.remaining;
+  return d.remaining;
 }
 
 interface Net {

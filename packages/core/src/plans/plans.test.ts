@@ -4,8 +4,8 @@
  * keys) are in plans.property.test.ts; the Redis twins in test/integration/redis/plans-differential.test.ts.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { createLimiter } from '../limiter/create-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
+import { createLimiter } from '../limiter/create-limiter.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { AlgorithmId, Decision, Logger } from '../types.js';
 
@@ -162,7 +162,7 @@ describe('several keys, one decision', () => {
     expect(ipOut).toMatchObject({ allowed: false, policy: 'per-ip' });
     expect(ipOut.key).toBe('per-ip=1.2.3.4&per-account=carol');
     // carol was not charged by the request the IP refused.
-    expect((await limiter.peek({ 'per-ip': '5.6.7.8', 'per-account': 'carol' })).remaining).toBe(1);
+    expect((await limiter.peek({ 'per-ip': '5.6.7.8', 'per-account': 'carol' })).remaining).toBe(2);
   });
 
   it('needs a key for every policy of the plan', async () => {
@@ -173,7 +173,7 @@ describe('several keys, one decision', () => {
 });
 
 describe('peek', () => {
-  it.each(ALGORITHMS)('%s: answers what check would, charging nothing', async (algorithm) => {
+  it.each(ALGORITHMS)('%s: answers whether check would admit, and what is left now, charging nothing', async (algorithm) => {
     const { limiter, advance } = virtual({ policies: { algorithm, limit: 3, windowMs: 1000 } });
     await limiter.check('k');
     advance(10);
@@ -182,8 +182,29 @@ describe('peek', () => {
     expect(again).toEqual(seen);
     expect(seen.receipt).toBeUndefined();
     const real = await limiter.check('k', { cost: 2 });
-    expect({ ...real, receipt: undefined }).toEqual({ ...seen, receipt: undefined });
+    // The same verdict; `remaining` is what was left before the check took its 2 (issue 26).
+    const leftNow = (d: Decision) => ({
+      ...d,
+      receipt: undefined,
+      remaining: undefined,
+      policies: d.policies.map((r) => ({ ...r, remaining: undefined })),
+    });
+    expect(leftNow(real)).toEqual(leftNow(seen));
+    expect(real.allowed).toBe(true);
+    expect(seen.remaining).toBeCloseTo(real.remaining + 2, 9);
+    expect(seen.policies[0]?.remaining).toBeCloseTo((real.policies[0]?.remaining as number) + 2, 9);
     expect(limiter.stats().requests).toBe(2);
+  });
+
+  it.each(ALGORITHMS)('%s: remaining is what is left now: after 2 of 3, 1 (issue 26)', async (algorithm) => {
+    const { limiter } = virtual({ policies: { algorithm, limit: 3, windowMs: 1000 } });
+    expect((await limiter.peek('k')).remaining).toBe(3);
+    await limiter.check('k');
+    await limiter.check('k');
+    const left = await limiter.peek('k');
+    expect(left).toMatchObject({ allowed: true, remaining: 1 });
+    await limiter.check('k');
+    expect(await limiter.peek('k')).toMatchObject({ allowed: false, remaining: 0 });
   });
 });
 
@@ -202,7 +223,7 @@ describe('refund', () => {
     expect(await limiter.refund(first)).toMatchObject({ refunded: true });
     const full = await limiter.peek('k', { cost: 3 });
     expect(full.allowed).toBe(true);
-    expect(full.remaining).toBe(0);
+    expect(full.remaining).toBe(3);
   });
 
   it.each(['fixed-window', 'sliding-window', 'sliding-log'] as const)(
@@ -232,7 +253,7 @@ describe('refund', () => {
         for (const i of order) expect(await limiter.refund(charges[i] as Decision), `order ${order}`).toMatchObject({ refunded: true });
         const full = await limiter.peek('k', { cost: 3 });
         expect(full.allowed, `order ${order}`).toBe(true);
-        expect(full.remaining).toBe(0);
+        expect(full.remaining).toBe(3);
       }
     },
   );
@@ -244,7 +265,7 @@ describe('refund', () => {
     expect(await limiter.refund(b)).toMatchObject({ refunded: true });
     expect(await limiter.refund(c)).toMatchObject({ refunded: true });
     expect(await limiter.refund(a)).toMatchObject({ refunded: false });
-    expect((await limiter.peek('k', { cost: 0.001 })).remaining).toBe(1.999);
+    expect((await limiter.peek('k', { cost: 0.001 })).remaining).toBe(2);
   });
 
   it.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)(
@@ -266,9 +287,9 @@ describe('refund', () => {
     const d = await limiter.check('k', { cost: 4 });
     await expect(limiter.refund(d, { cost: 5 })).rejects.toThrow(/ERR_RL_INVALID_REFUND_COST/);
     await limiter.refund(d, { cost: 1.5 });
-    expect((await limiter.peek('k', { cost: 0.001 })).remaining).toBe(2.499);
+    expect((await limiter.peek('k', { cost: 0.001 })).remaining).toBe(2.5);
     await limiter.refund(d);
-    expect((await limiter.peek('k', { cost: 0.001 })).remaining).toBe(4.999);
+    expect((await limiter.peek('k', { cost: 0.001 })).remaining).toBe(5);
     expect(await limiter.refund(d, { cost: 1 })).toMatchObject({ refunded: false });
   });
 
@@ -295,7 +316,8 @@ describe('refund', () => {
     const d = await limiter.check(keys);
     expect(await limiter.refund(d)).toEqual({ refunded: true, policies: ['ip', 'account', 'next'] });
     const p = await limiter.peek(keys);
-    expect(p.policies.map((r) => r.remaining)).toEqual([1, 1]);
+    expect(p.policies.map((r) => r.remaining)).toEqual([2, 2]);
+    expect(p.shadow?.policies.map((r) => r.remaining)).toEqual([1]);
     expect(p.shadow?.allowed).toBe(true);
   });
 });

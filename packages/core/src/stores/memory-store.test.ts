@@ -17,8 +17,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, type Limiter } from '../limiter/create-limiter.js';
 import { RateLimitConfigError } from '../errors.js';
+import { createLimiter, type Limiter } from '../limiter/create-limiter.js';
 import type { Decision, PolicyOptions } from '../types.js';
 import { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
 

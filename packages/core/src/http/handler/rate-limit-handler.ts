@@ -6,11 +6,12 @@
  * throw, reject or hang get a documented fallback, and anything unexpected lets the request through
  * with one logged error. The adapter then only calls the framework's "next".
  */
-import { createLimiter, type Limiter } from '../../limiter/create-limiter.js';
+
 import { createDiagnostics, type Diagnostics } from '../../diagnostics.js';
 import { describeValue } from '../../errors.js';
 import { requestCostToMilli } from '../../internal/fixed-point.js';
 import { hasConcurrencyQueue } from '../../leases/lease-queue.js';
+import { createLimiter, type Limiter } from '../../limiter/create-limiter.js';
 import { consoleLogger, createLogGate, isAbstractNoopLogger, type Logger, safeLog, toLogger } from '../../logging.js';
 import { ShedObserver } from '../../observability/shed-observer.js';
 import type { LoadShedder, ShedTicket } from '../../shedding/load-shedder.js';

@@ -1,8 +1,8 @@
 import { createServer } from 'node:net';
 import { Cluster, Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLimiter } from '../../limiter/create-limiter.js';
 import { RateLimitConfigError } from '../../errors.js';
+import { createLimiter } from '../../limiter/create-limiter.js';
 import { compilePolicy } from '../../policy.js';
 import type { StorePlan } from '../store.js';
 import { RedisStore } from './redis-store.js';

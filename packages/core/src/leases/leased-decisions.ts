@@ -1,0 +1,159 @@
+/**
+ * @module The decision path of plans with concurrency policies, on top of the plain one
+ * (limiter/decide.ts): the store call carries a lease id, an admitted decision gets `release` and
+ * `renew` for its leases, and a plan whose concurrency policies queue makes a request wait its turn
+ * (lease-queue.ts). A limiter none of whose plans has a concurrency policy never builds this.
+ */
+import { DecisionImpl } from '../decision.js';
+import type { Fallback } from '../failure/fallback.js';
+import type { CallFailure, StoreGuard } from '../failure/store-guard.js';
+import type { DecisionBuilder } from '../limiter/build-decision.js';
+import type { Counters } from '../limiter/counters.js';
+import type { Decider } from '../limiter/decide.js';
+import type { LimiterKey } from '../limiter/limiter.js';
+import { costOf, type Target, type Targets } from '../limiter/target.js';
+import type { DecisionObserver } from '../observability/decision-observer.js';
+import type { StoreTimer } from '../observability/store-timer.js';
+import type { CompiledPlan } from '../plans/compiled-plan.js';
+import { isPromiseLike, keyAt, type Store, type StorePlan, type StoreResult } from '../stores/store.js';
+import type { CheckOptions, Decision } from '../types.js';
+import { type LeaseKeeper, leftQueue, waitsOut } from './lease-keeper.js';
+import { aborted } from './lease-queue.js';
+
+/**
+ * Lease ids, unique within the process (limiters sharing a store never end each other's leases); a
+ * RedisStore prefixes them with its own random id, unique across processes.
+ */
+let nextLease = 1;
+
+/** What the leased path needs besides the plain one. */
+export interface LeasedParts {
+  readonly plain: Decider;
+  readonly targets: Targets;
+  readonly builder: DecisionBuilder;
+  readonly guard: StoreGuard;
+  readonly timed: StoreTimer;
+  /** The store itself, where admitted leases are released and renewed. */
+  readonly store: Store;
+  readonly keeper: LeaseKeeper;
+  readonly fallbacks: ReadonlyMap<CompiledPlan, Fallback>;
+  readonly observer: DecisionObserver;
+  readonly counters: Counters;
+  readonly mode: 'enforce' | 'shadow';
+  readonly defaultCost: number;
+}
+
+/** Whether a leased decision is counted and observed now, or later by `account` (a queued request's attempts). */
+type Observing = 'observe' | 'quiet';
+
+export class LeasedDecider {
+  constructor(private readonly parts: LeasedParts) {}
+
+  /** `limiter.decide` for a limiter with concurrency policies in some plan. */
+  readonly decide = (rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> => {
+    const { targets, guard, mode, defaultCost } = this.parts;
+    const t = targets.of(rawKey, opts);
+    const cost = costOf(opts, defaultCost);
+    if (t.cp.queue !== undefined && mode !== 'shadow') return this.queued(t, cost, opts);
+    const starting = guard.starting();
+    if (starting !== undefined) return starting.then(() => this.decideNow(t, cost, opts));
+    return this.decideNow(t, cost, opts);
+  };
+
+  private decideNow(t: Target, cost: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
+    const plain = this.parts.plain;
+    if (!t.cp.leases) return plain.decideNow(t, cost, opts);
+    return this.leased(t, cost, plain.now(), opts, 'observe');
+  }
+
+  /** Decides `t` at `at` with a lease id; an admitted decision gets `release` and `renew` (in the store, or the local fallback's). */
+  private leased(t: Target, cost: number, at: number, opts: CheckOptions | undefined, observing: Observing): Decision | Promise<Decision> {
+    const { plain, guard, timed, builder, keeper, store, observer } = this.parts;
+    const lease = nextLease++;
+    const seen = (d: Decision): Decision => (observing === 'quiet' ? d : observer.observe(d, opts, at));
+    const node = guard.nodeOf(keyAt(t.storeKey, 0));
+    if (!guard.allow(node, at)) return seen(this.holding(plain.skipped(t, cost, at, node, lease), t, lease));
+    const seq = guard.next();
+    let r: StoreResult | Promise<StoreResult>;
+    try {
+      r = timed.apply(t.storeKey, t.cp.storePlan, cost, at, lease);
+    } catch (error) {
+      timed.threw();
+      return seen(this.holding(plain.failed(t, cost, at, guard.failure(node, seq, error, false), lease), t, lease));
+    }
+    const done = (o: StoreResult): Decision => {
+      const d = builder.build(t.key, cost, o, t.cp, t.cp.all, false, observing === 'quiet' ? 'uncounted' : 'count');
+      return seen(this.holding(builder.label(d, t, cost, o, at), t, lease));
+    };
+    const failed = (f: CallFailure): Decision => {
+      keeper.abandon(store, t.storeKey, t.cp.storePlan, lease, at);
+      return seen(this.holding(plain.failed(t, cost, at, f, lease), t, lease));
+    };
+    if (isPromiseLike(r)) return guard.watch(node, seq, r, done, failed);
+    guard.answered(node);
+    return done(r);
+  }
+
+  /** Gives an admitted decision of a leased plan its `release` and `renew`. */
+  private holding(d: Decision, t: Target, lease: number): Decision {
+    if (d.limited || !(d instanceof DecisionImpl)) return d;
+    let s: Store = this.parts.store;
+    let plan: StorePlan = t.cp.storePlan;
+    if (d.degraded) {
+      // 'local' took the lease in its own store; 'open' admitted without one.
+      const local = (this.parts.fallbacks.get(t.cp) as Fallback).leases;
+      if (local === undefined) return d;
+      s = local.store;
+      plan = local.plan;
+    }
+    this.parts.keeper.hold(d, t.cp, t.storeKey, lease, s, plan, queueId(t));
+    return d;
+  }
+
+  /**
+   * A request of a plan whose concurrency policies may queue: decided at once when no one waits for its
+   * key here and it gets a lease; else it waits its turn. Counted and observed once, with its last decision.
+   */
+  private async queued(t: Target, cost: number, opts: CheckOptions | undefined): Promise<Decision> {
+    const { keeper, guard, plain, mode } = this.parts;
+    const queue = t.cp.queue as NonNullable<CompiledPlan['queue']>;
+    const id = queueId(t);
+    const attempt = async (): Promise<Decision> => {
+      await guard.starting();
+      return this.leased(t, cost, plain.now(), opts, 'quiet');
+    };
+    let d: Decision | undefined;
+    let firstRetryMs = 0;
+    if (keeper.queues.waiting(id) === 0) {
+      d = await attempt();
+      if (!waitsOut(d, t.cp) || aborted(opts?.signal)) return this.account(d, t.cp, opts);
+      firstRetryMs = d.retryAfterMs;
+    }
+    if (aborted(opts?.signal)) return this.account(d ?? leftQueue(t.cp, t.key, cost, mode), t.cp, opts);
+    if (keeper.queues.waiting(id) >= queue.size) return this.account(d ?? (await attempt()), t.cp, opts);
+    keeper.countQueued(t.cp, 1);
+    try {
+      await keeper.queues.wait(id, plain.now() + queue.timeoutMs, plain.now, opts?.signal, firstRetryMs, async () => {
+        d = await attempt();
+        return { done: !waitsOut(d, t.cp), retryMs: d.retryAfterMs };
+      });
+    } finally {
+      keeper.countQueued(t.cp, -1);
+    }
+    if (d !== undefined) return this.account(d, t.cp, opts);
+    // Never at the head: a client that went away is refused without a lease; a timeout tries once more.
+    return this.account(aborted(opts?.signal) ? leftQueue(t.cp, t.key, cost, mode) : await attempt(), t.cp, opts);
+  }
+
+  /** Counts and observes a decision made quietly (`queued`); degraded answers counted themselves. */
+  private account(d: Decision, cp: CompiledPlan, opts: CheckOptions | undefined): Decision {
+    if (!d.degraded) this.parts.counters.decision(d, cp);
+    // A queued request's decision time is not at hand here (its last attempt made it): the observer's clock.
+    return this.parts.observer.observe(d, opts, this.parts.observer.now());
+  }
+}
+
+/** The queue a request of `t` waits in: its plan and key. */
+function queueId(t: Target): string {
+  return `${t.cp.name}\n${t.key}`;
+}

@@ -1,0 +1,157 @@
+/**
+ * @module Builds a Decision from a store result: the binding policy of the enforced group, the shadow
+ * group's verdict, the counters, and for a charged decision the receipt `refund()` takes. The one place
+ * a store result becomes a Decision, for the store's answers and the failure mode's alike.
+ */
+import type { CompiledPolicy } from '../algorithms/kernel.js';
+import { costUnits, DecisionImpl, Group, readGroup, Verdict } from '../decision.js';
+import { fromMilli } from '../internal/fixed-point.js';
+import { type CompiledPlan, Receipt } from '../plans/compiled-plan.js';
+import {
+  F_ALLOWED,
+  F_CHARGED,
+  F_EXCEEDS,
+  R_DELAY,
+  R_FLAGS,
+  R_POSITION,
+  R_REMAINING,
+  R_RESET,
+  R_RETRY_AFTER,
+  RESULT_STRIDE,
+  type StoreResult,
+} from '../stores/store.js';
+import type { Decision, PolicyResult, ShadowVerdict } from '../types.js';
+import type { Counters } from './counters.js';
+import type { Target } from './target.js';
+
+/** Whether a built decision goes into the counters: a peek's does not. */
+export type Counting = 'count' | 'uncounted';
+
+export class DecisionBuilder {
+  private readonly enforced = new Group();
+  private readonly candidates = new Group();
+  private readonly shadowMode: boolean;
+
+  constructor(
+    private readonly mode: 'enforce' | 'shadow',
+    private readonly hasShadow: boolean,
+    private readonly counters: Counters,
+    /** Identifies this limiter's receipts. */
+    readonly issuer: object,
+  ) {
+    this.shadowMode = mode === 'shadow';
+  }
+
+  /**
+   * The decision for `r`, a result over `policies` (the plan's own, or the failure mode's local twins);
+   * `degraded` marks answers of the failure mode.
+   */
+  build(
+    key: string,
+    cost: number,
+    r: StoreResult,
+    cp: CompiledPlan,
+    policies: readonly CompiledPolicy[],
+    degraded: boolean,
+    counting: Counting,
+  ): DecisionImpl {
+    const count = counting === 'count';
+    if (count) this.counters.requests += 1;
+    if (policies.length === 1) return this.single(key, cost, r, cp, policies[0] as CompiledPolicy, degraded, count);
+    const { enforced, candidates } = this;
+    readGroup(enforced, r, policies, 0, cp.enforcedCount);
+    const limited = !enforced.charged;
+    if (count) this.countPolicies(r, cp, policies.length, limited);
+    let shadow: ShadowVerdict | undefined;
+    if (this.hasShadow) {
+      readGroup(candidates, r, policies, cp.enforcedCount, policies.length);
+      const b = candidates.binding as PolicyResult;
+      shadow = new Verdict(candidates.charged, candidates.reason, b.name, b.remaining, candidates.retryAfterMs, candidates.results);
+      if (count) this.counters.shadow(candidates.charged, limited);
+    }
+    const b = enforced.binding as PolicyResult;
+    return new DecisionImpl(
+      !limited || this.shadowMode,
+      limited,
+      enforced.reason,
+      this.mode,
+      key,
+      costUnits(cost),
+      b.name,
+      b.remaining,
+      enforced.retryAfterMs,
+      b.resetMs,
+      enforced.delayMs,
+      enforced.results,
+      shadow,
+      degraded,
+    );
+  }
+
+  private countPolicies(r: StoreResult, cp: CompiledPlan, n: number, limited: boolean): void {
+    if (limited) this.counters.limited += 1;
+    const rejected = cp.rejected;
+    for (let i = 0; i < n; i++) {
+      if (((r[i * RESULT_STRIDE + R_FLAGS] as number) & F_ALLOWED) === 0) rejected[i] = (rejected[i] as number) + 1;
+    }
+  }
+
+  /** The common case, one enforced policy and no shadow: no loops, and `policies` built only if read. */
+  private single(
+    key: string,
+    cost: number,
+    r: StoreResult,
+    cp: CompiledPlan,
+    p: CompiledPolicy,
+    degraded: boolean,
+    count: boolean,
+  ): DecisionImpl {
+    const flags = r[R_FLAGS] as number;
+    const limited = (flags & F_CHARGED) === 0;
+    const exceeds = (flags & F_EXCEEDS) !== 0;
+    if (limited && count) {
+      this.counters.limited += 1;
+      cp.rejected[0] = (cp.rejected[0] as number) + 1;
+    }
+    return new DecisionImpl(
+      !limited || this.shadowMode,
+      limited,
+      exceeds ? 'cost-exceeds-capacity' : limited ? 'limited' : 'allowed',
+      this.mode,
+      key,
+      costUnits(cost),
+      p.name,
+      fromMilli(r[R_REMAINING] as number),
+      limited && !exceeds ? (r[R_RETRY_AFTER] as number) : 0,
+      r[R_RESET] as number,
+      limited ? 0 : (r[R_DELAY] as number),
+      p,
+      undefined,
+      degraded,
+    );
+  }
+
+  /** Labels a decision the store made with its plan and, when it charged, a receipt for `refund()`. */
+  label(d: DecisionImpl, t: Target, cost: number, r: StoreResult, at: number): Decision {
+    d.plan = t.cp.name;
+    // `=== false`, not `!`: a compare with the boolean, where `!` compiles to a full truthiness test.
+    if (d.limited === false && d.degraded === false) d.receipt = this.receipt(t, cost, r, at);
+    return d;
+  }
+
+  private receipt(t: Target, cost: number, r: StoreResult, at: number): Receipt {
+    const cp = t.cp;
+    const n = cp.all.length;
+    // RedisStore answers with the `now` it used after the per-policy numbers; the memory store used ours.
+    const storeNow = r.length > n * RESULT_STRIDE ? (r[n * RESULT_STRIDE] as number) : at;
+    // Per policy its mark, then per policy its position (Store.refund); NaN for a policy not charged.
+    const marks: number[] = new Array(2 * n);
+    const none = Number.NaN;
+    for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
+      const charged = cp.refundable[i] === 1 && ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0;
+      marks[i] = charged ? storeNow + (r[o + R_RESET] as number) : none;
+      marks[n + i] = charged ? (r[o + R_POSITION] as number) : none;
+    }
+    return new Receipt(this.issuer, cp, t.storeKey, costUnits(cost), cost, marks);
+  }
+}

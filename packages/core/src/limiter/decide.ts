@@ -1,0 +1,141 @@
+/**
+ * @module The decision path of plans without concurrency policies (leases/leased-decisions.ts adds
+ * theirs): target, clock, breaker, one store call, the Decision, the observer. A check the store cannot
+ * answer (its node's breaker is open, the call threw, failed or was too slow) is answered by the
+ * failure mode (failure/fallback.ts) and reported as a `store-error` event.
+ *
+ * The inlining budget: V8 inlines the most frequent calls first and charges each inlined callee's whole
+ * bytecode, rare branches included, to the caller's budget (920 bytes on Node 20). Spent on anything
+ * else, it leaves the store's `apply` and its kernel out of line. So `decideAt` keeps rare branches (a
+ * named plan, a given cost, an unhealthy node, a new key) in callees, and the observer runs in
+ * `decideNow`. Check a change with `node --trace-turbo-inlining` (bench/README.md, section O).
+ */
+import type { DecisionImpl } from '../decision.js';
+import type { Fallback } from '../failure/fallback.js';
+import type { CallFailure, StoreGuard } from '../failure/store-guard.js';
+import type { DecisionObserver } from '../observability/decision-observer.js';
+import type { StoreTimer } from '../observability/store-timer.js';
+import type { CompiledPlan } from '../plans/compiled-plan.js';
+import { isPromiseLike, keyAt, type StoreResult } from '../stores/store.js';
+import type { CheckOptions, Clock, Decision } from '../types.js';
+import type { DecisionBuilder } from './build-decision.js';
+import type { Counters } from './counters.js';
+import type { LimiterEventHub } from './events.js';
+import type { LimiterKey } from './limiter.js';
+import { costOf, type Target, type Targets } from './target.js';
+
+/** The parts a decision path is assembled from (create-limiter.ts builds them once). */
+export interface DecisionParts {
+  readonly targets: Targets;
+  readonly builder: DecisionBuilder;
+  readonly guard: StoreGuard;
+  /** The store, timed while an exporter is attached. */
+  readonly store: StoreTimer;
+  readonly observer: DecisionObserver;
+  /** The failure mode of each plan. */
+  readonly fallbacks: ReadonlyMap<CompiledPlan, Fallback>;
+  readonly counters: Counters;
+  readonly events: LimiterEventHub;
+  /** The limiter's clock, checked. */
+  readonly now: Clock;
+  /** The limiter's default cost, in milli-units. */
+  readonly defaultCost: number;
+  /** `'local'` counts a degraded answer as a request of its own (its fallback limiter builds it). */
+  readonly countsDegraded: boolean;
+}
+
+export class Decider {
+  private readonly targets: Targets;
+  private readonly builder: DecisionBuilder;
+  private readonly guard: StoreGuard;
+  private readonly store: StoreTimer;
+  private readonly observer: DecisionObserver;
+  private readonly fallbacks: ReadonlyMap<CompiledPlan, Fallback>;
+  private readonly counters: Counters;
+  private readonly events: LimiterEventHub;
+  readonly now: Clock;
+  private readonly defaultCost: number;
+  private readonly countsDegraded: boolean;
+
+  constructor(parts: DecisionParts) {
+    this.targets = parts.targets;
+    this.builder = parts.builder;
+    this.guard = parts.guard;
+    this.store = parts.store;
+    this.observer = parts.observer;
+    this.fallbacks = parts.fallbacks;
+    this.counters = parts.counters;
+    this.events = parts.events;
+    this.now = parts.now;
+    this.defaultCost = parts.defaultCost;
+    this.countsDegraded = parts.countsDegraded;
+  }
+
+  /** `limiter.decide`: the Decision itself when the store answers synchronously, else a promise of it. */
+  readonly decide = (rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> => {
+    const t = this.targets.of(rawKey, opts);
+    const cost = costOf(opts, this.defaultCost);
+    const starting = this.guard.starting();
+    if (starting !== undefined) return starting.then(() => this.decideNow(t, cost, opts));
+    return this.decideNow(t, cost, opts);
+  };
+
+  /** Decides `t` now, observed (metrics, diagnostics channel, hot keys, shadow record). */
+  decideNow(t: Target, cost: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
+    const at = this.now();
+    const d = this.decideAt(t, cost, at, opts);
+    return isPromiseLike(d) ? d : this.observer.observe(d, opts, at);
+  }
+
+  /**
+   * Decides `t` at `at`. A decision made at once (a synchronous store, a call skipped by the breaker or
+   * failed) comes back unobserved: `decideNow` passes it to the observer. On an asynchronous store the
+   * decision is built and observed in the step that settles the store's call (StoreGuard.watch).
+   */
+  private decideAt(t: Target, cost: number, at: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
+    const guard = this.guard;
+    const node = guard.nodeOf(keyAt(t.storeKey, 0));
+    if (!guard.allow(node, at)) return this.skipped(t, cost, at, node);
+    const seq = guard.next();
+    let r: StoreResult | Promise<StoreResult>;
+    try {
+      r = this.store.apply(t.storeKey, t.cp.storePlan, cost, at);
+    } catch (error) {
+      this.store.threw();
+      return this.failed(t, cost, at, guard.failure(node, seq, error, false));
+    }
+    if (isPromiseLike(r)) {
+      return guard.watch(
+        node,
+        seq,
+        r,
+        (o) => this.observer.observe(this.built(t, cost, o, at), opts, at),
+        (f) => this.observer.observe(this.failed(t, cost, at, f), opts, at),
+      );
+    }
+    guard.answered(node);
+    return this.built(t, cost, r, at);
+  }
+
+  /** The Decision for the store's answer `r`, counted and labelled. */
+  built(t: Target, cost: number, r: StoreResult, at: number): Decision {
+    const d: DecisionImpl = this.builder.build(t.key, cost, r, t.cp, t.cp.all, false, 'count');
+    return this.builder.label(d, t, cost, r, at);
+  }
+
+  /** The failure mode's answer for a check that skips the store (its node's breaker is open). */
+  skipped(t: Target, cost: number, at: number, node: string, lease?: number): Decision {
+    this.counters.storeErrors += 1;
+    const d = (this.fallbacks.get(t.cp) as Fallback).answer(t.key, cost, at, this.guard.retryMs(node, at), t.storeKey, lease);
+    if (!this.countsDegraded) this.counters.requests += 1;
+    (d as DecisionImpl).plan = t.cp.name;
+    return d;
+  }
+
+  /** The failure mode's answer for a check the store failed on. */
+  failed(t: Target, cost: number, at: number, failure: CallFailure, lease?: number): Decision {
+    if (failure.scope === 'key') this.guard.logKeyFailure(t.key, failure);
+    this.events.emit('store-error', { error: failure.error, key: t.key, scope: failure.scope, node: failure.node });
+    return this.skipped(t, cost, at, failure.node, lease);
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * @module The two store operations beside a check: `peek` (what is left now, charging nothing) and
+ * `refund` (give back a charge by its receipt). Each goes to the store as one atomic call, watched by
+ * the failure guard like a check, but a failure rejects instead of answering by the failure mode: a
+ * dashboard or a refund must not act on an invented answer.
+ */
+import type { CompiledPolicy } from '../algorithms/kernel.js';
+import { DecisionImpl } from '../decision.js';
+import { codedError, describeValue } from '../errors.js';
+import { CallFailure, type StoreGuard } from '../failure/store-guard.js';
+import { MILLI, toMilli } from '../internal/fixed-point.js';
+import { Receipt, type RefundResult } from '../plans/compiled-plan.js';
+import { F_CHARGED, isPromiseLike, keyAt, R_FLAGS, R_REMAINING, RESULT_STRIDE, type Store, type StoreResult } from '../stores/store.js';
+import type { ChargeReceipt, CheckOptions, Clock, Decision, RefundOptions } from '../types.js';
+import type { DecisionBuilder } from './build-decision.js';
+import type { LimiterKey } from './limiter.js';
+import { costOf, type Target, type Targets } from './target.js';
+
+const NOTHING_REFUNDED: RefundResult = Object.freeze({ refunded: false, policies: Object.freeze([]) });
+
+/** The identity, for `StoreGuard.watch` callers that want the result or the failure as it is. */
+function same<T>(value: T): T {
+  return value;
+}
+
+/** What `peek` and `refund` need of the limiter. */
+export interface PeekRefundParts {
+  readonly store: Store;
+  readonly guard: StoreGuard;
+  readonly targets: Targets;
+  readonly builder: DecisionBuilder;
+  readonly now: Clock;
+  readonly defaultCost: number;
+}
+
+function unsupported(store: Store, operation: string): TypeError {
+  return codedError(
+    TypeError,
+    'ERR_RL_STORE_UNSUPPORTED',
+    `the '${store.kind}' store has no ${operation}(); MemoryStore and RedisStore have one`,
+  );
+}
+
+/** A store call watched like a check's; a failure comes back as the error it carries. */
+async function watched<T>(guard: StoreGuard, storeKey: Target['storeKey'], pending: T | Promise<T>): Promise<T> {
+  if (!isPromiseLike(pending)) return pending;
+  const node = guard.nodeOf(keyAt(storeKey, 0));
+  const out = await guard.watch<T, T | CallFailure>(node, guard.next(), pending, same, same);
+  if (out instanceof CallFailure) throw out.error;
+  return out;
+}
+
+/**
+ * The Decision a check of `cost` would get now, charging nothing; `remaining` is what is left now,
+ * before that check (a policy that would charge it gets the charge back in the answer).
+ */
+export async function peek(parts: PeekRefundParts, rawKey: LimiterKey, opts: CheckOptions | undefined): Promise<Decision> {
+  const { store, guard, targets, builder, now, defaultCost } = parts;
+  const t = targets.of(rawKey, opts);
+  const cost = costOf(opts, defaultCost);
+  if (store.peek === undefined) throw unsupported(store, 'peek');
+  await guard.starting();
+  const r = await watched(guard, t.storeKey, store.peek(t.storeKey, t.cp.storePlan, cost, now()));
+  const d = builder.build(t.key, cost, leftNow(r, t.cp.all, cost), t.cp, t.cp.all, false, 'uncounted');
+  d.plan = t.cp.name;
+  return d;
+}
+
+/** `r` with each charging policy's remaining taken back to before the charge (a lease is one request, whatever the cost). */
+function leftNow(r: StoreResult, policies: readonly CompiledPolicy[], cost: number): StoreResult {
+  const out = Array.from(r as ArrayLike<number>);
+  for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE) {
+    if (((out[o + R_FLAGS] as number) & F_CHARGED) === 0) continue;
+    const p = policies[i] as CompiledPolicy;
+    const charge = p.algorithm === 'concurrency' ? MILLI : cost;
+    out[o + R_REMAINING] = Math.min(p.capMilli, (out[o + R_REMAINING] as number) + charge);
+  }
+  return out;
+}
+
+/** Gives back a charge by its receipt (see `Limiter.refund`). */
+export async function refund(
+  parts: PeekRefundParts,
+  charge: Decision | ChargeReceipt,
+  opts: RefundOptions | undefined,
+): Promise<RefundResult> {
+  const { store, guard, builder, now } = parts;
+  const given =
+    charge instanceof DecisionImpl || (typeof charge === 'object' && charge !== null && 'allowed' in charge)
+      ? (charge as Decision).receipt
+      : charge;
+  if (given === undefined) return NOTHING_REFUNDED;
+  const receipt = Receipt.open(given, builder.issuer);
+  if (receipt === undefined) {
+    throw codedError(
+      TypeError,
+      'ERR_RL_INVALID_RECEIPT',
+      `refund() takes a Decision or decision.receipt from this limiter's check(); received ${describeValue(charge)}`,
+    );
+  }
+  if (receipt.left <= 0) return NOTHING_REFUNDED;
+  const give = refundCost(receipt, opts);
+  if (store.refund === undefined) throw unsupported(store, 'refund');
+  // What the receipt gave back before (Store.refund: the last of the marks).
+  const marks = [...receipt.marks, Math.round(receipt.cost * MILLI) - receipt.left];
+  // Spent before the call: a refund whose answer is lost is never sent twice.
+  receipt.spend(give);
+  const cp = receipt.compiled;
+  const done = await watched(guard, receipt.key, store.refund(receipt.key, cp.storePlan, give, marks, now()));
+  const names: string[] = [];
+  for (let i = 0; i < cp.all.length; i++) if (done[i] === 1) names.push((cp.all[i] as CompiledPolicy).name);
+  return Object.freeze({ refunded: names.length > 0, policies: Object.freeze(names) });
+}
+
+/** The milli-units a refund gives back: `options.cost`, else what is left of the receipt. */
+function refundCost(receipt: Receipt, opts: RefundOptions | undefined): number {
+  const cost = opts?.cost === undefined ? receipt.left : toMilli(opts.cost);
+  if (!(cost > 0) || cost > Math.round(receipt.cost * MILLI)) {
+    throw codedError(
+      RangeError,
+      'ERR_RL_INVALID_REFUND_COST',
+      `a refund's cost must be a positive multiple of 1/1000, at most the cost charged (${receipt.cost}); received ${describeValue(opts?.cost)}`,
+    );
+  }
+  return Math.min(cost, receipt.left);
+}

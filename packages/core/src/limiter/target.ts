@@ -1,0 +1,96 @@
+/**
+ * @module What a check is decided for: its plan, its store key (one key, or one per policy) and the key
+ * text a Decision reports, and its cost in milli-units. Bad input throws here, before any state is read.
+ */
+import { createHash } from 'node:crypto';
+import { codedError, describeValue } from '../errors.js';
+import { MILLI, requestCostToMilli } from '../internal/fixed-point.js';
+import { type Logger, safeLog } from '../logging.js';
+import { type CompiledPlan, keysFor } from '../plans/compiled-plan.js';
+import type { StoreKey } from '../stores/store.js';
+import type { CheckOptions } from '../types.js';
+import type { LimiterKey } from './limiter.js';
+
+/** Keys longer than this are replaced by their SHA-256, so a store never holds a huge key. */
+export const MAX_KEY_LENGTH = 256;
+
+/** The most unknown plan names warned about, each once: a flood of names an attacker picks cannot grow the set. */
+const MAX_UNKNOWN_PLANS_WARNED = 1000;
+
+/** Replaces keys that are too long by a digest; rejects what is not a string. */
+export function normalizeKey(key: string): string {
+  if (typeof key !== 'string') {
+    throw codedError(TypeError, 'ERR_RL_INVALID_KEY', `the key must be a string; received ${describeValue(key)}`);
+  }
+  if (key.length <= MAX_KEY_LENGTH) return key;
+  return `sha256:${createHash('sha256').update(key).digest('base64url')}`;
+}
+
+/** A check's cost in milli-units: `options.cost`, else `fallback` (the limiter's, already in milli-units). */
+export function costOf(options: CheckOptions | undefined, fallback: number): number {
+  const cost = options?.cost;
+  return cost === undefined ? fallback : costToMilli(cost);
+}
+
+function costToMilli(cost: number): number {
+  // A cost past exact arithmetic (Infinity, 1e13) is OVERSIZE_MILLI: above every capacity, so a 413.
+  const milli = cost === 1 ? MILLI : requestCostToMilli(cost);
+  if (milli < 0) {
+    throw codedError(
+      RangeError,
+      'ERR_RL_INVALID_COST',
+      `cost must be a positive finite multiple of 1/1000 (e.g. 1, 2.5, 0.001); received ${describeValue(cost)}`,
+    );
+  }
+  return milli;
+}
+
+/** The plan, the store key and the Decision's `key` text of a check. */
+export interface Target {
+  readonly cp: CompiledPlan;
+  readonly storeKey: StoreKey;
+  readonly key: string;
+}
+
+/** Turns a check's key and options into its Target, by the limiter's plans. */
+export class Targets {
+  /** Unknown plan names already warned about. */
+  private readonly warned = new Set<string>();
+
+  constructor(
+    private readonly plans: ReadonlyMap<string, CompiledPlan>,
+    readonly defaultPlan: CompiledPlan,
+    private readonly unknownPlan: CompiledPlan,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The Target of `rawKey` under `opts.plan` (else the default plan). */
+  of(rawKey: LimiterKey, opts: CheckOptions | undefined): Target {
+    const cp = opts?.plan === undefined ? this.defaultPlan : this.named(opts.plan);
+    if (typeof rawKey !== 'object' || rawKey === null) {
+      const key = normalizeKey(rawKey as string);
+      return { cp, storeKey: key, key };
+    }
+    const { storeKey, text } = keysFor(cp, rawKey, normalizeKey);
+    return { cp, storeKey, key: text };
+  }
+
+  /** The plan named `name`; the `unknownPlan` fallback, with a warning once per name, for a name no plan has. */
+  private named(name: string): CompiledPlan {
+    const cp = this.plans.get(name);
+    if (cp !== undefined) return cp;
+    if (typeof name !== 'string') {
+      throw codedError(TypeError, 'ERR_RL_INVALID_PLAN', `the plan must be a plan name (a string); received ${describeValue(name)}`);
+    }
+    if (!this.warned.has(name) && this.warned.size < MAX_UNKNOWN_PLANS_WARNED) {
+      this.warned.add(name);
+      safeLog(
+        this.logger,
+        'warn',
+        { code: 'WRN_RL_UNKNOWN_PLAN', plan: name, appliedPlan: this.unknownPlan.name, plans: [...this.plans.keys()] },
+        'WRN_RL_UNKNOWN_PLAN: a check named a plan that does not exist; the unknownPlan fallback applies',
+      );
+    }
+    return this.unknownPlan;
+  }
+}

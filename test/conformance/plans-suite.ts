@@ -110,8 +110,9 @@ export function definePlansConformance(name: string, makeApp: MakeApp): void {
       await request(app.server).get('/').expect(200);
       await request(app.server).get('/').expect(200);
       const seen = await side.peek('client');
-      expect(seen).toMatchObject({ allowed: true, remaining: 0 });
-      expect((await side.peek('client')).remaining).toBe(0);
+      // What is left now: 1 of 3 (issue 26: peek does not answer as if the request were made).
+      expect(seen).toMatchObject({ allowed: true, remaining: 1 });
+      expect((await side.peek('client')).remaining).toBe(1);
       const charged = await side.check('client');
       await request(app.server).get('/').expect(429);
       await side.refund(charged);

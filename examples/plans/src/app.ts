@@ -56,7 +56,7 @@ export function createApp(options: { clock?: Clock } = {}): PlansApp {
     );
     res.json({
       plan: decision.plan,
-      left: Object.fromEntries(decision.policies.map((p) => [p.name, p.allowed ? p.remaining + 1 : p.remaining])),
+      left: Object.fromEntries(decision.policies.map((p) => [p.name, p.remaining])),
     });
   });
   app.get('/api/widgets', limit, async (req, res) => {

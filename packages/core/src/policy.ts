@@ -4,7 +4,7 @@
  */
 import { concurrency } from './algorithms/concurrency.js';
 import { algorithms } from './algorithms/index.js';
-import type { AlgorithmKernel, CompiledPolicy } from './algorithms/kernel.js';
+import type { CompiledPolicy } from './algorithms/kernel.js';
 import { RateLimitConfigError } from './errors.js';
 import { gcd, MILLI } from './internal/fixed-point.js';
 import { type KeysEnum, positiveInteger } from './internal/read-options.js';
@@ -139,6 +139,61 @@ export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boo
   }
   if (isConcurrencyOptions(input) && !shadow) return compileConcurrency(input, path);
   const options = input as PolicyOptions;
+  rejectUnknownPolicyKeys(options, path);
+  const algorithm = readAlgorithm(options, path);
+  const name = readName(options, path);
+  const { limit, windowMs } = readRate(options, path);
+  const bucket = isBucket(algorithm);
+  checkBurst(options, path, algorithm, bucket);
+  checkShaping(options, path, algorithm);
+  const unit = readUnit(options, path, algorithm);
+  const capacity = bucket ? (options.burst ?? limit) : limit;
+  const capMilli = capacity * MILLI;
+  const g = gcd(windowMs, limit * MILLI);
+  const rate = (limit * MILLI) / g;
+  const tokenTicks = windowMs / g;
+  const capTicks = capMilli * tokenTicks;
+  const delayAfter = options.delayAfter ?? 0;
+  // Every product an algorithm forms must stay an exact integer.
+  const largest = bucket ? capTicks : algorithm === 'sliding-window' ? capMilli * windowMs * 2 : capMilli;
+  if (!Number.isSafeInteger(largest) || !Number.isSafeInteger(limit * MILLI)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_PRECISION',
+      path,
+      `is too large for exact integer arithmetic (limit ${limit}, windowMs ${windowMs}${bucket ? `, burst ${capacity}` : ''}); ` +
+        'use a smaller limit or burst, or a window that is a round number of seconds',
+      options,
+    );
+  }
+  // The window algorithms' state (milli-units counted) means the same under any limit, and bucket state
+  // records the limit and burst it was written under (gcra.ts, token-bucket.ts convert it): a change of
+  // limit or plan keeps it, so neither is part of the identity.
+  const params = algorithm === 'fixed-window' ? `${windowMs}/${options.anchor ?? 'clock'}` : `${windowMs}`;
+  return Object.freeze({
+    name,
+    algorithm,
+    kernel: algorithms[algorithm],
+    shadow,
+    limit,
+    windowMs,
+    capacity,
+    unit,
+    anchorFirst: options.anchor === 'first-request',
+    delayAfter,
+    capMilli,
+    rate,
+    tokenTicks,
+    capTicks,
+    delayTicks: delayAfter * MILLI * tokenTicks,
+    maxDelayTicks:
+      options.maxDelayMs === undefined ? Number.POSITIVE_INFINITY : delayAfter * MILLI * tokenTicks + options.maxDelayMs * rate,
+    id: `${shadow ? 'shadow' : 'enforce'}:${name}:${algorithm}:${params}`,
+    queue: undefined,
+  });
+}
+
+/** Throws ERR_RL_UNKNOWN_OPTION for a key no policy has. */
+function rejectUnknownPolicyKeys(options: PolicyOptions, path: string): void {
   for (const key of Object.keys(options)) {
     if (!(key in POLICY_KEYS)) {
       throw new RateLimitConfigError(
@@ -149,6 +204,9 @@ export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boo
       );
     }
   }
+}
+
+function readAlgorithm(options: PolicyOptions, path: string): AlgorithmId {
   const algorithm = options.algorithm ?? 'gcra';
   if ((algorithm as string) === 'concurrency') {
     throw new RateLimitConfigError(
@@ -166,6 +224,10 @@ export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boo
       options.algorithm,
     );
   }
+  return algorithm;
+}
+
+function readName(options: PolicyOptions, path: string): string {
   const name = options.name ?? 'default';
   if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
     throw new RateLimitConfigError(
@@ -175,6 +237,10 @@ export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boo
       options.name,
     );
   }
+  return name;
+}
+
+function readRate(options: PolicyOptions, path: string): { limit: number; windowMs: number } {
   const { limit, windowMs } = options;
   if (!isPositiveInteger(limit)) {
     throw new RateLimitConfigError('ERR_RL_INVALID_LIMIT', `${path}.limit`, 'must be a positive integer (requests per window)', limit);
@@ -187,7 +253,10 @@ export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boo
       windowMs,
     );
   }
-  const bucket = isBucket(algorithm);
+  return { limit, windowMs };
+}
+
+function checkBurst(options: PolicyOptions, path: string, algorithm: AlgorithmId, bucket: boolean): void {
   if (options.burst !== undefined) {
     if (!bucket) {
       throw new RateLimitConfigError(
@@ -206,6 +275,10 @@ export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boo
       );
     }
   }
+}
+
+/** `anchor` (fixed-window), `delayAfter` and `maxDelayMs` (leaky-bucket). */
+function checkShaping(options: PolicyOptions, path: string, algorithm: AlgorithmId): void {
   if (options.anchor !== undefined) {
     if (algorithm !== 'fixed-window') {
       throw new RateLimitConfigError(
@@ -255,6 +328,9 @@ export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boo
       );
     }
   }
+}
+
+function readUnit(options: PolicyOptions, path: string, algorithm: AlgorithmId): QuotaUnit {
   const unit = options.unit ?? 'requests';
   if (!UNITS.includes(unit)) {
     throw new RateLimitConfigError(
@@ -272,48 +348,5 @@ export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boo
       options.unit,
     );
   }
-
-  const capacity = bucket ? (options.burst ?? limit) : limit;
-  const capMilli = capacity * MILLI;
-  const g = gcd(windowMs, limit * MILLI);
-  const rate = (limit * MILLI) / g;
-  const tokenTicks = windowMs / g;
-  const capTicks = capMilli * tokenTicks;
-  const delayAfter = options.delayAfter ?? 0;
-  // Every product an algorithm forms must stay an exact integer.
-  const largest = bucket ? capTicks : algorithm === 'sliding-window' ? capMilli * windowMs * 2 : capMilli;
-  if (!Number.isSafeInteger(largest) || !Number.isSafeInteger(limit * MILLI)) {
-    throw new RateLimitConfigError(
-      'ERR_RL_PRECISION',
-      path,
-      `is too large for exact integer arithmetic (limit ${limit}, windowMs ${windowMs}${bucket ? `, burst ${capacity}` : ''}); ` +
-        'use a smaller limit or burst, or a window that is a round number of seconds',
-      options,
-    );
-  }
-  // The window algorithms' state (milli-units counted) means the same under any limit, and bucket state
-  // records the limit and burst it was written under (gcra.ts, token-bucket.ts convert it): a change of
-  // limit or plan keeps it, so neither is part of the identity.
-  const params = algorithm === 'fixed-window' ? `${windowMs}/${options.anchor ?? 'clock'}` : `${windowMs}`;
-  return Object.freeze({
-    name,
-    algorithm,
-    kernel: algorithms[algorithm],
-    shadow,
-    limit,
-    windowMs,
-    capacity,
-    unit,
-    anchorFirst: options.anchor === 'first-request',
-    delayAfter,
-    capMilli,
-    rate,
-    tokenTicks,
-    capTicks,
-    delayTicks: delayAfter * MILLI * tokenTicks,
-    maxDelayTicks:
-      options.maxDelayMs === undefined ? Number.POSITIVE_INFINITY : delayAfter * MILLI * tokenTicks + options.maxDelayMs * rate,
-    id: `${shadow ? 'shadow' : 'enforce'}:${name}:${algorithm}:${params}`,
-    queue: undefined,
-  });
+  return unit;
 }

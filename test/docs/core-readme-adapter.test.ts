@@ -17,7 +17,10 @@ import { fencedBlocks, inlineSpans, readRepoFile, root, section } from './markdo
 
 const ADAPTER_ENTRY = '@tollgate/core';
 /** The entries the section may import from, by specifier. */
-const ENTRIES: Readonly<Record<string, Readonly<Record<string, unknown>>>> = { '@tollgate/core': core, [ADAPTER_ENTRY]: adapterEntry };
+const ENTRIES: Readonly<Record<string, Readonly<Record<string, unknown>>>> = Object.fromEntries([
+  ['@tollgate/core', core],
+  [ADAPTER_ENTRY, adapterEntry],
+]);
 const README = 'packages/core/README.md';
 const HEADING = '## Writing an adapter';
 const ADAPTERS = ['express', 'fastify', 'koa'];

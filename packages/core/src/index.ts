@@ -53,6 +53,7 @@ export {
   type RateLimitConfig,
   type RateLimitOptions,
 } from './http/rate-limit-options.js';
+export { type BoundedCostOptions, boundedCost } from './http/request-cost.js';
 export type { HeaderBag, KeyFunction, RequestView } from './http/request-view.js';
 export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/respond.js';
 export { type ClosableResponse, waitUnlessClosed } from './http/shaping-delay.js';

@@ -35,7 +35,12 @@ export function boundedCost(value: unknown, options: BoundedCostOptions): number
   const min = positiveInteger(options.min ?? 1, 'ERR_RL_INVALID_COST_BOUND', 'min', `must be an integer from 1 to max (${max})`, max);
   const fallback = options.fallback ?? min;
   if (!Number.isSafeInteger(fallback) || fallback < min || fallback > max) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_COST_BOUND', 'fallback', `must be an integer from min (${min}) to max (${max})`, fallback);
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_COST_BOUND',
+      'fallback',
+      `must be an integer from min (${min}) to max (${max})`,
+      fallback,
+    );
   }
   let n: number;
   if (typeof value === 'number') {

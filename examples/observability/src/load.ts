@@ -1,8 +1,8 @@
 /**
  * @module Synthetic load on loopback, bounded in rate, concurrency and time: a crowd of well-behaved
  * clients, one that hammers the items route, a searcher that sends deep (costly) searches, and a client
- * whose exports get shaped (a burst at the start, then 1 request in 20), so every panel of the dashboard
- * has something to show.
+ * whose exports get shaped, each opening with a burst, so every panel of the dashboard has something to
+ * show.
  */
 
 export interface LoadOptions {
@@ -25,10 +25,16 @@ const MAX_DURATION_MS = 600_000;
 const MAX_RATE = 1000;
 const IN_FLIGHT = 8;
 /**
- * Exports the exporter sends at once when the load starts: more than the shaper's burst (5), so some are
- * delayed whatever rate this machine reaches (on a slow one the steady 1-in-20 exports may stay under 10/s).
+ * What the load opens with, at once, whatever rate this machine then reaches (on a slow one the steady mix
+ * may stay under every limit): the hammer asks for more items than its burst (20), the exporter for more
+ * exports than the shaper's (5), the analyst for deep searches worth 20 (the shadow candidate holds 15),
+ * so rejections, hot keys, shaping delays and shadow disagreement show from the first second.
  */
-const EXPORT_BURST = 8;
+const OPENING_BURST: readonly { path: string; client: string; count: number }[] = [
+  { path: '/api/items/1', client: 'hammer', count: 30 },
+  { path: '/api/export', client: 'exporter', count: 8 },
+  { path: '/api/search?deep=1', client: 'analyst', count: 4 },
+];
 
 /** The next request of the mix: path and client. */
 function pick(i: number): { path: string; client: string } {
@@ -64,7 +70,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
     }
     sent += 1;
   };
-  const burst = Promise.all(Array.from({ length: EXPORT_BURST }, () => send('/api/export', 'exporter')));
+  const burst = Promise.all(OPENING_BURST.flatMap(({ path, client, count }) => Array.from({ length: count }, () => send(path, client))));
   const worker = async (): Promise<void> => {
     while (Date.now() < end && options.signal?.aborted !== true) {
       const i = next++;

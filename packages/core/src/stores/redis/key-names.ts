@@ -1,9 +1,8 @@
 /**
- * @module Redis key names: `<prefix>:v2:{<key>}:<policy>`, e.g. `tollgate:v2:{ip:10.1.2.3}:gc1d` (the
- * default prefix is `tollgate`). `v2` is the layout of the state the scripts keep (scripts.ts): a future
- * layout takes `v3`, so a script never reads state written in another format (old keys simply expire). Short, because the name is most of what a key
- * costs in Redis: up to 30 characters it takes Redis' smallest allocation for a key of that kind:
- * `tollgate:v2:{ip:10.0.0.1}:gc1d` is 30, and with a short prefix (`prefix: 'tg'`, as the bench runs)
+ * @module Redis key names: `<prefix>:v2:{<key>}:<policy>`, e.g. `tg:v2:{ip:10.1.2.3}:gc1d`. `v2` is the
+ * layout of the state the scripts keep (scripts.ts): a future layout takes `v3`, so a script never reads
+ * state written in another format (old keys simply expire). Short, because the name is most of what a key
+ * costs in Redis: up to 30 characters it takes Redis' smallest allocation for a key of that kind, and
  * `tg:v2:{ip:10.1.255.255}:gc1d` is 28. The braces make the limiter key the hash tag,
  * so every key one request touches lives in one Redis Cluster slot and one script may read them all.
  * A key that is long, empty, or contains a brace (which would end or empty the hash tag) is replaced by

@@ -32,7 +32,11 @@ describe.each(Object.entries(STARTERS))('503 problem wording on %s', (_name, sta
   });
 
   it('the store cannot answer (onStoreError closed): "retry in 1 second."', async () => {
-    const app = await start({ policies: [{ name: 'wording', limit: 5, windowMs: 1_000 }], store: new FailingStore(), onStoreError: 'closed' });
+    const app = await start({
+      policies: [{ name: 'wording', limit: 5, windowMs: 1_000 }],
+      store: new FailingStore(),
+      onStoreError: 'closed',
+    });
     apps.push(app);
     const { status, retryAfter, body } = await problem(app.url);
     expect(status).toBe(503);

@@ -18,7 +18,7 @@ import {
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { createLimiter, createLoadShedder, METER_NAME, reportInFlight, SHED_POLICY } from '@tollgate/core';
+import { createLimiter, createLoadShedder, MemoryStore, METER_NAME, reportInFlight, SHED_POLICY } from '@tollgate/core';
 import { rateLimit as expressRateLimit } from '@tollgate/express';
 import fastifyRateLimit from '@tollgate/fastify';
 import { rateLimit as koaRateLimit } from '@tollgate/koa';
@@ -207,6 +207,20 @@ describe.each(Object.entries(STARTERS))('OpenTelemetry metrics over HTTP on %s',
 });
 
 describe('OpenTelemetry extension points and tracing', () => {
+  it('tollgate.store.evictions counts the entries a full MemoryStore drops, from 0', async () => {
+    const attrs = { 'tollgate.store.kind': 'memory' };
+    // Created at 0 before any eviction: the series is there for an alert from the start.
+    const before = value(await collect(), 'tollgate.store.evictions', attrs);
+    expect(before).toBeGreaterThanOrEqual(0);
+    const store = new MemoryStore({ maxKeys: 2, sweepIntervalMs: 0 });
+    const limiter = createLimiter({ policies: [{ name: 'evictions-otel', limit: 5, windowMs: 60_000 }], store });
+    for (const key of ['a', 'b', 'c', 'd']) await limiter.check(key);
+    const m = await collect();
+    expect(value(m, 'tollgate.store.evictions', attrs)).toBe((before ?? 0) + 2);
+    expect(m.find((d) => d.descriptor.name === 'tollgate.store.evictions')?.descriptor.unit).toBe('{entry}');
+    await limiter.close();
+  });
+
   it('tollgate.leases.active and tollgate.queue.length report what features hold', async () => {
     const source = () => [{ policy: 'uploads', leases: 3, queued: 2 }];
     const stop = reportInFlight(source);

@@ -3,7 +3,7 @@
  * real HTTP traffic on Express, Fastify and Koa, the registry's text output reads back the same counts.
  */
 
-import { createLimiter, createLoadShedder, registerPrometheusMetrics, SHED_POLICY } from '@tollgate/core';
+import { createLimiter, createLoadShedder, MemoryStore, registerPrometheusMetrics, SHED_POLICY } from '@tollgate/core';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hit, ROUTE, type RunningApp, STARTERS } from './apps.js';
@@ -92,6 +92,20 @@ describe('tollgate.plan', () => {
     expect(sample(text, 'tollgate_requests_total', { policy: 'plan-quota', plan: 'free', result: 'limited' })).toBe(1);
     expect(sample(text, 'tollgate_requests_total', { policy: 'plan-quota', plan: 'pro', result: 'allowed' })).toBe(1);
     expect(text).toMatch(/tollgate_requests_total\{policy="single-plan",result="allowed",mode="enforce"\} 1/);
+  });
+});
+
+describe('tollgate_store_evictions_total', () => {
+  it('is there at 0 before any eviction, then counts the entries a full MemoryStore drops', async () => {
+    const labels = { store: 'memory' };
+    const before = sample(await registry.metrics(), 'tollgate_store_evictions_total', labels);
+    expect(before).toBeGreaterThanOrEqual(0);
+    const store = new MemoryStore({ maxKeys: 3, sweepIntervalMs: 0 });
+    const limiter = createLimiter({ policies: [{ name: 'evictions', limit: 5, windowMs: 60_000 }], store });
+    for (const key of ['a', 'b', 'c', 'd', 'e']) await limiter.check(key);
+    expect(store.evictions).toBe(2);
+    expect(sample(await registry.metrics(), 'tollgate_store_evictions_total', labels)).toBe((before ?? 0) + 2);
+    await limiter.close();
   });
 });
 

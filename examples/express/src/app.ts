@@ -2,14 +2,26 @@
  * @module The Express example app: two policies on the API (a short burst limit and an hourly quota),
  * a weighted route, and a health check that is never limited.
  */
-import type { Clock, PolicyOptions } from '@tollgate/core';
+import { boundedCost, type Clock, type PolicyOptions } from '@tollgate/core';
 import { rateLimit } from '@tollgate/express';
-import express, { type Express } from 'express';
+import express, { type Express, type Request } from 'express';
 
 export const POLICIES: PolicyOptions[] = [
   { name: 'burst', algorithm: 'gcra', limit: 5, windowMs: 10_000 },
   { name: 'hourly', algorithm: 'fixed-window', limit: 100, windowMs: 3_600_000 },
 ];
+
+/** The most rows one report may ask for: the burst policy's capacity, so a report always fits it. */
+export const MAX_ROWS = 5;
+
+/**
+ * The rows a report asks for, as whole units from 1 to MAX_ROWS: `?rows=0.001` is 1 row, `?rows=99` is 5,
+ * `?rows=abc` or none is 1. The client picks this number, so it is bounded before it is charged, and the
+ * handler serves the same bounded number it was charged for.
+ */
+export function reportRows(req: Request): number {
+  return boundedCost(req.query.rows, { max: MAX_ROWS });
+}
 
 export interface ExampleOptions {
   /** Injected in tests and the demo; the default is the real clock. */
@@ -21,8 +33,8 @@ export function createApp(options: ExampleOptions = {}): Express {
   const limiter = rateLimit({
     policies: POLICIES,
     clock: options.clock,
-    // A report costs as many units as the rows it asks for (1 to 5); anything else costs 1 and warns once.
-    cost: (req) => (req.path === '/api/report' ? Number(req.query.rows ?? 1) : 1),
+    // A report costs as many units as the rows it asks for, bounded to whole rows from 1 to 5; anything else costs 1.
+    cost: (req) => (req.path === '/api/report' ? reportRows(req) : 1),
     skip: (req) => req.path === '/health',
   });
   app.use(limiter);
@@ -33,7 +45,7 @@ export function createApp(options: ExampleOptions = {}): Express {
     res.json({ hello: 'world', remaining: req.rateLimit?.remaining });
   });
   app.get('/api/report', (req, res) => {
-    res.json({ rows: Number(req.query.rows ?? 1) });
+    res.json({ rows: reportRows(req) });
   });
   return app;
 }

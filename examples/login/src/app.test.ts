@@ -1,3 +1,5 @@
+import { request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Limiter } from '@tollgate/core';
 import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -72,4 +74,56 @@ describe('login example', () => {
   it('rejects a request without credentials before counting it', async () => {
     await request(createApp()).post('/login').send({ username: 'alice' }).expect(400);
   });
+});
+
+/** One login attempt over HTTP from the loopback address `from` (each is a client IP of its own). */
+function attempt(url: string, from: string, username: string): Promise<{ status: number; retryAfter?: string }> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ username, password: 'guess' });
+    const req = httpRequest(
+      `${url}/login`,
+      { method: 'POST', localAddress: from, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('login example: per IP, an exact rolling window (sliding-log)', () => {
+  let server: Server | undefined;
+  afterEach(async () => {
+    await new Promise((resolve) => server?.close(resolve));
+    server = undefined;
+  });
+
+  it('an address spraying accounts gets its 31st failure in any 15 minutes refused, to the millisecond; another address does not', async () => {
+    let now = NOW;
+    const app = createApp({ clock: () => now });
+    server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server?.once('listening', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // 30 failures from 127.0.0.2, 10 s apart, 3 per account: no account policy is ever near its delay.
+    for (let i = 0; i < 30; i++) {
+      now = NOW + i * 10_000;
+      expect((await attempt(url, '127.0.0.2', `user-${i % 10}`)).status, `attempt ${i + 1}`).toBe(401);
+    }
+    now = NOW + 300_000;
+    // The 31st, on an account never tried: the per-IP policy refuses it, until the first failure is 15 minutes old.
+    expect(await attempt(url, '127.0.0.2', 'carol')).toEqual({ status: 429, retryAfter: '600' });
+    // Another address is not affected, nor is an account by another address's failures.
+    expect((await attempt(url, '127.0.0.3', 'carol')).status).toBe(401);
+    now = NOW + 15 * 60_000 - 1;
+    expect(await attempt(url, '127.0.0.2', 'carol')).toEqual({ status: 429, retryAfter: '1' });
+    // Exactly 15 minutes after the first failure it leaves the window: one more attempt, then the second one's turn (10 s later).
+    now = NOW + 15 * 60_000;
+    expect((await attempt(url, '127.0.0.2', 'carol')).status).toBe(401);
+    expect(await attempt(url, '127.0.0.2', 'dave')).toEqual({ status: 429, retryAfter: '10' });
+    now = NOW + 15 * 60_000 + 10_000;
+    expect((await attempt(url, '127.0.0.2', 'dave')).status).toBe(401);
+    // 36 scrypt checks: slow on a busy machine.
+  }, 60_000);
 });

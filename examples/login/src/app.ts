@@ -1,8 +1,9 @@
 /**
  * @module Login protection that counts failed attempts only, per account and per IP, in one decision.
  * One middleware on `POST /login` with two policies, each on its own key, decided all-or-nothing:
- * - `login-ip` (sliding window, 30 failed attempts per 15 minutes, keyed by IP): one address trying
- *   many accounts gets 429s;
+ * - `login-ip` (sliding log, 30 failed attempts in any 15 minutes, keyed by IP): one address trying
+ *   many accounts gets 429s. The exact algorithm: a sliding window's estimate errs both ways near the
+ *   limit, which a login limit cannot afford (docs/algorithms.md); 30 entries per address is cheap;
  * - `login-account` (leaky bucket as a shaper, keyed by account): the first 4 failed attempts pass at
  *   once, each further one is held 6 s longer than the last (6, 12, 18 s), and one that would be held
  *   more than 20 s (`maxDelayMs`) gets a 429 at once with the exact Retry-After. Guessing slows to 10 a minute,
@@ -40,7 +41,7 @@ export function createApp(options: { clock?: Clock } = {}): Express {
   const app = express();
   const login = rateLimit({
     policies: [
-      { name: 'login-ip', algorithm: 'sliding-window', limit: 30, windowMs: 15 * 60_000, key: keys.ip() },
+      { name: 'login-ip', algorithm: 'sliding-log', limit: 30, windowMs: 15 * 60_000, key: keys.ip() },
       {
         name: 'login-account',
         algorithm: 'leaky-bucket',

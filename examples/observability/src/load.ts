@@ -1,7 +1,8 @@
 /**
  * @module Synthetic load on loopback, bounded in rate, concurrency and time: a crowd of well-behaved
- * clients, one that hammers the items route, and a searcher that sends deep (costly) searches and a client whose exports get shaped, so every
- * panel of the dashboard has something to show.
+ * clients, one that hammers the items route, a searcher that sends deep (costly) searches, and a client
+ * whose exports get shaped, each opening with a burst, so every panel of the dashboard has something to
+ * show.
  */
 
 export interface LoadOptions {
@@ -23,6 +24,17 @@ export interface LoadSummary {
 const MAX_DURATION_MS = 600_000;
 const MAX_RATE = 1000;
 const IN_FLIGHT = 8;
+/**
+ * What the load opens with, at once, whatever rate this machine then reaches (on a slow one the steady mix
+ * may stay under every limit): the hammer asks for more items than its burst (20), the exporter for more
+ * exports than the shaper's (5), the analyst for deep searches worth 20 (the shadow candidate holds 15),
+ * so rejections, hot keys, shaping delays and shadow disagreement show from the first second.
+ */
+const OPENING_BURST: readonly { path: string; client: string; count: number }[] = [
+  { path: '/api/items/1', client: 'hammer', count: 30 },
+  { path: '/api/export', client: 'exporter', count: 8 },
+  { path: '/api/search?deep=1', client: 'analyst', count: 4 },
+];
 
 /** The next request of the mix: path and client. */
 function pick(i: number): { path: string; client: string } {
@@ -48,6 +60,17 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
   const end = Date.now() + durationMs;
   let next = 0;
   let sent = 0;
+  const send = async (path: string, client: string): Promise<void> => {
+    try {
+      const res = await fetch(`${options.url}${path}`, { headers: { 'x-client': client } });
+      await res.arrayBuffer();
+      byStatus[res.status] = (byStatus[res.status] ?? 0) + 1;
+    } catch {
+      byStatus.error = (byStatus.error ?? 0) + 1;
+    }
+    sent += 1;
+  };
+  const burst = Promise.all(OPENING_BURST.flatMap(({ path, client, count }) => Array.from({ length: count }, () => send(path, client))));
   const worker = async (): Promise<void> => {
     while (Date.now() < end && options.signal?.aborted !== true) {
       const i = next++;
@@ -56,16 +79,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       if (Date.now() >= end) return;
       const { path, client } = pick(i);
-      try {
-        const res = await fetch(`${options.url}${path}`, { headers: { 'x-client': client } });
-        await res.arrayBuffer();
-        byStatus[res.status] = (byStatus[res.status] ?? 0) + 1;
-      } catch {
-        byStatus.error = (byStatus.error ?? 0) + 1;
-      }
-      sent += 1;
+      await send(path, client);
     }
   };
-  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  await Promise.all([burst, ...Array.from({ length: IN_FLIGHT }, worker)]);
   return { sent, byStatus };
 }

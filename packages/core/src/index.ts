@@ -39,6 +39,7 @@ export type { IdFunction, KeyId } from './http/keys/identity-key.js';
 export type { IpKeyOptions, TrustedProxyEntry } from './http/keys/ip-key.js';
 export { keys } from './http/keys/keys.js';
 export { MIN_PARTITION_KEY_SECRET_BYTES, PARTITION_KEY_BYTES, type PartitionKeyOptions } from './http/keys/partition-key.js';
+export { type BoundedCostOptions, boundedCost } from './http/request-cost.js';
 export type { HeaderBag, KeyFunction, RequestView } from './http/request-view.js';
 export { HEADER_MODES, type HeaderMode, type HeadersOption } from './http/response/header-mode.js';
 export type { HeaderPair } from './http/response/header-values.js';

@@ -89,6 +89,15 @@ export const METRICS = {
     attributes: ['policy', 'shadowVerdict'],
     optionalAttributes: [],
   },
+  storeEvictions: {
+    otel: 'tollgate.store.evictions',
+    prom: 'tollgate_store_evictions_total',
+    type: 'counter',
+    unit: '{entry}',
+    description: 'Entries a MemoryStore dropped before their time to stay within maxKeys (their keys start over with a full budget).',
+    attributes: ['storeKind'],
+    optionalAttributes: [],
+  },
   storeState: {
     otel: 'tollgate.store.state',
     prom: 'tollgate_store_state',

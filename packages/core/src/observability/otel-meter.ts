@@ -11,6 +11,7 @@ import type * as OtelApi from '@opentelemetry/api';
 import { METRICS, type MetricDescriptor, type MetricId } from './metric-names.js';
 import {
   attributesOf,
+  type CounterId,
   counterCells,
   exporters,
   type GaugeId,
@@ -43,7 +44,7 @@ function describe(m: MetricDescriptor): OtelApi.MetricOptions {
   return { description: m.description, unit: m.unit };
 }
 
-function observeCounter(id: 'requests' | 'shadowVerdicts'): OtelApi.ObservableCallback {
+function observeCounter(id: CounterId): OtelApi.ObservableCallback {
   return (result) => {
     for (const cell of counterCells(id)) result.observe(cell.value, cell.attributes);
   };
@@ -66,6 +67,9 @@ function bind(provider: OtelApi.MeterProvider): Bound {
   meter
     .createObservableCounter(METRICS.shadowVerdicts.otel, describe(METRICS.shadowVerdicts))
     .addCallback(observeCounter('shadowVerdicts'));
+  meter
+    .createObservableCounter(METRICS.storeEvictions.otel, describe(METRICS.storeEvictions))
+    .addCallback(observeCounter('storeEvictions'));
   meter.createObservableGauge(METRICS.storeState.otel, describe(METRICS.storeState)).addCallback(observeGauge('storeState'));
   meter.createObservableUpDownCounter(METRICS.activeLeases.otel, describe(METRICS.activeLeases)).addCallback(observeGauge('activeLeases'));
   meter

@@ -8,6 +8,7 @@
 import { codedError } from '../errors.js';
 import { ATTRIBUTES, type AttributeId, METRICS, type MetricId } from './metric-names.js';
 import {
+  type CounterId,
   counterCells,
   exporters,
   type GaugeId,
@@ -71,7 +72,7 @@ function promLabels(labels: Labels): Record<string, string> {
   return out;
 }
 
-function counter(id: 'requests' | 'shadowVerdicts'): () => PromSample[] {
+function counter(id: CounterId): () => PromSample[] {
   return () => [...counterCells(id)].map((cell) => ({ value: cell.value, labels: promLabels(cell.labels) }));
 }
 
@@ -102,6 +103,7 @@ function histogram(id: HistogramId & MetricId): () => PromSample[] {
 const SAMPLES: Record<MetricId, () => PromSample[]> = {
   requests: counter('requests'),
   shadowVerdicts: counter('shadowVerdicts'),
+  storeEvictions: counter('storeEvictions'),
   storeDuration: histogram('storeDuration'),
   shapingDelay: histogram('shapingDelay'),
   storeState: gauge('storeState'),

@@ -12,6 +12,7 @@ import type { AlgorithmKernel, CompiledPolicy, LogRing, Outcome, StateTable } fr
 import { createOutcome } from '../algorithms/kernel.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, readOptions } from '../internal/read-options.js';
+import { counterCell, exporters } from '../observability/metric-store.js';
 import { REFUND_KERNELS } from '../plans/refund-kernels.js';
 import {
   F_ALLOWED,
@@ -186,6 +187,9 @@ interface Bound {
 function holdLease(b: Bound, lease: number): void {
   for (const t of b.tables) t.lease = lease;
 }
+
+/** `tollgate_store_evictions_total{store="memory"}`: every MemoryStore of the process, from the start at 0. */
+const EVICTIONS = counterCell('storeEvictions', { storeKind: 'memory' });
 
 export class MemoryStore implements Store {
   readonly kind = 'memory';
@@ -466,6 +470,7 @@ export class MemoryStore implements Store {
     if (victim.evictOne(now, spare)) {
       this.count -= 1;
       this.evictions += 1;
+      if (exporters.attached) EVICTIONS.value += 1;
     }
   }
 

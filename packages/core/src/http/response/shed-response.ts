@@ -11,6 +11,11 @@ import { type ResponsePlan, retryAfterSeconds } from './respond.js';
 /** The problem type of a shed request. */
 export const OVERLOADED_TYPE = `${PROBLEMS_URL}#overloaded`;
 
+/** `1 second`, `2 seconds`, `1 request`: never "1 seconds". */
+function count(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
 /** Plans the 503 for a request of `priority` shed at `state`. */
 export function planShed(retryAfterMs: number, priority: ShedPriority, state: LoadShedderState): ResponsePlan {
   const retryAfter = retryAfterSeconds(retryAfterMs);
@@ -18,7 +23,7 @@ export function planShed(retryAfterMs: number, priority: ShedPriority, state: Lo
     type: OVERLOADED_TYPE,
     title: 'Service Overloaded',
     status: 503,
-    detail: `The server is at its capacity (${state.inFlight} requests in flight, limit ${state.limit}); retry in ${retryAfter} seconds.`,
+    detail: `The server is at its capacity (${count(state.inFlight, 'request', 'requests')} in flight, limit ${state.limit}); retry in ${count(retryAfter, 'second', 'seconds')}.`,
     retryAfter,
     priority,
   };

@@ -58,7 +58,9 @@ export function readRetryAfter(headers: HeaderGetter, now: number): number | und
   if (raw === null) return undefined;
   const seconds = digits(raw);
   if (seconds !== undefined) return seconds * 1000;
-  const at = Date.parse(raw);
+  // An HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime forms) always names a weekday or
+  // month; without a letter, `Date.parse` would take '-1' or '1.5' for years.
+  const at = /[A-Za-z]/.test(raw) ? Date.parse(raw) : Number.NaN;
   if (!Number.isFinite(at)) return undefined;
   return Math.max(0, at - serverNow(headers, now));
 }

@@ -6,7 +6,8 @@ const base = { baseDelayMs: 100, maxDelayMs: 30_000, previousMs: 0 };
 
 describe('backoffDelay', () => {
   it('full jitter: the server wait is a floor, the spread above it doubles per attempt, capped', () => {
-    const at = (attempt: number, r: number, floorMs?: number) => backoffDelay({ ...base, attempt, floorMs, jitter: 'full', random: () => r });
+    const at = (attempt: number, r: number, floorMs?: number) =>
+      backoffDelay({ ...base, attempt, floorMs, jitter: 'full', random: () => r });
     expect(at(1, 0, 1000)).toBe(1000);
     expect(at(1, 0.999_999, 1000)).toBe(2000);
     expect(at(3, 0.5, 1000)).toBe(3000);

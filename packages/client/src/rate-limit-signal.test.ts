@@ -69,7 +69,12 @@ describe('readRateLimitSignal', () => {
 
   it('legacy X-RateLimit-*: reset in epoch seconds (against Date), epoch ms, or delta seconds', () => {
     const epoch = readRateLimitSignal(
-      h({ 'x-ratelimit-limit': '5', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(NOW / 1000 + 7), date: new Date(NOW).toUTCString() }),
+      h({
+        'x-ratelimit-limit': '5',
+        'x-ratelimit-remaining': '0',
+        'x-ratelimit-reset': String(NOW / 1000 + 7),
+        date: new Date(NOW).toUTCString(),
+      }),
       NOW + 3_000,
     );
     expect(epoch).toEqual({ retryAfterMs: undefined, remaining: 0, resetMs: 7_000, limit: 5, dialect: 'legacy' });
@@ -78,7 +83,13 @@ describe('readRateLimitSignal', () => {
   });
 
   it('nothing at all: only what Retry-After says', () => {
-    expect(readRateLimitSignal(h({}), NOW)).toEqual({ retryAfterMs: undefined, remaining: undefined, resetMs: undefined, limit: undefined, dialect: undefined });
+    expect(readRateLimitSignal(h({}), NOW)).toEqual({
+      retryAfterMs: undefined,
+      remaining: undefined,
+      resetMs: undefined,
+      limit: undefined,
+      dialect: undefined,
+    });
     expect(serverWaitMs(readRateLimitSignal(h({ 'retry-after': '3' }), NOW))).toBe(3000);
     // Quota left: no wait is named even if a reset is.
     expect(serverWaitMs(readRateLimitSignal(h({ ratelimit: '"d";r=4;t=9' }), NOW))).toBeUndefined();

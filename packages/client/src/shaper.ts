@@ -184,6 +184,7 @@ export function createShaper(options: ShaperOptions): Shaper {
   function start(task: Task): void {
     task.state = 'done';
     task.cleanup();
+    remove(task);
     const waited = now() - task.enqueuedAt;
     delay.count++;
     delay.totalMs += waited;
@@ -200,7 +201,7 @@ export function createShaper(options: ShaperOptions): Shaper {
 
   /** Decides the head task; returns how long the loop should sleep before the next check. */
   async function decideHead(task: Task): Promise<number> {
-    remove(task);
+    // The task keeps its place in the queue (and counts against maxQueue) while its check is in flight.
     task.state = 'deciding';
     let decision: Decision;
     try {
@@ -239,11 +240,12 @@ export function createShaper(options: ShaperOptions): Shaper {
     if (decision.allowed) {
       // A leaky-bucket admission with a delay: the slot is this task's, started when the delay is over.
       task.state = 'done';
+      task.cleanup();
+      remove(task);
       sleep(wait).then(() => start(task));
       return 0;
     }
     task.state = 'queued';
-    insert(task);
     return wait;
   }
 

@@ -254,6 +254,25 @@ function callSignal(
   };
 }
 
+/** `promise`, or the signal's reason as soon as it aborts: a fetch that ignores its signal cannot outlive the deadline. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
 /**
  * Wraps `fetchFn` (default: the global `fetch`) into a fetch-compatible function that retries refused
  * requests as the server asks, with jitter and a budget, and optionally paces them (see the module
@@ -276,7 +295,8 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
       }
     }
     const attemptInput = input instanceof Request ? input.clone() : input;
-    return fetchFn(attemptInput, signal === undefined ? init : { ...init, signal });
+    const response = fetchFn(attemptInput, signal === undefined ? init : { ...init, signal });
+    return signal === undefined ? response : untilAborted(response, signal);
   }
 
   async function retryFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {

@@ -116,11 +116,9 @@ const DAY = 86_400_000;
 /** Makes a shaper; see the module comment and the README. Options are checked here, once. */
 export function createShaper(options: ShaperOptions): Shaper {
   const o = readOptions(options, KNOWN, 'options', '{ policies: { limit: 10, windowMs: 1_000 }, store: new RedisStore({ client }) }');
-  if (o.policies === undefined) {
-    throw new RateLimitConfigError('ERR_RL_NO_POLICIES', 'policies', 'is required, e.g. { limit: 10, windowMs: 1_000 }', undefined);
-  }
+  // A missing or empty `policies` is the core's ERR_RL_NO_POLICIES, thrown by createLimiter below.
   for (const p of [o.policies].flat()) {
-    if ((p as { algorithm?: string }).algorithm === 'concurrency') {
+    if ((p as { algorithm?: string } | undefined)?.algorithm === 'concurrency') {
       throw new RateLimitConfigError(
         'ERR_RL_INVALID_OPTION',
         'policies',
@@ -230,7 +228,7 @@ export function createShaper(options: ShaperOptions): Shaper {
     const wait = decision.allowed ? decision.delayMs : decision.retryAfterMs;
     if (wait > 0 && now() + wait > task.deadline) {
       if (decision.allowed && decision.receipt !== undefined) await limiter.refund(decision).catch(() => undefined);
-      expire(task, `it could not start within its deadline (${task.deadline - task.enqueuedAt} ms): the next slot is ${wait} ms away`);
+      expire(task, `the task could not start within its deadline (${task.deadline - task.enqueuedAt} ms): the next slot is ${wait} ms away`);
       return 0;
     }
     if (decision.allowed && wait === 0) {
@@ -291,7 +289,7 @@ export function createShaper(options: ShaperOptions): Shaper {
         state: 'queued',
         cleanup: () => undefined,
       };
-      const timer = setTimeout(() => expire(task, `it was not started within its deadline (${maxDelayMs} ms)`), maxDelayMs);
+      const timer = setTimeout(() => expire(task, `the task was not started within its deadline (${maxDelayMs} ms)`), maxDelayMs);
       const onAbort = () => settle(task, s.signal?.reason, 'cancelled');
       s.signal?.addEventListener('abort', onAbort, { once: true });
       task.cleanup = () => {

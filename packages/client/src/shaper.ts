@@ -228,7 +228,10 @@ export function createShaper(options: ShaperOptions): Shaper {
     const wait = decision.allowed ? decision.delayMs : decision.retryAfterMs;
     if (wait > 0 && now() + wait > task.deadline) {
       if (decision.allowed && decision.receipt !== undefined) await limiter.refund(decision).catch(() => undefined);
-      expire(task, `the task could not start within its deadline (${task.deadline - task.enqueuedAt} ms): the next slot is ${wait} ms away`);
+      expire(
+        task,
+        `the task could not start within its deadline (${task.deadline - task.enqueuedAt} ms): the next slot is ${wait} ms away`,
+      );
       return 0;
     }
     if (decision.allowed && wait === 0) {

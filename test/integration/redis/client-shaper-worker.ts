@@ -37,6 +37,8 @@ process.on('message', async (job: Job | 'exit') => {
     key: 'sms-partner',
     maxDelayMs: job.maxDelayMs,
     onStoreError: 'closed',
+    // A loaded CI machine can hold a reply longer than the default second; this suite is about sharing, not outages.
+    storeTimeoutMs: 30_000,
   });
   const scheduledAt = Date.now();
   const pending = Array.from({ length: job.tasks }, () =>

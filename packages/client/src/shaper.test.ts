@@ -137,5 +137,8 @@ describe('createShaper', () => {
     expect(() => createShaper({ policies: { limit: 1, windowMs: 1 }, queue: 5 } as never)).toThrow(/ERR_RL_UNKNOWN_OPTION: 'queue'/);
     expect(() => createShaper({ policies: { algorithm: 'concurrency', limit: 1 } as never })).toThrow(/ERR_RL_INVALID_OPTION: 'policies'/);
     expect(() => createShaper({ policies: { limit: 0, windowMs: 1 } })).toThrow(/ERR_RL_INVALID_LIMIT/);
+    expect(() => createShaper({ policies: { limit: 1, windowMs: 1 }, storeTimeoutMs: 0 })).toThrow(
+      /ERR_RL_INVALID_OPTION: 'storeTimeoutMs'/,
+    );
   });
 });

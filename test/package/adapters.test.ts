@@ -43,10 +43,13 @@ describe('the adapters, built', () => {
     expect(esm.middleware).toEqual(['function', 'function']);
   });
 
-  it.each(['core', 'express', 'fastify', 'koa'])('@tollgate/%s passes publint --strict (exports map, types, files)', async (name) => {
-    const pkgDir = join(packagesDir, name);
-    const { messages } = await publint({ pkgDir, strict: true, level: 'suggestion', pack: 'npm' });
-    const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
-    expect(messages.map((m) => `${m.type}: ${formatMessage(m, manifest)}`)).toEqual([]);
-  });
+  it.each(['core', 'express', 'fastify', 'koa', 'client'])(
+    '@tollgate/%s passes publint --strict (exports map, types, files)',
+    async (name) => {
+      const pkgDir = join(packagesDir, name);
+      const { messages } = await publint({ pkgDir, strict: true, level: 'suggestion', pack: 'npm' });
+      const manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8'));
+      expect(messages.map((m) => `${m.type}: ${formatMessage(m, manifest)}`)).toEqual([]);
+    },
+  );
 });

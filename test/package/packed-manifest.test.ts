@@ -23,7 +23,7 @@ function exportPaths(exports: unknown, into: string[] = []): string[] {
   return into;
 }
 
-describe.each(['core', 'express', 'fastify', 'koa'])('@tollgate/%s, packed', (name) => {
+describe.each(['core', 'express', 'fastify', 'koa', 'client'])('@tollgate/%s, packed', (name) => {
   it('has no @tollgate/source condition, and ships every file its exports name', async () => {
     const { stdout } = await run('npx', ['-y', 'pnpm@12.4.2', 'pack', '--pack-destination', out, '--json'], {
       cwd: join(packagesDir, name),

@@ -1,0 +1,23 @@
+/**
+ * @module `pnpm --filter @tollgate/example-client start`: runs both scenarios against a 5 r/s partner and
+ * prints what each cost the partner.
+ */
+import { burstThroughShaper, burstWithRetry } from './scenarios.js';
+
+const CALLS = 15;
+
+function tally(outcomes: readonly (number | string)[]): string {
+  const counts = new Map<string, number>();
+  for (const o of outcomes) counts.set(String(o), (counts.get(String(o)) ?? 0) + 1);
+  return [...counts].map(([k, n]) => `${n} x ${k}`).join(', ');
+}
+
+const retried = await burstWithRetry(CALLS);
+console.log(`withRetry: ${CALLS} calls at once -> ${tally(retried.outcomes)} in ${retried.ms} ms`);
+console.log(
+  `  the partner received ${retried.received} requests (${retried.retries} retries after its Retry-After) and served ${retried.served}`,
+);
+
+const shaped = await burstThroughShaper(CALLS, 2_000);
+console.log(`shaper (5/s, 2 s deadline): ${CALLS} tasks -> ${tally(shaped.outcomes)} in ${shaped.ms} ms`);
+console.log(`  the partner received ${shaped.received} requests and served ${shaped.served}: no 429, and no task sent late`);

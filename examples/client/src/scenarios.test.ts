@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { burstThroughShaper, burstWithRetry } from './scenarios.js';
+
+describe('examples/client', () => {
+  it('withRetry: a burst beyond the partner quota all succeeds, after the partner asked to wait', async () => {
+    const r = await burstWithRetry(8);
+    expect(r.outcomes).toEqual(Array.from({ length: 8 }, () => 200));
+    expect(r.served).toBe(8);
+    expect(r.retries).toBeGreaterThan(0);
+    expect(r.received).toBe(8 + r.retries);
+  });
+
+  it('shaper: the partner never refuses; what cannot start within the deadline is dropped, not sent late', async () => {
+    const r = await burstThroughShaper(10, 1_200);
+    // 4 at once (our burst), then one per 200 ms until the 1.2 s deadline; none is refused.
+    expect(r.received).toBe(r.served);
+    expect(r.outcomes.filter((o) => o === 200)).toHaveLength(r.served);
+    expect(r.outcomes.every((o) => o === 200 || o === 'ERR_RL_TASK_EXPIRED')).toBe(true);
+    const short = await burstThroughShaper(10, 500);
+    expect(short.outcomes.filter((o) => o === 'ERR_RL_TASK_EXPIRED').length).toBeGreaterThan(0);
+    expect(short.received).toBe(short.served);
+  });
+});

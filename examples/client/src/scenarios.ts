@@ -1,0 +1,68 @@
+/**
+ * @module The two ways to call a partner with a quota, each against a fresh partner:
+ * - `burstWithRetry`: fire everything at once through `withRetry(fetch)`; refused requests come back
+ *   after the partner's `Retry-After`, with jitter, and all succeed;
+ * - `burstThroughShaper`: queue everything in a shaper holding the partner's quota on our side, so no
+ *   request is ever refused (and a task that cannot start within its deadline is dropped, not sent late).
+ */
+import { createShaper, type RateLimitClientError, withRetry } from '@tollgate/client';
+import { PARTNER_LIMIT, startPartner } from './partner.js';
+
+export interface ScenarioResult {
+  /** Status of each call, or the error code of a task the shaper dropped. */
+  readonly outcomes: (number | string)[];
+  /** What the partner received, and served. */
+  readonly received: number;
+  readonly served: number;
+  readonly ms: number;
+}
+
+export async function burstWithRetry(calls: number): Promise<ScenarioResult & { retries: number }> {
+  const partner = await startPartner();
+  const api = withRetry(fetch, { timeoutMs: 30_000 });
+  const start = performance.now();
+  try {
+    const outcomes = await Promise.all(
+      Array.from({ length: calls }, async () => {
+        const res = await api(`${partner.url}/send`);
+        await res.arrayBuffer();
+        return res.status;
+      }),
+    );
+    return { outcomes, ...partner.counts, ms: Math.round(performance.now() - start), retries: api.stats().retries };
+  } finally {
+    await partner.close();
+  }
+}
+
+export async function burstThroughShaper(calls: number, maxDelayMs: number): Promise<ScenarioResult> {
+  const partner = await startPartner();
+  // Our side of the partner's quota; a RedisStore here would share it between all our processes. The
+  // burst is one below the partner's: requests leave at exactly the partner's rate, but network and
+  // event-loop delays can bunch them on arrival, and one token of slack absorbs that.
+  const shaper = createShaper({
+    policies: { algorithm: 'gcra', limit: PARTNER_LIMIT, windowMs: 1_000, burst: PARTNER_LIMIT - 1 },
+    maxDelayMs,
+  });
+  const start = performance.now();
+  try {
+    const outcomes = await Promise.all(
+      Array.from({ length: calls }, (_, i) =>
+        shaper
+          .schedule(
+            async () => {
+              const res = await fetch(`${partner.url}/send`);
+              await res.arrayBuffer();
+              return res.status;
+            },
+            { priority: i === calls - 1 ? 1 : 0 },
+          )
+          .catch((e: RateLimitClientError) => e.code),
+      ),
+    );
+    return { outcomes, ...partner.counts, ms: Math.round(performance.now() - start) };
+  } finally {
+    await shaper.close();
+    await partner.close();
+  }
+}

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { backoffDelay } from './backoff.js';
+import { RetryBudget } from './retry-budget.js';
+
+const base = { baseDelayMs: 100, maxDelayMs: 30_000, previousMs: 0 };
+
+describe('backoffDelay', () => {
+  it('full jitter: the server wait is a floor, the spread above it doubles per attempt, capped', () => {
+    const at = (attempt: number, r: number, floorMs?: number) =>
+      backoffDelay({ ...base, attempt, floorMs, jitter: 'full', random: () => r });
+    expect(at(1, 0, 1000)).toBe(1000);
+    expect(at(1, 0.999_999, 1000)).toBe(2000);
+    expect(at(3, 0.5, 1000)).toBe(3000);
+    expect(at(1, 0.5)).toBe(50);
+    expect(at(4, 0.5)).toBe(400);
+    expect(at(30, 0.999)).toBe(29_970);
+    expect(at(30, 0.999, 40_000)).toBe(40_000); // a floor above the cap is never cut (the caller gives up first)
+  });
+
+  it('decorrelated jitter: from max(base, floor) up to three times the previous wait, capped', () => {
+    const at = (previousMs: number, r: number, floorMs?: number) =>
+      backoffDelay({ ...base, attempt: 2, previousMs, floorMs, jitter: 'decorrelated', random: () => r });
+    expect(at(0, 0.5)).toBe(100);
+    expect(at(1000, 0.5)).toBe(1550);
+    expect(at(1000, 0, 2000)).toBe(2000);
+    expect(at(1000, 0.5, 2000)).toBe(2500);
+    expect(at(20_000, 0.999)).toBe(30_000);
+  });
+});
+
+describe('RetryBudget', () => {
+  it('allows the floor plus a tenth of the requests in the window, and ages them out', () => {
+    let now = 0;
+    const budget = new RetryBudget(0.1, 2, 10_000, () => now);
+    for (let i = 0; i < 30; i++) budget.request();
+    const granted = Array.from({ length: 10 }, () => budget.tryRetry()).filter(Boolean).length;
+    expect(granted).toBe(5); // 2 + 0.1 * 30
+    now = 10_500; // the window has passed: only the floor is left
+    expect([budget.tryRetry(), budget.tryRetry(), budget.tryRetry()]).toEqual([true, true, false]);
+  });
+});

@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { readRateLimitSignal, readRetryAfter, serverWaitMs } from './rate-limit-signal.js';
+
+const NOW = Date.parse('2026-12-02T04:00:00Z');
+const h = (init: Record<string, string>) => new Headers(init);
+
+describe('readRetryAfter', () => {
+  it('reads delay-seconds and HTTP-dates (against the Date field when there is one)', () => {
+    expect(readRetryAfter(h({ 'retry-after': '42' }), NOW)).toBe(42_000);
+    expect(readRetryAfter(h({ 'retry-after': '0' }), NOW)).toBe(0);
+    expect(readRetryAfter(h({ 'retry-after': 'Wed, 02 Dec 2026 04:00:10 GMT' }), NOW)).toBe(10_000);
+    // The server's clock is 5 s behind ours: the date is 10 s after the server's Date, so wait 10 s, not 5.
+    expect(readRetryAfter(h({ 'retry-after': 'Wed, 02 Dec 2026 04:00:05 GMT', date: 'Wed, 02 Dec 2026 03:59:55 GMT' }), NOW)).toBe(10_000);
+    expect(readRetryAfter(h({ 'retry-after': 'Wed, 02 Dec 2026 03:00:00 GMT' }), NOW)).toBe(0);
+  });
+
+  it('ignores what is neither', () => {
+    for (const bad of ['-1', '1.5', 'soon', '', ' 2 3']) expect(readRetryAfter(h({ 'retry-after': bad }), NOW), bad).toBeUndefined();
+    expect(readRetryAfter(h({}), NOW)).toBeUndefined();
+  });
+});
+
+describe('readRateLimitSignal', () => {
+  it('draft-11: the most restrictive item, with its quota from RateLimit-Policy', () => {
+    const s = readRateLimitSignal(
+      h({
+        'ratelimit-policy': '"burst";q=10;w=1, "daily";q=1000;w=86400',
+        ratelimit: '"burst";r=0;t=1, "daily";r=871;t=43200',
+        'retry-after': '1',
+      }),
+      NOW,
+    );
+    expect(s).toEqual({ retryAfterMs: 1000, remaining: 0, resetMs: 1000, limit: 10, dialect: 'draft-11' });
+    expect(serverWaitMs(s)).toBe(1000);
+  });
+
+  it('draft-11: a tie on r goes to the longer t; Tokens and spaces after ";" are accepted (express-rate-limit draft-8)', () => {
+    const s = readRateLimitSignal(h({ ratelimit: '"a";r=0;t=2, b; r=0; t=60', 'ratelimit-policy': '"2-in-1min"; q=2; w=60' }), NOW);
+    expect(s).toMatchObject({ remaining: 0, resetMs: 60_000, limit: undefined, dialect: 'draft-11' });
+    // Without Retry-After, the exhausted policy's t is the wait.
+    expect(serverWaitMs(s)).toBe(60_000);
+  });
+
+  it('draft-11: a malformed field is ignored whole', () => {
+    expect(readRateLimitSignal(h({ ratelimit: '"default" ;r=1;t=5' }), NOW).dialect).toBeUndefined();
+    expect(readRateLimitSignal(h({ ratelimit: '"default";r=-1;t=5' }), NOW).dialect).toBeUndefined();
+    expect(readRateLimitSignal(h({ ratelimit: '"default";r=1.5;t=5' }), NOW).dialect).toBeUndefined();
+  });
+
+  it('draft-7: the RateLimit dictionary', () => {
+    expect(readRateLimitSignal(h({ ratelimit: 'limit=100, remaining=0, reset=5', 'ratelimit-policy': '100;w=60' }), NOW)).toEqual({
+      retryAfterMs: undefined,
+      remaining: 0,
+      resetMs: 5000,
+      limit: 100,
+      dialect: 'draft-7',
+    });
+  });
+
+  it('draft-6: RateLimit-Remaining / -Reset / -Limit', () => {
+    expect(readRateLimitSignal(h({ 'ratelimit-limit': '2', 'ratelimit-remaining': '1', 'ratelimit-reset': '60' }), NOW)).toEqual({
+      retryAfterMs: undefined,
+      remaining: 1,
+      resetMs: 60_000,
+      limit: 2,
+      dialect: 'draft-6',
+    });
+  });
+
+  it('legacy X-RateLimit-*: reset in epoch seconds (against Date), epoch ms, or delta seconds', () => {
+    const epoch = readRateLimitSignal(
+      h({
+        'x-ratelimit-limit': '5',
+        'x-ratelimit-remaining': '0',
+        'x-ratelimit-reset': String(NOW / 1000 + 7),
+        date: new Date(NOW).toUTCString(),
+      }),
+      NOW + 3_000,
+    );
+    expect(epoch).toEqual({ retryAfterMs: undefined, remaining: 0, resetMs: 7_000, limit: 5, dialect: 'legacy' });
+    expect(readRateLimitSignal(h({ 'x-ratelimit-remaining': '3', 'x-ratelimit-reset': String(NOW + 2_500) }), NOW).resetMs).toBe(2_500);
+    expect(readRateLimitSignal(h({ 'x-ratelimit-remaining': '3', 'x-ratelimit-reset': '30' }), NOW).resetMs).toBe(30_000);
+  });
+
+  it('nothing at all: only what Retry-After says', () => {
+    expect(readRateLimitSignal(h({}), NOW)).toEqual({
+      retryAfterMs: undefined,
+      remaining: undefined,
+      resetMs: undefined,
+      limit: undefined,
+      dialect: undefined,
+    });
+    expect(serverWaitMs(readRateLimitSignal(h({ 'retry-after': '3' }), NOW))).toBe(3000);
+    // Quota left: no wait is named even if a reset is.
+    expect(serverWaitMs(readRateLimitSignal(h({ ratelimit: '"d";r=4;t=9' }), NOW))).toBeUndefined();
+  });
+});

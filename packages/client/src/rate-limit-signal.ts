@@ -1,0 +1,174 @@
+/**
+ * @module What a response says about the caller's quota, read from every dialect servers send:
+ * `Retry-After` (delay-seconds or HTTP-date), draft-11 (and -08/-09/-10) `RateLimit` /
+ * `RateLimit-Policy` Lists, draft-7's `RateLimit` Dictionary, draft-6's `RateLimit-Remaining` /
+ * `RateLimit-Reset`, and the legacy `X-RateLimit-*` fields (reset as epoch seconds, epoch ms or delta
+ * seconds). Structured fields go through `structured-headers`, as the server side writes them; a
+ * malformed field is ignored whole (draft-11 section 7, RFC 9651 section 4.2), never guessed at.
+ */
+import { type Item, parseDictionary, parseList, Token } from 'structured-headers';
+
+/** The header dialect the quota numbers were read from. */
+export type RateLimitDialect = 'draft-11' | 'draft-7' | 'draft-6' | 'legacy';
+
+/** What one response says, in milliseconds relative to when it was read. */
+export interface RateLimitSignal {
+  /** From `Retry-After`: how long to wait before trying again. */
+  readonly retryAfterMs: number | undefined;
+  /** Quota left in the most restrictive policy the response lists (its units). */
+  readonly remaining: number | undefined;
+  /** Time until that quota is back (draft-11 `t`, draft-7 `reset`, the `*-Reset` fields). */
+  readonly resetMs: number | undefined;
+  /** That policy's quota (`q`, `limit`, `*-Limit`), when the response gives it. */
+  readonly limit: number | undefined;
+  /** Where `remaining`/`resetMs` came from; undefined when no dialect was present and well-formed. */
+  readonly dialect: RateLimitDialect | undefined;
+}
+
+/** The structural view of response headers this module needs (a `Headers` is one). */
+export interface HeaderGetter {
+  get(name: string): string | null;
+}
+
+const NONE: RateLimitSignal = { retryAfterMs: undefined, remaining: undefined, resetMs: undefined, limit: undefined, dialect: undefined };
+const DIGITS = /^\d{1,15}$/;
+
+/** A non-negative integer field value (`1*DIGIT`), else undefined. */
+function digits(value: string | null): number | undefined {
+  if (value === null) return undefined;
+  const v = value.trim();
+  return DIGITS.test(v) ? Number(v) : undefined;
+}
+
+function nonNegativeInteger(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+}
+
+/** The time the response was generated, from its `Date` field, so that HTTP-dates and epochs are read against the server's clock. */
+function serverNow(headers: HeaderGetter, now: number): number {
+  const date = headers.get('date');
+  if (date === null) return now;
+  const t = Date.parse(date);
+  return Number.isFinite(t) ? t : now;
+}
+
+/** `Retry-After` in ms: delay-seconds, or an HTTP-date taken against the response's `Date`. */
+export function readRetryAfter(headers: HeaderGetter, now: number): number | undefined {
+  const raw = headers.get('retry-after');
+  if (raw === null) return undefined;
+  const seconds = digits(raw);
+  if (seconds !== undefined) return seconds * 1000;
+  // An HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime forms) always names a weekday or
+  // month; without a letter, `Date.parse` would take '-1' or '1.5' for years.
+  const at = /[A-Za-z]/.test(raw) ? Date.parse(raw) : Number.NaN;
+  if (!Number.isFinite(at)) return undefined;
+  return Math.max(0, at - serverNow(headers, now));
+}
+
+function itemName(item: Item[0]): string | undefined {
+  if (typeof item === 'string') return item;
+  if (item instanceof Token) return item.toString();
+  return undefined;
+}
+
+/** draft-11: the item with the least `r` (the longest `t` on a tie), with its policy's `q`. */
+function readDraft11(rateLimit: string, policyField: string | null): Omit<RateLimitSignal, 'retryAfterMs'> | undefined {
+  let list: ReturnType<typeof parseList>;
+  try {
+    list = parseList(rateLimit);
+  } catch {
+    return undefined;
+  }
+  let best: { name: string; r: number; t: number | undefined } | undefined;
+  for (const member of list) {
+    if (Array.isArray(member[0])) continue;
+    const name = itemName(member[0] as Item[0]);
+    const r = nonNegativeInteger(member[1].get('r'));
+    if (name === undefined || r === undefined) continue;
+    const t = nonNegativeInteger(member[1].get('t'));
+    if (best === undefined || r < best.r || (r === best.r && (t ?? 0) > (best.t ?? 0))) best = { name, r, t };
+  }
+  if (best === undefined) return undefined;
+  return {
+    remaining: best.r,
+    resetMs: best.t === undefined ? undefined : best.t * 1000,
+    limit: quotaOf(policyField, best.name),
+    dialect: 'draft-11',
+  };
+}
+
+function quotaOf(policyField: string | null, name: string): number | undefined {
+  if (policyField === null) return undefined;
+  try {
+    for (const member of parseList(policyField)) {
+      if (!Array.isArray(member[0]) && itemName(member[0] as Item[0]) === name) return nonNegativeInteger(member[1].get('q'));
+    }
+  } catch {
+    // A malformed RateLimit-Policy is ignored; the quota is then unknown.
+  }
+  return undefined;
+}
+
+/** draft-7: `RateLimit: limit=100, remaining=50, reset=5` (an SF Dictionary). */
+function readDraft7(rateLimit: string): Omit<RateLimitSignal, 'retryAfterMs'> | undefined {
+  let dict: ReturnType<typeof parseDictionary>;
+  try {
+    dict = parseDictionary(rateLimit);
+  } catch {
+    return undefined;
+  }
+  const member = (key: string) => {
+    const m = dict.get(key);
+    return m === undefined || Array.isArray(m[0]) ? undefined : nonNegativeInteger(m[0]);
+  };
+  const remaining = member('remaining');
+  const reset = member('reset');
+  if (remaining === undefined && reset === undefined) return undefined;
+  return { remaining, resetMs: reset === undefined ? undefined : reset * 1000, limit: member('limit'), dialect: 'draft-7' };
+}
+
+/**
+ * A legacy reset: Unix epoch seconds (GitHub, express-rate-limit), epoch milliseconds, or delta seconds
+ * (values below one billion: no epoch of this century is that small), as ms from now.
+ */
+function legacyReset(value: number | undefined, headers: HeaderGetter, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (value >= 1e12) return Math.max(0, value - serverNow(headers, now));
+  if (value >= 1e9) return Math.max(0, value * 1000 - serverNow(headers, now));
+  return value * 1000;
+}
+
+/**
+ * Everything `headers` says about the quota, `now` being the local wall clock (ms since the epoch).
+ * Dialects are tried newest first; the first well-formed one wins.
+ */
+export function readRateLimitSignal(headers: HeaderGetter, now: number = Date.now()): RateLimitSignal {
+  const retryAfterMs = readRetryAfter(headers, now);
+  const rateLimit = headers.get('ratelimit');
+  if (rateLimit !== null) {
+    const quota = readDraft11(rateLimit, headers.get('ratelimit-policy')) ?? readDraft7(rateLimit);
+    if (quota !== undefined) return { retryAfterMs, ...quota };
+  }
+  const remaining6 = digits(headers.get('ratelimit-remaining'));
+  if (remaining6 !== undefined) {
+    const reset = digits(headers.get('ratelimit-reset'));
+    const limit = digits(headers.get('ratelimit-limit'));
+    return { retryAfterMs, remaining: remaining6, resetMs: reset === undefined ? undefined : reset * 1000, limit, dialect: 'draft-6' };
+  }
+  const remainingX = digits(headers.get('x-ratelimit-remaining'));
+  if (remainingX !== undefined) {
+    const resetMs = legacyReset(digits(headers.get('x-ratelimit-reset')), headers, now);
+    return { retryAfterMs, remaining: remainingX, resetMs, limit: digits(headers.get('x-ratelimit-limit')), dialect: 'legacy' };
+  }
+  return retryAfterMs === undefined ? NONE : { ...NONE, retryAfterMs };
+}
+
+/**
+ * The wait a refused response asks for: `Retry-After` first (draft-11 section 7: it takes precedence),
+ * else the reset of a policy with nothing left. Undefined when the response names no wait.
+ */
+export function serverWaitMs(signal: RateLimitSignal): number | undefined {
+  if (signal.retryAfterMs !== undefined) return signal.retryAfterMs;
+  if (signal.remaining !== undefined && signal.remaining < 1 && signal.resetMs !== undefined) return signal.resetMs;
+  return undefined;
+}

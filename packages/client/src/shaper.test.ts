@@ -1,0 +1,144 @@
+/**
+ * createShaper on virtual time: an in-process MemoryStore, the limiter's clock injected, fake timers for
+ * every wait. The cross-process run on a real redis-server is test/integration/redis/client-shaper.test.ts.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createShaper, RateLimitClientError } from './index.js';
+
+const clock = () => Date.now();
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: 1_800_000_000_000 });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** The most starts in any left-open window (t - windowMs, t]. */
+function maxInWindow(starts: readonly number[], windowMs: number): number {
+  let max = 0;
+  for (const t of starts) max = Math.max(max, starts.filter((s) => s > t - windowMs && s <= t).length);
+  return max;
+}
+
+describe('createShaper', () => {
+  it('starts tasks no faster than the policy allows, each as soon as it allows', async () => {
+    const shaper = createShaper({ policies: { algorithm: 'sliding-log', limit: 10, windowMs: 1_000 }, clock });
+    const t0 = Date.now();
+    const starts: number[] = [];
+    const all = Promise.all(Array.from({ length: 35 }, (_, i) => shaper.schedule(() => starts.push(Date.now() - t0) && i)));
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(await all).toEqual(Array.from({ length: 35 }, (_, i) => i));
+    expect(maxInWindow(starts, 1_000)).toBe(10);
+    // Exactly on time: ten at once, then ten each time the log's oldest entries leave the window.
+    expect(starts.filter((s) => s === 0)).toHaveLength(10);
+    expect(starts.slice(10, 20).every((s) => s === 1_000)).toBe(true);
+    expect(starts[34]).toBe(3_000);
+    expect(shaper.stats()).toMatchObject({ queued: 0, started: 35, delay: { count: 35, maxMs: 3_000 } });
+    await shaper.close();
+  });
+
+  it('a smooth gcra policy spaces starts by windowMs / limit', async () => {
+    const shaper = createShaper({ policies: { algorithm: 'gcra', limit: 10, windowMs: 1_000, burst: 1 }, clock });
+    const t0 = Date.now();
+    const starts: number[] = [];
+    const all = Promise.all(Array.from({ length: 5 }, () => shaper.schedule(() => starts.push(Date.now() - t0))));
+    await vi.advanceTimersByTimeAsync(1_000);
+    await all;
+    expect(starts).toEqual([0, 100, 200, 300, 400]);
+  });
+
+  it('rejects a task that cannot start before its deadline, and never runs it late', async () => {
+    const shaper = createShaper({ policies: { algorithm: 'gcra', limit: 1, windowMs: 1_000, burst: 1 }, clock, maxDelayMs: 1_500 });
+    const ran: number[] = [];
+    const t0 = Date.now();
+    const outcomes = Array.from({ length: 4 }, (_, i) =>
+      shaper
+        .schedule(() => ran.push(i))
+        .then(
+          () => ({ i, at: Date.now() - t0 }),
+          (e: RateLimitClientError) => ({ i, code: e.code, at: Date.now() - t0 }),
+        ),
+    );
+    const short = shaper.schedule(() => ran.push(9), { maxDelayMs: 200 }).catch((e: RateLimitClientError) => e.code);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(await Promise.all(outcomes)).toEqual([
+      { i: 0, at: 0 },
+      { i: 1, at: 1_000 },
+      { i: 2, code: 'ERR_RL_TASK_EXPIRED', at: 1_000 }, // its slot (2 s) is past its deadline (1.5 s): rejected once known
+      { i: 3, code: 'ERR_RL_TASK_EXPIRED', at: 1_000 },
+    ]);
+    expect(await short).toBe('ERR_RL_TASK_EXPIRED');
+    expect(ran).toEqual([0, 1]);
+    expect(shaper.stats().rejected.expired).toBe(3);
+  });
+
+  it('runs higher priorities first, in order of scheduling within one priority', async () => {
+    const shaper = createShaper({ policies: { algorithm: 'gcra', limit: 10, windowMs: 1_000, burst: 1 }, clock });
+    const order: string[] = [];
+    const tasks = [
+      shaper.schedule(() => order.push('a0')),
+      shaper.schedule(() => order.push('b0')),
+      shaper.schedule(() => order.push('c5'), { priority: 5 }),
+      shaper.schedule(() => order.push('d-1'), { priority: -1 }),
+      shaper.schedule(() => order.push('e5'), { priority: 5 }),
+    ];
+    await vi.advanceTimersByTimeAsync(1_000);
+    await Promise.all(tasks);
+    // a0 was decided at once (the queue was empty); the rest by priority.
+    expect(order).toEqual(['a0', 'c5', 'e5', 'b0', 'd-1']);
+  });
+
+  it('a full queue rejects with ERR_RL_QUEUE_FULL; a cancelled task leaves at once and frees its place', async () => {
+    const shaper = createShaper({ policies: { algorithm: 'gcra', limit: 1, windowMs: 1_000, burst: 1 }, clock, maxQueue: 2 });
+    const ran: string[] = [];
+    const first = shaper.schedule(() => ran.push('first'));
+    await vi.advanceTimersByTimeAsync(0);
+    const controller = new AbortController();
+    const cancelled = shaper.schedule(() => ran.push('cancelled'), { signal: controller.signal }).catch((e: Error) => e.name);
+    const kept = shaper.schedule(() => ran.push('kept'));
+    await expect(shaper.schedule(() => ran.push('over'))).rejects.toMatchObject({ code: 'ERR_RL_QUEUE_FULL' });
+    controller.abort();
+    expect(await cancelled).toBe('AbortError');
+    expect(shaper.stats().queued).toBe(1);
+    const late = shaper.schedule(() => ran.push('took the freed place'));
+    await vi.advanceTimersByTimeAsync(3_000);
+    await Promise.all([first, kept, late]);
+    expect(ran).toEqual(['first', 'kept', 'took the freed place']);
+    expect(shaper.stats().rejected).toMatchObject({ queueFull: 1, cancelled: 1 });
+  });
+
+  it('a cost that can never fit is ERR_RL_TASK_TOO_COSTLY; close() rejects what waits and refuses new tasks', async () => {
+    const shaper = createShaper({ policies: { algorithm: 'token-bucket', limit: 5, windowMs: 1_000 }, clock });
+    await expect(shaper.schedule(() => 1, { cost: 6 })).rejects.toMatchObject({ code: 'ERR_RL_TASK_TOO_COSTLY' });
+    const admitted = shaper.schedule(() => 'ok', { cost: 5 });
+    const waiting = shaper.schedule(() => 'never', { cost: 5 }).catch((e: RateLimitClientError) => e.code);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(await admitted).toBe('ok');
+    await shaper.close();
+    expect(await waiting).toBe('ERR_RL_SHAPER_CLOSED');
+    await expect(shaper.schedule(() => 1)).rejects.toBeInstanceOf(RateLimitClientError);
+  });
+
+  it('a task that throws rejects with its own error and does not stop the queue', async () => {
+    const shaper = createShaper({ policies: { limit: 100, windowMs: 1_000 }, clock });
+    await expect(
+      shaper.schedule(() => {
+        throw new Error('partner down');
+      }),
+    ).rejects.toThrow('partner down');
+    await expect(shaper.schedule(async () => 2)).resolves.toBe(2);
+    expect(shaper.stats().running).toBe(0);
+  });
+
+  it('rejects bad options at construction', () => {
+    expect(() => createShaper({} as never)).toThrow(/ERR_RL_NO_POLICIES/);
+    expect(() => createShaper({ policies: { limit: 1, windowMs: 1 }, maxQueue: -1 })).toThrow(/ERR_RL_INVALID_OPTION: 'maxQueue'/);
+    expect(() => createShaper({ policies: { limit: 1, windowMs: 1 }, queue: 5 } as never)).toThrow(/ERR_RL_UNKNOWN_OPTION: 'queue'/);
+    expect(() => createShaper({ policies: { algorithm: 'concurrency', limit: 1 } as never })).toThrow(/ERR_RL_INVALID_OPTION: 'policies'/);
+    expect(() => createShaper({ policies: { limit: 0, windowMs: 1 } })).toThrow(/ERR_RL_INVALID_LIMIT/);
+    expect(() => createShaper({ policies: { limit: 1, windowMs: 1 }, storeTimeoutMs: 0 })).toThrow(
+      /ERR_RL_INVALID_OPTION: 'storeTimeoutMs'/,
+    );
+  });
+});

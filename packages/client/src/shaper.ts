@@ -1,0 +1,342 @@
+/**
+ * @module `createShaper(options)`: outbound shaping on the core's exact algorithms. Tasks wait in a
+ * bounded priority queue; one loop per shaper asks the limiter for the task at the head
+ * (`limiter.check(key, { cost })`) and, when refused, sleeps exactly the decision's `retryAfterMs`
+ * (the core's contract: after that wait the same request is admitted, unless someone else took the
+ * budget first). With a `RedisStore` every process's checks go through one Lua script on one clock
+ * (Redis `TIME`), so 10/s held by four processes is 10/s in total.
+ *
+ * A task starts only while its deadline (`maxDelayMs` from `schedule`) has not passed: one whose wait
+ * would end after its deadline is rejected with `ERR_RL_TASK_EXPIRED` as soon as that is known, never
+ * run late. A task cancelled through its `signal` leaves the queue at once and frees its place; a charge
+ * taken for a task that went away while its check was in flight is refunded.
+ */
+import {
+  type Clock,
+  createLimiter,
+  type Decision,
+  type Limiter,
+  type LimiterStats,
+  type PolicyOptions,
+  RateLimitConfigError,
+  type Store,
+} from '@tollgate/core';
+import { functionOption, integerIn, type KeysEnum, numberIn, oneOf, RateLimitClientError, readOptions } from './errors.js';
+import { sleep } from './sleep.js';
+
+export interface ShaperOptions {
+  /** The rate policies tasks are shaped by (one or several, all must admit a task), as in `createLimiter`. Required. */
+  policies: PolicyOptions | readonly PolicyOptions[];
+  /** Where the budget lives. Defaults to an in-process `MemoryStore`; a `RedisStore` shares it across processes. */
+  store?: Store;
+  /** The limiter key: shapers on one store with the same key and policy names share one budget. Defaults to `'shaper'`. */
+  key?: string;
+  /** Tasks waiting at most; `schedule` beyond that rejects with `ERR_RL_QUEUE_FULL`. Defaults to `1_000`. */
+  maxQueue?: number;
+  /** The default deadline of a task, in ms from `schedule`: not started by then, it is rejected. Defaults to `60_000`. */
+  maxDelayMs?: number;
+  /** What a check does when the store fails: the core's `onStoreError` (`'local'`, `'open'`, `'closed'`). Defaults to `'local'`. */
+  onStoreError?: 'local' | 'open' | 'closed';
+  /** With `onStoreError: 'local'`, the share of each limit this process allows alone, in (0, 1]. Defaults to `1`. */
+  localShare?: number;
+  /**
+   * How long the store may stay silent before a check counts as failed (the core's `storeTimeoutMs`).
+   * A shaper is off the request path, and a check that fails over to `'local'` loses the shared budget,
+   * so the default is more patient than the middleware's 50 ms. Defaults to `1_000`.
+   */
+  storeTimeoutMs?: number;
+  /** Integer ms for deadlines and the in-process store. Defaults to the core's monotonic clock. */
+  clock?: Clock;
+}
+
+export interface ScheduleOptions {
+  /** The task's cost in policy units, as `check(key, { cost })`. Defaults to `1`. */
+  cost?: number;
+  /** Higher runs first; equal priorities run in the order scheduled. An integer. Defaults to `0`. */
+  priority?: number;
+  /** Aborting it takes the task out of the queue (rejecting with the signal's reason). A started task is not interrupted. */
+  signal?: AbortSignal;
+  /** This task's deadline, in ms from now. Defaults to the shaper's `maxDelayMs`. */
+  maxDelayMs?: number;
+}
+
+/** Counters and gauges of one shaper since it was made. */
+export interface ShaperStats {
+  /** Tasks waiting now (the queue length). */
+  readonly queued: number;
+  /** Tasks started and not yet settled. */
+  readonly running: number;
+  readonly started: number;
+  /** Tasks rejected, by why. */
+  readonly rejected: {
+    readonly queueFull: number;
+    readonly expired: number;
+    readonly cancelled: number;
+    readonly tooCostly: number;
+    readonly storeError: number;
+    readonly closed: number;
+  };
+  /** How long started tasks waited between `schedule` and their start, in ms. */
+  readonly delay: { readonly count: number; readonly totalMs: number; readonly maxMs: number };
+  /** The limiter's own stats (decisions, degraded answers). */
+  readonly limiter: LimiterStats;
+}
+
+export interface Shaper {
+  /** Queues `fn` and runs it once the policies admit it; resolves or rejects with its outcome. */
+  schedule<T>(fn: () => T | Promise<T>, options?: ScheduleOptions): Promise<T>;
+  stats(): ShaperStats;
+  /** The limiter deciding the tasks (for `peek`, `on('store-error')`, ...). */
+  readonly limiter: Limiter;
+  /** Rejects every waiting task with `ERR_RL_SHAPER_CLOSED`, refuses new ones, and closes the limiter (and the store, when the shaper made it). */
+  close(): Promise<void>;
+}
+
+interface Task {
+  readonly run: () => unknown;
+  readonly cost: number;
+  readonly priority: number;
+  readonly seq: number;
+  readonly enqueuedAt: number;
+  readonly deadline: number;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (reason: unknown) => void;
+  /** 'queued' in the queue, 'deciding' while its check is in flight, then settled. */
+  state: 'queued' | 'deciding' | 'done';
+  cleanup: () => void;
+}
+
+const KNOWN: KeysEnum<ShaperOptions> = {
+  policies: true,
+  store: true,
+  key: true,
+  maxQueue: true,
+  maxDelayMs: true,
+  onStoreError: true,
+  localShare: true,
+  storeTimeoutMs: true,
+  clock: true,
+};
+const SCHEDULE_KNOWN: KeysEnum<ScheduleOptions> = { cost: true, priority: true, signal: true, maxDelayMs: true };
+const DAY = 86_400_000;
+
+/** Makes a shaper; see the module comment and the README. Options are checked here, once. */
+export function createShaper(options: ShaperOptions): Shaper {
+  const o = readOptions(options, KNOWN, 'options', '{ policies: { limit: 10, windowMs: 1_000 }, store: new RedisStore({ client }) }');
+  // A missing or empty `policies` is the core's ERR_RL_NO_POLICIES, thrown by createLimiter below.
+  for (const p of [o.policies].flat()) {
+    if ((p as { algorithm?: string } | undefined)?.algorithm === 'concurrency') {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_OPTION',
+        'policies',
+        'must be rate policies: a shaper starts tasks, it does not hold leases',
+        p,
+      );
+    }
+  }
+  const key = o.key ?? 'shaper';
+  if (typeof key !== 'string' || key === '')
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'key', "must be a non-empty string, e.g. 'sms-partner'", key);
+  const maxQueue = o.maxQueue === undefined ? 1_000 : integerIn(o.maxQueue, 'maxQueue', 0, 10_000_000, 'e.g. 1_000');
+  const defaultDelay = o.maxDelayMs === undefined ? 60_000 : integerIn(o.maxDelayMs, 'maxDelayMs', 0, DAY, 'e.g. 60_000');
+  const clock = o.clock === undefined ? undefined : functionOption<Clock>(o.clock, 'clock', '() => Date.now()');
+  const limiter = createLimiter({
+    policies: o.policies as PolicyOptions[],
+    store: o.store,
+    clock,
+    onStoreError: o.onStoreError === undefined ? undefined : oneOf(o.onStoreError, 'onStoreError', ['local', 'open', 'closed'] as const),
+    localShare: o.localShare === undefined ? undefined : numberIn(o.localShare, 'localShare', Number.MIN_VALUE, 1, 'e.g. 0.25'),
+    storeTimeoutMs: o.storeTimeoutMs === undefined ? 1_000 : integerIn(o.storeTimeoutMs, 'storeTimeoutMs', 1, DAY, 'e.g. 1_000'),
+  });
+  const now: Clock = clock ?? (() => Math.floor(performance.timeOrigin + performance.now()));
+
+  const queue: Task[] = [];
+  let seq = 0;
+  let pumping = false;
+  let closed = false;
+  const wake = new AbortController();
+  const counts = { started: 0, running: 0, queueFull: 0, expired: 0, cancelled: 0, tooCostly: 0, storeError: 0, closed: 0 };
+  const delay = { count: 0, totalMs: 0, maxMs: 0 };
+
+  function remove(task: Task): void {
+    const i = queue.indexOf(task);
+    if (i >= 0) queue.splice(i, 1);
+  }
+
+  function insert(task: Task): void {
+    // Highest priority first, then first scheduled first.
+    let i = queue.length;
+    while (i > 0) {
+      const prev = queue[i - 1] as Task;
+      if (prev.priority > task.priority || (prev.priority === task.priority && prev.seq < task.seq)) break;
+      i--;
+    }
+    queue.splice(i, 0, task);
+  }
+
+  function settle(task: Task, error: unknown, counter: keyof typeof counts): void {
+    if (task.state === 'done') return;
+    task.state = 'done';
+    task.cleanup();
+    remove(task);
+    counts[counter]++;
+    task.reject(error);
+  }
+
+  function expire(task: Task, why: string): void {
+    settle(task, new RateLimitClientError('ERR_RL_TASK_EXPIRED', why), 'expired');
+  }
+
+  function start(task: Task): void {
+    task.state = 'done';
+    task.cleanup();
+    remove(task);
+    const waited = now() - task.enqueuedAt;
+    delay.count++;
+    delay.totalMs += waited;
+    delay.maxMs = Math.max(delay.maxMs, waited);
+    counts.started++;
+    counts.running++;
+    Promise.resolve()
+      .then(task.run)
+      .then(task.resolve, task.reject)
+      .finally(() => {
+        counts.running--;
+      });
+  }
+
+  /** Decides the head task; returns how long the loop should sleep before the next check. */
+  async function decideHead(task: Task): Promise<number> {
+    // The task keeps its place in the queue (and counts against maxQueue) while its check is in flight.
+    task.state = 'deciding';
+    let decision: Decision;
+    try {
+      decision = await limiter.check(key, { cost: task.cost });
+    } catch (error) {
+      settle(task, error, 'tooCostly');
+      return 0;
+    }
+    if (task.state !== 'deciding') {
+      // Cancelled, expired or closed while the check was in flight: give the charge back.
+      if (decision.receipt !== undefined) await limiter.refund(decision).catch(() => undefined);
+      return 0;
+    }
+    if (decision.reason === 'cost-exceeds-capacity') {
+      settle(
+        task,
+        new RateLimitClientError('ERR_RL_TASK_TOO_COSTLY', `cost ${task.cost} can never fit policy '${decision.policy}'`),
+        'tooCostly',
+      );
+      return 0;
+    }
+    if (!decision.allowed && decision.reason === 'store-error') {
+      settle(task, new RateLimitClientError('ERR_RL_SHAPER_STORE', 'the store could not decide and onStoreError is closed'), 'storeError');
+      return 0;
+    }
+    const wait = decision.allowed ? decision.delayMs : decision.retryAfterMs;
+    if (wait > 0 && now() + wait > task.deadline) {
+      if (decision.allowed && decision.receipt !== undefined) await limiter.refund(decision).catch(() => undefined);
+      expire(
+        task,
+        `the task could not start within its deadline (${task.deadline - task.enqueuedAt} ms): the next slot is ${wait} ms away`,
+      );
+      return 0;
+    }
+    if (decision.allowed && wait === 0) {
+      start(task);
+      return 0;
+    }
+    if (decision.allowed) {
+      // A leaky-bucket admission with a delay: the slot is this task's, started when the delay is over.
+      task.state = 'done';
+      task.cleanup();
+      remove(task);
+      sleep(wait).then(() => start(task));
+      return 0;
+    }
+    task.state = 'queued';
+    return wait;
+  }
+
+  async function pump(): Promise<void> {
+    if (pumping) return;
+    pumping = true;
+    try {
+      while (!closed && queue.length > 0) {
+        const wait = await decideHead(queue[0] as Task);
+        if (wait > 0) await sleep(wait, wake.signal).catch(() => undefined);
+      }
+    } finally {
+      pumping = false;
+    }
+  }
+
+  function schedule<T>(fn: () => T | Promise<T>, opts?: ScheduleOptions): Promise<T> {
+    const run = functionOption<() => T | Promise<T>>(fn, 'fn', '() => sendSms(to, text)');
+    const s = readOptions(opts, SCHEDULE_KNOWN, 'schedule options', '{ cost: 1, priority: 0, maxDelayMs: 5_000 }');
+    const priority = s.priority === undefined ? 0 : integerIn(s.priority, 'priority', -1e6, 1e6, 'e.g. 0 (higher runs first)');
+    const maxDelayMs = s.maxDelayMs === undefined ? defaultDelay : integerIn(s.maxDelayMs, 'maxDelayMs', 0, DAY, 'e.g. 5_000');
+    const cost = s.cost ?? 1;
+    if (closed) return Promise.reject(new RateLimitClientError('ERR_RL_SHAPER_CLOSED', 'schedule() was called after close()'));
+    if (s.signal?.aborted) {
+      counts.cancelled++;
+      return Promise.reject(s.signal.reason);
+    }
+    if (queue.length >= maxQueue) {
+      counts.queueFull++;
+      return Promise.reject(new RateLimitClientError('ERR_RL_QUEUE_FULL', `${queue.length} tasks are waiting (maxQueue ${maxQueue})`));
+    }
+    return new Promise<T>((resolve, reject) => {
+      const enqueuedAt = now();
+      const task: Task = {
+        run,
+        cost,
+        priority,
+        seq: seq++,
+        enqueuedAt,
+        deadline: enqueuedAt + maxDelayMs,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        state: 'queued',
+        cleanup: () => undefined,
+      };
+      const timer = setTimeout(() => expire(task, `the task was not started within its deadline (${maxDelayMs} ms)`), maxDelayMs);
+      const onAbort = () => settle(task, s.signal?.reason, 'cancelled');
+      s.signal?.addEventListener('abort', onAbort, { once: true });
+      task.cleanup = () => {
+        clearTimeout(timer);
+        s.signal?.removeEventListener('abort', onAbort);
+      };
+      insert(task);
+      void pump();
+    });
+  }
+
+  return {
+    schedule,
+    limiter,
+    stats: () => ({
+      queued: queue.length,
+      running: counts.running,
+      started: counts.started,
+      rejected: {
+        queueFull: counts.queueFull,
+        expired: counts.expired,
+        cancelled: counts.cancelled,
+        tooCostly: counts.tooCostly,
+        storeError: counts.storeError,
+        closed: counts.closed,
+      },
+      delay: { ...delay },
+      limiter: limiter.stats(),
+    }),
+    async close() {
+      if (closed) return;
+      closed = true;
+      wake.abort();
+      for (const task of [...queue])
+        settle(task, new RateLimitClientError('ERR_RL_SHAPER_CLOSED', 'the shaper was closed before the task started'), 'closed');
+      await limiter.close();
+    },
+  };
+}

@@ -1,0 +1,180 @@
+/**
+ * withRetry's rules on virtual time: a scripted fetch answers each attempt, fake timers drive every wait.
+ * The real-server behaviour (tollgate, express-rate-limit, nginx, the storm) is in test/client/.
+ */
+import { RateLimitConfigError } from '@tollgate/core';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { type FetchLike, RateLimitClientError, withRetry } from './index.js';
+
+const URL_ = 'http://127.0.0.1:1/api';
+
+/** A fetch that answers from a script and records when (virtual ms) and how each attempt was made. */
+function scripted(...answers: (Response | Error)[]) {
+  const calls: { at: number; method: string; init: RequestInit | undefined }[] = [];
+  const fetch: FetchLike = async (input, init) => {
+    calls.push({ at: Date.now(), method: init?.method ?? (input instanceof Request ? input.method : 'GET'), init });
+    if (init?.signal?.aborted) throw init.signal.reason;
+    const next = answers.shift() ?? new Response('ok');
+    if (next instanceof Error) throw next;
+    return next;
+  };
+  return { fetch, calls };
+}
+
+const refused = (status: number, headers: Record<string, string> = {}) => new Response('no', { status, headers });
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: Date.parse('2026-12-02T04:00:00Z') });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('withRetry', () => {
+  it('waits what Retry-After says, plus jitter above it, then returns the success', async () => {
+    const { fetch, calls } = scripted(refused(429, { 'retry-after': '2' }), refused(503, { 'retry-after': '1' }));
+    const f = withRetry(fetch, { random: () => 0.5 });
+    const done = f(URL_);
+    await vi.advanceTimersByTimeAsync(10_000);
+    const res = await done;
+    expect(res.status).toBe(200);
+    const t0 = calls[0]?.at ?? 0;
+    // 2 s + half of a 2 s spread; then 1 s + half of a 2 s spread (attempt 2 doubles the 1 s span).
+    expect(calls.map((c) => c.at - t0)).toEqual([0, 3000, 3000 + 2000]);
+    expect(f.stats()).toMatchObject({ requests: 1, retries: 2 });
+  });
+
+  it("waits a RateLimit item's t when there is no Retry-After, and the HTTP-date form", async () => {
+    const { fetch, calls } = scripted(
+      refused(429, { ratelimit: '"default";r=0;t=4' }),
+      refused(429, { 'retry-after': new Date(Date.now() + 8_000).toUTCString() }),
+    );
+    const done = withRetry(fetch, { random: () => 0 })(URL_);
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect((await done).status).toBe(200);
+    const t0 = calls[0]?.at ?? 0;
+    // The date names an instant 8 s after the script was written: the second retry waits what is left of it.
+    expect(calls.map((c) => c.at - t0)).toEqual([0, 4000, 8000]);
+  });
+
+  it('never retries a 413, another status, or a POST without being told; does with an Idempotency-Key or retryNonIdempotent', async () => {
+    for (const status of [413, 400, 500]) {
+      const { fetch, calls } = scripted(refused(status, { 'retry-after': '1' }));
+      expect((await withRetry(fetch)(URL_)).status).toBe(status);
+      expect(calls).toHaveLength(1);
+    }
+    const post = scripted(refused(429, { 'retry-after': '1' }));
+    expect((await withRetry(post.fetch)(URL_, { method: 'POST', body: 'x' })).status).toBe(429);
+    expect(post.calls).toHaveLength(1);
+
+    const keyed = scripted(refused(429, { 'retry-after': '1' }));
+    const a = withRetry(keyed.fetch)(URL_, { method: 'POST', body: 'x', headers: { 'Idempotency-Key': 'k1' } });
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect((await a).status).toBe(200);
+    expect(keyed.calls.map((c) => c.method)).toEqual(['POST', 'POST']);
+
+    const told = scripted(refused(429, { 'retry-after': '1' }));
+    const b = withRetry(told.fetch, { retryNonIdempotent: true })(new Request(URL_, { method: 'PATCH', body: 'x' }));
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect((await b).status).toBe(200);
+    expect(told.calls).toHaveLength(2);
+    expect(() => withRetry(told.fetch, { retryOn: [429, 413] })).toThrow(RateLimitConfigError);
+  });
+
+  it('returns the refused response when the server asks for longer than maxDelayMs, or the retries are spent', async () => {
+    const long = scripted(refused(429, { 'retry-after': '120' }));
+    const f = withRetry(long.fetch, { maxDelayMs: 60_000 });
+    const res = await f(URL_);
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('120');
+    expect(f.stats().tooLongRefused).toBe(1);
+
+    const spent = scripted(...Array.from({ length: 5 }, () => refused(503)));
+    const g = withRetry(spent.fetch, { retries: 2, random: () => 0.5 });
+    const done = g(URL_);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect((await done).status).toBe(503);
+    expect(spent.calls).toHaveLength(3);
+  });
+
+  it('keeps a retry budget shared by every call: a server that fails everything gets little more than its normal load', async () => {
+    const always = scripted(...Array.from({ length: 1000 }, () => refused(503)));
+    const f = withRetry(always.fetch, { random: () => 0, budget: { ratio: 0.1, minRetriesPerSecond: 0.2, windowMs: 10_000 } });
+    const calls = Promise.all(Array.from({ length: 100 }, () => f(URL_)));
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect((await calls).every((r) => r.status === 503)).toBe(true);
+    // 100 first attempts; retries at most 2 (the floor) + 0.1 * 100 = 12, against 500 without a budget.
+    expect(always.calls).toHaveLength(112);
+    // 88 refused at once, the 12 retried refused after their retry failed too.
+    expect(f.stats()).toMatchObject({ requests: 100, retries: 12, budgetRefused: 100 });
+  });
+
+  it('retries a network error with backoff; an abort ends the call at once, waiting or in flight', async () => {
+    const flaky = scripted(new TypeError('fetch failed'), new TypeError('fetch failed'));
+    const f = withRetry(flaky.fetch, { random: () => 1 - Number.EPSILON });
+    const done = f(URL_);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect((await done).status).toBe(200);
+    const t0 = flaky.calls[0]?.at ?? 0;
+    expect(flaky.calls.map((c) => c.at - t0)).toEqual([0, 100, 300]);
+
+    const waiting = scripted(refused(429, { 'retry-after': '5' }));
+    const controller = new AbortController();
+    const call = withRetry(waiting.fetch)(URL_, { signal: controller.signal });
+    const settled = call.catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(1_000);
+    controller.abort();
+    expect(await settled).toMatchObject({ name: 'AbortError' });
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(waiting.calls).toHaveLength(1);
+  });
+
+  it('timeoutMs bounds the whole call: a wait past it is not started, a slow attempt is aborted with ERR_RL_DEADLINE_EXCEEDED', async () => {
+    const slowRetry = scripted(refused(429, { 'retry-after': '3' }));
+    const res = await withRetry(slowRetry.fetch, { timeoutMs: 2_000 })(URL_);
+    expect(res.status).toBe(429);
+
+    const hang: FetchLike = (_input, init) =>
+      new Promise((_resolve, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal?.reason)));
+    const call = withRetry(hang, { timeoutMs: 2_000 })(URL_).catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(2_000);
+    const error = await call;
+    expect(error).toBeInstanceOf(RateLimitClientError);
+    expect(error).toMatchObject({ code: 'ERR_RL_DEADLINE_EXCEEDED' });
+  });
+
+  it('pacing: spreads the last tenth of an advertised quota over the time left, and waits for the reset at zero', async () => {
+    let remaining = 12;
+    const calls: number[] = [];
+    const fetch: FetchLike = async () => {
+      calls.push(Date.now());
+      remaining = Math.max(0, remaining - 1);
+      return new Response('ok', { headers: { 'ratelimit-policy': '"d";q=100;w=10', ratelimit: `"d";r=${remaining};t=10` } });
+    };
+    const f = withRetry(fetch, { pacing: true });
+    const waits: number[] = [];
+    for (let i = 0; i < 13; i++) {
+      const start = Date.now();
+      let done = false;
+      f(URL_).then(() => {
+        done = true;
+      });
+      while (!done) await vi.advanceTimersByTimeAsync(1);
+      waits.push((calls[i] ?? 0) - start);
+    }
+    // Above 10 left nothing waits; from 10 down each request waits its share of the time left
+    // (the server says t=10 s each time: 10 s / 10, 10 s / 9, ... less the 1 ms this loop steps by); at 0 it waits the whole reset.
+    expect(waits.slice(0, 3)).toEqual([0, 0, 0]);
+    expect(waits.slice(3, 12)).toEqual([999, 1111, 1250, 1429, 1667, 2000, 2500, 3333, 5000]);
+    expect(waits[12]).toBe(10_000);
+    expect(f.stats().pacedMs).toBeGreaterThan(0);
+  });
+
+  it('rejects bad options at construction with coded errors', () => {
+    const { fetch } = scripted();
+    expect(() => withRetry(fetch, { retries: -1 })).toThrow(/ERR_RL_INVALID_OPTION: 'retries'/);
+    expect(() => withRetry(fetch, { jiter: 'full' } as never)).toThrow(/ERR_RL_UNKNOWN_OPTION: 'jiter'/);
+    expect(() => withRetry(fetch, { jitter: 'equal' as never })).toThrow(/ERR_RL_INVALID_OPTION: 'jitter'/);
+    expect(() => withRetry('fetch' as never)).toThrow(/ERR_RL_INVALID_OPTION: 'fetch'/);
+  });
+});

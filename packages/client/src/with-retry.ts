@@ -1,0 +1,361 @@
+/**
+ * @module `withRetry(fetch, options)`: a fetch-compatible function that retries what a rate limit or an
+ * overloaded server refused, the way the server asked, without ever storming it. One attempt:
+ *
+ * 1. pacing (optional) may hold the request until the origin's advertised quota allows it;
+ * 2. the request goes out; a response whose status is in `retryOn` (429, 503) is a candidate for a retry,
+ *    a network error too (`retryNetworkErrors`); anything else is returned as it is;
+ * 3. a retry happens only if the request may be replayed (idempotent method, or told so), attempts are
+ *    left, the budget allows it, and the wait (the server's `Retry-After` or `RateLimit` `t`, plus jitter)
+ *    fits under `maxDelayMs` and before the deadline. Otherwise the last response is returned (or the
+ *    network error thrown): the caller sees what the server said, `Retry-After` included.
+ *
+ * An `AbortSignal` (on the init or the Request) ends the call at once, in flight or while waiting, with
+ * the signal's reason, as fetch does. `timeoutMs` is a deadline for the whole call, retries and waits
+ * included: in flight it aborts with `ERR_RL_DEADLINE_EXCEEDED`; a wait that would end past it is not
+ * started and the last response is returned instead.
+ */
+import { RateLimitConfigError } from '@tollgate/core';
+import { backoffDelay, type Jitter } from './backoff.js';
+import { functionOption, integerIn, type KeysEnum, numberIn, oneOf, RateLimitClientError, readOptions } from './errors.js';
+import { Pacer } from './pacer.js';
+import { type RateLimitSignal, readRateLimitSignal, serverWaitMs } from './rate-limit-signal.js';
+import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
+import { sleep } from './sleep.js';
+
+/** The fetch shape `withRetry` wraps and returns: global `fetch`, undici's, or any function like them. */
+export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+/** What `onRetry` is told before each wait. */
+export interface RetryEvent {
+  /** The retry about to happen: 1 for the first. */
+  readonly attempt: number;
+  /** How long it waits first, in ms. */
+  readonly delayMs: number;
+  /** The refused response (its body is discarded once `onRetry` returns), or undefined after a network error. */
+  readonly response: Response | undefined;
+  readonly error: unknown;
+  /** What the response said about the quota. */
+  readonly signal: RateLimitSignal | undefined;
+}
+
+export interface RetryOptions {
+  /** Retries after the first attempt, an integer from 0 to 100. Defaults to `5`. */
+  retries?: number;
+  /** Statuses that are retried. 413 is never allowed (a request too large for the quota stays too large). Defaults to `[429, 503]`. */
+  retryOn?: readonly number[];
+  /** Whether a network error (fetch rejecting, not an abort) is retried, with backoff. Defaults to `true`. */
+  retryNetworkErrors?: boolean;
+  /**
+   * Retry POST, PATCH and other non-idempotent methods too. Defaults to `false`: they are retried only
+   * when the request carries the `idempotencyKeyHeader`.
+   */
+  retryNonIdempotent?: boolean;
+  /** A request with this header is retried whatever its method (the server deduplicates it). Defaults to `'idempotency-key'`. */
+  idempotencyKeyHeader?: string;
+  /** `'full'` or `'decorrelated'` (see README, "Jitter"). Defaults to `'full'`. */
+  jitter?: Jitter;
+  /** The backoff's unit when the server names no wait, in ms. Defaults to `100`. */
+  baseDelayMs?: number;
+  /** The longest single wait, in ms: a server that asks for longer gets its response returned, not a retry. Defaults to `30_000`. */
+  maxDelayMs?: number;
+  /** A deadline for the whole call, retries and waits included, in ms. Defaults to none. */
+  timeoutMs?: number;
+  /** The retry budget, shared by every call of this function; `false` turns it off. Defaults to `{ ratio: 0.1, minRetriesPerSecond: 1, windowMs: 10_000 }`. */
+  budget?: RetryBudgetOptions | false;
+  /**
+   * Pace requests from the quota responses advertise (any dialect), per origin: `true`, or
+   * `{ paceBelow }`, the share of the quota below which requests are spread out (default 0.1).
+   * Defaults to `false`.
+   */
+  pacing?: boolean | { paceBelow?: number };
+  /** Called before each retry's wait. Defaults to none. */
+  onRetry?: (event: RetryEvent) => void;
+  /** Wall clock in ms since the epoch (Retry-After dates, budget, pacing). Defaults to `Date.now`. */
+  clock?: () => number;
+  /** Random numbers in [0, 1) for the jitter. Defaults to `Math.random`. */
+  random?: () => number;
+}
+
+/** What a `withRetry` function counted since it was made. */
+export interface RetryStats {
+  /** Calls (first attempts). */
+  readonly requests: number;
+  /** Retries sent. */
+  readonly retries: number;
+  /** Retries the budget refused (the refused response was returned instead). */
+  readonly budgetRefused: number;
+  /** Retries not made because the server asked for longer than `maxDelayMs` or the deadline allowed. */
+  readonly tooLongRefused: number;
+  /** Total ms spent waiting for pacing. */
+  readonly pacedMs: number;
+}
+
+/** A fetch-compatible function, plus its counters. */
+export interface RetryFetch extends FetchLike {
+  stats(): RetryStats;
+}
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+
+const KNOWN: KeysEnum<RetryOptions> = {
+  retries: true,
+  retryOn: true,
+  retryNetworkErrors: true,
+  retryNonIdempotent: true,
+  idempotencyKeyHeader: true,
+  jitter: true,
+  baseDelayMs: true,
+  maxDelayMs: true,
+  timeoutMs: true,
+  budget: true,
+  pacing: true,
+  onRetry: true,
+  clock: true,
+  random: true,
+};
+const BUDGET_KNOWN: KeysEnum<RetryBudgetOptions> = { ratio: true, minRetriesPerSecond: true, windowMs: true };
+const DAY = 86_400_000;
+
+interface RetryConfig {
+  readonly retries: number;
+  readonly retryOn: ReadonlySet<number>;
+  readonly retryNetworkErrors: boolean;
+  readonly retryNonIdempotent: boolean;
+  readonly idempotencyKeyHeader: string;
+  readonly jitter: Jitter;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+  readonly timeoutMs: number | undefined;
+  readonly budget: RetryBudget | undefined;
+  readonly pacer: Pacer | undefined;
+  readonly onRetry: ((event: RetryEvent) => void) | undefined;
+  readonly clock: () => number;
+  readonly random: () => number;
+}
+
+function parseRetryOn(value: unknown): ReadonlySet<number> {
+  if (!Array.isArray(value) || value.some((s) => !Number.isInteger(s) || s < 400 || s > 599 || s === 413)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_OPTION',
+      'retryOn',
+      'must be an array of 4xx/5xx statuses other than 413 (a request too large for the quota never fits), e.g. [429, 503]',
+      value,
+    );
+  }
+  return new Set(value as number[]);
+}
+
+function parseRetryOptions(input: RetryOptions | undefined): RetryConfig {
+  const o = readOptions(input, KNOWN, 'options', '{ retries: 5, timeoutMs: 10_000 }');
+  const clock = o.clock === undefined ? Date.now : functionOption<() => number>(o.clock, 'clock', '() => Date.now()');
+  let budget: RetryBudget | undefined;
+  if (o.budget !== false) {
+    const b = readOptions(o.budget, BUDGET_KNOWN, 'budget', '{ ratio: 0.1, minRetriesPerSecond: 1, windowMs: 10_000 }');
+    const windowMs = b.windowMs === undefined ? 10_000 : integerIn(b.windowMs, 'budget.windowMs', 10, DAY, 'e.g. 10_000');
+    const perSecond =
+      b.minRetriesPerSecond === undefined ? 1 : numberIn(b.minRetriesPerSecond, 'budget.minRetriesPerSecond', 0, 1e6, 'e.g. 1');
+    const ratio = b.ratio === undefined ? 0.1 : numberIn(b.ratio, 'budget.ratio', 0, 1000, 'e.g. 0.1');
+    budget = new RetryBudget(ratio, (perSecond * windowMs) / 1000, windowMs, clock);
+  }
+  let pacer: Pacer | undefined;
+  if (o.pacing !== undefined && o.pacing !== false) {
+    if (o.pacing !== true && (o.pacing === null || typeof o.pacing !== 'object')) {
+      throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'pacing', 'must be true, false or { paceBelow }', o.pacing);
+    }
+    const p = o.pacing === true ? {} : readOptions(o.pacing, { paceBelow: true }, 'pacing', '{ paceBelow: 0.1 }');
+    pacer = new Pacer(p.paceBelow === undefined ? 0.1 : numberIn(p.paceBelow, 'pacing.paceBelow', 0, 1, 'e.g. 0.1'), clock);
+  }
+  if (
+    o.idempotencyKeyHeader !== undefined &&
+    (typeof o.idempotencyKeyHeader !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(o.idempotencyKeyHeader))
+  ) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_OPTION',
+      'idempotencyKeyHeader',
+      'must be a header name, e.g. "idempotency-key"',
+      o.idempotencyKeyHeader,
+    );
+  }
+  return Object.freeze({
+    retries: o.retries === undefined ? 5 : integerIn(o.retries, 'retries', 0, 100, 'e.g. 5'),
+    retryOn: o.retryOn === undefined ? new Set([429, 503]) : parseRetryOn(o.retryOn),
+    retryNetworkErrors: o.retryNetworkErrors === undefined ? true : oneOf(o.retryNetworkErrors, 'retryNetworkErrors', [true, false]),
+    retryNonIdempotent: o.retryNonIdempotent === undefined ? false : oneOf(o.retryNonIdempotent, 'retryNonIdempotent', [true, false]),
+    idempotencyKeyHeader: o.idempotencyKeyHeader ?? 'idempotency-key',
+    jitter: o.jitter === undefined ? 'full' : oneOf(o.jitter, 'jitter', ['full', 'decorrelated'] as const),
+    baseDelayMs: o.baseDelayMs === undefined ? 100 : integerIn(o.baseDelayMs, 'baseDelayMs', 1, DAY, 'e.g. 100'),
+    maxDelayMs: o.maxDelayMs === undefined ? 30_000 : integerIn(o.maxDelayMs, 'maxDelayMs', 1, DAY, 'e.g. 30_000'),
+    timeoutMs: o.timeoutMs === undefined ? undefined : integerIn(o.timeoutMs, 'timeoutMs', 1, DAY, 'e.g. 10_000'),
+    budget,
+    pacer,
+    onRetry:
+      o.onRetry === undefined
+        ? undefined
+        : functionOption<(e: RetryEvent) => void>(o.onRetry, 'onRetry', '(e) => log(e.attempt, e.delayMs)'),
+    clock,
+    random: o.random === undefined ? Math.random : functionOption<() => number>(o.random, 'random', 'Math.random'),
+  });
+}
+
+/** The parts of a call every attempt needs. */
+interface CallShape {
+  readonly method: string;
+  readonly origin: string;
+  readonly replayable: boolean;
+  readonly userSignal: AbortSignal | undefined;
+}
+
+function shapeOf(input: string | URL | Request, init: RequestInit | undefined, config: RetryConfig): CallShape {
+  const request = input instanceof Request ? input : undefined;
+  const method = (init?.method ?? request?.method ?? 'GET').toUpperCase();
+  const url = request?.url ?? String(input);
+  let origin = url;
+  try {
+    origin = new URL(url).origin;
+  } catch {
+    // A relative URL (a fetch with a base elsewhere): pace on the string as given.
+  }
+  const headers = new Headers(init?.headers ?? request?.headers);
+  const streamed = typeof ReadableStream !== 'undefined' && init?.body instanceof ReadableStream;
+  const allowedMethod = IDEMPOTENT.has(method) || config.retryNonIdempotent || headers.has(config.idempotencyKeyHeader);
+  return { method, origin, replayable: allowedMethod && !streamed, userSignal: init?.signal ?? request?.signal ?? undefined };
+}
+
+/** Links the caller's signal and the deadline into one signal for every attempt and wait. */
+function callSignal(
+  shape: CallShape,
+  timeoutMs: number | undefined,
+  clock: () => number,
+): { signal: AbortSignal | undefined; deadline: number; done: () => void } {
+  if (timeoutMs === undefined) return { signal: shape.userSignal, deadline: Number.POSITIVE_INFINITY, done: () => undefined };
+  const controller = new AbortController();
+  const deadline = clock() + timeoutMs;
+  const timer = setTimeout(
+    () =>
+      controller.abort(
+        new RateLimitClientError(
+          'ERR_RL_DEADLINE_EXCEEDED',
+          `the request did not complete within timeoutMs (${timeoutMs} ms), retries included`,
+        ),
+      ),
+    timeoutMs,
+  );
+  const onAbort = () => controller.abort(shape.userSignal?.reason);
+  if (shape.userSignal?.aborted) onAbort();
+  else shape.userSignal?.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: controller.signal,
+    deadline,
+    done: () => {
+      clearTimeout(timer);
+      shape.userSignal?.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
+/** `promise`, or the signal's reason as soon as it aborts: a fetch that ignores its signal cannot outlive the deadline. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * Wraps `fetchFn` (default: the global `fetch`) into a fetch-compatible function that retries refused
+ * requests as the server asks, with jitter and a budget, and optionally paces them (see the module
+ * comment and the README). The retry budget and pacing state are shared by every call of the returned
+ * function: make one per upstream service and reuse it.
+ */
+export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: RetryOptions): RetryFetch {
+  if (typeof fetchFn !== 'function') {
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'fetch', 'must be a fetch function, e.g. globalThis.fetch', fetchFn);
+  }
+  const config = parseRetryOptions(options);
+  const counts = { requests: 0, retries: 0, budgetRefused: 0, tooLongRefused: 0, pacedMs: 0 };
+
+  async function attempt(input: string | URL | Request, init: RequestInit | undefined, signal: AbortSignal | undefined, shape: CallShape) {
+    if (config.pacer !== undefined) {
+      const wait = config.pacer.reserve(shape.origin);
+      if (wait > 0) {
+        counts.pacedMs += wait;
+        await sleep(wait, signal);
+      }
+    }
+    const attemptInput = input instanceof Request ? input.clone() : input;
+    const response = fetchFn(attemptInput, signal === undefined ? init : { ...init, signal });
+    return signal === undefined ? response : untilAborted(response, signal);
+  }
+
+  async function retryFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+    const shape = shapeOf(input, init, config);
+    const call = callSignal(shape, config.timeoutMs, config.clock);
+    counts.requests++;
+    config.budget?.request();
+    let previousMs = 0;
+    try {
+      for (let n = 0; ; n++) {
+        let response: Response | undefined;
+        let error: unknown;
+        try {
+          response = await attempt(input, init, call.signal, shape);
+        } catch (e) {
+          if (call.signal?.aborted) throw call.signal.reason;
+          error = e;
+        }
+        const signal = response === undefined ? undefined : readRateLimitSignal(response.headers, config.clock());
+        if (signal !== undefined) config.pacer?.observe(shape.origin, signal);
+        const retryable = response === undefined ? config.retryNetworkErrors : config.retryOn.has(response.status);
+        const give = () => {
+          if (response !== undefined) return response;
+          throw error;
+        };
+        if (!retryable || !shape.replayable || n >= config.retries) return give();
+        const floorMs = signal === undefined ? undefined : serverWaitMs(signal);
+        if (floorMs !== undefined && floorMs > config.maxDelayMs) {
+          counts.tooLongRefused++;
+          return give();
+        }
+        const delayMs = backoffDelay({
+          attempt: n + 1,
+          floorMs,
+          previousMs,
+          jitter: config.jitter,
+          baseDelayMs: config.baseDelayMs,
+          maxDelayMs: config.maxDelayMs,
+          random: config.random,
+        });
+        if (config.clock() + delayMs >= call.deadline) {
+          counts.tooLongRefused++;
+          return give();
+        }
+        if (config.budget !== undefined && !config.budget.tryRetry()) {
+          counts.budgetRefused++;
+          return give();
+        }
+        config.onRetry?.({ attempt: n + 1, delayMs, response, error, signal });
+        // The refused body is never read: free its connection before waiting.
+        await response?.body?.cancel().catch(() => undefined);
+        await sleep(delayMs, call.signal);
+        previousMs = delayMs;
+        counts.retries++;
+      }
+    } finally {
+      call.done();
+    }
+  }
+
+  return Object.assign(retryFetch, { stats: (): RetryStats => ({ ...counts }) });
+}

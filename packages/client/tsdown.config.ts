@@ -1,0 +1,3 @@
+import { packageBuildConfig } from '../../scripts/tsdown-config.ts';
+
+export default packageBuildConfig();

@@ -16,6 +16,7 @@ import { DecisionObserver, observerSetup } from '../observability/decision-obser
 import { StoreTimer } from '../observability/store-timer.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from '../options.js';
 import { type CompiledPlan, compilePlan } from '../plans/compiled-plan.js';
+import type { Clock } from '../types.js';
 import { DecisionBuilder } from './build-decision.js';
 import { checkedClock } from './checked-clock.js';
 import { Counters } from './counters.js';
@@ -61,28 +62,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const events = new LimiterEventHub(logger);
   const builder = new DecisionBuilder(mode, config.shadowPolicies.length > 0, counters, {});
   const observer = new DecisionObserver(observerSetup(compiled, config.shadowPolicies, mode, store.kind, now, config.hotKeys));
-  const guard = new StoreGuard({
-    store,
-    plan: defaultPlan.storePlan,
-    storeTimeoutMs: config.storeTimeoutMs,
-    breaker: config.breaker,
-    logger,
-    onStoreError: config.onStoreError,
-    now,
-    onBreaker: (state, node) => {
-      observer.storeState(state, node);
-      events.emit('breaker', { state, node });
-    },
-  });
-  // The failure mode per plan: each answers with its plan's policies (and their local twins).
-  const fallbacks = new Map<CompiledPlan, Fallback>();
-  for (const cp of compiled.values()) {
-    const planConfig = { ...config, policies: cp.all.slice(0, cp.enforcedCount), localPolicies: cp.localPolicies };
-    fallbacks.set(
-      cp,
-      new Fallback(planConfig, (key, cost, r, policies, degraded) => builder.build(key, cost, r, cp, policies, degraded, 'count')),
-    );
-  }
+  const { guard, fallbacks } = failureMode(config, compiled, defaultPlan, builder, observer, events, now);
   const timed = new StoreTimer(store, config.storeTimeoutMs);
   const plain = new Decider({
     targets,
@@ -176,6 +156,42 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (config.ownsStore) await store.close?.();
     },
   };
+}
+
+/** The failure mode: the guard that watches the store (breaker, watchdog, timeouts) and each plan's fallback answers. */
+function failureMode(
+  config: LimiterConfig,
+  compiled: ReadonlyMap<string, CompiledPlan>,
+  defaultPlan: CompiledPlan,
+  builder: DecisionBuilder,
+  observer: DecisionObserver,
+  events: LimiterEventHub,
+  now: Clock,
+): { guard: StoreGuard; fallbacks: Map<CompiledPlan, Fallback> } {
+  const { store, logger } = config;
+  const guard = new StoreGuard({
+    store,
+    plan: defaultPlan.storePlan,
+    storeTimeoutMs: config.storeTimeoutMs,
+    breaker: config.breaker,
+    logger,
+    onStoreError: config.onStoreError,
+    now,
+    onBreaker: (state, node) => {
+      observer.storeState(state, node);
+      events.emit('breaker', { state, node });
+    },
+  });
+  // The failure mode per plan: each answers with its plan's policies (and their local twins).
+  const fallbacks = new Map<CompiledPlan, Fallback>();
+  for (const cp of compiled.values()) {
+    const planConfig = { ...config, policies: cp.all.slice(0, cp.enforcedCount), localPolicies: cp.localPolicies };
+    fallbacks.set(
+      cp,
+      new Fallback(planConfig, (key, cost, r, policies, degraded) => builder.build(key, cost, r, cp, policies, degraded, 'count')),
+    );
+  }
+  return { guard, fallbacks };
 }
 
 /** `limiter.stats()`: the counters, the guard's outages, each policy's rejections and the shadow record. */

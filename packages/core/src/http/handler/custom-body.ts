@@ -1,0 +1,84 @@
+/**
+ * @module The body of a rejection when the user shapes it: `problem.extend` adds members to the
+ * problem details, `onLimited` replaces the body. A hook that fails leaves the default body, with a
+ * warning; the default body is serialized once, and rebuilt only when a hook may change it.
+ */
+import type { Diagnostics } from '../../diagnostics.js';
+import type { Decision } from '../../types.js';
+import type { HeaderPair } from '../response/header-values.js';
+import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from '../response/problem.js';
+import type { ResponsePlan } from '../response/respond.js';
+import type { RateLimitConfig } from './rate-limit-options.js';
+import type { UserHooks } from './user-hooks.js';
+
+export class CustomBody<Req> {
+  constructor(
+    private readonly extendProblem: RateLimitConfig<Req>['extendProblem'],
+    private readonly onLimited: RateLimitConfig<Req>['onLimited'],
+    private readonly hooks: UserHooks,
+  ) {}
+
+  /** True when a rejection's body may differ from the default. */
+  get active(): boolean {
+    return this.extendProblem !== undefined || this.onLimited !== undefined;
+  }
+
+  /** The plan of a rejection with the user's body, or `plan` itself. */
+  async apply(plan: ResponsePlan, decision: Decision, request: Req, diagnostics: Diagnostics): Promise<ResponsePlan> {
+    if (plan.problem === undefined || plan.status === undefined) return plan;
+    const problem = this.extend(plan.problem, request, diagnostics);
+    const { action, status, headers: planHeaders, delayMs } = plan;
+    const withProblem: ResponsePlan =
+      problem === plan.problem ? plan : { action, status, headers: planHeaders, problem, body: JSON.stringify(problem), delayMs };
+    const onLimited = this.onLimited;
+    if (onLimited === undefined) return withProblem;
+    const r = await this.hooks.call(() => onLimited({ request, decision, status, problem }));
+    if (!r.ok) {
+      this.hooks.failed(diagnostics, 'onLimited', r, `the default ${PROBLEM_CONTENT_TYPE} body was sent.`);
+      return withProblem;
+    }
+    const custom = r.value;
+    if (custom === undefined || custom === null) return withProblem;
+    let body: string;
+    try {
+      body = typeof custom.body === 'string' ? custom.body : (JSON.stringify(custom.body) ?? 'null');
+    } catch (error) {
+      diagnostics.warn(
+        'WRN_RL_HOOK_FAILED',
+        `onLimited returned a body that is not JSON; the default ${PROBLEM_CONTENT_TYPE} body was sent.`,
+        {
+          hook: 'onLimited',
+          err: error,
+        },
+      );
+      return withProblem;
+    }
+    const contentType = contentTypeOf(custom.contentType, typeof custom.body === 'string');
+    const headers: HeaderPair[] = plan.headers.map((h) => (h[0] === 'Content-Type' ? ['Content-Type', contentType] : h));
+    return { action, status, headers, problem: withProblem.problem, body, delayMs };
+  }
+
+  private extend(problem: ProblemDetails, request: Req, diagnostics: Diagnostics): ProblemDetails {
+    const extendProblem = this.extendProblem;
+    if (extendProblem === undefined) return problem;
+    try {
+      const extra = extendProblem(request, problem);
+      if (extra === undefined) return problem;
+      const out: Record<string, unknown> = { ...problem, ...extra, type: problem.type, status: problem.status };
+      if (problem.retryAfter === undefined) delete out.retryAfter;
+      else out.retryAfter = problem.retryAfter;
+      return out as unknown as ProblemDetails;
+    } catch (error) {
+      diagnostics.warn('WRN_RL_HOOK_FAILED', 'problem.extend threw; the problem details were sent without its members.', {
+        hook: 'problem.extend',
+        err: error,
+      });
+      return problem;
+    }
+  }
+}
+
+function contentTypeOf(given: unknown, isText: boolean): string {
+  if (typeof given === 'string' && given !== '') return given;
+  return isText ? 'text/plain; charset=utf-8' : 'application/json';
+}

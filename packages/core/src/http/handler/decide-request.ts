@@ -1,0 +1,145 @@
+/**
+ * @module From a request to its decision and planned answer: skip, key, cost, plan and per-policy keys
+ * (each a user hook, bounded), one `limiter.decide`, the report (`onDecision`, shadow summary), then the
+ * response plan of the plan that applied, with the user's body when a hook shapes it. Callbacks are
+ * awaited only when they return a promise: a synchronous request takes no extra tick.
+ */
+import type { Diagnostics } from '../../diagnostics.js';
+import type { Limiter, LimiterKey } from '../../limiter/limiter.js';
+import { isPromiseLike } from '../../stores/store.js';
+import type { Decision } from '../../types.js';
+import type { RequestView } from '../request-view.js';
+import { type ResponseConfig, respond } from '../response/respond.js';
+import type { Bounded } from './bounded-call.js';
+import type { CustomBody } from './custom-body.js';
+import type { HandledRequest, RawResponse, RequestInput } from './handler-types.js';
+import type { RateLimitConfig } from './rate-limit-options.js';
+import { abortOnClose } from './response-done.js';
+import type { ShadowSummary } from './shadow-summary.js';
+import { UNKEYED_KEY, type UserHooks } from './user-hooks.js';
+
+/** What a RequestDecider is built from, once per middleware. */
+export interface RequestDeciderParts<Req> {
+  readonly config: RateLimitConfig<Req>;
+  readonly limiter: Limiter;
+  readonly hooks: UserHooks;
+  readonly body: CustomBody<Req>;
+  readonly shadow: ShadowSummary;
+  /** One response config per plan: headers and problem bodies describe the plan that applied. */
+  readonly responses: ReadonlyMap<string, ResponseConfig>;
+  /** Requests may wait in a concurrency queue: they leave it when the client goes away. */
+  readonly queues: boolean;
+}
+
+export class RequestDecider<Req> {
+  private readonly defaultResponse: ResponseConfig;
+  /** Every policy name that needs a key when policies carry their own keys (all plans, and shadow). */
+  private readonly keyedNames: readonly string[] | undefined;
+
+  constructor(private readonly parts: RequestDeciderParts<Req>) {
+    const { limiter, config, responses } = parts;
+    this.defaultResponse = responses.get(limiter.defaultPlan) as ResponseConfig;
+    this.keyedNames =
+      config.plans.policyKeys.size === 0
+        ? undefined
+        : [...new Set([...[...limiter.plans.values()].flat(), ...limiter.shadowPolicies].map((p) => p.name))];
+  }
+
+  /** Undefined when the request is skipped: send nothing, count nothing. Never rejects for a user hook's fault. */
+  async handle(input: RequestInput<Req>, diagnostics: Diagnostics, response?: RawResponse): Promise<HandledRequest | undefined> {
+    const { config, hooks, limiter } = this.parts;
+    const { request } = input;
+    if (config.skip !== undefined) {
+      const skipped = this.skipped(request, config.skip, diagnostics);
+      if (isPromiseLike(skipped) ? await skipped : skipped) return undefined;
+    }
+    const view: RequestView<Req> = {
+      remoteAddress: input.remoteAddress,
+      headers: input.headers,
+      method: input.method,
+      url: input.url,
+      request,
+      diagnostics,
+    };
+    const pendingKey = hooks.call(() => config.key(request, view));
+    const keyOut = isPromiseLike(pendingKey) ? await pendingKey : pendingKey;
+    hooks.failed(diagnostics, 'key', keyOut, `the request was counted in the shared '${UNKEYED_KEY}' bucket.`);
+    const key = hooks.key(keyOut.ok ? keyOut.value : undefined, view);
+    const pendingCost = config.cost === undefined ? undefined : this.costOf(request, config.cost, diagnostics);
+    const cost = isPromiseLike(pendingCost) ? await pendingCost : pendingCost;
+    const planName = config.plans.plan === undefined ? undefined : await this.planOf(request, config.plans.plan, diagnostics);
+    const target = this.keyedNames === undefined ? key : await this.keysOf(request, view, key, this.keyedNames);
+    // A request waiting in a concurrency queue leaves it when the client goes away.
+    const signal = this.parts.queues && response !== undefined ? abortOnClose(response) : undefined;
+    // Always an object: the route and the request go to the decision event (metrics, diagnostics channel).
+    const pending = limiter.decide(target, { cost, plan: planName, signal, route: input.route, request });
+    const decision = isPromiseLike(pending) ? await pending : pending;
+    this.report(decision, request, diagnostics);
+    const plan = respond(decision, this.parts.responses.get(decision.plan ?? '') ?? this.defaultResponse, config.clock);
+    // The problem object is built only when a hook may change the body; the default body is already serialized.
+    const customized = plan.action === 'reject' && this.parts.body.active;
+    return { decision, plan: customized ? await this.parts.body.apply(plan, decision, request, diagnostics) : plan };
+  }
+
+  /** Whether `skip` says to skip the request; a promise only when `skip` returned one. */
+  private skipped(request: Req, skip: (request: Req) => boolean | Promise<boolean>, diagnostics: Diagnostics): boolean | Promise<boolean> {
+    const read = (r: Bounded<boolean>): boolean => {
+      if (r.ok && r.value) return true;
+      this.parts.hooks.failed(diagnostics, 'skip', r, 'the request was counted (not skipped).');
+      return false;
+    };
+    const pending = this.parts.hooks.call(() => skip(request));
+    return isPromiseLike(pending) ? pending.then(read) : read(pending);
+  }
+
+  /** The request's cost (undefined: the default); a promise only when the cost function returned one. */
+  private costOf(
+    request: Req,
+    costFn: NonNullable<RateLimitConfig<Req>['cost']>,
+    diagnostics: Diagnostics,
+  ): number | undefined | Promise<number | undefined> {
+    const hooks = this.parts.hooks;
+    const read = (out: Bounded<unknown>): number | undefined => {
+      hooks.failed(diagnostics, 'cost', out, 'the request was charged the default cost.');
+      return out.ok ? hooks.cost(out.value, diagnostics) : undefined;
+    };
+    const pending = hooks.call(() => costFn(request));
+    return isPromiseLike(pending) ? pending.then(read) : read(pending);
+  }
+
+  private async planOf(request: Req, planFn: (request: Req) => unknown, diagnostics: Diagnostics): Promise<string | undefined> {
+    const out = await this.parts.hooks.call(() => planFn(request));
+    this.parts.hooks.failed(diagnostics, 'plan', out, 'the default plan applied.');
+    return out.ok && typeof out.value === 'string' ? out.value : undefined;
+  }
+
+  /** Several keys, one decision: each policy's own key, or the middleware's key. */
+  private async keysOf(request: Req, view: RequestView<Req>, key: string, names: readonly string[]): Promise<LimiterKey> {
+    const { hooks, config } = this.parts;
+    const keysByName: Record<string, string> = {};
+    for (const name of names) {
+      const own = config.plans.policyKeys.get(name);
+      if (own === undefined) {
+        keysByName[name] = key;
+        continue;
+      }
+      const out = await hooks.call(() => own(request, view));
+      hooks.failed(view.diagnostics, 'key', out, `the request was counted in the shared '${UNKEYED_KEY}' bucket.`);
+      keysByName[name] = hooks.key(out.ok ? out.value : undefined, view);
+    }
+    return keysByName;
+  }
+
+  private report(decision: Decision, request: Req, diagnostics: Diagnostics): void {
+    const { shadow, config } = this.parts;
+    if (decision.mode === 'shadow' && decision.limited) shadow.count(decision.policy, false);
+    if (decision.shadow !== undefined && !decision.shadow.allowed) shadow.count(decision.shadow.policy, true);
+    const onDecision = config.onDecision;
+    if (onDecision === undefined) return;
+    try {
+      onDecision(decision, request);
+    } catch (error) {
+      diagnostics.warn('WRN_RL_HOOK_FAILED', 'onDecision threw; the request went on unaffected.', { hook: 'onDecision', err: error });
+    }
+  }
+}

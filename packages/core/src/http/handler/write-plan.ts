@@ -1,0 +1,63 @@
+/**
+ * @module Writing a planned answer through an adapter's ResponseTarget: headers, then a rejection or
+ * `next` (after a shaping delay, unless the client left). Nothing is written once the response started.
+ */
+import type { Diagnostics } from '../../diagnostics.js';
+import type { LoadShedderState, ShedPriority } from '../../shedding/load-shedder.js';
+import { waitUnlessClosed } from '../response/shaping-delay.js';
+import { planShed } from '../response/shed-response.js';
+import type { HandledRequest, ResponseTarget, RunOutcome } from './handler-types.js';
+
+/** True once anything of the response went out, or the framework says it answered. */
+export function started(target: ResponseTarget): boolean {
+  const raw = target.raw;
+  return raw.headersSent || raw.writableEnded || raw.destroyed === true || (target.sent?.() ?? false);
+}
+
+/** Writes the plan; synchronous unless a shaping delay has to be waited out. */
+export function writePlan(handled: HandledRequest, out: ResponseTarget, diagnostics: Diagnostics): RunOutcome | Promise<RunOutcome> {
+  const { decision, plan } = handled;
+  out.attach(decision);
+  if (started(out)) {
+    // Something answered before the decision came (a timeout middleware, a stream): never write to it.
+    diagnostics.warn(
+      'WRN_RL_RESPONSE_STARTED',
+      'the response had already started when the rate-limit decision came; no header was written. ' +
+        'A rejected request is aborted rather than let through.',
+      { action: plan.action, status: plan.status },
+    );
+    if (plan.action === 'pass') return 'next';
+    if (!out.raw.writableEnded) out.raw.destroy();
+    out.abandon();
+    return 'stop';
+  }
+  for (const [name, value] of plan.headers) out.header(name, value);
+  if (plan.action === 'reject') {
+    out.reject(plan.status ?? 429, plan.body ?? '');
+    return 'stop';
+  }
+  if (plan.delayMs > 0) {
+    return waitUnlessClosed(plan.delayMs, out.raw).then((waited) => {
+      if (waited) return 'next';
+      out.abandon();
+      return 'stop';
+    });
+  }
+  return 'next';
+}
+
+/** What the 503 of a shed request needs. */
+export interface ShedAnswer {
+  readonly retryAfterMs: number;
+  readonly priority: ShedPriority;
+  readonly state: LoadShedderState;
+}
+
+/** Writes the 503 of a request the load shedder refused. */
+export function writeShed(answer: ShedAnswer, out: ResponseTarget): RunOutcome {
+  if (started(out)) return 'next';
+  const plan = planShed(answer.retryAfterMs, answer.priority, answer.state);
+  for (const [name, value] of plan.headers) out.header(name, value);
+  out.reject(503, plan.body ?? '');
+  return 'stop';
+}

@@ -1,7 +1,8 @@
 /**
  * @module @tollgate/fastify: a fastify-plugin plugin. Register it before the routes it should cover
  * (it attaches a hook to each route from `onRoute`); a route opts out with `config: { rateLimit: false }`
- * or gets its own limiter with `config: { rateLimit: {...} }`, merged over the plugin options.
+ * or gets its own limiter with `config: { rateLimit: {...} }`, merged over the plugin options (a route's
+ * `policies` replace the plugin's `plans`, and its `plans` the plugin's `policies`: `mergeRouteOptions`).
  * Registered inside an encapsulated context, it covers that context's routes only. A route declared
  * before the plugin is not limited and is warned about (`WRN_RL_ROUTES_BEFORE_REGISTER`) on its first
  * request. Logs go to the user's `logger`, else `request.log` / `fastify.log`, else (when `Fastify()`
@@ -31,7 +32,11 @@ export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest
   global?: boolean;
 }
 
-/** `config.rateLimit` of a route: options merged over the plugin's (a new limiter for the route), or `false`. */
+/**
+ * `config.rateLimit` of a route: options merged over the plugin's (a new limiter for the route), or `false`.
+ * Its `policies` replace the plugin's `plans` (with `plan`, `defaultPlan`, `unknownPlan`); its `plans` the
+ * plugin's `policies`.
+ */
 export type FastifyRateLimitRouteOptions = Partial<Omit<FastifyRateLimitOptions, 'global'>>;
 
 /** What the plugin decorates the instance with. */
@@ -64,6 +69,31 @@ declare module 'fastify' {
 }
 
 const ADAPTER_KEYS = ['hook', 'global'];
+
+/** The plugin options that belong to its `plans`: a route with its own `policies` takes none of them. */
+const PLAN_KEYS = ['plans', 'plan', 'defaultPlan', 'unknownPlan'] as const;
+
+/**
+ * A route's `config.rateLimit` over the plugin's options. Plain keys: the route's win. `policies` and
+ * `plans` are one choice, not two keys (the core takes one or the other): a route that gives `policies`
+ * drops the plugin's `plans`, `plan`, `defaultPlan` and `unknownPlan`; a route that gives `plans` drops
+ * the plugin's `policies`, keeps its `plan` (the same tiers, this route's limits) and keeps its
+ * `defaultPlan`/`unknownPlan` only when the route's plans have a plan of that name.
+ */
+function mergeRouteOptions(plugin: FastifyRateLimitOptions, own: FastifyRateLimitRouteOptions): FastifyRateLimitOptions {
+  const merged: Record<string, unknown> = { ...plugin };
+  if (own.policies !== undefined) for (const k of PLAN_KEYS) delete merged[k];
+  if (own.plans !== undefined) {
+    delete merged.policies;
+    const plans: unknown = own.plans;
+    for (const k of ['defaultPlan', 'unknownPlan'] as const) {
+      const name = merged[k];
+      const named = typeof name === 'string' && plans !== null && typeof plans === 'object' && Object.hasOwn(plans, name);
+      if (!named) delete merged[k];
+    }
+  }
+  return { ...merged, ...own } as FastifyRateLimitOptions;
+}
 
 function hookOf(value: unknown, path: string): RateLimitHook {
   if (value === undefined) return 'onRequest';
@@ -155,7 +185,7 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     }
     let handler = byUrl.get(url);
     if (handler === undefined) {
-      handler = createRateLimitHandler<FastifyRequest>({ ...options, ...own, shed: own.shed ?? base.shedder }, context);
+      handler = createRateLimitHandler<FastifyRequest>({ ...mergeRouteOptions(options, own), shed: own.shed ?? base.shedder }, context);
       byUrl.set(url, handler);
       handlers.push(handler);
     }

@@ -4,7 +4,7 @@
  * trusts only real proxies stays quiet. Real HTTP through the conformance apps.
  */
 import type { LogFields, Logger } from '@tollgate/core';
-import { formatLine } from '@tollgate/core';
+import { formatLine } from '@tollgate/core/adapter';
 import express from 'express';
 import express4 from 'express4';
 import Koa from 'koa';

@@ -8,7 +8,8 @@
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Decision, LogFields, Logger, PolicyOptions, RateLimitOptions } from '@tollgate/core';
-import { formatLine, keys, MemoryStore, PROBLEM_TYPES } from '@tollgate/core';
+import { keys, MemoryStore, PROBLEM_TYPES } from '@tollgate/core';
+import { formatLine } from '@tollgate/core/adapter';
 import request from 'supertest';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { checkRateLimitField } from './strict-validator.js';

@@ -11,11 +11,11 @@ import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import * as core from '@tollgate/core';
 // The entry the adapters import their machinery (`createRateLimitHandler`, ...) from, and its specifier.
-import * as adapterEntry from '@tollgate/core';
+import * as adapterEntry from '@tollgate/core/adapter';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fencedBlocks, inlineSpans, readRepoFile, root, section } from './markdown.js';
 
-const ADAPTER_ENTRY = '@tollgate/core';
+const ADAPTER_ENTRY = '@tollgate/core/adapter';
 /** The entries the section may import from, by specifier. */
 const ENTRIES: Readonly<Record<string, Readonly<Record<string, unknown>>>> = Object.fromEntries([
   ['@tollgate/core', core],

@@ -18,7 +18,7 @@ import {
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { createLimiter, createLoadShedder, MemoryStore, METER_NAME, reportInFlight, SHED_POLICY } from '@tollgate/core';
+import { createLimiter, createLoadShedder, METER_NAME, MemoryStore, reportInFlight, SHED_POLICY } from '@tollgate/core';
 import { rateLimit as expressRateLimit } from '@tollgate/express';
 import fastifyRateLimit from '@tollgate/fastify';
 import { rateLimit as koaRateLimit } from '@tollgate/koa';

@@ -19,6 +19,8 @@ interface Loaded {
   resolved: string;
   name?: string;
   exports: Record<string, string>;
+  adapterExports: Record<string, string>;
+  adapterResolved: string;
   decision: { allowed: boolean; remaining: number; policy: string };
   configError: { name: string; code: string; isTypeError: boolean };
 }
@@ -90,7 +92,6 @@ describe('@tollgate/core, built', () => {
         "MemoryStore": "function",
         "OVERLOADED_TYPE": "string",
         "PARTITION_KEY_BYTES": "number",
-        "PERMISSIVE_TRUST_DEPTH": "number",
         "PROBLEMS_URL": "string",
         "PROBLEM_CONTENT_TYPE": "string",
         "PROBLEM_STATUS": "object",
@@ -103,26 +104,44 @@ describe('@tollgate/core, built', () => {
         "SHED_PRIORITIES": "object",
         "StoreTimeoutError": "function",
         "TRUSTED_PROXY_PRESETS": "object",
-        "UNKEYED_KEY": "string",
         "WARNING_CODES": "object",
-        "abortOnClose": "function",
+        "boundedCost": "function",
         "consoleLogger": "object",
-        "createDiagnostics": "function",
         "createLimiter": "function",
         "createLoadShedder": "function",
+        "keys": "object",
+        "monotonicClock": "function",
+        "registerPrometheusMetrics": "function",
+        "reportInFlight": "function",
+      }
+    `);
+  });
+
+  it('the adapter entry, @tollgate/core/adapter, loads from dist/ and holds only what adapter and store authors need', async () => {
+    const [esm, cjs] = await Promise.all([load('esm.mjs'), load('cjs.cjs')]);
+    expect(esm.adapterResolved).toMatch(/\/packages\/core\/dist\/adapter\.mjs$/);
+    expect(cjs.adapterResolved).toMatch(/\/packages\/core\/dist\/adapter\.cjs$/);
+    expect(cjs.adapterExports).toEqual(esm.adapterExports);
+    // No name is in both entries: one home per name.
+    expect(Object.keys(esm.adapterExports).filter((name) => name in esm.exports)).toEqual([]);
+    expect(esm.adapterExports).toMatchInlineSnapshot(`
+      {
+        "PERMISSIVE_TRUST_DEPTH": "number",
+        "UNKEYED_KEY": "string",
+        "abortOnClose": "function",
+        "createDiagnostics": "function",
         "createRateLimitHandler": "function",
         "formatLine": "function",
         "isPermissiveTrust": "function",
         "isPermissiveTrustFunction": "function",
-        "keys": "object",
-        "monotonicClock": "function",
         "onHandlerSettled": "function",
         "onResponseDone": "function",
         "parseRateLimitOptions": "function",
         "planShed": "function",
-        "registerPrometheusMetrics": "function",
-        "reportInFlight": "function",
         "respond": "function",
+        "resultCharged": "function",
+        "resultDelayMs": "function",
+        "resultExceeds": "function",
         "retryAfterSeconds": "function",
         "waitUnlessClosed": "function",
       }
@@ -158,7 +177,6 @@ describe('@tollgate/core, built', () => {
         "MemoryStore",
         "OVERLOADED_TYPE",
         "PARTITION_KEY_BYTES",
-        "PERMISSIVE_TRUST_DEPTH",
         "PROBLEMS_URL",
         "PROBLEM_CONTENT_TYPE",
         "PROBLEM_STATUS",
@@ -171,51 +189,33 @@ describe('@tollgate/core, built', () => {
         "SHED_PRIORITIES",
         "StoreTimeoutError",
         "TRUSTED_PROXY_PRESETS",
-        "UNKEYED_KEY",
         "WARNING_CODES",
-        "abortOnClose",
+        "boundedCost",
         "consoleLogger",
-        "createDiagnostics",
         "createLimiter",
         "createLoadShedder",
-        "createRateLimitHandler",
-        "formatLine",
-        "isPermissiveTrust",
-        "isPermissiveTrustFunction",
         "keys",
         "monotonicClock",
-        "onHandlerSettled",
-        "onResponseDone",
-        "parseRateLimitOptions",
-        "planShed",
         "registerPrometheusMetrics",
         "reportInFlight",
-        "respond",
-        "retryAfterSeconds",
         "type AdaptiveLimitOptions",
         "type AffectedKey",
         "type AlgorithmId",
         "type AnyPolicyOptions",
+        "type BoundedCostOptions",
         "type BreakerOptions",
         "type ChargeReceipt",
         "type CheckOptions",
-        "type ClientIpResolver",
         "type Clock",
-        "type ClosableResponse",
         "type ConcurrencyPolicyOptions",
         "type CostFunction",
         "type Decision",
         "type DecisionMessage",
         "type DecisionReason",
-        "type Diagnostics",
-        "type DoneResponse",
         "type ForwardingHeader",
-        "type HandledRequest",
-        "type HandlerContext",
         "type HeaderBag",
         "type HeaderKeyOptions",
         "type HeaderMode",
-        "type HeaderPair",
         "type HeadersOption",
         "type HotKey",
         "type HotKeysOptions",
@@ -259,10 +259,7 @@ describe('@tollgate/core, built', () => {
         "type PromSample",
         "type PrometheusOptions",
         "type QuotaUnit",
-        "type RateLimitConfig",
-        "type RateLimitHandler",
         "type RateLimitOptions",
-        "type RawResponse",
         "type RedisClientLike",
         "type RedisStoreClient",
         "type RedisStoreErrorCode",
@@ -270,13 +267,8 @@ describe('@tollgate/core, built', () => {
         "type RefundOptions",
         "type RefundResult",
         "type RepairedState",
-        "type RequestInput",
         "type RequestView",
-        "type ResponseConfig",
-        "type ResponsePlan",
-        "type ResponseTarget",
         "type ResultName",
-        "type RunOutcome",
         "type SendCommandClient",
         "type ShadowInterval",
         "type ShadowOptions",
@@ -292,7 +284,6 @@ describe('@tollgate/core, built', () => {
         "type TrustedProxyPreset",
         "type ValidateOption",
         "type WarningCode",
-        "waitUnlessClosed",
       ]
     `);
   });

@@ -2,7 +2,8 @@
  * @module Derives the key of one described request with the same `RequestView` an adapter builds, and
  * collects the warnings the middleware's logger would print.
  */
-import { createDiagnostics, formatLine, type HeaderBag, type KeyFunction, type LogFields, type RequestView } from '@tollgate/core';
+import type { HeaderBag, KeyFunction, LogFields, RequestView } from '@tollgate/core';
+import { createDiagnostics, formatLine } from '@tollgate/core/adapter';
 
 export interface RequestDescription {
   /** The socket peer address, as `req.socket.remoteAddress` reports it. */

@@ -1,39 +1,21 @@
 /**
- * @module @tollgate/core: algorithms, stores and the limiter. Named exports only.
+ * @module @tollgate/core: what a user calls: the limiter, its policies and keys, the stores, the
+ * answers' wire constants, observability and load shedding. Named exports only. What only an adapter
+ * (or store) author needs is in `@tollgate/core/adapter` (adapter.ts).
  */
 export { monotonicClock } from './clock.js';
-export { createDiagnostics, type Diagnostics, type ValidateOption, WARNING_CODES, type WarningCode } from './diagnostics.js';
+export { type ValidateOption, WARNING_CODES, type WarningCode } from './diagnostics.js';
 export { DOCS_URL, RateLimitConfigError } from './errors.js';
 export type { ForwardingHeader } from './http/client-ip/forwarded-header.js';
-export {
-  type ClientIpResolver,
-  isPermissiveTrust,
-  isPermissiveTrustFunction,
-  PERMISSIVE_TRUST_DEPTH,
-} from './http/client-ip/permissive-trust.js';
 export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/client-ip/trusted-proxies.js';
-export {
-  createRateLimitHandler,
-  type HandledRequest,
-  type HandlerContext,
-  type RateLimitHandler,
-  type RawResponse,
-  type RequestInput,
-  type ResponseTarget,
-  type RunOutcome,
-  UNKEYED_KEY,
-} from './http/handler/rate-limit-handler.js';
 export {
   type CostFunction,
   DEFAULT_HOOK_TIMEOUT_MS,
   type LimitedBody,
   type LimitedContext,
   type ProblemOptions,
-  parseRateLimitOptions,
-  type RateLimitConfig,
   type RateLimitOptions,
 } from './http/handler/rate-limit-options.js';
-export { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from './http/handler/response-done.js';
 export type { HeaderKeyOptions } from './http/keys/header-key.js';
 export type { IdFunction, KeyId } from './http/keys/identity-key.js';
 export type { IpKeyOptions, TrustedProxyEntry } from './http/keys/ip-key.js';
@@ -42,7 +24,6 @@ export { MIN_PARTITION_KEY_SECRET_BYTES, PARTITION_KEY_BYTES, type PartitionKeyO
 export { type BoundedCostOptions, boundedCost } from './http/request-cost.js';
 export type { HeaderBag, KeyFunction, RequestView } from './http/request-view.js';
 export { HEADER_MODES, type HeaderMode, type HeadersOption } from './http/response/header-mode.js';
-export type { HeaderPair } from './http/response/header-values.js';
 export {
   PROBLEM_CONTENT_TYPE,
   PROBLEM_STATUS,
@@ -51,9 +32,7 @@ export {
   type ProblemDetails,
   type ProblemKind,
 } from './http/response/problem.js';
-export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/response/respond.js';
-export { type ClosableResponse, waitUnlessClosed } from './http/response/shaping-delay.js';
-export { OVERLOADED_TYPE, planShed } from './http/response/shed-response.js';
+export { OVERLOADED_TYPE } from './http/response/shed-response.js';
 export {
   createLimiter,
   type Limiter,
@@ -64,7 +43,7 @@ export {
   type PolicyStats,
   StoreTimeoutError,
 } from './limiter/create-limiter.js';
-export { consoleLogger, DEFAULT_LOG_RATE, formatLine, type LogFields, type LogFn, type Logger, type LogRateOptions } from './logging.js';
+export { consoleLogger, DEFAULT_LOG_RATE, type LogFields, type LogFn, type Logger, type LogRateOptions } from './logging.js';
 export { DECISION_CHANNEL, type DecisionMessage } from './observability/decision-observer.js';
 export type { HotKey, HotKeysReport } from './observability/hot-keys.js';
 export { type InFlightPoint, type InFlightSource, reportInFlight } from './observability/in-flight.js';

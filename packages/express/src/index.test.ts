@@ -1,5 +1,5 @@
-import type { Decision } from '@tollgate/core';
-import { formatLine, type LogFields } from '@tollgate/core';
+import type { Decision, LogFields } from '@tollgate/core';
+import { formatLine } from '@tollgate/core/adapter';
 import express from 'express';
 import request from 'supertest';
 import { describe, expect, expectTypeOf, it } from 'vitest';

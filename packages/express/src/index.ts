@@ -4,14 +4,8 @@
  * only says how to write in Express (headers, a rejection) and calls `next()` when the core says so.
  * The core never writes once the response has started, and the middleware's promise never rejects.
  */
-import {
-  createRateLimitHandler,
-  type Decision,
-  isPermissiveTrustFunction,
-  type Limiter,
-  type LoadShedder,
-  type RateLimitOptions,
-} from '@tollgate/core';
+import type { Decision, Limiter, LoadShedder, RateLimitOptions } from '@tollgate/core';
+import { createRateLimitHandler, isPermissiveTrustFunction } from '@tollgate/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {

@@ -8,16 +8,8 @@
  * request. Logs go to the user's `logger`, else `request.log` / `fastify.log`, else (when `Fastify()`
  * has no logger, whose default writes nowhere) `console`.
  */
-import {
-  createRateLimitHandler,
-  type Decision,
-  isPermissiveTrust,
-  type Limiter,
-  type LoadShedder,
-  RateLimitConfigError,
-  type RateLimitHandler,
-  type RateLimitOptions,
-} from '@tollgate/core';
+import { type Decision, type Limiter, type LoadShedder, RateLimitConfigError, type RateLimitOptions } from '@tollgate/core';
+import { createRateLimitHandler, isPermissiveTrust, type RateLimitHandler } from '@tollgate/core/adapter';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 

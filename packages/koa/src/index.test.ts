@@ -1,4 +1,5 @@
-import { formatLine, type LogFields } from '@tollgate/core';
+import type { LogFields } from '@tollgate/core';
+import { formatLine } from '@tollgate/core/adapter';
 import Koa from 'koa';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';

@@ -5,7 +5,8 @@
  * core never writes once the response has started, and the middleware's own promise never rejects
  * (what `next()` rejects with belongs to the app and passes through untouched).
  */
-import { createRateLimitHandler, type Decision, type Limiter, type LoadShedder, type RateLimitOptions } from '@tollgate/core';
+import type { Decision, Limiter, LoadShedder, RateLimitOptions } from '@tollgate/core';
+import { createRateLimitHandler } from '@tollgate/core/adapter';
 import type { Context, Middleware, Next } from 'koa';
 
 declare module 'koa' {

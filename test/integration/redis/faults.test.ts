@@ -7,7 +7,8 @@
  * frees); a corrupt hot key (WRONGTYPE, a foreign value) that heals by itself; and a limiter used before its client is
  * connected, which waits for the connection. No unhandled rejection at any point.
  */
-import { createLimiter, type Decision, formatLine, type LogFields, RedisStore } from '@tollgate/core';
+import { createLimiter, type Decision, type LogFields, RedisStore } from '@tollgate/core';
+import { formatLine } from '@tollgate/core/adapter';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';

@@ -5,7 +5,8 @@
  * taken as it is.
  */
 
-import { createDiagnostics, type IpKeyOptions, type KeyFunction, keys, type Logger, type RequestView } from '@tollgate/core';
+import { type IpKeyOptions, type KeyFunction, keys, type Logger, type RequestView } from '@tollgate/core';
+import { createDiagnostics } from '@tollgate/core/adapter';
 import { ownString } from './own-string.js';
 
 export type KeySpec =

@@ -18,13 +18,8 @@ import {
   type Store,
   type StorePlan,
 } from '@tollgate/core';
+import { resultCharged, resultDelayMs, resultExceeds } from '@tollgate/core/adapter';
 
-/** The layout of a store result (`StoreResult` in @tollgate/core): per policy, flags then four numbers. */
-const RESULT_STRIDE = 5;
-const R_FLAGS = 0;
-const R_DELAY = 4;
-const F_EXCEEDS = 2;
-const F_CHARGED = 4;
 /** One request in the store's milli-units. */
 const ONE = 1000;
 
@@ -80,16 +75,13 @@ export function createCandidateLimiter(
       }
       const r = store.apply(key, plan, ONE, Math.floor(clock()));
       // One group (no shadow policies): every policy is charged, or none is.
-      const charged = ((r[R_FLAGS] as number) & F_CHARGED) !== 0;
+      const charged = resultCharged(r, 0);
       verdict.allowed = charged;
       let delay = 0;
       let exceeds = false;
       for (let i = 0; i < count; i++) {
-        const o = i * RESULT_STRIDE;
-        if (charged) {
-          const d = r[o + R_DELAY] as number;
-          if (d > delay) delay = d;
-        } else if (((r[o + R_FLAGS] as number) & F_EXCEEDS) !== 0) exceeds = true;
+        if (charged) delay = Math.max(delay, resultDelayMs(r, i));
+        else if (resultExceeds(r, i)) exceeds = true;
       }
       verdict.delayMs = delay;
       verdict.exceeds = exceeds;

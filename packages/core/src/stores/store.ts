@@ -124,3 +124,18 @@ export interface Store {
 export function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
+
+/** Whether policy `i` of a store result (`Store.apply`) was charged; every policy of an enforced group is, or none. */
+export function resultCharged(r: StoreResult, i: number): boolean {
+  return ((r[i * RESULT_STRIDE + R_FLAGS] as number) & F_CHARGED) !== 0;
+}
+
+/** Whether policy `i` of a store result refused a cost it can never hold (a 413, not a 429). */
+export function resultExceeds(r: StoreResult, i: number): boolean {
+  return ((r[i * RESULT_STRIDE + R_FLAGS] as number) & F_EXCEEDS) !== 0;
+}
+
+/** How long policy `i` of a store result delays an admitted request (leaky-bucket shaping), ms. */
+export function resultDelayMs(r: StoreResult, i: number): number {
+  return r[i * RESULT_STRIDE + R_DELAY] as number;
+}

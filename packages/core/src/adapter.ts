@@ -1,0 +1,32 @@
+/**
+ * @module @tollgate/core/adapter: what only the author of an adapter (Express, Fastify, Koa, or a
+ * framework of your own) or of a store needs: the per-request handler, the response plan and its
+ * writing helpers, the framework trust-proxy checks, warn-once diagnostics, and readers of a store
+ * result. End users import `@tollgate/core`.
+ */
+export { createDiagnostics, type Diagnostics } from './diagnostics.js';
+export {
+  type ClientIpResolver,
+  isPermissiveTrust,
+  isPermissiveTrustFunction,
+  PERMISSIVE_TRUST_DEPTH,
+} from './http/client-ip/permissive-trust.js';
+export {
+  createRateLimitHandler,
+  type HandledRequest,
+  type HandlerContext,
+  type RateLimitHandler,
+  type RawResponse,
+  type RequestInput,
+  type ResponseTarget,
+  type RunOutcome,
+  UNKEYED_KEY,
+} from './http/handler/rate-limit-handler.js';
+export { parseRateLimitOptions, type RateLimitConfig } from './http/handler/rate-limit-options.js';
+export { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from './http/handler/response-done.js';
+export type { HeaderPair } from './http/response/header-values.js';
+export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/response/respond.js';
+export { type ClosableResponse, waitUnlessClosed } from './http/response/shaping-delay.js';
+export { planShed } from './http/response/shed-response.js';
+export { formatLine } from './logging.js';
+export { resultCharged, resultDelayMs, resultExceeds } from './stores/store.js';

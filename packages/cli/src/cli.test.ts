@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from './cli.js';
+import { runCli, USAGE } from './cli.js';
 import type { ReplayReport } from './replay/replay-report.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
@@ -79,6 +79,23 @@ describe('tollgate replay', () => {
     const { code, stderr } = await run(args);
     expect(code).toBe(2);
     expect(stderr).toMatch(message);
+  });
+});
+
+describe('tollgate --help', () => {
+  it.each([['--help'], ['-h'], ['help'], ['replay', '--help'], ['replay', csv, '-h'], ['lab', '--help'], ['lab', '-h']])(
+    '%j prints the usage on stdout and exits 0',
+    async (...args) => {
+      const { code, stdout, stderr } = await run(args);
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      expect(stdout).toBe(USAGE);
+    },
+  );
+
+  it('no command at all is a usage error: the usage on stderr, exit 2', async () => {
+    const { code, stdout, stderr } = await run([]);
+    expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
+    expect(stderr).toBe(USAGE);
   });
 });
 

@@ -100,8 +100,10 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
       json: { type: 'boolean' },
       html: { type: 'string' },
       'no-progress': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
+  if (values.help === true) return help(io);
   if (positionals.length === 0) throw new CliError('ERR_RL_CLI_USAGE', 'replay needs at least one log file');
   if (values.policy === undefined || values.policy.length === 0) {
     throw new CliError('ERR_RL_CLI_USAGE', `replay needs at least one --policy, e.g. --policy '{"limit":100,"windowMs":60000}'`);
@@ -151,8 +153,9 @@ async function labCommand(args: string[], io: CliIo): Promise<number> {
     args,
     allowPositionals: true,
     strict: true,
-    options: { json: { type: 'boolean' }, html: { type: 'string' }, seed: { type: 'string' } },
+    options: { json: { type: 'boolean' }, html: { type: 'string' }, seed: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
+  if (values.help === true) return help(io);
   const name = positionals[0]?.toLowerCase();
   if (positionals.length !== 1 || name === undefined || (name !== 'all' && !LAB_NAMES.includes(name as LabName))) {
     throw new CliError('ERR_RL_CLI_USAGE', `lab needs one name: ${LAB_NAMES.join(', ')} or all`);
@@ -172,15 +175,22 @@ async function labCommand(args: string[], io: CliIo): Promise<number> {
   return 0;
 }
 
+/** `--help` or `-h` anywhere: the usage on stdout, exit 0 (help asked for is not an error). */
+function help(io: CliIo): number {
+  io.stdout.write(USAGE);
+  return 0;
+}
+
 /** Runs the CLI on `argv` (without `node` and the script); resolves to the exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === 'replay') return await replayCommand(rest, io);
     if (command === 'lab') return await labCommand(rest, io);
-    if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-      io.stdout.write(USAGE);
-      return command === undefined ? 2 : 0;
+    if (command === 'help' || command === '--help' || command === '-h') return help(io);
+    if (command === undefined) {
+      io.stderr.write(USAGE);
+      return 2;
     }
     throw new CliError('ERR_RL_CLI_USAGE', `unknown command '${command}' (replay, lab, help)`);
   } catch (error) {

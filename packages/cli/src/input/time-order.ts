@@ -1,0 +1,210 @@
+/**
+ * @module Requests put back in time order before they are replayed. Servers write a line when the
+ * request ends but log when it arrived (Apache `%t`, most app loggers), so a real log is out of order by
+ * up to the longest request; logs merged or shuffled by hand are worse. A limiter fed out of order
+ * decides wrongly (it never moves its clock back: an early request after a late one is decided as if it
+ * came late), so a replay must sort. Two ways, per file:
+ * - a full sort, when asked (`--sort`) or when the input is small enough to hold (`shouldSortWhole`);
+ * - a bounded reorder window (default 5 minutes): requests wait in a min-heap until a request
+ *   `windowMs` later has been read, then leave in time order. Memory holds one window of traffic.
+ *   A request that arrives after later ones have already left (it is more than the window behind the
+ *   newest request read) is *late*: it is replayed at once, at its own time, and counted with its
+ *   lateness, so the report can say how many and how far (the window that would have held them all).
+ */
+import { closeSync, openSync, readSync } from 'node:fs';
+import { fileSize, isGzip } from './line-reader.js';
+import { ownString } from './own-string.js';
+import type { LogRequest } from './request-parser.js';
+
+/** The default reorder window: longer than common server timeouts (60 s), so lines written at request end fit. */
+export const DEFAULT_REORDER_WINDOW_MS = 5 * 60_000;
+/** Inputs of at most this many bytes of log text (gzip: uncompressed) are sorted whole unless told otherwise. */
+export const AUTO_SORT_BYTES = 128 * 1024 * 1024;
+
+export type OrderMode = 'sort' | 'window';
+
+/** How the replay ordered its input, and what it could not put in order. */
+export interface OrderStats {
+  /** `sort`: every file sorted whole; `window`: a bounded reorder window of `windowMs`. */
+  mode: OrderMode;
+  /** Why this mode: `--sort` or `--reorder-window` given (`flag`), or chosen by input size (`auto`). */
+  reason: 'flag' | 'auto';
+  /** The reorder window, ms (null when sorted whole). */
+  windowMs: number | null;
+  /** Lines earlier than the line before them in their file, as written (how disordered the input is). */
+  disordered: number;
+  /** Requests that fell outside the window: replayed after later requests had been decided. */
+  late: number;
+  /** The largest lateness: how far a late request was behind the newest one read before it, ms. */
+  worstLateMs: number;
+  /** The most requests held at once for reordering. */
+  maxHeld: number;
+}
+
+export function createOrderStats(mode: OrderMode, reason: 'flag' | 'auto', windowMs: number | null): OrderStats {
+  return { mode, reason, windowMs: mode === 'sort' ? null : windowMs, disordered: 0, late: 0, worstLateMs: 0, maxHeld: 0 };
+}
+
+/** The log text's size: the file's, or for gzip the uncompressed size its trailer records (ISIZE, mod 2^32). */
+export function textBytes(path: string): number {
+  const size = fileSize(path);
+  if (size < 18 || !isGzip(path)) return size;
+  const fd = openSync(path, 'r');
+  try {
+    const tail = Buffer.alloc(4);
+    readSync(fd, tail, 0, 4, size - 4);
+    // ISIZE wraps at 4 GiB: a compressed file never inflates to less than itself.
+    return Math.max(tail.readUInt32LE(0), size);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** True when the files hold at most `limit` bytes of log text altogether: small enough to sort whole. */
+export function shouldSortWhole(paths: readonly string[], limit = AUTO_SORT_BYTES): boolean {
+  let total = 0;
+  for (const p of paths) total += textBytes(p);
+  return total <= limit;
+}
+
+/** A binary min-heap of requests by (time, read order): ties leave in the order they were read. */
+class RequestHeap {
+  private readonly at: number[] = [];
+  private readonly seq: number[] = [];
+  private readonly items: LogRequest[] = [];
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  get minAt(): number {
+    return this.at[0] as number;
+  }
+
+  private less(i: number, j: number): boolean {
+    const a = this.at[i] as number;
+    const b = this.at[j] as number;
+    return a < b || (a === b && (this.seq[i] as number) < (this.seq[j] as number));
+  }
+
+  private swap(i: number, j: number): void {
+    const { at, seq, items } = this;
+    [at[i], at[j]] = [at[j] as number, at[i] as number];
+    [seq[i], seq[j]] = [seq[j] as number, seq[i] as number];
+    [items[i], items[j]] = [items[j] as LogRequest, items[i] as LogRequest];
+  }
+
+  push(r: LogRequest, order: number): void {
+    let i = this.items.length;
+    this.at.push(r.at);
+    this.seq.push(order);
+    this.items.push(r);
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.less(i, p)) break;
+      this.swap(i, p);
+      i = p;
+    }
+  }
+
+  pop(): LogRequest {
+    const top = this.items[0] as LogRequest;
+    const last = this.items.length - 1;
+    this.swap(0, last);
+    this.at.pop();
+    this.seq.pop();
+    this.items.pop();
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < last && this.less(l, m)) m = l;
+      if (r < last && this.less(r, m)) m = r;
+      if (m === i) return top;
+      this.swap(i, m);
+      i = m;
+    }
+  }
+}
+
+/** A request held for reordering keeps its own copy of the key, never a view into a log chunk. */
+function held(r: LogRequest): LogRequest {
+  return { at: r.at, key: ownString(r.key), cost: r.cost };
+}
+
+/**
+ * The requests of `source` in time order, within `stats.windowMs` (or sorted whole when `stats.mode`
+ * is `sort`); counts disorder and late requests into `stats`.
+ */
+export async function* inTimeOrder(source: AsyncIterable<LogRequest[]>, stats: OrderStats): AsyncGenerator<LogRequest[]> {
+  let previous = Number.NEGATIVE_INFINITY;
+  let order = 0;
+  if (stats.mode === 'sort') {
+    const all: LogRequest[] = [];
+    for await (const batch of source) {
+      for (const r of batch) {
+        if (r.at < previous) stats.disordered += 1;
+        previous = r.at;
+        all.push(held(r));
+      }
+    }
+    stats.maxHeld = Math.max(stats.maxHeld, all.length);
+    // Array.prototype.sort is stable: requests of the same time stay in the order they were read.
+    all.sort((a, b) => a.at - b.at);
+    for (let i = 0; i < all.length; i += 8192) yield all.slice(i, i + 8192);
+    return;
+  }
+  const windowMs = stats.windowMs ?? 0;
+  const heap = new RequestHeap();
+  let newest = Number.NEGATIVE_INFINITY;
+  let released = Number.NEGATIVE_INFINITY;
+  for await (const batch of source) {
+    const out: LogRequest[] = [];
+    for (const r of batch) {
+      if (r.at < previous) stats.disordered += 1;
+      previous = r.at;
+      if (r.at < released) {
+        // Later requests have been decided already: replay this one now, and say so.
+        stats.late += 1;
+        if (newest - r.at > stats.worstLateMs) stats.worstLateMs = newest - r.at;
+        out.push(r);
+        continue;
+      }
+      if (r.at > newest) newest = r.at;
+      heap.push(held(r), order++);
+      while (heap.size > 0 && heap.minAt <= newest - windowMs) {
+        const next = heap.pop();
+        released = next.at;
+        out.push(next);
+      }
+      if (heap.size > stats.maxHeld) stats.maxHeld = heap.size;
+    }
+    if (out.length > 0) yield out;
+  }
+  const rest: LogRequest[] = [];
+  while (heap.size > 0) rest.push(heap.pop());
+  if (rest.length > 0) yield rest;
+}
+
+const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** `500ms`, `90s`, `5m`, `1h`, `1.5m`, or `0` -> ms; undefined when it is not a duration. */
+export function parseDuration(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (m === null) return undefined;
+  const value = Number(m[1]) * (UNITS[m[2] ?? 's'] as number);
+  if (m[2] === undefined && Number(m[1]) !== 0) return undefined;
+  return Number.isFinite(value) ? Math.round(value) : undefined;
+}
+
+/** `300000` -> `5m`, `90000` -> `1m 30s`, `1500` -> `1.5s`, `250` -> `250ms`. */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${ms}ms`;
+  if (ms < 60_000) return `${+(ms / 1000).toFixed(1)}s`;
+  const total = Math.round(ms / 1000);
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  return [h > 0 ? `${h}h` : '', m > 0 ? `${m}m` : '', s > 0 ? `${s}s` : ''].filter((x) => x !== '').join(' ') || '0s';
+}

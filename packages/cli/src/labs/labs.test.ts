@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { runLab } from './labs.js';
-import { runTrace } from './trace.js';
+import { rollingMax, runTrace } from './trace.js';
 
 function table(name: 'a' | 'b' | 'c' | 'd' | 'e', seed?: number) {
   return runLab(name, seed === undefined ? {} : { seed }).tables[0]?.rows ?? [];
@@ -29,19 +29,32 @@ describe('lab A: 199 requests in 2 s across a fixed-window boundary (100 per min
   });
 });
 
-describe('lab B: 20 per second against 100 per 10 s for 60 s', () => {
-  it('matches the hand computation per 10 s', () => {
+describe('lab B: 200 per minute against 100 per 60 s for 5 minutes, per 10 s', () => {
+  it('matches the hand computation', () => {
     expect(table('b')).toEqual([
-      ['fixed-window', 100, 100, 100, 100, 100, 100, 600],
-      // Each admitted request frees its slot exactly 10 s later: the pattern repeats.
-      ['sliding-log', 100, 100, 100, 100, 100, 100, 600],
-      // prev 100: c + 1 <= e / 100 admits at e = 100, 200, ..., 9900 (99); prev 99: c <= 0.0099 e admits c = 0..98 (99).
-      ['sliding-window', 100, 99, 99, 99, 99, 99, 595],
-      // Full bucket (100) + one per 100 ms: 100 + floor(9950 / 100) = 199 by 9.95 s, then 100 per 10 s.
-      ['token-bucket', 199, 100, 100, 100, 100, 100, 699],
-      ['gcra', 199, 100, 100, 100, 100, 100, 699],
-      ['leaky-bucket', 199, 100, 100, 100, 100, 100, 699],
+      // Requests at 0, 0.3, ..., 29.7 s of each minute are the first 100: 34 + 33 + 33 in the first three slices, then 0.
+      ['fixed-window', 500, 34, 0, 100, '30.3'],
+      // Each admitted request frees its slot exactly 60 s later: the first minute repeats.
+      ['sliding-log', 500, 34, 0, 100, '30.3'],
+      // The first minute as a fixed window; then prev 100: c + 1 <= e / 600 admits one per 600 ms (99 or 100 a minute).
+      ['sliding-window', 496, 34, 0, 100, '30.9'],
+      // Full bucket of 100 drains at 2 x the refill: 100 + 99 admitted in the first minute, then one per 600 ms.
+      ['token-bucket', 599, 34, 16, 199, '0.6'],
+      ['gcra', 599, 34, 16, 199, '0.6'],
+      ['leaky-bucket', 599, 34, 16, 199, '0.6'],
     ]);
+  });
+
+  it('shows the boundary wave per 10 s: the fixed window admits at 2 x the even pace after each boundary, then nothing', () => {
+    const chart = runLab('b').charts[0];
+    const fixed = chart?.series.find((s) => s.name === 'fixed-window')?.points.map((p) => p[1]);
+    expect(fixed).toEqual(Array.from({ length: 5 }, () => [34, 33, 33, 0, 0, 0]).flat());
+    const gcra =
+      chart?.series
+        .find((s) => s.name === 'gcra')
+        ?.points.slice(6)
+        .map((p) => p[1]) ?? [];
+    expect(Math.max(...gcra) - Math.min(...gcra)).toBeLessThanOrEqual(1);
   });
 });
 
@@ -107,19 +120,25 @@ describe('lab D: sliding-window estimate against the sliding log under Poisson t
 });
 
 describe('lab E: a burst of 100 at 59.9 s, then 10 per second for 2 minutes (100 per minute)', () => {
-  it('matches the hand computation', () => {
+  it('reports the rolling maxima, matching the hand computation', () => {
     expect(table('e')).toEqual([
-      // Resets at 60 s and 120 s: 100 of the 600 steady requests in each minute; idle from 69.9 s to 120 s.
-      ['fixed-window', 100, 100, 100, '0.0', '50.1'],
-      // 99 of the burst are still in (59.9, 119.9]: first steady admit at 119.9 s; then 120.0..129.8 s (99 in the minute) and 179.9 s.
-      ['sliding-log', 100, 1, 100, '59.9', '59.9'],
-      // prev 100: c + 1 <= e / 600, admits at 60.6, 61.2, ..., 119.4 s (99); prev 99: c <= 99 e / 60000, c = 0..98 (99); gaps 600 or 700 ms.
-      ['sliding-window', 100, 99, 99, '0.6', '0.7'],
-      // The burst empties the bucket at 59.9 s; token n arrives at 59.9 + 0.6 n s: 60.5 s first, 100 per minute.
-      ['token-bucket', 100, 100, 100, '0.5', '0.6'],
-      ['gcra', 100, 100, 100, '0.5', '0.6'],
-      ['leaky-bucket', 100, 100, 100, '0.5', '0.6'],
+      // Resets at 60 s: the burst (59.900-59.999 s) and 60.0-69.9 s (100) are both in (9.9, 69.9]: 200, twice the limit.
+      ['fixed-window', 100, 200, '69.900', '0.0', '50.1'],
+      // Never more than 100 in any (t - 60 s, t]: the first full window ends at the burst's last request.
+      ['sliding-log', 100, 100, '59.999', '59.9', '59.9'],
+      // prev 100: admits at 60.6, 61.2, ..., 119.4 s (99), all within 60 s of the burst's end: 100 + 99.
+      ['sliding-window', 100, 199, '119.400', '0.6', '0.7'],
+      // Token n arrives at 59.9 + 0.6 n s: 60.5 ... 119.3 s is 99 of them, with the burst in (59.3, 119.3]: burst + rate x T.
+      ['token-bucket', 100, 199, '119.300', '0.5', '0.6'],
+      ['gcra', 100, 199, '119.300', '0.5', '0.6'],
+      ['leaky-bucket', 100, 199, '119.300', '0.5', '0.6'],
     ]);
+  });
+
+  it('rollingMax counts (t - W, t] windows exactly', () => {
+    const v = (at: number) => ({ at, key: 'k', allowed: true, delayMs: 0 });
+    expect(rollingMax([v(0), v(500), v(1000), v(1001)], 1000)).toEqual([3, 1001]);
+    expect(rollingMax([v(0), v(1000), v(2000)], 1000)).toEqual([1, 0]);
   });
 });
 

@@ -36,9 +36,11 @@ The first --policy is the baseline the others are compared with.
 
 Labs (each prints tables of generated traffic against the algorithms, and says where tollgate differs
 from the textbook figure):
-  a  199 requests in 2 s across a fixed-window boundary      b  sustained 2x overload, per 10 s
-  c  a page load of 12 requests against bursts 1 to 20       d  sliding-window error vs exact log (Poisson)
-  e  100 requests in the last 0.1 s of a window, then 10/s for 2 minutes
+  a  199 requests in 2 s across a fixed-window boundary
+  b  sustained 2x overload against a 60 s window, per 10 s (the fixed window's boundary wave)
+  c  a page load of 12 requests against bursts 1 to 20
+  d  sliding-window estimate vs exact log, request by request on the same history (Poisson)
+  e  100 requests in the last 0.1 s of a window, then 10/s for 2 minutes: the most in any rolling minute
 
 Replay options:
   --format <nginx|jsonl|csv>   input format (default: by file name, else by the first line)

@@ -123,7 +123,7 @@ describeBrowser('HTML reports in headless chromium', () => {
     expect(page.series).toEqual(expected);
     expect(report.candidates[0]?.rejected).toBeGreaterThan(0);
     expect(statSync(screenshot).size).toBeGreaterThan(20_000);
-  });
+  }, 120_000); // two chromium runs take 7 s each on a loaded 2-core machine
 
   it('the labs page loads without errors and its charts hold the --json numbers', async () => {
     const html = join(ARTIFACTS, 'labs.html');
@@ -143,5 +143,5 @@ describeBrowser('HTML reports in headless chromium', () => {
     const round = (r: Record<string, { sum: number; drawn: boolean }>) =>
       Object.fromEntries(Object.entries(r).map(([k, v]) => [k, { sum: Number(v.sum.toPrecision(6)), drawn: v.drawn }]));
     expect(round(page.series)).toEqual(round(expected));
-  });
+  }, 120_000);
 });

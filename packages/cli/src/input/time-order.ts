@@ -67,14 +67,37 @@ export function shouldSortWhole(paths: readonly string[], limit = AUTO_SORT_BYTE
   return total <= limit;
 }
 
-/** A binary min-heap of requests by (time, read order): ties leave in the order they were read. */
+/**
+ * Keys of held requests, each kept once: thousands of requests of one client share one string of its
+ * own (see own-string.ts), never a view into a log chunk. Cleared when it grows past `MAX_INTERNED`
+ * distinct keys (later copies are merely not shared), so it stays bounded on logs of millions of clients.
+ */
+const MAX_INTERNED = 200_000;
+
+function createInterner(): (key: string) => string {
+  let keys = new Map<string, string>();
+  return (key) => {
+    const known = keys.get(key);
+    if (known !== undefined) return known;
+    if (keys.size >= MAX_INTERNED) keys = new Map();
+    const own = ownString(key);
+    keys.set(own, own);
+    return own;
+  };
+}
+
+/**
+ * A binary min-heap of requests by (time, read order): ties leave in the order they were read. Held as
+ * parallel arrays (about 24 bytes a request), not one object each: a window holds minutes of traffic.
+ */
 class RequestHeap {
   private readonly at: number[] = [];
   private readonly seq: number[] = [];
-  private readonly items: LogRequest[] = [];
+  private readonly key: string[] = [];
+  private readonly cost: number[] = [];
 
   get size(): number {
-    return this.items.length;
+    return this.at.length;
   }
 
   get minAt(): number {
@@ -88,17 +111,19 @@ class RequestHeap {
   }
 
   private swap(i: number, j: number): void {
-    const { at, seq, items } = this;
+    const { at, seq, key, cost } = this;
     [at[i], at[j]] = [at[j] as number, at[i] as number];
     [seq[i], seq[j]] = [seq[j] as number, seq[i] as number];
-    [items[i], items[j]] = [items[j] as LogRequest, items[i] as LogRequest];
+    [key[i], key[j]] = [key[j] as string, key[i] as string];
+    [cost[i], cost[j]] = [cost[j] as number, cost[i] as number];
   }
 
-  push(r: LogRequest, order: number): void {
-    let i = this.items.length;
-    this.at.push(r.at);
+  push(at: number, key: string, cost: number, order: number): void {
+    let i = this.at.length;
+    this.at.push(at);
     this.seq.push(order);
-    this.items.push(r);
+    this.key.push(key);
+    this.cost.push(cost);
     while (i > 0) {
       const p = (i - 1) >> 1;
       if (!this.less(i, p)) break;
@@ -108,12 +133,13 @@ class RequestHeap {
   }
 
   pop(): LogRequest {
-    const top = this.items[0] as LogRequest;
-    const last = this.items.length - 1;
+    const top: LogRequest = { at: this.at[0] as number, key: this.key[0] as string, cost: this.cost[0] as number };
+    const last = this.at.length - 1;
     this.swap(0, last);
     this.at.pop();
     this.seq.pop();
-    this.items.pop();
+    this.key.pop();
+    this.cost.pop();
     let i = 0;
     for (;;) {
       const l = 2 * i + 1;
@@ -128,11 +154,6 @@ class RequestHeap {
   }
 }
 
-/** A request held for reordering keeps its own copy of the key, never a view into a log chunk. */
-function held(r: LogRequest): LogRequest {
-  return { at: r.at, key: ownString(r.key), cost: r.cost };
-}
-
 /**
  * The requests of `source` in time order, within `stats.windowMs` (or sorted whole when `stats.mode`
  * is `sort`); counts disorder and late requests into `stats`.
@@ -140,19 +161,30 @@ function held(r: LogRequest): LogRequest {
 export async function* inTimeOrder(source: AsyncIterable<LogRequest[]>, stats: OrderStats): AsyncGenerator<LogRequest[]> {
   let previous = Number.NEGATIVE_INFINITY;
   let order = 0;
+  const intern = createInterner();
   if (stats.mode === 'sort') {
-    const all: LogRequest[] = [];
+    const at: number[] = [];
+    const key: string[] = [];
+    const cost: number[] = [];
     for await (const batch of source) {
       for (const r of batch) {
         if (r.at < previous) stats.disordered += 1;
         previous = r.at;
-        all.push(held(r));
+        at.push(r.at);
+        key.push(intern(r.key));
+        cost.push(r.cost);
       }
     }
-    stats.maxHeld = Math.max(stats.maxHeld, all.length);
-    // Array.prototype.sort is stable: requests of the same time stay in the order they were read.
-    all.sort((a, b) => a.at - b.at);
-    for (let i = 0; i < all.length; i += 8192) yield all.slice(i, i + 8192);
+    stats.maxHeld = Math.max(stats.maxHeld, at.length);
+    // Ties stay in the order they were read.
+    const index = new Uint32Array(at.length);
+    for (let i = 0; i < index.length; i++) index[i] = i;
+    index.sort((a, b) => (at[a] as number) - (at[b] as number) || a - b);
+    for (let i = 0; i < index.length; i += 8192) {
+      const out: LogRequest[] = [];
+      for (const j of index.subarray(i, i + 8192)) out.push({ at: at[j] as number, key: key[j] as string, cost: cost[j] as number });
+      yield out;
+    }
     return;
   }
   const windowMs = stats.windowMs ?? 0;
@@ -172,7 +204,13 @@ export async function* inTimeOrder(source: AsyncIterable<LogRequest[]>, stats: O
         continue;
       }
       if (r.at > newest) newest = r.at;
-      heap.push(held(r), order++);
+      if (r.at <= newest - windowMs && heap.size === 0) {
+        // Nothing waits and nothing can come before it: straight through (a window of 0, a sorted log).
+        released = r.at;
+        out.push(r);
+        continue;
+      }
+      heap.push(r.at, intern(r.key), r.cost, order++);
       while (heap.size > 0 && heap.minAt <= newest - windowMs) {
         const next = heap.pop();
         released = next.at;

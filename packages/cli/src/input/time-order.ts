@@ -104,6 +104,10 @@ class RequestHeap {
     return this.at[0] as number;
   }
 
+  get minSeq(): number {
+    return this.seq[0] as number;
+  }
+
   private less(i: number, j: number): boolean {
     const a = this.at[i] as number;
     const b = this.at[j] as number;
@@ -155,6 +159,68 @@ class RequestHeap {
 }
 
 /**
+ * Requests that arrive in order wait in a FIFO (constant time a request: a sorted log, most lines of a
+ * log written at request end), the rest in the heap; they leave by (time, read order) from either.
+ */
+class Held {
+  private readonly heap = new RequestHeap();
+  private qAt: number[] = [];
+  private qSeq: number[] = [];
+  private qKey: string[] = [];
+  private qCost: number[] = [];
+  private head = 0;
+
+  get size(): number {
+    return this.heap.size + this.qAt.length - this.head;
+  }
+
+  push(at: number, key: string, cost: number, order: number): void {
+    const n = this.qAt.length;
+    if (n === this.head || at >= (this.qAt[n - 1] as number)) {
+      this.qAt.push(at);
+      this.qSeq.push(order);
+      this.qKey.push(key);
+      this.qCost.push(cost);
+    } else this.heap.push(at, key, cost, order);
+  }
+
+  /** True when the queue's front leaves before the heap's top. */
+  private queueFirst(): boolean {
+    if (this.qAt.length === this.head) return false;
+    if (this.heap.size === 0) return true;
+    const a = this.qAt[this.head] as number;
+    const b = this.heap.minAt;
+    return a < b || (a === b && (this.qSeq[this.head] as number) < this.heap.minSeq);
+  }
+
+  /** The earliest held time (size > 0). */
+  get minAt(): number {
+    return this.queueFirst() ? (this.qAt[this.head] as number) : this.heap.minAt;
+  }
+
+  pop(): LogRequest {
+    if (!this.queueFirst()) return this.heap.pop();
+    const h = this.head;
+    const r: LogRequest = { at: this.qAt[h] as number, key: this.qKey[h] as string, cost: this.qCost[h] as number };
+    this.head = h + 1;
+    if (this.head === this.qAt.length) {
+      this.qAt = [];
+      this.qSeq = [];
+      this.qKey = [];
+      this.qCost = [];
+      this.head = 0;
+    } else if (this.head >= 65_536 && this.head * 2 >= this.qAt.length) {
+      this.qAt = this.qAt.slice(this.head);
+      this.qSeq = this.qSeq.slice(this.head);
+      this.qKey = this.qKey.slice(this.head);
+      this.qCost = this.qCost.slice(this.head);
+      this.head = 0;
+    }
+    return r;
+  }
+}
+
+/**
  * The requests of `source` in time order, within `stats.windowMs` (or sorted whole when `stats.mode`
  * is `sort`); counts disorder and late requests into `stats`.
  */
@@ -188,7 +254,7 @@ export async function* inTimeOrder(source: AsyncIterable<LogRequest[]>, stats: O
     return;
   }
   const windowMs = stats.windowMs ?? 0;
-  const heap = new RequestHeap();
+  const heap = new Held();
   let newest = Number.NEGATIVE_INFINITY;
   let released = Number.NEGATIVE_INFINITY;
   for await (const batch of source) {

@@ -2,15 +2,14 @@
  * @module The replay engine: every candidate is a real limiter (createLimiter on its own MemoryStore)
  * whose clock is the log's time, so a replay decides exactly as production would, with the store's
  * bounded memory and eviction. Requests go through every candidate in one pass; the engine keeps
- * per-candidate counters, per-client counters (bounded), reject streaks, shaped delays and a time
- * series whose resolution halves when it grows too long, so memory stays flat however long the log.
- * Averages over long slices flatten bursts, so each slice also keeps its busiest second, and the
- * busiest minutes of the log are kept second by second (a few, chosen as the log streams by).
+ * per-candidate counters, per-client counters (bounded), reject streaks, shaped delays and the time
+ * series (timeline.ts), so memory stays flat however long the log.
  */
 import type { Logger, PolicyOptions } from '@tollgate/core';
 import { ownString } from '../input/own-string.js';
 import { type CandidateLimiter, createCandidateLimiter } from './candidate-limiter.js';
-import type { BusyMinute, CandidateReport, ClientRow, ReplayReport, StreakBucket } from './replay-report.js';
+import type { CandidateReport, ClientRow, ReplayReport, StreakBucket } from './replay-report.js';
+import { createTimeline } from './timeline.js';
 
 export interface Candidate {
   readonly label: string;
@@ -82,7 +81,6 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
   const maxKeys = options.maxKeys ?? 1_000_000;
   const maxClients = options.maxClients ?? maxKeys;
   const top = options.top ?? 10;
-  const maxPoints = options.maxPoints ?? 1200;
   const logger = options.logger ?? SILENT;
   const n = candidates.length;
   let now = 0;
@@ -103,99 +101,9 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
   let outOfOrder = 0;
   let firstMs: number | null = null;
   let lastMs = Number.NEGATIVE_INFINITY;
-  let startMs = 0;
-  let bucketMs = 1000;
-  /** Per candidate two rows (admitted, rejected) of `maxPoints` buckets; `points` in use. */
-  const series = new Float64Array(n * 2 * maxPoints);
-  /** The same rows, each bucket's busiest second (requests in time order; late ones are in `series` only). */
-  const peaks = new Float64Array(n * 2 * maxPoints);
-  let points = 0;
-  const keepMinutes = options.busiestMinutes ?? 6;
-  /** The minute being read, second by second: [second][row], row = 2 x candidate + (rejected ? 1 : 0). */
-  let minute = Number.NEGATIVE_INFINITY;
-  let minuteRequests = 0;
-  let minuteDetail = new Float64Array(60 * 2 * n);
-  let second = Number.NEGATIVE_INFINITY;
-  const busiest: { startMs: number; requests: number; detail: Float64Array }[] = [];
-
-  /** Halves the resolution: buckets pair up from `startMs`, so edges stay at `startMs + k * bucketMs`. */
-  function coarsen(): void {
-    const half = Math.ceil(points / 2);
-    for (let r = 0; r < 2 * n; r++) {
-      const o = r * maxPoints;
-      for (let i = 0; i < half; i++) {
-        series[o + i] = (series[o + 2 * i] as number) + (2 * i + 1 < points ? (series[o + 2 * i + 1] as number) : 0);
-        peaks[o + i] = Math.max(peaks[o + 2 * i] as number, 2 * i + 1 < points ? (peaks[o + 2 * i + 1] as number) : 0);
-      }
-      series.fill(0, o + half, o + maxPoints);
-      peaks.fill(0, o + half, o + maxPoints);
-    }
-    points = half;
-    bucketMs *= 2;
-    bucketTo = Number.NEGATIVE_INFINITY;
-  }
-
-  /** The bucket of the last request, [bucketFrom, bucketTo): most requests fall in the one before them. */
-  let bucketIndex = 0;
-  let bucketFrom = 0;
-  let bucketTo = Number.NEGATIVE_INFINITY;
-
-  function bucketOf(at: number): number {
-    let i = Math.floor((Math.max(at, startMs) - startMs) / bucketMs);
-    while (i >= maxPoints) {
-      coarsen();
-      i = Math.floor((Math.max(at, startMs) - startMs) / bucketMs);
-    }
-    if (i >= points) points = i + 1;
-    bucketIndex = i;
-    bucketFrom = at < startMs ? Number.NEGATIVE_INFINITY : startMs + i * bucketMs;
-    bucketTo = startMs + (i + 1) * bucketMs;
-    return i;
-  }
+  const timeline = createTimeline(n, options.maxPoints ?? 1200, options.busiestMinutes ?? 6);
 
   let current: Client | undefined;
-
-  /** Folds the second being read into its bucket's peaks (`into`: the live rows, or a copy for a report so far). */
-  function foldSecond(into: Float64Array): void {
-    if (second === Number.NEGATIVE_INFINITY) return;
-    const b = Math.floor((Math.max(second * 1000, startMs) - startMs) / bucketMs);
-    const o = (second - minute * 60) * 2 * n;
-    for (let r = 0; r < 2 * n; r++) {
-      const v = minuteDetail[o + r] as number;
-      const at = r * maxPoints + b;
-      if (v > (into[at] as number)) into[at] = v;
-    }
-  }
-
-  /** Where the minute being read goes among the busiest (`into`: the live list, or a copy). */
-  function foldMinute(into: typeof busiest, detail: Float64Array): void {
-    if (minute === Number.NEGATIVE_INFINITY || keepMinutes === 0) return;
-    const entry = { startMs: minute * 60_000, requests: minuteRequests, detail };
-    if (into.length < keepMinutes) {
-      into.push(entry);
-      return;
-    }
-    let low = 0;
-    for (let k = 1; k < into.length; k++) if ((into[k] as typeof entry).requests < (into[low] as typeof entry).requests) low = k;
-    if (minuteRequests > (into[low] as typeof entry).requests) into[low] = entry;
-  }
-
-  /** Moves the per-second bookkeeping to the second (and minute) of `at`; false for a request of a second already past. */
-  function toSecond(at: number): boolean {
-    const s = Math.floor(at / 1000);
-    if (s === second) return true;
-    if (s < second) return false;
-    foldSecond(peaks);
-    const m = Math.floor(s / 60);
-    if (m !== minute) {
-      foldMinute(busiest, minuteDetail);
-      minute = m;
-      minuteRequests = 0;
-      minuteDetail = new Float64Array(60 * 2 * n);
-    }
-    second = s;
-    return true;
-  }
 
   /**
    * Finds (or creates) the client of `logKey` into `current` and returns the key to hand the stores: the
@@ -221,19 +129,13 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
 
   function push(at: number, logKey: string, cost: number): void {
     const key = clientKey(logKey);
-    if (firstMs === null) {
-      firstMs = at;
-      startMs = Math.floor(at / 1000) * 1000;
-    }
+    if (firstMs === null) firstMs = at;
     if (at < lastMs) outOfOrder += 1;
     else lastMs = at;
     now = at;
     requests += 1;
-    const inOrder = toSecond(at);
-    const b = at >= bucketFrom && at < bucketTo ? bucketIndex : bucketOf(at);
+    timeline.place(at);
     const c = current?.c;
-    if (inOrder) minuteRequests += 1;
-    const d0 = (second - minute * 60) * 2 * n;
     let first = true;
     // One pass per candidate: decide, then count it everywhere it shows.
     for (let i = 0; i < n; i++) {
@@ -241,9 +143,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
       l.decide(key, cost);
       const d = l.verdict;
       const ok = d.allowed;
-      const row = (2 * i + (ok ? 0 : 1)) * maxPoints + b;
-      series[row] = (series[row] as number) + 1;
-      if (inOrder) minuteDetail[d0 + 2 * i + (ok ? 0 : 1)] = (minuteDetail[d0 + 2 * i + (ok ? 0 : 1)] as number) + 1;
+      timeline.count(i, ok);
       if (ok) {
         admitted[i] = (admitted[i] as number) + 1;
         if (shaper[i]) {
@@ -317,10 +217,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
   }
 
   function report(input?: ReplayInputSummary): ReplayReport {
-    const peaksNow = peaks.slice();
-    foldSecond(peaksNow);
-    const busiestNow = busiest.slice();
-    foldMinute(busiestNow, minuteDetail);
+    const shown = timeline.snapshot();
     const reports: CandidateReport[] = candidates.map((cand, i) => {
       const o = 1 + i * PER_CANDIDATE;
       let clientsRejected = 0;
@@ -372,12 +269,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
         topRejected: topBy(i, C_REJECTED),
         topDisagreeing: i === 0 ? [] : topBy(i, C_DISAGREE),
         streaks: buckets,
-        series: {
-          admitted: seriesRow(series, 2 * i),
-          rejected: seriesRow(series, 2 * i + 1),
-          peakAdmitted: seriesRow(peaksNow, 2 * i),
-          peakRejected: seriesRow(peaksNow, 2 * i + 1),
-        },
+        series: shown.series(i),
       };
     });
     let evictions = 0;
@@ -395,26 +287,10 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
       clients: clients.size,
       untrackedRequests: untracked,
       evictions,
-      timeline: { firstMs, lastMs: firstMs === null ? null : lastMs, startMs, bucketMs },
-      busiestMinutes: busiestNow
-        .sort((a, b) => a.startMs - b.startMs)
-        .map(
-          (m): BusyMinute => ({
-            startMs: m.startMs,
-            requests: m.requests,
-            candidates: candidates.map((_, i) => ({
-              admitted: Array.from({ length: 60 }, (_, sec) => m.detail[sec * 2 * n + 2 * i] as number),
-              rejected: Array.from({ length: 60 }, (_, sec) => m.detail[sec * 2 * n + 2 * i + 1] as number),
-            })),
-          }),
-        ),
+      timeline: { firstMs, lastMs: firstMs === null ? null : lastMs, startMs: shown.startMs, bucketMs: shown.bucketMs },
+      busiestMinutes: shown.busiestMinutes,
       candidates: reports,
     };
-  }
-
-  /** Row `r` of `rows` (2i admitted, 2i + 1 rejected of candidate i), over the buckets in use. */
-  function seriesRow(rows: Float64Array, r: number): number[] {
-    return Array.from(rows.subarray(r * maxPoints, r * maxPoints + points));
   }
 
   return { push, candidates, report };

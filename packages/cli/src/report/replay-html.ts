@@ -21,11 +21,9 @@ function clock(ms: number): string {
   return new Date(ms).toISOString().slice(11, 19);
 }
 
-export function renderReplayHtml(report: ReplayReport): string {
+/** The title, the input and how it was ordered (with the loud warning), and the comparison table. */
+function headSection(report: ReplayReport): string[] {
   const { timeline, candidates, input } = report;
-  const perSecond = timeline.bucketMs / 1000;
-  const sliced = perSecond > 1;
-  const yMax = Math.max(0, ...candidates.flatMap((c) => [...c.series.peakAdmitted, ...c.series.peakRejected]));
   const span =
     timeline.firstMs === null || timeline.lastMs === null
       ? 'no requests'
@@ -70,6 +68,16 @@ export function renderReplayHtml(report: ReplayReport): string {
       ]),
     ),
   );
+  return parts;
+}
+
+/** Admitted and rejected per second per candidate over the whole log, one shared scale. */
+function overviewSection(report: ReplayReport): string[] {
+  const { timeline, candidates } = report;
+  const perSecond = timeline.bucketMs / 1000;
+  const sliced = perSecond > 1;
+  const yMax = Math.max(0, ...candidates.flatMap((c) => [...c.series.peakAdmitted, ...c.series.peakRejected]));
+  const parts: string[] = [];
   parts.push(`<h2>Admitted and rejected per second</h2>`);
   parts.push(
     legend([
@@ -120,6 +128,14 @@ export function renderReplayHtml(report: ReplayReport): string {
     );
   }
   parts.push('</div>');
+  return parts;
+}
+
+/** The busiest minutes second by second, as small multiples (when the overview is coarser than 1 s). */
+function busiestSection(report: ReplayReport): string[] {
+  const { candidates } = report;
+  const sliced = report.timeline.bucketMs > 1000;
+  const parts: string[] = [];
   if (sliced && report.busiestMinutes.length > 0) {
     parts.push('<h2>The busiest minutes, second by second</h2>');
     parts.push(
@@ -156,6 +172,13 @@ export function renderReplayHtml(report: ReplayReport): string {
     });
     parts.push('</div>');
   }
+  return parts;
+}
+
+/** Reject streaks, the clients each candidate hurts most, disagreements with #1, malformed lines. */
+function clientsSection(report: ReplayReport): string[] {
+  const { candidates, input } = report;
+  const parts: string[] = [];
   const buckets = Math.max(0, ...candidates.map((c) => c.streaks.length));
   const categories = Array.from({ length: buckets }, (_, b) => (b === 0 ? '1' : `${2 ** b}-${2 ** (b + 1) - 1}`));
   parts.push('<h2>Reject streaks</h2>');
@@ -203,5 +226,10 @@ export function renderReplayHtml(report: ReplayReport): string {
       ),
     );
   }
+  return parts;
+}
+
+export function renderReplayHtml(report: ReplayReport): string {
+  const parts = [...headSection(report), ...overviewSection(report), ...busiestSection(report), ...clientsSection(report)];
   return htmlPage('tollgate replay', parts.join('\n'), report);
 }

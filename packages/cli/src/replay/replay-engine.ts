@@ -76,6 +76,117 @@ interface Client {
   readonly c: Int32Array;
 }
 
+function row(key: string, c: Int32Array, i: number): ClientRow {
+  const o = 1 + i * PER_CANDIDATE;
+  return {
+    key,
+    requests: c[0] as number,
+    rejected: c[o + C_REJECTED] as number,
+    longestStreak: c[o + C_LONGEST] as number,
+    disagreements: c[o + C_DISAGREE] as number,
+  };
+}
+
+/** The `top` clients by counter `field` of candidate `i` (ties: more requests, then key order). */
+function topBy(clients: ReadonlyMap<string, Client>, top: number, i: number, field: number): ClientRow[] {
+  const o = 1 + i * PER_CANDIDATE + field;
+  const best: [string, Int32Array][] = [];
+  const better = (a: [string, Int32Array], b: [string, Int32Array]): boolean => {
+    const va = a[1][o] as number;
+    const vb = b[1][o] as number;
+    if (va !== vb) return va > vb;
+    if (a[1][0] !== b[1][0]) return (a[1][0] as number) > (b[1][0] as number);
+    return a[0] < b[0];
+  };
+  for (const { key, c } of clients.values()) {
+    const entry: [string, Int32Array] = [key, c];
+    if ((entry[1][o] as number) === 0) continue;
+    if (best.length === top && !better(entry, best[best.length - 1] as [string, Int32Array])) continue;
+    let j = best.length < top ? best.length : top - 1;
+    best[j] = entry;
+    while (j > 0 && better(best[j] as [string, Int32Array], best[j - 1] as [string, Int32Array])) {
+      const t = best[j - 1] as [string, Int32Array];
+      best[j - 1] = best[j] as [string, Int32Array];
+      best[j] = t;
+      j -= 1;
+    }
+  }
+  return best.map(([k, c]) => row(k, c, i));
+}
+
+/** What the engine counts, shared by `push` and the report. */
+interface Counters {
+  readonly requests: () => number;
+  readonly clients: ReadonlyMap<string, Client>;
+  readonly top: number;
+  readonly admitted: Float64Array;
+  readonly rejected: Float64Array;
+  readonly exceeds: Float64Array;
+  readonly onlyThis: Float64Array;
+  readonly onlyFirst: Float64Array;
+  readonly streaks: Float64Array;
+  readonly delays: readonly Map<number, number>[];
+  readonly shaper: readonly boolean[];
+}
+
+/** Candidate `i`'s figures from the counters (clients walked once). */
+function candidateReport(cand: Candidate, i: number, counters: Counters, series: CandidateReport['series']): CandidateReport {
+  const { clients, top, admitted, rejected, exceeds, onlyThis, onlyFirst, streaks, delays, shaper } = counters;
+  const requests = counters.requests();
+  const o = 1 + i * PER_CANDIDATE;
+  let clientsRejected = 0;
+  let longest = 0;
+  let longestKey: string | null = null;
+  const hist = streaks.slice(i * STREAK_BUCKETS, (i + 1) * STREAK_BUCKETS);
+  for (const { key, c } of clients.values()) {
+    if ((c[o + C_REJECTED] as number) > 0) clientsRejected += 1;
+    const l = c[o + C_LONGEST] as number;
+    if (l > longest || (l === longest && l > 0 && longestKey !== null && key < longestKey)) {
+      longest = l;
+      longestKey = key;
+    }
+    const open = c[o + C_STREAK] as number;
+    if (open > 0) hist[streakBucket(open)] = (hist[streakBucket(open)] as number) + 1;
+  }
+  const buckets: StreakBucket[] = [];
+  let last = -1;
+  hist.forEach((count, b) => {
+    if (count > 0) last = b;
+  });
+  for (let b = 0; b <= last; b++) buckets.push({ from: 2 ** b, to: 2 ** (b + 1) - 1, count: hist[b] as number });
+  const m = delays[i] as Map<number, number>;
+  const sorted = [...m.entries()].sort((a, b) => a[0] - b[0]);
+  const delayed = admitted[i] as number;
+  const total = i === 0 ? 0 : (onlyThis[i] as number) + (onlyFirst[i] as number);
+  return {
+    index: i,
+    label: cand.label,
+    policies: cand.policies,
+    requests,
+    admitted: admitted[i] as number,
+    rejected: rejected[i] as number,
+    costExceedsCapacity: exceeds[i] as number,
+    clientsRejected,
+    clientsRejectedShare: clients.size === 0 ? 0 : clientsRejected / clients.size,
+    longestStreak: { length: longest, key: longestKey },
+    delayMs: shaper[i]
+      ? {
+          p50: percentile(sorted, delayed, 0.5),
+          p99: percentile(sorted, delayed, 0.99),
+          max: sorted.length === 0 ? 0 : (sorted[sorted.length - 1] as [number, number])[0],
+        }
+      : null,
+    disagreement:
+      i === 0
+        ? null
+        : { onlyThis: onlyThis[i] as number, onlyFirst: onlyFirst[i] as number, total, share: requests === 0 ? 0 : total / requests },
+    topRejected: topBy(clients, top, i, C_REJECTED),
+    topDisagreeing: i === 0 ? [] : topBy(clients, top, i, C_DISAGREE),
+    streaks: buckets,
+    series,
+  };
+}
+
 export function createReplayEngine(candidates: readonly Candidate[], options: ReplayOptions = {}): ReplayEngine {
   if (candidates.length === 0) throw new TypeError('createReplayEngine needs at least one candidate');
   const maxKeys = options.maxKeys ?? 1_000_000;
@@ -101,6 +212,19 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
   let outOfOrder = 0;
   let firstMs: number | null = null;
   let lastMs = Number.NEGATIVE_INFINITY;
+  const counters: Counters = {
+    requests: () => requests,
+    clients,
+    top,
+    admitted,
+    rejected,
+    exceeds,
+    onlyThis,
+    onlyFirst,
+    streaks,
+    delays,
+    shaper,
+  };
   const timeline = createTimeline(n, options.maxPoints ?? 1200, options.busiestMinutes ?? 6);
 
   let current: Client | undefined;
@@ -178,100 +302,9 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
     }
   }
 
-  function row(key: string, c: Int32Array, i: number): ClientRow {
-    const o = 1 + i * PER_CANDIDATE;
-    return {
-      key,
-      requests: c[0] as number,
-      rejected: c[o + C_REJECTED] as number,
-      longestStreak: c[o + C_LONGEST] as number,
-      disagreements: c[o + C_DISAGREE] as number,
-    };
-  }
-
-  /** The `top` clients by counter `field` of candidate `i` (ties: more requests, then key order). */
-  function topBy(i: number, field: number): ClientRow[] {
-    const o = 1 + i * PER_CANDIDATE + field;
-    const best: [string, Int32Array][] = [];
-    const better = (a: [string, Int32Array], b: [string, Int32Array]): boolean => {
-      const va = a[1][o] as number;
-      const vb = b[1][o] as number;
-      if (va !== vb) return va > vb;
-      if (a[1][0] !== b[1][0]) return (a[1][0] as number) > (b[1][0] as number);
-      return a[0] < b[0];
-    };
-    for (const { key, c } of clients.values()) {
-      const entry: [string, Int32Array] = [key, c];
-      if ((entry[1][o] as number) === 0) continue;
-      if (best.length === top && !better(entry, best[best.length - 1] as [string, Int32Array])) continue;
-      let j = best.length < top ? best.length : top - 1;
-      best[j] = entry;
-      while (j > 0 && better(best[j] as [string, Int32Array], best[j - 1] as [string, Int32Array])) {
-        const t = best[j - 1] as [string, Int32Array];
-        best[j - 1] = best[j] as [string, Int32Array];
-        best[j] = t;
-        j -= 1;
-      }
-    }
-    return best.map(([k, c]) => row(k, c, i));
-  }
-
   function report(input?: ReplayInputSummary): ReplayReport {
     const shown = timeline.snapshot();
-    const reports: CandidateReport[] = candidates.map((cand, i) => {
-      const o = 1 + i * PER_CANDIDATE;
-      let clientsRejected = 0;
-      let longest = 0;
-      let longestKey: string | null = null;
-      const hist = streaks.slice(i * STREAK_BUCKETS, (i + 1) * STREAK_BUCKETS);
-      for (const { key, c } of clients.values()) {
-        if ((c[o + C_REJECTED] as number) > 0) clientsRejected += 1;
-        const l = c[o + C_LONGEST] as number;
-        if (l > longest || (l === longest && l > 0 && longestKey !== null && key < longestKey)) {
-          longest = l;
-          longestKey = key;
-        }
-        const open = c[o + C_STREAK] as number;
-        if (open > 0) hist[streakBucket(open)] = (hist[streakBucket(open)] as number) + 1;
-      }
-      const buckets: StreakBucket[] = [];
-      let last = -1;
-      hist.forEach((count, b) => {
-        if (count > 0) last = b;
-      });
-      for (let b = 0; b <= last; b++) buckets.push({ from: 2 ** b, to: 2 ** (b + 1) - 1, count: hist[b] as number });
-      const m = delays[i] as Map<number, number>;
-      const sorted = [...m.entries()].sort((a, b) => a[0] - b[0]);
-      const delayed = admitted[i] as number;
-      const total = i === 0 ? 0 : (onlyThis[i] as number) + (onlyFirst[i] as number);
-      return {
-        index: i,
-        label: cand.label,
-        policies: cand.policies,
-        requests,
-        admitted: admitted[i] as number,
-        rejected: rejected[i] as number,
-        costExceedsCapacity: exceeds[i] as number,
-        clientsRejected,
-        clientsRejectedShare: clients.size === 0 ? 0 : clientsRejected / clients.size,
-        longestStreak: { length: longest, key: longestKey },
-        delayMs: shaper[i]
-          ? {
-              p50: percentile(sorted, delayed, 0.5),
-              p99: percentile(sorted, delayed, 0.99),
-              max: sorted.length === 0 ? 0 : (sorted[sorted.length - 1] as [number, number])[0],
-            }
-          : null,
-        disagreement:
-          i === 0
-            ? null
-            : { onlyThis: onlyThis[i] as number, onlyFirst: onlyFirst[i] as number, total, share: requests === 0 ? 0 : total / requests },
-        topRejected: topBy(i, C_REJECTED),
-        topDisagreeing: i === 0 ? [] : topBy(i, C_DISAGREE),
-        streaks: buckets,
-        series: shown.series(i),
-      };
-    });
+    const reports = candidates.map((cand, i) => candidateReport(cand, i, counters, shown.series(i)));
     let evictions = 0;
     for (const l of limiters) evictions += l.store.evictions;
     return {

@@ -187,11 +187,29 @@ function candidateReport(cand: Candidate, i: number, counters: Counters, series:
   };
 }
 
+/** One verdict of candidate `i` in a client's counters: rejections, streaks (closed ones into `streaks`), disagreements. */
+function countClient(c: Int32Array, streaks: Float64Array, i: number, ok: boolean, disagrees: boolean): void {
+  const o = 1 + i * PER_CANDIDATE;
+  if (ok) {
+    const streak = c[o + C_STREAK] as number;
+    if (streak > 0) {
+      const sb = i * STREAK_BUCKETS + streakBucket(streak);
+      streaks[sb] = (streaks[sb] as number) + 1;
+      c[o + C_STREAK] = 0;
+    }
+  } else {
+    c[o + C_REJECTED] = (c[o + C_REJECTED] as number) + 1;
+    const streak = (c[o + C_STREAK] as number) + 1;
+    c[o + C_STREAK] = streak;
+    if (streak > (c[o + C_LONGEST] as number)) c[o + C_LONGEST] = streak;
+  }
+  if (disagrees) c[o + C_DISAGREE] = (c[o + C_DISAGREE] as number) + 1;
+}
+
 export function createReplayEngine(candidates: readonly Candidate[], options: ReplayOptions = {}): ReplayEngine {
   if (candidates.length === 0) throw new TypeError('createReplayEngine needs at least one candidate');
   const maxKeys = options.maxKeys ?? 1_000_000;
   const maxClients = options.maxClients ?? maxKeys;
-  const top = options.top ?? 10;
   const logger = options.logger ?? SILENT;
   const n = candidates.length;
   let now = 0;
@@ -206,25 +224,16 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
   /** Streak-length histograms, `STREAK_BUCKETS` per candidate. */
   const streaks = new Float64Array(n * STREAK_BUCKETS);
   const delays = candidates.map(() => new Map<number, number>());
-  const clients = new Map<string, Client>();
   let untracked = 0;
   let requests = 0;
   let outOfOrder = 0;
   let firstMs: number | null = null;
   let lastMs = Number.NEGATIVE_INFINITY;
-  const counters: Counters = {
-    requests: () => requests,
-    clients,
-    top,
-    admitted,
-    rejected,
-    exceeds,
-    onlyThis,
-    onlyFirst,
-    streaks,
-    delays,
-    shaper,
-  };
+  const clients = new Map<string, Client>();
+  const top = options.top ?? 10;
+  const arrays = { admitted, rejected, exceeds, onlyThis, onlyFirst, streaks, delays, shaper };
+  const counters: Counters = { requests: () => requests, clients, top, ...arrays };
+
   const timeline = createTimeline(n, options.maxPoints ?? 1200, options.busiestMinutes ?? 6);
 
   let current: Client | undefined;
@@ -283,22 +292,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
         if (ok) onlyFirst[i] = (onlyFirst[i] as number) + 1;
         else onlyThis[i] = (onlyThis[i] as number) + 1;
       }
-      if (c === undefined) continue;
-      const o = 1 + i * PER_CANDIDATE;
-      if (ok) {
-        const streak = c[o + C_STREAK] as number;
-        if (streak > 0) {
-          const sb = i * STREAK_BUCKETS + streakBucket(streak);
-          streaks[sb] = (streaks[sb] as number) + 1;
-          c[o + C_STREAK] = 0;
-        }
-      } else {
-        c[o + C_REJECTED] = (c[o + C_REJECTED] as number) + 1;
-        const streak = (c[o + C_STREAK] as number) + 1;
-        c[o + C_STREAK] = streak;
-        if (streak > (c[o + C_LONGEST] as number)) c[o + C_LONGEST] = streak;
-      }
-      if (i > 0 && ok !== first) c[o + C_DISAGREE] = (c[o + C_DISAGREE] as number) + 1;
+      if (c !== undefined) countClient(c, streaks, i, ok, i > 0 && ok !== first);
     }
   }
 

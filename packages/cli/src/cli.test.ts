@@ -1,11 +1,11 @@
 /**
  * @module The command line in process: the replay table, --json, the progress bar on a terminal only, usage errors (exit 2), the labs.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from './cli.js';
+import { runCli, USAGE } from './cli.js';
 import type { ReplayReport } from './replay/replay-report.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
@@ -79,6 +79,84 @@ describe('tollgate replay', () => {
     const { code, stderr } = await run(args);
     expect(code).toBe(2);
     expect(stderr).toMatch(message);
+  });
+});
+
+describe('tollgate replay ordering', () => {
+  // A request of 0.5 s logged last, after those of 1.2, 1.3 and 1.9 s (written at request end); limit 2 per 1 s (sliding log).
+  const late = join(dir, 'late.csv');
+  writeFileSync(late, [`${T + 1200},a`, `${T + 1300},a`, `${T + 1900},a`, `${T + 500},a`].join('\n'));
+  const policy = ['--policy', '{"algorithm":"sliding-log","limit":2,"windowMs":1000}'];
+
+  it('sorts a small input whole by default and says so; exit 0', async () => {
+    const { code, stdout, stderr } = await run(['replay', late, ...policy]);
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    expect(stdout).toContain(
+      'Time order: every file sorted whole (small enough to hold); 1 of 4 requests were logged earlier than the line before them.',
+    );
+    // In time order: 0.5 and 1.2 admitted, 1.3 rejected (0.5 still in (0.3, 1.3]), 1.9 admitted (only 1.2 in (0.9, 1.9]).
+    expect(stdout).toMatch(/#1\s+sliding-log 2\/1s\s+4\s+3\s+1/);
+  });
+
+  it('a request later than --reorder-window is replayed late, counted in the table, the JSON and the warning; exit 3', async () => {
+    const { code, stdout, stderr } = await run(['replay', late, ...policy, '--reorder-window', '500ms']);
+    expect(code).toBe(3);
+    expect(stdout).toContain('Time order: reorder window 500ms (--reorder-window), up to 2 requests held;');
+    expect(stdout).toContain('WARNING: 1 requests (25.0%) came more than the 500ms window after later ones, the worst 1.4s late');
+    expect(stderr).toBe(
+      'warning: 1 requests came more than the 500ms reorder window after later ones (worst 1.4s late) and were replayed out of time order: ' +
+        'their decisions are approximate. Rerun with --sort, or --reorder-window 2s. Exit status 3.\n',
+    );
+    const json = await run(['replay', late, ...policy, '--reorder-window', '500ms', '--json']);
+    expect(json.code).toBe(3);
+    expect((JSON.parse(json.stdout) as ReplayReport).input.order).toEqual({
+      mode: 'window',
+      reason: 'flag',
+      windowMs: 500,
+      disordered: 1,
+      late: 1,
+      worstLateMs: 1400,
+      maxHeld: 2,
+    });
+    // A window as long as the worst lateness holds them all.
+    expect((await run(['replay', late, ...policy, '--reorder-window', '1.4s'])).code).toBe(0);
+  });
+
+  it('the HTML report carries the warning', async () => {
+    const html = join(dir, 'late.html');
+    const { code } = await run(['replay', late, ...policy, '--reorder-window', '0', '--html', html]);
+    expect(code).toBe(3);
+    expect(readFileSync(html, 'utf8')).toMatch(
+      /<div class="warning" id="late-requests"><strong>Warning:<\/strong> 1 requests \(25\.0%\) came more than the 0ms window/,
+    );
+  });
+
+  it.each([
+    [['--reorder-window', '5'], /--reorder-window must be a duration with a unit/],
+    [['--reorder-window', 'soon'], /--reorder-window must be a duration/],
+    [['--reorder-window', '8d'], /--reorder-window must be a duration/],
+    [['--reorder-window', '5m', '--sort'], /--sort and --reorder-window exclude each other/],
+  ])('refuses %j with exit 2', async (flags, message) => {
+    const { code, stderr } = await run(['replay', late, ...policy, ...flags]);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(message);
+  });
+});
+
+describe('tollgate --help', () => {
+  it.each([['--help'], ['-h'], ['help'], ['replay', '--help'], ['replay', csv, '-h'], ['lab', '--help'], ['lab', '-h']])(
+    '%j prints the usage on stdout and exits 0',
+    async (...args) => {
+      const { code, stdout, stderr } = await run(args);
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      expect(stdout).toBe(USAGE);
+    },
+  );
+
+  it('no command at all is a usage error: the usage on stderr, exit 2', async () => {
+    const { code, stdout, stderr } = await run([]);
+    expect({ code, stdout }).toEqual({ code: 2, stdout: '' });
+    expect(stderr).toBe(USAGE);
   });
 });
 

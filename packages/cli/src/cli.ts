@@ -1,7 +1,9 @@
 /**
  * @module The `tollgate` command line: `tollgate replay <file...> --policy <json> ...` and
  * `tollgate lab <name>`. Parses arguments with `util.parseArgs`, runs, writes the table (or JSON, or an
- * HTML file), and returns the exit code: 0 done, 2 a usage or input error (printed, no stack trace).
+ * HTML file), and returns the exit code: 0 done, 2 a usage or input error (printed, no stack trace),
+ * 3 a replay done but with requests that fell outside the reorder window (the report says how many and
+ * how late; its figures for them are approximate).
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -9,6 +11,7 @@ import { type Logger, RateLimitConfigError } from '@tollgate/core';
 import { CliError } from './cli-error.js';
 import { parseKeySpec } from './input/request-key.js';
 import { LOG_FORMATS, type LogFormat } from './input/request-parser.js';
+import { formatDuration, parseDuration } from './input/time-order.js';
 import { renderLabHtml, renderLabText } from './labs/lab-report.js';
 import { LAB_NAMES, type LabName, runLab } from './labs/labs.js';
 import { parseCandidates } from './replay/candidates.js';
@@ -33,9 +36,11 @@ The first --policy is the baseline the others are compared with.
 
 Labs (each prints tables of generated traffic against the algorithms, and says where tollgate differs
 from the textbook figure):
-  a  199 requests in 2 s across a fixed-window boundary      b  sustained 2x overload, per 10 s
-  c  a page load of 12 requests against bursts 1 to 20       d  sliding-window error vs exact log (Poisson)
-  e  100 requests in the last 0.1 s of a window, then 10/s for 2 minutes
+  a  199 requests in 2 s across a fixed-window boundary
+  b  sustained 2x overload against a 60 s window, per 10 s (the fixed window's boundary wave)
+  c  a page load of 12 requests against bursts 1 to 20
+  d  sliding-window estimate vs exact log, request by request on the same history (Poisson)
+  e  100 requests in the last 0.1 s of a window, then 10/s for 2 minutes: the most in any rolling minute
 
 Replay options:
   --format <nginx|jsonl|csv>   input format (default: by file name, else by the first line)
@@ -50,11 +55,20 @@ Replay options:
   --nginx-fields <a,b,...>     names of the quoted nginx fields after the user agent
                                (default http_x_forwarded_for; a header X-Api-Key logs as http_x_api_key)
   --time-field <name>          JSON field with the time (default: time, timestamp, @timestamp or ts)
+  --reorder-window <duration>  requests are replayed in time order: each file is reordered within this
+                               window (e.g. 90s, 5m, 1h; 0 = file order). Default 5m, enough for logs
+                               written at request end; inputs of up to 128 MiB of text are sorted whole
+                               instead, unless this is given
+  --sort                       sort each file whole by time (holds the whole log in memory)
   --max-keys <n>               limiter entries kept per candidate, evicted like the MemoryStore (default 1000000)
   --top <n>                    clients listed per candidate (default 10)
   --json                       print the report as JSON instead of a table
   --html <file>                also write a self-contained HTML report with charts
   --no-progress                no progress bar (there is none unless stderr is a terminal)
+  -h, --help                   this text
+
+Exit status: 0 replayed; 2 usage or input error; 3 replayed, but some requests came later than the
+reorder window allowed (replayed out of order: counted, with the worst lateness, in the report).
 `;
 
 function int(value: string | undefined, name: string, min: number, max: number): number | undefined {
@@ -96,12 +110,16 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
       'nginx-fields': { type: 'string' },
       'time-field': { type: 'string' },
       'max-keys': { type: 'string' },
+      'reorder-window': { type: 'string' },
+      sort: { type: 'boolean' },
       top: { type: 'string' },
       json: { type: 'boolean' },
       html: { type: 'string' },
       'no-progress': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
+  if (values.help === true) return help(io);
   if (positionals.length === 0) throw new CliError('ERR_RL_CLI_USAGE', 'replay needs at least one log file');
   if (values.policy === undefined || values.policy.length === 0) {
     throw new CliError('ERR_RL_CLI_USAGE', `replay needs at least one --policy, e.g. --policy '{"limit":100,"windowMs":60000}'`);
@@ -120,6 +138,16 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
   const maxKeys = int(values['max-keys'], 'max-keys', 1, 100_000_000);
   const top = int(values.top, 'top', 1, 1000);
   const showProgress = values['no-progress'] !== true;
+  let reorderWindowMs: number | undefined;
+  if (values['reorder-window'] !== undefined) {
+    if (values.sort === true) throw new CliError('ERR_RL_CLI_USAGE', '--sort and --reorder-window exclude each other: pick one');
+    reorderWindowMs = parseDuration(values['reorder-window']);
+    if (reorderWindowMs === undefined || reorderWindowMs > 7 * 86_400_000)
+      throw new CliError(
+        'ERR_RL_CLI_USAGE',
+        `--reorder-window must be a duration with a unit (500ms, 90s, 5m, 1h; 0 for none) up to 7 days; got '${values['reorder-window']}'`,
+      );
+  }
   const report = await runReplay({
     files: positionals,
     candidates,
@@ -130,6 +158,7 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
     ...(values['time-field'] === undefined ? {} : { timeField: values['time-field'] }),
     ...(maxKeys === undefined ? {} : { maxKeys }),
     ...(top === undefined ? {} : { top }),
+    ...(values.sort === true ? { sort: true } : reorderWindowMs === undefined ? {} : { sort: false, reorderWindowMs }),
     ip: {
       ...(values['trusted-proxy'] === undefined ? {} : { trustedProxies: values['trusted-proxy'] }),
       ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }),
@@ -143,6 +172,15 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(`wrote ${values.html}\n`);
   }
   io.stdout.write(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : renderReplayTable(report));
+  const order = report.input.order;
+  if (order !== null && order.late > 0) {
+    io.stderr.write(
+      `warning: ${order.late.toLocaleString('en-US')} requests came more than the ${formatDuration(order.windowMs ?? 0)} reorder window ` +
+        `after later ones (worst ${formatDuration(order.worstLateMs)} late) and were replayed out of time order: their decisions are approximate. ` +
+        `Rerun with --sort, or --reorder-window ${windowToHold(order.worstLateMs)}. Exit status 3.\n`,
+    );
+    return 3;
+  }
   return 0;
 }
 
@@ -151,8 +189,9 @@ async function labCommand(args: string[], io: CliIo): Promise<number> {
     args,
     allowPositionals: true,
     strict: true,
-    options: { json: { type: 'boolean' }, html: { type: 'string' }, seed: { type: 'string' } },
+    options: { json: { type: 'boolean' }, html: { type: 'string' }, seed: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
+  if (values.help === true) return help(io);
   const name = positionals[0]?.toLowerCase();
   if (positionals.length !== 1 || name === undefined || (name !== 'all' && !LAB_NAMES.includes(name as LabName))) {
     throw new CliError('ERR_RL_CLI_USAGE', `lab needs one name: ${LAB_NAMES.join(', ')} or all`);
@@ -172,15 +211,27 @@ async function labCommand(args: string[], io: CliIo): Promise<number> {
   return 0;
 }
 
+/** A `--reorder-window` that holds a request `lateMs` late (a window of `lateMs` does), in whole seconds or minutes. */
+export function windowToHold(lateMs: number): string {
+  return lateMs < 60_000 ? `${Math.max(1, Math.ceil(lateMs / 1000))}s` : `${Math.ceil(lateMs / 60_000)}m`;
+}
+
+/** `--help` or `-h` anywhere: the usage on stdout, exit 0 (help asked for is not an error). */
+function help(io: CliIo): number {
+  io.stdout.write(USAGE);
+  return 0;
+}
+
 /** Runs the CLI on `argv` (without `node` and the script); resolves to the exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const [command, ...rest] = argv;
   try {
     if (command === 'replay') return await replayCommand(rest, io);
     if (command === 'lab') return await labCommand(rest, io);
-    if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-      io.stdout.write(USAGE);
-      return command === undefined ? 2 : 0;
+    if (command === 'help' || command === '--help' || command === '-h') return help(io);
+    if (command === undefined) {
+      io.stderr.write(USAGE);
+      return 2;
     }
     throw new CliError('ERR_RL_CLI_USAGE', `unknown command '${command}' (replay, lab, help)`);
   } catch (error) {

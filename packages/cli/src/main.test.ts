@@ -40,6 +40,14 @@ describe('the tollgate bin', () => {
     expect(stdout).toMatch(/#1\s+gcra 2\/1s\s+3\s+2\s+1/);
   });
 
+  it('prints the usage and exits 0 on --help and -h (help asked for is not an unknown option)', async () => {
+    for (const flag of ['--help', '-h']) {
+      const { code, stdout, stderr } = await tollgate([flag]);
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+      expect(stdout).toMatch(/^Usage:\n {2}tollgate replay <file\.\.\.>/);
+    }
+  });
+
   it('exits 2 with the coded message and no stack trace on a usage error', async () => {
     const { code, stdout, stderr } = await tollgate(['replay', join(dir, 'missing.log'), '--policy', '{"limit":2,"windowMs":1000}']);
     expect(code).toBe(2);

@@ -42,4 +42,22 @@ export function admittedPer(verdicts: readonly Verdict[], from: number, to: numb
   return points;
 }
 
+/**
+ * The most admitted verdicts in any rolling window of `width` ms, `(t - width, t]` (what a sliding log
+ * allows at most `limit` of), and where the first such window ends: [count, end ms].
+ */
+export function rollingMax(verdicts: readonly Verdict[], width: number): [number, number] {
+  const times = verdicts.filter((v) => v.allowed).map((v) => v.at);
+  let best = 0;
+  let end = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while ((times[j] as number) <= (times[i] as number) - width) j++;
+    if (i - j + 1 > best) {
+      best = i - j + 1;
+      end = times[i] as number;
+    }
+  }
+  return [best, end];
+}
+
 export const ALGORITHMS = ['fixed-window', 'sliding-log', 'sliding-window', 'token-bucket', 'gcra', 'leaky-bucket'] as const;

@@ -71,9 +71,10 @@ describe('replay engine on a hand-computed log', () => {
 
   it('per-second series: window 0 holds 5 requests, window 1 holds 4', () => {
     expect(report.timeline).toEqual({ firstMs: T0, lastMs: T0 + 1500, startMs: T0, bucketMs: 1000 });
-    expect(fw?.series).toEqual({ admitted: [3, 3], rejected: [2, 1] });
-    expect(sl?.series).toEqual({ admitted: [3, 3], rejected: [2, 1] });
-    expect(lb?.series).toEqual({ admitted: [4, 2], rejected: [1, 2] });
+    // At 1 s slices the busiest second of a slice is the slice.
+    expect(fw?.series).toEqual({ admitted: [3, 3], rejected: [2, 1], peakAdmitted: [3, 3], peakRejected: [2, 1] });
+    expect(sl?.series).toEqual({ admitted: [3, 3], rejected: [2, 1], peakAdmitted: [3, 3], peakRejected: [2, 1] });
+    expect(lb?.series).toEqual({ admitted: [4, 2], rejected: [1, 2], peakAdmitted: [4, 2], peakRejected: [1, 2] });
     expect(report.clients).toBe(2);
   });
 });
@@ -85,6 +86,42 @@ describe('replay engine bookkeeping', () => {
     const r = engine.report();
     expect(r.timeline.bucketMs).toBe(4000);
     expect(r.candidates[0]?.series.admitted).toEqual([4, 4, 2]);
+    expect(r.candidates[0]?.series.peakAdmitted).toEqual([1, 1, 1]);
+  });
+
+  it('keeps the busiest second of each slice, and the busiest minutes second by second', () => {
+    const engine = createReplayEngine(parseCandidates(['{"algorithm":"fixed-window","limit":3,"windowMs":1000}']), {
+      maxPoints: 2,
+      busiestMinutes: 2,
+    });
+    const T = 1_700_000_040_000; // a clock minute's start
+    // Minute 0: 1 request a second for 60 s; minute 1: a burst of 10 in second 5 (3 admitted); minute 2: 2 requests.
+    for (let s = 0; s < 60; s++) engine.push(T + s * 1000, 'k', 1);
+    for (let i = 0; i < 10; i++) engine.push(T + 65_000 + i, 'k', 1);
+    engine.push(T + 120_000, 'k', 1);
+    engine.push(T + 121_000, 'k', 1);
+    const r = engine.report();
+    const c = r.candidates[0];
+    expect(r.timeline.bucketMs).toBe(64_000);
+    expect(c?.series).toEqual({ admitted: [60, 5], rejected: [0, 7], peakAdmitted: [1, 3], peakRejected: [0, 7] });
+    expect(r.busiestMinutes.map((m) => [m.startMs - T, m.requests])).toEqual([
+      [0, 60],
+      [60_000, 10],
+    ]);
+    const burst = r.busiestMinutes[1]?.candidates[0];
+    expect(burst?.admitted[5]).toBe(3);
+    expect(burst?.rejected[5]).toBe(7);
+    expect(burst?.admitted.reduce((a, b) => a + b, 0)).toBe(3);
+  });
+
+  it('keeps a request of a second already past in the counts, not in the per-second figures', () => {
+    const engine = createReplayEngine(parseCandidates(['{"algorithm":"fixed-window","limit":100,"windowMs":60000}']));
+    engine.push(T0 + 2000, 'a', 1);
+    engine.push(T0 + 1000, 'a', 1);
+    const r = engine.report();
+    // The series starts at the first request's second: the late one is counted in the first slice.
+    expect(r.candidates[0]?.series).toEqual({ admitted: [2], rejected: [0], peakAdmitted: [1], peakRejected: [0] });
+    expect(r.busiestMinutes[0]?.requests).toBe(1);
   });
 
   it('counts requests earlier than the one before them, and never tracks more clients than maxClients', () => {

@@ -2,13 +2,14 @@
  * @module The replay engine: every candidate is a real limiter (createLimiter on its own MemoryStore)
  * whose clock is the log's time, so a replay decides exactly as production would, with the store's
  * bounded memory and eviction. Requests go through every candidate in one pass; the engine keeps
- * per-candidate counters, per-client counters (bounded), reject streaks, shaped delays and a time
- * series whose resolution halves when it grows too long, so memory stays flat however long the log.
+ * per-candidate counters, per-client counters (bounded), reject streaks, shaped delays and the time
+ * series (timeline.ts), so memory stays flat however long the log.
  */
 import type { Logger, PolicyOptions } from '@tollgate/core';
 import { ownString } from '../input/own-string.js';
 import { type CandidateLimiter, createCandidateLimiter } from './candidate-limiter.js';
 import type { CandidateReport, ClientRow, ReplayReport, StreakBucket } from './replay-report.js';
+import { createTimeline } from './timeline.js';
 
 export interface Candidate {
   readonly label: string;
@@ -24,6 +25,8 @@ export interface ReplayOptions {
   readonly top?: number;
   /** Most points of the time series; resolution starts at 1 s and doubles past this. Defaults to 1200. */
   readonly maxPoints?: number;
+  /** How many of the busiest minutes (most requests) are kept second by second. Defaults to 6. */
+  readonly busiestMinutes?: number;
   readonly logger?: Logger;
 }
 
@@ -32,6 +35,7 @@ export interface ReplayInputSummary {
   readonly lines: number;
   readonly malformed: number;
   readonly malformedSamples: ReplayReport['input']['malformedSamples'];
+  readonly order?: ReplayReport['input']['order'];
 }
 
 export interface ReplayEngine {
@@ -72,12 +76,140 @@ interface Client {
   readonly c: Int32Array;
 }
 
+function row(key: string, c: Int32Array, i: number): ClientRow {
+  const o = 1 + i * PER_CANDIDATE;
+  return {
+    key,
+    requests: c[0] as number,
+    rejected: c[o + C_REJECTED] as number,
+    longestStreak: c[o + C_LONGEST] as number,
+    disagreements: c[o + C_DISAGREE] as number,
+  };
+}
+
+/** The `top` clients by counter `field` of candidate `i` (ties: more requests, then key order). */
+function topBy(clients: ReadonlyMap<string, Client>, top: number, i: number, field: number): ClientRow[] {
+  const o = 1 + i * PER_CANDIDATE + field;
+  const best: [string, Int32Array][] = [];
+  const better = (a: [string, Int32Array], b: [string, Int32Array]): boolean => {
+    const va = a[1][o] as number;
+    const vb = b[1][o] as number;
+    if (va !== vb) return va > vb;
+    if (a[1][0] !== b[1][0]) return (a[1][0] as number) > (b[1][0] as number);
+    return a[0] < b[0];
+  };
+  for (const { key, c } of clients.values()) {
+    const entry: [string, Int32Array] = [key, c];
+    if ((entry[1][o] as number) === 0) continue;
+    if (best.length === top && !better(entry, best[best.length - 1] as [string, Int32Array])) continue;
+    let j = best.length < top ? best.length : top - 1;
+    best[j] = entry;
+    while (j > 0 && better(best[j] as [string, Int32Array], best[j - 1] as [string, Int32Array])) {
+      const t = best[j - 1] as [string, Int32Array];
+      best[j - 1] = best[j] as [string, Int32Array];
+      best[j] = t;
+      j -= 1;
+    }
+  }
+  return best.map(([k, c]) => row(k, c, i));
+}
+
+/** What the engine counts, shared by `push` and the report. */
+interface Counters {
+  readonly requests: () => number;
+  readonly clients: ReadonlyMap<string, Client>;
+  readonly top: number;
+  readonly admitted: Float64Array;
+  readonly rejected: Float64Array;
+  readonly exceeds: Float64Array;
+  readonly onlyThis: Float64Array;
+  readonly onlyFirst: Float64Array;
+  readonly streaks: Float64Array;
+  readonly delays: readonly Map<number, number>[];
+  readonly shaper: readonly boolean[];
+}
+
+/** Candidate `i`'s figures from the counters (clients walked once). */
+function candidateReport(cand: Candidate, i: number, counters: Counters, series: CandidateReport['series']): CandidateReport {
+  const { clients, top, admitted, rejected, exceeds, onlyThis, onlyFirst, streaks, delays, shaper } = counters;
+  const requests = counters.requests();
+  const o = 1 + i * PER_CANDIDATE;
+  let clientsRejected = 0;
+  let longest = 0;
+  let longestKey: string | null = null;
+  const hist = streaks.slice(i * STREAK_BUCKETS, (i + 1) * STREAK_BUCKETS);
+  for (const { key, c } of clients.values()) {
+    if ((c[o + C_REJECTED] as number) > 0) clientsRejected += 1;
+    const l = c[o + C_LONGEST] as number;
+    if (l > longest || (l === longest && l > 0 && longestKey !== null && key < longestKey)) {
+      longest = l;
+      longestKey = key;
+    }
+    const open = c[o + C_STREAK] as number;
+    if (open > 0) hist[streakBucket(open)] = (hist[streakBucket(open)] as number) + 1;
+  }
+  const buckets: StreakBucket[] = [];
+  let last = -1;
+  hist.forEach((count, b) => {
+    if (count > 0) last = b;
+  });
+  for (let b = 0; b <= last; b++) buckets.push({ from: 2 ** b, to: 2 ** (b + 1) - 1, count: hist[b] as number });
+  const m = delays[i] as Map<number, number>;
+  const sorted = [...m.entries()].sort((a, b) => a[0] - b[0]);
+  const delayed = admitted[i] as number;
+  const total = i === 0 ? 0 : (onlyThis[i] as number) + (onlyFirst[i] as number);
+  return {
+    index: i,
+    label: cand.label,
+    policies: cand.policies,
+    requests,
+    admitted: admitted[i] as number,
+    rejected: rejected[i] as number,
+    costExceedsCapacity: exceeds[i] as number,
+    clientsRejected,
+    clientsRejectedShare: clients.size === 0 ? 0 : clientsRejected / clients.size,
+    longestStreak: { length: longest, key: longestKey },
+    delayMs: shaper[i]
+      ? {
+          p50: percentile(sorted, delayed, 0.5),
+          p99: percentile(sorted, delayed, 0.99),
+          max: sorted.length === 0 ? 0 : (sorted[sorted.length - 1] as [number, number])[0],
+        }
+      : null,
+    disagreement:
+      i === 0
+        ? null
+        : { onlyThis: onlyThis[i] as number, onlyFirst: onlyFirst[i] as number, total, share: requests === 0 ? 0 : total / requests },
+    topRejected: topBy(clients, top, i, C_REJECTED),
+    topDisagreeing: i === 0 ? [] : topBy(clients, top, i, C_DISAGREE),
+    streaks: buckets,
+    series,
+  };
+}
+
+/** One verdict of candidate `i` in a client's counters: rejections, streaks (closed ones into `streaks`), disagreements. */
+function countClient(c: Int32Array, streaks: Float64Array, i: number, ok: boolean, disagrees: boolean): void {
+  const o = 1 + i * PER_CANDIDATE;
+  if (ok) {
+    const streak = c[o + C_STREAK] as number;
+    if (streak > 0) {
+      const sb = i * STREAK_BUCKETS + streakBucket(streak);
+      streaks[sb] = (streaks[sb] as number) + 1;
+      c[o + C_STREAK] = 0;
+    }
+  } else {
+    c[o + C_REJECTED] = (c[o + C_REJECTED] as number) + 1;
+    const streak = (c[o + C_STREAK] as number) + 1;
+    c[o + C_STREAK] = streak;
+    if (streak > (c[o + C_LONGEST] as number)) c[o + C_LONGEST] = streak;
+  }
+  if (disagrees) c[o + C_DISAGREE] = (c[o + C_DISAGREE] as number) + 1;
+}
+
 export function createReplayEngine(candidates: readonly Candidate[], options: ReplayOptions = {}): ReplayEngine {
   if (candidates.length === 0) throw new TypeError('createReplayEngine needs at least one candidate');
   const maxKeys = options.maxKeys ?? 1_000_000;
   const maxClients = options.maxClients ?? maxKeys;
-  const top = options.top ?? 10;
-  const maxPoints = options.maxPoints ?? 1200;
   const logger = options.logger ?? SILENT;
   const n = candidates.length;
   let now = 0;
@@ -92,49 +224,17 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
   /** Streak-length histograms, `STREAK_BUCKETS` per candidate. */
   const streaks = new Float64Array(n * STREAK_BUCKETS);
   const delays = candidates.map(() => new Map<number, number>());
-  const clients = new Map<string, Client>();
   let untracked = 0;
   let requests = 0;
   let outOfOrder = 0;
   let firstMs: number | null = null;
   let lastMs = Number.NEGATIVE_INFINITY;
-  let startMs = 0;
-  let bucketMs = 1000;
-  /** Per candidate two rows (admitted, rejected) of `maxPoints` buckets; `points` in use. */
-  const series = new Float64Array(n * 2 * maxPoints);
-  let points = 0;
+  const clients = new Map<string, Client>();
+  const top = options.top ?? 10;
+  const arrays = { admitted, rejected, exceeds, onlyThis, onlyFirst, streaks, delays, shaper };
+  const counters: Counters = { requests: () => requests, clients, top, ...arrays };
 
-  /** Halves the resolution: buckets pair up from `startMs`, so edges stay at `startMs + k * bucketMs`. */
-  function coarsen(): void {
-    const half = Math.ceil(points / 2);
-    for (let r = 0; r < 2 * n; r++) {
-      const o = r * maxPoints;
-      for (let i = 0; i < half; i++)
-        series[o + i] = (series[o + 2 * i] as number) + (2 * i + 1 < points ? (series[o + 2 * i + 1] as number) : 0);
-      series.fill(0, o + half, o + maxPoints);
-    }
-    points = half;
-    bucketMs *= 2;
-    bucketTo = Number.NEGATIVE_INFINITY;
-  }
-
-  /** The bucket of the last request, [bucketFrom, bucketTo): most requests fall in the one before them. */
-  let bucketIndex = 0;
-  let bucketFrom = 0;
-  let bucketTo = Number.NEGATIVE_INFINITY;
-
-  function bucketOf(at: number): number {
-    let i = Math.floor((Math.max(at, startMs) - startMs) / bucketMs);
-    while (i >= maxPoints) {
-      coarsen();
-      i = Math.floor((Math.max(at, startMs) - startMs) / bucketMs);
-    }
-    if (i >= points) points = i + 1;
-    bucketIndex = i;
-    bucketFrom = at < startMs ? Number.NEGATIVE_INFINITY : startMs + i * bucketMs;
-    bucketTo = startMs + (i + 1) * bucketMs;
-    return i;
-  }
+  const timeline = createTimeline(n, options.maxPoints ?? 1200, options.busiestMinutes ?? 6);
 
   let current: Client | undefined;
 
@@ -162,15 +262,12 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
 
   function push(at: number, logKey: string, cost: number): void {
     const key = clientKey(logKey);
-    if (firstMs === null) {
-      firstMs = at;
-      startMs = Math.floor(at / 1000) * 1000;
-    }
+    if (firstMs === null) firstMs = at;
     if (at < lastMs) outOfOrder += 1;
     else lastMs = at;
     now = at;
     requests += 1;
-    const b = at >= bucketFrom && at < bucketTo ? bucketIndex : bucketOf(at);
+    timeline.place(at);
     const c = current?.c;
     let first = true;
     // One pass per candidate: decide, then count it everywhere it shows.
@@ -179,8 +276,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
       l.decide(key, cost);
       const d = l.verdict;
       const ok = d.allowed;
-      const row = (2 * i + (ok ? 0 : 1)) * maxPoints + b;
-      series[row] = (series[row] as number) + 1;
+      timeline.count(i, ok);
       if (ok) {
         admitted[i] = (admitted[i] as number) + 1;
         if (shaper[i]) {
@@ -196,118 +292,13 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
         if (ok) onlyFirst[i] = (onlyFirst[i] as number) + 1;
         else onlyThis[i] = (onlyThis[i] as number) + 1;
       }
-      if (c === undefined) continue;
-      const o = 1 + i * PER_CANDIDATE;
-      if (ok) {
-        const streak = c[o + C_STREAK] as number;
-        if (streak > 0) {
-          const sb = i * STREAK_BUCKETS + streakBucket(streak);
-          streaks[sb] = (streaks[sb] as number) + 1;
-          c[o + C_STREAK] = 0;
-        }
-      } else {
-        c[o + C_REJECTED] = (c[o + C_REJECTED] as number) + 1;
-        const streak = (c[o + C_STREAK] as number) + 1;
-        c[o + C_STREAK] = streak;
-        if (streak > (c[o + C_LONGEST] as number)) c[o + C_LONGEST] = streak;
-      }
-      if (i > 0 && ok !== first) c[o + C_DISAGREE] = (c[o + C_DISAGREE] as number) + 1;
+      if (c !== undefined) countClient(c, streaks, i, ok, i > 0 && ok !== first);
     }
-  }
-
-  function row(key: string, c: Int32Array, i: number): ClientRow {
-    const o = 1 + i * PER_CANDIDATE;
-    return {
-      key,
-      requests: c[0] as number,
-      rejected: c[o + C_REJECTED] as number,
-      longestStreak: c[o + C_LONGEST] as number,
-      disagreements: c[o + C_DISAGREE] as number,
-    };
-  }
-
-  /** The `top` clients by counter `field` of candidate `i` (ties: more requests, then key order). */
-  function topBy(i: number, field: number): ClientRow[] {
-    const o = 1 + i * PER_CANDIDATE + field;
-    const best: [string, Int32Array][] = [];
-    const better = (a: [string, Int32Array], b: [string, Int32Array]): boolean => {
-      const va = a[1][o] as number;
-      const vb = b[1][o] as number;
-      if (va !== vb) return va > vb;
-      if (a[1][0] !== b[1][0]) return (a[1][0] as number) > (b[1][0] as number);
-      return a[0] < b[0];
-    };
-    for (const { key, c } of clients.values()) {
-      const entry: [string, Int32Array] = [key, c];
-      if ((entry[1][o] as number) === 0) continue;
-      if (best.length === top && !better(entry, best[best.length - 1] as [string, Int32Array])) continue;
-      let j = best.length < top ? best.length : top - 1;
-      best[j] = entry;
-      while (j > 0 && better(best[j] as [string, Int32Array], best[j - 1] as [string, Int32Array])) {
-        const t = best[j - 1] as [string, Int32Array];
-        best[j - 1] = best[j] as [string, Int32Array];
-        best[j] = t;
-        j -= 1;
-      }
-    }
-    return best.map(([k, c]) => row(k, c, i));
   }
 
   function report(input?: ReplayInputSummary): ReplayReport {
-    const reports: CandidateReport[] = candidates.map((cand, i) => {
-      const o = 1 + i * PER_CANDIDATE;
-      let clientsRejected = 0;
-      let longest = 0;
-      let longestKey: string | null = null;
-      const hist = streaks.slice(i * STREAK_BUCKETS, (i + 1) * STREAK_BUCKETS);
-      for (const { key, c } of clients.values()) {
-        if ((c[o + C_REJECTED] as number) > 0) clientsRejected += 1;
-        const l = c[o + C_LONGEST] as number;
-        if (l > longest || (l === longest && l > 0 && longestKey !== null && key < longestKey)) {
-          longest = l;
-          longestKey = key;
-        }
-        const open = c[o + C_STREAK] as number;
-        if (open > 0) hist[streakBucket(open)] = (hist[streakBucket(open)] as number) + 1;
-      }
-      const buckets: StreakBucket[] = [];
-      let last = -1;
-      hist.forEach((count, b) => {
-        if (count > 0) last = b;
-      });
-      for (let b = 0; b <= last; b++) buckets.push({ from: 2 ** b, to: 2 ** (b + 1) - 1, count: hist[b] as number });
-      const m = delays[i] as Map<number, number>;
-      const sorted = [...m.entries()].sort((a, b) => a[0] - b[0]);
-      const delayed = admitted[i] as number;
-      const total = i === 0 ? 0 : (onlyThis[i] as number) + (onlyFirst[i] as number);
-      return {
-        index: i,
-        label: cand.label,
-        policies: cand.policies,
-        requests,
-        admitted: admitted[i] as number,
-        rejected: rejected[i] as number,
-        costExceedsCapacity: exceeds[i] as number,
-        clientsRejected,
-        clientsRejectedShare: clients.size === 0 ? 0 : clientsRejected / clients.size,
-        longestStreak: { length: longest, key: longestKey },
-        delayMs: shaper[i]
-          ? {
-              p50: percentile(sorted, delayed, 0.5),
-              p99: percentile(sorted, delayed, 0.99),
-              max: sorted.length === 0 ? 0 : (sorted[sorted.length - 1] as [number, number])[0],
-            }
-          : null,
-        disagreement:
-          i === 0
-            ? null
-            : { onlyThis: onlyThis[i] as number, onlyFirst: onlyFirst[i] as number, total, share: requests === 0 ? 0 : total / requests },
-        topRejected: topBy(i, C_REJECTED),
-        topDisagreeing: i === 0 ? [] : topBy(i, C_DISAGREE),
-        streaks: buckets,
-        series: { admitted: seriesRow(2 * i), rejected: seriesRow(2 * i + 1) },
-      };
-    });
+    const shown = timeline.snapshot();
+    const reports = candidates.map((cand, i) => candidateReport(cand, i, counters, shown.series(i)));
     let evictions = 0;
     for (const l of limiters) evictions += l.store.evictions;
     return {
@@ -318,18 +309,15 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
         malformed: input?.malformed ?? 0,
         malformedSamples: input?.malformedSamples ?? [],
         outOfOrder,
+        order: input?.order ?? null,
       },
       clients: clients.size,
       untrackedRequests: untracked,
       evictions,
-      timeline: { firstMs, lastMs: firstMs === null ? null : lastMs, startMs, bucketMs },
+      timeline: { firstMs, lastMs: firstMs === null ? null : lastMs, startMs: shown.startMs, bucketMs: shown.bucketMs },
+      busiestMinutes: shown.busiestMinutes,
       candidates: reports,
     };
-  }
-
-  /** Row `r` of the series (2i admitted, 2i + 1 rejected of candidate i), over the buckets in use. */
-  function seriesRow(r: number): number[] {
-    return Array.from(series.subarray(r * maxPoints, r * maxPoints + points));
   }
 
   return { push, candidates, report };

@@ -3,6 +3,7 @@
  * Counts are requests; times are integer ms.
  */
 import type { PolicyOptions } from '@tollgate/core';
+import type { OrderStats } from '../input/time-order.js';
 
 /** One client (key) and what a candidate did to it. */
 export interface ClientRow {
@@ -43,8 +44,24 @@ export interface CandidateReport {
   /** Clients with the most disagreements with the first candidate (empty for the first). */
   readonly topDisagreeing: readonly ClientRow[];
   readonly streaks: readonly StreakBucket[];
-  /** Admitted and rejected per `timeline.bucketMs`, from `timeline.startMs`. */
-  readonly series: { readonly admitted: readonly number[]; readonly rejected: readonly number[] };
+  /**
+   * Admitted and rejected per `timeline.bucketMs`, from `timeline.startMs`; `peak*` the busiest second of
+   * each slice (equal to the counts when slices are 1 s; requests replayed late are in the counts only).
+   */
+  readonly series: {
+    readonly admitted: readonly number[];
+    readonly rejected: readonly number[];
+    readonly peakAdmitted: readonly number[];
+    readonly peakRejected: readonly number[];
+  };
+}
+
+/** One of the busiest minutes (most requests), second by second. */
+export interface BusyMinute {
+  readonly startMs: number;
+  readonly requests: number;
+  /** Per candidate, 60 counts each (second 0 to 59 of the minute). */
+  readonly candidates: readonly { readonly admitted: readonly number[]; readonly rejected: readonly number[] }[];
 }
 
 export interface ReplayReport {
@@ -56,6 +73,8 @@ export interface ReplayReport {
     readonly malformedSamples: readonly { file: string; line: number; reason: string; text: string }[];
     /** Requests whose time is before the one replayed just before them (the limiter never moves back). */
     readonly outOfOrder: number;
+    /** How the input was put in time order, and what fell outside the reorder window (null: pushed by hand). */
+    readonly order: OrderStats | null;
   };
   /** Distinct keys seen (up to `maxClients`; later new keys are replayed but not tracked per client). */
   readonly clients: number;
@@ -68,5 +87,7 @@ export interface ReplayReport {
     readonly startMs: number;
     readonly bucketMs: number;
   };
+  /** The busiest minutes of the log (in time order), per second: where bursts show. */
+  readonly busiestMinutes: readonly BusyMinute[];
   readonly candidates: readonly CandidateReport[];
 }

@@ -1,5 +1,6 @@
 /**
- * @module A whole replay: read and merge the files, push every request through the engine, return the
+ * @module A whole replay: read the files, put each in time order (sorted whole, or through a bounded
+ * reorder window: see time-order.ts), merge them, push every request through the engine, return the
  * report. A request the core refuses (a key it cannot take) counts as a malformed line, like a line
  * that does not parse.
  */
@@ -7,6 +8,7 @@ import type { IpKeyOptions, Logger } from '@tollgate/core';
 import { createInputStats, type InputStats, MALFORMED_SAMPLES, mergeByTime, readRequests } from '../input/log-source.js';
 import { createKeyer, type KeySpec } from '../input/request-key.js';
 import type { LogFormat } from '../input/request-parser.js';
+import { createOrderStats, DEFAULT_REORDER_WINDOW_MS, inTimeOrder, type OrderStats, shouldSortWhole } from '../input/time-order.js';
 import type { ProgressBar } from '../report/progress-bar.js';
 import { type Candidate, createReplayEngine, type ReplayOptions } from './replay-engine.js';
 import type { ReplayReport } from './replay-report.js';
@@ -23,6 +25,22 @@ export interface RunReplayOptions extends ReplayOptions {
   /** Receives the key functions' warnings (e.g. a logged X-Forwarded-For from a peer not in --trusted-proxy). */
   readonly logger?: Logger;
   readonly progress?: ProgressBar;
+  /**
+   * `true` sorts every file whole (memory grows with the log); `false` reorders through a window of
+   * `reorderWindowMs`; `'auto'` sorts when the log text is at most 128 MiB (gzip: uncompressed), else
+   * reorders. Defaults to `'auto'`.
+   */
+  readonly sort?: boolean | 'auto';
+  /** The reorder window when not sorting whole, ms. Defaults to 5 minutes; 0 replays in file order. */
+  readonly reorderWindowMs?: number;
+}
+
+/** How the files will be ordered: `sort`/`reorderWindowMs` as given, or by the input's size. */
+export function chooseOrder(files: readonly string[], sort: boolean | 'auto' = 'auto', reorderWindowMs?: number): OrderStats {
+  const windowMs = reorderWindowMs ?? DEFAULT_REORDER_WINDOW_MS;
+  if (sort === true) return createOrderStats('sort', 'flag', null);
+  if (sort === false) return createOrderStats('window', 'flag', windowMs);
+  return shouldSortWhole(files) ? createOrderStats('sort', 'auto', null) : createOrderStats('window', 'auto', windowMs);
 }
 
 export async function runReplay(options: RunReplayOptions): Promise<ReplayReport> {
@@ -38,7 +56,8 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
     keyer,
   };
   const engine = createReplayEngine(options.candidates, options);
-  const sources = options.files.map((_, i) => readRequests(i, sourceOptions, stats));
+  const order = chooseOrder(options.files, options.sort, options.reorderWindowMs);
+  const sources = options.files.map((_, i) => inTimeOrder(readRequests(i, sourceOptions, stats), order));
   let refused = 0;
   for await (const batch of mergeByTime(sources)) {
     for (let i = 0; i < batch.length; i++) {
@@ -66,5 +85,6 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
     lines: stats.lines,
     malformed: stats.malformed + refused,
     malformedSamples: stats.malformedSamples,
+    order,
   });
 }

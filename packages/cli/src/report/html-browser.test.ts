@@ -81,7 +81,8 @@ describeBrowser('HTML reports in headless chromium', () => {
   it('the replay report loads without errors and its charts hold the --json numbers', async () => {
     const log = join(ARTIFACTS, 'browser-test.log.gz');
     const lines: string[] = [];
-    for (const batch of generateAccessLog({ seed: 3, durationS: 600 })) lines.push(...batch);
+    // An hour (slices of 4 s, so peaks and the busiest minutes are drawn), written at request end.
+    for (const batch of generateAccessLog({ seed: 3, durationS: 3600, visitors: 400, order: 'written-at-end' })) lines.push(...batch);
     writeFileSync(log, gzipSync(`${lines.join('\n')}\n`));
     const html = join(ARTIFACTS, 'replay-report.html');
     const args = [
@@ -108,11 +109,21 @@ describeBrowser('HTML reports in headless chromium', () => {
       expected[`c${c.index}-rejected`] = { sum: c.rejected, drawn: true };
       expected[`c${c.index}-streaks`] = { sum: c.streaks.reduce((s, b) => s + b.count, 0), drawn: true };
       expected[`c${c.index}-top`] = { sum: c.topRejected.reduce((s, r) => s + r.rejected, 0), drawn: true };
+      expected[`c${c.index}-admitted-peak`] = { sum: c.series.peakAdmitted.reduce((s, v) => s + v, 0), drawn: true };
+      expected[`c${c.index}-rejected-peak`] = { sum: c.series.peakRejected.reduce((s, v) => s + v, 0), drawn: true };
     }
+    expect(report.timeline.bucketMs).toBe(4000);
+    expect(report.busiestMinutes).toHaveLength(6);
+    report.busiestMinutes.forEach((m, k) => {
+      expected[`m${k}-requests`] = { sum: m.requests, drawn: true };
+      m.candidates.forEach((c, i) => {
+        expected[`m${k}-c${i}-rejected`] = { sum: c.rejected.reduce((s, v) => s + v, 0), drawn: true };
+      });
+    });
     expect(page.series).toEqual(expected);
     expect(report.candidates[0]?.rejected).toBeGreaterThan(0);
     expect(statSync(screenshot).size).toBeGreaterThan(20_000);
-  });
+  }, 120_000); // two chromium runs take 7 s each on a loaded 2-core machine
 
   it('the labs page loads without errors and its charts hold the --json numbers', async () => {
     const html = join(ARTIFACTS, 'labs.html');
@@ -132,5 +143,5 @@ describeBrowser('HTML reports in headless chromium', () => {
     const round = (r: Record<string, { sum: number; drawn: boolean }>) =>
       Object.fromEntries(Object.entries(r).map(([k, v]) => [k, { sum: Number(v.sum.toPrecision(6)), drawn: v.drawn }]));
     expect(round(page.series)).toEqual(round(expected));
-  });
+  }, 120_000);
 });

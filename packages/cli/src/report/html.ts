@@ -31,7 +31,7 @@ table.grid td.n{text-align:right;font-variant-numeric:tabular-nums}table.grid th
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #e3e6ea;border-radius:6px;padding:6px;background:#fff}
 svg text{font:11px system-ui,sans-serif;fill:#5b6573}svg .title{font-size:12px;font-weight:600;fill:#1d2430}
 .legend span{display:inline-block;margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px;vertical-align:-1px}
-ul.notes li{margin:4px 0}code{background:#f3f4f6;padding:0 3px;border-radius:3px}
+ul.notes li{margin:4px 0}.warning{border:2px solid #dc2626;background:#fef2f2;color:#7f1d1d;border-radius:6px;padding:8px 12px;margin:8px 0 12px}code{background:#f3f4f6;padding:0 3px;border-radius:3px}
 `;
 
 /**

@@ -1,25 +1,29 @@
 /**
- * @module The replay as one self-contained HTML file: the comparison table, admitted and rejected per
- * second for each candidate over the log's time (one shared scale), the reject-streak distribution and
- * the clients each candidate hurts most. Inline SVG only; the report's JSON rides along in the page.
+ * @module The replay as one self-contained HTML file: how the input was put in time order (and, loudly,
+ * what fell outside the reorder window), the comparison table, admitted and rejected per second for each
+ * candidate over the log's time (one shared scale; for long logs each slice's busiest second beside its
+ * average, so bursts are not averaged away), the busiest minutes second by second, the reject-streak
+ * distribution and the clients each candidate hurts most. Inline SVG only; the report's JSON rides along.
  */
 import type { ReplayReport } from '../replay/replay-report.js';
 import { escapeHtml, htmlPage, htmlTable } from './html.js';
+import { describeOrder } from './replay-table.js';
 import { groupedBarChart, horizontalBarChart, legend, lineChart, PALETTE } from './svg-chart.js';
 import { formatShare } from './text-table.js';
 
 const ADMITTED = '#16a34a';
 const REJECTED = '#dc2626';
+const ADMITTED_MEAN = '#86efac';
+const REJECTED_MEAN = '#fca5a5';
+const REQUESTS = '#6b7280';
 
 function clock(ms: number): string {
   return new Date(ms).toISOString().slice(11, 19);
 }
 
-export function renderReplayHtml(report: ReplayReport): string {
+/** The title, the input and how it was ordered (with the loud warning), and the comparison table. */
+function headSection(report: ReplayReport): string[] {
   const { timeline, candidates, input } = report;
-  const perSecond = timeline.bucketMs / 1000;
-  const rates = candidates.flatMap((c) => [...c.series.admitted, ...c.series.rejected].map((v) => v / perSecond));
-  const yMax = Math.max(0, ...rates);
   const span =
     timeline.firstMs === null || timeline.lastMs === null
       ? 'no requests'
@@ -30,6 +34,9 @@ export function renderReplayHtml(report: ReplayReport): string {
     `<p class="meta">${input.requests.toLocaleString('en-US')} requests from ${report.clients.toLocaleString('en-US')} clients, ${escapeHtml(span)}; ` +
       `${input.lines.toLocaleString('en-US')} lines from ${input.files.map((f) => escapeHtml(f.file)).join(', ')}, ${input.malformed.toLocaleString('en-US')} malformed.</p>`,
   );
+  const order = describeOrder(report);
+  parts.push(`<p class="meta">${escapeHtml(order.how)}</p>`);
+  if (order.late !== null) parts.push(`<div class="warning" id="late-requests"><strong>Warning:</strong> ${escapeHtml(order.late)}</div>`);
   parts.push('<h2>Candidates</h2>');
   parts.push(
     htmlTable(
@@ -61,19 +68,46 @@ export function renderReplayHtml(report: ReplayReport): string {
       ]),
     ),
   );
+  return parts;
+}
+
+/** Admitted and rejected per second per candidate over the whole log, one shared scale. */
+function overviewSection(report: ReplayReport): string[] {
+  const { timeline, candidates } = report;
+  const perSecond = timeline.bucketMs / 1000;
+  const sliced = perSecond > 1;
+  const yMax = Math.max(0, ...candidates.flatMap((c) => [...c.series.peakAdmitted, ...c.series.peakRejected]));
+  const parts: string[] = [];
   parts.push(`<h2>Admitted and rejected per second</h2>`);
   parts.push(
     legend([
-      { name: 'admitted / s', color: ADMITTED },
-      { name: 'rejected / s', color: REJECTED },
+      { name: sliced ? 'admitted / s, busiest second of the slice' : 'admitted / s', color: ADMITTED },
+      { name: sliced ? 'rejected / s, busiest second of the slice' : 'rejected / s', color: REJECTED },
+      ...(sliced
+        ? [
+            { name: 'admitted / s, slice average', color: ADMITTED_MEAN },
+            { name: 'rejected / s, slice average', color: REJECTED_MEAN },
+          ]
+        : []),
     ]),
   );
   parts.push(
-    `<p class="meta">One point per ${perSecond === 1 ? 'second' : `${perSecond} s (per-second average)`}, UTC; every chart on the same scale.</p>`,
+    `<p class="meta">${
+      sliced
+        ? `One point per ${perSecond} s slice, UTC: the busiest second in it, and the average over it (an average alone would flatten the bursts). The busiest minutes are drawn second by second below.`
+        : 'One point per second, UTC.'
+    } Every chart on the same scale.</p>`,
   );
   parts.push('<div class="charts">');
   for (const c of candidates) {
     const xs = c.series.admitted.map((_, i) => timeline.startMs + i * timeline.bucketMs);
+    const line = (id: string, name: string, color: string, values: readonly number[], divide: number) => ({
+      id,
+      name,
+      color,
+      points: xs.map((x, i) => [x, (values[i] ?? 0) / divide] as const),
+      raw: values,
+    });
     parts.push(
       `<div class="chart">${lineChart({
         title: `#${c.index + 1} ${c.label}`,
@@ -81,25 +115,70 @@ export function renderReplayHtml(report: ReplayReport): string {
         yMax,
         xFormat: clock,
         series: [
-          {
-            id: `c${c.index}-admitted`,
-            name: 'admitted',
-            color: ADMITTED,
-            points: xs.map((x, i) => [x, (c.series.admitted[i] ?? 0) / perSecond]),
-            raw: c.series.admitted,
-          },
-          {
-            id: `c${c.index}-rejected`,
-            name: 'rejected',
-            color: REJECTED,
-            points: xs.map((x, i) => [x, (c.series.rejected[i] ?? 0) / perSecond]),
-            raw: c.series.rejected,
-          },
+          line(`c${c.index}-admitted`, 'admitted', sliced ? ADMITTED_MEAN : ADMITTED, c.series.admitted, perSecond),
+          line(`c${c.index}-rejected`, 'rejected', sliced ? REJECTED_MEAN : REJECTED, c.series.rejected, perSecond),
+          ...(sliced
+            ? [
+                line(`c${c.index}-admitted-peak`, 'admitted, busiest second', ADMITTED, c.series.peakAdmitted, 1),
+                line(`c${c.index}-rejected-peak`, 'rejected, busiest second', REJECTED, c.series.peakRejected, 1),
+              ]
+            : []),
         ],
       })}</div>`,
     );
   }
   parts.push('</div>');
+  return parts;
+}
+
+/** The busiest minutes second by second, as small multiples (when the overview is coarser than 1 s). */
+function busiestSection(report: ReplayReport): string[] {
+  const { candidates } = report;
+  const sliced = report.timeline.bucketMs > 1000;
+  const parts: string[] = [];
+  if (sliced && report.busiestMinutes.length > 0) {
+    parts.push('<h2>The busiest minutes, second by second</h2>');
+    parts.push(
+      legend([
+        { name: 'requests / s', color: REQUESTS },
+        ...candidates.map((c) => ({ name: `rejected / s by #${c.index + 1}`, color: PALETTE[c.index % PALETTE.length] as string })),
+      ]),
+    );
+    parts.push(
+      `<p class="meta">The ${report.busiestMinutes.length} minutes with the most requests, in time order, one point per second (UTC), each on its own scale.</p>`,
+    );
+    parts.push('<div class="charts">');
+    report.busiestMinutes.forEach((m, k) => {
+      const xs = Array.from({ length: 60 }, (_, sec) => m.startMs + sec * 1000);
+      const first = m.candidates[0];
+      const total = xs.map((_, sec) => (first?.admitted[sec] ?? 0) + (first?.rejected[sec] ?? 0));
+      parts.push(
+        `<div class="chart">${lineChart({
+          title: `${new Date(m.startMs).toISOString().slice(0, 16).replace('T', ' ')}: ${m.requests.toLocaleString('en-US')} requests`,
+          yLabel: 'requests / s',
+          xFormat: clock,
+          width: 372,
+          series: [
+            { id: `m${k}-requests`, name: 'requests', color: REQUESTS, points: xs.map((x, sec) => [x, total[sec] as number] as const) },
+            ...m.candidates.map((c, i) => ({
+              id: `m${k}-c${i}-rejected`,
+              name: `rejected by #${i + 1}`,
+              color: PALETTE[i % PALETTE.length] as string,
+              points: xs.map((x, sec) => [x, c.rejected[sec] ?? 0] as const),
+            })),
+          ],
+        })}</div>`,
+      );
+    });
+    parts.push('</div>');
+  }
+  return parts;
+}
+
+/** Reject streaks, the clients each candidate hurts most, disagreements with #1, malformed lines. */
+function clientsSection(report: ReplayReport): string[] {
+  const { candidates, input } = report;
+  const parts: string[] = [];
   const buckets = Math.max(0, ...candidates.map((c) => c.streaks.length));
   const categories = Array.from({ length: buckets }, (_, b) => (b === 0 ? '1' : `${2 ** b}-${2 ** (b + 1) - 1}`));
   parts.push('<h2>Reject streaks</h2>');
@@ -147,5 +226,10 @@ export function renderReplayHtml(report: ReplayReport): string {
       ),
     );
   }
+  return parts;
+}
+
+export function renderReplayHtml(report: ReplayReport): string {
+  const parts = [...headSection(report), ...overviewSection(report), ...busiestSection(report), ...clientsSection(report)];
   return htmlPage('tollgate replay', parts.join('\n'), report);
 }

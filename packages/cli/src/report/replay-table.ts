@@ -2,6 +2,7 @@
  * @module The terminal summary of a replay: one row per candidate, then the clients each candidate hurts
  * most, then the malformed lines.
  */
+import { formatDuration } from '../input/time-order.js';
 import type { ReplayReport } from '../replay/replay-report.js';
 import { formatNumber, formatShare, renderTable } from './text-table.js';
 
@@ -12,6 +13,23 @@ function span(report: ReplayReport): string {
   return `${new Date(firstMs).toISOString()} .. ${new Date(lastMs).toISOString()} (${formatNumber(Math.round(seconds))} s)`;
 }
 
+/** How the input was ordered, in one sentence; and when requests fell outside the window, a loud second one. */
+export function describeOrder(report: ReplayReport): { how: string; late: string | null } {
+  const o = report.input.order;
+  if (o === null) return { how: 'Requests replayed in the order they were pushed.', late: null };
+  const disordered = `${formatNumber(o.disordered)} of ${formatNumber(report.input.requests)} requests were logged earlier than the line before them`;
+  const how =
+    o.mode === 'sort'
+      ? `Time order: every file sorted whole (${o.reason === 'flag' ? '--sort' : 'small enough to hold'}); ${disordered}.`
+      : `Time order: reorder window ${formatDuration(o.windowMs ?? 0)} (${o.reason === 'flag' ? '--reorder-window' : 'default; --sort to sort whole'}), up to ${formatNumber(o.maxHeld)} requests held; ${disordered}.`;
+  const late =
+    o.late === 0
+      ? null
+      : `${formatNumber(o.late)} requests (${formatShare(o.late / Math.max(1, report.input.requests))}) came more than the ${formatDuration(o.windowMs ?? 0)} window after later ones, ` +
+        `the worst ${formatDuration(o.worstLateMs)} late: they were replayed out of time order, so the figures below are approximate. Rerun with --sort or a --reorder-window of at least ${formatDuration(o.worstLateMs)}.`;
+  return { how, late };
+}
+
 export function renderReplayTable(report: ReplayReport, topRows = 5): string {
   const out: string[] = [];
   const { input } = report;
@@ -19,6 +37,9 @@ export function renderReplayTable(report: ReplayReport, topRows = 5): string {
     `Replayed ${formatNumber(input.requests)} requests from ${formatNumber(report.clients)} clients, ${span(report)}; ` +
       `${formatNumber(input.lines)} lines, ${formatNumber(input.malformed)} malformed.`,
   );
+  const order = describeOrder(report);
+  out.push(order.how);
+  if (order.late !== null) out.push('', `WARNING: ${order.late}`);
   out.push('');
   const rows = report.candidates.map((c) => [
     `#${c.index + 1}`,
@@ -81,7 +102,7 @@ export function renderReplayTable(report: ReplayReport, topRows = 5): string {
     for (const m of input.malformedSamples) out.push(`  ${m.file}:${m.line}: ${m.reason}`);
   }
   const notes: string[] = [];
-  if (input.outOfOrder > 0)
+  if (input.outOfOrder > 0 && input.order === null)
     notes.push(
       `${formatNumber(input.outOfOrder)} requests were earlier than the one before them (replayed at their time; the limiter never refunds)`,
     );

@@ -16,6 +16,52 @@ export interface AccessLogOptions {
   readonly durationS?: number;
   /** Visitor sessions starting over the log. Defaults to 2500. */
   readonly visitors?: number;
+  /**
+   * The order lines are written in. Defaults to `'time'` (sorted by the logged time).
+   * - `'written-at-end'`: as Apache and most servers log, each line is written when its request ends,
+   *   but its time is when the request arrived (`%t`): lines come in the order requests end. Requests
+   *   take 5-500 ms mostly, some seconds (slow clients, uploads), a few minutes (downloads, long polls),
+   *   so a few lines land minutes after later ones.
+   * - `'shuffled-within-hour'`: the lines of each clock hour in a random order (as a log merged from
+   *   several buffered writers, or handed around after a `sort -R`, can be).
+   */
+  readonly order?: AccessLogOrder;
+}
+
+export type AccessLogOrder = 'time' | 'written-at-end' | 'shuffled-within-hour';
+
+/** How long a request takes, ms: mostly short, a tail of seconds, a few minutes-long (written at end). */
+function requestDuration(r: Random): number {
+  const roll = r.next();
+  if (roll < 0.97) return 5 + r.exponential(120);
+  if (roll < 0.998) return 1000 + r.exponential(4000);
+  return 60_000 + r.next() * 540_000;
+}
+
+/** Puts `events` (sorted by time) in the order `order` writes them. Uses its own random stream. */
+function writeOrder(events: Event[], order: AccessLogOrder, seed: number, startMs: number): Event[] {
+  if (order === 'time') return events;
+  const r = createRandom(seed ^ 0x5eed_0ade);
+  if (order === 'written-at-end') {
+    const ends = events.map((e, i) => ({ e, end: e.at + requestDuration(r), i }));
+    ends.sort((a, b) => a.end - b.end || a.i - b.i);
+    return ends.map((x) => x.e);
+  }
+  const out = events.slice();
+  let from = 0;
+  while (from < out.length) {
+    const hour = Math.floor((startMs + (out[from] as Event).at) / 3_600_000);
+    let to = from;
+    while (to < out.length && Math.floor((startMs + (out[to] as Event).at) / 3_600_000) === hour) to++;
+    for (let i = to - 1; i > from; i--) {
+      const j = from + Math.floor(r.next() * (i - from + 1));
+      const t = out[i] as Event;
+      out[i] = out[j] as Event;
+      out[j] = t;
+    }
+    from = to;
+  }
+  return out;
 }
 
 interface Event {
@@ -84,7 +130,8 @@ function hex(r: Random): string {
 }
 
 /**
- * Yields the log's lines in time order (one-second resolution, as `$time_local` has), in batches.
+ * Yields the log's lines in batches, in time order unless `order` says otherwise (one-second resolution,
+ * as `$time_local` has).
  * Everything is generated up front into compact arrays (about 24 bytes per line), then formatted lazily.
  */
 export function* generateAccessLog(options: AccessLogOptions = {}): Generator<string[]> {
@@ -166,10 +213,11 @@ export function* generateAccessLog(options: AccessLogOptions = {}): Generator<st
     }
   }
   events.sort((a, b) => a.at - b.at);
+  const written = writeOrder(events, options.order ?? 'time', options.seed ?? 1, start);
   let batch: string[] = [];
   let lastSecond = -1;
   let time = '';
-  for (const e of events) {
+  for (const e of written) {
     const second = Math.floor((start + e.at) / 1000);
     if (second !== lastSecond) {
       lastSecond = second;

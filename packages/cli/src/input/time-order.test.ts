@@ -1,0 +1,133 @@
+/**
+ * @module Putting requests back in time order: the reorder window on random disorder (a permutation out,
+ * sorted and stable when the window covers the worst lateness, late requests counted when it does not),
+ * the whole sort, the size rule (gzip counted by its uncompressed size), and durations.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { createRandom } from '../synthetic/seeded-random.js';
+import type { LogRequest } from './request-parser.js';
+import { createOrderStats, formatDuration, inTimeOrder, type OrderStats, parseDuration, shouldSortWhole, textBytes } from './time-order.js';
+
+async function reorder(requests: LogRequest[], stats: OrderStats, batch = 7): Promise<LogRequest[]> {
+  async function* source(): AsyncGenerator<LogRequest[]> {
+    for (let i = 0; i < requests.length; i += batch) yield requests.slice(i, i + batch);
+  }
+  const out: LogRequest[] = [];
+  for await (const b of inTimeOrder(source(), stats)) out.push(...b);
+  return out;
+}
+
+/** Requests at 0..n s, each delayed in the file by up to `maxDelay` ms (as written at request end); key = read order. */
+function disordered(seed: number, n: number, maxDelay: number): LogRequest[] {
+  const r = createRandom(seed);
+  return Array.from({ length: n }, (_, i) => ({ at: Math.floor(i * 37 + r.next() * 50), end: 0, i }))
+    .map((x) => ({ ...x, end: x.at + (r.next() < 0.1 ? r.next() * maxDelay : r.next() * 20) }))
+    .sort((a, b) => a.end - b.end)
+    .map((x, order) => ({ at: x.at, key: `k${order}`, cost: 1 }));
+}
+
+/** The most any request is behind the newest read before it. */
+function worstLateness(requests: readonly LogRequest[]): number {
+  let newest = Number.NEGATIVE_INFINITY;
+  let worst = 0;
+  for (const r of requests) {
+    worst = Math.max(worst, newest - r.at);
+    newest = Math.max(newest, r.at);
+  }
+  return worst;
+}
+
+const byTimeThenReadOrder = (a: LogRequest, b: LogRequest) => a.at - b.at || Number(a.key.slice(1)) - Number(b.key.slice(1));
+
+describe('the reorder window', () => {
+  it.each([1, 2, 3, 4, 5])('on random disorder (seed %i): sorted and stable when it covers the worst lateness', async (seed) => {
+    const input = disordered(seed, 2000, 5000);
+    const worst = worstLateness(input);
+    expect(worst).toBeGreaterThan(1000);
+    const stats = createOrderStats('window', 'flag', worst);
+    const out = await reorder(input, stats);
+    expect(out).toEqual([...input].sort(byTimeThenReadOrder));
+    expect(stats).toMatchObject({ late: 0, worstLateMs: 0 });
+    expect(stats.disordered).toBe(input.filter((r, i) => i > 0 && r.at < (input[i - 1] as LogRequest).at).length);
+    expect(stats.maxHeld).toBeLessThan(input.length);
+  });
+
+  it.each([1, 2, 3])('too short (seed %i): every request comes out once, late ones counted, the rest in order', async (seed) => {
+    const input = disordered(seed, 2000, 5000);
+    const stats = createOrderStats('window', 'flag', 500);
+    const out = await reorder(input, stats);
+    expect([...out].sort(byTimeThenReadOrder)).toEqual([...input].sort(byTimeThenReadOrder));
+    // A request is out of order in the output exactly when it was late.
+    let backwards = 0;
+    for (let i = 1; i < out.length; i++) if ((out[i] as LogRequest).at < (out[i - 1] as LogRequest).at) backwards++;
+    expect(stats.late).toBeGreaterThan(0);
+    expect(backwards).toBeLessThanOrEqual(stats.late);
+    expect(stats.worstLateMs).toBeGreaterThan(500);
+    expect(stats.worstLateMs).toBeLessThanOrEqual(worstLateness(input));
+    // And the worst lateness is a window that holds them all.
+    const again = createOrderStats('window', 'flag', stats.worstLateMs);
+    await reorder(input, again);
+    expect(again.late).toBe(0);
+  });
+
+  it('passes a sorted input straight through with a window of 0, holding nothing', async () => {
+    const input = Array.from({ length: 50 }, (_, i) => ({ at: Math.floor(i / 3) * 10, key: `k${i}`, cost: 1 }));
+    const stats = createOrderStats('window', 'flag', 0);
+    expect(await reorder(input, stats)).toEqual(input);
+    expect(stats).toMatchObject({ late: 0, maxHeld: 0, disordered: 0 });
+  });
+
+  it('sorts whole, stable, holding everything', async () => {
+    const input = disordered(9, 500, 60_000);
+    const stats = createOrderStats('sort', 'flag', null);
+    expect(await reorder(input, stats)).toEqual([...input].sort(byTimeThenReadOrder));
+    expect(stats).toMatchObject({ mode: 'sort', windowMs: null, late: 0, maxHeld: 500 });
+  });
+});
+
+describe('what is small enough to sort whole', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-order-'));
+  it('counts a gzip file by the uncompressed size its trailer records', () => {
+    const text = 'x'.repeat(100_000);
+    const plain = join(dir, 'a.log');
+    const gz = join(dir, 'a.log.gz');
+    writeFileSync(plain, text);
+    writeFileSync(gz, gzipSync(text));
+    expect(textBytes(plain)).toBe(100_000);
+    expect(textBytes(gz)).toBe(100_000);
+    expect(shouldSortWhole([plain, gz], 200_000)).toBe(true);
+    expect(shouldSortWhole([plain, gz], 199_999)).toBe(false);
+  });
+});
+
+describe('durations', () => {
+  it.each([
+    ['500ms', 500],
+    ['90s', 90_000],
+    ['1.5s', 1500],
+    ['5m', 300_000],
+    ['1h', 3_600_000],
+    ['0', 0],
+  ])('%s is %i ms', (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+
+  it.each(['5', '', 'm', '-1s', '1d', '5 m x'])('%j is not a duration', (text) => {
+    expect(parseDuration(text)).toBeUndefined();
+  });
+
+  it.each([
+    [250, '250ms'],
+    [1400, '1.4s'],
+    [300_000, '5m'],
+    [599_000, '9m 59s'],
+    [3_599_999, '1h'],
+    [5_430_000, '1h 30m 30s'],
+  ])('%i ms reads %s', (ms, text) => {
+    expect(formatDuration(ms)).toBe(text);
+  });
+});

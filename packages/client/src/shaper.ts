@@ -120,8 +120,16 @@ const KNOWN: KeysEnum<ShaperOptions> = {
 const SCHEDULE_KNOWN: KeysEnum<ScheduleOptions> = { cost: true, priority: true, signal: true, maxDelayMs: true };
 const DAY = 86_400_000;
 
-/** Makes a shaper; see the module comment and the README. Options are checked here, once. */
-export function createShaper(options: ShaperOptions): Shaper {
+/** What `createShaper` reads from its options, checked. */
+interface ShaperSetup {
+  readonly key: string;
+  readonly maxQueue: number;
+  readonly defaultDelay: number;
+  readonly limiter: Limiter;
+  readonly now: Clock;
+}
+
+function readShaperOptions(options: ShaperOptions): ShaperSetup {
   const o = readOptions(options, KNOWN, 'options', '{ policies: { limit: 10, windowMs: 1_000 }, store: new RedisStore({ client }) }');
   // A missing or empty `policies` is the core's ERR_RL_NO_POLICIES, thrown by createLimiter below.
   for (const p of [o.policies].flat()) {
@@ -149,22 +157,40 @@ export function createShaper(options: ShaperOptions): Shaper {
     storeTimeoutMs: o.storeTimeoutMs === undefined ? 1_000 : integerIn(o.storeTimeoutMs, 'storeTimeoutMs', 1, DAY, 'e.g. 1_000'),
   });
   const now: Clock = clock ?? (() => Math.floor(performance.timeOrigin + performance.now()));
+  return { key, maxQueue, defaultDelay, limiter, now };
+}
 
-  const queue: Task[] = [];
-  let seq = 0;
-  let pumping = false;
-  let closed = false;
-  const wake = new AbortController();
-  const counts = { started: 0, running: 0, queueFull: 0, expired: 0, cancelled: 0, tooCostly: 0, storeError: 0, closed: 0 };
-  const delay = { count: 0, totalMs: 0, maxMs: 0 };
+/** Makes a shaper; see the module comment and the README. Options are checked here, once. */
+export function createShaper(options: ShaperOptions): Shaper {
+  const shaper = new TaskShaper(readShaperOptions(options));
+  return {
+    schedule: (fn, opts) => shaper.schedule(fn, opts),
+    limiter: shaper.setup.limiter,
+    stats: () => shaper.stats(),
+    close: () => shaper.close(),
+  };
+}
 
-  function remove(task: Task): void {
-    const i = queue.indexOf(task);
-    if (i >= 0) queue.splice(i, 1);
+/** The queue of tasks in priority order, and the loop that starts its head when the policy allows. */
+class TaskShaper {
+  private readonly queue: Task[] = [];
+  private seq = 0;
+  private pumping = false;
+  private closed = false;
+  private readonly wake = new AbortController();
+  private readonly counts = { started: 0, running: 0, queueFull: 0, expired: 0, cancelled: 0, tooCostly: 0, storeError: 0, closed: 0 };
+  private readonly delay = { count: 0, totalMs: 0, maxMs: 0 };
+
+  constructor(readonly setup: ShaperSetup) {}
+
+  private remove(task: Task): void {
+    const i = this.queue.indexOf(task);
+    if (i >= 0) this.queue.splice(i, 1);
   }
 
-  function insert(task: Task): void {
+  private insert(task: Task): void {
     // Highest priority first, then first scheduled first.
+    const queue = this.queue;
     let i = queue.length;
     while (i > 0) {
       const prev = queue[i - 1] as Task;
@@ -174,24 +200,25 @@ export function createShaper(options: ShaperOptions): Shaper {
     queue.splice(i, 0, task);
   }
 
-  function settle(task: Task, error: unknown, counter: keyof typeof counts): void {
+  private settle(task: Task, error: unknown, counter: keyof TaskShaper['counts']): void {
     if (task.state === 'done') return;
     task.state = 'done';
     task.cleanup();
-    remove(task);
-    counts[counter]++;
+    this.remove(task);
+    this.counts[counter]++;
     task.reject(error);
   }
 
-  function expire(task: Task, why: string): void {
-    settle(task, new RateLimitClientError('ERR_RL_TASK_EXPIRED', why), 'expired');
+  private expire(task: Task, why: string): void {
+    this.settle(task, new RateLimitClientError('ERR_RL_TASK_EXPIRED', why), 'expired');
   }
 
-  function start(task: Task): void {
+  private start(task: Task): void {
+    const { counts, delay } = this;
     task.state = 'done';
     task.cleanup();
-    remove(task);
-    const waited = now() - task.enqueuedAt;
+    this.remove(task);
+    const waited = this.setup.now() - task.enqueuedAt;
     delay.count++;
     delay.totalMs += waited;
     delay.maxMs = Math.max(delay.maxMs, waited);
@@ -206,14 +233,15 @@ export function createShaper(options: ShaperOptions): Shaper {
   }
 
   /** Decides the head task; returns how long the loop should sleep before the next check. */
-  async function decideHead(task: Task): Promise<number> {
+  private async decideHead(task: Task): Promise<number> {
+    const { limiter, key, now } = this.setup;
     // The task keeps its place in the queue (and counts against maxQueue) while its check is in flight.
     task.state = 'deciding';
     let decision: Decision;
     try {
       decision = await limiter.check(key, { cost: task.cost });
     } catch (error) {
-      settle(task, error, 'tooCostly');
+      this.settle(task, error, 'tooCostly');
       return 0;
     }
     if (task.state !== 'deciding') {
@@ -221,70 +249,82 @@ export function createShaper(options: ShaperOptions): Shaper {
       if (decision.receipt !== undefined) await limiter.refund(decision).catch(() => undefined);
       return 0;
     }
-    if (decision.reason === 'cost-exceeds-capacity') {
-      settle(
-        task,
-        new RateLimitClientError('ERR_RL_TASK_TOO_COSTLY', `cost ${task.cost} can never fit policy '${decision.policy}'`),
-        'tooCostly',
-      );
-      return 0;
-    }
-    if (!decision.allowed && decision.reason === 'store-error') {
-      settle(task, new RateLimitClientError('ERR_RL_SHAPER_STORE', 'the store could not decide and onStoreError is closed'), 'storeError');
-      return 0;
-    }
+    const refused = this.refusal(task, decision);
+    if (refused) return 0;
     const wait = decision.allowed ? decision.delayMs : decision.retryAfterMs;
     if (wait > 0 && now() + wait > task.deadline) {
       if (decision.allowed && decision.receipt !== undefined) await limiter.refund(decision).catch(() => undefined);
-      expire(
+      this.expire(
         task,
         `the task could not start within its deadline (${task.deadline - task.enqueuedAt} ms): the next slot is ${wait} ms away`,
       );
       return 0;
     }
     if (decision.allowed && wait === 0) {
-      start(task);
+      this.start(task);
       return 0;
     }
     if (decision.allowed) {
       // A leaky-bucket admission with a delay: the slot is this task's, started when the delay is over.
       task.state = 'done';
       task.cleanup();
-      remove(task);
-      sleep(wait).then(() => start(task));
+      this.remove(task);
+      sleep(wait).then(() => this.start(task));
       return 0;
     }
     task.state = 'queued';
     return wait;
   }
 
-  async function pump(): Promise<void> {
-    if (pumping) return;
-    pumping = true;
+  /** Settles a task whose decision can never start it (a cost that never fits, a store that cannot decide); true if so. */
+  private refusal(task: Task, decision: Decision): boolean {
+    if (decision.reason === 'cost-exceeds-capacity') {
+      this.settle(
+        task,
+        new RateLimitClientError('ERR_RL_TASK_TOO_COSTLY', `cost ${task.cost} can never fit policy '${decision.policy}'`),
+        'tooCostly',
+      );
+      return true;
+    }
+    if (!decision.allowed && decision.reason === 'store-error') {
+      this.settle(
+        task,
+        new RateLimitClientError('ERR_RL_SHAPER_STORE', 'the store could not decide and onStoreError is closed'),
+        'storeError',
+      );
+      return true;
+    }
+    return false;
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
     try {
-      while (!closed && queue.length > 0) {
-        const wait = await decideHead(queue[0] as Task);
-        if (wait > 0) await sleep(wait, wake.signal).catch(() => undefined);
+      while (!this.closed && this.queue.length > 0) {
+        const wait = await this.decideHead(this.queue[0] as Task);
+        if (wait > 0) await sleep(wait, this.wake.signal).catch(() => undefined);
       }
     } finally {
-      pumping = false;
+      this.pumping = false;
     }
   }
 
-  function schedule<T>(fn: () => T | Promise<T>, opts?: ScheduleOptions): Promise<T> {
+  schedule<T>(fn: () => T | Promise<T>, opts?: ScheduleOptions): Promise<T> {
+    const { maxQueue, defaultDelay, now } = this.setup;
     const run = functionOption<() => T | Promise<T>>(fn, 'fn', '() => sendSms(to, text)');
     const s = readOptions(opts, SCHEDULE_KNOWN, 'schedule options', '{ cost: 1, priority: 0, maxDelayMs: 5_000 }');
     const priority = s.priority === undefined ? 0 : integerIn(s.priority, 'priority', -1e6, 1e6, 'e.g. 0 (higher runs first)');
     const maxDelayMs = s.maxDelayMs === undefined ? defaultDelay : integerIn(s.maxDelayMs, 'maxDelayMs', 0, DAY, 'e.g. 5_000');
     const cost = s.cost ?? 1;
-    if (closed) return Promise.reject(new RateLimitClientError('ERR_RL_SHAPER_CLOSED', 'schedule() was called after close()'));
+    if (this.closed) return Promise.reject(new RateLimitClientError('ERR_RL_SHAPER_CLOSED', 'schedule() was called after close()'));
     if (s.signal?.aborted) {
-      counts.cancelled++;
+      this.counts.cancelled++;
       return Promise.reject(s.signal.reason);
     }
-    if (queue.length >= maxQueue) {
-      counts.queueFull++;
-      return Promise.reject(new RateLimitClientError('ERR_RL_QUEUE_FULL', `${queue.length} tasks are waiting (maxQueue ${maxQueue})`));
+    if (this.queue.length >= maxQueue) {
+      this.counts.queueFull++;
+      return Promise.reject(new RateLimitClientError('ERR_RL_QUEUE_FULL', `${this.queue.length} tasks are waiting (maxQueue ${maxQueue})`));
     }
     return new Promise<T>((resolve, reject) => {
       const enqueuedAt = now();
@@ -292,7 +332,7 @@ export function createShaper(options: ShaperOptions): Shaper {
         run,
         cost,
         priority,
-        seq: seq++,
+        seq: this.seq++,
         enqueuedAt,
         deadline: enqueuedAt + maxDelayMs,
         resolve: resolve as (value: unknown) => void,
@@ -300,23 +340,22 @@ export function createShaper(options: ShaperOptions): Shaper {
         state: 'queued',
         cleanup: () => undefined,
       };
-      const timer = setTimeout(() => expire(task, `the task was not started within its deadline (${maxDelayMs} ms)`), maxDelayMs);
-      const onAbort = () => settle(task, s.signal?.reason, 'cancelled');
+      const timer = setTimeout(() => this.expire(task, `the task was not started within its deadline (${maxDelayMs} ms)`), maxDelayMs);
+      const onAbort = () => this.settle(task, s.signal?.reason, 'cancelled');
       s.signal?.addEventListener('abort', onAbort, { once: true });
       task.cleanup = () => {
         clearTimeout(timer);
         s.signal?.removeEventListener('abort', onAbort);
       };
-      insert(task);
-      void pump();
+      this.insert(task);
+      void this.pump();
     });
   }
 
-  return {
-    schedule,
-    limiter,
-    stats: () => ({
-      queued: queue.length,
+  stats(): ShaperStats {
+    const { counts } = this;
+    return {
+      queued: this.queue.length,
       running: counts.running,
       started: counts.started,
       rejected: {
@@ -327,16 +366,17 @@ export function createShaper(options: ShaperOptions): Shaper {
         storeError: counts.storeError,
         closed: counts.closed,
       },
-      delay: { ...delay },
-      limiter: limiter.stats(),
-    }),
-    async close() {
-      if (closed) return;
-      closed = true;
-      wake.abort();
-      for (const task of [...queue])
-        settle(task, new RateLimitClientError('ERR_RL_SHAPER_CLOSED', 'the shaper was closed before the task started'), 'closed');
-      await limiter.close();
-    },
-  };
+      delay: { ...this.delay },
+      limiter: this.setup.limiter.stats(),
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.wake.abort();
+    for (const task of [...this.queue])
+      this.settle(task, new RateLimitClientError('ERR_RL_SHAPER_CLOSED', 'the shaper was closed before the task started'), 'closed');
+    await this.setup.limiter.close();
+  }
 }

@@ -3,16 +3,19 @@
  * untrusted peer, a proxy setting that trusts everyone). Each code warns at most once per instance,
  * through the injected logger, and each can be switched off; a diagnostic never throws into a request.
  */
-import { seeDocs } from './errors.js';
+import { RateLimitConfigError, seeDocs } from './errors.js';
 import { type Logger, safeLog } from './logging.js';
 
 /** Every warning tollgate raises; each is explained in docs/errors.md. */
 export const WARNING_CODES = [
+  'WRN_RL_BREAKER_CLOSED',
+  'WRN_RL_BREAKER_OPEN',
   'WRN_RL_CLIENT_RESENDS',
   'WRN_RL_CORRUPT_STATE',
   'WRN_RL_EVICTION_POLICY',
   'WRN_RL_HOOK_FAILED',
   'WRN_RL_HOOK_TIMEOUT',
+  'WRN_RL_HOT_KEYS_OFF',
   'WRN_RL_IGNORED_FORWARDED_HEADER',
   'WRN_RL_INVALID_COST',
   'WRN_RL_INVALID_KEY_ID',
@@ -27,6 +30,7 @@ export const WARNING_CODES = [
   'WRN_RL_SHADOW_LIMITED',
   'WRN_RL_UNDEFINED_REMOTE_ADDRESS',
   'WRN_RL_UNKEYED',
+  'WRN_RL_UNKNOWN_PLAN',
   'WRN_RL_UNTRUSTED_FORWARDED_HEADER',
 ] as const;
 
@@ -58,7 +62,7 @@ export function isWarningCode(code: string): code is WarningCode {
  * (one per request logger, say) a single warn-once memory.
  */
 export function createDiagnostics(logger: Logger, validate: ValidateOption = true, raised: Set<string> = new Set()): Diagnostics {
-  const enabled = (code: WarningCode): boolean => validate !== false && !(typeof validate === 'object' && validate[code] === false);
+  const enabled = (code: WarningCode): boolean => warningEnabled(validate, code);
   return {
     warn(code, message, fields) {
       if (raised.has(code) || !enabled(code)) return;
@@ -67,4 +71,35 @@ export function createDiagnostics(logger: Logger, validate: ValidateOption = tru
     },
     enabled,
   };
+}
+
+/** Whether `validate` leaves `code` on. */
+export function warningEnabled(validate: ValidateOption, code: WarningCode): boolean {
+  return validate !== false && !(typeof validate === 'object' && validate[code] === false);
+}
+
+/** Validates a `validate` option (found at `path`): a boolean, or an object from warning codes to booleans. */
+export function parseValidate(value: unknown, path = 'validate'): ValidateOption {
+  const validate = value ?? true;
+  if (typeof validate !== 'boolean' && (validate === null || typeof validate !== 'object')) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_OPTION',
+      path,
+      'must be a boolean or an object like { WRN_RL_UNKEYED: false }',
+      validate,
+    );
+  }
+  if (typeof validate === 'object') {
+    for (const [code, on] of Object.entries(validate)) {
+      if (!isWarningCode(code) || typeof on !== 'boolean') {
+        throw new RateLimitConfigError(
+          'ERR_RL_INVALID_OPTION',
+          `${path}.${code}`,
+          `must name a warning code (${WARNING_CODES.join(', ')}) with true or false`,
+          on,
+        );
+      }
+    }
+  }
+  return validate as ValidateOption;
 }

@@ -5,6 +5,7 @@
 
 import type { CompiledPolicy } from './algorithms/kernel.js';
 import { monotonicClock } from './clock.js';
+import { parseValidate, type ValidateOption } from './diagnostics.js';
 import { RateLimitConfigError } from './errors.js';
 import { MILLI, toMilli } from './internal/fixed-point.js';
 import {
@@ -54,6 +55,11 @@ export interface LimiterOptions extends PlanOptions {
   cost?: number;
   /** Receives warnings and errors, pino-style `(fields, message)`. Defaults to `console`, one line per entry. */
   logger?: Logger;
+  /**
+   * Switches warnings off: `false` silences every one, `{ WRN_RL_UNKNOWN_PLAN: false }` one code (every
+   * `WRN_RL_*` code of docs/errors.md is accepted). Defaults to all on.
+   */
+  validate?: ValidateOption;
   /**
    * What a check answers when the store cannot decide it (the key's node is down or silent, or the key's
    * state gave an error); the decision has `degraded: true`:
@@ -130,6 +136,7 @@ export interface LimiterConfig {
   readonly localPolicies: readonly CompiledPolicy[];
   readonly breaker: Readonly<Required<BreakerOptions>> | false;
   readonly hotKeys: Readonly<Required<HotKeysOptions>> | false;
+  readonly validate: ValidateOption;
 }
 
 const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
@@ -143,6 +150,7 @@ const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
   clock: true,
   cost: true,
   logger: true,
+  validate: true,
   onStoreError: true,
   storeTimeoutMs: true,
   localShare: true,
@@ -294,6 +302,7 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
     localPolicies,
     breaker: parseBreaker(options.breaker),
     hotKeys: parseHotKeys(options.hotKeys),
+    validate: parseValidate(options.validate),
   });
 }
 

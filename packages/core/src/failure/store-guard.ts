@@ -44,6 +44,10 @@ export interface GuardConfig {
   readonly breaker: BreakerConfig | false;
   readonly logger: Logger;
   readonly onStoreError: string;
+  /** `validate` lets WRN_RL_BREAKER_OPEN through. */
+  readonly warnBreaker?: boolean;
+  /** `validate` lets WRN_RL_BREAKER_CLOSED through. */
+  readonly warnRecovered?: boolean;
   readonly now: () => number;
   readonly onBreaker: (state: BreakerState, node: string) => void;
 }
@@ -220,22 +224,24 @@ export class StoreGuard {
   }
 
   private changed(h: NodeHealth): void {
-    const { store, logger, breaker } = this.config;
+    const { store, logger, breaker, warnBreaker = true, warnRecovered = true } = this.config;
     if (h.state === 'open' && !this.unhealthy.has(h)) {
       this.unhealthy.add(h);
-      safeLog(
-        logger,
-        'warn',
-        { code: 'WRN_RL_BREAKER_OPEN', store: store.kind, node: h.node, cooldownMs: breaker === false ? 0 : breaker.cooldownMs },
-        'WRN_RL_BREAKER_OPEN: a store node keeps failing; its keys skip it (one probe at a time) until it answers',
-      );
+      if (warnBreaker)
+        safeLog(
+          logger,
+          'warn',
+          { code: 'WRN_RL_BREAKER_OPEN', store: store.kind, node: h.node, cooldownMs: breaker === false ? 0 : breaker.cooldownMs },
+          'WRN_RL_BREAKER_OPEN: a store node keeps failing; its keys skip it (one probe at a time) until it answers',
+        );
     } else if (h.state === 'closed' && this.unhealthy.delete(h)) {
-      safeLog(
-        logger,
-        'warn',
-        { code: 'WRN_RL_BREAKER_CLOSED', store: store.kind, node: h.node },
-        'WRN_RL_BREAKER_CLOSED: the store node answers again; its keys are decided by the store once more',
-      );
+      if (warnRecovered)
+        safeLog(
+          logger,
+          'warn',
+          { code: 'WRN_RL_BREAKER_CLOSED', store: store.kind, node: h.node },
+          'WRN_RL_BREAKER_CLOSED: the store node answers again; its keys are decided by the store once more',
+        );
     }
     this.config.onBreaker(h.state, h.node);
   }

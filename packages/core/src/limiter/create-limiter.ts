@@ -6,6 +6,7 @@
  * (leases/leased-decisions.ts). The hot path itself is limiter/decide.ts.
  */
 
+import { type WarningCode, warningEnabled } from '../diagnostics.js';
 import { RateLimitConfigError } from '../errors.js';
 import { Fallback } from '../failure/fallback.js';
 import { StoreGuard } from '../failure/store-guard.js';
@@ -56,8 +57,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const { store, mode, logger } = config;
   const compiled = compilePlans(config);
   const defaultPlan = compiled.get(config.plans.defaultPlan) as CompiledPlan;
-  const targets = new Targets(compiled, defaultPlan, compiled.get(config.plans.unknownPlan) as CompiledPlan, logger);
   const now = checkedClock(config.clock);
+  const warns = (code: WarningCode): boolean => warningEnabled(config.validate, code);
+  const targets = new Targets(
+    compiled,
+    defaultPlan,
+    compiled.get(config.plans.unknownPlan) as CompiledPlan,
+    logger,
+    warns('WRN_RL_UNKNOWN_PLAN'),
+    now,
+  );
   const counters = new Counters();
   const events = new LimiterEventHub(logger);
   const builder = new DecisionBuilder(mode, config.shadowPolicies.length > 0, counters, {});
@@ -136,7 +145,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       observer.resetStats();
     },
     hotKeys(n = 10) {
-      if (config.hotKeys === false && !hotKeysOffWarned) {
+      if (config.hotKeys === false && !hotKeysOffWarned && warns('WRN_RL_HOT_KEYS_OFF')) {
         // Hot keys are opt-in: an empty report would otherwise read as "nobody is hammering us".
         hotKeysOffWarned = true;
         safeLog(
@@ -176,6 +185,8 @@ function failureMode(
     breaker: config.breaker,
     logger,
     onStoreError: config.onStoreError,
+    warnBreaker: warningEnabled(config.validate, 'WRN_RL_BREAKER_OPEN'),
+    warnRecovered: warningEnabled(config.validate, 'WRN_RL_BREAKER_CLOSED'),
     now,
     onBreaker: (state, node) => {
       observer.storeState(state, node);

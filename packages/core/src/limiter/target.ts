@@ -14,8 +14,8 @@ import type { LimiterKey } from './limiter.js';
 /** Keys longer than this are replaced by their SHA-256, so a store never holds a huge key. */
 export const MAX_KEY_LENGTH = 256;
 
-/** The most unknown plan names warned about, each once: a flood of names an attacker picks cannot grow the set. */
-const MAX_UNKNOWN_PLANS_WARNED = 1000;
+/** At most one `WRN_RL_UNKNOWN_PLAN` line per this many ms: plan names can come from requests, so from an attacker. */
+export const UNKNOWN_PLAN_LOG_INTERVAL_MS = 60_000;
 
 /** Replaces keys that are too long by a digest; rejects what is not a string. */
 export function normalizeKey(key: string): string {
@@ -54,14 +54,18 @@ export interface Target {
 
 /** Turns a check's key and options into its Target, by the limiter's plans. */
 export class Targets {
-  /** Unknown plan names already warned about. */
-  private readonly warned = new Set<string>();
+  /** When the last `WRN_RL_UNKNOWN_PLAN` line was written, and the checks that named an unknown plan since. */
+  private warnedAt = Number.NEGATIVE_INFINITY;
+  private unwarned = 0;
 
   constructor(
     private readonly plans: ReadonlyMap<string, CompiledPlan>,
     readonly defaultPlan: CompiledPlan,
     private readonly unknownPlan: CompiledPlan,
     private readonly logger: Logger,
+    /** `validate` lets WRN_RL_UNKNOWN_PLAN through. */
+    private readonly warnUnknown: boolean,
+    private readonly now: () => number,
   ) {}
 
   /** The Target of `rawKey` under `opts.plan` (else the default plan). */
@@ -82,15 +86,31 @@ export class Targets {
     if (typeof name !== 'string') {
       throw codedError(TypeError, 'ERR_RL_INVALID_PLAN', `the plan must be a plan name (a string); received ${describeValue(name)}`);
     }
-    if (!this.warned.has(name) && this.warned.size < MAX_UNKNOWN_PLANS_WARNED) {
-      this.warned.add(name);
-      safeLog(
-        this.logger,
-        'warn',
-        { code: 'WRN_RL_UNKNOWN_PLAN', plan: name, appliedPlan: this.unknownPlan.name, plans: [...this.plans.keys()] },
-        'WRN_RL_UNKNOWN_PLAN: a check named a plan that does not exist; the unknownPlan fallback applies',
-      );
-    }
+    if (this.warnUnknown) this.warn(name);
     return this.unknownPlan;
+  }
+
+  /** One line for the first unknown plan, then at most one per interval, counting the checks it stood for. */
+  private warn(name: string): void {
+    const at = this.now();
+    if (at - this.warnedAt < UNKNOWN_PLAN_LOG_INTERVAL_MS) {
+      this.unwarned += 1;
+      return;
+    }
+    const since = this.unwarned;
+    this.warnedAt = at;
+    this.unwarned = 0;
+    safeLog(
+      this.logger,
+      'warn',
+      {
+        code: 'WRN_RL_UNKNOWN_PLAN',
+        plan: name,
+        appliedPlan: this.unknownPlan.name,
+        plans: [...this.plans.keys()],
+        alsoSinceLastLine: since,
+      },
+      'WRN_RL_UNKNOWN_PLAN: a check named a plan that does not exist; the unknownPlan fallback applies (at most one line a minute)',
+    );
   }
 }

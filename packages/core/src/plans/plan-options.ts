@@ -24,8 +24,8 @@ export interface PlanOptions {
   /** The plan of a check that names none. Defaults to the first plan listed in `plans`. */
   defaultPlan?: string;
   /**
-   * The plan that answers a check naming a plan that does not exist (with `WRN_RL_UNKNOWN_PLAN`, once
-   * per name). Defaults to `defaultPlan`. Point it at a strict plan to make typos fail safe.
+   * The plan that answers a check naming a plan that does not exist (with `WRN_RL_UNKNOWN_PLAN`, at most
+   * one line a minute). Defaults to `defaultPlan`. Point it at a strict plan to make typos fail safe.
    */
   unknownPlan?: string;
 }

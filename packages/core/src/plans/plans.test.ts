@@ -50,17 +50,32 @@ describe('plans', () => {
     ]);
   });
 
-  it('answers an unknown plan with the unknownPlan fallback and warns once per name, never a bypass', async () => {
+  it('answers an unknown plan with the unknownPlan fallback, never a bypass, in at most one line a minute (issue 26)', async () => {
     const logger = quietLogger();
-    const { limiter } = virtual({ plans, unknownPlan: 'free', defaultPlan: 'pro', logger });
+    const { limiter, advance } = virtual({ plans, unknownPlan: 'free', defaultPlan: 'pro', logger });
     const d1 = await limiter.check('k', { plan: 'enterprise' });
     const d2 = await limiter.check('k', { plan: 'enterprise' });
     const d3 = await limiter.check('k', { plan: 'enterprise' });
     expect([d1.plan, d1.allowed, d2.allowed, d3.allowed]).toEqual(['free', true, true, false]);
     expect(logger.warn).toHaveBeenCalledTimes(1);
     expect(logger.warn.mock.calls[0]?.[0]).toMatchObject({ code: 'WRN_RL_UNKNOWN_PLAN', plan: 'enterprise', appliedPlan: 'free' });
+    // 1,000 names an attacker picks: still one line in the minute, then one that counts them.
+    for (let i = 0; i < 1000; i++) await limiter.check(`k${i}`, { plan: `made-up-${i}` });
+    expect(logger.warn).toHaveBeenCalledTimes(1);
+    advance(60_000);
     await limiter.check('k', { plan: 'other' });
     expect(logger.warn).toHaveBeenCalledTimes(2);
+    expect(logger.warn.mock.calls[1]?.[0]).toMatchObject({ plan: 'other', alsoSinceLastLine: 1002 });
+  });
+
+  it('is silenced by validate, on the limiter and per code', async () => {
+    for (const validate of [false, { WRN_RL_UNKNOWN_PLAN: false }] as const) {
+      const logger = quietLogger();
+      const { limiter } = virtual({ plans, unknownPlan: 'free', logger, validate });
+      expect((await limiter.check('k', { plan: 'enterprise' })).plan).toBe('free');
+      limiter.hotKeys();
+      expect(logger.warn).toHaveBeenCalledTimes(validate === false ? 0 : 1);
+    }
   });
 
   it('validates plans at construction with coded errors', () => {

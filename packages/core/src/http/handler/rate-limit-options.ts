@@ -5,7 +5,7 @@
  * absent; unknown keys are errors, so a typo never silently turns a feature off.
  */
 import { monotonicClock } from '../../clock.js';
-import { isWarningCode, type ValidateOption, WARNING_CODES } from '../../diagnostics.js';
+import { parseValidate, type ValidateOption } from '../../diagnostics.js';
 import { RateLimitConfigError } from '../../errors.js';
 import { type KeysEnum, omitUndefined, positiveInteger, readOptions, rejectUnknownKeys } from '../../internal/read-options.js';
 import { DEFAULT_LOG_RATE, type LogRateOptions } from '../../logging.js';
@@ -173,6 +173,7 @@ const LIMITER_KEYS: KeysEnum<Omit<LimiterOptions, 'cost'>> = {
   localShare: true,
   breaker: true,
   hotKeys: true,
+  validate: true,
 };
 const KEYS: KeysEnum<RateLimitOptions> = {
   ...LIMITER_KEYS,
@@ -320,27 +321,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     );
   }
   rejectUnknownKeys(omitUndefined(problem), PROBLEM_KEYS, 'problem');
-  const validate = options.validate ?? true;
-  if (typeof validate !== 'boolean' && (validate === null || typeof validate !== 'object')) {
-    throw new RateLimitConfigError(
-      'ERR_RL_INVALID_OPTION',
-      'validate',
-      'must be a boolean or an object like { WRN_RL_UNKEYED: false }',
-      validate,
-    );
-  }
-  if (typeof validate === 'object') {
-    for (const [code, on] of Object.entries(validate)) {
-      if (!isWarningCode(code) || typeof on !== 'boolean') {
-        throw new RateLimitConfigError(
-          'ERR_RL_INVALID_OPTION',
-          `validate.${code}`,
-          `must name a warning code (${WARNING_CODES.join(', ')}) with true or false`,
-          on,
-        );
-      }
-    }
-  }
+  const validate = parseValidate(options.validate);
   if (options.pk !== undefined && options.pk !== false && !headerModes(headers).includes('draft-11')) {
     throw new RateLimitConfigError(
       'ERR_RL_INVALID_PK',

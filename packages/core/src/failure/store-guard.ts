@@ -6,6 +6,7 @@
  */
 import type { Logger } from '../logging.js';
 import { safeLog } from '../logging.js';
+import { releaseState } from '../stores/state-claims.js';
 import type { Store, StorePlan } from '../stores/store.js';
 import { type ErrorScope, errorScopeOf } from './error-scope.js';
 import { type BreakerConfig, type BreakerState, NodeHealth } from './node-health.js';
@@ -246,5 +247,9 @@ export class StoreGuard {
 
   close(): void {
     this.watchdog.close();
+    // The limiter is done with the store: another limiter may take its key names (stores/state-claims.ts;
+    // options.ts claims them with this same token, the default plan's first policy).
+    const owner = this.config.plan.policies[0];
+    if (owner !== undefined) releaseState(this.config.store, owner);
   }
 }

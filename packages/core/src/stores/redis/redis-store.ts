@@ -38,7 +38,7 @@ import type { StoreClient } from './clients/store-client.js';
 import { toStoreClient } from './clients/to-store-client.js';
 import { slotGroups, subPlan } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
-import { keyName, keyTag, policySuffix } from './key-names.js';
+import { keyHead, keyName, keyTag, policySuffix } from './key-names.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
 import { releaseScript, renewScript } from './scripts/lease-scripts.js';
@@ -88,6 +88,8 @@ export interface RedisStoreOptions {
 
 /** The per-plan parts of every call, computed once per plan. */
 interface Bound {
+  /** Per policy, what precedes the hash tag (key-names.ts `keyHead`: the prefix and the limiter's name). */
+  readonly heads: readonly string[];
   readonly suffixes: readonly string[];
   readonly script: LuaScript;
   /** scripts/peek-refund-scripts.ts: the peek and refund twins, generated on first use. */
@@ -107,6 +109,8 @@ const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = {
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly prefix: string;
+  /** Stores on one client with one prefix see the same keys (stores/state-claims.ts). */
+  readonly stateSpace: { readonly holder: object; readonly name: string };
   readonly timeSource: 'redis' | 'limiter';
   private readonly client: StoreClient;
   private readonly scripts: ScriptRunner;
@@ -172,6 +176,7 @@ export class RedisStore implements Store {
     this.client = client;
     this.scripts = new ScriptRunner(client);
     this.prefix = prefix;
+    this.stateSpace = { holder: o.client as object, name: prefix };
     this.timeSource = timeSource;
   }
 
@@ -212,7 +217,11 @@ export class RedisStore implements Store {
     if (plan === this.lastPlan) return this.lastBound as Bound;
     let b = this.bindings.get(plan);
     if (b === undefined) {
-      b = { suffixes: plan.policies.map(policySuffix), script: planScript(plan) };
+      b = {
+        heads: plan.policies.map((p) => keyHead(this.prefix, p.limiter)),
+        suffixes: plan.policies.map(policySuffix),
+        script: planScript(plan),
+      };
       this.bindings.set(plan, b);
     }
     this.lastPlan = plan;
@@ -223,7 +232,8 @@ export class RedisStore implements Store {
   /** The Redis keys that hold the state of `key` under `plan`, one per policy in plan order (for operators and tests). */
   keyNames(key: string, plan: StorePlan): string[] {
     const tag = keyTag(key);
-    return this.bind(plan).suffixes.map((s) => keyName(this.prefix, tag, s));
+    const b = this.bind(plan);
+    return b.suffixes.map((s, i) => keyName(b.heads[i] as string, tag, s));
   }
 
   /** The first connection's wait, shared by every limiter on this store; undefined once connected. */
@@ -483,7 +493,7 @@ export class RedisStore implements Store {
     const args: string[] = [];
     const single = typeof key === 'string' ? keyTag(key) : undefined;
     for (let i = 0; i < b.suffixes.length; i++) {
-      args.push(keyName(this.prefix, single ?? keyTag(keyAt(key, i)), b.suffixes[i] as string));
+      args.push(keyName(b.heads[i] as string, single ?? keyTag(keyAt(key, i)), b.suffixes[i] as string));
     }
     return args;
   }

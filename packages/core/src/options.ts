@@ -19,7 +19,7 @@ import { isLogger, type Logger, toLogger } from './logging.js';
 import { type PlanConfig, type PlanOptions, parsePlans } from './plans/plan-options.js';
 import { compilePolicy, isBucket } from './policy.js';
 import { MemoryStore } from './stores/memory-store.js';
-import { claimState } from './stores/state-claims.js';
+import { checkState } from './stores/state-claims.js';
 import type { Store } from './stores/store.js';
 import type { AnyPolicyOptions, Clock, PolicyOptions } from './types.js';
 
@@ -317,9 +317,9 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   const localPolicies = localPlans.get(plans.defaultPlan) ?? [];
   const ownsStore = options.store === undefined;
   const store = options.store ?? new MemoryStore();
-  // Last, once every option is valid: the limiter's token is its first policy, which its StoreGuard
-  // also holds (the default plan's first policy) and gives back on close().
-  claimState(store, [...new Set(all)], policies[0] as CompiledPolicy);
+  // Last, once every option is valid. The limiter's token is its first policy, which its StoreGuard also
+  // holds (the default plan's first policy): it takes the claim once built and gives it back on close().
+  checkState(store, [...new Set(all)], policies[0] as CompiledPolicy);
   return Object.freeze({
     name,
     policies,

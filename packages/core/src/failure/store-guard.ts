@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../logging.js';
 import { safeLog } from '../logging.js';
-import { releaseState } from '../stores/state-claims.js';
+import { releaseState, takeState } from '../stores/state-claims.js';
 import type { Store, StorePlan } from '../stores/store.js';
 import { type ErrorScope, errorScopeOf } from './error-scope.js';
 import { type BreakerConfig, type BreakerState, NodeHealth } from './node-health.js';
@@ -75,6 +75,9 @@ export class StoreGuard {
   private keyErrorsNotLogged = 0;
 
   constructor(private readonly config: GuardConfig) {
+    // The limiter is built this far: it now holds its key names on the store (stores/state-claims.ts).
+    const owner = config.plan.policies[0];
+    if (owner !== undefined) takeState(owner);
     this.watchdog = new Watchdog(config.storeTimeoutMs);
   }
 

@@ -80,7 +80,11 @@ describe('policySuffix', () => {
   });
 
   it('keeps the bench key of one gcra policy (1000 per day) within 30 characters, the smallest allocation', () => {
-    const name = keyName(keyHead('tg', undefined), keyTag('ip:10.1.255.255'), policySuffix(compilePolicy({ limit: 1000, windowMs: 86_400_000 }, 'p', false)));
+    const name = keyName(
+      keyHead('tg', undefined),
+      keyTag('ip:10.1.255.255'),
+      policySuffix(compilePolicy({ limit: 1000, windowMs: 86_400_000 }, 'p', false)),
+    );
     expect(name).toBe('tg:v2:{ip:10.1.255.255}:gc1d');
     expect(name.length).toBeLessThanOrEqual(30);
   });

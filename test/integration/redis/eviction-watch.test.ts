@@ -3,13 +3,14 @@
  * `maxmemory` and `allkeys-lru`: while keys are flooded in and Redis evicts, the RedisStore in use
  * counts the evictions (`store.evictions`, `tollgate_store_evictions_total{store="redis"}` on a
  * prom-client registry) and logs `WRN_RL_STORE_EVICTING` at most once per `logIntervalMs`, after the one
- * startup `WRN_RL_EVICTION_POLICY`; under `noeviction` it never reads INFO at all. Real timers: the
+ * startup `WRN_RL_EVICTION_POLICY`; under `noeviction` it never reads INFO at all; on a Cluster (ioredis
+ * and node-redis) it reads every master and names the node that evicts. Real timers: the
  * watch's interval is shortened to 100 ms so the suite takes seconds.
  */
 import { createLimiter, type LogFields, RedisStore, registerPrometheusMetrics } from '@tollgate/core';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { commandCalls, describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
+import { commandCalls, describeRedis, HOST, type RedisServer, randomPrefix, startCluster, startRedis, waitFor } from './harness.js';
 
 function recorder() {
   const lines: { fields: LogFields; at: number }[] = [];
@@ -115,5 +116,51 @@ describeRedis('RedisStore eviction watch (issue 25)', () => {
     expect(lines).toHaveLength(0);
     await limiter.close();
     store.close();
+  });
+
+  it('reads every master of a Cluster and names the one that evicts (ioredis and node-redis)', async () => {
+    const cluster = await startCluster(3);
+    try {
+      const full = cluster.masters[1] as RedisServer;
+      const admin = cluster.node(full);
+      await admin.config('SET', 'maxmemory', '4mb');
+      await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      const watched = await Promise.all(
+        (['ioredis', 'node-redis'] as const).map(async (kind) => {
+          const { lines, logger } = recorder();
+          const store = new RedisStore({
+            client: await cluster.storeClient(kind),
+            prefix: randomPrefix(),
+            logger,
+            evictionWatch: { intervalMs: 100, logIntervalMs: 60_000 },
+          });
+          const limiter = createLimiter({ name: kind, policies: { limit: 1_000, windowMs: 60_000 }, store, storeTimeoutMs: 5_000, logger });
+          await limiter.check('warm-up');
+          await waitFor(`the startup check (${kind})`, () => lines.some((l) => l.fields.code === 'WRN_RL_EVICTION_POLICY'));
+          return { kind, lines, store, limiter };
+        }),
+      );
+      const flood = cluster.client();
+      const value = 'x'.repeat(1024);
+      let i = 0;
+      const evicted = async () => Number(/evicted_keys:(\d+)/.exec(await admin.info('stats'))?.[1]);
+      while ((await evicted()) < 1_000) {
+        await Promise.all(Array.from({ length: 300 }, () => flood.set(`flood:${i++}`, value)));
+        for (const w of watched) await w.limiter.check(`k${i % 20}`);
+      }
+      for (const w of watched) {
+        await waitFor(
+          `a reading through ${w.kind}`,
+          () => w.store.evictions > 0 && w.lines.some((l) => l.fields.code === 'WRN_RL_STORE_EVICTING'),
+        );
+        const line = w.lines.find((l) => l.fields.code === 'WRN_RL_STORE_EVICTING');
+        expect(line?.fields.nodes).toEqual([`${HOST}:${full.port}`]);
+        expect(w.store.evictions).toBeLessThanOrEqual(await evicted());
+        w.store.close();
+        await w.limiter.close();
+      }
+    } finally {
+      await cluster.close();
+    }
   });
 });

@@ -428,7 +428,8 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
       const logger = recorder();
       const app = await start({
         global: { policies: FIXED, clock, logger, store: broken, onStoreError: 'closed' },
-        routes: { '/open': { policies: FIXED, clock, logger, store: broken, onStoreError: 'open' } },
+        // Its own name: two limiters on one store each keep their own state (issue 25).
+        routes: { '/open': { name: 'open', policies: FIXED, clock, logger, store: broken, onStoreError: 'open' } },
       });
       const res = await request(app.server).get('/').expect(503);
       expect(res.headers['content-type']).toBe('application/problem+json');

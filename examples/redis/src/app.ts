@@ -21,7 +21,10 @@ export interface AppOptions {
 export function createApp({ redis, prefix = 'example', storeTimeoutMs = 50, logger = console }: AppOptions): Express {
   const store = new RedisStore({ client: redis, prefix });
   const app = express();
+  // Each limiter on the shared store has its own name (part of its key names): separate budgets, and
+  // every instance of this app, running the same names, shares each one.
   const browse = rateLimit({
+    name: 'browse',
     policies: [
       { name: 'burst', limit: 10, windowMs: 10_000 },
       { name: 'minute', algorithm: 'sliding-window', limit: 100, windowMs: 60_000 },
@@ -33,6 +36,7 @@ export function createApp({ redis, prefix = 'example', storeTimeoutMs = 50, logg
     logger,
   });
   const login = rateLimit({
+    name: 'login',
     policies: { name: 'login', algorithm: 'sliding-log', limit: 5, windowMs: 15 * 60_000 },
     store,
     onStoreError: 'closed', // never let a Redis outage open the door to password guessing

@@ -72,6 +72,7 @@ export {
   type ShedTicket,
 } from './shedding/load-shedder.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory-store.js';
+export type { EvictionWatchOptions } from './stores/redis/eviction-watch.js';
 export type {
   NodeRedisClientLike,
   NodeRedisClusterLike,

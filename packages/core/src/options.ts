@@ -20,6 +20,7 @@ import { isLogger, type Logger, toLogger } from './logging.js';
 import { type PlanConfig, type PlanOptions, parsePlans } from './plans/plan-options.js';
 import { compilePolicy, isBucket } from './policy.js';
 import { MemoryStore } from './stores/memory-store.js';
+import { checkState } from './stores/state-claims.js';
 import type { Store } from './stores/store.js';
 import type { AnyPolicyOptions, Clock, PolicyOptions } from './types.js';
 
@@ -32,6 +33,15 @@ export interface ShadowOptions {
 }
 
 export interface LimiterOptions extends PlanOptions {
+  /**
+   * The limiter's identity in the store: part of every key name (`<prefix>:v2:<name>:{<key>}:<policy>` on
+   * Redis), so limiters with different names never share state, and the same limiter in several
+   * processes (the same name) shares it, across restarts and changes of limit. 1 to 64 printable ASCII
+   * characters without spaces, colons or braces, e.g. `'login'`. Without a name the key names are those
+   * of earlier versions, and a second limiter without a name that would use the same keys on the same
+   * store is refused (`ERR_RL_SHARED_STATE`). Defaults to none.
+   */
+  name?: string;
   /**
    * The enforced policies; a request is admitted only if every one admits it. Required, unless `plans`
    * lists several sets of policies instead (this is the one-plan form: its plan is named `'default'`).
@@ -118,6 +128,8 @@ export interface BreakerOptions {
 
 /** `LimiterOptions` resolved and validated. */
 export interface LimiterConfig {
+  /** The limiter's `name`, part of its key names; undefined without one. */
+  readonly name: string | undefined;
   /** The default plan's enforced policies. */
   readonly policies: readonly CompiledPolicy[];
   /** Every plan, its enforced policies and their local fallback twins (`localPolicies` of each plan). */
@@ -140,6 +152,7 @@ export interface LimiterConfig {
 }
 
 const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
+  name: true,
   policies: true,
   plans: true,
   defaultPlan: true,
@@ -158,7 +171,29 @@ const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
   hotKeys: true,
 };
 
-function compileList(list: unknown, path: string, shadow: boolean): CompiledPolicy[] {
+/** Printable ASCII without space, colon or braces: a key name segment before the hash tag (stores/redis/key-names.ts). */
+const LIMITER_NAME = /^[!-9;-z|~]{1,64}$/;
+
+function readLimiterName(name: unknown): string | undefined {
+  if (name === undefined) return undefined;
+  if (typeof name !== 'string' || !LIMITER_NAME.test(name)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_LIMITER_NAME',
+      'name',
+      "must be 1 to 64 printable ASCII characters without spaces, colons or braces (it becomes part of every key name), e.g. 'login'",
+      name,
+    );
+  }
+  return name;
+}
+
+/** `p` as a policy of the limiter named `limiter`: the name goes into its storage identity and key names. */
+function ofLimiter(p: CompiledPolicy, limiter: string | undefined): CompiledPolicy {
+  // Unnamed ids start with their role and a colon; a limiter name has no colon, so the two never meet.
+  return limiter === undefined ? p : Object.freeze({ ...p, limiter, id: `${limiter}|${p.id}` });
+}
+
+function compileList(list: unknown, path: string, shadow: boolean, limiter?: string): CompiledPolicy[] {
   const items = Array.isArray(list) ? list : [list];
   if (items.length === 0) {
     throw new RateLimitConfigError(
@@ -168,7 +203,9 @@ function compileList(list: unknown, path: string, shadow: boolean): CompiledPoli
       list,
     );
   }
-  const compiled = items.map((p, i) => compilePolicy(p as PolicyOptions, Array.isArray(list) ? `${path}[${i}]` : path, shadow));
+  const compiled = items.map((p, i) =>
+    ofLimiter(compilePolicy(p as PolicyOptions, Array.isArray(list) ? `${path}[${i}]` : path, shadow), limiter),
+  );
   const seen = new Map<string, number>();
   compiled.forEach((p, i) => {
     const first = seen.get(p.name);
@@ -193,7 +230,8 @@ function isStore(value: unknown): value is Store {
 /** Validates limiter options and resolves defaults. Throws `RateLimitConfigError` naming the option. */
 export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   const options = readOptions(input, LIMITER_KEYS, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }');
-  const plans = parsePlans(options as Parameters<typeof parsePlans>[0], (list, path) => compileList(list, path, false));
+  const name = readLimiterName(options.name);
+  const plans = parsePlans(options as Parameters<typeof parsePlans>[0], (list, path) => compileList(list, path, false, name));
   const policies = plans.plans.get(plans.defaultPlan) as CompiledPolicy[];
   let shadowPolicies: CompiledPolicy[] = [];
   if (options.shadow !== undefined) {
@@ -206,7 +244,7 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
       );
     }
     rejectUnknownKeys(options.shadow, { policies: true }, 'shadow');
-    shadowPolicies = compileList(options.shadow.policies, 'shadow.policies', true);
+    shadowPolicies = compileList(options.shadow.policies, 'shadow.policies', true, name);
   }
   const mode = options.mode ?? 'enforce';
   if (mode !== 'enforce' && mode !== 'shadow') {
@@ -278,21 +316,26 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   }
   const localPlans = new Map<string, readonly CompiledPolicy[]>();
   if (onStoreError === 'local') {
-    for (const name of plans.plans.keys()) {
-      const list = options.plans === undefined ? options.policies : options.plans[name];
-      const path = options.plans === undefined ? 'policies' : `plans['${name}']`;
-      localPlans.set(name, scalePolicies(list as AnyPolicyOptions | readonly AnyPolicyOptions[], options.shadow, path, localShare));
+    for (const plan of plans.plans.keys()) {
+      const list = options.plans === undefined ? options.policies : options.plans[plan];
+      const path = options.plans === undefined ? 'policies' : `plans['${plan}']`;
+      localPlans.set(plan, scalePolicies(list as AnyPolicyOptions | readonly AnyPolicyOptions[], options.shadow, path, localShare, name));
     }
   }
   const localPolicies = localPlans.get(plans.defaultPlan) ?? [];
   const ownsStore = options.store === undefined;
+  const store = options.store ?? new MemoryStore();
+  // Last, once every option is valid. The limiter's token is its first policy, which its StoreGuard also
+  // holds (the default plan's first policy): it takes the claim once built and gives it back on close().
+  checkState(store, [...new Set(all)], policies[0] as CompiledPolicy);
   return Object.freeze({
+    name,
     policies,
     plans,
     localPlans,
     shadowPolicies,
     mode,
-    store: options.store ?? new MemoryStore(),
+    store,
     ownsStore,
     clock: options.clock ?? monotonicClock,
     defaultCost,
@@ -312,17 +355,21 @@ function scalePolicies(
   shadow: ShadowOptions | undefined,
   path: string,
   share: number,
+  limiter: string | undefined,
 ): CompiledPolicy[] {
   const scale = (list: AnyPolicyOptions | readonly AnyPolicyOptions[], shadow: boolean, path: string) =>
     (Array.isArray(list) ? list : [list]).map((p: AnyPolicyOptions, i) =>
-      compilePolicy(
-        omitUndefined({
-          ...p,
-          limit: Math.max(1, Math.floor(p.limit * share)),
-          burst: !('burst' in p) || p.burst === undefined ? undefined : Math.max(1, Math.floor(p.burst * share)),
-        }) as AnyPolicyOptions,
-        `${path}[${i}] (scaled by localShare)`,
-        shadow,
+      ofLimiter(
+        compilePolicy(
+          omitUndefined({
+            ...p,
+            limit: Math.max(1, Math.floor(p.limit * share)),
+            burst: !('burst' in p) || p.burst === undefined ? undefined : Math.max(1, Math.floor(p.burst * share)),
+          }) as AnyPolicyOptions,
+          `${path}[${i}] (scaled by localShare)`,
+          shadow,
+        ),
+        limiter,
       ),
     );
   return [...scale(policies, false, path), ...(shadow ? scale(shadow.policies, true, 'shadow.policies') : [])];

@@ -34,10 +34,15 @@ export interface CompiledPolicy {
   /** leaky-bucket: the most debt (ticks) a request may find and still be admitted: `delayTicks + maxDelayMs * rate`; Infinity without `maxDelayMs`. */
   readonly maxDelayTicks: number;
   /**
-   * Storage identity: two policies share state exactly when their ids are equal. Carries the role,
-   * the name and every parameter that changes the meaning of the state.
+   * Storage identity: two policies share state exactly when their ids are equal. Carries the limiter's
+   * `name` (when it has one), the role, the name and every parameter that changes the meaning of the state.
    */
   readonly id: string;
+  /**
+   * The `name` of the limiter the policy belongs to (`createLimiter({ name })`), part of its key names and
+   * `id`; undefined for a limiter without a name (whose key names are those of earlier versions).
+   */
+  readonly limiter?: string;
   /** Concurrency policies with a `queue`: at most `size` waiters per key, each up to `timeoutMs`. */
   readonly queue: { readonly size: number; readonly timeoutMs: number } | undefined;
 }

@@ -287,8 +287,9 @@ describe('concurrency policy (memory)', () => {
     vi.useFakeTimers();
     const store = new MemoryStore({ sweepIntervalMs: 0 });
     const policies = [{ ...EXPORTS, limit: 1, queue: { size: 2, timeoutMs: 2_000 } }];
-    const other = createLimiter({ policies, store });
-    const mine = createLimiter({ policies, store });
+    // One limiter in two places (one name): they share the leases.
+    const other = createLimiter({ name: 'exports', policies, store });
+    const mine = createLimiter({ name: 'exports', policies, store });
     const held = await other.check('k');
     let got: Decision | undefined;
     const waiting = mine.check('k').then((d) => {

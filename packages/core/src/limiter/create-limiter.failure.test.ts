@@ -152,7 +152,15 @@ describe('failure mode', () => {
     const d = await closed.check('k');
     expect(d).toMatchObject({ allowed: false, limited: false, degraded: true, reason: 'store-error' });
     expect(d.retryAfterMs).toBeGreaterThanOrEqual(1000);
-    const shadow = createLimiter({ policies, store, onStoreError: 'closed', mode: 'shadow', breaker: false, logger: recordingLogger() });
+    const shadow = createLimiter({
+      name: 'shadow',
+      policies,
+      store,
+      onStoreError: 'closed',
+      mode: 'shadow',
+      breaker: false,
+      logger: recordingLogger(),
+    });
     expect(await shadow.check('k')).toMatchObject({ allowed: true, reason: 'store-error', degraded: true });
   });
 

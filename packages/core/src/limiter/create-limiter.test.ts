@@ -419,31 +419,73 @@ describe('stores', () => {
     expect(await limiter.check('k')).toMatchObject({ allowed: true, remaining: 0 });
   });
 
-  it('two limiters sharing a store and a policy share its budget; other names or windows do not', async () => {
+  it('two limiters of one name sharing a store and a policy share its budget; other names or windows do not', async () => {
     const store = new MemoryStore({ sweepIntervalMs: 0 });
     const clock = () => 0;
     const policy: PolicyOptions = { name: 'api', algorithm: 'fixed-window', limit: 2, windowMs: 1000 };
-    const a = createLimiter({ policies: policy, store, clock });
-    const b = createLimiter({ policies: policy, store, clock });
-    const c = createLimiter({ policies: { ...policy, name: 'other' }, store, clock });
-    const d = createLimiter({ policies: { ...policy, limit: 3 }, store, clock });
-    const e = createLimiter({ policies: { ...policy, windowMs: 2000 }, store, clock });
+    // The same limiter twice (two processes, or a deploy): one name, one budget.
+    const a = createLimiter({ name: 'api', policies: policy, store, clock });
+    const b = createLimiter({ name: 'api', policies: policy, store, clock });
+    const c = createLimiter({ name: 'api', policies: { ...policy, name: 'other' }, store, clock });
+    const d = createLimiter({ name: 'api', policies: { ...policy, limit: 3 }, store, clock });
+    const e = createLimiter({ name: 'api', policies: { ...policy, windowMs: 2000 }, store, clock });
+    // Another limiter, same policy: its own budget.
+    const f = createLimiter({ name: 'login', policies: policy, store, clock });
+    const unnamed = createLimiter({ policies: policy, store, clock });
     await a.check('k');
     expect(await b.check('k')).toMatchObject({ remaining: 0 });
     expect(await c.check('k')).toMatchObject({ remaining: 1 });
     // A window's count carries over a change of limit: 2 used, limit 3, one more fits.
     expect(await d.check('k')).toMatchObject({ allowed: true, remaining: 0 });
     expect(await e.check('k')).toMatchObject({ remaining: 1 });
+    expect(await f.check('k')).toMatchObject({ remaining: 1 });
+    expect(await unnamed.check('k')).toMatchObject({ remaining: 1 });
     // A gcra debt carries over too, converted: 1 used under limit 2, so 1 more leaves 1 of 3.
-    const g1 = createLimiter({ policies: { name: 'b', limit: 2, windowMs: 1000 }, store, clock });
-    const g2 = createLimiter({ policies: { name: 'b', limit: 3, windowMs: 1000 }, store, clock });
+    const g1 = createLimiter({ name: 'g', policies: { name: 'b', limit: 2, windowMs: 1000 }, store, clock });
+    const g2 = createLimiter({ name: 'g', policies: { name: 'b', limit: 3, windowMs: 1000 }, store, clock });
     await g1.check('k');
     expect(await g2.check('k')).toMatchObject({ remaining: 1 });
     // And a token bucket's level: 1 taken under limit 2, so 1 more leaves 1 of 3.
-    const t1 = createLimiter({ policies: { name: 't', algorithm: 'token-bucket', limit: 2, windowMs: 1000 }, store, clock });
-    const t2 = createLimiter({ policies: { name: 't', algorithm: 'token-bucket', limit: 3, windowMs: 1000 }, store, clock });
+    const t1 = createLimiter({ name: 't', policies: { name: 't', algorithm: 'token-bucket', limit: 2, windowMs: 1000 }, store, clock });
+    const t2 = createLimiter({ name: 't', policies: { name: 't', algorithm: 'token-bucket', limit: 3, windowMs: 1000 }, store, clock });
     await t1.check('k');
     expect(await t2.check('k')).toMatchObject({ remaining: 1 });
+  });
+
+  it('refuses a second limiter without a name that would share state on the same store (issue 25)', async () => {
+    const store = new MemoryStore({ sweepIntervalMs: 0 });
+    const login = createLimiter({ policies: { algorithm: 'fixed-window', limit: 5, windowMs: 60_000 }, store });
+    const api = () => createLimiter({ policies: { algorithm: 'fixed-window', limit: 100, windowMs: 60_000 }, store });
+    expect(api).toThrow(expect.objectContaining({ code: 'ERR_RL_SHARED_STATE', option: 'name' }));
+    expect(api).toThrow(/Give each limiter its own name/);
+    // A shadow policy of the same identity as another limiter's enforced one is a different state: fine.
+    createLimiter({ policies: { name: 'x', limit: 1, windowMs: 1000 }, shadow: { policies: { limit: 100, windowMs: 60_000 } }, store });
+    // Other stores, other windows and names do not collide.
+    createLimiter({ policies: { algorithm: 'fixed-window', limit: 100, windowMs: 60_000 } });
+    createLimiter({ policies: { algorithm: 'fixed-window', limit: 100, windowMs: 30_000 }, store });
+    createLimiter({ name: 'api', policies: { algorithm: 'fixed-window', limit: 100, windowMs: 60_000 }, store });
+    // Closing the first gives its key names back: a replacement (a reload) takes them, state and all.
+    await login.check('k');
+    await login.close();
+    const again = api();
+    expect(await again.check('k')).toMatchObject({ remaining: 98 });
+  });
+
+  it('leaves no claim behind when a limiter fails after its options were read', () => {
+    const store = new MemoryStore({ sweepIntervalMs: 0 });
+    const noLeases = { kind: 'plain', apply: store.apply.bind(store), reset: store.reset.bind(store) };
+    const leased = () => createLimiter({ policies: { algorithm: 'concurrency', limit: 1 }, store: noLeases });
+    expect(leased).toThrow(expect.objectContaining({ code: 'ERR_RL_STORE_UNSUPPORTED' }));
+    expect(leased).toThrow(expect.objectContaining({ code: 'ERR_RL_STORE_UNSUPPORTED' }));
+  });
+
+  it('takes a limiter name of printable ASCII without spaces, colons or braces', () => {
+    for (const name of ['', 'a b', 'a:b', 'a{b', 'x'.repeat(65), 42]) {
+      expect(() => createLimiter({ name: name as string, policies: { limit: 1, windowMs: 1000 } })).toThrow(
+        expect.objectContaining({ code: 'ERR_RL_INVALID_LIMITER_NAME', option: 'name' }),
+      );
+    }
+    expect(createLimiter({ name: 'login/v2.a-b_c@x', policies: { limit: 1, windowMs: 1000 } })).toBeDefined();
   });
 });
 

@@ -17,6 +17,7 @@ import { DecisionObserver, observerSetup } from '../observability/decision-obser
 import { StoreTimer } from '../observability/store-timer.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from '../options.js';
 import { type CompiledPlan, compilePlan } from '../plans/compiled-plan.js';
+import { releaseState, takeState } from '../stores/state-claims.js';
 import type { Clock } from '../types.js';
 import { DecisionBuilder } from './build-decision.js';
 import { checkedClock } from './checked-clock.js';
@@ -104,6 +105,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
           mode,
           defaultCost: config.defaultCost,
         }).decide;
+  // Built this far: the limiter now holds its key names on the store (options.ts checked them with this token).
+  const owner = defaultPlan.storePlan.policies[0];
+  if (owner !== undefined) takeState(owner);
   const ops: PeekRefundParts = { store, guard, targets, builder, now, defaultCost: config.defaultCost };
   let hotKeysOffWarned = false;
 
@@ -162,6 +166,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
       observer.close();
       for (const f of fallbacks.values()) f.close();
       guard.close();
+      // Another limiter may take these key names now (stores/state-claims.ts).
+      if (owner !== undefined) releaseState(store, owner);
       if (config.ownsStore) await store.close?.();
     },
   };

@@ -94,7 +94,9 @@ export const METRICS = {
     prom: 'tollgate_store_evictions_total',
     type: 'counter',
     unit: '{entry}',
-    description: 'Entries a MemoryStore dropped before their time to stay within maxKeys (their keys start over with a full budget).',
+    description:
+      'Entries a MemoryStore dropped before their time to stay within maxKeys, and keys Redis evicted under an evicting maxmemory-policy ' +
+      '(INFO stats evicted_keys, read every 10 s by each RedisStore in use); their keys start over with a full budget.',
     attributes: ['storeKind'],
     optionalAttributes: [],
   },

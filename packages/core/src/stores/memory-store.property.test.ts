@@ -70,8 +70,8 @@ describe('MemoryStore', () => {
         let now = 0;
         const clock = () => now;
         const limiters: Limiter[] = [
-          createLimiter({ policies: first, store, clock }),
-          createLimiter({ policies: [first[0] as PolicyOptions, ...second], store, clock }),
+          createLimiter({ name: 'shared', policies: first, store, clock }),
+          createLimiter({ name: 'shared', policies: [first[0] as PolicyOptions, ...second], store, clock }),
         ];
         const policyCount = [first.length, second.length + 1];
         for (const op of ops) {

@@ -23,9 +23,9 @@ import type { Decision, PolicyOptions } from '../types.js';
 import { MemoryStore, type MemoryStoreOptions } from './memory-store.js';
 
 /** A limiter on `store` with a settable clock. */
-function limiterOn(store: MemoryStore, policies: PolicyOptions | PolicyOptions[]) {
+function limiterOn(store: MemoryStore, policies: PolicyOptions | PolicyOptions[], name?: string) {
   const clock = { now: 0 };
-  const limiter = createLimiter({ policies, store, clock: () => clock.now });
+  const limiter = createLimiter({ name, policies, store, clock: () => clock.now });
   return {
     limiter,
     at(at: number, key: string, cost = 1): Decision {
@@ -172,11 +172,11 @@ describe('eviction order', () => {
   });
 
   it('never evicts a row of the request being decided to make room for that request', () => {
-    // 'a' is shared by two limiters (same name and numbers, so the same state); 'b' expires quickly.
+    // 'a' is shared by two limiters (one limiter name, same policy name and numbers, so the same state); 'b' expires quickly.
     const store = new MemoryStore({ maxKeys: 2, sweepIntervalMs: 0 });
     const daily: PolicyOptions = { name: 'a', algorithm: 'fixed-window', limit: 3, windowMs: 86_400_000 };
-    const one = limiterOn(store, daily);
-    const two = limiterOn(store, [{ name: 'b', algorithm: 'gcra', limit: 10, windowMs: 1000 }, daily]);
+    const one = limiterOn(store, daily, 'shared');
+    const two = limiterOn(store, [{ name: 'b', algorithm: 'gcra', limit: 10, windowMs: 1000 }, daily], 'shared');
     one.at(0, 'k1');
     one.at(0, 'k2');
     one.at(1, 'k1');
@@ -190,8 +190,8 @@ describe('eviction order', () => {
   it('the same, with the shared policy first in the plan', () => {
     const store = new MemoryStore({ maxKeys: 2, sweepIntervalMs: 0 });
     const daily: PolicyOptions = { name: 'a', algorithm: 'fixed-window', limit: 3, windowMs: 86_400_000 };
-    const one = limiterOn(store, daily);
-    const two = limiterOn(store, [daily, { name: 'b', algorithm: 'gcra', limit: 10, windowMs: 1000 }]);
+    const one = limiterOn(store, daily, 'shared');
+    const two = limiterOn(store, [daily, { name: 'b', algorithm: 'gcra', limit: 10, windowMs: 1000 }], 'shared');
     one.at(0, 'k1');
     one.at(0, 'k2');
     one.at(1, 'k1');

@@ -55,6 +55,12 @@ export interface Store {
   /** A short name for logs and events, e.g. 'memory' or 'redis'. */
   readonly kind: string;
   /**
+   * Where the store's key names live, for the check that two limiters without a `name` do not share state
+   * by accident (state-claims.ts): stores with the same `holder` and `name` see the same keys. RedisStore:
+   * its client and prefix. Without it, the store itself.
+   */
+  readonly stateSpace?: { readonly holder: object; readonly name: string };
+  /**
    * Applies a request of `cost` milli-units for `key` to every policy of `plan`, atomically per group.
    * `now` is the limiter's clock (integer ms); a store with its own clock (Redis TIME) may ignore it.
    * Returns synchronously when it can: the limiter then answers without extra microtask hops.

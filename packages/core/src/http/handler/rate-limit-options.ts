@@ -159,6 +159,7 @@ export interface RateLimitConfig<Req = any> {
 
 /** The limiter's own options, passed through to `createLimiter` (which validates them). */
 const LIMITER_KEYS: KeysEnum<Omit<LimiterOptions, 'cost'>> = {
+  name: true,
   policies: true,
   plans: true,
   defaultPlan: true,

@@ -41,16 +41,18 @@ export function checkClientSettings(client: StoreClient, diagnostics: Diagnostic
 /**
  * Reads `maxmemory-policy` on every master and warns `WRN_RL_EVICTION_POLICY` when one may evict.
  * Never rejects: a server that refuses CONFIG (managed Redis often does) is simply not checked.
+ * Resolves to the evicting policies (`'allkeys-lru'`), `'unknown'` when CONFIG was refused (the store
+ * then watches for eviction anyway, eviction-watch.ts), or undefined when no master evicts.
  */
-export async function checkServerConfig(client: StoreClient, diagnostics: Diagnostics): Promise<void> {
+export async function checkServerConfig(client: StoreClient, diagnostics: Diagnostics): Promise<string | undefined> {
   let policies: (string | undefined)[];
   try {
     policies = await client.configGet('maxmemory-policy');
   } catch {
-    return;
+    return 'unknown';
   }
   const evicting = [...new Set(policies.filter((p): p is string => p !== undefined && evicts(p)))];
-  if (evicting.length === 0) return;
+  if (evicting.length === 0) return undefined;
   diagnostics.warn(
     'WRN_RL_EVICTION_POLICY',
     `Redis runs with maxmemory-policy ${evicting.join(', ')}: when it reaches maxmemory it deletes keys, limiter ` +
@@ -58,4 +60,5 @@ export async function checkServerConfig(client: StoreClient, diagnostics: Diagno
       'Set maxmemory-policy noeviction on the Redis that holds limiter state (CONFIG SET maxmemory-policy noeviction, ' +
       'and in redis.conf), or give the limiter a Redis of its own.',
   );
+  return evicting.join(', ');
 }

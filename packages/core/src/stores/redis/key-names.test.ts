@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compilePolicy } from '../../policy.js';
 import type { AlgorithmId, PolicyOptions } from '../../types.js';
-import { keyName, keyTag, MAX_LITERAL_KEY, policySuffix } from './key-names.js';
+import { keyHead, keyName, keyTag, MAX_LITERAL_KEY, policySuffix } from './key-names.js';
 
 /** The text Redis Cluster hashes: between the first `{` and the next `}`, when not empty. */
 function hashedPart(name: string): string {
@@ -35,11 +35,31 @@ describe('keyTag', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 300 }), (k1, k2) => {
         const t1 = keyTag(k1);
-        const n1 = keyName('tollgate', t1, policySuffix(a));
-        const n2 = keyName('tollgate', t1, policySuffix(b));
+        const n1 = keyName(keyHead('tollgate', undefined), t1, policySuffix(a));
+        const n2 = keyName(keyHead('tollgate', undefined), t1, policySuffix(b));
         expect(hashedPart(n1)).not.toBe(n1);
         expect(hashedPart(n1)).toBe(hashedPart(n2));
         if (k1 !== k2) expect(keyTag(k2)).not.toBe(t1);
+      }),
+    );
+  });
+});
+
+describe('keyHead', () => {
+  it('keeps the names of a limiter without a name, and puts a named limiter before the hash tag', () => {
+    const suffix = policySuffix(compilePolicy({ name: 'login', algorithm: 'fixed-window', limit: 5, windowMs: 900_000 }, 'p', false));
+    expect(keyName(keyHead('tg', undefined), keyTag('ip:10.1.2.3'), suffix)).toBe('tg:v2:{ip:10.1.2.3}:login:fw15m');
+    const named = keyName(keyHead('tg', 'auth'), keyTag('ip:10.1.2.3'), suffix);
+    expect(named).toBe('tg:v2:auth:{ip:10.1.2.3}:login:fw15m');
+    expect(hashedPart(named)).toBe('ip:10.1.2.3');
+  });
+
+  it('never gives two (prefix, limiter name) pairs the same head when names have no colon', () => {
+    const name = fc.option(fc.stringMatching(/^[!-9;-z|~]{1,8}$/), { nil: undefined });
+    const prefix = fc.stringMatching(/^[a-z:]{1,8}$/);
+    fc.assert(
+      fc.property(prefix, name, name, (p, n1, n2) => {
+        if (n1 !== n2) expect(keyHead(p, n1)).not.toBe(keyHead(p, n2));
       }),
     );
   });
@@ -60,7 +80,11 @@ describe('policySuffix', () => {
   });
 
   it('keeps the bench key of one gcra policy (1000 per day) within 30 characters, the smallest allocation', () => {
-    const name = keyName('tg', keyTag('ip:10.1.255.255'), policySuffix(compilePolicy({ limit: 1000, windowMs: 86_400_000 }, 'p', false)));
+    const name = keyName(
+      keyHead('tg', undefined),
+      keyTag('ip:10.1.255.255'),
+      policySuffix(compilePolicy({ limit: 1000, windowMs: 86_400_000 }, 'p', false)),
+    );
     expect(name).toBe('tg:v2:{ip:10.1.255.255}:gc1d');
     expect(name.length).toBeLessThanOrEqual(30);
   });

@@ -1,5 +1,6 @@
 /**
- * @module Redis key names: `<prefix>:v2:{<key>}:<policy>`, e.g. `tg:v2:{ip:10.1.2.3}:gc1d`. `v2` is the
+ * @module Redis key names: `<prefix>:v2:{<key>}:<policy>`, e.g. `tg:v2:{ip:10.1.2.3}:gc1d`, and for a limiter
+ * with a `name`, `<prefix>:v2:<name>:{<key>}:<policy>` (`tg:v2:login:{ip:10.1.2.3}:fw15m`). `v2` is the
  * layout of the state the scripts keep (scripts/plan-script.ts): a future layout takes `v3`, so a script never reads
  * state written in another format (old keys simply expire). Short, because the name is most of what a key
  * costs in Redis: up to 30 characters it takes Redis' smallest allocation for a key of that kind, and
@@ -68,7 +69,16 @@ export function policySuffix(p: CompiledPolicy): string {
 /** The layout of the stored state; bump it (`v3`) whenever a script would read old state wrongly. */
 export const KEY_LAYOUT = 'v2';
 
-/** The Redis key holding the state of `policy` (its `suffix`) for the limiter key whose tag is `tag`. */
-export function keyName(prefix: string, tag: string, suffix: string): string {
-  return `${prefix}:${KEY_LAYOUT}:${tag}:${suffix}`;
+/**
+ * Everything before the hash tag: `<prefix>:v2:` for a limiter without a name (the names of earlier
+ * versions, so existing state is read on), `<prefix>:v2:<name>:` for a named one (`createLimiter({ name })`).
+ * A limiter name has no colon or brace (options.ts), so it can neither start the tag nor pass for a prefix.
+ */
+export function keyHead(prefix: string, limiter: string | undefined): string {
+  return limiter === undefined ? `${prefix}:${KEY_LAYOUT}:` : `${prefix}:${KEY_LAYOUT}:${limiter}:`;
+}
+
+/** The Redis key holding the state of `policy` (its `suffix`, its `head`) for the limiter key whose tag is `tag`. */
+export function keyName(head: string, tag: string, suffix: string): string {
+  return `${head}${tag}:${suffix}`;
 }

@@ -16,6 +16,8 @@ export interface ScriptHostLike {
 export interface ClusterNodeLike extends ScriptHostLike {
   readonly options: { readonly host?: string | undefined; readonly port?: number | undefined };
   config?(subcommand: 'GET', parameter: string): Promise<unknown>;
+  /** INFO, for the eviction watch (eviction-watch.ts). */
+  info?(section: string): Promise<unknown>;
 }
 
 /** The ioredis options RedisStore checks (`stringNumbers`, `autoResendUnfulfilledCommands`). */
@@ -39,6 +41,8 @@ export interface RedisClientLike extends ScriptHostLike {
   del(...keys: string[]): Promise<number>;
   /** CONFIG GET, for the checks on the first connection. */
   config?(subcommand: 'GET', parameter: string): Promise<unknown>;
+  /** INFO, for the eviction watch (eviction-watch.ts). */
+  info?(section: string): Promise<unknown>;
   /** Present on ioredis clients; called once for a `lazyConnect` client that has not connected yet. */
   connect?(): Promise<void>;
   /** The client's options (`Redis`), or the cluster's (`Cluster`, with `redisOptions` for its nodes). */

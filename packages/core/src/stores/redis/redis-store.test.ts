@@ -81,9 +81,11 @@ describe('RedisStore plans', () => {
 
   it('refuses, when the limiter is created, a plan of more policies than one script holds (16, enforced and shadow together)', () => {
     const store = new RedisStore({ client: track(new Redis({ lazyConnect: true })) });
-    expect(createLimiter({ policies: many(12, 'p'), shadow: { policies: many(4, 's') }, store }).policies).toHaveLength(12);
-    expect(() => createLimiter({ policies: many(12, 'p'), shadow: { policies: many(5, 's') }, store })).toThrow(RateLimitConfigError);
-    expect(() => createLimiter({ policies: many(17, 'p'), store })).toThrow(
+    expect(createLimiter({ name: 'a', policies: many(12, 'p'), shadow: { policies: many(4, 's') }, store }).policies).toHaveLength(12);
+    expect(() => createLimiter({ name: 'b', policies: many(12, 'p'), shadow: { policies: many(5, 's') }, store })).toThrow(
+      /ERR_RL_TOO_MANY_POLICIES/,
+    );
+    expect(() => createLimiter({ name: 'c', policies: many(17, 'p'), store })).toThrow(
       /ERR_RL_TOO_MANY_POLICIES: 'policies' and shadow.policies together list 17 policies/,
     );
   });

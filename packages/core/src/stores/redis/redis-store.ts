@@ -17,7 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import { createDiagnostics, type Diagnostics, type ValidateOption } from '../../diagnostics.js';
 import { RateLimitConfigError } from '../../errors.js';
-import { readOptions } from '../../internal/read-options.js';
+import { positiveInteger, readOptions, readSwitchOptions } from '../../internal/read-options.js';
 import { isLogger, type Logger, toLogger } from '../../logging.js';
 import {
   F_ALLOWED,
@@ -38,7 +38,8 @@ import type { StoreClient } from './clients/store-client.js';
 import { toStoreClient } from './clients/to-store-client.js';
 import { slotGroups, subPlan } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
-import { keyName, keyTag, policySuffix } from './key-names.js';
+import { EvictionWatch, type EvictionWatchOptions } from './eviction-watch.js';
+import { keyHead, keyName, keyTag, policySuffix } from './key-names.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
 import { releaseScript, renewScript } from './scripts/lease-scripts.js';
@@ -73,7 +74,8 @@ export interface RedisStoreOptions {
   timeSource?: 'redis' | 'limiter';
   /**
    * Where the store's warnings go (`WRN_RL_CLIENT_RESENDS`, `WRN_RL_EVICTION_POLICY`,
-   * `WRN_RL_CORRUPT_STATE`), each at most once per store. Defaults to `console`.
+   * `WRN_RL_CORRUPT_STATE`, each at most once per store; `WRN_RL_STORE_EVICTING`, at most once per
+   * `evictionWatch.logIntervalMs`). Defaults to `console`.
    */
   logger?: Logger | Console;
   /** `false` silences the store's warnings; `{ WRN_RL_EVICTION_POLICY: false }` one of them. Defaults to `true`. */
@@ -84,10 +86,20 @@ export interface RedisStoreOptions {
    * first such key is also logged once (`WRN_RL_CORRUPT_STATE`).
    */
   onStateRepaired?: (event: RepairedState) => void;
+  /**
+   * While the store is in use under an evicting `maxmemory-policy` (or one CONFIG would not show), read
+   * `evicted_keys` (`INFO stats`, every master) every `intervalMs`, count what Redis evicted in
+   * `tollgate_store_evictions_total{store="redis"}` and `store.evictions`, and warn
+   * `WRN_RL_STORE_EVICTING` at most once per `logIntervalMs` (eviction-watch.ts). `false` turns it off.
+   * Defaults to `{ intervalMs: 10_000, logIntervalMs: 60_000 }`.
+   */
+  evictionWatch?: EvictionWatchOptions | boolean;
 }
 
 /** The per-plan parts of every call, computed once per plan. */
 interface Bound {
+  /** Per policy, what precedes the hash tag (key-names.ts `keyHead`: the prefix and the limiter's name). */
+  readonly heads: readonly string[];
   readonly suffixes: readonly string[];
   readonly script: LuaScript;
   /** scripts/peek-refund-scripts.ts: the peek and refund twins, generated on first use. */
@@ -102,11 +114,14 @@ const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = {
   logger: true,
   validate: true,
   onStateRepaired: true,
+  evictionWatch: true,
 };
 
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly prefix: string;
+  /** Stores on one client with one prefix see the same keys (stores/state-claims.ts). */
+  readonly stateSpace: { readonly holder: object; readonly name: string };
   readonly timeSource: 'redis' | 'limiter';
   private readonly client: StoreClient;
   private readonly scripts: ScriptRunner;
@@ -114,6 +129,13 @@ export class RedisStore implements Store {
   private readonly repairs: RepairReporter;
   /** False until the first call on a ready client starts the server checks (config-checks.ts). */
   private checked = false;
+  /** eviction-watch.ts: its settings, the watch once the server checks asked for it, and use since its last reading. */
+  private readonly watchOptions: Readonly<Required<EvictionWatchOptions>> | false;
+  private watch: EvictionWatch | undefined;
+  private used = false;
+  private closed = false;
+  private readonly logger: Logger;
+  private readonly warnEvicting: boolean;
   private readonly bindings = new WeakMap<StorePlan, Bound>();
 
   constructor(options: RedisStoreOptions) {
@@ -162,7 +184,10 @@ export class RedisStore implements Store {
       );
     }
     const logger = toLogger(o.logger);
+    this.logger = logger;
+    this.watchOptions = parseEvictionWatch(o.evictionWatch);
     this.diagnostics = createDiagnostics(logger, validate);
+    this.warnEvicting = this.diagnostics.enabled('WRN_RL_STORE_EVICTING');
     this.repairs = new RepairReporter(
       logger,
       validate === true || (typeof validate === 'object' && validate.WRN_RL_CORRUPT_STATE !== false),
@@ -172,6 +197,7 @@ export class RedisStore implements Store {
     this.client = client;
     this.scripts = new ScriptRunner(client);
     this.prefix = prefix;
+    this.stateSpace = { holder: o.client as object, name: prefix };
     this.timeSource = timeSource;
   }
 
@@ -212,7 +238,11 @@ export class RedisStore implements Store {
     if (plan === this.lastPlan) return this.lastBound as Bound;
     let b = this.bindings.get(plan);
     if (b === undefined) {
-      b = { suffixes: plan.policies.map(policySuffix), script: planScript(plan) };
+      b = {
+        heads: plan.policies.map((p) => keyHead(this.prefix, p.limiter)),
+        suffixes: plan.policies.map(policySuffix),
+        script: planScript(plan),
+      };
       this.bindings.set(plan, b);
     }
     this.lastPlan = plan;
@@ -223,7 +253,8 @@ export class RedisStore implements Store {
   /** The Redis keys that hold the state of `key` under `plan`, one per policy in plan order (for operators and tests). */
   keyNames(key: string, plan: StorePlan): string[] {
     const tag = keyTag(key);
-    return this.bind(plan).suffixes.map((s) => keyName(this.prefix, tag, s));
+    const b = this.bind(plan);
+    return b.suffixes.map((s, i) => keyName(b.heads[i] as string, tag, s));
   }
 
   /** The first connection's wait, shared by every limiter on this store; undefined once connected. */
@@ -285,8 +316,9 @@ export class RedisStore implements Store {
     if (status === 'ready') {
       if (!this.checked) {
         this.checked = true;
-        void checkServerConfig(this.client, this.diagnostics);
+        void this.checkServer();
       }
+      if (!this.used) this.inUse();
       return undefined;
     }
     // A lazyConnect client connects on its first command; we send none until it is ready, so start it.
@@ -483,7 +515,7 @@ export class RedisStore implements Store {
     const args: string[] = [];
     const single = typeof key === 'string' ? keyTag(key) : undefined;
     for (let i = 0; i < b.suffixes.length; i++) {
-      args.push(keyName(this.prefix, single ?? keyTag(keyAt(key, i)), b.suffixes[i] as string));
+      args.push(keyName(b.heads[i] as string, single ?? keyTag(keyAt(key, i)), b.suffixes[i] as string));
     }
     return args;
   }
@@ -517,11 +549,73 @@ export class RedisStore implements Store {
     return result;
   }
 
+  /** The server checks of the first connection, then the eviction watch when the policy may evict. */
+  private async checkServer(): Promise<void> {
+    const policy = await checkServerConfig(this.client, this.diagnostics);
+    if (policy === undefined || this.watchOptions === false || this.closed) return;
+    this.watch = new EvictionWatch({
+      ...this.watchOptions,
+      info: () => this.client.info('stats'),
+      policy,
+      logger: this.logger,
+      warn: this.warnEvicting,
+      takeUse: () => {
+        const used = this.used;
+        this.used = false;
+        return used;
+      },
+    });
+    this.used = true;
+    this.watch.start();
+  }
+
+  /** The first call since the eviction watch last read: it resumes if it stopped for want of use. */
+  private inUse(): void {
+    this.used = true;
+    if (this.watch !== undefined && !this.watch.running) this.watch.start();
+  }
+
+  /**
+   * Keys Redis evicted while this store watched (`evictionWatch`), over all masters: every key of the
+   * server, limiter state among them. 0 when the policy does not evict or the watch is off.
+   */
+  get evictions(): number {
+    return this.watch?.evictions ?? 0;
+  }
+
+  /** Stops the eviction watch. The client is the app's: the store never closes it. */
+  close(): void {
+    this.closed = true;
+    this.watch?.close();
+  }
+
   reset(key: string, plan: StorePlan): Promise<void> {
     const error = this.notReady();
     if (error !== undefined) return Promise.reject(error);
     return this.client.del(this.keyNames(key, plan)).then(() => undefined);
   }
+}
+
+function parseEvictionWatch(input: EvictionWatchOptions | boolean | undefined): Readonly<Required<EvictionWatchOptions>> | false {
+  const options = readSwitchOptions(
+    input,
+    { intervalMs: true, logIntervalMs: true },
+    'evictionWatch',
+    '{ intervalMs: 10_000, logIntervalMs: 60_000 }',
+    'ERR_RL_INVALID_OPTION',
+    'on',
+  );
+  if (options === false) return false;
+  const { intervalMs = 10_000, logIntervalMs = 60_000 } = options;
+  return Object.freeze({
+    intervalMs: positiveInteger(intervalMs, 'ERR_RL_INVALID_OPTION', 'evictionWatch.intervalMs', 'must be a positive integer number of ms'),
+    logIntervalMs: positiveInteger(
+      logIntervalMs,
+      'ERR_RL_INVALID_OPTION',
+      'evictionWatch.logIntervalMs',
+      'must be a positive integer number of ms',
+    ),
+  });
 }
 
 function isBound(value: Bound | Error): value is Bound {

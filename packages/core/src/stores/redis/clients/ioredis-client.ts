@@ -15,7 +15,7 @@
  */
 import { keySlot } from '../cluster-slot.js';
 import type { ClusterNodeLike, CorkableLike, RedisClientLike } from '../redis-client.js';
-import { configValue, type ScriptHost, type StoreClient } from './store-client.js';
+import { configValue, infoText, type ScriptHost, type StoreClient } from './store-client.js';
 
 function address(node: ClusterNodeLike): string {
   return `${node.options.host}:${node.options.port}`;
@@ -69,6 +69,15 @@ export function ioredisClient(c: RedisClientLike): StoreClient {
       const nodes: readonly { config?(s: 'GET', p: string): Promise<unknown> }[] = isCluster ? masters() : [c];
       return Promise.all(
         nodes.map(async (n) => (n.config === undefined ? undefined : configValue(await n.config('GET', parameter), parameter))),
+      );
+    },
+    info(section) {
+      const nodes: readonly (ClusterNodeLike | RedisClientLike)[] = isCluster ? masters() : [c];
+      return Promise.all(
+        nodes.map(async (n) => ({
+          node: isCluster ? address(n as ClusterNodeLike) : 'redis',
+          text: n.info === undefined ? undefined : infoText(await n.info(section)),
+        })),
       );
     },
     nodeAddress,

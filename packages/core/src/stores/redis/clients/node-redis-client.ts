@@ -6,7 +6,7 @@
  */
 import { keySlot } from '../cluster-slot.js';
 import type { NodeRedisClientLike, NodeRedisClusterLike } from '../redis-client.js';
-import { configValue, type StoreClient } from './store-client.js';
+import { configValue, infoText, type StoreClient } from './store-client.js';
 
 const SETTINGS = Object.freeze({ stringNumbers: false, resendsAfterReconnect: false });
 
@@ -29,8 +29,15 @@ export function nodeRedisClient(c: NodeRedisClientLike): StoreClient {
     scriptHost: () => host,
     del: (keys) => c.sendCommand(['DEL', ...keys]),
     configGet: async (parameter) => [configValue(await c.sendCommand(['CONFIG', 'GET', parameter]), parameter)],
+    info: async (section) => [{ node: 'redis', text: infoText(await c.sendCommand(['INFO', section])) }],
     nodeAddress: () => undefined,
   };
+}
+
+/** `host:port` of a node-redis cluster master, else its position. */
+function masterName(master: unknown, i: number): string {
+  const m = master as { host?: unknown; port?: unknown } | null;
+  return typeof m?.host === 'string' && typeof m.port === 'number' ? `${m.host}:${m.port}` : `master ${i}`;
 }
 
 /** Sends `args` on the connection of one node of a cluster (`nodeClient` gives it, or a promise of it on v5+). */
@@ -64,6 +71,8 @@ export function nodeRedisCluster(c: NodeRedisClusterLike): StoreClient {
     del: (keys) => c.sendCommand(keys[0], false, ['DEL', ...keys]),
     configGet: (parameter) =>
       Promise.all(c.masters.map(async (m) => configValue(await nodeSend(c, m, ['CONFIG', 'GET', parameter]), parameter))),
+    info: (section) =>
+      Promise.all(c.masters.map(async (m, i) => ({ node: masterName(m, i), text: infoText(await nodeSend(c, m, ['INFO', section])) }))),
     nodeAddress,
   };
 }

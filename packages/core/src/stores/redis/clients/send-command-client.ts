@@ -6,7 +6,7 @@
  * node, so the store falls back to EVAL when EVALSHA meets NOSCRIPT again).
  */
 import type { SendCommandClient } from '../redis-client.js';
-import { configValue, type StoreClient } from './store-client.js';
+import { configValue, infoText, type StoreClient } from './store-client.js';
 
 export function sendCommandClient(c: SendCommandClient): StoreClient {
   const send = (args: string[]) => c.sendCommand(args);
@@ -21,6 +21,7 @@ export function sendCommandClient(c: SendCommandClient): StoreClient {
     scriptHost: () => host,
     del: (keys) => send(['DEL', ...keys]),
     configGet: async (parameter) => [configValue(await send(['CONFIG', 'GET', parameter]), parameter)],
+    info: async (section) => [{ node: 'redis', text: infoText(await send(['INFO', section])) }],
     nodeAddress: () => undefined,
   };
 }

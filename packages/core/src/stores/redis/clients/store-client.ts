@@ -47,8 +47,26 @@ export interface StoreClient {
   del(keys: readonly string[]): Promise<unknown>;
   /** CONFIG GET `parameter` on every master: one value per master (undefined where it is not set). */
   configGet(parameter: string): Promise<(string | undefined)[]>;
+  /**
+   * INFO `section` of every master: per master its name (`host:port` on a Cluster, `'redis'` otherwise) and
+   * the reply's text (undefined where the server refuses INFO).
+   */
+  info(section: string): Promise<NodeInfo[]>;
   /** `host:port` of the master that serves `key` on a Cluster; undefined on one server or when unknown. */
   nodeAddress(key: string): string | undefined;
+}
+
+/** One master's INFO reply. */
+export interface NodeInfo {
+  readonly node: string;
+  readonly text: string | undefined;
+}
+
+/** The text of an INFO reply (a string, or a Buffer for clients that return them). */
+export function infoText(reply: unknown): string | undefined {
+  if (typeof reply === 'string') return reply;
+  if (Buffer.isBuffer(reply)) return reply.toString();
+  return undefined;
 }
 
 /** The value of `parameter` in a CONFIG GET reply: `[name, value]` (RESP2), a Map or an object (RESP3). */

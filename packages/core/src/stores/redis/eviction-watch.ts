@@ -1,0 +1,155 @@
+/**
+ * @module Eviction, said while it happens. Under a `maxmemory-policy` that evicts (`allkeys-*`,
+ * `volatile-*`), Redis deletes keys when it is full, limiter state among them, and the clients behind
+ * those keys get their whole budget again. The startup warning (`WRN_RL_EVICTION_POLICY`,
+ * config-checks.ts) says it may happen; this watch says that it does: every `intervalMs` while the store
+ * is in use it reads `evicted_keys` from `INFO stats` on every master (per node on a Cluster), adds what
+ * Redis evicted since the last read to `tollgate_store_evictions_total{store="redis"}` and to
+ * `RedisStore.evictions`, and logs `WRN_RL_STORE_EVICTING` at most once per `logIntervalMs`, with the
+ * count since the last line. One unref'd timer per store: it stops when the store goes unused for a
+ * whole interval (resumed by the next call) and on `close()`, and never keeps the process alive.
+ */
+import { seeDocs } from '../../errors.js';
+import { type Logger, safeLog } from '../../logging.js';
+import { counterCell } from '../../observability/metric-store.js';
+import type { NodeInfo } from './clients/store-client.js';
+
+/** `tollgate_store_evictions_total{store="redis"}`: keys Redis evicted, as every RedisStore of the process read them. */
+const EVICTIONS = counterCell('storeEvictions', { storeKind: 'redis' });
+
+export interface EvictionWatchOptions {
+  /** How often `INFO stats` is read, in ms. Defaults to `10_000`. */
+  intervalMs?: number;
+  /** At most one `WRN_RL_STORE_EVICTING` line per this many ms. Defaults to `60_000`. */
+  logIntervalMs?: number;
+}
+
+export interface EvictionWatchConfig {
+  readonly intervalMs: number;
+  readonly logIntervalMs: number;
+  /** INFO stats of every master. */
+  readonly info: () => Promise<NodeInfo[]>;
+  /** What the startup check read: the evicting policies, or `'unknown'` (CONFIG refused). */
+  readonly policy: string;
+  readonly logger: Logger;
+  /** False when `validate` switched the line off (the metric still counts). */
+  readonly warn: boolean;
+  /** Whether the store was called since the last read (and clears that). */
+  readonly takeUse: () => boolean;
+  readonly now?: () => number;
+}
+
+/** `evicted_keys` in an INFO reply, or undefined when absent. */
+export function evictedKeys(text: string | undefined): number | undefined {
+  const m = text === undefined ? null : /(?:^|\n)evicted_keys:(\d+)/.exec(text);
+  return m === null ? undefined : Number(m[1]);
+}
+
+export class EvictionWatch {
+  /** Keys Redis evicted since the watch started, over all masters. */
+  evictions = 0;
+  private readonly last = new Map<string, number>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private closed = false;
+  private reading = false;
+  /** Evictions not yet in a log line, and on which nodes. */
+  private unlogged = 0;
+  private readonly unloggedNodes = new Set<string>();
+  private lastLine = Number.NEGATIVE_INFINITY;
+  private readonly now: () => number;
+
+  constructor(private readonly config: EvictionWatchConfig) {
+    this.now = config.now ?? (() => performance.now());
+  }
+
+  /** True while the timer runs. */
+  get running(): boolean {
+    return this.timer !== undefined;
+  }
+
+  /** Starts (or resumes) the timer and takes a first reading, the baseline. */
+  start(): void {
+    if (this.closed || this.timer !== undefined) return;
+    this.timer = setInterval(() => void this.tick(), this.config.intervalMs);
+    this.timer.unref();
+    void this.read();
+  }
+
+  private async tick(): Promise<void> {
+    if (!this.config.takeUse()) {
+      // Unused for a whole interval: stop until the next call (the store resumes the watch). The next
+      // reading still counts what Redis evicted meanwhile, since the last one.
+      this.stop();
+      return;
+    }
+    await this.read();
+  }
+
+  /** Reads `evicted_keys` on every master and reports what grew; returns that. Never rejects. */
+  async read(): Promise<number> {
+    if (this.reading) return 0;
+    this.reading = true;
+    let replies: NodeInfo[];
+    try {
+      replies = await this.config.info();
+    } catch {
+      return 0;
+    } finally {
+      this.reading = false;
+    }
+    let delta = 0;
+    for (const { node, text } of replies) {
+      const value = evictedKeys(text);
+      if (value === undefined) continue;
+      const before = this.last.get(node);
+      this.last.set(node, value);
+      if (before === undefined) continue;
+      // A counter that went down was reset (a restart, CONFIG RESETSTAT): all of it is new.
+      const grew = value >= before ? value - before : value;
+      if (grew > 0) {
+        delta += grew;
+        this.unloggedNodes.add(node);
+      }
+    }
+    if (delta > 0) {
+      this.evictions += delta;
+      EVICTIONS.value += delta;
+      this.unlogged += delta;
+    }
+    this.maybeLog();
+    return delta;
+  }
+
+  private maybeLog(): void {
+    if (this.unlogged === 0) return;
+    const at = this.now();
+    if (at - this.lastLine < this.config.logIntervalMs) return;
+    const seconds = Number.isFinite(this.lastLine) ? Math.round((at - this.lastLine) / 1000) : undefined;
+    const count = this.unlogged;
+    const nodes = [...this.unloggedNodes];
+    this.lastLine = at;
+    this.unlogged = 0;
+    this.unloggedNodes.clear();
+    if (!this.config.warn) return;
+    safeLog(
+      this.config.logger,
+      'warn',
+      { code: 'WRN_RL_STORE_EVICTING', evicted: count, nodes, maxmemoryPolicy: this.config.policy },
+      `WRN_RL_STORE_EVICTING: Redis evicted ${count} keys ${seconds === undefined ? 'since the last reading' : `in the last ${seconds} s`} ` +
+        `(maxmemory-policy ${this.config.policy}${nodes.length > 1 || nodes[0] !== 'redis' ? `; ${nodes.join(', ')}` : ''}): ` +
+        'limiter state among them is gone, and the clients behind it got their whole budget again. Set maxmemory-policy ' +
+        'noeviction on the Redis that holds limiter state, or give it more memory. At most one such line per ' +
+        `${Math.round(this.config.logIntervalMs / 1000)} s; tollgate_store_evictions_total{store="redis"} counts every one. ${seeDocs('WRN_RL_STORE_EVICTING')}`,
+    );
+  }
+
+  private stop(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.stop();
+  }
+}

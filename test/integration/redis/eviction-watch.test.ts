@@ -1,0 +1,166 @@
+/**
+ * @module Eviction is loud while it happens (issue 25 item 5), on a real redis-server with a small
+ * `maxmemory` and `allkeys-lru`: while keys are flooded in and Redis evicts, the RedisStore in use
+ * counts the evictions (`store.evictions`, `tollgate_store_evictions_total{store="redis"}` on a
+ * prom-client registry) and logs `WRN_RL_STORE_EVICTING` at most once per `logIntervalMs`, after the one
+ * startup `WRN_RL_EVICTION_POLICY`; under `noeviction` it never reads INFO at all; on a Cluster (ioredis
+ * and node-redis) it reads every master and names the node that evicts. Real timers: the
+ * watch's interval is shortened to 100 ms so the suite takes seconds.
+ */
+import { createLimiter, type LogFields, RedisStore, registerPrometheusMetrics } from '@tollgate/core';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { commandCalls, describeRedis, HOST, type RedisServer, randomPrefix, startCluster, startRedis, waitFor } from './harness.js';
+
+function recorder() {
+  const lines: { fields: LogFields; at: number }[] = [];
+  const push = (fields: LogFields) => lines.push({ fields, at: performance.now() });
+  return { lines, logger: { warn: push, error: push } };
+}
+
+/** The value of `name{store="redis"}` in a registry's text output. */
+function redisEvictions(text: string): number {
+  const line = text.split('\n').find((l) => l.startsWith('tollgate_store_evictions_total{') && l.includes('store="redis"'));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+describeRedis('RedisStore eviction watch (issue 25)', () => {
+  let evicting: RedisServer;
+  let safe: RedisServer;
+  const registry = new Registry();
+  let unregister: () => void;
+
+  beforeAll(async () => {
+    unregister = registerPrometheusMetrics({ registry });
+    [evicting, safe] = await Promise.all([
+      startRedis(['--maxmemory', '4mb', '--maxmemory-policy', 'allkeys-lru']),
+      startRedis(['--maxmemory', '4mb', '--maxmemory-policy', 'noeviction']),
+    ]);
+  });
+  afterAll(async () => {
+    unregister?.();
+    await Promise.all([evicting?.close(), safe?.close()]);
+  });
+
+  it('counts the keys Redis evicts while a flood goes on, and warns at most once per logIntervalMs', async () => {
+    const client = await evicting.readyClient({ autoResendUnfulfilledCommands: false });
+    const flood = await evicting.readyClient();
+    const { lines, logger } = recorder();
+    const store = new RedisStore({ client, prefix: randomPrefix(), logger, evictionWatch: { intervalMs: 100, logIntervalMs: 1_000 } });
+    const limiter = createLimiter({
+      name: 'evictions',
+      policies: { algorithm: 'fixed-window', limit: 1_000, windowMs: 60_000 },
+      store,
+      storeTimeoutMs: 5_000,
+      logger,
+    });
+    const metricBefore = redisEvictions(await registry.metrics());
+    await limiter.check('warm-up');
+    await waitFor('the startup check', () => lines.some((l) => l.fields.code === 'WRN_RL_EVICTION_POLICY'));
+    const value = 'x'.repeat(1024);
+    const started = performance.now();
+    // About 2.5 s of flooding: 1 KB values, far past 4 MB, while the limiter keeps the store in use.
+    let i = 0;
+    while (performance.now() - started < 2_500) {
+      const batch = flood.pipeline();
+      for (let j = 0; j < 200; j++) batch.set(`flood:${i++}`, value);
+      await batch.exec();
+      await limiter.check(`k${i % 50}`);
+    }
+    const elapsed = performance.now() - started;
+    await waitFor('a reading after the flood', async () => store.evictions > 0);
+    const info = await flood.info('stats');
+    const evictedByRedis = Number(/evicted_keys:(\d+)/.exec(info)?.[1]);
+    expect(evictedByRedis).toBeGreaterThan(1_000);
+    // The watch reads every 100 ms; it has seen all but the last interval's evictions.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(store.evictions).toBeGreaterThan(evictedByRedis / 2);
+    expect(store.evictions).toBeLessThanOrEqual(evictedByRedis);
+    expect(redisEvictions(await registry.metrics()) - metricBefore).toBe(store.evictions);
+    const evicting1 = lines.filter((l) => l.fields.code === 'WRN_RL_STORE_EVICTING');
+    // About 25 readings saw evictions; at most one line per second made it to the log.
+    expect(evicting1.length).toBeGreaterThanOrEqual(1);
+    expect(evicting1.length).toBeLessThanOrEqual(Math.ceil(elapsed / 1_000) + 1);
+    for (let k = 1; k < evicting1.length; k++) {
+      expect((evicting1[k]?.at ?? 0) - (evicting1[k - 1]?.at ?? 0)).toBeGreaterThanOrEqual(990);
+    }
+    expect(evicting1.reduce((sum, l) => sum + Number(l.fields.evicted), 0)).toBeLessThanOrEqual(store.evictions);
+    expect(lines.filter((l) => l.fields.code === 'WRN_RL_EVICTION_POLICY')).toHaveLength(1);
+    // Unused for a whole interval, the watch stops reading; close() stops it for good.
+    const calls = async () => (await commandCalls(flood)).info ?? 0;
+    await new Promise((r) => setTimeout(r, 400));
+    const idle = await calls();
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await calls()) - idle).toBeLessThanOrEqual(1); // only the test's own INFO commandstats
+    await limiter.check('again');
+    await waitFor('the watch to resume', async () => (await calls()) - idle > 3);
+    store.close();
+    await limiter.close();
+    const closed = await calls();
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await calls()) - closed).toBeLessThanOrEqual(2);
+  });
+
+  it('never reads INFO under noeviction', async () => {
+    const client = await safe.readyClient({ autoResendUnfulfilledCommands: false });
+    const probe = await safe.readyClient();
+    const { lines, logger } = recorder();
+    // The clients' own INFO on connecting (ioredis' ready check) came before.
+    const before = (await commandCalls(probe)).info ?? 0;
+    const store = new RedisStore({ client, prefix: randomPrefix(), logger, evictionWatch: { intervalMs: 50 } });
+    const limiter = createLimiter({ name: 'quiet', policies: { limit: 10, windowMs: 1_000 }, store, storeTimeoutMs: 5_000 });
+    for (let k = 0; k < 10; k++) await limiter.check(`k${k}`);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(((await commandCalls(probe)).info ?? 0) - before).toBe(1); // the probe's own first INFO
+    expect(store.evictions).toBe(0);
+    expect(lines).toHaveLength(0);
+    await limiter.close();
+    store.close();
+  });
+
+  it('reads every master of a Cluster and names the one that evicts (ioredis and node-redis)', async () => {
+    const cluster = await startCluster(3);
+    try {
+      const full = cluster.masters[1] as RedisServer;
+      const admin = cluster.node(full);
+      await admin.config('SET', 'maxmemory', '4mb');
+      await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      const watched = await Promise.all(
+        (['ioredis', 'node-redis'] as const).map(async (kind) => {
+          const { lines, logger } = recorder();
+          const store = new RedisStore({
+            client: await cluster.storeClient(kind),
+            prefix: randomPrefix(),
+            logger,
+            evictionWatch: { intervalMs: 100, logIntervalMs: 60_000 },
+          });
+          const limiter = createLimiter({ name: kind, policies: { limit: 1_000, windowMs: 60_000 }, store, storeTimeoutMs: 5_000, logger });
+          await limiter.check('warm-up');
+          await waitFor(`the startup check (${kind})`, () => lines.some((l) => l.fields.code === 'WRN_RL_EVICTION_POLICY'));
+          return { kind, lines, store, limiter };
+        }),
+      );
+      const flood = cluster.client();
+      const value = 'x'.repeat(1024);
+      let i = 0;
+      const evicted = async () => Number(/evicted_keys:(\d+)/.exec(await admin.info('stats'))?.[1]);
+      while ((await evicted()) < 1_000) {
+        await Promise.all(Array.from({ length: 300 }, () => flood.set(`flood:${i++}`, value)));
+        for (const w of watched) await w.limiter.check(`k${i % 20}`);
+      }
+      for (const w of watched) {
+        await waitFor(
+          `a reading through ${w.kind}`,
+          () => w.store.evictions > 0 && w.lines.some((l) => l.fields.code === 'WRN_RL_STORE_EVICTING'),
+        );
+        const line = w.lines.find((l) => l.fields.code === 'WRN_RL_STORE_EVICTING');
+        expect(line?.fields.nodes).toEqual([`${HOST}:${full.port}`]);
+        expect(w.store.evictions).toBeLessThanOrEqual(await evicted());
+        w.store.close();
+        await w.limiter.close();
+      }
+    } finally {
+      await cluster.close();
+    }
+  });
+});

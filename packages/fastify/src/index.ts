@@ -8,6 +8,8 @@
  * request. Logs go to the user's `logger`, else `request.log` / `fastify.log`, else (when `Fastify()`
  * has no logger, whose default writes nowhere) `console`.
  */
+
+import { createHash } from 'node:crypto';
 import { type Decision, type Limiter, type LoadShedder, RateLimitConfigError, type RateLimitOptions } from '@tollgate/core';
 import { createRateLimitHandler, isPermissiveTrust, type RateLimitHandler } from '@tollgate/core/adapter';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
@@ -148,6 +150,12 @@ function isPermissiveFastifyTrust(request: FastifyRequest): boolean {
   });
 }
 
+/** A limiter name for a route's own limiter: the plugin's name (or 'route') and the route URL, in the characters a name allows. */
+function routeLimiterName(pluginName: string | undefined, url: string): string {
+  const raw = `${pluginName ?? 'route'}|${url}`.replace(/[^!-9;-z|~]/g, '~');
+  return raw.length <= 64 ? raw : `${raw.slice(0, 47)}~${createHash('sha256').update(raw).digest('hex').slice(0, 16)}`;
+}
+
 const methodsOf = (method: RouteOptions['method']): string[] => (Array.isArray(method) ? method : [method]).map(String);
 
 async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimitOptions): Promise<void> {
@@ -177,7 +185,10 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     }
     let handler = byUrl.get(url);
     if (handler === undefined) {
-      handler = createRateLimitHandler<FastifyRequest>({ ...mergeRouteOptions(options, own), shed: own.shed ?? base.shedder }, context);
+      const merged = mergeRouteOptions(options, own);
+      // A route's limiter keeps its own state beside the plugin's, also on a store they share: its own name.
+      const name = own.name ?? routeLimiterName(options.name, url);
+      handler = createRateLimitHandler<FastifyRequest>({ ...merged, name, shed: own.shed ?? base.shedder }, context);
       byUrl.set(url, handler);
       handlers.push(handler);
     }

@@ -35,8 +35,10 @@ export const WARNING_CODES = [
   'WRN_RL_UNTRUSTED_FORWARDED_HEADER',
 ] as const;
 
+/** A warning code tollgate logs; each is explained in docs/errors.md and can be switched off with `validate`. */
 export type WarningCode = (typeof WARNING_CODES)[number];
 
+/** Warn-once diagnostics: each code is logged at most once, unless `validate` switches it off. */
 export interface Diagnostics {
   /**
    * Logs `message` under `code` the first time this code is raised, unless switched off. `fields`

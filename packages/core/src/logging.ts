@@ -80,6 +80,7 @@ export interface LogRateOptions {
   intervalMs?: number;
 }
 
+/** The default log budget of a middleware: at most 10 lines a minute, then one summary of what was dropped. */
 export const DEFAULT_LOG_RATE: Readonly<Required<LogRateOptions>> = Object.freeze({ lines: 10, intervalMs: 60_000 });
 
 /**

@@ -24,6 +24,7 @@ import { checkState } from './stores/state-claims.js';
 import type { Store } from './stores/store.js';
 import type { AnyPolicyOptions, Clock, PolicyOptions } from './types.js';
 
+/** Shadow policies: candidates evaluated beside the enforced ones, never blocking, to roll out a new limit safely. */
 export interface ShadowOptions {
   /**
    * Candidate policies evaluated on every request with their own state, in the same store call; they
@@ -32,6 +33,7 @@ export interface ShadowOptions {
   policies: PolicyOptions | readonly PolicyOptions[];
 }
 
+/** The options of `createLimiter`: policies or plans, shadow policies, the store, the clock, the failure mode and the observability switches. */
 export interface LimiterOptions extends PlanOptions {
   /**
    * The limiter's identity in the store: part of every key name (`<prefix>:v2:<name>:{<key>}:<policy>` on
@@ -112,6 +114,7 @@ export interface LimiterOptions extends PlanOptions {
   hotKeys?: HotKeysOptions | boolean;
 }
 
+/** The hot-key sketches: how many keys each keeps, and the epoch they count over. */
 export interface HotKeysOptions {
   /** Keys each sketch monitors, an integer from 1 to 65,536. Defaults to `128`. */
   size?: number;
@@ -119,6 +122,7 @@ export interface HotKeysOptions {
   epochMs?: number;
 }
 
+/** The per-node circuit breaker of a store: how many failures open it and how long it stays open. */
 export interface BreakerOptions {
   /** Outage events in a row that open a node's breaker. Defaults to `1`. */
   failureThreshold?: number;

@@ -5,6 +5,7 @@
  */
 import { seeDocs } from '../errors.js';
 
+/** The error a `store-error` event carries when the store did not answer within `storeTimeoutMs`. */
 export class StoreTimeoutError extends Error {
   readonly code = 'ERR_RL_STORE_TIMEOUT';
   /** The node (connection, or Cluster master) that went silent. */

@@ -8,6 +8,7 @@
 import { RateLimitConfigError } from '../errors.js';
 import { positiveInteger } from '../internal/read-options.js';
 
+/** Bounds of `boundedCost(value, options)`: the largest and smallest cost, and the cost of a value that is not a count. */
 export interface BoundedCostOptions {
   /** The most a request may cost (and ask for): a whole number, at most the smallest capacity of the policies it is charged to. */
   readonly max: number;

@@ -8,6 +8,7 @@ import type { Diagnostics } from '../diagnostics.js';
 /** Header values as Node's `IncomingMessage.headers` holds them: lower-case names. */
 export type HeaderBag = Readonly<Record<string, string | string[] | undefined>>;
 
+/** What a key function sees of a request, in every framework alike: the socket address, the headers, method and URL, the request itself and warn-once diagnostics. */
 export interface RequestView<Req = unknown> {
   /** The socket peer address (`req.socket.remoteAddress`); undefined once the socket is gone. */
   readonly remoteAddress: string | undefined;

@@ -58,6 +58,7 @@ export interface LimiterEvents {
  */
 export type LimiterKey = string | Readonly<Record<string, string>>;
 
+/** A limiter: decides checks by its policies (`check`, `decide`), reads and gives back budget (`peek`, `refund`), and reports (`stats`, `on`, `hotKeys`). */
 export interface Limiter {
   /** Decides a request of `options.cost` (default: the limiter's `cost`, 1) for `key`, under `options.plan`. */
   check(key: LimiterKey, options?: CheckOptions): Promise<Decision>;

@@ -7,6 +7,7 @@
 
 /** `tollgate.result` of a decision. */
 export const RESULTS = ['allowed', 'limited', 'shadow_limited', 'cost_exceeds_capacity', 'store_error', 'shed'] as const;
+/** The value of the `result` label of a request counted in the metrics (allowed, limited, shed, ...). */
 export type ResultName = (typeof RESULTS)[number];
 
 /** `tollgate.store.outcome` of one store call. */
@@ -52,6 +53,7 @@ export interface MetricDescriptor {
   readonly optionalAttributes: readonly AttributeId[];
 }
 
+/** Every metric tollgate exports: its OpenTelemetry and Prometheus names, kind, unit, labels and meaning. */
 export const METRICS = {
   requests: {
     otel: 'tollgate.requests',

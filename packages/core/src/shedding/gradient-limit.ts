@@ -71,6 +71,7 @@ export const ADAPTIVE_DEFAULTS: AdaptiveLimitConfig = Object.freeze({
 /** Why the limit last changed (or did not). */
 export type LimitChange = 'initial' | 'latency' | 'event-loop' | 'app-limited' | 'too-few-samples';
 
+/** An adaptive in-flight limit (Netflix's gradient): it grows while latency stays near its best and shrinks when latency rises. */
 export class GradientLimit {
   #limit: number;
   #windowStart: number;

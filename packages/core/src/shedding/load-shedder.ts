@@ -21,11 +21,13 @@ import {
 
 /** Priorities, most important last. A priority may fill `shares[priority]` of the cap. */
 export type ShedPriority = 'low' | 'normal' | 'high' | 'critical';
+/** The request priorities of the load shedder, lowest first. */
 export const SHED_PRIORITIES: readonly ShedPriority[] = ['low', 'normal', 'high', 'critical'];
 
 /** Default shares of the cap: low traffic is shed once half the cap is in use, critical only at the cap. */
 export const DEFAULT_SHARES: Readonly<Record<ShedPriority, number>> = Object.freeze({ low: 0.5, normal: 0.8, high: 0.9, critical: 1 });
 
+/** Options of `createLoadShedder`: the cap (fixed or adaptive), the priority of a request and the share of the cap each priority may use. */
 // biome-ignore lint/suspicious/noExplicitAny: the default lets one options type serve every framework's request.
 export interface LoadShedderOptions<Req = any> {
   /** A fixed cap on requests in flight in this process. Give this or `adaptive`. */
@@ -71,6 +73,7 @@ export interface ShedTicket {
   release(sample?: boolean): void;
 }
 
+/** A server-wide in-flight cap (the `shed` option): admits by priority, refuses the rest with a 503. */
 // biome-ignore lint/suspicious/noExplicitAny: see LoadShedderOptions.
 export interface LoadShedder<Req = any> {
   /** The priority of `request` (`'critical'` when no priority function is set, so it may fill the whole cap). */

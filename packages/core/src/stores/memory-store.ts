@@ -31,6 +31,7 @@ import {
   type StorePlan,
 } from './store.js';
 
+/** Options of `new MemoryStore(options)`: the most keys kept, and how often expired keys are swept. */
 export interface MemoryStoreOptions {
   /**
    * Most (key, policy) entries kept at once; a limiter with two policies uses two entries per key.
@@ -191,6 +192,7 @@ function holdLease(b: Bound, lease: number): void {
 /** `tollgate_store_evictions_total{store="memory"}`: every MemoryStore of the process, from the start at 0. */
 const EVICTIONS = counterCell('storeEvictions', { storeKind: 'memory' });
 
+/** The in-process store (the default): every policy of a request applied at once, bounded memory, expired keys swept. */
 export class MemoryStore implements Store {
   readonly kind = 'memory';
   readonly maxKeys: number;

@@ -51,6 +51,7 @@ export const F_CHARGED = 4;
  */
 export type StoreResult = ArrayLike<number>;
 
+/** The contract of a store: prepare a plan, apply a request to every policy atomically, and optionally peek, refund, release and renew. */
 export interface Store {
   /** A short name for logs and events, e.g. 'memory' or 'redis'. */
   readonly kind: string;

@@ -23,6 +23,7 @@ export const TRUSTED_PROXY_PRESETS = Object.freeze({
   private: Object.freeze(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7', '169.254.0.0/16', 'fe80::/10']),
 });
 
+/** The name of a built-in list of proxy ranges for `trustedProxies` (e.g. `loopback`, `private`). */
 export type TrustedProxyPreset = keyof typeof TRUSTED_PROXY_PRESETS;
 
 type Range = readonly [IpAddress, number];

@@ -54,6 +54,7 @@ export interface ResponseTarget {
   abandon(): void;
 }
 
+/** A decided request: its Decision and the response planned for it. */
 export interface HandledRequest {
   readonly decision: Decision;
   readonly plan: ResponsePlan;
@@ -62,6 +63,7 @@ export interface HandledRequest {
 /** What the adapter does after `run`: `'next'` continues to the route; `'stop'` does nothing more. */
 export type RunOutcome = 'next' | 'stop';
 
+/** The per-middleware handler an adapter builds once: it runs the whole flow of a request through the adapter's target. */
 // biome-ignore lint/suspicious/noExplicitAny: the default lets one handler type serve every framework's request.
 export interface RateLimitHandler<Req = any> {
   readonly limiter: Limiter;

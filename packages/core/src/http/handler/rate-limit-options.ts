@@ -32,6 +32,7 @@ export interface LimitedBody {
   contentType?: string;
 }
 
+/** What `onLimited` receives: the request, its decision, the status about to be sent and the problem details. */
 // biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
 export interface LimitedContext<Req = any> {
   readonly request: Req;
@@ -42,6 +43,7 @@ export interface LimitedContext<Req = any> {
   readonly problem: ProblemDetails;
 }
 
+/** How limiter-made errors are described: the problem type URIs, and `extend` to add members to the body. */
 // biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
 export interface ProblemOptions<Req = any> {
   /**
@@ -56,6 +58,7 @@ export interface ProblemOptions<Req = any> {
   extend?: (request: Req, problem: ProblemDetails) => Record<string, unknown> | undefined;
 }
 
+/** The options every adapter takes (`rateLimit(options)`, Fastify's plugin options): the limiter's, plus how a request becomes a key, a cost and an answer. */
 // biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
 export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost' | 'policies' | 'plans'>, PlanHttpOptions<Req> {
   /** The enforced policies (the one-plan form); each may carry its own `key` (several keys, one decision). */

@@ -12,6 +12,7 @@ import type { KeyFunction } from '../request-view.js';
 import { BoundedCache } from './bounded-cache.js';
 import { isWellFormed, sha256 } from './namespaced-key.js';
 
+/** Options of `keys.header(name, options)`: a `secret` to key by an HMAC of the value instead of a plain digest. */
 export interface HeaderKeyOptions {
   /**
    * HMAC-SHA-256 secret. With it, the stored key cannot be checked against guessed API keys by whoever

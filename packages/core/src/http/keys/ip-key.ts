@@ -19,6 +19,7 @@ import { BoundedCache } from './bounded-cache.js';
 /** A preset name, a CIDR or an address. (`string & Record<never, never>` keeps the preset names in autocompletion.) */
 export type TrustedProxyEntry = TrustedProxyPreset | (string & Record<never, never>);
 
+/** Options of `keys.ip(options)`: the proxies trusted to forward the client address, the IPv6 prefix grouped into one key. */
 export interface IpKeyOptions {
   /**
    * The proxies allowed to name the client: CIDRs (`'10.0.0.0/8'`, `'2001:db8::/32'`), single addresses

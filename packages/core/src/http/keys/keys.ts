@@ -7,6 +7,7 @@ import { headerKey } from './header-key.js';
 import { tenantKey, userKey } from './identity-key.js';
 import { ipKey } from './ip-key.js';
 
+/** Key functions for the `key` option: `ip()`, `header(name)`, `user(fn)`, `tenant(fn)` and `first(...fns)`. */
 export const keys = Object.freeze({
   /** Client IP through trusted proxies, IPv6 grouped by prefix: `ip:203.0.113.7`, `ip:2001:db8:1:2::/64`. */
   ip: ipKey,

@@ -13,6 +13,7 @@ export const PARTITION_KEY_BYTES = 9;
 /** Shortest accepted secret, in bytes. Use 32 random bytes in production. */
 export const MIN_PARTITION_KEY_SECRET_BYTES = 8;
 
+/** Options of the draft-11 `pk` parameter: the secret its per-client partition key is derived with. */
 export interface PartitionKeyOptions {
   /**
    * The HMAC secret: a string (UTF-8) or bytes, at least 8 bytes; 32 random bytes recommended. Keep it

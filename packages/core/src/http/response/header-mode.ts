@@ -11,6 +11,7 @@
  */
 export type HeaderMode = 'draft-11' | 'draft-7' | 'draft-6' | 'legacy' | false;
 
+/** Every value `headers` accepts alone, in the order of preference. */
 export const HEADER_MODES: readonly HeaderMode[] = ['draft-11', 'draft-7', 'draft-6', 'legacy', false];
 
 /**

@@ -23,6 +23,7 @@ export const PROBLEM_TYPES: Readonly<Record<ProblemKind, string>> = Object.freez
   unavailable: `${PROBLEMS_URL}#limiter-unavailable`,
 });
 
+/** The HTTP status of each kind of problem: 429 limited, 413 a cost that can never fit, 503 the store failed or the server is overloaded. */
 export const PROBLEM_STATUS: Readonly<Record<ProblemKind, number>> = Object.freeze({
   limited: 429,
   costExceedsCapacity: 413,
@@ -35,6 +36,7 @@ const TITLES: Readonly<Record<ProblemKind, string>> = Object.freeze({
   unavailable: 'Rate Limiter Unavailable',
 });
 
+/** The media type of every body tollgate sends: RFC 9457 problem details. */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 /** An RFC 9457 problem details object as the limiter sends it. */

@@ -33,6 +33,7 @@ export interface ResponseConfig {
   readonly problemBody: ProblemBodyWriter;
 }
 
+/** What to answer for a decision: pass or reject, the status, the headers, the problem body and the shaping delay. */
 export interface ResponsePlan {
   /** `'pass'`: continue to the route; `'reject'`: answer with `status` and `body`. */
   readonly action: 'pass' | 'reject';

@@ -17,6 +17,7 @@ import type { NodeInfo } from './clients/store-client.js';
 /** `tollgate_store_evictions_total{store="redis"}`: keys Redis evicted, as every RedisStore of the process read them. */
 const EVICTIONS = counterCell('storeEvictions', { storeKind: 'redis' });
 
+/** How RedisStore watches Redis evict keys (`INFO stats`): how often it reads, and how often it may log. */
 export interface EvictionWatchOptions {
   /** How often `INFO stats` is read, in ms. Defaults to `10_000`. */
   intervalMs?: number;

@@ -8,8 +8,10 @@
 
 import { seeDocs } from '../../errors.js';
 
+/** The codes a `RedisStoreError` carries. */
 export type RedisStoreErrorCode = 'ERR_RL_STORE_NOT_READY' | 'ERR_RL_STORE_REPLY';
 
+/** An error of the Redis store (not ready, an unreadable reply), with a stable `code`; the limiter answers it by the failure mode. */
 export class RedisStoreError extends Error {
   readonly code: RedisStoreErrorCode;
 

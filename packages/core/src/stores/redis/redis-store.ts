@@ -50,6 +50,7 @@ import { pushArgs, readReply } from './scripts/script-protocol.js';
 import { ScriptRunner } from './scripts/script-runner.js';
 import { type RepairedState, RepairReporter } from './state-repair.js';
 
+/** Options of `new RedisStore(options)`: the client, the key prefix, the logger, and the checks and watches it runs. */
 export interface RedisStoreOptions {
   /**
    * Your Redis client, as it is; the store never closes it: an ioredis or iovalkey `Redis` or `Cluster`
@@ -117,6 +118,7 @@ const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = {
   evictionWatch: true,
 };
 
+/** The Redis store: one Lua script applies every policy of a request atomically, on Redis time, on one node or a Cluster. */
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly prefix: string;

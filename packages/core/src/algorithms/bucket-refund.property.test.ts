@@ -10,8 +10,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createLimiter, type Limiter } from '../create-limiter.js';
-import { MemoryStore } from '../stores/memory-store.js';
+import { createLimiter, type Limiter, MemoryStore } from '../index.js';
 import type { Decision } from '../types.js';
 
 type Bucket = 'token-bucket' | 'gcra' | 'leaky-bucket';

@@ -9,8 +9,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { alignedStart } from '../algorithms/kernel.js';
-import { createLimiter, type Limiter } from '../create-limiter.js';
-import { MemoryStore } from '../stores/memory-store.js';
+import { createLimiter, type Limiter, MemoryStore } from '../index.js';
 import { ALGORITHM_VARIANTS, type AlgorithmVariant, variantPolicy } from '../testing/variants.js';
 import type { Decision } from '../types.js';
 

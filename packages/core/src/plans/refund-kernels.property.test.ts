@@ -109,3 +109,106 @@ describe.each(WINDOWS)('$label: refunding the newest charge', (v) => {
     );
   });
 });
+
+/** The first time a charge at `t` with `d`'s mark no longer counts (see stillCounts). */
+function stopsCounting(v: AlgorithmVariant, w: number, t: number, d: Decision): number {
+  if (v.algorithm === 'sliding-window') return alignedStart(t, w) + w;
+  if (v.algorithm === 'sliding-log') return t + w;
+  return t + d.resetMs;
+}
+
+const ALL = ALGORITHM_VARIANTS.filter((v) => v.algorithm !== 'concurrency');
+
+describe.each(ALL)('$label: a refund of a charge that no longer counts', (v) => {
+  it('gives nothing back and changes nothing, from the first ms it stops counting', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({ limit: fc.integer({ min: 1, max: 8 }), windowMs: fc.constantFrom(1, 7, 100, 999, 1000) }),
+        fc.array(fc.record({ dt: fc.integer({ min: 0, max: 1500 }), cost: fc.constantFrom(1, 0.5, 2) }), { maxLength: 8 }),
+        fc.constantFrom(1, 0.5, 0.001),
+        fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 3000 })),
+        async (shape, prefix, cost, extra) => {
+          let now = 1_000_000;
+          const limiter = createLimiter({
+            policies: variantPolicy(v, shape),
+            store: new MemoryStore({ sweepIntervalMs: 0 }),
+            clock: () => now,
+          });
+          for (const step of prefix) {
+            now += step.dt;
+            await limiter.check('k', { cost: step.cost });
+          }
+          const t = now;
+          const d = await limiter.check('k', { cost });
+          if (!d.allowed) return;
+          now = stopsCounting(v, shape.windowMs, t, d) + extra;
+          const before = await Promise.all([0.001, 1, shape.limit].map((c) => limiter.peek('k', { cost: c })));
+          expect((await limiter.refund(d)).refunded).toBe(false);
+          const after = await Promise.all([0.001, 1, shape.limit].map((c) => limiter.peek('k', { cost: c })));
+          expect(after.map(view)).toEqual(before.map(view));
+        },
+      ),
+      { numRuns: 120 },
+    );
+  });
+});
+
+const ANY = ALGORITHM_VARIANTS.filter(
+  (v) => (v.algorithm === 'fixed-window' && v.anchor === undefined) || v.algorithm === 'sliding-window' || v.algorithm === 'sliding-log',
+);
+
+describe.each(ANY)('$label: refunding any charge that still counts', (v) => {
+  it('decides as if it had never been made, when its absence changes no decision before the refund', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({ limit: fc.integer({ min: 1, max: 8 }), windowMs: fc.constantFrom(7, 100, 999, 1000) }),
+        fc.array(fc.record({ dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 300 })), cost: fc.constantFrom(1, 0.5, 2) }), {
+          minLength: 1,
+          maxLength: 10,
+        }),
+        fc.nat(),
+        fc.option(fc.integer({ min: 1, max: 999 }), { nil: undefined }),
+        fc.array(fc.record({ dt: fc.integer({ min: 0, max: 700 }), cost: fc.constantFrom(1, 0.5, 2) }), { maxLength: 8 }),
+        async (shape, steps, which, part, after) => {
+          let now = 1_000_000;
+          const limiterOf = () =>
+            createLimiter({ policies: variantPolicy(v, shape), store: new MemoryStore({ sweepIntervalMs: 0 }), clock: () => now });
+          const refunded = limiterOf();
+          const never = limiterOf();
+          const start = now;
+          const decisions: Decision[] = [];
+          for (const step of steps) {
+            now += step.dt;
+            decisions.push(await refunded.check('k', { cost: step.cost }));
+          }
+          const admitted = decisions.map((d, i) => [d, i] as const).filter(([d]) => d.allowed);
+          if (admitted.length === 0) return;
+          const [x, xi] = admitted[which % admitted.length] as readonly [Decision, number];
+          const cost = steps[xi]?.cost ?? 0;
+          const give = part === undefined ? cost : Math.max(0.001, Math.floor(cost * part) / 1000);
+          // The twin: the same requests, that one charged `cost - give` (or not at all).
+          now = start;
+          for (const [i, step] of steps.entries()) {
+            now += step.dt;
+            if (i === xi) {
+              if (give < cost) expect((await never.check('k', { cost: Math.round((cost - give) * 1000) / 1000 })).allowed).toBe(true);
+              continue;
+            }
+            if ((await never.check('k', { cost: step.cost })).allowed !== decisions[i]?.allowed) return;
+          }
+          const t = start + steps.slice(0, xi + 1).reduce((s, step) => s + step.dt, 0);
+          if (!stillCounts(v, shape.windowMs, t, x, now)) return;
+          expect((await refunded.refund(x, give < cost ? { cost: give } : undefined)).refunded).toBe(true);
+          for (const probe of [0.001, 1, shape.limit]) {
+            expect(view(await refunded.peek('k', { cost: probe }))).toEqual(view(await never.peek('k', { cost: probe })));
+          }
+          for (const step of after) {
+            now += step.dt;
+            expect(view(await refunded.check('k', { cost: step.cost }))).toEqual(view(await never.check('k', { cost: step.cost })));
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});

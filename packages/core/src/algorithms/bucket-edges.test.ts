@@ -49,3 +49,29 @@ for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
     });
   });
 }
+
+for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
+  describe(`${algorithm}: a limit change under the same burst`, () => {
+    it('limit 10 -> 20, burst 10: what leaked before the change leaked at the old rate', async () => {
+      let now = 1000;
+      const limiter = createLimiter({
+        plans: {
+          slow: [{ name: 'api', algorithm, limit: 10, windowMs: 1000, burst: 10 }],
+          fast: [{ name: 'api', algorithm, limit: 20, windowMs: 1000, burst: 10 }],
+        },
+        store: new MemoryStore({ sweepIntervalMs: 0 }),
+        clock: () => now,
+      });
+      expect(await limiter.check('k', { plan: 'slow', cost: 10 })).toMatchObject({ allowed: true, remaining: 0 });
+      // 100 ms at 10 per second: one token back (not two), then 50 ms per token under the new limit.
+      now = 1100;
+      expect(await limiter.peek('k', { plan: 'fast', cost: 2 })).toMatchObject({
+        allowed: false,
+        remaining: 1,
+        retryAfterMs: 50,
+        resetMs: 450,
+      });
+      expect(await limiter.check('k', { plan: 'fast' })).toMatchObject({ allowed: true, remaining: 0, resetMs: 500 });
+    });
+  });
+}

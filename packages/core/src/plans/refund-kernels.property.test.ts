@@ -117,7 +117,7 @@ function stopsCounting(v: AlgorithmVariant, w: number, t: number, d: Decision): 
   return t + d.resetMs;
 }
 
-const ALL = ALGORITHM_VARIANTS.filter((v) => v.algorithm !== 'concurrency');
+const ALL = ALGORITHM_VARIANTS;
 
 describe.each(ALL)('$label: a refund of a charge that no longer counts', (v) => {
   it('gives nothing back and changes nothing, from the first ms it stops counting', async () => {

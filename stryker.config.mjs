@@ -5,9 +5,28 @@
  * recorded in bench/MUTATION.md. One file while iterating: `pnpm mutate --mutate packages/core/src/algorithms/gcra.ts`.
  */
 
-// The memory store's apply path: apply, peek and refund (not release/renew/leases), then
-// applySingle, applyNew, applyGroups and applyGroup. Keep these ranges in step with the file.
-const MEMORY_STORE_APPLY = ['packages/core/src/stores/memory-store.ts:269-298', 'packages/core/src/stores/memory-store.ts:325-446'];
+import { readFileSync } from 'node:fs';
+
+const MEMORY_STORE = 'packages/core/src/stores/memory-store.ts';
+
+/** The 1-based line of the first line of `file` that starts with `prefix`. */
+function lineOf(lines, prefix) {
+  const i = lines.findIndex((l) => l.startsWith(prefix));
+  if (i < 0) throw new Error(`stryker.config.mjs: no line starting with ${JSON.stringify(prefix)} in ${MEMORY_STORE}`);
+  return i + 1;
+}
+
+/**
+ * The memory store's apply path, found by its methods so that the ranges follow the file: `apply`, `peek` and
+ * `refund` (up to `release`), then `applySingle`, `applyNew`, `applyGroups` and `applyGroup` (up to `evict`).
+ */
+function memoryStoreApplyPath() {
+  const lines = readFileSync(MEMORY_STORE, 'utf8').split('\n');
+  return [
+    `${MEMORY_STORE}:${lineOf(lines, '  apply(')}-${lineOf(lines, '  release(') - 1}`,
+    `${MEMORY_STORE}:${lineOf(lines, '  private applySingle(')}-${lineOf(lines, '  private evict(') - 1}`,
+  ];
+}
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
@@ -22,7 +41,7 @@ export default {
     '!packages/core/src/algorithms/*.test.ts',
     '!packages/core/src/algorithms/index.ts',
     'packages/core/src/plans/refund-kernels.ts',
-    ...MEMORY_STORE_APPLY,
+    ...memoryStoreApplyPath(),
   ],
   // The sandbox needs the core and the root configs only; the rest of the monorepo stays out of it.
   ignorePatterns: ['/*', '!/packages', '/packages/*', '!/packages/core', '!/package.json', '!/tsconfig*.json', '!/vitest.mutate.config.ts'],

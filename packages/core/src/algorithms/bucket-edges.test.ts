@@ -1,0 +1,77 @@
+/**
+ * @module Bucket edges computed by hand (issue 29: each pins a mutant the traces let live). Limit 10 per
+ * 1000 ms: one token per 100 ms.
+ * - A full bucket stays full when the clock steps back: it lends nothing and owes no reset time.
+ * - A burst change under the same limit clamps the debt to the new capacity (no wait longer than a full
+ *   bucket's), and spends the receipts made before it.
+ */
+import { describe, expect, it } from 'vitest';
+import { createLimiter, MemoryStore } from '../index.js';
+
+describe('token-bucket: a full bucket and a clock stepping back', () => {
+  it('refunded to full at 1000, then read at 950: still full, reset 0, nothing taken for the 50 ms', async () => {
+    let now = 1000;
+    const limiter = createLimiter({
+      policies: { algorithm: 'token-bucket', limit: 10, windowMs: 1000 },
+      store: new MemoryStore({ sweepIntervalMs: 0 }),
+      clock: () => now,
+    });
+    const d = await limiter.check('k');
+    expect(d).toMatchObject({ allowed: true, remaining: 9, resetMs: 100 });
+    expect((await limiter.refund(d)).refunded).toBe(true);
+    now = 950;
+    // A cost that can never fit reports the state as it stands: full, nothing to wait for.
+    expect(await limiter.peek('k', { cost: 11 })).toMatchObject({ allowed: false, remaining: 10, resetMs: 0, retryAfterMs: 0 });
+    expect(await limiter.check('k')).toMatchObject({ allowed: true, remaining: 9, resetMs: 150 });
+  });
+});
+
+for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
+  describe(`${algorithm}: a burst change under the same limit`, () => {
+    it('burst 10 -> 5: a bucket 10 short is 5 short, and the old receipt refunds nothing', async () => {
+      const now = 1000;
+      const limiter = createLimiter({
+        plans: {
+          wide: [{ name: 'api', algorithm, limit: 10, windowMs: 1000, burst: 10 }],
+          narrow: [{ name: 'api', algorithm, limit: 10, windowMs: 1000, burst: 5 }],
+        },
+        store: new MemoryStore({ sweepIntervalMs: 0 }),
+        clock: () => now,
+      });
+      const d = await limiter.check('k', { plan: 'wide', cost: 10 });
+      expect(d).toMatchObject({ allowed: true, remaining: 0 });
+      // 10 owed, clamped to 5: one more token is 100 ms away (not 600).
+      expect(await limiter.peek('k', { plan: 'narrow' })).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 100, resetMs: 500 });
+      // The first apply under the new burst converts the state: the wide receipt is spent.
+      expect(await limiter.check('k', { plan: 'narrow' })).toMatchObject({ allowed: false, retryAfterMs: 100 });
+      expect((await limiter.refund(d)).refunded).toBe(false);
+      expect(await limiter.peek('k', { plan: 'narrow' })).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 100 });
+    });
+  });
+}
+
+for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
+  describe(`${algorithm}: a limit change under the same burst`, () => {
+    it('limit 10 -> 20, burst 10: what leaked before the change leaked at the old rate', async () => {
+      let now = 1000;
+      const limiter = createLimiter({
+        plans: {
+          slow: [{ name: 'api', algorithm, limit: 10, windowMs: 1000, burst: 10 }],
+          fast: [{ name: 'api', algorithm, limit: 20, windowMs: 1000, burst: 10 }],
+        },
+        store: new MemoryStore({ sweepIntervalMs: 0 }),
+        clock: () => now,
+      });
+      expect(await limiter.check('k', { plan: 'slow', cost: 10 })).toMatchObject({ allowed: true, remaining: 0 });
+      // 100 ms at 10 per second: one token back (not two), then 50 ms per token under the new limit.
+      now = 1100;
+      expect(await limiter.peek('k', { plan: 'fast', cost: 2 })).toMatchObject({
+        allowed: false,
+        remaining: 1,
+        retryAfterMs: 50,
+        resetMs: 450,
+      });
+      expect(await limiter.check('k', { plan: 'fast' })).toMatchObject({ allowed: true, remaining: 0, resetMs: 500 });
+    });
+  });
+}

@@ -8,7 +8,7 @@
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Decision, LogFields, Logger, PolicyOptions, RateLimitOptions } from '@tollgate/core';
-import { keys, MemoryStore, PROBLEM_TYPES } from '@tollgate/core';
+import { createLimiter, keys, MemoryStore, PROBLEM_TYPES } from '@tollgate/core';
 import { formatLine } from '@tollgate/core/adapter';
 import request from 'supertest';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -734,6 +734,27 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
         while (vi.getTimerCount() > 0) await new Promise((r) => setImmediate(r));
         await vi.advanceTimersByTimeAsync(1000);
         expect(app.handled()).toBe(1);
+      });
+
+      it('gives a client that left while delayed its charge back (issue 25)', async () => {
+        const store = new MemoryStore({ sweepIntervalMs: 0 });
+        const policies = { name: 'shaper', algorithm: 'leaky-bucket', limit: 10, windowMs: 1000, burst: 5 } as const;
+        // The side limiter reads the middleware's state: the same name on one store shares on purpose.
+        const app = await start({ global: { policies, clock, store, name: 'shaped', key: () => 'client' } });
+        const side = createLimiter({ policies, clock, store, name: 'shaped' });
+        await request(app.server).get('/').expect(200);
+        const before = (await side.peek('client')).remaining;
+        vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+        const { port } = app.server.address() as AddressInfo;
+        const req = httpRequest({ host: '127.0.0.1', port, path: '/' });
+        req.on('error', () => undefined);
+        req.end();
+        await timerArmed();
+        expect((await side.peek('client')).remaining).toBe(before - 1);
+        req.destroy();
+        while ((await side.peek('client')).remaining !== before) await new Promise((r) => setImmediate(r));
+        expect(app.handled()).toBe(1);
+        await side.close();
       });
     });
   });

@@ -7,6 +7,7 @@
  * with one logged error. The adapter then only calls the framework's "next".
  */
 
+import type { Diagnostics } from '../../diagnostics.js';
 import { hasConcurrencyQueue } from '../../leases/lease-queue.js';
 import { createLimiter } from '../../limiter/create-limiter.js';
 import type { Limiter } from '../../limiter/limiter.js';
@@ -14,6 +15,7 @@ import { consoleLogger, createLogGate, isAbstractNoopLogger, type Logger, safeLo
 import { ShedObserver } from '../../observability/shed-observer.js';
 import type { ShedTicket } from '../../shedding/load-shedder.js';
 import { isPromiseLike } from '../../stores/store.js';
+import type { Decision } from '../../types.js';
 import { createPartitionKey } from '../keys/partition-key.js';
 import { createHeaderWriter } from '../response/header-writer.js';
 import { createProblemBodyWriter } from '../response/problem.js';
@@ -123,6 +125,16 @@ function renewInterval(limiter: Limiter): number {
   return leaseTimes.length === 0 ? 0 : Math.max(1, Math.floor(Math.min(...leaseTimes) / 2));
 }
 
+/** Gives back the charge of a request that was never served (its client left while it was delayed). */
+function giveBack(limiter: Limiter, decision: Decision, diagnostics: Diagnostics): void {
+  if (decision.receipt === undefined) return;
+  limiter.refund(decision).catch((error: unknown) => {
+    diagnostics.warn('WRN_RL_REFUND_FAILED', 'giving back the charge of a delayed request whose client left failed; it stays counted.', {
+      err: error,
+    });
+  });
+}
+
 /** `handler.run`: the whole flow through an adapter's target, and what the admitted requests hold. */
 function createRun<Req>(
   config: RateLimitConfig<Req>,
@@ -162,7 +174,7 @@ function createRun<Req>(
       }
       let outcome: RunOutcome = 'next';
       if (handled !== undefined) {
-        const written = writePlan(handled, out, diagnostics);
+        const written = writePlan(handled, out, diagnostics, () => giveBack(limiter, handled.decision, diagnostics));
         outcome = isPromiseLike(written) ? await written : written;
       }
       holds.keep(out.raw, outcome, ticket, handled?.decision, handled === undefined || handled.plan.action === 'pass');

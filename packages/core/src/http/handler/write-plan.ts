@@ -14,8 +14,16 @@ export function started(target: ResponseTarget): boolean {
   return raw.headersSent || raw.writableEnded || raw.destroyed === true || (target.sent?.() ?? false);
 }
 
-/** Writes the plan; synchronous unless a shaping delay has to be waited out. */
-export function writePlan(handled: HandledRequest, out: ResponseTarget, diagnostics: Diagnostics): RunOutcome | Promise<RunOutcome> {
+/**
+ * Writes the plan; synchronous unless a shaping delay has to be waited out. `left` is called when the
+ * client goes away during that delay: it is never served, so its charge should go back (issue 25).
+ */
+export function writePlan(
+  handled: HandledRequest,
+  out: ResponseTarget,
+  diagnostics: Diagnostics,
+  left?: () => void,
+): RunOutcome | Promise<RunOutcome> {
   const { decision, plan } = handled;
   out.attach(decision);
   if (started(out)) {
@@ -39,6 +47,7 @@ export function writePlan(handled: HandledRequest, out: ResponseTarget, diagnost
   if (plan.delayMs > 0) {
     return waitUnlessClosed(plan.delayMs, out.raw).then((waited) => {
       if (waited) return 'next';
+      left?.();
       out.abandon();
       return 'stop';
     });

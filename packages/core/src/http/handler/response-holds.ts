@@ -31,6 +31,9 @@ export class ResponseHolds {
     if (ticket === undefined && lease === undefined) return;
     const renewal = renew !== undefined && outcome === 'next' && this.renewEveryMs > 0 ? setInterval(renew, this.renewEveryMs) : undefined;
     renewal?.unref();
+    // Renewal stops when the response is gone (the client left, the socket was destroyed): a handler that
+    // never answers (an async throw on Express 4) then holds its lease at most leaseMs longer (issue 25).
+    if (renewal !== undefined) response.once('close', () => clearInterval(renewal));
     const release = (finished: boolean): void => {
       if (renewal !== undefined) clearInterval(renewal);
       ticket?.release(finished && admitted);

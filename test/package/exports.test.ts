@@ -212,6 +212,7 @@ describe('@tollgate/core, built', () => {
         "type Decision",
         "type DecisionMessage",
         "type DecisionReason",
+        "type EvictionWatchOptions",
         "type ForwardingHeader",
         "type HeaderBag",
         "type HeaderKeyOptions",

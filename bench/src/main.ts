@@ -56,6 +56,7 @@ interface Plan {
     warmUpPasses: number;
     batch: number;
     cells?: readonly string[];
+    subjects?: readonly string[];
   };
 }
 
@@ -89,7 +90,15 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     http: { frameworks: ['express'], modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 10 },
     concurrency: { runs: 1, durationMs: 500, rps: 400 },
     observability: { processes: 1, copies: 2, passes: 2, batch: 1000 },
-    interleaved: { processes: 1, copies: 1, passes: 2, warmUpPasses: 1, batch: 500, cells: ['1key'] },
+    interleaved: {
+      processes: 1,
+      copies: 1,
+      passes: 2,
+      warmUpPasses: 1,
+      batch: 500,
+      cells: ['1key'],
+      subjects: ['tollgate-gcra', 'v01-gcra', 'erl'],
+    },
   },
 };
 

@@ -62,18 +62,29 @@ function erlCopy(dir: string): string {
   return join(dir, 'index.mjs');
 }
 
-/** Writes `copies` copies of each build (`currentCopies` of the current core, which the rows of section I's extras need more of). */
-export function buildInterleaved(copies: number, currentCopies: number): InterleavedBuilds {
-  const current = buildCopies(buildObservabilityCurrent, join(COPIES_DIR, 'int-current'), currentCopies);
-  const twin = buildCopies(buildProviderlessTwin, join(TWINS_DIR, 'tollgate-bench-int-twin'), copies);
+/** What to write: copies of each build, more of the current core (the feature rows need a set per feature), the twin and v0.1 only when asked. */
+export interface BuildPlan {
+  readonly copies: number;
+  readonly currentCopies: number;
+  readonly twin: boolean;
+  readonly v01: boolean;
+}
+
+/** Writes the copies of each build `plan` asks for. */
+export function buildInterleaved(plan: BuildPlan): InterleavedBuilds {
+  const { copies } = plan;
+  const current = buildCopies(buildObservabilityCurrent, join(COPIES_DIR, 'int-current'), plan.currentCopies);
+  const twin = plan.twin ? buildCopies(buildProviderlessTwin, join(TWINS_DIR, 'tollgate-bench-int-twin'), copies) : [];
   const erl = buildCopies(erlCopy, join(COPIES_DIR, 'int-erl'), copies);
   let v01: string[] | undefined;
   let v01Error: string | undefined;
-  try {
-    const src = exportV01();
-    v01 = buildCopies((dir) => v01Copy(src, dir), join(COPIES_DIR, 'int-v01'), 2 * copies);
-  } catch (error) {
-    v01Error = `tollgate v0.1 (${V01_COMMIT}) could not be exported: ${(error as Error).message.split('\n')[0]}`;
+  if (plan.v01) {
+    try {
+      const src = exportV01();
+      v01 = buildCopies((dir) => v01Copy(src, dir), join(COPIES_DIR, 'int-v01'), 2 * copies);
+    } catch (error) {
+      v01Error = `tollgate v0.1 (${V01_COMMIT}) could not be exported: ${(error as Error).message.split('\n')[0]}`;
+    }
   }
   return { current, twin, v01, v01Error, erl };
 }

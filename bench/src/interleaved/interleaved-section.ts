@@ -53,6 +53,8 @@ export interface InterleavedSectionOptions {
   readonly warmUpPasses: number;
   readonly batch: number;
   readonly cells?: readonly string[];
+  /** Only these subjects of the comparison cells (the smoke run: gcra against v0.1 and express-rate-limit); all when absent. */
+  readonly subjects?: readonly string[];
   readonly only: RegExp | undefined;
   readonly profile: boolean;
   readonly log: (line: string) => void;
@@ -65,18 +67,25 @@ export async function runInterleavedSection(o: InterleavedSectionOptions): Promi
     (c) => (o.cells === undefined || o.cells.includes(c.id)) && (o.only === undefined || o.only.test(`I/${c.id}`)),
   );
   const n = o.copies;
-  const builds = buildInterleaved(n, 5 * n);
+  const wanted = (id: string): boolean => o.subjects === undefined || o.subjects.includes(id);
+  const builds = buildInterleaved({
+    copies: n,
+    currentCopies: cells.some((c) => c.set === 'extras') ? 5 * n : 2 * n,
+    twin: cells.some((c) => c.set === 'otel'),
+    v01: cells.some((c) => c.set === 'main') && (wanted('v01-gcra') || wanted('v01-fixed-window')),
+  });
   const errors: string[] = [];
   if (builds.v01Error !== undefined) o.log(`  ${builds.v01Error}: its cells are not available`);
   const copiesOf = (set: 'main' | 'extras' | 'otel'): Record<string, readonly string[]> => {
     if (set === 'otel') return { 'plain-unwatched': builds.twin, otel: slice(builds.current, 0, n) };
     if (set === 'extras') return Object.fromEntries(SUBJECTS.extras.map((d, i) => [d.id, slice(builds.current, i * n, n)]));
-    return {
+    const all: Record<string, readonly string[]> = {
       'tollgate-gcra': slice(builds.current, 0, n),
       'tollgate-fixed-window': slice(builds.current, n, n),
       ...(builds.v01 === undefined ? {} : { 'v01-gcra': slice(builds.v01, 0, n), 'v01-fixed-window': slice(builds.v01, n, n) }),
       erl: builds.erl,
     };
+    return Object.fromEntries(Object.entries(all).filter(([id]) => wanted(id)));
   };
   o.log(
     `I: interleaved in one process, ${o.processes} process(es) per cell, ${n} copies of each subject, ${o.passes} passes of ${o.batch.toLocaleString('en-US')} decisions per copy`,

@@ -1,6 +1,6 @@
 /**
  * @module The benchmark harness's smoke test: `pnpm bench --smoke` end to end (a few tiny cells of
- * sections A, B, C, D, O and R) must exit 0 and write a report with every section. It checks that the harness
+ * sections A, B, C, D, I, O and R) must exit 0 and write a report with every section. It checks that the harness
  * works, never how fast anything is.
  */
 import { spawnSync } from 'node:child_process';
@@ -34,6 +34,7 @@ describe('pnpm bench --smoke', () => {
       '## B. Redis',
       '## C. HTTP',
       '## D. Concurrency and load shedding (issue 11)',
+      '## I. Interleaved in one process (issue 24)',
       '## O. Observability overhead (issue 12)',
       '## R. Replay',
     ]) {
@@ -69,6 +70,14 @@ describe('pnpm bench --smoke', () => {
         expect(report).toContain(`| ${exporter} | ${c} | `);
       }
     }
+    // I: tollgate, v0.1 (unless this clone lacks its commit) and express-rate-limit, interleaved in one process.
+    expect(report).toMatch(/\| 1 key \| tollgate gcra \/ express-rate-limit MemoryStore \| [\d,.]+ \| [\d,.]+ \| [\d.]+ \|/);
+    if (!report.includes('could not be exported')) {
+      expect(report).toMatch(/\| 1 key \| tollgate gcra \/ tollgate v0\.1 gcra \| [\d,.]+ \| [\d,.]+ \| [\d.]+ \|/);
+    }
+    expect(report).toContain(
+      "| I | gcra: awaited check() at or below express-rate-limit's MemoryStore.increment, 1 key, interleaved in one process |",
+    );
     expect(report).toContain('| O | gcra without a provider within 1.02x of the build without observability, 1 key |');
     expect(r.stdout).toContain('Targets:');
     expect(report).toMatch(/median [\d,]+ lines\/s/);

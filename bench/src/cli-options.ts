@@ -29,10 +29,12 @@ export const USAGE = `Usage: pnpm bench [options]
   --quick            fewer runs and shorter rounds, no 1M-key cells (under two minutes)
   --smoke            a few tiny cells that only check the harness works (implies --quick)
   --sections A,B,... which sections to run (default: all): A decisions in process, B Redis, C HTTP,
-                     D concurrency and shedding, O observability overhead, R replay's lines per second.
+                     D concurrency and shedding, I interleaved in one process (tollgate against
+                     express-rate-limit and v0.1, and what each feature adds), O observability
+                     overhead, R replay's lines per second.
                      With some sections only and an existing results file, only those sections (and
                      their rows of the Targets table) are rewritten; the rest of the file is kept
-  --only REGEX       only the cells whose id matches, e.g. --only 'A/tollgate-gcra/100k'
+  --only REGEX       only the cells whose id matches, e.g. --only 'A/tollgate-gcra/100k' or 'I/over'
   --out FILE         where to write the results (default: bench/RESULTS.md for a full run,
                      bench/.results/RESULTS.quick.md or RESULTS.smoke.md otherwise)
   --profile          run every child process with --cpu-prof (bench/.results/profiles/)

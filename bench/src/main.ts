@@ -1,6 +1,6 @@
 /**
  * @module `pnpm bench`: runs sections A (decisions in process), B (Redis), C (HTTP), D (concurrency and
- * shedding), O (observability overhead) and R (replay) one after the other on this machine, writes
+ * shedding), I (interleaved in one process), O (observability overhead) and R (replay) one after the other on this machine, writes
  * RESULTS.md with every figure and the targets' verdicts, and prints a summary. A run of some sections
  * into an existing file rewrites only those (merge-results.ts). Exits 1 when a cell failed (a subject
  * that has not landed is "not available", not a failure).
@@ -16,6 +16,7 @@ import { decisionScenarios } from './decisions/scenarios.js';
 import { FRAMEWORKS, type Framework, type Mode } from './http/http-apps.js';
 import { runHttpSection } from './http/http-section.js';
 import { pickLoadGenerator } from './http/load-generator.js';
+import { runInterleavedSection } from './interleaved/interleaved-section.js';
 import { describeMachine, packageVersions } from './machine.js';
 import { mergeResults, SECTION_ORDER } from './merge-results.js';
 import { runObservabilitySection } from './observability/observability-section.js';
@@ -48,6 +49,15 @@ interface Plan {
   };
   readonly concurrency: { runs: number; durationMs: number; rps: number };
   readonly observability: { processes: number; copies: number; passes: number; batch: number };
+  readonly interleaved: {
+    processes: number;
+    copies: number;
+    passes: number;
+    warmUpPasses: number;
+    batch: number;
+    cells?: readonly string[];
+    subjects?: readonly string[];
+  };
 }
 
 const PLANS: Readonly<Record<RunMode, Plan>> = {
@@ -57,6 +67,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 8, roundSeconds: 2, warmupSeconds: 2, connections: 50 },
     concurrency: { runs: 3, durationMs: 3000, rps: 400 },
     observability: { processes: 10, copies: 8, passes: 15, batch: 20_000 },
+    interleaved: { processes: 5, copies: 3, passes: 40, warmUpPasses: 10, batch: 4000 },
   },
   quick: {
     decisions: { subjects: undefined, passes: 1, runs: 2, runMs: 100, warmupMs: 100 },
@@ -64,6 +75,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 50 },
     concurrency: { runs: 1, durationMs: 2000, rps: 400 },
     observability: { processes: 2, copies: 2, passes: 11, batch: 10_000 },
+    interleaved: { processes: 2, copies: 2, passes: 15, warmUpPasses: 5, batch: 2000 },
   },
   smoke: {
     decisions: { subjects: ['tollgate-gcra', 'express-rate-limit', 'map-counter'], passes: 1, runs: 1, runMs: 20, warmupMs: 20 },
@@ -78,6 +90,15 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     http: { frameworks: ['express'], modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 10 },
     concurrency: { runs: 1, durationMs: 500, rps: 400 },
     observability: { processes: 1, copies: 2, passes: 2, batch: 1000 },
+    interleaved: {
+      processes: 1,
+      copies: 1,
+      passes: 2,
+      warmUpPasses: 1,
+      batch: 500,
+      cells: ['1key'],
+      subjects: ['tollgate-gcra', 'v01-gcra', 'erl'],
+    },
   },
 };
 
@@ -89,11 +110,13 @@ function settingsOf(mode: RunMode, plan: Plan, loadTool: string): string[] {
   const d = plan.decisions;
   const r = plan.redis;
   const h = plan.http;
+  const i = plan.interleaved;
   return [
     `mode ${mode}`,
     `A: ${d.passes} pass(es) over all cells, each cell a new process doing ${d.runs} runs of at least ${d.runMs} ms after ${d.warmupMs} ms of warm-up`,
     `B: ${r.keys.toLocaleString('en-US')} keys, ${r.rounds} round(s) over all subjects, each subject a new process doing ${r.runs} run(s) of ${r.runMs} ms at ${r.inFlight.join(' and ')} in flight`,
     `C: ${h.rounds} rounds of ${h.roundSeconds} s per variant after ${h.warmupSeconds} s of warm-up, ${h.connections} connections, ${loadTool}`,
+    `I: ${i.processes} process(es) per cell, ${i.copies} copies of each subject, ${i.passes} passes of ${i.batch} decisions per copy after ${i.warmUpPasses} warm-up passes`,
   ];
 }
 
@@ -128,6 +151,9 @@ async function run(options: BenchOptions): Promise<number> {
   const concurrency = options.sections.includes('D')
     ? await runConcurrencySection({ ...plan.concurrency, profile: options.profile, log })
     : undefined;
+  const interleaved = options.sections.includes('I')
+    ? await runInterleavedSection({ ...plan.interleaved, only: options.only, profile: options.profile, log })
+    : undefined;
   const observability = options.sections.includes('O')
     ? await runObservabilitySection({ ...plan.observability, profile: options.profile, log })
     : undefined;
@@ -143,6 +169,7 @@ async function run(options: BenchOptions): Promise<number> {
     redis,
     http,
     concurrency,
+    interleaved,
     observability,
     replay,
     settings: settingsOf(mode, plan, load.name),
@@ -174,6 +201,7 @@ async function run(options: BenchOptions): Promise<number> {
       .filter((g) => g.error !== undefined || g.variants.some((v) => v.missing?.status === 'failed'))
       .map((g) => `C/${g.framework}/${g.mode}`),
     ...(concurrency?.error !== undefined ? ['D/concurrency'] : []),
+    ...(interleaved?.errors ?? []).map((e) => `I/${e}`),
     ...(observability?.errors ?? []).map((e) => `O/${e}`),
     ...(replay?.error !== undefined ? ['R/replay'] : []),
   ];

@@ -6,7 +6,7 @@
  */
 
 /** The order sections appear in RESULTS.md. */
-export const SECTION_ORDER = ['A', 'B', 'C', 'D', 'O', 'R'] as const;
+export const SECTION_ORDER = ['A', 'B', 'C', 'D', 'I', 'O', 'R'] as const;
 export type SectionId = (typeof SECTION_ORDER)[number];
 
 interface Block {
@@ -66,7 +66,8 @@ export function mergeResults(existing: string, fresh: string, sections: readonly
   const neu = blocks(fresh);
   const freshSection = (s: SectionId): Block | undefined => {
     const b = neu.blocks.find((x) => sectionOf(x) === s);
-    return b === undefined ? undefined : { heading: b.heading, lines: ['', stamp, ...b.lines] };
+    // A blank line after it: the fresh report's last section has none, and a section placed before an old one needs it.
+    return b === undefined ? undefined : { heading: b.heading, lines: ['', stamp, ...b.lines, ''] };
   };
   const out: Block[] = [];
   const placed = new Set<SectionId>();

@@ -3,6 +3,7 @@
  * the short summary `pnpm bench` prints at the end.
  */
 import type { Comparison } from '../../examples/concurrency/src/scenarios.js';
+import { INTERLEAVED_CELLS } from './interleaved/interleaved.js';
 import { OVERHEAD_SUBJECTS, SUBJECT_LABELS } from './observability/observability-section.js';
 import { WARM_UP_PASSES } from './observability/overhead.js';
 import type { BenchResults, DecisionRow, HttpGroup, HttpVariantResult, Missing, RedisRow } from './results.js';
@@ -313,6 +314,7 @@ export function renderResults(results: BenchResults, targets: readonly TargetChe
   if (results.redis !== undefined) parts.push(redisSection(results.redis), '');
   if (results.http !== undefined) parts.push(httpSection(results.http), '');
   if (results.concurrency !== undefined) parts.push(concurrencySection(results.concurrency), '');
+  if (results.interleaved !== undefined) parts.push(interleavedSection(results.interleaved), '');
   if (results.observability !== undefined) parts.push(observabilitySection(results.observability), '');
   if (results.replay !== undefined) parts.push(replaySection(results.replay), '');
   return `${parts.join('\n').trimEnd()}\n`;
@@ -376,6 +378,72 @@ function concurrencySection(d: NonNullable<BenchResults['concurrency']>): string
       : `Per-key concurrency, same example: alice starts six exports at once (300 ms each, \`limit: 2\`, \`queue: { size: 2, timeoutMs: 2_000 }\`): ` +
         `statuses ${burst.alice.join(' ')}, at most ${burst.peak} running at any instant; bob's export, sent meanwhile, gets ${burst.bob}. ` +
         'test/shedding/concurrency-adapters.test.ts proves the invariant on Express, Fastify and Koa over real HTTP (random durations, handler errors, client aborts, queue timeouts).',
+  ].join('\n');
+}
+
+function interleavedRows(r: NonNullable<BenchResults['interleaved']>, set: 'main' | 'extras' | 'otel'): string[][] {
+  const cells = INTERLEAVED_CELLS.filter((c) => c.set === set);
+  return r.rows
+    .filter((x) => cells.some((c) => c.id === x.cell))
+    .map((x) => [
+      x.cellLabel,
+      `${r.labels[x.numerator] ?? x.numerator} / ${r.labels[x.denominator] ?? x.denominator}`,
+      ns(x.numeratorNs),
+      ns(x.denominatorNs),
+      ratio(x.ratio),
+      `${ratio(x.spread.min)} to ${ratio(x.spread.max)}`,
+      x.processRatios.map(ratio).join(', '),
+    ]);
+}
+
+function interleavedSection(r: NonNullable<BenchResults['interleaved']>): string {
+  const header = [
+    'cell',
+    'subject / reference',
+    'subject ns',
+    'reference ns',
+    'ratio (median of processes)',
+    'spread (processes)',
+    'per process',
+  ];
+  const main = interleavedRows(r, 'main');
+  const features = [...interleavedRows(r, 'extras'), ...interleavedRows(r, 'otel')];
+  const refills = Object.entries(r.unexpected)
+    .map(
+      ([cell, by]) =>
+        `${cell}: ${Object.entries(by)
+          .map(([id, n]) => `${r.labels[id] ?? id} ${int(n)}`)
+          .join(', ')}`,
+    )
+    .join('; ');
+  return [
+    '## I. Interleaved in one process (issue 24)',
+    '',
+    "Every subject loaded side by side in one process, as a user would run it: this checkout's awaited `limiter.check(key)` on a MemoryStore (gcra, the default, and fixed-window, " +
+      "express-rate-limit's algorithm; from source, as section A loads it), tollgate v0.1 (`packages/core` at " +
+      `\`${r.v01Commit}\`, the last v0.1 commit, exported with \`git archive\` into bench/.results and loaded the same way) and express-rate-limit's \`MemoryStore.increment(key)\` ` +
+      '(verdict `totalHits <= limit`, as its middleware tests it). Allow cells use a limit never reached (1e9 per 60 s); 100k keys are cycled in order, each batch going on where the last stopped; ' +
+      'over the limit is 1 key, limit 1 per 60 s. ' +
+      `Each subject runs on ${r.copies} copies of its build, each a folder of its own with its own limiter and timing loop (identical code loaded twice runs up to 10 % apart from where V8 places it; see section O). ` +
+      `A pass runs one batch of ${int(r.batch)} awaited decisions on every copy, in an order rotated by one each pass and reversed every other pass, timed in CPU time of the process; ` +
+      `${r.passes} passes after ${r.warmUpPasses} warm-up passes. A pass's ratio is one subject's mean over its copies against the other's; a process's figure is the median of its passes' ratios; ` +
+      `each cell runs in ${r.processes} processes (cells interleaved), and the ratio below is the median of those, with their range as the spread. ns are CPU ns per decision (median over processes), for scale only: read the ratios.`,
+    '',
+    ...(r.v01Error === undefined ? [] : [`${r.v01Error}: its rows are missing.`, '']),
+    main.length === 0 ? 'No process of the comparison cells produced figures.' : table(header, main),
+    '',
+    ...(refills === '' ? [] : [`Admissions in the over-the-limit cells (refills, summed over processes): ${refills}.`, '']),
+    '### What each feature adds',
+    '',
+    'The same method, a plain limiter (gcra, one policy, no plan table, no exporter, hot keys off) against the same limiter with one thing turned on, each on copies of its own: ' +
+      "a plan table of two plans with the second asked for (`check(key, { plan: 'pro' })`, the option object made once); `hotKeys: true`; a concurrency policy beside the rate policy " +
+      "(`{ algorithm: 'concurrency', limit: 1e6 }`, each admitted decision's lease released at once); a prom-client registry (`registerPrometheusMetrics`). " +
+      'The OpenTelemetry row runs in processes of its own (the MeterProvider is process-wide, every instrument collected each second into an in-memory exporter), against copies of the core that cannot load `@opentelemetry/api` ' +
+      '(as section O does), so its reference sees no provider.',
+    '',
+    features.length === 0 ? 'No process of the feature cells produced figures.' : table(header, features),
+    '',
+    r.errors.length === 0 ? 'Every process ran.' : r.errors.map((e) => `- ${e}`).join('\n'),
   ].join('\n');
 }
 
@@ -479,6 +547,16 @@ export function renderSummary(results: BenchResults, targets: readonly TargetChe
       table(
         ['exporter', 'case', 'ratio'],
         results.observability.rows.map((r) => [r.subject, r.label, ratio(r.ratio)]),
+      ),
+      '',
+    );
+  }
+  if (results.interleaved !== undefined) {
+    out.push(
+      'I. Interleaved in one process (ratio, median of processes)',
+      table(
+        ['cell', 'pair', 'ratio'],
+        results.interleaved.rows.map((r) => [r.cell, r.pair, ratio(r.ratio)]),
       ),
       '',
     );

@@ -1,5 +1,5 @@
 /**
- * @module The targets of issues 5, 11 (shedding under load) and 12 (observability overhead), checked
+ * @module The targets of issues 5, 11 (shedding under load), 12 (observability overhead) and 24 (section I), checked
  * against one run's figures. A target whose figures are missing (its tollgate piece has not landed, or
  * the cell failed) is "not measured", never "met".
  */
@@ -7,13 +7,15 @@
 import type { ConcurrencyResult } from './concurrency/concurrency-section.js';
 import type { DecisionCellResult } from './decisions/decision-cell.js';
 import { OBSERVED_SUBJECTS } from './decisions/decision-subjects.js';
+import { INTERLEAVED_CELLS } from './interleaved/interleaved.js';
+import type { InterleavedResult } from './interleaved/interleaved-section.js';
 import type { ObservabilityResult } from './observability/observability-section.js';
 import { OVERHEAD_CASES } from './observability/overhead.js';
 import type { RedisCellResult } from './redis/redis-cell.js';
 import type { BenchResults, DecisionRow, HttpGroup, RedisRow } from './results.js';
 import { median } from './stats.js';
 
-type TargetSection = 'A' | 'B' | 'C' | 'D' | 'O';
+type TargetSection = 'A' | 'B' | 'C' | 'D' | 'I' | 'O';
 
 export interface TargetCheck {
   readonly section: TargetSection;
@@ -336,6 +338,38 @@ function concurrencyTargets(d: ConcurrencyResult): TargetCheck[] {
   return out;
 }
 
+/**
+ * Issue 24 item 5, judged on section I (one process, interleaved): tollgate's awaited check at or below
+ * express-rate-limit's `MemoryStore.increment` and below v0.1's, per cell, for gcra (the default) and
+ * fixed-window (express-rate-limit's algorithm).
+ */
+function interleavedTargets(r: InterleavedResult): TargetCheck[] {
+  const out: TargetCheck[] = [];
+  for (const c of INTERLEAVED_CELLS.filter((x) => x.set === 'main')) {
+    if (!r.rows.some((x) => x.cell === c.id) && !r.errors.some((e) => e.startsWith(`${c.id} `))) continue;
+    for (const algorithm of ['gcra', 'fixed-window'] as const) {
+      for (const [peer, what, bound, strict] of [
+        ['erl', "at or below express-rate-limit's MemoryStore.increment", 1, false],
+        [`v01-${algorithm}`, `faster than tollgate v0.1 (${r.v01Commit})`, 1, true],
+      ] as const) {
+        const target = `${algorithm}: awaited check() ${what}, ${c.label}, interleaved in one process`;
+        const row = r.rows.find((x) => x.cell === c.id && x.pair === `tollgate-${algorithm}/${peer}`);
+        if (row === undefined) {
+          out.push(notMeasured('I', target, peer === 'erl' ? 'cell missing' : (r.v01Error ?? 'cell missing')));
+          continue;
+        }
+        out.push({
+          section: 'I',
+          target,
+          figure: `${row.ratio.toFixed(3)}x (processes ${row.spread.min.toFixed(3)} to ${row.spread.max.toFixed(3)}; ${ns(row.numeratorNs)} vs ${ns(row.denominatorNs)})`,
+          met: strict ? row.ratio < bound : row.ratio <= bound,
+        });
+      }
+    }
+  }
+  return out;
+}
+
 /** Issue 12's shares, judged on section O's paired runs (see observability-section.ts for what each compares). */
 export const OVERHEAD_TARGETS = { none: 1.02, otel: 1.1, prometheus: 1.1 } as const;
 
@@ -370,6 +404,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
     ...(results.redis === undefined ? [] : redisTargets(results.redis.rows)),
     ...(results.http === undefined ? [] : httpTargets(results.http.groups)),
     ...(results.concurrency === undefined ? [] : concurrencyTargets(results.concurrency)),
+    ...(results.interleaved === undefined ? [] : interleavedTargets(results.interleaved)),
     ...(results.observability === undefined ? [] : overheadTargets(results.observability)),
   ];
 }

@@ -41,13 +41,7 @@ const caseArb = fc
     fc.record({ policy: fc.constant(policy), trace: traceArb(policy, { monotone, weighted: true, maxLength: 25 }) }),
   );
 
-const view = (d: Decision | PolicyResult) => [
-  d.allowed,
-  d.retryAfterMs,
-  d.resetMs,
-  d.delayMs,
-  d.reason === 'cost-exceeds-capacity',
-];
+const view = (d: Decision | PolicyResult) => [d.allowed, d.retryAfterMs, d.resetMs, d.delayMs, d.reason === 'cost-exceeds-capacity'];
 
 describe('consume, evaluate + commit and evaluate agree', () => {
   it('a peek answers exactly what the check that follows at the same now answers, and what was left before it', async () => {

@@ -79,6 +79,7 @@ describe('@tollgate/core, built', () => {
     expect(esm.exports).toMatchInlineSnapshot(`
       {
         "DECISION_CHANNEL": "string",
+        "DEFAULT_CALLBACK_TIMEOUT_MS": "number",
         "DEFAULT_HOOK_TIMEOUT_MS": "number",
         "DEFAULT_LOG_RATE": "object",
         "DEFAULT_SHARES": "object",
@@ -126,6 +127,7 @@ describe('@tollgate/core, built', () => {
     expect(Object.keys(esm.adapterExports).filter((name) => name in esm.exports)).toEqual([]);
     expect(esm.adapterExports).toMatchInlineSnapshot(`
       {
+        "OLDER_SPELLINGS": "object",
         "PERMISSIVE_TRUST_DEPTH": "number",
         "UNKEYED_KEY": "string",
         "abortOnClose": "function",
@@ -164,6 +166,7 @@ describe('@tollgate/core, built', () => {
     expect(declared[0]).toMatchInlineSnapshot(`
       [
         "DECISION_CHANNEL",
+        "DEFAULT_CALLBACK_TIMEOUT_MS",
         "DEFAULT_HOOK_TIMEOUT_MS",
         "DEFAULT_LOG_RATE",
         "DEFAULT_SHARES",

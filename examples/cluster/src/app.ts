@@ -28,7 +28,7 @@ export async function createApp({ redis, prefix = 'example', storeTimeoutMs = 50
       { name: 'burst', algorithm: 'token-bucket', limit: 5, windowMs: 1_000 },
       { name: 'hour', algorithm: 'fixed-window', limit: 1_000, windowMs: 3_600_000 },
     ],
-    shadow: { policies: { name: 'strict', limit: 3, windowMs: 1_000 } },
+    shadowPolicies: { name: 'strict', limit: 3, windowMs: 1_000 },
     key: keys.header('x-api-key'),
     store: new RedisStore({ client: redis, prefix }),
     onStoreError: 'open',

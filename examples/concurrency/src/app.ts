@@ -47,7 +47,7 @@ export function createApp(options: AppOptions = {}): App {
     ...(options.shed === false
       ? {}
       : {
-          shed: {
+          loadShedding: {
             adaptive: { initialLimit: 10, minLimit: 2, maxLimit: 200, windowMs: 100, minSamples: 5 },
             priority: priorityOf,
             retryAfterMs: 1000,

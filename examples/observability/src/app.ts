@@ -38,7 +38,7 @@ export function createObservedApp(): ObservedApp {
   });
   const search = rateLimit({
     policies: { name: 'search', algorithm: 'token-bucket', limit: 30, windowMs: 1000, burst: 30 },
-    shadow: { policies: { name: 'search-next', algorithm: 'token-bucket', limit: 15, windowMs: 1000, burst: 15 } },
+    shadowPolicies: { name: 'search-next', algorithm: 'token-bucket', limit: 15, windowMs: 1000, burst: 15 },
     key: client,
     cost: (req) => (req.query.deep === '1' ? 5 : 1),
     // Hot keys are opt-in (they cost decisions over the limit a few percent): the defaults, 128 keys over 1-minute epochs.

@@ -16,7 +16,7 @@ export function createApp(options: { clock?: Clock; onDecision?: (decision: Deci
   const app = express();
   const middleware = rateLimit({
     policies: { name: 'per-minute', algorithm: 'fixed-window', limit: 60, windowMs: 60_000 },
-    shadow: { policies: { name: 'candidate', algorithm: 'gcra', limit: 60, windowMs: 60_000, burst: 10 } },
+    shadowPolicies: { name: 'candidate', algorithm: 'gcra', limit: 60, windowMs: 60_000, burst: 10 },
     key: (req) => `client:${String(req.headers['x-client'] ?? 'anonymous')}`,
     clock: options.clock,
     onDecision: (decision, req) => options.onDecision?.(decision, String(req.headers['x-client'] ?? 'anonymous')),

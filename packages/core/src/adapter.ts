@@ -22,7 +22,7 @@ export {
   type RunOutcome,
   UNKEYED_KEY,
 } from './http/handler/rate-limit-handler.js';
-export { parseRateLimitOptions, type RateLimitConfig } from './http/handler/rate-limit-options.js';
+export { OLDER_SPELLINGS, parseRateLimitOptions, type RateLimitConfig } from './http/handler/rate-limit-options.js';
 export { abortOnClose, type DoneResponse, onHandlerSettled, onResponseDone } from './http/handler/response-done.js';
 export type { HeaderPair } from './http/response/header-values.js';
 export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/response/respond.js';

@@ -10,6 +10,7 @@ export type { ForwardingHeader } from './http/client-ip/forwarded-header.js';
 export { TRUSTED_PROXY_PRESETS, type TrustedProxyPreset } from './http/client-ip/trusted-proxies.js';
 export {
   type CostFunction,
+  DEFAULT_CALLBACK_TIMEOUT_MS,
   DEFAULT_HOOK_TIMEOUT_MS,
   type LimitedBody,
   type LimitedContext,

@@ -42,7 +42,7 @@ const cases: { name: string; options: unknown; code: string; option: string; fix
     options: { policies: policy, windowMs: 1000 },
     code: 'ERR_RL_UNKNOWN_OPTION',
     option: 'windowMs',
-    fix: /is not an option \(valid: name, policies, plans, defaultPlan, unknownPlan, shadow, mode, store, clock, cost, logger, validate, onStoreError, storeTimeoutMs, localShare, breaker, hotKeys\)/,
+    fix: /is not an option \(valid: name, policies, plans, defaultPlan, unknownPlan, shadowPolicies, shadow, mode, store, clock, cost, logger, validate, onStoreError, storeTimeoutMs, localShare, breaker, hotKeys\)/,
   },
   {
     name: 'duplicate policy names',

@@ -51,7 +51,14 @@ export interface LimiterOptions extends PlanOptions {
    * `ConcurrencyPolicyOptions`), decided together all or nothing.
    */
   policies?: AnyPolicyOptions | readonly AnyPolicyOptions[];
-  /** Candidate policies to compare against the enforced ones without enforcing them. */
+  /**
+   * Candidate policies evaluated on every request beside the enforced ones, with their own state, in the
+   * same store call: they never consume the enforced budget and never block (`decision.shadow` carries
+   * their verdicts; compare them in `limiter.stats()`). To try a new limit or algorithm before enforcing
+   * it; `mode: 'shadow'` instead puts the whole limiter in shadow. Defaults to none.
+   */
+  shadowPolicies?: PolicyOptions | readonly PolicyOptions[];
+  /** The older spelling of `shadowPolicies`: `shadow: { policies }`. Still accepted; pass one of the two. */
   shadow?: ShadowOptions;
   /**
    * `'enforce'` blocks over-limit requests; `'shadow'` computes and charges exactly as enforcing would but
@@ -155,12 +162,14 @@ export interface LimiterConfig {
   readonly validate: ValidateOption;
 }
 
-const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
+/** Every option `createLimiter` takes (the adapters pass these through). */
+export const LIMITER_KEYS: KeysEnum<LimiterOptions> = {
   name: true,
   policies: true,
   plans: true,
   defaultPlan: true,
   unknownPlan: true,
+  shadowPolicies: true,
   shadow: true,
   mode: true,
   store: true,
@@ -231,25 +240,39 @@ function isStore(value: unknown): value is Store {
   return typeof s === 'object' && s !== null && typeof s.apply === 'function' && typeof s.reset === 'function';
 }
 
+/** `shadowPolicies`, or the policies of its older spelling `shadow: { policies }`; undefined when neither. */
+function readShadowPolicies(options: LimiterOptions): LimiterOptions['shadowPolicies'] {
+  const shadow = options.shadow;
+  if (shadow === undefined) return options.shadowPolicies;
+  if (shadow === null || typeof shadow !== 'object' || shadow.policies === undefined) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_SHADOW',
+      'shadow',
+      'must be an object like { policies: [{ algorithm: "gcra", limit: 100, windowMs: 60_000 }] } (or pass shadowPolicies: [...])',
+      shadow,
+    );
+  }
+  rejectUnknownKeys(shadow, { policies: true }, 'shadow');
+  if (options.shadowPolicies !== undefined) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_OPTION',
+      'shadow',
+      "is the older spelling of 'shadowPolicies'; pass only 'shadowPolicies'",
+      shadow,
+    );
+  }
+  return shadow.policies;
+}
+
 /** Validates limiter options and resolves defaults. Throws `RateLimitConfigError` naming the option. */
 export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   const options = readOptions(input, LIMITER_KEYS, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }');
   const name = readLimiterName(options.name);
   const plans = parsePlans(options as Parameters<typeof parsePlans>[0], (list, path) => compileList(list, path, false, name));
   const policies = plans.plans.get(plans.defaultPlan) as CompiledPolicy[];
-  let shadowPolicies: CompiledPolicy[] = [];
-  if (options.shadow !== undefined) {
-    if (options.shadow === null || typeof options.shadow !== 'object' || options.shadow.policies === undefined) {
-      throw new RateLimitConfigError(
-        'ERR_RL_INVALID_SHADOW',
-        'shadow',
-        'must be an object like { policies: [{ algorithm: "gcra", limit: 100, windowMs: 60_000 }] }',
-        options.shadow,
-      );
-    }
-    rejectUnknownKeys(options.shadow, { policies: true }, 'shadow');
-    shadowPolicies = compileList(options.shadow.policies, 'shadow.policies', true, name);
-  }
+  const shadowList = readShadowPolicies(options);
+  const shadowPath = options.shadow === undefined ? 'shadowPolicies' : 'shadow.policies';
+  const shadowPolicies = shadowList === undefined ? [] : compileList(shadowList, shadowPath, true, name);
   const mode = options.mode ?? 'enforce';
   if (mode !== 'enforce' && mode !== 'shadow') {
     throw new RateLimitConfigError('ERR_RL_INVALID_MODE', 'mode', "must be 'enforce' or 'shadow'", options.mode);
@@ -323,7 +346,10 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
     for (const plan of plans.plans.keys()) {
       const list = options.plans === undefined ? options.policies : options.plans[plan];
       const path = options.plans === undefined ? 'policies' : `plans['${plan}']`;
-      localPlans.set(plan, scalePolicies(list as AnyPolicyOptions | readonly AnyPolicyOptions[], options.shadow, path, localShare, name));
+      localPlans.set(
+        plan,
+        scalePolicies(list as AnyPolicyOptions | readonly AnyPolicyOptions[], shadowList, path, shadowPath, localShare, name),
+      );
     }
   }
   const localPolicies = localPlans.get(plans.defaultPlan) ?? [];
@@ -356,8 +382,9 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
 /** Each policy with its limit and burst multiplied by `share` (at least 1), for the local fallback. */
 function scalePolicies(
   policies: AnyPolicyOptions | readonly AnyPolicyOptions[],
-  shadow: ShadowOptions | undefined,
+  shadow: LimiterOptions['shadowPolicies'],
   path: string,
+  shadowPath: string,
   share: number,
   limiter: string | undefined,
 ): CompiledPolicy[] {
@@ -376,7 +403,7 @@ function scalePolicies(
         limiter,
       ),
     );
-  return [...scale(policies, false, path), ...(shadow ? scale(shadow.policies, true, 'shadow.policies') : [])];
+  return [...scale(policies, false, path), ...(shadow ? scale(shadow, true, shadowPath) : [])];
 }
 
 function parseBreaker(input: BreakerOptions | boolean | undefined): Readonly<Required<BreakerOptions>> | false {

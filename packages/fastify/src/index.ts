@@ -11,7 +11,7 @@
 
 import { createHash } from 'node:crypto';
 import { type Decision, type Limiter, type LoadShedder, RateLimitConfigError, type RateLimitOptions } from '@tollgate/core';
-import { createRateLimitHandler, isPermissiveTrust, type RateLimitHandler } from '@tollgate/core/adapter';
+import { createRateLimitHandler, isPermissiveTrust, OLDER_SPELLINGS, type RateLimitHandler } from '@tollgate/core/adapter';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 
@@ -84,6 +84,13 @@ function mergeRouteOptions(plugin: FastifyRateLimitOptions, own: FastifyRateLimi
       const name = merged[k];
       const named = typeof name === 'string' && plans !== null && typeof plans === 'object' && Object.hasOwn(plans, name);
       if (!named) delete merged[k];
+    }
+  }
+  // A route's option replaces the plugin's under either spelling (`logRate` and `logLimit` are one option).
+  for (const [old, current] of Object.entries(OLDER_SPELLINGS)) {
+    if (own[old as keyof typeof own] !== undefined || own[current as keyof typeof own] !== undefined) {
+      delete merged[old];
+      delete merged[current];
     }
   }
   return { ...merged, ...own } as FastifyRateLimitOptions;
@@ -188,7 +195,9 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
       const merged = mergeRouteOptions(options, own);
       // A route's limiter keeps its own state beside the plugin's, also on a store they share: its own name.
       const name = own.name ?? routeLimiterName(options.name, url);
-      handler = createRateLimitHandler<FastifyRequest>({ ...merged, name, shed: own.shed ?? base.shedder }, context);
+      // One server-wide shedder: a route shares the plugin's unless it brings its own.
+      const loadShedding = own.loadShedding ?? own.shed ?? base.shedder;
+      handler = createRateLimitHandler<FastifyRequest>({ ...merged, name, shed: undefined, loadShedding }, context);
       byUrl.set(url, handler);
       handlers.push(handler);
     }

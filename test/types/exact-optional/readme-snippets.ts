@@ -16,7 +16,7 @@ export const key = keys.first(
 export const erlCompatible = rateLimit({
   policies: { algorithm: 'fixed-window', anchor: 'first-request', limit: 100, windowMs: 60_000 },
   headers: ['legacy', 'draft-7'],
-  hookTimeoutMs: 1000,
-  logRate: { lines: 10, intervalMs: 60_000 },
+  callbackTimeoutMs: 1000,
+  logLimit: { lines: 10, intervalMs: 60_000 },
   key: keys.first(keys.header('x-api-key', { secret: process.env.KEY_HMAC }), keys.ip()),
 });

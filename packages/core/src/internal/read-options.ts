@@ -44,6 +44,31 @@ export function readOptions<T extends object>(input: T, known: object, path: str
 }
 
 /**
+ * `options` with each older spelling of `renamed` (`{ old: 'new' }`) moved to its current name, so the
+ * rest of the parser reads one name. Both spellings at once is `ERR_RL_INVALID_OPTION` at `path`.old:
+ * which one wins would be a guess.
+ */
+export function renameOptions<T extends object>(options: T, renamed: Readonly<Record<string, string>>, path: string): T {
+  const out = options as Record<string, unknown>;
+  let copy: Record<string, unknown> | undefined;
+  for (const [old, current] of Object.entries(renamed)) {
+    if (out[old] === undefined) continue;
+    if (out[current] !== undefined) {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_OPTION',
+        path === '' ? old : `${path}.${old}`,
+        `is the older spelling of '${current}'; pass only '${current}'`,
+        out[old],
+      );
+    }
+    copy ??= { ...out };
+    copy[current] = copy[old];
+    delete copy[old];
+  }
+  return (copy ?? out) as T;
+}
+
+/**
  * The options of a feature that a boolean switches: false (off), or `input` read as `readOptions` reads
  * it, `true` reading as `{}` (on, with its defaults). Absent (undefined), the feature is `whenAbsent`:
  * on for the ones that protect (the breaker), off for the ones that cost and only inform (hot keys).

@@ -7,9 +7,16 @@
 import { monotonicClock } from '../../clock.js';
 import { parseValidate, type ValidateOption } from '../../diagnostics.js';
 import { RateLimitConfigError } from '../../errors.js';
-import { type KeysEnum, omitUndefined, positiveInteger, readOptions, rejectUnknownKeys } from '../../internal/read-options.js';
+import {
+  type KeysEnum,
+  omitUndefined,
+  positiveInteger,
+  readOptions,
+  rejectUnknownKeys,
+  renameOptions,
+} from '../../internal/read-options.js';
 import { DEFAULT_LOG_RATE, type LogRateOptions } from '../../logging.js';
-import type { LimiterOptions } from '../../options.js';
+import { LIMITER_KEYS as LIMITER_OPTION_KEYS, type LimiterOptions } from '../../options.js';
 import { createLoadShedder, isLoadShedder, type LoadShedder, type LoadShedderOptions } from '../../shedding/load-shedder.js';
 import type { Clock, Decision, Logger } from '../../types.js';
 import { keys } from '../keys/keys.js';
@@ -86,7 +93,12 @@ export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'
    * Defaults to `'draft-11'`.
    */
   headers?: HeadersOption;
-  /** draft-11 `pk` parameter: `{ secret }` turns it on (HMAC-SHA256 of the key, 9 bytes). Defaults to `false`. */
+  /**
+   * The draft-11 partition key (the `pk` parameter of `RateLimit`): `{ secret }` sends an HMAC-SHA256 of
+   * the key (9 bytes), so a client can tell its quotas apart without learning the key. Defaults to `false`.
+   */
+  partitionKey?: PartitionKeyOptions | false;
+  /** The older spelling of `partitionKey`. Still accepted; pass one of the two. */
   pk?: PartitionKeyOptions | false;
   /** Problem details options. */
   problem?: ProblemOptions<Req>;
@@ -113,6 +125,8 @@ export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'
    * function; past the cap a request gets 503 problem+json with `Retry-After`. Pass one
    * `createLoadShedder(...)` to several middlewares to share one cap. Defaults to none.
    */
+  loadShedding?: LoadShedderOptions<Req> | LoadShedder<Req>;
+  /** The older spelling of `loadShedding`. Still accepted; pass one of the two. */
   shed?: LoadShedderOptions<Req> | LoadShedder<Req>;
   /**
    * How long an asynchronous `key`, `cost`, `skip` or `onLimited` may take, in ms. Past it (or when the
@@ -120,17 +134,37 @@ export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost'
    * `'unkeyed'` bucket, `cost` -> the default cost, `skip` -> not skipped (counted), `onLimited` -> the
    * default body; warned once (`WRN_RL_HOOK_TIMEOUT`, `WRN_RL_HOOK_FAILED`). Defaults to `5000`.
    */
+  callbackTimeoutMs?: number;
+  /** The older spelling of `callbackTimeoutMs`. Still accepted; pass one of the two. */
   hookTimeoutMs?: number;
   /**
    * The log budget of this middleware: at most `lines` lines per `intervalMs`, then one
    * `WRN_RL_LOG_SUPPRESSED` line with the count; `intervalMs` is also the period of the shadow-mode
    * summary (`WRN_RL_SHADOW_LIMITED`). Defaults to `{ lines: 10, intervalMs: 60_000 }`.
    */
+  logLimit?: LogRateOptions;
+  /** The older spelling of `logLimit`. Still accepted; pass one of the two. */
   logRate?: LogRateOptions;
 }
 
-/** Default of `hookTimeoutMs`. */
-export const DEFAULT_HOOK_TIMEOUT_MS = 5000;
+/**
+ * Options renamed so that their names explain themselves, by older spelling: both keep working, and
+ * passing both spellings of one option is an error. `shadow` (`{ policies }`) became `shadowPolicies`.
+ */
+export const OLDER_SPELLINGS: Readonly<Record<string, string>> = Object.freeze({
+  pk: 'partitionKey',
+  shed: 'loadShedding',
+  hookTimeoutMs: 'callbackTimeoutMs',
+  logRate: 'logLimit',
+  shadow: 'shadowPolicies',
+});
+/** The renames `parseRateLimitOptions` applies itself (the limiter's parser reads `shadow`). */
+const { shadow: _limiterReadsIt, ...ADAPTER_RENAMES } = OLDER_SPELLINGS;
+
+/** Default of `callbackTimeoutMs`. */
+export const DEFAULT_CALLBACK_TIMEOUT_MS = 5000;
+/** The older name of `DEFAULT_CALLBACK_TIMEOUT_MS`. */
+export const DEFAULT_HOOK_TIMEOUT_MS = DEFAULT_CALLBACK_TIMEOUT_MS;
 
 /** `RateLimitOptions` validated, defaults resolved. */
 // biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
@@ -152,7 +186,7 @@ export interface RateLimitConfig<Req = any> {
   readonly onLimited: RateLimitOptions<Req>['onLimited'];
   readonly onDecision: RateLimitOptions<Req>['onDecision'];
   readonly validate: ValidateOption;
-  /** The load shedder (`shed`), undefined when none. */
+  /** The load shedder (`loadShedding`), undefined when none. */
   readonly shedder: LoadShedder<Req> | undefined;
   readonly hookTimeoutMs: number;
   readonly logRate: Readonly<Required<LogRateOptions>>;
@@ -160,25 +194,8 @@ export interface RateLimitConfig<Req = any> {
   readonly adapterOptions: Readonly<Record<string, unknown>>;
 }
 
-/** The limiter's own options, passed through to `createLimiter` (which validates them). */
-const LIMITER_KEYS: KeysEnum<Omit<LimiterOptions, 'cost'>> = {
-  name: true,
-  policies: true,
-  plans: true,
-  defaultPlan: true,
-  unknownPlan: true,
-  shadow: true,
-  mode: true,
-  store: true,
-  clock: true,
-  logger: true,
-  onStoreError: true,
-  storeTimeoutMs: true,
-  localShare: true,
-  breaker: true,
-  hotKeys: true,
-  validate: true,
-};
+/** The limiter's own options, passed through to `createLimiter` (which validates them); `cost` is read here. */
+const { cost: _readHere, ...LIMITER_KEYS } = LIMITER_OPTION_KEYS;
 const KEYS: KeysEnum<RateLimitOptions> = {
   ...LIMITER_KEYS,
   ...PLAN_HTTP_KEYS,
@@ -186,13 +203,17 @@ const KEYS: KeysEnum<RateLimitOptions> = {
   cost: true,
   skip: true,
   headers: true,
+  partitionKey: true,
   pk: true,
   problem: true,
   onLimited: true,
   onDecision: true,
   validate: true,
+  loadShedding: true,
   shed: true,
+  callbackTimeoutMs: true,
   hookTimeoutMs: true,
+  logLimit: true,
   logRate: true,
 };
 const PROBLEM_KEYS: KeysEnum<ProblemOptions> = { types: true, extend: true };
@@ -232,17 +253,21 @@ function positiveIntegerOr(value: unknown, path: string, fallback: number, examp
     : positiveInteger(value, 'ERR_RL_INVALID_OPTION', path, `must be a positive integer, e.g. ${example}`);
 }
 
-function parseLogRate(value: unknown): Readonly<Required<LogRateOptions>> {
+function parseLogRate(value: unknown, path: string): Readonly<Required<LogRateOptions>> {
   if (value === undefined) return DEFAULT_LOG_RATE;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'logRate', 'must be an object like { lines: 10, intervalMs: 60_000 }', value);
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', path, 'must be an object like { lines: 10, intervalMs: 60_000 }', value);
   }
   const rate = omitUndefined(value as LogRateOptions);
-  rejectUnknownKeys(rate, LOG_RATE_KEYS, 'logRate');
+  rejectUnknownKeys(rate, LOG_RATE_KEYS, path);
   return Object.freeze({
-    lines: positiveIntegerOr(rate.lines, 'logRate.lines', DEFAULT_LOG_RATE.lines, '10'),
-    intervalMs: positiveIntegerOr(rate.intervalMs, 'logRate.intervalMs', DEFAULT_LOG_RATE.intervalMs, '60_000'),
+    lines: positiveIntegerOr(rate.lines, `${path}.lines`, DEFAULT_LOG_RATE.lines, '10'),
+    intervalMs: positiveIntegerOr(rate.intervalMs, `${path}.intervalMs`, DEFAULT_LOG_RATE.intervalMs, '60_000'),
   });
+}
+
+function shedderOf<Req>(value: RateLimitOptions<Req>['loadShedding']): LoadShedder<Req> | undefined {
+  return value === undefined ? undefined : isLoadShedder(value) ? value : createLoadShedder(value);
 }
 
 /** The key factories themselves: `key: keys.ip` (not called) would answer every request with a function as key. */
@@ -293,8 +318,11 @@ function parseProblemTypes(problem: ProblemOptions): Readonly<Record<ProblemKind
 export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapterKeys: readonly string[] = []): RateLimitConfig<Req> {
   const known: Record<string, true> = { ...KEYS };
   for (const k of adapterKeys) known[k] = true;
-  const options = readOptions(input, known, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }') as RateLimitOptions<Req> &
-    Record<string, unknown>;
+  const read = readOptions(input, known, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }') as Record<string, unknown>;
+  const options = renameOptions(read, ADAPTER_RENAMES, '') as RateLimitOptions<Req> & Record<string, unknown>;
+  // Errors name an option as the user spelled it.
+  const spelled = (current: string) =>
+    Object.keys(ADAPTER_RENAMES).find((old) => ADAPTER_RENAMES[old] === current && read[old] !== undefined) ?? current;
   const adapterOptions: Record<string, unknown> = {};
   for (const k of adapterKeys) if (options[k] !== undefined) adapterOptions[k] = options[k];
 
@@ -326,12 +354,13 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
   }
   rejectUnknownKeys(omitUndefined(problem), PROBLEM_KEYS, 'problem');
   const validate = parseValidate(options.validate);
-  if (options.pk !== undefined && options.pk !== false && !headerModes(headers).includes('draft-11')) {
+  const partitionKey = options.partitionKey;
+  if (partitionKey !== undefined && partitionKey !== false && !headerModes(headers).includes('draft-11')) {
     throw new RateLimitConfigError(
       'ERR_RL_INVALID_PK',
-      'pk',
+      spelled('partitionKey'),
       "only exists in the 'draft-11' header format; remove it or set headers: 'draft-11'",
-      options.pk,
+      partitionKey,
     );
   }
 
@@ -346,15 +375,15 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     cost,
     skip: optionalFunction(options.skip, 'skip', "(req) => req.path === '/health'"),
     headers,
-    pk: options.pk ?? false,
+    pk: partitionKey ?? false,
     problemTypes: parseProblemTypes(problem),
     extendProblem: optionalFunction(problem.extend, 'problem.extend', '(req) => ({ instance: req.url })'),
     onLimited: optionalFunction(options.onLimited, 'onLimited', '({ problem }) => ({ body: { error: problem.title } })'),
     onDecision: optionalFunction(options.onDecision, 'onDecision', '(decision, req) => metrics.record(decision)'),
     validate,
-    shedder: options.shed === undefined ? undefined : isLoadShedder(options.shed) ? options.shed : createLoadShedder(options.shed),
-    hookTimeoutMs: positiveIntegerOr(options.hookTimeoutMs, 'hookTimeoutMs', DEFAULT_HOOK_TIMEOUT_MS, '5000'),
-    logRate: parseLogRate(options.logRate),
+    shedder: shedderOf(options.loadShedding),
+    hookTimeoutMs: positiveIntegerOr(options.callbackTimeoutMs, spelled('callbackTimeoutMs'), DEFAULT_CALLBACK_TIMEOUT_MS, '5000'),
+    logRate: parseLogRate(options.logLimit, spelled('logLimit')),
     adapterOptions: Object.freeze(adapterOptions),
   });
 }

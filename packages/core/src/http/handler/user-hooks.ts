@@ -1,5 +1,5 @@
 /**
- * @module The user's callbacks as the handler calls them: bounded by `hookTimeoutMs` (a hook that
+ * @module The user's callbacks as the handler calls them: bounded by `callbackTimeoutMs` (a hook that
  * throws, rejects or hangs gets a documented fallback and a warning), and their results checked (a key
  * that is no string shares the `unkeyed` bucket, a cost that is no valid number is the default cost).
  */
@@ -15,7 +15,7 @@ export const UNKEYED_KEY = 'unkeyed';
 export class UserHooks {
   constructor(private readonly hookTimeoutMs: number) {}
 
-  /** A user callback, bounded by hookTimeoutMs; synchronous results come back without a promise (no extra tick). */
+  /** A user callback, bounded by callbackTimeoutMs; synchronous results come back without a promise (no extra tick). */
   call<T>(fn: () => T | Promise<T>): Bounded<T> | Promise<Bounded<T>> {
     return boundedCall(fn, this.hookTimeoutMs);
   }
@@ -24,10 +24,10 @@ export class UserHooks {
   failed(diagnostics: Diagnostics, name: string, r: Bounded<unknown>, fallback: string): void {
     if (r.ok) return;
     if (r.timedOut) {
-      const hookTimeoutMs = this.hookTimeoutMs;
-      diagnostics.warn('WRN_RL_HOOK_TIMEOUT', `${name} did not settle within hookTimeoutMs (${hookTimeoutMs} ms); ${fallback}`, {
+      const callbackTimeoutMs = this.hookTimeoutMs;
+      diagnostics.warn('WRN_RL_HOOK_TIMEOUT', `${name} did not settle within callbackTimeoutMs (${callbackTimeoutMs} ms); ${fallback}`, {
         hook: name,
-        hookTimeoutMs,
+        callbackTimeoutMs,
       });
     } else {
       diagnostics.warn('WRN_RL_HOOK_FAILED', `${name} threw or rejected; ${fallback}`, { hook: name, err: r.error });

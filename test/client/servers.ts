@@ -17,7 +17,7 @@ import type { PolicyOptions } from '@tollgate/core';
 import { rateLimit as tollgate } from '@tollgate/express';
 import express from 'express';
 import { rateLimit as erl } from 'express-rate-limit';
-import { describe, it } from 'vitest';
+import { describeWith, type RequiredTool, versionOf } from '../support/required-tool.js';
 
 export const HOST = '127.0.0.1';
 
@@ -125,30 +125,21 @@ export function maxInWindow(times: readonly number[], windowMs: number): number 
 }
 
 const NGINX = process.env.TOLLGATE_NGINX ?? (spawnSync('nginx', ['-v']).status === 0 ? 'nginx' : '/usr/sbin/nginx');
-const NGINX_REQUIRED = process.env.TOLLGATE_REQUIRE_NGINX === '1';
 
 /** `nginx -v` (it prints to stderr), or undefined when nginx cannot be run. */
-export const nginxVersion: string | undefined = (() => {
-  const r = spawnSync(NGINX, ['-v'], { encoding: 'utf8' });
-  return r.status === 0 ? r.stderr.trim() : undefined;
-})();
+export const nginxVersion: string | undefined = versionOf(NGINX, ['-v']);
+
+const NGINX_TOOL: RequiredTool = {
+  label: 'nginx',
+  command: NGINX,
+  version: nginxVersion,
+  requireVar: 'TOLLGATE_REQUIRE_NGINX',
+  install: 'apt-get install nginx',
+};
 
 /** `describe` that runs only with nginx: skipped loudly without it, failed under TOLLGATE_REQUIRE_NGINX=1. */
 export function describeNginx(name: string, fn: () => void): void {
-  if (nginxVersion !== undefined) {
-    describe(name, fn);
-    return;
-  }
-  if (NGINX_REQUIRED) {
-    describe(name, () => {
-      it('needs nginx', () => {
-        throw new Error(`TOLLGATE_REQUIRE_NGINX=1 but '${NGINX}' cannot be run: install nginx (apt-get install nginx)`);
-      });
-    });
-    return;
-  }
-  console.warn(`\n*** nginx not available, skipping "${name}": '${NGINX}' cannot be run (apt-get install nginx) ***\n`);
-  describe.skip(name, fn);
+  describeWith(NGINX_TOOL, name, fn);
 }
 
 async function freePort(): Promise<number> {

@@ -8,7 +8,7 @@
  * suite says so loudly and skips, unless TOLLGATE_REQUIRE_PROMTOOL=1 (set by .ci/run) turns the skip
  * into a failure.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,35 +16,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeWith, type RequiredTool, versionOf } from '../../../test/support/required-tool.js';
 import { createObservedApp, type ObservedApp } from './app.js';
 import { runLoad } from './load.js';
 
 const run = promisify(execFile);
 const PROMTOOL = process.env.TOLLGATE_PROMTOOL ?? 'promtool';
-const REQUIRED = process.env.TOLLGATE_REQUIRE_PROMTOOL === '1';
 const DASHBOARD_DIR = fileURLToPath(new URL('../dashboard/', import.meta.url));
 
-const promtoolVersion: string | undefined = (() => {
-  const r = spawnSync(PROMTOOL, ['--version'], { encoding: 'utf8' });
-  return r.status === 0 ? (r.stdout || r.stderr).split('\n')[0]?.trim() : undefined;
-})();
+const PROMTOOL_TOOL: RequiredTool = {
+  label: 'promtool',
+  command: PROMTOOL,
+  version: versionOf(PROMTOOL),
+  requireVar: 'TOLLGATE_REQUIRE_PROMTOOL',
+  install: 'apt-get install prometheus',
+};
 
 function describePromtool(name: string, fn: () => void): void {
-  if (promtoolVersion !== undefined) {
-    describe(name, fn);
-    return;
-  }
-  if (REQUIRED) {
-    describe(name, () => {
-      it('needs promtool', () => {
-        throw new Error(`TOLLGATE_REQUIRE_PROMTOOL=1 but '${PROMTOOL}' cannot be run: install it (apt-get install prometheus)`);
-      });
-    });
-    return;
-  }
-  console.warn(`\n*** promtool not available, skipping "${name}": '${PROMTOOL}' is not on PATH (apt-get install prometheus) ***\n`);
-  describe.skip(name, fn);
+  describeWith(PROMTOOL_TOOL, name, fn);
 }
 
 /** Runs promtool in the dashboard folder; resolves with its output, rejects with it when it fails. */

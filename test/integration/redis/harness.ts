@@ -4,7 +4,7 @@
  * MEET, REPLICATE). Where `redis-server` is missing the suites say so loudly and skip, unless
  * `TOLLGATE_REQUIRE_REDIS=1` (set by `.ci/run`), which turns the skip into a failure.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
@@ -15,7 +15,7 @@ import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis'
 import { Redis as Valkey, Cluster as ValkeyCluster } from 'iovalkey';
 import { createClient, createCluster } from 'redis';
 import { createClient as createClient4, createCluster as createCluster4 } from 'redis4';
-import { describe, it } from 'vitest';
+import { describeWith, type RequiredTool, versionOf } from '../../support/required-tool.js';
 
 export const HOST = '127.0.0.1';
 
@@ -87,30 +87,21 @@ async function connectClusterKind(kind: ClientKind, ports: readonly number[]): P
   }
 }
 const SERVER = process.env.TOLLGATE_REDIS_SERVER ?? 'redis-server';
-const REQUIRED = process.env.TOLLGATE_REQUIRE_REDIS === '1';
 
 /** `redis-server --version`, or undefined when it cannot be run. */
-export const redisVersion: string | undefined = (() => {
-  const r = spawnSync(SERVER, ['--version'], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim() : undefined;
-})();
+export const redisVersion: string | undefined = versionOf(SERVER);
+
+const REDIS: RequiredTool = {
+  label: 'Redis',
+  command: SERVER,
+  version: redisVersion,
+  requireVar: 'TOLLGATE_REQUIRE_REDIS',
+  install: 'apt-get install redis-server',
+};
 
 /** `describe` that runs only with a redis-server: skipped loudly without one, failed under TOLLGATE_REQUIRE_REDIS=1. */
 export function describeRedis(name: string, fn: () => void): void {
-  if (redisVersion !== undefined) {
-    describe(name, fn);
-    return;
-  }
-  if (REQUIRED) {
-    describe(name, () => {
-      it('needs redis-server', () => {
-        throw new Error(`TOLLGATE_REQUIRE_REDIS=1 but '${SERVER}' cannot be run: install redis-server (apt-get install redis-server)`);
-      });
-    });
-    return;
-  }
-  console.warn(`\n*** Redis not available, skipping "${name}": '${SERVER}' is not on PATH (apt-get install redis-server) ***\n`);
-  describe.skip(name, fn);
+  describeWith(REDIS, name, fn);
 }
 
 /** A random key prefix, so tests sharing a server never see each other's keys. */

@@ -7,26 +7,20 @@
  * skip into a failure.
  */
 import { describe, expect, it } from 'vitest';
+import { describeWith, type RequiredTool } from '../../../../test/support/required-tool.js';
 import { CASES, compareDelays, findNginx, formatParity, runNginxParity } from '../../scripts/nginx-parity.js';
 
-const REQUIRED = process.env.TOLLGATE_REQUIRE_NGINX === '1';
 const nginx = findNginx();
+const NGINX_TOOL: RequiredTool = {
+  label: 'nginx',
+  command: nginx?.path ?? 'nginx',
+  version: nginx?.version,
+  requireVar: 'TOLLGATE_REQUIRE_NGINX',
+  install: 'apt-get install nginx',
+};
 
 function describeNginx(name: string, fn: () => void): void {
-  if (nginx !== undefined) {
-    describe(name, fn);
-    return;
-  }
-  if (REQUIRED) {
-    describe(name, () => {
-      it('needs nginx', () => {
-        throw new Error('TOLLGATE_REQUIRE_NGINX=1 but nginx cannot be run (not /usr/sbin/nginx nor on PATH): apt-get install nginx');
-      });
-    });
-    return;
-  }
-  console.warn(`\n*** nginx not available, skipping "${name}": no /usr/sbin/nginx nor nginx on PATH (apt-get install nginx) ***\n`);
-  describe.skip(name, fn);
+  describeWith(NGINX_TOOL, name, fn);
 }
 
 describeNginx('parity with nginx limit_req (a real nginx)', () => {

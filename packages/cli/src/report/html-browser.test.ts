@@ -4,13 +4,14 @@
  * Screenshots are kept in packages/cli/test-artifacts/. Without chromium the suite says so loudly and
  * skips, unless TOLLGATE_REQUIRE_CHROMIUM=1 (set by .ci/run), which turns the skip into a failure.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
+import { describeWith, type RequiredTool, versionOf } from '../../../../test/support/required-tool.js';
 import { runCli } from '../cli.js';
 import type { LabResult } from '../labs/lab-result.js';
 import type { ReplayReport } from '../replay/replay-report.js';
@@ -18,30 +19,19 @@ import { generateAccessLog } from '../synthetic/access-log.js';
 
 const run = promisify(execFile);
 const CHROMIUM = process.env.TOLLGATE_CHROMIUM ?? 'chromium';
-const REQUIRED = process.env.TOLLGATE_REQUIRE_CHROMIUM === '1';
 const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-artifacts');
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars', '--mute-audio', '--no-first-run'];
 
-const chromiumVersion: string | undefined = (() => {
-  const r = spawnSync(CHROMIUM, ['--version'], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim() : undefined;
-})();
+const CHROMIUM_TOOL: RequiredTool = {
+  label: 'chromium',
+  command: CHROMIUM,
+  version: versionOf(CHROMIUM),
+  requireVar: 'TOLLGATE_REQUIRE_CHROMIUM',
+  install: 'apt-get install chromium',
+};
 
 function describeBrowser(name: string, fn: () => void): void {
-  if (chromiumVersion !== undefined) {
-    describe(name, fn);
-    return;
-  }
-  if (REQUIRED) {
-    describe(name, () => {
-      it('needs chromium', () => {
-        throw new Error(`TOLLGATE_REQUIRE_CHROMIUM=1 but '${CHROMIUM}' cannot be run: install chromium (apt-get install chromium)`);
-      });
-    });
-    return;
-  }
-  console.warn(`\n*** chromium not available, skipping "${name}": '${CHROMIUM}' is not on PATH (apt-get install chromium) ***\n`);
-  describe.skip(name, fn);
+  describeWith(CHROMIUM_TOOL, name, fn);
 }
 
 interface Rendered {

@@ -52,7 +52,8 @@ class ReplyPipe {
     if (this.timer !== undefined || this.held.length === 0) return;
     const f = this.fault();
     const head = this.held[0] as { at: number };
-    const wait = f.kind === 'trickle' ? f.everyMs : f.kind === 'delay' ? Math.max(0, head.at - performance.now()) : f.kind === 'pass' ? 0 : 5;
+    const wait =
+      f.kind === 'trickle' ? f.everyMs : f.kind === 'delay' ? Math.max(0, head.at - performance.now()) : f.kind === 'pass' ? 0 : 5;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.release();

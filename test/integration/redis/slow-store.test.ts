@@ -11,8 +11,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createLimiter, RedisStore } from '@tollgate/core';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { FaultProxy, type ReplyFault } from './fault-proxy.js';
 import { line, type Sample, sleep, startLoad, summarize } from './fault-load.js';
+import { FaultProxy, type ReplyFault } from './fault-proxy.js';
 import { describeRedis, HOST, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 
 const LIMIT = 50;

@@ -17,8 +17,14 @@ import { describeRedis, HOST, type RedisServer, randomPrefix, startRedis, waitFo
 
 const LIMIT = 50;
 const KEYS = ['k0', 'k1', 'k2', 'k3'];
-/** The documented bound (50 + 16 x 0.1 + 20 ms) with a margin for a loaded 2-core machine. */
-const WAIT_BOUND_MS = 150;
+/**
+ * The documented bound is 50 + 16 x 0.1 + 20 ms of idle time, which on an idle host is wall time. A host
+ * whose CPUs are saturated stretches it (the watchdog credits idle time at the rate its timer keeps), so
+ * the longest wait is held to a margin over it, and the 99th percentile to the bound itself: every
+ * check of today's main waits out the whole delay (p99 106 ms at +100 ms, 539 ms trickling).
+ */
+const WAIT_BOUND_MS = 250;
+const P99_BOUND_MS = 75;
 
 describeRedis('a slow Redis: a bounded wait, and the budget carried on', () => {
   let server: RedisServer;
@@ -74,6 +80,7 @@ describeRedis('a slow Redis: a bounded wait, and the budget carried on', () => {
       expect(during.degraded).toBeGreaterThan(0);
       expect(events.length).toBeGreaterThan(0);
       expect(during.maxWaitMs).toBeLessThan(WAIT_BOUND_MS);
+      expect(during.p99WaitMs).toBeLessThan(P99_BOUND_MS);
       expect(during.overAdmitted).toBe(0);
       expect(logged.filter((c) => c === 'ERR_RL_STORE_FAILED')).toHaveLength(1);
       // Recovered once the replies flow again.

@@ -124,9 +124,12 @@ export class Watchdog {
   private judging = false;
   private lastJudgement = 0;
   private active = 0;
-  /** Judgements made so far, and the idle clock read at each of the last IDLE_HISTORY. */
+  /** Judgements made so far, and the credited idle clock at each of the last IDLE_HISTORY. */
   private epoch = 0;
   private readonly idleAt = new Float64Array(IDLE_HISTORY);
+  /** Idle time credited so far, and the loop's own idle clock at the last judgement (NaN: not read yet). */
+  private idleCredited = 0;
+  private idleRead = Number.NaN;
 
   /**
    * `elapsed`: a monotonic clock in ms; `idle`: the event loop's idle time so far in ms (tests pass
@@ -160,6 +163,7 @@ export class Watchdog {
     w.add(ticket);
     if (this.timer === undefined) {
       this.lastJudgement = this.elapsed();
+      this.idleRead = Number.NaN;
       this.timer = setInterval(() => this.tick(), this.periodMs);
       this.timer.unref?.();
     }
@@ -195,10 +199,11 @@ export class Watchdog {
   private judge(): void {
     this.judging = false;
     const t = this.elapsed();
-    const credit = Math.max(0, Math.min(t - this.lastJudgement, this.creditMs));
+    const sinceLast = t - this.lastJudgement;
+    const credit = Math.max(0, Math.min(sinceLast, this.creditMs));
     this.lastJudgement = t;
     this.epoch += 1;
-    const idleNow = this.idle();
+    const idleNow = this.creditIdle(sinceLast);
     this.idleAt[this.epoch % IDLE_HISTORY] = idleNow;
     for (const w of this.nodes.values()) {
       if (w.size === 0) continue;
@@ -219,6 +224,21 @@ export class Watchdog {
       clearInterval(this.timer);
       this.timer = undefined;
     }
+  }
+
+  /**
+   * Advances the credited idle clock by the loop's idle time since the last judgement, scaled by how
+   * punctual the judgement was: a timer that fires late while the loop idled means this process waited
+   * for a CPU (a saturated host, where the store, starved as well, is slow for the same reason), so that
+   * idle time counts at the rate the timer kept (10 ms late on a 10 ms period: half).
+   */
+  private creditIdle(sinceLast: number): number {
+    const raw = this.idle();
+    const idled = Number.isNaN(this.idleRead) ? 0 : Math.max(0, raw - this.idleRead);
+    this.idleRead = raw;
+    const punctual = sinceLast <= this.periodMs ? 1 : this.periodMs / sinceLast;
+    this.idleCredited += idled * punctual;
+    return this.idleCredited;
   }
 
   /** The calls of `w` that waited their allowance of idle time, taken off its list; undefined if none. */

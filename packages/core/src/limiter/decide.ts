@@ -56,6 +56,8 @@ export class Decider {
   readonly now: Clock;
   private readonly defaultCost: number;
   private readonly countsDegraded: boolean;
+  /** Some plan's failure mode continues keys from the store's last answers (failure/answer-memory.ts). */
+  private readonly remembers: boolean;
 
   constructor(parts: DecisionParts) {
     this.targets = parts.targets;

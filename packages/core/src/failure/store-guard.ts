@@ -86,7 +86,7 @@ export class StoreGuard {
   private keyErrorsNotLogged = 0;
   private outageLoggedAt = Number.NEGATIVE_INFINITY;
   private outagesNotLogged = 0;
-  /** When the current outage of each node began (performance.now), for the line at its end. */
+  /** When the current outage of each node began (the limiter's clock), for the line at its end. */
   private readonly outageSince = new Map<string, number>();
 
   constructor(private readonly config: GuardConfig) {
@@ -218,7 +218,8 @@ export class StoreGuard {
   /** Counts an outage of `node` and writes its one line (at most one per 10 s, counting the rest). */
   private outageBegins(node: string, error: unknown): void {
     this.outages += 1;
-    const t = performance.now();
+    // The limiter's clock, so that tests in virtual time see the lines a day of outages would write.
+    const t = this.config.now();
     this.outageSince.set(node, t);
     if (t - this.outageLoggedAt < OUTAGE_LOG_INTERVAL_MS) {
       this.outagesNotLogged += 1;
@@ -274,7 +275,7 @@ export class StoreGuard {
     } else if (h.state === 'closed' && this.unhealthy.delete(h)) {
       const since = this.outageSince.get(h.node);
       this.outageSince.delete(h.node);
-      const lastedMs = since === undefined ? 0 : Math.round(performance.now() - since);
+      const lastedMs = since === undefined ? 0 : Math.round(this.config.now() - since);
       if (warnRecovered && lastedMs >= OUTAGE_LOG_INTERVAL_MS)
         safeLog(
           logger,

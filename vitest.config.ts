@@ -15,6 +15,9 @@ const TIMING = [
   'test/client/storm.test.ts',
   // The eviction watch reads INFO every 100 ms while a flood runs: its intervals hold when it runs alone.
   'test/integration/redis/eviction-watch.test.ts',
+  // Faults that time every check (a slow or trickling Redis, a busy host, recovery per client): run alone.
+  'test/integration/redis/slow-store.test.ts',
+  'test/integration/redis/recovery.test.ts',
 ];
 
 export default defineConfig({

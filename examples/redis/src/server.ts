@@ -6,12 +6,14 @@ import { createApp } from './app.js';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const port = Number(process.env.PORT ?? 3000);
-// No offline queue, quick reconnects: while Redis is away the limiters answer by their failure mode.
-// No resending after a reconnect: Redis may already have run those calls (WRN_RL_CLIENT_RESENDS).
+// No offline queue, quick reconnects (and quick ready checks while a restarted Redis loads its data):
+// while Redis is away the limiters answer by their failure mode, and the outage ends when the client is
+// ready again. No resending after a reconnect: Redis may already have run those calls (WRN_RL_CLIENT_RESENDS).
 const redis = new Redis(url, {
   enableOfflineQueue: false,
   autoResendUnfulfilledCommands: false,
-  retryStrategy: (times) => Math.min(times * 100, 1000),
+  retryStrategy: () => 50,
+  maxLoadingRetryTime: 50,
 });
 redis.on('error', (error: Error) => console.error(`redis: ${error.message}`));
 

@@ -82,7 +82,8 @@ export interface LimiterOptions extends PlanOptions {
   /**
    * What a check answers when the store cannot decide it (the key's node is down or silent, or the key's
    * state gave an error); the decision has `degraded: true`:
-   * - `'local'`: decide with an in-process limiter holding `localShare` of each limit, so limiting never
+   * - `'local'`: decide with an in-process limiter holding `localShare` of each limit, continuing each key
+   *   from the store's last answer about it (an exhausted key stays exhausted), so limiting never
    *   switches off (whoever can make the store fail or slow cannot lift the limits);
    * - `'open'`: admit, with `reason: 'store-error'` (availability first, no limit at all meanwhile);
    * - `'closed'`: reject with `reason: 'store-error'` (adapters answer 503, never 429).
@@ -90,10 +91,12 @@ export interface LimiterOptions extends PlanOptions {
    */
   onStoreError?: 'open' | 'closed' | 'local';
   /**
-   * How long a store node may stay silent, in ms: it fails when calls are pending on it and none of its
-   * calls has settled for this long, counting only time this process could read replies (a blocked event
-   * loop, or a pipeline still draining while replies arrive, never counts). Synchronous stores
-   * (MemoryStore) are never timed out. Defaults to `50`.
+   * How long a check may wait for the store, in ms. A node fails when calls are pending on it and none
+   * of its calls has settled for this long, counting only time this process could read replies; and a
+   * call on a node that answers, but slowly, is answered by `onStoreError` once it has waited this long
+   * (plus 0.1 ms per call queued ahead of it) of event-loop idle time. A blocked or busy event loop (a
+   * backlog of replies draining) never counts. Synchronous stores (MemoryStore) are never timed out.
+   * Defaults to `50`: a check then waits at most about 70 ms for Redis.
    */
   storeTimeoutMs?: number;
 

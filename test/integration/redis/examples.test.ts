@@ -26,7 +26,7 @@ describeRedis('examples', () => {
     await Promise.all([redis?.close(), cluster?.close()]);
   });
 
-  it('examples/redis: 429 past the burst; while Redis is down browsing degrades to local limits and login answers 503', async () => {
+  it('examples/redis: 429 past the burst; while Redis is down browsing continues the budget Redis counted and login answers 503', async () => {
     const client = await redis.readyClient({ enableOfflineQueue: false, retryStrategy: () => 25 });
     const server = createApp({ redis: client, prefix: randomPrefix(), storeTimeoutMs: 2000, logger: { warn() {}, error() {} } }).listen(0);
     servers.push(server);
@@ -40,8 +40,13 @@ describeRedis('examples', () => {
     expect(loginStatuses).toEqual([200, 200, 200, 200, 200, 429]);
 
     await redis.stop();
+    // The outage continues the budget Redis had counted: the burst is spent, so still a 429 (not a
+    // fresh local burst); after the refill of one (1 per second), one request more, from the failure mode.
+    expect((await fetch(`${base}/`)).status).toBe(429);
+    await new Promise((r) => setTimeout(r, 1_100));
     const down = await fetch(`${base}/`);
     expect(await down.json()).toMatchObject({ degraded: true });
+    expect((await fetch(`${base}/`)).status).toBe(429);
     const closed = await fetch(`${base}/login`, { method: 'POST' });
     expect(closed.status).toBe(503);
     expect(closed.headers.get('content-type')).toMatch(/^application\/problem\+json/);

@@ -236,6 +236,11 @@ export class RedisServer {
     }
   }
 
+  /** Sends `signal` to the server process: SIGSTOP pauses it (connections stay open), SIGCONT resumes it. */
+  signal(signal: NodeJS.Signals): void {
+    this.child?.kill(signal);
+  }
+
   /** A new ioredis client to this server, closed by `close()`. */
   client(options: RedisOptions = {}): Redis {
     const c = new Redis({ host: HOST, port: this.port, lazyConnect: false, ...options });

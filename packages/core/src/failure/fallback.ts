@@ -4,6 +4,9 @@
  * `localShare` of each limit (created on first use); `'open'` admits as if every policy had room;
  * `'closed'` refuses with `reason: 'store-error'`, which is not a quota verdict (adapters answer 503).
  * A cost above a policy's capacity stays `cost-exceeds-capacity` whatever the mode.
+ *
+ * `'local'` continues each key from the store's last answer about it (answer-memory.ts): a key the store
+ * had exhausted stays exhausted until its reset, whatever the local limiter would allow.
  */
 
 import type { CompiledPolicy } from '../algorithms/kernel.js';
@@ -16,6 +19,7 @@ import {
   F_EXCEEDS,
   R_FLAGS,
   R_REMAINING,
+  R_RESET,
   R_RETRY_AFTER,
   RESULT_STRIDE,
   type StoreKey,
@@ -23,6 +27,7 @@ import {
   type StoreResult,
 } from '../stores/store.js';
 import type { Decision, DecisionReason, PolicyResult } from '../types.js';
+import { AnswerMemory, type Remembered } from './answer-memory.js';
 
 /** Builds a decision from a store result over `policies` (the limiter's own `finish`). */
 export type Finish = (key: string, cost: number, r: StoreResult, policies: readonly CompiledPolicy[], degraded: boolean) => Decision;
@@ -33,6 +38,10 @@ export class Fallback {
   private readonly all: readonly CompiledPolicy[];
   private readonly group = new Group();
   private readonly synthetic: Float64Array;
+  /** `'local'` on a plan without leases: the store's last answers, created on the first one. */
+  readonly remembers: boolean;
+  private memory: AnswerMemory | undefined;
+  private readonly carry: Float64Array;
 
   constructor(
     private readonly config: LimiterConfig,
@@ -41,6 +50,19 @@ export class Fallback {
     this.all = [...config.policies, ...config.shadowPolicies];
     this.localPlan = Object.freeze({ policies: config.localPolicies, enforcedCount: config.policies.length });
     this.synthetic = new Float64Array(this.all.length * RESULT_STRIDE);
+    this.carry = new Float64Array(config.localPolicies.length * RESULT_STRIDE);
+    this.remembers = config.onStoreError === 'local' && !config.localPolicies.some((p) => p.algorithm === 'concurrency');
+  }
+
+  /** The store answered `r` for `key` at `at` (only on an asynchronous store, only when `remembers`). */
+  remember(key: string, r: StoreResult, at: number): void {
+    if (this.memory === undefined) this.memory = new AnswerMemory(this.config.policies);
+    this.memory.remember(key, r, at);
+  }
+
+  /** Keys whose last answer is remembered (for tests). */
+  get remembered(): number {
+    return this.memory?.size ?? 0;
   }
 
   /**
@@ -51,6 +73,9 @@ export class Fallback {
     const { onStoreError, mode } = this.config;
     if (onStoreError === 'local') {
       if (this.local === undefined) this.local = new MemoryStore();
+      const memory = this.memory;
+      const m = memory === undefined || lease !== undefined ? undefined : memory.live(key, at);
+      if (m !== undefined) return this.carried(memory as AnswerMemory, key, cost, at, storeKey, m);
       return this.finish(key, cost, this.local.apply(storeKey, this.localPlan, cost, at, lease), this.config.localPolicies, true);
     }
     const open = onStoreError === 'open';
@@ -88,6 +113,41 @@ export class Fallback {
     );
   }
 
+  /**
+   * `'local'` for a key the store answered before: admitted only if every enforced policy still has room
+   * by the store's last answer (less what the failure mode admitted since) and the local limiter admits;
+   * the decision's numbers are the tighter of the two.
+   */
+  private carried(memory: AnswerMemory, key: string, cost: number, at: number, storeKey: StoreKey, m: Remembered): Decision {
+    const local = this.local as MemoryStore;
+    const policies = this.config.policies;
+    let blocked = false;
+    for (let i = 0; i < policies.length; i++) {
+      if (cost <= (policies[i] as CompiledPolicy).capMilli && cost > memory.room(m, i, at)) blocked = true;
+    }
+    const r = this.carry;
+    r.set(blocked ? local.peek(storeKey, this.localPlan, cost, at) : local.apply(storeKey, this.localPlan, cost, at));
+    let charged = !blocked;
+    for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE)
+      if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) charged = false;
+    if (charged) memory.spend(m, cost, at);
+    for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE) {
+      const room = memory.room(m, i, at);
+      if (room !== Number.POSITIVE_INFINITY) r[o + R_REMAINING] = Math.max(0, Math.min(r[o + R_REMAINING] as number, Math.floor(room)));
+      if (!blocked) continue;
+      // Nothing is charged; the policies without room refuse until their reset.
+      let flags = (r[o + R_FLAGS] as number) & ~F_CHARGED;
+      const cap = (policies[i] as CompiledPolicy).capMilli;
+      if (cost > room && cost <= cap) {
+        flags &= ~F_ALLOWED;
+        r[o + R_RETRY_AFTER] = memory.waitFor(m, i, cost, at);
+        r[o + R_RESET] = Math.max(r[o + R_RESET] as number, memory.waitFor(m, i, cap, at));
+      }
+      r[o + R_FLAGS] = flags;
+    }
+    return this.finish(key, cost, r, this.config.localPolicies, true);
+  }
+
   /** `onStoreError: 'local'`: the in-process store and plan whose leases a degraded decision holds. */
   get leases(): { readonly store: MemoryStore; readonly plan: StorePlan } | undefined {
     return this.local === undefined ? undefined : { store: this.local, plan: this.localPlan };
@@ -95,6 +155,7 @@ export class Fallback {
 
   reset(key: string): void {
     this.local?.reset(key, this.localPlan);
+    this.memory?.reset(key);
   }
 
   close(): void {

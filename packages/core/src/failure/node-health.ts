@@ -9,8 +9,10 @@
  *   time: the first after 10 ms (or `cooldownMs` if shorter), the next ones 10 ms later again when the
  *   probe failed fast (the store refused at once, e.g. not connected: probing costs nothing), or after a
  *   doubled wait, up to `cooldownMs`, when the probe hung until the watchdog gave up on it.
- * - **Closed again on the first reply,** from a probe or from any late call: a node that answers is up.
- *   So a 100 ms blip degrades about 100 ms (plus the reconnect), not a whole cool-down.
+ * - **Closed again on the first reply in time,** from a probe or any other call: a node that answers is
+ *   up. A reply that comes after the watchdog answered its call (late) lets the next call probe at once,
+ *   but closes nothing: a node that answers every call late stays open. So a 100 ms blip degrades about
+ *   100 ms (plus the reconnect and one round trip), not a whole cool-down.
  * Time is the limiter's clock, so tests drive it in virtual time.
  */
 
@@ -63,6 +65,14 @@ export class NodeHealth {
     this.probing = false;
     if (this.config !== false) this.backoffMs = Math.min(FIRST_PROBE_MS, this.config.cooldownMs);
     this.transition('closed');
+  }
+
+  /**
+   * A reply came after its call was answered by the failure mode: the node is alive, so an open breaker
+   * lets the next call probe at once (its timely reply closes the breaker; a late one does not).
+   */
+  lateReply(now: number): void {
+    if (this.state === 'open' && !this.probing && this.probeAt > now) this.probeAt = now;
   }
 
   /**

@@ -10,7 +10,7 @@ import type { Store, StorePlan } from '../stores/store.js';
 import { type ErrorScope, errorScopeOf } from './error-scope.js';
 import { type BreakerConfig, type BreakerState, NodeHealth } from './node-health.js';
 import { StoreTimeoutError } from './store-timeout-error.js';
-import { Watchdog } from './watchdog.js';
+import { type Overdue, Watchdog } from './watchdog.js';
 
 /** The node name of stores that do not tell nodes apart. */
 export const WHOLE_STORE = 'store';
@@ -26,6 +26,14 @@ export const STARTUP_WAIT_MS = 2_000;
  * converts replies) would otherwise log once per request. The `store-error` event still names each key.
  */
 const KEY_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * Outage lines (ERR_RL_STORE_FAILED) are written at most once per this many ms per limiter: a store that
+ * flaps (or answers late, call after call) would otherwise write one per flap. The line counts the
+ * outages it left out. An outage that lasted at least this long also writes WRN_RL_BREAKER_CLOSED when
+ * it ends; a shorter one writes nothing more (one outage, one line).
+ */
+const OUTAGE_LOG_INTERVAL_MS = 10_000;
 
 /** Why a store call gave no result. */
 export class CallFailure {
@@ -76,6 +84,10 @@ export class StoreGuard {
   private startup: Promise<void> | undefined | null = null;
   private keyLoggedAt = Number.NEGATIVE_INFINITY;
   private keyErrorsNotLogged = 0;
+  private outageLoggedAt = Number.NEGATIVE_INFINITY;
+  private outagesNotLogged = 0;
+  /** When the current outage of each node began (the limiter's clock), for the line at its end. */
+  private readonly outageSince = new Map<string, number>();
 
   constructor(private readonly config: GuardConfig) {
     this.watchdog = new Watchdog(config.storeTimeoutMs);
@@ -157,23 +169,33 @@ export class StoreGuard {
     onFailure: (failure: CallFailure) => T,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const ticket = this.watchdog.watch(node, () => {
-        settleWith(resolve, reject, onFailure, this.failure(node, seq, new StoreTimeoutError(this.config.storeTimeoutMs, node), true));
+      const ticket = this.watchdog.watch(node, (why: Overdue) => {
+        const error = new StoreTimeoutError(this.config.storeTimeoutMs, node, why);
+        settleWith(resolve, reject, onFailure, this.failure(node, seq, error, true));
       });
       call.then(
         (result) => {
-          const mine = this.watchdog.settle(ticket);
-          // A late reply still proves the node alive.
-          this.answered(node);
-          if (mine) settleWith(resolve, reject, onResult, result);
+          if (this.watchdog.settle(ticket)) {
+            this.answered(node);
+            settleWith(resolve, reject, onResult, result);
+          } else this.lateReply(node);
         },
         (error: unknown) => {
-          const mine = this.watchdog.settle(ticket);
-          if (mine) settleWith(resolve, reject, onFailure, this.failure(node, seq, error, false));
-          else if (errorScopeOf(this.config.store, error) === 'key') this.answered(node);
+          if (this.watchdog.settle(ticket)) settleWith(resolve, reject, onFailure, this.failure(node, seq, error, false));
+          else if (errorScopeOf(this.config.store, error) === 'key') this.lateReply(node);
         },
       );
     });
+  }
+
+  /**
+   * A reply came after the watchdog answered its call: the node is alive, but not known to be quick. It
+   * does not end the outage by itself (a node that answers every call 100 ms late would otherwise close
+   * its breaker with each reply, and every check would wait again); it lets the next call probe at once,
+   * and that probe's timely reply ends it.
+   */
+  private lateReply(node: string): void {
+    if (this.health.size !== 0) this.health.get(node)?.lateReply(this.config.now());
   }
 
   /** Judges a failed call numbered `seq` on `node`; `slow`: the watchdog gave up on it. */
@@ -188,20 +210,31 @@ export class StoreGuard {
       h = new NodeHealth(node, this.config.breaker, (changed) => this.changed(changed));
       this.health.set(node, h);
     }
-    if (h.failure(seq, this.seq, this.config.now(), slow)) {
-      // The first event since the node last answered: an outage begins.
-      if (h.eventsInRow === 1) {
-        this.outages += 1;
-        const { store, onStoreError, logger } = this.config;
-        safeLog(
-          logger,
-          'error',
-          { code: 'ERR_RL_STORE_FAILED', store: store.kind, node, onStoreError, err: error },
-          'ERR_RL_STORE_FAILED: a store node failed; its keys are answered by onStoreError until it answers again',
-        );
-      }
-    }
+    // The first event since the node last answered: an outage begins.
+    if (h.failure(seq, this.seq, this.config.now(), slow) && h.eventsInRow === 1) this.outageBegins(node, error);
     return new CallFailure(error, scope, node);
+  }
+
+  /** Counts an outage of `node` and writes its one line (at most one per 10 s, counting the rest). */
+  private outageBegins(node: string, error: unknown): void {
+    this.outages += 1;
+    // The limiter's clock, so that tests in virtual time see the lines a day of outages would write.
+    const t = this.config.now();
+    this.outageSince.set(node, t);
+    if (t - this.outageLoggedAt < OUTAGE_LOG_INTERVAL_MS) {
+      this.outagesNotLogged += 1;
+      return;
+    }
+    const notLogged = this.outagesNotLogged;
+    this.outageLoggedAt = t;
+    this.outagesNotLogged = 0;
+    const { store, onStoreError, logger, breaker } = this.config;
+    safeLog(
+      logger,
+      'error',
+      { code: 'ERR_RL_STORE_FAILED', store: store.kind, node, onStoreError, breaker: breaker !== false, notLogged, err: error },
+      'ERR_RL_STORE_FAILED: a store node failed; its keys are answered by onStoreError until it answers again in time',
+    );
   }
 
   /** Logs an error that belongs to one key: at most one line per 10 s, counting the ones it left out. */
@@ -223,11 +256,16 @@ export class StoreGuard {
     );
   }
 
+  /**
+   * A node's breaker changed. The outage line already says the breaker opens, so WRN_RL_BREAKER_OPEN is
+   * written only when it opens later in the outage (`failureThreshold` above 1), and WRN_RL_BREAKER_CLOSED
+   * only at the end of an outage that lasted 10 s or more.
+   */
   private changed(h: NodeHealth): void {
     const { store, logger, breaker, warnBreaker = true, warnRecovered = true } = this.config;
     if (h.state === 'open' && !this.unhealthy.has(h)) {
       this.unhealthy.add(h);
-      if (warnBreaker)
+      if (warnBreaker && h.eventsInRow > 1)
         safeLog(
           logger,
           'warn',
@@ -235,11 +273,14 @@ export class StoreGuard {
           'WRN_RL_BREAKER_OPEN: a store node keeps failing; its keys skip it (one probe at a time) until it answers',
         );
     } else if (h.state === 'closed' && this.unhealthy.delete(h)) {
-      if (warnRecovered)
+      const since = this.outageSince.get(h.node);
+      this.outageSince.delete(h.node);
+      const lastedMs = since === undefined ? 0 : Math.round(this.config.now() - since);
+      if (warnRecovered && lastedMs >= OUTAGE_LOG_INTERVAL_MS)
         safeLog(
           logger,
           'warn',
-          { code: 'WRN_RL_BREAKER_CLOSED', store: store.kind, node: h.node },
+          { code: 'WRN_RL_BREAKER_CLOSED', store: store.kind, node: h.node, lastedMs },
           'WRN_RL_BREAKER_CLOSED: the store node answers again; its keys are decided by the store once more',
         );
     }

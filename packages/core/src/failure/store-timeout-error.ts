@@ -1,9 +1,11 @@
 /**
- * @module The error a check's failure path carries when the watchdog judged the store's node silent:
- * calls were pending on it and nothing came back for `storeTimeoutMs` of time this process could have
- * read a reply in (watchdog.ts says exactly what counts).
+ * @module The error a check's failure path carries when the watchdog answered it: the store's node was
+ * silent (calls were pending on it and nothing came back for `storeTimeoutMs` of time this process could
+ * have read a reply in), or this call alone waited too long on a node that answers slowly (watchdog.ts
+ * says exactly what counts).
  */
 import { seeDocs } from '../errors.js';
+import type { Overdue } from './watchdog.js';
 
 /** The error a `store-error` event carries when the store did not answer within `storeTimeoutMs`. */
 export class StoreTimeoutError extends Error {
@@ -11,11 +13,17 @@ export class StoreTimeoutError extends Error {
   /** The node (connection, or Cluster master) that went silent. */
   readonly node: string;
 
-  constructor(ms: number, node: string) {
+  /** `'silent'`: nothing came back on the node; `'late'`: the node answers, but this call waited too long. */
+  readonly why: Overdue;
+
+  constructor(ms: number, node: string, why: Overdue = 'silent') {
     super(
-      `ERR_RL_STORE_TIMEOUT: nothing came back from the store (node '${node}') for ${ms} ms (storeTimeoutMs) while calls were pending. ${seeDocs('ERR_RL_STORE_TIMEOUT')}`,
+      why === 'silent'
+        ? `ERR_RL_STORE_TIMEOUT: nothing came back from the store (node '${node}') for ${ms} ms (storeTimeoutMs) while calls were pending. ${seeDocs('ERR_RL_STORE_TIMEOUT')}`
+        : `ERR_RL_STORE_TIMEOUT: a call to the store (node '${node}') waited ${ms} ms (storeTimeoutMs, plus its queue's share) of idle time without a reply. ${seeDocs('ERR_RL_STORE_TIMEOUT')}`,
     );
     this.name = 'StoreTimeoutError';
     this.node = node;
+    this.why = why;
   }
 }

@@ -1,26 +1,42 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Watchdog } from './watchdog.js';
+import { type Overdue, QUEUED_CALL_MS, Watchdog } from './watchdog.js';
 
-/** Fake timers, and a clock the test moves by hand: moving it without running timers is a blocked loop. */
+/**
+ * Fake timers, and two clocks the test moves by hand: the wall clock, and the event loop's idle time.
+ * Moving the wall clock alone without running timers is a blocked loop; `run` is a loop that waits for
+ * I/O (idle), `busy` one that runs its timers but works all the time (a backlog of replies to handle).
+ */
 function setup(timeoutMs = 50) {
   vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout'] });
   let t = 0;
-  const dog = new Watchdog(timeoutMs, () => t);
+  let idle = 0;
+  const dog = new Watchdog(
+    timeoutMs,
+    () => t,
+    () => idle,
+  );
   const silent: string[] = [];
-  const watch = (node: string, name: string) => dog.watch(node, () => silent.push(name));
-  /** The loop runs freely for `ms`: timers fire every ms of it. */
-  const run = async (ms: number) => {
+  const why: Overdue[] = [];
+  const watch = (node: string, name: string) =>
+    dog.watch(node, (w) => {
+      silent.push(name);
+      why.push(w);
+    });
+  /** The loop runs freely for `ms`, idle: timers fire every ms of it. */
+  const run = async (ms: number, idles = true) => {
     for (let i = 0; i < ms; i++) {
       t += 1;
+      if (idles) idle += 1;
       await vi.advanceTimersByTimeAsync(1);
     }
   };
+  const busy = (ms: number) => run(ms, false);
   /** The loop is blocked for `ms` (time passes, nothing runs), then runs for one period (10 ms). */
   const block = async (ms: number) => {
     t += ms;
     await run(10);
   };
-  return { dog, silent, watch, run, block };
+  return { dog, silent, why, watch, run, busy, block };
 }
 
 afterEach(() => {
@@ -56,14 +72,64 @@ describe('Watchdog', () => {
     expect(silent).toEqual(['next']);
   });
 
-  it('any settlement on the node resets its silence: a draining backlog never fails', async () => {
-    const { dog, silent, watch, run } = setup();
+  it('any settlement on the node resets its silence: a backlog drained by a busy loop never fails', async () => {
+    const { dog, silent, watch, busy } = setup();
     const tickets = Array.from({ length: 20 }, (_, i) => watch('a', `call${i}`));
     for (const ticket of tickets) {
-      await run(40);
+      await busy(40);
       expect(dog.settle(ticket)).toBe(true);
     }
     expect(silent).toEqual([]);
+  });
+
+  it('a node that answers too slowly (replies trickling in while the loop idles) fails each call at its own deadline', async () => {
+    const { dog, silent, why, watch, run } = setup();
+    const tickets = Array.from({ length: 20 }, (_, i) => watch('a', `call${i}`));
+    // One reply every 40 ms: never 50 ms of silence, but the calls behind wait longer and longer.
+    const settled: boolean[] = [];
+    for (const ticket of tickets.slice(0, 3)) {
+      await run(40);
+      settled.push(dog.settle(ticket));
+    }
+    // call0 came at 40 ms; call1 (allowance 50.1 ms of idle, counted from the first judgement after
+    // it was sent, 10 ms in) at 80 ms was late, and so was everything behind it.
+    expect(settled).toEqual([true, false, false]);
+    expect(silent).toEqual(tickets.slice(1).map((_, i) => `call${i + 1}`));
+    expect(new Set(why)).toEqual(new Set(['late']));
+    expect(dog.pendingOn('a')).toBe(0);
+  });
+
+  it("a burst's calls get the node's time for the calls ahead of them: 0.1 ms of idle time per queued call", async () => {
+    const { dog, silent, watch, run } = setup();
+    const tickets = Array.from({ length: 1_001 }, (_, i) => watch('a', `call${i}`));
+    // The last call may wait 50 + 1000 x 0.1 = 150 ms of idle time; replies keep the node from silence.
+    for (let i = 0; i < 14; i++) {
+      await run(10);
+      for (const ticket of tickets.slice(i * 72, Math.min((i + 1) * 72, 1_000))) dog.settle(ticket);
+    }
+    expect(silent).toEqual([]);
+    await run(10);
+    expect(silent).toEqual([]);
+    expect(QUEUED_CALL_MS).toBe(0.1);
+    // Past its allowance, the one still pending is late.
+    await run(30);
+    expect(silent).toEqual(['call1000']);
+  });
+
+  it('a busy loop does not age a call: its wait counts idle time only', async () => {
+    const { dog, silent, watch, run, busy } = setup();
+    const ticket = watch('a', 'call');
+    const other = watch('a', 'other');
+    for (let i = 0; i < 10; i++) {
+      await busy(30);
+      // Replies to other calls keep the node from silence; the loop never waits for I/O.
+      dog.settle(watch('a', `ok${i}`));
+    }
+    expect(silent).toEqual([]);
+    await run(70);
+    expect(silent.sort()).toEqual(['call', 'other']);
+    expect(dog.settle(ticket)).toBe(false);
+    expect(dog.settle(other)).toBe(false);
   });
 
   it('judges each node apart: a silent node fails, a node that answers does not', async () => {

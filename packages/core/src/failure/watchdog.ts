@@ -1,21 +1,44 @@
 /**
- * @module The "no answer" watchdog: one timer per limiter (armed only while calls are pending), not one
- * per call, judging each store node (a connection, or a Cluster master) as a whole.
+ * @module The "no answer in time" watchdog: one timer per limiter (armed only while calls are pending),
+ * not one per call, judging each store node (a connection, or a Cluster master) and each call on it.
  *
- * **What counts as "the store is slow".** A node fails when calls are pending on it and none of its
- * calls has settled (a reply, or a reply error) for `storeTimeoutMs` of *time this process was able to
- * read replies*. Nothing else: a reply that is late because this process's event loop was blocked, or
- * because a long pipeline is still draining while replies keep arriving, never fails anything.
+ * **Two rules, both blind to this process's own lag.**
+ * - **Silent node.** A node fails when calls are pending on it and none of its calls has settled (a
+ *   reply, or a reply error) for `storeTimeoutMs` of *time this process was able to read replies*: every
+ *   call pending on it is answered by the failure mode at once (one outage event).
+ * - **Late call.** A node that answers, but too slowly (replies trickling, every reply delayed), fails
+ *   one call at a time: a call is answered by the failure mode once it has waited `storeTimeoutMs`, plus
+ *   {@link QUEUED_CALL_MS} per call that was already pending on its node when it was sent, of *time
+ *   the event loop sat idle*. Idle time (libuv's, as `performance.eventLoopUtilization()` reports it) is
+ *   time the process spent waiting for I/O with nothing else to do: a reply that arrived then was read at
+ *   once. So a call never ages while the loop is blocked or busy draining a backlog of replies (the
+ *   process is slow, not the store), and a burst this process sent itself is given the time the node
+ *   needs to answer the calls ahead of it.
  *
  * How: the timer only asks for a judgement; the judgement runs in `setImmediate`, that is after the
  * event loop's poll phase has read whatever the sockets hold (replies that arrived while the loop was
- * blocked settle first). Silence then grows by the time since the previous judgement, but by at most
- * two timer periods: a blocked loop (a 80 ms synchronous slice) adds one period's credit, not 80 ms,
- * since no reply could have been read meanwhile. Any settlement on the node resets its silence. When
- * the silence reaches the timeout, every call pending on that node is answered by the failure mode at
- * once (one outage event, however many calls were in flight); replies that come later are ignored for
- * the decision, but still prove the node alive.
+ * blocked settle first). Silence grows by the time since the previous judgement, but by at most two
+ * timer periods: a blocked loop (a 80 ms synchronous slice) adds one period's credit, not 80 ms, since
+ * no reply could have been read meanwhile. Any settlement on the node resets its silence. A call's idle
+ * wait is read from the idle clock at judgements only (no clock read per call): it counts from the first
+ * judgement after the call was sent, so a call is answered at most {@link QUEUED_CALL_MS} per queued call
+ * plus `storeTimeoutMs` plus two periods after it was sent, when the loop was idle all that time.
+ * Replies that come after the watchdog answered are ignored for the decision.
  */
+import { performance as perfHooks } from 'node:perf_hooks';
+
+/**
+ * The idle time a call may wait, on top of `storeTimeoutMs`, per call already pending on its node when
+ * it was sent, ms: the time a healthy Redis needs for one script call, with a margin (a backlog of 5,000
+ * calls took ~35 µs of idle time each on a loaded 2-core machine).
+ */
+export const QUEUED_CALL_MS = 0.1;
+
+/** How many judgements of the idle clock are kept: calls older than this read the oldest one kept. */
+const IDLE_HISTORY = 256;
+
+/** Why the watchdog answered a call: its node went silent, or it alone waited too long. */
+export type Overdue = 'silent' | 'late';
 
 /**
  * One call being watched: a link in its node's list of pending calls (a list, not a Set, so that
@@ -29,13 +52,18 @@ export class Ticket {
 
   constructor(
     readonly watch: NodeWatch,
-    readonly onSilent: () => void,
+    readonly onOverdue: (why: Overdue) => void,
+    /** Judgements made before the call was sent. */
+    readonly epoch: number,
+    /** The idle time the call may wait, ms. */
+    readonly allowanceMs: number,
   ) {}
 }
 
 class NodeWatch {
-  /** The calls pending on this node, newest first, and how many. */
+  /** The calls pending on this node, newest first (oldest last), and how many. */
   head: Ticket | undefined = undefined;
+  tail: Ticket | undefined = undefined;
   size = 0;
   /** A call of this node settled since the last judgement. */
   heard = false;
@@ -50,6 +78,7 @@ class NodeWatch {
     const head = this.head;
     ticket.next = head;
     if (head !== undefined) head.prev = ticket;
+    else this.tail = ticket;
     this.head = ticket;
     this.size += 1;
   }
@@ -58,7 +87,8 @@ class NodeWatch {
     const { prev, next } = ticket;
     if (prev === undefined) this.head = next;
     else prev.next = next;
-    if (next !== undefined) next.prev = prev;
+    if (next === undefined) this.tail = prev;
+    else next.prev = prev;
     ticket.prev = undefined;
     ticket.next = undefined;
     this.size -= 1;
@@ -67,17 +97,23 @@ class NodeWatch {
   /** Empties the list: its calls, oldest first. */
   drain(): Ticket[] {
     const out: Ticket[] = [];
-    for (let t = this.head; t !== undefined; ) {
-      const next = t.next;
+    for (let t = this.tail; t !== undefined; ) {
+      const prev = t.prev;
       t.prev = undefined;
       t.next = undefined;
       out.push(t);
-      t = next;
+      t = prev;
     }
     this.head = undefined;
+    this.tail = undefined;
     this.size = 0;
-    return out.reverse();
+    return out;
   }
+}
+
+/** The process's event-loop idle time so far, ms (from node:perf_hooks: fake timers leave it real). */
+function loopIdleMs(): number {
+  return perfHooks.eventLoopUtilization().idle;
 }
 
 export class Watchdog {
@@ -88,19 +124,29 @@ export class Watchdog {
   private judging = false;
   private lastJudgement = 0;
   private active = 0;
+  /** Judgements made so far, and the credited idle clock at each of the last IDLE_HISTORY. */
+  private epoch = 0;
+  private readonly idleAt = new Float64Array(IDLE_HISTORY);
+  /** Idle time credited so far, and the loop's own idle clock at the last judgement (NaN: not read yet). */
+  private idleCredited = 0;
+  private idleRead = Number.NaN;
 
-  /** `elapsed`: a monotonic clock in ms (tests pass their own to play a blocked event loop). */
+  /**
+   * `elapsed`: a monotonic clock in ms; `idle`: the event loop's idle time so far in ms (tests pass
+   * their own to play a blocked or an idle event loop).
+   */
   constructor(
     private readonly timeoutMs: number,
     private readonly elapsed: () => number = () => performance.now(),
+    private readonly idle: () => number = loopIdleMs,
   ) {
     // Five judgements per timeout (10 ms at the default 50 ms), at least 1 ms, at most 50 ms apart.
     this.periodMs = Math.min(50, Math.max(1, Math.floor(timeoutMs / 5)));
     this.creditMs = this.periodMs * 2;
   }
 
-  /** Starts watching a call on `node`; `onSilent` answers it if the node goes silent first. */
-  watch(node: string, onSilent: () => void): Ticket {
+  /** Starts watching a call on `node`; `onOverdue` answers it if the node goes silent or the call is late first. */
+  watch(node: string, onOverdue: (why: Overdue) => void): Ticket {
     let w = this.nodes.get(node);
     if (w === undefined) {
       w = new NodeWatch(node);
@@ -113,10 +159,11 @@ export class Watchdog {
       w.since = this.elapsed();
       this.active += 1;
     }
-    const ticket = new Ticket(w, onSilent);
+    const ticket = new Ticket(w, onOverdue, this.epoch, this.timeoutMs + w.size * QUEUED_CALL_MS);
     w.add(ticket);
     if (this.timer === undefined) {
       this.lastJudgement = this.elapsed();
+      this.idleRead = Number.NaN;
       this.timer = setInterval(() => this.tick(), this.periodMs);
       this.timer.unref?.();
     }
@@ -152,27 +199,73 @@ export class Watchdog {
   private judge(): void {
     this.judging = false;
     const t = this.elapsed();
-    const credit = Math.max(0, Math.min(t - this.lastJudgement, this.creditMs));
+    const sinceLast = t - this.lastJudgement;
+    const credit = Math.max(0, Math.min(sinceLast, this.creditMs));
     this.lastJudgement = t;
+    this.epoch += 1;
+    const idleNow = this.creditIdle(sinceLast);
+    this.idleAt[this.epoch % IDLE_HISTORY] = idleNow;
     for (const w of this.nodes.values()) {
       if (w.size === 0) continue;
       if (w.heard) {
         w.heard = false;
         w.silentMs = 0;
-        continue;
+      } else {
+        w.silentMs += Math.min(credit, Math.max(0, t - w.since));
+        if (w.silentMs >= this.timeoutMs) {
+          this.overdue(w, w.drain(), 'silent');
+          continue;
+        }
       }
-      w.silentMs += Math.min(credit, Math.max(0, t - w.since));
-      if (w.silentMs < this.timeoutMs) continue;
-      const silent = w.drain();
-      w.silentMs = 0;
-      this.active -= 1;
-      for (const ticket of silent) ticket.done = true;
-      for (const ticket of silent) ticket.onSilent();
+      const late = this.lateCalls(w, idleNow);
+      if (late !== undefined) this.overdue(w, late, 'late');
     }
     if (this.active === 0 && this.timer !== undefined) {
       clearInterval(this.timer);
       this.timer = undefined;
     }
+  }
+
+  /**
+   * Advances the credited idle clock by the loop's idle time since the last judgement, scaled by how
+   * punctual the judgement was: a timer that fires late while the loop idled means this process waited
+   * for a CPU (a saturated host, where the store, starved as well, is slow for the same reason), so that
+   * idle time counts at the rate the timer kept (10 ms late on a 10 ms period: half).
+   */
+  private creditIdle(sinceLast: number): number {
+    const raw = this.idle();
+    const idled = Number.isNaN(this.idleRead) ? 0 : Math.max(0, raw - this.idleRead);
+    this.idleRead = raw;
+    const punctual = sinceLast <= this.periodMs ? 1 : this.periodMs / sinceLast;
+    this.idleCredited += idled * punctual;
+    return this.idleCredited;
+  }
+
+  /** The calls of `w` that waited their allowance of idle time, taken off its list; undefined if none. */
+  private lateCalls(w: NodeWatch, idleNow: number): Ticket[] | undefined {
+    let late: Ticket[] | undefined;
+    const epoch = this.epoch;
+    // Oldest first; a call sent since the previous judgement has no idle wait to read yet.
+    for (let ticket = w.tail; ticket !== undefined && ticket.epoch + 1 < epoch; ) {
+      const newer = ticket.prev;
+      // The idle clock at the first judgement after the call was sent (or the oldest one kept).
+      const from = Math.max(ticket.epoch + 1, epoch - IDLE_HISTORY + 1);
+      if (idleNow - (this.idleAt[from % IDLE_HISTORY] as number) >= ticket.allowanceMs) {
+        w.remove(ticket);
+        if (late === undefined) late = [];
+        late.push(ticket);
+      }
+      ticket = newer;
+    }
+    return late;
+  }
+
+  /** Answers `tickets` of `w` by the failure mode: `why` says whether the node was silent or the calls late. */
+  private overdue(w: NodeWatch, tickets: readonly Ticket[], why: Overdue): void {
+    if (why === 'silent') w.silentMs = 0;
+    if (w.size === 0) this.active -= 1;
+    for (const ticket of tickets) ticket.done = true;
+    for (const ticket of tickets) ticket.onOverdue(why);
   }
 
   /** Stops the timer; pending calls are left to the store. */

@@ -141,8 +141,9 @@ describe('failure mode', () => {
     expect(healthy).toMatchObject({ allowed: true, degraded: false, reason: 'allowed', remaining: 9 });
     store.mode = 'throw';
     await limiter.check('k');
-    expect(logger.errors).toHaveLength(2);
-    expect(limiter.stats().storeErrors).toBe(4);
+    // A second outage within 10 s of the first line is counted, not logged (a flapping store writes one line per 10 s).
+    expect(logger.errors).toHaveLength(1);
+    expect(limiter.stats()).toMatchObject({ storeErrors: 4, outages: 2 });
   });
 
   it("'closed' refuses with reason store-error (not a quota verdict), and shadow mode still lets it pass", async () => {
@@ -212,10 +213,10 @@ describe('failure mode', () => {
     expect(errors).toHaveLength(32);
     expect(errors[0]).toMatchObject({ scope: 'node', node: 'store' });
     expect(String(errors[0]?.error)).toContain('ERR_RL_STORE_TIMEOUT');
-    // 32 calls in flight, one outage: one log line, one breaker opening.
+    // 32 calls in flight, one outage: one log line (it says the breaker opens), one breaker opening.
     expect(limiter.stats()).toMatchObject({ storeErrors: 32, outages: 1 });
     expect(logger.errors).toHaveLength(1);
-    expect(logger.warnings.filter((w) => w.startsWith('WRN_RL_BREAKER_OPEN'))).toHaveLength(1);
+    expect(logger.warnings).toEqual([]);
   });
 
   it('a pipeline still draining (replies keep arriving) is never a timeout, however late the last reply', async () => {
@@ -265,7 +266,7 @@ describe('failure mode', () => {
     await vi.advanceTimersByTimeAsync(1);
   });
 
-  it('a late reply proves the node alive: the breaker closes on it, without waiting for a probe', async () => {
+  it('a late reply proves the node alive but not quick: the next check probes at once, and only a timely reply closes the breaker', async () => {
     vi.useFakeTimers({ toFake: FAKE });
     const store = new FlakyStore();
     store.mode = 'slow';
@@ -277,11 +278,14 @@ describe('failure mode', () => {
     await vi.advanceTimersByTimeAsync(20);
     expect((await late).degraded).toBe(true);
     expect(states).toEqual(['open']);
+    // The late reply (at 40 ms) closes nothing: a node that answers every call 40 ms late stays open.
     await vi.advanceTimersByTimeAsync(25);
-    expect(states).toEqual(['open', 'closed']);
+    expect(states).toEqual(['open']);
     store.mode = 'ok';
+    // But the next check is a probe at once (not after a doubled wait), and its timely reply closes it.
     // The late call was charged when it reached the store: 10 - 2.
     expect(await limiter.check('k')).toMatchObject({ degraded: false, remaining: 8 });
+    expect(states).toEqual(['open', 'half-open', 'closed']);
   });
 
   it('errors of one key answer that key only: other keys stay exact and the node stays healthy', async () => {

@@ -56,6 +56,8 @@ export class Decider {
   readonly now: Clock;
   private readonly defaultCost: number;
   private readonly countsDegraded: boolean;
+  /** Some plan's failure mode continues keys from the store's last answers (failure/answer-memory.ts). */
+  private readonly remembers: boolean;
 
   constructor(parts: DecisionParts) {
     this.targets = parts.targets;
@@ -69,6 +71,7 @@ export class Decider {
     this.now = parts.now;
     this.defaultCost = parts.defaultCost;
     this.countsDegraded = parts.countsDegraded;
+    this.remembers = [...parts.fallbacks.values()].some((f) => f.remembers);
   }
 
   /** `limiter.decide`: the Decision itself when the store answers synchronously, else a promise of it. */
@@ -109,7 +112,10 @@ export class Decider {
         node,
         seq,
         r,
-        (o) => this.observer.observe(this.built(t, cost, o, at), opts, at),
+        (o) => {
+          if (this.remembers) this.remember(t, o, at);
+          return this.observer.observe(this.built(t, cost, o, at), opts, at);
+        },
         (f) => this.observer.observe(this.failed(t, cost, at, f), opts, at),
       );
     }
@@ -121,6 +127,12 @@ export class Decider {
   built(t: Target, cost: number, r: StoreResult, at: number): Decision {
     const d: DecisionImpl = this.builder.build(t.key, cost, r, t.cp, t.cp.all, false, 'count');
     return this.builder.label(d, t, cost, r, at);
+  }
+
+  /** Hands the store's answer to the plan's failure mode, which continues the key from it in an outage. */
+  private remember(t: Target, r: StoreResult, at: number): void {
+    const f = this.fallbacks.get(t.cp) as Fallback;
+    if (f.remembers) f.remember(t.key, r, at);
   }
 
   /** The failure mode's answer for a check that skips the store (its node's breaker is open). */

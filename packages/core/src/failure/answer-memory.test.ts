@@ -1,0 +1,155 @@
+import { describe, expect, it } from 'vitest';
+import { createLimiter } from '../limiter/create-limiter.js';
+import { compilePolicy } from '../policy.js';
+import { MemoryStore } from '../stores/memory-store.js';
+import { R_REMAINING, R_RESET, RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../stores/store.js';
+import { AnswerMemory, REMEMBERED_KEYS } from './answer-memory.js';
+
+/** An asynchronous store (as Redis is) over a MemoryStore, that the test takes down and brings back. */
+class OutageStore implements Store {
+  readonly kind = 'outage';
+  down = false;
+  readonly inner = new MemoryStore({ sweepIntervalMs: 0 });
+
+  apply(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    if (this.down) return Promise.reject(new Error('connection refused'));
+    return Promise.resolve(Float64Array.from(this.inner.apply(key, plan, cost, now)));
+  }
+
+  reset(key: string, plan: StorePlan): void {
+    this.inner.reset(key, plan);
+  }
+}
+
+const quiet = { warn() {}, error() {} };
+
+function setup(limit: number, localShare = 1) {
+  let t = 1_000;
+  const store = new OutageStore();
+  const limiter = createLimiter({
+    policies: { limit, windowMs: 60_000 },
+    store,
+    localShare,
+    breaker: false,
+    clock: () => t,
+    logger: quiet,
+  });
+  const admitted = async (key: string, n: number) => {
+    let yes = 0;
+    for (let i = 0; i < n; i++) if ((await limiter.check(key)).allowed) yes += 1;
+    return yes;
+  };
+  return { store, limiter, admitted, advance: (ms: number) => (t += ms) };
+}
+
+describe('an outage continues the budget (onStoreError local)', () => {
+  it('a key the store had exhausted stays exhausted through the outage, until its reset', async () => {
+    const { store, limiter, admitted, advance } = setup(5);
+    expect(await admitted('k', 5)).toBe(5);
+    const refused = await limiter.check('k');
+    expect(refused).toMatchObject({ allowed: false, degraded: false });
+    store.down = true;
+    const d = await limiter.check('k');
+    // The same verdict as the store's, with the same wait: until the window the store reported resets.
+    expect(d).toMatchObject({ allowed: false, degraded: true, reason: 'limited', remaining: 0, retryAfterMs: refused.retryAfterMs });
+    expect(await admitted('k', 20)).toBe(0);
+    // A key the store never answered starts from the local limiter, as before.
+    expect(await admitted('fresh', 8)).toBe(5);
+    // GCRA (the default) refills one request every 12 s: after the wait the store gave, one more, as the
+    // store itself would have admitted; after the full reset the local limiter decides alone.
+    advance(refused.retryAfterMs);
+    expect(await admitted('k', 8)).toBe(1);
+    advance(60_000);
+    expect(await admitted('k', 8)).toBe(5);
+  });
+
+  it('a key with budget left gets exactly what the store said remained, less nothing more', async () => {
+    const { store, limiter, admitted } = setup(10);
+    expect(await admitted('k', 4)).toBe(4);
+    store.down = true;
+    const d = await limiter.check('k');
+    expect(d).toMatchObject({ allowed: true, degraded: true, remaining: 5 });
+    expect(await admitted('k', 10)).toBe(5);
+  });
+
+  it('a window algorithm refuses until the window the store reported resets', async () => {
+    let t = 0;
+    const store = new OutageStore();
+    const limiter = createLimiter({
+      policies: { algorithm: 'fixed-window', limit: 3, windowMs: 10_000 },
+      store,
+      breaker: false,
+      clock: () => t,
+      logger: quiet,
+    });
+    t = 2_000;
+    for (let i = 0; i < 3; i++) await limiter.check('k');
+    store.down = true;
+    t = 5_000;
+    expect(await limiter.check('k')).toMatchObject({ allowed: false, degraded: true, retryAfterMs: 5_000 });
+    t = 10_000;
+    expect(await limiter.check('k')).toMatchObject({ allowed: true, degraded: true });
+  });
+
+  it('a flapping store does not multiply bursts: later outages in the same window admit nothing more', async () => {
+    const { store, admitted } = setup(10);
+    expect(await admitted('k', 4)).toBe(4);
+    let duringOutages = 0;
+    for (let flap = 0; flap < 5; flap++) {
+      store.down = true;
+      duringOutages += await admitted('k', 10);
+      store.down = false;
+      // Back up: the store never saw the local admissions, so it answers from its own count.
+      await admitted('k', 1);
+    }
+    // The first outage hands out the 6 the store said remained; the next four hand out nothing, since
+    // what the failure mode admitted is owed until the window's reset.
+    expect(duringOutages).toBe(6);
+  });
+
+  it('with localShare the local limiter still caps a key the store had left room on', async () => {
+    const { store, admitted } = setup(10, 0.2);
+    expect(await admitted('k', 1)).toBe(1);
+    store.down = true;
+    // 9 remained by the store's answer, but this process may admit 2 on its own.
+    expect(await admitted('k', 10)).toBe(2);
+  });
+
+  it("is kept only for 'local': 'open' and 'closed' remember nothing", async () => {
+    for (const onStoreError of ['open', 'closed'] as const) {
+      const store = new OutageStore();
+      const limiter = createLimiter({ policies: { limit: 2, windowMs: 60_000 }, store, onStoreError, breaker: false, logger: quiet });
+      await limiter.check('k');
+      await limiter.check('k');
+      store.down = true;
+      const d = await limiter.check('k');
+      expect(d.allowed).toBe(onStoreError === 'open');
+    }
+  });
+});
+
+describe('AnswerMemory', () => {
+  const policy = compilePolicy({ limit: 10, windowMs: 1_000 }, 'policies', false);
+  const answer = (remaining: number, reset: number) => {
+    const r = new Float64Array(RESULT_STRIDE);
+    r[R_REMAINING] = remaining;
+    r[R_RESET] = reset;
+    return r;
+  };
+
+  it(`is bounded under a key flood: at most ${REMEMBERED_KEYS} keys, the oldest forgotten first`, () => {
+    const m = new AnswerMemory([policy]);
+    for (let i = 0; i < 3 * REMEMBERED_KEYS; i++) m.remember(`k${i}`, answer(1_000, 500), 0);
+    expect(m.size).toBe(REMEMBERED_KEYS);
+    expect(m.live('k0', 1)).toBeUndefined();
+    expect(m.live(`k${3 * REMEMBERED_KEYS - 1}`, 1)).toBeDefined();
+  });
+
+  it('forgets a record once every policy of it has reset', () => {
+    const m = new AnswerMemory([policy]);
+    m.remember('k', answer(0, 500), 100);
+    expect(m.live('k', 599)).toBeDefined();
+    expect(m.live('k', 600)).toBeUndefined();
+    expect(m.size).toBe(0);
+  });
+});

@@ -1,0 +1,124 @@
+/**
+ * @module What the store last said about each key, so that an outage continues a key's budget instead
+ * of handing out a fresh one (`onStoreError: 'local'`). Per key and enforced policy it keeps the
+ * remaining budget the store last reported, when that policy is fully reset again (the answer's time
+ * plus its `resetMs`; a bucket refills on the way), and what the failure mode admitted since, within
+ * that reset: the failure mode
+ * admits a request only while every live record has room for it, so a key the store had exhausted stays
+ * exhausted until its reset, and a store that flaps hands out the last reported budget once, not once
+ * per outage (local admissions are kept until the reset, and subtracted from the store's next answers,
+ * which never saw them).
+ *
+ * Bounded: at most `capacity` keys per plan (10,000 by default); a new key past that forgets the
+ * oldest remembered one, which then starts from the local limiter's `localShare` as before. A record
+ * is four numbers per enforced policy. Nothing of this exists unless the limiter answers by `'local'`
+ * and its store answers asynchronously (Redis): a MemoryStore never fails, and `'open'`/`'closed'` keep
+ * no budget.
+ */
+import type { CompiledPolicy } from '../algorithms/kernel.js';
+import { R_REMAINING, R_RESET, RESULT_STRIDE, type StoreResult } from '../stores/store.js';
+
+/** Keys remembered per plan by default. */
+export const REMEMBERED_KEYS = 10_000;
+
+/**
+ * One key's record: per enforced policy i, at `[4i ...]`: the remaining budget last reported
+ * (milli-units), when that policy is fully reset (limiter clock, ms), what the failure mode admitted
+ * since (milli-units), and when the answer was given (limiter clock, ms).
+ */
+export type Remembered = Float64Array;
+
+const STRIDE = 4;
+const REMAINING = 0;
+const UNTIL = 1;
+const SPENT = 2;
+const SINCE = 3;
+
+/** Algorithms whose budget comes back gradually (a bucket refills), not all at once at the reset. */
+function refills(p: CompiledPolicy): boolean {
+  return p.algorithm === 'gcra' || p.algorithm === 'token-bucket' || p.algorithm === 'leaky-bucket';
+}
+
+export class AnswerMemory {
+  private readonly entries = new Map<string, Remembered>();
+
+  constructor(
+    /** The plan's enforced policies, in result order. */
+    private readonly policies: readonly CompiledPolicy[],
+    private readonly capacity = REMEMBERED_KEYS,
+  ) {}
+
+  /** Keys remembered now (for tests). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Notes the store's answer `r` for `key`, given at `at` (limiter clock). */
+  remember(key: string, r: StoreResult, at: number): void {
+    let m = this.entries.get(key);
+    if (m === undefined) {
+      if (this.entries.size >= this.capacity) {
+        const oldest = this.entries.keys().next().value;
+        if (oldest !== undefined) this.entries.delete(oldest);
+      }
+      m = new Float64Array(STRIDE * this.policies.length);
+      this.entries.set(key, m);
+    }
+    for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
+      // What the failure mode admitted stays owed until the reset it was admitted in has passed.
+      if ((m[k + UNTIL] as number) <= at) m[k + SPENT] = 0;
+      m[k + REMAINING] = r[o + R_REMAINING] as number;
+      m[k + UNTIL] = at + (r[o + R_RESET] as number);
+      m[k + SINCE] = at;
+    }
+  }
+
+  /** The record of `key` while some policy of it has not reset at `at`; undefined otherwise. */
+  live(key: string, at: number): Remembered | undefined {
+    const m = this.entries.get(key);
+    if (m === undefined) return undefined;
+    for (let k = UNTIL; k < m.length; k += STRIDE) if ((m[k] as number) > at) return m;
+    this.entries.delete(key);
+    return undefined;
+  }
+
+  /**
+   * The budget policy `i` of record `m` has left at `at` (milli-units): the store's last remaining
+   * (plus, for a bucket, what refilled since at the rate that fills it by the reset) less what the
+   * failure mode admitted since; Infinity once that policy has reset.
+   */
+  room(m: Remembered, i: number, at: number): number {
+    const k = STRIDE * i;
+    const until = m[k + UNTIL] as number;
+    if (until <= at) return Number.POSITIVE_INFINITY;
+    const p = this.policies[i] as CompiledPolicy;
+    const remaining = m[k + REMAINING] as number;
+    const since = m[k + SINCE] as number;
+    const refilled = refills(p) && until > since ? ((p.capMilli - remaining) * (at - since)) / (until - since) : 0;
+    return Math.min(p.capMilli, remaining + refilled) - (m[k + SPENT] as number);
+  }
+
+  /** How long after `at` policy `i` of `m` has room for `cost` again, ms (at least 1). */
+  waitFor(m: Remembered, i: number, cost: number, at: number): number {
+    const k = STRIDE * i;
+    const until = m[k + UNTIL] as number;
+    const p = this.policies[i] as CompiledPolicy;
+    const remaining = m[k + REMAINING] as number;
+    const since = m[k + SINCE] as number;
+    let t = until;
+    if (refills(p) && p.capMilli > remaining && until > since) {
+      const need = cost + (m[k + SPENT] as number) - remaining;
+      t = Math.min(until, since + (need * (until - since)) / (p.capMilli - remaining));
+    }
+    return Math.max(1, Math.ceil(t - at));
+  }
+
+  /** The failure mode admitted `cost` on `m`: owed by every policy not yet reset at `at`. */
+  spend(m: Remembered, cost: number, at: number): void {
+    for (let k = 0; k < m.length; k += STRIDE) if ((m[k + UNTIL] as number) > at) m[k + SPENT] = (m[k + SPENT] as number) + cost;
+  }
+
+  reset(key: string): void {
+    this.entries.delete(key);
+  }
+}

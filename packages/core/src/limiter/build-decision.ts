@@ -18,6 +18,7 @@ import {
   R_RESET,
   R_RETRY_AFTER,
   RESULT_STRIDE,
+  type StoreKey,
   type StoreResult,
 } from '../stores/store.js';
 import type { Decision, PolicyResult, ShadowVerdict } from '../types.js';
@@ -135,12 +136,20 @@ export class DecisionBuilder {
   label(d: DecisionImpl, t: Target, cost: number, r: StoreResult, at: number): Decision {
     d.plan = t.cp.name;
     // `=== false`, not `!`: a compare with the boolean, where `!` compiles to a full truthiness test.
-    if (d.limited === false && d.degraded === false) d.receipt = this.receipt(t, cost, r, at);
+    if (d.limited === false && d.degraded === false) d.receipt = this.receipt(t.cp, t.storeKey, cost, r, at);
     return d;
   }
 
-  private receipt(t: Target, cost: number, r: StoreResult, at: number): Receipt {
-    const cp = t.cp;
+  /** `build` then `label`, counted, for a plan of one policy and a string key the store answered (solo.ts). */
+  solo(key: string, cost: number, r: StoreResult, cp: CompiledPlan, at: number): Decision {
+    this.counters.requests += 1;
+    const d = this.single(key, cost, r, cp, cp.all[0] as CompiledPolicy, false, true);
+    d.plan = cp.name;
+    if (d.limited === false) d.receipt = this.receipt(cp, key, cost, r, at);
+    return d;
+  }
+
+  private receipt(cp: CompiledPlan, storeKey: StoreKey, cost: number, r: StoreResult, at: number): Receipt {
     const n = cp.all.length;
     // RedisStore answers with the `now` it used after the per-policy numbers; the memory store used ours.
     const storeNow = r.length > n * RESULT_STRIDE ? (r[n * RESULT_STRIDE] as number) : at;
@@ -152,6 +161,6 @@ export class DecisionBuilder {
       marks[i] = charged ? storeNow + (r[o + R_RESET] as number) : none;
       marks[n + i] = charged ? (r[o + R_POSITION] as number) : none;
     }
-    return new Receipt(this.issuer, cp, t.storeKey, costUnits(cost), cost, marks);
+    return new Receipt(this.issuer, cp, storeKey, costUnits(cost), cost, marks);
   }
 }

@@ -95,11 +95,6 @@ export class DecisionImpl implements Decision {
     this.#charged = undefined;
   }
 
-  /** True when a receipt exists (or will, on first read), without building it. */
-  get charged(): boolean {
-    return this.#receipt !== undefined || this.#charged !== undefined;
-  }
-
   /**
    * Marks the decision as a charge of one policy under the string key `key` (the decision's own), at
    * `mark` and `position` (NaN: not refundable), whose receipt is built on first read.

@@ -5,6 +5,7 @@
 
 import type { CompiledPolicy } from './algorithms/kernel.js';
 import { fromMilli, MILLI } from './internal/fixed-point.js';
+import { type CompiledPlan, Receipt } from './plans/compiled-plan.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -36,6 +37,14 @@ export class Result implements PolicyResult {
   ) {}
 }
 
+/** Who issues a plan's receipts: the limiter (its token) and the plan, for the receipts DecisionImpl builds on first read. */
+export class ReceiptSource {
+  constructor(
+    readonly issuer: object,
+    readonly plan: CompiledPlan,
+  ) {}
+}
+
 export class DecisionImpl implements Decision {
   /**
    * The per-policy results, or, for a decision of a single policy, that policy: its one result is then
@@ -44,7 +53,14 @@ export class DecisionImpl implements Decision {
   #source: readonly PolicyResult[] | CompiledPolicy;
   /** Set by the limiter after construction (plans/compiled-plan.ts). */
   plan = 'default';
-  receipt: ChargeReceipt | undefined = undefined;
+  #receipt: ChargeReceipt | undefined = undefined;
+  /**
+   * A charge of a single policy under a string key, whose receipt is built on first read (`receipt`):
+   * most callers never read it. Its plan and issuer, then the policy's mark and position (Store.refund).
+   */
+  #charged: ReceiptSource | undefined = undefined;
+  #mark = 0;
+  #position = 0;
   /** Set by the limiter on an admitted decision of a plan with concurrency policies (its leases). */
   release: (() => void) | undefined = undefined;
   renew: (() => boolean) | undefined = undefined;
@@ -66,6 +82,31 @@ export class DecisionImpl implements Decision {
     readonly degraded: boolean,
   ) {
     this.#source = source;
+  }
+
+  /** What `limiter.refund()` takes to give the charge back; undefined when nothing was charged. */
+  get receipt(): ChargeReceipt | undefined {
+    if (this.#receipt === undefined && this.#charged !== undefined) this.#receipt = this.#build(this.#charged);
+    return this.#receipt;
+  }
+
+  set receipt(receipt: ChargeReceipt | undefined) {
+    this.#receipt = receipt;
+    this.#charged = undefined;
+  }
+
+  /**
+   * Marks the decision as a charge of one policy under the string key `key` (the decision's own), at
+   * `mark` and `position` (NaN: not refundable), whose receipt is built on first read.
+   */
+  charge(source: ReceiptSource, mark: number, position: number): void {
+    this.#charged = source;
+    this.#mark = mark;
+    this.#position = position;
+  }
+
+  #build(source: ReceiptSource): Receipt {
+    return new Receipt(source.issuer, source.plan, this.key, this.cost, Math.round(this.cost * MILLI), [this.#mark, this.#position]);
   }
 
   /** One result per enforced policy, in configured order. */

@@ -5,7 +5,7 @@
  * The core never writes once the response has started, and the middleware's promise never rejects.
  */
 import type { Decision, Limiter, LoadShedder, RateLimitOptions } from '@tollgate/core';
-import { createRateLimitHandler, isPermissiveTrustFunction } from '@tollgate/core/adapter';
+import { createRateLimitHandler, isPermissiveTrustFunction, type ResponseTarget } from '@tollgate/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {
@@ -34,6 +34,28 @@ function routeOf(req: Request): string | undefined {
 }
 
 /**
+ * How the core writes to one Express response: one object per request, its methods on the prototype,
+ * where four closures per request would each cost an allocation.
+ */
+class ResTarget implements ResponseTarget {
+  constructor(
+    private readonly req: Request,
+    readonly raw: Response,
+  ) {}
+  attach(decision: Decision): void {
+    this.req.rateLimit = decision;
+  }
+  header(name: string, value: string): void {
+    this.raw.setHeader(name, value);
+  }
+  reject(status: number, body: string): void {
+    this.raw.statusCode = status;
+    this.raw.end(body);
+  }
+  abandon(): void {}
+}
+
+/**
  * Creates the middleware; options are validated here, once (`RateLimitConfigError`). Mount it on the app
  * for a global limit, or on a router or path (`app.use('/api', rateLimit(...))`) for a per-route one.
  *
@@ -55,18 +77,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware
         url: req.originalUrl,
         route: routeOf(req),
       },
-      {
-        raw: res,
-        attach: (decision) => {
-          req.rateLimit = decision;
-        },
-        header: (name, value) => res.setHeader(name, value),
-        reject: (status, body) => {
-          res.statusCode = status;
-          res.end(body);
-        },
-        abandon: () => undefined,
-      },
+      new ResTarget(req, res),
     );
     if (outcome === 'next') next();
   }

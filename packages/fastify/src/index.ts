@@ -11,7 +11,14 @@
 
 import { createHash } from 'node:crypto';
 import { type Decision, type Limiter, type LoadShedder, RateLimitConfigError, type RateLimitOptions } from '@tollgate/core';
-import { createRateLimitHandler, isPermissiveTrust, OLDER_SPELLINGS, type RateLimitHandler } from '@tollgate/core/adapter';
+import {
+  createRateLimitHandler,
+  isPermissiveTrust,
+  OLDER_SPELLINGS,
+  type RateLimitHandler,
+  type RawResponse,
+  type ResponseTarget,
+} from '@tollgate/core/adapter';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 
@@ -104,7 +111,38 @@ function hookOf(value: unknown, path: string): RateLimitHook {
   return value as RateLimitHook;
 }
 
-function createHook(handler: RateLimitHandler<FastifyRequest>, ran: symbol) {
+/**
+ * How the core writes to one Fastify reply: one object per request, its methods on the prototype, where
+ * five closures per request would each cost an allocation (and, compiled with names kept, a
+ * `defineProperty`).
+ */
+class ReplyTarget implements ResponseTarget {
+  readonly raw: RawResponse;
+  constructor(
+    private readonly request: FastifyRequest,
+    private readonly reply: FastifyReply,
+  ) {
+    this.raw = reply.raw;
+  }
+  sent(): boolean {
+    return this.reply.sent;
+  }
+  attach(decision: Decision): void {
+    this.request.rateLimit = decision;
+  }
+  header(name: string, value: string): void {
+    this.reply.header(name, value);
+  }
+  reject(status: number, body: string): void {
+    this.reply.code(status).send(Buffer.from(body));
+  }
+  abandon(): void {
+    if (!this.reply.sent) this.reply.hijack();
+  }
+}
+
+/** The hook of a route (`url`: its template, known when `onRoute` attaches it) or, without `url`, of the decorator's `hook`. */
+function createHook(handler: RateLimitHandler<FastifyRequest>, ran: symbol, url?: string) {
   return async function tollgateRateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const marks = request as unknown as Record<symbol, boolean>;
     if (marks[ran] === true) return undefined;
@@ -117,26 +155,11 @@ function createHook(handler: RateLimitHandler<FastifyRequest>, ran: symbol) {
         headers: request.headers,
         method: request.method,
         url: request.url,
-        route: request.routeOptions.url,
+        // `request.routeOptions` builds a fresh object of a dozen fields on every read.
+        route: url ?? request.routeOptions.url,
         logger: request.log,
       },
-      {
-        raw: reply.raw,
-        sent: () => reply.sent,
-        attach: (decision) => {
-          request.rateLimit = decision;
-        },
-        header: (name, value) => {
-          reply.header(name, value);
-        },
-        // A Buffer, so Fastify sends the Content-Type exactly as planned (it appends a charset to strings).
-        reject: (status, body) => {
-          reply.code(status).send(Buffer.from(body));
-        },
-        abandon: () => {
-          if (!reply.sent) reply.hijack();
-        },
-      },
+      new ReplyTarget(request, reply),
     );
     return outcome === 'stop' ? reply : undefined;
   };
@@ -222,7 +245,7 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     const at = own?.hook === undefined ? hook : hookOf(own.hook, `${path}.hook`);
     const existing = route[at];
     const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing];
-    (route as unknown as Record<string, unknown>)[at] = [...hooks, createHook(handler, ran)];
+    (route as unknown as Record<string, unknown>)[at] = [...hooks, createHook(handler, ran, route.url)];
   });
   // An instance hook reaches every route of this context, also those declared before the plugin, which
   // onRoute never saw: they are unlimited, so say so (once) rather than let it pass in silence.

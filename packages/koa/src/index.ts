@@ -6,7 +6,7 @@
  * (what `next()` rejects with belongs to the app and passes through untouched).
  */
 import type { Decision, Limiter, LoadShedder, RateLimitOptions } from '@tollgate/core';
-import { createRateLimitHandler } from '@tollgate/core/adapter';
+import { createRateLimitHandler, type RawResponse, type ResponseTarget } from '@tollgate/core/adapter';
 import type { Context, Middleware, Next } from 'koa';
 
 declare module 'koa' {
@@ -30,6 +30,30 @@ export interface RateLimitMiddleware extends Middleware {
 function routeOf(ctx: Context): string | undefined {
   const route = (ctx as { _matchedRoute?: unknown })._matchedRoute;
   return typeof route === 'string' ? route : undefined;
+}
+
+/**
+ * How the core writes to one Koa response: one object per request, its methods on the prototype, where
+ * four closures per request would each cost an allocation.
+ */
+class ContextTarget implements ResponseTarget {
+  readonly raw: RawResponse;
+  constructor(private readonly ctx: Context) {
+    this.raw = ctx.res;
+  }
+  attach(decision: Decision): void {
+    this.ctx.state.rateLimit = decision;
+  }
+  header(name: string, value: string): void {
+    this.ctx.set(name, value);
+  }
+  reject(status: number, body: string): void {
+    this.ctx.status = status;
+    this.ctx.body = body;
+  }
+  abandon(): void {
+    this.ctx.respond = false;
+  }
 }
 
 /**
@@ -57,20 +81,7 @@ export function rateLimit(options: KoaRateLimitOptions): RateLimitMiddleware {
         url: ctx.originalUrl,
         route: routeOf(ctx),
       },
-      {
-        raw: ctx.res,
-        attach: (decision) => {
-          ctx.state.rateLimit = decision;
-        },
-        header: (name, value) => ctx.set(name, value),
-        reject: (status, body) => {
-          ctx.status = status;
-          ctx.body = body;
-        },
-        abandon: () => {
-          ctx.respond = false;
-        },
-      },
+      new ContextTarget(ctx),
     );
     if (outcome !== 'next') return;
     // A request holding a server-wide slot or leases holds them while its handler runs, even after the client left.

@@ -17,6 +17,7 @@ import { DecisionObserver, observerSetup } from '../observability/decision-obser
 import { StoreTimer } from '../observability/store-timer.js';
 import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from '../options.js';
 import { type CompiledPlan, compilePlan } from '../plans/compiled-plan.js';
+import { MemoryStore } from '../stores/memory-store.js';
 import { releaseState, takeState } from '../stores/state-claims.js';
 import type { Clock } from '../types.js';
 import { DecisionBuilder } from './build-decision.js';
@@ -26,6 +27,7 @@ import { Decider } from './decide.js';
 import { LimiterEventHub } from './events.js';
 import type { Limiter, LimiterStats } from './limiter.js';
 import { type PeekRefundParts, peek, refund } from './peek-refund.js';
+import { SoloDecider } from './solo.js';
 import { normalizeKey, Targets } from './target.js';
 
 export { StoreTimeoutError } from '../failure/store-timeout-error.js';
@@ -90,7 +92,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const keeper = [...compiled.values()].some((cp) => cp.leases) ? new LeaseKeeper(compiled.values(), logger, store.kind, now) : undefined;
   const decide =
     keeper === undefined
-      ? plain.decide
+      ? soloOrPlain(config, defaultPlan, plain, builder)
       : new LeasedDecider({
           plain,
           targets,
@@ -171,6 +173,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
       if (config.ownsStore) await store.close?.();
     },
   };
+}
+
+/** The common limiter's own path (solo.ts) where it applies, else the general one. */
+function soloOrPlain(config: LimiterConfig, defaultPlan: CompiledPlan, plain: Decider, builder: DecisionBuilder): Decider['decide'] {
+  const { store } = config;
+  const solo =
+    defaultPlan.all.length === 1 &&
+    config.hotKeys === false &&
+    store instanceof MemoryStore &&
+    Object.getPrototypeOf(store) === MemoryStore.prototype;
+  return solo ? new SoloDecider(plain, store, defaultPlan, builder, config.defaultCost).decide : plain.decide;
 }
 
 /** The failure mode: the guard that watches the store (breaker, watchdog, timeouts) and each plan's fallback answers. */

@@ -47,7 +47,7 @@ export interface DecisionParts {
 export class Decider {
   private readonly targets: Targets;
   private readonly builder: DecisionBuilder;
-  private readonly guard: StoreGuard;
+  readonly guard: StoreGuard;
   private readonly store: StoreTimer;
   private readonly observer: DecisionObserver;
   private readonly fallbacks: ReadonlyMap<CompiledPlan, Fallback>;
@@ -82,6 +82,21 @@ export class Decider {
     if (starting !== undefined) return starting.then(() => this.decideNow(t, cost, opts));
     return this.decideNow(t, cost, opts);
   };
+
+  /** Decides the string key `key` at the default cost at `at`, observed (solo.ts, when the store's node is failing). */
+  decideStringAt(key: string, at: number): Decision | Promise<Decision> {
+    const t = this.targets.of(key, undefined);
+    const d = this.decideAt(t, this.defaultCost, at, undefined);
+    return isPromiseLike(d) ? d : this.observer.observe(d, undefined, at);
+  }
+
+  /** The failure mode's answer, observed, for a check of `key` whose store call numbered `seq` threw `error` (solo.ts). */
+  threw(key: string, cost: number, at: number, seq: number, error: unknown): Decision {
+    const t = this.targets.of(key, undefined);
+    this.store.threw();
+    const d = this.failed(t, cost, at, this.guard.failure(this.guard.nodeOf(key), seq, error, false));
+    return this.observer.observe(d, undefined, at);
+  }
 
   /** Decides `t` now, observed (metrics, diagnostics channel, hot keys, shadow record). */
   decideNow(t: Target, cost: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {

@@ -278,6 +278,13 @@ export class MemoryStore implements Store {
     return plan.policies.length === 1 ? this.applySingle(keyAt(key, 0), b, cost, now) : this.applyGroups(key, plan, b, cost, now, true);
   }
 
+  /** `apply` of a plan of one policy, without a lease, for a string key: the common limiter's decision path (limiter/solo.ts). */
+  applyOne(key: string, plan: StorePlan, cost: number, now: number): Float64Array {
+    if (now > this.lastNow) this.lastNow = now;
+    const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
+    return this.applySingle(key, b, cost, now);
+  }
+
   /** `apply` without the charge: the same numbers, `F_CHARGED` on each group that would be charged. */
   peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Float64Array {
     const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);

@@ -18,8 +18,26 @@ export function boundedCall<T>(fn: () => T | Promise<T>, timeoutMs: number): Bou
   } catch (error) {
     return { ok: false, timedOut: false, error };
   }
-  if (!isPromiseLike(out)) return { ok: true, value: out };
-  const pending = out;
+  return isPromiseLike(out) ? bounded(out, timeoutMs) : { ok: true, value: out };
+}
+
+/** `boundedCall` of `fn(a, b)`: the same, without a closure per call on the request path. */
+export function boundedCallWith<A, B, T>(
+  fn: (a: A, b: B) => T | Promise<T>,
+  a: A,
+  b: B,
+  timeoutMs: number,
+): Bounded<T> | Promise<Bounded<T>> {
+  let out: T | Promise<T>;
+  try {
+    out = fn(a, b);
+  } catch (error) {
+    return { ok: false, timedOut: false, error };
+  }
+  return isPromiseLike(out) ? bounded(out, timeoutMs) : { ok: true, value: out };
+}
+
+function bounded<T>(pending: T | Promise<T>, timeoutMs: number): Promise<Bounded<T>> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve({ ok: false, timedOut: true, error: undefined }), timeoutMs);
     timer.unref?.();

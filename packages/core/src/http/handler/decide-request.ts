@@ -61,7 +61,7 @@ export class RequestDecider<Req> {
       request,
       diagnostics,
     };
-    const pendingKey = hooks.call(() => config.key(request, view));
+    const pendingKey = hooks.callWith(config.key, request, view);
     const keyOut = isPromiseLike(pendingKey) ? await pendingKey : pendingKey;
     hooks.failed(diagnostics, 'key', keyOut, `the request was counted in the shared '${UNKEYED_KEY}' bucket.`);
     const key = hooks.key(keyOut.ok ? keyOut.value : undefined, view);

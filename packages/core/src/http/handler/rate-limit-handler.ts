@@ -174,7 +174,7 @@ function createRun<Req>(
       }
       let outcome: RunOutcome = 'next';
       if (handled !== undefined) {
-        const written = writePlan(handled, out, diagnostics, () => giveBack(limiter, handled.decision, diagnostics));
+        const written = writePlan(handled, out, diagnostics, limiter, giveBack);
         outcome = isPromiseLike(written) ? await written : written;
       }
       holds.keep(out.raw, outcome, ticket, handled?.decision, handled === undefined || handled.plan.action === 'pass');

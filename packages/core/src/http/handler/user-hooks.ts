@@ -7,7 +7,7 @@ import type { Diagnostics } from '../../diagnostics.js';
 import { describeValue } from '../../errors.js';
 import { requestCostToMilli } from '../../internal/fixed-point.js';
 import type { RequestView } from '../request-view.js';
-import { type Bounded, boundedCall } from './bounded-call.js';
+import { type Bounded, boundedCall, boundedCallWith } from './bounded-call.js';
 
 /** The key of requests whose key function returned no usable key: one shared bucket, never a bypass. */
 export const UNKEYED_KEY = 'unkeyed';
@@ -18,6 +18,11 @@ export class UserHooks {
   /** A user callback, bounded by callbackTimeoutMs; synchronous results come back without a promise (no extra tick). */
   call<T>(fn: () => T | Promise<T>): Bounded<T> | Promise<Bounded<T>> {
     return boundedCall(fn, this.hookTimeoutMs);
+  }
+
+  /** `call` of `fn(a, b)`, without a closure per request. */
+  callWith<A, B, T>(fn: (a: A, b: B) => T | Promise<T>, a: A, b: B): Bounded<T> | Promise<Bounded<T>> {
+    return boundedCallWith(fn, a, b, this.hookTimeoutMs);
   }
 
   /** Warns when `r` failed: the hook `name` threw, rejected or timed out, and `fallback` says what happened instead. */

@@ -3,7 +3,9 @@
  * `next` (after a shaping delay, unless the client left). Nothing is written once the response started.
  */
 import type { Diagnostics } from '../../diagnostics.js';
+import type { Limiter } from '../../limiter/limiter.js';
 import type { LoadShedderState, ShedPriority } from '../../shedding/load-shedder.js';
+import type { Decision } from '../../types.js';
 import { waitUnlessClosed } from '../response/shaping-delay.js';
 import { planShed } from '../response/shed-response.js';
 import type { HandledRequest, ResponseTarget, RunOutcome } from './handler-types.js';
@@ -15,14 +17,16 @@ export function started(target: ResponseTarget): boolean {
 }
 
 /**
- * Writes the plan; synchronous unless a shaping delay has to be waited out. `left` is called when the
- * client goes away during that delay: it is never served, so its charge should go back (issue 25).
+ * Writes the plan; synchronous unless a shaping delay has to be waited out. `left(limiter, decision,
+ * diagnostics)` is called when the client goes away during that delay: it is never served, so its
+ * charge should go back (issue 25).
  */
 export function writePlan(
   handled: HandledRequest,
   out: ResponseTarget,
   diagnostics: Diagnostics,
-  left?: () => void,
+  limiter?: Limiter,
+  left?: (limiter: Limiter, decision: Decision, diagnostics: Diagnostics) => void,
 ): RunOutcome | Promise<RunOutcome> {
   const { decision, plan } = handled;
   out.attach(decision);
@@ -47,7 +51,7 @@ export function writePlan(
   if (plan.delayMs > 0) {
     return waitUnlessClosed(plan.delayMs, out.raw).then((waited) => {
       if (waited) return 'next';
-      left?.();
+      if (limiter !== undefined) left?.(limiter, decision, diagnostics);
       out.abandon();
       return 'stop';
     });

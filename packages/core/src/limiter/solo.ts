@@ -1,0 +1,70 @@
+/**
+ * @module The decision path of the common limiter, picked at construction: one policy, no shadow
+ * policy, no concurrency policy, hot keys off, on a `MemoryStore` of its own class. A check of a string
+ * key with no options, while no exporter is attached and nobody subscribes to `tollgate:decision`, goes
+ * from the key to the store's table and back to a Decision with nothing in between: no Target, no
+ * observer (it would do nothing), no store timer (it would call the store straight). Everything else
+ * (options, a key object or one too long, a store that failed, a first check that asks the store whether
+ * it is ready) takes the general path, limiter/decide.ts, which gives the same answers.
+ */
+import { channel } from 'node:diagnostics_channel';
+import { WHOLE_STORE } from '../failure/store-guard.js';
+import { DECISION_CHANNEL } from '../observability/decision-observer.js';
+import { exporters } from '../observability/metric-store.js';
+import type { CompiledPlan } from '../plans/compiled-plan.js';
+import type { MemoryStore } from '../stores/memory-store.js';
+import type { CheckOptions, Decision } from '../types.js';
+import type { DecisionBuilder } from './build-decision.js';
+import type { Decider } from './decide.js';
+import type { LimiterKey } from './limiter.js';
+import { MAX_KEY_LENGTH } from './target.js';
+
+const decisionChannel = channel(DECISION_CHANNEL);
+
+export class SoloDecider {
+  /** metric-store's `exporters`, held in a field: reading it skips the check that an imported binding is initialized. */
+  private readonly watch = exporters;
+
+  constructor(
+    private readonly plain: Decider,
+    private readonly store: MemoryStore,
+    private readonly plan: CompiledPlan,
+    private readonly builder: DecisionBuilder,
+    /** The limiter's default cost, in milli-units. */
+    private readonly cost: number,
+  ) {}
+
+  /** `limiter.decide`. */
+  readonly decide = (rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> => {
+    // `=== false`, not `!`: a compare with the boolean, where `!` compiles to a full truthiness test.
+    if (
+      opts === undefined &&
+      typeof rawKey === 'string' &&
+      rawKey.length <= MAX_KEY_LENGTH &&
+      this.watch.attached === false &&
+      decisionChannel.hasSubscribers === false &&
+      this.plain.guard.starting() === undefined
+    ) {
+      return this.solo(rawKey);
+    }
+    return this.plain.decide(rawKey, opts);
+  };
+
+  private solo(key: string): Decision | Promise<Decision> {
+    const plain = this.plain;
+    const guard = plain.guard;
+    const at = plain.now();
+    // The store's one node (a MemoryStore has no `nodeOf`) is failing: the general path decides.
+    if (!guard.allow(WHOLE_STORE, at)) return plain.decideStringAt(key, at);
+    const seq = guard.next();
+    const cp = this.plan;
+    let r: Float64Array;
+    try {
+      r = this.store.applyOne(key, cp.storePlan, this.cost, at);
+    } catch (error) {
+      return plain.threw(key, this.cost, at, seq, error);
+    }
+    guard.answered(WHOLE_STORE);
+    return this.builder.solo(key, this.cost, r, cp, at);
+  }
+}

@@ -234,6 +234,11 @@ export class RedisStore implements Store {
     return this.batcher?.stats;
   }
 
+  /** `localBatch`: milli-units this process holds now, over all keys (what other processes cannot admit); 0 when off. */
+  get localBatchHeld(): number {
+    return this.batcher?.heldMilli() ?? 0;
+  }
+
   /**
    * Times Redis answered NOSCRIPT (a restart, a failover, a new node, SCRIPT FLUSH) and the store sent a
    * script in full: one SCRIPT LOAD per node however many calls met NOSCRIPT together, or an EVAL.

@@ -95,7 +95,7 @@ export class Decider {
   private decideAt(t: Target, cost: number, at: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
     const guard = this.guard;
     const node = guard.nodeOf(keyAt(t.storeKey, 0));
-    if (!guard.allow(node, at)) return this.skipped(t, cost, at, node);
+    if (!guard.allow(node, at)) return this.unreached(t, cost, at, node);
     const seq = guard.next();
     let r: StoreResult | Promise<StoreResult>;
     try {
@@ -121,6 +121,12 @@ export class Decider {
   built(t: Target, cost: number, r: StoreResult, at: number): Decision {
     const d: DecisionImpl = this.builder.build(t.key, cost, r, t.cp, t.cp.all, false, 'count');
     return this.builder.label(d, t, cost, r, at);
+  }
+
+  /** The breaker keeps the store from being called: what it holds in process answers (Store.held), else the failure mode. */
+  private unreached(t: Target, cost: number, at: number, node: string): Decision {
+    const held = this.store.held(t.storeKey, t.cp.storePlan, cost, at);
+    return held === undefined ? this.skipped(t, cost, at, node) : this.built(t, cost, held, at);
   }
 
   /** The failure mode's answer for a check that skips the store (its node's breaker is open). */

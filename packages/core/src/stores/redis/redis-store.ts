@@ -377,6 +377,11 @@ export class RedisStore implements Store {
     return this.runPlan(key, plan, cost, now, false, lease);
   }
 
+  /** `localBatch`: what this process holds for `key` (a batch, a rejection still standing), without I/O. */
+  held(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | undefined {
+    return this.batcher !== undefined && typeof key === 'string' ? this.batcher.held(key, plan, cost, now) : undefined;
+  }
+
   /** This store's lease ids: unique across processes, so one process never ends another's lease. */
   private readonly instance = randomBytes(9).toString('base64url');
 

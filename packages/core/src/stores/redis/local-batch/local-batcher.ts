@@ -109,6 +109,28 @@ export class LocalBatcher {
     return this.take(ps, e, plan, cost, now, local);
   }
 
+  /** `Store.held`: the answer from a batch or a standing rejection only (the store is not to be called). */
+  held(key: string, plan: StorePlan, cost: number, now: number): StoreResult | undefined {
+    const ps = this.planState(plan);
+    const e = ps?.entries.get(key);
+    if (ps === undefined || e === undefined) return undefined;
+    const local = this.limiterTime ? now : performance.now();
+    e.lastNow = now;
+    // Fresh arrays: the limiter reads them at once, but a prefetch is not started while the store is away.
+    const out = newResult(ps.kinds.length);
+    for (const b of e.batches) {
+      if (b.usable(local) >= cost) {
+        this.stats.batched += 1;
+        return b.spend(cost, local, out);
+      }
+    }
+    if (e.block?.holds(cost, local)) {
+      this.stats.blocked += 1;
+      return e.block.answer(local, out);
+    }
+    return undefined;
+  }
+
   /** A check that waited for the call in flight: answered from what it brought, or by its own call. */
   private later(ps: PlanState, e: KeyEntry, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
     const local = this.limiterTime ? now : performance.now();

@@ -4,8 +4,17 @@
  * for every algorithm a batch can hold exactly; the others, shadow policies and several keys per check
  * stay on the round trip; a reset drops what is held; close gives it back.
  */
-import { type AlgorithmId, createLimiter, type Decision, type Limiter, type PolicyOptions, RedisStore } from '@tollgate/core';
+import {
+  type AlgorithmId,
+  createLimiter,
+  type Decision,
+  type Limiter,
+  type PolicyOptions,
+  RedisStore,
+  registerPrometheusMetrics,
+} from '@tollgate/core';
 import type { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createHeaderWriter } from '../../../packages/core/src/http/response/header-writer.js';
 import { createProblemBodyWriter, PROBLEM_TYPES } from '../../../packages/core/src/http/response/problem.js';
@@ -129,5 +138,48 @@ describeRedis('RedisStore localBatch in one process', () => {
     expect(before).toBeGreaterThan(201 * 1000);
     await batched.close();
     expect(Number(await client.get(name as string))).toBe(201 * 1000);
+  });
+
+  it('hotKeys().busy ranks the hot key by decisions with its share of store calls, which batching brings down; the store-call rate is a metric', async () => {
+    const registry = new Registry();
+    const unregister = registerPrometheusMetrics({ registry });
+    try {
+      const share = async (localBatch: boolean) => {
+        let now = BASE;
+        const store = new RedisStore({
+          client,
+          prefix: randomPrefix(),
+          timeSource: 'limiter',
+          localBatch: localBatch && { minRate: 1, holdMs: 1_000 },
+        });
+        const limiter = createLimiter({
+          policies: { name: 'api', algorithm: 'fixed-window', limit: 100_000, windowMs: 60_000 },
+          store,
+          clock: () => now,
+          hotKeys: true,
+        });
+        for (let i = 0; i < 600; i++) {
+          now += 1;
+          await limiter.check('tenant:big');
+          if (i % 3 === 0) await limiter.check(`user:${i}`);
+        }
+        const report = limiter.hotKeys(1);
+        expect(report.busy[0]?.key).toBe('tenant:big');
+        expect(report.busy[0]?.decisions).toBe(600);
+        return { share: report.busy[0]?.storeShare ?? Number.NaN, calls: report.storeCalls };
+      };
+      const before = await share(false);
+      const after = await share(true);
+      // Without batching the big tenant causes 3 in 4 store calls; with it, a few of its 600 decisions do.
+      expect(before.share).toBeCloseTo(600 / 800, 2);
+      expect(after.share).toBeLessThan(before.share / 2);
+      expect(after.calls).toBeLessThan(before.calls / 2);
+      const text = await registry.metrics();
+      const calls = Number(/^tollgate_store_calls_total\{store="redis"\} (\d+)$/m.exec(text)?.[1]);
+      expect(calls).toBeGreaterThanOrEqual(before.calls + after.calls);
+      expect(calls).toBeLessThan(before.calls + after.calls + 100);
+    } finally {
+      unregister();
+    }
   });
 });

@@ -109,12 +109,18 @@ export class Decider {
         node,
         seq,
         r,
-        (o) => this.observer.observe(this.built(t, cost, o, at), opts, at),
+        (o) => this.observer.observe(this.called(this.built(t, cost, o, at), at), opts, at),
         (f) => this.observer.observe(this.failed(t, cost, at, f), opts, at),
       );
     }
     guard.answered(node);
     return this.built(t, cost, r, at);
+  }
+
+  /** `d` waited for a store call: counted for `hotKeys().busy` (only with hot keys on). */
+  private called(d: Decision, at: number): Decision {
+    this.observer.storeCalled(d, at);
+    return d;
   }
 
   /** The Decision for the store's answer `r`, counted and labelled. */

@@ -19,6 +19,7 @@ import { createDiagnostics, type Diagnostics, type ValidateOption } from '../../
 import { RateLimitConfigError } from '../../errors.js';
 import { positiveInteger, readOptions, readSwitchOptions } from '../../internal/read-options.js';
 import { isLogger, type Logger, toLogger } from '../../logging.js';
+import { counterCell, exporters } from '../../observability/metric-store.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -107,6 +108,9 @@ export interface RedisStoreOptions {
    */
   localBatch?: LocalBatchOptions | boolean;
 }
+
+/** `tollgate_store_calls_total{store="redis"}`: the scripts every RedisStore of the process sent to decide. */
+const CALLS = counterCell('storeCalls', { storeKind: 'redis' });
 
 /** The per-plan parts of every call, computed once per plan. */
 interface Bound {
@@ -581,6 +585,7 @@ export class RedisStore implements Store {
     if (groups !== undefined) return this.runSplit(key as readonly string[], plan, cost, now, peek, groups, lease);
     pushArgs(args, cost, this.timeSource === 'redis' ? undefined : now, lease === undefined ? undefined : `${this.instance}:${lease}`);
     let script = b.script;
+    if (exporters.attached) CALLS.value += peek ? 0 : 1;
     if (peek) {
       b.peek ??= peekScript(plan);
       script = b.peek;

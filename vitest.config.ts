@@ -15,6 +15,8 @@ const TIMING = [
   'test/client/storm.test.ts',
   // The eviction watch reads INFO every 100 ms while a flood runs: its intervals hold when it runs alone.
   'test/integration/redis/eviction-watch.test.ts',
+  // localBatch under faults: a Redis restart and a killed process, then a wait for the state's reset.
+  'test/integration/redis/local-batch-faults.test.ts',
 ];
 
 export default defineConfig({

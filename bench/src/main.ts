@@ -50,7 +50,15 @@ interface Plan {
   };
   readonly concurrency: { runs: number; durationMs: number; rps: number };
   readonly observability: { processes: number; copies: number; passes: number; batch: number };
-  readonly hotKeys: { processes: number; inFlight: number; runMs: number; coldKeys: number; rounds: number };
+  readonly hotKeys: {
+    processes: number;
+    inFlight: number;
+    runMs: number;
+    coldKeys: number;
+    rounds: number;
+    leadMs: number;
+    cells?: readonly string[];
+  };
   readonly interleaved: {
     processes: number;
     copies: number;
@@ -69,7 +77,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 8, roundSeconds: 2, warmupSeconds: 2, connections: 50 },
     concurrency: { runs: 3, durationMs: 3000, rps: 400 },
     observability: { processes: 10, copies: 8, passes: 15, batch: 20_000 },
-    hotKeys: { processes: 4, inFlight: 32, runMs: 3000, coldKeys: 100_000, rounds: 3 },
+    hotKeys: { processes: 4, inFlight: 32, runMs: 3000, coldKeys: 100_000, rounds: 3, leadMs: 1_500 },
     interleaved: { processes: 5, copies: 3, passes: 40, warmUpPasses: 10, batch: 4000 },
   },
   quick: {
@@ -78,7 +86,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 50 },
     concurrency: { runs: 1, durationMs: 2000, rps: 400 },
     observability: { processes: 2, copies: 2, passes: 11, batch: 10_000 },
-    hotKeys: { processes: 4, inFlight: 32, runMs: 1500, coldKeys: 100_000, rounds: 1 },
+    hotKeys: { processes: 4, inFlight: 32, runMs: 1500, coldKeys: 100_000, rounds: 1, leadMs: 1_500 },
     interleaved: { processes: 2, copies: 2, passes: 15, warmUpPasses: 5, batch: 2000 },
   },
   smoke: {
@@ -94,7 +102,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     http: { frameworks: ['express'], modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 10 },
     concurrency: { runs: 1, durationMs: 500, rps: 400 },
     observability: { processes: 1, copies: 2, passes: 2, batch: 1000 },
-    hotKeys: { processes: 2, inFlight: 8, runMs: 300, coldKeys: 1000, rounds: 1 },
+    hotKeys: { processes: 2, inFlight: 8, runMs: 300, coldKeys: 1000, rounds: 1, leadMs: 300, cells: ['hot-roundtrip', 'hot-batched'] },
     interleaved: {
       processes: 1,
       copies: 1,

@@ -20,6 +20,10 @@ export interface HotKeySectionOptions {
   readonly coldKeys: number;
   /** Rounds over all cells; medians are reported. */
   readonly rounds: number;
+  /** How long before the shared start the processes are launched, ms (time to load). */
+  readonly leadMs: number;
+  /** Cells to run (ids without `H/`); all when undefined. */
+  readonly cells?: readonly string[];
   readonly only: RegExp | undefined;
   readonly profile: boolean;
   readonly log: (line: string) => void;
@@ -32,6 +36,8 @@ export interface HotKeyRow {
   readonly keys: number;
   readonly limit: number;
   readonly decisionsPerSec: number;
+  /** Decisions over all processes (of the round closest to its allowance, after merging). */
+  readonly decisions: number;
   readonly p50Us: number;
   readonly p99Us: number;
   readonly callsPerDecision: number;
@@ -75,7 +81,7 @@ async function runCell(spec: CellSpec, port: number, o: HotKeySectionOptions, li
   const admin = new Redis({ port, host: '127.0.0.1' });
   await admin.flushall();
   admin.disconnect();
-  const startAt = Date.now() + 1_500;
+  const startAt = Date.now() + o.leadMs;
   const input: HotKeyCellInput = {
     port,
     batched: spec.batched,
@@ -102,6 +108,7 @@ async function runCell(spec: CellSpec, port: number, o: HotKeySectionOptions, li
     keys: input.keys,
     limit,
     decisionsPerSec: decisions / seconds,
+    decisions,
     p50Us: median(results.map((r) => r.p50Us)),
     p99Us: median(results.map((r) => r.p99Us)),
     callsPerDecision: results.reduce((s, r) => s + r.storeCalls, 0) / decisions,
@@ -123,12 +130,13 @@ function mergeRows(rows: readonly HotKeyRow[]): HotKeyRow {
     callsPerDecision: median(rows.map((r) => r.callsPerDecision)),
     admitted: worst.admitted,
     allowance: worst.allowance,
+    decisions: worst.decisions,
     heldAtEnd: Math.max(...rows.map((r) => r.heldAtEnd)),
   };
 }
 
 export async function runHotKeySection(o: HotKeySectionOptions): Promise<HotKeyResult> {
-  const cells = CELLS.filter((c) => o.only?.test(`H/${c.cell}`) ?? true);
+  const cells = CELLS.filter((c) => (o.cells === undefined || o.cells.includes(c.cell)) && (o.only?.test(`H/${c.cell}`) ?? true));
   const base = { processes: o.processes, inFlight: o.inFlight, runMs: o.runMs };
   if (cells.length === 0) return { ...base, rows: [], error: undefined };
   let server: Awaited<ReturnType<typeof startRedisServer>>;

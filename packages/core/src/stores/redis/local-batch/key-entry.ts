@@ -40,6 +40,11 @@ export class KeyEntry {
     this.out = out;
   }
 
+  /** Counts `n` decisions seen before the entry was made (in the batcher's doorway). */
+  seed(n: number): void {
+    this.count = n;
+  }
+
   /** Counts one decision at local time `local`; hot once it reaches `minRate` per second. */
   seen(local: number, minPerInterval: number): void {
     const gone = local - this.since;

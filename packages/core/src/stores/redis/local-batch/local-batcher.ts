@@ -49,6 +49,23 @@ interface PlanState {
   /** Per policy: milli-units refilled per ms (buckets; 0 for windows) and capacity, milli-units. */
   readonly rates: Float64Array;
   readonly caps: Float64Array;
+  /**
+   * The doorway for keys not tracked yet: decisions per hash slot in the current interval, and when it
+   * began. A key gets an entry once its slot has seen `doorway` decisions in an interval, so a key seen
+   * once (the cold key of a large key space) costs a hash and two array reads, and no allocation.
+   */
+  readonly slotCounts: Uint16Array;
+  readonly slotSince: Float64Array;
+}
+
+/** Hash slots of the doorway per plan (a power of two). */
+const DOORWAY_SLOTS = 4096;
+
+/** FNV-1a over the key's UTF-16 code units, to a doorway slot. */
+function slotOf(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return (h >>> 0) & (DOORWAY_SLOTS - 1);
 }
 
 export class LocalBatcher {
@@ -68,7 +85,11 @@ export class LocalBatcher {
   ) {
     this.slack = limiterTime ? 0 : 1;
     this.minPerInterval = Math.max(1, Math.ceil((config.minRate * RATE_INTERVAL_MS) / 1000));
+    this.doorwayAt = Math.min(this.minPerInterval, 4);
   }
+
+  /** Decisions a key's doorway slot must see in an interval before the key is tracked. */
+  private readonly doorwayAt: number;
 
   /**
    * The decision for `cost` on `key` from what this process holds (synchronous), after the call for a
@@ -78,7 +99,12 @@ export class LocalBatcher {
     const ps = this.planState(plan);
     if (ps === undefined) return undefined;
     const local = this.limiterTime ? now : performance.now();
-    const e = this.entry(ps, plan, key, local);
+    let e = ps.entries.get(key);
+    if (e === undefined) {
+      const seen = this.doorway(ps, key, local);
+      if (seen < this.doorwayAt) return undefined;
+      e = this.entry(ps, plan, key, local, seen - 1);
+    }
     e.seen(local, this.minPerInterval);
     e.lastNow = now;
     return this.answer(ps, e, plan, cost, now, local, e.out);
@@ -289,22 +315,35 @@ export class LocalBatcher {
               hasBucket: kinds.includes(BUCKET),
               rates: Float64Array.from(plan.policies, (p, i) => (kinds[i] === BUCKET ? milliPerMs(p) : 0)),
               caps: Float64Array.from(plan.policies, (p) => p.capMilli),
+              slotCounts: new Uint16Array(DOORWAY_SLOTS),
+              slotSince: new Float64Array(DOORWAY_SLOTS).fill(Number.NEGATIVE_INFINITY),
             };
       this.plans.set(plan, ps);
     }
     return ps ?? undefined;
   }
 
-  /** The key's entry; a new one may push out the oldest (its units given back). */
-  private entry(ps: PlanState, plan: StorePlan, key: string, local: number): KeyEntry {
-    let e = ps.entries.get(key);
-    if (e !== undefined) return e;
+  /** Counts a decision of an untracked key in its doorway slot; returns the slot's decisions in this interval. */
+  private doorway(ps: PlanState, key: string, local: number): number {
+    const s = slotOf(key);
+    if (local - (ps.slotSince[s] as number) >= RATE_INTERVAL_MS || local < (ps.slotSince[s] as number)) {
+      ps.slotSince[s] = local;
+      ps.slotCounts[s] = 0;
+    }
+    const n = (ps.slotCounts[s] as number) + 1;
+    if (n < 65_535) ps.slotCounts[s] = n;
+    return n;
+  }
+
+  /** A new entry for `key`, counting `before` decisions already seen this interval; it may push out the oldest (its units given back). */
+  private entry(ps: PlanState, plan: StorePlan, key: string, local: number, before: number): KeyEntry {
     if (ps.entries.size >= this.config.maxKeys) {
       const oldest = ps.entries.values().next().value as KeyEntry;
       ps.entries.delete(oldest.key);
       this.release(oldest, plan, local, oldest.lastNow);
     }
-    e = new KeyEntry(key, local, newResult(ps.kinds.length));
+    const e = new KeyEntry(key, local, newResult(ps.kinds.length));
+    e.seed(before);
     ps.entries.set(key, e);
     return e;
   }

@@ -152,7 +152,9 @@ export async function runHotKeySection(o: HotKeySectionOptions): Promise<HotKeyR
     // The limited cell's limit: about half of what the batched processes decide in one run.
     let limitedAt = 100_000;
     for (let round = 1; round <= o.rounds; round++) {
-      for (const spec of cells) {
+      // Even rounds run the cold pair in the other order, so neither always runs on the later, busier machine.
+      const order = round % 2 === 0 ? [...cells.filter((c) => !c.cold), ...cells.filter((c) => c.cold).reverse()] : cells;
+      for (const spec of order) {
         const limit = spec.limited ? limitedAt : 1e9;
         try {
           const row = await runCell(spec, server.port, o, limit);

@@ -18,6 +18,8 @@ const TIMING = [
   // Faults that time every check (a slow or trickling Redis, a busy host, recovery per client): run alone.
   'test/integration/redis/slow-store.test.ts',
   'test/integration/redis/recovery.test.ts',
+  // localBatch under faults: a Redis restart and a killed process, then a wait for the state's reset.
+  'test/integration/redis/local-batch-faults.test.ts',
 ];
 
 export default defineConfig({

@@ -1,6 +1,6 @@
 /**
  * @module The benchmark harness's smoke test: `pnpm bench --smoke` end to end (a few tiny cells of
- * sections A, B, C, D, I, O and R) must exit 0 and write a report with every section. It checks that the harness
+ * sections A, B, C, D, H, I, O and R) must exit 0 and write a report with every section. It checks that the harness
  * works, never how fast anything is.
  */
 import { spawnSync } from 'node:child_process';
@@ -34,6 +34,7 @@ describe('pnpm bench --smoke', () => {
       '## B. Redis',
       '## C. HTTP',
       '## D. Concurrency and load shedding (issue 11)',
+      '## H. Hot keys on one Redis (issue 27)',
       '## I. Interleaved in one process (issue 24)',
       '## O. Observability overhead (issue 12)',
       '## R. Replay',

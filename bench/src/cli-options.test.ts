@@ -9,7 +9,7 @@ describe('parseBenchOptions', () => {
     expect(parseBenchOptions([])).toEqual({
       quick: false,
       smoke: false,
-      sections: ['A', 'B', 'C', 'D', 'I', 'O', 'R'],
+      sections: ['A', 'B', 'C', 'D', 'H', 'I', 'O', 'R'],
       only: undefined,
       out: undefined,
       profile: false,

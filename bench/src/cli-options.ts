@@ -29,7 +29,7 @@ export const USAGE = `Usage: pnpm bench [options]
   --quick            fewer runs and shorter rounds, no 1M-key cells (under two minutes)
   --smoke            a few tiny cells that only check the harness works (implies --quick)
   --sections A,B,... which sections to run (default: all): A decisions in process, B Redis, C HTTP,
-                     D concurrency and shedding, I interleaved in one process (tollgate against
+                     D concurrency and shedding, H hot keys on one Redis (localBatch), I interleaved in one process (tollgate against
                      express-rate-limit and v0.1, and what each feature adds), O observability
                      overhead, R replay's lines per second.
                      With some sections only and an existing results file, only those sections (and

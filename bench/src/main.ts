@@ -1,6 +1,6 @@
 /**
  * @module `pnpm bench`: runs sections A (decisions in process), B (Redis), C (HTTP), D (concurrency and
- * shedding), I (interleaved in one process), O (observability overhead) and R (replay) one after the other on this machine, writes
+ * shedding), H (hot keys on one Redis), I (interleaved in one process), O (observability overhead) and R (replay) one after the other on this machine, writes
  * RESULTS.md with every figure and the targets' verdicts, and prints a summary. A run of some sections
  * into an existing file rewrites only those (merge-results.ts). Exits 1 when a cell failed (a subject
  * that has not landed is "not available", not a failure).
@@ -13,6 +13,7 @@ import { type BenchOptions, parseBenchOptions, USAGE } from './cli-options.js';
 import { runConcurrencySection } from './concurrency/concurrency-section.js';
 import { runDecisionSection } from './decisions/decision-section.js';
 import { decisionScenarios } from './decisions/scenarios.js';
+import { runHotKeySection } from './hotkeys/hot-key-section.js';
 import { FRAMEWORKS, type Framework, type Mode } from './http/http-apps.js';
 import { runHttpSection } from './http/http-section.js';
 import { pickLoadGenerator } from './http/load-generator.js';
@@ -49,6 +50,15 @@ interface Plan {
   };
   readonly concurrency: { runs: number; durationMs: number; rps: number };
   readonly observability: { processes: number; copies: number; passes: number; batch: number };
+  readonly hotKeys: {
+    processes: number;
+    inFlight: number;
+    runMs: number;
+    coldKeys: number;
+    rounds: number;
+    leadMs: number;
+    cells?: readonly string[];
+  };
   readonly interleaved: {
     processes: number;
     copies: number;
@@ -67,6 +77,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 8, roundSeconds: 2, warmupSeconds: 2, connections: 50 },
     concurrency: { runs: 3, durationMs: 3000, rps: 400 },
     observability: { processes: 10, copies: 8, passes: 15, batch: 20_000 },
+    hotKeys: { processes: 4, inFlight: 32, runMs: 3000, coldKeys: 100_000, rounds: 3, leadMs: 1_500 },
     interleaved: { processes: 5, copies: 3, passes: 40, warmUpPasses: 10, batch: 4000 },
   },
   quick: {
@@ -75,6 +86,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 50 },
     concurrency: { runs: 1, durationMs: 2000, rps: 400 },
     observability: { processes: 2, copies: 2, passes: 11, batch: 10_000 },
+    hotKeys: { processes: 4, inFlight: 32, runMs: 1500, coldKeys: 100_000, rounds: 1, leadMs: 1_500 },
     interleaved: { processes: 2, copies: 2, passes: 15, warmUpPasses: 5, batch: 2000 },
   },
   smoke: {
@@ -90,6 +102,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     http: { frameworks: ['express'], modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 10 },
     concurrency: { runs: 1, durationMs: 500, rps: 400 },
     observability: { processes: 1, copies: 2, passes: 2, batch: 1000 },
+    hotKeys: { processes: 2, inFlight: 8, runMs: 300, coldKeys: 1000, rounds: 1, leadMs: 300, cells: ['hot-roundtrip', 'hot-batched'] },
     interleaved: {
       processes: 1,
       copies: 1,
@@ -116,6 +129,7 @@ function settingsOf(mode: RunMode, plan: Plan, loadTool: string): string[] {
     `A: ${d.passes} pass(es) over all cells, each cell a new process doing ${d.runs} runs of at least ${d.runMs} ms after ${d.warmupMs} ms of warm-up`,
     `B: ${r.keys.toLocaleString('en-US')} keys, ${r.rounds} round(s) over all subjects, each subject a new process doing ${r.runs} run(s) of ${r.runMs} ms at ${r.inFlight.join(' and ')} in flight`,
     `C: ${h.rounds} rounds of ${h.roundSeconds} s per variant after ${h.warmupSeconds} s of warm-up, ${h.connections} connections, ${loadTool}`,
+    `H: ${plan.hotKeys.processes} processes per cell, ${plan.hotKeys.inFlight} in flight each, ${plan.hotKeys.runMs} ms, ${plan.hotKeys.rounds} round(s), ${plan.hotKeys.coldKeys.toLocaleString('en-US')} cold keys`,
     `I: ${i.processes} process(es) per cell, ${i.copies} copies of each subject, ${i.passes} passes of ${i.batch} decisions per copy after ${i.warmUpPasses} warm-up passes`,
   ];
 }
@@ -151,6 +165,9 @@ async function run(options: BenchOptions): Promise<number> {
   const concurrency = options.sections.includes('D')
     ? await runConcurrencySection({ ...plan.concurrency, profile: options.profile, log })
     : undefined;
+  const hotKeys = options.sections.includes('H')
+    ? await runHotKeySection({ ...plan.hotKeys, only: options.only, profile: options.profile, log })
+    : undefined;
   const interleaved = options.sections.includes('I')
     ? await runInterleavedSection({ ...plan.interleaved, only: options.only, profile: options.profile, log })
     : undefined;
@@ -169,6 +186,7 @@ async function run(options: BenchOptions): Promise<number> {
     redis,
     http,
     concurrency,
+    hotKeys,
     interleaved,
     observability,
     replay,
@@ -201,6 +219,7 @@ async function run(options: BenchOptions): Promise<number> {
       .filter((g) => g.error !== undefined || g.variants.some((v) => v.missing?.status === 'failed'))
       .map((g) => `C/${g.framework}/${g.mode}`),
     ...(concurrency?.error !== undefined ? ['D/concurrency'] : []),
+    ...(hotKeys?.error !== undefined ? [`H: ${hotKeys.error}`] : []),
     ...(interleaved?.errors ?? []).map((e) => `I/${e}`),
     ...(observability?.errors ?? []).map((e) => `O/${e}`),
     ...(replay?.error !== undefined ? ['R/replay'] : []),

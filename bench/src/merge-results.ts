@@ -6,7 +6,7 @@
  */
 
 /** The order sections appear in RESULTS.md. */
-export const SECTION_ORDER = ['A', 'B', 'C', 'D', 'I', 'O', 'R'] as const;
+export const SECTION_ORDER = ['A', 'B', 'C', 'D', 'H', 'I', 'O', 'R'] as const;
 export type SectionId = (typeof SECTION_ORDER)[number];
 
 interface Block {

@@ -2,7 +2,9 @@
  * @module Renders one run's results as bench/RESULTS.md (every figure, the method, the targets) and as
  * the short summary `pnpm bench` prints at the end.
  */
+
 import type { Comparison } from '../../examples/concurrency/src/scenarios.js';
+import { renderHotKeySection } from './hotkeys/hot-key-report.js';
 import { INTERLEAVED_CELLS } from './interleaved/interleaved.js';
 import { OVERHEAD_SUBJECTS, SUBJECT_LABELS } from './observability/observability-section.js';
 import { WARM_UP_PASSES } from './observability/overhead.js';
@@ -314,6 +316,7 @@ export function renderResults(results: BenchResults, targets: readonly TargetChe
   if (results.redis !== undefined) parts.push(redisSection(results.redis), '');
   if (results.http !== undefined) parts.push(httpSection(results.http), '');
   if (results.concurrency !== undefined) parts.push(concurrencySection(results.concurrency), '');
+  if (results.hotKeys !== undefined) parts.push(renderHotKeySection(results.hotKeys, table), '');
   if (results.interleaved !== undefined) parts.push(interleavedSection(results.interleaved), '');
   if (results.observability !== undefined) parts.push(observabilitySection(results.observability), '');
   if (results.replay !== undefined) parts.push(replaySection(results.replay), '');

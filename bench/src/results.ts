@@ -3,6 +3,7 @@
  */
 import type { ConcurrencyResult } from './concurrency/concurrency-section.js';
 import type { DecisionCellResult } from './decisions/decision-cell.js';
+import type { HotKeyResult } from './hotkeys/hot-key-section.js';
 import type { InterleavedResult } from './interleaved/interleaved-section.js';
 import type { ObservabilityResult } from './observability/observability-section.js';
 import type { RedisCellResult } from './redis/redis-cell.js';
@@ -90,6 +91,8 @@ export interface BenchResults {
     | undefined;
   /** Section D: adaptive shedding against an unprotected twin, and per-key concurrency. */
   readonly concurrency?: ConcurrencyResult | undefined;
+  /** Section H: one hot key and cold keys on one Redis, with and without RedisStore `localBatch`. */
+  readonly hotKeys?: HotKeyResult | undefined;
   /** Section I: tollgate against express-rate-limit and v0.1, and each feature's cost, interleaved in one process. */
   readonly interleaved?: InterleavedResult | undefined;
   /** Section O: what observability costs a decision, paired against the build without it. */

@@ -7,6 +7,7 @@
 import type { ConcurrencyResult } from './concurrency/concurrency-section.js';
 import type { DecisionCellResult } from './decisions/decision-cell.js';
 import { OBSERVED_SUBJECTS } from './decisions/decision-subjects.js';
+import { hotKeyTargets } from './hotkeys/hot-key-report.js';
 import { INTERLEAVED_CELLS } from './interleaved/interleaved.js';
 import type { InterleavedResult } from './interleaved/interleaved-section.js';
 import type { ObservabilityResult } from './observability/observability-section.js';
@@ -15,7 +16,7 @@ import type { RedisCellResult } from './redis/redis-cell.js';
 import type { BenchResults, DecisionRow, HttpGroup, RedisRow } from './results.js';
 import { median } from './stats.js';
 
-type TargetSection = 'A' | 'B' | 'C' | 'D' | 'I' | 'O';
+type TargetSection = 'A' | 'B' | 'C' | 'D' | 'H' | 'I' | 'O';
 
 export interface TargetCheck {
   readonly section: TargetSection;
@@ -404,6 +405,7 @@ export function checkTargets(results: BenchResults): TargetCheck[] {
     ...(results.redis === undefined ? [] : redisTargets(results.redis.rows)),
     ...(results.http === undefined ? [] : httpTargets(results.http.groups)),
     ...(results.concurrency === undefined ? [] : concurrencyTargets(results.concurrency)),
+    ...(results.hotKeys === undefined ? [] : hotKeyTargets(results.hotKeys).map((t) => ({ section: 'H' as const, ...t }))),
     ...(results.interleaved === undefined ? [] : interleavedTargets(results.interleaved)),
     ...(results.observability === undefined ? [] : overheadTargets(results.observability)),
   ];

@@ -186,7 +186,7 @@ describeRedis('RedisStore configuration checks', () => {
         await limiter.check('warm-up');
         const [name] = store.keyNames('hot', plan()) as [string];
         proxy.swallow();
-        const calls = Array.from({ length: 32 }, () => store.apply('hot', plan(), 1000, 0));
+        const calls = Array.from({ length: 32 }, () => Promise.resolve(store.apply('hot', plan(), 1000, 0)));
         for (const c of calls) c.catch(() => undefined);
         // Redis ran all 32 (1000 milli-units each); their replies went nowhere.
         await waitFor('Redis to run the 32 calls', async () => (await admin.get(name)) === '32000');

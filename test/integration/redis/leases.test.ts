@@ -221,7 +221,7 @@ describeRedis('concurrency policies on Redis', () => {
     const counted = (store: RedisStore): Store => ({
       kind: 'redis',
       apply: (key, plan, cost, now, lease) =>
-        store.apply(key, plan, cost, now, lease).finally(() => {
+        Promise.resolve(store.apply(key, plan, cost, now, lease)).finally(() => {
           settled += 1;
         }),
       release: (key, plan, lease, now) => store.release(key, plan, lease, now),

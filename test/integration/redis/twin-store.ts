@@ -28,7 +28,7 @@ export class TwinStore implements Store {
   apply(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
     this.plan = plan;
     const memory = Array.from(this.memory.apply(key, plan, cost, now) as ArrayLike<number>);
-    return this.redis.apply(key, plan, cost, now).then((r) => {
+    return Promise.resolve(this.redis.apply(key, plan, cost, now)).then((r) => {
       this.last = { key, cost, now, memory, redis: Array.from(r) };
       return r;
     });

@@ -113,7 +113,7 @@ export class Decider {
   private decideAt(t: Target, cost: number, at: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
     const guard = this.guard;
     const node = guard.nodeOf(keyAt(t.storeKey, 0));
-    if (!guard.allow(node, at)) return this.skipped(t, cost, at, node);
+    if (!guard.allow(node, at)) return this.unreached(t, cost, at, node);
     const seq = guard.next();
     let r: StoreResult | Promise<StoreResult>;
     try {
@@ -129,13 +129,19 @@ export class Decider {
         r,
         (o) => {
           if (this.remembers) this.remember(t, o, at);
-          return this.observer.observe(this.built(t, cost, o, at), opts, at);
+          return this.observer.observe(this.called(this.built(t, cost, o, at), at), opts, at);
         },
         (f) => this.observer.observe(this.failed(t, cost, at, f), opts, at),
       );
     }
     guard.answered(node);
     return this.built(t, cost, r, at);
+  }
+
+  /** `d` waited for a store call: counted for `hotKeys().busy` (only with hot keys on). */
+  private called(d: Decision, at: number): Decision {
+    this.observer.storeCalled(d, at);
+    return d;
   }
 
   /** The Decision for the store's answer `r`, counted and labelled. */
@@ -148,6 +154,12 @@ export class Decider {
   private remember(t: Target, r: StoreResult, at: number): void {
     const f = this.fallbacks.get(t.cp) as Fallback;
     if (f.remembers) f.remember(t.key, r, at);
+  }
+
+  /** The breaker keeps the store from being called: what it holds in process answers (Store.held), else the failure mode. */
+  private unreached(t: Target, cost: number, at: number, node: string): Decision {
+    const held = this.store.held(t.storeKey, t.cp.storePlan, cost, at);
+    return held === undefined ? this.skipped(t, cost, at, node) : this.built(t, cost, held, at);
   }
 
   /** The failure mode's answer for a check that skips the store (its node's breaker is open). */

@@ -188,7 +188,7 @@ describe('limiter.hotKeys()', () => {
       for (let i = 0; i < 5; i++) limiter.decide('attacker');
       await limiter.check('attacker', { route: '/x' });
       await limiter.check('attacker', { route: '/x', request: {} });
-      expect(limiter.hotKeys(3)).toEqual({ rejected: [], nearLimit: [], windowMs: 0, size: 0, errorBound: 0 });
+      expect(limiter.hotKeys(3)).toEqual({ rejected: [], nearLimit: [], busy: [], storeCalls: 0, windowMs: 0, size: 0, errorBound: 0 });
       expect(limiter.hotKeys(3).size).toBe(0);
       // An empty report must not read as "nobody is hammering us": said once per limiter, never per call.
       expect(logger.warn).toHaveBeenCalledTimes(1);

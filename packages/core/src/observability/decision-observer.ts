@@ -63,6 +63,8 @@ const SHADOW_RING = 12;
 const HOT_KEYS_OFF: HotKeysReport = Object.freeze({
   rejected: Object.freeze([]),
   nearLimit: Object.freeze([]),
+  busy: Object.freeze([]),
+  storeCalls: 0,
   windowMs: 0,
   size: 0,
   errorBound: 0,
@@ -223,7 +225,7 @@ export class DecisionObserver {
   observe(d: Decision, options: CheckOptions | undefined, at: number): Decision {
     // `=== true`: V8 cannot tell these fields hold booleans, and a bare `if (x)` compiles to a full truthiness test.
     if (options !== undefined || this.hasShadow === true || decisionChannel.hasSubscribers) return this.observeAll(d, options, at);
-    if (this.hotOn === true && (d.limited === true || d.remaining <= this.nearMax)) this.hotKey(d, at);
+    if (this.hotOn === true) this.hotKey(d, at);
     if (this.watch.attached === true) this.countPlain(d);
     return d;
   }
@@ -234,8 +236,17 @@ export class DecisionObserver {
    * code, whose inlined size V8 charges to every caller that would inline them in turn.
    */
   private hotKey(d: Decision, at: number): void {
-    if (this.hot.skip > 0 && at < this.hot.epochEnd) this.hot.skip -= 1;
+    const hot = this.hot;
+    if (hot.busySkip > 0 && at < hot.epochEnd) hot.busySkip -= 1;
+    else hot.decided(d.key, d.policy, at);
+    if (d.limited !== true && d.remaining > this.nearMax) return;
+    if (hot.skip > 0 && at < hot.epochEnd) hot.skip -= 1;
     else this.countHot(d, at);
+  }
+
+  /** A decision that waited for a store call (decide.ts, the settled call): counted for `hotKeys().busy`. */
+  storeCalled(d: Decision, at: number): void {
+    if (this.hotOn === true) this.hot.storeCall(d.key, at);
   }
 
   /** `hotKey` once sampling has picked `d`. */
@@ -256,7 +267,7 @@ export class DecisionObserver {
   }
 
   private observeAll(d: Decision, options: CheckOptions | undefined, at: number): Decision {
-    if (this.hotOn && (d.limited || d.remaining <= this.nearMax)) this.hotKey(d, at);
+    if (this.hotOn) this.hotKey(d, at);
     if (this.hasShadow && d.shadow !== undefined) this.recordShadow(d, at);
     if (this.watch.attached) this.count(d, options);
     if (decisionChannel.hasSubscribers) {

@@ -87,3 +87,72 @@ describe('HotKeys sampling', () => {
     expect(Math.abs((fresh?.count ?? 0) - 5 * EXACT_OFFERS)).toBeLessThan(1000);
   });
 });
+
+describe('HotKeys busy: keys ranked by decisions, with their share of store calls', () => {
+  /** `decisions` decisions of `keyOf(i)` through the busy countdown, the ones `called(i)` also waiting for a store call. */
+  function decide(hot: HotKeys, decisions: number, keyOf: (i: number) => string, called: (i: number) => boolean, at = 0): void {
+    for (let i = 0; i < decisions; i++) {
+      if (hot.busySkip > 0 && at < hot.epochEnd) hot.busySkip -= 1;
+      else hot.decided(keyOf(i), 'api', at);
+      if (called(i)) hot.storeCall(keyOf(i), at);
+    }
+  }
+
+  it('ranks every decision, admitted ones too, and gives each busy key its share of the store calls', () => {
+    const hot = new HotKeys(64, 60_000, () => 0);
+    // 'hot' decided 600 times with 6 store calls (batched), 'warm' 300 times each a store call, 100 cold keys once each.
+    decide(
+      hot,
+      600,
+      () => 'hot',
+      (i) => i % 100 === 0,
+    );
+    decide(
+      hot,
+      300,
+      () => 'warm',
+      () => true,
+    );
+    decide(
+      hot,
+      100,
+      (i) => `cold${i}`,
+      () => true,
+    );
+    const report = hot.report(2);
+    expect(report.storeCalls).toBe(406);
+    expect(report.busy.map((b) => [b.key, b.decisions, b.storeCalls])).toEqual([
+      ['hot', 600, 6],
+      ['warm', 300, 300],
+    ]);
+    expect(report.busy[0]?.storeShare).toBeCloseTo(6 / 406, 6);
+    expect(report.busy[1]?.storeShare).toBeCloseTo(300 / 406, 6);
+    // Rejections and near-limit admissions are untouched by the busy countdown.
+    expect(report.rejected).toEqual([]);
+  });
+
+  it('samples a flood of decisions on its own countdown, within the sketch bound, and starts over each epoch', () => {
+    let now = 0;
+    const hot = new HotKeys(64, 1_000, () => now);
+    decide(
+      hot,
+      200_000,
+      (i) => (i % 10 === 0 ? 'b' : 'a'),
+      () => false,
+    );
+    const [a, b] = hot.report(2).busy;
+    expect(a?.key).toBe('a');
+    expect(Math.abs((a?.decisions ?? 0) - 180_000)).toBeLessThan(0.05 * 180_000);
+    expect(Math.abs((b?.decisions ?? 0) - 20_000)).toBeLessThan(0.1 * 20_000);
+    // Two epochs later both are gone.
+    now = 3_000;
+    decide(
+      hot,
+      1,
+      () => 'c',
+      () => false,
+      now,
+    );
+    expect(hot.report(3).busy.map((x) => x.key)).toEqual(['c']);
+  });
+});

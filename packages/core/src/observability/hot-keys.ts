@@ -14,6 +14,12 @@
  * N / size (sqrt(S x c) <= sqrt(S x N) = N / size), and the cost of a flood falls as it grows. Counts
  * past EXACT_OFFERS are unbiased estimates rather than upper bounds (4 % at 10,000 rejections, 1.3 % at
  * 100,000, under N / size beyond that).
+ *
+ * Two more sketch pairs rank the keys by decisions, whatever their verdict (the keys that load the store,
+ * under their limit too), and count, per key, the decisions that waited for a store call (a RedisStore
+ * round trip; not one answered from a `localBatch` batch, nor by a synchronous store): `busy` gives each
+ * busy key its share of those calls. Decisions are sampled as above, on their own countdown; store calls
+ * are counted one by one (each already cost a round trip).
  */
 import { type SketchEntry, SpaceSaving } from './space-saving.js';
 
@@ -33,12 +39,33 @@ export interface HotKey {
   readonly remaining: number;
 }
 
+/** One key of `hotKeys().busy`: a key ranked by decisions, with the store calls it caused. */
+export interface BusyKey {
+  readonly key: string;
+  /** Decisions for this key in the recent epochs (an estimate once sampled, as `HotKey.count`). */
+  readonly decisions: number;
+  /** The most `decisions` may overestimate through Space-Saving's evictions. */
+  readonly error: number;
+  /** Decisions for this key that waited for a store call (Redis round trips; batched answers do not). */
+  readonly storeCalls: number;
+  /** `storeCalls` over all store calls of the window: the share of the store's load this key causes, 0 to 1. */
+  readonly storeShare: number;
+}
+
 /** What `limiter.hotKeys(n)` returns. */
 export interface HotKeysReport {
   /** Keys rejected most often recently, most first. */
   readonly rejected: readonly HotKey[];
   /** Keys admitted most often at or under a tenth of their capacity recently, most first. */
   readonly nearLimit: readonly HotKey[];
+  /**
+   * Keys decided most often recently, most first, whatever the verdict: the keys that load the store,
+   * with their share of its calls. A key with many decisions and a high share is the one to batch
+   * (RedisStore `localBatch`, docs/capacity.md); with it on, its share falls.
+   */
+  readonly busy: readonly BusyKey[];
+  /** Decisions that waited for a store call in the window (all keys). */
+  readonly storeCalls: number;
   /** The span the report covers, in milliseconds (one to two epochs). */
   readonly windowMs: number;
   /** Keys each sketch monitors per epoch (`hotKeys.size`); 0 when the limiter has hot keys off (the default). */
@@ -94,6 +121,42 @@ export class HotKeys {
     this.rejectedBefore = new SpaceSaving(size);
     this.nearNow = new SpaceSaving(size);
     this.nearBefore = new SpaceSaving(size);
+    this.busyNow = new SpaceSaving(size);
+    this.busyBefore = new SpaceSaving(size);
+    this.callsNow = new SpaceSaving(size);
+    this.callsBefore = new SpaceSaving(size);
+  }
+
+  private busyNow: SpaceSaving;
+  private busyBefore: SpaceSaving;
+  private callsNow: SpaceSaving;
+  private callsBefore: SpaceSaving;
+  /** `skip` for the decisions of `busy`: its own countdown, so they never shift the sampling of the others. */
+  busySkip = 0;
+  private busyEvery = 1;
+  private busyScale = gapScale(SAMPLE_EVERY);
+
+  /** A decision of `key` (any verdict), picked by `busySkip`'s countdown, at `at`. */
+  decided(key: string, policy: string, at: number): void {
+    if (at >= this.epochEnd) this.rotate(at);
+    const weight = this.busyEvery;
+    const total = this.busyNow.total + weight;
+    if (total < EXACT_OFFERS) this.busyEvery = 1;
+    else {
+      const every = Math.max(SAMPLE_EVERY, Math.floor(total / (this.size * this.size)));
+      if (every !== this.busyEvery) {
+        this.busyEvery = every;
+        this.busyScale = gapScale(every);
+      }
+      this.busySkip = gap(this.busyScale);
+    }
+    this.busyNow.offer(key, policy, 0, weight);
+  }
+
+  /** A decision of `key` that waited for a store call, at `at`. */
+  storeCall(key: string, at: number): void {
+    if (at >= this.epochEnd) this.rotate(at);
+    this.callsNow.offer(key, '', 0, 1);
   }
 
   /**
@@ -153,9 +216,16 @@ export class HotKeys {
     const now = this.clock();
     this.rotate(now);
     const rejected = merge(this.rejectedNow, this.rejectedBefore, n);
+    const calls = new Map(merge(this.callsNow, this.callsBefore, this.size).map((c) => [c.key, c.count]));
+    const storeCalls = this.callsNow.total + this.callsBefore.total;
     return {
       rejected,
       nearLimit: merge(this.nearNow, this.nearBefore, n),
+      busy: merge(this.busyNow, this.busyBefore, n).map((b) => {
+        const made = Math.min(calls.get(b.key) ?? 0, b.count);
+        return { key: b.key, decisions: b.count, error: b.error, storeCalls: made, storeShare: storeCalls === 0 ? 0 : made / storeCalls };
+      }),
+      storeCalls,
       // At least one epoch, also when the clock reads earlier than the epoch's start (a clock that stepped back).
       windowMs: Math.max(now - this.epochStart, 0) + this.epochMs,
       size: this.size,
@@ -173,17 +243,23 @@ export class HotKeys {
     if (elapsed < this.epochMs) return;
     const swapR = this.rejectedBefore;
     const swapN = this.nearBefore;
-    swapR.clear();
-    swapN.clear();
+    const swapB = this.busyBefore;
+    const swapC = this.callsBefore;
+    for (const s of [swapR, swapN, swapB, swapC]) s.clear();
     if (elapsed >= 2 * this.epochMs) {
       // Idle for more than two epochs: both are stale.
-      this.rejectedNow.clear();
-      this.nearNow.clear();
+      for (const s of [this.rejectedNow, this.nearNow, this.busyNow, this.callsNow]) s.clear();
     }
     this.rejectedBefore = this.rejectedNow;
     this.nearBefore = this.nearNow;
+    this.busyBefore = this.busyNow;
+    this.callsBefore = this.callsNow;
     this.rejectedNow = swapR;
     this.nearNow = swapN;
+    this.busyNow = swapB;
+    this.callsNow = swapC;
+    this.busySkip = 0;
+    this.busyEvery = 1;
     this.epochEnd = now - (elapsed % this.epochMs) + this.epochMs;
     // Nothing of the last epoch's sampling carries over: no pending gap, no weight; the new one counts exactly.
     this.skip = 0;

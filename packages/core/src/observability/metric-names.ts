@@ -102,6 +102,17 @@ export const METRICS = {
     attributes: ['storeKind'],
     optionalAttributes: [],
   },
+  storeCalls: {
+    otel: 'tollgate.store.calls',
+    prom: 'tollgate_store_calls_total',
+    type: 'counter',
+    unit: '{call}',
+    description:
+      'Scripts a RedisStore sent to decide: one per decision, or with localBatch one per batch taken. ' +
+      'Against tollgate_requests_total, what the store carries and what batching saved.',
+    attributes: ['storeKind'],
+    optionalAttributes: [],
+  },
   storeState: {
     otel: 'tollgate.store.state',
     prom: 'tollgate_store_state',

@@ -67,13 +67,18 @@ export interface GaugePoint {
 /** Something that reports gauge points when metrics are collected (a limiter's store state, leases, queues). */
 export type GaugeSource = () => Iterable<GaugePoint>;
 
-export type CounterId = 'requests' | 'shadowVerdicts' | 'storeEvictions';
+export type CounterId = 'requests' | 'shadowVerdicts' | 'storeEvictions' | 'storeCalls';
 export type HistogramId = 'storeDuration' | 'shapingDelay';
 export type GaugeId = 'storeState' | 'activeLeases' | 'queuedRequests';
 
 const BOUNDS: Record<HistogramId, readonly number[]> = { storeDuration: STORE_DURATION_BUCKETS, shapingDelay: SHAPING_DELAY_BUCKETS };
 
-const counters: Record<CounterId, Map<string, CounterCell>> = { requests: new Map(), shadowVerdicts: new Map(), storeEvictions: new Map() };
+const counters: Record<CounterId, Map<string, CounterCell>> = {
+  requests: new Map(),
+  shadowVerdicts: new Map(),
+  storeEvictions: new Map(),
+  storeCalls: new Map(),
+};
 const histograms: Record<HistogramId, Map<string, HistogramCell>> = { storeDuration: new Map(), shapingDelay: new Map() };
 const gauges: Record<GaugeId, Set<WeakRef<GaugeSource>>> = { storeState: new Set(), activeLeases: new Set(), queuedRequests: new Set() };
 

@@ -70,6 +70,7 @@ function bind(provider: OtelApi.MeterProvider): Bound {
   meter
     .createObservableCounter(METRICS.storeEvictions.otel, describe(METRICS.storeEvictions))
     .addCallback(observeCounter('storeEvictions'));
+  meter.createObservableCounter(METRICS.storeCalls.otel, describe(METRICS.storeCalls)).addCallback(observeCounter('storeCalls'));
   meter.createObservableGauge(METRICS.storeState.otel, describe(METRICS.storeState)).addCallback(observeGauge('storeState'));
   meter.createObservableUpDownCounter(METRICS.activeLeases.otel, describe(METRICS.activeLeases)).addCallback(observeGauge('activeLeases'));
   meter

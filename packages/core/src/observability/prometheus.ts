@@ -105,6 +105,7 @@ const SAMPLES: Record<MetricId, () => PromSample[]> = {
   requests: counter('requests'),
   shadowVerdicts: counter('shadowVerdicts'),
   storeEvictions: counter('storeEvictions'),
+  storeCalls: counter('storeCalls'),
   storeDuration: histogram('storeDuration'),
   shapingDelay: histogram('shapingDelay'),
   storeState: gauge('storeState'),

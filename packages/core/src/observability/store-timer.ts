@@ -40,6 +40,11 @@ export class StoreTimer implements AttachedFollower {
     return this.target.apply(key, plan, cost, now, lease);
   }
 
+  /** `Store.held`: what the store holds in process, asked while its node's breaker is open (no I/O, not timed). */
+  held(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | undefined {
+    return this.store.held?.(key, plan, cost, now);
+  }
+
   /** The store call that `apply` made threw: a timed call is recorded as an error. */
   threw(): void {
     if (this.target === this.timing) this.timing.threw();

@@ -107,6 +107,13 @@ export interface Store {
    * apply, so the limiter fails at construction instead of on every request.
    */
   prepare?(plan: StorePlan): void;
+  /**
+   * The answer for `key` from what the store holds in this process, without I/O (RedisStore
+   * `localBatch`: units Redis charged earlier, or a rejection whose wait is not over), or undefined.
+   * The limiter asks it when the node's breaker keeps it from calling `apply`: what is held was granted
+   * by the store, so it keeps being spent while the store is away; nothing else is answered.
+   */
+  held?(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | undefined;
   /** Forgets the state of `key` for the policies of `plan`. */
   reset(key: string, plan: StorePlan): void | Promise<void>;
   /** Releases timers and connections the store owns. */

@@ -106,7 +106,7 @@ describe('RedisStore fails fast when the client is not ready', () => {
     const store = new RedisStore({ client });
     expect(client.status).not.toBe('ready');
     const started = performance.now();
-    const error = await store.apply('k', plan, 1000, 0).then(
+    const error = await Promise.resolve(store.apply('k', plan, 1000, 0)).then(
       () => undefined,
       (e: unknown) => e,
     );

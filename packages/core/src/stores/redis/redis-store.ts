@@ -19,6 +19,7 @@ import { createDiagnostics, type Diagnostics, type ValidateOption } from '../../
 import { RateLimitConfigError } from '../../errors.js';
 import { positiveInteger, readOptions, readSwitchOptions } from '../../internal/read-options.js';
 import { isLogger, type Logger, toLogger } from '../../logging.js';
+import { counterCell, exporters } from '../../observability/metric-store.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -40,6 +41,8 @@ import { slotGroups, subPlan } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
 import { EvictionWatch, type EvictionWatchOptions } from './eviction-watch.js';
 import { keyHead, keyName, keyTag, policySuffix } from './key-names.js';
+import { heldReceipt, LocalBatcher, type LocalBatchStats } from './local-batch/local-batcher.js';
+import { type LocalBatchOptions, parseLocalBatch } from './local-batch/options.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
 import { releaseScript, renewScript } from './scripts/lease-scripts.js';
@@ -95,7 +98,19 @@ export interface RedisStoreOptions {
    * Defaults to `{ intervalMs: 10_000, logIntervalMs: 60_000 }`.
    */
   evictionWatch?: EvictionWatchOptions | boolean;
+  /**
+   * Batched budgets for hot keys (local-batch/, docs/capacity.md): a key this process decides at least
+   * `minRate` times a second takes a batch of its budget from Redis in one call, charged there as that
+   * many requests would be, and is decided in memory until the batch is spent or stale; what is left
+   * goes back. Never admits over a limit across any number of processes (fixed-window, sliding-window,
+   * token-bucket and gcra; other algorithms, shadow policies and several keys per check stay on the round
+   * trip). `true` for the defaults `{ minRate: 50, holdMs: 50, maxShare: 0.1, maxKeys: 10_000 }`. Defaults to `false`.
+   */
+  localBatch?: LocalBatchOptions | boolean;
 }
+
+/** `tollgate_store_calls_total{store="redis"}`: the scripts every RedisStore of the process sent to decide. */
+const CALLS = counterCell('storeCalls', { storeKind: 'redis' });
 
 /** The per-plan parts of every call, computed once per plan. */
 interface Bound {
@@ -116,6 +131,7 @@ const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = {
   validate: true,
   onStateRepaired: true,
   evictionWatch: true,
+  localBatch: true,
 };
 
 /** The Redis store: one Lua script applies every policy of a request atomically, on Redis time, on one node or a Cluster. */
@@ -201,6 +217,30 @@ export class RedisStore implements Store {
     this.prefix = prefix;
     this.stateSpace = { holder: o.client as object, name: prefix };
     this.timeSource = timeSource;
+    const batch = parseLocalBatch(o.localBatch);
+    if (batch !== false) {
+      this.batcher = new LocalBatcher(
+        batch,
+        {
+          charge: (key, plan, cost, now) => this.runPlan(key, plan, cost, now, false),
+          giveBack: (key, plan, cost, marks, now) => this.refund(key, plan, cost, marks, now),
+        },
+        timeSource === 'limiter',
+      );
+    }
+  }
+
+  /** `localBatch`: the batcher (local-batch/local-batcher.ts), undefined when off. */
+  private readonly batcher: LocalBatcher | undefined;
+
+  /** `localBatch`: decisions answered in memory, calls and units charged and given back; undefined when off. */
+  get localBatchStats(): Readonly<LocalBatchStats> | undefined {
+    return this.batcher?.stats;
+  }
+
+  /** `localBatch`: milli-units this process holds now, over all keys (what other processes cannot admit); 0 when off. */
+  get localBatchHeld(): number {
+    return this.batcher?.heldMilli() ?? 0;
   }
 
   /**
@@ -332,8 +372,18 @@ export class RedisStore implements Store {
     );
   }
 
-  apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): Promise<StoreResult> {
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): StoreResult | Promise<StoreResult> {
+    // localBatch: a hot key is answered from what this process holds, or takes a batch (local-batch/).
+    if (this.batcher !== undefined && lease === undefined && typeof key === 'string') {
+      const held = this.batcher.apply(key, plan, cost, now);
+      if (held !== undefined) return held;
+    }
     return this.runPlan(key, plan, cost, now, false, lease);
+  }
+
+  /** `localBatch`: what this process holds for `key` (a batch, a rejection still standing), without I/O. */
+  held(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | undefined {
+    return this.batcher !== undefined && typeof key === 'string' ? this.batcher.held(key, plan, cost, now) : undefined;
   }
 
   /** This store's lease ids: unique across processes, so one process never ends another's lease. */
@@ -385,6 +435,8 @@ export class RedisStore implements Store {
     const b = this.sendable(plan);
     if (!isBound(b)) return Promise.reject(b);
     const n = plan.policies.length;
+    // A batched bucket decision: its units stay with the batch (local-batch/batch.ts), nothing goes back.
+    if (this.batcher !== undefined && heldReceipt(marks, n)) return Promise.resolve(new Array<number>(n).fill(0));
     const args = this.keysOf(key, b);
     const groups = typeof key !== 'string' && this.client.isCluster ? slotGroups(args) : undefined;
     if (groups !== undefined) return this.refundSplit(key as readonly string[], plan, cost, marks, now, groups);
@@ -533,6 +585,7 @@ export class RedisStore implements Store {
     if (groups !== undefined) return this.runSplit(key as readonly string[], plan, cost, now, peek, groups, lease);
     pushArgs(args, cost, this.timeSource === 'redis' ? undefined : now, lease === undefined ? undefined : `${this.instance}:${lease}`);
     let script = b.script;
+    if (exporters.attached) CALLS.value += peek ? 0 : 1;
     if (peek) {
       b.peek ??= peekScript(plan);
       script = b.peek;
@@ -585,13 +638,16 @@ export class RedisStore implements Store {
     return this.watch?.evictions ?? 0;
   }
 
-  /** Stops the eviction watch. The client is the app's: the store never closes it. */
-  close(): void {
+  /** Stops the eviction watch and gives back what `localBatch` holds. The client is the app's: the store never closes it. */
+  close(): void | Promise<void> {
     this.closed = true;
     this.watch?.close();
+    // localBatch: what this process holds goes back to Redis.
+    return this.batcher?.close();
   }
 
   reset(key: string, plan: StorePlan): Promise<void> {
+    this.batcher?.forget(key, plan);
     const error = this.notReady();
     if (error !== undefined) return Promise.reject(error);
     return this.client.del(this.keyNames(key, plan)).then(() => undefined);

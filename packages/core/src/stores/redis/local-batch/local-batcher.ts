@@ -1,0 +1,421 @@
+/**
+ * @module Batched budgets for hot keys (RedisStore `localBatch`): a key this process decides often takes
+ * a batch of its budget from Redis in one atomic call (the plan's own script, charged as that many
+ * requests would be), answers from it in memory until it is spent or stale, and gives what is left back
+ * through the refund script. A rejection Redis gave is answered here until its wait is over. Keys not
+ * seen often, plans with a policy that cannot be batched exactly (exactness.ts) and keys given as
+ * several keys go on as before: one round trip, exact.
+ *
+ * Batches adapt: a batch is the key's rate in this process times `holdMs`, at most `maxShare` of each
+ * policy's limit, at most half of what Redis said was left (so near the limit batches shrink to one
+ * unit, the round trip), and for the bucket algorithms at most what this process spends before the
+ * batch's slots pass. When a batch runs low, the next is taken in the background, so a hot key's
+ * checks stay synchronous. When Redis is unreachable, what is held keeps being spent; nothing else is
+ * (the call for a new batch fails, and the limiter's failure mode answers).
+ */
+import { performance } from 'node:perf_hooks';
+import type { CompiledPolicy } from '../../../algorithms/kernel.js';
+import { F_CHARGED, F_EXCEEDS, R_FLAGS, RESULT_STRIDE, type StorePlan, type StoreResult } from '../../store.js';
+import { Batch, Block, HELD_POSITION, newResult, replyNow } from './batch.js';
+import { BUCKET, milliPerMs, planKinds } from './exactness.js';
+import { KeyEntry, RATE_INTERVAL_MS } from './key-entry.js';
+import type { LocalBatchConfig } from './options.js';
+
+/** What the batcher needs of the store: one charge (the plan's script) and one give-back (its refund script). */
+export interface BatchCalls {
+  charge(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult>;
+  giveBack(key: string, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<unknown>;
+}
+
+/** Counts since the store was created (`RedisStore.localBatchStats`). */
+export interface LocalBatchStats {
+  /** Decisions answered in memory from a batch. */
+  batched: number;
+  /** Rejections answered in memory until Redis' wait was over. */
+  blocked: number;
+  /** Calls that took a batch (or, sized to one unit, the request alone), and the milli-units they charged. */
+  charges: number;
+  chargedMilli: number;
+  /** Milli-units given back unspent, and held units dropped after their slot passed (bucket algorithms). */
+  givenBackMilli: number;
+}
+
+interface PlanState {
+  readonly kinds: Uint8Array;
+  readonly entries: Map<string, KeyEntry>;
+  /** Per policy: the largest batch `maxShare` allows, milli-units. */
+  readonly shareMilli: number;
+  readonly hasBucket: boolean;
+  /** Per policy: milli-units refilled per ms (buckets; 0 for windows) and capacity, milli-units. */
+  readonly rates: Float64Array;
+  readonly caps: Float64Array;
+  /**
+   * The doorway for keys not tracked yet: decisions per hash slot in the current interval, and when it
+   * began. A key gets an entry once its slot has seen `doorway` decisions in an interval, so a key seen
+   * once (the cold key of a large key space) costs a hash and two array reads, and no allocation.
+   */
+  readonly slotCounts: Uint16Array;
+  readonly slotSince: Float64Array;
+}
+
+/** Hash slots of the doorway per plan (a power of two). */
+const DOORWAY_SLOTS = 4096;
+
+/** FNV-1a over the key's UTF-16 code units, to a doorway slot. */
+function slotOf(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return (h >>> 0) & (DOORWAY_SLOTS - 1);
+}
+
+export class LocalBatcher {
+  readonly stats: LocalBatchStats = { batched: 0, blocked: 0, charges: 0, chargedMilli: 0, givenBackMilli: 0 };
+  private readonly plans = new WeakMap<StorePlan, PlanState | null>();
+  /** Entries holding batches, with their plan: what the sweep and `close` give back. */
+  private readonly holding = new Map<KeyEntry, StorePlan>();
+  private readonly slack: number;
+  private readonly minPerInterval: number;
+  private sweeper: ReturnType<typeof setInterval> | undefined;
+
+  constructor(
+    private readonly config: LocalBatchConfig,
+    private readonly calls: BatchCalls,
+    /** `timeSource: 'limiter'`: the limiter's `now` is the clock (virtual time in tests); else performance.now(). */
+    private readonly limiterTime: boolean,
+  ) {
+    this.slack = limiterTime ? 0 : 1;
+    this.minPerInterval = Math.max(1, Math.ceil((config.minRate * RATE_INTERVAL_MS) / 1000));
+    this.doorwayAt = Math.min(this.minPerInterval, 4);
+  }
+
+  /** Decisions a key's doorway slot must see in an interval before the key is tracked. */
+  private readonly doorwayAt: number;
+
+  /**
+   * The decision for `cost` on `key` from what this process holds (synchronous), after the call for a
+   * batch (a promise), or undefined: not batched, send the round trip as usual.
+   */
+  apply(key: string, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> | undefined {
+    const ps = this.planState(plan);
+    if (ps === undefined) return undefined;
+    const local = this.limiterTime ? now : performance.now();
+    let e = ps.entries.get(key);
+    if (e === undefined) {
+      const seen = this.doorway(ps, key, local);
+      if (seen < this.doorwayAt) return undefined;
+      e = this.entry(ps, plan, key, local, seen - 1);
+    }
+    e.seen(local, this.minPerInterval);
+    e.lastNow = now;
+    return this.answer(ps, e, plan, cost, now, local, e.out);
+  }
+
+  private answer(
+    ps: PlanState,
+    e: KeyEntry,
+    plan: StorePlan,
+    cost: number,
+    now: number,
+    local: number,
+    out: number[],
+  ): StoreResult | Promise<StoreResult> | undefined {
+    if (e.batches.length > 0 && this.spend(ps, e, plan, cost, now, local, out)) return out;
+    if (e.block !== undefined) {
+      if (e.block.holds(cost, local)) {
+        this.stats.blocked += 1;
+        return e.block.answer(local, out);
+      }
+      e.block = undefined;
+    }
+    if (!e.hot) return undefined;
+    if (e.pending !== undefined) {
+      const again = () => this.later(ps, e, plan, cost, now);
+      return e.pending.then(again, again);
+    }
+    return this.take(ps, e, plan, cost, now, local);
+  }
+
+  /** `Store.held`: the answer from a batch or a standing rejection only (the store is not to be called). */
+  held(key: string, plan: StorePlan, cost: number, now: number): StoreResult | undefined {
+    const ps = this.planState(plan);
+    const e = ps?.entries.get(key);
+    if (ps === undefined || e === undefined) return undefined;
+    const local = this.limiterTime ? now : performance.now();
+    e.lastNow = now;
+    // Fresh arrays: the limiter reads them at once, but a prefetch is not started while the store is away.
+    const out = newResult(ps.kinds.length);
+    for (const b of e.batches) {
+      if (b.usable(local) >= cost) {
+        this.stats.batched += 1;
+        return b.spend(cost, local, out);
+      }
+    }
+    if (e.block?.holds(cost, local)) {
+      this.stats.blocked += 1;
+      return e.block.answer(local, out);
+    }
+    return undefined;
+  }
+
+  /** A check that waited for the call in flight: answered from what it brought, or by its own call. */
+  private later(ps: PlanState, e: KeyEntry, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
+    const local = this.limiterTime ? now : performance.now();
+    return this.answer(ps, e, plan, cost, now, local, newResult(ps.kinds.length)) ?? this.calls.charge(e.key, plan, cost, now);
+  }
+
+  /** Spends `cost` from the first batch that can, into `out`; drops (and gives back) the batches that cannot. */
+  private spend(ps: PlanState, e: KeyEntry, plan: StorePlan, cost: number, now: number, local: number, out: number[]): boolean {
+    const batches = e.batches;
+    while (batches.length > 0) {
+      const b = batches[0] as Batch;
+      const usable = b.usable(local);
+      if (usable >= cost && local - b.got <= 2 * this.config.holdMs) {
+        b.spend(cost, local, out);
+        this.stats.batched += 1;
+        if (e.pending === undefined && this.low(e, local)) this.prefetch(ps, e, plan, cost, now, local);
+        return true;
+      }
+      batches.shift();
+      this.giveBack(e, plan, b, local, now);
+    }
+    this.holding.delete(e);
+    return false;
+  }
+
+  /** Whether what is held has fallen under a quarter of the last batch. */
+  private low(e: KeyEntry, local: number): boolean {
+    let h = 0;
+    for (const b of e.batches) h += b.usable(local);
+    return h * 4 <= e.lastCharge;
+  }
+
+  /** The next batch's size for `cost`, milli-units (one `cost` at least: then it is the round trip). */
+  private size(ps: PlanState, e: KeyEntry, cost: number, local: number): number {
+    const rate = e.rate(local);
+    let n = Math.floor(rate * this.config.holdMs);
+    const share = Math.floor(ps.shareMilli / cost);
+    if (share < n) n = share;
+    // Near the limit: at most half of what Redis said was left, so few units strand in this process.
+    const half = Math.floor(e.lastLeft / (2 * cost));
+    if (half < n) n = half;
+    if (ps.hasBucket) {
+      // Buckets: only the units this process spends before their slots pass (exactness.ts).
+      const ahead = Math.floor(rate * (e.lastDebt - (local - e.lastGot)));
+      if (ahead < n) n = ahead;
+    }
+    return n > 1 ? n * cost : cost;
+  }
+
+  /** Takes a batch (or sends the request alone) for a check that found nothing held. */
+  private take(ps: PlanState, e: KeyEntry, plan: StorePlan, cost: number, now: number, sent: number): Promise<StoreResult> {
+    const charge = this.size(ps, e, cost, sent);
+    this.counted(charge);
+    const p = this.calls.charge(e.key, plan, charge, now).then((r) => {
+      const got = this.learn(ps, e, r, now);
+      if (charge === cost) return this.single(ps, e, r, cost, sent, got);
+      if (charged(r)) {
+        const b = this.keep(ps, e, plan, r, charge, sent, got);
+        // The check that asked is admitted at the script's time, from the batch's first units.
+        return b.spend(cost, got, newResult(ps.kinds.length));
+      }
+      // The batch did not fit: this request alone, as the round trip would.
+      this.counted(cost);
+      const again = this.limiterTime ? now : performance.now();
+      return this.calls.charge(e.key, plan, cost, now).then((r2) => this.single(ps, e, r2, cost, again, this.learn(ps, e, r2, now)));
+    });
+    this.await(e, p);
+    return p;
+  }
+
+  /** Takes the next batch in the background while the current one is still being spent. */
+  private prefetch(ps: PlanState, e: KeyEntry, plan: StorePlan, cost: number, now: number, sent: number): void {
+    const charge = this.size(ps, e, cost, sent);
+    if (charge < 2 * cost) return;
+    this.counted(charge);
+    const p = this.calls.charge(e.key, plan, charge, now).then((r) => {
+      const got = this.learn(ps, e, r, now);
+      if (charged(r)) this.keep(ps, e, plan, r, charge, sent, got);
+    }, ignore);
+    this.await(e, p);
+  }
+
+  private await(e: KeyEntry, p: Promise<unknown>): void {
+    e.pending = p;
+    const clear = () => {
+      if (e.pending === p) e.pending = undefined;
+    };
+    p.then(clear, clear);
+  }
+
+  private counted(charge: number): void {
+    this.stats.charges += 1;
+    this.stats.chargedMilli += charge;
+  }
+
+  /** A reply for the request alone: passed on as it is; a rejection is kept to answer until its wait is over. */
+  private single(ps: PlanState, e: KeyEntry, r: StoreResult, cost: number, sent: number, got: number): StoreResult {
+    const flags = r[R_FLAGS] as number;
+    if ((flags & (F_CHARGED | F_EXCEEDS)) === 0) {
+      const n = ps.kinds.length;
+      e.block = new Block(Array.from(r), n, ps.rates, ps.caps, cost, replyNow(r, n), sent, got, this.slack);
+    }
+    return r;
+  }
+
+  /** A charged batch, kept for spending; returns it. */
+  private keep(ps: PlanState, e: KeyEntry, plan: StorePlan, r: StoreResult, charge: number, sent: number, got: number): Batch {
+    const b = new Batch(ps.kinds, plan, r, charge, replyNow(r, ps.kinds.length), sent, got, this.slack);
+    e.batches.push(b);
+    e.lastCharge = charge;
+    this.holding.set(e, plan);
+    this.sweep();
+    return b;
+  }
+
+  /** What a reply says for sizing the next batch; returns the local time it came. */
+  private learn(ps: PlanState, e: KeyEntry, r: StoreResult, now: number): number {
+    const got = this.limiterTime ? now : performance.now();
+    let left = Number.POSITIVE_INFINITY;
+    let debt = Number.POSITIVE_INFINITY;
+    for (let i = 0, o = 0; i < ps.kinds.length; i++, o += RESULT_STRIDE) {
+      const remaining = r[o + 1] as number;
+      if (remaining < left) left = remaining;
+      if (ps.kinds[i] === BUCKET && (r[o + 3] as number) < debt) debt = r[o + 3] as number;
+    }
+    e.lastLeft = left;
+    e.lastDebt = debt;
+    e.lastGot = got;
+    return got;
+  }
+
+  /**
+   * Gives the units `b` can still spend back to Redis (best effort: a give-back that fails leaves them to
+   * expire with their state). A window that has ended takes nothing back; a bucket's units whose slot has
+   * passed are already back.
+   */
+  private giveBack(e: KeyEntry, plan: StorePlan, b: Batch, local: number, now: number): Promise<unknown> | undefined {
+    const held = b.ended(local) ? 0 : b.usable(local);
+    b.held = 0;
+    if (held <= 0) return undefined;
+    this.stats.givenBackMilli += held;
+    return this.calls.giveBack(e.key, plan, held, b.marks(), now).then(undefined, ignore);
+  }
+
+  private planState(plan: StorePlan): PlanState | undefined {
+    let ps = this.plans.get(plan);
+    if (ps === undefined) {
+      const kinds = planKinds(plan);
+      ps =
+        kinds === undefined
+          ? null
+          : {
+              kinds,
+              entries: new Map(),
+              shareMilli: Math.min(...plan.policies.map((p: CompiledPolicy) => Math.floor(this.config.maxShare * p.capMilli))),
+              hasBucket: kinds.includes(BUCKET),
+              rates: Float64Array.from(plan.policies, (p, i) => (kinds[i] === BUCKET ? milliPerMs(p) : 0)),
+              caps: Float64Array.from(plan.policies, (p) => p.capMilli),
+              slotCounts: new Uint16Array(DOORWAY_SLOTS),
+              slotSince: new Float64Array(DOORWAY_SLOTS).fill(Number.NEGATIVE_INFINITY),
+            };
+      this.plans.set(plan, ps);
+    }
+    return ps ?? undefined;
+  }
+
+  /** Counts a decision of an untracked key in its doorway slot; returns the slot's decisions in this interval. */
+  private doorway(ps: PlanState, key: string, local: number): number {
+    const s = slotOf(key);
+    if (local - (ps.slotSince[s] as number) >= RATE_INTERVAL_MS || local < (ps.slotSince[s] as number)) {
+      ps.slotSince[s] = local;
+      ps.slotCounts[s] = 0;
+    }
+    const n = (ps.slotCounts[s] as number) + 1;
+    if (n < 65_535) ps.slotCounts[s] = n;
+    return n;
+  }
+
+  /** A new entry for `key`, counting `before` decisions already seen this interval; it may push out the oldest (its units given back). */
+  private entry(ps: PlanState, plan: StorePlan, key: string, local: number, before: number): KeyEntry {
+    if (ps.entries.size >= this.config.maxKeys) {
+      const oldest = ps.entries.values().next().value as KeyEntry;
+      ps.entries.delete(oldest.key);
+      this.release(oldest, plan, local, oldest.lastNow);
+    }
+    const e = new KeyEntry(key, local, newResult(ps.kinds.length));
+    e.seed(before);
+    ps.entries.set(key, e);
+    return e;
+  }
+
+  /** Gives back everything `e` holds and forgets its batches and rejection. */
+  private release(e: KeyEntry, plan: StorePlan, local: number, now: number): void {
+    for (const b of e.batches.splice(0)) this.giveBack(e, plan, b, local, now);
+    e.block = undefined;
+    this.holding.delete(e);
+  }
+
+  /** `store.reset(key)`: what this process held for the key belonged to the state just deleted. */
+  forget(key: string, plan: StorePlan): void {
+    const e = this.plans.get(plan)?.entries.get(key);
+    if (e === undefined) return;
+    e.batches.length = 0;
+    e.block = undefined;
+    this.holding.delete(e);
+  }
+
+  /** Starts the timer that gives back batches held past `2 * holdMs` (real time only; virtual time gives back on use). */
+  private sweep(): void {
+    if (this.sweeper !== undefined || this.limiterTime) return;
+    this.sweeper = setInterval(() => {
+      const local = performance.now();
+      for (const [e, plan] of this.holding) {
+        const keep = e.batches.filter((b) => local - b.got <= 2 * this.config.holdMs && !b.ended(local));
+        if (keep.length === e.batches.length) continue;
+        for (const b of e.batches) if (!keep.includes(b)) this.giveBack(e, plan, b, local, e.lastNow);
+        e.batches.splice(0, e.batches.length, ...keep);
+        if (keep.length === 0) this.holding.delete(e);
+      }
+      if (this.holding.size === 0 && this.sweeper !== undefined) {
+        clearInterval(this.sweeper);
+        this.sweeper = undefined;
+      }
+    }, this.config.holdMs);
+    this.sweeper.unref?.();
+  }
+
+  /** Milli-units held now over all keys (for tests and the capacity guide's under-admission figure). */
+  heldMilli(): number {
+    let h = 0;
+    for (const e of this.holding.keys()) h += e.held();
+    return h;
+  }
+
+  /** Gives back everything held; resolves once Redis answered each give-back (or failed to). */
+  close(): Promise<void> {
+    if (this.sweeper !== undefined) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+    const calls: Promise<unknown>[] = [];
+    for (const [e, plan] of this.holding) {
+      const local = this.limiterTime ? e.lastNow : performance.now();
+      for (const b of e.batches.splice(0)) {
+        const call = this.giveBack(e, plan, b, local, e.lastNow);
+        if (call !== undefined) calls.push(call);
+      }
+    }
+    this.holding.clear();
+    return Promise.all(calls).then(() => undefined);
+  }
+}
+
+/** Whether a refund's marks name a batched bucket decision (its receipt is not given back; see batch.ts). */
+export function heldReceipt(marks: readonly number[], n: number): boolean {
+  for (let i = n; i < 2 * n; i++) if (marks[i] === HELD_POSITION) return true;
+  return false;
+}
+
+function charged(r: StoreResult): boolean {
+  return ((r[R_FLAGS] as number) & F_CHARGED) !== 0;
+}
+
+function ignore(): void {}

@@ -1,0 +1,102 @@
+/**
+ * @module RedisStore `localBatch` when things fail: a process killed while it holds a batch (its units
+ * come back when the state they went into passes: the window's end, or the bucket's reset, never later),
+ * and a Redis restart while a batch is held (what is held keeps being spent, nothing else is admitted
+ * while Redis is away, and across the restart the limit is never passed).
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { type AlgorithmId, createLimiter, RedisStore } from '@tollgate/core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
+import { nextMessage } from './worker-pool.js';
+
+describeRedis('RedisStore localBatch under faults', () => {
+  let server: RedisServer;
+
+  beforeAll(async () => {
+    // Persistence on, so a restart keeps the counts (without it a restart forgets every limit alike).
+    server = await startRedis(['--appendonly', 'yes', '--appendfsync', 'always']);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  for (const [algorithm, windowMs] of [
+    ['fixed-window', 1_500],
+    ['token-bucket', 1_500],
+  ] as const) {
+    it(`${algorithm}: a process killed holding a batch; its units come back by the state's reset`, async () => {
+      const prefix = randomPrefix();
+      const limit = 400;
+      const worker: ChildProcess = fork(fileURLToPath(new URL('./local-batch-worker.ts', import.meta.url)), [], {
+        execArgv: ['--import', 'tsx', '--conditions=@tollgate/source'],
+        env: { ...process.env, REDIS_PORT: String(server.port) },
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      });
+      await nextMessage(worker);
+      const report = nextMessage<{ admitted: number; held: number }>(worker);
+      worker.send({ algorithm, prefix, limit, windowMs });
+      const { admitted, held } = await report;
+      worker.kill('SIGKILL');
+      expect(held).toBeGreaterThan(0);
+      const client = await server.readyClient({ autoResendUnfulfilledCommands: false });
+      const store = new RedisStore({ client, prefix });
+      const limiter = createLimiter({
+        name: 'faults',
+        policies: { name: 'api', algorithm: algorithm as AlgorithmId, limit, windowMs },
+        store,
+      });
+      // The dead process's units are charged: what is left now is at most the limit minus admitted and held.
+      const now = await limiter.check('hot');
+      if (algorithm === 'fixed-window') expect(now.remaining).toBeLessThanOrEqual(limit - admitted - held - 1);
+      // The documented time: the state's reset as Redis reports it (the window's end; the bucket full again).
+      const started = Date.now();
+      await new Promise((r) => setTimeout(r, now.resetMs + 20));
+      const later = await limiter.check('hot');
+      expect(later.remaining).toBe(limit - 1);
+      expect(Date.now() - started).toBeLessThan(windowMs + 1_000);
+    });
+  }
+
+  it('a Redis restart while a batch is held: the batch is spent, nothing more while Redis is away, never over the limit', async () => {
+    const client = await server.readyClient({ autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0, retryStrategy: () => 20 });
+    const limit = 5_000;
+    const store = new RedisStore({ client, prefix: randomPrefix(), localBatch: { minRate: 1, holdMs: 60_000, maxShare: 0.2 } });
+    const limiter = createLimiter({
+      name: 'restart',
+      policies: { name: 'api', algorithm: 'fixed-window', limit, windowMs: 600_000 },
+      store,
+      storeTimeoutMs: 1_000,
+      onStoreError: 'closed',
+      logger: { warn() {}, error() {} },
+    });
+    let before = 0;
+    for (let i = 0; i < 2_000 && !(i > 300 && store.localBatchHeld > 5_000); i++) if ((await limiter.check('k')).allowed) before += 1;
+    const held = store.localBatchHeld / 1000;
+    expect(held).toBeGreaterThan(5);
+    await server.stop();
+    let during = 0;
+    let degraded = 0;
+    for (let i = 0; i < held + 200; i++) {
+      const d = await limiter.check('k');
+      if (d.allowed) during += 1;
+      if (d.degraded) degraded += 1;
+    }
+    // What was held is spent, all of it, and nothing else (onStoreError: 'closed' refuses the rest).
+    expect(during).toBe(held);
+    expect(degraded).toBe(200);
+    await server.start();
+    await waitFor('client back', () => client.status === 'ready');
+    let after = 0;
+    for (let i = 0; i < limit + 500; i++) {
+      const d = await limiter.check('k');
+      if (d.allowed) after += 1;
+      else if (!d.degraded) break;
+    }
+    expect(before + during + after).toBeLessThanOrEqual(limit);
+    // Under-admission: at most what was held when the limit was reached.
+    expect(before + during + after).toBeGreaterThan(limit - 0.2 * limit - 1);
+    await store.close();
+  });
+});

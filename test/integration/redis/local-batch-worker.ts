@@ -1,0 +1,39 @@
+/**
+ * @module A separate process for the localBatch fault suite: decides one hot key through a RedisStore
+ * with `localBatch` until it holds a batch, reports what it admitted and holds, then waits to be killed.
+ */
+import { type AlgorithmId, createLimiter, RedisStore } from '@tollgate/core';
+import { Redis } from 'ioredis';
+
+interface Job {
+  readonly algorithm: AlgorithmId;
+  readonly prefix: string;
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+const send = (message: unknown) => process.send?.(message);
+const client = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), autoResendUnfulfilledCommands: false });
+client.on('error', () => undefined);
+client.once('ready', () => send({ ready: true }));
+
+process.on('message', async (job: Job | 'exit') => {
+  if (job === 'exit') {
+    client.disconnect();
+    process.exit(0);
+  }
+  // holdMs far beyond the test: the units stay held until the process dies.
+  const store = new RedisStore({ client, prefix: job.prefix, localBatch: { minRate: 1, holdMs: 600_000, maxShare: 0.5 } });
+  const limiter = createLimiter({
+    name: 'faults',
+    policies: { name: 'api', algorithm: job.algorithm, limit: job.limit, windowMs: job.windowMs },
+    store,
+    storeTimeoutMs: 30_000,
+    onStoreError: 'closed',
+  });
+  let admitted = 0;
+  for (let i = 0; i < 100_000 && !(store.localBatchHeld > 0 && i > 200); i++) {
+    if ((await limiter.check('hot')).allowed) admitted += 1;
+  }
+  send({ admitted, held: store.localBatchHeld / 1000 });
+});

@@ -1,0 +1,150 @@
+/**
+ * @module Property: several limiters (each its own RedisStore with `localBatch`, as separate processes
+ * would have) share one key in one Redis and decide random traces, in virtual time, some checks at
+ * the same instant; the requests they admitted, replayed in time order through a fresh in-memory
+ * limiter with the same policy, are all admitted again: no window, no burst, no sliding estimate ever
+ * saw more than the policy allows. For each algorithm a batch can hold (local-batch/exactness.ts), with
+ * random batch settings; also the under-admission against the round trip on the same trace is bounded.
+ */
+import { type AlgorithmId, createLimiter, type Limiter, MemoryStore, type PolicyOptions, RedisStore } from '@tollgate/core';
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
+
+const BASE = 1_900_000_000_000;
+const ALGORITHMS: readonly AlgorithmId[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra'];
+
+interface Step {
+  readonly who: number;
+  readonly dt: number;
+  readonly cost: number;
+  /** How many checks this limiter sends at the same instant. */
+  readonly burst: number;
+}
+
+const step = (limiters: number) =>
+  fc.record({
+    who: fc.integer({ min: 0, max: limiters - 1 }),
+    // Mostly steady streams (a key hot enough to batch), sometimes gaps, now and then a pause past every slot.
+    dt: fc.oneof(
+      { arbitrary: fc.integer({ min: 0, max: 2 }), weight: 30 },
+      { arbitrary: fc.integer({ min: 0, max: 60 }), weight: 3 },
+      { arbitrary: fc.integer({ min: 100, max: 400 }), weight: 1 },
+    ),
+    cost: fc.oneof(fc.constant(1), fc.constant(1), fc.constant(1), fc.integer({ min: 2, max: 4 })),
+    burst: fc.oneof(
+      { arbitrary: fc.constant(1), weight: 10 },
+      { arbitrary: fc.integer({ min: 2, max: 12 }), weight: 3 },
+      { arbitrary: fc.integer({ min: 20, max: 60 }), weight: 1 },
+    ),
+  });
+
+const settings = fc.record({
+  holdMs: fc.integer({ min: 5, max: 400 }),
+  maxShare: fc.constantFrom(0.05, 0.25, 0.5, 1),
+});
+
+describeRedis('RedisStore localBatch: never over the limit, across limiters sharing one Redis', () => {
+  let server: RedisServer;
+  let client: Redis;
+  /** Decisions answered from batches, over all runs of one algorithm. */
+  let inMemory = 0;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    client = await server.readyClient({ autoResendUnfulfilledCommands: false });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  /** The admissions of `steps` over `count` limiters sharing `prefix`, batched or not. */
+  async function run(
+    policy: PolicyOptions,
+    steps: readonly Step[],
+    count: number,
+    batch: { holdMs: number; maxShare: number } | false,
+  ): Promise<{ at: number; cost: number }[]> {
+    let now = BASE;
+    const prefix = randomPrefix();
+    const stores = Array.from(
+      { length: count },
+      () =>
+        new RedisStore({
+          client,
+          prefix,
+          timeSource: 'limiter',
+          localBatch: batch === false ? false : { minRate: 1, ...batch },
+          validate: false,
+        }),
+    );
+    const limiters = stores.map((store) =>
+      createLimiter({ name: 'shared', policies: policy, store, clock: () => now, storeTimeoutMs: 60_000, breaker: false }),
+    );
+    const admitted: { at: number; cost: number }[] = [];
+    for (const s of steps) {
+      now += s.dt;
+      const at = now;
+      const limiter = limiters[s.who] as Limiter;
+      const ds = await Promise.all(Array.from({ length: s.burst }, () => limiter.check('hot', { cost: s.cost })));
+      for (const d of ds) if (d.allowed) admitted.push({ at, cost: s.cost });
+      // Let background batch calls land between steps, as they would between requests.
+      if (s.dt > 0) await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(stores.map((s) => s.close()));
+    for (const s of stores) inMemory += s.localBatchStats?.batched ?? 0;
+    return admitted;
+  }
+
+  /** Every admission, replayed in time order through a fresh memory limiter, is admitted again. */
+  async function conforms(policy: PolicyOptions, admitted: readonly { at: number; cost: number }[]): Promise<string | undefined> {
+    let now = BASE;
+    const reference = createLimiter({ policies: policy, store: new MemoryStore({ sweepIntervalMs: 0 }), clock: () => now });
+    const sorted = [...admitted].sort((a, b) => a.at - b.at);
+    for (const [i, a] of sorted.entries()) {
+      now = a.at;
+      const d = await reference.check('hot', { cost: a.cost });
+      if (!d.allowed) return `admission ${i} (cost ${a.cost} at +${a.at - BASE} ms) is over the policy's allowance`;
+    }
+    return undefined;
+  }
+
+  for (const algorithm of ALGORITHMS) {
+    it(`${algorithm}: what 3 batched limiters admit is a trace the policy admits`, async () => {
+      const policy: PolicyOptions = { name: 'api', algorithm, limit: 40, windowMs: 200 };
+      let batched = 0;
+      let plain = 0;
+      inMemory = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.array(step(3), { minLength: 100, maxLength: 400 }), settings, async (steps, batch) => {
+          const got = await run(policy, steps, 3, batch);
+          expect(await conforms(policy, got)).toBeUndefined();
+          batched += got.reduce((s, a) => s + a.cost, 0);
+          plain += (await run(policy, steps, 3, false)).reduce((s, a) => s + a.cost, 0);
+        }),
+        { numRuns: 15 },
+      );
+      // Under-admission: units held by the other limiters; reported, and bounded far below the whole.
+      console.log(
+        `${algorithm}: batched admitted ${batched} units (${inMemory} decisions in memory), round trip ${plain} (${((100 * batched) / plain).toFixed(1)}%)`,
+      );
+      expect(batched).toBeGreaterThan(0.5 * plain);
+      // The traces did run on batches.
+      expect(inMemory).toBeGreaterThan(200);
+    }, 300_000);
+  }
+
+  for (const algorithm of ['token-bucket', 'gcra', 'fixed-window', 'sliding-window'] as const) {
+    it(`${algorithm}: units held across a pause are not spent once their slot or window has passed`, async () => {
+      const policy: PolicyOptions = { name: 'api', algorithm, limit: 100, windowMs: 200 };
+      inMemory = 0;
+      // A hot stream on limiter 0 (twice the rate), then a pause while it holds units, then both spend at one instant.
+      const stream: Step[] = Array.from({ length: 150 }, () => ({ who: 0, dt: 1, cost: 1, burst: 1 }));
+      const steps: Step[] = [...stream, { who: 1, dt: 1_000, cost: 1, burst: 60 }, { who: 0, dt: 0, cost: 1, burst: 60 }];
+      const got = await run(policy, steps, 2, { holdMs: 2_000, maxShare: 1 });
+      expect(await conforms(policy, got)).toBeUndefined();
+      expect(inMemory).toBeGreaterThan(20);
+    });
+  }
+});

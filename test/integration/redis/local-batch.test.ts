@@ -1,0 +1,185 @@
+/**
+ * @module RedisStore `localBatch` in one process: the decisions, headers and problem bodies a batched
+ * limiter gives equal those of the round trip on the same trace (one process, so the state agrees),
+ * for every algorithm a batch can hold exactly; the others, shadow policies and several keys per check
+ * stay on the round trip; a reset drops what is held; close gives it back.
+ */
+import {
+  type AlgorithmId,
+  createLimiter,
+  type Decision,
+  type Limiter,
+  type PolicyOptions,
+  RedisStore,
+  registerPrometheusMetrics,
+} from '@tollgate/core';
+import type { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createHeaderWriter } from '../../../packages/core/src/http/response/header-writer.js';
+import { createProblemBodyWriter, PROBLEM_TYPES } from '../../../packages/core/src/http/response/problem.js';
+import { type ResponseConfig, respond } from '../../../packages/core/src/http/response/respond.js';
+import { describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
+
+const BASE = 1_900_000_000_000;
+const BATCHED: readonly { algorithm: AlgorithmId; windowMs: number }[] = [
+  { algorithm: 'fixed-window', windowMs: 1_000 },
+  // Within one window: the previous window's weight is what a batch does not see (docs/capacity.md).
+  { algorithm: 'sliding-window', windowMs: 60_000 },
+  { algorithm: 'token-bucket', windowMs: 1_000 },
+  { algorithm: 'gcra', windowMs: 1_000 },
+];
+
+function responseConfig(limiter: Limiter): ResponseConfig {
+  return {
+    mode: 'enforce',
+    headers: createHeaderWriter('draft-11', limiter.policies, undefined),
+    problemTypes: PROBLEM_TYPES,
+    units: new Map(limiter.policies.map((p) => [p.name, p.unit])),
+    problemBody: createProblemBodyWriter(limiter.policies, PROBLEM_TYPES),
+  };
+}
+
+function view(d: Decision, config: ResponseConfig, now: number) {
+  const plan = respond(d, config, () => now);
+  return {
+    allowed: d.allowed,
+    remaining: d.remaining,
+    retryAfterMs: d.retryAfterMs,
+    resetMs: d.resetMs,
+    policy: d.policy,
+    headers: plan.headers,
+    body: plan.body,
+  };
+}
+
+describeRedis('RedisStore localBatch in one process', () => {
+  let server: RedisServer;
+  let client: Redis;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    client = await server.readyClient({ autoResendUnfulfilledCommands: false });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  function pair(policies: PolicyOptions | PolicyOptions[], clock: () => number) {
+    const plain = new RedisStore({ client, prefix: randomPrefix(), timeSource: 'limiter' });
+    const batched = new RedisStore({
+      client,
+      prefix: randomPrefix(),
+      timeSource: 'limiter',
+      localBatch: { minRate: 1, holdMs: 1_000, maxShare: 1 },
+    });
+    const options = { policies, clock, storeTimeoutMs: 60_000, breaker: false } as const;
+    return { plain, batched, a: createLimiter({ ...options, store: plain }), b: createLimiter({ ...options, store: batched }) };
+  }
+
+  for (const { algorithm, windowMs } of BATCHED) {
+    it(`${algorithm}: batched decisions, headers and bodies equal the round trip's, with far fewer calls`, async () => {
+      let now = BASE;
+      const { batched, a, b } = pair({ name: 'api', algorithm, limit: 100, windowMs }, () => now);
+      const ca = responseConfig(a);
+      const cb = responseConfig(b);
+      let admitted = 0;
+      for (let i = 0; i < 1_500; i++) {
+        now += 1;
+        const da = await a.check('hot');
+        const db = await b.check('hot');
+        expect(view(db, cb, now), `request ${i} at +${now - BASE} ms`).toEqual(view(da, ca, now));
+        if (db.allowed) admitted += 1;
+      }
+      const stats = batched.localBatchStats;
+      expect(admitted).toBeGreaterThanOrEqual(100);
+      expect(stats?.batched).toBeGreaterThan(0);
+      // Rejections answered here until Redis' wait is over, admissions from batches: few calls for 1500 checks.
+      expect(stats?.charges).toBeLessThan(500);
+    });
+  }
+
+  for (const policies of [
+    { name: 'log', algorithm: 'sliding-log', limit: 50, windowMs: 1_000 },
+    [
+      { name: 'fw', algorithm: 'fixed-window', limit: 50, windowMs: 1_000 },
+      { name: 'leaky', algorithm: 'leaky-bucket', limit: 50, windowMs: 1_000 },
+    ],
+  ] as const) {
+    it(`${JSON.stringify(policies).slice(0, 60)}: not batched, every check is a round trip`, async () => {
+      let now = BASE;
+      const { batched, a, b } = pair(policies as PolicyOptions | PolicyOptions[], () => now);
+      for (let i = 0; i < 200; i++) {
+        now += 1;
+        const [da, db] = [await a.check('hot'), await b.check('hot')];
+        expect(db.allowed).toBe(da.allowed);
+        expect(db.remaining).toBe(da.remaining);
+      }
+      expect(batched.localBatchStats).toMatchObject({ batched: 0, blocked: 0, charges: 0 });
+    });
+  }
+
+  it('a reset drops what the process held; close gives the rest back to Redis', async () => {
+    let now = BASE;
+    const { batched, b } = pair({ name: 'api', algorithm: 'fixed-window', limit: 1_000, windowMs: 60_000 }, () => now);
+    for (let i = 0; i < 200; i++) {
+      now += 1;
+      await b.check('k');
+    }
+    await b.reset('k');
+    now += 1;
+    expect((await b.check('k')).remaining).toBe(999);
+    for (let i = 0; i < 200; i++) {
+      now += 1;
+      await b.check('k');
+    }
+    const [name] = await client.keys(`${batched.prefix}:*`);
+    const before = Number(await client.get(name as string));
+    expect(before).toBeGreaterThan(201 * 1000);
+    await batched.close();
+    expect(Number(await client.get(name as string))).toBe(201 * 1000);
+  });
+
+  it('hotKeys().busy ranks the hot key by decisions with its share of store calls, which batching brings down; the store-call rate is a metric', async () => {
+    const registry = new Registry();
+    const unregister = registerPrometheusMetrics({ registry });
+    try {
+      const share = async (localBatch: boolean) => {
+        let now = BASE;
+        const store = new RedisStore({
+          client,
+          prefix: randomPrefix(),
+          timeSource: 'limiter',
+          localBatch: localBatch && { minRate: 1, holdMs: 1_000 },
+        });
+        const limiter = createLimiter({
+          policies: { name: 'api', algorithm: 'fixed-window', limit: 100_000, windowMs: 60_000 },
+          store,
+          clock: () => now,
+          hotKeys: true,
+        });
+        for (let i = 0; i < 600; i++) {
+          now += 1;
+          await limiter.check('tenant:big');
+          if (i % 3 === 0) await limiter.check(`user:${i}`);
+        }
+        const report = limiter.hotKeys(1);
+        expect(report.busy[0]?.key).toBe('tenant:big');
+        expect(report.busy[0]?.decisions).toBe(600);
+        return { share: report.busy[0]?.storeShare ?? Number.NaN, calls: report.storeCalls };
+      };
+      const before = await share(false);
+      const after = await share(true);
+      // Without batching the big tenant causes 3 in 4 store calls; with it, a few of its 600 decisions do.
+      expect(before.share).toBeCloseTo(600 / 800, 2);
+      expect(after.share).toBeLessThan(before.share / 2);
+      expect(after.calls).toBeLessThan(before.calls / 2);
+      const text = await registry.metrics();
+      const calls = Number(/^tollgate_store_calls_total\{store="redis"\} (\d+)$/m.exec(text)?.[1]);
+      expect(calls).toBeGreaterThanOrEqual(before.calls + after.calls);
+      expect(calls).toBeLessThan(before.calls + after.calls + 100);
+    } finally {
+      unregister();
+    }
+  });
+});

@@ -5,6 +5,7 @@
  * `sendCommand`; anything else with a `sendCommand` function is sent commands through it.
  */
 import type { NodeRedisClientLike, NodeRedisClusterLike, RedisClientLike, SendCommandClient } from '../redis-client.js';
+import { connectionWatch } from './connection-events.js';
 import { ioredisClient } from './ioredis-client.js';
 import { nodeRedisClient, nodeRedisCluster } from './node-redis-client.js';
 import { sendCommandClient } from './send-command-client.js';
@@ -24,6 +25,15 @@ function isIoredis(c: Shape): boolean {
 
 /** The StoreClient for `value`, or undefined when it is no client RedisStore knows how to use. */
 export function toStoreClient(value: unknown): StoreClient | undefined {
+  const client = recognise(value);
+  if (client !== undefined && client.watch === undefined) {
+    const watch = connectionWatch(value, client);
+    if (watch !== undefined) client.watch = watch;
+  }
+  return client;
+}
+
+function recognise(value: unknown): StoreClient | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   // Read members through the prototype chain: the clients keep their methods on their classes.
   const c = value as Shape;

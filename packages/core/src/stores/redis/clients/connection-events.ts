@@ -1,0 +1,48 @@
+/**
+ * @module When the client's connection to Redis closes and when it is ready again, for the lease
+ * keeper (leases/lease-keeper.ts): a restart or a failover loses the leases the server held, so after a
+ * reconnect the limiter puts back those its requests still hold before it grants new ones. Read from
+ * the client's own events, by name, so no Redis library is imported: ioredis and iovalkey emit
+ * `'close'` and `'ready'` (also in Sentinel mode, where `'ready'` follows the switch to a new master);
+ * node-redis emits `'error'` or `'end'` when the socket goes and `'ready'` after every reconnect.
+ * Absent on a Cluster and on a bare `sendCommand` client: there the keeper learns of a loss when a
+ * renewal finds a lease gone.
+ */
+import type { ConnectionEvent } from '../../store.js';
+import type { StoreClient } from './store-client.js';
+
+interface Emitter {
+  on(event: string, listener: () => void): unknown;
+  off?(event: string, listener: () => void): unknown;
+  removeListener?(event: string, listener: () => void): unknown;
+}
+
+function isEmitter(value: unknown): value is Emitter {
+  return typeof (value as { on?: unknown }).on === 'function';
+}
+
+/** The events of `raw` that say its connection closed, by library; undefined where none can be trusted. */
+function lostEvents(raw: unknown, client: StoreClient): readonly string[] | undefined {
+  if (client.isCluster || !isEmitter(raw)) return undefined;
+  if (client.library === 'ioredis') return ['close'];
+  if (client.library === 'node-redis') return ['error', 'end'];
+  return undefined;
+}
+
+/** `StoreClient.watch` for `raw` (the app's client, `client` its StoreClient), or undefined. */
+export function connectionWatch(raw: unknown, client: StoreClient): StoreClient['watch'] {
+  const lost = lostEvents(raw, client);
+  if (lost === undefined) return undefined;
+  const emitter = raw as Emitter;
+  return (listener: (event: ConnectionEvent) => void) => {
+    const onLost = (): void => listener('lost');
+    const onReady = (): void => listener('ready');
+    for (const e of lost) emitter.on(e, onLost);
+    emitter.on('ready', onReady);
+    return () => {
+      const off = (e: string, l: () => void): unknown => (emitter.off ?? emitter.removeListener)?.call(emitter, e, l);
+      for (const e of lost) off(e, onLost);
+      off('ready', onReady);
+    };
+  };
+}

@@ -118,7 +118,9 @@ export class LeaseKeeper {
         kept?.held.delete(held);
         return false;
       }
-      const answer = this.send(() => (kept === undefined ? (store.renew?.(key, plan, lease, now) ?? false) : this.renewKept(kept, held, now)));
+      const answer = this.send(() =>
+        kept === undefined ? (store.renew?.(key, plan, lease, now) ?? false) : this.renewKept(kept, held, now),
+      );
       return typeof answer === 'boolean' ? answer : answer !== 'failed';
     };
   }

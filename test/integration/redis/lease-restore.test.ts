@@ -14,10 +14,15 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 
 const LIMIT = 5;
-const quiet = { warn() {}, error() {} };
+/** A logger: the warnings it got, errors dropped. */
+interface Collecting {
+  warn(fields: unknown): void;
+  error(): void;
+}
+const quiet: Collecting = { warn() {}, error() {} };
 
 /** One process's limiter: its own client and store, the shared name and prefix. */
-function limiterOn(client: RedisStoreClient, prefix: string, logger: typeof quiet = quiet): Limiter {
+function limiterOn(client: RedisStoreClient, prefix: string, logger: Collecting = quiet): Limiter {
   return createLimiter({
     name: 'exports',
     policies: { name: 'exports', algorithm: 'concurrency', limit: LIMIT, leaseMs: 20_000 },
@@ -104,7 +109,7 @@ describeRedis('held leases survive a Redis restart', () => {
       const prefix = randomPrefix();
       const client = await server.storeClient(kind);
       const warnings: unknown[] = [];
-      const limiter = limiterOn(client, prefix, { warn: (fields: unknown) => warnings.push(fields), error() {} });
+      const limiter = limiterOn(client, prefix, { warn: (fields) => void warnings.push(fields), error() {} });
       const a = { limiter, held: await take(limiter, LIMIT) };
       expect(await inRedis(admin, prefix)).toBe(LIMIT);
       const running = load([a]);

@@ -19,6 +19,7 @@
  */
 import { MAX_LEASE_RETRY_MS } from '../algorithms/concurrency.js';
 import { costUnits, DecisionImpl, Result } from '../decision.js';
+import { seeDocs } from '../errors.js';
 import { type Logger, safeLog } from '../logging.js';
 import { type InFlightSource, reportInFlight } from '../observability/in-flight.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
@@ -27,7 +28,7 @@ import type { Decision } from '../types.js';
 import { LeaseQueues } from './lease-queue.js';
 
 /** How long a decision waits for the held leases to be put back before it goes on without them. */
-export const RESTORE_WAIT_MS = 250;
+export const RESTORE_WAIT_MS = 100;
 /** After a restore that failed (the store still down), the next is tried no sooner than this. */
 const RESTORE_RETRY_MS = 50;
 
@@ -81,12 +82,14 @@ export class LeaseKeeper {
   private readonly bounds = new Map<CompiledPlan, { leaseMs: number; maxLeaseMs: number }>();
 
   constructor(
-    plans: Iterable<CompiledPlan>,
+    plans: ReadonlyMap<string, CompiledPlan>,
     private readonly logger: Logger,
     private readonly storeKind: string,
     private readonly now: () => number,
+    /** Whether a warning is on (`validate`). */
+    private readonly warns: (code: 'WRN_RL_LEASES_RESTORED') => boolean = () => true,
   ) {
-    for (const cp of plans) {
+    for (const cp of plans.values()) {
       for (const p of cp.all) if (p.algorithm === 'concurrency') this.inFlight.set(p.name, { leases: 0, queued: 0 });
     }
     this.stopReporting = this.inFlight.size > 0 ? reportInFlight(this.source) : undefined;
@@ -227,12 +230,12 @@ export class LeaseKeeper {
     } finally {
       kept.restoring = undefined;
     }
-    if (back > 0) {
+    if (back > 0 && this.warns('WRN_RL_LEASES_RESTORED')) {
       safeLog(
         this.logger,
         'warn',
         { code: 'WRN_RL_LEASES_RESTORED', store: this.storeKind, restored: back, held: list.length },
-        `WRN_RL_LEASES_RESTORED: the store had lost ${back} of the ${list.length} leases this limiter holds (a restart or a failover); they were put back before any new lease`,
+        `WRN_RL_LEASES_RESTORED: the store had lost ${back} of the ${list.length} leases this limiter holds (a restart or a failover); they were put back before any new lease ${seeDocs('WRN_RL_LEASES_RESTORED')}`,
       );
     }
   }

@@ -13,8 +13,8 @@ import express4 from 'express4';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
 
-const LEASE_MS = 200;
-const MAX_LEASE_MS = 1_200;
+const LEASE_MS = 400;
+const MAX_LEASE_MS = 2_400;
 
 /** GET `path` on `port`: the status, or undefined when no answer came within `timeoutMs`. */
 function get(port: number, path: string, timeoutMs: number): Promise<number | undefined> {

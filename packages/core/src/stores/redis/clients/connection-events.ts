@@ -4,7 +4,8 @@
  * reconnect the limiter puts back those its requests still hold before it grants new ones. Read from
  * the client's own events, by name, so no Redis library is imported: ioredis and iovalkey emit
  * `'close'` and `'ready'` (also in Sentinel mode, where `'ready'` follows the switch to a new master);
- * node-redis emits `'error'` or `'end'` when the socket goes and `'ready'` after every reconnect.
+ * node-redis emits `'error'` or `'end'` when the socket goes and `'ready'` after every reconnect (its
+ * Sentinel client also `'topology-change'` when it follows a failover).
  * Absent on a Cluster and on a bare `sendCommand` client: there the keeper learns of a loss when a
  * renewal finds a lease gone.
  */
@@ -29,6 +30,14 @@ function lostEvents(raw: unknown, client: StoreClient): readonly string[] | unde
   return undefined;
 }
 
+/**
+ * The events of `raw` that say it is ready to send (again): `'ready'`, and for a node-redis Sentinel
+ * client also `'topology-change'` (it moved to a new master without closing its own state).
+ */
+function readyEvents(raw: unknown): readonly string[] {
+  return typeof (raw as { getMasterNode?: unknown }).getMasterNode === 'function' ? ['ready', 'topology-change'] : ['ready'];
+}
+
 /** `StoreClient.watch` for `raw` (the app's client, `client` its StoreClient), or undefined. */
 export function connectionWatch(raw: unknown, client: StoreClient): StoreClient['watch'] {
   const lost = lostEvents(raw, client);
@@ -37,12 +46,13 @@ export function connectionWatch(raw: unknown, client: StoreClient): StoreClient[
   return (listener: (event: ConnectionEvent) => void) => {
     const onLost = (): void => listener('lost');
     const onReady = (): void => listener('ready');
+    const ready = readyEvents(raw);
     for (const e of lost) emitter.on(e, onLost);
-    emitter.on('ready', onReady);
+    for (const e of ready) emitter.on(e, onReady);
     return () => {
       const off = (e: string, l: () => void): unknown => (emitter.off ?? emitter.removeListener)?.call(emitter, e, l);
       for (const e of lost) off(e, onLost);
-      off('ready', onReady);
+      for (const e of ready) off(e, onReady);
     };
   };
 }

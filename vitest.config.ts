@@ -15,6 +15,8 @@ const TIMING = [
   'test/client/storm.test.ts',
   // The eviction watch reads INFO every 100 ms while a flood runs: its intervals hold when it runs alone.
   'test/integration/redis/eviction-watch.test.ts',
+  // A Sentinel failover under load: its switch time and degraded window are measured against the clock.
+  'test/integration/redis/sentinel.test.ts',
 ];
 
 export default defineConfig({

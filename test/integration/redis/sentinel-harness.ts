@@ -34,12 +34,16 @@ export function describeSentinel(name: string, fn: () => void): void {
   if (REQUIRED) {
     describe(name, () => {
       it('needs redis-sentinel', () => {
-        throw new Error(`TOLLGATE_REQUIRE_SENTINEL=1 but '${SENTINEL}' cannot be run: install redis-sentinel (apt-get install redis-sentinel)`);
+        throw new Error(
+          `TOLLGATE_REQUIRE_SENTINEL=1 but '${SENTINEL}' cannot be run: install redis-sentinel (apt-get install redis-sentinel)`,
+        );
       });
     });
     return;
   }
-  console.warn(`\n*** redis-sentinel not available, skipping "${name}": '${SENTINEL}' is not on PATH (apt-get install redis-sentinel) ***\n`);
+  console.warn(
+    `\n*** redis-sentinel not available, skipping "${name}": '${SENTINEL}' is not on PATH (apt-get install redis-sentinel) ***\n`,
+  );
   describe.skip(name, fn);
 }
 

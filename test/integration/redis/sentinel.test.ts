@@ -92,7 +92,7 @@ describeSentinel('Redis Sentinel: SENTINEL FAILOVER mid-load', () => {
         while (running) {
           const at = performance.now();
           const ds = await Promise.all(KEYS.map((key) => rate.check(key)));
-          ds.forEach((d, i) => samples.push({ at, key: KEYS[i] as string, d }));
+          for (const [i, d] of ds.entries()) samples.push({ at, key: KEYS[i] as string, d });
           await sleep(2);
         }
       })();

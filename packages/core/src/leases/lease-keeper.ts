@@ -39,11 +39,19 @@ interface Held {
   readonly lease: number;
   /** When its renewals stop: granted at + maxLeaseMs - leaseMs (its last deadline is then granted at + maxLeaseMs). */
   readonly renewUntil: number;
+  readonly leaseMs: number;
+  /**
+   * Its deadline as this process knows it (granted or last renewed at + leaseMs): a lease past it has
+   * ended in the store too, and is never put back (a request that stopped renewing is not revived).
+   */
+  until: number;
 }
 
 /** What this limiter holds in one such store, and whether the store may have lost it. */
 class StoreLeases {
   readonly held = new Set<Held>();
+  /** When `held` is next swept of leases past their deadline (never released: a lost `release`). */
+  sweepAt = 1024;
   /** The store may have lost some: new leases wait for `restoring`. */
   lost = false;
   restoring: Promise<void> | undefined;
@@ -103,7 +111,8 @@ export class LeaseKeeper {
     let released = false;
     this.count(cp, 'leases', 1);
     const { leaseMs, maxLeaseMs } = this.boundsOf(cp);
-    const held: Held = { key, plan, lease, renewUntil: this.now() + maxLeaseMs - leaseMs };
+    const at = this.now();
+    const held: Held = { key, plan, lease, renewUntil: at + maxLeaseMs - leaseMs, leaseMs, until: at + leaseMs };
     const kept = this.keep(store, held);
     d.release = () => {
       if (released) return;
@@ -194,6 +203,11 @@ export class LeaseKeeper {
       kept = k;
     }
     kept.held.add(held);
+    if (kept.held.size >= kept.sweepAt) {
+      const now = this.now();
+      for (const h of kept.held) if (h.until < now) kept.held.delete(h);
+      kept.sweepAt = Math.max(1024, 2 * kept.held.size);
+    }
     return kept;
   }
 
@@ -206,6 +220,8 @@ export class LeaseKeeper {
 
   /** A renewal that puts the lease back if the store lost it; then the others are put back too. */
   private renewKept(kept: StoreLeases, held: Held, now: number): Promise<boolean> {
+    held.until = now + held.leaseMs;
+    kept.held.add(held);
     return kept.store.restore(held.key, held.plan, held.lease, now).then((live) => {
       if (!live && !kept.lost) {
         kept.lost = true;
@@ -218,7 +234,11 @@ export class LeaseKeeper {
   /** Puts back every lease held in `kept.store`; the store is whole again when all calls succeed. */
   private async restoreAll(kept: StoreLeases): Promise<void> {
     const now = this.now();
-    const list = [...kept.held].filter((h) => now <= h.renewUntil);
+    const list: Held[] = [];
+    for (const h of kept.held) {
+      if (now < h.until && now <= h.renewUntil) list.push(h);
+      else if (now >= h.until) kept.held.delete(h);
+    }
     let back = 0;
     try {
       const live = await Promise.all(list.map((h) => kept.store.restore(h.key, h.plan, h.lease, now)));

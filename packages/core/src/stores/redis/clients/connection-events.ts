@@ -14,8 +14,6 @@ import type { StoreClient } from './store-client.js';
 
 interface Emitter {
   on(event: string, listener: () => void): unknown;
-  off?(event: string, listener: () => void): unknown;
-  removeListener?(event: string, listener: () => void): unknown;
 }
 
 function isEmitter(value: unknown): value is Emitter {
@@ -38,21 +36,38 @@ function readyEvents(raw: unknown): readonly string[] {
   return typeof (raw as { getMasterNode?: unknown }).getMasterNode === 'function' ? ['ready', 'topology-change'] : ['ready'];
 }
 
+/**
+ * Listeners by client: one pair of listeners on the client however many limiters and stores watch it,
+ * so an app with many limiters on one client never trips Node's MaxListenersExceededWarning.
+ */
+const watchers = new WeakMap<Emitter, Set<(event: ConnectionEvent) => void>>();
+
+function listenersOf(emitter: Emitter, lost: readonly string[], ready: readonly string[]): Set<(event: ConnectionEvent) => void> {
+  let set = watchers.get(emitter);
+  if (set === undefined) {
+    const all = new Set<(event: ConnectionEvent) => void>();
+    const tell = (event: ConnectionEvent): void => {
+      for (const l of [...all]) l(event);
+    };
+    for (const e of lost) emitter.on(e, () => tell('lost'));
+    for (const e of ready) emitter.on(e, () => tell('ready'));
+    watchers.set(emitter, all);
+    set = all;
+  }
+  return set;
+}
+
 /** `StoreClient.watch` for `raw` (the app's client, `client` its StoreClient), or undefined. */
 export function connectionWatch(raw: unknown, client: StoreClient): StoreClient['watch'] {
   const lost = lostEvents(raw, client);
   if (lost === undefined) return undefined;
   const emitter = raw as Emitter;
+  const ready = readyEvents(raw);
   return (listener: (event: ConnectionEvent) => void) => {
-    const onLost = (): void => listener('lost');
-    const onReady = (): void => listener('ready');
-    const ready = readyEvents(raw);
-    for (const e of lost) emitter.on(e, onLost);
-    for (const e of ready) emitter.on(e, onReady);
+    const set = listenersOf(emitter, lost, ready);
+    set.add(listener);
     return () => {
-      const off = (e: string, l: () => void): unknown => (emitter.off ?? emitter.removeListener)?.call(emitter, e, l);
-      for (const e of lost) off(e, onLost);
-      for (const e of ready) off(e, onReady);
+      set.delete(listener);
     };
   };
 }

@@ -78,10 +78,20 @@ describeSentinel('Redis Sentinel: SENTINEL FAILOVER mid-load', () => {
         store,
         logger: quiet,
       });
-      // Every key exhausted, every lease taken, before the failover.
-      for (const key of KEYS) for (let i = 0; i < LIMIT; i++) expect((await rate.check(key)).allowed).toBe(true);
-      const held = await Promise.all(Array.from({ length: LEASES }, () => leases.check('job')));
-      expect(held.every((d) => d.allowed && !d.degraded)).toBe(true);
+      // Every key exhausted in Redis, every lease taken in Redis, before the failover (a check the failure
+      // mode answered on this loaded machine, past storeTimeoutMs, is not Redis' and is asked again).
+      for (const key of KEYS) {
+        let admitted = 0;
+        for (let d = await rate.check(key); d.allowed || d.degraded; d = await rate.check(key)) if (!d.degraded) admitted += 1;
+        expect(admitted).toBe(LIMIT);
+      }
+      const held: Decision[] = [];
+      while (held.length < LEASES) {
+        const d = await leases.check('job');
+        if (d.degraded) d.release?.();
+        else held.push(d);
+      }
+      expect(held.every((d) => d.allowed)).toBe(true);
       // The replica has it all before the failover (replication is asynchronous).
       const replica = s.servers[1].client();
       await waitFor('the replica to hold the state', async () => (await replica.dbsize()) >= KEYS.length + 1);

@@ -10,13 +10,13 @@ const TIMING = [
   'test/integration/redis/stress.test.ts',
   'test/integration/redis/faults.test.ts',
   'test/integration/redis/cluster-faults.test.ts',
+  // A Sentinel failover under load: its switch time and degraded window are measured against the clock.
+  'test/integration/redis/sentinel.test.ts',
   // The retry storm counts what 200 clients make a server receive; the naive client's count is bounded
   // by how fast this machine answers, so it runs alone too.
   'test/client/storm.test.ts',
   // The eviction watch reads INFO every 100 ms while a flood runs: its intervals hold when it runs alone.
   'test/integration/redis/eviction-watch.test.ts',
-  // A Sentinel failover under load: its switch time and degraded window are measured against the clock.
-  'test/integration/redis/sentinel.test.ts',
 ];
 
 export default defineConfig({

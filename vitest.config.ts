@@ -10,6 +10,8 @@ const TIMING = [
   'test/integration/redis/stress.test.ts',
   'test/integration/redis/faults.test.ts',
   'test/integration/redis/cluster-faults.test.ts',
+  // A Sentinel failover under load: its switch time and degraded window are measured against the clock.
+  'test/integration/redis/sentinel.test.ts',
   // The retry storm counts what 200 clients make a server receive; the naive client's count is bounded
   // by how fast this machine answers, so it runs alone too.
   'test/client/storm.test.ts',

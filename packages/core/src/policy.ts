@@ -41,6 +41,7 @@ const CONCURRENCY_KEYS: KeysEnum<ConcurrencyPolicyOptions> = {
   algorithm: true,
   limit: true,
   leaseMs: true,
+  maxLeaseMs: true,
   queue: true,
   unit: true,
 };
@@ -104,6 +105,7 @@ function compileConcurrency(options: ConcurrencyPolicyOptions, path: string): Co
     options.leaseMs === undefined
       ? 60_000
       : concurrencyInteger(options.leaseMs, `${path}.leaseMs`, 'ms after which an unreleased lease expires');
+  const maxLeaseMs = maxLease(options.maxLeaseMs, leaseMs, path);
   return Object.freeze({
     name,
     algorithm: 'concurrency',
@@ -124,7 +126,23 @@ function compileConcurrency(options: ConcurrencyPolicyOptions, path: string): Co
     // Leases count requests in flight, whatever the limit: a change of limit (or plan) keeps them.
     id: `enforce:${name}:concurrency:${leaseMs}`,
     queue,
+    maxLeaseMs,
   });
+}
+
+/** `maxLeaseMs` of a concurrency policy: at least its `leaseMs`; `5 * leaseMs` when not given. */
+function maxLease(value: unknown, leaseMs: number, path: string): number {
+  if (value === undefined) return 5 * leaseMs;
+  const ms = concurrencyInteger(value, `${path}.maxLeaseMs`, 'the longest a request holds its lease, renewals included');
+  if (ms < leaseMs) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_CONCURRENCY',
+      `${path}.maxLeaseMs`,
+      `must be at least leaseMs (${leaseMs}): a lease lives leaseMs before any renewal`,
+      value,
+    );
+  }
+  return ms;
 }
 
 /** True for `{ algorithm: 'concurrency', ... }`. */

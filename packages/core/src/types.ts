@@ -72,6 +72,13 @@ export interface ConcurrencyPolicyOptions {
    */
   leaseMs?: number;
   /**
+   * The longest a request holds its lease, renewals included: renewal stops this many ms after the lease
+   * was granted and the lease then ends by itself (`leaseMs` after its last renewal, never later than
+   * `maxLeaseMs` after it was granted), so a handler that never answers on an open connection (an async
+   * throw on Express 4) cannot lock its key for ever. At least `leaseMs`. Defaults to `5 * leaseMs`.
+   */
+  maxLeaseMs?: number;
+  /**
    * Wait for a lease instead of being refused at once: at most `size` requests wait per key in this
    * process, first in first out, each up to `timeoutMs` (README: what a queue does on Redis). Defaults to none.
    */

@@ -45,6 +45,8 @@ export interface CompiledPolicy {
   readonly limiter?: string;
   /** Concurrency policies with a `queue`: at most `size` waiters per key, each up to `timeoutMs`. */
   readonly queue: { readonly size: number; readonly timeoutMs: number } | undefined;
+  /** Concurrency policies: the longest a request holds its lease, renewals included (leases/lease-keeper.ts). */
+  readonly maxLeaseMs?: number;
 }
 
 export interface LogRing {

@@ -5,15 +5,74 @@
  * `tollgate.queue.length`) count what this limiter holds, a release wakes the key's queue
  * (lease-queue.ts), and a failed release or renewal is logged once per run of failures (the lease then
  * ends by its lease time). create-limiter.ts assembles decisions; this module keeps what they hold.
+ *
+ * Two guarantees live here, whatever the adapter does:
+ * - A lease always ends: renewal stops `maxLeaseMs` after the lease was granted (the shortest of the
+ *   plan's concurrency policies), so a handler that never answers on an open connection holds its slot
+ *   at most that long.
+ * - Leases survive a store that lost them: in a store that can lose state (`Store.restore`: RedisStore,
+ *   on a restart or a failover) every held lease is known here, renewals put a lost lease back, and once
+ *   the store lost some (its connection closed, or a renewal found a lease gone) the leases still held
+ *   are put back before this limiter grants a new one (`restoring`). One limiter alone then never runs
+ *   more than `limit`; limiters in several processes sharing a key may, until each has reconnected (or
+ *   renewed, within leaseMs / 2), run at most `limit` plus what the others held and had not put back yet.
  */
 import { MAX_LEASE_RETRY_MS } from '../algorithms/concurrency.js';
 import { costUnits, DecisionImpl, Result } from '../decision.js';
+import { seeDocs } from '../errors.js';
 import { type Logger, safeLog } from '../logging.js';
 import { type InFlightSource, reportInFlight } from '../observability/in-flight.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { isPromiseLike, type Store, type StoreKey, type StorePlan } from '../stores/store.js';
+import { type ConnectionEvent, isPromiseLike, type Store, type StoreKey, type StorePlan } from '../stores/store.js';
 import type { Decision } from '../types.js';
 import { LeaseQueues } from './lease-queue.js';
+
+/** How long a decision waits for the held leases to be put back before it goes on without them. */
+export const RESTORE_WAIT_MS = 100;
+/** After a restore that failed (the store still down), the next is tried no sooner than this. */
+const RESTORE_RETRY_MS = 50;
+
+/** A lease held in a store that can lose it (`Store.restore`). */
+interface Held {
+  readonly key: StoreKey;
+  readonly plan: StorePlan;
+  readonly lease: number;
+  /** When its renewals stop: granted at + maxLeaseMs - leaseMs (its last deadline is then granted at + maxLeaseMs). */
+  readonly renewUntil: number;
+  readonly leaseMs: number;
+  /**
+   * Its deadline as this process knows it (granted or last renewed at + leaseMs): a lease past it has
+   * ended in the store too, and is never put back (a request that stopped renewing is not revived).
+   */
+  until: number;
+}
+
+/** What this limiter holds in one such store, and whether the store may have lost it. */
+class StoreLeases {
+  readonly held = new Set<Held>();
+  /** When `held` is next swept of leases past their deadline (never released: a lost `release`). */
+  sweepAt = 1024;
+  /** The store may have lost some: new leases wait for `restoring`. */
+  lost = false;
+  restoring: Promise<void> | undefined;
+  /** After a failed restore: no other before this time. */
+  retryAt = 0;
+  unwatch: (() => void) | undefined;
+
+  constructor(readonly store: Store & Required<Pick<Store, 'restore'>>) {}
+}
+
+/** The plan's lease bounds: the shortest lease time and max lease life of its concurrency policies. */
+function leaseBounds(cp: CompiledPlan): { leaseMs: number; maxLeaseMs: number } {
+  let leaseMs = Number.POSITIVE_INFINITY;
+  let maxLeaseMs = Number.POSITIVE_INFINITY;
+  for (const p of cp.all) {
+    if (p.algorithm !== 'concurrency') continue;
+    leaseMs = Math.min(leaseMs, p.windowMs);
+    maxLeaseMs = Math.min(maxLeaseMs, p.maxLeaseMs ?? 5 * p.windowMs);
+  }
+  return { leaseMs, maxLeaseMs };
+}
 
 export class LeaseKeeper {
   /** Requests waiting for a lease in this process (concurrency policies with a queue). */
@@ -25,14 +84,20 @@ export class LeaseKeeper {
   /** Held here: `reportInFlight` keeps its source weakly. */
   private readonly source: InFlightSource = () => [...this.inFlight].map(([policy, n]) => ({ policy, leases: n.leases, queued: n.queued }));
   private readonly stopReporting: (() => void) | undefined;
+  /** Per store that can lose leases: what this limiter holds there. */
+  private readonly stores = new Map<Store, StoreLeases>();
+  /** Per plan: its lease bounds. */
+  private readonly bounds = new Map<CompiledPlan, { leaseMs: number; maxLeaseMs: number }>();
 
   constructor(
-    plans: Iterable<CompiledPlan>,
+    plans: ReadonlyMap<string, CompiledPlan>,
     private readonly logger: Logger,
     private readonly storeKind: string,
     private readonly now: () => number,
+    /** Whether a warning is on (`validate`). */
+    private readonly warns: (code: 'WRN_RL_LEASES_RESTORED') => boolean = () => true,
   ) {
-    for (const cp of plans) {
+    for (const cp of plans.values()) {
       for (const p of cp.all) if (p.algorithm === 'concurrency') this.inFlight.set(p.name, { leases: 0, queued: 0 });
     }
     this.stopReporting = this.inFlight.size > 0 ? reportInFlight(this.source) : undefined;
@@ -45,18 +110,53 @@ export class LeaseKeeper {
   hold(d: DecisionImpl, cp: CompiledPlan, key: StoreKey, lease: number, store: Store, plan: StorePlan, queue: string): void {
     let released = false;
     this.count(cp, 'leases', 1);
+    const { leaseMs, maxLeaseMs } = this.boundsOf(cp);
+    const at = this.now();
+    const held: Held = { key, plan, lease, renewUntil: at + maxLeaseMs - leaseMs, leaseMs, until: at + leaseMs };
+    const kept = this.keep(store, held);
     d.release = () => {
       if (released) return;
       released = true;
+      kept?.held.delete(held);
       this.count(cp, 'leases', -1);
       this.send(() => store.release?.(key, plan, lease, this.now()));
       this.queues.wake(queue);
     };
     d.renew = () => {
       if (released) return false;
-      const answer = this.send(() => store.renew?.(key, plan, lease, this.now()) ?? false);
+      const now = this.now();
+      // Past its life: renewal stops and the lease ends by its last deadline (a handler that never answers).
+      if (now > held.renewUntil) {
+        kept?.held.delete(held);
+        return false;
+      }
+      const answer = this.send(() =>
+        kept === undefined ? (store.renew?.(key, plan, lease, now) ?? false) : this.renewKept(kept, held, now),
+      );
       return typeof answer === 'boolean' ? answer : answer !== 'failed';
     };
+  }
+
+  /**
+   * Before a new lease in `store`: undefined when the store holds every lease this limiter holds there,
+   * else a promise that settles once they are back (at most RESTORE_WAIT_MS: a store that does not answer
+   * is the failure mode's business, not a reason to wait longer).
+   */
+  restoring(store: Store): Promise<void> | undefined {
+    const kept = this.stores.get(store);
+    if (kept === undefined || !kept.lost) return undefined;
+    if (kept.restoring === undefined) {
+      if (this.now() < kept.retryAt) return undefined;
+      kept.restoring = this.restoreAll(kept);
+    }
+    const restoring = kept.restoring;
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, RESTORE_WAIT_MS);
+      restoring.then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /**
@@ -80,6 +180,84 @@ export class LeaseKeeper {
 
   close(): void {
     this.stopReporting?.();
+    for (const kept of this.stores.values()) kept.unwatch?.();
+  }
+
+  private boundsOf(cp: CompiledPlan): { leaseMs: number; maxLeaseMs: number } {
+    let b = this.bounds.get(cp);
+    if (b === undefined) {
+      b = leaseBounds(cp);
+      this.bounds.set(cp, b);
+    }
+    return b;
+  }
+
+  /** Records `held` when `store` can lose it (`restore`); the first time, watches the store's connection. */
+  private keep(store: Store, held: Held): StoreLeases | undefined {
+    if (store.restore === undefined) return undefined;
+    let kept = this.stores.get(store);
+    if (kept === undefined) {
+      const k = new StoreLeases(store as StoreLeases['store']);
+      k.unwatch = store.watchConnection?.((event) => this.connection(k, event));
+      this.stores.set(store, k);
+      kept = k;
+    }
+    kept.held.add(held);
+    if (kept.held.size >= kept.sweepAt) {
+      const now = this.now();
+      for (const h of kept.held) if (h.until < now) kept.held.delete(h);
+      kept.sweepAt = Math.max(1024, 2 * kept.held.size);
+    }
+    return kept;
+  }
+
+  /** The connection closed: new leases wait until the held ones are back; it is ready: put them back now. */
+  private connection(kept: StoreLeases, event: ConnectionEvent): void {
+    kept.lost = true;
+    kept.retryAt = 0;
+    if (event === 'ready' && kept.restoring === undefined) kept.restoring = this.restoreAll(kept);
+  }
+
+  /** A renewal that puts the lease back if the store lost it; then the others are put back too. */
+  private renewKept(kept: StoreLeases, held: Held, now: number): Promise<boolean> {
+    held.until = now + held.leaseMs;
+    kept.held.add(held);
+    return kept.store.restore(held.key, held.plan, held.lease, now).then((live) => {
+      if (!live && !kept.lost) {
+        kept.lost = true;
+        kept.restoring ??= this.restoreAll(kept);
+      }
+      return live;
+    });
+  }
+
+  /** Puts back every lease held in `kept.store`; the store is whole again when all calls succeed. */
+  private async restoreAll(kept: StoreLeases): Promise<void> {
+    const now = this.now();
+    const list: Held[] = [];
+    for (const h of kept.held) {
+      if (now < h.until && now <= h.renewUntil) list.push(h);
+      else if (now >= h.until) kept.held.delete(h);
+    }
+    let back = 0;
+    try {
+      const live = await Promise.all(list.map((h) => kept.store.restore(h.key, h.plan, h.lease, now)));
+      kept.lost = false;
+      back = live.filter((x) => !x).length;
+    } catch (error) {
+      kept.retryAt = this.now() + RESTORE_RETRY_MS;
+      this.failed(error);
+    } finally {
+      kept.restoring = undefined;
+    }
+    if (back > 0 && this.warns('WRN_RL_LEASES_RESTORED')) {
+      safeLog(
+        this.logger,
+        'warn',
+        { code: 'WRN_RL_LEASES_RESTORED', store: this.storeKind, restored: back, held: list.length },
+        `WRN_RL_LEASES_RESTORED: the store had lost ${back} of the ${list.length} leases this limiter holds (a restart or a failover); they were put back before any new lease ${seeDocs('WRN_RL_LEASES_RESTORED')}`,
+      );
+    }
   }
 
   /** Runs a release or renewal: its synchronous answer, 'sent' while it is on its way, 'failed' when it threw. */

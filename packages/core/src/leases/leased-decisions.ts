@@ -67,8 +67,19 @@ export class LeasedDecider {
   }
 
   /** Decides `t` at `at` with a lease id; an admitted decision gets `release` and `renew` (in the store, or the local fallback's). */
-  private leased(t: Target, cost: number, at: number, opts: CheckOptions | undefined, observing: Observing): Decision | Promise<Decision> {
+  private leased(
+    t: Target,
+    cost: number,
+    at: number,
+    opts: CheckOptions | undefined,
+    observing: Observing,
+    restored = false,
+  ): Decision | Promise<Decision> {
     const { plain, guard, timed, builder, keeper, store, observer } = this.parts;
+    // The store lost leases this limiter holds (a restart, a failover): they go back before a new one
+    // (waited for once, at most RESTORE_WAIT_MS).
+    const restoring = restored ? undefined : keeper.restoring(store);
+    if (restoring !== undefined) return restoring.then(() => this.leased(t, cost, plain.now(), opts, observing, true));
     const lease = nextLease++;
     const seen = (d: Decision): Decision => (observing === 'quiet' ? d : observer.observe(d, opts, at));
     const node = guard.nodeOf(keyAt(t.storeKey, 0));

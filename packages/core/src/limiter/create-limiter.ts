@@ -89,7 +89,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     defaultCost: config.defaultCost,
     countsDegraded: config.onStoreError === 'local',
   });
-  const keeper = [...compiled.values()].some((cp) => cp.leases) ? new LeaseKeeper(compiled.values(), logger, store.kind, now) : undefined;
+  const keeper = [...compiled.values()].some((cp) => cp.leases) ? new LeaseKeeper(compiled, logger, store.kind, now, warns) : undefined;
   const decide =
     keeper === undefined
       ? soloOrPlain(config, defaultPlan, plain, builder)

@@ -102,6 +102,17 @@ export interface Store {
    */
   renew?(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean | Promise<boolean>;
   /**
+   * For a store that can lose what it holds (a restart, a failover): renews lease `lease` as `renew`
+   * does, and puts it back, whatever the count, where the store no longer has it. True when it was live
+   * in all the policies. The limiter renews with it when present (leases/lease-keeper.ts).
+   */
+  restore?(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean>;
+  /**
+   * Calls `listener` with `'lost'` when the store's connection closed (what it holds may be gone when it
+   * comes back) and `'ready'` when it can send again; returns the function that stops the calls.
+   */
+  watchConnection?(listener: (event: ConnectionEvent) => void): () => void;
+  /**
    * Called once by `createLimiter` with the plan it will pass to `apply`: the store may prepare per-plan
    * work (RedisStore generates the plan's script) and throws `RateLimitConfigError` for a plan it cannot
    * apply, so the limiter fails at construction instead of on every request.
@@ -134,6 +145,9 @@ export interface Store {
    */
   whenReady?(maxWaitMs: number): Promise<void> | undefined;
 }
+
+/** What `Store.watchConnection` reports: the connection closed, or it is ready again. */
+export type ConnectionEvent = 'lost' | 'ready';
 
 export function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';

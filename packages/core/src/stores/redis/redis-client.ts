@@ -85,6 +85,18 @@ export interface NodeRedisClusterLike {
 }
 
 /**
+ * A node-redis (v5, v6) Sentinel client from `createSentinel({ name, sentinelRootNodes })`. Call
+ * `connect()` on it yourself. Recognised by `getMasterNode`; commands go to the master.
+ */
+export interface NodeRedisSentinelLike {
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+  sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  /** The master the sentinels name now. */
+  getMasterNode(): unknown;
+}
+
+/**
  * Any other client: one function that sends a command (`['EVALSHA', sha, '1', key, ...]`) and resolves
  * to Redis' reply as the client decodes it (integers as numbers, arrays as arrays), or rejects with
  * Redis' error (its message starting with the error code, e.g. `NOSCRIPT`). RedisStore sends EVALSHA,
@@ -96,4 +108,4 @@ export interface SendCommandClient {
 }
 
 /** Every client `new RedisStore({ client })` takes. */
-export type RedisStoreClient = RedisClientLike | NodeRedisClientLike | NodeRedisClusterLike | SendCommandClient;
+export type RedisStoreClient = RedisClientLike | NodeRedisClientLike | NodeRedisClusterLike | NodeRedisSentinelLike | SendCommandClient;

@@ -21,6 +21,7 @@ import { positiveInteger, readOptions, readSwitchOptions } from '../../internal/
 import { isLogger, type Logger, toLogger } from '../../logging.js';
 import { counterCell, exporters } from '../../observability/metric-store.js';
 import {
+  type ConnectionEvent,
   F_ALLOWED,
   F_CHARGED,
   keyAt,
@@ -45,7 +46,7 @@ import { heldReceipt, LocalBatcher, type LocalBatchStats } from './local-batch/l
 import { type LocalBatchOptions, parseLocalBatch } from './local-batch/options.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
-import { releaseScript, renewScript } from './scripts/lease-scripts.js';
+import { releaseScript, renewScript, restoreScript } from './scripts/lease-scripts.js';
 import type { LuaScript } from './scripts/lua-script.js';
 import { peekScript, refundScript } from './scripts/peek-refund-scripts.js';
 import { planScript } from './scripts/plan-script.js';
@@ -122,6 +123,9 @@ interface Bound {
   peek?: LuaScript;
   refund?: LuaScript;
 }
+
+/** The lease scripts by the call that runs them (scripts/lease-scripts.ts). */
+const LEASE_SCRIPTS = { release: releaseScript, renew: renewScript, restore: restoreScript } as const;
 
 const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = {
   client: true,
@@ -400,7 +404,18 @@ export class RedisStore implements Store {
     return this.leaseCall(key, plan, 'renew', args).then((all) => all.every((x) => x === 1));
   }
 
-  private leaseCall(key: StoreKey, plan: StorePlan, kind: 'release' | 'renew', argv: readonly string[]): Promise<number[]> {
+  /** Renews `lease`, putting it back where Redis lost it (a restart, a failover); true when it was live in all. */
+  restore(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
+    const args = [this.timeSource === 'redis' ? '' : String(now), `${this.instance}:${lease}`];
+    return this.leaseCall(key, plan, 'restore', args).then((all) => all.every((x) => x === 1));
+  }
+
+  /** The client's connection closing and ready again (clients/connection-events.ts), for the lease keeper. */
+  watchConnection(listener: (event: ConnectionEvent) => void): () => void {
+    return this.client.watch?.(listener) ?? (() => undefined);
+  }
+
+  private leaseCall(key: StoreKey, plan: StorePlan, kind: 'release' | 'renew' | 'restore', argv: readonly string[]): Promise<number[]> {
     const b = this.sendable(plan);
     if (!isBound(b)) return Promise.reject(b);
     const names = this.keysOf(key, b);
@@ -413,7 +428,7 @@ export class RedisStore implements Store {
       groups.map((g) => {
         const at = g.map((k) => positions[k] as number);
         const sub = subPlan(plan, at);
-        const script = (kind === 'release' ? releaseScript : renewScript)(sub);
+        const script = LEASE_SCRIPTS[kind](sub);
         return this.scripts.run(script, at.length, [...at.map((i) => names[i] as string), ...argv], (reply) => {
           if (Array.isArray(reply) && reply.length === at.length) return reply as number[];
           throw new RedisStoreError(

@@ -4,6 +4,7 @@
  * on the node that serves a key, delete keys, read a server setting from every master, and say whether
  * the client can send now. Arguments are strings; replies are Redis replies as the client decodes them.
  */
+import type { ConnectionEvent } from '../../store.js';
 
 /** Where SCRIPT LOAD goes for one key: `id` names the node, so the loads that meet there are shared. */
 export interface ScriptHost {
@@ -54,6 +55,8 @@ export interface StoreClient {
   info(section: string): Promise<NodeInfo[]>;
   /** `host:port` of the master that serves `key` on a Cluster; undefined on one server or when unknown. */
   nodeAddress(key: string): string | undefined;
+  /** Reports the connection's close and its ready again (connection-events.ts); absent where the client cannot say. */
+  watch?(listener: (event: ConnectionEvent) => void): () => void;
 }
 
 /** One master's INFO reply. */

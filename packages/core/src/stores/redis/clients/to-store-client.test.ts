@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { configValue } from './store-client.js';
 import { toStoreClient } from './to-store-client.js';
@@ -17,6 +18,39 @@ describe('toStoreClient', () => {
     for (const value of [undefined, null, 'redis://localhost:6379', 42, {}, { status: 'ready' }, { sendCommand: 'no' }]) {
       expect(toStoreClient(value)).toBeUndefined();
     }
+  });
+
+  it('takes a node-redis Sentinel client (createSentinel) and sends every command to its master', async () => {
+    const r = recorder(1);
+    const events = new EventEmitter();
+    const sentinel = Object.assign(events, {
+      isOpen: true,
+      isReady: true,
+      sendCommand: r.send,
+      getMasterNode: () => ({ host: '127.0.0.1', port: 6379 }),
+      getSentinelNode: () => ({ host: '127.0.0.1', port: 26379 }),
+    });
+    const c = toStoreClient(sentinel);
+    expect(c?.library).toBe('node-redis');
+    expect(c?.status).toBe('ready');
+    await c?.evalsha('abc', 1, ['k', '1']);
+    await c?.scriptHost('k')?.load('return 1');
+    // isReadonly false: never a replica.
+    expect(r.sent).toEqual([
+      [false, ['EVALSHA', 'abc', '1', 'k', '1']],
+      [false, ['SCRIPT', 'LOAD', 'return 1']],
+    ]);
+    // A failover (its topology changes) and a reconnect reach the lease keeper.
+    const seen: string[] = [];
+    const stop = c?.watch?.((e) => seen.push(e));
+    events.emit('topology-change', { type: 'MASTER_CHANGE' });
+    events.emit('end');
+    events.emit('ready');
+    stop?.();
+    events.emit('ready');
+    expect(seen).toEqual(['ready', 'lost', 'ready']);
+    sentinel.isReady = false;
+    expect(c?.status).toBe('reconnecting');
   });
 
   it('takes an ioredis-shaped client as ioredis, its options read for the checks', () => {

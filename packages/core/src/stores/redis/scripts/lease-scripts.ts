@@ -1,7 +1,7 @@
 /**
- * @module The two scripts of a lease's life after its decision (kernels/concurrency.ts decides it):
- * release (the request is done) and renew (it still runs), one round trip each for every concurrency
- * policy of a plan.
+ * @module The scripts of a lease's life after its decision (kernels/concurrency.ts decides it): release
+ * (the request is done), renew (it still runs) and restore (it still runs, and the store may have lost
+ * it: a restart, a failover), one round trip each for every concurrency policy of a plan.
  */
 import { createHash } from 'node:crypto';
 import type { CompiledPolicy } from '../../../algorithms/kernel.js';
@@ -10,9 +10,15 @@ import { lua, slot } from '../kernels/lua.js';
 import { defineScript, type LuaScript } from './lua-script.js';
 
 /** Generated once per plan (RedisStore passes the cached sub-plan of its concurrency policies). */
-const cache = { release: new WeakMap<StorePlan, LuaScript>(), renew: new WeakMap<StorePlan, LuaScript>() };
+const cache = {
+  release: new WeakMap<StorePlan, LuaScript>(),
+  renew: new WeakMap<StorePlan, LuaScript>(),
+  restore: new WeakMap<StorePlan, LuaScript>(),
+};
 
-function cached(kind: 'release' | 'renew', plan: StorePlan, make: () => LuaScript): LuaScript {
+type LeaseScript = keyof typeof cache;
+
+function cached(kind: LeaseScript, plan: StorePlan, make: () => LuaScript): LuaScript {
   let s = cache[kind].get(plan);
   if (s === undefined) {
     s = make();
@@ -21,7 +27,7 @@ function cached(kind: 'release' | 'renew', plan: StorePlan, make: () => LuaScrip
   return s;
 }
 
-function script(kind: 'release' | 'renew', plan: StorePlan, body: string): LuaScript {
+function script(kind: LeaseScript, plan: StorePlan, body: string): LuaScript {
   const head = plan.policies.map((p, i) => `-- KEYS[${i + 1}]  concurrency ${p.name}, leases of ${p.windowMs} ms`);
   const digest = createHash('sha256')
     .update(JSON.stringify([kind, head]))
@@ -72,7 +78,35 @@ function generateRenew(plan: StorePlan): LuaScript {
         out[${i + 1}] = 1
       end`;
   });
-  const body = lua`
+  return script('renew', plan, timed(plan, parts));
+}
+
+/**
+ * Renews a lease whose request still runs, and puts it back where the store no longer has it (a
+ * restart, a failover to a replica that had not seen it, an expiry while the process was stalled),
+ * whatever the policy's count: the request holds its slot, so the store must count it, even above the
+ * limit (new leases then wait until enough end). Same arguments as renew; returns 1 per policy where
+ * the lease was live, 0 where it was put back.
+ */
+export function restoreScript(plan: StorePlan): LuaScript {
+  return cached('restore', plan, () => generateRestore(plan));
+}
+
+function generateRestore(plan: StorePlan): LuaScript {
+  const parts = plan.policies.map((p: CompiledPolicy, i) => {
+    const s = slot(i + 1);
+    return lua`
+      redis.call('ZREMRANGEBYSCORE', ${s.key}, '-inf', fmt('%d', now))
+      if redis.call('ZSCORE', ${s.key}, ARGV[2]) then out[${i + 1}] = 1 end
+      redis.call('ZADD', ${s.key}, fmt('%d', now + ${p.windowMs}), ARGV[2])
+      redis.call('PEXPIREAT', ${s.key}, fmt('%d', tonumber(redis.call('ZRANGE', ${s.key}, -1, -1, 'WITHSCORES')[2])))`;
+  });
+  return script('restore', plan, timed(plan, parts));
+}
+
+/** The body shared by renew and restore: `now` from ARGV[1] or Redis TIME, one flag per policy. */
+function timed(plan: StorePlan, parts: readonly string[]): string {
+  return lua`
     local fmt = string.format
     local now
     if ARGV[1] == '' then
@@ -84,5 +118,4 @@ function generateRenew(plan: StorePlan): LuaScript {
     local out = {${plan.policies.map(() => '0').join(', ')}}
     ${parts.join('\n')}
     return out`;
-  return script('renew', plan, body);
 }

@@ -1,0 +1,116 @@
+/**
+ * @module The lease keeper's two guarantees in virtual time, on a store that can lose what it holds (a
+ * MemoryStore that a "restart" replaces, with `restore` and `watchConnection` as RedisStore has them):
+ * held leases are put back before a new lease is granted, a lease nobody renews any more is not
+ * revived, and renewal ends `maxLeaseMs` after the grant.
+ */
+import { describe, expect, it } from 'vitest';
+import { createLimiter } from '../limiter/create-limiter.js';
+import { MemoryStore } from '../stores/memory-store.js';
+import type { ConnectionEvent, Store, StoreKey, StorePlan } from '../stores/store.js';
+
+/** A store whose state a restart loses; records the order of its calls. */
+class LosingStore implements Store {
+  readonly kind = 'losing';
+  memory = new MemoryStore();
+  calls: string[] = [];
+  private listener: ((e: ConnectionEvent) => void) | undefined;
+
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number) {
+    this.calls.push('apply');
+    return this.memory.apply(key, plan, cost, now, lease);
+  }
+  release(key: StoreKey, plan: StorePlan, lease: number, now: number): void {
+    this.memory.release(key, plan, lease, now);
+  }
+  renew(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
+    return this.memory.renew(key, plan, lease, now);
+  }
+  /** Renews, or takes the lease again (the count is below the limit in these tests). */
+  async restore(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
+    this.calls.push('restore');
+    if (this.memory.renew(key, plan, lease, now)) return true;
+    this.memory.apply(key, plan, 1000, now, lease);
+    return false;
+  }
+  reset(key: string, plan: StorePlan): void {
+    this.memory.reset(key, plan);
+  }
+  watchConnection(listener: (e: ConnectionEvent) => void): () => void {
+    this.listener = listener;
+    return () => {
+      this.listener = undefined;
+    };
+  }
+  /** Loses every lease, as a Redis restart without persistence does, and reconnects. */
+  restart(): void {
+    this.listener?.('lost');
+    this.memory = new MemoryStore();
+    this.calls = [];
+    this.listener?.('ready');
+  }
+}
+
+function setup(maxLeaseMs?: number) {
+  let t = 1_000_000;
+  const store = new LosingStore();
+  const warnings: unknown[] = [];
+  const limiter = createLimiter({
+    policies: { algorithm: 'concurrency', limit: 2, leaseMs: 1_000, ...(maxLeaseMs === undefined ? {} : { maxLeaseMs }) },
+    store,
+    clock: () => t,
+    logger: { warn: (fields: unknown) => void warnings.push(fields), error() {} },
+  });
+  return { store, limiter, warnings, advance: (ms: number) => (t += ms) };
+}
+
+describe('LeaseKeeper', () => {
+  it('puts the held leases back after a restart before it grants a new one', async () => {
+    const { store, limiter, warnings } = setup();
+    const held = [await limiter.check('k'), await limiter.check('k')];
+    expect(held.every((d) => d.allowed)).toBe(true);
+    store.restart();
+    const third = await limiter.check('k');
+    // Without the keeper the empty store would admit it.
+    expect(third.allowed).toBe(false);
+    expect(store.calls).toEqual(['restore', 'restore', 'apply']);
+    expect(warnings).toContainEqual(expect.objectContaining({ code: 'WRN_RL_LEASES_RESTORED', restored: 2, held: 2 }));
+    held[0]?.release?.();
+    expect((await limiter.check('k')).allowed).toBe(true);
+  });
+
+  it('does not revive a lease that stopped being renewed: it ended in the store too', async () => {
+    const { store, limiter, advance } = setup();
+    const renewed = await limiter.check('k');
+    await limiter.check('k');
+    advance(800);
+    renewed.renew?.();
+    advance(400);
+    // The second lease is past its deadline (1,000 ms, never renewed); the first was renewed to 1,800.
+    store.restart();
+    expect((await limiter.check('k')).allowed).toBe(true);
+    expect(store.calls).toEqual(['restore', 'apply']);
+    expect((await limiter.check('k')).allowed).toBe(false);
+  });
+
+  it('renews for maxLeaseMs after the grant, then no more: the lease ends by its last deadline', async () => {
+    const { limiter, advance } = setup(3_000);
+    const d = await limiter.check('k');
+    const answers: boolean[] = [];
+    for (let i = 0; i < 5; i++) {
+      advance(500);
+      answers.push(d.renew?.() ?? false);
+    }
+    // Renewed at 500 .. 2,000 (its deadline then 3,000), refused from 2,500 on.
+    expect(answers).toEqual([true, true, true, true, false]);
+    expect((await limiter.check('k')).allowed).toBe(true);
+    expect((await limiter.check('k')).allowed).toBe(false);
+    advance(500);
+    // 3,000 ms after the grant its slot is free although nobody released it.
+    expect((await limiter.check('k')).allowed).toBe(true);
+  });
+
+  it('refuses a maxLeaseMs shorter than leaseMs', () => {
+    expect(() => setup(999)).toThrow(/ERR_RL_INVALID_CONCURRENCY.*maxLeaseMs.*at least leaseMs/);
+  });
+});

@@ -5,46 +5,34 @@
  * so loudly and skips, unless `TOLLGATE_REQUIRE_SENTINEL=1` (set by `.ci/run`), which turns the skip into
  * a failure.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { describe, it } from 'vitest';
+import { describeWith, type RequiredTool, versionOf } from '../../support/required-tool.js';
 import { describeRedis, HOST, infoField, type RedisServer, startRedis, waitFor } from './harness.js';
 
 const SENTINEL = process.env.REDIS_SENTINEL ?? 'redis-sentinel';
-const REQUIRED = process.env.TOLLGATE_REQUIRE_SENTINEL === '1';
 /** The name the sentinel monitors the master under. */
 export const MASTER_NAME = 'tollgate';
 
 /** `redis-sentinel --version`, or undefined when it cannot be run. */
-export const sentinelVersion: string | undefined = (() => {
-  const r = spawnSync(SENTINEL, ['--version'], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim() : undefined;
-})();
+export const sentinelVersion: string | undefined = versionOf(SENTINEL);
+
+const SENTINEL_TOOL: RequiredTool = {
+  label: 'redis-sentinel',
+  command: SENTINEL,
+  version: sentinelVersion,
+  requireVar: 'TOLLGATE_REQUIRE_SENTINEL',
+  install: 'apt-get install redis-sentinel',
+};
 
 /** `describe` that runs only with redis-sentinel (and redis-server): skipped loudly without, failed under TOLLGATE_REQUIRE_SENTINEL=1. */
 export function describeSentinel(name: string, fn: () => void): void {
-  if (sentinelVersion !== undefined) {
-    describeRedis(name, fn);
-    return;
-  }
-  if (REQUIRED) {
-    describe(name, () => {
-      it('needs redis-sentinel', () => {
-        throw new Error(
-          `TOLLGATE_REQUIRE_SENTINEL=1 but '${SENTINEL}' cannot be run: install redis-sentinel (apt-get install redis-sentinel)`,
-        );
-      });
-    });
-    return;
-  }
-  console.warn(
-    `\n*** redis-sentinel not available, skipping "${name}": '${SENTINEL}' is not on PATH (apt-get install redis-sentinel) ***\n`,
-  );
-  describe.skip(name, fn);
+  if (sentinelVersion === undefined) describeWith(SENTINEL_TOOL, name, fn);
+  else describeRedis(name, fn);
 }
 
 function freePort(): Promise<number> {

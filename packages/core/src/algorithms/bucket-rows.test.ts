@@ -28,6 +28,8 @@ const SENTINEL = -7;
 
 const big = (x: number) => BigInt(x);
 const ceilB = (a: bigint, b: bigint) => (a <= 0n ? -(-a / b) : (a + b - 1n) / b);
+/** The smaller of two BigInts (Math.min takes numbers only). */
+const minB = (a: bigint, b: bigint) => (a < b ? a : b);
 const gcdB = (a: bigint, b: bigint): bigint => (b === 0n ? a : gcdB(b, a % b));
 
 function policy(algorithm: Bucket, limit: number, windowMs: number, burst: number | undefined): CompiledPolicy {
@@ -74,7 +76,7 @@ function debtOf(alg: Bucket, r: Words, now: number, w: Scale): bigint {
   if (alg !== 'token-bucket') return (r[0] as number) < now ? 0n : ms((r[0] as number) - now) * w.rate + big(r[1] as number);
   const stored = r[0] as number;
   if (stored === Number.POSITIVE_INFINITY) return 0n;
-  const tokens = big(stored) < w.cap ? big(stored) : w.cap;
+  const tokens = minB(big(stored), w.cap);
   const last = r[1] as number;
   const refilled = now > last ? tokens + ms(now - last) * w.rate : tokens;
   return refilled >= w.cap ? 0n : w.cap - refilled;
@@ -161,7 +163,7 @@ function checkAdopt(alg: Bucket, t: StateTable, now: number, b: CompiledPolicy):
   }
   const debtW = debtOf(alg, before, now, ww);
   const converted = ceilB(debtW * wb.tpm, ww.tpm);
-  const debt = converted < wb.cap ? converted : wb.cap;
+  const debt = minB(converted, wb.cap);
   const { words, mark } = charged(alg, now, alg === 'token-bucket' ? (before[1] as number) : now, debt, b, wb);
   expect(after).toEqual([...words, ...framed(frame[0], frame[1], now, mark)]);
 }

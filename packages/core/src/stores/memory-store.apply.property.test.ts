@@ -47,7 +47,7 @@ interface Slot {
 
 const slotArb: fc.Arbitrary<Slot> = fc.record({
   variant: fc.integer({ min: 0, max: ALGORITHM_VARIANTS.length - 1 }),
-  windowMs: fc.constantFrom(1, 100, 1000),
+  windowMs: fc.constantFrom(1, 7, 100, 1000, 1500),
   limits: fc.tuple(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 1, max: 5 })),
   bursts: fc.tuple(
     fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
@@ -155,7 +155,7 @@ class Reference {
 
 type Op =
   | { kind: 'apply' | 'peek'; plan: 0 | 1; key: number; split: boolean; dt: number; cost: number }
-  | { kind: 'refund'; which: number; dt: number; part: boolean; given: boolean };
+  | { kind: 'refund'; which: number; dt: number; part: boolean; given: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   {
@@ -176,7 +176,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       which: fc.nat(),
       dt: fc.integer({ min: 0, max: 300 }),
       part: fc.boolean(),
-      given: fc.boolean(),
+      given: fc.constantFrom(0, 0, 1, 500),
     }),
   },
 );
@@ -202,7 +202,8 @@ describe('MemoryStore apply path', () => {
             const receipt = receipts[op.which % Math.max(1, receipts.length)];
             if (receipt === undefined) continue;
             const cost = op.part ? Math.max(1, Math.floor(receipt.cost / 2)) : receipt.cost;
-            const marks = [...receipt.marks.slice(0, 2 * n), op.given ? 1 : 0];
+            // `given`: what the receipt gave back before (milli-units), which the position is reduced by.
+            const marks = [...receipt.marks.slice(0, 2 * n), op.given];
             const want = ref.refund(receipt.key, receipt.plan, cost, marks, now);
             expect(Array.from(store.refund(receipt.key, receipt.plan, cost, marks, now))).toEqual(want);
             continue;

@@ -231,10 +231,11 @@ describe('MemoryStore apply path', () => {
 describe('MemoryStore apply path: vectors', () => {
   it('a peek under another limit converts nothing: the receipt of the first limit still refunds', () => {
     for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
-      const [a, b] = [10, 20].map((limit) => ({
+      const planAt = (limit: number): StorePlan => ({
         enforcedCount: 1,
         policies: [compilePolicy({ name: 'api', algorithm, limit, windowMs: 1000 }, 'policies[0]', false)],
-      })) as [StorePlan, StorePlan];
+      });
+      const [a, b] = [planAt(10), planAt(20)];
       const store = new MemoryStore({ sweepIntervalMs: 0 });
       const charged = Array.from(store.apply('k', a, 5000, 1000));
       expect(charged[R_FLAGS]).toBe(F_ALLOWED | F_CHARGED);

@@ -55,3 +55,34 @@ describe('sliding-log: refunding an entry that is not the newest', () => {
     expect(await limiter.peek('k', { cost: 10 })).toMatchObject({ allowed: true, remaining: 10 });
   });
 });
+
+describe('sliding-log: the high-water mark after a refund, with the clock stepping back', () => {
+  it('the newest entry refunded: the mark falls back to the newest left (the key lives until 1100), so a request at 150 is recorded at 150', async () => {
+    let now = 100;
+    const store = new MemoryStore({ sweepIntervalMs: 0 });
+    const limiter = createLimiter({ policies: { algorithm: 'sliding-log', limit: 10, windowMs: 1000 }, store, clock: () => now });
+    await limiter.check('k', { cost: 1 });
+    now = 200;
+    const b = await limiter.check('k', { cost: 2 });
+    expect((await limiter.refund(b)).refunded).toBe(true);
+    store.sweep(1099);
+    now = 150;
+    // Recorded at 150 (not at 200, the mark before the refund): it leaves the window at 1150.
+    expect(await limiter.check('k', { cost: 3 })).toMatchObject({ allowed: true, remaining: 6, resetMs: 1000 });
+    now = 1100;
+    expect(await limiter.peek('k', { cost: 10 })).toMatchObject({ allowed: false, remaining: 7, retryAfterMs: 50 });
+  });
+
+  it('the only entry refunded: the mark stays (a sweep keeps the key until 1200), so a request at 150 is recorded at 200', async () => {
+    let now = 200;
+    const store = new MemoryStore({ sweepIntervalMs: 0 });
+    const limiter = createLimiter({ policies: { algorithm: 'sliding-log', limit: 10, windowMs: 1000 }, store, clock: () => now });
+    const a = await limiter.check('k', { cost: 2 });
+    expect((await limiter.refund(a)).refunded).toBe(true);
+    store.sweep(1199);
+    now = 150;
+    expect(await limiter.check('k', { cost: 3 })).toMatchObject({ allowed: true, remaining: 7, resetMs: 1050 });
+    now = 1199;
+    expect(await limiter.peek('k', { cost: 10 })).toMatchObject({ allowed: false, remaining: 7, retryAfterMs: 1 });
+  });
+});

@@ -50,16 +50,20 @@ interface PlanState {
   readonly rates: Float64Array;
   readonly caps: Float64Array;
   /**
-   * The doorway for keys not tracked yet: decisions per hash slot in the current interval, and when it
-   * began. A key gets an entry once its slot has seen `doorway` decisions in an interval, so a key seen
-   * once (the cold key of a large key space) costs a hash and two array reads, and no allocation.
+   * The doorway for keys not tracked yet: decisions per hash slot in the current interval (one for the
+   * whole table). A key gets an entry once its slot has seen `doorwayAt` decisions in an interval, plus a
+   * margin that grows with the untracked decisions of the interval before (many cold keys share a slot),
+   * so a key seen once (the cold key of a large key space) costs a hash and an array read, no allocation.
    */
   readonly slotCounts: Uint16Array;
-  readonly slotSince: Float64Array;
+  /** When the doorway's interval began (local ms); untracked decisions in it and in the one before. */
+  doorSince: number;
+  doorSeen: number;
+  doorMargin: number;
 }
 
-/** Hash slots of the doorway per plan (a power of two). */
-const DOORWAY_SLOTS = 4096;
+/** Hash slots of the doorway per plan (a power of two; 128 KiB of counts). */
+const DOORWAY_SLOTS = 65_536;
 
 /** FNV-1a over the key's UTF-16 code units, to a doorway slot. */
 function slotOf(key: string): number {
@@ -316,23 +320,33 @@ export class LocalBatcher {
               rates: Float64Array.from(plan.policies, (p, i) => (kinds[i] === BUCKET ? milliPerMs(p) : 0)),
               caps: Float64Array.from(plan.policies, (p) => p.capMilli),
               slotCounts: new Uint16Array(DOORWAY_SLOTS),
-              slotSince: new Float64Array(DOORWAY_SLOTS).fill(Number.NEGATIVE_INFINITY),
+              doorSince: Number.NEGATIVE_INFINITY,
+              doorSeen: 0,
+              doorMargin: 0,
             };
       this.plans.set(plan, ps);
     }
     return ps ?? undefined;
   }
 
-  /** Counts a decision of an untracked key in its doorway slot; returns the slot's decisions in this interval. */
+  /**
+   * Counts a decision of an untracked key in its doorway slot; returns the slot's decisions in this
+   * interval less the margin the cold traffic sets: 4 times the decisions a slot saw on average in the
+   * interval before, so that a slot shared by many cold keys does not let them in (each would cost an
+   * entry), while a key at `minRate` still stands out.
+   */
   private doorway(ps: PlanState, key: string, local: number): number {
-    const s = slotOf(key);
-    if (local - (ps.slotSince[s] as number) >= RATE_INTERVAL_MS || local < (ps.slotSince[s] as number)) {
-      ps.slotSince[s] = local;
-      ps.slotCounts[s] = 0;
+    if (local - ps.doorSince >= RATE_INTERVAL_MS || local < ps.doorSince) {
+      ps.doorMargin = Math.ceil((4 * ps.doorSeen) / DOORWAY_SLOTS);
+      ps.doorSince = local;
+      ps.doorSeen = 0;
+      ps.slotCounts.fill(0);
     }
+    ps.doorSeen += 1;
+    const s = slotOf(key);
     const n = (ps.slotCounts[s] as number) + 1;
     if (n < 65_535) ps.slotCounts[s] = n;
-    return n;
+    return n - ps.doorMargin;
   }
 
   /** A new entry for `key`, counting `before` decisions already seen this interval; it may push out the oldest (its units given back). */

@@ -1,7 +1,9 @@
 /**
- * @module The example app: Express, two endpoints limited through one Redis, each with the failure mode
+ * @module The example app: Express, three endpoints limited through one Redis, each with the failure mode
  * it needs. Browsing fails open to an in-process limiter holding half of each limit; login fails closed
- * (503, never a 429 the client could not have earned).
+ * (503, never a 429 the client could not have earned). The public feed has one limit for the whole
+ * fleet (a single hot key): its store takes batches of that key's budget (`localBatch`), so most checks
+ * are answered in process, never over the limit. `GET /stats` shows what batching did.
  */
 import { type Logger, RedisStore, type RedisStoreClient } from '@tollgate/core';
 import { rateLimit } from '@tollgate/express';
@@ -16,10 +18,15 @@ export interface AppOptions {
   storeTimeoutMs?: number;
   /** Where the limiters log store failures and recoveries. Defaults to `console`. */
   logger?: Logger;
+  /** The feed's limit for the whole fleet, per 10 s. Defaults to `2000`. */
+  feedLimit?: number;
 }
 
-export function createApp({ redis, prefix = 'example', storeTimeoutMs = 50, logger = console }: AppOptions): Express {
+export function createApp({ redis, prefix = 'example', storeTimeoutMs = 50, logger = console, feedLimit = 2000 }: AppOptions): Express {
   const store = new RedisStore({ client: redis, prefix });
+  // One key carries all of the feed's traffic: batches of its budget, charged in Redis first, answer
+  // most checks in memory (docs/capacity.md). Other keys on this store would keep their round trip.
+  const feedStore = new RedisStore({ client: redis, prefix, localBatch: true });
   const app = express();
   // Each limiter on the shared store has its own name (part of its key names): separate budgets, and
   // every instance of this app, running the same names, shares each one.
@@ -46,7 +53,20 @@ export function createApp({ redis, prefix = 'example', storeTimeoutMs = 50, logg
   const answer = (endpoint: string) => (req: Request, res: Response) => {
     res.json({ endpoint, remaining: req.rateLimit?.remaining, degraded: req.rateLimit?.degraded });
   };
+  const feed = rateLimit({
+    name: 'feed',
+    policies: { name: 'fleet', algorithm: 'fixed-window', limit: feedLimit, windowMs: 10_000 },
+    key: () => 'fleet', // one budget for every client of every instance
+    store: feedStore,
+    onStoreError: 'closed',
+    storeTimeoutMs,
+    logger,
+  });
   app.get('/', browse, answer('browse'));
   app.post('/login', login, answer('login'));
+  app.get('/feed', feed, answer('feed'));
+  app.get('/stats', (_req, res) => {
+    res.json({ feed: { ...feedStore.localBatchStats, heldMilli: feedStore.localBatchHeld } });
+  });
   return app;
 }

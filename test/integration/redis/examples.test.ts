@@ -56,6 +56,40 @@ describeRedis('examples', () => {
     expect(await (await fetch(`${base}/`)).json()).toMatchObject({ degraded: false });
   });
 
+  it('examples/redis: the feed, one hot key for the whole fleet, is answered mostly from batches and never over its limit', async () => {
+    const client = await redis.readyClient({ enableOfflineQueue: false });
+    const prefix = randomPrefix();
+    const logger = { warn() {}, error() {} };
+    // Two instances of the app on one Redis share the feed's one budget.
+    const bases: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const server = createApp({ redis: client, prefix, storeTimeoutMs: 2000, logger, feedLimit: 300 }).listen(0);
+      servers.push(server);
+      bases.push(await listen(server));
+    }
+    const statuses: number[] = [];
+    const windowAt = () => Math.floor(Date.now() / 10_000); // fixed windows of 10 s, aligned to the epoch
+    const firstWindow = windowAt();
+    // 500 requests in waves of 10 over both instances, well past the rate at which a key takes batches.
+    for (let wave = 0; wave < 50; wave++) {
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => fetch(`${bases[i % 2]}/feed`)));
+      for (const a of answers) statuses.push(a.status);
+    }
+    const admitted = statuses.filter((s) => s === 200).length;
+    // Never over the limit (every admission is a unit Redis charged); under it by at most what the two
+    // instances hold (2 x maxShare 0.1 x 300). A run that crossed into the next window may admit up to two.
+    const windows = windowAt() - firstWindow + 1;
+    expect(admitted).toBeLessThanOrEqual(300 * windows);
+    expect(admitted).toBeGreaterThanOrEqual(300 - 60);
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    type FeedStats = { batched: number; charges: number };
+    const stats = await Promise.all(bases.map(async (b) => ((await (await fetch(`${b}/stats`)).json()) as { feed: FeedStats }).feed));
+    const batched = stats.reduce((n, s) => n + s.batched, 0);
+    const charges = stats.reduce((n, s) => n + s.charges, 0);
+    expect(batched).toBeGreaterThan(admitted / 2);
+    expect(charges).toBeLessThan(statuses.length / 2);
+  });
+
   it('examples/cluster: per API key on a Redis Cluster, shadow verdicts alongside, 429 past the burst', async () => {
     const client = await cluster.readyClient({ enableOfflineQueue: false });
     const app = await createClusterApp({ redis: client, prefix: randomPrefix(), storeTimeoutMs: 2000 });

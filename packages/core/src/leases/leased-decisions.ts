@@ -75,34 +75,68 @@ export class LeasedDecider {
     observing: Observing,
     restored = false,
   ): Decision | Promise<Decision> {
-    const { plain, guard, timed, builder, keeper, store, observer } = this.parts;
+    const { plain, guard, timed, keeper, store } = this.parts;
     // The store lost leases this limiter holds (a restart, a failover): they go back before a new one
     // (waited for once, at most RESTORE_WAIT_MS).
     const restoring = restored ? undefined : keeper.restoring(store);
     if (restoring !== undefined) return restoring.then(() => this.leased(t, cost, plain.now(), opts, observing, true));
     const lease = nextLease++;
-    const seen = (d: Decision): Decision => (observing === 'quiet' ? d : observer.observe(d, opts, at));
     const node = guard.nodeOf(keyAt(t.storeKey, 0));
-    if (!guard.allow(node, at)) return seen(this.holding(plain.skipped(t, cost, at, node, lease), t, lease));
+    if (!guard.allow(node, at)) return this.seen(this.holding(plain.skipped(t, cost, at, node, lease), t, lease), observing, opts, at);
     const seq = guard.next();
     let r: StoreResult | Promise<StoreResult>;
     try {
       r = timed.apply(t.storeKey, t.cp.storePlan, cost, at, lease);
     } catch (error) {
       timed.threw();
-      return seen(this.holding(plain.failed(t, cost, at, guard.failure(node, seq, error, false), lease), t, lease));
+      const failure = guard.failure(node, seq, error, false);
+      return this.seen(this.holding(plain.failed(t, cost, at, failure, lease), t, lease), observing, opts, at);
     }
-    const done = (o: StoreResult): Decision => {
-      const d = builder.build(t.key, cost, o, t.cp, t.cp.all, false, observing === 'quiet' ? 'uncounted' : 'count');
-      return seen(this.holding(builder.label(d, t, cost, o, at), t, lease));
-    };
-    const failed = (f: CallFailure): Decision => {
-      keeper.abandon(store, t.storeKey, t.cp.storePlan, lease, at);
-      return seen(this.holding(plain.failed(t, cost, at, f, lease), t, lease));
-    };
-    if (isPromiseLike(r)) return guard.watch(node, seq, r, done, failed);
+    if (isPromiseLike(r)) {
+      return guard.watch(
+        node,
+        seq,
+        r,
+        (o) => this.answered(t, cost, o, at, lease, opts, observing),
+        (f) => this.unanswered(t, cost, f, at, lease, opts, observing),
+      );
+    }
     guard.answered(node);
-    return done(r);
+    return this.answered(t, cost, r, at, lease, opts, observing);
+  }
+
+  /** Observes `d` unless it is decided quietly (a queued attempt, observed once with its last decision). */
+  private seen(d: Decision, observing: Observing, opts: CheckOptions | undefined, at: number): Decision {
+    return observing === 'quiet' ? d : this.parts.observer.observe(d, opts, at);
+  }
+
+  /** The decision from the store's answer for lease `lease` (methods, not closures: a synchronous store allocates none). */
+  private answered(
+    t: Target,
+    cost: number,
+    o: StoreResult,
+    at: number,
+    lease: number,
+    opts: CheckOptions | undefined,
+    observing: Observing,
+  ): Decision {
+    const builder = this.parts.builder;
+    const d = builder.build(t.key, cost, o, t.cp, t.cp.all, false, observing === 'quiet' ? 'uncounted' : 'count');
+    return this.seen(this.holding(builder.label(d, t, cost, o, at), t, lease), observing, opts, at);
+  }
+
+  /** The failure mode's decision when the store did not answer; the lease it may have taken is given up. */
+  private unanswered(
+    t: Target,
+    cost: number,
+    f: CallFailure,
+    at: number,
+    lease: number,
+    opts: CheckOptions | undefined,
+    observing: Observing,
+  ): Decision {
+    this.parts.keeper.abandon(this.parts.store, t.storeKey, t.cp.storePlan, lease, at);
+    return this.seen(this.holding(this.parts.plain.failed(t, cost, at, f, lease), t, lease), observing, opts, at);
   }
 
   /** Gives an admitted decision of a leased plan its `release` and `renew`. */

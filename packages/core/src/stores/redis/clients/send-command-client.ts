@@ -8,14 +8,14 @@
 import type { SendCommandClient } from '../redis-client.js';
 import { configValue, infoText, type StoreClient } from './store-client.js';
 
-export function sendCommandClient(c: SendCommandClient): StoreClient {
-  const send = (args: string[]) => c.sendCommand(args);
+/** What a StoreClient does on one node, every command through `send(args)` (a sendCommand client, a node-redis Sentinel client). */
+export type SingleNodeCommands = Omit<StoreClient, 'library' | 'status' | 'settings'>;
+
+/** The commands of a single-node StoreClient that sends each as `send(args)`. */
+export function commandsOver(send: (args: string[]) => Promise<unknown>): SingleNodeCommands {
   const host = { id: 'redis', load: (lua: string) => send(['SCRIPT', 'LOAD', lua]) };
   return {
-    library: 'sendCommand',
     isCluster: false,
-    status: 'ready',
-    settings: { stringNumbers: undefined, resendsAfterReconnect: undefined },
     evalsha: (sha, numKeys, args) => send(['EVALSHA', sha, String(numKeys), ...args]),
     evalScript: (lua, numKeys, args) => send(['EVAL', lua, String(numKeys), ...args]),
     scriptHost: () => host,
@@ -23,5 +23,14 @@ export function sendCommandClient(c: SendCommandClient): StoreClient {
     configGet: async (parameter) => [configValue(await send(['CONFIG', 'GET', parameter]), parameter)],
     info: async (section) => [{ node: 'redis', text: infoText(await send(['INFO', section])) }],
     nodeAddress: () => undefined,
+  };
+}
+
+export function sendCommandClient(c: SendCommandClient): StoreClient {
+  return {
+    library: 'sendCommand',
+    status: 'ready',
+    settings: { stringNumbers: undefined, resendsAfterReconnect: undefined },
+    ...commandsOver((args) => c.sendCommand(args)),
   };
 }

@@ -113,49 +113,56 @@ export class DecisionImpl implements Decision {
   get policies(): readonly PolicyResult[] {
     const source = this.#source;
     if (Array.isArray(source)) return source;
-    const p = source as CompiledPolicy;
-    // A single policy is its own group: it admitted exactly when the request was charged.
-    const results = [
-      new Result(
-        p.name,
-        p.algorithm,
-        !this.limited,
-        p.shadow,
-        p.limit,
-        p.windowMs,
-        p.capacity,
-        this.remaining,
-        this.retryAfterMs,
-        this.resetMs,
-        this.delayMs,
-        this.reason === 'cost-exceeds-capacity' ? 'cost-exceeds-capacity' : undefined,
-      ),
-    ];
+    const results = [policyResult(source as CompiledPolicy, this)];
     this.#source = results;
     return results;
   }
 
   /** Plain data, `policies` included, for logs and JSON bodies. */
   toJSON(): Decision {
-    return {
-      allowed: this.allowed,
-      limited: this.limited,
-      reason: this.reason,
-      mode: this.mode,
-      key: this.key,
-      cost: this.cost,
-      policy: this.policy,
-      remaining: this.remaining,
-      retryAfterMs: this.retryAfterMs,
-      resetMs: this.resetMs,
-      delayMs: this.delayMs,
-      policies: this.policies,
-      shadow: this.shadow,
-      degraded: this.degraded,
-      plan: this.plan,
-      receipt: this.receipt,
-    };
+    return decisionData(this);
   }
+}
+
+/** The one result of a decision of a single policy `p`, from the decision's own numbers. */
+export function policyResult(p: CompiledPolicy, d: Decision): Result {
+  // A single policy is its own group: it admitted exactly when the request was charged.
+  return new Result(
+    p.name,
+    p.algorithm,
+    !d.limited,
+    p.shadow,
+    p.limit,
+    p.windowMs,
+    p.capacity,
+    d.remaining,
+    d.retryAfterMs,
+    d.resetMs,
+    d.delayMs,
+    d.reason === 'cost-exceeds-capacity' ? 'cost-exceeds-capacity' : undefined,
+  );
+}
+
+/** A decision as plain data, `policies` and `receipt` included (every Decision class's `toJSON`). */
+export function decisionData(d: Decision): Decision {
+  return {
+    allowed: d.allowed,
+    limited: d.limited,
+    reason: d.reason,
+    mode: d.mode,
+    key: d.key,
+    cost: d.cost,
+    policy: d.policy,
+    remaining: d.remaining,
+    retryAfterMs: d.retryAfterMs,
+    resetMs: d.resetMs,
+    delayMs: d.delayMs,
+    policies: d.policies,
+    shadow: d.shadow,
+    degraded: d.degraded,
+    plan: d.plan,
+    receipt: d.receipt,
+  };
 }
 
 export class Verdict implements ShadowVerdict {

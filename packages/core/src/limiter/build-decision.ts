@@ -23,6 +23,7 @@ import {
 } from '../stores/store.js';
 import type { Decision, PolicyResult, ShadowVerdict } from '../types.js';
 import type { Counters } from './counters.js';
+import { SoloDecision, SoloShape } from './solo-decision.js';
 import type { Target } from './target.js';
 
 /** Whether a built decision goes into the counters: a peek's does not. */
@@ -34,6 +35,8 @@ export class DecisionBuilder {
   private readonly shadowMode: boolean;
   /** The receipt source of the plan decided last: a limiter usually decides one plan. */
   private lastSource: ReceiptSource | undefined = undefined;
+  /** The solo path's shape (solo-decision.ts). */
+  private soloShape: SoloShape | undefined = undefined;
 
   constructor(
     private readonly mode: 'enforce' | 'shadow',
@@ -146,13 +149,36 @@ export class DecisionBuilder {
     return d;
   }
 
-  /** `build` then `label`, counted, for a plan of one policy and a string key the store answered (solo.ts). */
+  /**
+   * The decision of the solo path (solo.ts): a plan of one policy, a string key, the store's answer, counted.
+   * The same numbers `build` then `label` give, in a `SoloDecision`.
+   */
   solo(key: string, cost: number, r: StoreResult, cp: CompiledPlan, at: number): Decision {
     this.counters.requests += 1;
-    const d = this.single(key, cost, r, cp, cp.all[0] as CompiledPolicy, false, true);
-    d.plan = cp.name;
-    if (d.limited === false) this.charge(d, cp, r, at);
-    return d;
+    let shape = this.soloShape;
+    if (shape === undefined || shape.source.plan !== cp || shape.cost !== costUnits(cost)) shape = this.shapeFor(cp, cost);
+    const flags = r[R_FLAGS] as number;
+    const remaining = fromMilli(r[R_REMAINING] as number);
+    if ((flags & F_CHARGED) === 0) {
+      this.counters.limited += 1;
+      cp.rejected[0] = (cp.rejected[0] as number) + 1;
+      const exceeds = (flags & F_EXCEEDS) !== 0;
+      const retry = exceeds ? 0 : (r[R_RETRY_AFTER] as number);
+      return new SoloDecision(shape, key, true, exceeds, remaining, retry, r[R_RESET] as number, 0, Number.NaN, Number.NaN);
+    }
+    const reset = r[R_RESET] as number;
+    if (cp.refundable[0] !== 1)
+      return new SoloDecision(shape, key, false, false, remaining, 0, reset, r[R_DELAY] as number, Number.NaN, Number.NaN);
+    // RedisStore answers with the `now` it used after the policy's numbers; the memory store used ours.
+    const storeNow = r.length > RESULT_STRIDE ? (r[RESULT_STRIDE] as number) : at;
+    return new SoloDecision(shape, key, false, false, remaining, 0, reset, r[R_DELAY] as number, storeNow + reset, r[R_POSITION] as number);
+  }
+
+  /** The solo path's shape for `cp` at `cost` milli-units, kept for the next decisions. */
+  private shapeFor(cp: CompiledPlan, cost: number): SoloShape {
+    const shape = new SoloShape(this.mode, costUnits(cost), cp.all[0] as CompiledPolicy, this.sourceOf(cp));
+    this.soloShape = shape;
+    return shape;
   }
 
   /**

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BENCH_DIR } from './child-process.js';
+import { BENCH_DIR, baseFlags } from './child-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-smoke-'));
 
@@ -19,7 +19,7 @@ afterAll(() => {
 describe('pnpm bench --smoke', () => {
   it('runs a few cells of every section and writes the report', () => {
     const out = join(dir, 'RESULTS.md');
-    const r = spawnSync(process.execPath, ['--conditions=@tollgate/source', '--import', 'tsx', 'src/main.ts', '--smoke', '--out', out], {
+    const r = spawnSync(process.execPath, [...baseFlags(), 'src/main.ts', '--smoke', '--out', out], {
       cwd: BENCH_DIR,
       encoding: 'utf8',
       timeout: 280_000,

@@ -26,9 +26,12 @@ export interface ChildOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
-/** Node flags every child gets: TypeScript through tsx, tollgate packages from source. */
-function baseFlags(): string[] {
-  return ['--conditions=@tollgate/source', '--import', 'tsx'];
+/**
+ * Node flags every child gets: the bench's own TypeScript through tsx; tollgate's packages resolve to
+ * their built `dist/` (what users run; built.ts checks it is fresh), not to their source.
+ */
+export function baseFlags(): string[] {
+  return ['--import', 'tsx'];
 }
 
 function profileFlags(label: string): string[] {

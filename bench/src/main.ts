@@ -8,6 +8,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { assertBuilt } from './built.js';
 import { BENCH_DIR } from './child-process.js';
 import { type BenchOptions, parseBenchOptions, USAGE } from './cli-options.js';
 import { runConcurrencySection } from './concurrency/concurrency-section.js';
@@ -241,6 +242,12 @@ try {
 if (options.help) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(0);
+}
+try {
+  assertBuilt();
+} catch (error) {
+  process.stderr.write(`bench: ${(error as Error).message}\n`);
+  process.exit(2);
 }
 run(options).then(
   (code) => process.exit(code),

@@ -423,8 +423,8 @@ function interleavedSection(r: NonNullable<BenchResults['interleaved']>): string
     '## I. Interleaved in one process (issue 24)',
     '',
     "Every subject loaded side by side in one process, as a user would run it: this checkout's awaited `limiter.check(key)` on a MemoryStore (gcra, the default, and fixed-window, " +
-      "express-rate-limit's algorithm; from source, as section A loads it), tollgate v0.1 (`packages/core` at " +
-      `\`${r.v01Commit}\`, the last v0.1 commit, exported with \`git archive\` into bench/.results and loaded the same way) and express-rate-limit's \`MemoryStore.increment(key)\` ` +
+      "express-rate-limit's algorithm; each copy bundled with esbuild into one ES module, as the published package is built), tollgate v0.1 (`packages/core` at " +
+      `\`${r.v01Commit}\`, the last v0.1 commit, exported with \`git archive\` into bench/.results and bundled the same way) and express-rate-limit's \`MemoryStore.increment(key)\` ` +
       '(verdict `totalHits <= limit`, as its middleware tests it). Allow cells use a limit never reached (1e9 per 60 s); 100k keys are cycled in order, each batch going on where the last stopped; ' +
       'over the limit is 1 key, limit 1 per 60 s. ' +
       `Each subject runs on ${r.copies} copies of its build, each a folder of its own with its own limiter and timing loop (identical code loaded twice runs up to 10 % apart from where V8 places it; see section O). ` +

@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
-import { BENCH_DIR, PROFILE_DIR } from '../child-process.js';
+import { BENCH_DIR, baseFlags, PROFILE_DIR } from '../child-process.js';
 import type { HttpGroup, HttpVariantResult, Missing } from '../results.js';
 import { median } from '../stats.js';
 import { ADAPTERS, FRAMEWORKS, type Framework, type Mode, PEERS, type Variant } from './http-apps.js';
@@ -44,7 +44,7 @@ function label(framework: Framework, variant: Variant): string {
 }
 
 function startServer(input: HttpServerInput, profile: boolean): Promise<Server | Missing> {
-  const flags = ['--conditions=@tollgate/source', '--import', 'tsx'];
+  const flags = baseFlags();
   if (profile) {
     flags.push(
       '--cpu-prof',

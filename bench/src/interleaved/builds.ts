@@ -4,15 +4,22 @@
  * - this checkout's core, unchanged (`buildObservabilityCurrent`), and a copy of it that cannot see
  *   `@opentelemetry/api` (`buildProviderlessTwin`) for the exporter row;
  * - tollgate v0.1: `packages/core` at the last v0.1 commit (`V01_COMMIT`), exported with `git archive`
- *   from this repository's history into `bench/.results` (ignored by git) and written as the current
- *   core is, so the two differ by their source and nothing else. It is a bench subject, never committed;
+ *   from this repository's history into `bench/.results` (ignored by git) and bundled as the current
+ *   core is (observability/baseline.ts `bundleCopy`), so the two differ by their source and nothing else. It is a bench subject, never committed;
  * - express-rate-limit: its ES module build copied into a folder per copy, with its own dependencies.
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { BENCH_DIR } from '../child-process.js';
-import { buildCopies, buildObservabilityCurrent, buildProviderlessTwin, COPIES_DIR, TWINS_DIR } from '../observability/baseline.js';
+import {
+  buildCopies,
+  buildObservabilityCurrent,
+  buildProviderlessTwin,
+  bundleCopy,
+  COPIES_DIR,
+  TWINS_DIR,
+} from '../observability/baseline.js';
 
 /** The last commit of tollgate v0.1: the previous release, kept as a subject so that a regression shows in the same run. */
 export const V01_COMMIT = '7771b86';
@@ -48,7 +55,7 @@ function v01Copy(src: string, dir: string): string {
   writeFileSync(join(dir, 'package.json'), '{ "type": "module", "private": true }\n');
   // v0.1 needs ipaddr.js and structured-headers, which the current core still depends on.
   if (existsSync(CORE_MODULES)) symlinkSync(CORE_MODULES, join(dir, 'node_modules'), 'dir');
-  return join(dir, 'src', 'index.ts');
+  return bundleCopy(join(dir, 'src'));
 }
 
 /** A copy of express-rate-limit's ES module build under `dir`, finding its dependencies where pnpm put them. */

@@ -11,6 +11,7 @@ import { metrics } from '@opentelemetry/api';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { Registry } from 'prom-client';
 import { makeKeys } from '../keys.js';
+import { metricStoreOf } from '../observability/baseline.js';
 import { median } from '../stats.js';
 
 /** The window every subject uses, long enough that nothing expires during a process. */
@@ -209,7 +210,7 @@ const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / 
 /** Fails loudly when a copy that must not see the MeterProvider does (a twin that found `@opentelemetry/api`). */
 async function checkUnwatched(paths: readonly string[]): Promise<void> {
   for (const path of paths) {
-    const store = (await import(path.replace(/index\.ts$/, 'observability/metric-store.ts'))) as { exporters: { attached: boolean } };
+    const store = (await import(metricStoreOf(path))) as { exporters: { attached: boolean } };
     if (store.exporters.attached) throw new Error(`the providerless copy ${path} sees the MeterProvider; it must not`);
   }
 }

@@ -9,7 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BENCH_DIR } from '../child-process.js';
-import { buildObservabilityBaseline, buildObservabilityCurrent, buildProviderlessTwin, envWithoutNodePath } from './baseline.js';
+import {
+  buildObservabilityBaseline,
+  buildObservabilityCurrent,
+  buildProviderlessTwin,
+  envWithoutNodePath,
+  metricStoreOf,
+} from './baseline.js';
 import { measureOverhead } from './overhead.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-obs-baseline-'));
@@ -32,6 +38,10 @@ describe('the observability baseline', () => {
       expect(readFileSync(join(dir, 'current', 'src', file), 'utf8')).toBe(readFileSync(join(source, file), 'utf8'));
     }
     expect(existsSync(join(dir, 'current', 'node_modules', '@opentelemetry', 'api'))).toBe(true);
+    // Each copy runs as the published package does: one JavaScript bundle, no name-keeping helper per closure.
+    expect(current).toMatch(/dist\/index\.mjs$/);
+    expect(readFileSync(current, 'utf8')).not.toContain('__name(');
+    expect(readFileSync(index, 'utf8')).toContain('return this.store.apply(key, plan, cost, now, lease);');
     const second = {
       current: buildObservabilityCurrent(join(dir, 'current-2')),
       baseline: buildObservabilityBaseline(join(dir, 'baseline-2')),
@@ -68,7 +78,7 @@ describe('the observability baseline', () => {
       'metrics.setGlobalMeterProvider(new MeterProvider());',
       `const twin = await import(${JSON.stringify(index)});`,
       "await twin.createLimiter({ policies: [{ limit: 10, windowMs: 1000 }] }).check('k');",
-      `const store = await import(${JSON.stringify(index.replace('index.ts', 'observability/metric-store.ts'))});`,
+      `const store = await import(${JSON.stringify(metricStoreOf(index))});`,
       'console.log(JSON.stringify(store.exporters));',
     ].join('\n');
     const r = spawnSync(process.execPath, ['--conditions=@tollgate/source', '--import', 'tsx', '--input-type=module', '-e', script], {

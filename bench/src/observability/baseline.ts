@@ -16,6 +16,7 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildSync } from 'esbuild';
 import { BENCH_DIR } from '../child-process.js';
 
 const CORE_DIR = join(BENCH_DIR, '..', 'packages', 'core');
@@ -45,6 +46,37 @@ function copyCore(dir: string): string {
   return src;
 }
 
+/**
+ * Builds a copy's source as the published package is built (one ES module bundle, dependencies left to
+ * Node, no minifying, no kept names), so a copy runs what users run: JavaScript, not TypeScript through
+ * tsx (whose transform adds a `__name` call to every closure it creates). `metric-store.mjs` is a second
+ * entry sharing the bundle's chunks, for the check that a providerless copy does not see the provider.
+ * Returns the bundle's entry.
+ */
+export function bundleCopy(src: string): string {
+  const out = join(src, '..', 'dist');
+  const metricStore = join(src, 'observability', 'metric-store.ts');
+  buildSync({
+    // tollgate v0.1 (interleaved/builds.ts) has no metric store.
+    entryPoints: existsSync(metricStore) ? { index: join(src, 'index.ts'), 'metric-store': metricStore } : { index: join(src, 'index.ts') },
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    packages: 'external',
+    outdir: out,
+    outExtension: { '.js': '.mjs' },
+    logLevel: 'warning',
+  });
+  return join(out, 'index.mjs');
+}
+
+/** The path of a bundled copy's `metric-store.mjs`, from its `index.mjs` (see `bundleCopy`). */
+export function metricStoreOf(index: string): string {
+  return index.replace(/index\.mjs$/, 'metric-store.mjs');
+}
+
 /** Links the core's dependencies into a copy at `dir`. */
 function linkModules(dir: string): void {
   const modules = join(CORE_DIR, 'node_modules');
@@ -60,21 +92,21 @@ export const COPIES_DIR = join(BENCH_DIR, '.results');
  */
 export const TWINS_DIR = tmpdir();
 
-/** `n` copies of a build, each in a folder of its own (`<base>-1`, `<base>-2`, ...); returns their `index.ts` paths (overhead.ts: why copies). */
+/** `n` copies of a build, each in a folder of its own (`<base>-1`, `<base>-2`, ...); returns their entries' paths (overhead.ts: why copies). */
 export function buildCopies(build: (dir: string) => string, base: string, n: number): string[] {
   return Array.from({ length: n }, (_, i) => build(`${base}-${i + 1}`));
 }
 
-/** Writes the unchanged core under `dir`, with the core's dependencies; returns its `index.ts`. */
+/** Writes the unchanged core under `dir`, with the core's dependencies, bundled; returns the bundle's entry. */
 export function buildObservabilityCurrent(dir: string): string {
   const src = copyCore(dir);
   linkModules(dir);
-  return join(src, 'index.ts');
+  return bundleCopy(src);
 }
 
 /**
- * Writes the baseline core under `dir` and returns the path of
- * its `index.ts`, for `import()`. Throws when a hook is not where it is expected: the baseline must
+ * Writes the baseline core under `dir`, bundled, and returns the path of
+ * the bundle's entry, for `import()`. Throws when a hook is not where it is expected: the baseline must
  * never silently equal the real core.
  */
 export function buildObservabilityBaseline(dir: string): string {
@@ -90,12 +122,12 @@ export function buildObservabilityBaseline(dir: string): string {
     );
   }
   linkModules(dir);
-  return join(src, 'index.ts');
+  return bundleCopy(src);
 }
 
 /**
- * Writes the core, unchanged, under `dir` with every dependency but `@opentelemetry/api`; returns its
- * `index.ts`. `dir` must lie outside the workspace (`TWINS_DIR`). Load it in a process started with `envWithoutNodePath()`:
+ * Writes the core, unchanged, under `dir` with every dependency but `@opentelemetry/api`, bundled; returns
+ * the bundle's entry. `dir` must lie outside the workspace (`TWINS_DIR`). Load it in a process started with `envWithoutNodePath()`:
  * pnpm's bin shims (vitest's, for one) export a NODE_PATH through which it would find the package anyway.
  */
 export function buildProviderlessTwin(dir: string): string {
@@ -106,7 +138,7 @@ export function buildProviderlessTwin(dir: string): string {
   for (const name of existsSync(from) ? readdirSync(from) : []) {
     if (name !== '@opentelemetry') symlinkSync(join(from, name), join(to, name), 'dir');
   }
-  return join(src, 'index.ts');
+  return bundleCopy(src);
 }
 
 /** This process's environment without NODE_PATH (see `buildProviderlessTwin`). */

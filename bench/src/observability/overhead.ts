@@ -19,6 +19,7 @@ import { Registry } from 'prom-client';
 import type * as CoreModule from '../../../packages/core/src/index.js';
 import { makeKeys } from '../keys.js';
 import { median } from '../stats.js';
+import { metricStoreOf } from './baseline.js';
 
 type Core = Pick<typeof CoreModule, 'createLimiter' | 'MemoryStore' | 'registerPrometheusMetrics'>;
 type Limiter = ReturnType<Core['createLimiter']>;
@@ -163,7 +164,7 @@ async function importCopies(input: OverheadInput): Promise<{ current: Core[]; ba
 /** Fails loudly when a baseline copy that must not see the exporter does (a twin that found `@opentelemetry/api`). */
 async function checkUnwatched(paths: readonly string[]): Promise<void> {
   for (const path of paths) {
-    const store = (await import(path.replace(/index\.ts$/, 'observability/metric-store.ts'))) as { exporters: { attached: boolean } };
+    const store = (await import(metricStoreOf(path))) as { exporters: { attached: boolean } };
     if (store.exporters.attached) throw new Error(`the baseline ${path} sees an exporter; it must not`);
   }
 }

@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { BENCH_DIR } from '../child-process.js';
+import { BENCH_DIR, baseFlags } from '../child-process.js';
 
 export interface ReplayResult {
   /** Every line the replay bench printed (one per run, then the median). */
@@ -24,7 +24,7 @@ const SIZES = {
 export function runReplaySection(mode: keyof typeof SIZES, log: (line: string) => void): ReplayResult {
   const size = SIZES[mode];
   log(`R: tollgate replay, ${size.runs} run(s) over ${size.durationS} s of synthetic nginx traffic, three candidates`);
-  const child = spawnSync(process.execPath, ['--conditions=@tollgate/source', '--import', 'tsx', 'bench/replay-bench.ts'], {
+  const child = spawnSync(process.execPath, [...baseFlags(), 'bench/replay-bench.ts'], {
     cwd: join(BENCH_DIR, '..', 'packages', 'cli'),
     env: { ...process.env, REPLAY_BENCH_RUNS: String(size.runs), REPLAY_BENCH_DURATION_S: String(size.durationS) },
     encoding: 'utf8',

@@ -75,7 +75,7 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
   full: {
     decisions: { subjects: undefined, passes: 2, runs: 3, runMs: 400, warmupMs: 500 },
     redis: { subjects: undefined, keys: 100_000, inFlight: [1, 256], rounds: 5, runs: 1, runMs: 3000 },
-    http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 8, roundSeconds: 2, warmupSeconds: 2, connections: 50 },
+    http: { frameworks: FRAMEWORKS, modes: ['allow', 'block'], rounds: 12, roundSeconds: 2, warmupSeconds: 2, connections: 50 },
     concurrency: { runs: 3, durationMs: 3000, rps: 400 },
     observability: { processes: 10, copies: 8, passes: 15, batch: 20_000 },
     hotKeys: { processes: 4, inFlight: 32, runMs: 3000, coldKeys: 100_000, rounds: 3, leadMs: 1_500 },

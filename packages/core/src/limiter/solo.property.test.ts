@@ -1,7 +1,8 @@
 /**
  * @module The common limiter's own path (solo.ts) against the general one (decide.ts), on random policies
  * of every algorithm and random traces (weighted costs, clocks stepping back, several keys, one of them
- * too long): a limiter whose checks of cost 1 take the solo path (no options) and whose other checks take
+ * too long): a limiter whose checks of cost 1 take the solo path (no options, or only the adapters' route,
+ * request and signal) and whose other checks take
  * the general one decides, counts and refunds exactly as a twin whose every check takes the general path.
  */
 import fc from 'fast-check';
@@ -50,7 +51,10 @@ describe('the solo path', () => {
               const key = step.key === 'k2' ? LONG_KEY : (step.key ?? 'k0');
               const fast = step.cost === 1 && key !== LONG_KEY;
               if (fast) expectedSolo += 1;
-              const a = (fast ? solo.limiter.decide(key) : solo.limiter.decide(key, { cost: step.cost })) as Decision;
+              // What the adapters pass with every request (route, request, signal) keeps a check on the solo path.
+              const adapterOptions = { route: '/r', request: { step: i }, signal: new AbortController().signal };
+              const fastCheck = () => (i % 2 === 0 ? solo.limiter.decide(key) : solo.limiter.decide(key, adapterOptions));
+              const a = (fast ? fastCheck() : solo.limiter.decide(key, { cost: step.cost })) as Decision;
               const b = general.limiter.decide(key, { cost: step.cost }) as Decision;
               expect(seen(a), `step ${i}`).toEqual(seen(b));
               if (refunds[i] === true && a.receipt !== undefined) {

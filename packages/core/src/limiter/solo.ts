@@ -1,10 +1,12 @@
 /**
  * @module The decision path of the common limiter, picked at construction: one policy, no shadow
  * policy, no concurrency policy, hot keys off, on a `MemoryStore` of its own class. A check of a string
- * key with no options, while no exporter is attached and nobody subscribes to `tollgate:decision`, goes
+ * key with neither a cost nor a plan in its options (the adapters pass every request's `route` and
+ * `request`, which only an observer reads, and a `signal`, which only a concurrency queue reads), while
+ * no exporter is attached and nobody subscribes to `tollgate:decision`, goes
  * from the key to the store's table and back to a Decision with nothing in between: no Target, no
  * observer (it would do nothing), no store timer (it would call the store straight). Everything else
- * (options, a key object or one too long, a store that failed, a first check that asks the store whether
+ * (a cost or a plan, a key object or one too long, a store that failed, a first check that asks the store whether
  * it is ready) takes the general path, limiter/decide.ts, which gives the same answers.
  */
 import { channel } from 'node:diagnostics_channel';
@@ -38,7 +40,7 @@ export class SoloDecider {
   readonly decide = (rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> => {
     // `=== false`, not `!`: a compare with the boolean, where `!` compiles to a full truthiness test.
     if (
-      opts === undefined &&
+      (opts === undefined || (opts.cost === undefined && opts.plan === undefined)) &&
       typeof rawKey === 'string' &&
       rawKey.length <= MAX_KEY_LENGTH &&
       this.watch.attached === false &&

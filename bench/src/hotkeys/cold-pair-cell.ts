@@ -6,7 +6,7 @@
  * gets the same time, the same machine, the same Redis and the same JIT, and a burst of load from
  * elsewhere lands on both. A check counts for the subject whose slice it started in. Reports, per
  * subject, decisions, admissions, the latency of each decision, the commands sent, and the CPU time
- * this process spent in that subject's slices.
+ * this process spent in that subject's slices. Untimed slices (same pattern) warm both up first.
  */
 import { createLimiter, RedisStore } from '@tollgate/core';
 import { Redis } from 'ioredis';
@@ -43,6 +43,9 @@ export interface ColdPairCellResult {
   readonly roundTrip: ColdPairSubjectResult;
   readonly batched: ColdPairSubjectResult;
 }
+
+/** Untimed slices before the timed ones, at least this long in all, ms. */
+const WARM_MS = 1_200;
 
 /** A B B A: slice `i`'s subject is A (0) or B (1). */
 const PATTERN = [0, 1, 1, 0] as const;
@@ -112,34 +115,39 @@ async function runCell(input: ColdPairCellInput): Promise<ColdPairCellResult> {
   const [a, b] = input.batchedFirst ? [batched, roundTrip] : [roundTrip, batched];
   const order = PATTERN.map((i) => (i === 0 ? a : b));
   const keys = makeKeys(input.keys);
-  // Whole A B B A groups, so both subjects get the same number of slices.
+  // Whole A B B A groups, so both subjects get the same number of slices; before them, untimed groups
+  // warm both up (the first checks of a process run before the JIT has compiled them: timed, they would
+  // make whichever subject goes first look slower).
   const slices = 4 * Math.max(1, Math.round((2 * input.runMs) / (4 * input.sliceMs)));
+  const warm = 4 * Math.max(1, Math.ceil(WARM_MS / (4 * input.sliceMs)));
   await new Promise((r) => setTimeout(r, Math.max(0, input.startAt - Date.now())));
   const t0 = performance.now();
-  const end = t0 + slices * input.sliceMs;
-  for (const s of [roundTrip, batched]) s.sent = 0;
+  const end = t0 + (warm + slices) * input.sliceMs;
   // CPU time is read when the first check of a new slice starts, and charged to the slice that ended.
   let slice = 0;
   let cpu = process.cpuUsage();
-  const turn = (now: number): Subject => {
+  const turn = (now: number): number => {
     const i = Math.floor((now - t0) / input.sliceMs);
     if (i !== slice) {
       const spent = process.cpuUsage(cpu);
       cpu = process.cpuUsage();
-      const was = order[slice % 4] as Subject;
-      was.cpuUs += spent.user + spent.system;
+      if (slice >= warm) (order[slice % 4] as Subject).cpuUs += spent.user + spent.system;
+      // The first timed slice: what the subjects sent until now was warm-up.
+      if (slice < warm && i >= warm) for (const s of [roundTrip, batched]) s.sent = 0;
       slice = i;
     }
-    return order[i % 4] as Subject;
+    return i;
   };
   const worker = async (): Promise<void> => {
     for (;;) {
       const before = performance.now();
       if (before >= end) return;
-      const s = turn(before);
+      const i = turn(before);
+      const s = order[i % 4] as Subject;
       const key = keys[s.next] as string;
       s.next = s.next + 1 === keys.length ? 0 : s.next + 1;
       const d = await s.limiter.check(key);
+      if (i < warm) continue;
       const after = performance.now();
       if (d.allowed) s.admitted++;
       s.decisions++;

@@ -84,7 +84,8 @@ export function renderHotKeySection(
       'calls: commands sent to Redis per decision; held at end: units charged in Redis that the processes still held when the run stopped ' +
       '(given back on close). The limited cell sets the limit to about half of what the batched processes decide in a run. ' +
       'The two cold-key rows come from one cell: each process holds both subjects (own connection, own key names) and they take turns in ' +
-      `${SLICE_MS} ms slices (A B B A, the first alternating per round), each running ${r.runMs} ms in all; CPU is this process's CPU time per decision in its slices.`,
+      `${SLICE_MS} ms slices (A B B A, the first alternating per round) after untimed ones that warm both up, each running ${r.runMs} ms in all; ` +
+      "CPU: the processes' CPU time in a subject's slices per decision.",
     '',
     table(
       ['cell', 'keys', 'decisions/s', 'p50', 'p99', 'CPU', 'calls/decision', 'admitted', 'allowance', 'held at end'],

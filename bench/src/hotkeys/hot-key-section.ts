@@ -11,7 +11,9 @@
  * state: other load, a Redis that just freed the first's keys; rounds of the same code measured 0.80 to
  * 1.03). In the pair, each of the P processes holds both subjects, each on its own connection and key
  * names, and they take turns in short slices (A B B A, on one schedule across processes, the first
- * subject alternating per round), so both meet the same load, Redis and JIT. The target is the median
+ * subject alternating per round, after untimed slices that warm both up), so both meet the same load,
+ * Redis and JIT. Both subjects as the round trip (an A/A run) read 0.98 to 1.06 per round on this
+ * 2-core machine at load 9: that spread is the method's noise there, a quiet machine's is smaller. The target is the median
  * over rounds of each round's ratio; the CPU time per decision each subject cost its processes is
  * reported beside it, a figure the machine's other load moves less than throughput.
  */

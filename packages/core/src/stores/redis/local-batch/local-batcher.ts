@@ -56,7 +56,7 @@ interface PlanState {
    * so a key seen once (the cold key of a large key space) costs a hash and an array read, no allocation.
    */
   readonly slotCounts: Uint16Array;
-  /** When the doorway's interval began (local ms); untracked decisions in it and in the one before. */
+  /** When the doorway's interval began (the limiter's `now`); untracked decisions in it and in the one before. */
   doorSince: number;
   doorSeen: number;
   doorMargin: number;
@@ -100,14 +100,19 @@ export class LocalBatcher {
    * batch (a promise), or undefined: not batched, send the round trip as usual.
    */
   apply(key: string, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> | undefined {
-    const ps = this.planState(plan);
+    // A cold key costs the plan's state (the last plan's, without a lookup), one Map miss and the doorway:
+    // no clock read, no allocation. The doorway counts on the limiter's `now`, already read for this check.
+    const ps = plan === this.lastPlan ? this.lastState : this.planState(plan);
     if (ps === undefined) return undefined;
-    const local = this.limiterTime ? now : performance.now();
     let e = ps.entries.get(key);
+    let local: number;
     if (e === undefined) {
-      const seen = this.doorway(ps, key, local);
+      const seen = this.doorway(ps, key, now);
       if (seen < this.doorwayAt) return undefined;
+      local = this.limiterTime ? now : performance.now();
       e = this.entry(ps, plan, key, local, seen - 1);
+    } else {
+      local = this.limiterTime ? now : performance.now();
     }
     e.seen(local, this.minPerInterval);
     e.lastNow = now;
@@ -305,6 +310,10 @@ export class LocalBatcher {
     return this.calls.giveBack(e.key, plan, held, b.marks(), now).then(undefined, ignore);
   }
 
+  /** The plan `apply` saw last and its state: a limiter with one plan finds it without the WeakMap. */
+  private lastPlan: StorePlan | undefined;
+  private lastState: PlanState | undefined;
+
   private planState(plan: StorePlan): PlanState | undefined {
     let ps = this.plans.get(plan);
     if (ps === undefined) {
@@ -326,6 +335,8 @@ export class LocalBatcher {
             };
       this.plans.set(plan, ps);
     }
+    this.lastPlan = plan;
+    this.lastState = ps ?? undefined;
     return ps ?? undefined;
   }
 
@@ -333,12 +344,14 @@ export class LocalBatcher {
    * Counts a decision of an untracked key in its doorway slot; returns the slot's decisions in this
    * interval less the margin the cold traffic sets: 4 times the decisions a slot saw on average in the
    * interval before, so that a slot shared by many cold keys does not let them in (each would cost an
-   * entry), while a key at `minRate` still stands out.
+   * entry), while a key at `minRate` still stands out. Its intervals run on the limiter's `now` (read
+   * for the check anyway): a clock that jumps back starts a new interval, and one that stands still (a
+   * test's) only lets more keys in; what counts a tracked key's rate is the entry's own (key-entry.ts).
    */
-  private doorway(ps: PlanState, key: string, local: number): number {
-    if (local - ps.doorSince >= RATE_INTERVAL_MS || local < ps.doorSince) {
+  private doorway(ps: PlanState, key: string, now: number): number {
+    if (now - ps.doorSince >= RATE_INTERVAL_MS || now < ps.doorSince) {
       ps.doorMargin = Math.ceil((4 * ps.doorSeen) / DOORWAY_SLOTS);
-      ps.doorSince = local;
+      ps.doorSince = now;
       ps.doorSeen = 0;
       ps.slotCounts.fill(0);
     }

@@ -103,7 +103,15 @@ const PLANS: Readonly<Record<RunMode, Plan>> = {
     http: { frameworks: ['express'], modes: ['allow', 'block'], rounds: 1, roundSeconds: 1, warmupSeconds: 1, connections: 10 },
     concurrency: { runs: 1, durationMs: 500, rps: 400 },
     observability: { processes: 1, copies: 2, passes: 2, batch: 1000 },
-    hotKeys: { processes: 2, inFlight: 8, runMs: 300, coldKeys: 1000, rounds: 1, leadMs: 300, cells: ['hot-roundtrip', 'hot-batched'] },
+    hotKeys: {
+      processes: 2,
+      inFlight: 8,
+      runMs: 300,
+      coldKeys: 1000,
+      rounds: 1,
+      leadMs: 300,
+      cells: ['hot-roundtrip', 'hot-batched', 'cold-roundtrip'],
+    },
     interleaved: {
       processes: 1,
       copies: 1,

@@ -211,6 +211,22 @@ describe('sliding-log ring (model)', () => {
     );
   });
 
+  it('vector: the ring halves only when less than a quarter full', () => {
+    const w = 100;
+    const p = policy(100, w);
+    const t = table();
+    const m = newModel();
+    // Five entries: the ring of 4 doubles to 8.
+    for (const at of [0, 10, 20, 30, 40]) step(t, m, at, 1000, p, `at ${at}`);
+    expect((t.logs[SLOT] as LogRing).buf.length / 2).toBe(8);
+    // At 125 the window (25, 125] keeps 30 and 40: a quarter of 8, so the ring stays at 8.
+    step(t, m, 125, 1000, p, 'a quarter full');
+    expect((t.logs[SLOT] as LogRing).buf.length / 2).toBe(8);
+    // At 235 the window (135, 235] holds none of them: the ring, empty, halves to 4 before 235 is recorded.
+    step(t, m, 235, 1000, p, 'empty');
+    expect((t.logs[SLOT] as LogRing).buf.length / 2).toBe(4);
+  });
+
   it('vector: the fold at MAX_LOG_ENTRIES, repeated around the ring', () => {
     const w = 1_000_000;
     const p = policy(10_000_000, w);

@@ -13,6 +13,10 @@
  * receipt must change nothing; it returns 0.99 (the bucket reads 5).
  *
  * `it.fails`: passes while the bug is there; when a fix lands it fails, and `.fails` comes off.
+ *
+ * The same path holds when the receipt's frame had counted a refund before its charge (its position is above 0):
+ * the restarted frame counts 0, less than the position, and `allowance` refuses the receipt (`refunded >=
+ * position`, the guard that kills two mutants of refund-kernels.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { createLimiter, MemoryStore } from '../index.js';
@@ -35,5 +39,29 @@ describe.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)('%s: a limit ch
     const result = await a.refund(first);
     expect((await a.peek('k')).remaining).toBe(4.01);
     expect(result.refunded).toBe(false);
+  });
+});
+
+describe.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)('%s: a limit changed and changed back', (algorithm) => {
+  it('a receipt whose frame had counted a refund before it refunds nothing after the change back', async () => {
+    let now = 0;
+    const clock = () => now;
+    const store = new MemoryStore({ sweepIntervalMs: 0 });
+    const a = createLimiter({ name: 'api', policies: { algorithm, limit: 1, windowMs: 10_000, burst: 5 }, store, clock });
+    const b = createLimiter({ name: 'api', policies: { algorithm, limit: 100, windowMs: 10_000, burst: 100 }, store, clock });
+    const older = await a.check('k', { cost: 1 });
+    expect((await a.check('k', { cost: 1 })).allowed).toBe(true);
+    // Refunding a charge that is not the newest counts in the frame: the next charge's position is above 0.
+    expect((await a.refund(older)).refunded).toBe(true);
+    const first = await a.check('k', { cost: 3 });
+    expect(first.allowed).toBe(true);
+    now = 100;
+    expect((await b.check('k', { cost: 1 })).allowed).toBe(true);
+    now = 20_000;
+    expect((await a.check('k', { cost: 1 })).allowed).toBe(true);
+    now = 20_100;
+    expect((await a.peek('k')).remaining).toBe(4.01);
+    expect((await a.refund(first)).refunded).toBe(false);
+    expect((await a.peek('k')).remaining).toBe(4.01);
   });
 });

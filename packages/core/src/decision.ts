@@ -43,6 +43,11 @@ export class ReceiptSource {
     readonly issuer: object,
     readonly plan: CompiledPlan,
   ) {}
+
+  /** The receipt of a charge of `cost` units of the plan's one policy under `key`, marked `mark` at `position` (Store.refund). */
+  receipt(key: string, cost: number, mark: number, position: number): Receipt {
+    return new Receipt(this.issuer, this.plan, key, cost, Math.round(cost * MILLI), [mark, position]);
+  }
 }
 
 export class DecisionImpl implements Decision {
@@ -106,7 +111,7 @@ export class DecisionImpl implements Decision {
   }
 
   #build(source: ReceiptSource): Receipt {
-    return new Receipt(source.issuer, source.plan, this.key, this.cost, Math.round(this.cost * MILLI), [this.#mark, this.#position]);
+    return source.receipt(this.key, this.cost, this.#mark, this.#position);
   }
 
   /** One result per enforced policy, in configured order. */

@@ -5,7 +5,7 @@
  */
 import { createShaper, type RateLimitClientError } from '@tollgate/client';
 import { RedisStore } from '@tollgate/core';
-import { Redis } from 'ioredis';
+import { send, serveJobs } from './worker-side.js';
 
 interface Job {
   readonly prefix: string;
@@ -21,16 +21,7 @@ export interface WorkerReport {
   readonly cancelled: string | undefined;
 }
 
-const send = (message: unknown) => process.send?.(message);
-const client = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), autoResendUnfulfilledCommands: false });
-client.on('error', () => undefined);
-client.once('ready', () => send({ ready: true }));
-
-process.on('message', async (job: Job | 'exit') => {
-  if (job === 'exit') {
-    client.disconnect();
-    process.exit(0);
-  }
+serveJobs<Job>(async (job, client) => {
   const shaper = createShaper({
     policies: { name: 'partner', algorithm: 'sliding-log', limit: 10, windowMs: 1_000 },
     store: new RedisStore({ client, prefix: job.prefix }),

@@ -4,7 +4,7 @@
  * and the number admitted sent back. Several of these stand for several instances of one app.
  */
 import { createLimiter, RedisStore } from '@tollgate/core';
-import { Redis } from 'ioredis';
+import { serveJobs } from './worker-side.js';
 
 interface Job {
   readonly prefix: string;
@@ -14,15 +14,7 @@ interface Job {
   readonly key: string;
 }
 
-const client = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), autoResendUnfulfilledCommands: false });
-client.on('error', () => undefined);
-client.once('ready', () => process.send?.({ ready: true }));
-
-process.on('message', async (job: Job | 'exit') => {
-  if (job === 'exit') {
-    client.disconnect();
-    process.exit(0);
-  }
+serveJobs<Job>(async (job, client) => {
   const limiter = createLimiter({
     name: job.name,
     policies: { algorithm: 'fixed-window', limit: job.limit, windowMs: 3_600_000 },

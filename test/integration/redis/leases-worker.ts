@@ -6,7 +6,7 @@
  * `hog` takes every slot with a short lease and waits to be killed.
  */
 import { createLimiter, type Decision, RedisStore } from '@tollgate/core';
-import { Redis } from 'ioredis';
+import { serveJobs } from './worker-side.js';
 
 interface Job {
   readonly kind: 'burst' | 'churn' | 'hog';
@@ -16,16 +16,9 @@ interface Job {
   readonly leaseMs: number;
 }
 
-const client = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), autoResendUnfulfilledCommands: false });
-client.on('error', () => undefined);
-client.once('ready', () => process.send?.({ ready: true }));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-process.on('message', async (job: Job | 'exit' | 'go') => {
-  if (job === 'exit') {
-    client.disconnect();
-    process.exit(0);
-  }
+serveJobs<Job | 'go'>(async (job, client) => {
   // 'go' ends a burst's hold (below).
   if (job === 'go') return;
   const limiter = createLimiter({

@@ -3,7 +3,7 @@
  * with `localBatch` until it holds a batch, reports what it admitted and holds, then waits to be killed.
  */
 import { type AlgorithmId, createLimiter, RedisStore } from '@tollgate/core';
-import { Redis } from 'ioredis';
+import { send, serveJobs } from './worker-side.js';
 
 interface Job {
   readonly algorithm: AlgorithmId;
@@ -12,16 +12,7 @@ interface Job {
   readonly windowMs: number;
 }
 
-const send = (message: unknown) => process.send?.(message);
-const client = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), autoResendUnfulfilledCommands: false });
-client.on('error', () => undefined);
-client.once('ready', () => send({ ready: true }));
-
-process.on('message', async (job: Job | 'exit') => {
-  if (job === 'exit') {
-    client.disconnect();
-    process.exit(0);
-  }
+serveJobs<Job>(async (job, client) => {
   // holdMs far beyond the test: the units stay held until the process dies.
   const store = new RedisStore({ client, prefix: job.prefix, localBatch: { minRate: 1, holdMs: 600_000, maxShare: 0.5 } });
   const limiter = createLimiter({

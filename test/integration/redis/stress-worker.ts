@@ -4,7 +4,7 @@
  * at one key all at once and reports how many were admitted and how many were degraded.
  */
 import { createLimiter, RedisStore } from '@tollgate/core';
-import { Redis } from 'ioredis';
+import { send, serveJobs } from './worker-side.js';
 
 interface Job {
   readonly prefix: string;
@@ -12,17 +12,7 @@ interface Job {
   readonly requests: number;
 }
 
-const send = (message: unknown) => process.send?.(message);
-// The documented setting: commands on their way at a reconnect are not sent twice.
-const client = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), autoResendUnfulfilledCommands: false });
-client.on('error', () => undefined);
-client.once('ready', () => send({ ready: true }));
-
-process.on('message', async (job: Job | 'exit') => {
-  if (job === 'exit') {
-    client.disconnect();
-    process.exit(0);
-  }
+serveJobs<Job>(async (job, client) => {
   const limiter = createLimiter({
     policies: { algorithm: 'gcra', limit: job.limit, windowMs: 3_600_000 },
     store: new RedisStore({ client, prefix: job.prefix }),

@@ -156,7 +156,7 @@ export class DecisionBuilder {
   solo(key: string, cost: number, r: StoreResult, cp: CompiledPlan, at: number): Decision {
     this.counters.requests += 1;
     let shape = this.soloShape;
-    if (shape === undefined || shape.source.plan !== cp || shape.cost !== costUnits(cost)) shape = this.shapeFor(cp, cost);
+    if (shape === undefined || shape.source.plan !== cp || shape.milli !== cost) shape = this.shapeFor(cp, cost);
     const flags = r[R_FLAGS] as number;
     const remaining = fromMilli(r[R_REMAINING] as number);
     if ((flags & F_CHARGED) === 0) {
@@ -176,7 +176,7 @@ export class DecisionBuilder {
 
   /** The solo path's shape for `cp` at `cost` milli-units, kept for the next decisions. */
   private shapeFor(cp: CompiledPlan, cost: number): SoloShape {
-    const shape = new SoloShape(this.mode, costUnits(cost), cp.all[0] as CompiledPolicy, this.sourceOf(cp));
+    const shape = new SoloShape(this.mode, cost, cp.all[0] as CompiledPolicy, this.sourceOf(cp));
     this.soloShape = shape;
     return shape;
   }

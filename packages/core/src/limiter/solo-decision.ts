@@ -6,20 +6,23 @@
  * fields, `toJSON` and receipt); the fields it shares are getters on its prototype.
  */
 import type { CompiledPolicy } from '../algorithms/kernel.js';
-import { decisionData, policyResult, type ReceiptSource } from '../decision.js';
-import { MILLI } from '../internal/fixed-point.js';
-import { Receipt } from '../plans/compiled-plan.js';
+import { costUnits, decisionData, policyResult, type ReceiptSource } from '../decision.js';
 import type { ChargeReceipt, Decision, DecisionReason, PolicyResult } from '../types.js';
 
 /** What the decisions of one solo path, one plan and one cost have in common. */
 export class SoloShape {
   constructor(
     readonly mode: 'enforce' | 'shadow',
-    /** Units, as `Decision.cost`. */
-    readonly cost: number,
+    /** Milli-units, as the store is charged. */
+    readonly milli: number,
     readonly policy: CompiledPolicy,
     readonly source: ReceiptSource,
-  ) {}
+  ) {
+    this.cost = costUnits(milli);
+  }
+
+  /** Units, as `Decision.cost`. */
+  readonly cost: number;
 }
 
 export class SoloDecision implements Decision {
@@ -91,8 +94,7 @@ export class SoloDecision implements Decision {
   /** What `limiter.refund()` takes to give the charge back, built on first read; undefined when nothing was charged. */
   get receipt(): ChargeReceipt | undefined {
     if (this.#receipt === undefined && !this.limited) {
-      const { source, cost } = this.#shape;
-      this.#receipt = new Receipt(source.issuer, source.plan, this.key, cost, Math.round(cost * MILLI), [this.#mark, this.#position]);
+      this.#receipt = this.#shape.source.receipt(this.key, this.#shape.cost, this.#mark, this.#position);
     }
     return this.#receipt;
   }

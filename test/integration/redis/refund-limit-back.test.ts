@@ -10,6 +10,8 @@
  *   as corrupt state; the key lives until A's mark;
  * - a horizon that far ahead on a frame that counted too little to have been closed by a change of limit is
  *   still repaired as corrupt;
+ * - state the script before the fix wrote (the same layout, a frame's horizon cut short) reads as it did (a
+ *   rolling deploy meets such keys; on those, the cut frame still ends early, until the key expires);
  * - random traces of charges, peeks and refunds under two limits taking turns (fast-check): every answer equal,
  *   and a receipt never gives anything back once a check under another limit or burst came after its charge.
  */
@@ -129,6 +131,23 @@ describeRedis('bucket refunds across a change of limit and back: Redis answers a
     const kept = await store.redis.peek('k', store.plan as NonNullable<typeof store.plan>, 1000, now);
     expect(repairs).toHaveLength(1);
     expect(kept[1]).toBe(1000);
+  });
+
+  it('gcra: a frame the previous script left (its horizon cut at a full bucket of the new limit) reads as it did, unrepaired', async () => {
+    let now = BASE + 100;
+    const { store, limiter, repairs } = twin('gcra', 10_000, { limit: 100, burst: 100 }, { limit: 1, burst: 5 }, () => now);
+    expect((await limiter.check('warm-up', { plan: 'a' })).allowed).toBe(true);
+    const [name] = store.redis.keyNames('k', store.plan as NonNullable<typeof store.plan>) as [string];
+    // The vector's state after B's charge at 100, as the script before the fix wrote it: TAT 699 (5.99 of B's
+    // 100 in debt, 10 ticks a ms), 49 900 counted, the horizon cut to 100 + 10 000 (the layout is unchanged).
+    await client.set(name, `100:0:100:49900:${10_100 - 699}`, 'PXAT', BASE + 10_100);
+    now = BASE + 200;
+    const d = await store.redis.apply('k', store.plan as NonNullable<typeof store.plan>, 1000, now);
+    expect(repairs).toEqual([]);
+    // Debt (699 - 200) x 10 ticks, then the charge: 100 000 - 4 990 - 1 000 left.
+    expect([d[0], d[1]]).toEqual([5, 94_010]);
+    expect(await client.get(name)).toBe(`100:0:100:49900:${10_100 - 799}`);
+    expect(await client.pexpiretime(name)).toBe(BASE + 10_100);
   });
 
   it('random traces under two limits taking turns: equal answers, and no receipt refunds after a change (fast-check)', async () => {

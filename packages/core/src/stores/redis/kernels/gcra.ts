@@ -86,9 +86,9 @@ export function gcraWrite(s: Slot, p: CompiledPolicy, whole: string, frac: strin
 /**
  * gcraDebt() for state written under another limit (`wl`) or burst (`wb`), same window: checks it as the
  * writer would have written it (fraction below its rate, TAT at most its span plus the clock tolerance
- * ahead, a frame's horizon as refund-frame.ts frameAhead takes it), then converts the debt to this policy's ticks, rounded up and clamped to its capacity,
- * sets `tat` and `frac` in this policy's scale, and closes the refund frame (refund-frame.ts). Sets `bad`
- * when the state is not one the writer could write.
+ * ahead, a frame's horizon as refund-frame.ts frameAhead takes it), then converts the debt to this
+ * policy's ticks, rounded up and clamped to its capacity, sets `tat` and `frac` in this policy's scale, and
+ * closes the refund frame (refund-frame.ts). Sets `bad` when the state is not one the writer could write.
  */
 export function gcraConvert(s: Slot, p: CompiledPolicy): string {
   const [tat, frac, debt, conv, x, h] = names(s, GC_STATE);

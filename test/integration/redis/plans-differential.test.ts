@@ -6,71 +6,15 @@
  * checks and peeks, and which policies took each refund. Hand-written traces and fast-check random ones
  * (weighted costs, partial refunds, refunds after the window rolled, a clock stepping back).
  */
-import {
-  type AlgorithmId,
-  createLimiter,
-  type Decision,
-  MemoryStore,
-  type PolicyOptions,
-  RedisStore,
-  type Store,
-  type StoreKey,
-  type StorePlan,
-  type StoreResult,
-} from '@tollgate/core';
+import { type AlgorithmId, createLimiter, type Decision, MemoryStore, type PolicyOptions, RedisStore } from '@tollgate/core';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
+import { PlanTwin } from './twin-store.js';
 
 const ALGORITHMS: readonly AlgorithmId[] = ['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'leaky-bucket', 'sliding-log'];
 const BASE = Date.now() + 10 * 365 * 86_400_000;
-
-/** Runs every operation on both stores and records where they disagree. */
-class PlanTwin implements Store {
-  readonly kind = 'plan-twin';
-  diffs: string[] = [];
-
-  constructor(
-    readonly memory: MemoryStore,
-    readonly redis: RedisStore,
-  ) {}
-
-  private compare(op: string, m: ArrayLike<number>, r: ArrayLike<number>, count: number, now: number): void {
-    for (let i = 0; i < count; i++) {
-      if (m[i] !== r[i]) {
-        this.diffs.push(`${op} at ${now}: [${i}] memory ${m[i]}, redis ${r[i]} (memory ${Array.from(m)}, redis ${Array.from(r)})`);
-        return;
-      }
-    }
-  }
-
-  async apply(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
-    const m = Array.from(this.memory.apply(key, plan, cost, now));
-    const r = await this.redis.apply(key, plan, cost, now);
-    this.compare(`apply ${JSON.stringify(key)} cost ${cost}`, m, r, plan.policies.length * 5, now);
-    return r;
-  }
-
-  async peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
-    const m = Array.from(this.memory.peek(key, plan, cost, now));
-    const r = await this.redis.peek(key, plan, cost, now);
-    this.compare(`peek ${JSON.stringify(key)} cost ${cost}`, m, r, plan.policies.length * 5, now);
-    return r;
-  }
-
-  async refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
-    const m = Array.from(this.memory.refund(key, plan, cost, marks, now));
-    const r = await this.redis.refund(key, plan, cost, marks, now);
-    this.compare(`refund ${JSON.stringify(key)} cost ${cost} marks ${marks}`, m, r, plan.policies.length, now);
-    return r;
-  }
-
-  async reset(key: string, plan: StorePlan): Promise<void> {
-    this.memory.reset(key, plan);
-    await this.redis.reset(key, plan);
-  }
-}
 
 type Op =
   | { readonly op: 'check' | 'peek'; readonly dt: number; readonly cost: number; readonly keys: readonly string[] }

@@ -1,8 +1,9 @@
 /**
- * @module A store that applies every request to a MemoryStore (the reference) and to a RedisStore, and
- * keeps both answers, so a test drives one limiter and compares the two stores number by number.
+ * @module Stores that apply every request to a MemoryStore (the reference) and to a RedisStore, so a test
+ * drives one limiter and compares the two stores number by number: `TwinStore` keeps both answers of the
+ * last apply; `PlanTwin` runs applies, peeks and refunds alike and records every disagreement.
  */
-import type { MemoryStore, RedisStore, Store, StorePlan, StoreResult } from '@tollgate/core';
+import type { MemoryStore, RedisStore, Store, StoreKey, StorePlan, StoreResult } from '@tollgate/core';
 
 export interface TwinAnswer {
   readonly key: string;
@@ -54,4 +55,53 @@ export function differences(a: TwinAnswer, names: readonly string[]): string | u
   }
   if (a.redis.length !== names.length * 5 + 1) out.push(`redis answered ${a.redis.length} numbers for ${names.length} policies`);
   return out.length === 0 ? undefined : `key '${a.key}' cost ${a.cost} at ${a.now}: ${out.join('; ')}`;
+}
+
+/** Runs every operation on both stores and records where they disagree. */
+export class PlanTwin implements Store {
+  readonly kind = 'plan-twin';
+  diffs: string[] = [];
+  /** The plan of the last apply, for tests that name the Redis keys (`redis.keyNames`). */
+  plan: StorePlan | undefined;
+
+  constructor(
+    readonly memory: MemoryStore,
+    readonly redis: RedisStore,
+  ) {}
+
+  private compare(op: string, m: ArrayLike<number>, r: ArrayLike<number>, count: number, now: number): void {
+    for (let i = 0; i < count; i++) {
+      if (m[i] !== r[i]) {
+        this.diffs.push(`${op} at ${now}: [${i}] memory ${m[i]}, redis ${r[i]} (memory ${Array.from(m)}, redis ${Array.from(r)})`);
+        return;
+      }
+    }
+  }
+
+  async apply(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    this.plan = plan;
+    const m = Array.from(this.memory.apply(key, plan, cost, now));
+    const r = await this.redis.apply(key, plan, cost, now);
+    this.compare(`apply ${JSON.stringify(key)} cost ${cost}`, m, r, plan.policies.length * 5, now);
+    return r;
+  }
+
+  async peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    const m = Array.from(this.memory.peek(key, plan, cost, now));
+    const r = await this.redis.peek(key, plan, cost, now);
+    this.compare(`peek ${JSON.stringify(key)} cost ${cost}`, m, r, plan.policies.length * 5, now);
+    return r;
+  }
+
+  async refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
+    const m = Array.from(this.memory.refund(key, plan, cost, marks, now));
+    const r = await this.redis.refund(key, plan, cost, marks, now);
+    this.compare(`refund ${JSON.stringify(key)} cost ${cost} marks ${marks}`, m, r, plan.policies.length, now);
+    return r;
+  }
+
+  async reset(key: string, plan: StorePlan): Promise<void> {
+    this.memory.reset(key, plan);
+    await this.redis.reset(key, plan);
+  }
 }

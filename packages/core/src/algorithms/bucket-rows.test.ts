@@ -11,8 +11,9 @@
  * - an ended frame starts over at [0, -Infinity], a rejected request changes no word;
  * - the key expires when the bucket is full again and the frame has ended, not a ms earlier;
  * - a change of limit or burst (`adopt`) counts everything the charges before it could still give back,
- *   `(latest mark - now) * writer's rate`, keeps the frame for at most a full bucket of the new policy, and
- *   leaves an idle row (full, no live frame) as it was.
+ *   `(latest mark - now) * writer's rate`, keeps the frame until that latest mark (however far past a full
+ *   bucket of the new policy: issue 29's limit-change-and-back bug), and leaves an idle row (full, no live
+ *   frame) as it was.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -159,7 +160,7 @@ function checkAdopt(alg: Bucket, t: StateTable, now: number, b: CompiledPolicy):
   let frame: [number, number] = [0, NEG];
   if (latest > now) {
     const given = (live ? (before[4] as number) : 0) + num(ms(latest - now) * ww.rate);
-    frame = [given, Math.min(latest, num(ms(now) + ceilB(wb.cap, wb.rate)))];
+    frame = [given, latest];
   }
   const debtW = debtOf(alg, before, now, ww);
   const converted = ceilB(debtW * wb.tpm, ww.tpm);

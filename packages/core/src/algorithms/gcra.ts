@@ -184,7 +184,7 @@ export function adoptGcra(t: StateTable, slot: number, now: number, p: CompiledP
   // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
   const limit = t.f[o + 2] as number;
   const rateW = (limit * 1000) / gcd(p.windowMs, limit * 1000);
-  closeFrame(t, o, now, gcraFullAt(t, o), rateW, Math.ceil(p.capTicks / p.rate));
+  closeFrame(t, o, now, gcraFullAt(t, o), rateW);
   store(t, o, now, gcraDebt(t, o, now, p), p);
 }
 

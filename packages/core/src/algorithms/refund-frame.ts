@@ -26,7 +26,12 @@
  * starts over at zero: a key that was never refunded has no frame and stores nothing more. A change of
  * limit or burst (gcra.ts, token-bucket.ts adopt) counts everything the charges before it could still give
  * back, so their receipts refund nothing after it; a receipt refunds only under the limit and burst the
- * state is in (plans/refund-kernels.ts).
+ * state is in (plans/refund-kernels.ts). That frame lives until the latest mark of those charges, however
+ * far it lies past a full bucket of the new limit: ended sooner, it would start over at zero while their
+ * receipts still may refund, and after a change back to their limit they would (issue 29). It counted at
+ * least one tick per ms up to that mark (every rate is a whole number of ticks per ms, at least 1), so
+ * `horizon - now <= refunded`: the Redis reader takes such a horizon as one a writer left
+ * (stores/redis/kernels/refund-frame.ts frameAhead), not as corrupt state.
  */
 import type { StateTable } from './kernel.js';
 
@@ -73,14 +78,14 @@ export function recordRefund(t: StateTable, o: number, now: number, take: number
 /**
  * Before state written under another limit or burst is converted: every charge made before may still give
  * back at most `(latest mark - now) * writer's rate`, so that much more counts as given back, and the frame
- * lives until that mark (at most `span` ms from now, the reader's: a later expiry would read as corrupt).
+ * lives until that mark (the writer's, however far past a full bucket of the reader's policy).
  */
-export function closeFrame(t: StateTable, o: number, now: number, fullAt: number, rateW: number, span: number): void {
+export function closeFrame(t: StateTable, o: number, now: number, fullAt: number, rateW: number): void {
   const latest = Math.max(horizonAt(t, o, now), fullAt);
   if (!(latest > now)) {
     initFrame(t, o);
     return;
   }
   t.f[o + FRAME_AT] = Math.min(MAX_REFUNDED, refundedAt(t, o, now) + (latest - now) * rateW);
-  t.f[o + FRAME_AT + 1] = Math.min(latest, now + span);
+  t.f[o + FRAME_AT + 1] = latest;
 }

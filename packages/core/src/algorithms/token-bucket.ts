@@ -127,7 +127,7 @@ export const tokenBucket: AlgorithmKernel = {
     // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
     const limit = t.f[o + 2] as number;
     const [rateW] = writerScale(limit, t.f[o + 3] as number, p.windowMs);
-    closeFrame(t, o, now, tbFullAt(t, o, p), rateW, Math.ceil(p.capTicks / p.rate));
+    closeFrame(t, o, now, tbFullAt(t, o, p), rateW);
     tbStore(t, o, now, tbLevel(t, o, now, p), Math.max(now, t.f[o + 1] as number), p);
   },
   position(t, slot, now, p) {

@@ -1,28 +1,28 @@
 /**
- * @module A known bug, found by issue 29's mutation work (bench/MUTATION.md, "Bug found"): a bucket receipt made
- * before a change of limit refunds again once the limit changes back. The contract (refund-frame.ts): "a change of
- * limit or burst counts everything the charges before it could still give back, so their receipts refund nothing
- * after it". The change A -> B does count it (`closeFrame`), but clamps the frame's horizon to a full bucket of B
- * (`now + span`); when B's bucket is shorter than A's marks, the frame ends before the receipt's mark, starts over
- * at 0, and after the change back to A the row's limit and burst are A's again: the receipt passes every guard of
- * `allowance` (plans/refund-kernels.ts) and gives back what later charges used.
+ * @module Issue 29's mutation work found it (bench/MUTATION.md, "Bug found"): a bucket receipt made before a change
+ * of limit refunded again once the limit changed back. The contract (refund-frame.ts): "a change of limit or burst
+ * counts everything the charges before it could still give back, so their receipts refund nothing after it". The
+ * change A -> B counted it (`closeFrame`) but clamped the frame's horizon to a full bucket of B (`now + span`);
+ * when B's bucket is shorter than A's marks, the frame ended before the receipt's mark, started over at 0, and
+ * after the change back to A the row's limit and burst were A's again: the receipt passed every guard of
+ * `allowance` (plans/refund-kernels.ts) and gave back what later charges used. Fixed: the frame lives until the
+ * latest mark (the key as long), whatever the new policy's span.
  *
  * Here: A = 1 per 10 s, burst 5; B = 100 per 10 s, burst 100 (a full bucket in 10 s). 5 charged under A at 0, 1
  * under B at 100, 1 under A at 20 000: at 20 100 the bucket holds 4.01 (what it would hold had the first charge
  * been 0, or refunded at once: B's charge and A's second one are long refilled or still in). Refunding the first
- * receipt must change nothing; it returns 0.99 (the bucket reads 5).
- *
- * `it.fails`: passes while the bug is there; when a fix lands it fails, and `.fails` comes off.
+ * receipt changes nothing (it gave back 0.99 before the fix: the bucket read 5). The Redis twin:
+ * test/integration/redis/refund-limit-back.test.ts.
  *
  * The same path holds when the receipt's frame had counted a refund before its charge (its position is above 0):
- * the restarted frame counts 0, less than the position, and `allowance` refuses the receipt (`refunded >=
+ * a restarted frame would count 0, less than the position, and `allowance` refuses the receipt (`refunded >=
  * position`, the guard that kills two mutants of refund-kernels.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { createLimiter, MemoryStore } from '../index.js';
 
 describe.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)('%s: a limit changed and changed back', (algorithm) => {
-  it.fails('a receipt made before the change refunds nothing after the change back', async () => {
+  it('a receipt made before the change refunds nothing after the change back', async () => {
     let now = 0;
     const clock = () => now;
     const store = new MemoryStore({ sweepIntervalMs: 0 });

@@ -9,7 +9,7 @@
  */
 import type { CompiledPolicy } from '../../../algorithms/kernel.js';
 import { CLOCK_TOLERANCE_MS, ceilDiv, floorDiv, int, type LuaKernel, lua, names, repair, type Slot, ticksToMilli } from './lua.js';
-import { bucketFields, bucketRefund, bucketSet, bucketSpan, closeFrame } from './refund-frame.js';
+import { bucketFields, bucketRefund, bucketSet, bucketSpan, closeFrame, frameAhead } from './refund-frame.js';
 
 export const GC_STATE = ['tat', 'frac', 'debt', 'conv', 'gx', 'gh'] as const;
 
@@ -85,10 +85,10 @@ export function gcraWrite(s: Slot, p: CompiledPolicy, whole: string, frac: strin
 
 /**
  * gcraDebt() for state written under another limit (`wl`) or burst (`wb`), same window: checks it as the
- * writer would have written it (fraction below its rate, TAT and frame at most its span plus the clock
- * tolerance ahead), then converts the debt to this policy's ticks, rounded up and clamped to its capacity,
- * sets `tat` and `frac` in this policy's scale, and closes the refund frame (refund-frame.ts). Sets `bad`
- * when the state is not one the writer could write.
+ * writer would have written it (fraction below its rate, TAT at most its span plus the clock tolerance
+ * ahead, a frame's horizon as refund-frame.ts frameAhead takes it), then converts the debt to this
+ * policy's ticks, rounded up and clamped to its capacity, sets `tat` and `frac` in this policy's scale, and
+ * closes the refund frame (refund-frame.ts). Sets `bad` when the state is not one the writer could write.
  */
 export function gcraConvert(s: Slot, p: CompiledPolicy): string {
   const [tat, frac, debt, conv, x, h] = names(s, GC_STATE);
@@ -101,11 +101,11 @@ export function gcraConvert(s: Slot, p: CompiledPolicy): string {
       local rw, tw = wl * 1000 / gx, ${w} / gx
       local capw = wb * 1000 * tw
       ${ceilDiv('span', 'capw', 'rw')}
-      bad = not (capw < ${2 ** 53} and b < rw and a <= now + span + ${1 + CLOCK_TOLERANCE_MS} and ${h} <= now + span + ${1 + CLOCK_TOLERANCE_MS})
+      bad = not (capw < ${2 ** 53} and b < rw and a <= now + span + ${1 + CLOCK_TOLERANCE_MS} and ${frameAhead(x, h, 'span')})
       if not bad and (a >= now or ${h} > now) then
         local full = a
         if b > 0 then full = a + 1 end
-        ${closeFrame(x, h, p, 'full')}
+        ${closeFrame(x, h, 'full')}
         ${tat} = now; ${frac} = 0; ${conv} = true
         if a >= now then
           local dw = (a - now) * rw + b
@@ -167,7 +167,7 @@ export const gcra: LuaKernel = {
               if ${h} <= now then ${x} = 0; ${h} = -INF end
               if wl == ${p.limit} and wb == ${p.capacity} then
                 local ahead = now + ${bucketSpan(p) + 1 + CLOCK_TOLERANCE_MS}
-                if b < ${p.rate} and a <= ahead and ${h} <= ahead then
+                if b < ${p.rate} and a <= ahead and ${frameAhead(x, h, bucketSpan(p))} then
                   bad = false
                   ${tat} = a; ${frac} = b
                   if ${tat} >= now then ${debt} = (${tat} - now) * ${p.rate} + ${frac} end

@@ -5,7 +5,7 @@
  * how long before it the bucket's own expiry would be.
  */
 import type { CompiledPolicy } from '../../../algorithms/kernel.js';
-import { lua, type Slot } from './lua.js';
+import { CLOCK_TOLERANCE_MS, lua, type Slot } from './lua.js';
 
 /** The largest number `refunded` may reach (refund-frame.ts MAX_REFUNDED). */
 export const MAX_REFUNDED = 2 ** 52;
@@ -26,9 +26,10 @@ export function bucketFields(value: string): string {
 
 /**
  * refund-frame.ts closeFrame, after a load read state of another limit or burst: the charges before it give
- * back nothing more. `full` is when the bucket was full again under the writer (-INF: full), `rw` its rate.
+ * back nothing more, and the frame lives until the latest of their marks. `full` is when the bucket was
+ * full again under the writer (-INF: full), `rw` its rate.
  */
-export function closeFrame(x: string, h: string, p: CompiledPolicy, full: string): string {
+export function closeFrame(x: string, h: string, full: string): string {
   return lua`
     local latest = ${h}
     if ${full} > latest then latest = ${full} end
@@ -36,10 +37,21 @@ export function closeFrame(x: string, h: string, p: CompiledPolicy, full: string
       ${x} = ${x} + (latest - now) * rw
       if ${x} > ${MAX_REFUNDED} then ${x} = ${MAX_REFUNDED} end
       ${h} = latest
-      if ${h} > now + ${bucketSpan(p)} then ${h} = now + ${bucketSpan(p)} end
     else
       ${x} = 0; ${h} = -INF
     end`;
+}
+
+/**
+ * A Lua condition: `h`, the horizon of a frame that counted `x` ticks, is one a writer may leave, read at
+ * `now` by a reader of the state whose span is `span` (a literal or a name; the writer's, for state of
+ * another limit): at most a full bucket plus 1 ms ahead, or the horizon of a frame a change of limit closed
+ * (refund-frame.ts: it counted at least 1 tick per ms up to it, or reached MAX_REFUNDED), within the clock
+ * tolerance either way. Anything later is corrupt state (lua.ts).
+ */
+export function frameAhead(x: string, h: string, span: string | number): string {
+  const ahead = typeof span === 'number' ? `${span + 1 + CLOCK_TOLERANCE_MS}` : `${span} + ${1 + CLOCK_TOLERANCE_MS}`;
+  return `(${h} <= now + ${ahead} or ${h} - now <= ${x} + ${CLOCK_TOLERANCE_MS} or ${x} >= ${MAX_REFUNDED})`;
 }
 
 /** How far ahead of now a mark of `p` may lie (ms): the time to fill an empty bucket. */

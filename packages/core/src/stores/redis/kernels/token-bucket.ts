@@ -8,7 +8,7 @@
  */
 import type { CompiledPolicy } from '../../../algorithms/kernel.js';
 import { CLOCK_TOLERANCE_MS, ceilDiv, int, type LuaKernel, lua, names, repair, type Slot, ticksToMilli } from './lua.js';
-import { bucketFields, bucketRefund, bucketSet, bucketSpan, closeFrame } from './refund-frame.js';
+import { bucketFields, bucketRefund, bucketSet, bucketSpan, closeFrame, frameAhead } from './refund-frame.js';
 
 export const TB_STATE = ['tokens', 'last', 'tconv', 'tx', 'th'] as const;
 
@@ -96,7 +96,7 @@ export const tokenBucket: LuaKernel = {
               if f5 ~= nil then ${x} = f4; ${h} = expiry; full = expiry - f5 end
               if ${h} <= now then ${x} = 0; ${h} = -INF end
               if wl == ${p.limit} and wb == ${p.capacity} then
-                if m <= ${cap} and full <= now + ${bucketSpan(p) + CLOCK_TOLERANCE_MS} and ${h} <= now + ${bucketSpan(p) + 1 + CLOCK_TOLERANCE_MS} then
+                if m <= ${cap} and full <= now + ${bucketSpan(p) + CLOCK_TOLERANCE_MS} and ${frameAhead(x, h, bucketSpan(p))} then
                   ${tokens} = ${cap} - m
                   ${ceilDiv('q', 'm', p.rate)}
                   ${last} = full - q
@@ -109,13 +109,13 @@ export const tokenBucket: LuaKernel = {
                 local rw, tw = wl * 1000 / gx, ${w} / gx
                 local capw = wb * 1000 * tw
                 ${ceilDiv('span', 'capw', 'rw')}
-                if capw < ${2 ** 53} and m <= capw and full <= now + span + ${CLOCK_TOLERANCE_MS} and ${h} <= now + span + ${1 + CLOCK_TOLERANCE_MS} then
+                if capw < ${2 ** 53} and m <= capw and full <= now + span + ${CLOCK_TOLERANCE_MS} and ${frameAhead(x, h, 'span')} then
                   local tv = capw - m
                   ${ceilDiv('q', 'm', 'rw')}
                   ${last} = full - q
                   local writerFull = -INF
                   if m > 0 then writerFull = full end
-                  ${closeFrame(x, h, p, 'writerFull')}
+                  ${closeFrame(x, h, 'writerFull')}
                   if tv < capw and now > ${last} then
                     if now - ${last} >= q then tv = capw else tv = tv + (now - ${last}) * rw end
                   end

@@ -45,7 +45,7 @@ do
         if gh1 <= now then gx1 = 0; gh1 = -INF end
         if wl == 1000 and wb == 1000 then
           local ahead = now + 172800001
-          if b < 5 and a <= ahead and gh1 <= ahead then
+          if b < 5 and a <= ahead and (gh1 <= now + 172800001 or gh1 - now <= gx1 + 86400000 or gx1 >= 4503599627370496) then
             bad = false
             tat1 = a; frac1 = b
             if tat1 >= now then debt1 = (tat1 - now) * 5 + frac1 end
@@ -60,7 +60,7 @@ do
             local span = floor(capw / rw)
             if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
             if span * rw ~= capw then span = span + 1 end
-            bad = not (capw < 9007199254740992 and b < rw and a <= now + span + 86400001 and gh1 <= now + span + 86400001)
+            bad = not (capw < 9007199254740992 and b < rw and a <= now + span + 86400001 and (gh1 <= now + span + 86400001 or gh1 - now <= gx1 + 86400000 or gx1 >= 4503599627370496))
             if not bad and (a >= now or gh1 > now) then
               local full = a
               if b > 0 then full = a + 1 end
@@ -70,7 +70,6 @@ do
                 gx1 = gx1 + (latest - now) * rw
                 if gx1 > 4503599627370496 then gx1 = 4503599627370496 end
                 gh1 = latest
-                if gh1 > now + 86400000 then gh1 = now + 86400000 end
               else
                 gx1 = 0; gh1 = -INF
               end

@@ -43,7 +43,7 @@ do
         if f5 ~= nil then tx1 = f4; th1 = expiry; full = expiry - f5 end
         if th1 <= now then tx1 = 0; th1 = -INF end
         if wl == 10 and wb == 20 then
-          if m <= 20000 and full <= now + 86402000 and th1 <= now + 86402001 then
+          if m <= 20000 and full <= now + 86402000 and (th1 <= now + 86402001 or th1 - now <= tx1 + 86400000 or tx1 >= 4503599627370496) then
             tokens1 = 20000 - m
             local q = floor(m / 10)
             if q * 10 > m then q = q - 1 elseif (q + 1) * 10 <= m then q = q + 1 end
@@ -60,7 +60,7 @@ do
           local span = floor(capw / rw)
           if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
           if span * rw ~= capw then span = span + 1 end
-          if capw < 9007199254740992 and m <= capw and full <= now + span + 86400000 and th1 <= now + span + 86400001 then
+          if capw < 9007199254740992 and m <= capw and full <= now + span + 86400000 and (th1 <= now + span + 86400001 or th1 - now <= tx1 + 86400000 or tx1 >= 4503599627370496) then
             local tv = capw - m
             local q = floor(m / rw)
             if q * rw > m then q = q - 1 elseif (q + 1) * rw <= m then q = q + 1 end
@@ -74,7 +74,6 @@ do
               tx1 = tx1 + (latest - now) * rw
               if tx1 > 4503599627370496 then tx1 = 4503599627370496 end
               th1 = latest
-              if th1 > now + 2000 then th1 = now + 2000 end
             else
               tx1 = 0; th1 = -INF
             end
@@ -437,7 +436,7 @@ do
         if gh4 <= now then gx4 = 0; gh4 = -INF end
         if wl == 3 and wb == 5 then
           local ahead = now + 86401668
-          if b < 3 and a <= ahead and gh4 <= ahead then
+          if b < 3 and a <= ahead and (gh4 <= now + 86401668 or gh4 - now <= gx4 + 86400000 or gx4 >= 4503599627370496) then
             bad = false
             tat4 = a; frac4 = b
             if tat4 >= now then debt4 = (tat4 - now) * 3 + frac4 end
@@ -452,7 +451,7 @@ do
             local span = floor(capw / rw)
             if span * rw > capw then span = span - 1 elseif (span + 1) * rw <= capw then span = span + 1 end
             if span * rw ~= capw then span = span + 1 end
-            bad = not (capw < 9007199254740992 and b < rw and a <= now + span + 86400001 and gh4 <= now + span + 86400001)
+            bad = not (capw < 9007199254740992 and b < rw and a <= now + span + 86400001 and (gh4 <= now + span + 86400001 or gh4 - now <= gx4 + 86400000 or gx4 >= 4503599627370496))
             if not bad and (a >= now or gh4 > now) then
               local full = a
               if b > 0 then full = a + 1 end
@@ -462,7 +461,6 @@ do
                 gx4 = gx4 + (latest - now) * rw
                 if gx4 > 4503599627370496 then gx4 = 4503599627370496 end
                 gh4 = latest
-                if gh4 > now + 1667 then gh4 = now + 1667 end
               else
                 gx4 = 0; gh4 = -INF
               end

@@ -29,4 +29,4 @@ export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } fr
 export { type ClosableResponse, waitUnlessClosed } from './http/response/shaping-delay.js';
 export { planShed } from './http/response/shed-response.js';
 export { formatLine } from './logging.js';
-export { resultCharged, resultDelayMs, resultExceeds } from './stores/store.js';
+export { isPromiseLike, resultCharged, resultDelayMs, resultExceeds } from './stores/store.js';

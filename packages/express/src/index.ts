@@ -5,7 +5,7 @@
  * The core never writes once the response has started, and the middleware's promise never rejects.
  */
 import type { Decision, Limiter, LoadShedder, RateLimitOptions } from '@tollgate/core';
-import { createRateLimitHandler, isPermissiveTrustFunction, type ResponseTarget } from '@tollgate/core/adapter';
+import { createRateLimitHandler, isPermissiveTrustFunction, isPromiseLike, type ResponseTarget } from '@tollgate/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {
@@ -65,9 +65,9 @@ class ResTarget implements ResponseTarget {
 export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler<Request>(options);
 
-  async function rateLimitMiddleware(req: Request, res: Response, next: NextFunction): Promise<void> {
+  function rateLimitMiddleware(req: Request, res: Response, next: NextFunction): void {
     handler.checkTrustProxy("Express 'trust proxy'", isPermissiveTrustFunction(req.app.get('trust proxy fn')));
-    const outcome = await handler.run(
+    const outcome = handler.run(
       {
         request: req,
         raw: req,
@@ -79,7 +79,12 @@ export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware
       },
       new ResTarget(req, res),
     );
-    if (outcome === 'next') next();
+    // Synchronous decisions (the common case) call next() at once, without a microtask turn.
+    if (isPromiseLike(outcome)) {
+      outcome.then((o) => {
+        if (o === 'next') next();
+      });
+    } else if (outcome === 'next') next();
   }
 
   return Object.assign(rateLimitMiddleware, { limiter: handler.limiter, shedder: handler.shedder });

@@ -14,6 +14,7 @@ import { type Decision, type Limiter, type LoadShedder, RateLimitConfigError, ty
 import {
   createRateLimitHandler,
   isPermissiveTrust,
+  isPromiseLike,
   OLDER_SPELLINGS,
   type RateLimitHandler,
   type RawResponse,
@@ -141,27 +142,53 @@ class ReplyTarget implements ResponseTarget {
   }
 }
 
-/** The hook of a route (`url`: its template, known when `onRoute` attaches it) or, without `url`, of the decorator's `hook`. */
-function createHook(handler: RateLimitHandler<FastifyRequest>, ran: symbol, url?: string) {
-  return async function tollgateRateLimit(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-    const marks = request as unknown as Record<symbol, boolean>;
-    if (marks[ran] === true) return undefined;
-    marks[ran] = true;
-    const outcome = await handler.run(
-      {
-        request,
-        raw: request.raw,
-        remoteAddress: request.raw.socket?.remoteAddress,
-        headers: request.headers,
-        method: request.method,
-        url: request.url,
-        // `request.routeOptions` builds a fresh object of a dozen fields on every read.
-        route: url ?? request.routeOptions.url,
-        logger: request.log,
-      },
-      new ReplyTarget(request, reply),
-    );
-    return outcome === 'stop' ? reply : undefined;
+/**
+ * Runs the limiter on one request and calls `done` once it is decided: before returning when the
+ * decision was synchronous (the common case), so the request takes no microtask turn here. `url`: the
+ * route template, when the hook was attached by `onRoute`. `done` is called whatever the outcome, as
+ * Fastify's own runner does after a hook's promise: it skips the rest of the chain once the reply is sent.
+ */
+function limitRequest(
+  handler: RateLimitHandler<FastifyRequest>,
+  ran: symbol,
+  url: string | undefined,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: () => void,
+): void {
+  const marks = request as unknown as Record<symbol, boolean>;
+  if (marks[ran] === true) {
+    done();
+    return;
+  }
+  marks[ran] = true;
+  const outcome = handler.run(
+    {
+      request,
+      raw: request.raw,
+      remoteAddress: request.raw.socket?.remoteAddress,
+      headers: request.headers,
+      method: request.method,
+      url: request.url,
+      // `request.routeOptions` builds a fresh object of a dozen fields on every read.
+      route: url ?? request.routeOptions.url,
+      logger: request.log,
+    },
+    new ReplyTarget(request, reply),
+  );
+  if (isPromiseLike(outcome)) outcome.then(() => done());
+  else done();
+}
+
+/** A route's hook in Fastify's callback style (`preParsing` hooks get the payload stream before `done`). */
+function createHook(handler: RateLimitHandler<FastifyRequest>, ran: symbol, at: RateLimitHook, url: string) {
+  if (at === 'preParsing') {
+    return function tollgateRateLimit(request: FastifyRequest, reply: FastifyReply, _payload: unknown, done: () => void): void {
+      limitRequest(handler, ran, url, request, reply, done);
+    };
+  }
+  return function tollgateRateLimit(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+    limitRequest(handler, ran, url, request, reply, done);
   };
 }
 
@@ -205,7 +232,13 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
   fastify.decorateRequest(ran, false);
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
   if (!fastify.hasDecorator('rateLimit'))
-    fastify.decorate('rateLimit', { limiter: base.limiter, shedder: base.shedder, routes, hook: createHook(base, ran) });
+    fastify.decorate('rateLimit', {
+      limiter: base.limiter,
+      shedder: base.shedder,
+      routes,
+      hook: (request: FastifyRequest, reply: FastifyReply) =>
+        new Promise<void>((done) => limitRequest(base, ran, undefined, request, reply, done)),
+    });
 
   function handlerFor(own: FastifyRateLimitRouteOptions, url: string): RateLimitHandler<FastifyRequest> {
     let byUrl = byConfig.get(own);
@@ -245,20 +278,27 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     const at = own?.hook === undefined ? hook : hookOf(own.hook, `${path}.hook`);
     const existing = route[at];
     const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing];
-    (route as unknown as Record<string, unknown>)[at] = [...hooks, createHook(handler, ran, route.url)];
+    (route as unknown as Record<string, unknown>)[at] = [...hooks, createHook(handler, ran, at, route.url)];
   });
   // An instance hook reaches every route of this context, also those declared before the plugin, which
-  // onRoute never saw: they are unlimited, so say so (once) rather than let it pass in silence.
+  // onRoute never saw: they are unlimited, so say so (once) rather than let it pass in silence. It runs
+  // once the response is done, after every route hook: a request a route hook of this registration ran
+  // on is on a route onRoute saw, so only the others pay for `request.routeOptions` (a fresh object of a
+  // dozen fields per read).
   let trustChecked = false;
-  fastify.addHook('onRequest', function tollgateRouteCheck(request: FastifyRequest, _reply: FastifyReply, done: () => void) {
+  fastify.addHook('onResponse', function tollgateRouteCheck(request: FastifyRequest, _reply: FastifyReply, done: () => void) {
     if (!trustChecked) {
       trustChecked = true;
       base.checkTrustProxy('Fastify trustProxy', isPermissiveFastifyTrust(request));
     }
+    if ((request as unknown as Record<symbol, boolean>)[ran] !== true && !request.is404) warnIfUnseen(request);
+    done();
+  });
+  function warnIfUnseen(request: FastifyRequest): void {
     const url = request.routeOptions.url;
     // A prefixed '/' route is also registered as '/prefix/' without onRoute; it shares the options onRoute saw.
     const bare = url !== undefined && url.length > 1 && url.endsWith('/') ? url.slice(0, -1) : url;
-    if (url !== undefined && !request.is404 && !seen.has(`${request.method} ${url}`) && !seen.has(`${request.method} ${bare}`)) {
+    if (url !== undefined && !seen.has(`${request.method} ${url}`) && !seen.has(`${request.method} ${bare}`)) {
       base.diagnostics.warn(
         'WRN_RL_ROUTES_BEFORE_REGISTER',
         'a route declared before the rate-limit plugin was registered is not limited; register the plugin ' +
@@ -266,8 +306,7 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
         { route: `${request.method} ${url}` },
       );
     }
-    done();
-  });
+  }
   fastify.addHook('onClose', async () => {
     for (const h of handlers) h.close();
     await Promise.all(handlers.map((h) => h.limiter.close()));

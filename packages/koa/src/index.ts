@@ -6,7 +6,7 @@
  * (what `next()` rejects with belongs to the app and passes through untouched).
  */
 import type { Decision, Limiter, LoadShedder, RateLimitOptions } from '@tollgate/core';
-import { createRateLimitHandler, type RawResponse, type ResponseTarget } from '@tollgate/core/adapter';
+import { createRateLimitHandler, isPromiseLike, type RawResponse, type ResponseTarget } from '@tollgate/core/adapter';
 import type { Context, Middleware, Next } from 'koa';
 
 declare module 'koa' {
@@ -45,7 +45,8 @@ class ContextTarget implements ResponseTarget {
     this.ctx.state.rateLimit = decision;
   }
   header(name: string, value: string): void {
-    this.ctx.set(name, value);
+    // What `ctx.set(name, value)` comes to for a string value, without its per-call arrays.
+    this.ctx.res.setHeader(name, value);
   }
   reject(status: number, body: string): void {
     this.ctx.status = status;
@@ -66,12 +67,12 @@ class ContextTarget implements ResponseTarget {
 export function rateLimit(options: KoaRateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler<Context>(options);
 
-  async function rateLimitMiddleware(ctx: Context, next: Next): Promise<void> {
+  function rateLimitMiddleware(ctx: Context, next: Next): Promise<void> | undefined {
     // app.proxy makes ctx.ip an X-Forwarded-For entry: the left-most (client-written) one with
     // maxIpsCount 0, else the one maxIpsCount - 1 hops in.
     const { proxy, maxIpsCount } = ctx.app;
     handler.checkTrustProxy('Koa app.proxy (with maxIpsCount 0 or above 3)', proxy && (maxIpsCount === 0 || maxIpsCount > 3));
-    const outcome = await handler.run(
+    const outcome = handler.run(
       {
         request: ctx,
         raw: ctx.req,
@@ -83,13 +84,15 @@ export function rateLimit(options: KoaRateLimitOptions): RateLimitMiddleware {
       },
       new ContextTarget(ctx),
     );
-    if (outcome !== 'next') return;
-    // A request holding a server-wide slot or leases holds them while its handler runs, even after the client left.
-    try {
-      await next();
-    } finally {
-      handler.settled(ctx.res);
-    }
+    // Synchronous decisions (the common case) go on without a microtask turn of their own.
+    if (isPromiseLike(outcome)) return outcome.then((o) => (o === 'next' ? proceed(ctx, next) : undefined));
+    return outcome === 'next' ? proceed(ctx, next) : undefined;
+  }
+
+  /** The rest of the chain; a request holding a server-wide slot or leases holds them while its handler runs, even after the client left. */
+  function proceed(ctx: Context, next: Next): Promise<void> {
+    if (!handler.holding) return next();
+    return next().finally(() => handler.settled(ctx.res));
   }
 
   return Object.assign(rateLimitMiddleware, { limiter: handler.limiter, shedder: handler.shedder });

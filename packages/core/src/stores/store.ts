@@ -149,6 +149,7 @@ export interface Store {
 /** What `Store.watchConnection` reports: the connection closed, or it is ready again. */
 export type ConnectionEvent = 'lost' | 'ready';
 
+/** Whether `value` is a promise (anything with a `then` method): how a caller tells a synchronous answer from a pending one. */
 export function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
 }

@@ -31,6 +31,9 @@ export interface RequestDeciderParts<Req> {
   readonly queues: boolean;
 }
 
+/** What `handle` gives: the decided request, or undefined when skipped; a promise only when a step returned one. */
+export type MaybeHandled = HandledRequest | undefined | Promise<HandledRequest | undefined>;
+
 export class RequestDecider<Req> {
   private readonly defaultResponse: ResponseConfig;
   /** Every policy name that needs a key when policies carry their own keys (all plans, and shadow). */
@@ -45,14 +48,22 @@ export class RequestDecider<Req> {
         : [...new Set([...[...limiter.plans.values()].flat(), ...limiter.shadowPolicies].map((p) => p.name))];
   }
 
-  /** Undefined when the request is skipped: send nothing, count nothing. Never rejects for a user hook's fault. */
-  async handle(input: RequestInput<Req>, diagnostics: Diagnostics, response?: RawResponse): Promise<HandledRequest | undefined> {
-    const { config, hooks, limiter } = this.parts;
+  /**
+   * Undefined when the request is skipped: send nothing, count nothing. Never fails for a user hook's
+   * fault. Synchronous while every step is (no hook returned a promise, the store answered at once): a
+   * request then takes no microtask turn here; the first step that returns a promise makes the rest wait.
+   */
+  handle(input: RequestInput<Req>, diagnostics: Diagnostics, response?: RawResponse): MaybeHandled {
+    const skip = this.parts.config.skip;
+    if (skip === undefined) return this.keyed(input, diagnostics, response);
+    const skipped = this.skipped(input.request, skip, diagnostics);
+    if (isPromiseLike(skipped)) return skipped.then((s) => (s ? undefined : this.keyed(input, diagnostics, response)));
+    return skipped ? undefined : this.keyed(input, diagnostics, response);
+  }
+
+  /** The request's key from the `key` option (the client IP by default), then the rest. */
+  private keyed(input: RequestInput<Req>, diagnostics: Diagnostics, response: RawResponse | undefined): MaybeHandled {
     const { request } = input;
-    if (config.skip !== undefined) {
-      const skipped = this.skipped(request, config.skip, diagnostics);
-      if (isPromiseLike(skipped) ? await skipped : skipped) return undefined;
-    }
     const view: RequestView<Req> = {
       remoteAddress: input.remoteAddress,
       headers: input.headers,
@@ -61,24 +72,61 @@ export class RequestDecider<Req> {
       request,
       diagnostics,
     };
-    const pendingKey = hooks.callWith(config.key, request, view);
-    const keyOut = isPromiseLike(pendingKey) ? await pendingKey : pendingKey;
-    hooks.failed(diagnostics, 'key', keyOut, `the request was counted in the shared '${UNKEYED_KEY}' bucket.`);
+    const pendingKey = this.parts.hooks.callWith(this.parts.config.key, request, view);
+    if (isPromiseLike(pendingKey)) return pendingKey.then((out) => this.withKey(out, input, view, response));
+    return this.withKey(pendingKey, input, view, response);
+  }
+
+  private withKey(
+    keyOut: Bounded<unknown>,
+    input: RequestInput<Req>,
+    view: RequestView<Req>,
+    response: RawResponse | undefined,
+  ): MaybeHandled {
+    const { hooks, config } = this.parts;
+    hooks.failed(view.diagnostics, 'key', keyOut, `the request was counted in the shared '${UNKEYED_KEY}' bucket.`);
     const key = hooks.key(keyOut.ok ? keyOut.value : undefined, view);
+    if (config.cost !== undefined || config.plans.plan !== undefined || this.keyedNames !== undefined) {
+      return this.withHooks(key, input, view, response);
+    }
+    return this.decide(key, undefined, undefined, input, view.diagnostics, response);
+  }
+
+  /** Cost, plan and per-policy keys, each from a user hook that may return a promise. */
+  private async withHooks(key: string, input: RequestInput<Req>, view: RequestView<Req>, response: RawResponse | undefined) {
+    const { config } = this.parts;
+    const { request, diagnostics } = view;
     const pendingCost = config.cost === undefined ? undefined : this.costOf(request, config.cost, diagnostics);
     const cost = isPromiseLike(pendingCost) ? await pendingCost : pendingCost;
     const planName = config.plans.plan === undefined ? undefined : await this.planOf(request, config.plans.plan, diagnostics);
     const target = this.keyedNames === undefined ? key : await this.keysOf(request, view, key, this.keyedNames);
+    return this.decide(target, cost, planName, input, diagnostics, response);
+  }
+
+  private decide(
+    target: LimiterKey,
+    cost: number | undefined,
+    plan: string | undefined,
+    input: RequestInput<Req>,
+    diagnostics: Diagnostics,
+    response: RawResponse | undefined,
+  ): HandledRequest | Promise<HandledRequest> {
     // A request waiting in a concurrency queue leaves it when the client goes away.
     const signal = this.parts.queues && response !== undefined ? abortOnClose(response) : undefined;
     // Always an object: the route and the request go to the decision event (metrics, diagnostics channel).
-    const pending = limiter.decide(target, { cost, plan: planName, signal, route: input.route, request });
-    const decision = isPromiseLike(pending) ? await pending : pending;
+    const pending = this.parts.limiter.decide(target, { cost, plan, signal, route: input.route, request: input.request });
+    if (isPromiseLike(pending)) return pending.then((decision) => this.answer(decision, input.request, diagnostics));
+    return this.answer(pending, input.request, diagnostics);
+  }
+
+  /** Reports the decision and plans the response of the plan that applied, with the user's body when a hook shapes it. */
+  private answer(decision: Decision, request: Req, diagnostics: Diagnostics): HandledRequest | Promise<HandledRequest> {
     this.report(decision, request, diagnostics);
-    const plan = respond(decision, this.parts.responses.get(decision.plan ?? '') ?? this.defaultResponse, config.clock);
+    const { responses, body, config } = this.parts;
+    const plan = respond(decision, responses.get(decision.plan ?? '') ?? this.defaultResponse, config.clock);
     // The problem object is built only when a hook may change the body; the default body is already serialized.
-    const customized = plan.action === 'reject' && this.parts.body.active;
-    return { decision, plan: customized ? await this.parts.body.apply(plan, decision, request, diagnostics) : plan };
+    if (plan.action !== 'reject' || !body.active) return { decision, plan };
+    return body.apply(plan, decision, request, diagnostics).then((shaped) => ({ decision, plan: shaped }));
   }
 
   /** Whether `skip` says to skip the request; a promise only when `skip` returned one. */

@@ -75,11 +75,14 @@ export interface RateLimitHandler<Req = any> {
   /** Undefined when the request is skipped: send nothing, count nothing. Never rejects for a user callback's fault. */
   handle(input: RequestInput<Req>): Promise<HandledRequest | undefined>;
   /**
-   * The whole flow, writing through `target`; never rejects. A request admitted by the load shedder
-   * (`shed`) or holding concurrency leases keeps them until the handler is done with `target.raw`
-   * (finish, or its `end()` after the client went away); see `settled` for frameworks that know more.
+   * The whole flow, writing through `target`; never throws, never rejects. The outcome itself when every
+   * step was synchronous (the common case: no async hook, the in-memory store), else a promise of it:
+   * `isPromiseLike(outcome) ? await outcome : outcome` spares a request two microtask turns. A request
+   * admitted by the load shedder (`shed`) or holding concurrency leases keeps them until the handler is
+   * done with `target.raw` (finish, or its `end()` after the client went away); see `settled` for
+   * frameworks that know more.
    */
-  run(input: RequestInput<Req>, target: ResponseTarget): Promise<RunOutcome>;
+  run(input: RequestInput<Req>, target: ResponseTarget): RunOutcome | Promise<RunOutcome>;
   /** The server-wide load shedder (`shed` option), for `shedder.state()`; undefined when none. */
   readonly shedder: LoadShedder<Req> | undefined;
   /**
@@ -87,6 +90,8 @@ export interface RateLimitHandler<Req = any> {
    * so its slot and leases go back now if the client already left (else when the response is written).
    */
   settled(response: object): void;
+  /** False when an admitted request can hold nothing (no `shed`, no concurrency policy): `settled` would do nothing. */
+  readonly holding: boolean;
   /**
    * Framework diagnostic: warns once (`WRN_RL_PERMISSIVE_TRUST_PROXY`) when `permissive` is true, i.e.
    * the framework's proxy setting lets a client choose its own IP. `setting` names it for the message.

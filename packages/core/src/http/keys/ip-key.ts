@@ -208,9 +208,17 @@ export function ipKey(options: IpKeyOptions = {}): KeyFunction {
   // start with ':' or are longer than 15 characters are looked up: never a dotted quad, cheaper to
   // read than to look up (short IPv6 texts are read).
   const sockets = new BoundedCache<string | IpAddress>(SOCKET_CACHE_SIZE);
+  // The last socket address text keyed and its key, for any text (dotted quads too): requests come in
+  // runs from one connection, and comparing with the last text costs a fraction of reading it again.
+  let lastText: string | undefined;
+  let lastKey = '';
   return function ipKey(_request, view) {
     if (pendingWarning) view.diagnostics.warn('WRN_RL_PERMISSIVE_TRUSTED_PROXIES', permissiveMessage(permissive));
     const remote = view.remoteAddress;
+    if (remote === lastText && lastText !== undefined) {
+      ignoreForwarding(view, config, lastText);
+      return lastKey;
+    }
     const text = typeof remote === 'string' && (remote.length > 15 || remote.charCodeAt(0) === COLON) ? remote : undefined;
     if (text !== undefined) {
       const known = sockets.get(text);
@@ -229,6 +237,8 @@ export function ipKey(options: IpKeyOptions = {}): KeyFunction {
     ignoreForwarding(view, config, socket);
     const key = keyOf(socket, config);
     if (text !== undefined) sockets.set(text, key);
+    lastText = remote as string;
+    lastKey = key;
     return key;
   };
 }

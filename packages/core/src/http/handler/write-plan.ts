@@ -6,6 +6,7 @@ import type { Diagnostics } from '../../diagnostics.js';
 import type { Limiter } from '../../limiter/limiter.js';
 import type { LoadShedderState, ShedPriority } from '../../shedding/load-shedder.js';
 import type { Decision } from '../../types.js';
+import type { HeaderPair } from '../response/header-values.js';
 import { waitUnlessClosed } from '../response/shaping-delay.js';
 import { planShed } from '../response/shed-response.js';
 import type { HandledRequest, ResponseTarget, RunOutcome } from './handler-types.js';
@@ -43,7 +44,12 @@ export function writePlan(
     out.abandon();
     return 'stop';
   }
-  for (const [name, value] of plan.headers) out.header(name, value);
+  const headers = plan.headers;
+  // An index loop: `for (const [name, value] of ...)` may build an iterator per pair.
+  for (let i = 0; i < headers.length; i++) {
+    const pair = headers[i] as HeaderPair;
+    out.header(pair[0], pair[1]);
+  }
   if (plan.action === 'reject') {
     out.reject(plan.status ?? 429, plan.body ?? '');
     return 'stop';

@@ -47,6 +47,8 @@ export function createDraft11Writer(policies: readonly PolicyDescription[], part
     return [p.name, params];
   });
   const policyField = serializeList(policyItems);
+  // The same pair on every response without a partition key: pairs are read-only.
+  const policyPair: HeaderPair = [RATELIMIT_POLICY, policyField];
   const names = policies.map((p) => serializeString(p.name));
   const single = names.length === 1 ? (names[0] as string) : undefined;
 
@@ -54,7 +56,7 @@ export function createDraft11Writer(policies: readonly PolicyDescription[], part
     write(decision: Decision, exhausted: boolean, _clock: () => number, into: HeaderPair[]): void {
       let pk = '';
       if (partitionKey === undefined) {
-        into.push([RATELIMIT_POLICY, policyField]);
+        into.push(policyPair);
       } else {
         const bytes = partitionKey(decision.key);
         pk = PK + serializeByteSequence(bytes);

@@ -4,8 +4,8 @@
  * or gets its own limiter with `config: { rateLimit: {...} }`, merged over the plugin options (a route's
  * `policies` replace the plugin's `plans`, and its `plans` the plugin's `policies`: `mergeRouteOptions`).
  * Registered inside an encapsulated context, it covers that context's routes only. A route declared
- * before the plugin is not limited and is warned about (`WRN_RL_ROUTES_BEFORE_REGISTER`) on its first
- * request. Logs go to the user's `logger`, else `request.log` / `fastify.log`, else (when `Fastify()`
+ * before the plugin is not limited and is warned about (`WRN_RL_ROUTES_BEFORE_REGISTER`) once its first
+ * request is answered. Logs go to the user's `logger`, else `request.log` / `fastify.log`, else (when `Fastify()`
  * has no logger, whose default writes nowhere) `console`.
  */
 

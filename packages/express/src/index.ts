@@ -65,7 +65,7 @@ class ResTarget implements ResponseTarget {
 export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware {
   const handler = createRateLimitHandler<Request>(options);
 
-  function rateLimitMiddleware(req: Request, res: Response, next: NextFunction): void {
+  function rateLimitMiddleware(req: Request, res: Response, next: NextFunction): Promise<void> | undefined {
     handler.checkTrustProxy("Express 'trust proxy'", isPermissiveTrustFunction(req.app.get('trust proxy fn')));
     const outcome = handler.run(
       {
@@ -79,12 +79,15 @@ export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware
       },
       new ResTarget(req, res),
     );
-    // Synchronous decisions (the common case) call next() at once, without a microtask turn.
+    // Synchronous decisions (the common case) call next() at once, without a microtask turn. The promise
+    // goes back to Express, as an async middleware's would: Express 5 passes what a later throw rejects with on.
     if (isPromiseLike(outcome)) {
-      outcome.then((o) => {
+      return outcome.then((o) => {
         if (o === 'next') next();
       });
-    } else if (outcome === 'next') next();
+    }
+    if (outcome === 'next') next();
+    return undefined;
   }
 
   return Object.assign(rateLimitMiddleware, { limiter: handler.limiter, shedder: handler.shedder });

@@ -202,6 +202,28 @@ describe('keys.ip(): remembered IPv6 socket addresses', () => {
     }
   });
 
+  it('keys the socket address of the request before again at once, dotted quads too; a trusted proxy is walked every time', () => {
+    const key = ipKey({ trustedProxies: 'loopback', ipv4Prefix: 24 });
+    const { view, logger } = viewFactory();
+    const steps: [string, string | undefined, string][] = [
+      ['203.0.113.7', undefined, 'ip:203.0.113.0/24'],
+      ['203.0.113.7', undefined, 'ip:203.0.113.0/24'],
+      ['198.51.100.9', undefined, 'ip:198.51.100.0/24'],
+      ['127.0.0.1', '192.0.2.1', 'ip:192.0.2.0/24'],
+      ['127.0.0.1', '192.0.2.200', 'ip:192.0.2.0/24'],
+      ['127.0.0.1', '198.18.0.1', 'ip:198.18.0.0/24'],
+      ['198.51.100.9', undefined, 'ip:198.51.100.0/24'],
+      // The peer keyed just before sends X-Forwarded-For: still ignored, and still warned about.
+      ['198.51.100.9', '192.0.2.1', 'ip:198.51.100.0/24'],
+    ];
+    for (const [remoteAddress, forwardedFor, expected] of steps) {
+      const headers = forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor };
+      expect(key({}, view({ remoteAddress, headers }))).toBe(expected);
+    }
+    expect(logger.warnings).toHaveLength(1);
+    expect(logger.warnings[0]).toMatch(/^WRN_RL_UNTRUSTED_FORWARDED_HEADER: A request from 198\.51\.100\.9 carries the X-Forwarded-For header/);
+  });
+
   it('keeps keying correctly past its capacity', () => {
     const key = ipKey();
     const { view } = viewFactory();

@@ -48,8 +48,13 @@ const fixedWindow: RefundKernel = (t, slot, now, cost, mark, _position, p) => {
   const w = p.windowMs;
   const ws = p.anchorFirst ? (now >= start + w ? now : start) : Math.max(alignedStart(now, w), start);
   const used = t.f[o + 1] as number;
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `used > 0` -> `true`, `>=`: a window with a finite start holds more than 0 (emptied, its start is -Infinity)
-  if (ws !== start || start + w !== mark || !(used > 0)) return false;
+  if (
+    ws !== start ||
+    start + w !== mark ||
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `used > 0` -> `true`, `>=`: a window with a finite start holds more than 0 (emptied, its start is -Infinity)
+    !(used > 0)
+  )
+    return false;
   const left = used - Math.min(cost, used);
   if (left === 0) {
     t.f[o] = Number.NEGATIVE_INFINITY;
@@ -81,8 +86,13 @@ const slidingWindow: RefundKernel = (t, slot, now, cost, mark, _position, p) => 
  * `position` is the receipt's, less what it gave back before.
  */
 function allowance(t: StateTable, o: number, now: number, mark: number, position: number, p: CompiledPolicy): number {
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `now < mark` -> `true`, `<=`: past the mark the allowance is at most 0 (line 84), which settle refuses
-  if (!(now < mark) || t.f[o + 2] !== p.limit || t.f[o + 3] !== p.capacity) return 0;
+  if (
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `now < mark` -> `true`, `<=`: past the mark the allowance is at most 0 (the next guard), which settle refuses
+    !(now < mark) ||
+    t.f[o + 2] !== p.limit ||
+    t.f[o + 3] !== p.capacity
+  )
+    return 0;
   const refunded = refundedAt(t, o, now);
   if (!(refunded >= position)) return 0;
   return (mark - now) * p.rate + position - refunded;

@@ -284,7 +284,9 @@ export class MemoryStore implements Store {
 
   /** `apply` of a plan of one policy, without a lease, for a string key: the common limiter's decision path (limiter/solo.ts). */
   applyOne(key: string, plan: StorePlan, cost: number, now: number): Float64Array {
+    // Stryker disable next-line EqualityOperator: equivalent, `>` -> `>=`: it writes the value it read
     if (now > this.lastNow) this.lastNow = now;
+    // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: `bind` returns the plan's binding, only slower
     const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
     return this.applySingle(key, b, cost, now);
   }

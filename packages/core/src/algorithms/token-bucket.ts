@@ -56,7 +56,7 @@ export function tbStore(t: StateTable, o: number, now: number, tokens: number, l
   t.f[o + 1] = last;
   t.f[o + 2] = p.limit;
   t.f[o + 3] = p.capacity;
-  // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: tokens never exceed the capacity, and at equality last + ceilDiv(0, rate) is last
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, -> `false`, `>`: tokens never exceed the capacity, and at equality last + ceilDiv(0, rate) is last
   noteMark(t, o, now, tokens >= p.capTicks ? last : last + ceilDiv(p.capTicks - tokens, p.rate));
 }
 

@@ -14,6 +14,7 @@
  *   `(latest mark - now) * writer's rate`, keeps the frame until that latest mark (however far past a full
  *   bucket of the new policy: issue 29's limit-change-and-back bug), and leaves an idle row (full, no live
  *   frame) as it was.
+ * Plus a vector of a case only some seeds reach: a row a limit change finds full again expires at once.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -224,5 +225,20 @@ describe('bucket rows, word by word, on random traces', () => {
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('bucket rows: vectors', () => {
+  it('token-bucket: a row a limit change finds full again is stored full and expires at once (a trace found it)', () => {
+    // Window 1 ms: one milli-unit charged under limit 2 at 100 000 has leaked by 100 001, where limit 1 adopts it.
+    const two = policy('token-bucket', 2, 1, undefined);
+    const one = policy('token-bucket', 1, 1, undefined);
+    const t = table(two);
+    const out = createOutcome();
+    two.kernel.consume(t, SLOT, 100_000, 1, two, out);
+    expect(out.allowed).toBe(true);
+    (one.kernel.adopt as NonNullable<typeof one.kernel.adopt>)(t, SLOT, 100_001, one);
+    expect(row(t).slice(0, 4)).toEqual([one.capTicks, 100_001, 1, 1]);
+    expect(one.kernel.expiresAt(t, SLOT, one)).toBe(NEG);
   });
 });

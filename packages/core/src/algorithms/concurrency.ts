@@ -56,7 +56,9 @@ function range(r: LogRing): [number, number] {
   let latest = Number.NEGATIVE_INFINITY;
   for (let i = 0; i < r.size; i++) {
     const d = r.buf[2 * i] as number;
+    // Stryker disable next-line EqualityOperator: equivalent, `<` -> `<=`: the same value at equality
     if (d < earliest) earliest = d;
+    // Stryker disable next-line EqualityOperator: equivalent, `>` -> `>=`: the same value at equality
     if (d > latest) latest = d;
   }
   return [earliest, latest];
@@ -92,6 +94,7 @@ export const concurrency: AlgorithmKernel = {
       return;
     }
     out.allowed = false;
+    // Stryker disable next-line ArithmeticOperator: equivalent, `* MILLI` -> `/`: a refused request finds at least `limit` leases, so the max is 0
     out.remaining = Math.max(0, p.limit - n) * MILLI;
     out.retryAfterMs = Math.min(MAX_LEASE_RETRY_MS, Math.max(1, earliest - now));
     out.resetMs = latest - now;
@@ -102,6 +105,7 @@ export const concurrency: AlgorithmKernel = {
       r = { buf: new Float64Array(8), head: 0, size: 0, sum: 0, highWater: Number.NEGATIVE_INFINITY };
       t.logs[slot] = r;
     }
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, -> `true`, `>=`, `<=`: the buffer grows whenever there is room (or always), never too late; only memory differs
     if (2 * (r.size + 1) > r.buf.length) {
       const buf = new Float64Array(r.buf.length * 2);
       buf.set(r.buf);
@@ -121,9 +125,12 @@ export const concurrency: AlgorithmKernel = {
 /** Ends lease `id` of the row; false when it had already ended (released before, or expired). */
 export function releaseLease(t: StateTable, slot: number, id: number, now: number): boolean {
   const r = live(t, slot, now);
+  // Stryker disable next-line UnaryOperator: equivalent, `-1` -> `+1`: with no live lease the index is never read (the next line refuses first)
   const i = r === undefined ? -1 : indexOf(r, id);
+  // Stryker disable next-line ConditionalExpression: equivalent, `r === undefined` -> `false`: with no ring the index is -1, and `i < 0` refuses it anyway
   if (r === undefined || i < 0) return false;
   removeAt(r, i);
+  // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: an empty ring left in place reads as none (writeLatest gives -Infinity, live drops it)
   if (r.size === 0) t.logs[slot] = undefined;
   writeLatest(t, slot, t.logs[slot]);
   return true;
@@ -132,7 +139,9 @@ export function releaseLease(t: StateTable, slot: number, id: number, now: numbe
 /** Moves the deadline of live lease `id` to `now + leaseMs`; false when it has ended. */
 export function renewLease(t: StateTable, slot: number, id: number, now: number, p: CompiledPolicy): boolean {
   const r = live(t, slot, now);
+  // Stryker disable next-line UnaryOperator: equivalent, `-1` -> `+1`: with no live lease the index is never read (the next line refuses first)
   const i = r === undefined ? -1 : indexOf(r, id);
+  // Stryker disable next-line ConditionalExpression: equivalent, `r === undefined` -> `false`: with no ring the index is -1, and `i < 0` refuses it anyway
   if (r === undefined || i < 0) {
     writeLatest(t, slot, r);
     return false;

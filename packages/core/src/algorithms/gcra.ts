@@ -87,6 +87,7 @@ export function evaluateGcra(
   const debt = gcraDebt(t, o, now, p);
   const need = cost * tpm;
   if (need > cap) {
+    // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
     writeExceeds(out, debt >= cap ? 0 : ticksToMilli(cap - debt, tpm), ceilDiv(debt, rate));
     return;
   }
@@ -99,10 +100,13 @@ export function evaluateGcra(
     out.remaining = ticksToMilli(cap - after, tpm);
     out.retryAfterMs = 0;
     out.resetMs = ceilDiv(after, rate);
+    // Stryker disable next-line EqualityOperator: equivalent, `debt > delayTicks` -> `>=`: at equality the delay is ceilDiv(0, rate), 0
     out.delayMs = debt > delayTicks ? ceilDiv(debt - delayTicks, rate) : 0;
   } else {
     out.allowed = false;
+    // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
     out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, tpm);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `debt > maxDelay` -> `true`, `>=`: within the bound the max is ceilDiv(after - cap), >= 1
     out.retryAfterMs = debt > maxDelay ? Math.max(ceilDiv(after - cap, rate), ceilDiv(debt - maxDelay, rate)) : ceilDiv(after - cap, rate);
     out.resetMs = ceilDiv(debt, rate);
     out.delayMs = 0;
@@ -130,6 +134,7 @@ export function consumeGcra(
   const after = debt + need;
   const maxDelay = p.maxDelayTicks;
   if (after > cap || debt > maxDelay) {
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `need > cap` -> `true`, `>=`: evaluateGcra answers a rejected request as this path does
     if (need > cap) {
       evaluateGcra(t, slot, now, cost, p, out, delayTicks);
       return;
@@ -137,7 +142,9 @@ export function consumeGcra(
     // Rejected: the common over-the-limit path, kept as short as the admitted one.
     out.allowed = false;
     out.exceeds = false;
+    // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
     out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, p.tokenTicks);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `debt > maxDelay` -> `true`, `>=`: within the bound the max is ceilDiv(after - cap), >= 1
     out.retryAfterMs = debt > maxDelay ? Math.max(ceilDiv(after - cap, rate), ceilDiv(debt - maxDelay, rate)) : ceilDiv(after - cap, rate);
     out.resetMs = ceilDiv(debt, rate);
     out.delayMs = 0;
@@ -150,6 +157,7 @@ export function consumeGcra(
   out.remaining = ticksToMilli(cap - after, p.tokenTicks);
   out.retryAfterMs = 0;
   out.resetMs = frac > 0 ? whole + 1 : whole;
+  // Stryker disable next-line EqualityOperator: equivalent, `debt > delayTicks` -> `>=`: at equality the delay is ceilDiv(0, rate), 0
   out.delayMs = debt > delayTicks ? ceilDiv(debt - delayTicks, rate) : 0;
 }
 

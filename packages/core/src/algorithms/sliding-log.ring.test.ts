@@ -227,6 +227,23 @@ describe('sliding-log ring (model)', () => {
     expect((t.logs[SLOT] as LogRing).buf.length / 2).toBe(4);
   });
 
+  it('vector: a ring that wraps around its end grows with its entries in order', () => {
+    const w = 100;
+    const p = policy(100, w);
+    const t = table();
+    const m = newModel();
+    for (const at of [0, 10, 20]) step(t, m, at, 1000, p, `at ${at}`);
+    // At 105 the entry at 0 leaves the window (5, 105]: the head moves on, and 105 and 106 fill the ring of 4
+    // around its end (106 in its first slot).
+    for (const at of [105, 106]) step(t, m, at, 1000, p, `at ${at}`);
+    const r = t.logs[SLOT] as LogRing;
+    expect([r.buf.length / 2, r.head, r.size]).toEqual([4, 1, 4]);
+    // A fifth entry: the ring doubles, unwrapped (the oldest entry first).
+    step(t, m, 107, 1000, p, 'grows');
+    expect([r.buf.length / 2, r.head, r.size]).toEqual([8, 0, 5]);
+    expect(entriesOf(r).map((e) => e.time)).toEqual([10, 20, 105, 106, 107]);
+  });
+
   it('vector: the fold at MAX_LOG_ENTRIES, repeated around the ring', () => {
     const w = 1_000_000;
     const p = policy(10_000_000, w);

@@ -32,6 +32,7 @@ function createRing(): LogRing {
 function resize(r: LogRing, entries: number): void {
   const next = new Float64Array(entries * 2);
   const mask = r.buf.length / 2 - 1;
+  // Stryker disable next-line EqualityOperator: equivalent, `<` -> `<=`: it also copies the slot after the last entry, which no read reaches and a push overwrites
   for (let i = 0; i < r.size; i++) {
     const j = ((r.head + i) & mask) * 2;
     next[i * 2] = r.buf[j] as number;
@@ -51,6 +52,7 @@ function expire(r: LogRing, now: number, w: number): void {
     r.head = (r.head + 1) & mask;
     r.size -= 1;
   }
+  // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: costs are whole milli-units, so the subtractions leave the sum at exactly 0 anyway
   if (r.size === 0) r.sum = 0;
   const capacity = r.buf.length / 2;
   if (capacity > MIN_ENTRIES && r.size * 4 < capacity) resize(r, capacity / 2);
@@ -86,6 +88,7 @@ function push(r: LogRing, time: number, cost: number): void {
 }
 
 function newestExpiry(r: LogRing, w: number): number {
+  // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: never called with an empty ring (commit calls it after a push, evaluate with live entries)
   if (r.size === 0) return Number.NEGATIVE_INFINITY;
   const mask = r.buf.length / 2 - 1;
   return (r.buf[((r.head + r.size - 1) & mask) * 2] as number) + w;
@@ -127,6 +130,7 @@ export const slidingLog: AlgorithmKernel = {
       }
     }
     const live = r === undefined ? 0 : r.size - first;
+    // Stryker disable next-line ConditionalExpression: equivalent, `r === undefined` -> `false`: without a ring `live` is 0, which the other side tests
     const resetUncharged = r === undefined || live === 0 ? 0 : newestExpiry(r, w) - now;
     if (cost > cap) {
       // sum > cap after the limit was lowered (state kept across a change of limit): nothing is left.
@@ -140,6 +144,7 @@ export const slidingLog: AlgorithmKernel = {
       out.remaining = cap - sum - cost;
       out.retryAfterMs = 0;
       // The window never moves back: the new entry is recorded at the high-water mark.
+      // Stryker disable next-line EqualityOperator: equivalent, `>` -> `>=`: the same value at equality
       const at = r !== undefined && r.highWater > now ? r.highWater : now;
       out.resetMs = at + w - now;
       return;
@@ -149,6 +154,7 @@ export const slidingLog: AlgorithmKernel = {
     const excess = sum + cost - cap;
     let freed = 0;
     let wait = 0;
+    // Stryker disable next-line EqualityOperator: equivalent, `<` -> `<=`: the live entries hold sum >= excess, so the walk breaks before it ends
     for (let i = first; i < ring.size; i++) {
       const j = ((ring.head + i) & mask) * 2;
       freed += ring.buf[j + 1] as number;
@@ -169,6 +175,7 @@ export const slidingLog: AlgorithmKernel = {
       r = createRing();
       t.logs[slot] = r;
     }
+    // Stryker disable next-line EqualityOperator: equivalent, `>` -> `>=`: the same value at equality
     if (now > r.highWater) r.highWater = now;
     push(r, r.highWater, cost);
     t.f[slot * t.stride] = newestExpiry(r, w);

@@ -20,6 +20,7 @@ interface Rolled {
   curr: number;
   prev: number;
 }
+// Stryker disable next-line ObjectLiteral: equivalent, -> `{}`: `roll` writes all three fields before any read
 const view: Rolled = { start: 0, curr: 0, prev: 0 };
 
 /** The counters as they stand at `now`: rolled over on a boundary, never moved back by a backward clock. */
@@ -44,9 +45,11 @@ function roll(t: StateTable, o: number, now: number, w: number): Rolled {
  */
 function waitFrom(e: number, prev: number, curr: number, cost: number, cap: number, w: number): number {
   const room = cap * w - (curr + cost) * w;
+  // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: equivalent, a rejected request with prev 0 has room < 0, and room <= 0 waits >= w - e, which line 50 sends on anyway
   if (room >= 0 && prev > 0) {
     // Inside this window: need prev * (w - e - d) <= room.
     const d = ceilDiv(prev * (w - e) - room, prev);
+    // Stryker disable next-line ConditionalExpression,ArithmeticOperator: equivalent, -> `true`, `- 1` -> `+ 1`, `w - e` -> `w + e`: d <= w - e here, and at w - e the next-boundary formula answers w - e
     if (d <= w - e - 1) return d;
   }
   // From the next boundary on, curr becomes prev: need curr * (w - e2) + cost * w <= cap * w.
@@ -58,6 +61,7 @@ function waitFrom(e: number, prev: number, curr: number, cost: number, cap: numb
 /** What is left now, before the request: floor((cap * w - weighted - curr * w) / w), at least 0. */
 function uncharged(weighted: number, curr: number, cap: number, w: number): number {
   const room = cap * w - weighted - curr * w;
+  // Stryker disable next-line EqualityOperator: equivalent, `room <= 0` -> `<`: the same value at equality
   return room <= 0 ? 0 : floorDiv(room, w);
 }
 
@@ -75,6 +79,7 @@ export const slidingWindow: AlgorithmKernel = {
     const cap = p.capMilli;
     const s = roll(t, slot * t.stride, now, w);
     // A backward clock parks the estimate at the window start: it neither refunds nor charges twice.
+    // Stryker disable next-line EqualityOperator: equivalent, `s.start > now` -> `>=`: the same value at equality
     const behind = s.start > now ? s.start - now : 0;
     const e = behind > 0 ? 0 : now - s.start;
     const weighted = s.prev * (w - e);

@@ -3,7 +3,8 @@
  * - a clock stepping back across a boundary, into the window before a charged one: the estimate is read at
  *   the charged window's start (the key's window never moves back), so the previous window weighs in full;
  * - counters holding more than the limit (state charged under a higher limit, read under a lower one): what is
- *   left is 0, never negative.
+ *   left is 0, never negative;
+ * - a wait that ends one ms before the next boundary (the edge between the in-window and the next-window formulas).
  */
 import { describe, expect, it } from 'vitest';
 import { compilePolicy } from '../policy.js';
@@ -23,6 +24,18 @@ describe('sliding-window', () => {
       { at: 900, cost: 0.5, allowed: false, remaining: 0, retryAfterMs: 200, resetMs: 2100, delayMs: 0 },
     ];
     expect(replay({ policies: { algorithm: 'sliding-window', limit: 10, windowMs: 1000 } }, rows)).toEqual(rows);
+  });
+
+  it('a wait of one ms less than the rest of the window is answered in the window, not at the next boundary', () => {
+    // Window 10 ms, limit 10: 8 charged in [0, 10); at 10 a request of 9 fits once 8 * (10 - e) + 9 * 10 <= 100,
+    // at e = 9 (8 * 2 + 90 = 106 at e = 8): a wait of 9, one less than the 10 left of the window.
+    const rows: TraceRow[] = [
+      { at: 0, cost: 8, allowed: true, remaining: 2, retryAfterMs: 0, resetMs: 20, delayMs: 0 },
+      { at: 10, cost: 9, allowed: false, remaining: 2, retryAfterMs: 9, resetMs: 10, delayMs: 0 },
+      { at: 18, cost: 9, allowed: false, remaining: 8.4, retryAfterMs: 1, resetMs: 2, delayMs: 0 },
+      { at: 19, cost: 9, allowed: true, remaining: 0.2, retryAfterMs: 0, resetMs: 11, delayMs: 0 },
+    ];
+    expect(replay({ policies: { algorithm: 'sliding-window', limit: 10, windowMs: 10 } }, rows)).toEqual(rows);
   });
 
   it('counters above a lowered limit leave 0, never a negative remaining', () => {

@@ -19,6 +19,7 @@ import { closeFrame, FRAME_AT, horizonAt, initFrame, noteMark, refundedAt } from
 
 /** Tokens at `now` (ticks), never refilled twice when the clock steps back. */
 function refill(tokens: number, last: number, now: number, cap: number, rate: number): number {
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `tokens >= cap` -> `false`, `>`, `now <= last` -> `<`: refill answers the same (full stays cap; elapsed 0 adds nothing)
   if (tokens >= cap || now <= last) return tokens;
   const elapsed = now - last;
   return elapsed >= ceilDiv(cap - tokens, rate) ? cap : tokens + elapsed * rate;
@@ -37,6 +38,7 @@ export function tbLevel(t: StateTable, o: number, now: number, p: CompiledPolicy
   const last = t.f[o + 1] as number;
   const limit = t.f[o + 2] as number;
   const burst = t.f[o + 3] as number;
+  // Stryker disable next-line ConditionalExpression,LogicalOperator,BlockStatement: equivalent, the fast path -> `false`, `||` -> `&&`, a side -> `false`, emptied: the slow path converts the own scale as the identity
   if (stored === Number.POSITIVE_INFINITY || (limit === p.limit && burst === p.capacity)) {
     return refill(Math.min(stored, p.capTicks), last, now, p.capTicks, p.rate);
   }
@@ -54,6 +56,7 @@ export function tbStore(t: StateTable, o: number, now: number, tokens: number, l
   t.f[o + 1] = last;
   t.f[o + 2] = p.limit;
   t.f[o + 3] = p.capacity;
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, -> `false`, `>`: tokens never exceed the capacity, and at equality last + ceilDiv(0, rate) is last
   noteMark(t, o, now, tokens >= p.capTicks ? last : last + ceilDiv(p.capTicks - tokens, p.rate));
 }
 
@@ -61,6 +64,7 @@ export function tbStore(t: StateTable, o: number, now: number, tokens: number, l
 export function tbFullAt(t: StateTable, o: number, p: CompiledPolicy): number {
   const tokens = t.f[o] as number;
   const [rate, , cap] =
+    // Stryker disable next-line ConditionalExpression,ArithmeticOperator: equivalent, -> `false`, `o + 2`, `o + 3` -> `-` in it: writerScale of the policy's own words is the policy's scale
     t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity
       ? [p.rate, p.tokenTicks, p.capTicks]
       : writerScale(t.f[o + 2] as number, t.f[o + 3] as number, p.windowMs);
@@ -91,6 +95,7 @@ export const tokenBucket: AlgorithmKernel = {
     const tokens = tbLevel(t, o, now, p);
     // Measured from the last refill when the clock stepped back, so waits stay exact.
     const last = t.f[o + 1] as number;
+    // Stryker disable next-line EqualityOperator: equivalent, `last > now` -> `>=`: `behind` is 0 either way at equality
     const behind = last > now ? last - now : 0;
     const need = cost * tpm;
     if (need > cap) {

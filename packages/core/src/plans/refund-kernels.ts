@@ -48,10 +48,17 @@ const fixedWindow: RefundKernel = (t, slot, now, cost, mark, _position, p) => {
   const w = p.windowMs;
   const ws = p.anchorFirst ? (now >= start + w ? now : start) : Math.max(alignedStart(now, w), start);
   const used = t.f[o + 1] as number;
-  if (ws !== start || start + w !== mark || !(used > 0)) return false;
+  if (
+    ws !== start ||
+    start + w !== mark ||
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `used > 0` -> `true`, `>=`: a window with a finite start holds more than 0 (emptied, its start is -Infinity)
+    !(used > 0)
+  )
+    return false;
   const left = used - Math.min(cost, used);
   if (left === 0) {
     t.f[o] = Number.NEGATIVE_INFINITY;
+    // Stryker disable next-line ArithmeticOperator: equivalent, `o + 1` -> `o - 1`: the start was just set to -Infinity, so the next read opens a window and never reads used
     t.f[o + 1] = 0;
   } else {
     t.f[o + 1] = left;
@@ -79,7 +86,13 @@ const slidingWindow: RefundKernel = (t, slot, now, cost, mark, _position, p) => 
  * `position` is the receipt's, less what it gave back before.
  */
 function allowance(t: StateTable, o: number, now: number, mark: number, position: number, p: CompiledPolicy): number {
-  if (!(now < mark) || t.f[o + 2] !== p.limit || t.f[o + 3] !== p.capacity) return 0;
+  if (
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `now < mark` -> `true`, `<=`: past the mark the allowance is at most 0 (the next guard), which settle refuses
+    !(now < mark) ||
+    t.f[o + 2] !== p.limit ||
+    t.f[o + 3] !== p.capacity
+  )
+    return 0;
   const refunded = refundedAt(t, o, now);
   if (!(refunded >= position)) return 0;
   return (mark - now) * p.rate + position - refunded;
@@ -120,6 +133,7 @@ function at(r: LogRing, i: number): number {
 
 const slidingLog: RefundKernel = (t, slot, now, cost, mark, _position, p) => {
   const r = t.logs[slot];
+  // Stryker disable next-line ConditionalExpression,BooleanLiteral: equivalent, -> `false`, `return true`: a sliding-log row always has its ring (an emptied one stays)
   if (r === undefined) return false;
   const w = p.windowMs;
   const time = mark - w;
@@ -128,6 +142,7 @@ const slidingLog: RefundKernel = (t, slot, now, cost, mark, _position, p) => {
   for (let i = r.size - 1; i >= 0; i--) {
     const entry = r.buf[at(r, i)] as number;
     if (entry === time) idx = i;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, -> `false`, `<`: the break only ends the scan early; entries strictly increase, so no older one matches
     if (entry <= time) break;
   }
   if (idx < 0) return false;
@@ -140,6 +155,7 @@ const slidingLog: RefundKernel = (t, slot, now, cost, mark, _position, p) => {
     return true;
   }
   // The entry holds nothing more: remove it, moving the newer ones back by one.
+  // Stryker disable next-line EqualityOperator: equivalent, `<` -> `<=`: the extra step copies the slot after the last live entry, which `r.size -= 1` drops
   for (let i = idx; i < r.size - 1; i++) {
     const a = at(r, i);
     const b = at(r, i + 1);
@@ -147,11 +163,16 @@ const slidingLog: RefundKernel = (t, slot, now, cost, mark, _position, p) => {
     r.buf[a + 1] = r.buf[b + 1] as number;
   }
   r.size -= 1;
+  // Stryker disable next-line BlockStatement: equivalent, emptied: the entry removed was the only one, the newest: the sum is 0 and the expiry highWater + w already
   if (r.size === 0) {
     // Nothing left: the high-water mark stays (the Lua log keeps it in its base member).
     r.sum = 0;
+    // Stryker disable next-line ArithmeticOperator: equivalent, `slot * t.stride` -> `/`: the entry removed was the only one, so the expiry word is highWater + w already
     t.f[slot * t.stride] = r.highWater + w;
-  } else if (idx === r.size) {
+  } else if (
+    // Stryker disable next-line ConditionalExpression: equivalent, -> `true`: when an older entry goes, the newest left is at the high-water mark, so it writes what is there
+    idx === r.size
+  ) {
     // The newest entry went: the high-water mark falls back to the newest one left, as the Lua log reads it.
     r.highWater = r.buf[at(r, r.size - 1)] as number;
     t.f[slot * t.stride] = r.highWater + w;
@@ -160,6 +181,7 @@ const slidingLog: RefundKernel = (t, slot, now, cost, mark, _position, p) => {
 };
 
 /** A lease is given back by release (algorithms/concurrency.ts), never refunded: receipts mark it NaN. */
+// Stryker disable next-line ArrowFunction,BooleanLiteral: equivalent, -> `undefined`, `true`: a receipt marks a lease NaN, so the store never calls it
 const concurrency: RefundKernel = () => false;
 
 export const REFUND_KERNELS: Readonly<Record<PolicyAlgorithm, RefundKernel>> = Object.freeze({

@@ -31,6 +31,18 @@ describe('window refunds name their window', () => {
     expect(left(store, 'k', plan, 1600)).toBe(7000);
   });
 
+  it('sliding-window: a receipt of the window before gives nothing to the current one', () => {
+    const store = new MemoryStore({ sweepIntervalMs: 0 });
+    const plan = planOf({ name: 's', algorithm: 'sliding-window', limit: 10, windowMs: 1000 });
+    const first = store.apply('k', plan, 2000, 500);
+    const mark = 500 + (first[R_RESET] as number);
+    store.apply('k', plan, 3000, 1500);
+    // At 1600: 2000 * (1000 - 600) / 1000 of the previous window and the current 3000 weigh in.
+    expect(left(store, 'k', plan, 1600)).toBe(6200);
+    expect(Array.from(store.refund('k', plan, 2000, [mark], 1600))).toEqual([0]);
+    expect(left(store, 'k', plan, 1600)).toBe(6200);
+  });
+
   it('sliding-window: a counter refunded to nothing answers 0 to a further refund', () => {
     const store = new MemoryStore({ sweepIntervalMs: 0 });
     const plan = planOf({ name: 's', algorithm: 'sliding-window', limit: 10, windowMs: 1000 });

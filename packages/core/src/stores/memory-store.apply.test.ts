@@ -1,7 +1,7 @@
 /**
  * @module The memory store's apply path by hand, through the Store interface (issue 29: each pins a mutant that
  * the random traces of memory-store.apply.property.test.ts let live):
- * - `sweep()` sweeps as of the latest time any apply or refund has seen, never an earlier one;
+ * - `sweep()` sweeps as of the latest time any apply (`apply`, `applyOne`) or refund has seen, never an earlier one;
  * - a lease taken by an apply is the one a release ends;
  * - a refund reaches the rows of its own plan, also right after an apply of another plan;
  * - a multi-policy request marks its rows used (charged or refused), so eviction gives them a second chance.
@@ -31,6 +31,17 @@ describe('sweep() as of the latest time seen', () => {
     store.apply('a', plan, 1000, 0);
     store.apply('c', plan, 1000, 2500);
     store.apply('b', plan, 1000, 500);
+    // As of 2500: a and b (windows ending at 1000) go, c stays.
+    expect(store.sweep()).toBe(2);
+    expect(store.size).toBe(1);
+  });
+
+  it('applyOne (the solo path) moves it on, and with the clock stepped back does not move it back', () => {
+    const store = new MemoryStore({ sweepIntervalMs: 0 });
+    const plan = planOf(fixed('p'));
+    store.applyOne('a', plan, 1000, 0);
+    store.applyOne('c', plan, 1000, 2500);
+    store.applyOne('b', plan, 1000, 500);
     // As of 2500: a and b (windows ending at 1000) go, c stays.
     expect(store.sweep()).toBe(2);
     expect(store.size).toBe(1);

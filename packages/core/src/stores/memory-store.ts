@@ -272,38 +272,49 @@ export class MemoryStore implements Store {
   }
 
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): Float64Array {
+    // Stryker disable next-line EqualityOperator: equivalent, `>` -> `>=`: it writes the value it read
     if (now > this.lastNow) this.lastNow = now;
+    // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: `bind` returns the plan's binding, only slower
     const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
+    // Stryker disable next-line ConditionalExpression: equivalent, -> `true`: a concurrency plan's apply always has a lease, and no other kernel reads it
     if (lease !== undefined) holdLease(b, lease);
+    // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: the group path answers one policy as applySingle does, only slower
     return plan.policies.length === 1 ? this.applySingle(keyAt(key, 0), b, cost, now) : this.applyGroups(key, plan, b, cost, now, true);
   }
 
   /** `apply` of a plan of one policy, without a lease, for a string key: the common limiter's decision path (limiter/solo.ts). */
   applyOne(key: string, plan: StorePlan, cost: number, now: number): Float64Array {
+    // Stryker disable next-line EqualityOperator: equivalent, `>` -> `>=`: it writes the value it read
     if (now > this.lastNow) this.lastNow = now;
+    // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: `bind` returns the plan's binding, only slower
     const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
     return this.applySingle(key, b, cost, now);
   }
 
   /** `apply` without the charge: the same numbers, `F_CHARGED` on each group that would be charged. */
   peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Float64Array {
+    // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: `bind` returns the plan's binding, only slower
     const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
     return this.applyGroups(key, plan, b, cost, now, false);
   }
 
   /** Gives back `cost` to each policy whose mark is a number (see `Store.refund`), synchronously. */
   refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Uint8Array {
+    // Stryker disable next-line EqualityOperator: equivalent, `>` -> `>=`: it writes the value it read
     if (now > this.lastNow) this.lastNow = now;
+    // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: `bind` returns the plan's binding, only slower
     const b = plan === this.lastPlan ? (this.lastBound as Bound) : this.bind(plan);
     const n = plan.policies.length;
     const done = new Uint8Array(n);
     for (let i = 0; i < n; i++) {
       const mark = marks[i] as number;
+      // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: every refund kernel refuses a NaN mark, so the answer stays 0
       if (Number.isNaN(mark)) continue;
       const t = b.tables[i] as Table;
       const p = plan.policies[i] as CompiledPolicy;
       const slot = t.index.get(keyAt(key, i));
       const position = (marks[n + i] ?? Number.NaN) - (marks[2 * n] ?? 0) * p.tokenTicks;
+      // Stryker disable next-line ConditionalExpression: equivalent, `slot !== undefined` -> `true`: every refund kernel refuses a row it cannot read
       if (slot !== undefined && REFUND_KERNELS[p.algorithm](t, slot, now, cost, mark, position, p)) done[i] = 1;
     }
     return done;
@@ -388,6 +399,7 @@ export class MemoryStore implements Store {
   private applyGroups(key: StoreKey, plan: StorePlan, b: Bound, cost: number, now: number, charge: boolean): Float64Array {
     const n = plan.policies.length;
     this.applyGroup(key, b, 0, plan.enforcedCount, cost, now, charge);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, -> `true`, `>=`: the shadow group is then empty and its loops do nothing
     if (n > plan.enforcedCount) this.applyGroup(key, b, plan.enforcedCount, n, cost, now, charge);
     return b.result;
   }
@@ -415,6 +427,7 @@ export class MemoryStore implements Store {
       const o = i * RESULT_STRIDE;
       if (all && !charge) {
         // A peek: what the charge would report, without it.
+        // Stryker disable next-line ArithmeticOperator: equivalent, `o + R_FLAGS` -> `-`: R_FLAGS is 0
         r[o + R_FLAGS] = F_ALLOWED | F_CHARGED;
         r[o + R_REMAINING] = out.remaining;
         r[o + R_RETRY_AFTER] = 0;
@@ -432,6 +445,7 @@ export class MemoryStore implements Store {
         }
         const p = b.policies[i] as CompiledPolicy;
         t.kernel.commit(t, slot, now, cost, p);
+        // Stryker disable next-line ArithmeticOperator: equivalent, `o + R_FLAGS` -> `-`: R_FLAGS is 0
         r[o + R_FLAGS] = F_ALLOWED | F_CHARGED;
         r[o + R_REMAINING] = out.remaining;
         r[o + R_POSITION] = t.kernel.position?.(t, slot, now, p) ?? 0;
@@ -439,10 +453,13 @@ export class MemoryStore implements Store {
         r[o + R_DELAY] = out.delayMs;
       } else {
         const slot = b.slots[i] as number;
+        // Stryker disable next-line ConditionalExpression: equivalent, -> `true`: it also marks the scratch row 0, which no key owns and eviction never takes
         if (slot !== 0) t.touch(slot);
+        // Stryker disable next-line ArithmeticOperator: equivalent, `o + R_FLAGS` -> `-`: R_FLAGS is 0
         r[o + R_FLAGS] = (out.allowed ? F_ALLOWED : 0) | (out.exceeds ? F_EXCEEDS : 0);
         r[o + R_RETRY_AFTER] = out.retryAfterMs;
         r[o + R_DELAY] = 0;
+        // Stryker disable next-line ConditionalExpression: equivalent, -> `true`: a rejected outcome reports the state as it stands, as a cost that never fits
         if (out.allowed) {
           // Admitted here but not charged: report the state as it stands (a cost that can never fit does).
           t.kernel.evaluate(t, slot, now, Number.POSITIVE_INFINITY, b.policies[i] as CompiledPolicy, out);

@@ -221,7 +221,9 @@ describe('keys.ip(): remembered IPv6 socket addresses', () => {
       expect(key({}, view({ remoteAddress, headers }))).toBe(expected);
     }
     expect(logger.warnings).toHaveLength(1);
-    expect(logger.warnings[0]).toMatch(/^WRN_RL_UNTRUSTED_FORWARDED_HEADER: A request from 198\.51\.100\.9 carries the X-Forwarded-For header/);
+    expect(logger.warnings[0]).toMatch(
+      /^WRN_RL_UNTRUSTED_FORWARDED_HEADER: A request from 198\.51\.100\.9 carries the X-Forwarded-For header/,
+    );
   });
 
   it('keeps keying correctly past its capacity', () => {

@@ -59,6 +59,7 @@ export function initFrame(t: StateTable, o: number): void {
 /** After a charge whose mark is `mark`: a live frame's horizon covers it; an ended frame starts over. */
 export function noteMark(t: StateTable, o: number, now: number, mark: number): void {
   if ((t.f[o + FRAME_AT + 1] as number) > now) {
+    // Stryker disable next-line EqualityOperator: equivalent, `mark > horizon` -> `>=`: at equality it writes the horizon it read
     if (mark > (t.f[o + FRAME_AT + 1] as number)) t.f[o + FRAME_AT + 1] = mark;
   } else {
     initFrame(t, o);

@@ -112,6 +112,22 @@ function hookOf(value: unknown, path: string): RateLimitHook {
   return value as RateLimitHook;
 }
 
+/** The last 429 body sent and its bytes: a client over its limit gets the same body until `Retry-After` ticks down. */
+let lastBody = '';
+let lastBuffer = Buffer.alloc(0);
+
+/**
+ * The body as bytes (a string would get `; charset=utf-8` appended to the problem+json Content-Type), encoded
+ * once per distinct body rather than once per rejection. Buffers sent are only read.
+ */
+function bodyBuffer(body: string): Buffer {
+  if (body !== lastBody) {
+    lastBuffer = Buffer.from(body);
+    lastBody = body;
+  }
+  return lastBuffer;
+}
+
 /**
  * How the core writes to one Fastify reply: one object per request, its methods on the prototype, where
  * five closures per request would each cost an allocation (and, compiled with names kept, a
@@ -135,7 +151,7 @@ class ReplyTarget implements ResponseTarget {
     this.reply.header(name, value);
   }
   reject(status: number, body: string): void {
-    this.reply.code(status).send(Buffer.from(body));
+    this.reply.code(status).send(bodyBuffer(body));
   }
   abandon(): void {
     if (!this.reply.sent) this.reply.hijack();

@@ -4,10 +4,10 @@
  * throws and never rejects, whichever step fails.
  */
 import { describe, expect, it } from 'vitest';
-import { formatLine, type LogFields } from '../../logging.js';
 import { MemoryStore } from '../../stores/memory-store.js';
 import { isPromiseLike, type Store, type StorePlan, type StoreResult } from '../../stores/store.js';
-import type { Decision, Logger } from '../../types.js';
+import { recordingLogger } from '../../testing/request-view-fixture.js';
+import type { Decision } from '../../types.js';
 import { createRateLimitHandler, type RawResponse, type ResponseTarget, type RunOutcome } from './rate-limit-handler.js';
 import type { RateLimitOptions } from './rate-limit-options.js';
 
@@ -44,20 +44,11 @@ function target(): ResponseTarget & { written: Written } {
   };
 }
 
-function recorder(): Logger & { lines: string[] } {
-  const lines: string[] = [];
-  return {
-    lines,
-    warn: (fields: LogFields, m: string) => lines.push(formatLine(fields, m)),
-    error: (fields: LogFields, m: string) => lines.push(formatLine(fields, m)),
-  };
-}
-
 const BASE: RateLimitOptions<object> = { policies: { algorithm: 'fixed-window', limit: 1, windowMs: 60_000 }, clock: () => 1_000_000 };
 
 /** Runs two requests from one address; returns each outcome, whether it came synchronously, and what it wrote. */
 async function twoRequests(options: RateLimitOptions<object>) {
-  const handler = createRateLimitHandler<object>({ ...BASE, logger: recorder(), ...options });
+  const handler = createRateLimitHandler<object>({ ...BASE, logger: recordingLogger(), ...options });
   const out: { outcome: RunOutcome; sync: boolean; written: Written }[] = [];
   for (let i = 0; i < 2; i++) {
     const t = target();
@@ -109,7 +100,7 @@ describe('handler.run', () => {
 
   it('never throws nor rejects: a target that throws lets the request through with one logged error', async () => {
     for (const store of [undefined, new AsyncMemoryStore()]) {
-      const logger = recorder();
+      const logger = recordingLogger();
       const handler = createRateLimitHandler<object>({ ...BASE, logger, ...(store === undefined ? {} : { store }) });
       const t = target();
       t.header = () => {
@@ -119,12 +110,12 @@ describe('handler.run', () => {
       const pending = handler.run({ request, raw: request, remoteAddress: '192.0.2.7', headers: {}, method: 'GET', url: '/' }, t);
       expect(isPromiseLike(pending)).toBe(store !== undefined);
       expect(isPromiseLike(pending) ? await pending : pending).toBe('next');
-      expect(logger.lines.filter((l) => l.startsWith('ERR_RL_HANDLER_FAILED'))).toHaveLength(1);
+      expect(logger.errors.filter((l) => l.startsWith('ERR_RL_HANDLER_FAILED'))).toHaveLength(1);
     }
   });
 
   it('charges one request once, however often the same middleware runs on it', async () => {
-    const handler = createRateLimitHandler<object>({ ...BASE, logger: recorder() });
+    const handler = createRateLimitHandler<object>({ ...BASE, logger: recordingLogger() });
     const request = {};
     const first = target();
     const second = target();

@@ -153,6 +153,14 @@ export class DecisionBuilder {
    * The decision of the solo path (solo.ts): a plan of one policy, a string key, the store's answer, counted.
    * The same numbers `build` then `label` give, in a `SoloDecision`.
    */
+  /** Counts `d`, a rejection of the solo path answered again (solo.ts), as `solo` counted it; returns it. */
+  soloAgain(d: Decision, cp: CompiledPlan): Decision {
+    this.counters.requests += 1;
+    this.counters.limited += 1;
+    cp.rejected[0] = (cp.rejected[0] as number) + 1;
+    return d;
+  }
+
   solo(key: string, cost: number, r: StoreResult, cp: CompiledPlan, at: number): Decision {
     this.counters.requests += 1;
     let shape = this.soloShape;

@@ -90,23 +90,26 @@ export function createLimiter(options: LimiterOptions): Limiter {
     countsDegraded: config.onStoreError === 'local',
   });
   const keeper = [...compiled.values()].some((cp) => cp.leases) ? new LeaseKeeper(compiled, logger, store.kind, now, warns) : undefined;
-  const decide =
+  const paths =
     keeper === undefined
       ? soloOrPlain(config, defaultPlan, plain, builder)
-      : new LeasedDecider({
-          plain,
-          targets,
-          builder,
-          guard,
-          timed,
-          store,
-          keeper,
-          fallbacks,
-          observer,
-          counters,
-          mode,
-          defaultCost: config.defaultCost,
-        }).decide;
+      : awaited(
+          new LeasedDecider({
+            plain,
+            targets,
+            builder,
+            guard,
+            timed,
+            store,
+            keeper,
+            fallbacks,
+            observer,
+            counters,
+            mode,
+            defaultCost: config.defaultCost,
+          }).decide,
+        );
+  const { decide, check } = paths;
   // Built this far: the limiter now holds its key names on the store (options.ts checked them with this token).
   const owner = defaultPlan.storePlan.policies[0];
   if (owner !== undefined) takeState(owner);
@@ -116,7 +119,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   return {
     check(key, opts) {
       try {
-        return Promise.resolve(decide(key, opts));
+        return check(key, opts);
       } catch (error) {
         return Promise.reject(error);
       }
@@ -175,15 +178,23 @@ export function createLimiter(options: LimiterOptions): Limiter {
   };
 }
 
+/** `limiter.decide`, and `limiter.check`, its answer as a promise. */
+type DecisionPaths = Pick<SoloDecider, 'decide' | 'check'>;
+
+/** `decide` and a `check` that resolves a promise with its answer. */
+function awaited(decide: DecisionPaths['decide']): DecisionPaths {
+  return { decide, check: (key, opts) => Promise.resolve(decide(key, opts)) };
+}
+
 /** The common limiter's own path (solo.ts) where it applies, else the general one. */
-function soloOrPlain(config: LimiterConfig, defaultPlan: CompiledPlan, plain: Decider, builder: DecisionBuilder): Decider['decide'] {
+function soloOrPlain(config: LimiterConfig, defaultPlan: CompiledPlan, plain: Decider, builder: DecisionBuilder): DecisionPaths {
   const { store } = config;
   const solo =
     defaultPlan.all.length === 1 &&
     config.hotKeys === false &&
     store instanceof MemoryStore &&
     Object.getPrototypeOf(store) === MemoryStore.prototype;
-  return solo ? new SoloDecider(plain, store, defaultPlan, builder, config.defaultCost).decide : plain.decide;
+  return solo ? new SoloDecider(plain, store, defaultPlan, builder, config.defaultCost) : awaited(plain.decide);
 }
 
 /** The failure mode: the guard that watches the store (breaker, watchdog, timeouts) and each plan's fallback answers. */

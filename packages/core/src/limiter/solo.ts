@@ -8,6 +8,11 @@
  * observer (it would do nothing), no store timer (it would call the store straight). Everything else
  * (a cost or a plan, a key object or one too long, a store that failed, a first check that asks the store whether
  * it is ready) takes the general path, limiter/decide.ts, which gives the same answers.
+ *
+ * A key rejected again in the same millisecond, while the store has changed nothing since
+ * (`MemoryStore.changes`), gets the same Decision without asking the store: a rejection charges
+ * nothing, so the store would answer the same numbers. A client flooding over its limit (the case where
+ * answering fast matters most) costs a comparison per request; the counters still count every check.
  */
 import { channel } from 'node:diagnostics_channel';
 import { WHOLE_STORE } from '../failure/store-guard.js';
@@ -26,6 +31,13 @@ const decisionChannel = channel(DECISION_CHANNEL);
 export class SoloDecider {
   /** metric-store's `exporters`, held in a field: reading it skips the check that an imported binding is initialized. */
   private readonly watch = exporters;
+  /** The last rejection, its key, its ms and the store's `changes` then: `lastKey` undefined when there is none. */
+  private lastKey: string | undefined = undefined;
+  private lastAt = 0;
+  private lastChanges = 0;
+  private last: Decision | undefined = undefined;
+  /** `last` as a promise, made on the first `check` that answers it. */
+  private settled: Promise<Decision> | undefined = undefined;
 
   constructor(
     private readonly plain: Decider,
@@ -52,21 +64,41 @@ export class SoloDecider {
     return this.plain.decide(rawKey, opts);
   };
 
+  /** `limiter.check`: a rejection answered again (see the module doc) is answered with the same promise. */
+  readonly check = (rawKey: LimiterKey, opts?: CheckOptions): Promise<Decision> => {
+    const d = this.decide(rawKey, opts);
+    if (d !== this.last) return Promise.resolve(d);
+    if (this.settled === undefined) this.settled = Promise.resolve(d);
+    return this.settled;
+  };
+
   private solo(key: string): Decision | Promise<Decision> {
     const plain = this.plain;
     const guard = plain.guard;
     const at = plain.now();
     // The store's one node (a MemoryStore has no `nodeOf`) is failing: the general path decides.
     if (!guard.allow(WHOLE_STORE, at)) return plain.decideStringAt(key, at);
-    const seq = guard.next();
+    const store = this.store;
     const cp = this.plan;
+    if (key === this.lastKey && at === this.lastAt && store.changes === this.lastChanges) {
+      return this.builder.soloAgain(this.last as Decision, cp);
+    }
+    const seq = guard.next();
     let r: Float64Array;
     try {
-      r = this.store.applyOne(key, cp.storePlan, this.cost, at);
+      r = store.applyOne(key, cp.storePlan, this.cost, at);
     } catch (error) {
       return plain.threw(key, this.cost, at, seq, error);
     }
     guard.answered(WHOLE_STORE);
-    return this.builder.solo(key, this.cost, r, cp, at);
+    const d = this.builder.solo(key, this.cost, r, cp, at);
+    if (d.limited) {
+      this.lastKey = key;
+      this.lastAt = at;
+      this.lastChanges = store.changes;
+      this.last = d;
+      this.settled = undefined;
+    }
+    return d;
   }
 }

@@ -209,6 +209,13 @@ export class MemoryStore implements Store {
   evictions = 0;
   /** Expired entries purged by the sweep. */
   purged = 0;
+  /**
+   * Counts the calls that may have changed a key's state: charges, refunds, lease releases and renewals,
+   * resets, sweeps and clears (a rejection by `applyOne` changes nothing it would answer differently at the
+   * same ms). The solo path (limiter/solo.ts) answers a key rejected again at the same ms with the same
+   * Decision while this stays the same.
+   */
+  changes = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
     const {
@@ -272,6 +279,8 @@ export class MemoryStore implements Store {
   }
 
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): Float64Array {
+    // Stryker disable next-line AssignmentOperator: equivalent, `-=` changes the count too, all the solo path reads
+    this.changes += 1;
     // Stryker disable next-line EqualityOperator: equivalent, `>` -> `>=`: it writes the value it read
     if (now > this.lastNow) this.lastNow = now;
     // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: `bind` returns the plan's binding, only slower
@@ -300,6 +309,7 @@ export class MemoryStore implements Store {
 
   /** Gives back `cost` to each policy whose mark is a number (see `Store.refund`), synchronously. */
   refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Uint8Array {
+    this.changes += 1;
     // Stryker disable next-line EqualityOperator: equivalent, `>` -> `>=`: it writes the value it read
     if (now > this.lastNow) this.lastNow = now;
     // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: `bind` returns the plan's binding, only slower
@@ -322,11 +332,13 @@ export class MemoryStore implements Store {
 
   /** Ends `lease` in the plan's concurrency policies (algorithms/concurrency.ts). */
   release(key: StoreKey, plan: StorePlan, lease: number, now: number): void {
+    this.changes += 1;
     this.leases(key, plan, (t, slot) => releaseLease(t, slot, lease, now));
   }
 
   /** Renews `lease` in the plan's concurrency policies; true when it was live in all of them. */
   renew(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
+    this.changes += 1;
     if (now > this.lastNow) this.lastNow = now;
     return this.leases(key, plan, (t, slot, p) => {
       // A renewed lease is in use: its row is not the eviction sweep's to take.
@@ -365,6 +377,8 @@ export class MemoryStore implements Store {
     }
     const r = b.result;
     if (out.allowed) {
+      // Stryker disable next-line AssignmentOperator: equivalent, `-=` changes the count too, all the solo path reads
+      this.changes += 1;
       r[R_FLAGS] = F_ALLOWED | F_CHARGED;
       r[R_POSITION] = t.kernel.position?.(t, slot as number, now, p) ?? 0;
     } else {
@@ -501,6 +515,7 @@ export class MemoryStore implements Store {
   }
 
   reset(key: string, plan: StorePlan): void {
+    this.changes += 1;
     for (const p of plan.policies) {
       const t = this.tables.get(p.id);
       const slot = t?.index.get(key);
@@ -516,6 +531,7 @@ export class MemoryStore implements Store {
    * (or `now`). The timer calls it; tests and hosts without timers may call it directly.
    */
   sweep(now: number = this.lastNow): number {
+    this.changes += 1;
     let removed = 0;
     for (const t of this.tables.values()) {
       const before = t.size;
@@ -529,6 +545,7 @@ export class MemoryStore implements Store {
 
   /** Drops every entry. */
   clear(): void {
+    this.changes += 1;
     this.tables.clear();
     this.bindings = new WeakMap();
     this.count = 0;

@@ -32,39 +32,26 @@ function verdict(t: TargetCheck): string {
   return t.met ? 'met' : 'not met';
 }
 
-/** Which of a variant's medians a summary table shows: throughput, or server CPU per request. */
-type Meter = 'rps' | 'cpu';
-
-/** One variant's median ratio to bare (or tollgate's to wire) in a group, or why there is none. */
-function groupRatio(g: HttpGroup, variant: HttpVariantResult['variant'], toWire = false, meter: Meter = 'rps'): string {
+/** One variant's median ratio to bare in a group, or why there is none. */
+function groupRatio(g: HttpGroup, variant: HttpVariantResult['variant'], toWire = false): string {
   if (g.error !== undefined) return 'failed';
   const v = g.variants.find((y) => y.variant === variant);
   if (v === undefined) return '-';
   if (v.missing !== undefined) return missing(v.missing);
-  if (meter === 'cpu') return cpuFigure(toWire ? v.cpuRatioToWire : v.cpuRatio);
   return ratio(toWire ? v.ratioToWire : v.ratio);
 }
 
-/** A CPU ratio, or `-` for results without one (runs before it was measured, or no /proc). */
-function cpuFigure(x: number | undefined): string {
-  return x === undefined || !Number.isFinite(x) ? '-' : ratio(x);
-}
-
 /** framework, mode, tollgate / bare, wire / bare, tollgate / wire, peer / bare. */
-function httpRatioRows(groups: readonly HttpGroup[], meter: Meter = 'rps'): string[][] {
+function httpRatioRows(groups: readonly HttpGroup[]): string[][] {
   return groups.map((g) => [
     g.framework,
     g.mode,
-    groupRatio(g, 'tollgate', false, meter),
-    groupRatio(g, 'wire', false, meter),
-    groupRatio(g, 'tollgate', true, meter),
-    groupRatio(g, 'peer', false, meter),
+    groupRatio(g, 'tollgate'),
+    groupRatio(g, 'wire'),
+    groupRatio(g, 'tollgate', true),
+    groupRatio(g, 'peer'),
   ]);
 }
-
-/** What the CPU table means, in one sentence (the report and the README say the same). */
-export const CPU_EXPLAINED =
-  "By server CPU: each round also reads the server process's CPU time (/proc/<pid>/stat) before and after its load; the ratio is bare's CPU per request over the variant's in the same round (median over rounds), the server's own work, which another tenant's burst on a shared machine does not move as it moves requests/s.";
 
 const HTTP_RATIO_HEADER = ['framework', 'mode', 'tollgate / bare', 'wire / bare', 'tollgate / wire', 'peer / bare'];
 
@@ -224,13 +211,13 @@ function httpSection(http: NonNullable<BenchResults['http']>): string {
   const notes: string[] = [];
   for (const g of http.groups as readonly HttpGroup[]) {
     if (g.error !== undefined) {
-      rows.push([g.framework, g.mode, 'failed', '', '', '', '', '', '']);
+      rows.push([g.framework, g.mode, 'failed', '', '', '', '', '']);
       notes.push(`- ${g.framework} ${g.mode}: ${g.error}`);
       continue;
     }
     for (const v of g.variants) {
       if (v.missing !== undefined) {
-        rows.push([g.framework, g.mode, v.label, missing(v.missing), '', '', '', '', '']);
+        rows.push([g.framework, g.mode, v.label, missing(v.missing), '', '', '', '']);
         notes.push(`- ${g.framework} ${g.mode}, ${v.label}: ${v.missing.status}: ${v.missing.reason}`);
         continue;
       }
@@ -242,7 +229,6 @@ function httpSection(http: NonNullable<BenchResults['http']>): string {
         v.variant === 'bare' ? '1' : ratio(v.ratio),
         v.variant === 'bare' ? '' : v.ratios.map(ratio).join(', '),
         v.ratiosToWire.length === 0 ? '' : `${ratio(v.ratioToWire)} (${v.ratiosToWire.map(ratio).join(', ')})`,
-        v.variant === 'bare' || v.cpuRatios === undefined ? '' : `${cpuFigure(v.cpuRatio)} (${v.cpuRatios.map(cpuFigure).join(', ')})`,
         `${int(v.unexpected)} / ${int(v.requests)}`,
       ]);
     }
@@ -262,10 +248,6 @@ function httpSection(http: NonNullable<BenchResults['http']>): string {
     '',
     table(HTTP_RATIO_HEADER, httpRatioRows(http.groups)),
     '',
-    CPU_EXPLAINED,
-    '',
-    table(HTTP_RATIO_HEADER, httpRatioRows(http.groups, 'cpu')),
-    '',
     table(
       [
         'framework',
@@ -275,7 +257,6 @@ function httpSection(http: NonNullable<BenchResults['http']>): string {
         'ratio to bare (median)',
         'ratio per round',
         'ratio to wire (median, per round)',
-        'CPU per request, bare / variant (median, per round)',
         'unexpected / requests',
       ],
       rows,
@@ -554,11 +535,6 @@ export function renderSummary(results: BenchResults, targets: readonly TargetChe
   }
   if (results.http !== undefined) {
     out.push('C. HTTP throughput ratios (medians of per-round ratios)', table(HTTP_RATIO_HEADER, httpRatioRows(results.http.groups)), '');
-    out.push(
-      'C. HTTP, by server CPU per request (bare / variant, medians)',
-      table(HTTP_RATIO_HEADER, httpRatioRows(results.http.groups, 'cpu')),
-      '',
-    );
   }
   if (results.concurrency !== undefined) {
     const d = results.concurrency;

@@ -53,16 +53,6 @@ export interface HttpVariantResult {
   readonly ratiosToWire: readonly number[];
   /** Median of `ratiosToWire` (NaN when empty): the limiter's own cost, the bytes it sends set apart. */
   readonly ratioToWire: number;
-  /**
-   * Per round: bare's server CPU time per request over this variant's in the same round (above 1: less CPU
-   * per request than bare). The server's own work, read from /proc: steadier than requests/s on a shared
-   * machine, where another tenant's burst slows a round without costing the server CPU. Empty where /proc is not.
-   */
-  readonly cpuRatios?: readonly number[];
-  /** Median of `cpuRatios` (NaN when empty or absent: results of runs before it was measured). */
-  readonly cpuRatio?: number;
-  /** tollgate only: per round, wire's CPU per request over tollgate's; median. */
-  readonly cpuRatioToWire?: number;
   /** Responses whose status was not the mode's (allow: not 2xx; block: not 429). */
   readonly unexpected: number;
   readonly requests: number;

@@ -40,11 +40,9 @@ function variant(
   rps: number,
   ratios: number[],
   ratiosToWire: number[] = [],
-  cpu?: { ratios: number[]; toWire?: number },
 ): HttpVariantResult {
   const mid = (xs: number[]): number => (xs.length === 0 ? Number.NaN : ((xs[0] as number) + (xs[xs.length - 1] as number)) / 2);
   return {
-    ...(cpu === undefined ? {} : { cpuRatios: cpu.ratios, cpuRatio: mid(cpu.ratios), cpuRatioToWire: cpu.toWire ?? Number.NaN }),
     variant: name,
     label,
     missing: undefined,
@@ -56,12 +54,6 @@ function variant(
     unexpected: 0,
     requests: Number.isNaN(rps) ? 0 : rps * 2,
   };
-}
-
-/** The block group as a run before CPU times were measured wrote it. */
-function blockWithoutCpu(): HttpGroup {
-  const g = (results().http as NonNullable<BenchResults['http']>).groups[1] as HttpGroup;
-  return { ...g, variants: g.variants.map(({ cpuRatios, cpuRatio, cpuRatioToWire, ...v }) => v) };
 }
 
 const scenarios = [
@@ -111,9 +103,9 @@ function results(): BenchResults {
       error: undefined,
       variants: [
         variant('bare', 'bare express', 10_000, [1, 1]),
-        variant('wire', 'wire express', 9000, [0.9, 0.9], [], { ratios: [0.97, 0.97] }),
-        variant('tollgate', '@tollgate/express', 8800, [0.88, 0.88], [0.98, 0.97], { ratios: [0.96, 0.94], toWire: 0.98 }),
-        variant('peer', 'express-rate-limit', 8000, [0.8, 0.78], [], { ratios: [0.85, 0.83] }),
+        variant('wire', 'wire express', 9000, [0.9, 0.9]),
+        variant('tollgate', '@tollgate/express', 8800, [0.88, 0.88], [0.98, 0.97]),
+        variant('peer', 'express-rate-limit', 8000, [0.8, 0.78]),
       ],
     },
   ];
@@ -257,16 +249,6 @@ describe('checkTargets', () => {
     const own = targets.find((x) => x.target.startsWith('express block: tollgate / wire'));
     expect(own).toMatchObject({ figure: '0.975 (wire / bare 0.900)', met: true, reference: true });
   });
-
-  it('judges the same C target by server CPU per request, and calls results without CPU times not measured', () => {
-    const cpu = targets.find((x) => x.target.startsWith('express block, by server CPU per request'));
-    expect(cpu).toMatchObject({ figure: '0.950 vs peer 0.840', met: true });
-    const old = checkTargets({
-      ...results(),
-      http: { ...(results().http as NonNullable<BenchResults['http']>), groups: [blockWithoutCpu()] },
-    });
-    expect(old.find((x) => x.target.startsWith('express block, by server CPU per request'))?.met).toBeUndefined();
-  });
 });
 
 describe('renderResults', () => {
@@ -277,14 +259,9 @@ describe('renderResults', () => {
     expect(md).toContain('| tollgate-gcra | 50.0 | 300 | 500 | 49.0 |');
     expect(md).toContain('| tollgate-gcra | 70 | 110 |');
     expect(md).toContain('| express | allow | @tollgate/express | not available |');
-    expect(md).toContain('| express | allow | express-rate-limit | 8,000 | 0.790 | 0.800, 0.780 |  |  | 0 / 16,000 |');
-    expect(md).toContain(
-      '| express | block | @tollgate/express | 8,800 | 0.880 | 0.880, 0.880 | 0.975 (0.980, 0.970) | 0.950 (0.960, 0.940) | 0 / 17,600 |',
-    );
+    expect(md).toContain('| express | allow | express-rate-limit | 8,000 | 0.790 | 0.800, 0.780 |  | 0 / 16,000 |');
+    expect(md).toContain('| express | block | @tollgate/express | 8,800 | 0.880 | 0.880, 0.880 | 0.975 (0.980, 0.970) | 0 / 17,600 |');
     expect(md).toContain('| express | block | 0.880 | 0.900 | 0.975 | 0.790 |');
-    // The same cells by server CPU per request.
-    expect(md).toContain('| express | block | 0.950 | 0.970 | 0.980 | 0.840 |');
-    expect(md).toContain('| express | allow | not available | - | not available | - |');
     expect(md).toContain(
       "| C | express block: tollgate / wire, the limiter's own cost (reference: the same 0.95) | 0.975 (wire / bare 0.900) | reference: reaches it |",
     );

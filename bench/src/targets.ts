@@ -295,13 +295,6 @@ function httpTargets(groups: readonly HttpGroup[]): TargetCheck[] {
         met: t.ratio >= share && t.ratio > p.ratio,
       });
     }
-    if (g.error === undefined && t !== undefined && t.missing === undefined && p !== undefined && p.missing === undefined) {
-      const cpu = `${g.framework} ${g.mode}, by server CPU per request: tollgate at least ${share} of bare and above the peer's ratio`;
-      const [tc, pc] = [t.cpuRatio ?? Number.NaN, p.cpuRatio ?? Number.NaN];
-      if (!Number.isFinite(tc) || !Number.isFinite(pc))
-        out.push(notMeasured('C', cpu, 'no CPU times (no /proc, or results of an earlier run)'));
-      else out.push({ section: 'C', target: cpu, figure: `${tc.toFixed(3)} vs peer ${pc.toFixed(3)}`, met: tc >= share && tc > pc });
-    }
     const w = g.variants.find((v) => v.variant === 'wire');
     const own = `${g.framework} ${g.mode}: tollgate / wire, the limiter's own cost (reference: the same ${share})`;
     if (g.error !== undefined || t === undefined || t.missing !== undefined) continue;

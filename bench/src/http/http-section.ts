@@ -3,12 +3,9 @@
  * process each), checks each answers as the mode expects (and that wire sends what tollgate sends),
  * warms them up, then runs short load rounds alternated bare, wire, tollgate, peer, bare, ... with the
  * load generator in its own process. Each variant's ratio is taken to bare in the same round, and
- * tollgate's also to wire; the report gives the median of those ratios. Beside requests/s, each round
- * reads the server's CPU time (/proc/<pid>/stat) before and after its load: the CPU per request, a
- * steadier ratio on a shared machine (another tenant's burst slows a round, not the server's work).
+ * tollgate's also to wire; the report gives the median of those ratios.
  */
-import { type ChildProcess, fork, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { type ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import { BENCH_DIR, baseFlags, PROFILE_DIR } from '../child-process.js';
 import type { HttpGroup, HttpVariantResult, Missing } from '../results.js';
@@ -84,47 +81,6 @@ function startServer(input: HttpServerInput, profile: boolean): Promise<Server |
   });
 }
 
-/** Clock ticks per second of /proc's CPU times (`getconf CLK_TCK`; 100 on Linux). */
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim() ?? '') || 100;
-
-/**
- * The user + system CPU seconds of a process from the text of its /proc/<pid>/stat: fields 14 and 15,
- * counted after the command name in parentheses (which may hold spaces). NaN when the text has no such fields.
- */
-export function cpuSecondsOfStat(stat: string, ticksPerSecond: number): number {
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // After the name: state is field 3, so utime (14) and stime (15) are at indexes 11 and 12.
-  const used = Number(fields[11]) + Number(fields[12]);
-  return Number.isFinite(used) ? used / ticksPerSecond : Number.NaN;
-}
-
-/** A server's CPU seconds so far; NaN where /proc cannot be read. */
-function cpuSeconds(child: ChildProcess): number {
-  try {
-    return cpuSecondsOfStat(readFileSync(`/proc/${child.pid}/stat`, 'utf8'), CLOCK_TICKS);
-  } catch {
-    return Number.NaN;
-  }
-}
-
-interface Measured {
-  readonly load: LoadResult;
-  /** Server CPU seconds per request in the round. */
-  readonly cpu: number;
-}
-
-async function measure(s: Server, o: HttpSectionOptions): Promise<Measured> {
-  const before = cpuSeconds(s.child);
-  const load = await o.load.run(`http://127.0.0.1:${s.port}/`, o.roundSeconds, o.connections);
-  return { load, cpu: (cpuSeconds(s.child) - before) / load.requests };
-}
-
-/** Median of the finite values; NaN when there is none. */
-function finiteMedian(xs: readonly number[]): number {
-  const finite = xs.filter(Number.isFinite);
-  return finite.length === 0 ? Number.NaN : median(finite);
-}
-
 function stopServer(s: Server): Promise<void> {
   return new Promise((resolve) => {
     if (s.child.exitCode !== null) {
@@ -186,14 +142,12 @@ async function runGroup(framework: Framework, mode: Mode, o: HttpSectionOptions)
       return { framework, mode, variants: [], error: `bare ${framework} did not run: ${bare.reason}` };
     }
     for (const s of servers) await o.load.run(`http://127.0.0.1:${s.port}/`, o.warmupSeconds, o.connections);
-    const measured: Map<Variant, Measured>[] = [];
+    const rounds: Map<Variant, LoadResult>[] = [];
     for (let r = 0; r < o.rounds; r++) {
-      const round = new Map<Variant, Measured>();
-      for (const s of servers) round.set(s.variant, await measure(s, o));
-      measured.push(round);
+      const round = new Map<Variant, LoadResult>();
+      for (const s of servers) round.set(s.variant, await o.load.run(`http://127.0.0.1:${s.port}/`, o.roundSeconds, o.connections));
+      rounds.push(round);
     }
-    const rounds = measured.map((round) => new Map([...round].map(([v, m]) => [v, m.load])));
-    const cpuOf = (round: Map<Variant, Measured>, v: Variant): number => round.get(v)?.cpu ?? Number.NaN;
     const variants: HttpVariantResult[] = VARIANTS.map((variant) => {
       const s = started.get(variant);
       const base = { variant, label: label(framework, variant) };
@@ -212,11 +166,10 @@ async function runGroup(framework: Framework, mode: Mode, o: HttpSectionOptions)
       }
       const results = rounds.map((round) => round.get(variant) as LoadResult);
       const ratios = rounds.map((round) => (round.get(variant) as LoadResult).rps / (round.get('bare') as LoadResult).rps);
-      const hasWire = variant === 'tollgate' && servers.some((x) => x.variant === 'wire');
-      const ratiosToWire = hasWire
-        ? rounds.map((round) => (round.get(variant) as LoadResult).rps / (round.get('wire') as LoadResult).rps)
-        : [];
-      const cpuRatios = measured.map((round) => cpuOf(round, 'bare') / cpuOf(round, variant));
+      const ratiosToWire =
+        variant === 'tollgate' && servers.some((x) => x.variant === 'wire')
+          ? rounds.map((round) => (round.get(variant) as LoadResult).rps / (round.get('wire') as LoadResult).rps)
+          : [];
       return {
         ...base,
         missing: undefined,
@@ -225,9 +178,6 @@ async function runGroup(framework: Framework, mode: Mode, o: HttpSectionOptions)
         ratio: median(ratios),
         ratiosToWire,
         ratioToWire: ratiosToWire.length === 0 ? Number.NaN : median(ratiosToWire),
-        cpuRatios,
-        cpuRatio: finiteMedian(cpuRatios),
-        cpuRatioToWire: hasWire ? finiteMedian(measured.map((round) => cpuOf(round, 'wire') / cpuOf(round, variant))) : Number.NaN,
         unexpected: results.reduce((sum, x) => sum + unexpectedOf(x, mode, variant), 0),
         requests: results.reduce((sum, x) => sum + x.requests, 0),
       };

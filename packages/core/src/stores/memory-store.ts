@@ -309,6 +309,7 @@ export class MemoryStore implements Store {
 
   /** Gives back `cost` to each policy whose mark is a number (see `Store.refund`), synchronously. */
   refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Uint8Array {
+    // Stryker disable next-line AssignmentOperator: equivalent, `-=` changes the count too, all the solo path reads
     this.changes += 1;
     // Stryker disable next-line EqualityOperator: equivalent, `>` -> `>=`: it writes the value it read
     if (now > this.lastNow) this.lastNow = now;
@@ -332,12 +333,14 @@ export class MemoryStore implements Store {
 
   /** Ends `lease` in the plan's concurrency policies (algorithms/concurrency.ts). */
   release(key: StoreKey, plan: StorePlan, lease: number, now: number): void {
+    // Stryker disable next-line AssignmentOperator: equivalent, `-=` changes the count too, all the solo path reads
     this.changes += 1;
     this.leases(key, plan, (t, slot) => releaseLease(t, slot, lease, now));
   }
 
   /** Renews `lease` in the plan's concurrency policies; true when it was live in all of them. */
   renew(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
+    // Stryker disable next-line AssignmentOperator: equivalent, `-=` changes the count too, all the solo path reads
     this.changes += 1;
     if (now > this.lastNow) this.lastNow = now;
     return this.leases(key, plan, (t, slot, p) => {
@@ -515,6 +518,7 @@ export class MemoryStore implements Store {
   }
 
   reset(key: string, plan: StorePlan): void {
+    // Stryker disable next-line AssignmentOperator: equivalent, `-=` changes the count too, all the solo path reads
     this.changes += 1;
     for (const p of plan.policies) {
       const t = this.tables.get(p.id);
@@ -531,6 +535,7 @@ export class MemoryStore implements Store {
    * (or `now`). The timer calls it; tests and hosts without timers may call it directly.
    */
   sweep(now: number = this.lastNow): number {
+    // Stryker disable next-line AssignmentOperator: equivalent, `-=` changes the count too, all the solo path reads
     this.changes += 1;
     let removed = 0;
     for (const t of this.tables.values()) {
@@ -545,6 +550,7 @@ export class MemoryStore implements Store {
 
   /** Drops every entry. */
   clear(): void {
+    // Stryker disable next-line AssignmentOperator: equivalent, `-=` changes the count too, all the solo path reads
     this.changes += 1;
     this.tables.clear();
     this.bindings = new WeakMap();

@@ -4,7 +4,8 @@
  * connection, for every client and on a Cluster; `noeviction` stays quiet; ioredis `stringNumbers: true`
  * is refused at construction (`ERR_RL_CLIENT_STRING_NUMBERS`); ioredis' resending of unfulfilled commands
  * warns (`WRN_RL_CLIENT_RESENDS`), and a dropped connection shows why: with the default, requests Redis
- * already ran are charged twice; with the documented `autoResendUnfulfilledCommands: false`, never.
+ * already ran are charged twice; with the documented `autoResendUnfulfilledCommands: false`, never. An
+ * ioredis Sentinel client without `failoverDetector` warns (`WRN_RL_SENTINEL_NO_FAILOVER_DETECTOR`).
  */
 import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import { createLimiter, type LogFields, RedisStore, type RedisStoreClient, type Store, type StorePlan } from '@tollgate/core';
@@ -133,6 +134,30 @@ describeRedis('RedisStore configuration checks', () => {
       expect(codes(await safe.storeClient('node-redis'))).toEqual([]);
     } finally {
       for (const c of [byDefault, told, cluster, toldCluster]) c.disconnect();
+    }
+  });
+
+  it('warns about an ioredis Sentinel client without failoverDetector; with it, without Sentinel, or node-redis, it stays quiet', async () => {
+    const codes = (client: RedisStoreClient) => {
+      const log = recorder();
+      new RedisStore({ client, logger: log.logger });
+      return log.codes.filter((c) => c !== 'WRN_RL_CLIENT_RESENDS');
+    };
+    const sentinels = [{ host: HOST, port: 1 }];
+    const bare = new Redis({ sentinels, name: 'mymaster', lazyConnect: true });
+    const detecting = new Redis({ sentinels, name: 'mymaster', lazyConnect: true, failoverDetector: true });
+    const direct = new Redis({ lazyConnect: true });
+    try {
+      expect(codes(bare)).toEqual(['WRN_RL_SENTINEL_NO_FAILOVER_DETECTOR']);
+      expect(codes(detecting)).toEqual([]);
+      expect(codes(direct)).toEqual([]);
+      expect(codes(await safe.storeClient('node-redis'))).toEqual([]);
+      // Switched off like every warning of the store.
+      const log = recorder();
+      new RedisStore({ client: bare, logger: log.logger, validate: { WRN_RL_SENTINEL_NO_FAILOVER_DETECTOR: false } });
+      expect(log.codes).not.toContain('WRN_RL_SENTINEL_NO_FAILOVER_DETECTOR');
+    } finally {
+      for (const c of [bare, detecting, direct]) c.disconnect();
     }
   });
 

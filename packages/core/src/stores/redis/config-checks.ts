@@ -3,7 +3,8 @@
  * options: ioredis `stringNumbers: true` turns every script reply into strings (an error with a code),
  * and ioredis' `autoResendUnfulfilledCommands` (on by default) sends again, after a reconnect, the
  * EVALSHA calls Redis may already have run, charging those requests twice (a warning with the option to
- * set; ioredis has no way to switch it off per command). On the first connection, the server: a
+ * set; ioredis has no way to switch it off per command), and an ioredis Sentinel client without
+ * `failoverDetector` writes to a demoted master for seconds after a failover (a warning). On the first connection, the server: a
  * `maxmemory-policy` that may evict keys (`allkeys-*`, `volatile-*`) deletes limiter state under memory
  * pressure, so clients get their full budget again (a warning with the fix, `noeviction`).
  */
@@ -16,7 +17,7 @@ export function evicts(policy: string): boolean {
   return policy.startsWith('allkeys-') || policy.startsWith('volatile-');
 }
 
-/** Throws `ERR_RL_CLIENT_STRING_NUMBERS`; warns `WRN_RL_CLIENT_RESENDS`. */
+/** Throws `ERR_RL_CLIENT_STRING_NUMBERS`; warns `WRN_RL_CLIENT_RESENDS` and `WRN_RL_SENTINEL_NO_FAILOVER_DETECTOR`. */
 export function checkClientSettings(client: StoreClient, diagnostics: Diagnostics): void {
   if (client.settings.stringNumbers === true) {
     throw new RateLimitConfigError(
@@ -34,6 +35,15 @@ export function checkClientSettings(client: StoreClient, diagnostics: Diagnostic
         'dropped (autoResendUnfulfilledCommands, on by default); Redis may already have run them, so those requests ' +
         'would be charged twice. Create the client with { autoResendUnfulfilledCommands: false } ' +
         '(for a Cluster: { redisOptions: { autoResendUnfulfilledCommands: false } }).',
+    );
+  }
+  if (client.settings.sentinelWithoutFailoverDetector === true) {
+    diagnostics.warn(
+      'WRN_RL_SENTINEL_NO_FAILOVER_DETECTOR',
+      'the ioredis client finds its master through Sentinel without failoverDetector: after a failover it keeps ' +
+        'writing to the demoted master for about 10 s (until the sentinel reconfigures it), and those writes, the ' +
+        "limiter's charges among them, are lost when it becomes a replica. Create the client with " +
+        '{ sentinels, name, failoverDetector: true }: it then follows +switch-master at once.',
     );
   }
 }

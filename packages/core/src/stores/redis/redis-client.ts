@@ -24,6 +24,10 @@ export interface ClusterNodeLike extends ScriptHostLike {
 export interface IoredisOptionsLike {
   readonly stringNumbers?: boolean | undefined;
   readonly autoResendUnfulfilledCommands?: boolean | undefined;
+  /** Sentinel mode: the sentinels the client asks for the master. */
+  readonly sentinels?: readonly unknown[] | null | undefined;
+  /** Sentinel mode: whether the client subscribes to `+switch-master` and leaves a demoted master at once. */
+  readonly failoverDetector?: boolean | undefined;
   /** On a `Cluster`: the options of every node's connection. */
   readonly redisOptions?: IoredisOptionsLike | undefined;
 }

@@ -78,7 +78,7 @@ export interface RedisStoreOptions {
    */
   timeSource?: 'redis' | 'limiter';
   /**
-   * Where the store's warnings go (`WRN_RL_CLIENT_RESENDS`, `WRN_RL_EVICTION_POLICY`,
+   * Where the store's warnings go (`WRN_RL_CLIENT_RESENDS`, `WRN_RL_SENTINEL_NO_FAILOVER_DETECTOR`, `WRN_RL_EVICTION_POLICY`,
    * `WRN_RL_CORRUPT_STATE`, each at most once per store; `WRN_RL_STORE_EVICTING`, at most once per
    * `evictionWatch.logIntervalMs`). Defaults to `console`.
    */

@@ -51,6 +51,8 @@ export function ioredisClient(c: RedisClientLike): StoreClient {
       stringNumbers: nodeOptions?.stringNumbers,
       // ioredis resends unless told not to: an absent option (or a Cluster without redisOptions) means its default, true.
       resendsAfterReconnect: c.options === undefined ? undefined : nodeOptions?.autoResendUnfulfilledCommands !== false,
+      sentinelWithoutFailoverDetector:
+        c.options === undefined ? undefined : !isCluster && (c.options.sentinels?.length ?? 0) > 0 && c.options.failoverDetector !== true,
     },
     evalsha: (sha, numKeys, args, busy) => {
       const reply = c.evalsha(sha, numKeys, ...args);

@@ -8,7 +8,7 @@ import { keySlot } from '../cluster-slot.js';
 import type { NodeRedisClientLike, NodeRedisClusterLike } from '../redis-client.js';
 import { configValue, infoText, type StoreClient } from './store-client.js';
 
-const SETTINGS = Object.freeze({ stringNumbers: false, resendsAfterReconnect: false });
+const SETTINGS = Object.freeze({ stringNumbers: false, resendsAfterReconnect: false, sentinelWithoutFailoverDetector: false });
 
 function status(isOpen: boolean, isReady: boolean | undefined): string {
   if (isReady ?? isOpen) return 'ready';

@@ -9,7 +9,7 @@ import type { NodeRedisSentinelLike } from '../redis-client.js';
 import { commandsOver } from './send-command-client.js';
 import type { StoreClient } from './store-client.js';
 
-const SETTINGS = Object.freeze({ stringNumbers: false, resendsAfterReconnect: false });
+const SETTINGS = Object.freeze({ stringNumbers: false, resendsAfterReconnect: false, sentinelWithoutFailoverDetector: false });
 
 export function nodeRedisSentinel(c: NodeRedisSentinelLike): StoreClient {
   return {

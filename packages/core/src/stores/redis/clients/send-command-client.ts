@@ -30,7 +30,7 @@ export function sendCommandClient(c: SendCommandClient): StoreClient {
   return {
     library: 'sendCommand',
     status: 'ready',
-    settings: { stringNumbers: undefined, resendsAfterReconnect: undefined },
+    settings: { stringNumbers: undefined, resendsAfterReconnect: undefined, sentinelWithoutFailoverDetector: undefined },
     ...commandsOver((args) => c.sendCommand(args)),
   };
 }

@@ -21,6 +21,11 @@ export interface ClientSettings {
    * the commands that were on the wire, which Redis may already have run.
    */
   readonly resendsAfterReconnect: boolean | undefined;
+  /**
+   * ioredis in Sentinel mode without `failoverDetector: true`: after a failover it keeps its connection to the
+   * demoted master, which takes writes until the sentinel reconfigures it (about 10 s) and then drops them.
+   */
+  readonly sentinelWithoutFailoverDetector: boolean | undefined;
 }
 
 export interface StoreClient {

@@ -10,13 +10,13 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PolicyOptions } from '@tollgate/core';
 import { rateLimit as tollgate } from '@tollgate/express';
 import express from 'express';
 import { rateLimit as erl } from 'express-rate-limit';
+import { freeLoopbackPort as freePort } from '../support/free-port.js';
 import { describeWith, type RequiredTool, versionOf } from '../support/required-tool.js';
 
 export const HOST = '127.0.0.1';
@@ -140,17 +140,6 @@ const NGINX_TOOL: RequiredTool = {
 /** `describe` that runs only with nginx: skipped loudly without it, failed under TOLLGATE_REQUIRE_NGINX=1. */
 export function describeNginx(name: string, fn: () => void): void {
   describeWith(NGINX_TOOL, name, fn);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, HOST, () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a !== null ? a.port : 0));
-    });
-  });
 }
 
 /**

@@ -15,6 +15,7 @@ import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis'
 import { Redis as Valkey, Cluster as ValkeyCluster } from 'iovalkey';
 import { createClient, createCluster } from 'redis';
 import { createClient as createClient4, createCluster as createCluster4 } from 'redis4';
+import { freeLoopbackPort } from '../../support/free-port.js';
 import { describeWith, type RequiredTool, versionOf } from '../../support/required-tool.js';
 
 export const HOST = '127.0.0.1';
@@ -125,14 +126,7 @@ function portFree(port: number): Promise<boolean> {
 /** A free loopback port (and, for cluster nodes, its bus port + 10000 too). */
 async function freePort(withBus: boolean): Promise<number> {
   for (let i = 0; i < 50; i++) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const s = createServer();
-      s.once('error', reject);
-      s.listen(0, HOST, () => {
-        const a = s.address();
-        s.close(() => resolve(typeof a === 'object' && a !== null ? a.port : 0));
-      });
-    });
+    const port = await freeLoopbackPort();
     if (port > 0 && (!withBus || (port + 10000 <= 65535 && (await portFree(port + 10000))))) return port;
   }
   throw new Error('no free loopback port found');

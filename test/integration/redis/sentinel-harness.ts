@@ -7,10 +7,10 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { freeLoopbackPort as freePort } from '../../support/free-port.js';
 import { describeWith, type RequiredTool, versionOf } from '../../support/required-tool.js';
 import { describeRedis, HOST, infoField, type RedisServer, startRedis, waitFor } from './harness.js';
 
@@ -33,17 +33,6 @@ const SENTINEL_TOOL: RequiredTool = {
 export function describeSentinel(name: string, fn: () => void): void {
   if (sentinelVersion === undefined) describeWith(SENTINEL_TOOL, name, fn);
   else describeRedis(name, fn);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, HOST, () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a !== null ? a.port : 0));
-    });
-  });
 }
 
 export class SentinelSetup {

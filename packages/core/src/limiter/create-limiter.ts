@@ -117,13 +117,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   let hotKeysOffWarned = false;
 
   return {
-    check(key, opts) {
-      try {
-        return check(key, opts);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    },
+    check,
     decide,
     peek(key, opts) {
       try {
@@ -181,9 +175,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
 /** `limiter.decide`, and `limiter.check`, its answer as a promise. */
 type DecisionPaths = Pick<SoloDecider, 'decide' | 'check'>;
 
-/** `decide` and a `check` that resolves a promise with its answer. */
+/** `decide` and a `check` that answers with a promise of its answer, rejected when it throws (an invalid key). */
 function awaited(decide: DecisionPaths['decide']): DecisionPaths {
-  return { decide, check: (key, opts) => Promise.resolve(decide(key, opts)) };
+  return {
+    decide,
+    check(key, opts) {
+      try {
+        return Promise.resolve(decide(key, opts));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    },
+  };
 }
 
 /** The common limiter's own path (solo.ts) where it applies, else the general one. */

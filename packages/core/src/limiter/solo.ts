@@ -64,9 +64,17 @@ export class SoloDecider {
     return this.plain.decide(rawKey, opts);
   };
 
-  /** `limiter.check`: a rejection answered again (see the module doc) is answered with the same promise. */
+  /**
+   * `limiter.check`: a rejection answered again (see the module doc) is answered with the same promise;
+   * rejected when `decide` throws (an invalid key).
+   */
   readonly check = (rawKey: LimiterKey, opts?: CheckOptions): Promise<Decision> => {
-    const d = this.decide(rawKey, opts);
+    let d: Decision | Promise<Decision>;
+    try {
+      d = this.decide(rawKey, opts);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (d !== this.last) return Promise.resolve(d);
     if (this.settled === undefined) this.settled = Promise.resolve(d);
     return this.settled;

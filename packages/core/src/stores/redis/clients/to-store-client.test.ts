@@ -65,7 +65,13 @@ describe('toStoreClient', () => {
     });
     expect(c?.library).toBe('ioredis');
     expect(c?.isCluster).toBe(false);
-    expect(c?.settings).toEqual({ stringNumbers: true, resendsAfterReconnect: true });
+    expect(c?.settings).toEqual({ stringNumbers: true, resendsAfterReconnect: true, sentinelWithoutFailoverDetector: false });
+    const sentinel = (options: object) =>
+      toStoreClient({ status: 'wait', options, evalsha: r.send, eval: r.send, script: r.send, del: r.send })?.settings
+        .sentinelWithoutFailoverDetector;
+    expect(sentinel({ sentinels: [{ host: '127.0.0.1', port: 26379 }], name: 'mymaster' })).toBe(true);
+    expect(sentinel({ sentinels: [{ host: '127.0.0.1', port: 26379 }], name: 'mymaster', failoverDetector: true })).toBe(false);
+    expect(sentinel({ sentinels: null })).toBe(false);
   });
 
   it('writes a busy EVALSHA at once and corks the ioredis socket for the rest of the tick; a lone one corks nothing', async () => {
@@ -118,7 +124,7 @@ describe('toStoreClient', () => {
     await c?.evalsha('abc', 1, ['k', '', '1000']);
     await c?.del(['a', 'b']);
     expect(r.sent).toEqual([[['EVALSHA', 'abc', '1', 'k', '', '1000']], [['DEL', 'a', 'b']]]);
-    expect(c?.settings).toEqual({ stringNumbers: false, resendsAfterReconnect: false });
+    expect(c?.settings).toEqual({ stringNumbers: false, resendsAfterReconnect: false, sentinelWithoutFailoverDetector: false });
   });
 
   it('routes a node-redis cluster by the first key, and loads scripts on the slot master of the key', async () => {

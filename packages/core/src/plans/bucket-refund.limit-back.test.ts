@@ -17,6 +17,9 @@
  * The same path holds when the receipt's frame had counted a refund before its charge (its position is above 0):
  * a restarted frame would count 0, less than the position, and `allowance` refuses the receipt (`refunded >=
  * position`, the guard that kills two mutants of refund-kernels.ts).
+ *
+ * And with a daily window beside the bucket, where the store's group path (`applyGroup`) adopts the row
+ * before it charges: the mutant that skipped that adoption survived the apply path's Stryker run of this session.
  */
 import { describe, expect, it } from 'vitest';
 import { createLimiter, MemoryStore } from '../index.js';
@@ -65,3 +68,39 @@ describe.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)('%s: a limit ch
     expect((await a.peek('k')).remaining).toBe(4.01);
   });
 });
+
+describe.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)(
+  '%s beside a second policy: a limit changed and changed back',
+  (algorithm) => {
+    it('the group path closes the frame as the one-policy path does: the old receipt gives back nothing of the bucket', async () => {
+      let now = 0;
+      const clock = () => now;
+      const store = new MemoryStore({ sweepIntervalMs: 0 });
+      // A daily window beside the bucket: every check takes the store's group path (applyGroup), not applySingle.
+      const daily = { name: 'daily', algorithm: 'fixed-window', limit: 1000, windowMs: 86_400_000 } as const;
+      const a = createLimiter({
+        name: 'api',
+        policies: [{ name: 'api', algorithm, limit: 1, windowMs: 10_000, burst: 5 }, daily],
+        store,
+        clock,
+      });
+      const b = createLimiter({
+        name: 'api',
+        policies: [{ name: 'api', algorithm, limit: 100, windowMs: 10_000, burst: 100 }, daily],
+        store,
+        clock,
+      });
+      const bucket = async () => (await a.peek('k')).policies.find((p) => p.name === 'api')?.remaining;
+      const first = await a.check('k', { cost: 5 });
+      expect(first.allowed).toBe(true);
+      now = 100;
+      expect((await b.check('k', { cost: 1 })).allowed).toBe(true);
+      now = 20_000;
+      expect((await a.check('k', { cost: 1 })).allowed).toBe(true);
+      now = 20_100;
+      expect(await bucket()).toBe(4.01);
+      await a.refund(first);
+      expect(await bucket()).toBe(4.01);
+    });
+  },
+);

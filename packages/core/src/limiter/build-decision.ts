@@ -149,18 +149,23 @@ export class DecisionBuilder {
     return d;
   }
 
+  /** Counts `d`, a rejection of the solo path answered again (solo.ts), as `solo` counted it; returns it. */
+  soloAgain(d: Decision, cp: CompiledPlan): Decision {
+    this.counters.requests += 1;
+    this.countSoloRejection(cp);
+    return d;
+  }
+
+  /** A rejection of the solo path's one policy, in the limiter's counters and the plan's. */
+  private countSoloRejection(cp: CompiledPlan): void {
+    this.counters.limited += 1;
+    cp.rejected[0] = (cp.rejected[0] as number) + 1;
+  }
+
   /**
    * The decision of the solo path (solo.ts): a plan of one policy, a string key, the store's answer, counted.
    * The same numbers `build` then `label` give, in a `SoloDecision`.
    */
-  /** Counts `d`, a rejection of the solo path answered again (solo.ts), as `solo` counted it; returns it. */
-  soloAgain(d: Decision, cp: CompiledPlan): Decision {
-    this.counters.requests += 1;
-    this.counters.limited += 1;
-    cp.rejected[0] = (cp.rejected[0] as number) + 1;
-    return d;
-  }
-
   solo(key: string, cost: number, r: StoreResult, cp: CompiledPlan, at: number): Decision {
     this.counters.requests += 1;
     let shape = this.soloShape;
@@ -168,8 +173,7 @@ export class DecisionBuilder {
     const flags = r[R_FLAGS] as number;
     const remaining = fromMilli(r[R_REMAINING] as number);
     if ((flags & F_CHARGED) === 0) {
-      this.counters.limited += 1;
-      cp.rejected[0] = (cp.rejected[0] as number) + 1;
+      this.countSoloRejection(cp);
       const exceeds = (flags & F_EXCEEDS) !== 0;
       const retry = exceeds ? 0 : (r[R_RETRY_AFTER] as number);
       return new SoloDecision(shape, key, true, exceeds, remaining, retry, r[R_RESET] as number, 0, Number.NaN, Number.NaN);

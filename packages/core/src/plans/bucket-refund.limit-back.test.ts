@@ -22,22 +22,34 @@
  * before it charges: the mutant that skipped that adoption survived the apply path's Stryker run of this session.
  */
 import { describe, expect, it } from 'vitest';
-import { createLimiter, MemoryStore } from '../index.js';
+import { createLimiter, MemoryStore, type PolicyOptions } from '../index.js';
+
+type Bucket = 'token-bucket' | 'gcra' | 'leaky-bucket';
+
+/**
+ * A (1 per 10 s, burst 5) charges 5 at 0, B (100 per 10 s, burst 100) charges 1 at 100, A charges 1 at 20 000;
+ * the clock then stands at 20 100. `beside`: policies both limiters also hold (the store's group path).
+ */
+async function changedAndBack(algorithm: Bucket, beside: readonly PolicyOptions[] = []) {
+  let now = 0;
+  const clock = () => now;
+  const store = new MemoryStore({ sweepIntervalMs: 0 });
+  const bucket = (limit: number, burst: number): PolicyOptions[] => [{ name: 'api', algorithm, limit, windowMs: 10_000, burst }, ...beside];
+  const a = createLimiter({ name: 'api', policies: bucket(1, 5), store, clock });
+  const b = createLimiter({ name: 'api', policies: bucket(100, 100), store, clock });
+  const first = await a.check('k', { cost: 5 });
+  expect(first.allowed).toBe(true);
+  now = 100;
+  expect((await b.check('k', { cost: 1 })).allowed).toBe(true);
+  now = 20_000;
+  expect((await a.check('k', { cost: 1 })).allowed).toBe(true);
+  now = 20_100;
+  return { a, first };
+}
 
 describe.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)('%s: a limit changed and changed back', (algorithm) => {
   it('a receipt made before the change refunds nothing after the change back', async () => {
-    let now = 0;
-    const clock = () => now;
-    const store = new MemoryStore({ sweepIntervalMs: 0 });
-    const a = createLimiter({ name: 'api', policies: { algorithm, limit: 1, windowMs: 10_000, burst: 5 }, store, clock });
-    const b = createLimiter({ name: 'api', policies: { algorithm, limit: 100, windowMs: 10_000, burst: 100 }, store, clock });
-    const first = await a.check('k', { cost: 5 });
-    expect(first.allowed).toBe(true);
-    now = 100;
-    expect((await b.check('k', { cost: 1 })).allowed).toBe(true);
-    now = 20_000;
-    expect((await a.check('k', { cost: 1 })).allowed).toBe(true);
-    now = 20_100;
+    const { a, first } = await changedAndBack(algorithm);
     expect((await a.peek('k')).remaining).toBe(4.01);
     const result = await a.refund(first);
     expect((await a.peek('k')).remaining).toBe(4.01);
@@ -73,31 +85,11 @@ describe.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)(
   '%s beside a second policy: a limit changed and changed back',
   (algorithm) => {
     it('the group path closes the frame as the one-policy path does: the old receipt gives back nothing of the bucket', async () => {
-      let now = 0;
-      const clock = () => now;
-      const store = new MemoryStore({ sweepIntervalMs: 0 });
       // A daily window beside the bucket: every check takes the store's group path (applyGroup), not applySingle.
-      const daily = { name: 'daily', algorithm: 'fixed-window', limit: 1000, windowMs: 86_400_000 } as const;
-      const a = createLimiter({
-        name: 'api',
-        policies: [{ name: 'api', algorithm, limit: 1, windowMs: 10_000, burst: 5 }, daily],
-        store,
-        clock,
-      });
-      const b = createLimiter({
-        name: 'api',
-        policies: [{ name: 'api', algorithm, limit: 100, windowMs: 10_000, burst: 100 }, daily],
-        store,
-        clock,
-      });
+      const { a, first } = await changedAndBack(algorithm, [
+        { name: 'daily', algorithm: 'fixed-window', limit: 1000, windowMs: 86_400_000 },
+      ]);
       const bucket = async () => (await a.peek('k')).policies.find((p) => p.name === 'api')?.remaining;
-      const first = await a.check('k', { cost: 5 });
-      expect(first.allowed).toBe(true);
-      now = 100;
-      expect((await b.check('k', { cost: 1 })).allowed).toBe(true);
-      now = 20_000;
-      expect((await a.check('k', { cost: 1 })).allowed).toBe(true);
-      now = 20_100;
       expect(await bucket()).toBe(4.01);
       await a.refund(first);
       expect(await bucket()).toBe(4.01);

@@ -74,6 +74,9 @@ export interface RedisStoreOptions {
    * **Test-only.** `'redis'` (the default) decides with Redis `TIME`, the one clock all instances share.
    * `'limiter'` uses the `now` the limiter passes (its `clock`) instead, so tests can replay traces in
    * virtual time; key expiry times then follow that clock too, so it must run ahead of Redis' clock.
+   * Each script takes its call's `now` as the time it runs, so calls must reach Redis in the order of
+   * their `now`: a call that meets NOSCRIPT runs again behind later ones, and a refund then finds room
+   * that has already passed (load the scripts before replaying a trace: one check and one refund).
    * Never use it in production: instances with skewed clocks would disagree. Defaults to `'redis'`.
    */
   timeSource?: 'redis' | 'limiter';

@@ -6,10 +6,11 @@
  * saw more than the policy allows. For each algorithm a batch can hold (local-batch/exactness.ts), with
  * random batch settings; also the under-admission against the round trip on the same trace is bounded.
  */
+
+import { readFileSync } from 'node:fs';
 import { type AlgorithmId, createLimiter, type Limiter, MemoryStore, type PolicyOptions, RedisStore } from '@tollgate/core';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
 

@@ -14,6 +14,25 @@ describe('readRetryAfter', () => {
     expect(readRetryAfter(h({ 'retry-after': 'Wed, 02 Dec 2026 03:00:00 GMT' }), NOW)).toBe(0);
   });
 
+  it('reads any number of digits: leading zeros, and values past 2^53 as the long waits they are', () => {
+    expect(readRetryAfter(h({ 'retry-after': '0000000000000030' }), NOW)).toBe(30_000);
+    expect(readRetryAfter(h({ 'retry-after': '1000000000000000' }), NOW)).toBe(1e18);
+    expect(readRetryAfter(h({ 'retry-after': '9'.repeat(400) }), NOW)).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('several Retry-After lines (joined with ", "): the longest wait, seconds or dates alike', () => {
+    const joined = (...values: string[]) => {
+      const headers = new Headers();
+      for (const v of values) headers.append('retry-after', v);
+      return readRetryAfter(headers, NOW);
+    };
+    expect(joined('2', '2')).toBe(2_000);
+    expect(joined('2', '7', '3')).toBe(7_000);
+    expect(joined('Wed, 02 Dec 2026 04:00:10 GMT', 'Wed, 02 Dec 2026 04:00:20 GMT')).toBe(20_000);
+    expect(joined('2', 'Wed, 02 Dec 2026 04:00:10 GMT')).toBeUndefined();
+    expect(joined('2', 'soon')).toBeUndefined();
+  });
+
   it('ignores what is neither', () => {
     for (const bad of ['-1', '1.5', 'soon', '', ' 2 3']) expect(readRetryAfter(h({ 'retry-after': bad }), NOW), bad).toBeUndefined();
     expect(readRetryAfter(h({}), NOW)).toBeUndefined();

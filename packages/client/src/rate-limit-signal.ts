@@ -31,9 +31,14 @@ export interface HeaderGetter {
 }
 
 const NONE: RateLimitSignal = { retryAfterMs: undefined, remaining: undefined, resetMs: undefined, limit: undefined, dialect: undefined };
-const DIGITS = /^\d{1,15}$/;
+const DIGITS = /^\d+$/;
+/** An IMF-fixdate (RFC 9110 section 5.6.7), to find several in one joined field value. */
+const IMF_FIXDATE = /(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT/g;
 
-/** A non-negative integer field value (`1*DIGIT`), else undefined. */
+/**
+ * A non-negative integer field value (`1*DIGIT`, leading zeros and any length: a value past 2^53 is
+ * read as the large number it is, never dropped), else undefined.
+ */
 function digits(value: string | null): number | undefined {
   if (value === null) return undefined;
   const v = value.trim();
@@ -61,8 +66,20 @@ export function readRetryAfter(headers: HeaderGetter, now: number): number | und
   // An HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime forms) always names a weekday or
   // month; without a letter, `Date.parse` would take '-1' or '1.5' for years.
   const at = /[A-Za-z]/.test(raw) ? Date.parse(raw) : Number.NaN;
-  if (!Number.isFinite(at)) return undefined;
-  return Math.max(0, at - serverNow(headers, now));
+  if (Number.isFinite(at)) return Math.max(0, at - serverNow(headers, now));
+  return repeatedRetryAfter(raw, headers, now);
+}
+
+/**
+ * `Retry-After` sent on several lines, which `Headers` joins with ", ": the longest of the waits (the
+ * server's wait is never shortened). Delay-seconds all, or IMF-fixdates all; anything else is ignored.
+ */
+function repeatedRetryAfter(raw: string, headers: HeaderGetter, now: number): number | undefined {
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length > 1 && parts.every((p) => DIGITS.test(p))) return Math.max(...parts.map(Number)) * 1000;
+  const dates = raw.match(IMF_FIXDATE);
+  if (dates === null || dates.length < 2 || raw.replace(IMF_FIXDATE, '').replace(/[\s,]/g, '') !== '') return undefined;
+  return Math.max(0, Math.max(...dates.map((d) => Date.parse(d))) - serverNow(headers, now));
 }
 
 function itemName(item: Item[0]): string | undefined {

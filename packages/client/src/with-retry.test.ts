@@ -170,6 +170,77 @@ describe('withRetry', () => {
     expect(f.stats().pacedMs).toBeGreaterThan(0);
   });
 
+  it('pacing holds first attempts at most maxDelayMs and never past the deadline; a retry waits what its refusal asked', async () => {
+    // An hour to the reset with nothing left: the next call waits maxDelayMs, not the hour.
+    const quiet = scripted(new Response('ok', { headers: { ratelimit: '"d";r=0;t=3600' } }));
+    const f = withRetry(quiet.fetch, { pacing: true, maxDelayMs: 2_000 });
+    await f(URL_);
+    const second = f(URL_);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect((await second).status).toBe(200);
+    expect(quiet.calls.map((c) => c.at - (quiet.calls[0]?.at ?? 0))).toEqual([0, 2_000]);
+    expect(f.stats().pacedMs).toBe(2_000);
+
+    // A wait past the deadline is not taken: the request leaves at once.
+    const tight = scripted(new Response('ok', { headers: { ratelimit: '"d";r=0;t=10' } }));
+    const g = withRetry(tight.fetch, { pacing: true, timeoutMs: 1_000 });
+    await g(URL_);
+    expect((await g(URL_)).status).toBe(200);
+    expect(tight.calls.map((c) => c.at - (tight.calls[0]?.at ?? 0))).toEqual([0, 0]);
+    expect(g.stats().pacedMs).toBe(0);
+
+    // Retry-After 1 beside r=0;t=10: the retry comes after 1 s (draft-11: Retry-After takes precedence).
+    const told = scripted(refused(429, { 'retry-after': '1', ratelimit: '"d";r=0;t=10' }));
+    const h = withRetry(told.fetch, { pacing: true, timeoutMs: 5_000, random: () => 0 });
+    const call = h(URL_);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect((await call).status).toBe(200);
+    expect(told.calls.map((c) => c.at - (told.calls[0]?.at ?? 0))).toEqual([0, 1_000]);
+    expect(h.stats()).toMatchObject({ retries: 1, pacedMs: 0 });
+  });
+
+  it('never replays a streamed body (ReadableStream, Node Readable, async iterable); strings and bytes are replayed', async () => {
+    const { Readable } = await import('node:stream');
+    async function* chunks() {
+      yield new TextEncoder().encode('hello');
+    }
+    const bodies: [string, () => RequestInit['body'], number][] = [
+      ['ReadableStream', () => new Blob(['hello']).stream(), 1],
+      ['Node Readable', () => Readable.from(['hello']) as unknown as RequestInit['body'], 1],
+      ['async iterable', () => chunks() as unknown as RequestInit['body'], 1],
+      ['string', () => 'hello', 2],
+      ['bytes', () => new TextEncoder().encode('hello'), 2],
+      ['URLSearchParams', () => new URLSearchParams({ a: '1' }), 2],
+    ];
+    for (const [name, body, sends] of bodies) {
+      const { fetch, calls } = scripted(refused(503, { 'retry-after': '0' }));
+      const call = withRetry(fetch, { random: () => 0 })(URL_, { method: 'PUT', body: body(), duplex: 'half' } as RequestInit);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect((await call).status, name).toBe(sends === 1 ? 503 : 200);
+      expect(calls, name).toHaveLength(sends);
+    }
+  });
+
+  it("with timeoutMs, the caller's abort still ends the response's body after the call returned", async () => {
+    let seen: AbortSignal | undefined;
+    const fetch: FetchLike = async (_input, init) => {
+      seen = init?.signal ?? undefined;
+      return new Response('ok');
+    };
+    const controller = new AbortController();
+    const res = await withRetry(fetch, { timeoutMs: 5_000 })(URL_, { signal: controller.signal });
+    expect(res.status).toBe(200);
+    expect(seen?.aborted).toBe(false);
+    controller.abort();
+    expect(seen?.aborted).toBe(true);
+    expect(seen?.reason).toMatchObject({ name: 'AbortError' });
+    // The deadline is over with the call: it aborts nothing later.
+    const quiet = new AbortController();
+    await withRetry(fetch, { timeoutMs: 1_000 })(URL_, { signal: quiet.signal });
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(seen?.aborted).toBe(false);
+  });
+
   it('rejects bad options at construction with coded errors', () => {
     const { fetch } = scripted();
     expect(() => withRetry(fetch, { retries: -1 })).toThrow(/ERR_RL_INVALID_OPTION: 'retries'/);

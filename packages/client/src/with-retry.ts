@@ -11,9 +11,11 @@
  *    network error thrown): the caller sees what the server said, `Retry-After` included.
  *
  * An `AbortSignal` (on the init or the Request) ends the call at once, in flight or while waiting, with
- * the signal's reason, as fetch does. `timeoutMs` is a deadline for the whole call, retries and waits
- * included: in flight it aborts with `ERR_RL_DEADLINE_EXCEEDED`; a wait that would end past it is not
- * started and the last response is returned instead.
+ * the signal's reason, as fetch does, and still aborts the returned response's body. `timeoutMs` is a
+ * deadline for the whole call, retries and waits included: in flight it aborts with
+ * `ERR_RL_DEADLINE_EXCEEDED`; a wait that would end past it is not started and the last response is
+ * returned instead. Pacing holds first attempts only, never longer than `maxDelayMs` and never past the
+ * deadline (the request then leaves at once): a retry waits what its refusal asked for.
  */
 import { RateLimitConfigError } from '@tollgate/core';
 import { backoffDelay, type Jitter } from './backoff.js';
@@ -87,7 +89,7 @@ export interface RetryStats {
   readonly budgetRefused: number;
   /** Retries not made because the server asked for longer than `maxDelayMs` or the deadline allowed. */
   readonly tooLongRefused: number;
-  /** Total ms spent waiting for pacing. */
+  /** Total ms first attempts waited for pacing (waits that ran to their end). */
   readonly pacedMs: number;
 }
 
@@ -217,12 +219,34 @@ function shapeOf(input: string | URL | Request, init: RequestInit | undefined, c
     // A relative URL (a fetch with a base elsewhere): pace on the string as given.
   }
   const headers = new Headers(init?.headers ?? request?.headers);
-  const streamed = typeof ReadableStream !== 'undefined' && init?.body instanceof ReadableStream;
+  // A Request's own body is replayed from `request.clone()` (the runtime keeps a copy); an init body only
+  // when it is one value that can be sent again.
+  const streamed = init?.body !== undefined && init.body !== null && !resendable(init.body);
   const allowedMethod = IDEMPOTENT.has(method) || config.retryNonIdempotent || headers.has(config.idempotencyKeyHeader);
   return { method, origin, replayable: allowedMethod && !streamed, userSignal: init?.signal ?? request?.signal ?? undefined };
 }
 
-/** Links the caller's signal and the deadline into one signal for every attempt and wait. */
+/**
+ * Whether a body can be sent again as it is: a string, bytes, a Blob, FormData or URLSearchParams. A
+ * stream (a ReadableStream, a Node Readable, any async iterable) is read by its first send: a second
+ * would send nothing, or fail.
+ */
+function resendable(body: unknown): boolean {
+  return (
+    typeof body === 'string' ||
+    body instanceof ArrayBuffer ||
+    ArrayBuffer.isView(body) ||
+    (typeof Blob !== 'undefined' && body instanceof Blob) ||
+    (typeof FormData !== 'undefined' && body instanceof FormData) ||
+    body instanceof URLSearchParams
+  );
+}
+
+/**
+ * Links the caller's signal and the deadline into one signal for every attempt and wait. The caller's
+ * side of the link outlives the call (`AbortSignal.any` holds it weakly): an abort after the response
+ * came still ends the reading of its body, as it does with fetch alone.
+ */
 function callSignal(
   shape: CallShape,
   timeoutMs: number | undefined,
@@ -241,17 +265,8 @@ function callSignal(
       ),
     timeoutMs,
   );
-  const onAbort = () => controller.abort(shape.userSignal?.reason);
-  if (shape.userSignal?.aborted) onAbort();
-  else shape.userSignal?.addEventListener('abort', onAbort, { once: true });
-  return {
-    signal: controller.signal,
-    deadline,
-    done: () => {
-      clearTimeout(timer);
-      shape.userSignal?.removeEventListener('abort', onAbort);
-    },
-  };
+  const signal = shape.userSignal === undefined ? controller.signal : AbortSignal.any([shape.userSignal, controller.signal]);
+  return { signal, deadline, done: () => clearTimeout(timer) };
 }
 
 /** `promise`, or the signal's reason as soon as it aborts: a fetch that ignores its signal cannot outlive the deadline. */
@@ -286,14 +301,15 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
   const config = parseRetryOptions(options);
   const counts = { requests: 0, retries: 0, budgetRefused: 0, tooLongRefused: 0, pacedMs: 0 };
 
-  async function attempt(input: string | URL | Request, init: RequestInit | undefined, signal: AbortSignal | undefined, shape: CallShape) {
-    if (config.pacer !== undefined) {
-      const wait = config.pacer.reserve(shape.origin);
-      if (wait > 0) {
-        counts.pacedMs += wait;
-        await sleep(wait, signal);
-      }
-    }
+  /** Pacing before a first attempt: at most `maxDelayMs`, and none when it would end past the deadline. */
+  async function paced(origin: string, signal: AbortSignal | undefined, deadline: number): Promise<void> {
+    const wait = Math.min(config.pacer?.reserve(origin) ?? 0, config.maxDelayMs);
+    if (wait <= 0 || config.clock() + wait >= deadline) return;
+    await sleep(wait, signal);
+    counts.pacedMs += wait;
+  }
+
+  function attempt(input: string | URL | Request, init: RequestInit | undefined, signal: AbortSignal | undefined) {
     const attemptInput = input instanceof Request ? input.clone() : input;
     const response = fetchFn(attemptInput, signal === undefined ? init : { ...init, signal });
     return signal === undefined ? response : untilAborted(response, signal);
@@ -310,7 +326,8 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
         let response: Response | undefined;
         let error: unknown;
         try {
-          response = await attempt(input, init, call.signal, shape);
+          if (n === 0 && config.pacer !== undefined) await paced(shape.origin, call.signal, call.deadline);
+          response = await attempt(input, init, call.signal);
         } catch (e) {
           if (call.signal?.aborted) throw call.signal.reason;
           error = e;

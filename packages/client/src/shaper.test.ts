@@ -131,6 +131,61 @@ describe('createShaper', () => {
     expect(shaper.stats().running).toBe(0);
   });
 
+  it('leaky-bucket: a task admitted with a delay still waits in stats(), leaves on its signal or on close(), its slot kept', async () => {
+    const shaper = createShaper({ policies: { algorithm: 'leaky-bucket', limit: 2, windowMs: 1_000, burst: 5 }, clock });
+    const t0 = Date.now();
+    const ran: string[] = [];
+    const cancel = new AbortController();
+    const results = ['a', 'b', 'c', 'd'].map((name) =>
+      shaper
+        .schedule(
+          () => {
+            ran.push(`${name}@${Date.now() - t0}`);
+            return name;
+          },
+          name === 'c' ? { signal: cancel.signal } : {},
+        )
+        .then(
+          (v) => `resolved ${v}`,
+          (e: unknown) => `rejected ${(e as Error).name}`,
+        ),
+    );
+    await vi.advanceTimersByTimeAsync(100);
+    expect(shaper.stats()).toMatchObject({ queued: 3, started: 1 });
+    cancel.abort();
+    await vi.advanceTimersByTimeAsync(450);
+    // b started at 500 ms, on its slot; c left at once and never ran; d keeps its slot at 1500 ms.
+    expect(ran).toEqual(['a@0', 'b@500']);
+    expect(shaper.stats().queued).toBe(1);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(ran).toEqual(['a@0', 'b@500', 'd@1500']);
+    // c's slot was not given back (d holds the one after it): e waits its own 500 ms after d.
+    const late = shaper.schedule(() => ran.push('e')).catch((e: unknown) => (e as RateLimitClientError).code);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(shaper.stats().queued).toBe(1);
+    await shaper.close();
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(await Promise.all(results)).toEqual(['resolved a', 'resolved b', 'rejected AbortError', 'resolved d']);
+    expect(await late).toBe('ERR_RL_SHAPER_CLOSED');
+    expect(ran).not.toContain('e');
+    expect(shaper.stats().rejected).toMatchObject({ cancelled: 1, closed: 1 });
+  });
+
+  it('a cancelled head wakes the queue: the task behind it starts as soon as it fits', async () => {
+    const shaper = createShaper({ policies: { algorithm: 'token-bucket', limit: 5, windowMs: 1_000, burst: 5 }, clock });
+    await shaper.schedule(() => undefined, { cost: 4 });
+    const t0 = Date.now();
+    const cancel = new AbortController();
+    const big = shaper.schedule(() => 'big', { cost: 5, priority: 1, signal: cancel.signal }).catch((e: unknown) => (e as Error).name);
+    const small = shaper.schedule(() => Date.now() - t0, { cost: 1 });
+    await vi.advanceTimersByTimeAsync(50);
+    cancel.abort();
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await big).toBe('AbortError');
+    expect(await small).toBe(50);
+    await shaper.close();
+  });
+
   it('rejects bad options at construction', () => {
     expect(() => createShaper({} as never)).toThrow(/ERR_RL_NO_POLICIES/);
     expect(() => createShaper({ policies: { limit: 1, windowMs: 1 }, maxQueue: -1 })).toThrow(/ERR_RL_INVALID_OPTION: 'maxQueue'/);

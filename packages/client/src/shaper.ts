@@ -101,9 +101,16 @@ interface Task {
   readonly deadline: number;
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
-  /** 'queued' in the queue, 'deciding' while its check is in flight, then settled. */
-  state: 'queued' | 'deciding' | 'done';
+  /**
+   * 'queued' in the queue, 'deciding' while its check is in flight, 'delayed' once a leaky-bucket policy
+   * admitted it with a delay (out of the queue, its slot charged), then settled.
+   */
+  state: 'queued' | 'deciding' | 'delayed' | 'done';
   cleanup: () => void;
+  /** The timer that expires the task at its deadline while it waits in the queue. */
+  expiry?: ReturnType<typeof setTimeout>;
+  /** While 'delayed': the timer that starts it. */
+  delayTimer?: ReturnType<typeof setTimeout>;
 }
 
 const KNOWN: KeysEnum<ShaperOptions> = {
@@ -174,10 +181,13 @@ export function createShaper(options: ShaperOptions): Shaper {
 /** The queue of tasks in priority order, and the loop that starts its head when the policy allows. */
 class TaskShaper {
   private readonly queue: Task[] = [];
+  /** Tasks a leaky-bucket policy admitted with a delay: waiting to start, no longer in the queue's order. */
+  private readonly delayed = new Set<Task>();
   private seq = 0;
   private pumping = false;
   private closed = false;
-  private readonly wake = new AbortController();
+  /** Ends the pump's sleep: when the head of the queue leaves or changes, and on close. */
+  private nap: AbortController | undefined;
   private readonly counts = { started: 0, running: 0, queueFull: 0, expired: 0, cancelled: 0, tooCostly: 0, storeError: 0, closed: 0 };
   private readonly delay = { count: 0, totalMs: 0, maxMs: 0 };
 
@@ -186,6 +196,11 @@ class TaskShaper {
   private remove(task: Task): void {
     const i = this.queue.indexOf(task);
     if (i >= 0) this.queue.splice(i, 1);
+  }
+
+  /** The pump sleeps for what its head asked: a new head may start sooner (or a task of a smaller cost fit). */
+  private wake(): void {
+    this.nap?.abort();
   }
 
   private insert(task: Task): void {
@@ -198,15 +213,27 @@ class TaskShaper {
       i--;
     }
     queue.splice(i, 0, task);
+    if (i === 0) this.wake();
   }
 
   private settle(task: Task, error: unknown, counter: keyof TaskShaper['counts']): void {
     if (task.state === 'done') return;
+    if (task.state === 'delayed') this.undelay(task);
+    else if (this.queue[0] === task) this.wake();
     task.state = 'done';
     task.cleanup();
     this.remove(task);
     this.counts[counter]++;
     task.reject(error);
+  }
+
+  /**
+   * A delayed task leaves before its start: its timer stops. Its slot stays spent: the tasks admitted after
+   * it hold the slots after it, and giving it back would let the next task start beside one of them.
+   */
+  private undelay(task: Task): void {
+    clearTimeout(task.delayTimer);
+    this.delayed.delete(task);
   }
 
   private expire(task: Task, why: string): void {
@@ -218,6 +245,7 @@ class TaskShaper {
     task.state = 'done';
     task.cleanup();
     this.remove(task);
+    this.delayed.delete(task);
     const waited = this.setup.now() - task.enqueuedAt;
     delay.count++;
     delay.totalMs += waited;
@@ -265,11 +293,13 @@ class TaskShaper {
       return 0;
     }
     if (decision.allowed) {
-      // A leaky-bucket admission with a delay: the slot is this task's, started when the delay is over.
-      task.state = 'done';
-      task.cleanup();
+      // A leaky-bucket admission with a delay: the slot is this task's, started when the delay is over;
+      // cancelled or closed before, it leaves at once (settle). Its deadline is met: the start fits before it.
+      clearTimeout(task.expiry);
+      task.state = 'delayed';
       this.remove(task);
-      sleep(wait).then(() => this.start(task));
+      this.delayed.add(task);
+      task.delayTimer = setTimeout(() => this.start(task), wait);
       return 0;
     }
     task.state = 'queued';
@@ -303,7 +333,12 @@ class TaskShaper {
     try {
       while (!this.closed && this.queue.length > 0) {
         const wait = await this.decideHead(this.queue[0] as Task);
-        if (wait > 0) await sleep(wait, this.wake.signal).catch(() => undefined);
+        if (wait > 0 && !this.closed) {
+          const nap = new AbortController();
+          this.nap = nap;
+          await sleep(wait, nap.signal).catch(() => undefined);
+          this.nap = undefined;
+        }
       }
     } finally {
       this.pumping = false;
@@ -322,9 +357,10 @@ class TaskShaper {
       this.counts.cancelled++;
       return Promise.reject(s.signal.reason);
     }
-    if (this.queue.length >= maxQueue) {
+    const waiting = this.queue.length + this.delayed.size;
+    if (waiting >= maxQueue) {
       this.counts.queueFull++;
-      return Promise.reject(new RateLimitClientError('ERR_RL_QUEUE_FULL', `${this.queue.length} tasks are waiting (maxQueue ${maxQueue})`));
+      return Promise.reject(new RateLimitClientError('ERR_RL_QUEUE_FULL', `${waiting} tasks are waiting (maxQueue ${maxQueue})`));
     }
     return new Promise<T>((resolve, reject) => {
       const enqueuedAt = now();
@@ -340,11 +376,11 @@ class TaskShaper {
         state: 'queued',
         cleanup: () => undefined,
       };
-      const timer = setTimeout(() => this.expire(task, `the task was not started within its deadline (${maxDelayMs} ms)`), maxDelayMs);
+      task.expiry = setTimeout(() => this.expire(task, `the task was not started within its deadline (${maxDelayMs} ms)`), maxDelayMs);
       const onAbort = () => this.settle(task, s.signal?.reason, 'cancelled');
       s.signal?.addEventListener('abort', onAbort, { once: true });
       task.cleanup = () => {
-        clearTimeout(timer);
+        clearTimeout(task.expiry);
         s.signal?.removeEventListener('abort', onAbort);
       };
       this.insert(task);
@@ -355,7 +391,7 @@ class TaskShaper {
   stats(): ShaperStats {
     const { counts } = this;
     return {
-      queued: this.queue.length,
+      queued: this.queue.length + this.delayed.size,
       running: counts.running,
       started: counts.started,
       rejected: {
@@ -374,8 +410,8 @@ class TaskShaper {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.wake.abort();
-    for (const task of [...this.queue])
+    this.wake();
+    for (const task of [...this.queue, ...this.delayed])
       this.settle(task, new RateLimitClientError('ERR_RL_SHAPER_CLOSED', 'the shaper was closed before the task started'), 'closed');
     await this.setup.limiter.close();
   }

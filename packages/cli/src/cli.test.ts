@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli, USAGE } from './cli.js';
+import { rerunWith, runCli, USAGE } from './cli.js';
 import type { ReplayReport } from './replay/replay-report.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
@@ -87,6 +87,9 @@ describe('tollgate replay ordering', () => {
   const late = join(dir, 'late.csv');
   writeFileSync(late, [`${T + 1200},a`, `${T + 1300},a`, `${T + 1900},a`, `${T + 500},a`].join('\n'));
   const policy = ['--policy', '{"algorithm":"sliding-log","limit":2,"windowMs":1000}'];
+  // As `late`, with one more line before the last: the window moves to +1900 ms only once lines agree on it.
+  const lateWindow = join(dir, 'late-window.csv');
+  writeFileSync(lateWindow, [`${T + 1200},a`, `${T + 1300},a`, `${T + 1600},a`, `${T + 1900},a`, `${T + 500},a`].join('\n'));
 
   it('sorts a small input whole by default and says so; exit 0', async () => {
     const { code, stdout, stderr } = await run(['replay', late, ...policy]);
@@ -99,15 +102,15 @@ describe('tollgate replay ordering', () => {
   });
 
   it('a request later than --reorder-window is replayed late, counted in the table, the JSON and the warning; exit 3', async () => {
-    const { code, stdout, stderr } = await run(['replay', late, ...policy, '--reorder-window', '500ms']);
+    const { code, stdout, stderr } = await run(['replay', lateWindow, ...policy, '--reorder-window', '500ms']);
     expect(code).toBe(3);
-    expect(stdout).toContain('Time order: reorder window 500ms (--reorder-window), up to 2 requests held;');
-    expect(stdout).toContain('WARNING: 1 requests (25.0%) came more than the 500ms window after later ones, the worst 1.4s late');
+    expect(stdout).toContain('Time order: reorder window 500ms (--reorder-window), up to 3 requests held;');
+    expect(stdout).toContain('WARNING: 1 requests (20.0%) came more than the 500ms window after later ones, the worst 1.4s late');
     expect(stderr).toBe(
       'warning: 1 requests came more than the 500ms reorder window after later ones (worst 1.4s late) and were replayed out of time order: ' +
         'their decisions are approximate. Rerun with --sort, or --reorder-window 2s. Exit status 3.\n',
     );
-    const json = await run(['replay', late, ...policy, '--reorder-window', '500ms', '--json']);
+    const json = await run(['replay', lateWindow, ...policy, '--reorder-window', '500ms', '--json']);
     expect(json.code).toBe(3);
     expect((JSON.parse(json.stdout) as ReplayReport).input.order).toEqual({
       mode: 'window',
@@ -116,10 +119,17 @@ describe('tollgate replay ordering', () => {
       disordered: 1,
       late: 1,
       worstLateMs: 1400,
-      maxHeld: 2,
+      maxHeld: 3,
     });
     // A window as long as the worst lateness holds them all.
-    expect((await run(['replay', late, ...policy, '--reorder-window', '1.4s'])).code).toBe(0);
+    expect((await run(['replay', lateWindow, ...policy, '--reorder-window', '1.4s'])).code).toBe(0);
+  });
+
+  it('suggests a window only when the CLI accepts it (up to 7 days); past that, --sort alone', () => {
+    expect(rerunWith(1400)).toBe('--sort, or --reorder-window 2s');
+    expect(rerunWith(7 * 86_400_000)).toBe('--sort, or --reorder-window 10080m');
+    expect(rerunWith(7 * 86_400_000 + 1)).toBe('--sort');
+    expect(rerunWith(365 * 86_400_000)).toBe('--sort');
   });
 
   it('the HTML report carries the warning', async () => {

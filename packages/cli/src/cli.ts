@@ -142,7 +142,7 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
   if (values['reorder-window'] !== undefined) {
     if (values.sort === true) throw new CliError('ERR_RL_CLI_USAGE', '--sort and --reorder-window exclude each other: pick one');
     reorderWindowMs = parseDuration(values['reorder-window']);
-    if (reorderWindowMs === undefined || reorderWindowMs > 7 * 86_400_000)
+    if (reorderWindowMs === undefined || reorderWindowMs > MAX_REORDER_WINDOW_MS)
       throw new CliError(
         'ERR_RL_CLI_USAGE',
         `--reorder-window must be a duration with a unit (500ms, 90s, 5m, 1h; 0 for none) up to 7 days; got '${values['reorder-window']}'`,
@@ -177,7 +177,7 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(
       `warning: ${order.late.toLocaleString('en-US')} requests came more than the ${formatDuration(order.windowMs ?? 0)} reorder window ` +
         `after later ones (worst ${formatDuration(order.worstLateMs)} late) and were replayed out of time order: their decisions are approximate. ` +
-        `Rerun with --sort, or --reorder-window ${windowToHold(order.worstLateMs)}. Exit status 3.\n`,
+        `Rerun with ${rerunWith(order.worstLateMs)}. Exit status 3.\n`,
     );
     return 3;
   }
@@ -209,6 +209,15 @@ async function labCommand(args: string[], io: CliIo): Promise<number> {
       : results.map(renderLabText).join('\n'),
   );
   return 0;
+}
+
+/** The longest `--reorder-window` accepted: 7 days. */
+const MAX_REORDER_WINDOW_MS = 7 * 86_400_000;
+
+/** What to rerun with: `--sort`, and a window that would have held every late request when one is accepted. */
+export function rerunWith(lateMs: number): string {
+  const window = windowToHold(lateMs);
+  return (parseDuration(window) ?? Number.POSITIVE_INFINITY) > MAX_REORDER_WINDOW_MS ? '--sort' : `--sort, or --reorder-window ${window}`;
 }
 
 /** A `--reorder-window` that holds a request `lateMs` late (a window of `lateMs` does), in whole seconds or minutes. */

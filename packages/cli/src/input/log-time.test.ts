@@ -11,12 +11,27 @@ describe('log times', () => {
     expect(parseNginxTime('10/Oct/2026:13:55:36 -0130')).toBe(Date.UTC(2026, 9, 10, 15, 25, 36));
   });
 
-  it.each(['10/Foo/2026:13:55:36 +0000', '10/Oct/2026:25:55:36 +0000', '10/Oct/2026:13:55:36 0000', '10/Oct/2026 13:55:36 +0000', ''])(
-    'refuses %j',
-    (text) => {
-      expect(parseNginxTime(text)).toBeNaN();
-    },
-  );
+  it.each([
+    '10/Foo/2026:13:55:36 +0000',
+    '10/Oct/2026:25:55:36 +0000',
+    '10/Oct/2026:13:55:36 0000',
+    '10/Oct/2026 13:55:36 +0000',
+    '',
+    // Dates that do not exist, and other separators: never rolled over to another day.
+    '29/Feb/2025:13:55:36 +0000',
+    '31/Apr/2026:13:55:36 +0000',
+    '00/Apr/2026:13:55:36 +0000',
+    '10/Oct/2026:13x55x36 +0000',
+    '10/Oct/2026:13:55:36++0000',
+  ])('refuses %j', (text) => {
+    expect(parseNginxTime(text)).toBeNaN();
+  });
+
+  it('reads ISO 8601 without an offset as UTC, whatever the time zone of the machine', () => {
+    expect(parseTimeValue('2026-10-10T13:55:36')).toBe(Date.UTC(2026, 9, 10, 13, 55, 36));
+    expect(parseTimeValue('2026-10-10 13:55:36.5')).toBe(Date.UTC(2026, 9, 10, 13, 55, 36, 500));
+    expect(parseTimeValue('2026-10-10T13:55:36-0500')).toBe(Date.UTC(2026, 9, 10, 18, 55, 36));
+  });
 
   it('takes epoch numbers as seconds below 1e11 and as milliseconds above', () => {
     expect(epochToMs(1_700_000_000)).toBe(1_700_000_000_000);
@@ -30,6 +45,16 @@ describe('log times', () => {
     expect(parseTimeValue('2026-11-23T09:00:00.250Z')).toBe(Date.UTC(2026, 10, 23, 9, 0, 0, 250));
     expect(parseTimeValue('2026-11-23T10:00:00+01:00')).toBe(Date.UTC(2026, 10, 23, 9, 0, 0));
     expect(parseTimeValue('May 5')).toBeNaN();
+    expect(parseTimeValue('2028-02-29T12:00:00Z')).toBe(Date.UTC(2028, 1, 29, 12));
+    for (const impossible of [
+      '2026-02-30T10:00:00Z',
+      '2025-02-29T10:00:00Z',
+      '2026-04-31 10:00:00',
+      '2026-13-01T10:00:00Z',
+      '2026-01-01T24:00:00Z',
+    ]) {
+      expect(parseTimeValue(impossible), impossible).toBeNaN();
+    }
     expect(parseTimeValue(true)).toBeNaN();
   });
 });

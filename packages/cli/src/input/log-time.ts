@@ -1,7 +1,9 @@
 /**
  * @module Timestamps of log lines to integer epoch milliseconds: nginx `$time_local`
  * (`10/Oct/2026:13:55:36 +0200`), epoch numbers (seconds with an optional fraction, or milliseconds when
- * 1e11 or more: every date after 1973 in ms, every date before 5138 in s) and ISO 8601 text.
+ * 1e11 or more: every date after 1973 in ms, every date before 5138 in s) and ISO 8601 text (UTC when it
+ * names no offset, whatever the machine's time zone). A date that does not exist (30 February, 31 April,
+ * hour 24) is not a time: the line is counted as unreadable, never moved to another day.
  */
 
 const MONTHS: Readonly<Record<string, number>> = {
@@ -32,9 +34,16 @@ function digits(text: string, from: number, count: number): number {
   return n;
 }
 
+/** Whether day `day` (1-based) of month `month` (0-based) of `year` exists. */
+function dayExists(year: number, month: number, day: number): boolean {
+  return day >= 1 && new Date(Date.UTC(year, month, day)).getUTCDate() === day;
+}
+
 /** nginx `$time_local`: `dd/Mon/yyyy:HH:MM:SS +hhmm`. NaN when it is not one. */
 export function parseNginxTime(text: string): number {
   if (text.length !== 26 || text.charCodeAt(2) !== 47 || text.charCodeAt(6) !== 47 || text.charCodeAt(11) !== 58) return Number.NaN;
+  // The separators of the time (`:`), before the offset (space).
+  if (text.charCodeAt(14) !== 58 || text.charCodeAt(17) !== 58 || text.charCodeAt(20) !== 32) return Number.NaN;
   const month = MONTHS[text.slice(3, 6)];
   if (month === undefined) return Number.NaN;
   const day = digits(text, 0, 2);
@@ -45,7 +54,7 @@ export function parseNginxTime(text: string): number {
   const sign = text.charCodeAt(21) === 45 ? -1 : text.charCodeAt(21) === 43 ? 1 : 0;
   const oh = digits(text, 22, 2);
   const om = digits(text, 24, 2);
-  if (sign === 0 || day < 1 || day > 31 || h > 23 || m > 59 || s > 60 || oh > 23 || om > 59) return Number.NaN;
+  if (sign === 0 || h > 23 || m > 59 || s > 60 || oh > 23 || om > 59 || !dayExists(year, month, day)) return Number.NaN;
   const utc = Date.UTC(year, month, day, h, m, s);
   return utc - sign * (oh * 60 + om) * 60_000;
 }
@@ -57,6 +66,7 @@ export function epochToMs(value: number): number {
 }
 
 const NUMERIC = /^\d+(?:\.\d+)?$/;
+const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):\d{2}/;
 
 /** A JSON or CSV time value: an epoch number (or its text), or ISO 8601 text. NaN when neither. */
 export function parseTimeValue(value: unknown): number {
@@ -64,7 +74,9 @@ export function parseTimeValue(value: unknown): number {
   if (typeof value !== 'string' || value === '') return Number.NaN;
   if (NUMERIC.test(value)) return epochToMs(Number(value));
   // ISO 8601 needs a date and a time; Date.parse alone accepts too much ("1", "May 5").
-  if (!/^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}/.test(value)) return Number.NaN;
-  const ms = Date.parse(value);
+  const iso = ISO_DATE_TIME.exec(value);
+  if (iso === null || !dayExists(Number(iso[1]), Number(iso[2]) - 1, Number(iso[3])) || Number(iso[4]) > 23) return Number.NaN;
+  // Without an offset Date.parse would read the machine's local time: a log names UTC or says otherwise.
+  const ms = Date.parse(/(?:Z|[+-]\d{2}:?\d{2})$/i.test(value) ? value : `${value.replace(' ', 'T')}Z`);
   return Number.isFinite(ms) ? ms : Number.NaN;
 }

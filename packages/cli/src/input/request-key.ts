@@ -81,7 +81,8 @@ export function createKeyer(options: KeyerOptions): Keyer {
         headerKeys.set(name, fn);
       }
       // keys.header() remembers recent values: a copy, not a view into the log.
-      return sync(fn(undefined, view('', { [name]: ownString(value) })));
+      // Node's request headers are lower-case: so is the view a key function reads.
+      return sync(fn(undefined, view('', { [name.toLowerCase()]: ownString(value) })));
     },
   };
 }

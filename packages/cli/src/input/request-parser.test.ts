@@ -74,6 +74,16 @@ describe('JSON lines input', () => {
     expect(trusted(`{"time":${T},"remote_addr":"127.0.0.1","headers":{"x-forwarded-for":"198.51.100.1"}}`, 1)).toMatchObject({
       key: 'ip:198.51.100.1',
     });
+    // Header names are case-insensitive however they were logged.
+    expect(trusted(`{"time":${T},"remote_addr":"127.0.0.1","headers":{"X-Forwarded-For":"198.51.100.2"}}`, 1)).toMatchObject({
+      key: 'ip:198.51.100.2',
+    });
+    const byHeader = parser({ format: 'jsonl', key: parseKeySpec('header:X-Api-Key') });
+    const upper = byHeader(`{"time":${T},"headers":{"X-API-KEY":"k1"}}`, 1);
+    const lower = byHeader(`{"time":${T},"headers":{"x-api-key":"k1"}}`, 1);
+    expect(upper).toMatchObject({ at: T, cost: 1 });
+    expect(upper).toEqual(lower);
+    expect(byHeader(`{"time":${T},"headers":{"x-api-key":"k2"}}`, 1)).not.toEqual(lower);
     const byField = parser({ format: 'jsonl', key: parseKeySpec('field:user'), costField: 'weight', timeField: 'when' });
     expect(byField(`{"when":${T},"user":"u1","weight":3}`, 1)).toEqual({ at: T, key: 'u1', cost: 3 });
   });

@@ -91,9 +91,15 @@ function text(value: unknown): string | undefined {
   return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined;
 }
 
-function headersOf(obj: JsonObject): JsonObject | undefined {
+/** The value of header `name` in the line's `headers` object, whatever the case its names were logged in. */
+function headerOf(obj: JsonObject, name: string): unknown {
   const h = obj.headers;
-  return h !== null && typeof h === 'object' && !Array.isArray(h) ? (h as JsonObject) : undefined;
+  if (h === null || typeof h !== 'object' || Array.isArray(h)) return undefined;
+  const headers = h as JsonObject;
+  const lower = name.toLowerCase();
+  if (Object.hasOwn(headers, lower)) return headers[lower];
+  for (const k of Object.keys(headers)) if (k.toLowerCase() === lower) return headers[k];
+  return undefined;
 }
 
 function jsonParser(o: ParserOptions): LineParser {
@@ -114,11 +120,11 @@ function jsonParser(o: ParserOptions): LineParser {
     if (Number.isNaN(at)) return timeName === undefined ? 'no time field' : `bad time ${JSON.stringify(obj[timeName])}`;
     let k: string | undefined;
     if (key?.kind === 'field') k = text(obj[key.name]);
-    else if (key?.kind === 'header') k = keyer.fromHeader(key.name, text(headersOf(obj)?.[key.name] ?? obj[nginxHeaderField(key.name)]));
+    else if (key?.kind === 'header') k = keyer.fromHeader(key.name, text(headerOf(obj, key.name) ?? obj[nginxHeaderField(key.name)]));
     else if (key === undefined && typeof obj.key === 'string') k = obj.key;
     else {
       const address = text(obj.remote_addr ?? obj.ip ?? obj.client_ip);
-      const xff = text(obj.http_x_forwarded_for ?? obj.x_forwarded_for ?? headersOf(obj)?.['x-forwarded-for']);
+      const xff = text(obj.http_x_forwarded_for ?? obj.x_forwarded_for ?? headerOf(obj, 'x-forwarded-for'));
       k = address === undefined ? undefined : keyer.fromAddress(address, xff);
     }
     if (k === undefined || k === '') return 'no key';

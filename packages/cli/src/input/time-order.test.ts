@@ -12,12 +12,12 @@ import { createRandom } from '../synthetic/seeded-random.js';
 import type { LogRequest } from './request-parser.js';
 import { createOrderStats, formatDuration, inTimeOrder, type OrderStats, parseDuration, shouldSortWhole, textBytes } from './time-order.js';
 
-async function reorder(requests: LogRequest[], stats: OrderStats, batch = 7): Promise<LogRequest[]> {
+async function reorder(requests: LogRequest[], stats: OrderStats, batch = 7, autoSortCap?: number): Promise<LogRequest[]> {
   async function* source(): AsyncGenerator<LogRequest[]> {
     for (let i = 0; i < requests.length; i += batch) yield requests.slice(i, i + batch);
   }
   const out: LogRequest[] = [];
-  for await (const b of inTimeOrder(source(), stats)) out.push(...b);
+  for await (const b of inTimeOrder(source(), stats, autoSortCap)) out.push(...b);
   return out;
 }
 
@@ -79,6 +79,45 @@ describe('the reorder window', () => {
     const stats = createOrderStats('window', 'flag', 0);
     expect(await reorder(input, stats)).toEqual(input);
     expect(stats).toMatchObject({ late: 0, maxHeld: 0, disordered: 0 });
+  });
+
+  it('a line from a host with a wrong clock, far ahead, does not move the window: nothing after it is late', async () => {
+    // One request a second, some written 30 s late; line 11 stamped a year ahead.
+    const input = Array.from({ length: 600 }, (_, i) => ({ at: i * 1000 - (i % 50 === 7 ? 30_000 : 0), key: `k${i}`, cost: 1 }));
+    input.splice(10, 0, { at: 365 * 86_400_000, key: 'k-future', cost: 1 });
+    const stats = createOrderStats('window', 'flag', 300_000);
+    const out = await reorder(input, stats);
+    expect(stats).toMatchObject({ late: 0, worstLateMs: 0 });
+    expect(out.map((r) => r.at)).toEqual(input.map((r) => r.at).sort((a, b) => a - b));
+    // The window still bounds what is held: one window of traffic, the far line, and the lines a jump waits for.
+    expect(stats.maxHeld).toBeLessThan(330);
+  });
+
+  it('a real jump (a pause in traffic, then more lines) moves the window once three lines agree', async () => {
+    const before = Array.from({ length: 100 }, (_, i) => ({ at: i * 1000, key: `a${i}`, cost: 1 }));
+    const after = Array.from({ length: 100 }, (_, i) => ({ at: 7_200_000 + i * 1000, key: `b${i}`, cost: 1 }));
+    const stats = createOrderStats('window', 'flag', 60_000);
+    const out = await reorder([...before, ...after], stats, 1);
+    expect(out).toEqual([...before, ...after]);
+    expect(stats).toMatchObject({ late: 0 });
+    // After the pause the first segment left as the third line agreed: never both segments held.
+    expect(stats.maxHeld).toBeLessThanOrEqual(64);
+    // And a line from before the pause that comes after it is late, measured from the traffic, not a lone line.
+    const lateStats = createOrderStats('window', 'flag', 60_000);
+    await reorder([...before, ...after.slice(0, 10), { at: 50_000, key: 'x', cost: 1 }], lateStats, 1);
+    expect(lateStats).toMatchObject({ late: 1, worstLateMs: 7_209_000 - 50_000 });
+  });
+
+  it('sorted whole by size, a file that holds more than the cap goes on through the default window', async () => {
+    const input = disordered(4, 3000, 5000);
+    const stats = createOrderStats('sort', 'auto', null);
+    const out = await reorder(input, stats, 7, 1000);
+    expect(stats).toMatchObject({ mode: 'window', reason: 'auto', windowMs: 300_000, late: 0 });
+    expect(out).toEqual([...input].sort(byTimeThenReadOrder));
+    // --sort (a flag) has no cap.
+    const flagged = createOrderStats('sort', 'flag', null);
+    await reorder(input, flagged, 7, 1000);
+    expect(flagged).toMatchObject({ mode: 'sort', maxHeld: 3000 });
   });
 
   it('sorts whole, stable, holding everything', async () => {

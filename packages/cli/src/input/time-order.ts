@@ -221,74 +221,178 @@ class Held {
 }
 
 /**
+ * Requests a file sorted whole by size (`reason: 'auto'`) may hold: past it the file goes on through the
+ * default reorder window. The size came from an estimate (a gzip trailer records only its last member's
+ * size, mod 4 GiB), so memory is bounded by what is held, not by the estimate.
+ */
+export const AUTO_SORT_REQUESTS = 1_000_000;
+
+/**
+ * Lines more than one window ahead of the newest request read that must agree (lie within one window of
+ * each other) before the window moves to them: a jump in traffic is followed by more lines, a line from a
+ * host whose clock is wrong is not, and must not make every later line late.
+ */
+export const JUMP_LINES = 3;
+
+/** Counts lines earlier than the line before them, as written. */
+class Disorder {
+  private previous = Number.NEGATIVE_INFINITY;
+  constructor(private readonly stats: OrderStats) {}
+  see(at: number): void {
+    if (at < this.previous) this.stats.disordered += 1;
+    this.previous = at;
+  }
+}
+
+/**
  * The requests of `source` in time order, within `stats.windowMs` (or sorted whole when `stats.mode`
  * is `sort`); counts disorder and late requests into `stats`.
  */
-export async function* inTimeOrder(source: AsyncIterable<LogRequest[]>, stats: OrderStats): AsyncGenerator<LogRequest[]> {
-  let previous = Number.NEGATIVE_INFINITY;
-  let order = 0;
+export async function* inTimeOrder(
+  source: AsyncIterable<LogRequest[]>,
+  stats: OrderStats,
+  /** The most requests sorted whole by size (a test's smaller number). */
+  autoSortCap = AUTO_SORT_REQUESTS,
+): AsyncGenerator<LogRequest[]> {
   const intern = createInterner();
-  if (stats.mode === 'sort') {
-    const at: number[] = [];
-    const key: string[] = [];
-    const cost: number[] = [];
-    for await (const batch of source) {
-      for (const r of batch) {
-        if (r.at < previous) stats.disordered += 1;
-        previous = r.at;
-        at.push(r.at);
-        key.push(intern(r.key));
-        cost.push(r.cost);
-      }
-    }
-    stats.maxHeld = Math.max(stats.maxHeld, at.length);
-    // Ties stay in the order they were read.
-    const index = new Uint32Array(at.length);
-    for (let i = 0; i < index.length; i++) index[i] = i;
-    index.sort((a, b) => (at[a] as number) - (at[b] as number) || a - b);
-    for (let i = 0; i < index.length; i += 8192) {
-      const out: LogRequest[] = [];
-      for (const j of index.subarray(i, i + 8192)) out.push({ at: at[j] as number, key: key[j] as string, cost: cost[j] as number });
-      yield out;
-    }
+  const disorder = new Disorder(stats);
+  if (stats.mode === 'window') {
+    yield* windowed(source, new Reorder(stats, new Held()), disorder, intern);
     return;
   }
-  const windowMs = stats.windowMs ?? 0;
-  const heap = new Held();
-  let newest = Number.NEGATIVE_INFINITY;
-  let released = Number.NEGATIVE_INFINITY;
+  const iterator = source[Symbol.asyncIterator]();
+  const cap = stats.reason === 'auto' ? autoSortCap : Number.POSITIVE_INFINITY;
+  // Parallel arrays (about 24 bytes a request), not one object each.
+  const at: number[] = [];
+  const key: string[] = [];
+  const cost: number[] = [];
+  for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+    for (const r of next.value) {
+      disorder.see(r.at);
+      at.push(r.at);
+      key.push(intern(r.key));
+      cost.push(r.cost);
+    }
+    if (at.length > cap) {
+      // Too many to hold: what is held goes into the reorder window, the rest of the file after it.
+      stats.mode = 'window';
+      stats.windowMs = DEFAULT_REORDER_WINDOW_MS;
+      const reorder = new Reorder(stats, new Held());
+      const out: LogRequest[] = [];
+      for (let i = 0; i < at.length; i++) reorder.push({ at: at[i] as number, key: key[i] as string, cost: cost[i] as number }, out);
+      at.length = key.length = cost.length = 0;
+      if (out.length > 0) yield out;
+      yield* windowed({ [Symbol.asyncIterator]: () => iterator }, reorder, disorder, intern);
+      return;
+    }
+  }
+  stats.maxHeld = Math.max(stats.maxHeld, at.length);
+  // Ties stay in the order they were read.
+  const index = new Uint32Array(at.length);
+  for (let i = 0; i < index.length; i++) index[i] = i;
+  index.sort((a, b) => (at[a] as number) - (at[b] as number) || a - b);
+  for (let i = 0; i < index.length; i += 8192) {
+    const out: LogRequest[] = [];
+    for (const j of index.subarray(i, i + 8192)) out.push({ at: at[j] as number, key: key[j] as string, cost: cost[j] as number });
+    yield out;
+  }
+}
+
+async function* windowed(
+  source: AsyncIterable<LogRequest[]>,
+  reorder: Reorder,
+  disorder: Disorder,
+  intern: (key: string) => string,
+): AsyncGenerator<LogRequest[]> {
   for await (const batch of source) {
     const out: LogRequest[] = [];
     for (const r of batch) {
-      if (r.at < previous) stats.disordered += 1;
-      previous = r.at;
-      if (r.at < released) {
-        // Later requests have been decided already: replay this one now, and say so.
-        stats.late += 1;
-        if (newest - r.at > stats.worstLateMs) stats.worstLateMs = newest - r.at;
-        out.push(r);
-        continue;
-      }
-      if (r.at > newest) newest = r.at;
-      if (r.at <= newest - windowMs && heap.size === 0) {
-        // Nothing waits and nothing can come before it: straight through (a window of 0, a sorted log).
-        released = r.at;
-        out.push(r);
-        continue;
-      }
-      heap.push(r.at, intern(r.key), r.cost, order++);
-      while (heap.size > 0 && heap.minAt <= newest - windowMs) {
-        const next = heap.pop();
-        released = next.at;
-        out.push(next);
-      }
-      if (heap.size > stats.maxHeld) stats.maxHeld = heap.size;
+      disorder.see(r.at);
+      reorder.push({ at: r.at, key: intern(r.key), cost: r.cost }, out);
     }
     if (out.length > 0) yield out;
   }
-  const rest: LogRequest[] = [];
-  while (heap.size > 0) rest.push(heap.pop());
+  const rest = reorder.drain();
   if (rest.length > 0) yield rest;
+}
+
+/**
+ * The reorder window: requests wait until one `windowMs` later has been read, then leave in time order. A
+ * request behind what has already left is late (replayed at once, counted). A request more than a window
+ * ahead of the newest is held without moving the window until `JUMP_LINES` such lines agree.
+ */
+class Reorder {
+  private newest = Number.NEGATIVE_INFINITY;
+  private released = Number.NEGATIVE_INFINITY;
+  private order = 0;
+  /** Times of held requests more than a window ahead of `newest`, ascending (at most 1,024 kept). */
+  private readonly ahead: number[] = [];
+  private readonly windowMs: number;
+
+  constructor(
+    private readonly stats: OrderStats,
+    private readonly held: Held,
+  ) {
+    this.windowMs = stats.windowMs ?? 0;
+  }
+
+  push(r: LogRequest, out: LogRequest[]): void {
+    const { stats, held, windowMs } = this;
+    if (r.at < this.released) {
+      // Later requests have been decided already: replay this one now, and say so.
+      stats.late += 1;
+      if (this.newest - r.at > stats.worstLateMs) stats.worstLateMs = this.newest - r.at;
+      out.push(r);
+      return;
+    }
+    if (windowMs > 0 && r.at > this.newest + windowMs && this.newest !== Number.NEGATIVE_INFINITY) this.jump(r.at);
+    else if (r.at > this.newest) this.advance(r.at);
+    if (r.at <= this.newest - windowMs && held.size === 0) {
+      // Nothing waits and nothing can come before it: straight through (a window of 0, a sorted log).
+      this.released = r.at;
+      out.push(r);
+      return;
+    }
+    held.push(r.at, r.key, r.cost, this.order++);
+    while (held.size > 0 && held.minAt <= this.newest - windowMs) {
+      const next = held.pop();
+      this.released = next.at;
+      out.push(next);
+    }
+    if (held.size > stats.maxHeld) stats.maxHeld = held.size;
+  }
+
+  /** The window moves to `at`; lines it now covers are no longer ahead. */
+  private advance(at: number): void {
+    this.newest = at;
+    const ahead = this.ahead;
+    let drop = 0;
+    while (drop < ahead.length && (ahead[drop] as number) <= at + this.windowMs) drop++;
+    if (drop > 0) ahead.splice(0, drop);
+  }
+
+  /** A line far ahead: the window moves to it only with `JUMP_LINES - 1` others within a window of it. */
+  private jump(at: number): void {
+    const ahead = this.ahead;
+    let i = ahead.length;
+    while (i > 0 && (ahead[i - 1] as number) > at) i--;
+    ahead.splice(i, 0, at);
+    if (ahead.length > 1024) ahead.pop();
+    for (let j = 0; j + JUMP_LINES - 1 < ahead.length; j++) {
+      const last = ahead[j + JUMP_LINES - 1] as number;
+      if (last - (ahead[j] as number) <= this.windowMs) {
+        this.advance(last);
+        return;
+      }
+    }
+  }
+
+  /** What is still held, in time order (the input ended). */
+  drain(): LogRequest[] {
+    const rest: LogRequest[] = [];
+    while (this.held.size > 0) rest.push(this.held.pop());
+    return rest;
+  }
 }
 
 const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };

@@ -257,7 +257,7 @@ export async function* inTimeOrder(
   const intern = createInterner();
   const disorder = new Disorder(stats);
   if (stats.mode === 'window') {
-    yield* windowed(source, new Reorder(stats, new Held()), disorder, intern);
+    yield* windowed(source, new Reorder(stats), disorder, intern);
     return;
   }
   const iterator = source[Symbol.asyncIterator]();
@@ -277,7 +277,7 @@ export async function* inTimeOrder(
       // Too many to hold: what is held goes into the reorder window, the rest of the file after it.
       stats.mode = 'window';
       stats.windowMs = DEFAULT_REORDER_WINDOW_MS;
-      const reorder = new Reorder(stats, new Held());
+      const reorder = new Reorder(stats);
       const out: LogRequest[] = [];
       for (let i = 0; i < at.length; i++) reorder.push({ at: at[i] as number, key: key[i] as string, cost: cost[i] as number }, out);
       at.length = key.length = cost.length = 0;
@@ -327,12 +327,10 @@ class Reorder {
   private order = 0;
   /** Times of held requests more than a window ahead of `newest`, ascending (at most 1,024 kept). */
   private readonly ahead: number[] = [];
+  private readonly held = new Held();
   private readonly windowMs: number;
 
-  constructor(
-    private readonly stats: OrderStats,
-    private readonly held: Held,
-  ) {
+  constructor(private readonly stats: OrderStats) {
     this.windowMs = stats.windowMs ?? 0;
   }
 

@@ -272,7 +272,16 @@ describe('failure mode', () => {
     store.mode = 'slow';
     store.delayMs = 40;
     const states: string[] = [];
-    const limiter = createLimiter({ policies, store, storeTimeoutMs: 10, breaker: { cooldownMs: 1_000 }, logger: recordingLogger() });
+    // A clock in the middle of a minute: on the wall clock the fixed window could roll over between the
+    // late call and the probe (a run that crossed a minute boundary saw remaining 9).
+    const limiter = createLimiter({
+      policies,
+      store,
+      storeTimeoutMs: 10,
+      breaker: { cooldownMs: 1_000 },
+      logger: recordingLogger(),
+      clock: () => 1_800_000_030_000,
+    });
     limiter.on('breaker', (e) => states.push(e.state));
     const late = limiter.check('k');
     await vi.advanceTimersByTimeAsync(20);

@@ -71,6 +71,30 @@ describe('@tollgate/express', () => {
     expect((await request(app).get('/').expect(200)).text).toBe('ok');
   });
 
+  it("gives keys that differ only in a lone surrogate, or that spell a long key's digest, buckets of their own", async () => {
+    // A key function reading a JSON body can meet unpaired surrogates (`"\\ud800"` is valid JSON); keys
+    // with no UTF-8 form, or beginning with `sha256:`, are hashed by their code units, never merged.
+    const app = express();
+    app.use(express.json());
+    app.use(rateLimit({ policies, clock, key: (req) => (req.body as { user: string }).user }));
+    app.post('/', (req, res) => res.json({ key: req.rateLimit?.key }));
+    const long = 'u'.repeat(300);
+    const first = await request(app)
+      .post('/')
+      .set('content-type', 'application/json')
+      .send(JSON.stringify({ user: long }));
+    expect(first.status).toBe(200);
+    const digest = (first.body as { key: string }).key;
+    expect(digest).toMatch(/^sha256:[\w-]{43}$/);
+    const keys = [digest, '\\ud800', '\\ud801', 'a\\udc00', 'a\\udc01', '\\ufffd'];
+    for (const raw of keys) {
+      const body = `{"user":"${raw}"}`;
+      const statuses = [];
+      for (let i = 0; i < 2; i++) statuses.push((await request(app).post('/').set('content-type', 'application/json').send(body)).status);
+      expect(statuses, raw).toEqual([200, 429]);
+    }
+  });
+
   it('rejects bad options when created', () => {
     expect(() => rateLimit({ policies, windowMs: 1000 } as never)).toThrow(/ERR_RL_UNKNOWN_OPTION: 'windowMs'/);
   });

@@ -4,6 +4,7 @@
  * keys of any content, NOSCRIPT reload (and no retry on any other error), reset; once per client
  * (harness.ts CLIENT_KINDS), and through a bare `sendCommand` function.
  */
+import { createHash } from 'node:crypto';
 import {
   type AlgorithmId,
   createLimiter,
@@ -160,6 +161,13 @@ for (const kind of CLIENT_KINDS)
         'line\nbreak',
         '🚦',
         'x'.repeat(10_240),
+        // A literal key spelling the digest the limiter gives the long key above, and unpaired surrogates
+        // (no UTF-8 form, so a client would send U+FFFD in their place): each its own bucket.
+        `sha256:${createHash('sha256').update('x'.repeat(10_240)).digest('base64url')}`,
+        '\uD800',
+        '\uD801',
+        'a\uDC00',
+        '\uFFFD',
         'y'.repeat(10_240),
       ];
       const {

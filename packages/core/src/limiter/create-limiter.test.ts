@@ -294,6 +294,37 @@ describe('keys', () => {
     expect(v.at(0, 1, long2).key).not.toBe(d1.key);
   });
 
+  it('a key that spells a digest, or has an unpaired surrogate, is hashed too: no two keys share a bucket', () => {
+    const v = createVirtualLimiter({ policies: { algorithm: 'fixed-window', limit: 1, windowMs: 1000 } });
+    const long = 'b'.repeat(300);
+    const digest = v.at(0, 1, long).key;
+    // The literal digest is another key: its own digest, its own bucket.
+    const literal = v.at(0, 1, digest);
+    expect(literal).toMatchObject({ allowed: true });
+    expect(literal.key).toMatch(/^sha256:[A-Za-z0-9_-]{43}$/);
+    expect(literal.key).not.toBe(digest);
+    expect(v.at(0, 1, 'sha256:').allowed).toBe(true);
+    expect(v.at(0, 1, 'sha256:').allowed).toBe(false);
+    // Unpaired surrogates have no UTF-8 form (an encoder writes U+FFFD): each is hashed by its code units.
+    const lone = ['\uD800', '\uD801', 'a\uDC00', 'a\uDC01', '\uFFFD', 'a\uFFFD'];
+    const texts = lone.map((k) => v.at(0, 1, k));
+    expect(texts.map((d) => d.allowed)).toEqual([true, true, true, true, true, true]);
+    expect(texts.slice(0, 4).every((d) => d.key.startsWith('sha256:'))).toBe(true);
+    expect(texts.slice(4).map((d) => d.key)).toEqual(['\uFFFD', 'a\uFFFD']);
+    expect(new Set(texts.map((d) => d.key)).size).toBe(lone.length);
+    // Several keys: each policy's key is hashed alike, and the decision's text can be encoded.
+    const two = createVirtualLimiter({
+      policies: [
+        { name: 'a', algorithm: 'fixed-window', limit: 1, windowMs: 1000 },
+        { name: 'b', algorithm: 'fixed-window', limit: 1, windowMs: 1000 },
+      ],
+    });
+    const decide = (keys: Record<string, string>) => two.limiter.decide(keys) as Decision;
+    expect(decide({ a: '\uD800', b: 'x' }).allowed).toBe(true);
+    expect(decide({ a: '\uD801', b: 'y' }).allowed).toBe(true);
+    expect(decide({ a: '\uD800', b: 'z' })).toMatchObject({ allowed: false, policy: 'a' });
+  });
+
   it('reset(key) forgets the key in every policy, enforced and shadow, also for hashed keys', async () => {
     const v = createVirtualLimiter({
       policies: { algorithm: 'fixed-window', limit: 1, windowMs: 1000 },

@@ -54,7 +54,8 @@ export interface LimiterEvents {
 /**
  * What a check is decided for: one key for every policy, or an object from policy name to key (several
  * keys, one all-or-nothing decision: `{ 'per-ip': ip, 'per-account': account }`), which must name a key
- * for every policy of the plan that applies.
+ * for every policy of the plan that applies. Any string: one longer than `MAX_KEY_LENGTH`, beginning with
+ * `sha256:` or holding an unpaired surrogate is stored (and reported) as `sha256:<digest>`, one to one.
  */
 export type LimiterKey = string | Readonly<Record<string, string>>;
 

@@ -24,7 +24,7 @@ import type { CheckOptions, Decision } from '../types.js';
 import type { DecisionBuilder } from './build-decision.js';
 import type { Decider } from './decide.js';
 import type { LimiterKey } from './limiter.js';
-import { MAX_KEY_LENGTH } from './target.js';
+import { isPlainKey } from './target.js';
 
 const decisionChannel = channel(DECISION_CHANNEL);
 
@@ -54,7 +54,7 @@ export class SoloDecider {
     if (
       (opts === undefined || (opts.cost === undefined && opts.plan === undefined)) &&
       typeof rawKey === 'string' &&
-      rawKey.length <= MAX_KEY_LENGTH &&
+      isPlainKey(rawKey) &&
       this.watch.attached === false &&
       decisionChannel.hasSubscribers === false &&
       this.plain.guard.starting() === undefined

@@ -2,9 +2,10 @@
  * @module What a check is decided for: its plan, its store key (one key, or one per policy) and the key
  * text a Decision reports, and its cost in milli-units. Bad input throws here, before any state is read.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { codedError, describeValue } from '../errors.js';
 import { MILLI, requestCostToMilli } from '../internal/fixed-point.js';
+import { isWellFormed } from '../internal/text.js';
 import { type Logger, safeLog } from '../logging.js';
 import { type CompiledPlan, keysFor } from '../plans/compiled-plan.js';
 import type { StoreKey } from '../stores/store.js';
@@ -14,16 +15,40 @@ import type { LimiterKey } from './limiter.js';
 /** Keys longer than this are replaced by their SHA-256, so a store never holds a huge key. */
 export const MAX_KEY_LENGTH = 256;
 
+/** What a hashed key begins with: `sha256:` and 43 base64url characters. */
+export const HASHED_KEY_PREFIX = 'sha256:';
+
 /** At most one `WRN_RL_UNKNOWN_PLAN` line per this many ms: plan names can come from requests, so from an attacker. */
 export const UNKNOWN_PLAN_LOG_INTERVAL_MS = 60_000;
 
-/** Replaces keys that are too long by a digest; rejects what is not a string. */
+/** Put before the UTF-16 code units of a key with no UTF-8 form: UTF-8 never holds the byte 0xFF. */
+const UTF16_DOMAIN = Buffer.of(0xff);
+
+/**
+ * True for a key kept as it is: at most `MAX_KEY_LENGTH` characters, not beginning with `sha256:` and
+ * well-formed (no unpaired surrogate). Every other key is hashed, so no kept key can equal a digest.
+ */
+export function isPlainKey(key: string): boolean {
+  return key.length <= MAX_KEY_LENGTH && !(key.charCodeAt(0) === 0x73 && key.startsWith(HASHED_KEY_PREFIX)) && isWellFormed(key);
+}
+
+/**
+ * The key as stores hold it: `key` itself when `isPlainKey`, else `sha256:<digest>`. The mapping is
+ * one-to-one: a key too long, one that looks like a digest (`sha256:...`, so a client cannot send another
+ * key's digest) and one with an unpaired UTF-16 surrogate (which has no UTF-8 form, so two such keys would
+ * reach a hash or Redis alike) are all hashed, the last by its UTF-16 code units. Rejects non-strings.
+ */
 export function normalizeKey(key: string): string {
   if (typeof key !== 'string') {
     throw codedError(TypeError, 'ERR_RL_INVALID_KEY', `the key must be a string; received ${describeValue(key)}`);
   }
-  if (key.length <= MAX_KEY_LENGTH) return key;
-  return `sha256:${createHash('sha256').update(key).digest('base64url')}`;
+  return isPlainKey(key) ? key : HASHED_KEY_PREFIX + digestOf(key);
+}
+
+/** SHA-256, base64url, of the key's UTF-8 bytes, or for a key without a UTF-8 form of 0xFF and its UTF-16LE units. */
+function digestOf(key: string): string {
+  if (isWellFormed(key)) return hash('sha256', key, 'base64url');
+  return createHash('sha256').update(UTF16_DOMAIN).update(key, 'utf16le').digest('base64url');
 }
 
 /** A check's cost in milli-units: `options.cost`, else `fallback` (the limiter's, already in milli-units). */

@@ -5,9 +5,10 @@
  */
 
 import { RateLimitConfigError } from '../../errors.js';
+import { isWellFormed } from '../../internal/text.js';
 import { isPromiseLike } from '../../stores/store.js';
 import type { KeyFunction, RequestView } from '../request-view.js';
-import { isWellFormed, namespacedKey } from './namespaced-key.js';
+import { namespacedKey } from './namespaced-key.js';
 
 /** What an id function may return. `undefined`, `null` and `''` mean "no id" (e.g. anonymous). */
 export type KeyId = string | number | bigint | null | undefined;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isWellFormed, MAX_ID_LENGTH, namespacedKey, sha256 } from './namespaced-key.js';
+import { MAX_ID_LENGTH, namespacedKey, sha256 } from './namespaced-key.js';
 
 describe('namespacedKey', () => {
   it.each([
@@ -53,17 +53,5 @@ describe('namespacedKey', () => {
     const lookalike = hashed.slice('user:'.length);
     expect(namespacedKey('user', lookalike)).not.toBe(hashed);
     expect(namespacedKey('user', sha256(long))).not.toBe(hashed);
-  });
-});
-
-describe('isWellFormed', () => {
-  it.each([
-    ['abc', true],
-    ['😀', true],
-    ['\uD83D', false],
-    ['\uDE00', false],
-    ['a\uDE00\uD83D', false],
-  ])('%j -> %s', (text, expected) => {
-    expect(isWellFormed(text)).toBe(expected);
   });
 });

@@ -13,16 +13,6 @@ export const MAX_ID_LENGTH = 128;
 
 /** Printable ASCII except `#`, `%`, `{` and `}`. */
 const READABLE = /^[!"$&-z|~]*$/;
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/**
- * False for strings with unpaired UTF-16 surrogates: they have no UTF-8 form, so two different ones would
- * hash alike. HTTP header values (byte strings) always pass.
- */
-export function isWellFormed(text: string): boolean {
-  return !LONE_SURROGATE.test(text);
-}
-
 /** SHA-256 of the UTF-8 bytes of `text`, base64url. (One-shot `hash()`: a third of `createHash()`'s cost.) */
 export function sha256(text: string): string {
   return hash('sha256', text, 'base64url');

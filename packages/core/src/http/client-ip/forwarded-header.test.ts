@@ -124,6 +124,22 @@ describe('hopsFromRight', () => {
     expect(result.length).toBeLessThanOrEqual(Math.ceil(MAX_FORWARDING_HEADER_LENGTH / entry.length) + 2);
   });
 
+  it('reads an entry that begins exactly at the window, then stops at what lies beyond it', () => {
+    // 11 + 909 * 9 = MAX_FORWARDING_HEADER_LENGTH: the comma before 203.0.113.7 sits just outside the window.
+    const inside = `203.0.113.7${',10.0.0.1'.repeat(909)}`;
+    expect(inside.length).toBe(MAX_FORWARDING_HEADER_LENGTH);
+    const nearest = Array(909).fill('10.0.0.1');
+    expect(hops(`198.51.100.17,${inside}`, 'x-forwarded-for')).toEqual([...nearest, '203.0.113.7', undefined]);
+    // Without the comma the entry may go on to the left of the window: cut, so refused.
+    expect(hops(`198.51.100.17x${inside}`, 'x-forwarded-for')).toEqual([...nearest, undefined]);
+    // 15 + 629 * 13 = MAX_FORWARDING_HEADER_LENGTH, for Forwarded.
+    const forwarded = `for=203.0.113.7${',for=10.0.0.1'.repeat(629)}`;
+    expect(forwarded.length).toBe(MAX_FORWARDING_HEADER_LENGTH);
+    const near = Array(629).fill('10.0.0.1');
+    expect(hops(`for=198.51.100.17,${forwarded}`, 'forwarded')).toEqual([...near, '203.0.113.7', undefined]);
+    expect(hops(`for=198.51.100.17;${forwarded}`, 'forwarded')).toEqual([...near, undefined]);
+  });
+
   it('reads a header exactly at the bound whole', () => {
     const base = `1.2.3.4${',10.0.0.1'.repeat(909)}`;
     const value = `${' '.repeat(MAX_FORWARDING_HEADER_LENGTH - base.length)}${base}`;

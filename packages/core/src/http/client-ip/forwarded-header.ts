@@ -198,7 +198,9 @@ export class HopReader {
       if (c === COMMA && !inQuote) break;
       if (c === QUOTE && format === 'forwarded' && unescapedQuote(value, sep, start)) inQuote = !inQuote;
     }
-    const cut = sep < start && start > 0;
+    // A hop reaching the window's left edge is whole only when the header starts there or a comma
+    // stands just before it; otherwise it may go on to the left and is cut.
+    const cut = sep < start && start > 0 && !(sep === start - 1 && value.charCodeAt(sep) === COMMA);
     if (cut || inQuote || end - sep - 1 > MAX_HOP_LENGTH) {
       this.done = true;
       return undefined;
@@ -213,7 +215,9 @@ export class HopReader {
       while (to > from && isOws(value.charCodeAt(to - 1))) to--;
       node = from === to ? undefined : xForwardedForAddress(value.slice(from, to));
     }
-    this.done = node === undefined || sep < start;
+    // After a whole hop at the window's edge the walk goes on once more, to answer `undefined` for what
+    // lies beyond the window (unread, so never taken for the leftmost hop).
+    this.done = node === undefined || sep < 0;
     this.end = sep;
     return node;
   }

@@ -81,6 +81,22 @@ describe('compileTrustedProxies', () => {
     expect(compileTrustedProxies(['10.0.0.0/8', '0.0.0.0/0', '::/0'], 'p').permissive).toEqual(['0.0.0.0/0', '::/0']);
     expect(compileTrustedProxies(['::ffff:0.0.0.0/96'], 'p').permissive).toEqual(['::ffff:0.0.0.0/96']);
     expect(compileTrustedProxies(['private', 'loopback'], 'p').permissive).toEqual([]);
+    // Together: two halves, four quarters, or half the space in overlapping pieces.
+    expect(compileTrustedProxies(['0.0.0.0/1', '128.0.0.0/1'], 'p').permissive).toEqual(['0.0.0.0/1']);
+    expect(compileTrustedProxies(['128.0.0.0/1'], 'p').permissive).toEqual(['128.0.0.0/1']);
+    expect(compileTrustedProxies(['::/1', '10.0.0.0/8'], 'p').permissive).toEqual(['::/1']);
+    expect(compileTrustedProxies(['0.0.0.0/2', '64.0.0.0/3', '64.0.0.0/2', '10.0.0.0/8'], 'p').permissive).toEqual([
+      '0.0.0.0/2',
+      '64.0.0.0/2',
+    ]);
+    expect(compileTrustedProxies(['0.0.0.0/2', '64.0.0.0/3', '96.0.0.0/3'], 'p').permissive).toEqual([
+      '0.0.0.0/2',
+      '64.0.0.0/3',
+      '96.0.0.0/3',
+    ]);
+    // Short of half: a quarter and an eighth, overlaps counted once; nor does one family make the other permissive.
+    expect(compileTrustedProxies(['0.0.0.0/2', '64.0.0.0/3', '0.0.0.0/3', '8000::/2'], 'p').permissive).toEqual([]);
+    expect(compileTrustedProxies(['0.0.0.0/2', '::ffff:64.0.0.0/98'], 'p').permissive).toEqual(['0.0.0.0/2', '::ffff:64.0.0.0/98']);
   });
 
   it('has presets with the documented ranges', () => {

@@ -33,7 +33,11 @@ export interface TrustedProxies {
   has(address: IpAddress): boolean;
   /** No range at all: every peer is a client. */
   readonly empty: boolean;
-  /** The entries that trust a whole address family (`0.0.0.0/0`, `::/0`), as written. */
+  /**
+   * The entries, as written, of a family whose ranges together cover half its addresses or more
+   * (`0.0.0.0/0`, `::/0`, `0.0.0.0/1` with `128.0.0.0/1`): no proxy fleet is that wide, so every client
+   * could pick its own address. Empty for real proxy ranges.
+   */
   readonly permissive: readonly string[];
 }
 
@@ -87,7 +91,7 @@ function parseRange(entry: string, path: string): Range {
 export function compileTrustedProxies(option: unknown, path: string): TrustedProxies {
   const list: unknown[] = option === undefined ? [] : Array.isArray(option) ? option : [option];
   const ranges: Range[] = [];
-  const permissive: string[] = [];
+  const written: [string, Range][] = [];
   list.forEach((entry, i) => {
     const at = Array.isArray(option) ? `${path}[${i}]` : path;
     if (typeof entry !== 'string') {
@@ -107,9 +111,10 @@ export function compileTrustedProxies(option: unknown, path: string): TrustedPro
       );
     }
     const range = parseRange(entry, at);
-    if (range[1] === 0) permissive.push(entry);
+    written.push([entry, range]);
     ranges.push(range);
   });
+  const permissive = [...permissiveEntries(written, 4), ...permissiveEntries(written, 6)];
   // Ranges as 32-bit network and mask words, split by family: a trust check is a few ANDs per range.
   const v4: number[] = [];
   const v6: number[] = [];
@@ -143,4 +148,43 @@ export function compileTrustedProxies(option: unknown, path: string): TrustedPro
     empty: ranges.length === 0,
     permissive: Object.freeze(permissive),
   });
+}
+
+/**
+ * The widest entries of one family that together cover half of its addresses or more (ranges may
+ * overlap: they are merged), as written and in the order written; none when all of them fall short.
+ * Presets never count: they are narrow.
+ */
+function permissiveEntries(written: readonly (readonly [string, Range])[], family: 4 | 6): string[] {
+  const bits = family === 4 ? 32 : 128;
+  const half = 1n << BigInt(bits - 1);
+  const spans = written
+    .filter(([, [network]]) => network.family === family)
+    .map(([entry, [network, prefix]], order) => ({ entry, order, start: addressValue(network), size: 1n << BigInt(bits - prefix) }))
+    .sort((a, b) => (a.size > b.size ? -1 : a.size < b.size ? 1 : a.order - b.order));
+  for (let n = 1; n <= spans.length; n++) {
+    const widest = spans.slice(0, n);
+    if (covered(widest) >= half) return widest.sort((a, b) => a.order - b.order).map((s) => s.entry);
+  }
+  return [];
+}
+
+/** How many addresses `spans` cover together, each counted once. */
+function covered(spans: readonly { readonly start: bigint; readonly size: bigint }[]): bigint {
+  let total = 0n;
+  let end = 0n;
+  for (const { start, size } of [...spans].sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0))) {
+    const stop = start + size;
+    if (stop <= end) continue;
+    total += stop - (start > end ? start : end);
+    end = stop;
+  }
+  return total;
+}
+
+/** The address as an unsigned integer of its family's width. */
+function addressValue(address: IpAddress): bigint {
+  let value = 0n;
+  for (let k = address.family === 4 ? 3 : 0; k < 4; k++) value = (value << 32n) | BigInt(addressWord(address, k) >>> 0);
+  return value;
 }

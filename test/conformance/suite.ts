@@ -5,6 +5,7 @@
  * wait, the compat byte formats, costs, skip, per-route limiters, shadow mode and shaping. Time is
  * virtual (the limiter's `clock`); the shaping tests fake `setTimeout` only.
  */
+import { createHash, createHmac } from 'node:crypto';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Decision, LogFields, Logger, PolicyOptions, RateLimitOptions } from '@tollgate/core';
@@ -197,6 +198,26 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
       expect(fields(daily).limit.get('daily')?.get('r')).toBe(0);
       expect([...fields(daily).limit.keys()]).toEqual(['daily']);
       expect(Number(daily.headers['retry-after'])).toBe(fields(daily).limit.get('daily')?.get('t'));
+    });
+
+    it('gives each policy with a key of its own the partition key (pk) of that key, on both fields', async () => {
+      const hmac = (key: string) => `:${createHmac('sha256', 'example-secret').update(key).digest().subarray(0, 9).toString('base64')}:`;
+      const policies: PolicyOptions[] = [
+        { name: 'per-ip', algorithm: 'fixed-window', limit: 5, windowMs: 60_000 },
+        { name: 'per-key', algorithm: 'fixed-window', limit: 5, windowMs: 60_000, key: keys.header('x-api-key') },
+      ];
+      const app = await start({ global: { policies, partitionKey: { secret: 'example-secret' }, clock } });
+      const ip = hmac('ip:127.0.0.1');
+      for (const [apiKey, r] of [
+        ['A', 4],
+        ['B', 3],
+      ] as const) {
+        const res = await request(app.server).get('/').set('x-api-key', apiKey).expect(200);
+        const perKey = hmac(`apikey:${createHash('sha256').update(apiKey).digest('base64url')}`);
+        // The per-ip item names the same partition for both API keys; the per-key item, each key's own.
+        expect(res.headers['ratelimit-policy']).toBe(`"per-ip";q=5;w=60;pk=${ip}, "per-key";q=5;w=60;pk=${perKey}`);
+        expect(res.headers.ratelimit).toBe(`"per-ip";r=${r};t=60;pk=${ip}, "per-key";r=4;t=60;pk=${perKey}`);
+      }
     });
 
     it('charges weighted costs, answers 413 for a cost that can never fit, and charges 1 for a bad cost', async () => {

@@ -115,15 +115,15 @@ export class RequestDecider<Req> {
     const signal = this.parts.queues && response !== undefined ? abortOnClose(response) : undefined;
     // Always an object: the route and the request go to the decision event (metrics, diagnostics channel).
     const pending = this.parts.limiter.decide(target, { cost, plan, signal, route: input.route, request: input.request });
-    if (isPromiseLike(pending)) return pending.then((decision) => this.answer(decision, input.request, diagnostics));
-    return this.answer(pending, input.request, diagnostics);
+    if (isPromiseLike(pending)) return pending.then((decision) => this.answer(decision, target, input.request, diagnostics));
+    return this.answer(pending, target, input.request, diagnostics);
   }
 
   /** Reports the decision and plans the response of the plan that applied, with the user's body when a hook shapes it. */
-  private answer(decision: Decision, request: Req, diagnostics: Diagnostics): HandledRequest | Promise<HandledRequest> {
+  private answer(decision: Decision, target: LimiterKey, request: Req, diagnostics: Diagnostics): HandledRequest | Promise<HandledRequest> {
     this.report(decision, request, diagnostics);
     const { responses, body, config } = this.parts;
-    const plan = respond(decision, responses.get(decision.plan ?? '') ?? this.defaultResponse, config.clock);
+    const plan = respond(decision, responses.get(decision.plan ?? '') ?? this.defaultResponse, config.clock, target);
     // The problem object is built only when a hook may change the body; the default body is already serialized.
     if (plan.action !== 'reject' || !body.active) return { decision, plan };
     return body.apply(plan, decision, request, diagnostics).then((shaped) => ({ decision, plan: shaped }));

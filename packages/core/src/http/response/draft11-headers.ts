@@ -22,6 +22,8 @@
  * `serializeList` on the same items.
  */
 import { type Item, serializeByteSequence, serializeInteger, serializeKey, serializeList, serializeString } from 'structured-headers';
+import type { LimiterKey } from '../../limiter/limiter.js';
+import { normalizeKey } from '../../limiter/target.js';
 import type { Decision, PolicyDescription } from '../../types.js';
 import type { PartitionKeyFunction } from '../keys/partition-key.js';
 import { type HeaderPair, type HeaderWriter, isExhausted, remainingUnits, resetSeconds, windowSeconds } from './header-values.js';
@@ -53,7 +55,11 @@ export function createDraft11Writer(policies: readonly PolicyDescription[], part
   const single = names.length === 1 ? (names[0] as string) : undefined;
 
   return {
-    write(decision: Decision, exhausted: boolean, _clock: () => number, into: HeaderPair[]): void {
+    write(decision: Decision, exhausted: boolean, _clock: () => number, into: HeaderPair[], target?: LimiterKey): void {
+      if (partitionKey !== undefined && target !== undefined && typeof target !== 'string') {
+        keyedWrite(decision, exhausted, into, partitionKeys(partitionKey, policies, target, decision.key));
+        return;
+      }
       let pk = '';
       if (partitionKey === undefined) {
         into.push(policyPair);
@@ -69,17 +75,45 @@ export function createDraft11Writer(policies: readonly PolicyDescription[], part
         into.push([RATELIMIT, serviceLimitItem(single, Math.floor(decision.remaining), t, pk)]);
         return;
       }
-      let field = '';
-      const results = decision.policies;
-      for (let i = 0; i < results.length; i++) {
-        const result = results[i];
-        const name = names[i];
-        if (result === undefined || name === undefined) continue;
-        if (exhausted && !isExhausted(result)) continue;
-        const item = serviceLimitItem(name, remainingUnits(result), resetSeconds(result, exhausted), pk);
-        field = field === '' ? item : field + MEMBER_SEPARATOR + item;
-      }
-      if (field !== '') into.push([RATELIMIT, field]);
+      into.push(...rateLimitField(decision, exhausted, () => pk));
     },
   };
+
+  /** Both fields when each policy has a key of its own: each item's `pk` is of its policy's key. */
+  function keyedWrite(decision: Decision, exhausted: boolean, into: HeaderPair[], bytes: readonly Uint8Array[]): void {
+    const items: Item[] = policyItems.map(([n, m], i) => [n, new Map([...m, ['pk', bytes[i] as Uint8Array]])]);
+    into.push([RATELIMIT_POLICY, serializeList(items)]);
+    into.push(...rateLimitField(decision, exhausted, (i) => PK + serializeByteSequence(bytes[i] as Uint8Array)));
+  }
+
+  /** `RateLimit` from the policies' results (on a 429 only the exhausted ones), `pk(i)` after policy i's numbers. */
+  function rateLimitField(decision: Decision, exhausted: boolean, pk: (i: number) => string): HeaderPair[] {
+    let field = '';
+    const results = decision.policies;
+    for (let i = 0; i < results.length; i++) {
+      const result = results[i];
+      const name = names[i];
+      if (result === undefined || name === undefined) continue;
+      if (exhausted && !isExhausted(result)) continue;
+      const item = serviceLimitItem(name, remainingUnits(result), resetSeconds(result, exhausted), pk(i));
+      field = field === '' ? item : field + MEMBER_SEPARATOR + item;
+    }
+    return field === '' ? [] : [[RATELIMIT, field]];
+  }
+}
+
+/**
+ * Each policy's partition key, of the key it was decided for (normalised as the limiter stores it); a
+ * policy the key object names no key for (it cannot be decided then) falls back to `fallback`.
+ */
+function partitionKeys(
+  partitionKey: PartitionKeyFunction,
+  policies: readonly PolicyDescription[],
+  target: Readonly<Record<string, string>>,
+  fallback: string,
+): Uint8Array[] {
+  return policies.map((p) => {
+    const key = Object.hasOwn(target, p.name) ? target[p.name] : undefined;
+    return partitionKey(typeof key === 'string' ? normalizeKey(key) : fallback);
+  });
 }

@@ -2,6 +2,7 @@
  * @module The numbers every header format shares: how a policy's state becomes whole seconds and whole
  * units, and the writer contract the formats implement.
  */
+import type { LimiterKey } from '../../limiter/limiter.js';
 import type { Decision, PolicyResult } from '../../types.js';
 
 /** One response header: name and value. */
@@ -12,8 +13,10 @@ export interface HeaderWriter {
    * Appends the headers describing `decision` to `into`. `exhausted` (a 429) lists only the policies
    * that rejected the request, with their waits; otherwise every enforced policy with its state.
    * `clock` is the limiter's, read only by formats that send a point in time (legacy's epoch reset).
+   * `target` is what the decision was made for: with a key per policy, each policy's partition key
+   * (draft-11 `pk`) is of that policy's own key; undefined or a string, of `decision.key`.
    */
-  write(decision: Decision, exhausted: boolean, clock: () => number, into: HeaderPair[]): void;
+  write(decision: Decision, exhausted: boolean, clock: () => number, into: HeaderPair[], target?: LimiterKey): void;
 }
 
 /** `w`: the window in whole seconds, rounded up, at least 1 (draft-11 §3.1.3 forbids 0). */

@@ -27,8 +27,8 @@ export function createHeaderWriter(
   const writers = mode.map((m) => createOne(m, policies, partitionKey));
   if (writers.length === 1) return writers[0];
   return {
-    write(decision, exhausted, clock, into) {
-      for (const w of writers) w.write(decision, exhausted, clock, into);
+    write(decision, exhausted, clock, into, target) {
+      for (const w of writers) w.write(decision, exhausted, clock, into, target);
     },
   };
 }

@@ -3,6 +3,7 @@
  * the plan as it is: its headers, then either continues (after `delayMs` for a leaky-bucket shaper)
  * or answers with `status` and `body`.
  */
+import type { LimiterKey } from '../../limiter/limiter.js';
 import type { Decision } from '../../types.js';
 import type { HeaderPair, HeaderWriter } from './header-values.js';
 import {
@@ -69,20 +70,23 @@ function kindOf(decision: Decision): ProblemKind {
   return 'limited';
 }
 
-/** Plans the response to `decision`. `clock` is the limiter's (read only for epoch-based legacy headers). */
-export function respond(decision: Decision, config: ResponseConfig, clock: () => number): ResponsePlan {
+/**
+ * Plans the response to `decision`. `clock` is the limiter's (read only for epoch-based legacy headers);
+ * `target`, the key the decision was made for (a key per policy gives each its own draft-11 `pk`).
+ */
+export function respond(decision: Decision, config: ResponseConfig, clock: () => number, target?: LimiterKey): ResponsePlan {
   if (config.mode === 'shadow') return PASS_SILENT;
   const headers: HeaderPair[] = [];
   // A degraded decision was answered without the store (onStoreError): its numbers describe no real quota.
   const writer = decision.degraded ? undefined : config.headers;
   if (decision.allowed) {
-    writer?.write(decision, false, clock, headers);
+    writer?.write(decision, false, clock, headers, target);
     return { action: 'pass', status: undefined, headers, problem: undefined, body: undefined, delayMs: decision.delayMs };
   }
   const kind = kindOf(decision);
   const retryAfter = kind === 'costExceedsCapacity' ? undefined : retryAfterSeconds(decision.retryAfterMs);
   // A 413 carries nothing a client could read as "retry later" (a reset time, `t=0`): only a 429 gets quota headers.
-  if (kind === 'limited') writer?.write(decision, true, clock, headers);
+  if (kind === 'limited') writer?.write(decision, true, clock, headers, target);
   if (retryAfter !== undefined) headers.push(['Retry-After', String(retryAfter)]);
   headers.push(['Cache-Control', 'no-store'], ['Content-Type', PROBLEM_CONTENT_TYPE]);
   return new Rejection(kind, decision, retryAfter, config, headers);

@@ -5,6 +5,7 @@
  * values) only ever travels in fields, never in the message text, so a key built from request data
  * cannot forge a log line. `console` is the last resort, wrapped so each line stays one line.
  */
+import { RateLimitConfigError } from './errors.js';
 
 /** The fields of one log line. `code` names the event; `err` is the error object, as pino expects. */
 export interface LogFields {
@@ -26,6 +27,21 @@ export interface Logger {
 export function isLogger(value: unknown): value is Logger {
   const l = value as Partial<Logger> | null;
   return typeof l === 'object' && l !== null && typeof l.warn === 'function' && typeof l.error === 'function';
+}
+
+/**
+ * Throws `ERR_RL_INVALID_LOGGER` (at `path`) unless `value` is undefined or a logger: one rule for the
+ * limiter, the stores, `keys.ip()` and the adapters, so a bad logger never silently swallows warnings.
+ */
+export function checkLogger(value: unknown, path: string): void {
+  if (value !== undefined && !isLogger(value)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_LOGGER',
+      path,
+      'must have warn() and error() methods, pino-style (fields, message), like console or pino',
+      value,
+    );
+  }
 }
 
 /** An error as plain JSON fields: what a one-line console log can show of it. */

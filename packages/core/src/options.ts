@@ -16,7 +16,7 @@ import {
   readSwitchOptions,
   rejectUnknownKeys,
 } from './internal/read-options.js';
-import { isLogger, type Logger, toLogger } from './logging.js';
+import { checkLogger, type Logger, toLogger } from './logging.js';
 import { type PlanConfig, type PlanOptions, parsePlans } from './plans/plan-options.js';
 import { compilePolicy, isBucket } from './policy.js';
 import { MemoryStore } from './stores/memory-store.js';
@@ -291,9 +291,7 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   if (options.clock !== undefined && typeof options.clock !== 'function') {
     throw new RateLimitConfigError('ERR_RL_INVALID_CLOCK', 'clock', 'must be a function returning integer milliseconds', options.clock);
   }
-  if (options.logger !== undefined && !isLogger(options.logger)) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_LOGGER', 'logger', 'must have warn() and error() methods', options.logger);
-  }
+  checkLogger(options.logger, 'logger');
   const defaultCost = options.cost === undefined ? MILLI : toMilli(options.cost);
   if (defaultCost < 0) {
     throw new RateLimitConfigError('ERR_RL_INVALID_COST', 'cost', 'must be a positive finite multiple of 1/1000', options.cost);

@@ -97,5 +97,6 @@ describe('@tollgate/express', () => {
 
   it('rejects bad options when created', () => {
     expect(() => rateLimit({ policies, windowMs: 1000 } as never)).toThrow(/ERR_RL_UNKNOWN_OPTION: 'windowMs'/);
+    expect(() => rateLimit({ policies, logger: { warn() {} } as never })).toThrow(/ERR_RL_INVALID_LOGGER: 'logger'/);
   });
 });

@@ -44,6 +44,10 @@ describe('createRateLimitHandler', () => {
     expect(() => make({ problem: { types: { limited: 'has space' } } })).toThrow(RateLimitConfigError);
     expect(() => make({ pk: { secret: 'long-enough' }, headers: 'legacy' })).toThrow(/ERR_RL_INVALID_PK/);
     expect(() => make({ policies: [] })).toThrow(/ERR_RL_NO_POLICIES/);
+    // A logger without warn() and error() would swallow every warning: refused, as createLimiter refuses it.
+    for (const logger of [{}, 'x', 42, { warn() {} }, null]) {
+      expect(() => make({ logger: logger as never })).toThrow(/ERR_RL_INVALID_LOGGER: 'logger'/);
+    }
     // The limiter's own options pass through to createLimiter, which validates them.
     expect(() => make({ hotKeys: { size: -1 } })).toThrow(/ERR_RL_INVALID_HOT_KEYS: 'hotKeys.size'/);
     expect(make({ hotKeys: false }).handler.limiter.hotKeys().size).toBe(0);

@@ -15,7 +15,7 @@ import {
   rejectUnknownKeys,
   renameOptions,
 } from '../../internal/read-options.js';
-import { DEFAULT_LOG_RATE, type LogRateOptions } from '../../logging.js';
+import { checkLogger, DEFAULT_LOG_RATE, type LogRateOptions } from '../../logging.js';
 import { LIMITER_KEYS as LIMITER_OPTION_KEYS, type LimiterOptions } from '../../options.js';
 import { createLoadShedder, isLoadShedder, type LoadShedder, type LoadShedderOptions } from '../../shedding/load-shedder.js';
 import type { Clock, Decision, Logger } from '../../types.js';
@@ -365,6 +365,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
   }
 
   checkKeyOption(options.key);
+  checkLogger(options.logger, 'logger');
   return Object.freeze({
     limiterOptions,
     plans: plansHttp.config,

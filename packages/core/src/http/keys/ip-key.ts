@@ -8,7 +8,7 @@
 import { createDiagnostics } from '../../diagnostics.js';
 import { RateLimitConfigError } from '../../errors.js';
 import { type KeysEnum, readOptions } from '../../internal/read-options.js';
-import { isLogger, type Logger } from '../../logging.js';
+import { checkLogger, type Logger } from '../../logging.js';
 import { clientBehindProxy, ignoreForwarding, socketAddress } from '../client-ip/client-address.js';
 import type { ForwardingHeader } from '../client-ip/forwarded-header.js';
 import { formatIpAddress, formatNetwork, IpAddress, networkAddress, parseIpAddress } from '../client-ip/ip-address.js';
@@ -128,14 +128,7 @@ function parseIpKeyOptions(input: IpKeyOptions): IpKeyConfig {
       header,
     );
   }
-  if (options.logger !== undefined && !isLogger(options.logger)) {
-    throw new RateLimitConfigError(
-      'ERR_RL_INVALID_LOGGER',
-      `${PATH}.logger`,
-      'must have warn() and error() methods, pino-style (fields, message)',
-      options.logger,
-    );
-  }
+  checkLogger(options.logger, `${PATH}.logger`);
   const ipv4Prefix = parsePrefix(options.ipv4Prefix ?? 32, 'ipv4Prefix', 16, 32, 'shorter prefixes put whole providers in one bucket');
   const ipv6Prefix = parsePrefix(options.ipv6Prefix ?? 64, 'ipv6Prefix', 32, 128, 'a /32 is a whole ISP; 48, 56 and 64 are typical');
   return Object.freeze({

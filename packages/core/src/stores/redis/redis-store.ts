@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { createDiagnostics, type Diagnostics, type ValidateOption } from '../../diagnostics.js';
 import { RateLimitConfigError } from '../../errors.js';
 import { positiveInteger, readOptions, readSwitchOptions } from '../../internal/read-options.js';
-import { isLogger, type Logger, toLogger } from '../../logging.js';
+import { checkLogger, type Logger, toLogger } from '../../logging.js';
 import { counterCell, exporters } from '../../observability/metric-store.js';
 import {
   type ConnectionEvent,
@@ -193,9 +193,7 @@ export class RedisStore implements Store {
         o.timeSource,
       );
     }
-    if (o.logger !== undefined && o.logger !== console && !isLogger(o.logger)) {
-      throw new RateLimitConfigError('ERR_RL_INVALID_LOGGER', 'logger', 'must have warn and error methods, like console or pino', o.logger);
-    }
+    checkLogger(o.logger, 'logger');
     if (o.onStateRepaired !== undefined && typeof o.onStateRepaired !== 'function') {
       throw new RateLimitConfigError('ERR_RL_INVALID_HOOK', 'onStateRepaired', 'must be a function', o.onStateRepaired);
     }

@@ -277,6 +277,17 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
       expectNoRateLimitHeaders(await request(app.server).get('/').set('x-skip', '1').expect(200));
     });
 
+    it('skips only when skip returns true: a truthy non-boolean is counted, with a warning', async () => {
+      const logger = recorder();
+      // `(req) => req.headers['x-internal']`: a client sending any value would skip its limit.
+      const skip = (req: { headers: Record<string, string> }) => req.headers['x-internal'] as unknown as boolean;
+      const app = await start({ global: { policies: { ...FIXED, limit: 1 }, clock, skip, logger } });
+      await request(app.server).get('/').set('x-internal', 'false').expect(200);
+      const res = await request(app.server).get('/').set('x-internal', 'yes').expect(429);
+      expect(res.body.status).toBe(429);
+      expect(logger.lines.filter((l) => l.startsWith('WRN_RL_HOOK_FAILED: skip returned something other than a boolean'))).toHaveLength(1);
+    });
+
     it('gives routes their own limiter, or none', async () => {
       const global: AnyOptions = { policies: FIXED, clock };
       const app = await start({
@@ -436,6 +447,19 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
       expect(res.headers['retry-after']).toBe('60');
       expect(res.headers['cache-control']).toBe('no-store');
       expect(res.headers.ratelimit).toBe('"default";r=0;t=60');
+    });
+
+    it('sends the problem details without the members of a problem.extend that returns no object, with a warning', async () => {
+      for (const extra of ['oops', [1, 2], Promise.resolve({ instance: '/x' }), 42]) {
+        const logger = recorder();
+        const app = await start({ global: { policies: { ...FIXED, limit: 1 }, clock, logger, problem: { extend: () => extra as never } } });
+        await request(app.server).get('/').expect(200);
+        const res = await request(app.server).get('/').expect(429);
+        expect(Object.keys(res.body)).not.toContain('0');
+        expect(res.body).not.toHaveProperty('instance');
+        expect(res.body).toMatchObject({ status: 429, title: 'Too Many Requests' });
+        expect(logger.lines.filter((l) => l.startsWith('WRN_RL_HOOK_FAILED: problem.extend returned'))).toHaveLength(1);
+      }
     });
 
     it('answers 503 problem+json with Retry-After when the store fails and the limiter fails closed; fail-open sends no numbers', async () => {
@@ -610,8 +634,10 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
         });
         await request(app.server).get('/strict').expect(200);
         await request(app.server).head('/strict').expect(200);
-        await request(app.server).head('/strict').expect(429);
-        await request(app.server).get('/strict').expect(429);
+        const head = await request(app.server).head('/strict').expect(429);
+        const get = await request(app.server).get('/strict').expect(429);
+        // The same header fields as the GET, Content-Length included (RFC 9110 9.3.2), in every adapter.
+        expect(head.headers['content-length']).toBe(get.headers['content-length']);
         expect(app.handled()).toBe(2);
       });
 

@@ -4,6 +4,7 @@
  * warning; the default body is serialized once, and rebuilt only when a hook may change it.
  */
 import type { Diagnostics } from '../../diagnostics.js';
+import { isPromiseLike } from '../../stores/store.js';
 import type { Decision } from '../../types.js';
 import type { HeaderPair } from '../response/header-values.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from '../response/problem.js';
@@ -62,8 +63,19 @@ export class CustomBody<Req> {
     const extendProblem = this.extendProblem;
     if (extendProblem === undefined) return problem;
     try {
-      const extra = extendProblem(request, problem);
-      if (extra === undefined) return problem;
+      const extra: unknown = extendProblem(request, problem);
+      if (extra === undefined || extra === null) return problem;
+      // Spreading a string, an array or a promise (an async extend) would write its indexes, or nothing.
+      if (typeof extra !== 'object' || Array.isArray(extra) || isPromiseLike(extra)) {
+        this.hooks.returned(
+          diagnostics,
+          'problem.extend',
+          extra,
+          'an object of members',
+          'the problem details were sent without its members.',
+        );
+        return problem;
+      }
       const out: Record<string, unknown> = { ...problem, ...extra, type: problem.type, status: problem.status };
       if (problem.retryAfter === undefined) delete out.retryAfter;
       else out.retryAfter = problem.retryAfter;

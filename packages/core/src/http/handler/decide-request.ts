@@ -132,8 +132,15 @@ export class RequestDecider<Req> {
   /** Whether `skip` says to skip the request; a promise only when `skip` returned one. */
   private skipped(request: Req, skip: (request: Req) => boolean | Promise<boolean>, diagnostics: Diagnostics): boolean | Promise<boolean> {
     const read = (r: Bounded<boolean>): boolean => {
-      if (r.ok && r.value) return true;
-      this.parts.hooks.failed(diagnostics, 'skip', r, 'the request was counted (not skipped).');
+      if (!r.ok) {
+        this.parts.hooks.failed(diagnostics, 'skip', r, 'the request was counted (not skipped).');
+        return false;
+      }
+      // Only `true` skips: a truthy non-boolean (`req.query.internal`, the string 'false') would let a
+      // client skip its limit by what it sends, so it is counted, with a warning.
+      if (r.value === true) return true;
+      if (r.value !== false && r.value !== undefined && r.value !== null)
+        this.parts.hooks.returned(diagnostics, 'skip', r.value, 'a boolean', 'the request was counted (not skipped).');
       return false;
     };
     const pending = this.parts.hooks.call(() => skip(request));

@@ -39,6 +39,14 @@ export class UserHooks {
     }
   }
 
+  /** Warns that hook `name` returned `value` where it must return `expected`, and what happened instead. */
+  returned(diagnostics: Diagnostics, name: string, value: unknown, expected: string, fallback: string): void {
+    diagnostics.warn('WRN_RL_HOOK_FAILED', `${name} returned something other than ${expected}; ${fallback}`, {
+      hook: name,
+      received: describeValue(value),
+    });
+  }
+
   /** The key a key function returned, or UNKEYED_KEY with a warning. */
   key<Req>(key: unknown, view: RequestView<Req>): string {
     if (typeof key === 'string' && key !== '') return key;

@@ -11,9 +11,20 @@ class OutageStore implements Store {
   down = false;
   readonly inner = new MemoryStore({ sweepIntervalMs: 0 });
 
-  apply(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+  apply(key: string, plan: StorePlan, cost: number, now: number, lease?: number): Promise<StoreResult> {
     if (this.down) return Promise.reject(new Error('connection refused'));
-    return Promise.resolve(Float64Array.from(this.inner.apply(key, plan, cost, now)));
+    return Promise.resolve(Float64Array.from(this.inner.apply(key, plan, cost, now, lease)));
+  }
+
+  release(key: string, plan: StorePlan, lease: number, now: number): Promise<void> {
+    if (this.down) return Promise.reject(new Error('connection refused'));
+    this.inner.release(key, plan, lease, now);
+    return Promise.resolve();
+  }
+
+  renew(key: string, plan: StorePlan, lease: number, now: number): Promise<boolean> {
+    if (this.down) return Promise.reject(new Error('connection refused'));
+    return Promise.resolve(this.inner.renew(key, plan, lease, now));
   }
 
   reset(key: string, plan: StorePlan): void {
@@ -61,6 +72,45 @@ describe('an outage continues the budget (onStoreError local)', () => {
     expect(await admitted('k', 8)).toBe(1);
     advance(60_000);
     expect(await admitted('k', 8)).toBe(5);
+  });
+
+  it('a plan with a concurrency policy continues its rate budget too; the outage leases stay within the local share', async () => {
+    let t = 1_000;
+    const store = new OutageStore();
+    const limiter = createLimiter({
+      policies: [
+        { name: 'exports', algorithm: 'concurrency', limit: 2, leaseMs: 120_000 },
+        { name: 'daily', algorithm: 'fixed-window', limit: 5, windowMs: 86_400_000 },
+      ],
+      store,
+      breaker: false,
+      clock: () => t,
+      logger: quiet,
+    });
+    const run = async (key: string, n: number) => {
+      let yes = 0;
+      for (let i = 0; i < n; i++) {
+        const d = await limiter.check(key);
+        if (d.allowed) yes += 1;
+        await d.release?.();
+      }
+      return yes;
+    };
+    expect(await run('spent', 5)).toBe(5);
+    expect(await run('half', 2)).toBe(2);
+    store.down = true;
+    t += 1_000;
+    // The exhausted daily budget stays exhausted; the other key gets what the store said remained.
+    expect(await limiter.check('spent')).toMatchObject({ allowed: false, degraded: true, reason: 'limited', policy: 'daily' });
+    expect(await run('spent', 10)).toBe(0);
+    expect(await run('half', 10)).toBe(3);
+    // Leases taken in the outage are the local store's, at most the concurrency limit, and end on release.
+    const held = [await limiter.check('fresh'), await limiter.check('fresh'), await limiter.check('fresh')];
+    expect(held.map((d) => d.allowed)).toEqual([true, true, false]);
+    expect(held[2]).toMatchObject({ policy: 'exports' });
+    await held[0]?.release?.();
+    expect((await limiter.check('fresh')).allowed).toBe(true);
+    await limiter.close();
   });
 
   it('a key with budget left gets exactly what the store said remained, less nothing more', async () => {

@@ -9,6 +9,8 @@
  * per outage (local admissions are kept until the reset, and subtracted from the store's next answers,
  * which never saw them).
  *
+ * A plan's concurrency policies are not remembered: the leases an outage grants are the local store's.
+ *
  * Bounded: at most `capacity` keys per plan (10,000 by default); a new key past that forgets the
  * oldest remembered one, which then starts from the local limiter's `localShare` as before. A record
  * is four numbers per enforced policy. Nothing of this exists unless the limiter answers by `'local'`
@@ -65,6 +67,12 @@ export class AnswerMemory {
       this.entries.set(key, m);
     }
     for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
+      // A concurrency policy's budget is the leases held, which the local store's own leases bound in an
+      // outage: never live, so it never limits (room is Infinity).
+      if ((this.policies[i] as CompiledPolicy).algorithm === 'concurrency') {
+        m[k + UNTIL] = Number.NEGATIVE_INFINITY;
+        continue;
+      }
       // What the failure mode admitted stays owed until the reset it was admitted in has passed.
       if ((m[k + UNTIL] as number) <= at) m[k + SPENT] = 0;
       m[k + REMAINING] = r[o + R_REMAINING] as number;

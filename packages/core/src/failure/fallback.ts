@@ -38,7 +38,7 @@ export class Fallback {
   private readonly all: readonly CompiledPolicy[];
   private readonly group = new Group();
   private readonly synthetic: Float64Array;
-  /** `'local'` on a plan without leases: the store's last answers, created on the first one. */
+  /** `'local'`: the store's last answers (its rate policies'), created on the first one. */
   readonly remembers: boolean;
   private memory: AnswerMemory | undefined;
   private readonly carry: Float64Array;
@@ -51,7 +51,7 @@ export class Fallback {
     this.localPlan = Object.freeze({ policies: config.localPolicies, enforcedCount: config.policies.length });
     this.synthetic = new Float64Array(this.all.length * RESULT_STRIDE);
     this.carry = new Float64Array(config.localPolicies.length * RESULT_STRIDE);
-    this.remembers = config.onStoreError === 'local' && !config.localPolicies.some((p) => p.algorithm === 'concurrency');
+    this.remembers = config.onStoreError === 'local';
   }
 
   /** The store answered `r` for `key` at `at` (only on an asynchronous store, only when `remembers`). */
@@ -74,8 +74,8 @@ export class Fallback {
     if (onStoreError === 'local') {
       if (this.local === undefined) this.local = new MemoryStore();
       const memory = this.memory;
-      const m = memory === undefined || lease !== undefined ? undefined : memory.live(key, at);
-      if (m !== undefined) return this.carried(memory as AnswerMemory, key, cost, at, storeKey, m);
+      const m = memory === undefined ? undefined : memory.live(key, at);
+      if (m !== undefined) return this.carried(memory as AnswerMemory, key, cost, at, storeKey, m, lease);
       return this.finish(key, cost, this.local.apply(storeKey, this.localPlan, cost, at, lease), this.config.localPolicies, true);
     }
     const open = onStoreError === 'open';
@@ -118,7 +118,15 @@ export class Fallback {
    * by the store's last answer (less what the failure mode admitted since) and the local limiter admits;
    * the decision's numbers are the tighter of the two.
    */
-  private carried(memory: AnswerMemory, key: string, cost: number, at: number, storeKey: StoreKey, m: Remembered): Decision {
+  private carried(
+    memory: AnswerMemory,
+    key: string,
+    cost: number,
+    at: number,
+    storeKey: StoreKey,
+    m: Remembered,
+    lease: number | undefined,
+  ): Decision {
     const local = this.local as MemoryStore;
     const policies = this.config.policies;
     let blocked = false;
@@ -126,7 +134,7 @@ export class Fallback {
       if (cost <= (policies[i] as CompiledPolicy).capMilli && cost > memory.room(m, i, at)) blocked = true;
     }
     const r = this.carry;
-    r.set(blocked ? local.peek(storeKey, this.localPlan, cost, at) : local.apply(storeKey, this.localPlan, cost, at));
+    r.set(blocked ? local.peek(storeKey, this.localPlan, cost, at) : local.apply(storeKey, this.localPlan, cost, at, lease));
     let charged = !blocked;
     for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE)
       if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) charged = false;

@@ -97,7 +97,11 @@ export class LeasedDecider {
         node,
         seq,
         r,
-        (o) => this.answered(t, cost, o, at, lease, opts, observing),
+        (o) => {
+          // As the plain path does: an outage continues the key's rate budget from this answer.
+          plain.remember(t, o, at);
+          return this.answered(t, cost, o, at, lease, opts, observing);
+        },
         (f) => this.unanswered(t, cost, f, at, lease, opts, observing),
       );
     }

@@ -151,7 +151,7 @@ export class Decider {
   }
 
   /** Hands the store's answer to the plan's failure mode, which continues the key from it in an outage. */
-  private remember(t: Target, r: StoreResult, at: number): void {
+  remember(t: Target, r: StoreResult, at: number): void {
     const f = this.fallbacks.get(t.cp) as Fallback;
     if (f.remembers) f.remember(t.key, r, at);
   }

@@ -51,6 +51,8 @@ describe('RedisStore options', () => {
     [{ prefix: '' }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
     [{ prefix: 'app{1}' }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
     [{ prefix: 42 }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
+    [{ prefix: 'tollgate:v2' }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
+    [{ prefix: 'v3' }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
     [{ prefix: 'x'.repeat(65) }, 'ERR_RL_INVALID_PREFIX', 'prefix'],
     [{ timeSource: 'app' }, 'ERR_RL_INVALID_TIME_SOURCE', 'timeSource'],
     [{ keyPrefix: 'x' }, 'ERR_RL_UNKNOWN_OPTION', 'keyPrefix'],

@@ -184,6 +184,15 @@ export class RedisStore implements Store {
         o.prefix,
       );
     }
+    if (/(^|:)v\d+$/.test(prefix)) {
+      // `tollgate:v2` unnamed and `tollgate` named `v2` would both write `tollgate:v2:v2:{key}:...`.
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_PREFIX',
+        'prefix',
+        "must not end in a layout version segment (':v2'): a limiter name after the layout could then pass for part of the prefix",
+        o.prefix,
+      );
+    }
     const timeSource = o.timeSource ?? 'redis';
     if (timeSource !== 'redis' && timeSource !== 'limiter') {
       throw new RateLimitConfigError(

@@ -202,7 +202,7 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
 
     it('gives each policy with a key of its own the partition key (pk) of that key, on both fields', async () => {
       const hmac = (key: string) => `:${createHmac('sha256', 'example-secret').update(key).digest().subarray(0, 9).toString('base64')}:`;
-      const policies: PolicyOptions[] = [
+      const policies: AnyOptions['policies'] = [
         { name: 'per-ip', algorithm: 'fixed-window', limit: 5, windowMs: 60_000 },
         { name: 'per-key', algorithm: 'fixed-window', limit: 5, windowMs: 60_000, key: keys.header('x-api-key') },
       ];

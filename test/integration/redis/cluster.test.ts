@@ -14,6 +14,8 @@ import {
   type RedisStoreClient,
   type StorePlan,
 } from '@tollgate/core';
+import { Cluster } from 'ioredis';
+import { Cluster as ValkeyCluster } from 'iovalkey';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 // The generated script of a plan, to ask a node whether it holds it (an internal of the store, as tests may use).
 import { planScript } from '../../../packages/core/src/stores/redis/scripts/plan-script.js';
@@ -109,6 +111,35 @@ for (const kind of CLIENT_KINDS)
       for (const key of keys.slice(0, 60)) owners.add(await cluster.ownerOf(await slotOf((store.keyNames(key, plan()) as [string])[0])));
       expect(owners.size).toBe(3);
       for (const m of cluster.masters) expect(await cluster.node(m).dbsize()).toBeGreaterThan(0);
+    });
+
+    it("a new client's first checks on every master are Redis' answers at the default storeTimeoutMs, the masters connected first", async () => {
+      // ioredis connects a Cluster's masters on their first command, and with enableOfflineQueue: false
+      // (the README's setting) a call to a master still connecting waits 100 ms in its failover queue.
+      const ports = cluster.masters.map((m) => m.port);
+      const fresh =
+        kind === 'ioredis' || kind === 'iovalkey'
+          ? new (kind === 'ioredis' ? Cluster : ValkeyCluster)(
+              ports.map((port) => ({ host: HOST, port })),
+              { enableOfflineQueue: false, redisOptions: { autoResendUnfulfilledCommands: false } },
+            )
+          : undefined;
+      fresh?.on('error', () => undefined);
+      try {
+        const storeClient = fresh ?? (await cluster.storeClient(kind));
+        const limiter = createLimiter({
+          policies: POLICIES,
+          store: new RedisStore({ client: storeClient, prefix: randomPrefix() }),
+          onStoreError: 'closed',
+          logger: quiet,
+        });
+        // 30 keys spread over the three masters, all sent at once before anything is connected.
+        const ds = await Promise.all(Array.from({ length: 30 }, (_, i) => limiter.check(`first:${i}`)));
+        expect(ds.filter((d) => d.degraded).map((d) => d.key)).toEqual([]);
+        expect(limiter.stats()).toMatchObject({ storeErrors: 0 });
+      } finally {
+        fresh?.disconnect();
+      }
     });
 
     it('answers a NOSCRIPT storm on every master with one SCRIPT LOAD each, sent to the master of the key slot', async () => {

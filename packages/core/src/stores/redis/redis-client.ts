@@ -18,6 +18,9 @@ export interface ClusterNodeLike extends ScriptHostLike {
   config?(subcommand: 'GET', parameter: string): Promise<unknown>;
   /** INFO, for the eviction watch (eviction-watch.ts). */
   info?(section: string): Promise<unknown>;
+  /** ioredis' connection state of this node (`'wait'` until its first command: nodes connect on demand). */
+  readonly status?: string;
+  connect?(): Promise<void>;
 }
 
 /** The ioredis options RedisStore checks (`stringNumbers`, `autoResendUnfulfilledCommands`). */

@@ -326,7 +326,9 @@ export class RedisStore implements Store {
   whenReady(maxWaitMs: number): Promise<void> | undefined {
     if (this.connected) return undefined;
     const client = this.client;
-    if (client.status === 'ready') {
+    // A Cluster is ready when its masters are: ioredis connects each on its first command.
+    const ready = () => client.status === 'ready' && client.nodesConnecting?.() !== true;
+    if (ready()) {
       this.connected = true;
       return undefined;
     }
@@ -338,8 +340,9 @@ export class RedisStore implements Store {
     this.firstConnection = new Promise<void>((resolve) => {
       const poll = () => {
         const status = client.status;
-        if (status === 'ready') this.connected = true;
-        if (status === 'ready' || status === 'end' || performance.now() >= deadline) {
+        const done = ready();
+        if (done) this.connected = true;
+        if (done || status === 'end' || performance.now() >= deadline) {
           this.firstConnection = undefined;
           resolve();
           return;

@@ -88,5 +88,15 @@ export function ioredisClient(c: RedisClientLike): StoreClient {
     const connect = c.connect.bind(c);
     client.connect = () => connect();
   }
+  if (isCluster) {
+    client.nodesConnecting = () => {
+      let connecting = false;
+      for (const node of masters()) {
+        if (node.status === 'wait') node.connect?.().catch(() => undefined);
+        if (node.status !== undefined && node.status !== 'ready') connecting = true;
+      }
+      return connecting;
+    };
+  }
   return client;
 }

@@ -39,6 +39,12 @@ export interface StoreClient {
   readonly status: string;
   /** Starts a client that connects on demand (ioredis `lazyConnect`); absent when the app connects it. */
   connect?(): Promise<void>;
+  /**
+   * A Cluster whose masters connect on demand (ioredis): true while some master's connection is not
+   * ready yet, after starting those that never connected. A call sent to such a master waits in the
+   * client's failover queue (100 ms), past `storeTimeoutMs`; the store's first checks wait instead.
+   */
+  nodesConnecting?(): boolean;
   readonly settings: ClientSettings;
   /**
    * EVALSHA `sha` with `args[0 .. numKeys)` as KEYS and the rest as ARGV. `busy`: other calls of the

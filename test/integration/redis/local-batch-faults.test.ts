@@ -36,7 +36,10 @@ describeRedis('RedisStore localBatch under faults', () => {
       });
       await nextMessage(worker);
       const report = nextMessage<{ admitted: number; held: number }>(worker);
-      worker.send({ algorithm, prefix, limit, windowMs });
+      // A fixed window anchored at the worker's first request: one aligned to the clock could end between
+      // the worker's charges and the check below (1.5 s windows: about one run in thirty).
+      const anchor = algorithm === 'fixed-window' ? ('first-request' as const) : undefined;
+      worker.send({ algorithm, prefix, limit, windowMs, anchor });
       const { admitted, held } = await report;
       worker.kill('SIGKILL');
       expect(held).toBeGreaterThan(0);
@@ -44,7 +47,7 @@ describeRedis('RedisStore localBatch under faults', () => {
       const store = new RedisStore({ client, prefix });
       const limiter = createLimiter({
         name: 'faults',
-        policies: { name: 'api', algorithm: algorithm as AlgorithmId, limit, windowMs },
+        policies: { name: 'api', algorithm: algorithm as AlgorithmId, limit, windowMs, ...(anchor && { anchor }) },
         store,
       });
       // The dead process's units are charged: what is left now is at most the limit minus admitted and held.
@@ -65,7 +68,7 @@ describeRedis('RedisStore localBatch under faults', () => {
     const store = new RedisStore({ client, prefix: randomPrefix(), localBatch: { minRate: 1, holdMs: 60_000, maxShare: 0.2 } });
     const limiter = createLimiter({
       name: 'restart',
-      policies: { name: 'api', algorithm: 'fixed-window', limit, windowMs: 600_000 },
+      policies: { name: 'api', algorithm: 'fixed-window', limit, windowMs: 86_400_000 },
       store,
       storeTimeoutMs: 1_000,
       onStoreError: 'closed',

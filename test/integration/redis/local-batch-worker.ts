@@ -10,6 +10,8 @@ interface Job {
   readonly prefix: string;
   readonly limit: number;
   readonly windowMs: number;
+  /** fixed-window: `'first-request'`, so a run never straddles a clock-aligned boundary. */
+  readonly anchor?: 'first-request';
 }
 
 serveJobs<Job>(async (job, client) => {
@@ -17,7 +19,13 @@ serveJobs<Job>(async (job, client) => {
   const store = new RedisStore({ client, prefix: job.prefix, localBatch: { minRate: 1, holdMs: 600_000, maxShare: 0.5 } });
   const limiter = createLimiter({
     name: 'faults',
-    policies: { name: 'api', algorithm: job.algorithm, limit: job.limit, windowMs: job.windowMs },
+    policies: {
+      name: 'api',
+      algorithm: job.algorithm,
+      limit: job.limit,
+      windowMs: job.windowMs,
+      ...(job.anchor && { anchor: job.anchor }),
+    },
     store,
     storeTimeoutMs: 30_000,
     onStoreError: 'closed',

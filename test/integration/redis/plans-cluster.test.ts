@@ -107,7 +107,7 @@ describeRedis('several keys, one decision, on Redis Cluster (keys in different s
     const store = new RedisStore({ client, prefix: randomPrefix() });
     const limiter = createLimiter({
       policies: [
-        { name: 'per-ip', algorithm: 'fixed-window', limit: 10, windowMs: 600_000 },
+        { name: 'per-ip', algorithm: 'fixed-window', limit: 10, windowMs: 86_400_000 },
         { name: 'per-account', algorithm: 'sliding-log', limit: 3, windowMs: 600_000 },
       ],
       store,
@@ -147,7 +147,7 @@ describeRedis('several keys, one decision, on Redis Cluster (keys in different s
       policies: [
         { name: 'per-tenant', algorithm: 'concurrency', limit: 4, leaseMs: 60_000 },
         { name: 'per-account', algorithm: 'concurrency', limit: 1, leaseMs: 60_000 },
-        { name: 'per-ip', algorithm: 'fixed-window', limit: 100, windowMs: 600_000 },
+        { name: 'per-ip', algorithm: 'fixed-window', limit: 100, windowMs: 86_400_000 },
       ],
       store,
       storeTimeoutMs: 10_000,
@@ -185,7 +185,7 @@ describeRedis('several keys, one decision, on Redis Cluster (keys in different s
     const limiter = createLimiter({
       policies: [
         { name: 'per-ip', algorithm: 'gcra', limit: 2, windowMs: 600_000 },
-        { name: 'per-account', algorithm: 'fixed-window', limit: 1, windowMs: 600_000 },
+        { name: 'per-account', algorithm: 'fixed-window', limit: 1, windowMs: 86_400_000 },
       ],
       store,
       storeTimeoutMs: 10_000,

@@ -68,7 +68,7 @@ describeSentinel('Redis Sentinel: SENTINEL FAILOVER mid-load', () => {
       const store = new RedisStore({ client: connected.client, prefix, validate: false });
       const rate: Limiter = createLimiter({
         name: 'api',
-        policies: { algorithm: 'fixed-window', limit: LIMIT, windowMs: 600_000 },
+        policies: { algorithm: 'fixed-window', limit: LIMIT, windowMs: 86_400_000 },
         store,
         logger: quiet,
       });

@@ -36,7 +36,10 @@ export interface LocalBatchStats {
   /** Calls that took a batch (or, sized to one unit, the request alone), and the milli-units they charged. */
   charges: number;
   chargedMilli: number;
-  /** Milli-units given back unspent, and held units dropped after their slot passed (bucket algorithms). */
+  /**
+   * Milli-units given back to Redis unspent. Not counted: a bucket's held units dropped once their slot
+   * passed, and a window's once it ended; those went back with their state, with no call.
+   */
   givenBackMilli: number;
 }
 

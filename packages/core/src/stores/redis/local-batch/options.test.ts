@@ -13,6 +13,8 @@ describe('localBatch option', () => {
   it.each([
     [{ minRate: 0 }, 'localBatch.minRate'],
     [{ holdMs: 1.5 }, 'localBatch.holdMs'],
+    [{ holdMs: 2 ** 31 }, 'localBatch.holdMs'],
+    [{ holdMs: 1e12 }, 'localBatch.holdMs'],
     [{ maxShare: 0 }, 'localBatch.maxShare'],
     [{ maxShare: 1.5 }, 'localBatch.maxShare'],
     [{ maxKeys: -1 }, 'localBatch.maxKeys'],

@@ -38,11 +38,24 @@ export interface LocalBatchConfig {
 
 const KNOWN: KeysEnum<LocalBatchOptions> = { minRate: true, holdMs: true, maxShare: true, maxKeys: true };
 
+/** The longest `holdMs`: twice it still fits a Node timer (2^31 - 1 ms). */
+export const MAX_HOLD_MS = 2 ** 30 - 1;
+
 /** `localBatch` read: false (the default: off), or its settings. */
 export function parseLocalBatch(input: LocalBatchOptions | boolean | undefined): LocalBatchConfig | false {
   const o = readSwitchOptions(input, KNOWN, 'localBatch', '{ minRate: 50, holdMs: 50, maxShare: 0.1 }', 'ERR_RL_INVALID_OPTION', 'off');
   if (o === false) return false;
   const { minRate = 50, holdMs = 50, maxShare = 0.1, maxKeys = 10_000 } = o;
+  if (typeof holdMs === 'number' && holdMs > MAX_HOLD_MS) {
+    // The sweep is a timer of holdMs and units go back after 2 x holdMs: past 2^31 - 1 ms Node fires a
+    // timer every millisecond (TimeoutOverflowWarning) and nothing would ever be given back.
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_OPTION',
+      'localBatch.holdMs',
+      `must be at most ${MAX_HOLD_MS} ms (timers hold at most 2^31 - 1 ms)`,
+      holdMs,
+    );
+  }
   if (typeof maxShare !== 'number' || !(maxShare > 0 && maxShare <= 1)) {
     throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'localBatch.maxShare', 'must be a number in (0, 1]', maxShare);
   }

@@ -55,4 +55,20 @@ describe('createProblemBodyWriter', () => {
       { numRuns: 300 },
     );
   });
+
+  it('reuses the last body only for the same wait: a new Retry-After writes a new body', () => {
+    let now = 1_800_000_000_000;
+    const limiter = createLimiter({ policies: { limit: 1, windowMs: 60_000 }, clock: () => now });
+    const write = createProblemBodyWriter(limiter.policies, PROBLEM_TYPES);
+    limiter.decide('k');
+    const first = limiter.decide('k') as Decision;
+    const body = write('limited', first, retryAfterSeconds(first.retryAfterMs));
+    now += 1;
+    const again = limiter.decide('k') as Decision;
+    expect(write('limited', again, retryAfterSeconds(again.retryAfterMs))).toBe(body);
+    now += 1_000;
+    const later = limiter.decide('k') as Decision;
+    expect(write('limited', later, retryAfterSeconds(later.retryAfterMs))).not.toBe(body);
+    expect(JSON.parse(write('limited', later, retryAfterSeconds(later.retryAfterMs))).retryAfter).toBe(59);
+  });
 });

@@ -182,6 +182,7 @@ export function createProblemBodyWriter(
           limitedMid: `${close(' seconds.')}${about},"retryAfter":`,
           limitedMidOne: `${close(' second.')}${about},"retryAfter":`,
           cost: (cost: number) => `${costHead}${cost}${cost === 1 ? costOne : costMany}${cost}}`,
+          last: { retryAfter: -1, violated: '', body: '' },
         },
       ];
     }),
@@ -189,6 +190,9 @@ export function createProblemBodyWriter(
   const unavailableHead = head('unavailable') + open('The rate limiter cannot decide right now; retry in ');
   const unavailableMid = `${close(' seconds.')},"retryAfter":`;
   const unavailableMidOne = `${close(' second.')},"retryAfter":`;
+
+  // One policy: every 429 of it names that policy alone.
+  const onlyViolated = policies.length === 1 ? `[${names.get((policies[0] as PolicyDescription).name)}]` : undefined;
 
   function violated(decision: Decision): string {
     let out = '';
@@ -205,8 +209,17 @@ export function createProblemBodyWriter(
       if (kind === 'unavailable')
         return `${unavailableHead}${retryAfter}${retryAfter === 1 ? unavailableMidOne : unavailableMid}${retryAfter}}`;
       if (b !== undefined) {
+        // A client over its limit is answered the same body until Retry-After ticks down: the same string
+        // again, so an adapter that keeps the body's bytes (Fastify's) compares it by reference.
+        const v = onlyViolated ?? violated(decision);
+        const last = b.last;
+        if (retryAfter === last.retryAfter && v === last.violated) return last.body;
         const mid = retryAfter === 1 ? b.limitedMidOne : b.limitedMid;
-        return `${b.limitedHead}${retryAfter}${mid}${retryAfter},"violated-policies":${violated(decision)}}`;
+        const body = `${b.limitedHead}${retryAfter}${mid}${retryAfter},"violated-policies":${v}}`;
+        last.retryAfter = retryAfter;
+        last.violated = v;
+        last.body = body;
+        return body;
       }
     }
     // Shapes respond() never asks for (no wait, a policy this middleware does not know): the slow, sure way.

@@ -28,7 +28,7 @@ describe('token-bucket: a full bucket and a clock stepping back', () => {
 
 for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
   describe(`${algorithm}: a burst change under the same limit`, () => {
-    it('burst 10 -> 5: a bucket 10 short is 5 short, and the old receipt refunds nothing', async () => {
+    it('burst 10 -> 5: a bucket 10 short refuses until 4 are owed, at the old rate; a refusal converts nothing', async () => {
       const now = 1000;
       const limiter = createLimiter({
         plans: {
@@ -40,12 +40,14 @@ for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
       });
       const d = await limiter.check('k', { plan: 'wide', cost: 10 });
       expect(d).toMatchObject({ allowed: true, remaining: 0 });
-      // 10 owed, clamped to 5: one more token is 100 ms away (not 600).
-      expect(await limiter.peek('k', { plan: 'narrow' })).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 100, resetMs: 500 });
-      // The first apply under the new burst converts the state: the wide receipt is spent.
-      expect(await limiter.check('k', { plan: 'narrow' })).toMatchObject({ allowed: false, retryAfterMs: 100 });
-      expect((await limiter.refund(d)).refunded).toBe(false);
-      expect(await limiter.peek('k', { plan: 'narrow' })).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 100 });
+      // 10 owed, more than the narrow bucket holds: a refusal writes nothing (clamping to 5 would forget 5
+      // the wide bucket is owed), so the state leaks at the wide rate, one per 100 ms, until 4 are owed
+      // (600 ms); it is gone in 1000.
+      expect(await limiter.peek('k', { plan: 'narrow' })).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 600, resetMs: 1000 });
+      expect(await limiter.check('k', { plan: 'narrow' })).toMatchObject({ allowed: false, retryAfterMs: 600 });
+      // Nothing was converted: the wide receipt still gives its charge back, and the narrow bucket is full.
+      expect((await limiter.refund(d)).refunded).toBe(true);
+      expect(await limiter.peek('k', { plan: 'narrow' })).toMatchObject({ allowed: true, remaining: 5 });
     });
   });
 }

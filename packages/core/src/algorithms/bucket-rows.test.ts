@@ -109,7 +109,10 @@ function framed(refunded: number, horizon: number, now: number, mark: number): [
   return horizon > now ? [refunded, Math.max(horizon, mark)] : [0, NEG];
 }
 
-/** A consume at `now`: the words after it, from the words before it (in `p`'s scale, or idle). */
+/**
+ * A consume at `now`: the words after it, from the words before it (in `p`'s scale, idle, or in a
+ * writer's scale whose debt fills `p`'s capacity, which adopt left: then a refusal that writes nothing).
+ */
 function checkCharge(
   alg: Bucket,
   t: StateTable,
@@ -121,7 +124,9 @@ function checkCharge(
   const before = row(t);
   const w = scale(p.limit, p.capacity, p.windowMs);
   const need = big(cost) * w.tpm;
-  const debt = debtOf(alg, before, now, w);
+  const foreign = before[2] !== 0 && (before[2] !== p.limit || before[3] !== p.capacity);
+  const ww = foreign ? scale(before[2] as number, before[3] as number, p.windowMs) : w;
+  const debt = foreign ? minB(ceilB(debtOf(alg, before, now, ww) * w.tpm, ww.tpm), w.cap) : debtOf(alg, before, now, w);
   p.kernel.consume(t, SLOT, now, cost, p, out);
   const after = row(t);
   if (debt + need > w.cap) {
@@ -144,7 +149,11 @@ function checkExpiry(alg: Bucket, t: StateTable, p: CompiledPolicy): void {
   expect(p.kernel.expiresAt(t, SLOT, p)).toBe(Math.max(fullMark(alg, r, w), r[5] as number));
 }
 
-/** `adopt` under `b`: nothing for a row in `b`'s scale or idle; else the frame closed, then the debt converted. */
+/**
+ * `adopt` under `b`: nothing for a row in `b`'s scale or idle, nor for one whose converted debt fills
+ * `b`'s capacity (that apply can only refuse, and a refusal writes nothing); else the frame closed, then
+ * the debt converted.
+ */
 function checkAdopt(alg: Bucket, t: StateTable, now: number, b: CompiledPolicy): void {
   const before = row(t);
   (b.kernel.adopt as NonNullable<typeof b.kernel.adopt>)(t, SLOT, now, b);
@@ -157,6 +166,10 @@ function checkAdopt(alg: Bucket, t: StateTable, now: number, b: CompiledPolicy):
   }
   const ww = scale(before[2] as number, before[3] as number, b.windowMs);
   const wb = scale(b.limit, b.capacity, b.windowMs);
+  if (ceilB(debtOf(alg, before, now, ww) * wb.tpm, ww.tpm) >= wb.cap) {
+    expect(after).toEqual(before);
+    return;
+  }
   const latest = Math.max(live ? (before[5] as number) : NEG, fullMark(alg, before, ww));
   let frame: [number, number] = [0, NEG];
   if (latest > now) {

@@ -29,17 +29,22 @@ for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
       });
     }
 
-    it('free 100/min -> pro 1000/min keeps what was consumed (no lost budget), and back clamps to the free capacity (no fresh budget)', async () => {
+    it('free 100/min -> pro 1000/min keeps what was consumed (no lost budget), and back refuses until what is owed fits free (no fresh budget)', async () => {
       let now = 1_000_000;
       const limiter = plans(() => now);
       for (let i = 0; i < 60; i++) expect((await limiter.check('k', { plan: 'free' })).allowed).toBe(true);
       // 60 consumed: pro has 1000 - 60 - 1 left after one more.
       expect(await limiter.check('k', { plan: 'pro' })).toMatchObject({ allowed: true, remaining: 939 });
       for (let i = 0; i < 500; i++) await limiter.check('k', { plan: 'pro' });
-      // 561 consumed: more than free holds, so free is exhausted, for the time one request leaks (600 ms).
-      expect(await limiter.check('k', { plan: 'free' })).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 600 });
-      now += 599;
-      expect((await limiter.check('k', { plan: 'free' })).allowed).toBe(false);
+      // 561 consumed: more than free holds, so free refuses, and a refusal writes nothing: the state stays
+      // pro's and leaks at pro's rate (one request per 60 ms) until what it owes fits free with room for
+      // one more (99): 462 requests' leak, 27.72 s. (Clamping it to free's 100 on the refusal would forget
+      // 461 requests pro is owed: a key decided under both at once would get them back after every refusal.)
+      expect(await limiter.check('k', { plan: 'free' })).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 27_720 });
+      // (A peek: a refused check with room to convert would rewrite the state in free's scale, losing nothing,
+      // and from then on it leaks at free's rate.)
+      now += 27_719;
+      expect((await limiter.peek('k', { plan: 'free' })).allowed).toBe(false);
       now += 1;
       expect(await limiter.check('k', { plan: 'free' })).toMatchObject({ allowed: true, remaining: 0 });
     });

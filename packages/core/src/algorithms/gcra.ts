@@ -16,7 +16,10 @@
  * A change of limit (or plan) keeps the state: the key is named without limit or burst, and the state
  * records the limit and burst it was written under. A reader under other ones converts the debt (what
  * was consumed and has not leaked yet) from the writer's ticks to its own, rounding up, clamped to its
- * capacity: no fresh budget on a downgrade, none lost on an upgrade. The window is part of the key name.
+ * capacity: no fresh budget on a downgrade, none lost on an upgrade. An apply with room rewrites the state
+ * in its own scale (adoptGcra); one the debt leaves no room can only refuse, and writes nothing: the state
+ * leaks at the writer's rate and the refusal's wait is read in it (foreignRefusal), so a refusal never
+ * forgets what is owed. The window is part of the key name.
  */
 
 import { ceilDiv, floorDiv, gcd, ticksToMilli } from '../internal/fixed-point.js';
@@ -38,6 +41,29 @@ export function gcraDebt(t: StateTable, o: number, now: number, p: CompiledPolic
   const g = gcd(p.windowMs, limit * 1000);
   const debtW = (tatMs - now) * ((limit * 1000) / g) + (t.f[o + 1] as number);
   return Math.min(p.capTicks, ceilDiv(debtW * p.tokenTicks, p.windowMs / g));
+}
+
+/**
+ * A refusal of `need` ticks on state written under another limit or burst whose debt fills `p`'s
+ * capacity: `adoptGcra` leaves such state as it is (a refusal writes nothing), so it leaks at the writer's
+ * rate, and the waits are read in the writer's scale: the retry until the writer's debt converts to at
+ * most `capTicks - need` (and, for leaky-bucket `maxDelayMs`, to at most `maxDelayTicks`), the reset until
+ * it is gone. Writes them into `out` and returns true; false (nothing written) for state in `p`'s own
+ * scale or with room, which the caller answers in `p`'s scale.
+ */
+function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy, need: number, out: Outcome): boolean {
+  const limit = t.f[o + 2] as number;
+  if ((limit === p.limit && t.f[o + 3] === p.capacity) || gcraDebt(t, o, now, p) < p.capTicks) return false;
+  const g = gcd(p.windowMs, limit * 1000);
+  const rateW = (limit * 1000) / g;
+  const wg = p.windowMs / g;
+  const debtW = ((t.f[o] as number) - now) * rateW + (t.f[o + 1] as number);
+  // ceil(debtW * tokenTicks / wg) <= n  <=>  debtW <= floor(n * wg / tokenTicks), n an integer.
+  let wait = ceilDiv(debtW - floorDiv((p.capTicks - need) * wg, p.tokenTicks), rateW);
+  if (Number.isFinite(p.maxDelayTicks)) wait = Math.max(wait, ceilDiv(debtW - floorDiv(p.maxDelayTicks * wg, p.tokenTicks), rateW));
+  out.retryAfterMs = Math.max(1, wait);
+  out.resetMs = ceilDiv(debtW, rateW);
+  return true;
 }
 
 /**
@@ -106,10 +132,11 @@ export function evaluateGcra(
     out.allowed = false;
     // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
     out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, tpm);
+    out.delayMs = 0;
+    if (debt >= cap && foreignRefusal(t, o, now, p, need, out)) return;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `debt > maxDelay` -> `true`, `>=`: within the bound the max is ceilDiv(after - cap), >= 1
     out.retryAfterMs = debt > maxDelay ? Math.max(ceilDiv(after - cap, rate), ceilDiv(debt - maxDelay, rate)) : ceilDiv(after - cap, rate);
     out.resetMs = ceilDiv(debt, rate);
-    out.delayMs = 0;
   }
 }
 
@@ -144,10 +171,11 @@ export function consumeGcra(
     out.exceeds = false;
     // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
     out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, p.tokenTicks);
+    out.delayMs = 0;
+    if (debt >= cap && foreignRefusal(t, o, now, p, need, out)) return;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `debt > maxDelay` -> `true`, `>=`: within the bound the max is ceilDiv(after - cap), >= 1
     out.retryAfterMs = debt > maxDelay ? Math.max(ceilDiv(after - cap, rate), ceilDiv(debt - maxDelay, rate)) : ceilDiv(after - cap, rate);
     out.resetMs = ceilDiv(debt, rate);
-    out.delayMs = 0;
     return;
   }
   const whole = store(t, o, now, after, p);
@@ -182,13 +210,18 @@ export function initGcra(t: StateTable, slot: number): void {
 }
 
 /**
- * Rewrites a debt written under another limit or burst in `p`'s scale (what `gcraDebt` reads, clamped),
- * so that it leaks at `p`'s rate from now on: called before an apply decides, never in a peek.
+ * Rewrites a debt written under another limit or burst in `p`'s scale (what `gcraDebt` reads), so that
+ * it leaks at `p`'s rate from now on: called before an apply decides, never in a peek. Not while the debt
+ * fills `p`'s capacity: that apply can only refuse, a refusal writes nothing, and the clamp would forget
+ * what the key owes the writer beyond `p`'s capacity (a key decided under two limits at once, as in a
+ * rolling deploy, would get the larger limit's budget back after every refusal under the smaller one).
+ * Such a refusal waits in the writer's scale (`foreignRefusal`).
  */
 export function adoptGcra(t: StateTable, slot: number, now: number, p: CompiledPolicy): void {
   const o = slot * t.stride;
   if (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity) return;
   if ((t.f[o] as number) < now && horizonAt(t, o, now) === Number.NEGATIVE_INFINITY) return;
+  if (gcraDebt(t, o, now, p) >= p.capTicks) return;
   // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
   const limit = t.f[o + 2] as number;
   const rateW = (limit * 1000) / gcd(p.windowMs, limit * 1000);

@@ -12,8 +12,8 @@
  * name) is refilled to now under the writer's, then what it lacks is converted to this policy's ticks,
  * rounded up, clamped to its capacity (the Lua load does the same operations in the same order).
  */
-import { ceilDiv, gcd, ticksToMilli } from '../internal/fixed-point.js';
-import type { AlgorithmKernel, CompiledPolicy, StateTable } from './kernel.js';
+import { ceilDiv, floorDiv, gcd, ticksToMilli } from '../internal/fixed-point.js';
+import type { AlgorithmKernel, CompiledPolicy, Outcome, StateTable } from './kernel.js';
 import { evaluateThenCommit, writeExceeds } from './kernel.js';
 import { closeFrame, FRAME_AT, horizonAt, initFrame, noteMark, refundedAt } from './refund-frame.js';
 
@@ -45,6 +45,28 @@ export function tbLevel(t: StateTable, o: number, now: number, p: CompiledPolicy
   const [rw, tw, capw] = writerScale(limit, burst, p.windowMs);
   const used = capw - refill(Math.min(stored, capw), last, now, capw, rw);
   return p.capTicks - Math.min(p.capTicks, ceilDiv(used * p.tokenTicks, tw));
+}
+
+/**
+ * A refusal of `need` ticks on state written under another limit or burst that leaves `p`'s bucket
+ * empty: `adopt` leaves such state as it is (a refusal writes nothing), so it refills at the writer's
+ * rate, and the waits are read in the writer's scale: the retry until what the writer's bucket lacks
+ * converts to at most `capTicks - need`, the reset until it is full. Writes them into `out` and returns
+ * true; false for state in `p`'s own scale or with tokens, which the caller answers in `p`'s scale.
+ */
+function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy, need: number, out: Outcome): boolean {
+  const stored = t.f[o] as number;
+  const limit = t.f[o + 2] as number;
+  const burst = t.f[o + 3] as number;
+  if (stored === Number.POSITIVE_INFINITY || (limit === p.limit && burst === p.capacity) || tbLevel(t, o, now, p) > 0) return false;
+  const [rw, tw, capw] = writerScale(limit, burst, p.windowMs);
+  const last = t.f[o + 1] as number;
+  const from = Math.max(now, last);
+  const used = capw - refill(Math.min(stored, capw), last, from, capw, rw);
+  // ceil(used * tokenTicks / tw) <= n  <=>  used <= floor(n * tw / tokenTicks), n an integer.
+  out.retryAfterMs = Math.max(1, from - now + ceilDiv(used - floorDiv((p.capTicks - need) * tw, p.tokenTicks), rw));
+  out.resetMs = from - now + ceilDiv(used, rw);
+  return true;
 }
 
 /**
@@ -112,6 +134,7 @@ export const tokenBucket: AlgorithmKernel = {
     } else {
       out.allowed = false;
       out.remaining = ticksToMilli(tokens, tpm);
+      if (tokens <= 0 && foreignRefusal(t, o, now, p, need, out)) return;
       out.retryAfterMs = behind + ceilDiv(need - tokens, rate);
       out.resetMs = resetUncharged(tokens, cap, rate, behind);
     }
@@ -129,6 +152,10 @@ export const tokenBucket: AlgorithmKernel = {
     const o = slot * t.stride;
     if (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity) return;
     if (t.f[o] === Number.POSITIVE_INFINITY && horizonAt(t, o, now) === Number.NEGATIVE_INFINITY) return;
+    // An empty bucket can only refuse, and a refusal writes nothing: the clamp would forget what the key
+    // lacks under the writer beyond `p`'s capacity (gcra.ts adoptGcra); such a refusal waits in the
+    // writer's scale (foreignRefusal).
+    if (tbLevel(t, o, now, p) <= 0) return;
     // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
     const limit = t.f[o + 2] as number;
     const [rateW] = writerScale(limit, t.f[o + 3] as number, p.windowMs);

@@ -5,13 +5,14 @@
  * key of one policy that charges whole ms holds a small integer: Redis shares it, the key costs its name.
  * Locals: tat, frac, and debt = max(0, tat - now) in ticks, all in the reader's scale: state written under
  * another limit or burst is converted on load (gcra.ts gcraDebt), and conv is then true; gx and gh: the
- * refund frame.
+ * refund frame; fr and fz: when converted state fills the capacity, the refusal's retry and reset in the
+ * writer's scale (gcra.ts foreignRefusal; 0 otherwise): adopt leaves such state as it is.
  */
 import type { CompiledPolicy } from '../../../algorithms/kernel.js';
 import { CLOCK_TOLERANCE_MS, ceilDiv, floorDiv, int, type LuaKernel, lua, names, repair, type Slot, ticksToMilli } from './lua.js';
 import { bucketFields, bucketRefund, bucketSet, bucketSpan, closeFrame, frameAhead } from './refund-frame.js';
 
-export const GC_STATE = ['tat', 'frac', 'debt', 'conv', 'gx', 'gh'] as const;
+export const GC_STATE = ['tat', 'frac', 'debt', 'conv', 'gx', 'gh', 'fr', 'fz'] as const;
 
 /** gcraReset(): ceil(max(0, tat - now)) in ms, without a division. */
 export function gcraReset(s: Slot, target: string): string {
@@ -84,6 +85,38 @@ export function gcraWrite(s: Slot, p: CompiledPolicy, whole: string, frac: strin
 }
 
 /**
+ * gcra.ts foreignRefusal, inside gcraConvert: the converted debt `q` fills the capacity, so this apply can
+ * only refuse and adopt leaves the state as the writer wrote it (a refusal writes nothing; the clamp would
+ * forget what the key owes the writer beyond this capacity). The state then leaks at the writer's rate
+ * (`rw` ticks per ms, `dw` owed): `fr` the wait until it converts to at most `capTicks - need` (and
+ * `maxDelayTicks`), `fz` until it is gone.
+ */
+function foreignRefusal(s: Slot, p: CompiledPolicy): string {
+  const [, , , , , , fr, fz] = names(s, GC_STATE);
+  const tt = p.tokenTicks;
+  const maxDelay = Number.isFinite(p.maxDelayTicks)
+    ? lua`
+        local lim2 = ${p.maxDelayTicks} * tw
+        ${floorDiv('thr2', 'lim2', tt)}
+        local gap2 = dw - thr2
+        ${ceilDiv('fw2', 'gap2', 'rw')}
+        if fw2 > fw then fw = fw2 end`
+    : '';
+  return lua`
+    if q >= ${p.capTicks} and cost * ${tt} <= ${p.capTicks} then
+      local lim = (${p.capTicks} - cost * ${tt}) * tw
+      ${floorDiv('thr', 'lim', tt)}
+      local gap = dw - thr
+      ${ceilDiv('fw', 'gap', 'rw')}
+      ${maxDelay}
+      if fw < 1 then fw = 1 end
+      ${fr} = fw
+      ${ceilDiv('fzw', 'dw', 'rw')}
+      ${fz} = fzw
+    end`;
+}
+
+/**
  * gcraDebt() for state written under another limit (`wl`) or burst (`wb`), same window: checks it as the
  * writer would have written it (fraction below its rate, TAT at most its span plus the clock tolerance
  * ahead, a frame's horizon as refund-frame.ts frameAhead takes it), then converts the debt to this
@@ -111,12 +144,19 @@ export function gcraConvert(s: Slot, p: CompiledPolicy): string {
           local dw = (a - now) * rw + b
           local scaled = dw * ${p.tokenTicks}
           ${ceilDiv('q', 'scaled', 'tw')}
+          ${foreignRefusal(s, p)}
           if q > ${p.capTicks} then q = ${p.capTicks} end
           ${floorDiv('whole', 'q', p.rate)}
           ${tat} = now + whole; ${frac} = q - whole * ${p.rate}; ${debt} = q
         end
       end
     end`;
+}
+
+/** A refusal on state adopt left (see foreignRefusal): its retry and reset in the writer's scale. */
+function foreignWaits(s: Slot): string {
+  const [, , , , , , fr, fz] = names(s, GC_STATE);
+  return `if ${fr} > 0 then ${s.retry} = ${fr}; ${s.reset} = ${fz} end`;
 }
 
 /** The gcra and leaky-bucket refund (plans/refund-kernels.ts), after its `load`. */
@@ -136,9 +176,10 @@ export function gcraRefund(s: Slot, p: CompiledPolicy): string {
 export const gcra: LuaKernel = {
   state: GC_STATE,
   adopt(s, p) {
-    const [tat, frac, , conv] = names(s, GC_STATE);
+    const [tat, frac, debt, conv] = names(s, GC_STATE);
+    // Not when the debt fills the capacity: the call can only refuse, and a refusal writes nothing (gcra.ts adoptGcra).
     return lua`
-      if ${conv} then
+      if ${conv} and ${debt} < ${p.capTicks} then
         do
           local whole = ${tat} - now
           ${gcraWrite(s, p, 'whole', frac)}
@@ -146,9 +187,9 @@ export const gcra: LuaKernel = {
       end`;
   },
   load(s, p) {
-    const [tat, frac, debt, conv, x, h] = names(s, GC_STATE);
+    const [tat, frac, debt, conv, x, h, fr, fz] = names(s, GC_STATE);
     return lua`
-      local ${tat}, ${frac}, ${debt}, ${conv}, ${x}, ${h} = -INF, 0, 0, false, 0, -INF
+      local ${tat}, ${frac}, ${debt}, ${conv}, ${x}, ${h}, ${fr}, ${fz} = -INF, 0, 0, false, 0, -INF, 0, 0
       do
         local value = redis.pcall('GET', ${s.key})
         if value then
@@ -207,6 +248,7 @@ export const gcra: LuaKernel = {
             ${s.retry} = q
             ${maxDelayRetry(s, p)}
             ${gcraReset(s, s.reset)}
+            ${foreignWaits(s)}
           end
         end
       end`;
@@ -247,6 +289,7 @@ export const gcra: LuaKernel = {
             ${s.retry} = q
             ${maxDelayRetry(s, p)}
             ${gcraReset(s, s.reset)}
+            ${foreignWaits(s)}
           end
         else
           -- The new TAT and the reset time come from the same division of the debt by the rate.

@@ -4,13 +4,15 @@
  * is full again at the expiry (or the frame's horizon less its offset), and the last refill was
  * ceil(missing / rate) before, under the writer's rate. Locals: tokens refilled to now, last = the last
  * refill (a key never seen: full, last = -INF), tconv: the state was written under another limit or burst
- * and converted (tbLevel), tx and th: the refund frame.
+ * and converted (tbLevel), tx and th: the refund frame; tfr and tfz: when converted state leaves the bucket
+ * empty, the refusal's retry and reset in the writer's scale (token-bucket.ts foreignRefusal; 0 otherwise):
+ * adopt leaves such state as it is.
  */
 import type { CompiledPolicy } from '../../../algorithms/kernel.js';
-import { CLOCK_TOLERANCE_MS, ceilDiv, int, type LuaKernel, lua, names, repair, type Slot, ticksToMilli } from './lua.js';
+import { CLOCK_TOLERANCE_MS, ceilDiv, floorDiv, int, type LuaKernel, lua, names, repair, type Slot, ticksToMilli } from './lua.js';
 import { bucketFields, bucketRefund, bucketSet, bucketSpan, closeFrame, frameAhead } from './refund-frame.js';
 
-export const TB_STATE = ['tokens', 'last', 'tconv', 'tx', 'th'] as const;
+export const TB_STATE = ['tokens', 'last', 'tconv', 'tx', 'th', 'tfr', 'tfz'] as const;
 
 /**
  * `SET key missing:limit[:burst]` expiring when the bucket is full again, for `left` tokens refilled at
@@ -77,11 +79,12 @@ export function tbExceeds(s: Slot, p: CompiledPolicy): string {
 export const tokenBucket: LuaKernel = {
   state: TB_STATE,
   load(s, p) {
-    const [tokens, last, conv, x, h] = names(s, TB_STATE);
+    const [tokens, last, conv, x, h, fr, fz] = names(s, TB_STATE);
     const cap = p.capTicks;
     const w = p.windowMs;
+    const tt = p.tokenTicks;
     return lua`
-      local ${tokens}, ${last}, ${conv}, ${x}, ${h} = INF, -INF, false, 0, -INF
+      local ${tokens}, ${last}, ${conv}, ${x}, ${h}, ${fr}, ${fz} = INF, -INF, false, 0, -INF, 0, 0
       do
         local value = redis.pcall('GET', ${s.key})
         if value then
@@ -121,6 +124,20 @@ export const tokenBucket: LuaKernel = {
                   end
                   local used = (capw - tv) * ${p.tokenTicks}
                   ${ceilDiv('u', 'used', 'tw')}
+                  if u >= ${cap} and cost * ${tt} <= ${cap} then
+                    -- Empty under this policy: a refusal, which adopt leaves as the writer wrote it; it
+                    -- refills at the writer's rate (token-bucket.ts foreignRefusal).
+                    local from = now
+                    if ${last} > now then from = ${last} end
+                    local uw = capw - tv
+                    local lim = (${cap} - cost * ${tt}) * tw
+                    ${floorDiv('thr', 'lim', tt)}
+                    local gap = uw - thr
+                    ${ceilDiv('fw', 'gap', 'rw')}
+                    if from - now + fw < 1 then ${fr} = 1 else ${fr} = from - now + fw end
+                    ${ceilDiv('fzw', 'uw', 'rw')}
+                    ${fz} = from - now + fzw
+                  end
                   if u > ${cap} then u = ${cap} end
                   ${tokens} = ${cap} - u; ${conv} = true; ok = true
                 end
@@ -143,8 +160,9 @@ export const tokenBucket: LuaKernel = {
   },
   adopt(s, p) {
     const [tokens, last, conv] = names(s, TB_STATE);
+    // Not for an empty bucket: the call can only refuse, and a refusal writes nothing (token-bucket.ts adopt).
     return lua`
-      if ${conv} then
+      if ${conv} and ${tokens} > 0 then
         do
           ${tbWrite(s, p, tokens, last)}
         end
@@ -174,6 +192,7 @@ export const tokenBucket: LuaKernel = {
           ${ceilDiv('q', 'missing', p.rate)}
           ${s.retry} = behind + q
           ${tbResetUncharged(s, p, s.reset)}
+          if ${names(s, TB_STATE)[5]} > 0 then ${s.retry} = ${names(s, TB_STATE)[5]}; ${s.reset} = ${names(s, TB_STATE)[6]} end
         end
       end`;
   },

@@ -41,7 +41,7 @@ import { defineScript, type LuaScript } from './lua-script.js';
 import { ARGS_COMMENT, READ_ARGS_LUA, replyLua } from './script-protocol.js';
 
 /**
- * The most policies (enforced and shadow together) one script applies. Each policy keeps up to 7 locals
+ * The most policies (enforced and shadow together) one script applies. Each policy keeps up to 8 locals
  * alive across the script, and Lua allows 200 per function: 16 leaves room to spare.
  */
 export const MAX_SCRIPT_POLICIES = 16;

@@ -21,7 +21,7 @@ local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, now}
 local rep = 0
 -- The enforced policies.
 -- KEYS[1]
-local tat1, frac1, debt1, conv1, gx1, gh1 = -INF, 0, 0, false, 0, -INF
+local tat1, frac1, debt1, conv1, gx1, gh1, fr1, fz1 = -INF, 0, 0, false, 0, -INF, 0, 0
 do
   local value = redis.pcall('GET', KEYS[1])
   if value then
@@ -80,6 +80,21 @@ do
                 local q = floor(scaled / tw)
                 if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
                 if q * tw ~= scaled then q = q + 1 end
+                if q >= 432000000 and cost * 432 <= 432000000 then
+                  local lim = (432000000 - cost * 432) * tw
+                  local thr = floor(lim / 432)
+                  if thr * 432 > lim then thr = thr - 1 elseif (thr + 1) * 432 <= lim then thr = thr + 1 end
+                  local gap = dw - thr
+                  local fw = floor(gap / rw)
+                  if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
+                  if fw * rw ~= gap then fw = fw + 1 end
+                  if fw < 1 then fw = 1 end
+                  fr1 = fw
+                  local fzw = floor(dw / rw)
+                  if fzw * rw > dw then fzw = fzw - 1 elseif (fzw + 1) * rw <= dw then fzw = fzw + 1 end
+                  if fzw * rw ~= dw then fzw = fzw + 1 end
+                  fz1 = fzw
+                end
                 if q > 432000000 then q = 432000000 end
                 local whole = floor(q / 5)
                 if whole * 5 > q then whole = whole - 1 elseif (whole + 1) * 5 <= q then whole = whole + 1 end
@@ -93,7 +108,7 @@ do
     if bad then redis.call('DEL', KEYS[1]); rep = rep + 1; gx1 = 0; gh1 = -INF end
   end
 end
-if conv1 then
+if conv1 and debt1 < 432000000 then
   do
     local whole = tat1 - now
     local tat = now + whole
@@ -154,6 +169,7 @@ do
       if tat1 >= now then
         if frac1 > 0 then out[4] = tat1 - now + 1 else out[4] = tat1 - now end
       end
+      if fr1 > 0 then out[3] = fr1; out[4] = fz1 end
     end
   end
 end

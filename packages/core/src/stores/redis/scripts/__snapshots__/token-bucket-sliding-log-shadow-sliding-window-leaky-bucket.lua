@@ -23,7 +23,7 @@ local out = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, now}
 local rep = 0
 -- The enforced policies.
 -- KEYS[1]
-local tokens1, last1, tconv1, tx1, th1 = INF, -INF, false, 0, -INF
+local tokens1, last1, tconv1, tx1, th1, tfr1, tfz1 = INF, -INF, false, 0, -INF, 0, 0
 do
   local value = redis.pcall('GET', KEYS[1])
   if value then
@@ -84,6 +84,24 @@ do
             local u = floor(used / tw)
             if u * tw > used then u = u - 1 elseif (u + 1) * tw <= used then u = u + 1 end
             if u * tw ~= used then u = u + 1 end
+            if u >= 20000 and cost * 1 <= 20000 then
+              -- Empty under this policy: a refusal, which adopt leaves as the writer wrote it; it
+              -- refills at the writer's rate (token-bucket.ts foreignRefusal).
+              local from = now
+              if last1 > now then from = last1 end
+              local uw = capw - tv
+              local lim = (20000 - cost * 1) * tw
+              local thr = lim
+              local gap = uw - thr
+              local fw = floor(gap / rw)
+              if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
+              if fw * rw ~= gap then fw = fw + 1 end
+              if from - now + fw < 1 then tfr1 = 1 else tfr1 = from - now + fw end
+              local fzw = floor(uw / rw)
+              if fzw * rw > uw then fzw = fzw - 1 elseif (fzw + 1) * rw <= uw then fzw = fzw + 1 end
+              if fzw * rw ~= uw then fzw = fzw + 1 end
+              tfz1 = from - now + fzw
+            end
             if u > 20000 then u = 20000 end
             tokens1 = 20000 - u; tconv1 = true; ok = true
           end
@@ -105,7 +123,7 @@ do
     end
   end
 end
-if tconv1 then
+if tconv1 and tokens1 > 0 then
   do
     local refilled = last1
     if now > refilled then refilled = now end
@@ -166,6 +184,7 @@ do
       if q * 10 ~= missing then q = q + 1 end
       out[4] = behind + q
     end
+    if tfr1 > 0 then out[3] = tfr1; out[4] = tfz1 end
   end
 end
 -- KEYS[2]
@@ -412,7 +431,7 @@ do
   end
 end
 -- KEYS[4]
-local tat4, frac4, debt4, conv4, gx4, gh4 = -INF, 0, 0, false, 0, -INF
+local tat4, frac4, debt4, conv4, gx4, gh4, fr4, fz4 = -INF, 0, 0, false, 0, -INF, 0, 0
 do
   local value = redis.pcall('GET', KEYS[4])
   if value then
@@ -471,6 +490,20 @@ do
                 local q = floor(scaled / tw)
                 if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
                 if q * tw ~= scaled then q = q + 1 end
+                if q >= 5000 and cost * 1 <= 5000 then
+                  local lim = (5000 - cost * 1) * tw
+                  local thr = lim
+                  local gap = dw - thr
+                  local fw = floor(gap / rw)
+                  if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
+                  if fw * rw ~= gap then fw = fw + 1 end
+                  if fw < 1 then fw = 1 end
+                  fr4 = fw
+                  local fzw = floor(dw / rw)
+                  if fzw * rw > dw then fzw = fzw - 1 elseif (fzw + 1) * rw <= dw then fzw = fzw + 1 end
+                  if fzw * rw ~= dw then fzw = fzw + 1 end
+                  fz4 = fzw
+                end
                 if q > 5000 then q = 5000 end
                 local whole = floor(q / 3)
                 if whole * 3 > q then whole = whole - 1 elseif (whole + 1) * 3 <= q then whole = whole + 1 end
@@ -484,7 +517,7 @@ do
     if bad then redis.call('DEL', KEYS[4]); rep = rep + 8; gx4 = 0; gh4 = -INF end
   end
 end
-if conv4 then
+if conv4 and debt4 < 5000 then
   do
     local whole = tat4 - now
     local tat = now + whole
@@ -546,6 +579,7 @@ do
       if tat4 >= now then
         if frac4 > 0 then out[19] = tat4 - now + 1 else out[19] = tat4 - now end
       end
+      if fr4 > 0 then out[18] = fr4; out[19] = fz4 end
     end
   end
 end

@@ -69,17 +69,19 @@ describeRedis('bucket refunds across a change of limit and back: Redis answers a
   describe.each(BUCKETS)('%s', (algorithm) => {
     it('two limits deciding one key at once (a rolling deploy) never go over the larger one, in Redis as in memory', async () => {
       const now = BASE;
-      const { store, limiter, repairs } = twin(algorithm, 1000, { limit: 20, burst: undefined }, { limit: 2, burst: undefined }, () => now);
+      const { store, limiter, repairs } = twin(algorithm, 1000, { limit: 20, burst: undefined }, { limit: 2, burst: 1 }, () => now);
       // In one millisecond: drain under 20, then refusals under 2 between more checks under 20.
       let admitted = 0;
       for (let round = 0; round < 5; round++) {
         for (let i = 0; i < 25; i++) if ((await limiter.check('k', { plan: 'a' })).allowed) admitted += 1;
         const small = await limiter.check('k', { plan: 'b' });
         expect(small).toMatchObject({ allowed: false, remaining: 0 });
-        // It waits while the state leaks at the writer's rate (20 a second) until 1 is owed: 19 x 50 ms.
-        expect(small.retryAfterMs).toBe(950);
+        // It waits while the state leaks at the writer's rate (20 a second) until nothing is owed: 20 x 50 ms.
+        expect(small.retryAfterMs).toBe(1000);
+        // A cost the smaller one can never hold: its reset too is the writer's (not 500, one unit at 2 a second).
+        expect(await limiter.check('k', { plan: 'b', cost: 2 })).toMatchObject({ reason: 'cost-exceeds-capacity', resetMs: 1000 });
       }
-      // Each refusal under 2 used to clamp what is owed to 2, and 18 more were admitted under 20 after it.
+      // Each refusal under 2 used to clamp what is owed to 1, and 19 more were admitted under 20 after it.
       expect(admitted).toBe(20);
       expect(store.diffs).toEqual([]);
       expect(repairs).toEqual([]);

@@ -48,21 +48,23 @@ export function gcraDebt(t: StateTable, o: number, now: number, p: CompiledPolic
  * capacity: `adoptGcra` leaves such state as it is (a refusal writes nothing), so it leaks at the writer's
  * rate, and the waits are read in the writer's scale: the retry until the writer's debt converts to at
  * most `capTicks - need` (and, for leaky-bucket `maxDelayMs`, to at most `maxDelayTicks`), the reset until
- * it is gone. Writes them into `out` and returns true; false (nothing written) for state in `p`'s own
- * scale or with room, which the caller answers in `p`'s scale.
+ * it is gone. Writes them into `out` and returns true (`need` undefined: a cost that can never fit, only
+ * its reset); false (nothing written) for state in `p`'s own scale or with room, which the caller
+ * answers in `p`'s scale.
  */
-function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy, need: number, out: Outcome): boolean {
+function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy, need: number | undefined, out: Outcome): boolean {
   const limit = t.f[o + 2] as number;
   if ((limit === p.limit && t.f[o + 3] === p.capacity) || gcraDebt(t, o, now, p) < p.capTicks) return false;
   const g = gcd(p.windowMs, limit * 1000);
   const rateW = (limit * 1000) / g;
   const wg = p.windowMs / g;
   const debtW = ((t.f[o] as number) - now) * rateW + (t.f[o + 1] as number);
+  out.resetMs = ceilDiv(debtW, rateW);
+  if (need === undefined) return true;
   // ceil(debtW * tokenTicks / wg) <= n  <=>  debtW <= floor(n * wg / tokenTicks), n an integer.
   let wait = ceilDiv(debtW - floorDiv((p.capTicks - need) * wg, p.tokenTicks), rateW);
   if (Number.isFinite(p.maxDelayTicks)) wait = Math.max(wait, ceilDiv(debtW - floorDiv(p.maxDelayTicks * wg, p.tokenTicks), rateW));
   out.retryAfterMs = Math.max(1, wait);
-  out.resetMs = ceilDiv(debtW, rateW);
   return true;
 }
 
@@ -115,6 +117,7 @@ export function evaluateGcra(
   if (need > cap) {
     // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
     writeExceeds(out, debt >= cap ? 0 : ticksToMilli(cap - debt, tpm), ceilDiv(debt, rate));
+    if (debt >= cap) foreignRefusal(t, o, now, p, undefined, out);
     return;
   }
   out.exceeds = false;

@@ -52,9 +52,10 @@ export function tbLevel(t: StateTable, o: number, now: number, p: CompiledPolicy
  * empty: `adopt` leaves such state as it is (a refusal writes nothing), so it refills at the writer's
  * rate, and the waits are read in the writer's scale: the retry until what the writer's bucket lacks
  * converts to at most `capTicks - need`, the reset until it is full. Writes them into `out` and returns
- * true; false for state in `p`'s own scale or with tokens, which the caller answers in `p`'s scale.
+ * true (`need` undefined: a cost that can never fit, only its reset); false for state in `p`'s own scale
+ * or with tokens, which the caller answers in `p`'s scale.
  */
-function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy, need: number, out: Outcome): boolean {
+function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy, need: number | undefined, out: Outcome): boolean {
   const stored = t.f[o] as number;
   const limit = t.f[o + 2] as number;
   const burst = t.f[o + 3] as number;
@@ -63,9 +64,10 @@ function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy
   const last = t.f[o + 1] as number;
   const from = Math.max(now, last);
   const used = capw - refill(Math.min(stored, capw), last, from, capw, rw);
+  out.resetMs = from - now + ceilDiv(used, rw);
+  if (need === undefined) return true;
   // ceil(used * tokenTicks / tw) <= n  <=>  used <= floor(n * tw / tokenTicks), n an integer.
   out.retryAfterMs = Math.max(1, from - now + ceilDiv(used - floorDiv((p.capTicks - need) * tw, p.tokenTicks), rw));
-  out.resetMs = from - now + ceilDiv(used, rw);
   return true;
 }
 
@@ -122,6 +124,7 @@ export const tokenBucket: AlgorithmKernel = {
     const need = cost * tpm;
     if (need > cap) {
       writeExceeds(out, ticksToMilli(tokens, tpm), resetUncharged(tokens, cap, rate, behind));
+      if (tokens <= 0) foreignRefusal(t, o, now, p, undefined, out);
       return;
     }
     out.exceeds = false;

@@ -88,8 +88,8 @@ export function gcraWrite(s: Slot, p: CompiledPolicy, whole: string, frac: strin
  * gcra.ts foreignRefusal, inside gcraConvert: the converted debt `q` fills the capacity, so this apply can
  * only refuse and adopt leaves the state as the writer wrote it (a refusal writes nothing; the clamp would
  * forget what the key owes the writer beyond this capacity). The state then leaks at the writer's rate
- * (`rw` ticks per ms, `dw` owed): `fr` the wait until it converts to at most `capTicks - need` (and
- * `maxDelayTicks`), `fz` until it is gone.
+ * (`rw` ticks per ms, `dw` owed): `fz` the wait until it is gone and, for a cost that can fit, `fr` the
+ * wait until it converts to at most `capTicks - need` (and `maxDelayTicks`).
  */
 function foreignRefusal(s: Slot, p: CompiledPolicy): string {
   const [, , , , , , fr, fz] = names(s, GC_STATE);
@@ -103,16 +103,18 @@ function foreignRefusal(s: Slot, p: CompiledPolicy): string {
         if fw2 > fw then fw = fw2 end`
     : '';
   return lua`
-    if q >= ${p.capTicks} and cost * ${tt} <= ${p.capTicks} then
-      local lim = (${p.capTicks} - cost * ${tt}) * tw
-      ${floorDiv('thr', 'lim', tt)}
-      local gap = dw - thr
-      ${ceilDiv('fw', 'gap', 'rw')}
-      ${maxDelay}
-      if fw < 1 then fw = 1 end
-      ${fr} = fw
+    if q >= ${p.capTicks} then
       ${ceilDiv('fzw', 'dw', 'rw')}
       ${fz} = fzw
+      if cost * ${tt} <= ${p.capTicks} then
+        local lim = (${p.capTicks} - cost * ${tt}) * tw
+        ${floorDiv('thr', 'lim', tt)}
+        local gap = dw - thr
+        ${ceilDiv('fw', 'gap', 'rw')}
+        ${maxDelay}
+        if fw < 1 then fw = 1 end
+        ${fr} = fw
+      end
     end`;
 }
 
@@ -151,6 +153,12 @@ export function gcraConvert(s: Slot, p: CompiledPolicy): string {
         end
       end
     end`;
+}
+
+/** A cost that can never fit, on state adopt left (see foreignRefusal): its reset in the writer's scale. */
+function foreignReset(s: Slot): string {
+  const [, , , , , , , fz] = names(s, GC_STATE);
+  return `if ${fz} > 0 then ${s.reset} = ${fz} end`;
 }
 
 /** A refusal on state adopt left (see foreignRefusal): its retry and reset in the writer's scale. */
@@ -232,6 +240,7 @@ export const gcra: LuaKernel = {
           ${s.flags} = 2
           ${gcraLeft(s, p)}
           ${gcraReset(s, s.reset)}
+          ${foreignReset(s)}
         else
           local after = ${debt} + need
           if after <= ${cap}${overDelay(s, p, ' and ', '<=')} then
@@ -281,6 +290,7 @@ export const gcra: LuaKernel = {
             ${s.flags} = 2
             ${gcraLeft(s, p)}
             ${gcraReset(s, s.reset)}
+            ${foreignReset(s)}
           else
             -- Rejected: the common over-the-limit path, kept as short as the admitted one.
             ${gcraLeft(s, p)}

@@ -70,10 +70,12 @@ export function tbView(s: Slot): string {
 }
 
 export function tbExceeds(s: Slot, p: CompiledPolicy): string {
-  const [tokens] = names(s, TB_STATE);
+  const [tokens, , , , , , fz] = names(s, TB_STATE);
+  // On state adopt left (an empty bucket under another limit or burst), the reset in the writer's scale.
   return lua`
     ${ticksToMilli(s.remaining, tokens, p.tokenTicks)}
-    ${tbResetUncharged(s, p, s.reset)}`;
+    ${tbResetUncharged(s, p, s.reset)}
+    if ${fz} > 0 then ${s.reset} = ${fz} end`;
 }
 
 export const tokenBucket: LuaKernel = {
@@ -124,19 +126,21 @@ export const tokenBucket: LuaKernel = {
                   end
                   local used = (capw - tv) * ${p.tokenTicks}
                   ${ceilDiv('u', 'used', 'tw')}
-                  if u >= ${cap} and cost * ${tt} <= ${cap} then
+                  if u >= ${cap} then
                     -- Empty under this policy: a refusal, which adopt leaves as the writer wrote it; it
                     -- refills at the writer's rate (token-bucket.ts foreignRefusal).
                     local from = now
                     if ${last} > now then from = ${last} end
                     local uw = capw - tv
-                    local lim = (${cap} - cost * ${tt}) * tw
-                    ${floorDiv('thr', 'lim', tt)}
-                    local gap = uw - thr
-                    ${ceilDiv('fw', 'gap', 'rw')}
-                    if from - now + fw < 1 then ${fr} = 1 else ${fr} = from - now + fw end
                     ${ceilDiv('fzw', 'uw', 'rw')}
                     ${fz} = from - now + fzw
+                    if cost * ${tt} <= ${cap} then
+                      local lim = (${cap} - cost * ${tt}) * tw
+                      ${floorDiv('thr', 'lim', tt)}
+                      local gap = uw - thr
+                      ${ceilDiv('fw', 'gap', 'rw')}
+                      if from - now + fw < 1 then ${fr} = 1 else ${fr} = from - now + fw end
+                    end
                   end
                   if u > ${cap} then u = ${cap} end
                   ${tokens} = ${cap} - u; ${conv} = true; ok = true

@@ -78,20 +78,22 @@ do
                 local q = floor(scaled / tw)
                 if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
                 if q * tw ~= scaled then q = q + 1 end
-                if q >= 432000000 and cost * 432 <= 432000000 then
-                  local lim = (432000000 - cost * 432) * tw
-                  local thr = floor(lim / 432)
-                  if thr * 432 > lim then thr = thr - 1 elseif (thr + 1) * 432 <= lim then thr = thr + 1 end
-                  local gap = dw - thr
-                  local fw = floor(gap / rw)
-                  if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
-                  if fw * rw ~= gap then fw = fw + 1 end
-                  if fw < 1 then fw = 1 end
-                  fr1 = fw
+                if q >= 432000000 then
                   local fzw = floor(dw / rw)
                   if fzw * rw > dw then fzw = fzw - 1 elseif (fzw + 1) * rw <= dw then fzw = fzw + 1 end
                   if fzw * rw ~= dw then fzw = fzw + 1 end
                   fz1 = fzw
+                  if cost * 432 <= 432000000 then
+                    local lim = (432000000 - cost * 432) * tw
+                    local thr = floor(lim / 432)
+                    if thr * 432 > lim then thr = thr - 1 elseif (thr + 1) * 432 <= lim then thr = thr + 1 end
+                    local gap = dw - thr
+                    local fw = floor(gap / rw)
+                    if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
+                    if fw * rw ~= gap then fw = fw + 1 end
+                    if fw < 1 then fw = 1 end
+                    fr1 = fw
+                  end
                 end
                 if q > 432000000 then q = 432000000 end
                 local whole = floor(q / 5)
@@ -140,6 +142,7 @@ do
       if tat1 >= now then
         if frac1 > 0 then out[4] = tat1 - now + 1 else out[4] = tat1 - now end
       end
+      if fz1 > 0 then out[4] = fz1 end
     else
       -- Rejected: the common over-the-limit path, kept as short as the admitted one.
       out[2] = 0

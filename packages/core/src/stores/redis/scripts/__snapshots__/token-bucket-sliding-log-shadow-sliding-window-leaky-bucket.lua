@@ -84,23 +84,25 @@ do
             local u = floor(used / tw)
             if u * tw > used then u = u - 1 elseif (u + 1) * tw <= used then u = u + 1 end
             if u * tw ~= used then u = u + 1 end
-            if u >= 20000 and cost * 1 <= 20000 then
+            if u >= 20000 then
               -- Empty under this policy: a refusal, which adopt leaves as the writer wrote it; it
               -- refills at the writer's rate (token-bucket.ts foreignRefusal).
               local from = now
               if last1 > now then from = last1 end
               local uw = capw - tv
-              local lim = (20000 - cost * 1) * tw
-              local thr = lim
-              local gap = uw - thr
-              local fw = floor(gap / rw)
-              if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
-              if fw * rw ~= gap then fw = fw + 1 end
-              if from - now + fw < 1 then tfr1 = 1 else tfr1 = from - now + fw end
               local fzw = floor(uw / rw)
               if fzw * rw > uw then fzw = fzw - 1 elseif (fzw + 1) * rw <= uw then fzw = fzw + 1 end
               if fzw * rw ~= uw then fzw = fzw + 1 end
               tfz1 = from - now + fzw
+              if cost * 1 <= 20000 then
+                local lim = (20000 - cost * 1) * tw
+                local thr = lim
+                local gap = uw - thr
+                local fw = floor(gap / rw)
+                if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
+                if fw * rw ~= gap then fw = fw + 1 end
+                if from - now + fw < 1 then tfr1 = 1 else tfr1 = from - now + fw end
+              end
             end
             if u > 20000 then u = 20000 end
             tokens1 = 20000 - u; tconv1 = true; ok = true
@@ -159,6 +161,7 @@ do
       if q * 10 ~= missing then q = q + 1 end
       out[4] = behind + q
     end
+    if tfz1 > 0 then out[4] = tfz1 end
   elseif tokens1 >= need then
     out[1] = 1
     local left = tokens1 - need
@@ -322,6 +325,7 @@ else
         if q * 10 ~= missing then q = q + 1 end
         out[4] = behind + q
       end
+      if tfz1 > 0 then out[4] = tfz1 end
     end
     out[5] = 0
   end
@@ -490,19 +494,21 @@ do
                 local q = floor(scaled / tw)
                 if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
                 if q * tw ~= scaled then q = q + 1 end
-                if q >= 5000 and cost * 1 <= 5000 then
-                  local lim = (5000 - cost * 1) * tw
-                  local thr = lim
-                  local gap = dw - thr
-                  local fw = floor(gap / rw)
-                  if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
-                  if fw * rw ~= gap then fw = fw + 1 end
-                  if fw < 1 then fw = 1 end
-                  fr4 = fw
+                if q >= 5000 then
                   local fzw = floor(dw / rw)
                   if fzw * rw > dw then fzw = fzw - 1 elseif (fzw + 1) * rw <= dw then fzw = fzw + 1 end
                   if fzw * rw ~= dw then fzw = fzw + 1 end
                   fz4 = fzw
+                  if cost * 1 <= 5000 then
+                    local lim = (5000 - cost * 1) * tw
+                    local thr = lim
+                    local gap = dw - thr
+                    local fw = floor(gap / rw)
+                    if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
+                    if fw * rw ~= gap then fw = fw + 1 end
+                    if fw < 1 then fw = 1 end
+                    fr4 = fw
+                  end
                 end
                 if q > 5000 then q = 5000 end
                 local whole = floor(q / 3)
@@ -547,6 +553,7 @@ do
     if tat4 >= now then
       if frac4 > 0 then out[19] = tat4 - now + 1 else out[19] = tat4 - now end
     end
+    if fz4 > 0 then out[19] = fz4 end
   else
     local after = debt4 + need
     if after <= 5000 then

@@ -22,9 +22,9 @@
  * forgets what is owed. The window is part of the key name.
  */
 
-import { ceilDiv, floorDiv, gcd, ticksToMilli } from '../internal/fixed-point.js';
+import { ceilDiv, floorDiv, ticksToMilli } from '../internal/fixed-point.js';
 import type { AlgorithmKernel, CompiledPolicy, Outcome, StateTable } from './kernel.js';
-import { writeExceeds } from './kernel.js';
+import { waitToConvertTo, writeExceeds, writerScale } from './kernel.js';
 import { closeFrame, FRAME_AT, horizonAt, initFrame, noteMark, refundedAt } from './refund-frame.js';
 
 /**
@@ -38,9 +38,9 @@ export function gcraDebt(t: StateTable, o: number, now: number, p: CompiledPolic
   const limit = t.f[o + 2] as number;
   const burst = t.f[o + 3] as number;
   if (limit === p.limit && burst === p.capacity) return (tatMs - now) * p.rate + (t.f[o + 1] as number);
-  const g = gcd(p.windowMs, limit * 1000);
-  const debtW = (tatMs - now) * ((limit * 1000) / g) + (t.f[o + 1] as number);
-  return Math.min(p.capTicks, ceilDiv(debtW * p.tokenTicks, p.windowMs / g));
+  const [rateW, tokenTicksW] = writerScale(limit, burst, p.windowMs);
+  const debtW = (tatMs - now) * rateW + (t.f[o + 1] as number);
+  return Math.min(p.capTicks, ceilDiv(debtW * p.tokenTicks, tokenTicksW));
 }
 
 /**
@@ -54,16 +54,14 @@ export function gcraDebt(t: StateTable, o: number, now: number, p: CompiledPolic
  */
 function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy, need: number | undefined, out: Outcome): boolean {
   const limit = t.f[o + 2] as number;
-  if ((limit === p.limit && t.f[o + 3] === p.capacity) || gcraDebt(t, o, now, p) < p.capTicks) return false;
-  const g = gcd(p.windowMs, limit * 1000);
-  const rateW = (limit * 1000) / g;
-  const wg = p.windowMs / g;
+  const burst = t.f[o + 3] as number;
+  if ((limit === p.limit && burst === p.capacity) || gcraDebt(t, o, now, p) < p.capTicks) return false;
+  const [rateW, tokenTicksW] = writerScale(limit, burst, p.windowMs);
   const debtW = ((t.f[o] as number) - now) * rateW + (t.f[o + 1] as number);
   out.resetMs = ceilDiv(debtW, rateW);
   if (need === undefined) return true;
-  // ceil(debtW * tokenTicks / wg) <= n  <=>  debtW <= floor(n * wg / tokenTicks), n an integer.
-  let wait = ceilDiv(debtW - floorDiv((p.capTicks - need) * wg, p.tokenTicks), rateW);
-  if (Number.isFinite(p.maxDelayTicks)) wait = Math.max(wait, ceilDiv(debtW - floorDiv(p.maxDelayTicks * wg, p.tokenTicks), rateW));
+  let wait = waitToConvertTo(debtW, rateW, tokenTicksW, p, p.capTicks - need);
+  if (Number.isFinite(p.maxDelayTicks)) wait = Math.max(wait, waitToConvertTo(debtW, rateW, tokenTicksW, p, p.maxDelayTicks));
   out.retryAfterMs = Math.max(1, wait);
   return true;
 }
@@ -226,8 +224,7 @@ export function adoptGcra(t: StateTable, slot: number, now: number, p: CompiledP
   if ((t.f[o] as number) < now && horizonAt(t, o, now) === Number.NEGATIVE_INFINITY) return;
   if (gcraDebt(t, o, now, p) >= p.capTicks) return;
   // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
-  const limit = t.f[o + 2] as number;
-  const rateW = (limit * 1000) / gcd(p.windowMs, limit * 1000);
+  const [rateW] = writerScale(t.f[o + 2] as number, t.f[o + 3] as number, p.windowMs);
   closeFrame(t, o, now, gcraFullAt(t, o), rateW);
   store(t, o, now, gcraDebt(t, o, now, p), p);
 }

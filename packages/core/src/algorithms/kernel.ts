@@ -4,6 +4,7 @@
  * clock or do I/O. State lives in a `StateTable` row so a store can keep millions of keys in typed
  * arrays instead of one object per key.
  */
+import { ceilDiv, floorDiv, gcd } from '../internal/fixed-point.js';
 import type { PolicyAlgorithm, QuotaUnit } from '../types.js';
 
 /** A growable ring of (time, cost) entries: the state of one sliding-log key. */
@@ -156,6 +157,25 @@ export function writeExceeds(out: Outcome, remaining: number, resetMs: number): 
   out.retryAfterMs = 0;
   out.resetMs = resetMs;
   out.delayMs = 0;
+}
+
+/**
+ * The bucket family's scale of state written under `limit` and `burst` (same window): its rate (ticks per
+ * ms), ticks per milli-unit and capacity in ticks, as a policy of that limit and burst compiles them.
+ */
+export function writerScale(limit: number, burst: number, windowMs: number): [rate: number, tokenTicks: number, capTicks: number] {
+  const g = gcd(windowMs, limit * 1000);
+  const tw = windowMs / g;
+  return [(limit * 1000) / g, tw, burst * 1000 * tw];
+}
+
+/**
+ * The ms until `owed` ticks of a writer's scale (leaking `rate` per ms, `tokenTicksW` ticks per milli-unit)
+ * convert, rounded up, to at most `most` ticks of `p`: ceil(owed * p.tokenTicks / tokenTicksW) <= most
+ * exactly when owed <= floor(most * tokenTicksW / p.tokenTicks), `most` an integer. Not below 0 ticks owed.
+ */
+export function waitToConvertTo(owed: number, rate: number, tokenTicksW: number, p: CompiledPolicy, most: number): number {
+  return ceilDiv(owed - floorDiv(most * tokenTicksW, p.tokenTicks), rate);
 }
 
 /** Start of the clock-aligned window containing `now` (floor(now / w) * w, also for negative now). */

@@ -12,9 +12,9 @@
  * name) is refilled to now under the writer's, then what it lacks is converted to this policy's ticks,
  * rounded up, clamped to its capacity (the Lua load does the same operations in the same order).
  */
-import { ceilDiv, floorDiv, gcd, ticksToMilli } from '../internal/fixed-point.js';
+import { ceilDiv, ticksToMilli } from '../internal/fixed-point.js';
 import type { AlgorithmKernel, CompiledPolicy, Outcome, StateTable } from './kernel.js';
-import { evaluateThenCommit, writeExceeds } from './kernel.js';
+import { evaluateThenCommit, waitToConvertTo, writeExceeds, writerScale } from './kernel.js';
 import { closeFrame, FRAME_AT, horizonAt, initFrame, noteMark, refundedAt } from './refund-frame.js';
 
 /** Tokens at `now` (ticks), never refilled twice when the clock steps back. */
@@ -23,13 +23,6 @@ function refill(tokens: number, last: number, now: number, cap: number, rate: nu
   if (tokens >= cap || now <= last) return tokens;
   const elapsed = now - last;
   return elapsed >= ceilDiv(cap - tokens, rate) ? cap : tokens + elapsed * rate;
-}
-
-/** The writer's rate, ticks per milli-unit and capacity in ticks, from its limit and burst (same window). */
-function writerScale(limit: number, burst: number, windowMs: number): [rate: number, tokenTicks: number, capTicks: number] {
-  const g = gcd(windowMs, limit * 1000);
-  const tw = windowMs / g;
-  return [(limit * 1000) / g, tw, burst * 1000 * tw];
 }
 
 /** Tokens at `now` in the ticks of `p`, converting state written under another limit or burst. */
@@ -66,8 +59,7 @@ function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy
   const used = capw - refill(Math.min(stored, capw), last, from, capw, rw);
   out.resetMs = from - now + ceilDiv(used, rw);
   if (need === undefined) return true;
-  // ceil(used * tokenTicks / tw) <= n  <=>  used <= floor(n * tw / tokenTicks), n an integer.
-  out.retryAfterMs = Math.max(1, from - now + ceilDiv(used - floorDiv((p.capTicks - need) * tw, p.tokenTicks), rw));
+  out.retryAfterMs = Math.max(1, from - now + waitToConvertTo(used, rw, tw, p, p.capTicks - need));
   return true;
 }
 

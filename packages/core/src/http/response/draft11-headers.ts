@@ -56,64 +56,51 @@ export function createDraft11Writer(policies: readonly PolicyDescription[], part
 
   return {
     write(decision: Decision, exhausted: boolean, _clock: () => number, into: HeaderPair[], target?: LimiterKey): void {
-      if (partitionKey !== undefined && target !== undefined && typeof target !== 'string') {
-        keyedWrite(decision, exhausted, into, partitionKeys(partitionKey, policies, target, decision.key));
-        return;
-      }
-      let pk = '';
-      if (partitionKey === undefined) {
-        into.push(policyPair);
-      } else {
-        const bytes = partitionKey(decision.key);
-        pk = PK + serializeByteSequence(bytes);
-        into.push([RATELIMIT_POLICY, serializeList(policyItems.map(([n, m]) => [n, new Map([...m, ['pk', bytes]])]))]);
-      }
+      const bytes = partitionKey === undefined ? undefined : partitionKeys(partitionKey, policies, target, decision.key);
+      if (bytes === undefined) into.push(policyPair);
+      else
+        into.push([RATELIMIT_POLICY, serializeList(policyItems.map(([n, m], i) => [n, new Map([...m, ['pk', bytes[i] as Uint8Array]])]))]);
       if (single !== undefined) {
         // One policy: the decision's own numbers are that policy's, and reading them allocates nothing.
         const waiting = exhausted && decision.reason === 'limited';
         const t = waiting ? Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) : Math.ceil(decision.resetMs / 1000);
-        into.push([RATELIMIT, serviceLimitItem(single, Math.floor(decision.remaining), t, pk)]);
+        into.push([RATELIMIT, serviceLimitItem(single, Math.floor(decision.remaining), t, pkParam(bytes, 0))]);
         return;
       }
-      into.push(...rateLimitField(decision, exhausted, () => pk));
+      let field = '';
+      const results = decision.policies;
+      for (let i = 0; i < results.length; i++) {
+        const result = results[i];
+        const name = names[i];
+        if (result === undefined || name === undefined) continue;
+        if (exhausted && !isExhausted(result)) continue;
+        const item = serviceLimitItem(name, remainingUnits(result), resetSeconds(result, exhausted), pkParam(bytes, i));
+        field = field === '' ? item : field + MEMBER_SEPARATOR + item;
+      }
+      if (field !== '') into.push([RATELIMIT, field]);
     },
   };
+}
 
-  /** Both fields when each policy has a key of its own: each item's `pk` is of its policy's key. */
-  function keyedWrite(decision: Decision, exhausted: boolean, into: HeaderPair[], bytes: readonly Uint8Array[]): void {
-    const items: Item[] = policyItems.map(([n, m], i) => [n, new Map([...m, ['pk', bytes[i] as Uint8Array]])]);
-    into.push([RATELIMIT_POLICY, serializeList(items)]);
-    into.push(...rateLimitField(decision, exhausted, (i) => PK + serializeByteSequence(bytes[i] as Uint8Array)));
-  }
-
-  /** `RateLimit` from the policies' results (on a 429 only the exhausted ones), `pk(i)` after policy i's numbers. */
-  function rateLimitField(decision: Decision, exhausted: boolean, pk: (i: number) => string): HeaderPair[] {
-    let field = '';
-    const results = decision.policies;
-    for (let i = 0; i < results.length; i++) {
-      const result = results[i];
-      const name = names[i];
-      if (result === undefined || name === undefined) continue;
-      if (exhausted && !isExhausted(result)) continue;
-      const item = serviceLimitItem(name, remainingUnits(result), resetSeconds(result, exhausted), pk(i));
-      field = field === '' ? item : field + MEMBER_SEPARATOR + item;
-    }
-    return field === '' ? [] : [[RATELIMIT, field]];
-  }
+/** `;pk=:...:` of policy `i`, or nothing without partition keys. */
+function pkParam(bytes: readonly Uint8Array[] | undefined, i: number): string {
+  return bytes === undefined ? '' : PK + serializeByteSequence(bytes[i] as Uint8Array);
 }
 
 /**
- * Each policy's partition key, of the key it was decided for (normalised as the limiter stores it); a
- * policy the key object names no key for (it cannot be decided then) falls back to `fallback`.
+ * Each policy's partition key, of the key it was decided for, normalised as the limiter stores it: with a
+ * key per policy, that policy's own (a policy the object names no key for cannot be decided, and takes
+ * `key`); with one key, `key` (the decision's), hashed once for all of them.
  */
 function partitionKeys(
   partitionKey: PartitionKeyFunction,
   policies: readonly PolicyDescription[],
-  target: Readonly<Record<string, string>>,
-  fallback: string,
+  target: LimiterKey | undefined,
+  key: string,
 ): Uint8Array[] {
+  if (target === undefined || typeof target === 'string') return new Array<Uint8Array>(policies.length).fill(partitionKey(key));
   return policies.map((p) => {
-    const key = Object.hasOwn(target, p.name) ? target[p.name] : undefined;
-    return partitionKey(typeof key === 'string' ? normalizeKey(key) : fallback);
+    const own = Object.hasOwn(target, p.name) ? target[p.name] : undefined;
+    return partitionKey(typeof own === 'string' ? normalizeKey(own) : key);
   });
 }

@@ -2,10 +2,10 @@
  * @module What a check is decided for: its plan, its store key (one key, or one per policy) and the key
  * text a Decision reports, and its cost in milli-units. Bad input throws here, before any state is read.
  */
-import { createHash, hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { codedError, describeValue } from '../errors.js';
 import { MILLI, requestCostToMilli } from '../internal/fixed-point.js';
-import { isWellFormed } from '../internal/text.js';
+import { isWellFormed, sha256 } from '../internal/text.js';
 import { type Logger, safeLog } from '../logging.js';
 import { type CompiledPlan, keysFor } from '../plans/compiled-plan.js';
 import type { StoreKey } from '../stores/store.js';
@@ -47,7 +47,7 @@ export function normalizeKey(key: string): string {
 
 /** SHA-256, base64url, of the key's UTF-8 bytes, or for a key without a UTF-8 form of 0xFF and its UTF-16LE units. */
 function digestOf(key: string): string {
-  if (isWellFormed(key)) return hash('sha256', key, 'base64url');
+  if (isWellFormed(key)) return sha256(key);
   return createHash('sha256').update(UTF16_DOMAIN).update(key, 'utf16le').digest('base64url');
 }
 

@@ -7,11 +7,10 @@
 import { createHmac, createSecretKey } from 'node:crypto';
 import { RateLimitConfigError } from '../../errors.js';
 import { readOptions } from '../../internal/read-options.js';
-import { isWellFormed } from '../../internal/text.js';
+import { isWellFormed, sha256 } from '../../internal/text.js';
 import { readHeader } from '../client-ip/read-header.js';
 import type { KeyFunction } from '../request-view.js';
 import { BoundedCache } from './bounded-cache.js';
-import { sha256 } from './namespaced-key.js';
 
 /** Options of `keys.header(name, options)`: a `secret` to key by an HMAC of the value instead of a plain digest. */
 export interface HeaderKeyOptions {

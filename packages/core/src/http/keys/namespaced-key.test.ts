@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_ID_LENGTH, namespacedKey, sha256 } from './namespaced-key.js';
+import { sha256 } from '../../internal/text.js';
+import { MAX_ID_LENGTH, namespacedKey } from './namespaced-key.js';
 
 describe('namespacedKey', () => {
   it.each([

@@ -6,17 +6,13 @@
  * than `MAX_ID_LENGTH` becomes `namespace:#<sha256>`: `#` never appears in an encoded id, so a digest
  * can never equal a readable id. Nothing is ever truncated.
  */
-import { hash } from 'node:crypto';
+import { sha256 } from '../../internal/text.js';
 
 /** Longest readable id; longer ones are replaced by their SHA-256 (43 base64url characters). */
 export const MAX_ID_LENGTH = 128;
 
 /** Printable ASCII except `#`, `%`, `{` and `}`. */
 const READABLE = /^[!"$&-z|~]*$/;
-/** SHA-256 of the UTF-8 bytes of `text`, base64url. (One-shot `hash()`: a third of `createHash()`'s cost.) */
-export function sha256(text: string): string {
-  return hash('sha256', text, 'base64url');
-}
 
 function percentEncode(id: string): string {
   let out = '';

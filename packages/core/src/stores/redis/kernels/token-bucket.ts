@@ -173,7 +173,7 @@ export const tokenBucket: LuaKernel = {
       end`;
   },
   evaluate(s, p) {
-    const [tokens] = names(s, TB_STATE);
+    const [tokens, , , , , fr, fz] = names(s, TB_STATE);
     const cap = p.capTicks;
     const tpm = p.tokenTicks;
     return lua`
@@ -196,7 +196,7 @@ export const tokenBucket: LuaKernel = {
           ${ceilDiv('q', 'missing', p.rate)}
           ${s.retry} = behind + q
           ${tbResetUncharged(s, p, s.reset)}
-          if ${names(s, TB_STATE)[5]} > 0 then ${s.retry} = ${names(s, TB_STATE)[5]}; ${s.reset} = ${names(s, TB_STATE)[6]} end
+          if ${fr} > 0 then ${s.retry} = ${fr}; ${s.reset} = ${fz} end
         end
       end`;
   },

@@ -148,6 +148,28 @@ describeRedis('held leases survive a Redis restart', () => {
     lb.close();
   });
 
+  it('a lease the client sent after the reconnect ahead of the restores (taken before it knew its socket was dead) is given up and asked again', async () => {
+    const prefix = randomPrefix();
+    const client = await server.storeClient('ioredis');
+    const limiter = limiterOn(client, prefix);
+    const held = await take(limiter, LIMIT);
+    // The server loses every lease (a restart without persistence) ...
+    for (const key of await admin.keys(`${prefix}*`)) await admin.del(key);
+    // ... and the connection drops: until its 'close' event, ioredis still says 'ready' and keeps the
+    // command its dead socket cannot take in its offline queue, which it sends first after the reconnect,
+    // before the 'ready' event that starts the restore.
+    (client as unknown as { stream: { destroy(): void } }).stream.destroy();
+    const late = limiter.check('k');
+    const d = await late;
+    // Granted on the empty server before the held leases were back: given up, and refused when asked again.
+    expect(d.allowed).toBe(false);
+    expect(d.degraded).toBe(false);
+    await waitFor('the given-up lease released', async () => (await inRedis(admin, prefix)) === LIMIT);
+    expect((await limiter.check('k')).allowed).toBe(false);
+    for (const h of held) h.release?.();
+    limiter.close();
+  });
+
   it('a renewal that finds its lease gone (no reconnect) puts back every held lease', async () => {
     const prefix = randomPrefix();
     const limiter = limiterOn(await server.storeClient('ioredis'), prefix);

@@ -61,8 +61,13 @@ export interface GuardConfig {
 }
 
 /** Resolves with `handler(value)`, or rejects with what it throws. */
-function settleWith<A, T>(resolve: (value: T) => void, reject: (error: unknown) => void, handler: (value: A) => T, value: A): void {
-  let out: T;
+function settleWith<A, T>(
+  resolve: (value: T | PromiseLike<T>) => void,
+  reject: (error: unknown) => void,
+  handler: (value: A) => T | PromiseLike<T>,
+  value: A,
+): void {
+  let out: T | PromiseLike<T>;
   try {
     out = handler(value);
   } catch (error) {
@@ -165,8 +170,8 @@ export class StoreGuard {
     node: string,
     seq: number,
     call: PromiseLike<R>,
-    onResult: (result: R) => T,
-    onFailure: (failure: CallFailure) => T,
+    onResult: (result: R) => T | PromiseLike<T>,
+    onFailure: (failure: CallFailure) => T | PromiseLike<T>,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const ticket = this.watchdog.watch(node, (why: Overdue) => {

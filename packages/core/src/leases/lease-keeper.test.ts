@@ -14,13 +14,20 @@ class LosingStore implements Store {
   readonly kind = 'losing';
   memory = new MemoryStore();
   calls: string[] = [];
+  /** Every apply is answered after the connection closed and reopened (a flapping connection). */
+  flapping = false;
   private listener: ((e: ConnectionEvent) => void) | undefined;
 
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number) {
     this.calls.push('apply');
-    return this.memory.apply(key, plan, cost, now, lease);
+    const result = this.memory.apply(key, plan, cost, now, lease);
+    if (!this.flapping) return result;
+    this.listener?.('lost');
+    this.listener?.('ready');
+    return Promise.resolve(result);
   }
   release(key: StoreKey, plan: StorePlan, lease: number, now: number): void {
+    this.calls.push('release');
     this.memory.release(key, plan, lease, now);
   }
   renew(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
@@ -51,13 +58,14 @@ class LosingStore implements Store {
   }
 }
 
-function setup(maxLeaseMs?: number) {
+function setup(maxLeaseMs?: number, onStoreError: 'open' | 'closed' = 'open') {
   let t = 1_000_000;
   const store = new LosingStore();
   const warnings: unknown[] = [];
   const limiter = createLimiter({
     policies: { algorithm: 'concurrency', limit: 2, leaseMs: 1_000, ...(maxLeaseMs === undefined ? {} : { maxLeaseMs }) },
     store,
+    onStoreError,
     clock: () => t,
     logger: { warn: (fields: unknown) => void warnings.push(fields), error() {} },
   });
@@ -77,6 +85,27 @@ describe('LeaseKeeper', () => {
     expect(warnings).toContainEqual(expect.objectContaining({ code: 'WRN_RL_LEASES_RESTORED', restored: 2, held: 2 }));
     held[0]?.release?.();
     expect((await limiter.check('k')).allowed).toBe(true);
+  });
+
+  it('gives up a lease granted across connection events and asks again; a connection that keeps flapping gets the failure mode', async () => {
+    const { store, limiter, advance } = setup(undefined, 'closed');
+    const held = await limiter.check('k');
+    store.flapping = true;
+    store.calls = [];
+    const d = await limiter.check('k');
+    // Three tries, each granted and answered after a reconnect: each lease is given back, and the
+    // failure mode ('closed') answers.
+    expect(store.calls.filter((c) => c === 'apply')).toHaveLength(3);
+    expect(store.calls.filter((c) => c === 'release')).toHaveLength(3);
+    expect(d.allowed).toBe(false);
+    expect(d.degraded).toBe(true);
+    store.flapping = false;
+    // The node is probed again after its first backoff (10 ms); only the held lease is in the store: one
+    // more fits (limit 2), then none.
+    advance(10);
+    expect((await limiter.check('k')).allowed).toBe(true);
+    expect((await limiter.check('k')).allowed).toBe(false);
+    held.release?.();
   });
 
   it('does not revive a lease that stopped being renewed: it ended in the store too', async () => {

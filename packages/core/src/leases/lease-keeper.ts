@@ -13,7 +13,9 @@
  * - Leases survive a store that lost them: in a store that can lose state (`Store.restore`: RedisStore,
  *   on a restart or a failover) every held lease is known here, renewals put a lost lease back, and once
  *   the store lost some (its connection closed, or a renewal found a lease gone) the leases still held
- *   are put back before this limiter grants a new one (`restoring`). One limiter alone then never runs
+ *   are put back before this limiter grants a new one (`restoring`); a lease whose call straddled a
+ *   connection event may have been granted before they were back, and is asked for again (`epoch`,
+ *   leased-decisions.ts). One limiter alone then never runs
  *   more than `limit`; limiters in several processes sharing a key may, until each has reconnected (or
  *   renewed, within leaseMs / 2), run at most `limit` plus what the others held and had not put back yet.
  */
@@ -54,6 +56,12 @@ class StoreLeases {
   sweepAt = 1024;
   /** The store may have lost some: new leases wait for `restoring`. */
   lost = false;
+  /**
+   * Moves on with every connection event (closed, ready): a call sent in an earlier epoch and answered in
+   * a later one may have run on a server that had lost the held leases, before they were put back.
+   */
+  epoch = 0;
+  /** Putting the held leases back ('restore'), until it settles. */
   restoring: Promise<void> | undefined;
   /** After a failed restore: no other before this time. */
   retryAt = 0;
@@ -145,11 +153,11 @@ export class LeaseKeeper {
   restoring(store: Store): Promise<void> | undefined {
     const kept = this.stores.get(store);
     if (kept === undefined || !kept.lost) return undefined;
-    if (kept.restoring === undefined) {
+    let restoring = kept.restoring;
+    if (restoring === undefined) {
       if (this.now() < kept.retryAt) return undefined;
-      kept.restoring = this.restoreAll(kept);
+      restoring = this.restore(kept);
     }
-    const restoring = kept.restoring;
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, RESTORE_WAIT_MS);
       restoring.then(() => {
@@ -192,8 +200,20 @@ export class LeaseKeeper {
     return b;
   }
 
-  /** Records `held` when `store` can lose it (`restore`); the first time, watches the store's connection. */
-  private keep(store: Store, held: Held): StoreLeases | undefined {
+  /**
+   * The connection epoch of `store` (0 for a store that cannot lose leases): a lease whose call was sent
+   * in another epoch than the one it is answered in is given up and asked for again, after the held leases
+   * are back. A client may send, after a reconnect and before anything else, commands it took while its
+   * dead socket was not yet known to be dead (node-redis' write queue, ioredis' offline queue), and
+   * ioredis reports 'ready' a tick after it sends again: such a lease was granted on a server that did not
+   * hold this limiter's leases yet.
+   */
+  epoch(store: Store): number {
+    return this.watched(store)?.epoch ?? 0;
+  }
+
+  /** What this limiter holds in `store` when the store can lose it (`restore`); the first time, watches its connection. */
+  private watched(store: Store): StoreLeases | undefined {
     if (store.restore === undefined) return undefined;
     let kept = this.stores.get(store);
     if (kept === undefined) {
@@ -202,6 +222,13 @@ export class LeaseKeeper {
       this.stores.set(store, k);
       kept = k;
     }
+    return kept;
+  }
+
+  /** Records `held` when `store` can lose it. */
+  private keep(store: Store, held: Held): StoreLeases | undefined {
+    const kept = this.watched(store);
+    if (kept === undefined) return undefined;
     kept.held.add(held);
     if (kept.held.size >= kept.sweepAt) {
       const now = this.now();
@@ -211,11 +238,25 @@ export class LeaseKeeper {
     return kept;
   }
 
-  /** The connection closed: new leases wait until the held ones are back; it is ready: put them back now. */
+  /**
+   * The connection closed: new leases wait until the held ones are back; it is ready: put them back now,
+   * on the new connection (a restore still on its way was sent on the old one).
+   */
   private connection(kept: StoreLeases, event: ConnectionEvent): void {
+    kept.epoch += 1;
     kept.lost = true;
     kept.retryAt = 0;
-    if (event === 'ready' && kept.restoring === undefined) kept.restoring = this.restoreAll(kept);
+    if (event === 'ready') this.restore(kept);
+  }
+
+  /** Starts putting back every lease held in `kept.store`; `kept.restoring` until it settles. */
+  private restore(kept: StoreLeases): Promise<void> {
+    const restoring = this.restoreAll(kept, kept.epoch);
+    kept.restoring = restoring;
+    void restoring.then(() => {
+      if (kept.restoring === restoring) kept.restoring = undefined;
+    });
+    return restoring;
   }
 
   /** A renewal that puts the lease back if the store lost it; then the others are put back too. */
@@ -225,14 +266,17 @@ export class LeaseKeeper {
     return kept.store.restore(held.key, held.plan, held.lease, now).then((live) => {
       if (!live && !kept.lost) {
         kept.lost = true;
-        kept.restoring ??= this.restoreAll(kept);
+        if (kept.restoring === undefined) this.restore(kept);
       }
       return live;
     });
   }
 
-  /** Puts back every lease held in `kept.store`; the store is whole again when all calls succeed. */
-  private async restoreAll(kept: StoreLeases): Promise<void> {
+  /**
+   * Puts back every lease held in `kept.store`; the store is whole again when all calls succeed and the
+   * connection is still the one of `epoch`. Never rejects.
+   */
+  private async restoreAll(kept: StoreLeases, epoch: number): Promise<void> {
     const now = this.now();
     const list: Held[] = [];
     for (const h of kept.held) {
@@ -242,13 +286,11 @@ export class LeaseKeeper {
     let back = 0;
     try {
       const live = await Promise.all(list.map((h) => kept.store.restore(h.key, h.plan, h.lease, now)));
-      kept.lost = false;
+      if (kept.epoch === epoch) kept.lost = false;
       back = live.filter((x) => !x).length;
     } catch (error) {
-      kept.retryAt = this.now() + RESTORE_RETRY_MS;
+      if (kept.epoch === epoch) kept.retryAt = this.now() + RESTORE_RETRY_MS;
       this.failed(error);
-    } finally {
-      kept.restoring = undefined;
     }
     if (back > 0 && this.warns('WRN_RL_LEASES_RESTORED')) {
       safeLog(

@@ -15,7 +15,7 @@ import { costOf, type Target, type Targets } from '../limiter/target.js';
 import type { DecisionObserver } from '../observability/decision-observer.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { isPromiseLike, keyAt, type Store, type StorePlan, type StoreResult } from '../stores/store.js';
+import { F_CHARGED, isPromiseLike, keyAt, R_FLAGS, RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../stores/store.js';
 import type { CheckOptions, Decision } from '../types.js';
 import { type LeaseKeeper, leftQueue, waitsOut } from './lease-keeper.js';
 import { aborted } from './lease-queue.js';
@@ -46,6 +46,29 @@ export interface LeasedParts {
 /** Whether a leased decision is counted and observed now, or later by `account` (a queued request's attempts). */
 type Observing = 'observe' | 'quiet';
 
+/**
+ * How many times a decision asks again for a lease granted across a connection event (`LeaseKeeper.epoch`)
+ * before the failure mode answers it: each time needs the connection to close or reopen while the call is
+ * on its way, so this is reached only by a connection that flaps.
+ */
+const STALE_LEASE_TRIES = 3;
+
+/** Whether `o` took a lease: a concurrency policy of `cp` was charged. */
+function tookLease(o: StoreResult, cp: CompiledPlan): boolean {
+  for (let i = 0; i < cp.all.length; i++) {
+    if (cp.all[i]?.algorithm === 'concurrency' && ((o[i * RESULT_STRIDE + R_FLAGS] as number) & F_CHARGED) !== 0) return true;
+  }
+  return false;
+}
+
+/** Why a decision was answered by the failure mode after leases granted across connection events. */
+class StaleLeaseError extends Error {
+  constructor(tries: number) {
+    super(`the store's connection closed or reopened while each of ${tries} lease calls was on its way`);
+    this.name = 'StaleLeaseError';
+  }
+}
+
 export class LeasedDecider {
   constructor(private readonly parts: LeasedParts) {}
 
@@ -74,13 +97,15 @@ export class LeasedDecider {
     opts: CheckOptions | undefined,
     observing: Observing,
     restored = false,
+    tries = 1,
   ): Decision | Promise<Decision> {
     const { plain, guard, timed, keeper, store } = this.parts;
     // The store lost leases this limiter holds (a restart, a failover): they go back before a new one
     // (waited for once, at most RESTORE_WAIT_MS).
     const restoring = restored ? undefined : keeper.restoring(store);
-    if (restoring !== undefined) return restoring.then(() => this.leased(t, cost, plain.now(), opts, observing, true));
+    if (restoring !== undefined) return restoring.then(() => this.leased(t, cost, plain.now(), opts, observing, true, tries));
     const lease = nextLease++;
+    const epoch = keeper.epoch(store);
     const node = guard.nodeOf(keyAt(t.storeKey, 0));
     if (!guard.allow(node, at)) return this.seen(this.holding(plain.skipped(t, cost, at, node, lease), t, lease), observing, opts, at);
     const seq = guard.next();
@@ -98,6 +123,8 @@ export class LeasedDecider {
         seq,
         r,
         (o) => {
+          // Granted across a reconnect, maybe before the held leases were back: given up, asked again.
+          if (keeper.epoch(store) !== epoch && tookLease(o, t.cp)) return this.again(t, cost, at, lease, opts, observing, node, seq, tries);
           // As the plain path does: an outage continues the key's rate budget from this answer.
           plain.remember(t, o, at);
           return this.answered(t, cost, o, at, lease, opts, observing);
@@ -127,6 +154,29 @@ export class LeasedDecider {
     const builder = this.parts.builder;
     const d = builder.build(t.key, cost, o, t.cp, t.cp.all, false, observing === 'quiet' ? 'uncounted' : 'count');
     return this.seen(this.holding(builder.label(d, t, cost, o, at), t, lease), observing, opts, at);
+  }
+
+  /**
+   * Gives up `lease`, granted by a call answered in a later connection epoch than it was sent in, and
+   * decides again (after the held leases are back); after STALE_LEASE_TRIES, the failure mode answers.
+   */
+  private again(
+    t: Target,
+    cost: number,
+    at: number,
+    lease: number,
+    opts: CheckOptions | undefined,
+    observing: Observing,
+    node: string,
+    seq: number,
+    tries: number,
+  ): Decision | Promise<Decision> {
+    const { keeper, store, guard, plain } = this.parts;
+    if (tries < STALE_LEASE_TRIES) {
+      keeper.abandon(store, t.storeKey, t.cp.storePlan, lease, at);
+      return this.leased(t, cost, plain.now(), opts, observing, false, tries + 1);
+    }
+    return this.unanswered(t, cost, guard.failure(node, seq, new StaleLeaseError(tries), false), at, lease, opts, observing);
   }
 
   /** The failure mode's decision when the store did not answer; the lease it may have taken is given up. */

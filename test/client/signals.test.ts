@@ -7,7 +7,7 @@
 import { RateLimitClientError, withRetry } from '@tollgate/client';
 import axios from 'axios';
 import ky from 'ky';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { describeNginx, maxInWindow, startErl, startNginx, startTollgate, type TestServer } from './servers.js';
 
 let server: TestServer | undefined;
@@ -107,8 +107,10 @@ describeNginx('withRetry against nginx limit_req', () => {
     const all = await Promise.all(Array.from({ length: 8 }, () => f(`${nginx.url}/n`)));
     expect(all.map((r) => r.status)).toEqual(Array.from({ length: 8 }, () => 200));
     expect(f.stats().retries).toBeGreaterThan(0);
-    const lines = (await nginx.log()).split('\n').filter((l) => l.includes('GET /n '));
-    expect(lines.filter((l) => l.includes('" 200 '))).toHaveLength(8);
+    // nginx writes a request's access log line after it sent the response: wait for the last ones.
+    const served = async () => (await nginx.log()).split('\n').filter((l) => l.includes('GET /n ') && l.includes('" 200 '));
+    await vi.waitFor(async () => expect(await served()).toHaveLength(8), { timeout: 5_000, interval: 20 });
+    expect(await served()).toHaveLength(8);
   });
 });
 

@@ -170,6 +170,27 @@ describeRedis('held leases survive a Redis restart', () => {
     limiter.close();
   });
 
+  it('a release the client could not send (its connection down for a moment) is sent once it is back: the slot does not wait out leaseMs', async () => {
+    const prefix = randomPrefix();
+    const client = await server.storeClient('ioredis');
+    const limiter = limiterOn(client, prefix);
+    const held = await take(limiter, LIMIT);
+    // A blip: the connection closes and reconnects at once; Redis keeps every lease.
+    const ioredis = client as unknown as Redis;
+    const closed = new Promise((r) => ioredis.once('close', r));
+    ioredis.disconnect(true);
+    await closed;
+    // A request ends while the client cannot send: its release fails at once ('reconnecting').
+    held.pop()?.release?.();
+    await waitFor('the client back', () => isReady(client));
+    // Sent again with the restore, not left to end by itself 20 s later (leaseMs).
+    await waitFor('the release sent again', async () => (await inRedis(admin, prefix)) === LIMIT - 1, 2_000);
+    expect((await limiter.check('k')).allowed).toBe(true);
+    expect(await inRedis(admin, prefix)).toBe(LIMIT);
+    for (const h of held) h.release?.();
+    limiter.close();
+  });
+
   it('a renewal that finds its lease gone (no reconnect) puts back every held lease', async () => {
     const prefix = randomPrefix();
     const limiter = limiterOn(await server.storeClient('ioredis'), prefix);

@@ -26,8 +26,12 @@ class LosingStore implements Store {
     this.listener?.('ready');
     return Promise.resolve(result);
   }
+  /** Releases fail (the store cannot be told: a blip). */
+  failReleases = false;
+
   release(key: StoreKey, plan: StorePlan, lease: number, now: number): void {
     this.calls.push('release');
+    if (this.failReleases) throw new Error('connection closed');
     this.memory.release(key, plan, lease, now);
   }
   renew(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
@@ -106,6 +110,22 @@ describe('LeaseKeeper', () => {
     expect((await limiter.check('k')).allowed).toBe(true);
     expect((await limiter.check('k')).allowed).toBe(false);
     held.release?.();
+  });
+
+  it('sends a release the store could not take again before the next lease, so the slot does not wait out leaseMs', async () => {
+    const { store, limiter, advance } = setup();
+    const [a] = [await limiter.check('k'), await limiter.check('k')];
+    store.failReleases = true;
+    a?.release?.();
+    // Still held in the store; the next lease first tries the release again (failing, so refused).
+    expect((await limiter.check('k')).allowed).toBe(false);
+    store.failReleases = false;
+    advance(50);
+    store.calls = [];
+    // The store answers again: the release goes first, then the held lease is renewed, then the new one fits.
+    expect((await limiter.check('k')).allowed).toBe(true);
+    expect(store.calls).toEqual(['release', 'restore', 'apply']);
+    expect((await limiter.check('k')).allowed).toBe(false);
   });
 
   it('does not revive a lease that stopped being renewed: it ended in the store too', async () => {

@@ -4,7 +4,7 @@
  * the limiter's, or the local fallback's), the lease gauges (`tollgate.leases.active`,
  * `tollgate.queue.length`) count what this limiter holds, a release wakes the key's queue
  * (lease-queue.ts), and a failed release or renewal is logged once per run of failures (the lease then
- * ends by its lease time). create-limiter.ts assembles decisions; this module keeps what they hold.
+ * ends by its lease time at the latest). create-limiter.ts assembles decisions; this module keeps what they hold.
  *
  * Two guarantees live here, whatever the adapter does:
  * - A lease always ends: renewal stops `maxLeaseMs` after the lease was granted (the shortest of the
@@ -15,8 +15,8 @@
  *   the store lost some (its connection closed, or a renewal found a lease gone) the leases still held
  *   are put back before this limiter grants a new one (`restoring`); a lease whose call straddled a
  *   connection event may have been granted before they were back, and is asked for again (`epoch`,
- *   leased-decisions.ts). One limiter alone then never runs
- *   more than `limit`; limiters in several processes sharing a key may, until each has reconnected (or
+ *   leased-decisions.ts); a release the store could not take is sent again first. One limiter alone
+ *   then never runs more than `limit`; limiters in several processes sharing a key may, until each has reconnected (or
  *   renewed, within leaseMs / 2), run at most `limit` plus what the others held and had not put back yet.
  */
 import { MAX_LEASE_RETRY_MS } from '../algorithms/concurrency.js';
@@ -52,6 +52,8 @@ interface Held {
 /** What this limiter holds in one such store, and whether the store may have lost it. */
 class StoreLeases {
   readonly held = new Set<Held>();
+  /** Released by their requests while the store could not be told (down, or the call failed): told again with the next restore. */
+  readonly unreleased = new Set<Held>();
   /** When `held` is next swept of leases past their deadline (never released: a lost `release`). */
   sweepAt = 1024;
   /** The store may have lost some: new leases wait for `restoring`. */
@@ -125,9 +127,9 @@ export class LeaseKeeper {
     d.release = () => {
       if (released) return;
       released = true;
-      kept?.held.delete(held);
       this.count(cp, 'leases', -1);
-      this.send(() => store.release?.(key, plan, lease, this.now()));
+      if (kept === undefined) this.send(() => store.release?.(key, plan, lease, this.now()));
+      else this.releaseKept(kept, held);
       this.queues.wake(queue);
     };
     d.renew = () => {
@@ -259,6 +261,22 @@ export class LeaseKeeper {
     return restoring;
   }
 
+  /**
+   * Ends `held` in a store that can lose it; when the store cannot be told now (a blip, an outage), the
+   * lease is released again before the next restore, so it does not hold its slot for the rest of its
+   * lease time once the store is back.
+   */
+  private releaseKept(kept: StoreLeases, held: Held): void {
+    kept.held.delete(held);
+    this.send(
+      () => kept.store.release?.(held.key, held.plan, held.lease, this.now()),
+      () => {
+        kept.unreleased.add(held);
+        kept.lost = true;
+      },
+    );
+  }
+
   /** A renewal that puts the lease back if the store lost it; then the others are put back too. */
   private renewKept(kept: StoreLeases, held: Held, now: number): Promise<boolean> {
     held.until = now + held.leaseMs;
@@ -283,12 +301,18 @@ export class LeaseKeeper {
       if (now < h.until && now <= h.renewUntil) list.push(h);
       else if (now >= h.until) kept.held.delete(h);
     }
+    // Leases released while the store could not be told go first: still live there until their deadline.
+    const ending = [...kept.unreleased].filter((h) => now < h.until);
+    kept.unreleased.clear();
     let back = 0;
     try {
+      const released = ending.map((h) => kept.store.release?.(h.key, h.plan, h.lease, now));
       const live = await Promise.all(list.map((h) => kept.store.restore(h.key, h.plan, h.lease, now)));
+      await Promise.all(released);
       if (kept.epoch === epoch) kept.lost = false;
       back = live.filter((x) => !x).length;
     } catch (error) {
+      for (const h of ending) kept.unreleased.add(h);
       if (kept.epoch === epoch) kept.retryAt = this.now() + RESTORE_RETRY_MS;
       this.failed(error);
     }
@@ -302,8 +326,11 @@ export class LeaseKeeper {
     }
   }
 
-  /** Runs a release or renewal: its synchronous answer, 'sent' while it is on its way, 'failed' when it threw. */
-  private send<T>(call: () => T | Promise<T> | undefined): T | 'sent' | 'failed' {
+  /**
+   * Runs a release or renewal: its synchronous answer, 'sent' while it is on its way, 'failed' when it
+   * threw; `onFailure` runs when it threw or was rejected.
+   */
+  private send<T>(call: () => T | Promise<T> | undefined, onFailure?: () => void): T | 'sent' | 'failed' {
     try {
       const pending = call();
       if (!isPromiseLike(pending)) return pending as T;
@@ -311,10 +338,14 @@ export class LeaseKeeper {
         () => {
           this.failing = false;
         },
-        (error: unknown) => this.failed(error),
+        (error: unknown) => {
+          onFailure?.();
+          this.failed(error);
+        },
       );
       return 'sent';
     } catch (error) {
+      onFailure?.();
       this.failed(error);
       return 'failed';
     }
@@ -328,7 +359,7 @@ export class LeaseKeeper {
       this.logger,
       'error',
       { code: 'ERR_RL_STORE_FAILED', store: this.storeKind, operation: 'lease', err: error },
-      'ERR_RL_STORE_FAILED: a lease could not be released or renewed; it ends by itself after its leaseMs',
+      'ERR_RL_STORE_FAILED: a lease could not be released or renewed; a release is sent again once the store answers, and a lease ends by itself after its leaseMs',
     );
   }
 

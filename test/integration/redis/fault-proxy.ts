@@ -113,6 +113,11 @@ export class FaultProxy {
     return this.current;
   }
 
+  /** Drops every connection open now, as a network blip does; the clients' reconnects pass. */
+  drop(): void {
+    for (const s of this.sockets) s.destroy();
+  }
+
   async close(): Promise<void> {
     for (const s of this.sockets) s.destroy();
     for (const p of this.pipes) p.close();

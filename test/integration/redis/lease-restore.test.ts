@@ -10,8 +10,10 @@
  */
 import { createLimiter, type Decision, type Limiter, RedisStore, type RedisStoreClient } from '@tollgate/core';
 import type { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
+import { FaultProxy } from './fault-proxy.js';
+import { describeRedis, HOST, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 
 const LIMIT = 5;
 /** A logger: the warnings it got, errors dropped. */
@@ -189,6 +191,39 @@ describeRedis('held leases survive a Redis restart', () => {
     expect(await inRedis(admin, prefix)).toBe(LIMIT);
     for (const h of held) h.release?.();
     limiter.close();
+  });
+
+  it('node-redis: a lease taken as the connection drops is answered before the client is ready again; given back and asked again once it is', async () => {
+    const proxy = await FaultProxy.start(server.port);
+    const client = createClient({ socket: { host: HOST, port: proxy.port, reconnectStrategy: () => 20 } });
+    client.on('error', () => undefined);
+    await client.connect();
+    const prefix = randomPrefix();
+    const limiter = limiterOn(client as unknown as RedisStoreClient, prefix);
+    (await limiter.check('k')).release?.();
+    let granted = 0;
+    for (let round = 0; round < 5; round++) {
+      await waitFor('no lease held', async () => (await inRedis(admin, prefix)) === 0);
+      // The connection drops and the client reads it only after the check took a command: the command
+      // waits in node-redis' queue, goes first on the next connection, and its reply comes before 'ready',
+      // when the client still refuses new commands (the release of the given-up lease among them).
+      await new Promise((r) => setImmediate(r));
+      proxy.drop();
+      const until = performance.now() + 5;
+      while (performance.now() < until) {
+        // Busy: the close is read after the check below.
+      }
+      const d = await limiter.check('k');
+      // Granted once the client is back (when it is back within RESTORE_WAIT_MS, as on an idle machine).
+      if (d.allowed && !d.degraded) granted += 1;
+      d.release?.();
+      // Neither lease is left to end by itself 20 s later (leaseMs).
+      await waitFor('both leases released', async () => (await inRedis(admin, prefix)) === 0, 2_000);
+    }
+    expect(granted).toBeGreaterThan(0);
+    limiter.close();
+    await client.destroy();
+    await proxy.close();
   });
 
   it('a renewal that finds its lease gone (no reconnect) puts back every held lease', async () => {

@@ -26,12 +26,17 @@ class LosingStore implements Store {
     this.listener?.('ready');
     return Promise.resolve(result);
   }
-  /** Releases fail (the store cannot be told: a blip). */
-  failReleases = false;
+  /** Releases fail (the store cannot be told: a blip): thrown at once, or a rejected promise. */
+  failReleases: false | 'throw' | 'reject' = false;
+  /** Restores are rejected (the store still down). */
+  failRestores = false;
+  /** When set, restores wait here until the test runs them. */
+  heldRestores: (() => void)[] | undefined;
 
-  release(key: StoreKey, plan: StorePlan, lease: number, now: number): void {
+  release(key: StoreKey, plan: StorePlan, lease: number, now: number): void | Promise<void> {
     this.calls.push('release');
-    if (this.failReleases) throw new Error('connection closed');
+    if (this.failReleases === 'throw') throw new Error('connection closed');
+    if (this.failReleases === 'reject') return Promise.reject(new Error('connection closed'));
     this.memory.release(key, plan, lease, now);
   }
   renew(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
@@ -40,6 +45,9 @@ class LosingStore implements Store {
   /** Renews, or takes the lease again (the count is below the limit in these tests). */
   async restore(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
     this.calls.push('restore');
+    if (this.failRestores) throw new Error('connection closed');
+    const held = this.heldRestores;
+    if (held !== undefined) await new Promise<void>((run) => held.push(run));
     if (this.memory.renew(key, plan, lease, now)) return true;
     this.memory.apply(key, plan, 1000, now, lease);
     return false;
@@ -115,7 +123,7 @@ describe('LeaseKeeper', () => {
   it('sends a release the store could not take again before the next lease, so the slot does not wait out leaseMs', async () => {
     const { store, limiter, advance } = setup();
     const [a] = [await limiter.check('k'), await limiter.check('k')];
-    store.failReleases = true;
+    store.failReleases = 'throw';
     a?.release?.();
     // Still held in the store; the next lease first tries the release again (failing, so refused).
     expect((await limiter.check('k')).allowed).toBe(false);
@@ -126,6 +134,46 @@ describe('LeaseKeeper', () => {
     expect((await limiter.check('k')).allowed).toBe(true);
     expect(store.calls).toEqual(['release', 'restore', 'apply']);
     expect((await limiter.check('k')).allowed).toBe(false);
+  });
+
+  it('keeps a release that failed while a restore was on its way: the store is not whole until it is told', async () => {
+    const { store, limiter } = setup();
+    const [a, b] = [await limiter.check('k'), await limiter.check('k')];
+    store.failReleases = 'throw';
+    a?.release?.();
+    store.failReleases = false;
+    // The next lease waits for the restore: a's release goes again at once, b's restore is held ...
+    store.heldRestores = [];
+    const next = limiter.check('k');
+    await Promise.resolve();
+    expect(store.heldRestores).toHaveLength(1);
+    // ... and meanwhile b's release fails.
+    store.failReleases = 'throw';
+    b?.release?.();
+    store.failReleases = false;
+    for (const run of store.heldRestores) run();
+    store.heldRestores = undefined;
+    expect((await next).allowed).toBe(true);
+    // b's release is sent before the next lease (without it, b and `next` would fill the limit of 2).
+    store.calls = [];
+    expect((await limiter.check('k')).allowed).toBe(true);
+    expect(store.calls).toEqual(['release', 'restore', 'apply']);
+  });
+
+  it('a restore that fails while a release sent with it is rejected leaves no unhandled rejection', async () => {
+    const { store, limiter, advance } = setup();
+    const [a] = [await limiter.check('k'), await limiter.check('k')];
+    store.failReleases = 'reject';
+    a?.release?.();
+    await Promise.resolve();
+    // Down: the release is sent again with the restore, and both fail; vitest fails the file on an unhandled rejection.
+    store.failRestores = true;
+    expect((await limiter.check('k')).allowed).toBe(false);
+    await new Promise((r) => setTimeout(r, 0));
+    store.failReleases = false;
+    store.failRestores = false;
+    advance(50);
+    expect((await limiter.check('k')).allowed).toBe(true);
   });
 
   it('does not revive a lease that stopped being renewed: it ended in the store too', async () => {

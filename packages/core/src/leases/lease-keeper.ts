@@ -63,6 +63,8 @@ class StoreLeases {
    * a later one may have run on a server that had lost the held leases, before they were put back.
    */
   epoch = 0;
+  /** From a 'lost' until the next 'ready' (the connection is down): settles with that 'ready'. */
+  down: { readonly promise: Promise<void>; readonly resolve: () => void } | undefined;
   /** Putting the held leases back ('restore'), until it settles. */
   restoring: Promise<void> | undefined;
   /** After a failed restore: no other before this time. */
@@ -82,6 +84,17 @@ function leaseBounds(cp: CompiledPlan): { leaseMs: number; maxLeaseMs: number } 
     maxLeaseMs = Math.min(maxLeaseMs, p.maxLeaseMs ?? 5 * p.windowMs);
   }
   return { leaseMs, maxLeaseMs };
+}
+
+/** `p`, or RESTORE_WAIT_MS, whichever comes first; never rejects (`p` never does). */
+function atMostRestoreWait(p: Promise<void>): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, RESTORE_WAIT_MS);
+    void p.then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 export class LeaseKeeper {
@@ -160,26 +173,40 @@ export class LeaseKeeper {
       if (this.now() < kept.retryAt) return undefined;
       restoring = this.restore(kept);
     }
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, RESTORE_WAIT_MS);
-      restoring.then(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    return atMostRestoreWait(restoring);
   }
 
   /**
-   * Ends `lease`, best effort and silently: its call was judged failed (silent past storeTimeoutMs) but
-   * may have taken it, so a slow reply does not hold a slot for leaseMs. Sent after the apply on the same
-   * connection, it runs after it; when the node is down it fails, and nothing was taken.
+   * While `store`'s connection is down (closed and not ready again): a promise that settles when it is
+   * ready, at most RESTORE_WAIT_MS later; else undefined. A lease given up because it was granted across
+   * a connection event is asked for again after this (node-redis answers the commands it sent first on
+   * the new connection before it reports 'ready', and refuses new ones until then).
    */
-  abandon(store: Store, key: StoreKey, plan: StorePlan, lease: number, now: number): void {
+  reconnecting(store: Store): Promise<void> | undefined {
+    const down = this.stores.get(store)?.down;
+    return down === undefined ? undefined : atMostRestoreWait(down.promise);
+  }
+
+  /**
+   * Ends `lease` of `cp` without a decision holding it, best effort and silently: its call was judged
+   * failed (silent past storeTimeoutMs) or its grant came across a connection event, but it may have taken
+   * the lease, so a slow or stale reply does not hold a slot for leaseMs. Sent after the apply on the same
+   * connection, it runs after it. When the store cannot be told now, a store that can lose leases is told
+   * again before the next lease (as `release` is), since the call may have run before the connection went.
+   */
+  abandon(store: Store, cp: CompiledPlan, key: StoreKey, plan: StorePlan, lease: number, now: number): void {
+    const kept = this.watched(store);
+    const untold = () => {
+      if (kept === undefined) return;
+      const { leaseMs } = this.boundsOf(cp);
+      kept.unreleased.add({ key, plan, lease, renewUntil: now, leaseMs, until: this.now() + leaseMs });
+      kept.lost = true;
+    };
     try {
       const pending = store.release?.(key, plan, lease, now);
-      if (isPromiseLike(pending)) pending.then(undefined, () => undefined);
+      if (isPromiseLike(pending)) pending.then(undefined, untold);
     } catch {
-      // Nothing was taken.
+      untold();
     }
   }
 
@@ -248,7 +275,19 @@ export class LeaseKeeper {
     kept.epoch += 1;
     kept.lost = true;
     kept.retryAt = 0;
-    if (event === 'ready') this.restore(kept);
+    if (event === 'lost') {
+      if (kept.down === undefined) {
+        let resolve = () => {};
+        const promise = new Promise<void>((r) => {
+          resolve = r;
+        });
+        kept.down = { promise, resolve };
+      }
+      return;
+    }
+    kept.down?.resolve();
+    kept.down = undefined;
+    this.restore(kept);
   }
 
   /** Starts putting back every lease held in `kept.store`; `kept.restoring` until it settles. */
@@ -291,8 +330,9 @@ export class LeaseKeeper {
   }
 
   /**
-   * Puts back every lease held in `kept.store`; the store is whole again when all calls succeed and the
-   * connection is still the one of `epoch`. Never rejects.
+   * Puts back every lease held in `kept.store`, after sending again the releases it could not take; the
+   * store is whole again when all calls succeed, the connection is still the one of `epoch` and no
+   * release failed meanwhile. Never rejects.
    */
   private async restoreAll(kept: StoreLeases, epoch: number): Promise<void> {
     const now = this.now();
@@ -306,13 +346,18 @@ export class LeaseKeeper {
     kept.unreleased.clear();
     let back = 0;
     try {
-      const released = ending.map((h) => kept.store.release?.(h.key, h.plan, h.lease, now));
+      const released = Promise.all(ending.map((h) => kept.store.release?.(h.key, h.plan, h.lease, now)));
+      // Handled here too: when a restore fails first, `released` is never awaited.
+      released.catch(() => undefined);
       const live = await Promise.all(list.map((h) => kept.store.restore(h.key, h.plan, h.lease, now)));
-      await Promise.all(released);
-      if (kept.epoch === epoch) kept.lost = false;
+      await released;
+      if (ending.length + list.length > 0) this.failing = false;
+      if (kept.epoch === epoch && kept.unreleased.size === 0) kept.lost = false;
       back = live.filter((x) => !x).length;
     } catch (error) {
       for (const h of ending) kept.unreleased.add(h);
+      // Told again by the next restore, even when a newer one found the store whole meanwhile.
+      if (ending.length > 0) kept.lost = true;
       if (kept.epoch === epoch) kept.retryAt = this.now() + RESTORE_RETRY_MS;
       this.failed(error);
     }

@@ -173,8 +173,11 @@ export class LeasedDecider {
   ): Decision | Promise<Decision> {
     const { keeper, store, guard, plain } = this.parts;
     if (tries < STALE_LEASE_TRIES) {
-      keeper.abandon(store, t.storeKey, t.cp.storePlan, lease, at);
-      return this.leased(t, cost, plain.now(), opts, observing, false, tries + 1);
+      keeper.abandon(store, t.cp, t.storeKey, t.cp.storePlan, lease, at);
+      const ask = () => this.leased(t, cost, plain.now(), opts, observing, false, tries + 1);
+      // Answered before the client is ready again (node-redis): asked once it is, and the held leases are back.
+      const back = keeper.reconnecting(store);
+      return back === undefined ? ask() : back.then(ask);
     }
     return this.unanswered(t, cost, guard.failure(node, seq, new StaleLeaseError(tries), false), at, lease, opts, observing);
   }
@@ -189,7 +192,7 @@ export class LeasedDecider {
     opts: CheckOptions | undefined,
     observing: Observing,
   ): Decision {
-    this.parts.keeper.abandon(this.parts.store, t.storeKey, t.cp.storePlan, lease, at);
+    this.parts.keeper.abandon(this.parts.store, t.cp, t.storeKey, t.cp.storePlan, lease, at);
     return this.seen(this.holding(this.parts.plain.failed(t, cost, at, f, lease), t, lease), observing, opts, at);
   }
 

@@ -22,9 +22,11 @@ import { aborted } from './lease-queue.js';
 
 /**
  * Lease ids, unique within the process (limiters sharing a store never end each other's leases); a
- * RedisStore prefixes them with its own random id, unique across processes.
+ * RedisStore prefixes them with its own random id, unique across processes. Counted from a random start
+ * (a safe integer for ages): a process that loads this package twice (its ESM and CommonJS builds) has
+ * two counters, and limiters of both may share a store.
  */
-let nextLease = 1;
+let nextLease = 1 + Math.floor(Math.random() * 2 ** 40);
 
 /** What the leased path needs besides the plain one. */
 export interface LeasedParts {

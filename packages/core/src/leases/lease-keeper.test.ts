@@ -16,11 +16,29 @@ class LosingStore implements Store {
   calls: string[] = [];
   /** Every apply is answered after the connection closed and reopened (a flapping connection). */
   flapping = false;
+  /**
+   * The next apply is answered after the connection closed and before it is ready again, `readyAfterMs`
+   * later; until then every call fails, as node-redis refuses new commands before its 'ready'.
+   */
+  dropNextApply: { readyAfterMs: number } | undefined;
+  private down = false;
   private listener: ((e: ConnectionEvent) => void) | undefined;
 
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number) {
     this.calls.push('apply');
+    if (this.down) throw new Error('the client is not ready');
     const result = this.memory.apply(key, plan, cost, now, lease);
+    const drop = this.dropNextApply;
+    if (drop !== undefined) {
+      this.dropNextApply = undefined;
+      this.down = true;
+      this.listener?.('lost');
+      setTimeout(() => {
+        this.down = false;
+        this.listener?.('ready');
+      }, drop.readyAfterMs);
+      return Promise.resolve(result);
+    }
     if (!this.flapping) return result;
     this.listener?.('lost');
     this.listener?.('ready');
@@ -35,6 +53,7 @@ class LosingStore implements Store {
 
   release(key: StoreKey, plan: StorePlan, lease: number, now: number): void | Promise<void> {
     this.calls.push('release');
+    if (this.down) throw new Error('the client is not ready');
     if (this.failReleases === 'throw') throw new Error('connection closed');
     if (this.failReleases === 'reject') return Promise.reject(new Error('connection closed'));
     this.memory.release(key, plan, lease, now);
@@ -45,7 +64,7 @@ class LosingStore implements Store {
   /** Renews, or takes the lease again (the count is below the limit in these tests). */
   async restore(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
     this.calls.push('restore');
-    if (this.failRestores) throw new Error('connection closed');
+    if (this.failRestores || this.down) throw new Error('connection closed');
     const held = this.heldRestores;
     if (held !== undefined) await new Promise<void>((run) => held.push(run));
     if (this.memory.renew(key, plan, lease, now)) return true;
@@ -118,6 +137,21 @@ describe('LeaseKeeper', () => {
     expect((await limiter.check('k')).allowed).toBe(true);
     expect((await limiter.check('k')).allowed).toBe(false);
     held.release?.();
+  });
+
+  it('a lease answered after the connection closed, before it is ready again: given back once ready, and asked again then', async () => {
+    const { store, limiter } = setup(undefined, 'closed');
+    const held = await limiter.check('k');
+    store.dropNextApply = { readyAfterMs: 20 };
+    store.calls = [];
+    const d = await limiter.check('k');
+    // Its give-back failed (not ready); sent first when the client is ready, then the held lease is
+    // restored, then the lease is asked for again and granted: one of two in the store.
+    expect(d).toMatchObject({ allowed: true, degraded: false });
+    expect(store.calls).toEqual(['apply', 'release', 'release', 'restore', 'apply']);
+    expect((await limiter.check('k')).allowed).toBe(false);
+    held.release?.();
+    d.release?.();
   });
 
   it('sends a release the store could not take again before the next lease, so the slot does not wait out leaseMs', async () => {

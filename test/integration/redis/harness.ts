@@ -161,6 +161,17 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
   }
 }
 
+/**
+ * Waits until at least `needMs` are left in the current clock-aligned window of `windowMs` (Redis TIME
+ * reads this machine's clock): a test of a clock-aligned window whose checks straddled its end would see
+ * a fresh window halfway through. At most `needMs` of waiting, and none in most runs.
+ */
+export async function clearOfWindowEnd(windowMs: number, needMs = 2_000): Promise<void> {
+  const left = windowMs - (Date.now() % windowMs);
+  if (left >= needMs) return;
+  await new Promise((resolve) => setTimeout(resolve, left + 5));
+}
+
 export class RedisServer {
   private child: ChildProcess | undefined;
   private readonly clients = new Set<Redis>();

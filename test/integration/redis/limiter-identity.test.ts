@@ -9,7 +9,7 @@
 import { createLimiter, type Limiter, type LimiterOptions, MemoryStore, RedisStore, type Store } from '@tollgate/core';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
+import { clearOfWindowEnd, describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
 import { nextMessage, startWorkers, stopWorkers } from './worker-pool.js';
 
 const MINUTE = 60_000;
@@ -26,6 +26,7 @@ function sameOnEveryStore(fresh: () => Store, twin?: (store: Store) => Store) {
   const base: Omit<LimiterOptions, 'policies'> = { storeTimeoutMs: 5_000, onStoreError: 'closed', logger: quiet };
 
   it('keeps the budgets of a 5/min login limiter and a 100/min API limiter apart when each has a name', async () => {
+    await clearOfWindowEnd(MINUTE);
     const store = fresh();
     const login = createLimiter({ ...base, name: 'login', policies: { algorithm: 'fixed-window', limit: 5, windowMs: MINUTE }, store });
     const api = createLimiter({ ...base, name: 'api', policies: { algorithm: 'fixed-window', limit: 100, windowMs: MINUTE }, store });
@@ -37,6 +38,7 @@ function sameOnEveryStore(fresh: () => Store, twin?: (store: Store) => Store) {
   });
 
   it('refuses a second limiter without a name that would share key names, naming the fix', async () => {
+    await clearOfWindowEnd(MINUTE);
     const store = fresh();
     const first = createLimiter({ ...base, policies: { algorithm: 'fixed-window', limit: 5, windowMs: MINUTE }, store });
     const second = () => createLimiter({ ...base, policies: { algorithm: 'fixed-window', limit: 100, windowMs: MINUTE }, store });
@@ -80,6 +82,7 @@ describeRedis('limiter identity on Redis (issue 25)', () => {
     const prefix = randomPrefix();
     const store = new RedisStore({ client, prefix });
     const policies = { algorithm: 'fixed-window', limit: 5, windowMs: MINUTE } as const;
+    await clearOfWindowEnd(MINUTE);
     const named = createLimiter({ name: 'login', policies, store, storeTimeoutMs: 5_000 });
     const unnamed = createLimiter({ policies, store, storeTimeoutMs: 5_000 });
     await named.check('ip:10.0.0.1');
@@ -96,6 +99,8 @@ describeRedis('limiter identity on Redis (issue 25)', () => {
     const workers = await startWorkers(new URL('./identity-worker.ts', import.meta.url), 3, { REDIS_PORT: String(server.port) });
     try {
       const prefix = randomPrefix();
+      // Every request in one clock-aligned minute: the budgets are fixed windows.
+      await clearOfWindowEnd(MINUTE, 5_000);
       const run = async (i: number, name: string | undefined, limit: number, requests: number) => {
         const w = workers[i] as (typeof workers)[number];
         const reply = nextMessage<{ admitted: number }>(w);

@@ -16,7 +16,16 @@ import {
 } from '@tollgate/core';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
-import { CLIENT_KINDS, commandCalls, describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
+import {
+  CLIENT_KINDS,
+  clearOfWindowEnd,
+  commandCalls,
+  describeRedis,
+  type RedisServer,
+  randomPrefix,
+  startRedis,
+  waitFor,
+} from './harness.js';
 
 const quiet = { warn() {}, error() {} };
 
@@ -97,6 +106,7 @@ for (const kind of CLIENT_KINDS)
         { name: 'f', algorithm: 'fixed-window', limit: 10, windowMs: 60_000 },
       ]);
       await l.check('warm-up');
+      await clearOfWindowEnd(60_000);
       // The limiter passes its clock's now; the store ignores it (here: 42 ms after 1970) and reads TIME.
       const reply = await store.apply('t', plan(), 1000, 42);
       const serverNow = reply[10] as number;
@@ -135,6 +145,8 @@ for (const kind of CLIENT_KINDS)
       };
       for (const algorithm of Object.keys(expectations) as AlgorithmId[]) {
         const { limiter: l, store, plan } = limiter([{ name: 'p', algorithm, limit: 10, windowMs: 60_000 }]);
+        // Both checks in one clock-aligned minute (fixed and sliding window).
+        await clearOfWindowEnd(60_000);
         await l.check('k', { cost: 2 });
         await l.check('k', { cost: 0.5 });
         const [key] = store.keyNames('k', plan()) as [string];

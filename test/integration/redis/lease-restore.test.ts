@@ -6,7 +6,8 @@
  * plus what the other held, instead of every held lease plus a fresh `limit`. A loss without a
  * reconnect (the key gone while connected: a failover to a replica that had not seen it, an expiry
  * while the process stalled) is found by the next renewal, which puts every held lease back. The
- * limiters answer `'closed'` while Redis is down, so what runs is what Redis granted.
+ * limiters answer `'closed'` while Redis is down, so what runs is what Redis granted; one case answers
+ * `'local'`, whose outage leases go into Redis once it is back.
  */
 import { createLimiter, type Decision, type Limiter, RedisStore, type RedisStoreClient } from '@tollgate/core';
 import type { Redis } from 'ioredis';
@@ -225,6 +226,42 @@ describeRedis('held leases survive a Redis restart', () => {
     limiter.close();
     await client.destroy();
     await proxy.close();
+  });
+
+  it("the leases 'local' granted while Redis was down go into it once it is back: they count there until they end", async () => {
+    const prefix = randomPrefix();
+    const client = await server.storeClient('ioredis');
+    const limiter = createLimiter({
+      name: 'exports',
+      policies: { name: 'exports', algorithm: 'concurrency', limit: LIMIT, leaseMs: 20_000 },
+      store: new RedisStore({ client, prefix, validate: false }),
+      storeTimeoutMs: 300,
+      onStoreError: 'local',
+      localShare: 1,
+      logger: quiet,
+    });
+    const before = await take(limiter, 2);
+    await server.stop();
+    // The failure mode's own store admits three more (it holds `localShare` of the limit, 5).
+    const outage = await Promise.all([limiter.check('k'), limiter.check('k'), limiter.check('k')]);
+    expect(outage.every((d) => d.allowed && d.degraded)).toBe(true);
+    await server.start();
+    await waitFor('the client ready after the restart', () => isReady(client));
+    // Redis answers again: the two it granted and the three the outage granted are all in it, so the sixth is refused.
+    await waitFor('an answer from Redis', async () => {
+      const d = await limiter.check('k');
+      d.release?.();
+      return !d.degraded;
+    });
+    expect(await inRedis(admin, prefix)).toBe(LIMIT);
+    const sixth = await limiter.check('k');
+    expect([sixth.allowed, sixth.degraded]).toEqual([false, false]);
+    // The outage's requests end: Redis is told, and their slots are free again.
+    for (const d of outage) d.release?.();
+    await waitFor('the outage leases released in Redis', async () => (await inRedis(admin, prefix)) === 2);
+    expect((await limiter.check('k')).allowed).toBe(true);
+    for (const d of before) d.release?.();
+    limiter.close();
   });
 
   it('a renewal that finds its lease gone (no reconnect) puts back every held lease', async () => {

@@ -53,6 +53,11 @@ export class NodeHealth {
     return true;
   }
 
+  /** True when `allow(now)` would refuse, without taking the probe it would grant. */
+  refuses(now: number): boolean {
+    return this.state !== 'closed' && (this.probing || now < this.probeAt);
+  }
+
   /** Milliseconds until the next probe may go out (0 when closed). */
   waitMs(now: number): number {
     return this.state === 'closed' ? 0 : Math.max(0, this.probeAt - now);

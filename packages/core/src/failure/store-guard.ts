@@ -140,6 +140,12 @@ export class StoreGuard {
     return h === undefined || h.allow(at);
   }
 
+  /** True when `allow(node, at)` would refuse (its breaker is open): the failure mode answers, and nothing waits for the node. */
+  refuses(node: string, at: number): boolean {
+    if (this.unhealthy.size === 0) return false;
+    return this.health.get(node)?.refuses(at) === true;
+  }
+
   /** How long until `node` may be tried again, ms (a hint for `'closed'` answers). */
   retryMs(node: string, at: number): number {
     return this.health.get(node)?.waitMs(at) ?? 0;

@@ -24,6 +24,16 @@ class LosingStore implements Store {
   private down = false;
   private listener: ((e: ConnectionEvent) => void) | undefined;
 
+  /** Every call fails until `comeBack`; `events`: the client says so ('lost', then 'ready'), as a Cluster client does not. */
+  goDown(events: boolean): void {
+    this.down = true;
+    if (events) this.listener?.('lost');
+  }
+  comeBack(events: boolean): void {
+    this.down = false;
+    if (events) this.listener?.('ready');
+  }
+
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number) {
     this.calls.push('apply');
     if (this.down) throw new Error('the client is not ready');
@@ -62,8 +72,11 @@ class LosingStore implements Store {
     return this.memory.renew(key, plan, lease, now);
   }
   /** Renews, or takes the lease again (the count is below the limit in these tests). */
+  /** Restores never settle (a server that stopped answering). */
+  restoresHang = false;
   async restore(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
     this.calls.push('restore');
+    if (this.restoresHang) return new Promise<boolean>(() => {});
     if (this.failRestores || this.down) throw new Error('connection closed');
     const held = this.heldRestores;
     if (held !== undefined) await new Promise<void>((run) => held.push(run));
@@ -89,7 +102,7 @@ class LosingStore implements Store {
   }
 }
 
-function setup(maxLeaseMs?: number, onStoreError: 'open' | 'closed' = 'open') {
+function setup(maxLeaseMs?: number, onStoreError: 'open' | 'closed' | 'local' = 'open') {
   let t = 1_000_000;
   const store = new LosingStore();
   const warnings: unknown[] = [];
@@ -256,6 +269,71 @@ describe('LeaseKeeper', () => {
     advance(500);
     // 3,000 ms after the grant its slot is free although nobody released it.
     expect((await limiter.check('k')).allowed).toBe(true);
+  });
+
+  for (const events of [true, false]) {
+    it(`puts the leases the failure mode granted in an outage into the store once it answers (${events ? 'connection events' : 'no connection events'})`, async () => {
+      const { store, limiter, advance } = setup(undefined, 'local');
+      store.goDown(events);
+      const outage = await limiter.check('k');
+      expect([outage.allowed, outage.degraded]).toEqual([true, true]);
+      // Renewed in the outage: still running when the store is back.
+      advance(600);
+      expect(outage.renew?.()).toBe(true);
+      store.comeBack(events);
+      advance(300);
+      const after = await limiter.check('k');
+      expect([after.allowed, after.degraded]).toEqual([true, false]);
+      // Limit 2: the request the outage admitted still runs, so no third.
+      expect((await limiter.check('k')).allowed).toBe(false);
+      // Its renewals now keep it in the store too: past the deadline its restore gave it there, it still counts.
+      advance(300);
+      expect(outage.renew?.()).toBe(true);
+      expect(after.renew?.()).toBe(true);
+      await Promise.resolve();
+      advance(900);
+      expect((await limiter.check('k')).allowed).toBe(false);
+      // Once it ends, the store is told: its slot is free again.
+      outage.release?.();
+      expect((await limiter.check('k')).allowed).toBe(true);
+      after.release?.();
+    });
+  }
+
+  it('a decision does not wait for the held leases to go back while the store is failing (its breaker open)', async () => {
+    const { store, limiter } = setup(undefined, 'local');
+    const held = await limiter.check('k');
+    store.restoresHang = true;
+    store.goDown(true);
+    // The first decision finds the store down: its breaker opens.
+    expect((await limiter.check('k')).degraded).toBe(true);
+    // The next is the failure mode's at once, not held up by a restore the store never answers.
+    const next = await Promise.race([limiter.check('k').then(() => 'decided'), new Promise((r) => setTimeout(() => r('waiting'), 50))]);
+    expect(next).toBe('decided');
+    held.release?.();
+  });
+
+  it('a restore the store does not answer holds up one decision (RESTORE_WAIT_MS), not every one', async () => {
+    const store = new LosingStore();
+    const limiter = createLimiter({
+      policies: { algorithm: 'concurrency', limit: 5, leaseMs: 1_000 },
+      store,
+      breaker: false,
+      clock: () => 1_000_000,
+      logger: { warn() {}, error() {} },
+    });
+    const held = await limiter.check('k');
+    store.restoresHang = true;
+    store.restart();
+    const decided = () => Promise.race([limiter.check('k').then(() => 'decided'), new Promise((r) => setTimeout(() => r('waiting'), 50))]);
+    // The first new lease waits for the held one to go back, at most RESTORE_WAIT_MS; the restore never answers.
+    expect(await decided()).toBe('waiting');
+    await new Promise((r) => setTimeout(r, 100));
+    // The next ones go on without waiting for it again.
+    expect(await decided()).toBe('decided');
+    expect(await decided()).toBe('decided');
+    held.release?.();
+    await limiter.close();
   });
 
   it('refuses a maxLeaseMs shorter than leaseMs', () => {

@@ -15,7 +15,9 @@
  *   the store lost some (its connection closed, or a renewal found a lease gone) the leases still held
  *   are put back before this limiter grants a new one (`restoring`); a lease whose call straddled a
  *   connection event may have been granted before they were back, and is asked for again (`epoch`,
- *   leased-decisions.ts); a release the store could not take is sent again first. One limiter alone
+ *   leased-decisions.ts); a release the store could not take is sent again first; a lease the failure
+ *   mode granted in an outage goes into the store with them (`carry`), so it counts there until it ends.
+ *   A restore the store does not answer holds up one decision, at most RESTORE_WAIT_MS. One limiter alone
  *   then never runs more than `limit`; limiters in several processes sharing a key may, until each has reconnected (or
  *   renewed, within leaseMs / 2), run at most `limit` plus what the others held and had not put back yet.
  */
@@ -52,6 +54,11 @@ interface Held {
    * ended in the store too, and is never put back (a request that stopped renewing is not revived).
    */
   until: number;
+  /**
+   * Whether the store may hold it: true for a lease the store granted; for one the failure mode granted in
+   * an outage (`carry`), from the restore that puts it into the store. A lease never sent is not released there.
+   */
+  inStore: boolean;
 }
 
 /** What this limiter holds in one such store, and whether the store may have lost it. */
@@ -72,6 +79,8 @@ class StoreLeases {
   down: { readonly promise: Promise<void>; readonly resolve: () => void } | undefined;
   /** Putting the held leases back ('restore'), until it settles. */
   restoring: Promise<void> | undefined;
+  /** `restoring` once a decision waited RESTORE_WAIT_MS for it in vain: the next ones do not wait for it. */
+  stalled: Promise<void> | undefined;
   /** After a failed restore: no other before this time. */
   retryAt = 0;
   /** The wait after the next failed restore. */
@@ -93,10 +102,13 @@ function leaseBounds(cp: CompiledPlan): { leaseMs: number; maxLeaseMs: number } 
   return { leaseMs, maxLeaseMs };
 }
 
-/** `p`, or RESTORE_WAIT_MS, whichever comes first; never rejects (`p` never does). */
-function atMostRestoreWait(p: Promise<void>): Promise<void> {
+/** `p`, or RESTORE_WAIT_MS, whichever comes first (then `onTimeout`); never rejects (`p` never does). */
+function atMostRestoreWait(p: Promise<void>, onTimeout?: () => void): Promise<void> {
   return new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, RESTORE_WAIT_MS);
+    const timer = setTimeout(() => {
+      onTimeout?.();
+      resolve();
+    }, RESTORE_WAIT_MS);
     void p.then(() => {
       clearTimeout(timer);
       resolve();
@@ -135,21 +147,35 @@ export class LeaseKeeper {
 
   /**
    * Gives `d`, admitted with lease `lease` of `key` in `store` under `plan`, its `release` (once; wakes
-   * the queue `queue`) and `renew`.
+   * the queue `queue`) and `renew`. `carry`: the limiter's store and plan, when the failure mode granted
+   * the lease in its own `store` during an outage: the lease is put into that store too once it answers
+   * (with the held leases, before a new lease there), so the requests an outage admitted still count
+   * after it; released and renewed there from then on.
    */
-  hold(d: DecisionImpl, cp: CompiledPlan, key: StoreKey, lease: number, store: Store, plan: StorePlan, queue: string): void {
+  hold(
+    d: DecisionImpl,
+    cp: CompiledPlan,
+    key: StoreKey,
+    lease: number,
+    store: Store,
+    plan: StorePlan,
+    queue: string,
+    carry?: { readonly store: Store; readonly plan: StorePlan },
+  ): void {
     let released = false;
     this.count(cp, 'leases', 1);
     const { leaseMs, maxLeaseMs } = this.boundsOf(cp);
     const at = this.now();
-    const held: Held = { key, plan, lease, renewUntil: at + maxLeaseMs - leaseMs, leaseMs, until: at + leaseMs };
+    const held: Held = { key, plan, lease, renewUntil: at + maxLeaseMs - leaseMs, leaseMs, until: at + leaseMs, inStore: true };
     const kept = this.keep(store, held);
+    const carried = carry === undefined ? undefined : this.carry(carry.store, { ...held, plan: carry.plan, inStore: false });
     d.release = () => {
       if (released) return;
       released = true;
       this.count(cp, 'leases', -1);
       if (kept === undefined) this.send(() => store.release?.(key, plan, lease, this.now()));
       else this.releaseKept(kept, held);
+      if (carried !== undefined) this.endCarried(carried.kept, carried.held);
       this.queues.wake(queue);
     };
     d.renew = () => {
@@ -158,13 +184,38 @@ export class LeaseKeeper {
       // Past its life: renewal stops and the lease ends by its last deadline (a handler that never answers).
       if (now > held.renewUntil) {
         kept?.held.delete(held);
+        carried?.kept.held.delete(carried.held);
         return false;
       }
+      if (carried !== undefined) this.renewCarried(carried.kept, carried.held, now);
       const answer = this.send(() =>
         kept === undefined ? (store.renew?.(key, plan, lease, now) ?? false) : this.renewKept(kept, held, now),
       );
       return typeof answer === 'boolean' ? answer : answer !== 'failed';
     };
+  }
+
+  /** Records `held`, granted by the failure mode, as held in `store` (when it can lose leases): put back by the next restore. */
+  private carry(store: Store, held: Held): { kept: StoreLeases; held: Held } | undefined {
+    const kept = this.keep(store, held);
+    if (kept === undefined) return undefined;
+    kept.lost = true;
+    return { kept, held };
+  }
+
+  /** A carried lease ended: the store is told once a restore may have put it there; else it is only forgotten. */
+  private endCarried(kept: StoreLeases, held: Held): void {
+    if (held.inStore) this.releaseKept(kept, held);
+    else kept.held.delete(held);
+  }
+
+  /** A carried lease was renewed in the failure mode's store: in the limiter's store too once it may be there, errors logged. */
+  private renewCarried(kept: StoreLeases, held: Held, now: number): void {
+    if (!held.inStore) {
+      held.until = now + held.leaseMs;
+      return;
+    }
+    this.send(() => this.renewKept(kept, held, now));
   }
 
   /**
@@ -179,8 +230,11 @@ export class LeaseKeeper {
     if (restoring === undefined) {
       if (this.now() < kept.retryAt) return undefined;
       restoring = this.restore(kept);
-    }
-    return atMostRestoreWait(restoring);
+    } else if (restoring === kept.stalled) return undefined;
+    const waited = restoring;
+    return atMostRestoreWait(waited, () => {
+      kept.stalled = waited;
+    });
   }
 
   /**
@@ -206,7 +260,7 @@ export class LeaseKeeper {
     const untold = () => {
       if (kept === undefined) return;
       const { leaseMs } = this.boundsOf(cp);
-      kept.unreleased.add({ key, plan, lease, renewUntil: now, leaseMs, until: this.now() + leaseMs });
+      kept.unreleased.add({ key, plan, lease, renewUntil: now, leaseMs, until: this.now() + leaseMs, inStore: true });
       kept.lost = true;
     };
     try {
@@ -345,9 +399,14 @@ export class LeaseKeeper {
   private async restoreAll(kept: StoreLeases, epoch: number): Promise<void> {
     const now = this.now();
     const list: Held[] = [];
+    // Of them, the leases the failure mode granted: not missing from the store, never sent there yet.
+    let carried = 0;
     for (const h of kept.held) {
-      if (now < h.until && now <= h.renewUntil) list.push(h);
-      else if (now >= h.until) kept.held.delete(h);
+      if (now < h.until && now <= h.renewUntil) {
+        list.push(h);
+        if (!h.inStore) carried += 1;
+        h.inStore = true;
+      } else if (now >= h.until) kept.held.delete(h);
     }
     // Leases released while the store could not be told go first: still live there until their deadline.
     const ending = [...kept.unreleased].filter((h) => now < h.until);
@@ -362,7 +421,7 @@ export class LeaseKeeper {
       if (ending.length + list.length > 0) this.failing = false;
       kept.retryMs = RESTORE_RETRY_MS;
       if (kept.epoch === epoch && kept.unreleased.size === 0) kept.lost = false;
-      back = live.filter((x) => !x).length;
+      back = Math.max(0, live.filter((x) => !x).length - carried);
     } catch (error) {
       for (const h of ending) kept.unreleased.add(h);
       // Told again by the next restore, even when a newer one found the store whole meanwhile.

@@ -15,7 +15,7 @@ import { costOf, type Target, type Targets } from '../limiter/target.js';
 import type { DecisionObserver } from '../observability/decision-observer.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { F_CHARGED, isPromiseLike, keyAt, R_FLAGS, RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../stores/store.js';
+import { F_CHARGED, isPromiseLike, keyAt, R_FLAGS, RESULT_STRIDE, type Store, type StoreResult } from '../stores/store.js';
 import type { CheckOptions, Decision } from '../types.js';
 import { type LeaseKeeper, leftQueue, waitsOut } from './lease-keeper.js';
 import { aborted } from './lease-queue.js';
@@ -102,13 +102,13 @@ export class LeasedDecider {
     tries = 1,
   ): Decision | Promise<Decision> {
     const { plain, guard, timed, keeper, store } = this.parts;
+    const node = guard.nodeOf(keyAt(t.storeKey, 0));
     // The store lost leases this limiter holds (a restart, a failover): they go back before a new one
-    // (waited for once, at most RESTORE_WAIT_MS).
-    const restoring = restored ? undefined : keeper.restoring(store);
+    // (waited for once, at most RESTORE_WAIT_MS); not while its node's breaker is open, when the failure mode answers.
+    const restoring = restored || guard.refuses(node, at) ? undefined : keeper.restoring(store);
     if (restoring !== undefined) return restoring.then(() => this.leased(t, cost, plain.now(), opts, observing, true, tries));
     const lease = nextLease++;
     const epoch = keeper.epoch(store);
-    const node = guard.nodeOf(keyAt(t.storeKey, 0));
     if (!guard.allow(node, at)) return this.seen(this.holding(plain.skipped(t, cost, at, node, lease), t, lease), observing, opts, at);
     const seq = guard.next();
     let r: StoreResult | Promise<StoreResult>;
@@ -201,16 +201,14 @@ export class LeasedDecider {
   /** Gives an admitted decision of a leased plan its `release` and `renew`. */
   private holding(d: Decision, t: Target, lease: number): Decision {
     if (d.limited || !(d instanceof DecisionImpl)) return d;
-    let s: Store = this.parts.store;
-    let plan: StorePlan = t.cp.storePlan;
-    if (d.degraded) {
-      // 'local' took the lease in its own store; 'open' admitted without one.
-      const local = (this.parts.fallbacks.get(t.cp) as Fallback).leases;
-      if (local === undefined) return d;
-      s = local.store;
-      plan = local.plan;
+    const { store, keeper } = this.parts;
+    if (!d.degraded) {
+      keeper.hold(d, t.cp, t.storeKey, lease, store, t.cp.storePlan, queueId(t));
+      return d;
     }
-    this.parts.keeper.hold(d, t.cp, t.storeKey, lease, s, plan, queueId(t));
+    // 'local' took the lease in its own store ('open' admitted without one); it goes into the store too once it answers.
+    const local = (this.parts.fallbacks.get(t.cp) as Fallback).leases;
+    if (local !== undefined) keeper.hold(d, t.cp, t.storeKey, lease, local.store, local.plan, queueId(t), { store, plan: t.cp.storePlan });
     return d;
   }
 

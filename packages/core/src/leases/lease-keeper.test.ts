@@ -80,10 +80,14 @@ class LosingStore implements Store {
     if (this.failRestores || this.down) throw new Error('connection closed');
     const held = this.heldRestores;
     if (held !== undefined) await new Promise<void>((run) => held.push(run));
-    if (this.memory.renew(key, plan, lease, now)) return true;
-    this.memory.apply(key, plan, 1000, now, lease);
-    return false;
+    const live = this.memory.renew(key, plan, lease, now);
+    if (!live) this.memory.apply(key, plan, 1000, now, lease);
+    const answers = this.heldAnswers;
+    if (answers !== undefined) await new Promise<void>((answer) => answers.push(answer));
+    return live;
   }
+  /** When set, restores run at once and their answers wait here until the test sends them. */
+  heldAnswers: (() => void)[] | undefined;
   reset(key: string, plan: StorePlan): void {
     this.memory.reset(key, plan);
   }
@@ -334,6 +338,30 @@ describe('LeaseKeeper', () => {
     expect(await decided()).toBe('decided');
     held.release?.();
     await limiter.close();
+  });
+
+  it('a loss a renewal finds while a restore is on its way is put back too: that restore does not mark the store whole', async () => {
+    const { store, limiter, advance } = setup();
+    const held = [await limiter.check('k'), await limiter.check('k')];
+    store.heldAnswers = [];
+    store.restart();
+    // The restore after the reconnect has run (both leases back); its answers are on their way.
+    expect(store.heldAnswers).toHaveLength(2);
+    // The store loses them again, without a connection event; a renewal finds its lease gone (and puts it back).
+    store.memory = new MemoryStore();
+    advance(100);
+    held[0]?.renew?.();
+    const renewal = store.heldAnswers.pop() as () => void;
+    renewal();
+    await new Promise((r) => setImmediate(r));
+    store.heldAnswers.splice(0).forEach((answer) => {
+      answer();
+    });
+    store.heldAnswers = undefined;
+    await new Promise((r) => setImmediate(r));
+    // The other held lease goes back before a new one: limit 2, both still run.
+    expect((await limiter.check('k')).allowed).toBe(false);
+    for (const d of held) d.release?.();
   });
 
   it('refuses a maxLeaseMs shorter than leaseMs', () => {

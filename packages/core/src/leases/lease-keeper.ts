@@ -70,6 +70,8 @@ class StoreLeases {
   sweepAt = 1024;
   /** The store may have lost some: new leases wait for `restoring`. */
   lost = false;
+  /** Renewals that found their lease gone: a restore started before one of them does not mark the store whole. */
+  losses = 0;
   /**
    * Moves on with every connection event (closed, ready): a call sent in an earlier epoch and answered in
    * a later one may have run on a server that had lost the held leases, before they were put back.
@@ -383,9 +385,12 @@ export class LeaseKeeper {
     held.until = now + held.leaseMs;
     kept.held.add(held);
     return kept.store.restore(held.key, held.plan, held.lease, now).then((live) => {
-      if (!live && !kept.lost) {
-        kept.lost = true;
-        if (kept.restoring === undefined) this.restore(kept);
+      if (!live) {
+        kept.losses += 1;
+        if (!kept.lost) {
+          kept.lost = true;
+          if (kept.restoring === undefined) this.restore(kept);
+        }
       }
       return live;
     });
@@ -393,11 +398,13 @@ export class LeaseKeeper {
 
   /**
    * Puts back every lease held in `kept.store`, after sending again the releases it could not take; the
-   * store is whole again when all calls succeed, the connection is still the one of `epoch` and no
-   * release failed meanwhile. Never rejects.
+   * store is whole again when all calls succeed, the connection is still the one of `epoch`, no release
+   * failed and no renewal found its lease gone meanwhile (the store may have lost them again after these
+   * calls ran). Never rejects.
    */
   private async restoreAll(kept: StoreLeases, epoch: number): Promise<void> {
     const now = this.now();
+    const losses = kept.losses;
     const list: Held[] = [];
     // Of them, the leases the failure mode granted: not missing from the store, never sent there yet.
     let carried = 0;
@@ -420,7 +427,7 @@ export class LeaseKeeper {
       await released;
       if (ending.length + list.length > 0) this.failing = false;
       kept.retryMs = RESTORE_RETRY_MS;
-      if (kept.epoch === epoch && kept.unreleased.size === 0) kept.lost = false;
+      if (kept.epoch === epoch && kept.losses === losses && kept.unreleased.size === 0) kept.lost = false;
       back = Math.max(0, live.filter((x) => !x).length - carried);
     } catch (error) {
       for (const h of ending) kept.unreleased.add(h);

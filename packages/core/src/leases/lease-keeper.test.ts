@@ -71,9 +71,9 @@ class LosingStore implements Store {
   renew(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
     return this.memory.renew(key, plan, lease, now);
   }
-  /** Renews, or takes the lease again (the count is below the limit in these tests). */
   /** Restores never settle (a server that stopped answering). */
   restoresHang = false;
+  /** Renews, or takes the lease again (the count is below the limit in these tests). */
   async restore(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
     this.calls.push('restore');
     if (this.restoresHang) return new Promise<boolean>(() => {});

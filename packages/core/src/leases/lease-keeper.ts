@@ -177,7 +177,7 @@ export class LeaseKeeper {
       this.count(cp, 'leases', -1);
       if (kept === undefined) this.send(() => store.release?.(key, plan, lease, this.now()));
       else this.releaseKept(kept, held);
-      if (carried !== undefined) this.endCarried(carried.kept, carried.held);
+      if (carried !== undefined) this.releaseKept(carried.kept, carried.held);
       this.queues.wake(queue);
     };
     d.renew = () => {
@@ -203,12 +203,6 @@ export class LeaseKeeper {
     if (kept === undefined) return undefined;
     kept.lost = true;
     return { kept, held };
-  }
-
-  /** A carried lease ended: the store is told once a restore may have put it there; else it is only forgotten. */
-  private endCarried(kept: StoreLeases, held: Held): void {
-    if (held.inStore) this.releaseKept(kept, held);
-    else kept.held.delete(held);
   }
 
   /** A carried lease was renewed in the failure mode's store: in the limiter's store too once it may be there, errors logged. */
@@ -371,6 +365,8 @@ export class LeaseKeeper {
    */
   private releaseKept(kept: StoreLeases, held: Held): void {
     kept.held.delete(held);
+    // A carried lease no restore sent yet: the store never had it, nothing to tell.
+    if (!held.inStore) return;
     this.send(
       () => kept.store.release?.(held.key, held.plan, held.lease, this.now()),
       () => {

@@ -98,8 +98,11 @@ describeRedis('examples', () => {
     servers.push(app.server);
     const base = await listen(app.server);
     expect((await fetch(base)).status).toBe(401);
-    for (const apiKey of ['abc', 'def', 'ghi']) {
-      // Six at once: one after another they would have to land within the 200 ms refill of a unit.
+    // Six at once: one after another they would have to land within the 200 ms refill of a unit. On a
+    // loaded machine six requests can still spread past a refill; such a burst proves nothing either way,
+    // so it is sent again on a fresh API key (at most three times).
+    const burst = async (apiKey: string) => {
+      const started = performance.now();
       const answers = await Promise.all(
         Array.from({ length: 6 }, async () => {
           const res = await fetch(base, { headers: { 'x-api-key': apiKey } });
@@ -107,6 +110,12 @@ describeRedis('examples', () => {
           return { status: res.status, shadow: body?.shadowWouldLimit };
         }),
       );
+      return { answers, tight: performance.now() - started < 150 };
+    };
+    for (const apiKey of ['abc', 'def', 'ghi']) {
+      let sent = await burst(apiKey);
+      for (let retry = 1; !sent.tight && retry < 3; retry++) sent = await burst(`${apiKey}-${retry}`);
+      const { answers } = sent;
       expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 429]);
       // The stricter candidate (3 per second) would have refused two of the five admitted.
       expect(answers.filter((a) => a.shadow === true)).toHaveLength(2);

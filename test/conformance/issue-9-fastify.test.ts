@@ -111,6 +111,27 @@ describe('issue 9: @tollgate/fastify logging and route guards', () => {
     expect(warned[0]).toMatchObject({ route: 'GET /early' });
   });
 
+  it('adds the check for earlier routes only when the router held routes at registration', async () => {
+    // The check is an onResponse hook, and any onResponse hook makes Fastify put 'finish' and 'error'
+    // listeners on every response: an app that registers the plugin first must not pay for them.
+    const finishListeners = async (app: FastifyInstance, plugin: boolean): Promise<number> => {
+      if (plugin) await app.register(fastifyRateLimit, { policies: { ...policies, limit: 100 } });
+      let count = -1;
+      app.get('/', async (_req, reply) => {
+        count = reply.raw.listenerCount('finish');
+        return 'ok';
+      });
+      await listen(app);
+      await request(app.server).get('/').expect(200);
+      return count;
+    };
+    const early = Fastify();
+    early.get('/early', async () => 'early');
+    const bare = await finishListeners(Fastify(), false);
+    expect(await finishListeners(Fastify(), true)).toBe(bare);
+    expect(await finishListeners(early, true)).toBeGreaterThan(bare);
+  });
+
   it('does not warn for routes the plugin saw, opted out or not', async () => {
     const { stream, lines } = jsonLines();
     const app = Fastify({ logger: { level: 'warn', stream } });

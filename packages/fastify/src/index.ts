@@ -5,7 +5,8 @@
  * `policies` replace the plugin's `plans`, and its `plans` the plugin's `policies`: `mergeRouteOptions`).
  * Registered inside an encapsulated context, it covers that context's routes only. A route declared
  * before the plugin is not limited and is warned about (`WRN_RL_ROUTES_BEFORE_REGISTER`) once its first
- * request is answered. Logs go to the user's `logger`, else `request.log` / `fastify.log`, else (when `Fastify()`
+ * request is answered; the check that does it is only there when the router held routes as the plugin
+ * was registered (otherwise every request would pay for Fastify's response listeners). Logs go to the user's `logger`, else `request.log` / `fastify.log`, else (when `Fastify()`
  * has no logger, whose default writes nowhere) `console`.
  */
 
@@ -71,6 +72,9 @@ declare module 'fastify' {
 }
 
 const ADAPTER_KEYS = ['hook', 'global'];
+
+/** What `fastify.printRoutes()` answers while the router holds no route (find-my-way's `prettyPrint`). */
+const EMPTY_ROUTER = '(empty tree)';
 
 /** The plugin options that belong to its `plans`: a route with its own `policies` takes none of them. */
 const PLAN_KEYS = ['plans', 'plan', 'defaultPlan', 'unknownPlan'] as const;
@@ -166,18 +170,19 @@ class ReplyTarget implements ResponseTarget {
  */
 function limitRequest(
   handler: RateLimitHandler<FastifyRequest>,
-  ran: symbol,
+  reg: Registration,
   url: string | undefined,
   request: FastifyRequest,
   reply: FastifyReply,
   done: () => void,
 ): void {
   const marks = request as unknown as Record<symbol, boolean>;
-  if (marks[ran] === true) {
+  if (marks[reg.ran] === true) {
     done();
     return;
   }
-  marks[ran] = true;
+  marks[reg.ran] = true;
+  if (!reg.trustChecked) reg.checkTrust(request);
   const outcome = handler.run(
     {
       request,
@@ -196,15 +201,24 @@ function limitRequest(
   else done();
 }
 
+/** What the hooks of one registration share. */
+interface Registration {
+  /** Set on a request once a hook of this registration has run on it. */
+  readonly ran: symbol;
+  /** Whether Fastify's `trustProxy` has been probed (`checkTrust`, on the first request limited). */
+  trustChecked: boolean;
+  checkTrust(request: FastifyRequest): void;
+}
+
 /** A route's hook in Fastify's callback style (`preParsing` hooks get the payload stream before `done`). */
-function createHook(handler: RateLimitHandler<FastifyRequest>, ran: symbol, at: RateLimitHook, url: string) {
+function createHook(handler: RateLimitHandler<FastifyRequest>, reg: Registration, at: RateLimitHook, url: string) {
   if (at === 'preParsing') {
     return function tollgateRateLimit(request: FastifyRequest, reply: FastifyReply, _payload: unknown, done: () => void): void {
-      limitRequest(handler, ran, url, request, reply, done);
+      limitRequest(handler, reg, url, request, reply, done);
     };
   }
   return function tollgateRateLimit(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
-    limitRequest(handler, ran, url, request, reply, done);
+    limitRequest(handler, reg, url, request, reply, done);
   };
 }
 
@@ -238,6 +252,16 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
   const global = base.config.adapterOptions.global ?? true;
   if (typeof global !== 'boolean') throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'global', 'must be a boolean', global);
   const ran = Symbol('tollgate.rateLimitRan');
+  const reg: Registration = {
+    ran,
+    trustChecked: false,
+    checkTrust(request) {
+      reg.trustChecked = true;
+      base.checkTrustProxy('Fastify trustProxy', isPermissiveFastifyTrust(request));
+    },
+  };
+  // Routes already in the router cannot be seen by onRoute: only then is the check for them needed.
+  const routesBefore = fastify.printRoutes() !== EMPTY_ROUTER;
   const routes = new Map<string, Limiter>();
   const handlers: RateLimitHandler<FastifyRequest>[] = [base];
   // Route limiters by their config object, then URL: the HEAD route Fastify adds for a GET shares its options
@@ -253,7 +277,7 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
       shedder: base.shedder,
       routes,
       hook: (request: FastifyRequest, reply: FastifyReply) =>
-        new Promise<void>((done) => limitRequest(base, ran, undefined, request, reply, done)),
+        new Promise<void>((done) => limitRequest(base, reg, undefined, request, reply, done)),
     });
 
   function handlerFor(own: FastifyRateLimitRouteOptions, url: string): RateLimitHandler<FastifyRequest> {
@@ -294,22 +318,20 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     const at = own?.hook === undefined ? hook : hookOf(own.hook, `${path}.hook`);
     const existing = route[at];
     const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing];
-    (route as unknown as Record<string, unknown>)[at] = [...hooks, createHook(handler, ran, at, route.url)];
+    (route as unknown as Record<string, unknown>)[at] = [...hooks, createHook(handler, reg, at, route.url)];
   });
   // An instance hook reaches every route of this context, also those declared before the plugin, which
   // onRoute never saw: they are unlimited, so say so (once) rather than let it pass in silence. It runs
   // once the response is done, after every route hook: a request a route hook of this registration ran
   // on is on a route onRoute saw, so only the others pay for `request.routeOptions` (a fresh object of a
-  // dozen fields per read).
-  let trustChecked = false;
-  fastify.addHook('onResponse', function tollgateRouteCheck(request: FastifyRequest, _reply: FastifyReply, done: () => void) {
-    if (!trustChecked) {
-      trustChecked = true;
-      base.checkTrustProxy('Fastify trustProxy', isPermissiveFastifyTrust(request));
-    }
-    if ((request as unknown as Record<symbol, boolean>)[ran] !== true && !request.is404) warnIfUnseen(request);
-    done();
-  });
+  // dozen fields per read). An onResponse hook makes Fastify set up its response listeners on every
+  // request, so it is only added when there can be such routes: the router held some at registration.
+  if (routesBefore) {
+    fastify.addHook('onResponse', function tollgateRouteCheck(request: FastifyRequest, _reply: FastifyReply, done: () => void) {
+      if ((request as unknown as Record<symbol, boolean>)[ran] !== true && !request.is404) warnIfUnseen(request);
+      done();
+    });
+  }
   function warnIfUnseen(request: FastifyRequest): void {
     const url = request.routeOptions.url;
     // A prefixed '/' route is also registered as '/prefix/' without onRoute; it shares the options onRoute saw.

@@ -20,6 +20,25 @@ describe('readRetryAfter', () => {
     expect(readRetryAfter(h({ 'retry-after': '9'.repeat(400) }), NOW)).toBe(Number.POSITIVE_INFINITY);
   });
 
+  it('reads an asctime date in UTC, not in the machine time zone', () => {
+    const zone = process.env.TZ;
+    try {
+      // Node takes a TZ set at run time for its later local-time calls.
+      for (const tz of ['Asia/Tokyo', 'America/Los_Angeles', 'UTC']) {
+        process.env.TZ = tz;
+        expect(readRetryAfter(h({ 'retry-after': 'Wed Dec  2 04:00:10 2026' }), NOW), tz).toBe(10_000);
+      }
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
+
+  it('a Retry-After that is not one leaves the wait to RateLimit', () => {
+    const headers = h({ 'retry-after': 'in 2', ratelimit: '"default";r=0;t=2' });
+    expect(serverWaitMs(readRateLimitSignal(headers, NOW))).toBe(2_000);
+  });
+
   it('several Retry-After lines (joined with ", "): the longest wait, seconds or dates alike', () => {
     const joined = (...values: string[]) => {
       const headers = new Headers();
@@ -34,7 +53,8 @@ describe('readRetryAfter', () => {
   });
 
   it('ignores what is neither', () => {
-    for (const bad of ['-1', '1.5', 'soon', '', ' 2 3']) expect(readRetryAfter(h({ 'retry-after': bad }), NOW), bad).toBeUndefined();
+    for (const bad of ['-1', '1.5', 'soon', '', ' 2 3', 'in 5', 'x 5', 'a 1', 'May 1', '5 z', 'Wed, 31 Apr 2026 04:00:10 GMT'])
+      expect(readRetryAfter(h({ 'retry-after': bad }), NOW), bad).toBeUndefined();
     expect(readRetryAfter(h({}), NOW)).toBeUndefined();
   });
 });

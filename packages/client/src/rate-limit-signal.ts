@@ -7,6 +7,7 @@
  * malformed field is ignored whole (draft-11 section 7, RFC 9651 section 4.2), never guessed at.
  */
 import { type Item, parseDictionary, parseList, Token } from 'structured-headers';
+import { parseHttpDate } from './http-date.js';
 
 /** The header dialect the quota numbers were read from. */
 export type RateLimitDialect = 'draft-11' | 'draft-7' | 'draft-6' | 'legacy';
@@ -53,7 +54,7 @@ function nonNegativeInteger(value: unknown): number | undefined {
 function serverNow(headers: HeaderGetter, now: number): number {
   const date = headers.get('date');
   if (date === null) return now;
-  const t = Date.parse(date);
+  const t = parseHttpDate(date, now);
   return Number.isFinite(t) ? t : now;
 }
 
@@ -63,9 +64,9 @@ export function readRetryAfter(headers: HeaderGetter, now: number): number | und
   if (raw === null) return undefined;
   const seconds = digits(raw);
   if (seconds !== undefined) return seconds * 1000;
-  // An HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime forms) always names a weekday or
-  // month; without a letter, `Date.parse` would take '-1' or '1.5' for years.
-  const at = /[A-Za-z]/.test(raw) ? Date.parse(raw) : Number.NaN;
+  // An HTTP-date (IMF-fixdate, or the obsolete RFC 850 and asctime forms, all UTC); anything else
+  // ('in 5', 'May 1') is no Retry-After at all, so the RateLimit fields decide the wait.
+  const at = parseHttpDate(raw, now);
   if (Number.isFinite(at)) return Math.max(0, at - serverNow(headers, now));
   return repeatedRetryAfter(raw, headers, now);
 }
@@ -79,7 +80,8 @@ function repeatedRetryAfter(raw: string, headers: HeaderGetter, now: number): nu
   if (parts.length > 1 && parts.every((p) => DIGITS.test(p))) return Math.max(...parts.map(Number)) * 1000;
   const dates = raw.match(IMF_FIXDATE);
   if (dates === null || dates.length < 2 || raw.replace(IMF_FIXDATE, '').replace(/[\s,]/g, '') !== '') return undefined;
-  return Math.max(0, Math.max(...dates.map((d) => Date.parse(d))) - serverNow(headers, now));
+  const latest = Math.max(...dates.map((d) => parseHttpDate(d, now)));
+  return Number.isNaN(latest) ? undefined : Math.max(0, latest - serverNow(headers, now));
 }
 
 function itemName(item: Item[0]): string | undefined {

@@ -23,6 +23,8 @@ describe('log times', () => {
     '00/Apr/2026:13:55:36 +0000',
     '10/Oct/2026:13x55x36 +0000',
     '10/Oct/2026:13:55:36++0000',
+    // A second 60 would be the next minute's first: ISO 8601 text refuses it too.
+    '10/Oct/2026:13:55:60 +0000',
   ])('refuses %j', (text) => {
     expect(parseNginxTime(text)).toBeNaN();
   });
@@ -38,6 +40,26 @@ describe('log times', () => {
     expect(epochToMs(1_700_000_000.123)).toBe(1_700_000_000_123);
     expect(epochToMs(1_700_000_000_123)).toBe(1_700_000_000_123);
     expect(epochToMs(-1)).toBeNaN();
+  });
+
+  it('floors a fraction of a ms in every form, digit by digit, as the limiter floors its clock', () => {
+    expect(epochToMs(1_700_000_009.9996)).toBe(1_700_000_009_999);
+    expect(parseTimeValue('1700000009.9996')).toBe(1_700_000_009_999);
+    expect(parseTimeValue('2023-11-14T22:13:29.9996Z')).toBe(1_700_000_009_999);
+    // 1700000000.123 * 1000 is 1700000000122.9998 in binary: read from the digits, not multiplied.
+    expect(epochToMs(1_700_000_000.123)).toBe(1_700_000_000_123);
+    expect(epochToMs(1_700_000_000_123.9)).toBe(1_700_000_000_123);
+    expect(epochToMs(1e-7)).toBe(0);
+  });
+
+  it('refuses times outside 1970 to 9999: epochs in micro- or nanoseconds are not read as distant years', () => {
+    expect(epochToMs(1.696_946_105_123_456_8e18)).toBeNaN();
+    expect(parseTimeValue('1696946105123456789')).toBeNaN();
+    expect(epochToMs(1_696_946_105_123_456)).toBeNaN();
+    expect(epochToMs(1e300)).toBeNaN();
+    expect(epochToMs(253_402_300_799_999)).toBe(Date.UTC(9999, 11, 31, 23, 59, 59, 999));
+    expect(parseTimeValue('1969-12-31T23:59:59Z')).toBeNaN();
+    expect(parseNginxTime('31/Dec/1969:23:59:59 +0000')).toBeNaN();
   });
 
   it('reads JSON and CSV values: numbers, numeric text, ISO 8601', () => {

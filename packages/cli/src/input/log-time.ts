@@ -3,7 +3,9 @@
  * (`10/Oct/2026:13:55:36 +0200`), epoch numbers (seconds with an optional fraction, or milliseconds when
  * 1e11 or more: every date after 1973 in ms, every date before 5138 in s) and ISO 8601 text (UTC when it
  * names no offset, whatever the machine's time zone). A date that does not exist (30 February, 31 April,
- * hour 24) is not a time: the line is counted as unreadable, never moved to another day.
+ * hour 24, second 60) is not a time: the line is counted as unreadable, never moved to another day; nor is
+ * one outside 1970 to 9999 (an epoch in micro- or nanoseconds). A fraction of a millisecond is dropped
+ * (floored, as the limiter floors its clock), from whichever form it comes.
  */
 
 const MONTHS: Readonly<Record<string, number>> = {
@@ -23,6 +25,14 @@ const MONTHS: Readonly<Record<string, number>> = {
 
 /** Epoch numbers at or above this are milliseconds, below it seconds. */
 export const EPOCH_MS_THRESHOLD = 1e11;
+
+/** The first ms after the last second of 9999, where ISO 8601's four-digit years end. */
+const END_OF_TIME_MS = Date.UTC(10000, 0, 1);
+
+/** `ms` when it lies between the epoch and the end of 9999; NaN otherwise. */
+function inRange(ms: number): number {
+  return ms >= 0 && ms < END_OF_TIME_MS ? ms : Number.NaN;
+}
 
 function digits(text: string, from: number, count: number): number {
   let n = 0;
@@ -54,29 +64,42 @@ export function parseNginxTime(text: string): number {
   const sign = text.charCodeAt(21) === 45 ? -1 : text.charCodeAt(21) === 43 ? 1 : 0;
   const oh = digits(text, 22, 2);
   const om = digits(text, 24, 2);
-  if (sign === 0 || h > 23 || m > 59 || s > 60 || oh > 23 || om > 59 || !dayExists(year, month, day)) return Number.NaN;
+  if (sign === 0 || h > 23 || m > 59 || s > 59 || oh > 23 || om > 59 || !dayExists(year, month, day)) return Number.NaN;
   const utc = Date.UTC(year, month, day, h, m, s);
-  return utc - sign * (oh * 60 + om) * 60_000;
+  return inRange(utc - sign * (oh * 60 + om) * 60_000);
 }
 
-/** An epoch number (s or ms, see the module comment) to integer ms; NaN when not finite. */
+const DECIMAL = /^(\d+)(?:\.(\d+))?$/;
+
+/** Decimal epoch text (s or ms, see the module comment) to integer ms, the fraction floored digit by digit (no binary rounding); NaN when out of range. */
+function epochTextToMs(text: string): number {
+  const d = DECIMAL.exec(text);
+  if (d === null) return Number.NaN;
+  const whole = Number(d[1]);
+  if (whole >= EPOCH_MS_THRESHOLD) return inRange(whole);
+  return inRange(whole * 1000 + Number(`${d[2] ?? ''}000`.slice(0, 3)));
+}
+
+/** An epoch number (s or ms, see the module comment) to integer ms, read from its shortest decimal form; NaN when negative, not finite or out of range. */
 export function epochToMs(value: number): number {
   if (!Number.isFinite(value) || value < 0) return Number.NaN;
-  return value >= EPOCH_MS_THRESHOLD ? Math.round(value) : Math.round(value * 1000);
+  const text = String(value);
+  // Past 1e21 (or below 1e-6) the shortest form has an exponent: far out of range, or under a ms.
+  if (text.includes('e')) return value < 1 ? 0 : Number.NaN;
+  return epochTextToMs(text);
 }
 
-const NUMERIC = /^\d+(?:\.\d+)?$/;
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):\d{2}/;
 
 /** A JSON or CSV time value: an epoch number (or its text), or ISO 8601 text. NaN when neither. */
 export function parseTimeValue(value: unknown): number {
   if (typeof value === 'number') return epochToMs(value);
   if (typeof value !== 'string' || value === '') return Number.NaN;
-  if (NUMERIC.test(value)) return epochToMs(Number(value));
+  if (DECIMAL.test(value)) return epochTextToMs(value);
   // ISO 8601 needs a date and a time; Date.parse alone accepts too much ("1", "May 5").
   const iso = ISO_DATE_TIME.exec(value);
   if (iso === null || !dayExists(Number(iso[1]), Number(iso[2]) - 1, Number(iso[3])) || Number(iso[4]) > 23) return Number.NaN;
   // Without an offset Date.parse would read the machine's local time: a log names UTC or says otherwise.
   const ms = Date.parse(/(?:Z|[+-]\d{2}:?\d{2})$/i.test(value) ? value : `${value.replace(' ', 'T')}Z`);
-  return Number.isFinite(ms) ? ms : Number.NaN;
+  return Number.isFinite(ms) ? inRange(ms) : Number.NaN;
 }

@@ -93,6 +93,20 @@ describe('the reorder window', () => {
     expect(stats.maxHeld).toBeLessThan(330);
   });
 
+  it('the wrong clock on the first line does not place the window: nothing after it is late', async () => {
+    const input = [3_600_000, 1000, 0, 3000, 2000].map((at, i) => ({ at, key: `k${i}`, cost: 1 }));
+    const stats = createOrderStats('window', 'flag', 300_000);
+    const out = await reorder(input, stats, 1);
+    expect(stats).toMatchObject({ late: 0, worstLateMs: 0 });
+    expect(out.map((r) => r.at)).toEqual([0, 1000, 2000, 3000, 3_600_000]);
+    // The same with the far line first of a longer log, disordered within the window.
+    const long = [{ at: 365 * 86_400_000, key: 'k-future', cost: 1 }, ...disordered(7, 600, 20_000)];
+    const longStats = createOrderStats('window', 'flag', 60_000);
+    const longOut = await reorder(long, longStats);
+    expect(longStats).toMatchObject({ late: 0 });
+    expect(longOut.map((r) => r.at)).toEqual(long.map((r) => r.at).sort((a, b) => a - b));
+  });
+
   it('a real jump (a pause in traffic, then more lines) moves the window once three lines agree', async () => {
     const before = Array.from({ length: 100 }, (_, i) => ({ at: i * 1000, key: `a${i}`, cost: 1 }));
     const after = Array.from({ length: 100 }, (_, i) => ({ at: 7_200_000 + i * 1000, key: `b${i}`, cost: 1 }));

@@ -319,7 +319,8 @@ async function* windowed(
 /**
  * The reorder window: requests wait until one `windowMs` later has been read, then leave in time order. A
  * request behind what has already left is late (replayed at once, counted). A request more than a window
- * ahead of the newest is held without moving the window until `JUMP_LINES` such lines agree.
+ * ahead of the newest is held without moving the window until `JUMP_LINES` such lines agree; so are the
+ * first lines, which place the window.
  */
 class Reorder {
   private newest = Number.NEGATIVE_INFINITY;
@@ -343,7 +344,9 @@ class Reorder {
       out.push(r);
       return;
     }
-    if (windowMs > 0 && r.at > this.newest + windowMs && this.newest !== Number.NEGATIVE_INFINITY) this.jump(r.at);
+    // The first lines place the window as a jump does, once three agree: a first line from a host with
+    // a wrong clock is then held like any other, instead of making every line after it late.
+    if (windowMs > 0 && r.at > this.newest + windowMs) this.jump(r.at);
     else if (r.at > this.newest) this.advance(r.at);
     if (r.at <= this.newest - windowMs && held.size === 0) {
       // Nothing waits and nothing can come before it: straight through (a window of 0, a sorted log).

@@ -141,6 +141,7 @@ describe('@tollgate/core, built', () => {
         "onResponseDone": "function",
         "parseRateLimitOptions": "function",
         "planShed": "function",
+        "requestCostToMilli": "function",
         "respond": "function",
         "resultCharged": "function",
         "resultDelayMs": "function",

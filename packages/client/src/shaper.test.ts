@@ -2,6 +2,7 @@
  * createShaper on virtual time: an in-process MemoryStore, the limiter's clock injected, fake timers for
  * every wait. The cross-process run on a real redis-server is test/integration/redis/client-shaper.test.ts.
  */
+import { createLimiter, MemoryStore } from '@tollgate/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createShaper, RateLimitClientError } from './index.js';
 
@@ -183,6 +184,72 @@ describe('createShaper', () => {
     await vi.advanceTimersByTimeAsync(1_000);
     expect(await big).toBe('AbortError');
     expect(await small).toBe(50);
+    await shaper.close();
+  });
+
+  it('shapers on one store share the budget of their key and policy names, and leave unnamed limiters alone', async () => {
+    const store = new MemoryStore();
+    const policy = { name: 'p', algorithm: 'gcra', limit: 2, windowMs: 1_000, burst: 2 } as const;
+    const a = createShaper({ policies: policy, store, key: 'k', clock });
+    const b = createShaper({ policies: policy, store, key: 'k', clock });
+    const other = createShaper({ policies: policy, store, key: 'other', clock });
+    const unnamed = createShaper({ policies: { limit: 5, windowMs: 1_000 }, store, key: 'x', clock });
+    const alsoUnnamed = createShaper({ policies: { limit: 9, windowMs: 1_000 }, store, key: 'y', clock });
+    // An unrelated unnamed limiter on the same store does not collide with a shaper's state.
+    expect(() => createLimiter({ policies: policy, store })).not.toThrow();
+    const t0 = Date.now();
+    const starts = Promise.all([a, b, a, b].map((s) => s.schedule(() => Date.now() - t0)));
+    const apart = other.schedule(() => Date.now() - t0);
+    await vi.advanceTimersByTimeAsync(2_000);
+    // One budget of 2 (burst 2, then one every 500 ms) for both shapers on key 'k'; key 'other' has its own.
+    expect(await starts).toEqual([0, 0, 500, 1_000]);
+    expect(await apart).toBe(0);
+    for (const s of [a, b, other, unnamed, alsoUnnamed]) await s.close();
+  });
+
+  it('never starts a task after its deadline, even when the event loop was blocked past it', async () => {
+    let blockedMs = 0;
+    const lagging = () => Date.now() + blockedMs;
+    const shaper = createShaper({ policies: { algorithm: 'gcra', limit: 4, windowMs: 1_000, burst: 1 }, clock: lagging });
+    const ran: string[] = [];
+    const first = shaper.schedule(() => ran.push('A'));
+    const late = shaper.schedule(() => ran.push('B'), { maxDelayMs: 300 }).catch((e: RateLimitClientError) => e.code);
+    await vi.advanceTimersByTimeAsync(50);
+    // The loop is blocked from 50 ms to 600 ms: the clock moves on, no timer fires meanwhile.
+    blockedMs = 550;
+    await vi.advanceTimersByTimeAsync(1_000);
+    await first;
+    expect(await late).toBe('ERR_RL_TASK_EXPIRED');
+    expect(ran).toEqual(['A']);
+    expect(shaper.stats()).toMatchObject({ started: 1, rejected: { expired: 1 } });
+    await shaper.close();
+  });
+
+  it('a leaky-bucket task whose delay ends after its deadline (the loop blocked) is rejected, not started', async () => {
+    let blockedMs = 0;
+    const lagging = () => Date.now() + blockedMs;
+    const shaper = createShaper({ policies: { algorithm: 'leaky-bucket', limit: 2, windowMs: 1_000, burst: 2 }, clock: lagging });
+    const ran: number[] = [];
+    const tasks = [0, 1].map((i) => shaper.schedule(() => ran.push(i), { maxDelayMs: 600 }).catch((e: RateLimitClientError) => e.code));
+    await vi.advanceTimersByTimeAsync(10);
+    blockedMs = 1_000;
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await Promise.all(tasks)).toEqual([1, 'ERR_RL_TASK_EXPIRED']);
+    expect(ran).toEqual([0]);
+    await shaper.close();
+  });
+
+  it("checks a task's cost at schedule() with ERR_RL_INVALID_COST, before it takes a place in the queue", async () => {
+    const shaper = createShaper({ policies: { limit: 5, windowMs: 1_000 }, clock, maxQueue: 1 });
+    for (const cost of ['abc', 0, -1, Number.NaN, 0.0001, null]) {
+      expect(() => shaper.schedule(() => 1, { cost: cost as number })).toThrow(
+        expect.objectContaining({ code: 'ERR_RL_INVALID_COST', option: 'cost' }),
+      );
+    }
+    expect(shaper.stats()).toMatchObject({ queued: 0, rejected: { tooCostly: 0, expired: 0 } });
+    const fine = shaper.schedule(() => 'ran', { cost: 2.5 });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(await fine).toBe('ran');
     await shaper.close();
   });
 

@@ -7,9 +7,13 @@
  * (Redis `TIME`), so 10/s held by four processes is 10/s in total.
  *
  * A task starts only while its deadline (`maxDelayMs` from `schedule`) has not passed: one whose wait
- * would end after its deadline is rejected with `ERR_RL_TASK_EXPIRED` as soon as that is known, never
- * run late. A task cancelled through its `signal` leaves the queue at once and frees its place; a charge
- * taken for a task that went away while its check was in flight is refunded.
+ * would end after its deadline is rejected with `ERR_RL_TASK_EXPIRED` as soon as that is known, and the
+ * clock is read again right before every start, so a task whose timer fired late (a blocked event loop)
+ * is rejected too, never run late. A task cancelled through its `signal` leaves the queue at once and
+ * frees its place; a charge taken for a task that went away while its check was in flight is refunded.
+ *
+ * Every shaper's limiter is named `SHAPER_NAME`: shapers on one store with the same key and policy names
+ * share one budget on purpose (in one process or many), and no shaper's state meets an unnamed limiter's.
  */
 import {
   type Clock,
@@ -21,6 +25,7 @@ import {
   RateLimitConfigError,
   type Store,
 } from '@tollgate/core';
+import { requestCostToMilli } from '@tollgate/core/adapter';
 import { functionOption, integerIn, type KeysEnum, numberIn, oneOf, RateLimitClientError, readOptions } from './errors.js';
 import { sleep } from './sleep.js';
 
@@ -127,6 +132,19 @@ const KNOWN: KeysEnum<ShaperOptions> = {
 const SCHEDULE_KNOWN: KeysEnum<ScheduleOptions> = { cost: true, priority: true, signal: true, maxDelayMs: true };
 const DAY = 86_400_000;
 
+/**
+ * The core limiter name of every shaper: part of its key names, so shapers with the same key and policy
+ * names share one budget on purpose, and the core's guard against two unnamed limiters sharing state by
+ * accident (`ERR_RL_SHARED_STATE`) still holds between everything else.
+ */
+const SHAPER_NAME = 'tollgate-shaper';
+
+/** `value` when it is a cost the core accepts (a positive multiple of 1/1000, or one past any capacity); else `ERR_RL_INVALID_COST`. */
+function readCost(value: unknown): number {
+  if (typeof value === 'number' && requestCostToMilli(value) > 0) return value;
+  throw new RateLimitConfigError('ERR_RL_INVALID_COST', 'cost', 'must be a positive finite multiple of 1/1000, e.g. 1 or 2.5', value);
+}
+
 /** What `createShaper` reads from its options, checked. */
 interface ShaperSetup {
   readonly key: string;
@@ -156,6 +174,7 @@ function readShaperOptions(options: ShaperOptions): ShaperSetup {
   const defaultDelay = o.maxDelayMs === undefined ? 60_000 : integerIn(o.maxDelayMs, 'maxDelayMs', 0, DAY, 'e.g. 60_000');
   const clock = o.clock === undefined ? undefined : functionOption<Clock>(o.clock, 'clock', '() => Date.now()');
   const limiter = createLimiter({
+    name: SHAPER_NAME,
     policies: o.policies as PolicyOptions[],
     store: o.store,
     clock,
@@ -260,9 +279,26 @@ class TaskShaper {
       });
   }
 
+  /** Expires `task` if its deadline has passed (its timers fired late: a blocked event loop); true if so. */
+  private expiredLate(task: Task): boolean {
+    const late = this.setup.now() - task.deadline;
+    if (late <= 0) return false;
+    this.expire(task, `the task was not started within its deadline (${task.deadline - task.enqueuedAt} ms): it was ${late} ms late`);
+    return true;
+  }
+
+  /** Starts `task` unless its deadline passed meanwhile; true if it started. */
+  private startInTime(task: Task): boolean {
+    if (this.expiredLate(task)) return false;
+    this.start(task);
+    return true;
+  }
+
   /** Decides the head task; returns how long the loop should sleep before the next check. */
   private async decideHead(task: Task): Promise<number> {
     const { limiter, key, now } = this.setup;
+    // Past its deadline before its expiry timer fired: rejected without a check, so nothing is charged.
+    if (this.expiredLate(task)) return 0;
     // The task keeps its place in the queue (and counts against maxQueue) while its check is in flight.
     task.state = 'deciding';
     let decision: Decision;
@@ -289,7 +325,7 @@ class TaskShaper {
       return 0;
     }
     if (decision.allowed && wait === 0) {
-      this.start(task);
+      if (!this.startInTime(task) && decision.receipt !== undefined) await limiter.refund(decision).catch(() => undefined);
       return 0;
     }
     if (decision.allowed) {
@@ -299,7 +335,8 @@ class TaskShaper {
       task.state = 'delayed';
       this.remove(task);
       this.delayed.add(task);
-      task.delayTimer = setTimeout(() => this.start(task), wait);
+      // Its slot stays spent if the timer fires past the deadline (see undelay).
+      task.delayTimer = setTimeout(() => this.startInTime(task), wait);
       return 0;
     }
     task.state = 'queued';
@@ -351,7 +388,7 @@ class TaskShaper {
     const s = readOptions(opts, SCHEDULE_KNOWN, 'schedule options', '{ cost: 1, priority: 0, maxDelayMs: 5_000 }');
     const priority = s.priority === undefined ? 0 : integerIn(s.priority, 'priority', -1e6, 1e6, 'e.g. 0 (higher runs first)');
     const maxDelayMs = s.maxDelayMs === undefined ? defaultDelay : integerIn(s.maxDelayMs, 'maxDelayMs', 0, DAY, 'e.g. 5_000');
-    const cost = s.cost ?? 1;
+    const cost = s.cost === undefined ? 1 : readCost(s.cost);
     if (this.closed) return Promise.reject(new RateLimitClientError('ERR_RL_SHAPER_CLOSED', 'schedule() was called after close()'));
     if (s.signal?.aborted) {
       this.counts.cancelled++;

@@ -129,6 +129,31 @@ describe('withRetry', () => {
     expect(waiting.calls).toHaveLength(1);
   });
 
+  it("never retries fetch's own input errors (a bad URL, a GET with a body, a bad header or method): they throw at once", async () => {
+    let calls = 0;
+    const counted: FetchLike = (input, init) => {
+      calls++;
+      return fetch(input, init);
+    };
+    const f = withRetry(counted);
+    const bad: [string, RequestInit | undefined][] = [
+      ['not a url', undefined],
+      [URL_, { method: 'GET', body: 'x' }],
+      [URL_, { headers: { 'bad header': 'x' } }],
+      [URL_, { method: 'bad method' }],
+    ];
+    for (const [input, init] of bad) await expect(f(input, init)).rejects.toBeInstanceOf(TypeError);
+    expect(calls).toBeLessThanOrEqual(bad.length);
+    expect(f.stats()).toMatchObject({ retries: 0, budgetRefused: 0 });
+    // A network failure is still retried: undici's "fetch failed" (with its cause), a browser's "Failed to fetch".
+    const flaky = scripted(new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED') }), new TypeError('Failed to fetch'));
+    const g = withRetry(flaky.fetch);
+    const done = g(URL_);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect((await done).status).toBe(200);
+    expect(g.stats()).toMatchObject({ retries: 2 });
+  });
+
   it('timeoutMs bounds the whole call: a wait past it is not started, a slow attempt is aborted with ERR_RL_DEADLINE_EXCEEDED', async () => {
     const slowRetry = scripted(refused(429, { 'retry-after': '3' }));
     const res = await withRetry(slowRetry.fetch, { timeoutMs: 2_000 })(URL_);

@@ -4,7 +4,8 @@
  *
  * 1. pacing (optional) may hold the request until the origin's advertised quota allows it;
  * 2. the request goes out; a response whose status is in `retryOn` (429, 503) is a candidate for a retry,
- *    a network error too (`retryNetworkErrors`); anything else is returned as it is;
+ *    a network error too (`retryNetworkErrors`), but never fetch's own refusal of its input (a bad URL, a
+ *    GET with a body: `isInputError`); anything else is returned as it is;
  * 3. a retry happens only if the request may be replayed (idempotent method, or told so), attempts are
  *    left, the budget allows it, and the wait (the server's `Retry-After` or `RateLimit` `t`, plus jitter)
  *    fits under `maxDelayMs` and before the deadline. Otherwise the last response is returned (or the
@@ -46,7 +47,7 @@ export interface RetryOptions {
   retries?: number;
   /** Statuses that are retried. 413 is never allowed (a request too large for the quota stays too large). Defaults to `[429, 503]`. */
   retryOn?: readonly number[];
-  /** Whether a network error (fetch rejecting, not an abort) is retried, with backoff. Defaults to `true`. */
+  /** Whether a network error (fetch rejecting, not an abort nor a refusal of its input) is retried, with backoff. Defaults to `true`. */
   retryNetworkErrors?: boolean;
   /**
    * Retry POST, PATCH and other non-idempotent methods too. Defaults to `false`: they are retried only
@@ -208,6 +209,22 @@ interface CallShape {
   readonly userSignal: AbortSignal | undefined;
 }
 
+/**
+ * How fetch says the network failed: undici's `fetch failed` (the reason in its `cause`), Chrome's
+ * `Failed to fetch`, Firefox's `NetworkError when attempting to fetch resource.`, Safari's `Load failed`.
+ */
+const NETWORK_FAILURE = /^(fetch failed|failed to fetch|networkerror\b|load failed|network ?error\b)/i;
+
+/**
+ * Whether `error` is fetch refusing its input (`Failed to parse URL`, a GET with a body, a bad header or
+ * method, credentials in the URL): a TypeError that is not one of the network failures above. Sending it
+ * again fails the same way, so it is thrown at once and spends no retry. Other errors (node-fetch's
+ * `FetchError`, a wrapper's own) count as network errors.
+ */
+function isInputError(error: unknown): boolean {
+  return error instanceof TypeError && !NETWORK_FAILURE.test(error.message);
+}
+
 function shapeOf(input: string | URL | Request, init: RequestInit | undefined, config: RetryConfig): CallShape {
   const request = input instanceof Request ? input : undefined;
   const method = (init?.method ?? request?.method ?? 'GET').toUpperCase();
@@ -334,7 +351,7 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
         }
         const signal = response === undefined ? undefined : readRateLimitSignal(response.headers, config.clock());
         if (signal !== undefined) config.pacer?.observe(shape.origin, signal);
-        const retryable = response === undefined ? config.retryNetworkErrors : config.retryOn.has(response.status);
+        const retryable = response === undefined ? config.retryNetworkErrors && !isInputError(error) : config.retryOn.has(response.status);
         const give = () => {
           if (response !== undefined) return response;
           throw error;

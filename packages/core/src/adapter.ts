@@ -1,8 +1,8 @@
 /**
  * @module @tollgate/core/adapter: what only the author of an adapter (Express, Fastify, Koa, or a
  * framework of your own) or of a store needs: the per-request handler, the response plan and its
- * writing helpers, the framework trust-proxy checks, warn-once diagnostics, and readers of a store
- * result. End users import `@tollgate/core`.
+ * writing helpers, the framework trust-proxy checks, warn-once diagnostics, the check of a request's
+ * cost, and readers of a store result. End users import `@tollgate/core`.
  */
 export { createDiagnostics, type Diagnostics } from './diagnostics.js';
 export {
@@ -28,5 +28,6 @@ export type { HeaderPair } from './http/response/header-values.js';
 export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } from './http/response/respond.js';
 export { type ClosableResponse, waitUnlessClosed } from './http/response/shaping-delay.js';
 export { planShed } from './http/response/shed-response.js';
+export { requestCostToMilli } from './internal/fixed-point.js';
 export { formatLine } from './logging.js';
 export { isPromiseLike, resultCharged, resultDelayMs, resultExceeds } from './stores/store.js';

@@ -43,7 +43,8 @@ export function toMilli(cost: number): number {
 export const OVERSIZE_MILLI = 2 ** 53;
 
 /**
- * A request's cost in milli-units: `toMilli`, except that a positive cost past exact arithmetic
+ * A request's cost in milli-units, or -1 when it is not a positive multiple of 1/1000 (`toMilli`),
+ * except that a positive cost past exact arithmetic
  * (above ~9.007e12 units, `Infinity`) is `OVERSIZE_MILLI` rather than invalid. Such a cost exceeds
  * any capacity; treating it as invalid would charge the default cost and admit a forged huge request.
  */

@@ -59,6 +59,30 @@ describe('tollgate replay', () => {
     expect(report.input).toMatchObject({ lines: 11, requests: 9, malformed: 1 });
   });
 
+  it('counts a request the core refuses (cost 0.0001) as malformed only, not as a request', async () => {
+    const refused = join(dir, 'refused.csv');
+    writeFileSync(refused, `${T},k,1\n${T + 1000},k,0.0001\n${T + 2000},k,1\n`);
+    const policy = ['--policy', '{"algorithm":"fixed-window","limit":3,"windowMs":10000}'];
+    const { code, stdout } = await run(['replay', refused, ...policy]);
+    expect(code).toBe(0);
+    expect(stdout).toContain('Replayed 2 requests from 1 clients');
+    expect(stdout).toContain('3 lines, 1 malformed.');
+    expect(stdout).toContain('ERR_RL_INVALID_COST');
+    const report = JSON.parse((await run(['replay', refused, ...policy, '--json'])).stdout) as ReplayReport;
+    expect(report.input).toMatchObject({ lines: 3, requests: 2, malformed: 1 });
+    expect(report.candidates[0]).toMatchObject({ requests: 2, admitted: 2, rejected: 0 });
+  });
+
+  it('lists --top clients per candidate in the table, as in --json', async () => {
+    const many = join(dir, 'many-clients.csv');
+    writeFileSync(many, Array.from({ length: 24 }, (_, i) => `${T + (i % 2)},c${String(i >> 1).padStart(2, '0')}`).join('\n'));
+    const policy = ['--policy', '{"algorithm":"fixed-window","limit":1,"windowMs":10000}'];
+    const rows = (out: string) => out.split('\n').filter((l) => /^c\d\d\s/.test(l)).length;
+    expect(rows((await run(['replay', many, ...policy])).stdout)).toBe(10);
+    expect(rows((await run(['replay', many, ...policy, '--top', '12'])).stdout)).toBe(12);
+    expect(rows((await run(['replay', many, ...policy, '--top', '3'])).stdout)).toBe(3);
+  });
+
   it('draws a progress bar on a terminal and clears it', async () => {
     const { stderr } = await run(['replay', csv, ...POLICIES], true);
     const ESC = String.fromCharCode(27);

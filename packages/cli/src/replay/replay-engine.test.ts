@@ -148,4 +148,24 @@ describe('replay engine bookkeeping', () => {
     engine.push(T0, 'k', 2);
     expect(engine.report().candidates[0]).toMatchObject({ admitted: 1, rejected: 1, costExceedsCapacity: 1 });
   });
+  it('counts nothing for a request the core refuses: it throws, and admitted + rejected = requests still', () => {
+    const engine = createReplayEngine(
+      parseCandidates([
+        '{"algorithm":"fixed-window","limit":3,"windowMs":10000}',
+        '{"algorithm":"sliding-log","limit":3,"windowMs":10000}',
+      ]),
+    );
+    engine.push(T0, 'k', 1);
+    expect(() => engine.push(T0 + 1000, 'k', 0.0001)).toThrow(/ERR_RL_INVALID_COST/);
+    expect(() => engine.push(T0 + 1500, 'new', 0.0001)).toThrow(/ERR_RL_INVALID_COST/);
+    engine.push(T0 + 2000, 'k', 1);
+    const r = engine.report();
+    expect(r.input.requests).toBe(2);
+    expect(r.clients).toBe(1);
+    expect(r.timeline).toMatchObject({ firstMs: T0, lastMs: T0 + 2000 });
+    for (const c of r.candidates) {
+      expect(c).toMatchObject({ requests: 2, admitted: 2, rejected: 0 });
+      expect(c.series.admitted.reduce((a, b) => a + b, 0)).toBe(2);
+    }
+  });
 });

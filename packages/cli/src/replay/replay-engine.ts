@@ -39,7 +39,7 @@ export interface ReplayInputSummary {
 }
 
 export interface ReplayEngine {
-  /** Decides one request at `at` (epoch ms) for `key` with `cost` in every candidate. Throws on a key or cost the core refuses. */
+  /** Decides one request at `at` (epoch ms) for `key` with `cost` in every candidate. Throws on a key or cost the core refuses, and then counts nothing. */
   push(at: number, key: string, cost: number): void;
   readonly candidates: readonly Candidate[];
   /** The figures so far. */
@@ -206,6 +206,34 @@ function countClient(c: Int32Array, streaks: Float64Array, i: number, ok: boolea
   if (disagrees) c[o + C_DISAGREE] = (c[o + C_DISAGREE] as number) + 1;
 }
 
+/** Every candidate's verdict on one request, all decided before anything is counted. */
+class Verdicts {
+  readonly allowed: Uint8Array;
+  readonly delayMs: Float64Array;
+  readonly exceeded: Uint8Array;
+
+  constructor(n: number) {
+    this.allowed = new Uint8Array(n);
+    this.delayMs = new Float64Array(n);
+    this.exceeded = new Uint8Array(n);
+  }
+
+  /**
+   * Decides `key` at `cost` in every candidate. The core checks the key and the cost before it touches a
+   * store: a request it refuses throws here, from the first candidate, and is counted nowhere (the caller
+   * counts it as malformed).
+   */
+  decide(limiters: readonly CandidateLimiter[], key: string, cost: number): void {
+    for (let i = 0; i < limiters.length; i++) {
+      const l = limiters[i] as CandidateLimiter;
+      l.decide(key, cost);
+      this.allowed[i] = l.verdict.allowed ? 1 : 0;
+      this.delayMs[i] = l.verdict.delayMs;
+      this.exceeded[i] = l.verdict.exceeds ? 1 : 0;
+    }
+  }
+}
+
 export function createReplayEngine(candidates: readonly Candidate[], options: ReplayOptions = {}): ReplayEngine {
   if (candidates.length === 0) throw new TypeError('createReplayEngine needs at least one candidate');
   const maxKeys = options.maxKeys ?? 1_000_000;
@@ -239,56 +267,60 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
   let current: Client | undefined;
 
   /**
-   * Finds (or creates) the client of `logKey` into `current` and returns the key to hand the stores: the
-   * client's own copy, so neither `clients` nor the stores keep a view into the log. Past `maxClients`,
-   * `current` is undefined and the request counts in the totals only.
+   * Finds (or creates) the client of `key` (the store key `storeKey` returned) into `current` and counts
+   * its request. Past `maxClients`, `current` is undefined and the request counts in the totals only.
    */
-  function clientKey(logKey: string): string {
-    let client = clients.get(logKey);
+  function countClientRequest(key: string): void {
+    let client = clients.get(key);
     if (client === undefined) {
       if (clients.size >= maxClients) {
         untracked += 1;
         current = undefined;
-        return ownString(logKey);
+        return;
       }
-      const key = ownString(logKey);
       client = { key, c: new Int32Array(1 + PER_CANDIDATE * n) };
       clients.set(key, client);
     }
     client.c[0] = (client.c[0] as number) + 1;
     current = client;
-    return client.key;
   }
 
+  /** The key to hand the stores: the client's own copy, so neither `clients` nor the stores keep a view into the log. */
+  function storeKey(logKey: string): string {
+    return clients.get(logKey)?.key ?? ownString(logKey);
+  }
+
+  const verdicts = new Verdicts(n);
+  const { allowed, delayMs, exceeded } = verdicts;
+
   function push(at: number, logKey: string, cost: number): void {
-    const key = clientKey(logKey);
+    const key = storeKey(logKey);
+    now = at;
+    verdicts.decide(limiters, key, cost);
+    countClientRequest(key);
     if (firstMs === null) firstMs = at;
     if (at < lastMs) outOfOrder += 1;
     else lastMs = at;
-    now = at;
     requests += 1;
     timeline.place(at);
     const c = current?.c;
-    let first = true;
-    // One pass per candidate: decide, then count it everywhere it shows.
+    const first = allowed[0] === 1;
+    // Count each verdict everywhere it shows.
     for (let i = 0; i < n; i++) {
-      const l = limiters[i] as CandidateLimiter;
-      l.decide(key, cost);
-      const d = l.verdict;
-      const ok = d.allowed;
+      const ok = allowed[i] === 1;
       timeline.count(i, ok);
       if (ok) {
         admitted[i] = (admitted[i] as number) + 1;
         if (shaper[i]) {
           const m = delays[i] as Map<number, number>;
-          m.set(d.delayMs, (m.get(d.delayMs) ?? 0) + 1);
+          const d = delayMs[i] as number;
+          m.set(d, (m.get(d) ?? 0) + 1);
         }
       } else {
         rejected[i] = (rejected[i] as number) + 1;
-        if (d.exceeds) exceeds[i] = (exceeds[i] as number) + 1;
+        if (exceeded[i] === 1) exceeds[i] = (exceeds[i] as number) + 1;
       }
-      if (i === 0) first = ok;
-      else if (ok !== first) {
+      if (i > 0 && ok !== first) {
         if (ok) onlyFirst[i] = (onlyFirst[i] as number) + 1;
         else onlyThis[i] = (onlyThis[i] as number) + 1;
       }

@@ -1,10 +1,10 @@
 /**
  * @module The terminal summary of a replay: one row per candidate, then the clients each candidate hurts
- * most, then the malformed lines.
+ * most, then the malformed lines. Text from the log is shown with control characters escaped (text-table.ts).
  */
 import { formatDuration } from '../input/time-order.js';
 import type { ReplayReport } from '../replay/replay-report.js';
-import { formatNumber, formatShare, renderTable } from './text-table.js';
+import { escapeControl, formatNumber, formatShare, renderTable } from './text-table.js';
 
 function span(report: ReplayReport): string {
   const { firstMs, lastMs } = report.timeline;
@@ -30,7 +30,11 @@ export function describeOrder(report: ReplayReport): { how: string; late: string
   return { how, late };
 }
 
-export function renderReplayTable(report: ReplayReport, topRows = 5): string {
+/**
+ * The summary of `report`: its top-client lists as long as the report holds them (`--top`, the engine's
+ * `top`), or at most `topRows`.
+ */
+export function renderReplayTable(report: ReplayReport, topRows = Number.POSITIVE_INFINITY): string {
   const out: string[] = [];
   const { input } = report;
   out.push(
@@ -99,7 +103,7 @@ export function renderReplayTable(report: ReplayReport, topRows = 5): string {
     out.push(
       `${formatNumber(input.malformed)} malformed lines (skipped)${input.malformed > input.malformedSamples.length ? `; the first ${input.malformedSamples.length}` : ''}:`,
     );
-    for (const m of input.malformedSamples) out.push(`  ${m.file}:${m.line}: ${m.reason}`);
+    for (const m of input.malformedSamples) out.push(`  ${escapeControl(m.file)}:${m.line}: ${escapeControl(m.reason)}`);
   }
   const notes: string[] = [];
   if (input.outOfOrder > 0 && input.order === null)

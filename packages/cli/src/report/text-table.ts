@@ -1,11 +1,24 @@
 /**
  * @module Plain-text tables for the terminal: a header row, a rule, right-aligned numbers, left-aligned text.
+ * Text from the log (keys, quoted lines) is shown with its control characters escaped (`\u001b`), so it
+ * can neither drive the terminal (escape sequences) nor split a row (line breaks).
  */
 
 export type Cell = string | number;
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it finds.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+
+/**
+ * `text` with C0, DEL and C1 control characters, line and paragraph separators and bidirectional
+ * formatting characters (which reorder what follows on the line) as JSON-style `\uXXXX` escapes; the rest as is.
+ */
+export function escapeControl(text: string): string {
+  return text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 function show(cell: Cell): string {
-  return typeof cell === 'number' ? formatNumber(cell) : cell;
+  return typeof cell === 'number' ? formatNumber(cell) : escapeControl(cell);
 }
 
 /** Integers with thin grouping (`1 234 567`), other numbers to 2 decimals. */

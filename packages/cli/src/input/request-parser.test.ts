@@ -54,7 +54,7 @@ describe('nginx input', () => {
     expect(byHeader(nginx('1.2.3.4'), 3)).toBe('no key (no http_x_api_key)');
     const byField = parser({ format: 'nginx', key: parseKeySpec('field:http_user_agent'), costField: 'body_bytes_sent' });
     expect(byField(nginx('1.2.3.4', '-', '-', '2048'), 1)).toEqual({ at: T, key: 'curl/8', cost: 2048 });
-    expect(byField(nginx('1.2.3.4', '-', '-', '0'), 1)).toBe("bad cost '0' (must be a positive number)");
+    expect(byField(nginx('1.2.3.4', '-', '-', '0'), 1)).toBe("bad cost '0' (must be a positive multiple of 1/1000)");
   });
 
   it('refuses at setup a key or cost field the log format lacks', () => {
@@ -94,7 +94,7 @@ describe('JSON lines input', () => {
     ['{"remote_addr":"1.2.3.4"}', 'no time field'],
     ['{"time":"soon","remote_addr":"1.2.3.4"}', 'bad time "soon"'],
     [`{"time":${T}}`, 'no key'],
-    [`{"time":${T},"key":"k","cost":-1}`, 'bad cost -1 (must be a positive number)'],
+    [`{"time":${T},"key":"k","cost":-1}`, 'bad cost -1 (must be a positive multiple of 1/1000)'],
   ])('refuses %j', (line, reason) => {
     expect(p(line, 1)).toBe(reason);
   });
@@ -118,7 +118,8 @@ describe('CSV input', () => {
     ['just-one-cell', 'expected time,key[,cost]'],
     ['x,k', "bad time 'x'"],
     [`${T},`, 'empty key'],
-    [`${T},k,zero`, "bad cost 'zero' (must be a positive number)"],
+    [`${T},k,zero`, "bad cost 'zero' (must be a positive multiple of 1/1000)"],
+    [`${T},k,0.0001`, "bad cost '0.0001' (must be a positive multiple of 1/1000)"],
     [`${T},k,1,extra`, 'expected time,key[,cost]'],
   ])('refuses %j', (line, reason) => {
     expect(p(line, 2)).toBe(reason);

@@ -3,6 +3,7 @@
  * lines and CSV (`time,key[,cost]`). A line that cannot be read yields the reason as a string (the
  * replay counts it with its line number and goes on); a blank line or a CSV header yields undefined.
  */
+import { requestCostToMilli } from '@tollgate/core/adapter';
 import { CliError } from '../cli-error.js';
 import { parseTimeValue } from './log-time.js';
 import { createNginxLine, NGINX_FIELDS, nginxDash, nginxField, splitNginxLine } from './nginx-log.js';
@@ -34,9 +35,10 @@ export interface ParserOptions {
   readonly keyer: Keyer;
 }
 
+/** A cost the core takes (a positive multiple of 1/1000, `requestCostToMilli`), read here so a bad one is named with its line; else NaN. */
 function costOf(raw: unknown): number {
   const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw !== '' ? Number(raw) : Number.NaN;
-  return Number.isFinite(n) && n > 0 ? n : Number.NaN;
+  return Number.isFinite(n) && requestCostToMilli(n) > 0 ? n : Number.NaN;
 }
 
 /** `x-api-key` -> `http_x_api_key`, the name nginx gives a logged request header. */
@@ -78,7 +80,7 @@ function nginxParser(o: ParserOptions): LineParser {
     }
     if (k === undefined || k === '') return `no key (${key.kind === 'ip' ? 'bad client address' : `no ${names[keyAt]}`})`;
     const cost = costAt < 0 ? 1 : costOf(nginxField(l, costAt));
-    if (Number.isNaN(cost)) return `bad cost '${nginxField(l, costAt)}' (must be a positive number)`;
+    if (Number.isNaN(cost)) return `bad cost '${nginxField(l, costAt)}' (must be a positive multiple of 1/1000)`;
     return { at: l.at, key: k, cost };
   };
 }
@@ -130,7 +132,7 @@ function jsonParser(o: ParserOptions): LineParser {
     if (k === undefined || k === '') return 'no key';
     const rawCost = o.costField === undefined ? obj.cost : obj[o.costField];
     const cost = rawCost === undefined && o.costField === undefined ? 1 : costOf(rawCost);
-    if (Number.isNaN(cost)) return `bad cost ${JSON.stringify(rawCost)} (must be a positive number)`;
+    if (Number.isNaN(cost)) return `bad cost ${JSON.stringify(rawCost)} (must be a positive multiple of 1/1000)`;
     return { at, key: k, cost };
   };
 }
@@ -156,7 +158,7 @@ function csvParser(o: ParserOptions): LineParser {
     const costText = c2 < 0 ? undefined : line.slice(c2 + 1).trim();
     if (costText?.includes(',')) return 'expected time,key[,cost]';
     const cost = costText === undefined ? 1 : costOf(costText);
-    if (Number.isNaN(cost)) return `bad cost '${costText}' (must be a positive number)`;
+    if (Number.isNaN(cost)) return `bad cost '${costText}' (must be a positive multiple of 1/1000)`;
     return { at, key: k, cost };
   };
 }

@@ -7,7 +7,7 @@
  * malformed field is ignored whole (draft-11 section 7, RFC 9651 section 4.2), never guessed at.
  */
 import { type Item, parseDictionary, parseList, Token } from 'structured-headers';
-import { parseHttpDate } from './http-date.js';
+import { IMF_FIXDATES, parseHttpDate } from './http-date.js';
 
 /** The header dialect the quota numbers were read from. */
 export type RateLimitDialect = 'draft-11' | 'draft-7' | 'draft-6' | 'legacy';
@@ -33,8 +33,6 @@ export interface HeaderGetter {
 
 const NONE: RateLimitSignal = { retryAfterMs: undefined, remaining: undefined, resetMs: undefined, limit: undefined, dialect: undefined };
 const DIGITS = /^\d+$/;
-/** An IMF-fixdate (RFC 9110 section 5.6.7), to find several in one joined field value. */
-const IMF_FIXDATE = /(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT/g;
 
 /**
  * A non-negative integer field value (`1*DIGIT`, leading zeros and any length: a value past 2^53 is
@@ -78,8 +76,8 @@ export function readRetryAfter(headers: HeaderGetter, now: number): number | und
 function repeatedRetryAfter(raw: string, headers: HeaderGetter, now: number): number | undefined {
   const parts = raw.split(',').map((p) => p.trim());
   if (parts.length > 1 && parts.every((p) => DIGITS.test(p))) return Math.max(...parts.map(Number)) * 1000;
-  const dates = raw.match(IMF_FIXDATE);
-  if (dates === null || dates.length < 2 || raw.replace(IMF_FIXDATE, '').replace(/[\s,]/g, '') !== '') return undefined;
+  const dates = raw.match(IMF_FIXDATES);
+  if (dates === null || dates.length < 2 || raw.replace(IMF_FIXDATES, '').replace(/[\s,]/g, '') !== '') return undefined;
   const latest = Math.max(...dates.map((d) => parseHttpDate(d, now)));
   return Number.isNaN(latest) ? undefined : Math.max(0, latest - serverNow(headers, now));
 }

@@ -294,6 +294,11 @@ class TaskShaper {
     return true;
   }
 
+  /** Gives back what `decision` charged, if anything (a refused or uncharged decision has no receipt); never rejects. */
+  private async giveBack(decision: Decision): Promise<void> {
+    if (decision.receipt !== undefined) await this.setup.limiter.refund(decision).catch(() => undefined);
+  }
+
   /** Decides the head task; returns how long the loop should sleep before the next check. */
   private async decideHead(task: Task): Promise<number> {
     const { limiter, key, now } = this.setup;
@@ -310,14 +315,14 @@ class TaskShaper {
     }
     if (task.state !== 'deciding') {
       // Cancelled, expired or closed while the check was in flight: give the charge back.
-      if (decision.receipt !== undefined) await limiter.refund(decision).catch(() => undefined);
+      await this.giveBack(decision);
       return 0;
     }
     const refused = this.refusal(task, decision);
     if (refused) return 0;
     const wait = decision.allowed ? decision.delayMs : decision.retryAfterMs;
     if (wait > 0 && now() + wait > task.deadline) {
-      if (decision.allowed && decision.receipt !== undefined) await limiter.refund(decision).catch(() => undefined);
+      await this.giveBack(decision);
       this.expire(
         task,
         `the task could not start within its deadline (${task.deadline - task.enqueuedAt} ms): the next slot is ${wait} ms away`,
@@ -325,7 +330,7 @@ class TaskShaper {
       return 0;
     }
     if (decision.allowed && wait === 0) {
-      if (!this.startInTime(task) && decision.receipt !== undefined) await limiter.refund(decision).catch(() => undefined);
+      if (!this.startInTime(task)) await this.giveBack(decision);
       return 0;
     }
     if (decision.allowed) {

@@ -267,11 +267,10 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
   let current: Client | undefined;
 
   /**
-   * Finds (or creates) the client of `key` (the store key `storeKey` returned) into `current` and counts
-   * its request. Past `maxClients`, `current` is undefined and the request counts in the totals only.
+   * Counts a decided request of `client` (undefined: not seen yet, then created with `key`) into
+   * `current`. Past `maxClients`, `current` is undefined and the request counts in the totals only.
    */
-  function countClientRequest(key: string): void {
-    let client = clients.get(key);
+  function countClientRequest(client: Client | undefined, key: string): void {
     if (client === undefined) {
       if (clients.size >= maxClients) {
         untracked += 1;
@@ -285,19 +284,16 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
     current = client;
   }
 
-  /** The key to hand the stores: the client's own copy, so neither `clients` nor the stores keep a view into the log. */
-  function storeKey(logKey: string): string {
-    return clients.get(logKey)?.key ?? ownString(logKey);
-  }
-
   const verdicts = new Verdicts(n);
   const { allowed, delayMs, exceeded } = verdicts;
 
   function push(at: number, logKey: string, cost: number): void {
-    const key = storeKey(logKey);
+    const known = clients.get(logKey);
+    // The key handed to the stores is the client's own copy: neither `clients` nor the stores keep a view into the log.
+    const key = known?.key ?? ownString(logKey);
     now = at;
     verdicts.decide(limiters, key, cost);
-    countClientRequest(key);
+    countClientRequest(known, key);
     if (firstMs === null) firstMs = at;
     if (at < lastMs) outOfOrder += 1;
     else lastMs = at;

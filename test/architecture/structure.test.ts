@@ -1,8 +1,8 @@
 /**
  * @module The house rules a reader relies on, held by a test (issue 24): no import circles in any
  * package's source (type-only imports count: a circle of types is still two rooms that need each other),
- * no function or closure over 120 lines, and no adapter that imports from outside `@tollgate/core`'s
- * public entries.
+ * no function or closure over 100 lines (the engineering standard's "about 100"; issue 24 asked for
+ * 120), and no adapter that imports from outside `@tollgate/core`'s public entries.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -11,7 +11,7 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const MAX_FUNCTION_LINES = 120;
+const MAX_FUNCTION_LINES = 100;
 
 function sourceFiles(dir: string): string[] {
   const out: string[] = [];

@@ -267,6 +267,58 @@ function readShadowPolicies(options: LimiterOptions): LimiterOptions['shadowPoli
   return shadow.policies;
 }
 
+/** Throws ERR_RL_COST_EXCEEDS_CAPACITY naming the first policy of `all` the default cost can never fit; `plain` when there is no plan table. */
+function checkCostFits(
+  defaultCost: number,
+  all: readonly CompiledPolicy[],
+  plans: PlanConfig,
+  shadowPolicies: readonly CompiledPolicy[],
+  plain: boolean,
+): void {
+  all.forEach((p) => {
+    // A concurrency policy takes one lease whatever the cost.
+    if (defaultCost > p.capMilli && p.algorithm !== 'concurrency') {
+      let list: readonly CompiledPolicy[] = shadowPolicies;
+      let path = 'shadow.policies';
+      for (const [name, ps] of plans.plans) {
+        if (ps.includes(p)) {
+          list = ps;
+          path = plain ? 'policies' : `plans['${name}']`;
+        }
+      }
+      const at = `${path}[${list.indexOf(p)}].${isBucket(p.algorithm) ? 'burst' : 'limit'}`;
+      throw new RateLimitConfigError(
+        'ERR_RL_COST_EXCEEDS_CAPACITY',
+        at,
+        `(${p.capacity}, policy '${p.name}') is below the cost ${defaultCost / MILLI}, so no request could ever pass; ` +
+          `raise ${isBucket(p.algorithm) ? 'burst' : 'limit'} or lower cost`,
+        p.capacity,
+      );
+    }
+  });
+}
+
+/** The local fallback's policies of each plan (onStoreError 'local'): each scaled by `localShare`. */
+function localPlansOf(
+  options: LimiterOptions,
+  plans: PlanConfig,
+  shadowList: LimiterOptions['shadowPolicies'],
+  shadowPath: string,
+  localShare: number,
+  name: string | undefined,
+): Map<string, readonly CompiledPolicy[]> {
+  const localPlans = new Map<string, readonly CompiledPolicy[]>();
+  for (const plan of plans.plans.keys()) {
+    const list = options.plans === undefined ? options.policies : options.plans[plan];
+    const path = options.plans === undefined ? 'policies' : `plans['${plan}']`;
+    localPlans.set(
+      plan,
+      scalePolicies(list as AnyPolicyOptions | readonly AnyPolicyOptions[], shadowList, path, shadowPath, localShare, name),
+    );
+  }
+  return localPlans;
+}
+
 /** Validates limiter options and resolves defaults. Throws `RateLimitConfigError` naming the option. */
 export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   const options = readOptions(input, LIMITER_KEYS, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }');
@@ -297,27 +349,7 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
     throw new RateLimitConfigError('ERR_RL_INVALID_COST', 'cost', 'must be a positive finite multiple of 1/1000', options.cost);
   }
   const all = [...[...plans.plans.values()].flat(), ...shadowPolicies];
-  all.forEach((p) => {
-    // A concurrency policy takes one lease whatever the cost.
-    if (defaultCost > p.capMilli && p.algorithm !== 'concurrency') {
-      let list: readonly CompiledPolicy[] = shadowPolicies;
-      let path = 'shadow.policies';
-      for (const [name, ps] of plans.plans) {
-        if (ps.includes(p)) {
-          list = ps;
-          path = options.plans === undefined ? 'policies' : `plans['${name}']`;
-        }
-      }
-      const at = `${path}[${list.indexOf(p)}].${isBucket(p.algorithm) ? 'burst' : 'limit'}`;
-      throw new RateLimitConfigError(
-        'ERR_RL_COST_EXCEEDS_CAPACITY',
-        at,
-        `(${p.capacity}, policy '${p.name}') is below the cost ${defaultCost / MILLI}, so no request could ever pass; ` +
-          `raise ${isBucket(p.algorithm) ? 'burst' : 'limit'} or lower cost`,
-        p.capacity,
-      );
-    }
-  });
+  checkCostFits(defaultCost, all, plans, shadowPolicies, options.plans === undefined);
   const onStoreError = options.onStoreError ?? 'local';
   if (onStoreError !== 'open' && onStoreError !== 'closed' && onStoreError !== 'local') {
     throw new RateLimitConfigError(
@@ -342,17 +374,10 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
       options.localShare,
     );
   }
-  const localPlans = new Map<string, readonly CompiledPolicy[]>();
-  if (onStoreError === 'local') {
-    for (const plan of plans.plans.keys()) {
-      const list = options.plans === undefined ? options.policies : options.plans[plan];
-      const path = options.plans === undefined ? 'policies' : `plans['${plan}']`;
-      localPlans.set(
-        plan,
-        scalePolicies(list as AnyPolicyOptions | readonly AnyPolicyOptions[], shadowList, path, shadowPath, localShare, name),
-      );
-    }
-  }
+  const localPlans =
+    onStoreError === 'local'
+      ? localPlansOf(options, plans, shadowList, shadowPath, localShare, name)
+      : new Map<string, readonly CompiledPolicy[]>();
   const localPolicies = localPlans.get(plans.defaultPlan) ?? [];
   const ownsStore = options.store === undefined;
   const store = options.store ?? new MemoryStore();

@@ -245,31 +245,22 @@ function routeLimiterName(pluginName: string | undefined, url: string): string {
 
 const methodsOf = (method: RouteOptions['method']): string[] => (Array.isArray(method) ? method : [method]).map(String);
 
-async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimitOptions): Promise<void> {
-  const context = { adapterKeys: ADAPTER_KEYS, appLogger: fastify.log };
-  const base = createRateLimitHandler<FastifyRequest>(options, context);
-  const hook = hookOf(base.config.adapterOptions.hook, 'hook');
-  const global = base.config.adapterOptions.global ?? true;
-  if (typeof global !== 'boolean') throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'global', 'must be a boolean', global);
-  const ran = Symbol('tollgate.rateLimitRan');
+/** What the hooks of one registration share: the request flag its hooks set, and the trustProxy probe (once, on the first limited request). */
+function registration(base: RateLimitHandler<FastifyRequest>): Registration {
   const reg: Registration = {
-    ran,
+    ran: Symbol('tollgate.rateLimitRan'),
     trustChecked: false,
     checkTrust(request) {
       reg.trustChecked = true;
       base.checkTrustProxy('Fastify trustProxy', isPermissiveFastifyTrust(request));
     },
   };
-  // Routes already in the router cannot be seen by onRoute: only then is the check for them needed.
-  const routesBefore = fastify.printRoutes() !== EMPTY_ROUTER;
-  const routes = new Map<string, Limiter>();
-  const handlers: RateLimitHandler<FastifyRequest>[] = [base];
-  // Route limiters by their config object, then URL: the HEAD route Fastify adds for a GET shares its options
-  // object, so it shares its limiter (one budget for GET and HEAD).
-  const byConfig = new WeakMap<object, Map<string, RateLimitHandler<FastifyRequest>>>();
-  // Every "METHOD url" onRoute saw, limited or not: a request to any other route was declared before the plugin.
-  const seen = new Set<string>();
-  fastify.decorateRequest(ran, false);
+  return reg;
+}
+
+/** `request.rateLimit`, the registration's flag on requests, and `fastify.rateLimit` (the first registration's limiter, shedder, route limiters and hook). */
+function decorate(fastify: FastifyInstance, base: RateLimitHandler<FastifyRequest>, reg: Registration, routes: Map<string, Limiter>): void {
+  fastify.decorateRequest(reg.ran, false);
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
   if (!fastify.hasDecorator('rateLimit'))
     fastify.decorate('rateLimit', {
@@ -279,6 +270,26 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
       hook: (request: FastifyRequest, reply: FastifyReply) =>
         new Promise<void>((done) => limitRequest(base, reg, undefined, request, reply, done)),
     });
+}
+
+async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimitOptions): Promise<void> {
+  const context = { adapterKeys: ADAPTER_KEYS, appLogger: fastify.log };
+  const base = createRateLimitHandler<FastifyRequest>(options, context);
+  const hook = hookOf(base.config.adapterOptions.hook, 'hook');
+  const global = base.config.adapterOptions.global ?? true;
+  if (typeof global !== 'boolean') throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'global', 'must be a boolean', global);
+  const reg = registration(base);
+  const { ran } = reg;
+  // Routes already in the router cannot be seen by onRoute: only then is the check for them needed.
+  const routesBefore = fastify.printRoutes() !== EMPTY_ROUTER;
+  const routes = new Map<string, Limiter>();
+  const handlers: RateLimitHandler<FastifyRequest>[] = [base];
+  // Route limiters by their config object, then URL: the HEAD route Fastify adds for a GET shares its options
+  // object, so it shares its limiter (one budget for GET and HEAD).
+  const byConfig = new WeakMap<object, Map<string, RateLimitHandler<FastifyRequest>>>();
+  // Every "METHOD url" onRoute saw, limited or not: a request to any other route was declared before the plugin.
+  const seen = new Set<string>();
+  decorate(fastify, base, reg, routes);
 
   function handlerFor(own: FastifyRateLimitRouteOptions, url: string): RateLimitHandler<FastifyRequest> {
     let byUrl = byConfig.get(own);

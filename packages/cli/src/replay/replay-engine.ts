@@ -9,7 +9,7 @@ import type { Logger, PolicyOptions } from '@tollgate/core';
 import { ownString } from '../input/own-string.js';
 import { type CandidateLimiter, createCandidateLimiter } from './candidate-limiter.js';
 import type { CandidateReport, ClientRow, ReplayReport, StreakBucket } from './replay-report.js';
-import { createTimeline } from './timeline.js';
+import { createTimeline, type Timeline } from './timeline.js';
 
 export interface Candidate {
   readonly label: string;
@@ -234,6 +234,37 @@ class Verdicts {
   }
 }
 
+/**
+ * Counts each candidate's verdict of one request everywhere it shows: the totals, the delays of a
+ * shaper, the disagreements with candidate #1, the timeline and the client's row `c` (undefined past
+ * `maxClients`).
+ */
+function tally(counters: Counters, verdicts: Verdicts, timeline: Timeline, c: Int32Array | undefined): void {
+  const { admitted, rejected, exceeds, onlyThis, onlyFirst, streaks, delays, shaper } = counters;
+  const { allowed, delayMs, exceeded } = verdicts;
+  const first = allowed[0] === 1;
+  for (let i = 0; i < admitted.length; i++) {
+    const ok = allowed[i] === 1;
+    timeline.count(i, ok);
+    if (ok) {
+      admitted[i] = (admitted[i] as number) + 1;
+      if (shaper[i]) {
+        const m = delays[i] as Map<number, number>;
+        const d = delayMs[i] as number;
+        m.set(d, (m.get(d) ?? 0) + 1);
+      }
+    } else {
+      rejected[i] = (rejected[i] as number) + 1;
+      if (exceeded[i] === 1) exceeds[i] = (exceeds[i] as number) + 1;
+    }
+    if (i > 0 && ok !== first) {
+      if (ok) onlyFirst[i] = (onlyFirst[i] as number) + 1;
+      else onlyThis[i] = (onlyThis[i] as number) + 1;
+    }
+    if (c !== undefined) countClient(c, streaks, i, ok, i > 0 && ok !== first);
+  }
+}
+
 export function createReplayEngine(candidates: readonly Candidate[], options: ReplayOptions = {}): ReplayEngine {
   if (candidates.length === 0) throw new TypeError('createReplayEngine needs at least one candidate');
   const maxKeys = options.maxKeys ?? 1_000_000;
@@ -285,7 +316,6 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
   }
 
   const verdicts = new Verdicts(n);
-  const { allowed, delayMs, exceeded } = verdicts;
 
   function push(at: number, logKey: string, cost: number): void {
     const known = clients.get(logKey);
@@ -299,29 +329,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
     else lastMs = at;
     requests += 1;
     timeline.place(at);
-    const c = current?.c;
-    const first = allowed[0] === 1;
-    // Count each verdict everywhere it shows.
-    for (let i = 0; i < n; i++) {
-      const ok = allowed[i] === 1;
-      timeline.count(i, ok);
-      if (ok) {
-        admitted[i] = (admitted[i] as number) + 1;
-        if (shaper[i]) {
-          const m = delays[i] as Map<number, number>;
-          const d = delayMs[i] as number;
-          m.set(d, (m.get(d) ?? 0) + 1);
-        }
-      } else {
-        rejected[i] = (rejected[i] as number) + 1;
-        if (exceeded[i] === 1) exceeds[i] = (exceeds[i] as number) + 1;
-      }
-      if (i > 0 && ok !== first) {
-        if (ok) onlyFirst[i] = (onlyFirst[i] as number) + 1;
-        else onlyThis[i] = (onlyThis[i] as number) + 1;
-      }
-      if (c !== undefined) countClient(c, streaks, i, ok, i > 0 && ok !== first);
-    }
+    tally(counters, verdicts, timeline, current?.c);
   }
 
   function report(input?: ReplayInputSummary): ReplayReport {

@@ -130,21 +130,17 @@ function hex(r: Random): string {
 }
 
 /**
- * Yields the log's lines in batches, in time order unless `order` says otherwise (one-second resolution,
- * as `$time_local` has).
- * Everything is generated up front into compact arrays (about 24 bytes per line), then formatted lazily.
+ * The log's clients and their requests, in the order drawn from `r` (the formatting draws after them):
+ * visitors, crawlers, an office behind one NAT address, API clients and scrapers, over `duration` ms.
  */
-export function* generateAccessLog(options: AccessLogOptions = {}): Generator<string[]> {
-  const r = createRandom(options.seed ?? 1);
-  const start = options.startMs ?? Date.UTC(2026, 10, 23, 9, 0, 0);
-  const duration = (options.durationS ?? 1800) * 1000;
+function population(r: Random, duration: number, visitorCount: number | undefined): { clients: Client[]; events: Event[] } {
   const clients: Client[] = [];
   const events: Event[] = [];
   const add = (c: Client): number => clients.push(c) - 1;
   const emit = (at: number, client: number, line: number): void => {
     if (at >= 0 && at < duration) events.push({ at, client, line });
   };
-  const visitors = options.visitors ?? Math.round((2500 * duration) / 1_800_000);
+  const visitors = visitorCount ?? Math.round((2500 * duration) / 1_800_000);
   // Visitors: sessions of page loads (a document, then assets within ~1.5 s), think time between pages.
   for (let v = 0; v < visitors; v++) {
     const six = r.next() < 0.2;
@@ -212,6 +208,19 @@ export function* generateAccessLog(options: AccessLogOptions = {}): Generator<st
       for (let t = from; t < from + len; t += r.exponential(1000 / rate)) emit(t, c, 0);
     }
   }
+  return { clients, events };
+}
+
+/**
+ * Yields the log's lines in batches, in time order unless `order` says otherwise (one-second resolution,
+ * as `$time_local` has).
+ * Everything is generated up front into compact arrays (about 24 bytes per line), then formatted lazily.
+ */
+export function* generateAccessLog(options: AccessLogOptions = {}): Generator<string[]> {
+  const r = createRandom(options.seed ?? 1);
+  const start = options.startMs ?? Date.UTC(2026, 10, 23, 9, 0, 0);
+  const duration = (options.durationS ?? 1800) * 1000;
+  const { clients, events } = population(r, duration, options.visitors);
   events.sort((a, b) => a.at - b.at);
   const written = writeOrder(events, options.order ?? 'time', options.seed ?? 1, start);
   let batch: string[] = [];

@@ -11,7 +11,7 @@ import { RateLimitConfigError } from '../errors.js';
 import { Fallback } from '../failure/fallback.js';
 import { StoreGuard } from '../failure/store-guard.js';
 import { LeaseKeeper } from '../leases/lease-keeper.js';
-import { LeasedDecider } from '../leases/leased-decisions.js';
+import { LeasedDecider, type LeasedParts } from '../leases/leased-decisions.js';
 import { safeLog } from '../logging.js';
 import { DecisionObserver, observerSetup } from '../observability/decision-observer.js';
 import { StoreTimer } from '../observability/store-timer.js';
@@ -89,33 +89,24 @@ export function createLimiter(options: LimiterOptions): Limiter {
     defaultCost: config.defaultCost,
     countsDegraded: config.onStoreError === 'local',
   });
-  const keeper = [...compiled.values()].some((cp) => cp.leases) ? new LeaseKeeper(compiled, logger, store.kind, now, warns) : undefined;
-  const paths =
-    keeper === undefined
-      ? soloOrPlain(config, defaultPlan, plain, builder)
-      : awaited(
-          new LeasedDecider({
-            plain,
-            targets,
-            builder,
-            guard,
-            timed,
-            store,
-            keeper,
-            fallbacks,
-            observer,
-            counters,
-            mode,
-            defaultCost: config.defaultCost,
-          }).decide,
-        );
-  const { decide, check } = paths;
+  const { decide, check, keeper } = decisionPaths(config, compiled, defaultPlan, now, {
+    plain,
+    targets,
+    builder,
+    guard,
+    timed,
+    store,
+    fallbacks,
+    observer,
+    counters,
+    mode,
+    defaultCost: config.defaultCost,
+  });
   // Built this far: the limiter now holds its key names on the store (options.ts checked them with this token).
   const owner = defaultPlan.storePlan.policies[0];
   if (owner !== undefined) takeState(owner);
   const ops: PeekRefundParts = { store, guard, targets, builder, now, defaultCost: config.defaultCost };
-  let hotKeysOffWarned = false;
-
+  const warnHotKeysOff = hotKeysOffWarning(config, warns);
   return {
     check,
     decide,
@@ -148,16 +139,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       observer.resetStats();
     },
     hotKeys(n = 10) {
-      if (config.hotKeys === false && !hotKeysOffWarned && warns('WRN_RL_HOT_KEYS_OFF')) {
-        // Hot keys are opt-in: an empty report would otherwise read as "nobody is hammering us".
-        hotKeysOffWarned = true;
-        safeLog(
-          logger,
-          'warn',
-          { code: 'WRN_RL_HOT_KEYS_OFF' },
-          'WRN_RL_HOT_KEYS_OFF: hotKeys() was asked of a limiter with hot keys off (the default); its report is empty. Pass hotKeys: true to turn them on',
-        );
-      }
+      warnHotKeysOff();
       return observer.hotKeys(n);
     },
     async close() {
@@ -186,6 +168,39 @@ function awaited(decide: DecisionPaths['decide']): DecisionPaths {
         return Promise.reject(error);
       }
     },
+  };
+}
+
+/**
+ * The decision path: the leased one (leases/leased-decisions.ts) when a plan has a concurrency policy,
+ * which alone builds the lease keeper; else the solo or the plain one.
+ */
+function decisionPaths(
+  config: LimiterConfig,
+  compiled: ReadonlyMap<string, CompiledPlan>,
+  defaultPlan: CompiledPlan,
+  now: Clock,
+  parts: Omit<LeasedParts, 'keeper'>,
+): DecisionPaths & { keeper: LeaseKeeper | undefined } {
+  if (![...compiled.values()].some((cp) => cp.leases))
+    return { ...soloOrPlain(config, defaultPlan, parts.plain, parts.builder), keeper: undefined };
+  const warns = (code: WarningCode): boolean => warningEnabled(config.validate, code);
+  const keeper = new LeaseKeeper(compiled, config.logger, config.store.kind, now, warns);
+  return { ...awaited(new LeasedDecider({ ...parts, keeper }).decide), keeper };
+}
+
+/** What `limiter.hotKeys()` calls first: a warning, once, that hot keys are off (an empty report would read as "nobody is hammering us"). */
+function hotKeysOffWarning(config: LimiterConfig, warns: (code: WarningCode) => boolean): () => void {
+  let warned = config.hotKeys !== false;
+  return () => {
+    if (warned || !warns('WRN_RL_HOT_KEYS_OFF')) return;
+    warned = true;
+    safeLog(
+      config.logger,
+      'warn',
+      { code: 'WRN_RL_HOT_KEYS_OFF' },
+      'WRN_RL_HOT_KEYS_OFF: hotKeys() was asked of a limiter with hot keys off (the default); its report is empty. Pass hotKeys: true to turn them on',
+    );
   };
 }
 

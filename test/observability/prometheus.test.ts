@@ -76,6 +76,28 @@ describe.each(Object.entries(STARTERS))('prom-client registry after HTTP traffic
   });
 });
 
+describe('tollgate_shaping_delay_seconds', () => {
+  it('is labelled with the leaky bucket that gave the delay, not the window that binds the decision', () => {
+    let now = 1_000_000;
+    const limiter = createLimiter({
+      policies: [
+        { name: 'prom-shaper', algorithm: 'leaky-bucket', limit: 10, windowMs: 1_000, burst: 5 },
+        { name: 'prom-per-minute', algorithm: 'fixed-window', limit: 3, windowMs: 60_000 },
+      ],
+      clock: () => now,
+    });
+    const delays = [0, 1, 2].map(() => limiter.decide('k') as { delayMs: number; policy: string });
+    now += 1;
+    // The window binds (the least remaining); the shaper gave the delays.
+    expect(delays.map((d) => d.policy)).toEqual(['prom-per-minute', 'prom-per-minute', 'prom-per-minute']);
+    expect(delays.map((d) => d.delayMs)).toEqual([0, 100, 200]);
+    return registry.metrics().then((text) => {
+      expect(sample(text, 'tollgate_shaping_delay_seconds_count', { policy: 'prom-shaper' })).toBe(2);
+      expect(sample(text, 'tollgate_shaping_delay_seconds_count', { policy: 'prom-per-minute' })).toBeUndefined();
+    });
+  });
+});
+
 describe('tollgate.plan', () => {
   it('labels decisions with their plan when the limiter has several, and never with the one-plan default', async () => {
     const plans = createLimiter({

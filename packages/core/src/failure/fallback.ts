@@ -38,7 +38,10 @@ export class Fallback {
   private readonly all: readonly CompiledPolicy[];
   private readonly group = new Group();
   private readonly synthetic: Float64Array;
-  /** `'local'`: the store's last answers (its rate policies'), created on the first one. */
+  /**
+   * `'local'` on a store that can fail: the store's last answers (its rate policies'), created on the first
+   * one. A MemoryStore never fails, so nothing is remembered of it.
+   */
   readonly remembers: boolean;
   private memory: AnswerMemory | undefined;
   private readonly carry: Float64Array;
@@ -51,10 +54,10 @@ export class Fallback {
     this.localPlan = Object.freeze({ policies: config.localPolicies, enforcedCount: config.policies.length });
     this.synthetic = new Float64Array(this.all.length * RESULT_STRIDE);
     this.carry = new Float64Array(config.localPolicies.length * RESULT_STRIDE);
-    this.remembers = config.onStoreError === 'local';
+    this.remembers = config.onStoreError === 'local' && !(config.store instanceof MemoryStore);
   }
 
-  /** The store answered `r` for `key` at `at` (only on an asynchronous store, only when `remembers`). */
+  /** The store answered `r` for `key` at `at` (only when `remembers`). */
   remember(key: string, r: StoreResult, at: number): void {
     if (this.memory === undefined) this.memory = new AnswerMemory(this.config.policies);
     this.memory.remember(key, r, at);

@@ -268,8 +268,13 @@ export class Watchdog {
     for (const ticket of tickets) ticket.onOverdue(why);
   }
 
-  /** Stops the timer; pending calls are left to the store. */
+  /**
+   * Stops the timer, once no call is pending: a check already on its way when its limiter closes is still
+   * answered in time, by the failure mode if the store stays silent (the judgement that finds nothing
+   * pending stops the timer).
+   */
   close(): void {
+    if (this.active > 0) return;
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
   }

@@ -104,16 +104,19 @@ function leaseBounds(cp: CompiledPlan): { leaseMs: number; maxLeaseMs: number } 
   return { leaseMs, maxLeaseMs };
 }
 
-/** `p`, or RESTORE_WAIT_MS, whichever comes first (then `onTimeout`); never rejects (`p` never does). */
-function atMostRestoreWait(p: Promise<void>, onTimeout?: () => void): Promise<void> {
-  return new Promise<void>((resolve) => {
+/**
+ * `p`, or RESTORE_WAIT_MS, whichever comes first (then `onTimeout`): true when `p` settled in time. Never
+ * rejects (`p` never does).
+ */
+function atMostRestoreWait(p: Promise<void>, onTimeout?: () => void): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => {
       onTimeout?.();
-      resolve();
+      resolve(false);
     }, RESTORE_WAIT_MS);
     void p.then(() => {
       clearTimeout(timer);
-      resolve();
+      resolve(true);
     });
   });
 }
@@ -216,10 +219,10 @@ export class LeaseKeeper {
 
   /**
    * Before a new lease in `store`: undefined when the store holds every lease this limiter holds there,
-   * else a promise that settles once they are back (at most RESTORE_WAIT_MS: a store that does not answer
-   * is the failure mode's business, not a reason to wait longer).
+   * else a promise that settles once they are back, with true, or after RESTORE_WAIT_MS, with false: a
+   * store that does not answer is the failure mode's business, not a reason to wait longer.
    */
-  restoring(store: Store): Promise<void> | undefined {
+  restoring(store: Store): Promise<boolean> | undefined {
     const kept = this.stores.get(store);
     if (kept === undefined || !kept.lost) return undefined;
     let restoring = kept.restoring;
@@ -239,7 +242,7 @@ export class LeaseKeeper {
    * a connection event is asked for again after this (node-redis answers the commands it sent first on
    * the new connection before it reports 'ready', and refuses new ones until then).
    */
-  reconnecting(store: Store): Promise<void> | undefined {
+  reconnecting(store: Store): Promise<boolean> | undefined {
     const down = this.stores.get(store)?.down;
     return down === undefined ? undefined : atMostRestoreWait(down.promise);
   }

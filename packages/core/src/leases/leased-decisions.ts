@@ -106,10 +106,15 @@ export class LeasedDecider {
     // The store lost leases this limiter holds (a restart, a failover): they go back before a new one
     // (waited for once, at most RESTORE_WAIT_MS); not while its node's breaker is open, when the failure mode answers.
     const restoring = restored || guard.refuses(node, at) ? undefined : keeper.restoring(store);
-    if (restoring !== undefined) return restoring.then(() => this.leased(t, cost, plain.now(), opts, observing, true, tries));
+    if (restoring !== undefined) {
+      // Not back within RESTORE_WAIT_MS: the failure mode answers now, not after a store call's own timeout too.
+      return restoring.then((back) =>
+        back ? this.leased(t, cost, plain.now(), opts, observing, true, tries) : this.skipped(t, cost, plain.now(), node, opts, observing),
+      );
+    }
+    if (!guard.allow(node, at)) return this.skipped(t, cost, at, node, opts, observing);
     const lease = nextLease++;
     const epoch = keeper.epoch(store);
-    if (!guard.allow(node, at)) return this.seen(this.holding(plain.skipped(t, cost, at, node, lease), t, lease), observing, opts, at);
     const seq = guard.next();
     let r: StoreResult | Promise<StoreResult>;
     try {
@@ -135,7 +140,14 @@ export class LeasedDecider {
       );
     }
     guard.answered(node);
+    plain.remember(t, r, at);
     return this.answered(t, cost, r, at, lease, opts, observing);
+  }
+
+  /** The failure mode's decision for a check that does not call the store (its node's breaker is open, or its held leases are not back). */
+  private skipped(t: Target, cost: number, at: number, node: string, opts: CheckOptions | undefined, observing: Observing): Decision {
+    const lease = nextLease++;
+    return this.seen(this.holding(this.parts.plain.skipped(t, cost, at, node, lease), t, lease), observing, opts, at);
   }
 
   /** Observes `d` unless it is decided quietly (a queued attempt, observed once with its last decision). */

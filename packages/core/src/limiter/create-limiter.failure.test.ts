@@ -36,7 +36,8 @@ class FlakyStore implements Store {
     }
   }
 
-  reset(key: string, plan: StorePlan): void {
+  reset(key: string, plan: StorePlan): void | Promise<void> {
+    if (this.mode === 'hang') return new Promise<void>(() => {});
     this.inner.reset(key, plan);
   }
 }
@@ -217,6 +218,33 @@ describe('failure mode', () => {
     expect(limiter.stats()).toMatchObject({ storeErrors: 32, outages: 1 });
     expect(logger.errors).toHaveLength(1);
     expect(logger.warnings).toEqual([]);
+  });
+
+  it('a check in flight when its limiter closes is still answered in time, by the failure mode', async () => {
+    vi.useFakeTimers({ toFake: FAKE });
+    const store = new FlakyStore();
+    store.mode = 'hang';
+    const limiter = createLimiter({ policies, store, storeTimeoutMs: 30, onStoreError: 'closed', logger: recordingLogger() });
+    let answered: Decision | undefined;
+    void limiter.check('k').then((d) => {
+      answered = d;
+    });
+    await limiter.close();
+    await vi.advanceTimersByTimeAsync(60);
+    expect(answered).toMatchObject({ allowed: false, degraded: true, reason: 'store-error' });
+  });
+
+  it('limiter.reset on a silent store rejects with ERR_RL_STORE_TIMEOUT, as a check would be answered', async () => {
+    vi.useFakeTimers({ toFake: FAKE });
+    const store = new FlakyStore();
+    store.mode = 'hang';
+    const limiter = createLimiter({ policies, store, storeTimeoutMs: 30, onStoreError: 'open', logger: recordingLogger() });
+    const outcome = limiter.reset('k').then(
+      () => 'resolved',
+      (error: unknown) => String(error),
+    );
+    await vi.advanceTimersByTimeAsync(60);
+    expect(await Promise.race([outcome, Promise.resolve('pending')])).toContain('ERR_RL_STORE_TIMEOUT');
   });
 
   it('a pipeline still draining (replies keep arriving) is never a timeout, however late the last reply', async () => {

@@ -7,7 +7,7 @@
  */
 
 import { type WarningCode, warningEnabled } from '../diagnostics.js';
-import { RateLimitConfigError } from '../errors.js';
+import { codedError, describeValue, RateLimitConfigError } from '../errors.js';
 import { Fallback } from '../failure/fallback.js';
 import { StoreGuard } from '../failure/store-guard.js';
 import { LeaseKeeper } from '../leases/lease-keeper.js';
@@ -26,7 +26,7 @@ import { Counters } from './counters.js';
 import { Decider } from './decide.js';
 import { LimiterEventHub } from './events.js';
 import type { Limiter, LimiterStats } from './limiter.js';
-import { type PeekRefundParts, peek, refund } from './peek-refund.js';
+import { type PeekRefundParts, peek, refund, watched } from './peek-refund.js';
 import { SoloDecider } from './solo.js';
 import { normalizeKey, Targets } from './target.js';
 
@@ -106,7 +106,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const owner = defaultPlan.storePlan.policies[0];
   if (owner !== undefined) takeState(owner);
   const ops: PeekRefundParts = { store, guard, targets, builder, now, defaultCost: config.defaultCost };
-  const warnHotKeysOff = hotKeysOffWarning(config, warns);
   return {
     check,
     decide,
@@ -121,7 +120,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     async reset(rawKey) {
       const key = normalizeKey(rawKey);
       for (const cp of compiled.values()) {
-        await store.reset(key, cp.storePlan);
+        // Watched as a check's call is: a silent store rejects it with ERR_RL_STORE_TIMEOUT, not never.
+        await watched(guard, key, store.reset(key, cp.storePlan));
         fallbacks.get(cp)?.reset(key);
       }
     },
@@ -138,10 +138,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       for (const cp of compiled.values()) cp.rejected.fill(0);
       observer.resetStats();
     },
-    hotKeys(n = 10) {
-      warnHotKeysOff();
-      return observer.hotKeys(n);
-    },
+    hotKeys: hotKeysReport(config, warns, observer),
     async close() {
       keeper?.close();
       observer.close();
@@ -189,18 +186,26 @@ function decisionPaths(
   return { ...awaited(new LeasedDecider({ ...parts, keeper }).decide), keeper };
 }
 
-/** What `limiter.hotKeys()` calls first: a warning, once, that hot keys are off (an empty report would read as "nobody is hammering us"). */
-function hotKeysOffWarning(config: LimiterConfig, warns: (code: WarningCode) => boolean): () => void {
+/**
+ * `limiter.hotKeys(n)`: the observer's report, `n` checked; with hot keys off, a warning once that they
+ * are (an empty report would read as "nobody is hammering us").
+ */
+function hotKeysReport(config: LimiterConfig, warns: (code: WarningCode) => boolean, observer: DecisionObserver): Limiter['hotKeys'] {
   let warned = config.hotKeys !== false;
-  return () => {
-    if (warned || !warns('WRN_RL_HOT_KEYS_OFF')) return;
-    warned = true;
-    safeLog(
-      config.logger,
-      'warn',
-      { code: 'WRN_RL_HOT_KEYS_OFF' },
-      'WRN_RL_HOT_KEYS_OFF: hotKeys() was asked of a limiter with hot keys off (the default); its report is empty. Pass hotKeys: true to turn them on',
-    );
+  return (n = 10) => {
+    if (!Number.isSafeInteger(n) || n < 0) {
+      throw codedError(RangeError, 'ERR_RL_INVALID_HOT_KEYS_COUNT', `hotKeys(n) takes a whole number n >= 0; received ${describeValue(n)}`);
+    }
+    if (!warned && warns('WRN_RL_HOT_KEYS_OFF')) {
+      warned = true;
+      safeLog(
+        config.logger,
+        'warn',
+        { code: 'WRN_RL_HOT_KEYS_OFF' },
+        'WRN_RL_HOT_KEYS_OFF: hotKeys() was asked of a limiter with hot keys off (the default); its report is empty. Pass hotKeys: true to turn them on',
+      );
+    }
+    return observer.hotKeys(n);
   };
 }
 

@@ -135,6 +135,9 @@ export class Decider {
       );
     }
     guard.answered(node);
+    // A synchronous answer of a store that can fail (RedisStore's `localBatch`) is remembered as an
+    // asynchronous one is: an outage continues the key from it, not from the last round trip's.
+    if (this.remembers) this.remember(t, r, at);
     return this.built(t, cost, r, at);
   }
 
@@ -152,6 +155,7 @@ export class Decider {
 
   /** Hands the store's answer to the plan's failure mode, which continues the key from it in an outage. */
   remember(t: Target, r: StoreResult, at: number): void {
+    if (!this.remembers) return;
     const f = this.fallbacks.get(t.cp) as Fallback;
     if (f.remembers) f.remember(t.key, r, at);
   }
@@ -159,7 +163,9 @@ export class Decider {
   /** The breaker keeps the store from being called: what it holds in process answers (Store.held), else the failure mode. */
   private unreached(t: Target, cost: number, at: number, node: string): Decision {
     const held = this.store.held(t.storeKey, t.cp.storePlan, cost, at);
-    return held === undefined ? this.skipped(t, cost, at, node) : this.built(t, cost, held, at);
+    if (held === undefined) return this.skipped(t, cost, at, node);
+    this.remember(t, held, at);
+    return this.built(t, cost, held, at);
   }
 
   /** The failure mode's answer for a check that skips the store (its node's breaker is open). */

@@ -42,7 +42,7 @@ function unsupported(store: Store, operation: string): TypeError {
 }
 
 /** A store call watched like a check's; a failure comes back as the error it carries. */
-async function watched<T>(guard: StoreGuard, storeKey: Target['storeKey'], pending: T | Promise<T>): Promise<T> {
+export async function watched<T>(guard: StoreGuard, storeKey: Target['storeKey'], pending: T | Promise<T>): Promise<T> {
   if (!isPromiseLike(pending)) return pending;
   const node = guard.nodeOf(keyAt(storeKey, 0));
   const out = await guard.watch<T, T | CallFailure>(node, guard.next(), pending, same, same);

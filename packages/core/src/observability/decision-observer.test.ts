@@ -20,6 +20,16 @@ describe('decision observer', () => {
 });
 
 describe('limiter.hotKeys()', () => {
+  it('refuses a count that is not a whole number from 0 up, rather than a silently odd list', () => {
+    const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 60_000 }], clock: virtualClock(), hotKeys: true });
+    for (let i = 0; i < 6; i++) limiter.decide(`k-${i % 3}`);
+    for (const n of [-1, 1.5, Number.NaN, '3' as unknown as number]) {
+      expect(() => limiter.hotKeys(n)).toThrow(expect.objectContaining({ code: 'ERR_RL_INVALID_HOT_KEYS_COUNT' }));
+    }
+    expect(limiter.hotKeys(0).rejected).toEqual([]);
+    expect(limiter.hotKeys(2).rejected).toHaveLength(2);
+  });
+
   it('ranks the most rejected keys and the keys that run near their limit', () => {
     const clock = virtualClock();
     const limiter = createLimiter({

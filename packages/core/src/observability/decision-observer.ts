@@ -349,11 +349,13 @@ export class DecisionObserver {
     if (d.delayMs > 0) this.recordDelay(d);
   }
 
+  /** The delay under the policy that gave it (the longest, as `d.delayMs`), not the binding one, which may be a window. */
   private recordDelay(d: Decision): void {
-    let delay = this.delayCells.get(d.policy);
+    const policy = this.singlePolicy ? d.policy : shaperOf(d);
+    let delay = this.delayCells.get(policy);
     if (delay === undefined) {
-      delay = histogramCell('shapingDelay', { policy: d.policy });
-      this.delayCells.set(d.policy, delay);
+      delay = histogramCell('shapingDelay', { policy });
+      this.delayCells.set(policy, delay);
     }
     delay.record(d.delayMs / 1000);
     recordShapingDelay(d.delayMs / 1000, delay.attributes);
@@ -390,4 +392,10 @@ export class DecisionObserver {
       'tollgate.degraded': d.degraded,
     });
   }
+}
+
+/** The enforced policy whose delay is the decision's (the longest); the binding policy if none matches. */
+function shaperOf(d: Decision): string {
+  for (const p of d.policies) if (p.delayMs === d.delayMs) return p.name;
+  return d.policy;
 }

@@ -52,6 +52,24 @@ describe('HotKeys sampling', () => {
     expect(Math.abs(report.errorBound * size - decisions)).toBeLessThan(decisions * 0.01);
   });
 
+  it('a key counted in both epochs is reported at its whole count, exact while neither sketch evicted it', () => {
+    let at = 0;
+    const hot = new HotKeys(4, 60_000, () => at);
+    flood(hot, 10, () => 'a', at);
+    at = 60_000;
+    flood(hot, 10, () => 'a', at);
+    // Four more keys fill the sketch of four: one of them evicts another, so the sketch's minimum is 5.
+    for (const k of ['b', 'c', 'd', 'e']) flood(hot, 5, () => k, at);
+    const a = hot.report(10).rejected.find((k) => k.key === 'a');
+    expect(a).toMatchObject({ count: 20, error: 0 });
+    // Every key's truth lies in [count - error, count].
+    for (const k of hot.report(10).rejected) {
+      const truth = k.key === 'a' ? 20 : 5;
+      expect(k.count - k.error).toBeLessThanOrEqual(truth);
+      expect(k.count).toBeGreaterThanOrEqual(truth);
+    }
+  });
+
   it('counts exactly again from the first decision of a new epoch: no gap or weight of the last epoch carries over', () => {
     // Size 2: after 200,000 rejections the interval is 50,000, and so is a pending gap.
     const hot = new HotKeys(2, 60_000, () => 110_000);

@@ -270,7 +270,10 @@ export class HotKeys {
 /** Sums two epochs' sketches (counts and errors add), heaviest first. */
 function merge(now: SpaceSaving, before: SpaceSaving, n: number): HotKey[] {
   const byKey = new Map<string, { count: number; error: number; latest: SketchEntry }>();
-  for (const e of before.entries()) byKey.set(e.key, { count: e.count, error: e.error + now.minimumIfFull(), latest: e });
+  // A key of the last epoch only may have been counted and evicted in this one: up to the current sketch's
+  // minimum more, on both sides of its bound (a key in both then gets that back off).
+  for (const e of before.entries())
+    byKey.set(e.key, { count: e.count + now.minimumIfFull(), error: e.error + now.minimumIfFull(), latest: e });
   for (const e of now.entries()) {
     const seen = byKey.get(e.key);
     if (seen === undefined)

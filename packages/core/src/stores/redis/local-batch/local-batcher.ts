@@ -21,6 +21,9 @@ import { BUCKET, milliPerMs, planKinds } from './exactness.js';
 import { KeyEntry, RATE_INTERVAL_MS } from './key-entry.js';
 import type { LocalBatchConfig } from './options.js';
 
+/** How long `close` waits for Redis to take back what is held, ms. */
+export const CLOSE_WAIT_MS = 1_000;
+
 /** What the batcher needs of the store: one charge (the plan's script) and one give-back (its refund script). */
 export interface BatchCalls {
   charge(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult>;
@@ -421,7 +424,10 @@ export class LocalBatcher {
     return h;
   }
 
-  /** Gives back everything held; resolves once Redis answered each give-back (or failed to). */
+  /**
+   * Gives back everything held; resolves once Redis answered each give-back (or failed to), or after
+   * CLOSE_WAIT_MS: units a silent Redis does not take back by then come back when their state passes.
+   */
   close(): Promise<void> {
     if (this.sweeper !== undefined) clearInterval(this.sweeper);
     this.sweeper = undefined;
@@ -434,7 +440,14 @@ export class LocalBatcher {
       }
     }
     this.holding.clear();
-    return Promise.all(calls).then(() => undefined);
+    if (calls.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, CLOSE_WAIT_MS);
+      void Promise.all(calls).then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 }
 

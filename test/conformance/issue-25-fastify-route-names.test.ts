@@ -47,4 +47,33 @@ describe('fastify: route limiters on the plugin store', () => {
     expect((await app.inject({ url: '/a' })).statusCode).toBe(429);
     await app.close();
   });
+
+  it('keeps GET and POST of one URL, and URLs that differ only in characters a name cannot hold, apart on one store', async () => {
+    const store = new MemoryStore({ sweepIntervalMs: 0 });
+    const app = Fastify();
+    await app.register(fastifyRateLimit, { store, policies: { algorithm: 'fixed-window', limit: 100, windowMs: 60_000 }, key: () => 'k' });
+    const own = () => ({ config: { rateLimit: { policies: { algorithm: 'fixed-window' as const, limit: 2, windowMs: 60_000 } } } });
+    // One options object for both methods: still two routes, two budgets.
+    const shared = own();
+    app.get('/items', shared, async () => 'get');
+    app.post('/items', shared, async () => 'post');
+    app.get('/users/:id', own(), async () => 'param');
+    app.get('/users/~id', own(), async () => 'tilde');
+    await app.ready();
+    const codes = async (method: 'GET' | 'POST' | 'HEAD', url: string, n: number) => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) out.push((await app.inject({ method, url })).statusCode);
+      return out;
+    };
+    expect(await codes('GET', '/items', 3)).toEqual([200, 200, 429]);
+    expect(await codes('POST', '/items', 3)).toEqual([200, 200, 429]);
+    expect(await codes('GET', '/users/7', 3)).toEqual([200, 200, 429]);
+    expect(await codes('GET', '/users/~id', 3)).toEqual([200, 200, 429]);
+    // HEAD is GET's route (Fastify adds it with GET's options): it shares GET's spent budget.
+    expect(await codes('HEAD', '/items', 1)).toEqual([429]);
+    // Four limiters: HEAD /items is GET /items'.
+    expect(new Set(app.rateLimit.routes.values()).size).toBe(4);
+    expect(app.rateLimit.routes.get('HEAD /items')).toBe(app.rateLimit.routes.get('GET /items'));
+    await app.close();
+  });
 });

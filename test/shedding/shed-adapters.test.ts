@@ -5,6 +5,7 @@
  */
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pipeline, Readable } from 'node:stream';
 import { type LoadShedder, OVERLOADED_TYPE, type RateLimitOptions } from '@tollgate/core';
 import { rateLimit as expressRateLimit } from '@tollgate/express';
 import { fastifyRateLimit } from '@tollgate/fastify';
@@ -48,6 +49,20 @@ interface App {
 }
 type Make = (options: AnyOptions, g: Gate) => Promise<App>;
 
+/** A body that never ends on its own: a chunk every 10 ms, until the response is destroyed. */
+function endless(): Readable {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return new Readable({
+    read() {
+      timer = setTimeout(() => this.push('chunk\n'), 10);
+    },
+    destroy(error, callback) {
+      clearTimeout(timer);
+      callback(error);
+    },
+  });
+}
+
 function listen(server: Server): Promise<Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
@@ -68,6 +83,10 @@ const makers: Record<string, Make> = {
     app.get('/health', (_req, res) => {
       res.json({ ok: true });
     });
+    app.get('/stream', (_req, res) => {
+      res.type('text/plain');
+      pipeline(endless(), res, () => {});
+    });
     const server = await listen(createServer(app));
     return { server, shedder: () => mw.shedder, close: () => new Promise((r) => server.close(() => r())) };
   },
@@ -79,6 +98,9 @@ const makers: Record<string, Make> = {
       return { ok: true };
     });
     app.get('/health', async () => ({ ok: true }));
+    app.get('/stream', (_request, reply) => {
+      reply.type('text/plain').send(endless());
+    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     return { server: app.server, shedder: () => app.rateLimit.shedder, close: () => app.close() };
   },
@@ -89,6 +111,11 @@ const makers: Record<string, Make> = {
     app.use(mw);
     app.use(async (ctx) => {
       if (ctx.path === '/slow') await g.wait();
+      if (ctx.path === '/stream') {
+        ctx.type = 'text/plain';
+        ctx.body = endless();
+        return;
+      }
       ctx.body = { ok: true };
     });
     const server = await listen(createServer(app.callback()));
@@ -102,15 +129,24 @@ interface Reply {
   body: string;
 }
 
-function get(server: Server, path: string, headers: Record<string, string> = {}): { done: Promise<Reply>; abort(): void } {
+function get(
+  server: Server,
+  path: string,
+  headers: Record<string, string> = {},
+): { done: Promise<Reply>; abort(): void; firstChunk: Promise<void> } {
   const { port } = server.address() as AddressInfo;
   let abort = () => {};
+  let chunk = () => {};
+  const firstChunk = new Promise<void>((resolve) => {
+    chunk = resolve;
+  });
   const done = new Promise<Reply>((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => {
         body += c;
+        chunk();
       });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
       res.on('error', reject);
@@ -119,7 +155,7 @@ function get(server: Server, path: string, headers: Record<string, string> = {})
     req.end();
     abort = () => req.destroy();
   });
-  return { done, abort };
+  return { done, abort, firstChunk };
 }
 
 async function until(check: () => boolean, ms = 3000): Promise<void> {
@@ -181,6 +217,37 @@ describe.each(Object.keys(makers))('shed on %s', (name) => {
     expect((await b.done).status).toBe(500);
     await until(() => app?.shedder()?.state().inFlight === 0);
     expect(app.shedder()?.state().inFlight).toBe(0);
+  });
+
+  it('gives the slot and the lease back when the client stops reading a streamed body (nothing will end that response)', async () => {
+    app = await make(
+      { policies: [{ name: 'one-at-a-time', algorithm: 'concurrency', limit: 1, leaseMs: 60_000 }], shed: { maxInFlight: 1 } },
+      gate(),
+    );
+    const s = get(app.server, '/stream');
+    s.done.catch(() => {});
+    await s.firstChunk;
+    expect(app.shedder()?.state().inFlight).toBe(1);
+    s.abort();
+    await until(() => app?.shedder()?.state().inFlight === 0);
+    // The lease went back with it: the next request is admitted now, not leaseMs (a minute) later.
+    expect((await get(app.server, '/health').done).status).toBe(200);
+  });
+
+  it('renews the lease of an abandoned handler while it runs: its slot is not handed out before it is done', async () => {
+    const g = gate();
+    app = await make({ policies: [{ name: 'one-at-a-time', algorithm: 'concurrency', limit: 1, leaseMs: 200 }] }, g);
+    const a = get(app.server, '/slow');
+    a.done.catch(() => {});
+    await until(() => g.waiting === 1);
+    a.abort();
+    // Past leaseMs (renewed every 100 ms, for at most 5 x leaseMs): still held.
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await get(app.server, '/health').done).status).toBe(429);
+    g.open();
+    await until(() => g.waiting === 0);
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await get(app.server, '/health').done).status).toBe(200);
   });
 
   it('sheds low priority first and keeps room for critical requests (health checks)', async () => {

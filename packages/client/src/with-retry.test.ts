@@ -44,6 +44,32 @@ describe('withRetry', () => {
     expect(f.stats()).toMatchObject({ requests: 1, retries: 2 });
   });
 
+  it('waits for an async onRetry before the wait; its rejection ends the call, never an unhandled rejection', async () => {
+    const order: string[] = [];
+    const ok = scripted(refused(429, { 'retry-after': '1' }));
+    const done = withRetry(ok.fetch, {
+      random: () => 0,
+      onRetry: async (e) => {
+        await new Promise((r) => setTimeout(r, 500));
+        order.push(`logged ${e.attempt}`);
+      },
+    })(URL_);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect((await done).status).toBe(200);
+    expect(order).toEqual(['logged 1']);
+    // The retry left 1 s after onRetry settled (500 ms), not after it was called.
+    expect((ok.calls[1]?.at ?? 0) - (ok.calls[0]?.at ?? 0)).toBe(1_500);
+
+    const failing = scripted(refused(429, { 'retry-after': '1' }));
+    const call = withRetry(failing.fetch, {
+      onRetry: async () => {
+        throw new Error('log sink down');
+      },
+    })(URL_);
+    await expect(call).rejects.toThrow('log sink down');
+    expect(failing.calls).toHaveLength(1);
+  });
+
   it("waits a RateLimit item's t when there is no Retry-After, and the HTTP-date form", async () => {
     const { fetch, calls } = scripted(
       refused(429, { ratelimit: '"default";r=0;t=4' }),

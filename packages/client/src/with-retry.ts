@@ -35,7 +35,7 @@ export interface RetryEvent {
   readonly attempt: number;
   /** How long it waits first, in ms. */
   readonly delayMs: number;
-  /** The refused response (its body is discarded once `onRetry` returns), or undefined after a network error. */
+  /** The refused response (its body is discarded once `onRetry` returns, or its promise settles), or undefined after a network error. */
   readonly response: Response | undefined;
   readonly error: unknown;
   /** What the response said about the quota. */
@@ -72,8 +72,11 @@ export interface RetryOptions {
    * Defaults to `false`.
    */
   pacing?: boolean | { paceBelow?: number };
-  /** Called before each retry's wait. Defaults to none. */
-  onRetry?: (event: RetryEvent) => void;
+  /**
+   * Called before each retry's wait; a promise it returns is waited for. A throw or a rejection ends the
+   * call with that error. Defaults to none.
+   */
+  onRetry?: (event: RetryEvent) => unknown;
   /** Wall clock in ms since the epoch (Retry-After dates, budget, pacing). Defaults to `Date.now`. */
   clock?: () => number;
   /** Random numbers in [0, 1) for the jitter. Defaults to `Math.random`. */
@@ -132,7 +135,7 @@ interface RetryConfig {
   readonly timeoutMs: number | undefined;
   readonly budget: RetryBudget | undefined;
   readonly pacer: Pacer | undefined;
-  readonly onRetry: ((event: RetryEvent) => void) | undefined;
+  readonly onRetry: ((event: RetryEvent) => unknown) | undefined;
   readonly clock: () => number;
   readonly random: () => number;
 }
@@ -195,7 +198,7 @@ function parseRetryOptions(input: RetryOptions | undefined): RetryConfig {
     onRetry:
       o.onRetry === undefined
         ? undefined
-        : functionOption<(e: RetryEvent) => void>(o.onRetry, 'onRetry', '(e) => log(e.attempt, e.delayMs)'),
+        : functionOption<(e: RetryEvent) => unknown>(o.onRetry, 'onRetry', '(e) => log(e.attempt, e.delayMs)'),
     clock,
     random: o.random === undefined ? Math.random : functionOption<() => number>(o.random, 'random', 'Math.random'),
   });
@@ -379,9 +382,13 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
           counts.budgetRefused++;
           return give();
         }
-        config.onRetry?.({ attempt: n + 1, delayMs, response, error, signal });
-        // The refused body is never read: free its connection before waiting.
-        await response?.body?.cancel().catch(() => undefined);
+        try {
+          // An async onRetry is waited for (a rejection ends the call as a throw does): never left unhandled.
+          await config.onRetry?.({ attempt: n + 1, delayMs, response, error, signal });
+        } finally {
+          // The refused body is not read past onRetry: free its connection before waiting (or throwing).
+          await response?.body?.cancel().catch(() => undefined);
+        }
         await sleep(delayMs, call.signal);
         previousMs = delayMs;
         counts.retries++;

@@ -237,9 +237,18 @@ function isPermissiveFastifyTrust(request: FastifyRequest): boolean {
   });
 }
 
-/** A limiter name for a route's own limiter: the plugin's name (or 'route') and the route URL, in the characters a name allows. */
-function routeLimiterName(pluginName: string | undefined, url: string): string {
-  const raw = `${pluginName ?? 'route'}|${url}`.replace(/[^!-9;-z|~]/g, '~');
+/** `part` in the characters a limiter name allows: every other character (and `|`, `~`) as `~` and four hex digits, so two parts never read alike. */
+function nameSafe(part: string): string {
+  return part.replace(/[^!-9;-z]/g, (c) => `~${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * A limiter name for a route's own limiter: the plugin's name (or 'route'), the route's methods and its
+ * URL, each in the characters a name allows (`nameSafe`), hashed past 64 characters. GET and POST of one
+ * URL, or `/users/:id` and `/users/~id`, never share a name, so never a budget on a store they share.
+ */
+function routeLimiterName(pluginName: string | undefined, methods: readonly string[], url: string): string {
+  const raw = [pluginName ?? 'route', methods.join(','), url].map(nameSafe).join('|');
   return raw.length <= 64 ? raw : `${raw.slice(0, 47)}~${createHash('sha256').update(raw).digest('hex').slice(0, 16)}`;
 }
 
@@ -284,28 +293,32 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
   const routesBefore = fastify.printRoutes() !== EMPTY_ROUTER;
   const routes = new Map<string, Limiter>();
   const handlers: RateLimitHandler<FastifyRequest>[] = [base];
-  // Route limiters by their config object, then URL: the HEAD route Fastify adds for a GET shares its options
-  // object, so it shares its limiter (one budget for GET and HEAD).
+  // Route limiters by their config object, then methods and URL: the HEAD route Fastify adds for a GET
+  // shares its options object and counts as GET, so it shares its limiter (one budget for GET and HEAD);
+  // GET and POST of one URL keep two, also when they were given one options object.
   const byConfig = new WeakMap<object, Map<string, RateLimitHandler<FastifyRequest>>>();
   // Every "METHOD url" onRoute saw, limited or not: a request to any other route was declared before the plugin.
   const seen = new Set<string>();
   decorate(fastify, base, reg, routes);
 
-  function handlerFor(own: FastifyRateLimitRouteOptions, url: string): RateLimitHandler<FastifyRequest> {
+  function handlerFor(own: FastifyRateLimitRouteOptions, methods: readonly string[], url: string): RateLimitHandler<FastifyRequest> {
     let byUrl = byConfig.get(own);
     if (byUrl === undefined) {
       byUrl = new Map();
       byConfig.set(own, byUrl);
     }
-    let handler = byUrl.get(url);
+    // HEAD is GET without a body: one budget.
+    const verbs = [...new Set(methods.map((m) => (m === 'HEAD' ? 'GET' : m)))].sort();
+    const route = `${verbs.join(',')} ${url}`;
+    let handler = byUrl.get(route);
     if (handler === undefined) {
       const merged = mergeRouteOptions(options, own);
       // A route's limiter keeps its own state beside the plugin's, also on a store they share: its own name.
-      const name = own.name ?? routeLimiterName(options.name, url);
+      const name = own.name ?? routeLimiterName(options.name, verbs, url);
       // One server-wide shedder: a route shares the plugin's unless it brings its own.
       const loadShedding = own.loadShedding ?? own.shed ?? base.shedder;
       handler = createRateLimitHandler<FastifyRequest>({ ...merged, name, shed: undefined, loadShedding }, context);
-      byUrl.set(url, handler);
+      byUrl.set(route, handler);
       handlers.push(handler);
     }
     return handler;
@@ -324,7 +337,7 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
       );
     }
     const path = `${route.method} ${route.url} config.rateLimit`;
-    const handler = own === undefined ? base : handlerFor(own, route.url);
+    const handler = own === undefined ? base : handlerFor(own, methodsOf(route.method), route.url);
     if (own !== undefined) for (const m of methodsOf(route.method)) routes.set(`${m} ${route.url}`, handler.limiter);
     const at = own?.hook === undefined ? hook : hookOf(own.hook, `${path}.hook`);
     const existing = route[at];

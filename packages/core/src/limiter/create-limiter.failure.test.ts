@@ -220,6 +220,29 @@ describe('failure mode', () => {
     expect(logger.warnings).toEqual([]);
   });
 
+  it('an async event listener that rejects is logged as one that throws, never an unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const store = new FlakyStore();
+      store.mode = 'reject';
+      const logger = recordingLogger();
+      const limiter = createLimiter({ policies, store, onStoreError: 'open', breaker: false, logger });
+      limiter.on('store-error', async () => {
+        throw new Error('alerting down');
+      });
+      expect(await limiter.check('k')).toMatchObject({ allowed: true, degraded: true });
+      await new Promise((r) => setImmediate(r));
+      expect(logger.errors.filter((e) => e.startsWith('ERR_RL_LISTENER_THREW: an event listener threw or rejected'))).toHaveLength(1);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('a check in flight when its limiter closes is still answered in time, by the failure mode', async () => {
     vi.useFakeTimers({ toFake: FAKE });
     const store = new FlakyStore();

@@ -1,7 +1,8 @@
 /**
  * @module The limiter's events (`limiter.on`): listeners by event, called in order; a listener that
- * throws is logged, never thrown into the decision that emitted.
+ * throws or rejects is logged, never thrown into the decision that emitted.
  */
+import { catchRejection } from '../internal/rejection.js';
 import { type Logger, safeLog } from '../logging.js';
 import type { LimiterEvents } from './limiter.js';
 
@@ -27,15 +28,18 @@ export class LimiterEventHub {
   /** Calls every listener of `event` with `payload`. */
   emit<E extends keyof LimiterEvents>(event: E, payload: LimiterEvents[E]): void {
     for (const listener of this.listeners[event] as Set<Listener<E>>) {
-      try {
-        listener(payload);
-      } catch (error) {
+      const threw = (error: unknown): void => {
         safeLog(
           this.logger,
           'error',
           { code: 'ERR_RL_LISTENER_THREW', event, err: error },
-          'ERR_RL_LISTENER_THREW: an event listener threw',
+          'ERR_RL_LISTENER_THREW: an event listener threw or rejected',
         );
+      };
+      try {
+        catchRejection(listener(payload), threw);
+      } catch (error) {
+        threw(error);
       }
     }
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundedCall } from './bounded-call.js';
+import { boundedCall, boundedCallWith } from './bounded-call.js';
 
 describe('boundedCall', () => {
   it('returns a synchronous result without a promise', () => {
@@ -18,5 +18,16 @@ describe('boundedCall', () => {
     const late = boundedCall(() => new Promise((_, reject) => setTimeout(() => reject(new Error('late')), 20)), 5);
     await expect(late).resolves.toMatchObject({ timedOut: true });
     await new Promise((r) => setTimeout(r, 30));
+  });
+
+  it("a result whose `then` getter throws is the callback's failure (a key that fails is never a bypass)", () => {
+    const hostile = {
+      // biome-ignore lint/suspicious/noThenProperty: the hostile thenable is the point of the test.
+      get then(): never {
+        throw new Error('then getter');
+      },
+    };
+    expect(boundedCall(() => hostile, 10)).toMatchObject({ ok: false, timedOut: false });
+    expect(boundedCallWith((_a: number, _b: number) => hostile, 1, 2, 10)).toMatchObject({ ok: false, timedOut: false });
   });
 });

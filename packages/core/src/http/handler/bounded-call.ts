@@ -13,12 +13,15 @@ export type Bounded<T> =
 /** Calls `fn()`; a throw or rejection is `{ ok: false, timedOut: false }`, a wait past `timeoutMs` `{ ok: false, timedOut: true }`. */
 export function boundedCall<T>(fn: () => T | Promise<T>, timeoutMs: number): Bounded<T> | Promise<Bounded<T>> {
   let out: T | Promise<T>;
+  let pending: boolean;
   try {
     out = fn();
+    // Inside the try: a `then` getter that throws is the callback's throw, not the handler's.
+    pending = isPromiseLike(out);
   } catch (error) {
     return { ok: false, timedOut: false, error };
   }
-  return isPromiseLike(out) ? bounded(out, timeoutMs) : { ok: true, value: out };
+  return pending ? bounded(out, timeoutMs) : { ok: true, value: out as T };
 }
 
 /** `boundedCall` of `fn(a, b)`: the same, without a closure per call on the request path. */
@@ -29,12 +32,14 @@ export function boundedCallWith<A, B, T>(
   timeoutMs: number,
 ): Bounded<T> | Promise<Bounded<T>> {
   let out: T | Promise<T>;
+  let pending: boolean;
   try {
     out = fn(a, b);
+    pending = isPromiseLike(out);
   } catch (error) {
     return { ok: false, timedOut: false, error };
   }
-  return isPromiseLike(out) ? bounded(out, timeoutMs) : { ok: true, value: out };
+  return pending ? bounded(out, timeoutMs) : { ok: true, value: out as T };
 }
 
 function bounded<T>(pending: T | Promise<T>, timeoutMs: number): Promise<Bounded<T>> {

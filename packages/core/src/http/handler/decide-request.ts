@@ -5,6 +5,7 @@
  * awaited only when they return a promise: a synchronous request takes no extra tick.
  */
 import type { Diagnostics } from '../../diagnostics.js';
+import { catchRejection } from '../../internal/rejection.js';
 import type { Limiter, LimiterKey } from '../../limiter/limiter.js';
 import { isPromiseLike } from '../../stores/store.js';
 import type { Decision } from '../../types.js';
@@ -191,10 +192,16 @@ export class RequestDecider<Req> {
     if (decision.shadow !== undefined && !decision.shadow.allowed) shadow.count(decision.shadow.policy, true);
     const onDecision = config.onDecision;
     if (onDecision === undefined) return;
+    const failed = (error: unknown): void => {
+      diagnostics.warn('WRN_RL_HOOK_FAILED', 'onDecision threw or rejected; the request went on unaffected.', {
+        hook: 'onDecision',
+        err: error,
+      });
+    };
     try {
-      onDecision(decision, request);
+      catchRejection(onDecision(decision, request), failed);
     } catch (error) {
-      diagnostics.warn('WRN_RL_HOOK_FAILED', 'onDecision threw; the request went on unaffected.', { hook: 'onDecision', err: error });
+      failed(error);
     }
   }
 }

@@ -146,6 +146,28 @@ describe('createRateLimitHandler', () => {
     expect(logger.warnings[0]).toMatch(/^WRN_RL_HOOK_FAILED/);
   });
 
+  it('survives an async onDecision that rejects: a warning, never an unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const { handler, logger } = make({
+        onDecision: async () => {
+          throw new Error('metrics down');
+        },
+      });
+      expect((await handler.handle(input({ id: 'a' })))?.plan.action).toBe('pass');
+      await new Promise((r) => setImmediate(r));
+      expect(logger.warnings).toHaveLength(1);
+      expect(logger.warnings[0]).toMatch(/^WRN_RL_HOOK_FAILED: onDecision threw or rejected/);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('uses the request logger when no logger is configured, warning once across loggers', async () => {
     const handler = createRateLimitHandler<FakeReq>({ policies: { limit: 5, windowMs: 1000 }, key: () => undefined });
     const a = recorder();

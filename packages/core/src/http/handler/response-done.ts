@@ -1,11 +1,15 @@
 /**
  * @module `onResponseDone`: calls back exactly once when the handler is done with a response. That is
- * 'finish' (the whole response was written) in the common case. When the connection closes first (the
- * client went away) the handler usually still runs; the slot it holds is given back only when it is
- * done too, which is when it ends the response (`res.end()`, which express and Fastify call even on a
- * closed connection) or right away if it already has. A handler that never ends its response keeps
- * its concurrency lease until the lease expires (`leaseMs`). The adapters release shed tickets and
- * concurrency leases through it: once, never twice, and never while the handler still runs.
+ * 'finish' (the whole response was written) in the common case. When the connection closes first:
+ * - with the response already under way (its headers sent: a streamed body the client stopped reading,
+ *   a stream that failed, a response the handler destroyed), the handler has answered, and nothing will
+ *   end the response any more (Fastify and `stream.pipe` destroy it, they do not end it): done now;
+ * - before that (the client went away while the handler works), the handler usually still runs; the slot
+ *   it holds is given back only when it is done too, which is when it ends the response (`res.end()`,
+ *   which express and Fastify call even on a closed connection) or right away if it already has. A
+ *   handler that never ends its response keeps its concurrency lease until renewals stop (`maxLeaseMs`)
+ *   and the lease expires.
+ * The adapters release shed tickets and concurrency leases through it: once, never twice.
  */
 
 /** The part of Node's `ServerResponse` this needs. */
@@ -13,6 +17,7 @@ export interface DoneResponse {
   readonly writableFinished?: boolean;
   readonly writableEnded?: boolean;
   readonly destroyed?: boolean;
+  readonly headersSent?: boolean;
   end: (...args: never[]) => unknown;
   once(event: 'finish' | 'close', listener: () => void): unknown;
   off(event: 'finish' | 'close', listener: () => void): unknown;
@@ -54,7 +59,7 @@ export function onResponseDone(response: DoneResponse, done: (finished: boolean)
   }
   const finish = (): void => end(true);
   const close = (): void => {
-    if (response.writableFinished === true || response.writableEnded === true) {
+    if (response.writableFinished === true || response.writableEnded === true || response.headersSent === true) {
       end(response.writableFinished === true);
       return;
     }

@@ -29,11 +29,16 @@ export class ResponseHolds {
     const lease = decision?.release;
     const renew = decision?.renew;
     if (ticket === undefined && lease === undefined) return;
-    const renewal = renew !== undefined && outcome === 'next' && this.renewEveryMs > 0 ? setInterval(renew, this.renewEveryMs) : undefined;
-    renewal?.unref();
-    // Renewal stops when the response is gone (the client left, the socket was destroyed): a handler that
-    // never answers (an async throw on Express 4) then holds its lease at most leaseMs longer (issue 25).
-    if (renewal !== undefined) response.once('close', () => clearInterval(renewal));
+    // Renewed while the handler runs, also after the client left (the slot is not handed to a new request
+    // while the abandoned handler still runs), until the lease says no more: `maxLeaseMs` after the grant
+    // renewals stop, so a handler that never answers (an async throw on Express 4) frees its key by then.
+    let renewal: ReturnType<typeof setInterval> | undefined;
+    if (renew !== undefined && outcome === 'next' && this.renewEveryMs > 0) {
+      renewal = setInterval(() => {
+        if (!renew()) clearInterval(renewal);
+      }, this.renewEveryMs);
+      renewal.unref();
+    }
     const release = (finished: boolean): void => {
       if (renewal !== undefined) clearInterval(renewal);
       ticket?.release(finished && admitted);

@@ -14,6 +14,7 @@ import express from 'express';
 import Fastify from 'fastify';
 import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
+import { unhandledDuring } from '../../packages/core/src/testing/unhandled.js';
 
 interface Gate {
   /** Handlers waiting on the gate. */
@@ -248,6 +249,58 @@ describe.each(Object.keys(makers))('shed on %s', (name) => {
     await until(() => g.waiting === 0);
     await new Promise((r) => setTimeout(r, 50));
     expect((await get(app.server, '/health').done).status).toBe(200);
+  });
+
+  it('a priority function that throws or rejects gives normal priority, and every policy still applies', async () => {
+    const unhandled = await unhandledDuring(async () => {
+      for (const priority of [
+        () => {
+          throw new Error('no tenant table');
+        },
+        (async () => {
+          throw new Error('no tenant table');
+        }) as unknown as () => 'normal',
+      ]) {
+        const warnings: string[] = [];
+        app = await make(
+          {
+            policies: [{ name: 'default', limit: 1, windowMs: 60_000 }],
+            shed: { maxInFlight: 10, priority },
+            logger: { warn: (_f: unknown, m: string) => warnings.push(m), error: (_f: unknown, m: string) => warnings.push(m) },
+          },
+          gate(),
+        );
+        expect((await get(app.server, '/health').done).status).toBe(200);
+        expect((await get(app.server, '/health').done).status).toBe(429);
+        expect(warnings.filter((w) => w.startsWith('ERR_RL_HANDLER_FAILED'))).toEqual([]);
+        await app.close();
+        app = undefined;
+      }
+    });
+    expect(unhandled).toEqual([]);
+  });
+
+  it('a queued request whose client leaves is no misconfiguration: no WRN_RL_RESPONSE_STARTED for it', async () => {
+    const g = gate();
+    const warnings: string[] = [];
+    app = await make(
+      {
+        policies: [{ name: 'one-at-a-time', algorithm: 'concurrency', limit: 1, queue: { size: 5, timeoutMs: 3_000 } }],
+        logger: { warn: (_f: unknown, m: string) => warnings.push(m), error: (_f: unknown, m: string) => warnings.push(m) },
+      },
+      g,
+    );
+    const first = get(app.server, '/slow');
+    await until(() => g.waiting === 1);
+    const queued = get(app.server, '/slow');
+    queued.done.catch(() => {});
+    await new Promise((r) => setTimeout(r, 50));
+    queued.abort();
+    await new Promise((r) => setTimeout(r, 50));
+    g.open();
+    expect((await first.done).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(warnings.filter((w) => w.startsWith('WRN_RL_RESPONSE_STARTED'))).toEqual([]);
   });
 
   it('sheds low priority first and keeps room for critical requests (health checks)', async () => {

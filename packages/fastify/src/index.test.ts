@@ -94,6 +94,8 @@ describe('@tollgate/fastify', () => {
     [{ rateLimit: 'yes' }, /ERR_RL_INVALID_ROUTE_CONFIG/],
     [{ rateLimit: { headers: 'draft-8' } }, /ERR_RL_INVALID_HEADERS/],
     [{ rateLimit: { hook: 'onSend' } }, /ERR_RL_INVALID_HOOK: 'GET \/bad config.rateLimit.hook'/],
+    // `global` is the plugin's: on a route it would be ignored, so it is refused.
+    [{ rateLimit: { global: false } }, /ERR_RL_UNKNOWN_OPTION: 'GET \/bad config.rateLimit.global' is a plugin option/],
   ])('fails at startup for a bad route config %o', async (config, error) => {
     const a = app();
     await a.register(fastifyRateLimit, { policies, clock });

@@ -281,6 +281,23 @@ function decorate(fastify: FastifyInstance, base: RateLimitHandler<FastifyReques
     });
 }
 
+/** Throws when a route's `config.rateLimit` is neither options nor `false`, or holds the plugin-only `global`. */
+function checkRouteOptions(own: unknown, path: string): void {
+  if (own === undefined) return;
+  if (own === null || typeof own !== 'object' || Array.isArray(own)) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_ROUTE_CONFIG', path, 'must be an options object or false', own);
+  }
+  if ('global' in own) {
+    // `global` chooses which routes the plugin limits; a route's own options cannot hold it (it would be ignored).
+    throw new RateLimitConfigError(
+      'ERR_RL_UNKNOWN_OPTION',
+      `${path}.global`,
+      'is a plugin option; a route opts out with config.rateLimit: false',
+      (own as Record<string, unknown>).global,
+    );
+  }
+}
+
 async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimitOptions): Promise<void> {
   const context = { adapterKeys: ADAPTER_KEYS, appLogger: fastify.log };
   const base = createRateLimitHandler<FastifyRequest>(options, context);
@@ -328,15 +345,8 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     for (const m of methodsOf(route.method)) seen.add(`${m} ${route.url}`);
     const own = route.config?.rateLimit;
     if (own === false || (own === undefined && !global)) return;
-    if (own !== undefined && (own === null || typeof own !== 'object' || Array.isArray(own))) {
-      throw new RateLimitConfigError(
-        'ERR_RL_INVALID_ROUTE_CONFIG',
-        `${route.method} ${route.url} config.rateLimit`,
-        'must be an options object or false',
-        own,
-      );
-    }
     const path = `${route.method} ${route.url} config.rateLimit`;
+    checkRouteOptions(own, path);
     const handler = own === undefined ? base : handlerFor(own, methodsOf(route.method), route.url);
     if (own !== undefined) for (const m of methodsOf(route.method)) routes.set(`${m} ${route.url}`, handler.limiter);
     const at = own?.hook === undefined ? hook : hookOf(own.hook, `${path}.hook`);

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { formatLine, type LogFields } from '../logging.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { Store, StorePlan, StoreResult } from '../stores/store.js';
+import { unhandledDuring } from '../testing/unhandled.js';
 import type { Decision, Logger } from '../types.js';
 import { createLimiter, type LimiterEvents } from './create-limiter.js';
 
@@ -221,12 +222,7 @@ describe('failure mode', () => {
   });
 
   it('an async event listener that rejects is logged as one that throws, never an unhandled rejection', async () => {
-    const unhandled: unknown[] = [];
-    const onUnhandled = (reason: unknown): void => {
-      unhandled.push(reason);
-    };
-    process.on('unhandledRejection', onUnhandled);
-    try {
+    const unhandled = await unhandledDuring(async () => {
       const store = new FlakyStore();
       store.mode = 'reject';
       const logger = recordingLogger();
@@ -237,10 +233,8 @@ describe('failure mode', () => {
       expect(await limiter.check('k')).toMatchObject({ allowed: true, degraded: true });
       await new Promise((r) => setImmediate(r));
       expect(logger.errors.filter((e) => e.startsWith('ERR_RL_LISTENER_THREW: an event listener threw or rejected'))).toHaveLength(1);
-      expect(unhandled).toEqual([]);
-    } finally {
-      process.off('unhandledRejection', onUnhandled);
-    }
+    });
+    expect(unhandled).toEqual([]);
   });
 
   it('a check in flight when its limiter closes is still answered in time, by the failure mode', async () => {

@@ -9,6 +9,7 @@
 import { monotonicClock } from '../clock.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, positiveInteger, readOptions } from '../internal/read-options.js';
+import { catchRejection } from '../internal/rejection.js';
 import type { Clock } from '../types.js';
 import { createEventLoopDelaySampler, type EventLoopDelaySampler } from './event-loop-delay.js';
 import {
@@ -196,8 +197,11 @@ class Shedder implements LoadShedder {
 
   priorityOf(request: unknown): ShedPriority {
     if (this.priorityFn === undefined) return 'critical';
-    const p = this.priorityFn(request);
-    return SHED_PRIORITIES.includes(p) ? p : 'normal';
+    const p: unknown = this.priorityFn(request);
+    if (SHED_PRIORITIES.includes(p as ShedPriority)) return p as ShedPriority;
+    // A promise (an async priority) cannot be waited for here: observed, so its rejection is never unhandled.
+    catchRejection(p, () => undefined);
+    return 'normal';
   }
 
   acquire(priority: ShedPriority = 'critical'): ShedTicket | undefined {

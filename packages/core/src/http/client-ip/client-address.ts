@@ -58,13 +58,15 @@ export function ignoreForwarding(view: RequestView, config: ClientAddressConfig,
   if (sent === undefined) return;
   // A text here was read as an address before (it is only passed for a remembered socket address).
   const address = typeof peer === 'string' ? (parseIpAddress(peer) as IpAddress) : peer;
+  // The address is the client's: it travels in the fields (which a logger can redact), never in the text.
   view.diagnostics.warn(
     'WRN_RL_UNTRUSTED_FORWARDED_HEADER',
-    `A request from ${formatIpAddress(address)} carries the ${HEADER_LABEL[sent]} header, but that peer is not in ` +
+    `A request carries the ${HEADER_LABEL[sent]} header, but its peer (the field 'peer') is not in ` +
       "keys.ip({ trustedProxies }), so the header is ignored and the peer's own address is the key. If this server " +
       "runs behind a proxy or load balancer, list the proxy's addresses (e.g. trustedProxies: ['10.0.0.0/8'] or " +
       "'private'); never trust everyone. If clients connect directly, this warning is expected: switch it off with " +
       'validate: { WRN_RL_UNTRUSTED_FORWARDED_HEADER: false }.',
+    { peer: formatIpAddress(address) },
   );
 }
 
@@ -77,9 +79,10 @@ export function clientBehindProxy(view: RequestView, config: ClientAddressConfig
     if (present(view.headers, other)) {
       view.diagnostics.warn(
         'WRN_RL_IGNORED_FORWARDED_HEADER',
-        `The trusted proxy ${formatIpAddress(socket)} sent ${HEADER_LABEL[other]} but keys.ip() reads ` +
+        `A trusted proxy (the field 'proxy') sent ${HEADER_LABEL[other]} but keys.ip() reads ` +
           `${HEADER_LABEL[header]} (option 'header'), so every client behind it shares the proxy's key. ` +
           `Set header: '${other}' if that is the header your proxy writes.`,
+        { proxy: formatIpAddress(socket) },
       );
     }
     return socket;
@@ -91,9 +94,10 @@ export function clientBehindProxy(view: RequestView, config: ClientAddressConfig
     if (address === undefined) {
       view.diagnostics.warn(
         'WRN_RL_MALFORMED_FORWARDED_HEADER',
-        `${header === 'x-forwarded-for' ? 'An' : 'A'} ${HEADER_LABEL[header]} entry next to the trusted hop ${formatIpAddress(client)} is not an IP address ` +
+        `${header === 'x-forwarded-for' ? 'An' : 'A'} ${HEADER_LABEL[header]} entry next to a trusted hop (the field 'hop') is not an IP address ` +
           "(empty, garbage, 'unknown', obfuscated or oversized), so the walk stopped there and that hop is the key. " +
           'If your proxies write such entries, the clients behind them share one key.',
+        { hop: formatIpAddress(client) },
       );
       return client;
     }

@@ -4,6 +4,7 @@
  * warning; the default body is serialized once, and rebuilt only when a hook may change it.
  */
 import type { Diagnostics } from '../../diagnostics.js';
+import { catchRejection } from '../../internal/rejection.js';
 import { isPromiseLike } from '../../stores/store.js';
 import type { Decision } from '../../types.js';
 import type { HeaderPair } from '../response/header-values.js';
@@ -27,10 +28,12 @@ export class CustomBody<Req> {
   /** The plan of a rejection with the user's body, or `plan` itself. */
   async apply(plan: ResponsePlan, decision: Decision, request: Req, diagnostics: Diagnostics): Promise<ResponsePlan> {
     if (plan.problem === undefined || plan.status === undefined) return plan;
-    const problem = this.extend(plan.problem, request, diagnostics);
+    const members = this.extend(plan.problem, request, diagnostics);
     const { action, status, headers: planHeaders, delayMs } = plan;
+    const extended = members === plan.problem ? undefined : serialized(members, diagnostics);
+    const problem = extended === undefined ? plan.problem : members;
     const withProblem: ResponsePlan =
-      problem === plan.problem ? plan : { action, status, headers: planHeaders, problem, body: JSON.stringify(problem), delayMs };
+      extended === undefined ? plan : { action, status, headers: planHeaders, problem, body: extended, delayMs };
     const onLimited = this.onLimited;
     if (onLimited === undefined) return withProblem;
     const r = await this.hooks.call(() => onLimited({ request, decision, status, problem }));
@@ -55,6 +58,16 @@ export class CustomBody<Req> {
       return withProblem;
     }
     const contentType = contentTypeOf(custom.contentType, typeof custom.body === 'string');
+    if (!HEADER_VALUE.test(contentType)) {
+      this.hooks.returned(
+        diagnostics,
+        'onLimited',
+        contentType,
+        'a contentType a header can carry',
+        `the default ${PROBLEM_CONTENT_TYPE} body was sent.`,
+      );
+      return withProblem;
+    }
     const headers: HeaderPair[] = plan.headers.map((h) => (h[0] === 'Content-Type' ? ['Content-Type', contentType] : h));
     return { action, status, headers, problem: withProblem.problem, body, delayMs };
   }
@@ -67,6 +80,8 @@ export class CustomBody<Req> {
       if (extra === undefined || extra === null) return problem;
       // Spreading a string, an array or a promise (an async extend) would write its indexes, or nothing.
       if (typeof extra !== 'object' || Array.isArray(extra) || isPromiseLike(extra)) {
+        // An async extend is not waited for; its rejection is observed, never unhandled.
+        catchRejection(extra, () => undefined);
         this.hooks.returned(
           diagnostics,
           'problem.extend',
@@ -87,6 +102,26 @@ export class CustomBody<Req> {
       });
       return problem;
     }
+  }
+}
+
+/** What Node's `setHeader` accepts in a value: tabs, visible ASCII and Latin-1, no CR, LF or NUL. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]+$/;
+
+/** The extended problem details as JSON; undefined (with a warning) when they cannot be (a BigInt member, a cycle): the default body then. */
+function serialized(problem: ProblemDetails, diagnostics: Diagnostics): string | undefined {
+  try {
+    return JSON.stringify(problem);
+  } catch (error) {
+    diagnostics.warn(
+      'WRN_RL_HOOK_FAILED',
+      'problem.extend returned members that are not JSON; the problem details were sent without them.',
+      {
+        hook: 'problem.extend',
+        err: error,
+      },
+    );
+    return undefined;
   }
 }
 

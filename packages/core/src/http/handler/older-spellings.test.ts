@@ -66,6 +66,12 @@ describe('older spellings of adapter options', () => {
     const pkError = (spelling: string) => configError(() => parse({ headers: 'draft-7', [spelling]: { secret: 'x'.repeat(32) } }));
     expect([pkError('pk').option, pkError('partitionKey').option]).toEqual(['pk', 'partitionKey']);
     expect(pkError('partitionKey').code).toBe('ERR_RL_INVALID_PK');
+    // A bad secret, and a bad shedder option, by the spelling written too (they used to say pk. and shed.).
+    const secret = (spelling: string) => configError(() => parse({ [spelling]: { secret: 'short' } })).option;
+    expect([secret('pk'), secret('partitionKey')]).toEqual(['pk.secret', 'partitionKey.secret']);
+    const cap = (spelling: string) => configError(() => parse({ [spelling]: { maxInFlight: 0 } })).option;
+    expect([cap('shed'), cap('loadShedding')]).toEqual(['shed.maxInFlight', 'loadShedding.maxInFlight']);
+    expect(configError(() => parse({ loadShedding: { bogus: 1 } })).option).toBe('loadShedding.bogus');
   });
 
   it('lists every rename once, each current name an option the parser accepts', () => {

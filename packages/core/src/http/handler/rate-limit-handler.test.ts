@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimitConfigError } from '../../errors.js';
 import { formatLine, type LogFields } from '../../logging.js';
+import { unhandledDuring } from '../../testing/unhandled.js';
 import type { Decision, Logger } from '../../types.js';
 import { createRateLimitHandler, type RequestInput, UNKEYED_KEY } from './rate-limit-handler.js';
 import type { RateLimitOptions } from './rate-limit-options.js';
@@ -136,6 +137,37 @@ describe('createRateLimitHandler', () => {
     expect(logger.warnings.filter((w) => w.startsWith('WRN_RL_HOOK_FAILED'))).toHaveLength(1);
   });
 
+  it('sends the default body when a hook returns what cannot be sent, never letting the request through', async () => {
+    const unhandled = await unhandledDuring(async () => {
+      const circular: Record<string, unknown> = {};
+      circular.self = circular;
+      const cases: Partial<RateLimitOptions<FakeReq>>[] = [
+        { problem: { extend: () => ({ big: 10n }) } },
+        { problem: { extend: () => ({ circular }) } },
+        {
+          problem: {
+            extend: (async () => {
+              throw new Error('async extend');
+            }) as never,
+          },
+        },
+        { onLimited: () => ({ body: 'slow down', contentType: 'text/plain; note=\u201cquoted\u201d' }) },
+        { onLimited: () => ({ body: 'slow down', contentType: 'text/plain\r\nX-Injected: 1' }) },
+      ];
+      for (const options of cases) {
+        const { handler, logger } = make(options);
+        await handler.handle(input({ id: 'a' }));
+        await handler.handle(input({ id: 'b' }));
+        const limited = await handler.handle(input({ id: 'c' }));
+        expect(limited?.plan.status).toBe(429);
+        expect(JSON.parse(limited?.plan.body as string)).toMatchObject({ status: 429, title: 'Too Many Requests' });
+        expect(Object.fromEntries(limited?.plan.headers ?? [])['Content-Type']).toBe('application/problem+json');
+        expect(logger.warnings.filter((w) => w.startsWith('WRN_RL_HOOK_FAILED'))).toHaveLength(1);
+      }
+    });
+    expect(unhandled).toEqual([]);
+  });
+
   it('survives a throwing onDecision', async () => {
     const { handler, logger } = make({
       onDecision: () => {
@@ -147,12 +179,7 @@ describe('createRateLimitHandler', () => {
   });
 
   it('survives an async onDecision that rejects: a warning, never an unhandled rejection', async () => {
-    const unhandled: unknown[] = [];
-    const onUnhandled = (reason: unknown): void => {
-      unhandled.push(reason);
-    };
-    process.on('unhandledRejection', onUnhandled);
-    try {
+    const unhandled = await unhandledDuring(async () => {
       const { handler, logger } = make({
         onDecision: async () => {
           throw new Error('metrics down');
@@ -162,10 +189,8 @@ describe('createRateLimitHandler', () => {
       await new Promise((r) => setImmediate(r));
       expect(logger.warnings).toHaveLength(1);
       expect(logger.warnings[0]).toMatch(/^WRN_RL_HOOK_FAILED: onDecision threw or rejected/);
-      expect(unhandled).toEqual([]);
-    } finally {
-      process.off('unhandledRejection', onUnhandled);
-    }
+    });
+    expect(unhandled).toEqual([]);
   });
 
   it('uses the request logger when no logger is configured, warning once across loggers', async () => {

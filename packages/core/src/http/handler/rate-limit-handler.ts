@@ -13,7 +13,7 @@ import { createLimiter } from '../../limiter/create-limiter.js';
 import type { Limiter } from '../../limiter/limiter.js';
 import { consoleLogger, createLogGate, isAbstractNoopLogger, type Logger, safeLog, toLogger } from '../../logging.js';
 import { ShedObserver } from '../../observability/shed-observer.js';
-import type { ShedTicket } from '../../shedding/load-shedder.js';
+import type { LoadShedder, ShedPriority, ShedTicket } from '../../shedding/load-shedder.js';
 import { isPromiseLike } from '../../stores/store.js';
 import type { Decision } from '../../types.js';
 import { createPartitionKey } from '../keys/partition-key.js';
@@ -164,15 +164,15 @@ function createRun<Req>(
     const logger = loggers.of(input);
     let ticket: ShedTicket | undefined;
     try {
+      const diagnostics = loggers.diagnostics(logger);
       if (shedder !== undefined) {
-        const priority = shedder.priorityOf(input.request);
+        const priority = priorityOf(shedder, input.request, diagnostics);
         ticket = shedder.acquire(priority);
         if (ticket === undefined) {
           shedObserver?.shed(priority, input.route);
           return writeShed({ retryAfterMs: shedder.retryAfterMs, priority, state: shedder.state() }, out);
         }
       }
-      const diagnostics = loggers.diagnostics(logger);
       const handled = decider.handle(input, diagnostics, out.raw);
       const outcome = isPromiseLike(handled)
         ? handled.then((h) => answer(input, out, h, diagnostics, ticket))
@@ -221,4 +221,17 @@ function createRun<Req>(
   }
 
   return { run, holds };
+}
+
+/** The shedder's priority of `request`; a priority function that throws gives 'normal', with a warning, never a bypass. */
+function priorityOf<Req>(shedder: LoadShedder<Req>, request: Req, diagnostics: Diagnostics): ShedPriority {
+  try {
+    return shedder.priorityOf(request);
+  } catch (error) {
+    diagnostics.warn('WRN_RL_HOOK_FAILED', "loadShedding.priority threw; the request was given the priority 'normal'.", {
+      hook: 'loadShedding.priority',
+      err: error,
+    });
+    return 'normal';
+  }
 }

@@ -20,7 +20,7 @@ import { LIMITER_KEYS as LIMITER_OPTION_KEYS, type LimiterOptions } from '../../
 import { createLoadShedder, isLoadShedder, type LoadShedder, type LoadShedderOptions } from '../../shedding/load-shedder.js';
 import type { Clock, Decision, Logger } from '../../types.js';
 import { keys } from '../keys/keys.js';
-import type { PartitionKeyOptions } from '../keys/partition-key.js';
+import { createPartitionKey, type PartitionKeyOptions } from '../keys/partition-key.js';
 import type { KeyFunction } from '../request-view.js';
 import { HEADER_MODES, type HeaderMode, type HeadersOption } from '../response/header-mode.js';
 import { headerModes } from '../response/header-writer.js';
@@ -266,8 +266,9 @@ function parseLogRate(value: unknown, path: string): Readonly<Required<LogRateOp
   });
 }
 
-function shedderOf<Req>(value: RateLimitOptions<Req>['loadShedding']): LoadShedder<Req> | undefined {
-  return value === undefined ? undefined : isLoadShedder(value) ? value : createLoadShedder(value);
+/** The load shedder of `value`; `path` is the option as the user spelled it (`loadShedding`, or `shed`), for errors. */
+function shedderOf<Req>(value: RateLimitOptions<Req>['loadShedding'], path: string): LoadShedder<Req> | undefined {
+  return value === undefined ? undefined : isLoadShedder(value) ? value : createLoadShedder(value, path);
 }
 
 /** The key factories themselves: `key: keys.ip` (not called) would answer every request with a function as key. */
@@ -364,6 +365,8 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     );
   }
 
+  // Checked here, once, so that an error names the option as the user spelled it (the handler builds it).
+  if (partitionKey !== undefined && partitionKey !== false) createPartitionKey(partitionKey, spelled('partitionKey'));
   checkKeyOption(options.key);
   checkLogger(options.logger, 'logger');
   return Object.freeze({
@@ -382,7 +385,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     onLimited: optionalFunction(options.onLimited, 'onLimited', '({ problem }) => ({ body: { error: problem.title } })'),
     onDecision: optionalFunction(options.onDecision, 'onDecision', '(decision, req) => metrics.record(decision)'),
     validate,
-    shedder: shedderOf(options.loadShedding),
+    shedder: shedderOf(options.loadShedding, spelled('loadShedding')),
     hookTimeoutMs: positiveIntegerOr(options.callbackTimeoutMs, spelled('callbackTimeoutMs'), DEFAULT_CALLBACK_TIMEOUT_MS, '5000'),
     logRate: parseLogRate(options.logLimit, spelled('logLimit')),
     adapterOptions: Object.freeze(adapterOptions),

@@ -17,6 +17,12 @@ export function started(target: ResponseTarget): boolean {
   return raw.headersSent || raw.writableEnded || raw.destroyed === true || (target.sent?.() ?? false);
 }
 
+/** The connection closed before anything was written: the client went away, nothing else answered. */
+function clientLeft(target: ResponseTarget): boolean {
+  const raw = target.raw;
+  return raw.destroyed === true && !raw.headersSent && !raw.writableEnded && !(target.sent?.() ?? false);
+}
+
 /**
  * Writes the plan; synchronous unless a shaping delay has to be waited out. `left(limiter, decision,
  * diagnostics)` is called when the client goes away during that delay: it is never served, so its
@@ -33,12 +39,14 @@ export function writePlan(
   out.attach(decision);
   if (started(out)) {
     // Something answered before the decision came (a timeout middleware, a stream): never write to it.
-    diagnostics.warn(
-      'WRN_RL_RESPONSE_STARTED',
-      'the response had already started when the rate-limit decision came; no header was written. ' +
-        'A rejected request is aborted rather than let through.',
-      { action: plan.action, status: plan.status },
-    );
+    // A connection closed with nothing written is a client that left (during a queue wait): no misconfiguration to report.
+    if (!clientLeft(out))
+      diagnostics.warn(
+        'WRN_RL_RESPONSE_STARTED',
+        'the response had already started when the rate-limit decision came; no header was written. ' +
+          'A rejected request is aborted rather than let through.',
+        { action: plan.action, status: plan.status },
+      );
     if (plan.action === 'pass') return 'next';
     if (!out.raw.writableEnded) out.raw.destroy();
     out.abandon();

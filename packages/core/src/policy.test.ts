@@ -79,7 +79,7 @@ const cases: { name: string; policy: unknown; code: string; option: string; fix:
     policy: { limit: 1, windowMs: 1000, max: 5 },
     code: 'ERR_RL_UNKNOWN_OPTION',
     option: 'policies[1].max',
-    fix: /is not a policy option \(valid: name, algorithm, limit, windowMs, burst, anchor, delayAfter, maxDelayMs, unit\)/,
+    fix: /is not a policy option \(valid: name, algorithm, limit, windowMs, burst, anchor, delayAfter, maxDelayMs, unit; in the adapters' options also key\)/,
   },
   {
     name: 'burst on a window algorithm',

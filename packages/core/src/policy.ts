@@ -57,7 +57,7 @@ function compileConcurrency(options: ConcurrencyPolicyOptions, path: string): Co
       throw new RateLimitConfigError(
         'ERR_RL_UNKNOWN_OPTION',
         `${path}.${key}`,
-        `is not an option of a concurrency policy (valid: ${Object.keys(CONCURRENCY_KEYS).join(', ')})`,
+        `is not an option of a concurrency policy (valid: ${Object.keys(CONCURRENCY_KEYS).join(', ')}; in the adapters' options also key)`,
         (options as unknown as Record<string, unknown>)[key],
       );
     }
@@ -217,7 +217,7 @@ function rejectUnknownPolicyKeys(options: PolicyOptions, path: string): void {
       throw new RateLimitConfigError(
         'ERR_RL_UNKNOWN_OPTION',
         `${path}.${key}`,
-        `is not a policy option (valid: ${Object.keys(POLICY_KEYS).join(', ')})`,
+        `is not a policy option (valid: ${Object.keys(POLICY_KEYS).join(', ')}; in the adapters' options also key)`,
         (options as unknown as Record<string, unknown>)[key],
       );
     }

@@ -76,4 +76,37 @@ describe('fastify: route limiters on the plugin store', () => {
     expect(app.rateLimit.routes.get('HEAD /items')).toBe(app.rateLimit.routes.get('GET /items'));
     await app.close();
   });
+
+  it("gives the HEAD Fastify adds to a route of several methods that route's budget, and keeps one URL on two hosts apart", async () => {
+    const store = new MemoryStore({ sweepIntervalMs: 0 });
+    const app = Fastify();
+    await app.register(fastifyRateLimit, { store, policies: { algorithm: 'fixed-window', limit: 100, windowMs: 60_000 }, key: () => 'k' });
+    const own = () => ({ rateLimit: { policies: { algorithm: 'fixed-window' as const, limit: 2, windowMs: 60_000 } } });
+    app.route({ method: ['GET', 'POST'], url: '/x', config: own(), handler: async () => 'x' });
+    app.get('/h', { constraints: { host: 'a.example' }, config: own() }, async () => 'a');
+    app.get('/h', { constraints: { host: 'b.example' }, config: own() }, async () => 'b');
+    await app.ready();
+    const codes = async (requests: { method: 'GET' | 'HEAD'; url: string; host?: string }[]) => {
+      const out: number[] = [];
+      for (const r of requests)
+        out.push((await app.inject({ method: r.method, url: r.url, headers: { host: r.host ?? 'localhost' } })).statusCode);
+      return out;
+    };
+    // HEAD shares GET,POST /x's two requests: it does not get two more.
+    expect(
+      await codes([
+        { method: 'GET', url: '/x' },
+        { method: 'HEAD', url: '/x' },
+        { method: 'HEAD', url: '/x' },
+      ]),
+    ).toEqual([200, 200, 429]);
+    expect(
+      await codes([
+        { method: 'GET', url: '/h', host: 'a.example' },
+        { method: 'GET', url: '/h', host: 'a.example' },
+        { method: 'GET', url: '/h', host: 'b.example' },
+      ]),
+    ).toEqual([200, 200, 200]);
+    await app.close();
+  });
 });

@@ -88,6 +88,12 @@ const makers: Record<string, Make> = {
       res.type('text/plain');
       pipeline(endless(), res, () => {});
     });
+    app.get('/progress', async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('started\n');
+      await g.wait();
+      res.end('done\n');
+    });
     const server = await listen(createServer(app));
     return { server, shedder: () => mw.shedder, close: () => new Promise((r) => server.close(() => r())) };
   },
@@ -102,6 +108,13 @@ const makers: Record<string, Make> = {
     app.get('/stream', (_request, reply) => {
       reply.type('text/plain').send(endless());
     });
+    app.get('/progress', async (_request, reply) => {
+      reply.hijack();
+      reply.raw.writeHead(200, { 'content-type': 'text/plain' });
+      reply.raw.write('started\n');
+      await g.wait();
+      reply.raw.end('done\n');
+    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     return { server: app.server, shedder: () => app.rateLimit.shedder, close: () => app.close() };
   },
@@ -115,6 +128,14 @@ const makers: Record<string, Make> = {
       if (ctx.path === '/stream') {
         ctx.type = 'text/plain';
         ctx.body = endless();
+        return;
+      }
+      if (ctx.path === '/progress') {
+        ctx.respond = false;
+        ctx.res.writeHead(200, { 'content-type': 'text/plain' });
+        ctx.res.write('started\n');
+        await g.wait();
+        ctx.res.end('done\n');
         return;
       }
       ctx.body = { ok: true };
@@ -232,6 +253,22 @@ describe.each(Object.keys(makers))('shed on %s', (name) => {
     s.abort();
     await until(() => app?.shedder()?.state().inFlight === 0);
     // The lease went back with it: the next request is admitted now, not leaseMs (a minute) later.
+    expect((await get(app.server, '/health').done).status).toBe(200);
+  });
+
+  it('keeps the lease of a handler that sent its headers and still works after the client left', async () => {
+    const g = gate();
+    app = await make({ policies: [{ name: 'one-at-a-time', algorithm: 'concurrency', limit: 1, leaseMs: 60_000 }] }, g);
+    const a = get(app.server, '/progress');
+    a.done.catch(() => {});
+    await a.firstChunk;
+    a.abort();
+    await new Promise((r) => setTimeout(r, 100));
+    // The handler still runs (headers sent, its work not done): its slot is not handed out.
+    expect((await get(app.server, '/health').done).status).toBe(429);
+    g.open();
+    await until(() => g.waiting === 0);
+    await new Promise((r) => setTimeout(r, 50));
     expect((await get(app.server, '/health').done).status).toBe(200);
   });
 

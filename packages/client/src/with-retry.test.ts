@@ -68,6 +68,16 @@ describe('withRetry', () => {
     })(URL_);
     await expect(call).rejects.toThrow('log sink down');
     expect(failing.calls).toHaveLength(1);
+
+    // One that never settles is not waited for past the call's deadline.
+    const stuck = scripted(refused(429, { 'retry-after': '1' }));
+    const hung = withRetry(stuck.fetch, { timeoutMs: 3_000, onRetry: () => new Promise(() => {}) })(URL_);
+    const outcome = hung.then(
+      () => 'resolved',
+      (e: { code?: string }) => e.code,
+    );
+    await vi.advanceTimersByTimeAsync(3_000);
+    expect(await outcome).toBe('ERR_RL_DEADLINE_EXCEEDED');
   });
 
   it("waits a RateLimit item's t when there is no Retry-After, and the HTTP-date form", async () => {

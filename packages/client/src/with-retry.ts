@@ -383,8 +383,11 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
           return give();
         }
         try {
-          // An async onRetry is waited for (a rejection ends the call as a throw does): never left unhandled.
-          await config.onRetry?.({ attempt: n + 1, delayMs, response, error, signal });
+          // An async onRetry is waited for (a rejection ends the call as a throw does), never past the
+          // call's deadline or the caller's abort; never left unhandled.
+          const told = config.onRetry?.({ attempt: n + 1, delayMs, response, error, signal });
+          if (call.signal !== undefined) await untilAborted(Promise.resolve(told), call.signal);
+          else await told;
         } finally {
           // The refused body is not read past onRetry: free its connection before waiting (or throwing).
           await response?.body?.cancel().catch(() => undefined);

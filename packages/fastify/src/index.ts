@@ -243,13 +243,26 @@ function nameSafe(part: string): string {
 }
 
 /**
- * A limiter name for a route's own limiter: the plugin's name (or 'route'), the route's methods and its
- * URL, each in the characters a name allows (`nameSafe`), hashed past 64 characters. GET and POST of one
- * URL, or `/users/:id` and `/users/~id`, never share a name, so never a budget on a store they share.
+ * A limiter name for a route's own limiter: the plugin's name (or 'route'), the route's methods, its URL
+ * and its constraints (host, version) if any, each in the characters a name allows (`nameSafe`), hashed
+ * past 64 characters. GET and POST of one URL, `/users/:id` and `/users/~id`, or one URL on two hosts,
+ * never share a name, so never a budget on a store they share.
  */
-function routeLimiterName(pluginName: string | undefined, methods: readonly string[], url: string): string {
-  const raw = [pluginName ?? 'route', methods.join(','), url].map(nameSafe).join('|');
+function routeLimiterName(pluginName: string | undefined, methods: readonly string[], url: string, constraints: string): string {
+  const parts = [pluginName ?? 'route', methods.join(','), url];
+  if (constraints !== '') parts.push(constraints);
+  const raw = parts.map(nameSafe).join('|');
   return raw.length <= 64 ? raw : `${raw.slice(0, 47)}~${createHash('sha256').update(raw).digest('hex').slice(0, 16)}`;
+}
+
+/** A route's constraints (`{ host, version }`) as text, keys sorted; '' when it has none. */
+function constraintsOf(route: RouteOptions): string {
+  const c = route.constraints as Record<string, unknown> | undefined;
+  if (c === undefined || c === null) return '';
+  return Object.keys(c)
+    .sort()
+    .map((k) => `${k}=${String(c[k])}`)
+    .join(',');
 }
 
 const methodsOf = (method: RouteOptions['method']): string[] => (Array.isArray(method) ? method : [method]).map(String);
@@ -318,24 +331,30 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
   const seen = new Set<string>();
   decorate(fastify, base, reg, routes);
 
-  function handlerFor(own: FastifyRateLimitRouteOptions, methods: readonly string[], url: string): RateLimitHandler<FastifyRequest> {
-    let byUrl = byConfig.get(own);
-    if (byUrl === undefined) {
-      byUrl = new Map();
-      byConfig.set(own, byUrl);
+  function handlerFor(own: FastifyRateLimitRouteOptions, route: RouteOptions): RateLimitHandler<FastifyRequest> {
+    let byRoute = byConfig.get(own);
+    if (byRoute === undefined) {
+      byRoute = new Map();
+      byConfig.set(own, byRoute);
     }
-    // HEAD is GET without a body: one budget.
+    // HEAD is GET without a body: one budget. Fastify adds the HEAD of a GET route with that route's
+    // options, also when the route has several methods: it joins the limiter whose methods hold GET.
+    const methods = methodsOf(route.method);
     const verbs = [...new Set(methods.map((m) => (m === 'HEAD' ? 'GET' : m)))].sort();
-    const route = `${verbs.join(',')} ${url}`;
-    let handler = byUrl.get(route);
+    const where = `${route.url} ${constraintsOf(route)}`;
+    const key = `${verbs.join(',')} ${where}`;
+    let handler = byRoute.get(key);
+    if (handler === undefined && methods.every((m) => m === 'HEAD')) {
+      for (const [k, h] of byRoute) if (k.endsWith(` ${where}`) && k.slice(0, k.indexOf(' ')).split(',').includes('GET')) handler = h;
+    }
     if (handler === undefined) {
       const merged = mergeRouteOptions(options, own);
       // A route's limiter keeps its own state beside the plugin's, also on a store they share: its own name.
-      const name = own.name ?? routeLimiterName(options.name, verbs, url);
+      const name = own.name ?? routeLimiterName(options.name, verbs, route.url, constraintsOf(route));
       // One server-wide shedder: a route shares the plugin's unless it brings its own.
       const loadShedding = own.loadShedding ?? own.shed ?? base.shedder;
       handler = createRateLimitHandler<FastifyRequest>({ ...merged, name, shed: undefined, loadShedding }, context);
-      byUrl.set(route, handler);
+      byRoute.set(key, handler);
       handlers.push(handler);
     }
     return handler;
@@ -347,7 +366,7 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     if (own === false || (own === undefined && !global)) return;
     const path = `${route.method} ${route.url} config.rateLimit`;
     checkRouteOptions(own, path);
-    const handler = own === undefined ? base : handlerFor(own, methodsOf(route.method), route.url);
+    const handler = own === undefined ? base : handlerFor(own, route);
     if (own !== undefined) for (const m of methodsOf(route.method)) routes.set(`${m} ${route.url}`, handler.limiter);
     const at = own?.hook === undefined ? hook : hookOf(own.hook, `${path}.hook`);
     const existing = route[at];

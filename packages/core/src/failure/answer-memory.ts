@@ -14,7 +14,8 @@
  * Bounded: at most `capacity` keys per plan (10,000 by default); a new key past that forgets the
  * oldest remembered one, which then starts from the local limiter's `localShare` as before. A record
  * is four numbers per enforced policy. Nothing of this exists unless the limiter answers by `'local'`
- * and its store can fail (Redis): a MemoryStore never fails, and `'open'`/`'closed'` keep
+ * and its store can fail (any store but a MemoryStore: Redis, a custom store; its answers, synchronous
+ * ones included, are remembered): a MemoryStore never fails, and `'open'`/`'closed'` keep
  * no budget.
  */
 import type { CompiledPolicy } from '../algorithms/kernel.js';

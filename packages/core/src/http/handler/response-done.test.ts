@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { onResponseDone } from './response-done.js';
 
 class FakeResponse extends EventEmitter {
@@ -54,5 +54,43 @@ describe('onResponseDone', () => {
     const calls: boolean[] = [];
     onResponseDone(res, (f) => calls.push(f));
     expect(calls).toEqual([true]);
+  });
+
+  it('after the connection closed, headers sent or not, waits for the handler; a piped body that lets go is done', () => {
+    const res = new FakeResponse();
+    const calls: boolean[] = [];
+    onResponseDone(res, (f) => calls.push(f));
+    // Headers sent, then the connection closed: the handler may still be writing (an export): not done.
+    res.destroyed = true;
+    res.emit('close');
+    expect(calls).toEqual([]);
+    // A stream piped into the response unpipes when the connection closes: nothing will end it.
+    res.emit('unpipe');
+    expect(calls).toEqual([false]);
+    res.end();
+    expect(calls).toEqual([false]);
+    expect(res.listenerCount('unpipe')).toBe(0);
+  });
+
+  it('with maxHoldMs, gives up waiting that long after the close (a handler that never ends the response)', () => {
+    vi.useFakeTimers();
+    try {
+      const res = new FakeResponse();
+      const calls: boolean[] = [];
+      onResponseDone(res, (f) => calls.push(f), 1_000);
+      vi.advanceTimersByTime(5_000);
+      // Nothing closed yet: the bound counts from the close.
+      expect(calls).toEqual([]);
+      res.destroyed = true;
+      res.emit('close');
+      vi.advanceTimersByTime(999);
+      expect(calls).toEqual([]);
+      vi.advanceTimersByTime(1);
+      expect(calls).toEqual([false]);
+      res.end();
+      expect(calls).toEqual([false]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -1,14 +1,17 @@
 /**
  * @module `onResponseDone`: calls back exactly once when the handler is done with a response. That is
- * 'finish' (the whole response was written) in the common case. When the connection closes first:
- * - with the response already under way (its headers sent: a streamed body the client stopped reading,
- *   a stream that failed, a response the handler destroyed), the handler has answered, and nothing will
- *   end the response any more (Fastify and `stream.pipe` destroy it, they do not end it): done now;
- * - before that (the client went away while the handler works), the handler usually still runs; the slot
- *   it holds is given back only when it is done too, which is when it ends the response (`res.end()`,
- *   which express and Fastify call even on a closed connection) or right away if it already has. A
- *   handler that never ends its response keeps its concurrency lease until renewals stop (`maxLeaseMs`)
- *   and the lease expires.
+ * 'finish' (the whole response was written) in the common case. When the connection closes first (the
+ * client went away, or something destroyed the response), the handler may still run: a handler that
+ * sent its headers may keep working (an export, server-sent events), so headers alone say nothing.
+ * The slot it holds is given back only when it is done too, which is the first of:
+ * - the handler ends the response (`res.end()`, which express and Fastify call even on a closed
+ *   connection), or already has;
+ * - a body piped into the response lets go of it (`'unpipe'`: `stream.pipe`, `pipeline`, Fastify's
+ *   `reply.send(stream)` and Koa's stream bodies unpipe when the connection closes; nothing will end such
+ *   a response any more);
+ * - `maxHoldMs` after the close, when the caller gives one (a shed slot with no lease: a handler that
+ *   never ends the response, or destroyed it itself, gives the slot back then; a lease is bounded by its
+ *   renewals instead, `maxLeaseMs`).
  * The adapters release shed tickets and concurrency leases through it: once, never twice.
  */
 
@@ -17,10 +20,9 @@ export interface DoneResponse {
   readonly writableFinished?: boolean;
   readonly writableEnded?: boolean;
   readonly destroyed?: boolean;
-  readonly headersSent?: boolean;
   end: (...args: never[]) => unknown;
-  once(event: 'finish' | 'close', listener: () => void): unknown;
-  off(event: 'finish' | 'close', listener: () => void): unknown;
+  once(event: 'finish' | 'close' | 'unpipe', listener: () => void): unknown;
+  off(event: 'finish' | 'close' | 'unpipe', listener: () => void): unknown;
 }
 
 /** A signal aborted when `response` closes (the client went away, or the response is over). */
@@ -36,34 +38,38 @@ export function abortOnClose(response: Pick<DoneResponse, 'destroyed' | 'once'>)
  * so release now when the client already went away (Koa does not end a response it can no longer
  * write), else when the response is written (a streamed body outlives the handler).
  */
-export function onHandlerSettled(response: DoneResponse, done: (finished: boolean) => void): void {
+export function onHandlerSettled(response: DoneResponse, done: (finished: boolean) => void, maxHoldMs?: number): void {
   if (response.writableFinished !== true && (response.destroyed === true || response.writableEnded === true)) {
     done(false);
     return;
   }
-  onResponseDone(response, done);
+  onResponseDone(response, done, maxHoldMs);
 }
 
 /**
- * `done(finished)`: `finished` is true when the whole response was written, false when the client
- * went away first (then called once the handler ended the response).
+ * `done(finished)`: `finished` is true when the whole response was written, false when the connection
+ * closed first (then called once the handler is done with it: see the module doc).
  */
-export function onResponseDone(response: DoneResponse, done: (finished: boolean) => void): void {
+export function onResponseDone(response: DoneResponse, done: (finished: boolean) => void, maxHoldMs?: number): void {
   let called = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   function end(finished: boolean): void {
     if (called) return;
     called = true;
+    if (timer !== undefined) clearTimeout(timer);
     response.off('finish', finish);
     response.off('close', close);
+    response.off('unpipe', unpiped);
     done(finished);
   }
   const finish = (): void => end(true);
+  const unpiped = (): void => end(false);
   const close = (): void => {
-    if (response.writableFinished === true || response.writableEnded === true || response.headersSent === true) {
+    if (response.writableFinished === true || response.writableEnded === true) {
       end(response.writableFinished === true);
       return;
     }
-    // The client went away while the handler runs: wait for the handler to end the response.
+    // The handler may still run: wait for it to end the response, or for a piped body to let go.
     const original = response.end;
     response.end = ((...args: never[]) => {
       response.end = original;
@@ -73,6 +79,11 @@ export function onResponseDone(response: DoneResponse, done: (finished: boolean)
         end(false);
       }
     }) as DoneResponse['end'];
+    response.once('unpipe', unpiped);
+    if (maxHoldMs !== undefined) {
+      timer = setTimeout(() => end(false), maxHoldMs);
+      timer.unref?.();
+    }
   };
   if (response.writableFinished === true) {
     end(true);

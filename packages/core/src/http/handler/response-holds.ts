@@ -8,9 +8,22 @@ import type { Decision } from '../../types.js';
 import type { RawResponse, RunOutcome } from './handler-types.js';
 import { type DoneResponse, onHandlerSettled, onResponseDone } from './response-done.js';
 
+/**
+ * How long a shed slot with no lease stays taken after its connection closed with the response not
+ * ended (a handler that never ends it, or destroyed it itself): 60 s. A lease is bounded by its renewals
+ * (`maxLeaseMs`) instead.
+ */
+export const ABANDONED_HOLD_MS = 60_000;
+
+/** What one held response gives back, and how long it may wait after its connection closed. */
+interface Held {
+  readonly release: (finished: boolean) => void;
+  readonly maxHoldMs: number | undefined;
+}
+
 export class ResponseHolds {
   /** Releases waiting for their handler, by response, for `settled`. */
-  private readonly holding = new WeakMap<object, (finished: boolean) => void>();
+  private readonly holding = new WeakMap<object, Held>();
 
   /** `renewEveryMs`: half the shortest lease of the limiter's concurrency policies (0: none). */
   constructor(private readonly renewEveryMs: number) {}
@@ -29,33 +42,42 @@ export class ResponseHolds {
     const lease = decision?.release;
     const renew = decision?.renew;
     if (ticket === undefined && lease === undefined) return;
-    // Renewed while the handler runs, also after the client left (the slot is not handed to a new request
-    // while the abandoned handler still runs), until the lease says no more: `maxLeaseMs` after the grant
-    // renewals stop, so a handler that never answers (an async throw on Express 4) frees its key by then.
     let renewal: ReturnType<typeof setInterval> | undefined;
-    if (renew !== undefined && outcome === 'next' && this.renewEveryMs > 0) {
-      renewal = setInterval(() => {
-        if (!renew()) clearInterval(renewal);
-      }, this.renewEveryMs);
-      renewal.unref();
-    }
     const release = (finished: boolean): void => {
       if (renewal !== undefined) clearInterval(renewal);
       ticket?.release(finished && admitted);
       lease?.();
     };
     // The handler runs only on 'next'; otherwise nothing holds the slot.
-    if (outcome === 'next') this.hold(response, release);
-    else release(false);
+    if (outcome !== 'next') {
+      release(false);
+      return;
+    }
+    const held = this.hold(response, release, lease === undefined ? ABANDONED_HOLD_MS : undefined);
+    // Renewed while the handler runs, also after the client left (the slot is not handed to a new request
+    // while the abandoned handler still runs), until the lease says no more: `maxLeaseMs` after the grant
+    // renewals stop, and the hold ends with them, so a handler that never answers (an async throw on
+    // Express 4) frees its key, and its shed slot, by then.
+    if (held !== undefined && renew !== undefined && this.renewEveryMs > 0) {
+      renewal = setInterval(() => {
+        if (!renew()) held(false);
+      }, this.renewEveryMs);
+      renewal.unref();
+    }
   }
 
   /** The handler of `response` is done (Koa's `await next()`): what it holds goes back now if the client already left. */
   settled(response: object): void {
-    const release = this.holding.get(response);
-    if (release !== undefined) onHandlerSettled(response as DoneResponse, release);
+    const held = this.holding.get(response);
+    if (held !== undefined) onHandlerSettled(response as DoneResponse, held.release, held.maxHoldMs);
   }
 
-  private hold(response: RawResponse, release: (finished: boolean) => void): void {
+  /** Holds `release` until the handler is done with `response`; returns the once-only release, or undefined when that was at once. */
+  private hold(
+    response: RawResponse,
+    release: (finished: boolean) => void,
+    maxHoldMs: number | undefined,
+  ): ((finished: boolean) => void) | undefined {
     let done = false;
     const once = (finished: boolean): void => {
       if (done) return;
@@ -63,8 +85,9 @@ export class ResponseHolds {
       this.holding.delete(response);
       release(finished);
     };
-    this.holding.set(response, once);
+    this.holding.set(response, { release: once, maxHoldMs });
     // ServerResponse has 'finish', end() and writableFinished besides what RawResponse declares.
-    onResponseDone(response as unknown as DoneResponse, once);
+    onResponseDone(response as unknown as DoneResponse, once, maxHoldMs);
+    return done ? undefined : once;
   }
 }

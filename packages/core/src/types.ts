@@ -175,7 +175,8 @@ export interface Decision {
   /**
    * Present with `release`: moves the deadline of every lease of this decision to now + `leaseMs`, so a
    * long request keeps its slot (the adapters renew every `leaseMs / 2` while the handler runs).
-   * Returns false when a lease had already expired or been released.
+   * Returns false when a lease had already expired or been released, or when its renewals are over
+   * (`maxLeaseMs` after the grant; the lease then ends by itself at its deadline).
    */
   readonly renew?: (() => boolean) | undefined;
   /** The plan that applied (`'default'` for the one-plan `policies` form). Always set by a limiter. */

@@ -391,6 +391,13 @@ describe('clock', () => {
     await expect(limiter.check('k')).rejects.toThrow(/ERR_RL_INVALID_CLOCK: the clock returned NaN/);
     now = '5';
     expect(() => limiter.decide('k')).toThrow(TypeError);
+    // Past ±2^43 ms (a nanosecond clock, 1e300): refused, not answered with waits off by orders of magnitude.
+    for (const reading of [1.7e18, 1e300, -(2 ** 44)]) {
+      now = reading;
+      expect(() => limiter.decide('k')).toThrow(/ERR_RL_INVALID_CLOCK: the clock returned .*within ±2\^43/);
+    }
+    now = Date.now();
+    expect(limiter.decide('k')).toMatchObject({ allowed: true });
   });
 
   it('fractional clock readings are floored to the ms', () => {

@@ -59,8 +59,13 @@ export class ResponseHolds {
     // renewals stop, and the hold ends with them, so a handler that never answers (an async throw on
     // Express 4) frees its key, and its shed slot, by then.
     if (held !== undefined && renew !== undefined && this.renewEveryMs > 0) {
+      const leaseMs = 2 * this.renewEveryMs;
       renewal = setInterval(() => {
-        if (!renew()) held(false);
+        if (renew()) return;
+        // Renewals are over (maxLeaseMs) or the lease is gone: it ends by itself at its deadline; the hold
+        // (the shed slot too) ends a lease time later (the shortest policy's), not at once.
+        clearInterval(renewal);
+        setTimeout(() => held(false), leaseMs).unref();
       }, this.renewEveryMs);
       renewal.unref();
     }

@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../logging.js';
 import { safeLog } from '../logging.js';
-import type { Store, StorePlan } from '../stores/store.js';
+import type { Store, StoreKey, StorePlan } from '../stores/store.js';
 import { type ErrorScope, errorScopeOf } from './error-scope.js';
 import { type BreakerConfig, type BreakerState, NodeHealth } from './node-health.js';
 import { StoreTimeoutError } from './store-timeout-error.js';
@@ -127,6 +127,26 @@ export class StoreGuard {
   nodeOf(key: string): string {
     const store = this.config.store;
     return store.nodeOf === undefined ? WHOLE_STORE : store.nodeOf(key, this.config.plan);
+  }
+
+  /**
+   * The node a call for `key` goes to: for the keys of several policies on different nodes (a Cluster),
+   * all of them, sorted and joined by '+'. Such a call needs every one of them, so its silence or failure
+   * is that combination's, with a breaker of its own: never charged to a healthy node alone, whose own
+   * keys then stay exact (the first key's node used to take the blame).
+   */
+  nodeOfKey(key: StoreKey): string {
+    if (typeof key === 'string') return this.nodeOf(key);
+    const first = this.nodeOf(key[0] as string);
+    let nodes: string[] | undefined;
+    for (let i = 1; i < key.length; i++) {
+      const node = this.nodeOf(key[i] as string);
+      if (node !== first && nodes?.includes(node) !== true) {
+        if (nodes === undefined) nodes = [first];
+        nodes.push(node);
+      }
+    }
+    return nodes === undefined ? first : nodes.sort().join('+');
   }
 
   /** True when a call for `node` may go to the store now. */

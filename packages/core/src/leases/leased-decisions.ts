@@ -15,7 +15,7 @@ import { costOf, type Target, type Targets } from '../limiter/target.js';
 import type { DecisionObserver } from '../observability/decision-observer.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { F_CHARGED, isPromiseLike, keyAt, R_FLAGS, RESULT_STRIDE, type Store, type StoreResult } from '../stores/store.js';
+import { F_CHARGED, isPromiseLike, R_FLAGS, RESULT_STRIDE, type Store, type StoreResult } from '../stores/store.js';
 import type { CheckOptions, Decision } from '../types.js';
 import { type LeaseKeeper, leftQueue, waitsOut } from './lease-keeper.js';
 import { aborted } from './lease-queue.js';
@@ -102,7 +102,7 @@ export class LeasedDecider {
     tries = 1,
   ): Decision | Promise<Decision> {
     const { plain, guard, timed, keeper, store } = this.parts;
-    const node = guard.nodeOf(keyAt(t.storeKey, 0));
+    const node = guard.nodeOfKey(t.storeKey);
     // The store lost leases this limiter holds (a restart, a failover): they go back before a new one
     // (waited for once, at most RESTORE_WAIT_MS); not while its node's breaker is open, when the failure mode answers.
     const restoring = restored || guard.refuses(node, at) ? undefined : keeper.restoring(store);

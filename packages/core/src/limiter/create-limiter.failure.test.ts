@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { formatLine, type LogFields } from '../logging.js';
 import { MemoryStore } from '../stores/memory-store.js';
-import type { Store, StorePlan, StoreResult } from '../stores/store.js';
+import type { Store, StoreKey, StorePlan, StoreResult } from '../stores/store.js';
 import { unhandledDuring } from '../testing/unhandled.js';
 import type { Decision, Logger } from '../types.js';
 import { createLimiter, type LimiterEvents } from './create-limiter.js';
@@ -58,9 +58,11 @@ class ScopedStore implements Store {
     return error instanceof Error && error.message.startsWith('WRONGTYPE') ? 'key' : 'node';
   }
 
-  apply(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
-    if (this.corrupt.has(key)) return Promise.reject(new Error('WRONGTYPE Operation against a key holding the wrong kind of value'));
-    if (this.down.has(this.nodeOf(key))) return Promise.reject(new Error('connection reset'));
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    const keys = typeof key === 'string' ? [key] : key;
+    if (keys.some((k) => this.corrupt.has(k)))
+      return Promise.reject(new Error('WRONGTYPE Operation against a key holding the wrong kind of value'));
+    if (keys.some((k) => this.down.has(this.nodeOf(k)))) return Promise.reject(new Error('connection reset'));
     return Promise.resolve(Float64Array.from(this.inner.apply(key, plan, cost, now)));
   }
 
@@ -363,6 +365,26 @@ describe('failure mode', () => {
     expect(events.every((e) => e.scope === 'key' && e.key === 'hot')).toBe(true);
     // One line, not 50: key errors are logged at most once per 10 s.
     expect(logger.errors.filter((e) => e.startsWith('ERR_RL_STORE_KEY_FAILED'))).toHaveLength(1);
+  });
+
+  it('a decision over keys on two nodes charges a failure to both together, never to the healthy one alone', async () => {
+    const store = new ScopedStore();
+    store.down.add('node-b');
+    const two = [
+      { name: 'pa', algorithm: 'fixed-window' as const, limit: 10, windowMs: 60_000 },
+      { name: 'pb', algorithm: 'fixed-window' as const, limit: 5, windowMs: 60_000 },
+    ];
+    const limiter = createLimiter({ policies: two, store, logger: recordingLogger(), onStoreError: 'closed', clock: () => 0 });
+    const events: LimiterEvents['store-error'][] = [];
+    limiter.on('store-error', (e) => events.push(e));
+    for (let i = 0; i < 5; i++) {
+      // pa's key is on the healthy node-a, pb's on node-b, which is down: the decision fails.
+      expect(await limiter.check({ pa: 'a:x', pb: 'b:y' })).toMatchObject({ degraded: true, allowed: false });
+      // node-a's own keys stay exact: its breaker never opened.
+      expect(await limiter.check(`a:user${i}`)).toMatchObject({ degraded: false, allowed: true });
+    }
+    expect(events.map((e) => e.node)).toEqual(Array.from({ length: events.length }, () => 'node-a+node-b'));
+    expect(events.length).toBeGreaterThan(0);
   });
 
   it('health is per node: a node that fails degrades only the keys it serves', async () => {

@@ -16,7 +16,7 @@ import type { CallFailure, StoreGuard } from '../failure/store-guard.js';
 import type { DecisionObserver } from '../observability/decision-observer.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { isPromiseLike, keyAt, type StoreResult } from '../stores/store.js';
+import { isPromiseLike, type StoreResult } from '../stores/store.js';
 import type { CheckOptions, Clock, Decision } from '../types.js';
 import type { DecisionBuilder } from './build-decision.js';
 import type { Counters } from './counters.js';
@@ -112,7 +112,7 @@ export class Decider {
    */
   private decideAt(t: Target, cost: number, at: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
     const guard = this.guard;
-    const node = guard.nodeOf(keyAt(t.storeKey, 0));
+    const node = guard.nodeOfKey(t.storeKey);
     if (!guard.allow(node, at)) return this.unreached(t, cost, at, node);
     const seq = guard.next();
     let r: StoreResult | Promise<StoreResult>;

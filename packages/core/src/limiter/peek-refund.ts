@@ -10,7 +10,7 @@ import { codedError, describeValue } from '../errors.js';
 import { CallFailure, type StoreGuard } from '../failure/store-guard.js';
 import { MILLI, toMilli } from '../internal/fixed-point.js';
 import { Receipt, type RefundResult } from '../plans/compiled-plan.js';
-import { F_CHARGED, isPromiseLike, keyAt, R_FLAGS, R_REMAINING, RESULT_STRIDE, type Store, type StoreResult } from '../stores/store.js';
+import { F_CHARGED, isPromiseLike, R_FLAGS, R_REMAINING, RESULT_STRIDE, type Store, type StoreResult } from '../stores/store.js';
 import type { ChargeReceipt, CheckOptions, Clock, Decision, RefundOptions } from '../types.js';
 import type { DecisionBuilder } from './build-decision.js';
 import type { LimiterKey } from './limiter.js';
@@ -44,7 +44,7 @@ function unsupported(store: Store, operation: string): TypeError {
 /** A store call watched like a check's; a failure comes back as the error it carries. */
 export async function watched<T>(guard: StoreGuard, storeKey: Target['storeKey'], pending: T | Promise<T>): Promise<T> {
   if (!isPromiseLike(pending)) return pending;
-  const node = guard.nodeOf(keyAt(storeKey, 0));
+  const node = guard.nodeOfKey(storeKey);
   const out = await guard.watch<T, T | CallFailure>(node, guard.next(), pending, same, same);
   if (out instanceof CallFailure) throw out.error;
   return out;

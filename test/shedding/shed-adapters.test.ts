@@ -188,6 +188,20 @@ async function until(check: () => boolean, ms = 3000): Promise<void> {
   }
 }
 
+/** The one slot stays taken (a 429) while the handler waits on `g`; once the handler ends, the next request is admitted. */
+async function heldUntilHandlerEnds(server: Server, g: Gate): Promise<void> {
+  expect((await get(server, '/health').done).status).toBe(429);
+  g.open();
+  await until(() => g.waiting === 0);
+  await new Promise((r) => setTimeout(r, 50));
+  expect((await get(server, '/health').done).status).toBe(200);
+}
+
+/** A logger that records each line's message into `lines`. */
+function recording(lines: string[]) {
+  return { warn: (_f: unknown, m: string) => lines.push(m), error: (_f: unknown, m: string) => lines.push(m) };
+}
+
 const POLICIES = [{ name: 'default', limit: 1000, windowMs: 60_000 }];
 
 describe.each(Object.keys(makers))('shed on %s', (name) => {
@@ -265,11 +279,7 @@ describe.each(Object.keys(makers))('shed on %s', (name) => {
     a.abort();
     await new Promise((r) => setTimeout(r, 100));
     // The handler still runs (headers sent, its work not done): its slot is not handed out.
-    expect((await get(app.server, '/health').done).status).toBe(429);
-    g.open();
-    await until(() => g.waiting === 0);
-    await new Promise((r) => setTimeout(r, 50));
-    expect((await get(app.server, '/health').done).status).toBe(200);
+    await heldUntilHandlerEnds(app.server, g);
   });
 
   it('renews the lease of an abandoned handler while it runs: its slot is not handed out before it is done', async () => {
@@ -281,11 +291,7 @@ describe.each(Object.keys(makers))('shed on %s', (name) => {
     a.abort();
     // Past leaseMs (renewed every 100 ms, for at most 5 x leaseMs): still held.
     await new Promise((r) => setTimeout(r, 500));
-    expect((await get(app.server, '/health').done).status).toBe(429);
-    g.open();
-    await until(() => g.waiting === 0);
-    await new Promise((r) => setTimeout(r, 50));
-    expect((await get(app.server, '/health').done).status).toBe(200);
+    await heldUntilHandlerEnds(app.server, g);
   });
 
   it('a priority function that throws or rejects gives normal priority, and every policy still applies', async () => {
@@ -303,7 +309,7 @@ describe.each(Object.keys(makers))('shed on %s', (name) => {
           {
             policies: [{ name: 'default', limit: 1, windowMs: 60_000 }],
             shed: { maxInFlight: 10, priority },
-            logger: { warn: (_f: unknown, m: string) => warnings.push(m), error: (_f: unknown, m: string) => warnings.push(m) },
+            logger: recording(warnings),
           },
           gate(),
         );
@@ -323,7 +329,7 @@ describe.each(Object.keys(makers))('shed on %s', (name) => {
     app = await make(
       {
         policies: [{ name: 'one-at-a-time', algorithm: 'concurrency', limit: 1, queue: { size: 5, timeoutMs: 3_000 } }],
-        logger: { warn: (_f: unknown, m: string) => warnings.push(m), error: (_f: unknown, m: string) => warnings.push(m) },
+        logger: recording(warnings),
       },
       g,
     );

@@ -341,7 +341,8 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     // options, also when the route has several methods: it joins the limiter whose methods hold GET.
     const methods = methodsOf(route.method);
     const verbs = [...new Set(methods.map((m) => (m === 'HEAD' ? 'GET' : m)))].sort();
-    const where = `${route.url} ${constraintsOf(route)}`;
+    const constraints = constraintsOf(route);
+    const where = `${route.url} ${constraints}`;
     const key = `${verbs.join(',')} ${where}`;
     let handler = byRoute.get(key);
     if (handler === undefined && methods.every((m) => m === 'HEAD')) {
@@ -350,7 +351,7 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     if (handler === undefined) {
       const merged = mergeRouteOptions(options, own);
       // A route's limiter keeps its own state beside the plugin's, also on a store they share: its own name.
-      const name = own.name ?? routeLimiterName(options.name, verbs, route.url, constraintsOf(route));
+      const name = own.name ?? routeLimiterName(options.name, verbs, route.url, constraints);
       // One server-wide shedder: a route shares the plugin's unless it brings its own.
       const loadShedding = own.loadShedding ?? own.shed ?? base.shedder;
       handler = createRateLimitHandler<FastifyRequest>({ ...merged, name, shed: undefined, loadShedding }, context);

@@ -23,6 +23,21 @@ describeRedis('RedisStore localBatch under faults', () => {
     await server?.close();
   });
 
+  /** A limiter of one day-long fixed window of `limit` on a RedisStore that batches from the first checks on. */
+  async function batched(name: string, limit: number, onStoreError: 'closed' | 'local') {
+    const client = await server.readyClient({ autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0, retryStrategy: () => 20 });
+    const store = new RedisStore({ client, prefix: randomPrefix(), localBatch: { minRate: 1, holdMs: 60_000, maxShare: 0.2 } });
+    const limiter = createLimiter({
+      name,
+      policies: { name: 'api', algorithm: 'fixed-window', limit, windowMs: 86_400_000 },
+      store,
+      storeTimeoutMs: 1_000,
+      onStoreError,
+      logger: { warn() {}, error() {} },
+    });
+    return { client, store, limiter };
+  }
+
   for (const [algorithm, windowMs] of [
     ['fixed-window', 1_500],
     ['token-bucket', 1_500],
@@ -64,17 +79,8 @@ describeRedis('RedisStore localBatch under faults', () => {
   }
 
   it('a Redis restart while a batch is held: the batch is spent, nothing more while Redis is away, never over the limit', async () => {
-    const client = await server.readyClient({ autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0, retryStrategy: () => 20 });
     const limit = 5_000;
-    const store = new RedisStore({ client, prefix: randomPrefix(), localBatch: { minRate: 1, holdMs: 60_000, maxShare: 0.2 } });
-    const limiter = createLimiter({
-      name: 'restart',
-      policies: { name: 'api', algorithm: 'fixed-window', limit, windowMs: 86_400_000 },
-      store,
-      storeTimeoutMs: 1_000,
-      onStoreError: 'closed',
-      logger: { warn() {}, error() {} },
-    });
+    const { client, store, limiter } = await batched('restart', limit, 'closed');
     let before = 0;
     for (let i = 0; i < 2_000 && !(i > 300 && store.localBatchHeld > 5_000); i++) if ((await limiter.check('k')).allowed) before += 1;
     const held = store.localBatchHeld / 1000;
@@ -104,17 +110,8 @@ describeRedis('RedisStore localBatch under faults', () => {
     await store.close();
   });
   it("'local' across a Redis restart while a batch is held: the outage continues from what Redis had left, not from an older answer", async () => {
-    const client = await server.readyClient({ autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0, retryStrategy: () => 20 });
     const limit = 1_000;
-    const store = new RedisStore({ client, prefix: randomPrefix(), localBatch: { minRate: 1, holdMs: 60_000, maxShare: 0.2 } });
-    const limiter = createLimiter({
-      name: 'restart-local',
-      policies: { name: 'api', algorithm: 'fixed-window', limit, windowMs: 86_400_000 },
-      store,
-      storeTimeoutMs: 1_000,
-      onStoreError: 'local',
-      logger: { warn() {}, error() {} },
-    });
+    const { client, store, limiter } = await batched('restart-local', limit, 'local');
     let before = 0;
     for (let i = 0; i < 400; i++) if ((await limiter.check('k')).allowed) before += 1;
     const held = store.localBatchHeld / 1000;

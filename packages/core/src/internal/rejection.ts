@@ -4,13 +4,12 @@
  * process (`--unhandled-rejections=throw`, the default since Node 15). `catchRejection` hands it to the
  * same report a synchronous throw gets.
  */
+import { isPromiseLike } from '../stores/store.js';
 
 /**
  * When `out` is a promise (anything with a `then` method), calls `onRejected` with its rejection. Call
  * it inside the `try` around the callback: a `then` getter that throws is then that callback's throw.
  */
 export function catchRejection(out: unknown, onRejected: (error: unknown) => void): void {
-  if (out === null || (typeof out !== 'object' && typeof out !== 'function')) return;
-  const then = (out as { then?: unknown }).then;
-  if (typeof then === 'function') (then as PromiseLike<unknown>['then']).call(out, undefined, onRejected);
+  if (isPromiseLike(out)) out.then(undefined, onRejected);
 }

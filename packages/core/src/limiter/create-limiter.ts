@@ -89,7 +89,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     defaultCost: config.defaultCost,
     countsDegraded: config.onStoreError === 'local',
   });
-  const { decide, check, keeper } = decisionPaths(config, compiled, defaultPlan, now, {
+  const { paths, keeper } = decisionPaths(config, compiled, defaultPlan, now, warns, {
     plain,
     targets,
     builder,
@@ -102,6 +102,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     mode,
     defaultCost: config.defaultCost,
   });
+  const { decide, check } = paths;
   // Built this far: the limiter now holds its key names on the store (options.ts checked them with this token).
   const owner = defaultPlan.storePlan.policies[0];
   if (owner !== undefined) takeState(owner);
@@ -177,13 +178,13 @@ function decisionPaths(
   compiled: ReadonlyMap<string, CompiledPlan>,
   defaultPlan: CompiledPlan,
   now: Clock,
+  warns: (code: WarningCode) => boolean,
   parts: Omit<LeasedParts, 'keeper'>,
-): DecisionPaths & { keeper: LeaseKeeper | undefined } {
+): { paths: DecisionPaths; keeper: LeaseKeeper | undefined } {
   if (![...compiled.values()].some((cp) => cp.leases))
-    return { ...soloOrPlain(config, defaultPlan, parts.plain, parts.builder), keeper: undefined };
-  const warns = (code: WarningCode): boolean => warningEnabled(config.validate, code);
+    return { paths: soloOrPlain(config, defaultPlan, parts.plain, parts.builder), keeper: undefined };
   const keeper = new LeaseKeeper(compiled, config.logger, config.store.kind, now, warns);
-  return { ...awaited(new LeasedDecider({ ...parts, keeper }).decide), keeper };
+  return { paths: awaited(new LeasedDecider({ ...parts, keeper }).decide), keeper };
 }
 
 /**

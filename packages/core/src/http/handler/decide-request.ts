@@ -5,7 +5,6 @@
  * awaited only when they return a promise: a synchronous request takes no extra tick.
  */
 import type { Diagnostics } from '../../diagnostics.js';
-import { catchRejection } from '../../internal/rejection.js';
 import type { Limiter, LimiterKey } from '../../limiter/limiter.js';
 import { isPromiseLike } from '../../stores/store.js';
 import type { Decision } from '../../types.js';
@@ -192,16 +191,19 @@ export class RequestDecider<Req> {
     if (decision.shadow !== undefined && !decision.shadow.allowed) shadow.count(decision.shadow.policy, true);
     const onDecision = config.onDecision;
     if (onDecision === undefined) return;
-    const failed = (error: unknown): void => {
-      diagnostics.warn('WRN_RL_HOOK_FAILED', 'onDecision threw or rejected; the request went on unaffected.', {
-        hook: 'onDecision',
-        err: error,
-      });
-    };
     try {
-      catchRejection(onDecision(decision, request), failed);
+      const out: unknown = onDecision(decision, request);
+      // An async onDecision: its rejection is reported as a throw is, never unhandled (no closure otherwise).
+      if (isPromiseLike(out)) out.then(undefined, (error: unknown) => onDecisionFailed(diagnostics, error));
     } catch (error) {
-      failed(error);
+      onDecisionFailed(diagnostics, error);
     }
   }
+}
+
+function onDecisionFailed(diagnostics: Diagnostics, error: unknown): void {
+  diagnostics.warn('WRN_RL_HOOK_FAILED', 'onDecision threw or rejected; the request went on unaffected.', {
+    hook: 'onDecision',
+    err: error,
+  });
 }

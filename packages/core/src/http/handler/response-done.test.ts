@@ -14,11 +14,17 @@ class FakeResponse extends EventEmitter {
   }
 }
 
+/** A fresh response watched by onResponseDone, and the calls of its `done`. */
+function watched(maxHoldMs?: number): { res: FakeResponse; calls: boolean[] } {
+  const res = new FakeResponse();
+  const calls: boolean[] = [];
+  onResponseDone(res, (f) => calls.push(f), maxHoldMs);
+  return { res, calls };
+}
+
 describe('onResponseDone', () => {
   it('calls back once on finish, not again on the close that follows', () => {
-    const res = new FakeResponse();
-    const calls: boolean[] = [];
-    onResponseDone(res, (f) => calls.push(f));
+    const { res, calls } = watched();
     res.writableFinished = true;
     res.emit('finish');
     res.emit('close');
@@ -27,9 +33,7 @@ describe('onResponseDone', () => {
   });
 
   it('after the client went away, waits for the handler to end the response', () => {
-    const res = new FakeResponse();
-    const calls: boolean[] = [];
-    onResponseDone(res, (f) => calls.push(f));
+    const { res, calls } = watched();
     res.destroyed = true;
     res.emit('close');
     expect(calls).toEqual([]);
@@ -57,9 +61,7 @@ describe('onResponseDone', () => {
   });
 
   it('after the connection closed, headers sent or not, waits for the handler; a piped body that lets go is done', () => {
-    const res = new FakeResponse();
-    const calls: boolean[] = [];
-    onResponseDone(res, (f) => calls.push(f));
+    const { res, calls } = watched();
     // Headers sent, then the connection closed: the handler may still be writing (an export): not done.
     res.destroyed = true;
     res.emit('close');
@@ -75,9 +77,7 @@ describe('onResponseDone', () => {
   it('with maxHoldMs, gives up waiting that long after the close (a handler that never ends the response)', () => {
     vi.useFakeTimers();
     try {
-      const res = new FakeResponse();
-      const calls: boolean[] = [];
-      onResponseDone(res, (f) => calls.push(f), 1_000);
+      const { res, calls } = watched(1_000);
       vi.advanceTimersByTime(5_000);
       // Nothing closed yet: the bound counts from the close.
       expect(calls).toEqual([]);

@@ -238,6 +238,50 @@ describeRedis('plans: peek, refund and several keys decide identically in memory
     });
   }
 
+  it('two limits taking turns on plans of two policies (a bucket beside a cap): a refusal writes nothing, in Redis as in memory (fast-check)', async () => {
+    // packages/core/src/algorithms/refusal-writes-nothing.property.test.ts proves the memory side pure; here the
+    // Lua answers every check and peek as memory does on such traces, refusals with room and group refusals included.
+    const shape = fc.record({
+      algorithm: fc.constantFrom<AlgorithmId>('token-bucket', 'gcra', 'leaky-bucket'),
+      limit: fc.integer({ min: 1, max: 12 }),
+      burst: fc.option(fc.integer({ min: 1, max: 15 }), { nil: undefined }),
+      cap: fc.integer({ min: 2, max: 40 }),
+    });
+    const step = fc.record({
+      plan: fc.constantFrom<'a' | 'b'>('a', 'b'),
+      dt: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 120 }), fc.integer({ min: 0, max: 1500 })),
+      cost: fc.constantFrom(1, 1, 2, 0.5, 3, 0.001),
+      peek: fc.boolean(),
+    });
+    await fc.assert(
+      fc.asyncProperty(shape, shape, fc.array(step, { minLength: 1, maxLength: 30 }), async (a, b, steps) => {
+        let now = BASE;
+        const store = new PlanTwin(
+          new MemoryStore({ sweepIntervalMs: 0 }),
+          new RedisStore({ client, prefix: randomPrefix(), timeSource: 'limiter' }),
+        );
+        const plan = (s: typeof a): PolicyOptions[] => [
+          { name: 'api', algorithm: a.algorithm, limit: s.limit, windowMs: 1000, ...(s.burst === undefined ? {} : { burst: s.burst }) },
+          { name: 'cap', algorithm: 'fixed-window', limit: s.cap, windowMs: 10_000 },
+        ];
+        const limiter = createLimiter({
+          plans: { a: plan(a), b: plan(b) },
+          store,
+          clock: () => now,
+          storeTimeoutMs: 60_000,
+          breaker: false,
+        });
+        for (const st of steps) {
+          now += st.dt;
+          if (st.peek) await limiter.peek('k', { plan: st.plan, cost: st.cost });
+          await limiter.check('k', { plan: st.plan, cost: st.cost });
+        }
+        expect(store.diffs).toEqual([]);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
   it('random policies, keys, costs, peeks and refunds (fast-check)', async () => {
     await fc.assert(
       fc.asyncProperty(

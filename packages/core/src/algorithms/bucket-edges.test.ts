@@ -54,26 +54,60 @@ for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
 
 for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
   describe(`${algorithm}: a limit change under the same burst`, () => {
-    it('limit 10 -> 20, burst 10: what leaked before the change leaked at the old rate', async () => {
-      let now = 1000;
-      const limiter = createLimiter({
+    function slowAndFast(clock: () => number) {
+      return createLimiter({
         plans: {
           slow: [{ name: 'api', algorithm, limit: 10, windowMs: 1000, burst: 10 }],
           fast: [{ name: 'api', algorithm, limit: 20, windowMs: 1000, burst: 10 }],
         },
         store: new MemoryStore({ sweepIntervalMs: 0 }),
-        clock: () => now,
+        clock,
       });
+    }
+
+    it('limit 10 -> 20, burst 10: what leaked before the change leaked at the old rate; a charge under the new one adopts it', async () => {
+      let now = 1000;
+      const limiter = slowAndFast(() => now);
       expect(await limiter.check('k', { plan: 'slow', cost: 10 })).toMatchObject({ allowed: true, remaining: 0 });
-      // 100 ms at 10 per second: one token back (not two), then 50 ms per token under the new limit.
+      // 100 ms at 10 per second: one token back (not two). Nothing is charged under the new limit yet, so
+      // the state goes on leaking at the old rate: 2 tokens fit at 1200, and it is full again at 2000.
       now = 1100;
       expect(await limiter.peek('k', { plan: 'fast', cost: 2 })).toMatchObject({
         allowed: false,
         remaining: 1,
-        retryAfterMs: 50,
-        resetMs: 450,
+        retryAfterMs: 100,
+        resetMs: 900,
       });
+      // A charge under the new limit rewrites the state in its scale: 50 ms per token from then on.
       expect(await limiter.check('k', { plan: 'fast' })).toMatchObject({ allowed: true, remaining: 0, resetMs: 500 });
+      now = 1149;
+      expect(await limiter.check('k', { plan: 'fast' })).toMatchObject({ allowed: false, retryAfterMs: 1 });
+      now = 1150;
+      expect(await limiter.check('k', { plan: 'fast' })).toMatchObject({ allowed: true, remaining: 0 });
+    });
+
+    it('limit 10 -> 20, burst 10: a refused check under the new limit writes nothing, however much room it found', async () => {
+      let now = 1000;
+      const limiter = slowAndFast(() => now);
+      await limiter.check('k', { plan: 'slow', cost: 10 });
+      now = 1100;
+      // 9 owed, room for 1: a cost of 2 is refused, and the wait it gives holds to the ms, as the state
+      // keeps leaking at the old rate (rewriting it at the new rate on the refusal would admit at 1150).
+      expect(await limiter.check('k', { plan: 'fast', cost: 2 })).toMatchObject({
+        allowed: false,
+        remaining: 1,
+        retryAfterMs: 100,
+        resetMs: 900,
+      });
+      now = 1150;
+      expect(await limiter.check('k', { plan: 'fast', cost: 2 })).toMatchObject({ allowed: false, remaining: 1.5, retryAfterMs: 50 });
+      now = 1199;
+      expect(await limiter.check('k', { plan: 'fast', cost: 2 })).toMatchObject({ allowed: false, retryAfterMs: 1 });
+      now = 1200;
+      expect(await limiter.check('k', { plan: 'fast', cost: 2 })).toMatchObject({ allowed: true, remaining: 0 });
+      // The slow plan sees what was charged under the fast one: 10 owed again, leaking at the fast rate
+      // until a charge under the slow one (one token in 50 ms).
+      expect(await limiter.peek('k', { plan: 'slow' })).toMatchObject({ allowed: false, retryAfterMs: 50, resetMs: 500 });
     });
   });
 }

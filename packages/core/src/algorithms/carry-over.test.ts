@@ -41,8 +41,8 @@ for (const algorithm of ['token-bucket', 'gcra', 'leaky-bucket'] as const) {
       // one more (99): 462 requests' leak, 27.72 s. (Clamping it to free's 100 on the refusal would forget
       // 461 requests pro is owed: a key decided under both at once would get them back after every refusal.)
       expect(await limiter.check('k', { plan: 'free' })).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 27_720 });
-      // (A peek: a refused check with room to convert would rewrite the state in free's scale, losing nothing,
-      // and from then on it leaks at free's rate.)
+      // (Any refusal writes nothing, with room or without: only a charge under free rewrites the state in
+      // free's scale, so the wait holds to the ms.)
       now += 27_719;
       expect((await limiter.peek('k', { plan: 'free' })).allowed).toBe(false);
       now += 1;

@@ -16,10 +16,10 @@
  * A change of limit (or plan) keeps the state: the key is named without limit or burst, and the state
  * records the limit and burst it was written under. A reader under other ones converts the debt (what
  * was consumed and has not leaked yet) from the writer's ticks to its own, rounding up, clamped to its
- * capacity: no fresh budget on a downgrade, none lost on an upgrade. An apply with room rewrites the state
- * in its own scale (adoptGcra); one the debt leaves no room can only refuse, and writes nothing: the state
- * leaks at the writer's rate and the refusal's wait is read in it (foreignRefusal), so a refusal never
- * forgets what is owed. The window is part of the key name.
+ * capacity: no fresh budget on a downgrade, none lost on an upgrade. A charge rewrites the state in its
+ * own scale (adoptGcra, then the charge); a refusal writes nothing, whatever room the debt left: the state
+ * leaks at the writer's rate and the refusal's waits are read in it (foreignRefusal), so a refusal never
+ * forgets what is owed nor changes the rate it is paid back at. The window is part of the key name.
  */
 
 import { ceilDiv, floorDiv, ticksToMilli } from '../internal/fixed-point.js';
@@ -44,18 +44,18 @@ export function gcraDebt(t: StateTable, o: number, now: number, p: CompiledPolic
 }
 
 /**
- * A refusal of `need` ticks on state written under another limit or burst whose debt fills `p`'s
- * capacity: `adoptGcra` leaves such state as it is (a refusal writes nothing), so it leaks at the writer's
+ * A refusal of `need` ticks on state written under another limit or burst that still owes something: a
+ * refusal writes nothing (only a charge adopts the state, adoptGcra), so the state leaks at the writer's
  * rate, and the waits are read in the writer's scale: the retry until the writer's debt converts to at
  * most `capTicks - need` (and, for leaky-bucket `maxDelayMs`, to at most `maxDelayTicks`), the reset until
- * it is gone. Writes them into `out` and returns true (`need` undefined: a cost that can never fit, only
- * its reset); false (nothing written) for state in `p`'s own scale or with room, which the caller
- * answers in `p`'s scale.
+ * it is gone. Writes them into `out` and returns true (`need` undefined: a cost that can never fit, or a
+ * policy admitted but not charged, only its reset); false (nothing written) for state in `p`'s own scale
+ * or owing nothing, which the caller answers in `p`'s scale.
  */
 function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy, need: number | undefined, out: Outcome): boolean {
   const limit = t.f[o + 2] as number;
   const burst = t.f[o + 3] as number;
-  if ((limit === p.limit && burst === p.capacity) || gcraDebt(t, o, now, p) < p.capTicks) return false;
+  if ((limit === p.limit && burst === p.capacity) || (t.f[o] as number) < now) return false;
   const [rateW, tokenTicksW] = writerScale(limit, burst, p.windowMs);
   const debtW = ((t.f[o] as number) - now) * rateW + (t.f[o + 1] as number);
   out.resetMs = ceilDiv(debtW, rateW);
@@ -115,7 +115,7 @@ export function evaluateGcra(
   if (need > cap) {
     // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
     writeExceeds(out, debt >= cap ? 0 : ticksToMilli(cap - debt, tpm), ceilDiv(debt, rate));
-    if (debt >= cap) foreignRefusal(t, o, now, p, undefined, out);
+    foreignRefusal(t, o, now, p, undefined, out);
     return;
   }
   out.exceeds = false;
@@ -134,7 +134,7 @@ export function evaluateGcra(
     // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
     out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, tpm);
     out.delayMs = 0;
-    if (debt >= cap && foreignRefusal(t, o, now, p, need, out)) return;
+    if (foreignRefusal(t, o, now, p, need, out)) return;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `debt > maxDelay` -> `true`, `>=`: within the bound the max is ceilDiv(after - cap), >= 1
     out.retryAfterMs = debt > maxDelay ? Math.max(ceilDiv(after - cap, rate), ceilDiv(debt - maxDelay, rate)) : ceilDiv(after - cap, rate);
     out.resetMs = ceilDiv(debt, rate);
@@ -173,12 +173,13 @@ export function consumeGcra(
     // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
     out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, p.tokenTicks);
     out.delayMs = 0;
-    if (debt >= cap && foreignRefusal(t, o, now, p, need, out)) return;
+    if (foreignRefusal(t, o, now, p, need, out)) return;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `debt > maxDelay` -> `true`, `>=`: within the bound the max is ceilDiv(after - cap), >= 1
     out.retryAfterMs = debt > maxDelay ? Math.max(ceilDiv(after - cap, rate), ceilDiv(debt - maxDelay, rate)) : ceilDiv(after - cap, rate);
     out.resetMs = ceilDiv(debt, rate);
     return;
   }
+  adoptGcra(t, slot, now, p);
   const whole = store(t, o, now, after, p);
   const frac = t.f[o + 1] as number;
   out.allowed = true;
@@ -193,7 +194,9 @@ export function consumeGcra(
 /** Charges an admitted request: tat = max(now, tat) + cost * T. */
 export function commitGcra(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy): void {
   const o = slot * t.stride;
-  store(t, o, now, gcraDebt(t, o, now, p) + cost * p.tokenTicks, p);
+  const after = gcraDebt(t, o, now, p) + cost * p.tokenTicks;
+  adoptGcra(t, slot, now, p);
+  store(t, o, now, after, p);
 }
 
 /** Sets the state to a debt of `debt` ticks of `p` at `now` (refunds: the frame is live, the key stays). */
@@ -212,17 +215,16 @@ export function initGcra(t: StateTable, slot: number): void {
 
 /**
  * Rewrites a debt written under another limit or burst in `p`'s scale (what `gcraDebt` reads), so that
- * it leaks at `p`'s rate from now on: called before an apply decides, never in a peek. Not while the debt
- * fills `p`'s capacity: that apply can only refuse, a refusal writes nothing, and the clamp would forget
- * what the key owes the writer beyond `p`'s capacity (a key decided under two limits at once, as in a
- * rolling deploy, would get the larger limit's budget back after every refusal under the smaller one).
- * Such a refusal waits in the writer's scale (`foreignRefusal`).
+ * it leaks at `p`'s rate from now on: only as a charge under `p` is made (commitGcra, consumeGcra), never
+ * on a refusal nor in a peek. A refusal that rewrote it would change the rate the key pays back at (a
+ * key decided under two limits at once, as in a rolling deploy, would pay back at the smaller one's rate
+ * after each refusal under it) and, where the debt fills `p`'s capacity, the clamp would forget what the
+ * key owes the writer beyond it. A refusal waits in the writer's scale instead (`foreignRefusal`).
  */
-export function adoptGcra(t: StateTable, slot: number, now: number, p: CompiledPolicy): void {
+function adoptGcra(t: StateTable, slot: number, now: number, p: CompiledPolicy): void {
   const o = slot * t.stride;
   if (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity) return;
   if ((t.f[o] as number) < now && horizonAt(t, o, now) === Number.NEGATIVE_INFINITY) return;
-  if (gcraDebt(t, o, now, p) >= p.capTicks) return;
   // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
   const [rateW] = writerScale(t.f[o + 2] as number, t.f[o + 3] as number, p.windowMs);
   closeFrame(t, o, now, gcraFullAt(t, o), rateW);
@@ -247,6 +249,5 @@ export const gcra: AlgorithmKernel = {
     consumeGcra(t, slot, now, cost, p, out, Number.POSITIVE_INFINITY);
   },
   expiresAt: gcraExpiresAt,
-  adopt: adoptGcra,
   position: gcraPosition,
 };

@@ -113,7 +113,11 @@ export interface AlgorithmKernel {
   init(t: StateTable, slot: number): void;
   /** Decides a request of `cost` milli-units at `now` without changing the state's meaning. */
   evaluate(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy, out: Outcome): void;
-  /** Charges a request that `evaluate` admitted, at the same `now`. */
+  /**
+   * Charges a request that `evaluate` admitted, at the same `now`. State written under another limit or
+   * burst (the bucket family) is rewritten in `p`'s scale only here and in `consume`'s charge: a refusal,
+   * a peek and a policy whose group refused write nothing (gcra.ts adoptGcra).
+   */
   commit(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy): void;
   /**
    * `evaluate`, then `commit` when admitted, in one pass: for a policy that is its own group (one policy,
@@ -122,12 +126,6 @@ export interface AlgorithmKernel {
   consume(t: StateTable, slot: number, now: number, cost: number, p: CompiledPolicy, out: Outcome): void;
   /** The time (ms) from which the state is equivalent to a key never seen: safe to drop. */
   expiresAt(t: StateTable, slot: number, p: CompiledPolicy): number;
-  /**
-   * Rewrites state written under another limit or burst in `p`'s own scale (gcra.ts), before an apply
-   * decides (never in a peek), so that its waits are exact from then on; its Lua twin is the kernel's
-   * `adopt` fragment (kernels/<algorithm>.ts). Absent for kernels whose state needs no conversion.
-   */
-  adopt?(t: StateTable, slot: number, now: number, p: CompiledPolicy): void;
   /**
    * The position of the charge just committed at `now`, which its receipt keeps for a refund (the bucket
    * family: refund-frame.ts). Absent where a refund needs no more than the charge's mark.

@@ -11,7 +11,7 @@
  * State: the GCRA timestamp (see gcra.ts); the delay is the debt found before the request, in ms.
  */
 
-import { adoptGcra, commitGcra, consumeGcra, evaluateGcra, gcraExpiresAt, gcraPosition, initGcra } from './gcra.js';
+import { commitGcra, consumeGcra, evaluateGcra, gcraExpiresAt, gcraPosition, initGcra } from './gcra.js';
 import type { AlgorithmKernel } from './kernel.js';
 
 export const leakyBucket: AlgorithmKernel = {
@@ -26,6 +26,5 @@ export const leakyBucket: AlgorithmKernel = {
     consumeGcra(t, slot, now, cost, p, out, p.delayTicks);
   },
   expiresAt: gcraExpiresAt,
-  adopt: adoptGcra,
   position: gcraPosition,
 };

@@ -41,18 +41,19 @@ export function tbLevel(t: StateTable, o: number, now: number, p: CompiledPolicy
 }
 
 /**
- * A refusal of `need` ticks on state written under another limit or burst that leaves `p`'s bucket
- * empty: `adopt` leaves such state as it is (a refusal writes nothing), so it refills at the writer's
- * rate, and the waits are read in the writer's scale: the retry until what the writer's bucket lacks
- * converts to at most `capTicks - need`, the reset until it is full. Writes them into `out` and returns
- * true (`need` undefined: a cost that can never fit, only its reset); false for state in `p`'s own scale
- * or with tokens, which the caller answers in `p`'s scale.
+ * A refusal of `need` ticks on state written under another limit or burst whose bucket is not full: a
+ * refusal writes nothing (only a charge adopts the state, `adopt`), so it refills at the writer's rate,
+ * and the waits are read in the writer's scale: the retry until what the writer's bucket lacks converts
+ * to at most `capTicks - need`, the reset until it is full. Writes them into `out` and returns true
+ * (`need` undefined: a cost that can never fit, or a policy admitted but not charged, only its reset);
+ * false for state in `p`'s own scale or full, which the caller answers in `p`'s scale.
  */
 function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy, need: number | undefined, out: Outcome): boolean {
   const stored = t.f[o] as number;
   const limit = t.f[o + 2] as number;
   const burst = t.f[o + 3] as number;
-  if (stored === Number.POSITIVE_INFINITY || (limit === p.limit && burst === p.capacity) || tbLevel(t, o, now, p) > 0) return false;
+  if (stored === Number.POSITIVE_INFINITY || (limit === p.limit && burst === p.capacity) || tbLevel(t, o, now, p) >= p.capTicks)
+    return false;
   const [rw, tw, capw] = writerScale(limit, burst, p.windowMs);
   const last = t.f[o + 1] as number;
   const from = Math.max(now, last);
@@ -92,6 +93,23 @@ function resetUncharged(tokens: number, cap: number, rate: number, behind: numbe
   return tokens >= cap ? 0 : behind + ceilDiv(cap - tokens, rate);
 }
 
+/**
+ * Rewrites state written under another limit or burst in `p`'s scale (what `tbLevel` reads), so that it
+ * refills at `p`'s rate from now on: only as a charge under `p` is made (`commit`), never on a refusal nor
+ * in a peek. A refusal that rewrote it would change the rate the key refills at (a key decided under two
+ * limits at once, as in a rolling deploy, would refill at the smaller one's rate after each refusal under
+ * it) and, for an empty bucket, the clamp would forget what the key lacks under the writer beyond `p`'s
+ * capacity (gcra.ts adoptGcra). A refusal waits in the writer's scale instead (`foreignRefusal`).
+ */
+function adopt(t: StateTable, o: number, now: number, p: CompiledPolicy): void {
+  if (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity) return;
+  if (t.f[o] === Number.POSITIVE_INFINITY && horizonAt(t, o, now) === Number.NEGATIVE_INFINITY) return;
+  // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
+  const [rateW] = writerScale(t.f[o + 2] as number, t.f[o + 3] as number, p.windowMs);
+  closeFrame(t, o, now, tbFullAt(t, o, p), rateW);
+  tbStore(t, o, now, tbLevel(t, o, now, p), Math.max(now, t.f[o + 1] as number), p);
+}
+
 export const tokenBucket: AlgorithmKernel = {
   id: 'token-bucket',
   stride: 6,
@@ -116,7 +134,7 @@ export const tokenBucket: AlgorithmKernel = {
     const need = cost * tpm;
     if (need > cap) {
       writeExceeds(out, ticksToMilli(tokens, tpm), resetUncharged(tokens, cap, rate, behind));
-      if (tokens <= 0) foreignRefusal(t, o, now, p, undefined, out);
+      foreignRefusal(t, o, now, p, undefined, out);
       return;
     }
     out.exceeds = false;
@@ -129,33 +147,21 @@ export const tokenBucket: AlgorithmKernel = {
     } else {
       out.allowed = false;
       out.remaining = ticksToMilli(tokens, tpm);
-      if (tokens <= 0 && foreignRefusal(t, o, now, p, need, out)) return;
+      if (foreignRefusal(t, o, now, p, need, out)) return;
       out.retryAfterMs = behind + ceilDiv(need - tokens, rate);
       out.resetMs = resetUncharged(tokens, cap, rate, behind);
     }
   },
   commit(t, slot, now, cost, p) {
     const o = slot * t.stride;
-    tbStore(t, o, now, tbLevel(t, o, now, p) - cost * p.tokenTicks, Math.max(now, t.f[o + 1] as number), p);
+    const left = tbLevel(t, o, now, p) - cost * p.tokenTicks;
+    adopt(t, o, now, p);
+    tbStore(t, o, now, left, Math.max(now, t.f[o + 1] as number), p);
   },
   consume: evaluateThenCommit,
   expiresAt(t, slot, p) {
     const o = slot * t.stride;
     return Math.max(tbFullAt(t, o, p), t.f[o + FRAME_AT + 1] as number);
-  },
-  adopt(t, slot, now, p) {
-    const o = slot * t.stride;
-    if (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity) return;
-    if (t.f[o] === Number.POSITIVE_INFINITY && horizonAt(t, o, now) === Number.NEGATIVE_INFINITY) return;
-    // An empty bucket can only refuse, and a refusal writes nothing: the clamp would forget what the key
-    // lacks under the writer beyond `p`'s capacity (gcra.ts adoptGcra); such a refusal waits in the
-    // writer's scale (foreignRefusal).
-    if (tbLevel(t, o, now, p) <= 0) return;
-    // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
-    const limit = t.f[o + 2] as number;
-    const [rateW] = writerScale(limit, t.f[o + 3] as number, p.windowMs);
-    closeFrame(t, o, now, tbFullAt(t, o, p), rateW);
-    tbStore(t, o, now, tbLevel(t, o, now, p), Math.max(now, t.f[o + 1] as number), p);
   },
   position(t, slot, now, p) {
     const o = slot * t.stride;

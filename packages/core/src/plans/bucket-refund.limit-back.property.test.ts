@@ -3,13 +3,14 @@
  * limit-change-and-back bug, plans/bucket-refund.limit-back.test.ts): rounds of checks under limit A or B (any
  * limits and bursts, often a slow bucket and a fast one: the pair where the frame used to end early), each after
  * a gap, with refunds of any earlier receipt between them, then a refund of every receipt. After every refund:
- * - a receipt made before a check under another limit or burst with room gives nothing back (it is spent by
- *   the change, also once the limit changes back), and the bucket reads as before (a check whose capacity the
- *   debt fills refuses and writes nothing, so it changes nothing);
+ * - a receipt made before a charge under another limit or burst gives nothing back (it is spent by the
+ *   change, also once the limit changes back), and the bucket reads as before (a refused check writes
+ *   nothing, whatever room it found, so it changes nothing);
  * - the bucket never reads more than it would had every charge refunded so far never been made: a replay of
- *   the trace's checks at their times on a fresh store, each refunded or rejected one with a cost no policy
- *   can hold (it converts state of the other limit, as the check did, and charges nothing). Refunds give back
- *   at most the charge, and a change of limit converts a smaller debt to a smaller one.
+ *   the trace's charges at their times on a fresh store, each refunded one charged and given back at once
+ *   (it converts state of the other limit, as the charge did, and leaves nothing charged); refusals are not
+ *   replayed. Refunds give back at most the charge, and a change of limit converts a smaller debt to a
+ *   smaller one.
  * The Redis twin of these traces: test/integration/redis/refund-limit-back.test.ts.
  */
 import fc from 'fast-check';
@@ -62,16 +63,11 @@ function limiterOf(algorithm: Bucket, a: Shape, b: Shape, clock: () => number): 
 
 const sameShape = (x: Shape, y: Shape) => x.limit === y.limit && (x.burst ?? x.limit) === (y.burst ?? y.limit);
 
-/** A cost above every capacity: a check of it converts the state and charges nothing. */
-const NEVER_FITS = 1000;
-
-/** A check of the trace. */
+/** A charge of the trace. */
 interface Check {
   readonly plan: Plan;
   readonly at: number;
   readonly cost: number;
-  /** The debt left the check room (a peek before it read some left): it converted the state, if another limit's. */
-  readonly room: boolean;
 }
 
 interface Charge {
@@ -104,12 +100,11 @@ describe.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)('%s: refunds ac
           const never = limiterOf(algorithm, a, b, clock);
           const counted = new Set(charges.filter((c) => !c.refunded).map((c) => c.check));
           for (const c of checks) {
-            // A refusal without room wrote nothing: it is not replayed (a replayed one would find room, with
-            // less owed, and convert).
-            if (!counted.has(c) && !c.room) continue;
             now = c.at;
-            const d = await never.check('k', { plan: c.plan, cost: counted.has(c) ? c.cost : NEVER_FITS });
-            expect(d.allowed).toBe(counted.has(c));
+            const d = await never.check('k', { plan: c.plan, cost: c.cost });
+            expect(d.allowed).toBe(true);
+            // A refunded charge converted the state as it was made: replayed, then given back in full.
+            if (!counted.has(c)) expect((await never.refund(d)).refunded).toBe(true);
           }
           now = end;
           return (await never.peek('k', { plan: last, cost: 0.001 })).remaining;
@@ -131,17 +126,15 @@ describe.each(['token-bucket', 'gcra', 'leaky-bucket'] as const)('%s: refunds ac
           now += round.gap;
           for (const step of round.checks) {
             now += step.dt;
-            // A check converts state of the other limit (admitted or refused) when the debt leaves it room:
-            // older receipts of it are spent. One whose capacity the debt fills refuses and writes nothing
-            // (the other limit's debt is kept whole). A peek tells room for sure when it reads some left;
-            // less than a milli-unit of room converts too, but reads 0: then the model asserts nothing.
-            const room = (await limiter.peek('k', { plan: round.plan, cost: 0.001 })).remaining > 0;
-            if (room) for (const c of charges) if (!sameShape(shapes[c.plan], shapes[round.plan])) c.changed = true;
+            // A charge converts state of the other limit: older receipts of it are spent. A refusal writes
+            // nothing, whatever room it found (the other limit's debt is kept whole, leaking at its rate).
             last = round.plan;
             const d = await limiter.check('k', { plan: round.plan, cost: step.cost });
-            const check = { plan: round.plan, at: now, cost: step.cost, room };
+            if (d.receipt === undefined) continue;
+            for (const c of charges) if (!sameShape(shapes[c.plan], shapes[round.plan])) c.changed = true;
+            const check = { plan: round.plan, at: now, cost: step.cost };
             checks.push(check);
-            if (d.receipt !== undefined) charges.push({ d, plan: round.plan, check, changed: false, refunded: false });
+            charges.push({ d, plan: round.plan, check, changed: false, refunded: false });
           }
           for (const step of round.refunds) {
             now += step.dt;

@@ -107,7 +107,6 @@ class Reference {
       const name = `${p.id}\u0000${keyAt(key, i)}`;
       const kept = this.rows.get(name);
       const t = kept ?? this.fresh(p);
-      if (kept !== undefined && charge) p.kernel.adopt?.(t, 0, now, p);
       const out = createOutcome();
       p.kernel.evaluate(t, 0, now, cost, p, out);
       rows.push({ t, kept: kept !== undefined, name });

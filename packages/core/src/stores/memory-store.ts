@@ -377,7 +377,6 @@ export class MemoryStore implements Store {
       slot = this.applyNew(key, b, t, p, out, cost, now);
     } else {
       t.touch(slot);
-      t.kernel.adopt?.(t, slot, now, p);
       t.kernel.consume(t, slot, now, cost, p, out);
     }
     const r = b.result;
@@ -430,8 +429,6 @@ export class MemoryStore implements Store {
       if (slot === undefined) {
         slot = 0;
         t.kernel.init(t, 0);
-      } else if (charge) {
-        t.kernel.adopt?.(t, slot, now, b.policies[i] as CompiledPolicy);
       }
       b.slots[i] = slot;
       const out = b.outcomes[i] as Outcome;

@@ -5,8 +5,9 @@
  * key of one policy that charges whole ms holds a small integer: Redis shares it, the key costs its name.
  * Locals: tat, frac, and debt = max(0, tat - now) in ticks, all in the reader's scale: state written under
  * another limit or burst is converted on load (gcra.ts gcraDebt), and conv is then true; gx and gh: the
- * refund frame; fr and fz: when converted state fills the capacity, the refusal's retry and reset in the
- * writer's scale (gcra.ts foreignRefusal; 0 otherwise): adopt leaves such state as it is.
+ * refund frame; fr and fz: for converted state that owes something, a refusal's retry and reset in the
+ * writer's scale (gcra.ts foreignRefusal; 0 otherwise): only a charge writes the state in this policy's
+ * scale, so a refusal leaves it leaking at the writer's rate.
  */
 import type { CompiledPolicy } from '../../../algorithms/kernel.js';
 import { CLOCK_TOLERANCE_MS, ceilDiv, floorDiv, int, type LuaKernel, lua, names, repair, type Slot, ticksToMilli } from './lua.js';
@@ -85,11 +86,11 @@ export function gcraWrite(s: Slot, p: CompiledPolicy, whole: string, frac: strin
 }
 
 /**
- * gcra.ts foreignRefusal, inside gcraConvert: the converted debt `q` fills the capacity, so this apply can
- * only refuse and adopt leaves the state as the writer wrote it (a refusal writes nothing; the clamp would
- * forget what the key owes the writer beyond this capacity). The state then leaks at the writer's rate
- * (`rw` ticks per ms, `dw` owed): `fz` the wait until it is gone and, for a cost that can fit, `fr` the
- * wait until it converts to at most `capTicks - need` (and `maxDelayTicks`).
+ * gcra.ts foreignRefusal, inside gcraConvert, for state that owes something: a refusal writes nothing (only
+ * a charge writes the state in this policy's scale), so after one the state still leaks at the writer's
+ * rate (`rw` ticks per ms, `dw` owed): `fz` the wait until it is gone and, for a cost that can fit, `fr`
+ * the wait until it converts to at most `capTicks - need` (and `maxDelayTicks`). Read only on a refusal,
+ * or for a policy admitted but not charged.
  */
 function foreignRefusal(s: Slot, p: CompiledPolicy): string {
   const [, , , , , , fr, fz] = names(s, GC_STATE);
@@ -103,18 +104,16 @@ function foreignRefusal(s: Slot, p: CompiledPolicy): string {
         if fw2 > fw then fw = fw2 end`
     : '';
   return lua`
-    if q >= ${p.capTicks} then
-      ${ceilDiv('fzw', 'dw', 'rw')}
-      ${fz} = fzw
-      if cost * ${tt} <= ${p.capTicks} then
-        local lim = (${p.capTicks} - cost * ${tt}) * tw
-        ${floorDiv('thr', 'lim', tt)}
-        local gap = dw - thr
-        ${ceilDiv('fw', 'gap', 'rw')}
-        ${maxDelay}
-        if fw < 1 then fw = 1 end
-        ${fr} = fw
-      end
+    ${ceilDiv('fzw', 'dw', 'rw')}
+    ${fz} = fzw
+    if cost * ${tt} <= ${p.capTicks} then
+      local lim = (${p.capTicks} - cost * ${tt}) * tw
+      ${floorDiv('thr', 'lim', tt)}
+      local gap = dw - thr
+      ${ceilDiv('fw', 'gap', 'rw')}
+      ${maxDelay}
+      if fw < 1 then fw = 1 end
+      ${fr} = fw
     end`;
 }
 
@@ -155,13 +154,13 @@ export function gcraConvert(s: Slot, p: CompiledPolicy): string {
     end`;
 }
 
-/** A cost that can never fit, on state adopt left (see foreignRefusal): its reset in the writer's scale. */
+/** A cost that can never fit (or a policy admitted, not charged) on converted state (see foreignRefusal): its reset in the writer's scale. */
 function foreignReset(s: Slot): string {
   const [, , , , , , , fz] = names(s, GC_STATE);
   return `if ${fz} > 0 then ${s.reset} = ${fz} end`;
 }
 
-/** A refusal on state adopt left (see foreignRefusal): its retry and reset in the writer's scale. */
+/** A refusal on converted state (see foreignRefusal): its retry and reset in the writer's scale. */
 function foreignWaits(s: Slot): string {
   const [, , , , , , fr, fz] = names(s, GC_STATE);
   return `if ${fr} > 0 then ${s.retry} = ${fr}; ${s.reset} = ${fz} end`;
@@ -183,17 +182,6 @@ export function gcraRefund(s: Slot, p: CompiledPolicy): string {
 
 export const gcra: LuaKernel = {
   state: GC_STATE,
-  adopt(s, p) {
-    const [tat, frac, debt, conv] = names(s, GC_STATE);
-    // Not when the debt fills the capacity: the call can only refuse, and a refusal writes nothing (gcra.ts adoptGcra).
-    return lua`
-      if ${conv} and ${debt} < ${p.capTicks} then
-        do
-          local whole = ${tat} - now
-          ${gcraWrite(s, p, 'whole', frac)}
-        end
-      end`;
-  },
   load(s, p) {
     const [tat, frac, debt, conv, x, h, fr, fz] = names(s, GC_STATE);
     return lua`
@@ -265,7 +253,8 @@ export const gcra: LuaKernel = {
   uncharged(s, p) {
     return lua`
       ${gcraLeft(s, p)}
-      ${gcraReset(s, s.reset)}`;
+      ${gcraReset(s, s.reset)}
+      ${foreignReset(s)}`;
   },
   commit(s, p) {
     const [, , debt] = names(s, GC_STATE);

@@ -58,12 +58,14 @@ export interface LuaKernel {
    * stands, for a policy that admitted the request when another policy of its group refused it.
    */
   uncharged(s: Slot, p: CompiledPolicy): string;
-  /** The kernel's `commit`: charges `cost`, admitted by `evaluate`, and sets the key's expiry. */
+  /**
+   * The kernel's `commit`: charges `cost`, admitted by `evaluate`, and sets the key's expiry. State `load`
+   * converted from another limit or burst is written in this policy's scale only here and in `consume`'s
+   * charge: a refusal writes nothing (algorithms/gcra.ts adoptGcra).
+   */
   commit(s: Slot, p: CompiledPolicy): string;
   /** The kernel's fused `consume`, for a policy that is its own group: flags 5 when it charged. */
   consume?(s: Slot, p: CompiledPolicy): string;
-  /** The kernel's `adopt`, after `load` in the apply script only (never in peek): persists converted state. */
-  adopt?(s: Slot, p: CompiledPolicy): string;
 }
 
 /**

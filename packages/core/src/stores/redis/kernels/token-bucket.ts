@@ -4,9 +4,10 @@
  * is full again at the expiry (or the frame's horizon less its offset), and the last refill was
  * ceil(missing / rate) before, under the writer's rate. Locals: tokens refilled to now, last = the last
  * refill (a key never seen: full, last = -INF), tconv: the state was written under another limit or burst
- * and converted (tbLevel), tx and th: the refund frame; tfr and tfz: when converted state leaves the bucket
- * empty, the refusal's retry and reset in the writer's scale (token-bucket.ts foreignRefusal; 0 otherwise):
- * adopt leaves such state as it is.
+ * and converted (tbLevel), tx and th: the refund frame; tfr and tfz: for converted state whose bucket is
+ * not full, a refusal's retry and reset in the writer's scale (token-bucket.ts foreignRefusal; 0
+ * otherwise): only a charge writes the state in this policy's scale, so a refusal leaves it refilling at
+ * the writer's rate.
  */
 import type { CompiledPolicy } from '../../../algorithms/kernel.js';
 import { CLOCK_TOLERANCE_MS, ceilDiv, floorDiv, int, type LuaKernel, lua, names, repair, type Slot, ticksToMilli } from './lua.js';
@@ -71,7 +72,7 @@ export function tbView(s: Slot): string {
 
 export function tbExceeds(s: Slot, p: CompiledPolicy): string {
   const [tokens, , , , , , fz] = names(s, TB_STATE);
-  // On state adopt left (an empty bucket under another limit or burst), the reset in the writer's scale.
+  // On converted state (another limit or burst, not full), the reset in the writer's scale.
   return lua`
     ${ticksToMilli(s.remaining, tokens, p.tokenTicks)}
     ${tbResetUncharged(s, p, s.reset)}
@@ -126,9 +127,9 @@ export const tokenBucket: LuaKernel = {
                   end
                   local used = (capw - tv) * ${p.tokenTicks}
                   ${ceilDiv('u', 'used', 'tw')}
-                  if u >= ${cap} then
-                    -- Empty under this policy: a refusal, which adopt leaves as the writer wrote it; it
-                    -- refills at the writer's rate (token-bucket.ts foreignRefusal).
+                  if u > 0 then
+                    -- Not full under this policy: a refusal writes nothing, so the state refills at
+                    -- the writer's rate and a refusal's waits are read in it (token-bucket.ts foreignRefusal).
                     local from = now
                     if ${last} > now then from = ${last} end
                     local uw = capw - tv
@@ -159,16 +160,6 @@ export const tokenBucket: LuaKernel = {
             ${ceilDiv('q', 'missing', p.rate)}
             if elapsed >= q then ${tokens} = ${cap} else ${tokens} = ${tokens} + elapsed * ${p.rate} end
           end
-        end
-      end`;
-  },
-  adopt(s, p) {
-    const [tokens, last, conv] = names(s, TB_STATE);
-    // Not for an empty bucket: the call can only refuse, and a refusal writes nothing (token-bucket.ts adopt).
-    return lua`
-      if ${conv} and ${tokens} > 0 then
-        do
-          ${tbWrite(s, p, tokens, last)}
         end
       end`;
   },

@@ -75,12 +75,10 @@ function group(plan: StorePlan, from: number, to: number): string {
     if (kernel.consume !== undefined) {
       return lua`
         ${kernel.load(s, p)}
-        ${kernel.adopt?.(s, p) ?? ''}
         ${kernel.consume(s, p)}`;
     }
     return lua`
       ${kernel.load(s, p)}
-      ${kernel.adopt?.(s, p) ?? ''}
       ${kernel.evaluate(s, p)}
       if ${s.flags} == 1 then
         ${kernel.commit(s, p)}
@@ -91,7 +89,6 @@ function group(plan: StorePlan, from: number, to: number): string {
     ({ p, s, kernel }) => lua`
       -- KEYS[${s.i}]
       ${kernel.load(s, p)}
-      ${kernel.adopt?.(s, p) ?? ''}
       ${kernel.evaluate(s, p)}`,
   );
   const charge = members.map(

@@ -78,22 +78,20 @@ do
                 local q = floor(scaled / tw)
                 if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
                 if q * tw ~= scaled then q = q + 1 end
-                if q >= 432000000 then
-                  local fzw = floor(dw / rw)
-                  if fzw * rw > dw then fzw = fzw - 1 elseif (fzw + 1) * rw <= dw then fzw = fzw + 1 end
-                  if fzw * rw ~= dw then fzw = fzw + 1 end
-                  fz1 = fzw
-                  if cost * 432 <= 432000000 then
-                    local lim = (432000000 - cost * 432) * tw
-                    local thr = floor(lim / 432)
-                    if thr * 432 > lim then thr = thr - 1 elseif (thr + 1) * 432 <= lim then thr = thr + 1 end
-                    local gap = dw - thr
-                    local fw = floor(gap / rw)
-                    if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
-                    if fw * rw ~= gap then fw = fw + 1 end
-                    if fw < 1 then fw = 1 end
-                    fr1 = fw
-                  end
+                local fzw = floor(dw / rw)
+                if fzw * rw > dw then fzw = fzw - 1 elseif (fzw + 1) * rw <= dw then fzw = fzw + 1 end
+                if fzw * rw ~= dw then fzw = fzw + 1 end
+                fz1 = fzw
+                if cost * 432 <= 432000000 then
+                  local lim = (432000000 - cost * 432) * tw
+                  local thr = floor(lim / 432)
+                  if thr * 432 > lim then thr = thr - 1 elseif (thr + 1) * 432 <= lim then thr = thr + 1 end
+                  local gap = dw - thr
+                  local fw = floor(gap / rw)
+                  if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
+                  if fw * rw ~= gap then fw = fw + 1 end
+                  if fw < 1 then fw = 1 end
+                  fr1 = fw
                 end
                 if q > 432000000 then q = 432000000 end
                 local whole = floor(q / 5)
@@ -106,23 +104,6 @@ do
       end
     end
     if bad then redis.call('DEL', KEYS[1]); rep = rep + 1; gx1 = 0; gh1 = -INF end
-  end
-end
-if conv1 and debt1 < 432000000 then
-  do
-    local whole = tat1 - now
-    local tat = now + whole
-    local e = tat
-    if frac1 > 0 then e = tat + 1 end
-    if gh1 > now then
-      if e > gh1 then gh1 = e end
-      redis.call('SET', KEYS[1], fmt('1000:%d:1000:%d:%d', frac1, gx1, gh1 - e), 'PXAT', fmt('%d', gh1))
-    else
-      gx1 = 0; gh1 = -INF
-      redis.call('SET', KEYS[1], frac1 > 0 and fmt('1000:%d', frac1) or '1000', 'PXAT', fmt('%d', e))
-    end
-    local pos = gx1
-    if frac1 > 0 then pos = gx1 - 5 + frac1 end
   end
 end
 do

@@ -84,9 +84,9 @@ do
             local u = floor(used / tw)
             if u * tw > used then u = u - 1 elseif (u + 1) * tw <= used then u = u + 1 end
             if u * tw ~= used then u = u + 1 end
-            if u >= 20000 then
-              -- Empty under this policy: a refusal, which adopt leaves as the writer wrote it; it
-              -- refills at the writer's rate (token-bucket.ts foreignRefusal).
+            if u > 0 then
+              -- Not full under this policy: a refusal writes nothing, so the state refills at
+              -- the writer's rate and a refusal's waits are read in it (token-bucket.ts foreignRefusal).
               local from = now
               if last1 > now then from = last1 end
               local uw = capw - tv
@@ -123,25 +123,6 @@ do
       if q * 10 ~= missing then q = q + 1 end
       if elapsed >= q then tokens1 = 20000 else tokens1 = tokens1 + elapsed * 10 end
     end
-  end
-end
-if tconv1 and tokens1 > 0 then
-  do
-    local refilled = last1
-    if now > refilled then refilled = now end
-    local missing = 20000 - tokens1
-    local q = floor(missing / 10)
-    if q * 10 > missing then q = q - 1 elseif (q + 1) * 10 <= missing then q = q + 1 end
-    if q * 10 ~= missing then q = q + 1 end
-    local full = refilled + q
-    if th1 > now then
-      if full > th1 then th1 = full end
-      redis.call('SET', KEYS[1], fmt('%d:10:20:%d:%d', missing, tx1, th1 - full), 'PXAT', fmt('%d', th1))
-    else
-      tx1 = 0; th1 = -INF
-      redis.call('SET', KEYS[1], fmt('%d:10:20', missing), 'PXAT', fmt('%d', full))
-    end
-    local pos = tx1 - (q * 10 - missing)
   end
 end
 do
@@ -494,21 +475,19 @@ do
                 local q = floor(scaled / tw)
                 if q * tw > scaled then q = q - 1 elseif (q + 1) * tw <= scaled then q = q + 1 end
                 if q * tw ~= scaled then q = q + 1 end
-                if q >= 5000 then
-                  local fzw = floor(dw / rw)
-                  if fzw * rw > dw then fzw = fzw - 1 elseif (fzw + 1) * rw <= dw then fzw = fzw + 1 end
-                  if fzw * rw ~= dw then fzw = fzw + 1 end
-                  fz4 = fzw
-                  if cost * 1 <= 5000 then
-                    local lim = (5000 - cost * 1) * tw
-                    local thr = lim
-                    local gap = dw - thr
-                    local fw = floor(gap / rw)
-                    if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
-                    if fw * rw ~= gap then fw = fw + 1 end
-                    if fw < 1 then fw = 1 end
-                    fr4 = fw
-                  end
+                local fzw = floor(dw / rw)
+                if fzw * rw > dw then fzw = fzw - 1 elseif (fzw + 1) * rw <= dw then fzw = fzw + 1 end
+                if fzw * rw ~= dw then fzw = fzw + 1 end
+                fz4 = fzw
+                if cost * 1 <= 5000 then
+                  local lim = (5000 - cost * 1) * tw
+                  local thr = lim
+                  local gap = dw - thr
+                  local fw = floor(gap / rw)
+                  if fw * rw > gap then fw = fw - 1 elseif (fw + 1) * rw <= gap then fw = fw + 1 end
+                  if fw * rw ~= gap then fw = fw + 1 end
+                  if fw < 1 then fw = 1 end
+                  fr4 = fw
                 end
                 if q > 5000 then q = 5000 end
                 local whole = floor(q / 3)
@@ -521,23 +500,6 @@ do
       end
     end
     if bad then redis.call('DEL', KEYS[4]); rep = rep + 8; gx4 = 0; gh4 = -INF end
-  end
-end
-if conv4 and debt4 < 5000 then
-  do
-    local whole = tat4 - now
-    local tat = now + whole
-    local e = tat
-    if frac4 > 0 then e = tat + 1 end
-    if gh4 > now then
-      if e > gh4 then gh4 = e end
-      redis.call('SET', KEYS[4], fmt('3:%d:5:%d:%d', frac4, gx4, gh4 - e), 'PXAT', fmt('%d', gh4))
-    else
-      gx4 = 0; gh4 = -INF
-      redis.call('SET', KEYS[4], fmt('3:%d:5', frac4), 'PXAT', fmt('%d', e))
-    end
-    local pos = gx4
-    if frac4 > 0 then pos = gx4 - 3 + frac4 end
   end
 end
 do
@@ -650,6 +612,7 @@ else
     if tat4 >= now then
       if frac4 > 0 then out[19] = tat4 - now + 1 else out[19] = tat4 - now end
     end
+    if fz4 > 0 then out[19] = fz4 end
     out[20] = 0
   end
 end

@@ -1,12 +1,34 @@
 /**
  * @module Pacing from the quota a server advertises: slow down before the quota runs out instead of
  * after. Per origin, the last response's `remaining` and reset time are kept and counted down locally
- * as requests leave (so concurrent calls do not all spend the same last unit). While at least
+ * as requests leave (so concurrent calls do not all spend the same last unit). While more than
  * `paceBelow` of the quota is left, nothing waits. Below that, the requests left are spread evenly over
- * the time to the reset; with nothing left, a request waits for the reset. When the reset has passed,
- * the numbers are stale and nothing waits until the next response brings new ones.
+ * the time to the reset: one interval apart, the interval fixed when pacing starts (each request's slot
+ * is counted from the previous one's, not from when it asked).
+ *
+ * With nothing left, requests wait for the reset, and then not all at once (draft-11 section 8.5's
+ * thundering herd: twenty callers waiting on a quota of five would all be sent at the reset and fifteen
+ * refused): the first request after the reset is a probe, sent alone; the others wait until its
+ * response brings the new numbers (and are then paced by them), or until the probe's attempt ends
+ * without numbers (nothing is known: nothing waits), or for at most {@link PROBE_WAIT_MS}, after which the
+ * next request probes. A reset passed with no request waiting leaves stale numbers: the next request
+ * probes the same way.
  */
 import type { RateLimitSignal } from './rate-limit-signal.js';
+
+/** How long requests wait for a probe's answer before the next one probes, ms. */
+export const PROBE_WAIT_MS = 1000;
+
+/** What `reserve` grants a request. */
+export interface Reservation {
+  /** Granted: leave after `waitMs`. Not granted: ask again after `waitMs`, or once `renewed` settles. */
+  readonly granted: boolean;
+  readonly waitMs: number;
+  /** Granted as the probe of a quota whose reset passed: tell `settled` when its attempt is over. */
+  readonly probe: boolean;
+  /** Settles when the origin's numbers change (a response, or the probe's end); with `granted` false. */
+  readonly renewed: Promise<void> | undefined;
+}
 
 interface OriginQuota {
   remaining: number;
@@ -14,7 +36,13 @@ interface OriginQuota {
   limit: number | undefined;
   /** The earliest time the next paced request may leave. */
   nextAt: number;
+  /** The probe in flight after the reset: until when the others wait for it. */
+  probeUntil: number | undefined;
+  /** Resolves the waiters' `renewed`; created by the first request that waits. */
+  renewed: { readonly promise: Promise<void>; readonly resolve: () => void } | undefined;
 }
+
+const GRANTED: Reservation = { granted: true, waitMs: 0, probe: false, renewed: undefined };
 
 export class Pacer {
   private readonly origins = new Map<string, OriginQuota>();
@@ -25,7 +53,7 @@ export class Pacer {
     private readonly maxOrigins = 1000,
   ) {}
 
-  /** Records what a response said about `origin`'s quota. */
+  /** Records what a response said about `origin`'s quota; wakes the requests waiting for new numbers. */
   observe(origin: string, signal: RateLimitSignal): void {
     if (signal.remaining === undefined || signal.resetMs === undefined) return;
     const now = this.clock();
@@ -39,28 +67,52 @@ export class Pacer {
       resetAt: now + signal.resetMs,
       limit: signal.limit,
       nextAt: previous?.nextAt ?? now,
+      probeUntil: undefined,
+      renewed: undefined,
     });
+    previous?.renewed?.resolve();
   }
 
-  /** How long a request to `origin` should wait before it leaves, reserving its unit of the quota. */
-  reserve(origin: string): number {
+  /** The probe's attempt for `origin` is over: when its response brought no numbers, nothing is known and nothing waits. */
+  settled(origin: string): void {
     const q = this.origins.get(origin);
-    if (q === undefined) return 0;
+    if (q === undefined || q.probeUntil === undefined) return;
+    this.origins.delete(origin);
+    q.renewed?.resolve();
+  }
+
+  /** What a request to `origin` may do now, reserving its unit of the quota when granted. */
+  reserve(origin: string): Reservation {
+    const q = this.origins.get(origin);
+    if (q === undefined) return GRANTED;
     const now = this.clock();
-    if (now >= q.resetAt) {
-      this.origins.delete(origin);
-      return 0;
-    }
-    if (q.remaining < 1) {
-      // Nothing left: wait for the reset, then the numbers are stale and the next response renews them.
-      return q.resetAt - now;
-    }
+    if (now >= q.resetAt) return this.afterReset(q, now);
+    if (q.remaining < 1) return this.waitFor(q, q.resetAt - now);
     const threshold = q.limit === undefined ? 1 : Math.max(1, Math.floor(q.limit * this.paceBelow));
     q.remaining -= 1;
-    if (q.remaining + 1 > threshold) return 0;
-    const interval = (q.resetAt - now) / (q.remaining + 1);
+    if (q.remaining + 1 > threshold) return GRANTED;
     const at = Math.max(now, q.nextAt);
-    q.nextAt = at + interval;
-    return Math.ceil(at - now);
+    q.nextAt = at + (q.resetAt - at) / (q.remaining + 1);
+    return { granted: true, waitMs: Math.ceil(at - now), probe: false, renewed: undefined };
+  }
+
+  /** Past the reset: the first request probes; the others wait for its answer, at most PROBE_WAIT_MS. */
+  private afterReset(q: OriginQuota, now: number): Reservation {
+    if (q.probeUntil === undefined || now >= q.probeUntil) {
+      q.probeUntil = now + PROBE_WAIT_MS;
+      return { granted: true, waitMs: 0, probe: true, renewed: undefined };
+    }
+    return this.waitFor(q, q.probeUntil - now);
+  }
+
+  private waitFor(q: OriginQuota, waitMs: number): Reservation {
+    if (q.renewed === undefined) {
+      let resolve: () => void = () => undefined;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      q.renewed = { promise, resolve };
+    }
+    return { granted: false, waitMs, probe: false, renewed: q.renewed.promise };
   }
 }

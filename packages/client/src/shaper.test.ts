@@ -241,7 +241,7 @@ describe('createShaper', () => {
 
   it("checks a task's cost at schedule() with ERR_RL_INVALID_COST, before it takes a place in the queue", async () => {
     const shaper = createShaper({ policies: { limit: 5, windowMs: 1_000 }, clock, maxQueue: 1 });
-    for (const cost of ['abc', 0, -1, Number.NaN, 0.0001, null]) {
+    for (const cost of ['abc', 0, -1, Number.NaN, 0.0001, null, Number.POSITIVE_INFINITY]) {
       expect(() => shaper.schedule(() => 1, { cost: cost as number })).toThrow(
         expect.objectContaining({ code: 'ERR_RL_INVALID_COST', option: 'cost' }),
       );
@@ -255,7 +255,13 @@ describe('createShaper', () => {
 
   it('rejects bad options at construction', () => {
     expect(() => createShaper({} as never)).toThrow(/ERR_RL_NO_POLICIES/);
+    // The message names what a shaper takes, not the core's `plans`, which it refuses.
+    expect(() => createShaper({ policies: [] })).toThrow(
+      expect.objectContaining({ code: 'ERR_RL_NO_POLICIES', message: expect.not.stringMatching(/plans/) }),
+    );
     expect(() => createShaper({ policies: { limit: 1, windowMs: 1 }, maxQueue: -1 })).toThrow(/ERR_RL_INVALID_OPTION: 'maxQueue'/);
+    // A queue of 0 would refuse every task.
+    expect(() => createShaper({ policies: { limit: 1, windowMs: 1 }, maxQueue: 0 })).toThrow(/ERR_RL_INVALID_OPTION: 'maxQueue'/);
     expect(() => createShaper({ policies: { limit: 1, windowMs: 1 }, queue: 5 } as never)).toThrow(/ERR_RL_UNKNOWN_OPTION: 'queue'/);
     expect(() => createShaper({ policies: { algorithm: 'concurrency', limit: 1 } as never })).toThrow(/ERR_RL_INVALID_OPTION: 'policies'/);
     expect(() => createShaper({ policies: { limit: 0, windowMs: 1 } })).toThrow(/ERR_RL_INVALID_LIMIT/);

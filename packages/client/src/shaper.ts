@@ -141,7 +141,7 @@ const SHAPER_NAME = 'tollgate-shaper';
 
 /** `value` when it is a cost the core accepts (a positive multiple of 1/1000, or one past any capacity); else `ERR_RL_INVALID_COST`. */
 function readCost(value: unknown): number {
-  if (typeof value === 'number' && requestCostToMilli(value) > 0) return value;
+  if (typeof value === 'number' && Number.isFinite(value) && requestCostToMilli(value) > 0) return value;
   throw new RateLimitConfigError('ERR_RL_INVALID_COST', 'cost', 'must be a positive finite multiple of 1/1000, e.g. 1 or 2.5', value);
 }
 
@@ -156,7 +156,15 @@ interface ShaperSetup {
 
 function readShaperOptions(options: ShaperOptions): ShaperSetup {
   const o = readOptions(options, KNOWN, 'options', '{ policies: { limit: 10, windowMs: 1_000 }, store: new RedisStore({ client }) }');
-  // A missing or empty `policies` is the core's ERR_RL_NO_POLICIES, thrown by createLimiter below.
+  // Checked here, not by createLimiter, whose message also suggests `plans`, which a shaper does not take.
+  if (o.policies === undefined || (Array.isArray(o.policies) && o.policies.length === 0)) {
+    throw new RateLimitConfigError(
+      'ERR_RL_NO_POLICIES',
+      'policies',
+      "is required: one rate policy or a list, e.g. { algorithm: 'sliding-log', limit: 10, windowMs: 1_000 }",
+      o.policies,
+    );
+  }
   for (const p of [o.policies].flat()) {
     if ((p as { algorithm?: string } | undefined)?.algorithm === 'concurrency') {
       throw new RateLimitConfigError(
@@ -170,7 +178,7 @@ function readShaperOptions(options: ShaperOptions): ShaperSetup {
   const key = o.key ?? 'shaper';
   if (typeof key !== 'string' || key === '')
     throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'key', "must be a non-empty string, e.g. 'sms-partner'", key);
-  const maxQueue = o.maxQueue === undefined ? 1_000 : integerIn(o.maxQueue, 'maxQueue', 0, 10_000_000, 'e.g. 1_000');
+  const maxQueue = o.maxQueue === undefined ? 1_000 : integerIn(o.maxQueue, 'maxQueue', 1, 10_000_000, 'e.g. 1_000');
   const defaultDelay = o.maxDelayMs === undefined ? 60_000 : integerIn(o.maxDelayMs, 'maxDelayMs', 0, DAY, 'e.g. 60_000');
   const clock = o.clock === undefined ? undefined : functionOption<Clock>(o.clock, 'clock', '() => Date.now()');
   const limiter = createLimiter({

@@ -3,8 +3,11 @@
  * in tests drive every wait.
  */
 
-/** Resolves after `ms`, or rejects with `signal.reason` as soon as the signal aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/**
+ * Resolves after `ms` (or as soon as `wake` settles, when given), or rejects with `signal.reason` as soon
+ * as the signal aborts. Either way the timer and the listener are gone when it settles.
+ */
+export function sleep(ms: number, signal?: AbortSignal, wake?: Promise<void>): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);
@@ -14,13 +17,13 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       clearTimeout(timer);
       reject(signal?.reason);
     };
-    const timer = setTimeout(
-      () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      },
-      Math.max(0, ms),
-    );
+    const end = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    const timer = setTimeout(end, Math.max(0, ms));
     signal?.addEventListener('abort', onAbort, { once: true });
+    wake?.then(end, end);
   });
 }

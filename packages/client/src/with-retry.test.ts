@@ -5,6 +5,7 @@
 import { RateLimitConfigError } from '@tollgate/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type FetchLike, RateLimitClientError, withRetry } from './index.js';
+import { followerCount } from './linked-signal.js';
 
 const URL_ = 'http://127.0.0.1:1/api';
 
@@ -204,31 +205,79 @@ describe('withRetry', () => {
     expect(error).toMatchObject({ code: 'ERR_RL_DEADLINE_EXCEEDED' });
   });
 
-  it('pacing: spreads the last tenth of an advertised quota over the time left, and waits for the reset at zero', async () => {
-    let remaining = 12;
-    const calls: number[] = [];
+  /**
+   * A server with a fixed window of `limit` per `windowMs`, aligned to `origin`, answering every request
+   * with draft-11 headers (`t` rounded up to the second) and 429 over the limit.
+   */
+  function windowServer(limit: number, windowMs: number, origin: number) {
+    const sent: { at: number; status: number }[] = [];
+    let window = -1;
+    let used = 0;
     const fetch: FetchLike = async () => {
-      calls.push(Date.now());
-      remaining = Math.max(0, remaining - 1);
-      return new Response('ok', { headers: { 'ratelimit-policy': '"d";q=100;w=10', ratelimit: `"d";r=${remaining};t=10` } });
+      const now = Date.now();
+      const w = Math.floor((now - origin) / windowMs);
+      if (w !== window) {
+        window = w;
+        used = 0;
+      }
+      const status = used < limit ? 200 : 429;
+      if (status === 200) used++;
+      sent.push({ at: now - origin, status });
+      const t = Math.ceil((origin + (w + 1) * windowMs - now) / 1000);
+      const headers = { 'ratelimit-policy': `"w";q=${limit};w=${windowMs / 1000}`, ratelimit: `"w";r=${limit - used};t=${t}` };
+      return new Response(status === 200 ? 'ok' : 'no', { status, headers });
+    };
+    return { fetch, sent };
+  }
+
+  it('pacing: spreads the last tenth of an advertised quota evenly over the time to the reset, one interval apart', async () => {
+    const origin = Date.now();
+    const server = windowServer(100, 2_000, origin);
+    const f = withRetry(server.fetch, { pacing: true, retries: 0 });
+    // 89 used: 11 left, above a tenth of 100; the 90th response says 10 left, 2 s to the reset.
+    for (let i = 0; i < 90; i++) await f(URL_);
+    await Promise.all([...Array.from({ length: 10 }, () => f(URL_)), vi.advanceTimersByTimeAsync(2_000)]);
+    // 10 left over 2,000 ms: one every 200 ms, all before the reset (not 0, 200, 425, 676, ... 3,860).
+    expect(server.sent.slice(90).map((s) => s.at)).toEqual([0, 200, 400, 600, 800, 1000, 1200, 1400, 1600, 1800]);
+    expect(server.sent.every((s) => s.status === 200)).toBe(true);
+    expect(f.stats().pacedMs).toBeGreaterThan(0);
+  });
+
+  it('pacing at zero: waiters for the reset are not sent at once; a probe goes first, the rest follow its numbers, none refused', async () => {
+    const origin = Date.now();
+    const server = windowServer(5, 2_000, origin);
+    const f = withRetry(server.fetch, { pacing: true, retries: 0 });
+    for (let i = 0; i < 5; i++) await f(URL_);
+    // Twenty callers at once with nothing left: twenty at the reset would be five admitted, fifteen 429s.
+    const calls = Promise.all(Array.from({ length: 20 }, () => f(URL_)));
+    await vi.advanceTimersByTimeAsync(12_000);
+    const statuses = (await calls).map((r) => r.status);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    const later = server.sent.slice(5);
+    expect(later).toHaveLength(20);
+    // Five per window, the first of each window alone at its start (the probe), then the rest.
+    for (let w = 1; w <= 4; w++) {
+      const inWindow = later.filter((s) => s.at >= w * 2_000 && s.at < (w + 1) * 2_000);
+      expect(inWindow).toHaveLength(5);
+      expect(inWindow[0]?.at).toBe(w * 2_000);
+    }
+  });
+
+  it('pacing after a probe whose response brings no numbers: nothing is known, the others go', async () => {
+    let bare = false;
+    const sent: number[] = [];
+    const t0 = Date.now();
+    const fetch: FetchLike = async () => {
+      sent.push(Date.now() - t0);
+      return new Response('ok', { headers: bare ? {} : { ratelimit: '"d";r=0;t=1' } });
     };
     const f = withRetry(fetch, { pacing: true });
-    const waits: number[] = [];
-    for (let i = 0; i < 13; i++) {
-      const start = Date.now();
-      let done = false;
-      f(URL_).then(() => {
-        done = true;
-      });
-      while (!done) await vi.advanceTimersByTimeAsync(1);
-      waits.push((calls[i] ?? 0) - start);
-    }
-    // Above 10 left nothing waits; from 10 down each request waits its share of the time left
-    // (the server says t=10 s each time: 10 s / 10, 10 s / 9, ... less the 1 ms this loop steps by); at 0 it waits the whole reset.
-    expect(waits.slice(0, 3)).toEqual([0, 0, 0]);
-    expect(waits.slice(3, 12)).toEqual([999, 1111, 1250, 1429, 1667, 2000, 2500, 3333, 5000]);
-    expect(waits[12]).toBe(10_000);
-    expect(f.stats().pacedMs).toBeGreaterThan(0);
+    await f(URL_);
+    bare = true;
+    const calls = Promise.all([f(URL_), f(URL_), f(URL_)]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    await calls;
+    expect(sent).toEqual([0, 1_000, 1_000, 1_000]);
   });
 
   it('pacing holds first attempts at most maxDelayMs and never past the deadline; a retry waits what its refusal asked', async () => {
@@ -258,6 +307,93 @@ describe('withRetry', () => {
     expect((await call).status).toBe(200);
     expect(told.calls.map((c) => c.at - (told.calls[0]?.at ?? 0))).toEqual([0, 1_000]);
     expect(h.stats()).toMatchObject({ retries: 1, pacedMs: 0 });
+  });
+
+  it('a signal aborted before the call: it rejects with the reason, and the attempt it started is never an unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      // A fetch that rejects on an aborted signal a tick later, as undici does.
+      const later: FetchLike = (_input, init) => new Promise((_resolve, reject) => setTimeout(() => reject(init?.signal?.reason), 0));
+      for (const options of [{}, { timeoutMs: 1_000 }, { pacing: true }]) {
+        const controller = new AbortController();
+        controller.abort();
+        const call = withRetry(later, options)(URL_, { signal: controller.signal });
+        await expect(call).rejects.toMatchObject({ name: 'AbortError' });
+        const request = withRetry(later, options)(new Request(URL_, { signal: controller.signal }));
+        await expect(request).rejects.toMatchObject({ name: 'AbortError' });
+      }
+      await vi.advanceTimersByTimeAsync(10);
+      vi.useRealTimers();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('a long-lived caller signal with timeoutMs: one listener on it, and the links to finished calls are freed (no Node 20 AbortSignal.any leak)', async () => {
+    vi.useRealTimers();
+    const { setFlagsFromString } = await import('node:v8');
+    const { runInNewContext } = await import('node:vm');
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const app = new AbortController();
+    const { EventEmitter } = await import('node:events');
+    const f = withRetry(async () => new Response('ok'), { timeoutMs: 5_000 });
+    for (let i = 0; i < 2_000; i++) await f(URL_, { signal: app.signal });
+    expect(EventEmitter.getEventListeners(app.signal, 'abort')).toHaveLength(1);
+    for (let i = 0; i < 5 && followerCount(app.signal) > 0; i++) {
+      gc();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(followerCount(app.signal)).toBeLessThan(50);
+    // The link still works for a call in flight.
+    const hang: FetchLike = (_input, init) =>
+      new Promise((_resolve, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal?.reason)));
+    const call = withRetry(hang, { timeoutMs: 5_000 })(URL_, { signal: app.signal });
+    app.abort(new Error('shutting down'));
+    await expect(call).rejects.toThrow('shutting down');
+  });
+
+  it('never retries a scheme or port fetch refuses (ftp:, port 1, blob:), nor an abort a custom fetch rejects with', async () => {
+    for (const url of ['ftp://127.0.0.1/x', 'http://127.0.0.1:1/', 'blob:nope']) {
+      let calls = 0;
+      const counted: FetchLike = (input, init) => {
+        calls++;
+        return fetch(input, init);
+      };
+      const f = withRetry(counted);
+      await expect(f(url)).rejects.toBeInstanceOf(TypeError);
+      expect(calls, url).toBe(1);
+      expect(f.stats(), url).toMatchObject({ retries: 0 });
+    }
+    for (const name of ['AbortError', 'TimeoutError']) {
+      const own = scripted(new DOMException('gave up', name));
+      const f = withRetry(own.fetch);
+      await expect(f(URL_)).rejects.toMatchObject({ name });
+      expect(own.calls, name).toHaveLength(1);
+    }
+  });
+
+  it('a retry the server lets fit before the deadline is made: jitter past the deadline is drawn again within the room left', async () => {
+    // Retry-After 1 s, 1.6 s to the deadline, jitter up to 2 s above the floor: every draw past 1.6 s is redrawn.
+    const draws = [0.99, 0.3];
+    const once = scripted(refused(429, { 'retry-after': '1' }));
+    const f = withRetry(once.fetch, { timeoutMs: 1_600, random: () => draws.shift() ?? 0 });
+    const call = f(URL_);
+    await vi.advanceTimersByTimeAsync(1_600);
+    expect((await call).status).toBe(200);
+    const at = once.calls.map((c) => c.at - (once.calls[0]?.at ?? 0));
+    // The floor plus 0.3 of the 599 ms of room left above it.
+    expect(at).toEqual([0, 1_000 + Math.ceil(0.3 * 599)]);
+    expect(f.stats()).toMatchObject({ retries: 1, tooLongRefused: 0 });
+    // A floor that itself ends past the deadline is still refused.
+    const long = scripted(refused(429, { 'retry-after': '2' }));
+    const g = withRetry(long.fetch, { timeoutMs: 1_600 });
+    expect((await g(URL_)).status).toBe(429);
+    expect(g.stats()).toMatchObject({ retries: 0, tooLongRefused: 1 });
   });
 
   it('never replays a streamed body (ReadableStream, Node Readable, async iterable); strings and bytes are replayed', async () => {

@@ -21,6 +21,7 @@
 import { RateLimitConfigError } from '@tollgate/core';
 import { backoffDelay, type Jitter } from './backoff.js';
 import { functionOption, integerIn, type KeysEnum, numberIn, oneOf, RateLimitClientError, readOptions } from './errors.js';
+import { follow } from './linked-signal.js';
 import { Pacer } from './pacer.js';
 import { type RateLimitSignal, readRateLimitSignal, serverWaitMs } from './rate-limit-signal.js';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
@@ -219,13 +220,30 @@ interface CallShape {
 const NETWORK_FAILURE = /^(fetch failed|failed to fetch|networkerror\b|load failed|network ?error\b)/i;
 
 /**
+ * What undici's `fetch failed` carries in its `cause` when it refused the request before any network was
+ * involved: a scheme it cannot fetch (`ftp:`, `file:`), a port fetch blocks (1, 9, 25, ...), a `blob:`
+ * URL it cannot resolve. A network failure's cause has a `code` (ECONNREFUSED, UND_ERR_SOCKET, ...).
+ */
+const REFUSED_CAUSE = /^(unknown scheme|bad port|invalid method|not implemented)/i;
+
+/**
  * Whether `error` is fetch refusing its input (`Failed to parse URL`, a GET with a body, a bad header or
- * method, credentials in the URL): a TypeError that is not one of the network failures above. Sending it
+ * method, credentials in the URL, a scheme or port fetch never sends to): a TypeError that is not one of
+ * the network failures above, or undici's `fetch failed` with such a refusal as its cause. Sending it
  * again fails the same way, so it is thrown at once and spends no retry. Other errors (node-fetch's
  * `FetchError`, a wrapper's own) count as network errors.
  */
 function isInputError(error: unknown): boolean {
-  return error instanceof TypeError && !NETWORK_FAILURE.test(error.message);
+  if (!(error instanceof TypeError)) return false;
+  if (!NETWORK_FAILURE.test(error.message)) return true;
+  const cause: unknown = error.cause;
+  return cause instanceof Error && (cause as { code?: unknown }).code === undefined && REFUSED_CAUSE.test(cause.message);
+}
+
+/** An abort (or a timeout) a custom fetch rejected with on its own: the caller asked for it, never retried. */
+function isAbort(error: unknown): boolean {
+  const name = (error as { name?: unknown } | null)?.name;
+  return name === 'AbortError' || name === 'TimeoutError';
 }
 
 function shapeOf(input: string | URL | Request, init: RequestInit | undefined, config: RetryConfig): CallShape {
@@ -264,8 +282,9 @@ function resendable(body: unknown): boolean {
 
 /**
  * Links the caller's signal and the deadline into one signal for every attempt and wait. The caller's
- * side of the link outlives the call (`AbortSignal.any` holds it weakly): an abort after the response
- * came still ends the reading of its body, as it does with fetch alone.
+ * side of the link outlives the call (held weakly: linked-signal.ts, not Node 20's leaking
+ * `AbortSignal.any`): an abort after the response came still ends the reading of its body, as it does
+ * with fetch alone.
  */
 function callSignal(
   shape: CallShape,
@@ -285,13 +304,19 @@ function callSignal(
       ),
     timeoutMs,
   );
-  const signal = shape.userSignal === undefined ? controller.signal : AbortSignal.any([shape.userSignal, controller.signal]);
-  return { signal, deadline, done: () => clearTimeout(timer) };
+  if (shape.userSignal !== undefined) follow(shape.userSignal, controller);
+  return { signal: controller.signal, deadline, done: () => clearTimeout(timer) };
 }
 
-/** `promise`, or the signal's reason as soon as it aborts: a fetch that ignores its signal cannot outlive the deadline. */
+/**
+ * `promise`, or the signal's reason as soon as it aborts: a fetch that ignores its signal cannot outlive the
+ * deadline. A rejection of `promise` that comes after the abort is observed, never left unhandled.
+ */
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
@@ -321,12 +346,47 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
   const config = parseRetryOptions(options);
   const counts = { requests: 0, retries: 0, budgetRefused: 0, tooLongRefused: 0, pacedMs: 0 };
 
-  /** Pacing before a first attempt: at most `maxDelayMs`, and none when it would end past the deadline. */
-  async function paced(origin: string, signal: AbortSignal | undefined, deadline: number): Promise<void> {
-    const wait = Math.min(config.pacer?.reserve(origin) ?? 0, config.maxDelayMs);
-    if (wait <= 0 || config.clock() + wait >= deadline) return;
-    await sleep(wait, signal);
-    counts.pacedMs += wait;
+  /**
+   * Pacing before a first attempt (pacer.ts): waits for the unit the pacer grants, asking again while none
+   * is left (until the reset, or a probe's answer); at most `maxDelayMs` in all, and no wait that would end
+   * past the deadline (the request then leaves at once). True when the request is the probe of a reset.
+   */
+  async function paced(pacer: Pacer, origin: string, signal: AbortSignal | undefined, deadline: number): Promise<boolean> {
+    const start = config.clock();
+    for (;;) {
+      const r = pacer.reserve(origin);
+      const now = config.clock();
+      const wait = Math.min(r.waitMs, config.maxDelayMs - (now - start));
+      if (wait > 0 && now + wait < deadline) {
+        await sleep(wait, signal, r.renewed);
+        counts.pacedMs += config.clock() - now;
+      }
+      if (r.granted) return r.probe;
+      // Waited as long as pacing may: the request leaves without a unit.
+      if (wait < r.waitMs || now + wait >= deadline) return false;
+    }
+  }
+
+  /**
+   * The wait before retry `n + 1`: the server's floor plus jitter, the jitter drawn again within the room
+   * left when the first draw would end past the deadline (a retry the server's wait lets fit is made);
+   * undefined when even the floor ends past it.
+   */
+  function retryDelay(n: number, floorMs: number | undefined, previousMs: number, deadline: number): number | undefined {
+    const delayMs = backoffDelay({
+      attempt: n + 1,
+      floorMs,
+      previousMs,
+      jitter: config.jitter,
+      baseDelayMs: config.baseDelayMs,
+      maxDelayMs: config.maxDelayMs,
+      random: config.random,
+    });
+    const room = deadline - config.clock();
+    if (delayMs < room) return delayMs;
+    const floor = floorMs ?? 0;
+    if (floor >= room - 1) return undefined;
+    return Math.min(room - 1, Math.ceil(floor + config.random() * (room - 1 - floor)));
   }
 
   function attempt(input: string | URL | Request, init: RequestInit | undefined, signal: AbortSignal | undefined) {
@@ -341,12 +401,13 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
     counts.requests++;
     config.budget?.request();
     let previousMs = 0;
+    let probe = false;
     try {
       for (let n = 0; ; n++) {
         let response: Response | undefined;
         let error: unknown;
         try {
-          if (n === 0 && config.pacer !== undefined) await paced(shape.origin, call.signal, call.deadline);
+          if (n === 0 && config.pacer !== undefined) probe = await paced(config.pacer, shape.origin, call.signal, call.deadline);
           response = await attempt(input, init, call.signal);
         } catch (e) {
           if (call.signal?.aborted) throw call.signal.reason;
@@ -354,7 +415,14 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
         }
         const signal = response === undefined ? undefined : readRateLimitSignal(response.headers, config.clock());
         if (signal !== undefined) config.pacer?.observe(shape.origin, signal);
-        const retryable = response === undefined ? config.retryNetworkErrors && !isInputError(error) : config.retryOn.has(response.status);
+        if (probe) {
+          probe = false;
+          config.pacer?.settled(shape.origin);
+        }
+        const retryable =
+          response === undefined
+            ? config.retryNetworkErrors && !isInputError(error) && !isAbort(error)
+            : config.retryOn.has(response.status);
         const give = () => {
           if (response !== undefined) return response;
           throw error;
@@ -365,16 +433,8 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
           counts.tooLongRefused++;
           return give();
         }
-        const delayMs = backoffDelay({
-          attempt: n + 1,
-          floorMs,
-          previousMs,
-          jitter: config.jitter,
-          baseDelayMs: config.baseDelayMs,
-          maxDelayMs: config.maxDelayMs,
-          random: config.random,
-        });
-        if (config.clock() + delayMs >= call.deadline) {
+        const delayMs = retryDelay(n, floorMs, previousMs, call.deadline);
+        if (delayMs === undefined) {
           counts.tooLongRefused++;
           return give();
         }
@@ -397,6 +457,7 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
         counts.retries++;
       }
     } finally {
+      if (probe) config.pacer?.settled(shape.origin);
       call.done();
     }
   }

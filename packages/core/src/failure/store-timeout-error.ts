@@ -13,17 +13,28 @@ export class StoreTimeoutError extends Error {
   /** The node (connection, or Cluster master) that went silent. */
   readonly node: string;
 
-  /** `'silent'`: nothing came back on the node; `'late'`: the node answers, but this call waited too long. */
-  readonly why: Overdue;
+  /**
+   * `'silent'`: nothing came back on the node; `'late'`: the node answers, but this call waited too long;
+   * `'leases'`: the leases the store had lost (a restart, a failover) were not back within `ms` before a
+   * new lease (leases/lease-keeper.ts RESTORE_WAIT_MS).
+   */
+  readonly why: Overdue | 'leases';
 
-  constructor(ms: number, node: string, why: Overdue = 'silent') {
-    super(
-      why === 'silent'
-        ? `ERR_RL_STORE_TIMEOUT: nothing came back from the store (node '${node}') for ${ms} ms (storeTimeoutMs) while calls were pending. ${seeDocs('ERR_RL_STORE_TIMEOUT')}`
-        : `ERR_RL_STORE_TIMEOUT: a call to the store (node '${node}') waited ${ms} ms (storeTimeoutMs, plus its queue's share) of idle time without a reply. ${seeDocs('ERR_RL_STORE_TIMEOUT')}`,
-    );
+  constructor(ms: number, node: string, why: Overdue | 'leases' = 'silent') {
+    super(`ERR_RL_STORE_TIMEOUT: ${describe(ms, node, why)}. ${seeDocs('ERR_RL_STORE_TIMEOUT')}`);
     this.name = 'StoreTimeoutError';
     this.node = node;
     this.why = why;
+  }
+}
+
+function describe(ms: number, node: string, why: Overdue | 'leases'): string {
+  switch (why) {
+    case 'silent':
+      return `nothing came back from the store (node '${node}') for ${ms} ms (storeTimeoutMs) while calls were pending`;
+    case 'late':
+      return `a call to the store (node '${node}') waited ${ms} ms (storeTimeoutMs, plus its queue's share) of idle time without a reply`;
+    default:
+      return `the leases the store (node '${node}') had lost were not put back within ${ms} ms; the check before a new lease was answered by the failure mode`;
   }
 }

@@ -135,6 +135,19 @@ describe('LeaseKeeper', () => {
     expect((await limiter.check('k')).allowed).toBe(true);
   });
 
+  it('a renewal that finds its lease gone (a Cluster failover: no connection event) puts it back and says so, counting it', async () => {
+    const { store, limiter, warnings } = setup();
+    const held = await limiter.check('k');
+    // The store loses the lease silently; only the renewal finds out.
+    store.memory = new MemoryStore();
+    held.renew?.();
+    for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));
+    expect(warnings).toContainEqual(expect.objectContaining({ code: 'WRN_RL_LEASES_RESTORED', restored: 1, held: 1 }));
+    // It is back: the limit of 2 holds one more, not two.
+    expect((await limiter.check('k')).allowed).toBe(true);
+    expect((await limiter.check('k')).allowed).toBe(false);
+  });
+
   it('gives up a lease granted across connection events and asks again; a connection that keeps flapping gets the failure mode', async () => {
     const { store, limiter, advance } = setup(undefined, 'closed');
     const held = await limiter.check('k');
@@ -326,6 +339,8 @@ describe('LeaseKeeper', () => {
       clock: () => 1_000_000,
       logger: { warn() {}, error() {} },
     });
+    const errors: unknown[] = [];
+    limiter.on('store-error', (e) => errors.push(e));
     const held = await limiter.check('k');
     store.restoresHang = true;
     store.restart();
@@ -335,7 +350,11 @@ describe('LeaseKeeper', () => {
     expect(await Promise.race([first.then(() => 'decided'), new Promise((r) => setTimeout(() => r('waiting'), 50))])).toBe('waiting');
     await new Promise((r) => setTimeout(r, 100));
     // Then the failure mode answers it: a store call after the wait could take its own timeout on top.
+    // Visibly: a store-error event, as for any call the store did not answer in time.
     expect(await first).toMatchObject({ allowed: true, degraded: true });
+    expect(errors).toEqual([
+      expect.objectContaining({ key: 'k', scope: 'node', error: expect.objectContaining({ code: 'ERR_RL_STORE_TIMEOUT', why: 'leases' }) }),
+    ]);
     // The next ones go on without waiting for it again.
     expect(await decided()).toBe('decided');
     expect(await decided()).toBe('decided');

@@ -72,6 +72,8 @@ class StoreLeases {
   lost = false;
   /** Renewals that found their lease gone: a restore started before one of them does not mark the store whole. */
   losses = 0;
+  /** Leases renewals found gone and put back since the last WRN_RL_LEASES_RESTORED line: they count in it. */
+  renewedBack = 0;
   /**
    * Moves on with every connection event (closed, ready): a call sent in an earlier epoch and answered in
    * a later one may have run on a server that had lost the held leases, before they were put back.
@@ -386,6 +388,7 @@ export class LeaseKeeper {
     return kept.store.restore(held.key, held.plan, held.lease, now).then((live) => {
       if (!live) {
         kept.losses += 1;
+        kept.renewedBack += 1;
         if (!kept.lost) {
           kept.lost = true;
           if (kept.restoring === undefined) this.restore(kept);
@@ -427,7 +430,9 @@ export class LeaseKeeper {
       if (ending.length + list.length > 0) this.failing = false;
       kept.retryMs = RESTORE_RETRY_MS;
       if (kept.epoch === epoch && kept.losses === losses && kept.unreleased.size === 0) kept.lost = false;
-      back = Math.max(0, live.filter((x) => !x).length - carried);
+      // With the leases renewals put back themselves (the only way a Cluster's lost leases are found).
+      back = Math.max(0, live.filter((x) => !x).length - carried) + kept.renewedBack;
+      kept.renewedBack = 0;
     } catch (error) {
       for (const h of ending) kept.unreleased.add(h);
       // Told again by the next restore, even when a newer one found the store whole meanwhile.

@@ -6,7 +6,8 @@
  */
 import { DecisionImpl } from '../decision.js';
 import type { Fallback } from '../failure/fallback.js';
-import type { CallFailure, StoreGuard } from '../failure/store-guard.js';
+import { CallFailure, type StoreGuard } from '../failure/store-guard.js';
+import { StoreTimeoutError } from '../failure/store-timeout-error.js';
 import type { DecisionBuilder } from '../limiter/build-decision.js';
 import type { Counters } from '../limiter/counters.js';
 import type { Decider } from '../limiter/decide.js';
@@ -17,7 +18,7 @@ import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
 import { F_CHARGED, isPromiseLike, R_FLAGS, RESULT_STRIDE, type Store, type StoreResult } from '../stores/store.js';
 import type { CheckOptions, Decision } from '../types.js';
-import { type LeaseKeeper, leftQueue, waitsOut } from './lease-keeper.js';
+import { type LeaseKeeper, leftQueue, RESTORE_WAIT_MS, waitsOut } from './lease-keeper.js';
 import { aborted } from './lease-queue.js';
 
 /**
@@ -107,9 +108,12 @@ export class LeasedDecider {
     // (waited for once, at most RESTORE_WAIT_MS); not while its node's breaker is open, when the failure mode answers.
     const restoring = restored || guard.refuses(node, at) ? undefined : keeper.restoring(store);
     if (restoring !== undefined) {
-      // Not back within RESTORE_WAIT_MS: the failure mode answers now, not after a store call's own timeout too.
+      // Not back within RESTORE_WAIT_MS: the failure mode answers now (a store-error event, as for any call
+      // the store did not answer in time), not after a store call's own timeout too.
       return restoring.then((back) =>
-        back ? this.leased(t, cost, plain.now(), opts, observing, true, tries) : this.skipped(t, cost, plain.now(), node, opts, observing),
+        back
+          ? this.leased(t, cost, plain.now(), opts, observing, true, tries)
+          : this.unrestored(t, cost, plain.now(), node, opts, observing),
       );
     }
     if (!guard.allow(node, at)) return this.skipped(t, cost, at, node, opts, observing);
@@ -148,6 +152,13 @@ export class LeasedDecider {
   private skipped(t: Target, cost: number, at: number, node: string, opts: CheckOptions | undefined, observing: Observing): Decision {
     const lease = nextLease++;
     return this.seen(this.holding(this.parts.plain.skipped(t, cost, at, node, lease), t, lease), observing, opts, at);
+  }
+
+  /** The failure mode's decision when the held leases were not back in time; the node's breaker is left alone. */
+  private unrestored(t: Target, cost: number, at: number, node: string, opts: CheckOptions | undefined, observing: Observing): Decision {
+    const lease = nextLease++;
+    const failure = new CallFailure(new StoreTimeoutError(RESTORE_WAIT_MS, node, 'leases'), 'node', node);
+    return this.seen(this.holding(this.parts.plain.failed(t, cost, at, failure, lease), t, lease), observing, opts, at);
   }
 
   /** Observes `d` unless it is decided quietly (a queued attempt, observed once with its last decision). */

@@ -136,6 +136,7 @@ describe('@tollgate/core, built', () => {
         "formatLine": "function",
         "isPermissiveTrust": "function",
         "isPermissiveTrustFunction": "function",
+        "isPlainKey": "function",
         "isPromiseLike": "function",
         "onHandlerSettled": "function",
         "onResponseDone": "function",

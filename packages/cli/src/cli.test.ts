@@ -5,7 +5,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { rerunWith, runCli, USAGE } from './cli.js';
+import { runCli, USAGE } from './cli.js';
+import { rerunWith } from './input/time-order.js';
 import type { ReplayReport } from './replay/replay-report.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
@@ -131,6 +132,8 @@ describe('tollgate replay ordering', () => {
     expect(code).toBe(3);
     expect(stdout).toContain('Time order: reorder window 500ms (--reorder-window), up to 3 requests held;');
     expect(stdout).toContain('WARNING: 1 requests (20.0%) came more than the 500ms window after later ones, the worst 1.4s late');
+    // The table (and the HTML report) suggest what the stderr line does: a value --reorder-window takes, that holds them.
+    expect(stdout).toContain('Rerun with --sort, or --reorder-window 2s.');
     expect(stderr).toBe(
       'warning: 1 requests came more than the 500ms reorder window after later ones (worst 1.4s late) and were replayed out of time order: ' +
         'their decisions are approximate. Rerun with --sort, or --reorder-window 2s. Exit status 3.\n',
@@ -148,6 +151,20 @@ describe('tollgate replay ordering', () => {
     });
     // A window as long as the worst lateness holds them all.
     expect((await run(['replay', lateWindow, ...policy, '--reorder-window', '1.4s'])).code).toBe(0);
+  });
+
+  it('nothing replayed (every line malformed, or an empty file) is an input error: exit 2 with ERR_RL_REPLAY_INPUT, after the report', async () => {
+    const garbage = join(dir, 'garbage.csv');
+    writeFileSync(garbage, 'time,key\nyesterday,a\nnoon,b\n');
+    const bad = await run(['replay', garbage, ...POLICIES]);
+    expect(bad.code).toBe(2);
+    expect(bad.stdout).toContain('2 malformed');
+    expect(bad.stderr).toMatch(/^ERR_RL_REPLAY_INPUT: nothing was replayed: all 2 lines were malformed \(the first, .*garbage\.csv:2: /);
+    const empty = join(dir, 'empty.log');
+    writeFileSync(empty, '');
+    const none = await run(['replay', empty, ...POLICIES]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/^ERR_RL_REPLAY_INPUT: nothing was replayed: the input holds no request; check --format and --time-field/);
   });
 
   it('suggests a window only when the CLI accepts it (up to 7 days); past that, --sort alone', () => {

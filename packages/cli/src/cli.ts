@@ -11,10 +11,11 @@ import { type Logger, RateLimitConfigError } from '@tollgate/core';
 import { CliError } from './cli-error.js';
 import { parseKeySpec } from './input/request-key.js';
 import { LOG_FORMATS, type LogFormat } from './input/request-parser.js';
-import { formatDuration, parseDuration } from './input/time-order.js';
+import { formatDuration, MAX_REORDER_WINDOW_MS, parseDuration, rerunWith } from './input/time-order.js';
 import { renderLabHtml, renderLabText } from './labs/lab-report.js';
 import { LAB_NAMES, type LabName, runLab } from './labs/labs.js';
 import { parseCandidates } from './replay/candidates.js';
+import type { ReplayReport } from './replay/replay-report.js';
 import { runReplay } from './replay/run-replay.js';
 import { createProgressBar, type ProgressTarget } from './report/progress-bar.js';
 import { renderReplayHtml } from './report/replay-html.js';
@@ -172,6 +173,11 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
     io.stderr.write(`wrote ${values.html}\n`);
   }
   io.stdout.write(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : renderReplayTable(report));
+  if (report.input.requests === 0) {
+    // Nothing replayed (an empty input, a wrong --format or --time-field): an input error, not a success.
+    io.stderr.write(`${nothingReplayed(report).message}\n`);
+    return 2;
+  }
   const order = report.input.order;
   if (order !== null && order.late > 0) {
     io.stderr.write(
@@ -182,6 +188,17 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
     return 3;
   }
   return 0;
+}
+
+/** The error of a replay that read no request: how many lines were malformed, and the first reason. */
+function nothingReplayed(report: ReplayReport): CliError {
+  const { malformed, malformedSamples } = report.input;
+  const first = malformedSamples[0];
+  const why =
+    malformed === 0
+      ? 'the input holds no request'
+      : `all ${malformed.toLocaleString('en-US')} lines were malformed (the first, ${first?.file ?? ''}:${first?.line ?? ''}: ${first?.reason ?? ''})`;
+  return new CliError('ERR_RL_REPLAY_INPUT', `nothing was replayed: ${why}; check --format and --time-field`);
 }
 
 async function labCommand(args: string[], io: CliIo): Promise<number> {
@@ -209,20 +226,6 @@ async function labCommand(args: string[], io: CliIo): Promise<number> {
       : results.map(renderLabText).join('\n'),
   );
   return 0;
-}
-
-/** The longest `--reorder-window` accepted: 7 days. */
-const MAX_REORDER_WINDOW_MS = 7 * 86_400_000;
-
-/** What to rerun with: `--sort`, and a window that would have held every late request when one is accepted. */
-export function rerunWith(lateMs: number): string {
-  const window = windowToHold(lateMs);
-  return (parseDuration(window) ?? Number.POSITIVE_INFINITY) > MAX_REORDER_WINDOW_MS ? '--sort' : `--sort, or --reorder-window ${window}`;
-}
-
-/** A `--reorder-window` that holds a request `lateMs` late (a window of `lateMs` does), in whole seconds or minutes. */
-export function windowToHold(lateMs: number): string {
-  return lateMs < 60_000 ? `${Math.max(1, Math.ceil(lateMs / 1000))}s` : `${Math.ceil(lateMs / 60_000)}m`;
 }
 
 /** `--help` or `-h` anywhere: the usage on stdout, exit 0 (help asked for is not an error). */

@@ -2,7 +2,7 @@
  * @module @tollgate/core/adapter: what only the author of an adapter (Express, Fastify, Koa, or a
  * framework of your own) or of a store needs: the per-request handler, the response plan and its
  * writing helpers, the framework trust-proxy checks, warn-once diagnostics, the check of a request's
- * cost, and readers of a store result. End users import `@tollgate/core`.
+ * cost, whether a key is stored as it is, and readers of a store result. End users import `@tollgate/core`.
  */
 export { createDiagnostics, type Diagnostics } from './diagnostics.js';
 export {
@@ -29,5 +29,6 @@ export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } fr
 export { type ClosableResponse, waitUnlessClosed } from './http/response/shaping-delay.js';
 export { planShed } from './http/response/shed-response.js';
 export { requestCostToMilli } from './internal/fixed-point.js';
+export { isPlainKey } from './limiter/target.js';
 export { formatLine } from './logging.js';
 export { isPromiseLike, resultCharged, resultDelayMs, resultExceeds } from './stores/store.js';

@@ -417,3 +417,23 @@ export function formatDuration(ms: number): string {
   const s = total % 60;
   return [h > 0 ? `${h}h` : '', m > 0 ? `${m}m` : '', s > 0 ? `${s}s` : ''].filter((x) => x !== '').join(' ') || '0s';
 }
+
+/** The longest `--reorder-window` accepted: 7 days. */
+export const MAX_REORDER_WINDOW_MS = 7 * 86_400_000;
+
+/**
+ * What to rerun with: `--sort`, and a window that would have held every late request when one is
+ * accepted (the stderr line, the table and the HTML report all say this).
+ */
+export function rerunWith(lateMs: number): string {
+  const window = windowToHold(lateMs);
+  return (parseDuration(window) ?? Number.POSITIVE_INFINITY) > MAX_REORDER_WINDOW_MS ? '--sort' : `--sort, or --reorder-window ${window}`;
+}
+
+/**
+ * A `--reorder-window` that holds a request `lateMs` late (a window of `lateMs` does), rounded up to whole
+ * seconds or minutes: a value `--reorder-window` takes as it is.
+ */
+export function windowToHold(lateMs: number): string {
+  return lateMs < 60_000 ? `${Math.max(1, Math.ceil(lateMs / 1000))}s` : `${Math.ceil(lateMs / 60_000)}m`;
+}

@@ -1,5 +1,5 @@
 /**
- * @module The replay's fast path decides exactly as createLimiter on a virtual clock: random traces over all six algorithms, multi-policy candidates, odd costs, long keys and a clock stepping back.
+ * @module The replay's fast path decides exactly as createLimiter on a virtual clock: random traces over all six algorithms, multi-policy candidates, odd costs, keys the core hashes (long, `sha256:`-prefixed, with an unpaired surrogate) and a clock stepping back.
  */
 import { createLimiter, type Decision, MemoryStore, type PolicyOptions } from '@tollgate/core';
 import { describe, expect, it } from 'vitest';
@@ -30,7 +30,8 @@ describe('candidate limiter fast path', () => {
     const clock = () => now;
     const fast = createCandidateLimiter(policies, clock, 1_000_000, SILENT);
     const reference = createLimiter({ policies, store: new MemoryStore({ sweepIntervalMs: 0 }), clock });
-    const keys = ['a', 'b', 'c', 'x'.repeat(600)];
+    // Keys the core stores under their digest: their costs of 1 and of others must meet in one bucket.
+    const keys = ['a', 'b', 'c', 'x'.repeat(600), 'sha256:deadbeef', 'half \ud800 pair'];
     let admitted = 0;
     let rejected = 0;
     for (let i = 0; i < 5000; i++) {

@@ -8,17 +8,8 @@
  * `createLimiter`). Requests the fast path does not cover (a cost other than 1, a key the limiter would
  * hash first) go through `limiter.decide` on the same store.
  */
-import {
-  type Clock,
-  createLimiter,
-  type Logger,
-  MAX_KEY_LENGTH,
-  MemoryStore,
-  type PolicyOptions,
-  type Store,
-  type StorePlan,
-} from '@tollgate/core';
-import { resultCharged, resultDelayMs, resultExceeds } from '@tollgate/core/adapter';
+import { type Clock, createLimiter, type Logger, MemoryStore, type PolicyOptions, type Store, type StorePlan } from '@tollgate/core';
+import { isPlainKey, resultCharged, resultDelayMs, resultExceeds } from '@tollgate/core/adapter';
 
 /** One request in the store's milli-units. */
 const ONE = 1000;
@@ -64,7 +55,9 @@ export function createCandidateLimiter(
     verdict,
     store,
     decide(key, cost) {
-      if (cost !== 1 || key.length > MAX_KEY_LENGTH || key.length === 0) {
+      // A key the limiter stores under its digest (too long, `sha256:`-prefixed, not well-formed) goes
+      // through the limiter, as every other request for it: the same bucket whatever its cost.
+      if (cost !== 1 || key.length === 0 || !isPlainKey(key)) {
         options.cost = cost;
         const d = limiter.decide(key, options);
         if (!('allowed' in d)) throw new Error('a MemoryStore limiter answered asynchronously');

@@ -2,7 +2,7 @@
  * @module The terminal summary of a replay: one row per candidate, then the clients each candidate hurts
  * most, then the malformed lines. Text from the log is shown with control characters escaped (text-table.ts).
  */
-import { formatDuration } from '../input/time-order.js';
+import { formatDuration, rerunWith } from '../input/time-order.js';
 import type { ReplayReport } from '../replay/replay-report.js';
 import { escapeControl, formatNumber, formatShare, renderTable } from './text-table.js';
 
@@ -26,7 +26,7 @@ export function describeOrder(report: ReplayReport): { how: string; late: string
     o.late === 0
       ? null
       : `${formatNumber(o.late)} requests (${formatShare(o.late / Math.max(1, report.input.requests))}) came more than the ${formatDuration(o.windowMs ?? 0)} window after later ones, ` +
-        `the worst ${formatDuration(o.worstLateMs)} late: they were replayed out of time order, so the figures below are approximate. Rerun with --sort or a --reorder-window of at least ${formatDuration(o.worstLateMs)}.`;
+        `the worst ${formatDuration(o.worstLateMs)} late: they were replayed out of time order, so the figures below are approximate. Rerun with ${rerunWith(o.worstLateMs)}.`;
   return { how, late };
 }
 

@@ -33,6 +33,14 @@ describe('log times', () => {
     expect(parseTimeValue('2026-10-10T13:55:36')).toBe(Date.UTC(2026, 9, 10, 13, 55, 36));
     expect(parseTimeValue('2026-10-10 13:55:36.5')).toBe(Date.UTC(2026, 9, 10, 13, 55, 36, 500));
     expect(parseTimeValue('2026-10-10T13:55:36-0500')).toBe(Date.UTC(2026, 9, 10, 18, 55, 36));
+    // ISO 8601's other spellings: an offset of whole hours, a comma before the fraction.
+    expect(parseTimeValue('2026-10-10T13:55:36+02')).toBe(Date.UTC(2026, 9, 10, 11, 55, 36));
+    expect(parseTimeValue('2026-10-10T13:55:36,250Z')).toBe(Date.UTC(2026, 9, 10, 13, 55, 36, 250));
+  });
+
+  it('reads nginx $time_local text in a JSON or CSV field (a log_format with "time":"$time_local")', () => {
+    expect(parseTimeValue('10/Oct/2026:13:55:36 +0200')).toBe(Date.UTC(2026, 9, 10, 11, 55, 36));
+    expect(parseTimeValue('10/Oct/2026:13:55:60 +0000')).toBeNaN();
   });
 
   it('takes epoch numbers as seconds below 1e11 and as milliseconds above', () => {

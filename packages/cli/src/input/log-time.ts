@@ -91,15 +91,25 @@ export function epochToMs(value: number): number {
 
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):\d{2}/;
 
-/** A JSON or CSV time value: an epoch number (or its text), or ISO 8601 text. NaN when neither. */
+/** nginx `$time_local` as a JSON or CSV field holds it (a `log_format` with `"time":"$time_local"`). */
+const NGINX_TIME = /^\d{2}\/[A-Za-z]{3}\/\d{4}:/;
+
+/**
+ * A JSON or CSV time value: an epoch number (or its text), ISO 8601 text, or nginx `$time_local` text.
+ * NaN when none.
+ */
 export function parseTimeValue(value: unknown): number {
   if (typeof value === 'number') return epochToMs(value);
   if (typeof value !== 'string' || value === '') return Number.NaN;
   if (DECIMAL.test(value)) return epochTextToMs(value);
+  if (NGINX_TIME.test(value)) return parseNginxTime(value);
   // ISO 8601 needs a date and a time; Date.parse alone accepts too much ("1", "May 5").
   const iso = ISO_DATE_TIME.exec(value);
   if (iso === null || !dayExists(Number(iso[1]), Number(iso[2]) - 1, Number(iso[3])) || Number(iso[4]) > 23) return Number.NaN;
+  // ISO 8601 also writes the fraction after a comma, and an offset of whole hours as `+hh`; Date.parse
+  // takes neither.
+  const text = value.replace(/(:\d{2}),(\d+)/, '$1.$2').replace(/([+-]\d{2})$/, '$1:00');
   // Without an offset Date.parse would read the machine's local time: a log names UTC or says otherwise.
-  const ms = Date.parse(/(?:Z|[+-]\d{2}:?\d{2})$/i.test(value) ? value : `${value.replace(' ', 'T')}Z`);
+  const ms = Date.parse(/(?:Z|[+-]\d{2}:?\d{2})$/i.test(text) ? text : `${text.replace(' ', 'T')}Z`);
   return Number.isFinite(ms) ? inRange(ms) : Number.NaN;
 }

@@ -324,7 +324,8 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
     now = at;
     verdicts.decide(limiters, key, cost);
     countClientRequest(known, key);
-    if (firstMs === null) firstMs = at;
+    // The earliest request, not the first pushed: a late one (past the reorder window) may come before it.
+    if (firstMs === null || at < firstMs) firstMs = at;
     if (at < lastMs) outOfOrder += 1;
     else lastMs = at;
     requests += 1;

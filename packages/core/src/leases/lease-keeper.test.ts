@@ -362,6 +362,42 @@ describe('LeaseKeeper', () => {
     await limiter.close();
   });
 
+  it('a lease the failure mode grants while a restore is stalled reaches the store: that restore does not mark the store whole', async () => {
+    const store = new LosingStore();
+    const limiter = createLimiter({
+      policies: { algorithm: 'concurrency', limit: 2, leaseMs: 1_000 },
+      store,
+      onStoreError: 'local',
+      breaker: false,
+      clock: () => 1_000_000,
+      logger: { warn() {}, error() {} },
+    });
+    const [a, b] = [await limiter.check('k'), await limiter.check('k')];
+    // An outage: the failure mode grants c in its own store, to be carried into the limiter's.
+    store.goDown(false);
+    const c = await limiter.check('k');
+    expect([c.allowed, c.degraded]).toEqual([true, true]);
+    store.comeBack(false);
+    // The store answers again but its restores stall (a paused Redis): the next check waits RESTORE_WAIT_MS
+    // for the restore (which lists c), then the failure mode grants d, carried too.
+    store.heldRestores = [];
+    const d = await limiter.check('k');
+    expect([d.allowed, d.degraded]).toEqual([true, true]);
+    // The stalled restore ends: it sent c, not d.
+    for (const run of store.heldRestores) run();
+    store.heldRestores = undefined;
+    await new Promise((r) => setTimeout(r, 0));
+    a.release?.();
+    b.release?.();
+    // c and d run: the limit of 2 is full, in the store too (d goes in before any new lease).
+    store.calls = [];
+    expect((await limiter.check('k')).allowed).toBe(false);
+    expect(store.calls.filter((call) => call === 'restore')).toHaveLength(2);
+    c.release?.();
+    d.release?.();
+    expect((await limiter.check('k')).allowed).toBe(true);
+  });
+
   it('a loss a renewal finds while a restore is on its way is put back too: that restore does not mark the store whole', async () => {
     const { store, limiter, advance } = setup();
     const held = [await limiter.check('k'), await limiter.check('k')];

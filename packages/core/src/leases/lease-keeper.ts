@@ -68,9 +68,19 @@ class StoreLeases {
   readonly unreleased = new Set<Held>();
   /** When `held` is next swept of leases past their deadline (never released: a lost `release`). */
   sweepAt = 1024;
-  /** The store may have lost some: new leases wait for `restoring`. */
+  /** The store may have lost some, or hold some this limiter released: new leases wait for `restoring`. */
   lost = false;
-  /** Renewals that found their lease gone: a restore started before one of them does not mark the store whole. */
+  /**
+   * The store may lack a lease this limiter holds (a reconnect, a renewal that found its lease gone, a
+   * lease the failure mode carried in), until a restore that listed them all ends well: a new lease in
+   * the store beside a missing one could run over the limit. (A release not told yet leaves the store
+   * with one too many: `lost`, not this.)
+   */
+  missing = false;
+  /**
+   * Renewals that found their lease gone, and leases the failure mode carried in: a restore started before
+   * one of them does not mark the store whole (it did not send that lease).
+   */
   losses = 0;
   /** Leases renewals found gone and put back since the last WRN_RL_LEASES_RESTORED line: they count in it. */
   renewedBack = 0;
@@ -207,6 +217,10 @@ export class LeaseKeeper {
     const kept = this.keep(store, held);
     if (kept === undefined) return undefined;
     kept.lost = true;
+    kept.missing = true;
+    // A restore on its way (stalled in a paused Redis, say) did not list this lease: it must not mark the
+    // store whole when it ends, or the lease never reaches the store and the limiter runs over its limit.
+    kept.losses += 1;
     return { kept, held };
   }
 
@@ -221,8 +235,10 @@ export class LeaseKeeper {
 
   /**
    * Before a new lease in `store`: undefined when the store holds every lease this limiter holds there,
-   * else a promise that settles once they are back, with true, or after RESTORE_WAIT_MS, with false: a
-   * store that does not answer is the failure mode's business, not a reason to wait longer.
+   * else a promise that settles once the restore ends, with true when they are all back, or after
+   * RESTORE_WAIT_MS, with false: a store that does not answer is the failure mode's business, not a
+   * reason to wait longer. A restore that failed, or that ended with leases still missing (carried in or
+   * found gone while it ran), is false too: a new lease in the store beside them would run over the limit.
    */
   restoring(store: Store): Promise<boolean> | undefined {
     const kept = this.stores.get(store);
@@ -235,7 +251,7 @@ export class LeaseKeeper {
     const waited = restoring;
     return atMostRestoreWait(waited, () => {
       kept.stalled = waited;
-    });
+    }).then((settled) => settled && !kept.missing);
   }
 
   /**
@@ -336,6 +352,7 @@ export class LeaseKeeper {
   private connection(kept: StoreLeases, event: ConnectionEvent): void {
     kept.epoch += 1;
     kept.lost = true;
+    kept.missing = true;
     kept.retryAt = 0;
     kept.retryMs = RESTORE_RETRY_MS;
     if (event === 'lost') {
@@ -389,6 +406,7 @@ export class LeaseKeeper {
       if (!live) {
         kept.losses += 1;
         kept.renewedBack += 1;
+        kept.missing = true;
         if (!kept.lost) {
           kept.lost = true;
           if (kept.restoring === undefined) this.restore(kept);
@@ -429,7 +447,10 @@ export class LeaseKeeper {
       await released;
       if (ending.length + list.length > 0) this.failing = false;
       kept.retryMs = RESTORE_RETRY_MS;
-      if (kept.epoch === epoch && kept.losses === losses && kept.unreleased.size === 0) kept.lost = false;
+      if (kept.epoch === epoch && kept.losses === losses) {
+        kept.missing = false;
+        if (kept.unreleased.size === 0) kept.lost = false;
+      }
       // With the leases renewals put back themselves (the only way a Cluster's lost leases are found).
       back = Math.max(0, live.filter((x) => !x).length - carried) + kept.renewedBack;
       kept.renewedBack = 0;

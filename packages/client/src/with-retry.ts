@@ -334,6 +334,56 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /**
+ * Pacing before a first attempt (pacer.ts): waits for the unit the pacer grants, asking again while none
+ * is left (until the reset, or a probe's answer); at most `maxDelayMs` in all, and no wait that would end
+ * past the deadline (the request then leaves at once). True when the request is the probe of a reset.
+ */
+async function paced(
+  config: RetryConfig,
+  counts: { pacedMs: number },
+  pacer: Pacer,
+  origin: string,
+  signal: AbortSignal | undefined,
+  deadline: number,
+): Promise<boolean> {
+  const start = config.clock();
+  for (;;) {
+    const r = pacer.reserve(origin);
+    const now = config.clock();
+    const wait = Math.min(r.waitMs, config.maxDelayMs - (now - start));
+    if (wait > 0 && now + wait < deadline) {
+      await sleep(wait, signal, r.renewed);
+      counts.pacedMs += config.clock() - now;
+    }
+    if (r.granted) return r.probe;
+    // Waited as long as pacing may: the request leaves without a unit.
+    if (wait < r.waitMs || now + wait >= deadline) return false;
+  }
+}
+
+/**
+ * The wait before retry `n + 1`: the server's floor plus jitter, the jitter drawn again within the room
+ * left when the first draw would end past the deadline (a retry the server's wait lets fit is made);
+ * undefined when even the floor ends past it.
+ */
+function retryDelay(config: RetryConfig, n: number, floorMs: number | undefined, previousMs: number, deadline: number): number | undefined {
+  const delayMs = backoffDelay({
+    attempt: n + 1,
+    floorMs,
+    previousMs,
+    jitter: config.jitter,
+    baseDelayMs: config.baseDelayMs,
+    maxDelayMs: config.maxDelayMs,
+    random: config.random,
+  });
+  const room = deadline - config.clock();
+  if (delayMs < room) return delayMs;
+  const floor = floorMs ?? 0;
+  if (floor >= room - 1) return undefined;
+  return Math.min(room - 1, Math.ceil(floor + config.random() * (room - 1 - floor)));
+}
+
+/**
  * Wraps `fetchFn` (default: the global `fetch`) into a fetch-compatible function that retries refused
  * requests as the server asks, with jitter and a budget, and optionally paces them (see the module
  * comment and the README). The retry budget and pacing state are shared by every call of the returned
@@ -345,49 +395,6 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
   }
   const config = parseRetryOptions(options);
   const counts = { requests: 0, retries: 0, budgetRefused: 0, tooLongRefused: 0, pacedMs: 0 };
-
-  /**
-   * Pacing before a first attempt (pacer.ts): waits for the unit the pacer grants, asking again while none
-   * is left (until the reset, or a probe's answer); at most `maxDelayMs` in all, and no wait that would end
-   * past the deadline (the request then leaves at once). True when the request is the probe of a reset.
-   */
-  async function paced(pacer: Pacer, origin: string, signal: AbortSignal | undefined, deadline: number): Promise<boolean> {
-    const start = config.clock();
-    for (;;) {
-      const r = pacer.reserve(origin);
-      const now = config.clock();
-      const wait = Math.min(r.waitMs, config.maxDelayMs - (now - start));
-      if (wait > 0 && now + wait < deadline) {
-        await sleep(wait, signal, r.renewed);
-        counts.pacedMs += config.clock() - now;
-      }
-      if (r.granted) return r.probe;
-      // Waited as long as pacing may: the request leaves without a unit.
-      if (wait < r.waitMs || now + wait >= deadline) return false;
-    }
-  }
-
-  /**
-   * The wait before retry `n + 1`: the server's floor plus jitter, the jitter drawn again within the room
-   * left when the first draw would end past the deadline (a retry the server's wait lets fit is made);
-   * undefined when even the floor ends past it.
-   */
-  function retryDelay(n: number, floorMs: number | undefined, previousMs: number, deadline: number): number | undefined {
-    const delayMs = backoffDelay({
-      attempt: n + 1,
-      floorMs,
-      previousMs,
-      jitter: config.jitter,
-      baseDelayMs: config.baseDelayMs,
-      maxDelayMs: config.maxDelayMs,
-      random: config.random,
-    });
-    const room = deadline - config.clock();
-    if (delayMs < room) return delayMs;
-    const floor = floorMs ?? 0;
-    if (floor >= room - 1) return undefined;
-    return Math.min(room - 1, Math.ceil(floor + config.random() * (room - 1 - floor)));
-  }
 
   function attempt(input: string | URL | Request, init: RequestInit | undefined, signal: AbortSignal | undefined) {
     const attemptInput = input instanceof Request ? input.clone() : input;
@@ -407,7 +414,8 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
         let response: Response | undefined;
         let error: unknown;
         try {
-          if (n === 0 && config.pacer !== undefined) probe = await paced(config.pacer, shape.origin, call.signal, call.deadline);
+          if (n === 0 && config.pacer !== undefined)
+            probe = await paced(config, counts, config.pacer, shape.origin, call.signal, call.deadline);
           response = await attempt(input, init, call.signal);
         } catch (e) {
           if (call.signal?.aborted) throw call.signal.reason;
@@ -433,7 +441,7 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
           counts.tooLongRefused++;
           return give();
         }
-        const delayMs = retryDelay(n, floorMs, previousMs, call.deadline);
+        const delayMs = retryDelay(config, n, floorMs, previousMs, call.deadline);
         if (delayMs === undefined) {
           counts.tooLongRefused++;
           return give();

@@ -190,7 +190,8 @@ export class StoreGuard {
   /**
    * Watches an asynchronous call and answers with `onResult(result)`, or `onFailure(why there is none)`,
    * run in the step that settles the call: one promise per call, no `.then` of the caller's after it.
-   * Rejects only when the handler throws.
+   * Rejects only when the handler throws. `onLate` gets a result that came after the watchdog answered
+   * (the failure mode decided; the store may have charged for it all the same).
    */
   watch<R, T>(
     node: string,
@@ -198,6 +199,7 @@ export class StoreGuard {
     call: PromiseLike<R>,
     onResult: (result: R) => T | PromiseLike<T>,
     onFailure: (failure: CallFailure) => T | PromiseLike<T>,
+    onLate?: (result: R) => void,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const ticket = this.watchdog.watch(node, (why: Overdue) => {
@@ -209,7 +211,10 @@ export class StoreGuard {
           if (this.watchdog.settle(ticket)) {
             this.answered(node);
             settleWith(resolve, reject, onResult, result);
-          } else this.lateReply(node);
+          } else {
+            this.lateReply(node);
+            onLate?.(result);
+          }
         },
         (error: unknown) => {
           if (this.watchdog.settle(ticket)) settleWith(resolve, reject, onFailure, this.failure(node, seq, error, false));

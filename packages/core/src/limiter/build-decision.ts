@@ -213,17 +213,25 @@ export class DecisionBuilder {
   }
 
   private receipt(cp: CompiledPlan, storeKey: StoreKey, cost: number, r: StoreResult, at: number): Receipt {
-    const n = cp.all.length;
-    // RedisStore answers with the `now` it used after the per-policy numbers; the memory store used ours.
-    const storeNow = r.length > n * RESULT_STRIDE ? (r[n * RESULT_STRIDE] as number) : at;
-    // Per policy its mark, then per policy its position (Store.refund); NaN for a policy not charged.
-    const marks: number[] = new Array(2 * n);
-    const none = Number.NaN;
-    for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
-      const charged = cp.refundable[i] === 1 && ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0;
-      marks[i] = charged ? storeNow + (r[o + R_RESET] as number) : none;
-      marks[n + i] = charged ? (r[o + R_POSITION] as number) : none;
-    }
-    return new Receipt(this.issuer, cp, storeKey, costUnits(cost), cost, marks);
+    return new Receipt(this.issuer, cp, storeKey, costUnits(cost), cost, marksOf(cp, r, at));
   }
+}
+
+/**
+ * What `Store.refund` takes to give back the charges of the store's answer `r` for plan `cp` decided at
+ * `at`: per policy its mark, then per policy its position; NaN for a policy not charged (or whose
+ * algorithm gives nothing back).
+ */
+export function marksOf(cp: CompiledPlan, r: StoreResult, at: number): number[] {
+  const n = cp.all.length;
+  // RedisStore answers with the `now` it used after the per-policy numbers; the memory store used ours.
+  const storeNow = r.length > n * RESULT_STRIDE ? (r[n * RESULT_STRIDE] as number) : at;
+  const marks: number[] = new Array(2 * n);
+  const none = Number.NaN;
+  for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
+    const charged = cp.refundable[i] === 1 && ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0;
+    marks[i] = charged ? storeNow + (r[o + R_RESET] as number) : none;
+    marks[n + i] = charged ? (r[o + R_POSITION] as number) : none;
+  }
+  return marks;
 }

@@ -41,6 +41,12 @@ class FlakyStore implements Store {
     if (this.mode === 'hang') return new Promise<void>(() => {});
     this.inner.reset(key, plan);
   }
+
+  refunds = 0;
+  refund(key: string, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
+    this.refunds += 1;
+    return Promise.resolve(this.inner.refund(key, plan, cost, marks, now));
+  }
 }
 
 /** A store of two nodes (keys `a:*` on node-a, the rest on node-b) that knows whose fault an error is. */
@@ -342,6 +348,36 @@ describe('failure mode', () => {
     // The late call was charged when it reached the store: 10 - 2.
     expect(await limiter.check('k')).toMatchObject({ degraded: false, remaining: 8 });
     expect(states).toEqual(['open', 'half-open', 'closed']);
+  });
+
+  it("a late reply that charged a request the failure mode refused gives the charge back ('closed'); an admitted one keeps it ('open')", async () => {
+    vi.useFakeTimers({ toFake: FAKE });
+    for (const [onStoreError, remaining, refunds] of [
+      ['closed', 9, 1],
+      ['open', 8, 0],
+    ] as const) {
+      const store = new FlakyStore();
+      store.mode = 'slow';
+      store.delayMs = 40;
+      const limiter = createLimiter({
+        policies,
+        store,
+        onStoreError,
+        storeTimeoutMs: 10,
+        breaker: false,
+        logger: recordingLogger(),
+        clock: () => 1_800_000_030_000,
+      });
+      const late = limiter.check('k');
+      await vi.advanceTimersByTimeAsync(20);
+      expect(await late, onStoreError).toMatchObject({ degraded: true, allowed: onStoreError === 'open' });
+      // The reply comes at 40 ms, charged: a refusal charges nothing, so it goes back; an admission ran.
+      await vi.advanceTimersByTimeAsync(30);
+      store.mode = 'ok';
+      expect(await limiter.check('k'), onStoreError).toMatchObject({ degraded: false, remaining });
+      expect(store.refunds, onStoreError).toBe(refunds);
+      await limiter.close();
+    }
   });
 
   it('errors of one key answer that key only: other keys stay exact and the node stays healthy', async () => {

@@ -18,7 +18,7 @@ import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
 import { isPromiseLike, type StoreResult } from '../stores/store.js';
 import type { CheckOptions, Clock, Decision } from '../types.js';
-import type { DecisionBuilder } from './build-decision.js';
+import { type DecisionBuilder, marksOf } from './build-decision.js';
 import type { Counters } from './counters.js';
 import type { LimiterEventHub } from './events.js';
 import type { LimiterKey } from './limiter.js';
@@ -123,6 +123,7 @@ export class Decider {
       return this.failed(t, cost, at, guard.failure(node, seq, error, false));
     }
     if (isPromiseLike(r)) {
+      let answered: Decision | undefined;
       return guard.watch(
         node,
         seq,
@@ -131,7 +132,13 @@ export class Decider {
           if (this.remembers) this.remember(t, o, at);
           return this.observer.observe(this.called(this.built(t, cost, o, at), at), opts, at);
         },
-        (f) => this.observer.observe(this.failed(t, cost, at, f), opts, at),
+        (f) => {
+          answered = this.failed(t, cost, at, f);
+          return this.observer.observe(answered, opts, at);
+        },
+        (late) => {
+          if (answered?.allowed === false) this.giveBack(t, cost, late, at);
+        },
       );
     }
     guard.answered(node);
@@ -139,6 +146,22 @@ export class Decider {
     // asynchronous one is: an outage continues the key from it, not from the last round trip's.
     if (this.remembers) this.remember(t, r, at);
     return this.built(t, cost, r, at);
+  }
+
+  /**
+   * The store charged a request after the failure mode refused it (its reply came too late: a slow
+   * Redis, a Cluster decision waiting on a silent master): a refusal charges nothing, so the charge goes
+   * back, best effort. (A request the failure mode admitted keeps it: it did run.)
+   */
+  private giveBack(t: Target, cost: number, r: StoreResult, at: number): void {
+    const marks = marksOf(t.cp, r, at);
+    if (marks.every((m) => Number.isNaN(m))) return;
+    try {
+      const done = this.store.refund(t.storeKey, t.cp.storePlan, cost, marks, this.now());
+      if (isPromiseLike(done)) done.then(undefined, () => undefined);
+    } catch {
+      // Best effort: the charge then ends with its state, as any charge does.
+    }
   }
 
   /** `d` waited for a store call: counted for `hotKeys().busy` (only with hot keys on). */

@@ -45,6 +45,17 @@ export class StoreTimer implements AttachedFollower {
     return this.store.held?.(key, plan, cost, now);
   }
 
+  /** `Store.refund`, untimed (a give-back of a charge nobody asked for: limiter/decide.ts `giveBack`). */
+  refund(
+    key: StoreKey,
+    plan: StorePlan,
+    cost: number,
+    marks: readonly number[],
+    now: number,
+  ): ArrayLike<number> | Promise<ArrayLike<number>> | undefined {
+    return this.store.refund?.(key, plan, cost, marks, now);
+  }
+
   /** The store call that `apply` made threw: a timed call is recorded as an error. */
   threw(): void {
     if (this.target === this.timing) this.timing.threw();

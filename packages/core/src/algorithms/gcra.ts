@@ -132,7 +132,8 @@ export function evaluateGcra(
   } else {
     out.allowed = false;
     // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
-    out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, tpm);
+    // A refusal for the queue's length (leaky-bucket maxDelayMs) admits nothing now: none is left to take.
+    out.remaining = debt >= cap || debt > maxDelay ? 0 : ticksToMilli(cap - debt, tpm);
     out.delayMs = 0;
     if (foreignRefusal(t, o, now, p, need, out)) return;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `debt > maxDelay` -> `true`, `>=`: within the bound the max is ceilDiv(after - cap), >= 1
@@ -171,7 +172,8 @@ export function consumeGcra(
     out.allowed = false;
     out.exceeds = false;
     // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
-    out.remaining = debt >= cap ? 0 : ticksToMilli(cap - debt, p.tokenTicks);
+    // A refusal for the queue's length (leaky-bucket maxDelayMs) admits nothing now: none is left to take.
+    out.remaining = debt >= cap || debt > maxDelay ? 0 : ticksToMilli(cap - debt, p.tokenTicks);
     out.delayMs = 0;
     if (foreignRefusal(t, o, now, p, need, out)) return;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `debt > maxDelay` -> `true`, `>=`: within the bound the max is ceilDiv(after - cap), >= 1

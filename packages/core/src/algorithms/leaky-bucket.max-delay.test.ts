@@ -10,7 +10,7 @@ import { compilePolicy } from '../policy.js';
 import { createOutcome, type Outcome, type StateTable } from './kernel.js';
 
 describe('leaky-bucket maxDelayMs: a debt of exactly maxDelayMs is admitted, one more request is not', () => {
-  it('evaluate and consume: delays 0, 100, 200, then rejected with a retry of 100 ms', () => {
+  it('evaluate and consume: delays 0, 100, 200, then rejected with a retry of 100 ms and nothing left to take', () => {
     const p = compilePolicy({ name: 'q', algorithm: 'leaky-bucket', limit: 10, windowMs: 1000, burst: 10, maxDelayMs: 200 }, 'q', false);
     const t: StateTable = { f: new Float64Array(p.kernel.stride), stride: p.kernel.stride, logs: [] };
     p.kernel.init(t, 0);
@@ -18,7 +18,9 @@ describe('leaky-bucket maxDelayMs: a debt of exactly maxDelayMs is admitted, one
       { allowed: true, exceeds: false, remaining: 9000, retryAfterMs: 0, resetMs: 100, delayMs: 0 },
       { allowed: true, exceeds: false, remaining: 8000, retryAfterMs: 0, resetMs: 200, delayMs: 100 },
       { allowed: true, exceeds: false, remaining: 7000, retryAfterMs: 0, resetMs: 300, delayMs: 200 },
-      { allowed: false, exceeds: false, remaining: 7000, retryAfterMs: 100, resetMs: 300, delayMs: 0 },
+      // Refused for the queue's length: the bucket has room, but nothing can be taken now (a client
+      // reading RateLimit r>0 on a 429 would retry at once and be refused again).
+      { allowed: false, exceeds: false, remaining: 0, retryAfterMs: 100, resetMs: 300, delayMs: 0 },
     ];
     for (const [i, row] of want.entries()) {
       const evaluated = createOutcome();

@@ -42,12 +42,16 @@ export function overDelay(s: Slot, p: CompiledPolicy, join: string, op: string):
   return `${join}${names(s, GC_STATE)[2]} ${op} ${p.maxDelayTicks}`;
 }
 
-/** leaky-bucket `maxDelayMs`: the wait until the request would wait no longer than the maximum, if longer. */
+/**
+ * leaky-bucket `maxDelayMs`, on a refusal: the wait until the request would wait no longer than the
+ * maximum, if longer; and then nothing left to take now (gcra.ts evaluateGcra).
+ */
 export function maxDelayRetry(s: Slot, p: CompiledPolicy): string {
   if (!Number.isFinite(p.maxDelayTicks)) return '';
   const [, , debt] = names(s, GC_STATE);
   return lua`
     if ${debt} > ${p.maxDelayTicks} then
+      ${s.remaining} = 0
       local late = ${debt} - ${p.maxDelayTicks}
       ${ceilDiv('q2', 'late', p.rate)}
       if q2 > ${s.retry} then ${s.retry} = q2 end

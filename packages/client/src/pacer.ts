@@ -53,9 +53,17 @@ export class Pacer {
     private readonly maxOrigins = 1000,
   ) {}
 
-  /** Records what a response said about `origin`'s quota; wakes the requests waiting for new numbers. */
+  /**
+   * Records what a response said about `origin`'s quota; wakes the requests waiting for new numbers. A
+   * response with `Retry-After` but no quota numbers (nginx `limit_req`, many CDNs) says none is left
+   * until then.
+   */
   observe(origin: string, signal: RateLimitSignal): void {
-    if (signal.remaining === undefined || signal.resetMs === undefined) return;
+    if (signal.remaining === undefined || signal.resetMs === undefined) {
+      if (signal.retryAfterMs === undefined) return;
+      this.observe(origin, { ...signal, remaining: 0, resetMs: signal.retryAfterMs });
+      return;
+    }
     const now = this.clock();
     const previous = this.origins.get(origin);
     if (previous === undefined && this.origins.size >= this.maxOrigins) {

@@ -263,6 +263,48 @@ describe('withRetry', () => {
     }
   });
 
+  it('pacing: new numbers wake the waiters to ask again, never to leave unpaced before maxDelayMs', async () => {
+    const t0 = Date.now();
+    const sent: number[] = [];
+    let answers = 0;
+    const fetch: FetchLike = async () => {
+      sent.push(Date.now() - t0);
+      answers++;
+      // The second request is slow: its answer (nothing left, 5 s) lands while the others wait.
+      if (answers === 2) await new Promise((r) => setTimeout(r, 250));
+      return new Response('ok', { headers: { ratelimit: `"d";r=${answers === 1 ? 1 : 0};t=5` } });
+    };
+    const f = withRetry(fetch, { pacing: true, maxDelayMs: 2_000 });
+    await f(URL_);
+    const slow = f(URL_);
+    const waiters = Promise.all(Array.from({ length: 8 }, () => f(URL_)));
+    await vi.advanceTimersByTimeAsync(2_500);
+    await Promise.all([slow, waiters]);
+    // The slow answer at 250 ms wakes them; they ask again, find nothing left, and wait out maxDelayMs.
+    expect(sent.slice(2)).toEqual(Array.from({ length: 8 }, () => 2_000));
+  });
+
+  it('pacing: a probe answered with Retry-After alone (no quota numbers) holds the others until then', async () => {
+    const t0 = Date.now();
+    const sent: number[] = [];
+    let first = true;
+    const fetch: FetchLike = async () => {
+      sent.push(Date.now() - t0);
+      if (first) {
+        first = false;
+        return new Response('ok', { headers: { ratelimit: '"d";r=0;t=1' } });
+      }
+      return sent.length === 2 ? new Response('no', { status: 429, headers: { 'retry-after': '3' } }) : new Response('ok');
+    };
+    const f = withRetry(fetch, { pacing: true, retries: 0 });
+    await f(URL_);
+    const calls = Promise.all([f(URL_), f(URL_), f(URL_)]);
+    await vi.advanceTimersByTimeAsync(5_000);
+    await calls;
+    // The probe at the reset (1 s) is told to wait 3 s: the others go then, not at once.
+    expect(sent).toEqual([0, 1_000, 4_000, 4_000]);
+  });
+
   it('pacing after a probe whose response brings no numbers: nothing is known, the others go', async () => {
     let bare = false;
     const sent: number[] = [];
@@ -386,8 +428,8 @@ describe('withRetry', () => {
     await vi.advanceTimersByTimeAsync(1_600);
     expect((await call).status).toBe(200);
     const at = once.calls.map((c) => c.at - (once.calls[0]?.at ?? 0));
-    // The floor plus 0.3 of the 599 ms of room left above it.
-    expect(at).toEqual([0, 1_000 + Math.ceil(0.3 * 599)]);
+    // The floor plus 0.3 of the first half of the 600 ms of room above it (the other half is the attempt's).
+    expect(at).toEqual([0, 1_000 + Math.ceil(0.3 * 300)]);
     expect(f.stats()).toMatchObject({ retries: 1, tooLongRefused: 0 });
     // A floor that itself ends past the deadline is still refused.
     const long = scripted(refused(429, { 'retry-after': '2' }));

@@ -94,7 +94,7 @@ export interface RetryStats {
   readonly budgetRefused: number;
   /** Retries not made because the server asked for longer than `maxDelayMs` or the deadline allowed. */
   readonly tooLongRefused: number;
-  /** Total ms first attempts waited for pacing (waits that ran to their end). */
+  /** Total ms first attempts waited for pacing. */
   readonly pacedMs: number;
 }
 
@@ -351,13 +351,13 @@ async function paced(
     const r = pacer.reserve(origin);
     const now = config.clock();
     const wait = Math.min(r.waitMs, config.maxDelayMs - (now - start));
-    if (wait > 0 && now + wait < deadline) {
-      await sleep(wait, signal, r.renewed);
-      counts.pacedMs += config.clock() - now;
-    }
+    // Pacing has waited as long as it may, or would wait past the deadline: the request leaves at once.
+    if (wait <= 0 || now + wait >= deadline) return r.probe;
+    // A granted unit is waited for to its end; a request waiting for numbers (the reset, a probe's answer)
+    // also wakes when they come, then asks again: new numbers pace it, they never release it unpaced.
+    await sleep(wait, signal, r.granted ? undefined : r.renewed);
+    counts.pacedMs += config.clock() - now;
     if (r.granted) return r.probe;
-    // Waited as long as pacing may: the request leaves without a unit.
-    if (wait < r.waitMs || now + wait >= deadline) return false;
   }
 }
 
@@ -378,10 +378,16 @@ function retryDelay(config: RetryConfig, n: number, floorMs: number | undefined,
   });
   const room = deadline - config.clock();
   if (delayMs < room) return delayMs;
+  // Redrawn in the first half of the room above the floor, so the retry keeps at least half of it for
+  // its own attempt; none when even that is under RETRY_ROOM_MS (a retry that could only time out).
   const floor = floorMs ?? 0;
-  if (floor >= room - 1) return undefined;
-  return Math.min(room - 1, Math.ceil(floor + config.random() * (room - 1 - floor)));
+  const spare = (room - floor) / 2;
+  if (spare < RETRY_ROOM_MS) return undefined;
+  return Math.ceil(floor + config.random() * spare);
 }
+
+/** The least time a retry redrawn before the deadline keeps for its attempt, ms. */
+const RETRY_ROOM_MS = 50;
 
 /**
  * Wraps `fetchFn` (default: the global `fetch`) into a fetch-compatible function that retries refused

@@ -33,6 +33,9 @@ import { LeaseQueues } from './lease-queue.js';
 
 /** How long a decision waits for the held leases to be put back before it goes on without them. */
 export const RESTORE_WAIT_MS = 100;
+
+/** How a restore a decision waited for ended (LeaseKeeper.restoring). */
+export type Restored = 'back' | 'late' | { readonly error: unknown };
 /**
  * After a restore that failed (the store still down, or answering errors), the next is tried no sooner
  * than this, doubled after each failure in a row up to RESTORE_RETRY_MAX_MS: a node that answers every
@@ -97,6 +100,8 @@ class StoreLeases {
   stalled: Promise<void> | undefined;
   /** After a failed restore: no other before this time. */
   retryAt = 0;
+  /** What the last restore failed with; undefined once one succeeds. */
+  restoreError: unknown = undefined;
   /** The wait after the next failed restore. */
   retryMs = RESTORE_RETRY_MS;
   unwatch: (() => void) | undefined;
@@ -235,12 +240,14 @@ export class LeaseKeeper {
 
   /**
    * Before a new lease in `store`: undefined when the store holds every lease this limiter holds there,
-   * else a promise that settles once the restore ends, with true when they are all back, or after
-   * RESTORE_WAIT_MS, with false: a store that does not answer is the failure mode's business, not a
-   * reason to wait longer. A restore that failed, or that ended with leases still missing (carried in or
-   * found gone while it ran), is false too: a new lease in the store beside them would run over the limit.
+   * else a promise that settles once the restore ends: `'back'` when they all are; `'late'` after
+   * RESTORE_WAIT_MS (a store that does not answer is the failure mode's business, not a reason to wait
+   * longer); or the restore's error when it failed. A restore that ends in time with a lease still missing
+   * (found gone, or carried in, while it ran) is followed by one more; still missing after it: `'late'`.
+   * Anything but `'back'` is answered by the failure mode: a new lease in the store beside a missing one
+   * could run over the limit.
    */
-  restoring(store: Store): Promise<boolean> | undefined {
+  restoring(store: Store): Promise<Restored> | undefined {
     const kept = this.stores.get(store);
     if (kept === undefined || !kept.lost) return undefined;
     let restoring = kept.restoring;
@@ -248,10 +255,20 @@ export class LeaseKeeper {
       if (this.now() < kept.retryAt) return undefined;
       restoring = this.restore(kept);
     } else if (restoring === kept.stalled) return undefined;
-    const waited = restoring;
+    return this.restored(kept, restoring, true);
+  }
+
+  /** `restoring`'s wait for `waited`, and for one more restore when `again` and leases are still missing. */
+  private restored(kept: StoreLeases, waited: Promise<void>, again: boolean): Promise<Restored> {
     return atMostRestoreWait(waited, () => {
       kept.stalled = waited;
-    }).then((settled) => settled && !kept.missing);
+    }).then((settled) => {
+      if (!settled) return 'late';
+      if (!kept.missing) return 'back';
+      if (kept.restoreError !== undefined) return { error: kept.restoreError };
+      if (again && kept.restoring === undefined) return this.restored(kept, this.restore(kept), false);
+      return 'late';
+    });
   }
 
   /**
@@ -446,6 +463,7 @@ export class LeaseKeeper {
       const live = await Promise.all(list.map((h) => kept.store.restore(h.key, h.plan, h.lease, now)));
       await released;
       if (ending.length + list.length > 0) this.failing = false;
+      kept.restoreError = undefined;
       kept.retryMs = RESTORE_RETRY_MS;
       if (kept.epoch === epoch && kept.losses === losses) {
         kept.missing = false;
@@ -455,6 +473,7 @@ export class LeaseKeeper {
       back = Math.max(0, live.filter((x) => !x).length - carried) + kept.renewedBack;
       kept.renewedBack = 0;
     } catch (error) {
+      kept.restoreError = error;
       for (const h of ending) kept.unreleased.add(h);
       // Told again by the next restore, even when a newer one found the store whole meanwhile.
       if (ending.length > 0) kept.lost = true;

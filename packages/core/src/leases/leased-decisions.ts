@@ -18,7 +18,7 @@ import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
 import { F_CHARGED, isPromiseLike, R_FLAGS, RESULT_STRIDE, type Store, type StoreResult } from '../stores/store.js';
 import type { CheckOptions, Decision } from '../types.js';
-import { type LeaseKeeper, leftQueue, RESTORE_WAIT_MS, waitsOut } from './lease-keeper.js';
+import { type LeaseKeeper, leftQueue, RESTORE_WAIT_MS, type Restored, waitsOut } from './lease-keeper.js';
 import { aborted } from './lease-queue.js';
 
 /**
@@ -108,12 +108,12 @@ export class LeasedDecider {
     // (waited for once, at most RESTORE_WAIT_MS); not while its node's breaker is open, when the failure mode answers.
     const restoring = restored || guard.refuses(node, at) ? undefined : keeper.restoring(store);
     if (restoring !== undefined) {
-      // Not back within RESTORE_WAIT_MS: the failure mode answers now (a store-error event, as for any call
-      // the store did not answer in time), not after a store call's own timeout too.
-      return restoring.then((back) =>
-        back
+      // Not all back (late, or the restore failed): the failure mode answers now (a store-error event, as
+      // for any call the store did not answer), not after a store call's own timeout too.
+      return restoring.then((how) =>
+        how === 'back'
           ? this.leased(t, cost, plain.now(), opts, observing, true, tries)
-          : this.unrestored(t, cost, plain.now(), node, opts, observing),
+          : this.unrestored(t, cost, plain.now(), node, how, opts, observing),
       );
     }
     if (!guard.allow(node, at)) return this.skipped(t, cost, at, node, opts, observing);
@@ -154,10 +154,22 @@ export class LeasedDecider {
     return this.seen(this.holding(this.parts.plain.skipped(t, cost, at, node, lease), t, lease), observing, opts, at);
   }
 
-  /** The failure mode's decision when the held leases were not back in time; the node's breaker is left alone. */
-  private unrestored(t: Target, cost: number, at: number, node: string, opts: CheckOptions | undefined, observing: Observing): Decision {
+  /**
+   * The failure mode's decision when the held leases are not all back (the restore was late, or failed
+   * with `how.error`); the node's breaker is left alone.
+   */
+  private unrestored(
+    t: Target,
+    cost: number,
+    at: number,
+    node: string,
+    how: Exclude<Restored, 'back'>,
+    opts: CheckOptions | undefined,
+    observing: Observing,
+  ): Decision {
     const lease = nextLease++;
-    const failure = new CallFailure(new StoreTimeoutError(RESTORE_WAIT_MS, node, 'leases'), 'node', node);
+    const error = how === 'late' ? new StoreTimeoutError(RESTORE_WAIT_MS, node, 'leases') : how.error;
+    const failure = new CallFailure(error, 'node', node);
     return this.seen(this.holding(this.parts.plain.failed(t, cost, at, failure, lease), t, lease), observing, opts, at);
   }
 

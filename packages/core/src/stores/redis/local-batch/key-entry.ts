@@ -19,6 +19,8 @@ export class KeyEntry {
   block: Block | undefined;
   /** The call in flight for this key (a batch being taken): the checks that find nothing held wait for it. */
   pending: Promise<unknown> | undefined;
+  /** Moves on with every `store.reset(key)`: a reply to a call sent before it belongs to the deleted state. */
+  resets = 0;
   /** The smallest remaining of the last reply (milli-units); Infinity before the first. */
   lastLeft = Number.POSITIVE_INFINITY;
   /** The shortest time to a full bucket in the last reply (ms), and the local time it came. */

@@ -225,7 +225,11 @@ export class LocalBatcher {
   private take(ps: PlanState, e: KeyEntry, plan: StorePlan, cost: number, now: number, sent: number): Promise<StoreResult> {
     const charge = this.size(ps, e, cost, sent);
     this.counted(charge);
+    const resets = e.resets;
     const p = this.calls.charge(e.key, plan, charge, now).then((r) => {
+      // Sent before a reset of the key: decided on the state the reset deleted. This check keeps its
+      // answer (it came first); the rest of a batch went with that state: neither kept nor given back.
+      if (e.resets !== resets) return charge === cost || !charged(r) ? r : this.unkept(ps, plan, r, charge, cost, sent, now);
       const got = this.learn(ps, e, r, now);
       if (charge === cost) return this.single(ps, e, r, cost, sent, got);
       if (charged(r)) {
@@ -247,7 +251,10 @@ export class LocalBatcher {
     const charge = this.size(ps, e, cost, sent);
     if (charge < 2 * cost) return;
     this.counted(charge);
+    const resets = e.resets;
     const p = this.calls.charge(e.key, plan, charge, now).then((r) => {
+      // Sent before a reset of the key: its units went with the deleted state (see `take`).
+      if (e.resets !== resets) return;
       const got = this.learn(ps, e, r, now);
       if (charged(r)) this.keep(ps, e, plan, r, charge, sent, got);
     }, ignore);
@@ -275,6 +282,13 @@ export class LocalBatcher {
       e.block = new Block(Array.from(r), n, ps.rates, ps.caps, cost, replyNow(r, n), sent, got, this.slack);
     }
     return r;
+  }
+
+  /** The first units of a batch charged on a state a reset deleted, for the check that asked; the rest are dropped. */
+  private unkept(ps: PlanState, plan: StorePlan, r: StoreResult, charge: number, cost: number, sent: number, now: number): StoreResult {
+    const got = this.limiterTime ? now : performance.now();
+    const b = new Batch(ps.kinds, plan, r, charge, replyNow(r, ps.kinds.length), sent, got, this.slack);
+    return b.spend(cost, got, newResult(ps.kinds.length));
   }
 
   /** A charged batch, kept for spending; returns it. */
@@ -394,6 +408,7 @@ export class LocalBatcher {
     if (e === undefined) return;
     e.batches.length = 0;
     e.block = undefined;
+    e.resets += 1;
     this.holding.delete(e);
   }
 

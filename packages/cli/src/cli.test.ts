@@ -164,7 +164,9 @@ describe('tollgate replay ordering', () => {
     writeFileSync(empty, '');
     const none = await run(['replay', empty, ...POLICIES]);
     expect(none.code).toBe(2);
-    expect(none.stderr).toMatch(/^ERR_RL_REPLAY_INPUT: nothing was replayed: the input holds no request; check --format and --time-field/);
+    expect(none.stderr).toMatch(
+      /^ERR_RL_REPLAY_INPUT: nothing was replayed: the input holds no request; check --format, --time-field and --key/,
+    );
   });
 
   it('suggests a window only when the CLI accepts it (up to 7 days); past that, --sort alone', () => {

@@ -198,7 +198,7 @@ function nothingReplayed(report: ReplayReport): CliError {
     malformed === 0
       ? 'the input holds no request'
       : `all ${malformed.toLocaleString('en-US')} lines were malformed (the first, ${first?.file ?? ''}:${first?.line ?? ''}: ${first?.reason ?? ''})`;
-  return new CliError('ERR_RL_REPLAY_INPUT', `nothing was replayed: ${why}; check --format and --time-field`);
+  return new CliError('ERR_RL_REPLAY_INPUT', `nothing was replayed: ${why}; check --format, --time-field and --key`);
 }
 
 async function labCommand(args: string[], io: CliIo): Promise<number> {

@@ -83,7 +83,9 @@ describe.each(ALGORITHMS)('%s: a refused check writes nothing', (algorithm) => {
             continue;
           }
           refusals += 1;
-          if (d.policies.some((p) => p.remaining > 0)) withRoom += 1;
+          // The case the property is about: the bucket policy itself refused with room left.
+          const api = d.policies.find((p) => p.name === 'api');
+          if (api !== undefined && !api.allowed && api.remaining > 0) withRoom += 1;
           // The twin never saw the refusal: its peek answers the same.
           expect(view(await pure.peek('k', { plan: step.plan, cost: step.cost }))).toEqual(view(d));
           if (d.reason === 'cost-exceeds-capacity') continue;
@@ -96,9 +98,10 @@ describe.each(ALGORITHMS)('%s: a refused check writes nothing', (algorithm) => {
           now = at;
         }
       }),
-      { numRuns: 150 },
+      // Seeded: the counts below are of these runs, not a chance.
+      { numRuns: 150, seed: 20261204 },
     );
     expect(refusals).toBeGreaterThan(200);
-    expect(withRoom).toBeGreaterThan(50);
+    expect(withRoom).toBeGreaterThan(20);
   });
 });

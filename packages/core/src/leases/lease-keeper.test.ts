@@ -120,6 +120,20 @@ function setup(maxLeaseMs?: number, onStoreError: 'open' | 'closed' | 'local' = 
   return { store, limiter, warnings, advance: (ms: number) => (t += ms) };
 }
 
+/** A limiter of `limit` leases on a LosingStore without a breaker (every check reaches the store), at a fixed time. */
+function unbroken(limit: number, onStoreError: 'local' | 'closed') {
+  const store = new LosingStore();
+  const limiter = createLimiter({
+    policies: { algorithm: 'concurrency', limit, leaseMs: 1_000 },
+    store,
+    onStoreError,
+    breaker: false,
+    clock: () => 1_000_000,
+    logger: { warn() {}, error() {} },
+  });
+  return { store, limiter };
+}
+
 describe('LeaseKeeper', () => {
   it('puts the held leases back after a restart before it grants a new one', async () => {
     const { store, limiter, warnings } = setup();
@@ -363,15 +377,7 @@ describe('LeaseKeeper', () => {
   });
 
   it('a lease the failure mode grants while a restore is stalled reaches the store: that restore does not mark the store whole', async () => {
-    const store = new LosingStore();
-    const limiter = createLimiter({
-      policies: { algorithm: 'concurrency', limit: 2, leaseMs: 1_000 },
-      store,
-      onStoreError: 'local',
-      breaker: false,
-      clock: () => 1_000_000,
-      logger: { warn() {}, error() {} },
-    });
+    const { store, limiter } = unbroken(2, 'local');
     const [a, b] = [await limiter.check('k'), await limiter.check('k')];
     // An outage: the failure mode grants c in its own store, to be carried into the limiter's.
     store.goDown(false);
@@ -396,6 +402,27 @@ describe('LeaseKeeper', () => {
     c.release?.();
     d.release?.();
     expect((await limiter.check('k')).allowed).toBe(true);
+  });
+
+  it('a restore that ends in time with a lease found gone meanwhile is followed by one more; the check is answered by the store', async () => {
+    const { store, limiter } = unbroken(3, 'closed');
+    const errors: unknown[] = [];
+    limiter.on('store-error', (e) => errors.push(e));
+    const [a] = [await limiter.check('k'), await limiter.check('k')];
+    // A restart: the restore starts on 'ready'; its answers wait.
+    store.heldAnswers = [];
+    store.restart();
+    const c = limiter.check('k');
+    // While it is on its way the store loses the leases again, and a renewal finds a's gone.
+    store.memory = new MemoryStore();
+    a?.renew?.();
+    await new Promise((r) => setTimeout(r, 0));
+    const answers = store.heldAnswers;
+    store.heldAnswers = undefined;
+    for (const answer of answers) answer();
+    // Not a failure-mode refusal with a timeout error: one more restore, then the store admits c (3 of 3).
+    expect(await c).toMatchObject({ allowed: true, degraded: false });
+    expect(errors).toEqual([]);
   });
 
   it('a loss a renewal finds while a restore is on its way is put back too: that restore does not mark the store whole', async () => {

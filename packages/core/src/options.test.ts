@@ -170,6 +170,13 @@ const cases: { name: string; options: unknown; code: string; option: string; fix
     fix: /must be true, false or \{ size, epochMs \}/,
   },
   {
+    name: 'hot keys an array (an object, but never options)',
+    options: { policies: policy, hotKeys: [] },
+    code: 'ERR_RL_INVALID_HOT_KEYS',
+    option: 'hotKeys',
+    fix: /must be true, false or \{ size, epochMs \}/,
+  },
+  {
     name: 'breaker neither a boolean nor an object',
     options: { policies: policy, breaker: 1 },
     code: 'ERR_RL_INVALID_BREAKER',

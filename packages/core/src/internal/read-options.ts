@@ -83,7 +83,8 @@ export function readSwitchOptions<T extends object>(
   whenAbsent: 'on' | 'off',
 ): T | false {
   if (input === false || (input === undefined && whenAbsent === 'off')) return false;
-  if (input !== undefined && input !== true && (input === null || typeof input !== 'object')) {
+  // An array is an object, but never options: the switch's own code names it, as for any other value.
+  if (input !== undefined && input !== true && (input === null || typeof input !== 'object' || Array.isArray(input))) {
     throw new RateLimitConfigError(code, path, `must be true, false or { ${Object.keys(known).join(', ')} }`, input);
   }
   return readOptions(input === undefined || input === true ? ({} as T) : input, known, path, example);

@@ -126,7 +126,7 @@ export class LeasedDecider {
     } catch (error) {
       timed.threw();
       const failure = guard.failure(node, seq, error, false);
-      return this.seen(this.holding(plain.failed(t, cost, at, failure, lease), t, lease), observing, opts, at);
+      return this.failedWith(t, cost, at, failure, lease, opts, observing);
     }
     if (isPromiseLike(r)) {
       return guard.watch(
@@ -169,8 +169,7 @@ export class LeasedDecider {
   ): Decision {
     const lease = nextLease++;
     const error = how === 'late' ? new StoreTimeoutError(RESTORE_WAIT_MS, node, 'leases') : how.error;
-    const failure = new CallFailure(error, 'node', node);
-    return this.seen(this.holding(this.parts.plain.failed(t, cost, at, failure, lease), t, lease), observing, opts, at);
+    return this.failedWith(t, cost, at, new CallFailure(error, 'node', node), lease, opts, observing);
   }
 
   /** Observes `d` unless it is decided quietly (a queued attempt, observed once with its last decision). */
@@ -230,7 +229,20 @@ export class LeasedDecider {
     observing: Observing,
   ): Decision {
     this.parts.keeper.abandon(this.parts.store, t.cp, t.storeKey, t.cp.storePlan, lease, at);
-    return this.seen(this.holding(this.parts.plain.failed(t, cost, at, f, lease), t, lease), observing, opts, at);
+    return this.failedWith(t, cost, at, f, lease, opts, observing);
+  }
+
+  /** The failure mode's decision for `failure`, with lease `lease` held when it admits, observed. */
+  private failedWith(
+    t: Target,
+    cost: number,
+    at: number,
+    failure: CallFailure,
+    lease: number,
+    opts: CheckOptions | undefined,
+    observing: Observing,
+  ): Decision {
+    return this.seen(this.holding(this.parts.plain.failed(t, cost, at, failure, lease), t, lease), observing, opts, at);
   }
 
   /** Gives an admitted decision of a leased plan its `release` and `renew`. */

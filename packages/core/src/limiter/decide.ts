@@ -13,6 +13,7 @@
 import type { DecisionImpl } from '../decision.js';
 import type { Fallback } from '../failure/fallback.js';
 import type { CallFailure, StoreGuard } from '../failure/store-guard.js';
+import { catchRejection } from '../internal/rejection.js';
 import type { DecisionObserver } from '../observability/decision-observer.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
@@ -156,12 +157,10 @@ export class Decider {
   private giveBack(t: Target, cost: number, r: StoreResult, at: number): void {
     const marks = marksOf(t.cp, r, at);
     if (marks.every((m) => Number.isNaN(m))) return;
+    // Best effort: a refund that throws or rejects leaves the charge to end with its state, as any charge does.
     try {
-      const done = this.store.refund(t.storeKey, t.cp.storePlan, cost, marks, this.now());
-      if (isPromiseLike(done)) done.then(undefined, () => undefined);
-    } catch {
-      // Best effort: the charge then ends with its state, as any charge does.
-    }
+      catchRejection(this.store.refund(t.storeKey, t.cp.storePlan, cost, marks, this.now()), () => undefined);
+    } catch {}
   }
 
   /** `d` waited for a store call: counted for `hotKeys().busy` (only with hot keys on). */

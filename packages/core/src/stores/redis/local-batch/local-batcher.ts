@@ -287,13 +287,17 @@ export class LocalBatcher {
   /** The first units of a batch charged on a state a reset deleted, for the check that asked; the rest are dropped. */
   private unkept(ps: PlanState, plan: StorePlan, r: StoreResult, charge: number, cost: number, sent: number, now: number): StoreResult {
     const got = this.limiterTime ? now : performance.now();
-    const b = new Batch(ps.kinds, plan, r, charge, replyNow(r, ps.kinds.length), sent, got, this.slack);
-    return b.spend(cost, got, newResult(ps.kinds.length));
+    return this.batch(ps, plan, r, charge, sent, got).spend(cost, got, newResult(ps.kinds.length));
+  }
+
+  /** The batch a charged reply holds. */
+  private batch(ps: PlanState, plan: StorePlan, r: StoreResult, charge: number, sent: number, got: number): Batch {
+    return new Batch(ps.kinds, plan, r, charge, replyNow(r, ps.kinds.length), sent, got, this.slack);
   }
 
   /** A charged batch, kept for spending; returns it. */
   private keep(ps: PlanState, e: KeyEntry, plan: StorePlan, r: StoreResult, charge: number, sent: number, got: number): Batch {
-    const b = new Batch(ps.kinds, plan, r, charge, replyNow(r, ps.kinds.length), sent, got, this.slack);
+    const b = this.batch(ps, plan, r, charge, sent, got);
     e.batches.push(b);
     e.lastCharge = charge;
     this.holding.set(e, plan);

@@ -157,6 +157,96 @@ describeRedis('RedisStore localBatch: never over the limit, across limiters shar
     expect(got.length).toBeGreaterThan(100);
   });
 
+  for (const [algorithm, trigger] of [
+    ['token-bucket', 'close'],
+    ['gcra', 'close'],
+    ['token-bucket', 'cost'],
+    ['gcra', 'cost'],
+  ] as const) {
+    it(`${algorithm}: a batch given back (${trigger}) while a later batch is held does not move the bucket under it`, async () => {
+      // A holds a batch, then B takes one in the slots after it; A gives its batch back (store.close(), or a
+      // cost its batch cannot cover). Taken back, Redis' bucket would move back under B's slots: B still
+      // spends its units until its slots pass while a round-trip limiter spends the refill again.
+      const policy: PolicyOptions = { name: 'api', algorithm, limit: 1_000, windowMs: 10_000 };
+      let now = BASE;
+      const prefix = randomPrefix();
+      const make = (localBatch: false | { minRate: number; holdMs: number; maxShare: number }) => {
+        const store = new RedisStore({ client, prefix, timeSource: 'limiter', validate: false, localBatch });
+        const limiter = createLimiter({
+          name: 'shared',
+          policies: policy,
+          store,
+          clock: () => now,
+          storeTimeoutMs: 60_000,
+          breaker: false,
+        });
+        return { store, limiter };
+      };
+      const batch = { minRate: 1, holdMs: 60_000, maxShare: 0.5 };
+      const [A, B, D] = [make(batch), make(batch), make(false)];
+      const warm = await D.limiter.check('warm');
+      await D.limiter.refund(warm);
+      const admitted: { at: number; cost: number }[] = [];
+      const check = async (who: typeof A, cost = 1) => {
+        const d = await who.limiter.check('hot', { cost });
+        if (d.allowed) admitted.push({ at: now, cost });
+        await new Promise((r) => setImmediate(r));
+        return d;
+      };
+      // The bucket in debt (so batches are large), then a hot stream on A, then one on B.
+      for (let i = 0; i < 5; i++) await check(D, 100);
+      for (const who of [A, B]) {
+        for (let i = 0; i < 80; i++) {
+          now += 1;
+          await check(who);
+        }
+      }
+      const heldA = A.store.localBatchHeld / 1000;
+      expect(heldA).toBeGreaterThan(50);
+      now += 1;
+      const bUntil = now + (await check(B)).resetMs;
+      if (trigger === 'close') await A.store.close();
+      else {
+        now += 1;
+        await check(A, Math.ceil(heldA) + 1);
+      }
+      await new Promise((r) => setTimeout(r, 20));
+      expect(A.store.localBatchStats?.givenBackMilli).toBe(0);
+      // Just before B's held units' slots pass: B spends what it holds, the round trip what Redis has.
+      now = bUntil - 2;
+      while (B.store.localBatchHeld >= 1000 && (await check(B)).allowed);
+      while ((await check(D)).allowed);
+      expect(await conforms(policy, admitted)).toBeUndefined();
+      await Promise.all([A.store.close(), B.store.close()]);
+    });
+  }
+
+  it('gcra: the newest batch is given back at store.close()', async () => {
+    const policy: PolicyOptions = { name: 'api', algorithm: 'gcra', limit: 1_000, windowMs: 10_000 };
+    let now = BASE;
+    const store = new RedisStore({
+      client,
+      prefix: randomPrefix(),
+      timeSource: 'limiter',
+      localBatch: { minRate: 1, holdMs: 60_000, maxShare: 0.5 },
+    });
+    const limiter = createLimiter({ name: 'one', policies: policy, store, clock: () => now, storeTimeoutMs: 60_000, breaker: false });
+    for (let i = 0; i < 5; i++) await limiter.check('hot', { cost: 100 });
+    for (let i = 0; i < 80; i++) {
+      now += 1;
+      await limiter.check('hot');
+      await new Promise((r) => setImmediate(r));
+    }
+    const held = store.localBatchHeld;
+    expect(held).toBeGreaterThan(50_000);
+    const before = await limiter.peek('hot');
+    await store.close();
+    expect(store.localBatchStats?.givenBackMilli).toBe(held);
+    const again = new RedisStore({ client, prefix: store.prefix, timeSource: 'limiter' });
+    const round = createLimiter({ name: 'one', policies: policy, store: again, clock: () => now });
+    expect((await round.peek('hot')).remaining).toBe(before.remaining + held / 1000);
+  });
+
   for (const algorithm of ['token-bucket', 'gcra', 'fixed-window', 'sliding-window'] as const) {
     it(`${algorithm}: units held across a pause are not spent once their slot or window has passed`, async () => {
       const policy: PolicyOptions = { name: 'api', algorithm, limit: 100, windowMs: 200 };

@@ -237,7 +237,7 @@ export class RedisStore implements Store {
         batch,
         {
           charge: (key, plan, cost, now) => this.runPlan(key, plan, cost, now, false),
-          giveBack: (key, plan, cost, marks, now) => this.refund(key, plan, cost, marks, now),
+          giveBack: (key, plan, cost, marks, now) => this.runRefund(key, plan, cost, marks, now, true),
         },
         timeSource === 'limiter',
       );
@@ -460,16 +460,33 @@ export class RedisStore implements Store {
 
   /** The refund twin (scripts/peek-refund-scripts.ts): gives back a charge named by its marks (see `Store.refund`). */
   refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
-    const b = this.sendable(plan);
-    if (!isBound(b)) return Promise.reject(b);
     const n = plan.policies.length;
     // A batched bucket decision: its units stay with the batch (local-batch/batch.ts), nothing goes back.
     if (this.batcher !== undefined && heldReceipt(marks, n)) return Promise.resolve(new Array<number>(n).fill(0));
+    return this.runRefund(key, plan, cost, marks, now, false);
+  }
+
+  /**
+   * The refund script on `marks`; `newestOnly` (a localBatch give-back, whose key is a string) has a bucket
+   * take it only while nothing was charged after the batch (kernels/refund-frame.ts bucketRefund).
+   */
+  private runRefund(
+    key: StoreKey,
+    plan: StorePlan,
+    cost: number,
+    marks: readonly number[],
+    now: number,
+    newestOnly: boolean,
+  ): Promise<ArrayLike<number>> {
+    const b = this.sendable(plan);
+    if (!isBound(b)) return Promise.reject(b);
+    const n = plan.policies.length;
     const args = this.keysOf(key, b);
     const groups = typeof key !== 'string' && this.client.isCluster ? slotGroups(args) : undefined;
     if (groups !== undefined) return this.refundSplit(key as readonly string[], plan, cost, marks, now, groups);
     args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
     for (const m of marks) args.push(Number.isNaN(m) ? '' : String(m));
+    if (newestOnly) args.push('1');
     b.refund ??= refundScript(plan);
     const script = b.refund;
     return this.scripts.run(script, n, args, (reply) => {

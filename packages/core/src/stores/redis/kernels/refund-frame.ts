@@ -95,6 +95,9 @@ export function bucketRefund(
     local take = cost * ${p.tokenTicks}
     if take > ${debt} then take = ${debt} end
     if take > room then take = room end
+    -- A batch's give-back (local-batch/local-batcher.ts) only while nothing was charged after it: moving
+    -- the bucket back under a later charge would move it under units another process still holds.
+    if newest_only and ${debt} > room then take = 0 end
     if take > 0 and ${x} + take <= ${MAX_REFUNDED} then
       -- Counted unless the charge was the newest (the debt left is all it may give back).
       if ${full} > ${h} then ${h} = ${full} end

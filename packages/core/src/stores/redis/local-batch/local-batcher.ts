@@ -27,7 +27,8 @@ export const CLOSE_WAIT_MS = 1_000;
 /** What the batcher needs of the store: one charge (the plan's script) and one give-back (its refund script). */
 export interface BatchCalls {
   charge(key: string, plan: StorePlan, cost: number, now: number): Promise<StoreResult>;
-  giveBack(key: string, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<unknown>;
+  /** Resolves to one flag per policy: 1 when its state took the units back. */
+  giveBack(key: string, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>>;
 }
 
 /** Counts since the store was created (`RedisStore.localBatchStats`). */
@@ -40,8 +41,10 @@ export interface LocalBatchStats {
   charges: number;
   chargedMilli: number;
   /**
-   * Milli-units given back to Redis unspent. Not counted: a bucket's held units dropped once their slot
-   * passed, and a window's once it ended; those went back with their state, with no call.
+   * Milli-units given back to Redis unspent, counted once every policy took them. Not counted: a bucket's
+   * held units dropped once their slot passed, and a window's once it ended (those went back with their
+   * state, with no call), and a bucket batch charged before another charge of the key, which Redis does
+   * not take back (see `giveBack`).
    */
   givenBackMilli: number;
 }
@@ -324,14 +327,18 @@ export class LocalBatcher {
   /**
    * Gives the units `b` can still spend back to Redis (best effort: a give-back that fails leaves them to
    * expire with their state). A window that has ended takes nothing back; a bucket's units whose slot has
-   * passed are already back.
+   * passed are already back. A bucket takes them back only while nothing was charged after the batch
+   * (the refund script's newest-only give-back): moving it back under a later charge would move it under
+   * units another batch (this process's or another's) still holds in later slots, and those would then be
+   * spent over the burst. Refused, the units come back as their slots pass.
    */
   private giveBack(e: KeyEntry, plan: StorePlan, b: Batch, local: number, now: number): Promise<unknown> | undefined {
     const held = b.ended(local) ? 0 : b.usable(local);
     b.held = 0;
     if (held <= 0) return undefined;
-    this.stats.givenBackMilli += held;
-    return this.calls.giveBack(e.key, plan, held, b.marks(), now).then(undefined, ignore);
+    return this.calls.giveBack(e.key, plan, held, b.marks(), now).then((took) => {
+      if (Array.prototype.every.call(took, (x: number) => x === 1)) this.stats.givenBackMilli += held;
+    }, ignore);
   }
 
   /** The plan `apply` saw last and its state: a limiter with one plan finds it without the WeakMap. */

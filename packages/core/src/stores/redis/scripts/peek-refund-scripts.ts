@@ -174,8 +174,8 @@ function refundFragment(s: Slot, p: CompiledPolicy): string {
 /**
  * The script that gives back a charge: ARGV[1] now ('' = Redis TIME), ARGV[2] the cost in milli-units,
  * ARGV[3 ..] one mark per policy ('' for a policy the charge did not reach), then one position per policy,
- * then what the receipt gave back before (Store.refund). Returns one integer per policy: 1 when its state
- * took the refund.
+ * then what the receipt gave back before (Store.refund), then '1' for a localBatch give-back (a bucket takes
+ * it only from its newest charge). Returns one integer per policy: 1 when its state took the refund.
  */
 export function refundScript(plan: StorePlan): LuaScript {
   const n = plan.policies.length;
@@ -198,6 +198,8 @@ export function refundScript(plan: StorePlan): LuaScript {
       -- ARGV[1]  now in ms, or '' to read Redis TIME; ARGV[2]  cost in milli-units; ARGV[3..] the marks,
       -- then the positions, then what the receipt gave back before
       ${NOW}
+      -- ARGV[2n+4] '1': a batch's give-back, which a bucket takes only from its newest charge (kernels/refund-frame.ts)
+      local newest_only = ARGV[${2 * n + 4}] == '1'
       local out = {${Array.from({ length: n }, () => '0').join(', ')}}
       -- rep: keys the loads repaired (kernels/<algorithm>.ts); a repaired key has no charge to give back.
       local rep = 0

@@ -140,6 +140,48 @@ describeRedis('RedisStore localBatch in one process', () => {
     expect(Number(await client.get(name as string))).toBe(201 * 1000);
   });
 
+  it('past maxKeys, the key least recently seen is dropped, not the one tracked first', async () => {
+    let now = BASE;
+    const store = new RedisStore({
+      client,
+      prefix: randomPrefix(),
+      timeSource: 'limiter',
+      localBatch: { minRate: 1, holdMs: 1_000, maxShare: 1, maxKeys: 2 },
+    });
+    const limiter = createLimiter({
+      policies: { name: 'api', algorithm: 'fixed-window', limit: 10_000, windowMs: 60_000 },
+      store,
+      clock: () => now,
+      storeTimeoutMs: 60_000,
+      breaker: false,
+    });
+    // 'hot' is tracked first and holds a batch; 'once' comes after it and is not seen again.
+    for (let i = 0; i < 200; i++) {
+      now += 1;
+      await limiter.check('hot');
+    }
+    now += 1;
+    await limiter.check('once');
+    now += 1;
+    await limiter.check('hot');
+    const held = store.localBatchHeld;
+    expect(held).toBeGreaterThan(0);
+    // A third key: 'once' goes; 'hot' (seen since) keeps its batch.
+    now += 1;
+    await limiter.check('new');
+    expect(store.localBatchHeld).toBe(held);
+    expect(store.localBatchStats?.givenBackMilli).toBe(0);
+    // Then 'hot' is the one not seen since it was passed over: the next key pushes it out, its units given back.
+    now += 1;
+    await limiter.check('new');
+    now += 1;
+    await limiter.check('newer');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(store.localBatchHeld).toBe(0);
+    expect(store.localBatchStats?.givenBackMilli).toBe(held);
+    await store.close();
+  });
+
   it('a reset while a batch call is in flight: its units went with the deleted state, never spent on the fresh one', async () => {
     let now = BASE;
     const limit = 1_000;

@@ -28,6 +28,8 @@ export class KeyEntry {
   lastGot = 0;
   /** Milli-units the last batch took: the low-water mark for the next one is a quarter of it. */
   lastCharge = 0;
+  /** Set by every decision of the key, cleared by the eviction's second chance (local-batcher.ts `evict`). */
+  used = false;
   /** The limiter's `now` at the last decision, for give-backs in virtual time. */
   lastNow = 0;
   /** The result array synchronous answers reuse (the limiter reads it at once). */

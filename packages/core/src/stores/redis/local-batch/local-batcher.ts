@@ -121,6 +121,7 @@ export class LocalBatcher {
       local = this.limiterTime ? now : performance.now();
       e = this.entry(ps, plan, key, local, seen - 1);
     } else {
+      e.used = true;
       local = this.limiterTime ? now : performance.now();
     }
     e.seen(local, this.minPerInterval);
@@ -393,17 +394,31 @@ export class LocalBatcher {
     return n - ps.doorMargin;
   }
 
-  /** A new entry for `key`, counting `before` decisions already seen this interval; it may push out the oldest (its units given back). */
+  /** A new entry for `key`, counting `before` decisions already seen this interval; it may push out another (`evict`). */
   private entry(ps: PlanState, plan: StorePlan, key: string, local: number, before: number): KeyEntry {
-    if (ps.entries.size >= this.config.maxKeys) {
-      const oldest = ps.entries.values().next().value as KeyEntry;
-      ps.entries.delete(oldest.key);
-      this.release(oldest, plan, local, oldest.lastNow);
-    }
+    if (ps.entries.size >= this.config.maxKeys) this.evict(ps, plan, local);
     const e = new KeyEntry(key, local, newResult(ps.kinds.length));
     e.seed(before);
     ps.entries.set(key, e);
     return e;
+  }
+
+  /**
+   * Drops the entry least recently seen, near enough (second chance, as a CLOCK page cache does): from the
+   * oldest entry on, one decided since it was last passed over goes to the back, the first that was not
+   * goes, its units given back. Exact LRU would move a hot key's entry on every decision.
+   */
+  private evict(ps: PlanState, plan: StorePlan, local: number): void {
+    for (const e of ps.entries.values()) {
+      ps.entries.delete(e.key);
+      if (e.used) {
+        e.used = false;
+        ps.entries.set(e.key, e);
+        continue;
+      }
+      this.release(e, plan, local, e.lastNow);
+      return;
+    }
   }
 
   /** Gives back everything `e` holds and forgets its batches and rejection. */

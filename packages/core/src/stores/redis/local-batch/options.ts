@@ -24,7 +24,10 @@ export interface LocalBatchOptions {
    * in (0, 1]: with P processes, at most P x this share of a limit is ever held outside Redis. Defaults to `0.1`.
    */
   maxShare?: number;
-  /** Keys tracked per limiter (least recently seen dropped first, their units given back). Defaults to `10_000`. */
+  /**
+   * Keys tracked per limiter: past it, a key not decided since the others were last passed over is dropped
+   * (least recently seen, near enough), its units given back. Defaults to `10_000`.
+   */
   maxKeys?: number;
 }
 

@@ -106,12 +106,12 @@ class LosingStore implements Store {
   }
 }
 
-function setup(maxLeaseMs?: number, onStoreError: 'open' | 'closed' | 'local' = 'open') {
+function setup(maxLeaseMs?: number, onStoreError: 'open' | 'closed' | 'local' = 'open', leaseMs = 1_000) {
   let t = 1_000_000;
   const store = new LosingStore();
   const warnings: unknown[] = [];
   const limiter = createLimiter({
-    policies: { algorithm: 'concurrency', limit: 2, leaseMs: 1_000, ...(maxLeaseMs === undefined ? {} : { maxLeaseMs }) },
+    policies: { algorithm: 'concurrency', limit: 2, leaseMs, ...(maxLeaseMs === undefined ? {} : { maxLeaseMs }) },
     store,
     onStoreError,
     clock: () => t,
@@ -254,8 +254,10 @@ describe('LeaseKeeper', () => {
     expect((await limiter.check('k')).allowed).toBe(true);
   });
 
-  it('backs off restores that keep failing: 50 ms, doubled after each failure up to 1 s', async () => {
-    const { store, limiter, advance } = setup();
+  it('backs off restores that keep failing: 50 ms, doubled after each failure up to 1 s; the failure mode answers meanwhile', async () => {
+    // A lease that lives through the test: held, and missing from the store, all along.
+    const { store, limiter, advance } = setup(undefined, 'open', 5_000);
+    let applied = 0;
     await limiter.check('k');
     // The restore the reconnect starts fails: the next after 50 ms, then 100, 200, ...
     store.failRestores = true;
@@ -264,11 +266,14 @@ describe('LeaseKeeper', () => {
     // One check per 10 ms for 3.2 s: a restore is tried when its wait has passed.
     for (let ms = 0; ms <= 3_200; ms += 10) {
       store.calls = [];
-      await limiter.check('k');
+      const d = await limiter.check('k');
       if (store.calls.includes('restore')) restoresAt.push(ms);
+      if (store.calls.includes('apply') || !d.degraded) applied += 1;
       advance(10);
     }
     expect(restoresAt).toEqual([50, 150, 350, 750, 1_550, 2_550]);
+    // No new lease went to the store beside the missing one: it could have run over the limit.
+    expect(applied).toBe(0);
   });
 
   it('does not revive a lease that stopped being renewed: it ended in the store too', async () => {
@@ -369,9 +374,12 @@ describe('LeaseKeeper', () => {
     expect(errors).toEqual([
       expect.objectContaining({ key: 'k', scope: 'node', error: expect.objectContaining({ code: 'ERR_RL_STORE_TIMEOUT', why: 'leases' }) }),
     ]);
-    // The next ones go on without waiting for it again.
+    // The next ones go on without waiting for it again: the failure mode's at once, not the store's beside the missing lease.
     expect(await decided()).toBe('decided');
     expect(await decided()).toBe('decided');
+    store.calls = [];
+    expect(await limiter.check('k')).toMatchObject({ allowed: true, degraded: true });
+    expect(store.calls).not.toContain('apply');
     held.release?.();
     await limiter.close();
   });

@@ -109,6 +109,11 @@ class StoreLeases {
   constructor(readonly store: Store & Required<Pick<Store, 'restore'>>) {}
 }
 
+/** Why the leases of `kept` are not all back after a restore ended: its error, or `'late'`. */
+function unrestored(kept: StoreLeases): Exclude<Restored, 'back'> {
+  return kept.restoreError === undefined ? 'late' : { error: kept.restoreError };
+}
+
 /** The plan's lease bounds: the shortest lease time and max lease life of its concurrency policies. */
 function leaseBounds(cp: CompiledPlan): { leaseMs: number; maxLeaseMs: number } {
   let leaseMs = Number.POSITIVE_INFINITY;
@@ -245,16 +250,18 @@ export class LeaseKeeper {
    * longer); or the restore's error when it failed. A restore that ends in time with a lease still missing
    * (found gone, or carried in, while it ran) is followed by one more; still missing after it: `'late'`.
    * Anything but `'back'` is answered by the failure mode: a new lease in the store beside a missing one
-   * could run over the limit.
+   * could run over the limit. So while leases are missing and no restore is to be waited for (after a
+   * failed one, until its backoff ends; while one stalled), the answer is at once: that restore's error,
+   * or `'late'`. Only a release not told yet (the store holds one too many) lets new leases go to the store.
    */
   restoring(store: Store): Promise<Restored> | undefined {
     const kept = this.stores.get(store);
     if (kept === undefined || !kept.lost) return undefined;
     let restoring = kept.restoring;
     if (restoring === undefined) {
-      if (this.now() < kept.retryAt) return undefined;
+      if (this.now() < kept.retryAt) return kept.missing ? Promise.resolve(unrestored(kept)) : undefined;
       restoring = this.restore(kept);
-    } else if (restoring === kept.stalled) return undefined;
+    } else if (restoring === kept.stalled) return kept.missing ? Promise.resolve<Restored>('late') : undefined;
     return this.restored(kept, restoring, true);
   }
 
@@ -265,9 +272,8 @@ export class LeaseKeeper {
     }).then((settled) => {
       if (!settled) return 'late';
       if (!kept.missing) return 'back';
-      if (kept.restoreError !== undefined) return { error: kept.restoreError };
-      if (again && kept.restoring === undefined) return this.restored(kept, this.restore(kept), false);
-      return 'late';
+      if (kept.restoreError === undefined && again && kept.restoring === undefined) return this.restored(kept, this.restore(kept), false);
+      return unrestored(kept);
     });
   }
 

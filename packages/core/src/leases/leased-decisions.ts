@@ -129,6 +129,7 @@ export class LeasedDecider {
       return this.failedWith(t, cost, at, failure, lease, opts, observing);
     }
     if (isPromiseLike(r)) {
+      let failed: Decision | undefined;
       return guard.watch(
         node,
         seq,
@@ -140,7 +141,14 @@ export class LeasedDecider {
           plain.remember(t, o, at);
           return this.answered(t, cost, o, at, lease, opts, observing);
         },
-        (f) => this.unanswered(t, cost, f, at, lease, opts, observing),
+        (f) => {
+          failed = this.unanswered(t, cost, f, at, lease, opts, observing);
+          return failed;
+        },
+        // The lease the late reply took is given up (unanswered); its rate charges go back when the failure mode refused.
+        (late) => {
+          if (failed?.allowed === false) plain.giveBack(t, cost, late, at);
+        },
       );
     }
     guard.answered(node);

@@ -3,7 +3,7 @@ import { formatLine, type LogFields } from '../logging.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { Store, StoreKey, StorePlan, StoreResult } from '../stores/store.js';
 import { unhandledDuring } from '../testing/unhandled.js';
-import type { Decision, Logger } from '../types.js';
+import type { AnyPolicyOptions, Decision, Logger } from '../types.js';
 import { createLimiter, type LimiterEvents } from './create-limiter.js';
 
 /** A store whose behaviour the test switches: healthy (a real MemoryStore), throwing, rejecting or hanging. */
@@ -16,11 +16,11 @@ class FlakyStore implements Store {
   private readonly inner = new MemoryStore({ sweepIntervalMs: 0 });
   pending: Array<(error: Error) => void> = [];
 
-  apply(key: string, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
+  apply(key: string, plan: StorePlan, cost: number, now: number, lease?: number): StoreResult | Promise<StoreResult> {
     this.calls += 1;
     switch (this.mode) {
       case 'ok':
-        return Promise.resolve(Float64Array.from(this.inner.apply(key, plan, cost, now)));
+        return Promise.resolve(Float64Array.from(this.inner.apply(key, plan, cost, now, lease)));
       case 'throw':
         throw new Error('connection refused');
       case 'reject':
@@ -30,7 +30,7 @@ class FlakyStore implements Store {
       case 'late-reject':
         return new Promise<StoreResult>((_, reject) => this.pending.push(reject));
       case 'slow': {
-        const result = Float64Array.from(this.inner.apply(key, plan, cost, now));
+        const result = Float64Array.from(this.inner.apply(key, plan, cost, now, lease));
         const delay = this.delayMs;
         return new Promise<StoreResult>((resolve) => setTimeout(() => resolve(result), delay));
       }
@@ -40,6 +40,14 @@ class FlakyStore implements Store {
   reset(key: string, plan: StorePlan): void | Promise<void> {
     if (this.mode === 'hang') return new Promise<void>(() => {});
     this.inner.reset(key, plan);
+  }
+
+  release(key: string, plan: StorePlan, lease: number, now: number): void {
+    this.inner.release(key, plan, lease, now);
+  }
+
+  renew(key: string, plan: StorePlan, lease: number, now: number): boolean {
+    return this.inner.renew(key, plan, lease, now);
   }
 
   refunds = 0;
@@ -350,32 +358,56 @@ describe('failure mode', () => {
     expect(states).toEqual(['open', 'half-open', 'closed']);
   });
 
+  /** A check on a store that answers 40 ms late (storeTimeoutMs 10) under `onStoreError`; then the store answers at once again. */
+  async function lateReply(plan: readonly AnyPolicyOptions[], onStoreError: 'closed' | 'open') {
+    const store = new FlakyStore();
+    store.mode = 'slow';
+    store.delayMs = 40;
+    const limiter = createLimiter({
+      policies: plan,
+      store,
+      onStoreError,
+      storeTimeoutMs: 10,
+      breaker: false,
+      logger: recordingLogger(),
+      clock: () => 1_800_000_030_000,
+    });
+    const late = limiter.check('k');
+    await vi.advanceTimersByTimeAsync(20);
+    expect(await late, onStoreError).toMatchObject({ degraded: true, allowed: onStoreError === 'open' });
+    // The reply comes at 40 ms, charged: a refusal charges nothing, so it goes back; an admission ran.
+    await vi.advanceTimersByTimeAsync(30);
+    store.mode = 'ok';
+    return { store, limiter };
+  }
+
   it("a late reply that charged a request the failure mode refused gives the charge back ('closed'); an admitted one keeps it ('open')", async () => {
     vi.useFakeTimers({ toFake: FAKE });
     for (const [onStoreError, remaining, refunds] of [
       ['closed', 9, 1],
       ['open', 8, 0],
     ] as const) {
-      const store = new FlakyStore();
-      store.mode = 'slow';
-      store.delayMs = 40;
-      const limiter = createLimiter({
-        policies,
-        store,
-        onStoreError,
-        storeTimeoutMs: 10,
-        breaker: false,
-        logger: recordingLogger(),
-        clock: () => 1_800_000_030_000,
-      });
-      const late = limiter.check('k');
-      await vi.advanceTimersByTimeAsync(20);
-      expect(await late, onStoreError).toMatchObject({ degraded: true, allowed: onStoreError === 'open' });
-      // The reply comes at 40 ms, charged: a refusal charges nothing, so it goes back; an admission ran.
-      await vi.advanceTimersByTimeAsync(30);
-      store.mode = 'ok';
+      const { store, limiter } = await lateReply(policies, onStoreError);
       expect(await limiter.check('k'), onStoreError).toMatchObject({ degraded: false, remaining });
       expect(store.refunds, onStoreError).toBe(refunds);
+      await limiter.close();
+    }
+  });
+
+  it("a plan with a concurrency policy: a late reply's rate charge goes back when the failure mode refused; its lease is given up either way", async () => {
+    vi.useFakeTimers({ toFake: FAKE });
+    const leased = [...policies, { name: 'running', algorithm: 'concurrency' as const, limit: 1, leaseMs: 60_000 }];
+    for (const [onStoreError, remaining, refunds] of [
+      ['closed', 9, 1],
+      ['open', 8, 0],
+    ] as const) {
+      const { store, limiter } = await lateReply(leased, onStoreError);
+      // The late lease was released (the limit of 1 admits the next); the minute's charge went back when refused.
+      const next = await limiter.check('k');
+      expect(next, onStoreError).toMatchObject({ allowed: true, degraded: false });
+      expect(next.policies.find((p) => p.name === 'minute')?.remaining, onStoreError).toBe(remaining);
+      expect(store.refunds, onStoreError).toBe(refunds);
+      next.release?.();
       await limiter.close();
     }
   });

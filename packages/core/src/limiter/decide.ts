@@ -154,7 +154,7 @@ export class Decider {
    * Redis, a Cluster decision waiting on a silent master): a refusal charges nothing, so the charge goes
    * back, best effort. (A request the failure mode admitted keeps it: it did run.)
    */
-  private giveBack(t: Target, cost: number, r: StoreResult, at: number): void {
+  giveBack(t: Target, cost: number, r: StoreResult, at: number): void {
     const marks = marksOf(t.cp, r, at);
     if (marks.every((m) => Number.isNaN(m))) return;
     // Best effort: a refund that throws or rejects leaves the charge to end with its state, as any charge does.

@@ -13,14 +13,18 @@ function isIpv4Mapped(parts: readonly number[]): boolean {
   return parts[0] === 0 && parts[1] === 0 && parts[2] === 0 && parts[3] === 0 && parts[4] === 0 && parts[5] === 0xffff;
 }
 
-/** One address, strict (what `isIP` accepts, up to 64 characters); zone id dropped; IPv4-mapped as IPv4. */
+/**
+ * One address, strict (what `isIP` accepts, up to 64 characters, and an IPv6 zone id of RFC 6874's
+ * unreserved characters or `:`); zone id dropped; IPv4-mapped as IPv4.
+ */
 export function referenceParse(text: string): ReferenceAddress | undefined {
   if (text.length === 0 || text.length > 64) return undefined;
-  const family = isIP(text);
-  if (family === 4) return ipaddr.IPv4.parse(text);
-  if (family !== 6) return undefined;
   const zone = text.indexOf('%');
   const bare = zone === -1 ? text : text.slice(0, zone);
+  if (zone !== -1 && !/^[A-Za-z0-9\-.:_~]+$/.test(text.slice(zone + 1))) return undefined;
+  const family = isIP(bare);
+  if (family === 4) return zone === -1 ? ipaddr.IPv4.parse(text) : undefined;
+  if (family !== 6) return undefined;
   const v6 = ipaddr.IPv6.parse(bare);
   // ipaddr.js reads `::a.b.c.d` (IPv4-compatible) as `::ffff:a.b.c.d`; by value it is ::a.b.c.d.
   const compatible = /^::\d+\.\d+\.\d+\.\d+$/.test(bare) || /^(0{1,4}:){6}\d+\.\d+\.\d+\.\d+$/i.test(bare);

@@ -48,7 +48,25 @@ const groups8 = fc.oneof(
     .map(([prefix, a, b]) => [...prefix, a, b]),
 );
 
-const ZONES = ['', '', '', '%eth0', '%en0.100', '%1', '%a:b', '%A-Z', '%', '%eth 0', '%eth_0', '%%', '%é', '%eth0%1'];
+const ZONES = [
+  '',
+  '',
+  '',
+  '%eth0',
+  '%en0.100',
+  '%1',
+  '%a:b',
+  '%A-Z',
+  '%',
+  '%eth 0',
+  '%eth_0',
+  '%docker_gwbridge',
+  '%wg~0',
+  '%eth/0',
+  '%%',
+  '%é',
+  '%eth0%1',
+];
 
 /** How to write eight groups: which zero run to compress, padding, case, a dotted-quad tail, a zone id. */
 const v6Spelling = fc.record({

@@ -18,6 +18,11 @@ describe('parseIpAddress', () => {
     ['::', '::'],
     ['fe80::1%eth0', 'fe80::1'],
     ['fe80::1%en0.100', 'fe80::1'],
+    // How Node reports a link-local peer on Linux: the interface's name, which may hold `_` (isIP refuses it).
+    ['fe80::1%docker_gwbridge', 'fe80::1'],
+    ['fe80::1%wg~0', 'fe80::1'],
+    ['::ffff:1.2.3.4%wg_0', '1.2.3.4'],
+    ['1:0:0:0:0:0:1.2.3.4%wg_0', '1::102:304'],
   ])('reads %s as %s', (text, expected) => {
     expect(canonical(text)).toBe(expected);
   });
@@ -50,6 +55,8 @@ describe('parseIpAddress', () => {
     ['2001:db8::1::2', 'two ::'],
     ['fe80::1%', 'empty zone id'],
     ['fe80::1%eth 0', 'space in zone id'],
+    ['fe80::1%eth/0', 'slash in zone id'],
+    ['1.2.3.4%eth0', 'zone id on IPv4'],
     ['fe80::1%eth0\n', 'newline'],
     ['unknown', 'RFC 7239 unknown'],
     ['_hidden', 'obfuscated'],

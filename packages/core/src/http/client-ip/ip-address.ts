@@ -237,14 +237,27 @@ function scanDottedQuad(text: string, from: number, to: number): IpAddress | und
   return IpAddress.v4(hi, lo, from === 0 && to === text.length ? text : text.slice(from, to));
 }
 
-/** Zone id characters Node's `isIP` accepts after `%`: ALPHA, DIGIT, `-`, `.`, `:`. */
+/**
+ * Zone id characters after `%`: RFC 6874's unreserved (ALPHA, DIGIT, `-`, `.`, `_`, `~`) and `:`, which
+ * Node's `isIP` also accepts. Node reports a link-local peer with its interface's name (`%docker_gwbridge`,
+ * `%wg_0`), which `isIP` refuses for the `_`.
+ */
 function isZoneChar(code: number): boolean {
   return (
     (code >= 0x30 && code <= 0x3a) || // 0-9 and ':'
     ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) ||
     code === 0x2d ||
-    code === DOT
+    code === DOT ||
+    code === 0x5f ||
+    code === 0x7e
   );
+}
+
+/** Whether `text` from `zone` (its `%`) on is a zone id: at least one character, each `isZoneChar`. */
+function isZone(text: string, zone: number): boolean {
+  if (zone === text.length - 1) return false;
+  for (let i = zone + 1; i < text.length; i++) if (!isZoneChar(text.charCodeAt(i))) return false;
+  return true;
 }
 
 /**
@@ -256,10 +269,7 @@ function scanIpv6(text: string): IpAddress | undefined {
   const n = text.length;
   let end = text.indexOf('%');
   if (end === -1) end = n;
-  else {
-    if (end === n - 1) return undefined;
-    for (let i = end + 1; i < n; i++) if (!isZoneChar(text.charCodeAt(i))) return undefined;
-  }
+  else if (!isZone(text, end)) return undefined;
   // Every read below stays inside [0, end): an out-of-bounds charCodeAt would deoptimise this function.
   let count = 0;
   let gap = -1;
@@ -378,16 +388,16 @@ function hexTail(text: string): string {
 
 /** The reference: Node's `isIP` decides what is an address, ipaddr.js reads it. */
 function parseReference(text: string): IpAddress | undefined {
-  const family = isIP(text);
-  if (family === 4) {
+  const zone = text.indexOf('%');
+  if (zone !== -1 && !isZone(text, zone)) return undefined;
+  const bare = zone === -1 ? text : text.slice(0, zone);
+  const family = isIP(bare);
+  if (family === 4 && zone === -1) {
     const [a = 0, b = 0, c = 0, d = 0] = ipaddr.IPv4.parse(text).octets;
     return IpAddress.v4((a << 8) | b, (c << 8) | d);
   }
   if (family !== 6) return undefined;
-  const zone = text.indexOf('%');
-  const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = ipaddr.IPv6.parse(
-    hexTail(zone === -1 ? text : text.slice(0, zone)),
-  ).parts;
+  const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = ipaddr.IPv6.parse(hexTail(bare)).parts;
   return fromGroups(g0, g1, g2, g3, g4, g5, g6, g7);
 }
 

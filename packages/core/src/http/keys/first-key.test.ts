@@ -24,6 +24,16 @@ describe('keys.first()', () => {
     expect(firstKey(constant(undefined), constant(null), constant(''), constant('ip:1.2.3.4'))({}, view)).toBe('ip:1.2.3.4');
   });
 
+  it('skips a result that is not a string (a number id, an object), sync or async: it is no key', async () => {
+    const odd =
+      (value: unknown, async = false): KeyFunction =>
+      () =>
+        (async ? Promise.resolve(value) : value) as string | undefined;
+    expect(firstKey(odd(42), odd({}), odd(Number.NaN), odd(true), constant('ip:1.2.3.4'))({}, view)).toBe('ip:1.2.3.4');
+    expect(await firstKey(odd(42, true), odd(7), constant('ip:1.2.3.4'))({}, view)).toBe('ip:1.2.3.4');
+    expect(firstKey(odd(42))({}, view)).toBeUndefined();
+  });
+
   it('returns undefined when no extractor yields a key', () => {
     expect(firstKey(constant(undefined), constant(''))({}, view)).toBeUndefined();
   });

@@ -7,10 +7,12 @@ import { RateLimitConfigError } from '../../errors.js';
 import { isPromiseLike } from '../../stores/store.js';
 import type { KeyFunction, RequestView } from '../request-view.js';
 
+/** What an extractor may return; JavaScript callers may return anything (a number id, an object). */
 type KeyResult = string | undefined | null;
 
+/** Only a non-empty string is a key: anything else (a number, an object) means "none, try the next". */
 function isKey(value: KeyResult): value is string {
-  return value !== undefined && value !== null && value !== '';
+  return typeof value === 'string' && value !== '';
 }
 
 async function continueAsync<Req>(
@@ -30,8 +32,9 @@ async function continueAsync<Req>(
 }
 
 /**
- * Returns a key function trying `extractors` in order; the first non-empty key wins (`undefined`, `null`
- * and `''` mean "none, try the next"). Undefined when none yields a key. Errors thrown by an extractor
+ * Returns a key function trying `extractors` in order; the first non-empty string wins (`undefined`,
+ * `null`, `''` and anything not a string, such as a number, mean "none, try the next": a value that is no
+ * key falls back, rather than putting every request in the shared 'unkeyed' bucket). Undefined when none yields a key. Errors thrown by an extractor
  * propagate: they are bugs to see, not a reason to fall back.
  */
 export function firstKey<Req>(...extractors: KeyFunction<Req>[]): KeyFunction<Req> {

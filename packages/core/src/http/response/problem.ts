@@ -122,17 +122,26 @@ export function buildProblem(
     type,
     title,
     status,
-    detail: `${limitedText(unit, b.name, b.limit, w)}${retryAfter} ${seconds(retryAfter)}.`,
+    detail: `${limitedText(unit, b.name, b.limit, w, decision.cost, b.remaining)}${retryAfter} ${seconds(retryAfter)}.`,
     ...about,
     retryAfter,
     'violated-policies': decision.policies.filter(isExhausted).map((r) => r.name),
   };
 }
 
-/** The detail of a 429 up to the number of seconds: what was exhausted, and why. */
-function limitedText(unit: string, name: string, limit: number, w: number): string {
+/**
+ * The detail of a 429 up to the number of seconds: what was exhausted, and why; or, for a request that
+ * costs more than the `remaining` left (a weighted request), what it costs against what is left.
+ */
+function limitedText(unit: string, name: string, limit: number, w: number, cost = 1, remaining = 0): string {
   if (unit === 'concurrent-requests') {
     return `${limit} concurrent ${limit === 1 ? 'request' : 'requests'} of this client already in flight (policy "${name}"); retry when one finishes, in `;
+  }
+  if (remaining > 0) {
+    return (
+      `This request costs ${cost} ${unitName(unit, cost)} but ${remaining} of the quota of ${limit} ${unitName(unit, limit)} ` +
+      `${perWindow(w)} ${remaining === 1 ? 'is' : 'are'} left (policy "${name}"); retry in `
+    );
   }
   return `Quota of ${limit} ${unitName(unit, limit)} ${perWindow(w)} exhausted (policy "${name}"); retry in `;
 }
@@ -208,7 +217,8 @@ export function createProblemBodyWriter(
     if (retryAfter !== undefined) {
       if (kind === 'unavailable')
         return `${unavailableHead}${retryAfter}${retryAfter === 1 ? unavailableMidOne : unavailableMid}${retryAfter}}`;
-      if (b !== undefined) {
+      // A weighted request refused with some quota left has its own detail (limitedText): the slow way, below.
+      if (b !== undefined && !(decision.remaining > 0)) {
         // A client over its limit is answered the same body until Retry-After ticks down: the same string
         // again, so an adapter that keeps the body's bytes (Fastify's) compares it by reference.
         const v = onlyViolated ?? violated(decision);

@@ -62,6 +62,24 @@ describe('respond', () => {
     });
   });
 
+  it('a weighted request refused with quota left: the detail says what it costs and what is left, as r does', async () => {
+    const s = setup([{ name: 'rows', algorithm: 'fixed-window', limit: 100, windowMs: 60_000 }]);
+    await s.plan(1);
+    const { plan } = await s.plan(100);
+    expect(plan.status).toBe(429);
+    expect(Object.fromEntries(plan.headers)).toMatchObject({ RateLimit: '"rows";r=99;t=60', 'Retry-After': '60' });
+    expect(JSON.parse(plan.body as string)).toMatchObject({
+      detail:
+        'This request costs 100 requests but 99 of the quota of 100 requests per 60 seconds are left (policy "rows"); retry in 60 seconds.',
+      retryAfter: 60,
+    });
+    const one = setup([{ name: 'rows', algorithm: 'fixed-window', limit: 2, windowMs: 60_000 }]);
+    await one.plan(1);
+    expect(JSON.parse((await one.plan(2)).plan.body as string).detail).toBe(
+      'This request costs 2 requests but 1 of the quota of 2 requests per 60 seconds is left (policy "rows"); retry in 60 seconds.',
+    );
+  });
+
   it('answers 413 without Retry-After or any rate-limit header when the cost can never fit', async () => {
     const { d, plan } = await setup([FW]).plan(3);
     expect(d.reason).toBe('cost-exceeds-capacity');

@@ -92,7 +92,10 @@ describe('@tollgate/fastify', () => {
 
   it.each([
     [{ rateLimit: 'yes' }, /ERR_RL_INVALID_ROUTE_CONFIG/],
-    [{ rateLimit: { headers: 'draft-8' } }, /ERR_RL_INVALID_HEADERS/],
+    [{ rateLimit: { headers: 'draft-8' } }, /ERR_RL_INVALID_HEADERS: 'GET \/bad config.rateLimit.headers'/],
+    // Every option's error names the route, also those the core's option readers find.
+    [{ rateLimit: { policies: { limit: -1 } } }, /'GET \/bad config.rateLimit.policies.limit' must be a positive integer/],
+    [{ rateLimit: { skip: 5 } }, /ERR_RL_INVALID_OPTION: 'GET \/bad config.rateLimit.skip' must be a function/],
     [{ rateLimit: { hook: 'onSend' } }, /ERR_RL_INVALID_HOOK: 'GET \/bad config.rateLimit.hook'/],
     // `global` is the plugin's: on a route it would be ignored, so it is refused.
     [{ rateLimit: { global: false } }, /ERR_RL_UNKNOWN_OPTION: 'GET \/bad config.rateLimit.global' is a plugin option/],

@@ -294,6 +294,22 @@ function decorate(fastify: FastifyInstance, base: RateLimitHandler<FastifyReques
     });
 }
 
+/**
+ * `make()`, with a configuration error it throws naming the route's option (`GET /a config.rateLimit.skip`),
+ * not only the option (`skip`): in an app of many routes the option alone does not say which is wrong.
+ */
+function inRoute<T>(make: () => T, path: string): T {
+  try {
+    return make();
+  } catch (error) {
+    if (!(error instanceof RateLimitConfigError) || error.option.startsWith(path)) throw error;
+    const option = `${path}.${error.option}`;
+    const named = new RateLimitConfigError(error.code, option, '', error.received);
+    named.message = error.message.replace(`'${error.option}'`, `'${option}'`);
+    throw named;
+  }
+}
+
 /** Throws when a route's `config.rateLimit` is neither options nor `false`, or holds the plugin-only `global`. */
 function checkRouteOptions(own: unknown, path: string): void {
   if (own === undefined) return;
@@ -367,7 +383,7 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     if (own === false || (own === undefined && !global)) return;
     const path = `${route.method} ${route.url} config.rateLimit`;
     checkRouteOptions(own, path);
-    const handler = own === undefined ? base : handlerFor(own, route);
+    const handler = own === undefined ? base : inRoute(() => handlerFor(own, route), path);
     if (own !== undefined) for (const m of methodsOf(route.method)) routes.set(`${m} ${route.url}`, handler.limiter);
     const at = own?.hook === undefined ? hook : hookOf(own.hook, `${path}.hook`);
     const existing = route[at];

@@ -496,6 +496,11 @@ describe('stores', () => {
     const api = () => createLimiter({ policies: { algorithm: 'fixed-window', limit: 100, windowMs: 60_000 }, store });
     expect(api).toThrow(expect.objectContaining({ code: 'ERR_RL_SHARED_STATE', option: 'name' }));
     expect(api).toThrow(/Give each limiter its own name/);
+    expect(api).toThrow(/keeps its state in this memory store/);
+    // A custom store written in JavaScript without a `kind`: the message does not say 'undefined store'.
+    const custom = { apply: store.apply.bind(store), reset: store.reset.bind(store) } as unknown as MemoryStore;
+    createLimiter({ policies: { limit: 5, windowMs: 60_000 }, store: custom });
+    expect(() => createLimiter({ policies: { limit: 5, windowMs: 60_000 }, store: custom })).toThrow(/keeps its state in this store under/);
     // A shadow policy of the same identity as another limiter's enforced one is a different state: fine.
     createLimiter({ policies: { name: 'x', limit: 1, windowMs: 1000 }, shadow: { policies: { limit: 100, windowMs: 60_000 } }, store });
     // Other stores, other windows and names do not collide.

@@ -69,7 +69,7 @@ function conflicts(store: Store, unnamed: readonly CompiledPolicy[], owner: obje
       throw new RateLimitConfigError(
         'ERR_RL_SHARED_STATE',
         'name',
-        `is missing, and another limiter without a name already keeps its state in this ${store.kind} store under the same ` +
+        `is missing, and another limiter without a name already keeps its state in this ${typeof store.kind === 'string' ? `${store.kind} ` : ''}store under the same ` +
           `key names (policy '${p.name}', ${p.algorithm}, ${p.windowMs} ms${p.shadow ? ', shadow' : ''}): the two would spend ` +
           "one budget. Give each limiter its own name (createLimiter({ name: 'login', ... }), rateLimit({ name: 'login', ... })), " +
           'or the same name to both to share one budget on purpose',

@@ -49,6 +49,40 @@ describe('tollgate replay', () => {
     expect(stdout).toContain(`${csv}:11: expected time,key[,cost]`);
   });
 
+  it("reads standard input for '-' (gzip too), as it reads a file; '-' twice or without a stdin is a usage error", async () => {
+    const { gzipSync } = await import('node:zlib');
+    const { Readable } = await import('node:stream');
+    const viaStdin = async (args: string[], stdin: Buffer | undefined) => {
+      let stdout = '';
+      let stderr = '';
+      const code = await runCli(args, {
+        stdout: { write: (t: string) => (stdout += t) },
+        stderr: { isTTY: false, write: (t: string) => (stderr += t) },
+        ...(stdin === undefined ? {} : { stdin: Readable.from([stdin]) }),
+      });
+      return { code, stdout, stderr };
+    };
+    const { readdirSync } = await import('node:fs');
+    const spools = () => readdirSync(tmpdir()).filter((f) => f.startsWith('tollgate-stdin-'));
+    const before = new Set(spools());
+    const text = readFileSync(csv);
+    for (const input of [text, gzipSync(text)]) {
+      const { code, stdout } = await viaStdin(['replay', '-', ...POLICIES, '--json'], input);
+      expect(code).toBe(0);
+      expect((JSON.parse(stdout) as ReplayReport).input).toMatchObject({ lines: 11, requests: 9, malformed: 1 });
+    }
+    expect(await viaStdin(['replay', '-', '-', ...POLICIES], text)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('can be given once'),
+    });
+    expect(await viaStdin(['replay', '-', ...POLICIES], undefined)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('not available'),
+    });
+    // The copy of standard input is gone once the replay is over.
+    expect(spools().filter((f) => !before.has(f))).toEqual([]);
+  });
+
   it('prints JSON with --json', async () => {
     const { code, stdout } = await run(['replay', csv, ...POLICIES, '--json']);
     expect(code).toBe(0);

@@ -11,12 +11,13 @@ import { type Logger, RateLimitConfigError } from '@tollgate/core';
 import { CliError } from './cli-error.js';
 import { parseKeySpec } from './input/request-key.js';
 import { LOG_FORMATS, type LogFormat } from './input/request-parser.js';
+import { spoolStdin } from './input/stdin-spool.js';
 import { formatDuration, MAX_REORDER_WINDOW_MS, parseDuration, rerunWith } from './input/time-order.js';
 import { renderLabHtml, renderLabText } from './labs/lab-report.js';
 import { LAB_NAMES, type LabName, runLab } from './labs/labs.js';
 import { parseCandidates } from './replay/candidates.js';
 import type { ReplayReport } from './replay/replay-report.js';
-import { runReplay } from './replay/run-replay.js';
+import { type RunReplayOptions, runReplay } from './replay/run-replay.js';
 import { createProgressBar, type ProgressTarget } from './report/progress-bar.js';
 import { renderReplayHtml } from './report/replay-html.js';
 import { renderReplayTable } from './report/replay-table.js';
@@ -24,16 +25,19 @@ import { renderReplayTable } from './report/replay-table.js';
 export interface CliIo {
   readonly stdout: { write(text: string): unknown };
   readonly stderr: ProgressTarget;
+  /** What `-` reads (the process's standard input); without it, `-` is a usage error. */
+  readonly stdin?: NodeJS.ReadableStream;
 }
 
 export const USAGE = `Usage:
-  tollgate replay <file...> --policy <json|file> [--policy <json|file> ...] [options]
+  tollgate replay <file...|-> --policy <json|file> [--policy <json|file> ...] [options]
   tollgate lab <${LAB_NAMES.join('|')}|all> [--json] [--html <file>] [--seed <n>]
 
 Replay access logs through candidate policies in virtual time (the log's own timestamps), in one pass.
 A --policy is a policy as @tollgate/core takes it ('{"limit":100,"windowMs":60000}'), a list of
 policies enforced together, a plan {"name":"...","policies":[...]}, or the path of a JSON file with one.
-The first --policy is the baseline the others are compared with.
+The first --policy is the baseline the others are compared with. A file named - is standard input
+(zcat access.log.gz | tollgate replay - --policy ...), copied to a temporary file first.
 
 Labs (each prints tables of generated traffic against the algorithms, and says where tollgate differs
 from the textbook figure):
@@ -95,33 +99,43 @@ function writeHtml(path: string, html: string): void {
   }
 }
 
+const REPLAY_FLAGS = {
+  policy: { type: 'string', multiple: true },
+  format: { type: 'string' },
+  key: { type: 'string' },
+  'trusted-proxy': { type: 'string', multiple: true },
+  'ipv6-prefix': { type: 'string' },
+  'ipv4-prefix': { type: 'string' },
+  cost: { type: 'string' },
+  'nginx-fields': { type: 'string' },
+  'time-field': { type: 'string' },
+  'max-keys': { type: 'string' },
+  'reorder-window': { type: 'string' },
+  sort: { type: 'boolean' },
+  top: { type: 'string' },
+  json: { type: 'boolean' },
+  html: { type: 'string' },
+  'no-progress': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type ReplayFlags = ReturnType<typeof parseArgs<{ options: typeof REPLAY_FLAGS; allowPositionals: true; strict: true }>>['values'];
+
 async function replayCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      policy: { type: 'string', multiple: true },
-      format: { type: 'string' },
-      key: { type: 'string' },
-      'trusted-proxy': { type: 'string', multiple: true },
-      'ipv6-prefix': { type: 'string' },
-      'ipv4-prefix': { type: 'string' },
-      cost: { type: 'string' },
-      'nginx-fields': { type: 'string' },
-      'time-field': { type: 'string' },
-      'max-keys': { type: 'string' },
-      'reorder-window': { type: 'string' },
-      sort: { type: 'boolean' },
-      top: { type: 'string' },
-      json: { type: 'boolean' },
-      html: { type: 'string' },
-      'no-progress': { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, strict: true, options: REPLAY_FLAGS });
   if (values.help === true) return help(io);
-  if (positionals.length === 0) throw new CliError('ERR_RL_CLI_USAGE', 'replay needs at least one log file');
+  if (positionals.length === 0) throw new CliError('ERR_RL_CLI_USAGE', 'replay needs at least one log file (or - for standard input)');
+  const options = replayOptions(values, io);
+  const input = await spoolStdin(positionals, io.stdin);
+  try {
+    return finishReplay(await runReplay({ ...options, files: input.files }), values, io);
+  } finally {
+    input.cleanup();
+  }
+}
+
+/** What a replay runs on, from the parsed flags (all but the files); throws a CliError for a bad flag. */
+function replayOptions(values: ReplayFlags, io: CliIo): Omit<RunReplayOptions, 'files'> {
   if (values.policy === undefined || values.policy.length === 0) {
     throw new CliError('ERR_RL_CLI_USAGE', `replay needs at least one --policy, e.g. --policy '{"limit":100,"windowMs":60000}'`);
   }
@@ -138,19 +152,8 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
   const ipv4Prefix = int(values['ipv4-prefix'], 'ipv4-prefix', 16, 32);
   const maxKeys = int(values['max-keys'], 'max-keys', 1, 100_000_000);
   const top = int(values.top, 'top', 1, 1000);
-  const showProgress = values['no-progress'] !== true;
-  let reorderWindowMs: number | undefined;
-  if (values['reorder-window'] !== undefined) {
-    if (values.sort === true) throw new CliError('ERR_RL_CLI_USAGE', '--sort and --reorder-window exclude each other: pick one');
-    reorderWindowMs = parseDuration(values['reorder-window']);
-    if (reorderWindowMs === undefined || reorderWindowMs > MAX_REORDER_WINDOW_MS)
-      throw new CliError(
-        'ERR_RL_CLI_USAGE',
-        `--reorder-window must be a duration with a unit (500ms, 90s, 5m, 1h; 0 for none) up to 7 days; got '${values['reorder-window']}'`,
-      );
-  }
-  const report = await runReplay({
-    files: positionals,
+  const reorderWindowMs = reorderWindow(values);
+  return {
     candidates,
     ...(format === undefined ? {} : { format: format as LogFormat }),
     ...(key === undefined ? {} : { key }),
@@ -166,8 +169,25 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
       ...(ipv4Prefix === undefined ? {} : { ipv4Prefix }),
     },
     logger: stderrLogger(io),
-    progress: showProgress ? createProgressBar(io.stderr) : createProgressBar({ write() {} }),
-  });
+    progress: values['no-progress'] !== true ? createProgressBar(io.stderr) : createProgressBar({ write() {} }),
+  };
+}
+
+/** `--reorder-window` in ms, or undefined when not given; a usage error beside `--sort` or past 7 days. */
+function reorderWindow(values: ReplayFlags): number | undefined {
+  if (values['reorder-window'] === undefined) return undefined;
+  if (values.sort === true) throw new CliError('ERR_RL_CLI_USAGE', '--sort and --reorder-window exclude each other: pick one');
+  const ms = parseDuration(values['reorder-window']);
+  if (ms === undefined || ms > MAX_REORDER_WINDOW_MS)
+    throw new CliError(
+      'ERR_RL_CLI_USAGE',
+      `--reorder-window must be a duration with a unit (500ms, 90s, 5m, 1h; 0 for none) up to 7 days; got '${values['reorder-window']}'`,
+    );
+  return ms;
+}
+
+/** Writes the report (table or JSON, and the HTML file); returns the exit code (2 nothing replayed, 3 some out of order). */
+function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): number {
   if (values.html !== undefined) {
     writeHtml(values.html, renderReplayHtml(report));
     io.stderr.write(`wrote ${values.html}\n`);

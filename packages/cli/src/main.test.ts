@@ -44,7 +44,7 @@ describe('the tollgate bin', () => {
     for (const flag of ['--help', '-h']) {
       const { code, stdout, stderr } = await tollgate([flag]);
       expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
-      expect(stdout).toMatch(/^Usage:\n {2}tollgate replay <file\.\.\.>/);
+      expect(stdout).toMatch(/^Usage:\n {2}tollgate replay <file\.\.\.\|->/);
     }
   });
 

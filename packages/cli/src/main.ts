@@ -4,7 +4,7 @@
  */
 import { runCli } from './cli.js';
 
-runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr }).then(
+runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin }).then(
   (code) => {
     process.exitCode = code;
   },

@@ -100,7 +100,7 @@ describe('tollgate replay', () => {
     const policy = ['--policy', '{"algorithm":"fixed-window","limit":3,"windowMs":10000}'];
     const { code, stdout } = await run(['replay', refused, ...policy]);
     expect(code).toBe(0);
-    expect(stdout).toContain('Replayed 2 requests from 1 clients');
+    expect(stdout).toContain('Replayed 2 requests from 1 client,');
     expect(stdout).toContain('3 lines, 1 malformed.');
     // Refused where it is read, so the sample names its file and line.
     expect(stdout).toContain("refused.csv:2: bad cost '0.0001' (must be a positive multiple of 1/1000)");
@@ -155,7 +155,7 @@ describe('tollgate replay ordering', () => {
     const { code, stdout, stderr } = await run(['replay', late, ...policy]);
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     expect(stdout).toContain(
-      'Time order: every file sorted whole (small enough to hold); 1 of 4 requests were logged earlier than the line before them.',
+      'Time order: every file sorted whole (small enough to hold); 1 of 4 requests was logged earlier than the line before it.',
     );
     // In time order: 0.5 and 1.2 admitted, 1.3 rejected (0.5 still in (0.3, 1.3]), 1.9 admitted (only 1.2 in (0.9, 1.9]).
     expect(stdout).toMatch(/#1\s+sliding-log 2\/1s\s+4\s+3\s+1/);
@@ -165,11 +165,11 @@ describe('tollgate replay ordering', () => {
     const { code, stdout, stderr } = await run(['replay', lateWindow, ...policy, '--reorder-window', '500ms']);
     expect(code).toBe(3);
     expect(stdout).toContain('Time order: reorder window 500ms (--reorder-window), up to 3 requests held;');
-    expect(stdout).toContain('WARNING: 1 requests (20.0%) came more than the 500ms window after later ones, the worst 1.4s late');
+    expect(stdout).toContain('WARNING: 1 request (20.0%) came more than the 500ms window after later ones, the worst 1.4s late');
     // The table (and the HTML report) suggest what the stderr line does: a value --reorder-window takes, that holds them.
     expect(stdout).toContain('Rerun with --sort, or --reorder-window 2s.');
     expect(stderr).toBe(
-      'warning: 1 requests came more than the 500ms reorder window after later ones (worst 1.4s late) and were replayed out of time order: ' +
+      'warning: 1 request came more than the 500ms reorder window after later ones (worst 1.4s late) and were replayed out of time order: ' +
         'their decisions are approximate. Rerun with --sort, or --reorder-window 2s. Exit status 3.\n',
     );
     const json = await run(['replay', lateWindow, ...policy, '--reorder-window', '500ms', '--json']);
@@ -215,7 +215,7 @@ describe('tollgate replay ordering', () => {
     const { code } = await run(['replay', late, ...policy, '--reorder-window', '0', '--html', html]);
     expect(code).toBe(3);
     expect(readFileSync(html, 'utf8')).toMatch(
-      /<div class="warning" id="late-requests"><strong>Warning:<\/strong> 1 requests \(25\.0%\) came more than the 0ms window/,
+      /<div class="warning" id="late-requests"><strong>Warning:<\/strong> 1 request \(25\.0%\) came more than the 0ms window/,
     );
   });
 

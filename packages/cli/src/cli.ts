@@ -201,7 +201,7 @@ function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): num
   const order = report.input.order;
   if (order !== null && order.late > 0) {
     io.stderr.write(
-      `warning: ${order.late.toLocaleString('en-US')} requests came more than the ${formatDuration(order.windowMs ?? 0)} reorder window ` +
+      `warning: ${order.late.toLocaleString('en-US')} ${order.late === 1 ? 'request' : 'requests'} came more than the ${formatDuration(order.windowMs ?? 0)} reorder window ` +
         `after later ones (worst ${formatDuration(order.worstLateMs)} late) and were replayed out of time order: their decisions are approximate. ` +
         `Rerun with ${rerunWith(order.worstLateMs)}. Exit status 3.\n`,
     );

@@ -6,6 +6,11 @@ import { formatDuration, rerunWith } from '../input/time-order.js';
 import type { ReplayReport } from '../replay/replay-report.js';
 import { escapeControl, formatNumber, formatShare, renderTable } from './text-table.js';
 
+/** `n` and its noun, singular for 1: '1 request', '2 requests'. */
+function counted(n: number, noun: string): string {
+  return `${formatNumber(n)} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 function span(report: ReplayReport): string {
   const { firstMs, lastMs } = report.timeline;
   if (firstMs === null || lastMs === null) return 'no requests';
@@ -17,15 +22,15 @@ function span(report: ReplayReport): string {
 export function describeOrder(report: ReplayReport): { how: string; late: string | null } {
   const o = report.input.order;
   if (o === null) return { how: 'Requests replayed in the order they were pushed.', late: null };
-  const disordered = `${formatNumber(o.disordered)} of ${formatNumber(report.input.requests)} requests were logged earlier than the line before them`;
+  const disordered = `${formatNumber(o.disordered)} of ${counted(report.input.requests, 'request')} ${o.disordered === 1 ? 'was' : 'were'} logged earlier than the line before ${o.disordered === 1 ? 'it' : 'them'}`;
   const how =
     o.mode === 'sort'
       ? `Time order: every file sorted whole (${o.reason === 'flag' ? '--sort' : 'small enough to hold'}); ${disordered}.`
-      : `Time order: reorder window ${formatDuration(o.windowMs ?? 0)} (${o.reason === 'flag' ? '--reorder-window' : 'default; --sort to sort whole'}), up to ${formatNumber(o.maxHeld)} requests held; ${disordered}.`;
+      : `Time order: reorder window ${formatDuration(o.windowMs ?? 0)} (${o.reason === 'flag' ? '--reorder-window' : 'default; --sort to sort whole'}), up to ${counted(o.maxHeld, 'request')} held; ${disordered}.`;
   const late =
     o.late === 0
       ? null
-      : `${formatNumber(o.late)} requests (${formatShare(o.late / Math.max(1, report.input.requests))}) came more than the ${formatDuration(o.windowMs ?? 0)} window after later ones, ` +
+      : `${counted(o.late, 'request')} (${formatShare(o.late / Math.max(1, report.input.requests))}) came more than the ${formatDuration(o.windowMs ?? 0)} window after later ones, ` +
         `the worst ${formatDuration(o.worstLateMs)} late: they were replayed out of time order, so the figures below are approximate. Rerun with ${rerunWith(o.worstLateMs)}.`;
   return { how, late };
 }
@@ -38,8 +43,8 @@ export function renderReplayTable(report: ReplayReport, topRows = Number.POSITIV
   const out: string[] = [];
   const { input } = report;
   out.push(
-    `Replayed ${formatNumber(input.requests)} requests from ${formatNumber(report.clients)} clients, ${span(report)}; ` +
-      `${formatNumber(input.lines)} lines, ${formatNumber(input.malformed)} malformed.`,
+    `Replayed ${counted(input.requests, 'request')} from ${counted(report.clients, 'client')}, ${span(report)}; ` +
+      `${counted(input.lines, 'line')}, ${formatNumber(input.malformed)} malformed.`,
   );
   const order = describeOrder(report);
   out.push(order.how);

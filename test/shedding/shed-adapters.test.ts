@@ -6,7 +6,7 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline, Readable } from 'node:stream';
-import { type LoadShedder, OVERLOADED_TYPE, type RateLimitOptions } from '@tollgate/core';
+import { createLoadShedder, type LoadShedder, OVERLOADED_TYPE, type RateLimitOptions } from '@tollgate/core';
 import { rateLimit as expressRateLimit } from '@tollgate/express';
 import { fastifyRateLimit } from '@tollgate/fastify';
 import { rateLimit as koaRateLimit } from '@tollgate/koa';
@@ -373,4 +373,58 @@ describe.each(Object.keys(makers))('shed on %s', (name) => {
     await Promise.all([...low, normal].map((r) => r.done));
     expect(app.shedder()?.state().shedByPriority).toMatchObject({ low: 1, normal: 1, critical: 0 });
   });
+});
+
+describe('one createLoadShedder shared by stacked middlewares (a global one and a route one)', () => {
+  const quiet = { warn() {}, error() {} };
+  const stacked: Record<string, (shedder: LoadShedder, g: Gate) => Promise<Server>> = {
+    express: async (shedder, g) => {
+      const app = express();
+      app.use(expressRateLimit({ name: 'global', policies: POLICIES, loadShedding: shedder, logger: quiet }));
+      const route = expressRateLimit({
+        name: 'route',
+        policies: { algorithm: 'concurrency', limit: 5 },
+        loadShedding: shedder,
+        logger: quiet,
+      });
+      app.get('/slow', route, async (_req, res) => {
+        await g.wait();
+        res.json({ ok: true });
+      });
+      return listen(createServer(app));
+    },
+    koa: async (shedder, g) => {
+      const app = new Koa();
+      app.silent = true;
+      app.use(koaRateLimit({ name: 'global', policies: POLICIES, loadShedding: shedder, logger: quiet }));
+      app.use(koaRateLimit({ name: 'route', policies: { algorithm: 'concurrency', limit: 5 }, loadShedding: shedder, logger: quiet }));
+      app.use(async (ctx) => {
+        await g.wait();
+        ctx.body = { ok: true };
+      });
+      return listen(createServer(app.callback()));
+    },
+  };
+  for (const [name, make] of Object.entries(stacked)) {
+    it(`${name}: a request takes one slot of the shared cap, not one per middleware`, async () => {
+      const shedder = createLoadShedder({ maxInFlight: 2 });
+      const g = gate();
+      const server = await make(shedder, g);
+      try {
+        const first = get(server, '/slow');
+        await until(() => g.waiting === 1);
+        expect(shedder.state().inFlight).toBe(1);
+        // The cap of 2 has room for a second request (it was shed as '2 requests in flight, limit 2').
+        const second = get(server, '/slow');
+        await until(() => g.waiting === 2);
+        expect((await get(server, '/slow').done).status).toBe(503);
+        g.open();
+        expect((await first.done).status).toBe(200);
+        expect((await second.done).status).toBe(200);
+        await until(() => shedder.state().inFlight === 0);
+      } finally {
+        await new Promise<void>((r) => server.close(() => r()));
+      }
+    });
+  }
 });

@@ -137,6 +137,18 @@ function giveBack(limiter: Limiter, decision: Decision, diagnostics: Diagnostics
 }
 
 /** `handler.run`: the whole flow through an adapter's target, and what the admitted requests hold. */
+/** One mark per shedder, set on a request that holds one of its tickets (see `createRun`). */
+const shedMarks = new WeakMap<object, symbol>();
+
+function shedMarkOf(shedder: object): symbol {
+  let mark = shedMarks.get(shedder);
+  if (mark === undefined) {
+    mark = Symbol('tollgate.shed');
+    shedMarks.set(shedder, mark);
+  }
+  return mark;
+}
+
 function createRun<Req>(
   config: RateLimitConfig<Req>,
   limiter: Limiter,
@@ -152,6 +164,9 @@ function createRun<Req>(
   // A mark on the request rather than a WeakSet of requests: every entry of a WeakSet is an ephemeron the
   // garbage collector has to visit, a quarter of a request's time in a profile of the handler alone.
   const charged = Symbol('tollgate.charged');
+  // A shedder shared by stacked middlewares (a global one and a route's) admits a request once: the first
+  // middleware's ticket holds its slot until the response is done, the others see the mark and take none.
+  const shedMark = shedder === undefined ? undefined : shedMarkOf(shedder);
 
   /** Synchronous while the decision is (see RequestDecider.handle); never throws, never rejects. */
   function run(input: RequestInput<Req>, out: ResponseTarget): RunOutcome | Promise<RunOutcome> {
@@ -165,13 +180,14 @@ function createRun<Req>(
     let ticket: ShedTicket | undefined;
     try {
       const diagnostics = loggers.diagnostics(logger);
-      if (shedder !== undefined) {
+      if (shedder !== undefined && (raw === undefined || (raw as Record<symbol, true | undefined>)[shedMark as symbol] !== true)) {
         const priority = priorityOf(shedder, input.request, diagnostics);
         ticket = shedder.acquire(priority);
         if (ticket === undefined) {
           shedObserver?.shed(priority, input.route);
           return writeShed({ retryAfterMs: shedder.retryAfterMs, priority, state: shedder.state() }, out);
         }
+        if (raw !== undefined) (raw as Record<symbol, true | undefined>)[shedMark as symbol] = true;
       }
       const handled = decider.handle(input, diagnostics, out.raw);
       const outcome = isPromiseLike(handled)

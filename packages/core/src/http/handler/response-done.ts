@@ -8,7 +8,10 @@
  *   connection), or already has;
  * - a body piped into the response lets go of it (`'unpipe'`: `stream.pipe`, `pipeline`, Fastify's
  *   `reply.send(stream)` and Koa's stream bodies unpipe when the connection closes; nothing will end such
- *   a response any more);
+ *   a response any more), or is piped into it only after the close (`'pipe'`: the handler handed it a
+ *   body it will never carry, and no `'unpipe'` follows);
+ * - the response is destroyed by a call (`res.destroy()`, by the handler or its framework: done with
+ *   it, whatever it wrote; a client that goes away closes the response without that call);
  * - `maxHoldMs` after the close, when the caller gives one (a shed slot with no lease: a handler that
  *   never ends the response, or destroyed it itself, gives the slot back then; a lease is bounded by its
  *   renewals instead, `maxLeaseMs`).
@@ -21,8 +24,9 @@ export interface DoneResponse {
   readonly writableEnded?: boolean;
   readonly destroyed?: boolean;
   end: (...args: never[]) => unknown;
-  once(event: 'finish' | 'close' | 'unpipe', listener: () => void): unknown;
-  off(event: 'finish' | 'close' | 'unpipe', listener: () => void): unknown;
+  destroy?: (...args: never[]) => unknown;
+  once(event: 'finish' | 'close' | 'unpipe' | 'pipe', listener: () => void): unknown;
+  off(event: 'finish' | 'close' | 'unpipe' | 'pipe', listener: () => void): unknown;
 }
 
 /** A signal aborted when `response` closes (the client went away, or the response is over). */
@@ -60,10 +64,21 @@ export function onResponseDone(response: DoneResponse, done: (finished: boolean)
     response.off('finish', finish);
     response.off('close', close);
     response.off('unpipe', unpiped);
+    response.off('pipe', unpiped);
+    if (response.destroy === destroyed) response.destroy = destroy;
     done(finished);
   }
   const finish = (): void => end(true);
   const unpiped = (): void => end(false);
+  const destroy = response.destroy;
+  const destroyed = ((...args: never[]) => {
+    response.destroy = destroy;
+    try {
+      return destroy?.apply(response, args);
+    } finally {
+      end(false);
+    }
+  }) as DoneResponse['destroy'];
   const close = (): void => {
     if (response.writableFinished === true || response.writableEnded === true) {
       end(response.writableFinished === true);
@@ -80,6 +95,7 @@ export function onResponseDone(response: DoneResponse, done: (finished: boolean)
       }
     }) as DoneResponse['end'];
     response.once('unpipe', unpiped);
+    response.once('pipe', unpiped);
     if (maxHoldMs !== undefined) {
       timer = setTimeout(() => end(false), maxHoldMs);
       timer.unref?.();
@@ -95,4 +111,6 @@ export function onResponseDone(response: DoneResponse, done: (finished: boolean)
   }
   response.once('finish', finish);
   response.once('close', close);
+  // A call to destroy() ends the handler's use of the response; the close it causes then finds it done.
+  if (destroy !== undefined) response.destroy = destroyed;
 }

@@ -79,8 +79,10 @@ export interface ConcurrencyPolicyOptions {
    */
   maxLeaseMs?: number;
   /**
-   * Wait for a lease instead of being refused at once: at most `size` requests wait per key in this
-   * process, first in first out, each up to `timeoutMs` (README: what a queue does on Redis). Defaults to none.
+   * Wait for a lease instead of being refused at once: at most `size` requests wait per key of this
+   * policy in this process (with per-policy keys, per tenant, whatever the user), first in first out, each
+   * up to `timeoutMs`; a request that finds the queue full is refused at once (README: what a queue does
+   * on Redis). Defaults to none.
    */
   queue?: { size: number; timeoutMs: number };
   /** Always `'concurrent-requests'` (the default); any other unit is an error. */

@@ -551,8 +551,9 @@ export function waitsOut(d: Decision, cp: CompiledPlan): boolean {
 }
 
 /**
- * The refusal of a waiter whose client went away before its turn: nothing was asked of the store, so
- * nothing is taken; the queueing policies refuse, the others show their capacity (not evaluated).
+ * The refusal of a waiter whose client went away before its turn, or of a request that found its queue
+ * full: nothing was asked of the store, so nothing is taken; the queueing policies refuse (retry after
+ * MAX_LEASE_RETRY_MS), the others show their capacity (not evaluated).
  */
 export function leftQueue(cp: CompiledPlan, key: string, cost: number, mode: 'enforce' | 'shadow'): DecisionImpl {
   const results = cp.all.slice(0, cp.enforcedCount).map((p) => {

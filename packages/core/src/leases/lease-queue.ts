@@ -1,6 +1,6 @@
 /**
- * @module Waiting for a lease (`queue: { size, timeoutMs }` on a concurrency policy): a FIFO per key and
- * plan, in this process. Only the head of a queue asks the store again: at once when a lease of its key
+ * @module Waiting for a lease (`queue: { size, timeoutMs }` on a concurrency policy): a FIFO per key of
+ * that policy, in this process. Only the head of a queue asks the store again: at once when a lease of its key
  * is released through this limiter, else at the earliest lease expiry the refusal named, at most every
  * `QUEUE_RETRY_MS`. Each attempt is a whole decision (every policy, all or nothing, one store call).
  *

@@ -4,6 +4,7 @@
  * `renew` for its leases, and a plan whose concurrency policies queue makes a request wait its turn
  * (lease-queue.ts). A limiter none of whose plans has a concurrency policy never builds this.
  */
+import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { DecisionImpl } from '../decision.js';
 import type { Fallback } from '../failure/fallback.js';
 import { CallFailure, type StoreGuard } from '../failure/store-guard.js';
@@ -287,7 +288,9 @@ export class LeasedDecider {
       firstRetryMs = d.retryAfterMs;
     }
     if (aborted(opts?.signal)) return this.account(d ?? leftQueue(t.cp, t.key, cost, mode), t.cp, opts);
-    if (keeper.queues.waiting(id) >= queue.size) return this.account(d ?? (await attempt()), t.cp, opts);
+    // The queue is full: refused at once, without asking the store, so a slot freed for the head (a release
+    // in this tick) is not taken by a request that came after everyone in the queue.
+    if (keeper.queues.waiting(id) >= queue.size) return this.account(d ?? leftQueue(t.cp, t.key, cost, mode), t.cp, opts);
     keeper.countQueued(t.cp, 1);
     try {
       await keeper.queues.wait(id, plain.now() + queue.timeoutMs, plain.now, opts?.signal, firstRetryMs, async () => {
@@ -310,7 +313,13 @@ export class LeasedDecider {
   }
 }
 
-/** The queue a request of `t` waits in: its plan and key. */
+/**
+ * The queue a request of `t` waits in (and a release of its lease wakes): the queuing policy's state and
+ * its key, so requests of one tenant wait in one queue whatever their other keys (`{ user, tenant }`),
+ * and plans that share the policy share the queue.
+ */
 function queueId(t: Target): string {
-  return `${t.cp.name}\n${t.key}`;
+  const at = t.cp.queueAt;
+  const key = typeof t.storeKey === 'string' ? t.storeKey : (t.storeKey[at] as string);
+  return `${(t.cp.all[at] as CompiledPolicy).id}\n${key}`;
 }

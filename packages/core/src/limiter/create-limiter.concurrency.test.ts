@@ -129,6 +129,36 @@ describe('concurrency policy (memory)', () => {
     d2.release?.();
   });
 
+  it('queues per key of the queuing policy: users of one tenant share its queue, bound and order; plans sharing it share the queue', async () => {
+    vi.useFakeTimers();
+    const user = { name: 'user', algorithm: 'concurrency' as const, limit: 5 };
+    const tenant = { name: 'tenant', algorithm: 'concurrency' as const, limit: 1, queue: { size: 2, timeoutMs: 1_000 } };
+    const limiter = createLimiter({ plans: { free: [user, tenant], pro: [{ ...user, limit: 10 }, tenant] } });
+    const holder = (await limiter.check({ user: 'u0', tenant: 'T' })) as Decision;
+    const order: string[] = [];
+    const waiting = ['u1', 'u2'].map((u, i) =>
+      limiter.check({ user: u, tenant: 'T' }, { plan: i === 0 ? 'free' : 'pro' }).then((d) => {
+        order.push(u);
+        return d;
+      }),
+    );
+    // The tenant's queue is full (2), whoever the user and whatever the plan: refused at once.
+    expect((await limiter.check({ user: 'u3', tenant: 'T' })).allowed).toBe(false);
+    expect((await limiter.check({ user: 'u4', tenant: 'T' }, { plan: 'pro' })).allowed).toBe(false);
+    // A release hands the slot to the head of the tenant's queue, before a request that comes after it.
+    holder.release?.();
+    const late = await limiter.check({ user: 'late', tenant: 'T' });
+    expect(late.allowed).toBe(false);
+    const d1 = await waiting[0];
+    expect(d1?.allowed).toBe(true);
+    expect(order).toEqual(['u1']);
+    d1?.release?.();
+    const second = await waiting[1];
+    expect(second?.allowed).toBe(true);
+    expect(order).toEqual(['u1', 'u2']);
+    second?.release?.();
+  });
+
   it('refuses a waiter after timeoutMs (429), and drops it when the client goes away', async () => {
     vi.useFakeTimers();
     const limiter = createLimiter({ policies: [{ ...EXPORTS, limit: 1, queue: { size: 5, timeoutMs: 1_000 } }] });

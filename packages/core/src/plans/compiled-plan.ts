@@ -38,6 +38,11 @@ export interface CompiledPlan {
    * (leases/lease-queue.ts); undefined when none may queue.
    */
   readonly queue: { readonly size: number; readonly timeoutMs: number } | undefined;
+  /**
+   * The policy (its index in `all`) whose key names the plan's lease queue: the first concurrency policy
+   * with a `queue`, else the first concurrency policy (whose releases wake that queue); -1 without one.
+   */
+  readonly queueAt: number;
 }
 
 export function describePolicy(p: CompiledPolicy): PolicyDescription {
@@ -62,6 +67,7 @@ export function compilePlan(
   const enforcedCount = enforced.length;
   const queues = enforced.flatMap((p) => (p.queue === undefined ? [] : [p.queue]));
   const leases = enforced.some((p) => p.algorithm === 'concurrency');
+  const queuing = enforced.findIndex((p) => p.queue !== undefined);
   return Object.freeze({
     name,
     all,
@@ -80,6 +86,7 @@ export function compilePlan(
       queues.length === 0
         ? undefined
         : Object.freeze({ size: Math.min(...queues.map((q) => q.size)), timeoutMs: Math.min(...queues.map((q) => q.timeoutMs)) }),
+    queueAt: queuing >= 0 ? queuing : enforced.findIndex((p) => p.algorithm === 'concurrency'),
   });
 }
 

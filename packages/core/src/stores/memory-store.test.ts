@@ -137,6 +137,18 @@ describe('bounded by maxKeys', () => {
 describe('eviction order', () => {
   const policy: PolicyOptions = { algorithm: 'fixed-window', limit: 5, windowMs: 60_000 };
 
+  it('a full store makes room from expired entries first, and counts them as purged, not evicted', () => {
+    const store = new MemoryStore({ maxKeys: 3, sweepIntervalMs: 0 });
+    const l = limiterOn(store, { algorithm: 'fixed-window', limit: 5, windowMs: 1_000 });
+    for (const key of ['a', 'b', 'c']) l.at(0, key);
+    // Their windows ended: three new keys reuse their rows; nothing live was dropped.
+    for (const key of ['d', 'e', 'f']) l.at(5_000, key);
+    expect([store.evictions, store.purged, store.size]).toEqual([0, 3, 3]);
+    // A fourth new key in the same window drops a live one: an eviction.
+    l.at(5_000, 'g');
+    expect([store.evictions, store.purged]).toEqual([1, 3]);
+  });
+
   it('a row used since the hand last passed gets a second chance; the first unused one goes', () => {
     const store = new MemoryStore({ maxKeys: 3, sweepIntervalMs: 0 });
     const l = limiterOn(store, policy);

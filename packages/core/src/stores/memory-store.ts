@@ -139,19 +139,22 @@ class Table implements StateTable {
 
   /**
    * Drops one entry: the first expired one the hand meets, else the first not used since its last pass.
-   * Never the row of `spare` (the key being decided); the caller makes sure another row exists.
+   * Never the row of `spare` (the key being decided); the caller makes sure another row exists. Returns
+   * what it dropped: `'expired'` (state past its expiry, as a sweep would have), `'live'` (an eviction),
+   * or undefined (the table was empty).
    */
-  evictOne(now: number, spare?: string): boolean {
-    if (this.index.size === 0) return false;
+  evictOne(now: number, spare?: string): 'expired' | 'live' | undefined {
+    if (this.index.size === 0) return undefined;
     for (;;) {
       const slot = this.hand;
       this.hand = slot + 1 >= this.used ? 1 : slot + 1;
       const key = this.keys[slot];
       if (key === undefined || key === spare) continue;
       const ref = slot * this.stride + this.refAt;
-      if (this.kernel.expiresAt(this, slot, this.policy) <= now || this.f[ref] === 0) {
+      const expired = this.kernel.expiresAt(this, slot, this.policy) <= now;
+      if (expired || this.f[ref] === 0) {
         this.remove(slot);
-        return true;
+        return expired ? 'expired' : 'live';
       }
       this.f[ref] = 0;
     }
@@ -205,9 +208,9 @@ export class MemoryStore implements Store {
   /** One-entry cache in front of `bindings`: a store usually serves one limiter. */
   private lastPlan: StorePlan | undefined;
   private lastBound: Bound | undefined;
-  /** Entries dropped to stay within `maxKeys`. */
+  /** Live entries dropped to stay within `maxKeys` (an expired one making room counts in `purged`). */
   evictions = 0;
-  /** Expired entries purged by the sweep. */
+  /** Expired entries purged: by the sweep, or to make room for a new key when the store is full. */
   purged = 0;
   /**
    * Counts the calls that may have changed a key's state: charges, refunds, lease releases and renewals,
@@ -508,11 +511,16 @@ export class MemoryStore implements Store {
         spare = key;
       }
     }
-    if (victim.evictOne(now, spare)) {
-      this.count -= 1;
-      this.evictions += 1;
-      if (exporters.attached) EVICTIONS.value += 1;
+    const dropped = victim.evictOne(now, spare);
+    if (dropped === undefined) return;
+    this.count -= 1;
+    // An entry past its expiry was dead already (the sweep would have purged it): not an eviction.
+    if (dropped === 'expired') {
+      this.purged += 1;
+      return;
     }
+    this.evictions += 1;
+    if (exporters.attached) EVICTIONS.value += 1;
   }
 
   reset(key: string, plan: StorePlan): void {

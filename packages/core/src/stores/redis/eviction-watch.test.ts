@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { LogFields } from '../../logging.js';
+import { counterCell } from '../../observability/metric-store.js';
 import type { NodeInfo } from './clients/store-client.js';
-import { EvictionWatch, evictedKeys } from './eviction-watch.js';
+import { EvictionWatch, evictedKeys, runId } from './eviction-watch.js';
 
 /** A watch over counters the test sets, on a clock the test moves; readings by hand (`read()`), no timer. */
 function setup(logIntervalMs = 60_000, warn = true) {
@@ -35,6 +36,36 @@ describe('evictedKeys', () => {
 });
 
 describe('EvictionWatch', () => {
+  it("counts a server's evictions once in the process-wide series, however many stores of the process watch it", async () => {
+    const metric = counterCell('storeEvictions', { storeKind: 'redis' });
+    let evicted = 100;
+    const watch = () =>
+      new EvictionWatch({
+        intervalMs: 10_000,
+        logIntervalMs: 60_000,
+        info: async (): Promise<NodeInfo[]> => [
+          { node: 'redis', text: `# Server\r\nrun_id:4f2a9c\r\n# Stats\r\nevicted_keys:${evicted}\r\n` },
+        ],
+        policy: 'allkeys-lru',
+        logger: { warn() {}, error() {} },
+        warn: false,
+        takeUse: () => true,
+      });
+    const [a, b] = [watch(), watch()];
+    await a.read();
+    evicted = 130;
+    await b.read();
+    const start = metric.value;
+    evicted = 150;
+    await a.read();
+    await b.read();
+    // Each store sees its own growth (a: 100 -> 150, b: 130 -> 150); the series counts the server's once.
+    expect([a.evictions, b.evictions]).toEqual([50, 20]);
+    expect(metric.value - start).toBe(20);
+    expect(runId('# Server\r\nredis_version:7.0.15\r\nrun_id:4f2a9c\r\n')).toBe('4f2a9c');
+    expect(runId('# Stats\r\nevicted_keys:1\r\n')).toBeUndefined();
+  });
+
   it('takes the first reading as the baseline, then counts what grew', async () => {
     const { counters, watch, lines } = setup();
     counters.set('redis', 500);

@@ -12,7 +12,7 @@
 import { seeDocs } from '../../errors.js';
 import { type Logger, safeLog } from '../../logging.js';
 import { counterCell } from '../../observability/metric-store.js';
-import type { NodeInfo } from './clients/store-client.js';
+import type { NodeInfo, StoreClient } from './clients/store-client.js';
 
 /** `tollgate_store_evictions_total{store="redis"}`: keys Redis evicted, as every RedisStore of the process read them. */
 const EVICTIONS = counterCell('storeEvictions', { storeKind: 'redis' });
@@ -28,7 +28,7 @@ export interface EvictionWatchOptions {
 export interface EvictionWatchConfig {
   readonly intervalMs: number;
   readonly logIntervalMs: number;
-  /** INFO stats of every master. */
+  /** INFO stats of every master, with its `run_id` (the `server` section) when the client gives it. */
   readonly info: () => Promise<NodeInfo[]>;
   /** What the startup check read: the evicting policies, or `'unknown'` (CONFIG refused). */
   readonly policy: string;
@@ -38,6 +38,37 @@ export interface EvictionWatchConfig {
   /** Whether the store was called since the last read (and clears that). */
   readonly takeUse: () => boolean;
   readonly now?: () => number;
+}
+
+/**
+ * The highest `evicted_keys` the metric has counted, per Redis server (its `run_id`): several RedisStores
+ * of the process on one server (one per limiter, each with its own client) read the same counter, and
+ * the process-wide series counts what grew once, not once per store. A restarted server has a new run_id.
+ */
+const counted = new Map<string, number>();
+
+/** `run_id` in an INFO reply (the `server` section), or undefined when absent. */
+export function runId(text: string | undefined): string | undefined {
+  const m = text === undefined ? null : /(?:^|\n)run_id:([0-9a-f]+)/.exec(text);
+  return m === null ? undefined : m[1];
+}
+
+/** What the process-wide series adds for `value` read on server `id`: what grew since any store counted it. */
+function newOnServer(id: string, value: number): number {
+  const before = counted.get(id);
+  if (before !== undefined && value <= before) return 0;
+  counted.set(id, value);
+  return before === undefined ? 0 : value - before;
+}
+
+/**
+ * INFO `server` and `stats` of every master, one text per node: the server section names the server
+ * (`run_id`); a client or server that refuses it gives the stats alone (then each store counts its own).
+ */
+export async function serverAndStats(client: Pick<StoreClient, 'info'>): Promise<NodeInfo[]> {
+  const [server, stats] = await Promise.all([client.info('server').catch((): NodeInfo[] => []), client.info('stats')]);
+  const ids = new Map(server.map((n) => [n.node, n.text ?? '']));
+  return stats.map((n) => ({ node: n.node, text: n.text === undefined ? undefined : `${ids.get(n.node) ?? ''}${n.text}` }));
 }
 
 /** `evicted_keys` in an INFO reply, or undefined when absent. */
@@ -99,22 +130,27 @@ export class EvictionWatch {
       this.reading = false;
     }
     let delta = 0;
+    let metric = 0;
     for (const { node, text } of replies) {
       const value = evictedKeys(text);
       if (value === undefined) continue;
       const before = this.last.get(node);
       this.last.set(node, value);
+      // The process-wide series: what grew on this server since any store of the process read it.
+      const server = runId(text);
+      if (server !== undefined) metric += newOnServer(server, value);
       if (before === undefined) continue;
       // A counter that went down was reset (a restart, CONFIG RESETSTAT): all of it is new.
       const grew = value >= before ? value - before : value;
+      if (server === undefined) metric += grew;
       if (grew > 0) {
         delta += grew;
         this.unloggedNodes.add(node);
       }
     }
+    if (metric > 0) EVICTIONS.value += metric;
     if (delta > 0) {
       this.evictions += delta;
-      EVICTIONS.value += delta;
       this.unlogged += delta;
     }
     this.maybeLog();

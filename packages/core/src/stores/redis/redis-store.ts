@@ -40,7 +40,7 @@ import type { StoreClient } from './clients/store-client.js';
 import { toStoreClient } from './clients/to-store-client.js';
 import { slotGroups, subPlan } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
-import { EvictionWatch, type EvictionWatchOptions } from './eviction-watch.js';
+import { EvictionWatch, type EvictionWatchOptions, serverAndStats } from './eviction-watch.js';
 import { keyHead, keyName, keyTag, policySuffix } from './key-names.js';
 import { heldReceipt, LocalBatcher, type LocalBatchStats } from './local-batch/local-batcher.js';
 import { type LocalBatchOptions, parseLocalBatch } from './local-batch/options.js';
@@ -655,7 +655,7 @@ export class RedisStore implements Store {
     if (policy === undefined || this.watchOptions === false || this.closed) return;
     this.watch = new EvictionWatch({
       ...this.watchOptions,
-      info: () => this.client.info('stats'),
+      info: () => serverAndStats(this.client),
       policy,
       logger: this.logger,
       warn: this.warnEvicting,

@@ -42,9 +42,11 @@ export interface LimiterStats {
 /** Events a limiter reports besides its decisions. */
 export interface LimiterEvents {
   /**
-   * The store failed on this check and the failure mode answered. `error` is what the store threw (or a
-   * StoreTimeoutError); `scope` says whose fault: `'key'` (this key's state, other keys unaffected) or
-   * `'node'` (the node that serves it, named by `node`).
+   * A store call of this check failed (threw, rejected or timed out) and the failure mode answered: one
+   * event per failed call, not per degraded decision (while a node's breaker is open its checks call
+   * nothing and emit none; count degraded decisions with `stats().storeErrors` or the metrics). `error`
+   * is what the store threw (or a StoreTimeoutError); `scope` says whose fault: `'key'` (this key's
+   * state, other keys unaffected) or `'node'` (the node that serves it, named by `node`).
    */
   'store-error': { readonly error: unknown; readonly key: string; readonly scope: 'key' | 'node'; readonly node: string };
   /** The circuit breaker of a store node changed state. */

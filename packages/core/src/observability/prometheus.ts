@@ -58,7 +58,7 @@ interface CollectorRegistry {
   removeSingleMetric(name: string): void;
 }
 
-/** Options of `registerPrometheusMetrics`: the prom-client registry to register in, and a name prefix. */
+/** Options of `registerPrometheusMetrics`: the prom-client registry to register in. */
 export interface PrometheusOptions {
   /** The registry to add tollgate's series to. Defaults to prom-client's global `register`. */
   registry?: PromRegistryLike;

@@ -83,4 +83,38 @@ describe('store timer', () => {
       unregister();
     }
   });
+
+  it('records a call still unanswered at storeTimeoutMs as a timeout then, while the store hangs; its late reply adds nothing', async () => {
+    const unregister = registerPrometheusMetrics({ registry: new Registry() });
+    try {
+      const inner = new MemoryStore();
+      let answer: (() => void) | undefined;
+      const store: Store = {
+        kind: 'async-hang',
+        apply: (key, plan, cost, now) => {
+          const r = inner.apply(key, plan, cost, now);
+          return new Promise<StoreResult>((resolve) => {
+            answer = () => resolve(r);
+          });
+        },
+        reset: (key, plan) => inner.reset(key, plan),
+      };
+      const limiter = createLimiter({
+        policies: [{ limit: 10, windowMs: 60_000 }],
+        store,
+        storeTimeoutMs: 20,
+        breaker: false,
+        logger: { warn() {}, error() {} },
+      });
+      expect((await limiter.check('a')).degraded).toBe(true);
+      await new Promise((r) => setTimeout(r, 10));
+      // The store still hangs: the timeout is in the histogram already.
+      expect([timed('async-hang', 'timeout'), timed('async-hang', 'ok')]).toEqual([1, 0]);
+      answer?.();
+      await new Promise((r) => setTimeout(r, 10));
+      expect([timed('async-hang', 'timeout'), timed('async-hang', 'ok')]).toEqual([1, 0]);
+    } finally {
+      unregister();
+    }
+  });
 });

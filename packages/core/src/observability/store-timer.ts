@@ -3,9 +3,10 @@
  * limiter's call sites, which report a store that throws through `threw`. With no exporter attached it
  * calls the store straight: the timing lives in `TimedCalls`, which takes the store's place while an
  * exporter is attached (metric-store's `followAttached`), so that the decision path carries no check
- * for it. Asynchronous stores are timed on every call, until their promise settles: a reply later than
- * the limiter's `storeTimeoutMs` counts as `timeout` (the limiter had already answered without it), a
- * rejection as `error`. Synchronous stores are sampled: one call in 1024 is timed.
+ * for it. Asynchronous stores are timed on every call, until their promise settles: a call still
+ * unanswered at the limiter's `storeTimeoutMs` counts as `timeout` at that moment (the limiter answered
+ * without it; a late reply adds nothing), a rejection as `error`. Synchronous stores are sampled: one
+ * call in 1024 is timed.
  */
 import { performance } from 'node:perf_hooks';
 import { isPromiseLike, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
@@ -112,10 +113,21 @@ class TimedCalls implements StoreCall {
       this.record(started, 'ok');
       return r;
     }
-    r.then(
-      () => this.record(started, performance.now() - started > this.timeoutMs ? 'timeout' : 'ok'),
-      () => this.record(started, 'error'),
-    );
+    // A call still unanswered at storeTimeoutMs is recorded as a timeout then, while the store hangs (when
+    // it matters on a dashboard), not when a late reply comes, if one ever does; that reply adds nothing.
+    let settled = false;
+    const timer = setTimeout(() => {
+      settled = true;
+      this.record(started, 'timeout');
+    }, this.timeoutMs);
+    timer.unref?.();
+    const end = (outcome: StoreOutcome) => () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      this.record(started, outcome);
+    };
+    r.then(end('ok'), end('error'));
     return r;
   }
 

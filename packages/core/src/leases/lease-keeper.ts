@@ -494,7 +494,7 @@ export class LeaseKeeper {
         this.logger,
         'warn',
         { code: 'WRN_RL_LEASES_RESTORED', store: this.storeKind, restored: back, held: list.length },
-        `WRN_RL_LEASES_RESTORED: the store had lost ${back} of the ${list.length} leases this limiter holds (a restart or a failover); they were put back before any new lease ${seeDocs('WRN_RL_LEASES_RESTORED')}`,
+        `WRN_RL_LEASES_RESTORED: the store had lost ${back} leases this limiter held (a restart or a failover); the ${list.length} it holds were put back before any new lease ${seeDocs('WRN_RL_LEASES_RESTORED')}`,
       );
     }
   }

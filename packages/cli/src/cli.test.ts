@@ -169,8 +169,8 @@ describe('tollgate replay ordering', () => {
     // The table (and the HTML report) suggest what the stderr line does: a value --reorder-window takes, that holds them.
     expect(stdout).toContain('Rerun with --sort, or --reorder-window 2s.');
     expect(stderr).toBe(
-      'warning: 1 request came more than the 500ms reorder window after later ones (worst 1.4s late) and were replayed out of time order: ' +
-        'their decisions are approximate. Rerun with --sort, or --reorder-window 2s. Exit status 3.\n',
+      'warning: 1 request came more than the 500ms reorder window after later ones (worst 1.4s late) and was replayed out of time order: ' +
+        'its decision is approximate. Rerun with --sort, or --reorder-window 2s. Exit status 3.\n',
     );
     const json = await run(['replay', lateWindow, ...policy, '--reorder-window', '500ms', '--json']);
     expect(json.code).toBe(3);

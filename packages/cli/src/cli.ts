@@ -202,7 +202,7 @@ function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): num
   if (order !== null && order.late > 0) {
     io.stderr.write(
       `warning: ${order.late.toLocaleString('en-US')} ${order.late === 1 ? 'request' : 'requests'} came more than the ${formatDuration(order.windowMs ?? 0)} reorder window ` +
-        `after later ones (worst ${formatDuration(order.worstLateMs)} late) and were replayed out of time order: their decisions are approximate. ` +
+        `after later ones (worst ${formatDuration(order.worstLateMs)} late) and ${order.late === 1 ? 'was' : 'were'} replayed out of time order: ${order.late === 1 ? 'its decision is' : 'their decisions are'} approximate. ` +
         `Rerun with ${rerunWith(order.worstLateMs)}. Exit status 3.\n`,
     );
     return 3;

@@ -31,7 +31,7 @@ export function describeOrder(report: ReplayReport): { how: string; late: string
     o.late === 0
       ? null
       : `${counted(o.late, 'request')} (${formatShare(o.late / Math.max(1, report.input.requests))}) came more than the ${formatDuration(o.windowMs ?? 0)} window after later ones, ` +
-        `the worst ${formatDuration(o.worstLateMs)} late: they were replayed out of time order, so the figures below are approximate. Rerun with ${rerunWith(o.worstLateMs)}.`;
+        `the worst ${formatDuration(o.worstLateMs)} late: ${o.late === 1 ? 'it was' : 'they were'} replayed out of time order, so the figures below are approximate. Rerun with ${rerunWith(o.worstLateMs)}.`;
   return { how, late };
 }
 
@@ -106,7 +106,7 @@ export function renderReplayTable(report: ReplayReport, topRows = Number.POSITIV
   if (input.malformed > 0) {
     out.push('');
     out.push(
-      `${formatNumber(input.malformed)} malformed lines (skipped)${input.malformed > input.malformedSamples.length ? `; the first ${input.malformedSamples.length}` : ''}:`,
+      `${formatNumber(input.malformed)} malformed ${input.malformed === 1 ? 'line' : 'lines'} (skipped)${input.malformed > input.malformedSamples.length ? `; the first ${input.malformedSamples.length}` : ''}:`,
     );
     for (const m of input.malformedSamples) out.push(`  ${escapeControl(m.file)}:${m.line}: ${escapeControl(m.reason)}`);
   }

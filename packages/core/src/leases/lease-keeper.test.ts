@@ -374,12 +374,10 @@ describe('LeaseKeeper', () => {
     expect(errors).toEqual([
       expect.objectContaining({ key: 'k', scope: 'node', error: expect.objectContaining({ code: 'ERR_RL_STORE_TIMEOUT', why: 'leases' }) }),
     ]);
-    // The next ones go on without waiting for it again: the failure mode's at once, not the store's beside the missing lease.
+    // The next ones go on without waiting for it again (to the store: a restore that never settles must not
+    // keep every new lease in the failure mode).
     expect(await decided()).toBe('decided');
     expect(await decided()).toBe('decided');
-    store.calls = [];
-    expect(await limiter.check('k')).toMatchObject({ allowed: true, degraded: true });
-    expect(store.calls).not.toContain('apply');
     held.release?.();
     await limiter.close();
   });

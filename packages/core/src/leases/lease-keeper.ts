@@ -250,9 +250,10 @@ export class LeaseKeeper {
    * longer); or the restore's error when it failed. A restore that ends in time with a lease still missing
    * (found gone, or carried in, while it ran) is followed by one more; still missing after it: `'late'`.
    * Anything but `'back'` is answered by the failure mode: a new lease in the store beside a missing one
-   * could run over the limit. So while leases are missing and no restore is to be waited for (after a
-   * failed one, until its backoff ends; while one stalled), the answer is at once: that restore's error,
-   * or `'late'`. Only a release not told yet (the store holds one too many) lets new leases go to the store.
+   * could run over the limit. So while leases are missing after a failed restore, until its backoff ends,
+   * the answer is at once: that restore's error. (While a restore stalls, new leases go to the store: a
+   * restore that never settles must not keep every lease in the failure mode.) A release not told yet
+   * (the store holds one too many) lets new leases go to the store.
    */
   restoring(store: Store): Promise<Restored> | undefined {
     const kept = this.stores.get(store);
@@ -261,7 +262,7 @@ export class LeaseKeeper {
     if (restoring === undefined) {
       if (this.now() < kept.retryAt) return kept.missing ? Promise.resolve(unrestored(kept)) : undefined;
       restoring = this.restore(kept);
-    } else if (restoring === kept.stalled) return kept.missing ? Promise.resolve<Restored>('late') : undefined;
+    } else if (restoring === kept.stalled) return undefined;
     return this.restored(kept, restoring, true);
   }
 

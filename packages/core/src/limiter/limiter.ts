@@ -44,7 +44,8 @@ export interface LimiterEvents {
   /**
    * A store call of this check failed (threw, rejected or timed out) and the failure mode answered: one
    * event per failed call, not per degraded decision (while a node's breaker is open its checks call
-   * nothing and emit none; count degraded decisions with `stats().storeErrors` or the metrics). `error`
+   * nothing and emit none; count degraded decisions with `stats().storeErrors` or the metrics); also one
+   * per new lease refused to the store while held leases are not back (the restore's error). `error`
    * is what the store threw (or a StoreTimeoutError); `scope` says whose fault: `'key'` (this key's
    * state, other keys unaffected) or `'node'` (the node that serves it, named by `node`).
    */

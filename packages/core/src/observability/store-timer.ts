@@ -17,6 +17,9 @@ import { recordStoreDuration } from './otel-meter.js';
 /** Synchronous stores answer in well under a microsecond, and recording costs more: one call in 1024 is timed. */
 const SYNC_SAMPLE_MASK = 1023;
 
+/** The longest delay `setTimeout` takes as given. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 type StoreCall = Pick<Store, 'apply'>;
 
 export class StoreTimer implements AttachedFollower {
@@ -115,6 +118,14 @@ class TimedCalls implements StoreCall {
     }
     // A call still unanswered at storeTimeoutMs is recorded as a timeout then, while the store hangs (when
     // it matters on a dashboard), not when a late reply comes, if one ever does; that reply adds nothing.
+    // Past setTimeout's range (2^31 - 1 ms) Node would fire at once: such a call is judged when it settles.
+    if (this.timeoutMs > MAX_TIMER_MS) {
+      r.then(
+        () => this.record(started, performance.now() - started > this.timeoutMs ? 'timeout' : 'ok'),
+        () => this.record(started, 'error'),
+      );
+      return r;
+    }
     let settled = false;
     const timer = setTimeout(() => {
       settled = true;

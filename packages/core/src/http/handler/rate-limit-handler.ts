@@ -136,7 +136,6 @@ function giveBack(limiter: Limiter, decision: Decision, diagnostics: Diagnostics
   });
 }
 
-/** `handler.run`: the whole flow through an adapter's target, and what the admitted requests hold. */
 /** One mark per shedder, set on a request that holds one of its tickets (see `createRun`). */
 const shedMarks = new WeakMap<object, symbol>();
 
@@ -149,6 +148,7 @@ function shedMarkOf(shedder: object): symbol {
   return mark;
 }
 
+/** `handler.run`: the whole flow through an adapter's target, and what the admitted requests hold. */
 function createRun<Req>(
   config: RateLimitConfig<Req>,
   limiter: Limiter,

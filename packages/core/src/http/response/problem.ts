@@ -122,7 +122,7 @@ export function buildProblem(
     type,
     title,
     status,
-    detail: `${limitedText(unit, b.name, b.limit, w, decision.cost, b.remaining)}${retryAfter} ${seconds(retryAfter)}.`,
+    detail: `${limitedText(unit, b.name, b.limit, w, decision.cost, Math.floor(b.remaining))}${retryAfter} ${seconds(retryAfter)}.`,
     ...about,
     retryAfter,
     'violated-policies': decision.policies.filter(isExhausted).map((r) => r.name),
@@ -218,7 +218,7 @@ export function createProblemBodyWriter(
       if (kind === 'unavailable')
         return `${unavailableHead}${retryAfter}${retryAfter === 1 ? unavailableMidOne : unavailableMid}${retryAfter}}`;
       // A weighted request refused with some quota left has its own detail (limitedText): the slow way, below.
-      if (b !== undefined && !(decision.remaining > 0)) {
+      if (b !== undefined && !(decision.remaining >= 1)) {
         // A client over its limit is answered the same body until Retry-After ticks down: the same string
         // again, so an adapter that keeps the body's bytes (Fastify's) compares it by reference.
         const v = onlyViolated ?? violated(decision);

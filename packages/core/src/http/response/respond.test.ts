@@ -73,6 +73,13 @@ describe('respond', () => {
         'This request costs 100 requests but 99 of the quota of 100 requests per 60 seconds are left (policy "rows"); retry in 60 seconds.',
       retryAfter: 60,
     });
+    // Less than one whole unit left (a bucket half refilled): the quota is exhausted, as r=0 says.
+    const half = setup([{ name: 'tb', algorithm: 'token-bucket', limit: 10, windowMs: 1_000 }]);
+    await half.plan(10);
+    half.advance(50);
+    const refill = await half.plan(1);
+    expect(refill.d.remaining).toBe(0.5);
+    expect(JSON.parse(refill.plan.body as string).detail).toMatch(/^Quota of 10 requests per second exhausted/);
     const one = setup([{ name: 'rows', algorithm: 'fixed-window', limit: 2, windowMs: 60_000 }]);
     await one.plan(1);
     expect(JSON.parse((await one.plan(2)).plan.body as string).detail).toBe(

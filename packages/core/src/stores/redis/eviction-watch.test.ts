@@ -64,6 +64,12 @@ describe('EvictionWatch', () => {
     expect(metric.value - start).toBe(20);
     expect(runId('# Server\r\nredis_version:7.0.15\r\nrun_id:4f2a9c\r\n')).toBe('4f2a9c');
     expect(runId('# Stats\r\nevicted_keys:1\r\n')).toBeUndefined();
+    // CONFIG RESETSTAT: the counter starts over on the same run_id; what it counts again is new.
+    evicted = 0;
+    await a.read();
+    evicted = 40;
+    await b.read();
+    expect(metric.value - start).toBe(60);
   });
 
   it('takes the first reading as the baseline, then counts what grew', async () => {

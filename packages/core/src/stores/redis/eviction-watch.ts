@@ -56,9 +56,11 @@ export function runId(text: string | undefined): string | undefined {
 /** What the process-wide series adds for `value` read on server `id`: what grew since any store counted it. */
 function newOnServer(id: string, value: number): number {
   const before = counted.get(id);
-  if (before !== undefined && value <= before) return 0;
+  if (before === value) return 0;
   counted.set(id, value);
-  return before === undefined ? 0 : value - before;
+  if (before === undefined) return 0;
+  // A counter that went down was reset (CONFIG RESETSTAT): all of it is new, as each store counts it.
+  return value > before ? value - before : value;
 }
 
 /**

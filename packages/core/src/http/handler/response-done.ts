@@ -57,6 +57,8 @@ export function onHandlerSettled(response: DoneResponse, done: (finished: boolea
 export function onResponseDone(response: DoneResponse, done: (finished: boolean) => void, maxHoldMs?: number): void {
   let called = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  /** Puts the response's own `destroy` back (see the end of this function). */
+  let undoDestroy: (() => void) | undefined;
   function end(finished: boolean): void {
     if (called) return;
     called = true;
@@ -65,35 +67,18 @@ export function onResponseDone(response: DoneResponse, done: (finished: boolean)
     response.off('close', close);
     response.off('unpipe', unpiped);
     response.off('pipe', unpiped);
-    if (response.destroy === destroyed) response.destroy = destroy;
+    undoDestroy?.();
     done(finished);
   }
   const finish = (): void => end(true);
   const unpiped = (): void => end(false);
-  const destroy = response.destroy;
-  const destroyed = ((...args: never[]) => {
-    response.destroy = destroy;
-    try {
-      return destroy?.apply(response, args);
-    } finally {
-      end(false);
-    }
-  }) as DoneResponse['destroy'];
   const close = (): void => {
     if (response.writableFinished === true || response.writableEnded === true) {
       end(response.writableFinished === true);
       return;
     }
     // The handler may still run: wait for it to end the response, or for a piped body to let go.
-    const original = response.end;
-    response.end = ((...args: never[]) => {
-      response.end = original;
-      try {
-        return original.apply(response, args);
-      } finally {
-        end(false);
-      }
-    }) as DoneResponse['end'];
+    callThen(response, 'end', unpiped);
     response.once('unpipe', unpiped);
     response.once('pipe', unpiped);
     if (maxHoldMs !== undefined) {
@@ -112,5 +97,26 @@ export function onResponseDone(response: DoneResponse, done: (finished: boolean)
   response.once('finish', finish);
   response.once('close', close);
   // A call to destroy() ends the handler's use of the response; the close it causes then finds it done.
-  if (destroy !== undefined) response.destroy = destroyed;
+  if (response.destroy !== undefined) undoDestroy = callThen(response, 'destroy', unpiped);
+}
+
+/**
+ * Has `response[method]` call the response's own method, then `then`, on its first call (and puts the own
+ * one back then); returns what puts it back sooner, while the wrapper is still the one in place.
+ */
+function callThen(response: DoneResponse, method: 'end' | 'destroy', then: () => void): () => void {
+  const original = response[method] as (...args: never[]) => unknown;
+  const restore = (): void => {
+    if (response[method] === wrapper) response[method] = original;
+  };
+  const wrapper = (...args: never[]): unknown => {
+    restore();
+    try {
+      return original.apply(response, args);
+    } finally {
+      then();
+    }
+  };
+  response[method] = wrapper;
+  return restore;
 }

@@ -34,6 +34,20 @@ describe('keys.first()', () => {
     expect(firstKey(odd(42))({}, view)).toBeUndefined();
   });
 
+  it('warns once, naming the argument, when an extractor returns something that is neither a key nor "no key"', async () => {
+    const number: KeyFunction = () => 42 as unknown as string;
+    const made = requestView({ remoteAddress: '203.0.113.7' });
+    expect(firstKey(constant(undefined), constant(null), constant(''), constant('ip:1'))({}, made.view)).toBe('ip:1');
+    expect(made.logger.warnings).toEqual([]);
+    expect(firstKey(constant(undefined), number, constant('ip:1'))({}, made.view)).toBe('ip:1');
+    expect(made.logger.warnings).toHaveLength(1);
+    expect(made.logger.warnings[0]).toContain('WRN_RL_INVALID_KEY_ID: keys.first() argument 2 returned number, not a string');
+    const lateView = requestView({ remoteAddress: '203.0.113.7' });
+    const asyncObject: KeyFunction = async () => ({ id: 1 }) as unknown as string;
+    expect(await firstKey(asyncObject, constant('ip:1'))({}, lateView.view)).toBe('ip:1');
+    expect(lateView.logger.warnings[0]).toContain('keys.first() argument 1 returned object');
+  });
+
   it('returns undefined when no extractor yields a key', () => {
     expect(firstKey(constant(undefined), constant(''))({}, view)).toBeUndefined();
   });

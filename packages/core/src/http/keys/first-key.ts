@@ -3,16 +3,29 @@
  * `keys.first(keys.user(...), keys.header('x-api-key'), keys.ip())` limits signed-in users per user,
  * API clients per key, and everyone else per IP. Stays synchronous while the extractors are.
  */
-import { RateLimitConfigError } from '../../errors.js';
+import { describeValue, RateLimitConfigError } from '../../errors.js';
 import { isPromiseLike } from '../../stores/store.js';
 import type { KeyFunction, RequestView } from '../request-view.js';
 
 /** What an extractor may return; JavaScript callers may return anything (a number id, an object). */
 type KeyResult = string | undefined | null;
 
-/** Only a non-empty string is a key: anything else (a number, an object) means "none, try the next". */
-function isKey(value: KeyResult): value is string {
-  return typeof value === 'string' && value !== '';
+/**
+ * Only a non-empty string is a key: anything else means "none, try the next". A value that is neither a
+ * string nor "no key" (`undefined`, `null`) is a bug in the extractor (a number id, the user object):
+ * warned once, naming the argument, so a chain does not quietly fall through to its IP fallback.
+ */
+function isKey<Req>(value: KeyResult, index: number, view: RequestView<Req>): value is string {
+  if (typeof value === 'string') return value !== '';
+  if (value !== undefined && value !== null) {
+    view.diagnostics.warn(
+      'WRN_RL_INVALID_KEY_ID',
+      `keys.first() argument ${index + 1} returned ${typeof value}, not a string; a key function returns a string or undefined ` +
+        '(wrap an id in keys.user(fn), which takes numbers). keys.first() tried the next.',
+      { received: describeValue(value) },
+    );
+  }
+  return false;
 }
 
 async function continueAsync<Req>(
@@ -23,10 +36,10 @@ async function continueAsync<Req>(
   view: RequestView<Req>,
 ): Promise<string | undefined> {
   const first = await pending;
-  if (isKey(first)) return first;
+  if (isKey(first, next - 1, view)) return first;
   for (let i = next; i < extractors.length; i++) {
     const key: KeyResult = await (extractors[i] as KeyFunction<Req>)(request, view);
-    if (isKey(key)) return key;
+    if (isKey(key, i, view)) return key;
   }
   return undefined;
 }
@@ -34,7 +47,8 @@ async function continueAsync<Req>(
 /**
  * Returns a key function trying `extractors` in order; the first non-empty string wins (`undefined`,
  * `null`, `''` and anything not a string, such as a number, mean "none, try the next": a value that is no
- * key falls back, rather than putting every request in the shared 'unkeyed' bucket). Undefined when none yields a key. Errors thrown by an extractor
+ * key falls back, rather than putting every request in the shared 'unkeyed' bucket; anything but a string,
+ * `undefined` or `null` is warned about once, WRN_RL_INVALID_KEY_ID). Undefined when none yields a key. Errors thrown by an extractor
  * propagate: they are bugs to see, not a reason to fall back.
  */
 export function firstKey<Req>(...extractors: KeyFunction<Req>[]): KeyFunction<Req> {
@@ -61,7 +75,7 @@ export function firstKey<Req>(...extractors: KeyFunction<Req>[]): KeyFunction<Re
     for (let i = 0; i < list.length; i++) {
       const key: KeyResult | Promise<KeyResult> = (list[i] as KeyFunction<Req>)(request, view);
       if (isPromiseLike(key)) return continueAsync(key, i + 1, list, request, view);
-      if (isKey(key)) return key;
+      if (isKey(key, i, view)) return key;
     }
     return undefined;
   };

@@ -1,4 +1,4 @@
-import type { Decision } from '@tollgate/core';
+import { type Decision, RateLimitConfigError } from '@tollgate/core';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import defaultExport, { fastifyRateLimit } from './index.js';
@@ -108,6 +108,22 @@ describe('@tollgate/fastify', () => {
         await a.ready();
       })(),
     ).rejects.toThrow(error);
+  });
+
+  it("keeps the core's error as the cause of a route-named one", async () => {
+    const a = app();
+    await a.register(fastifyRateLimit, { policies, clock });
+    let error: unknown;
+    try {
+      a.get('/bad', { config: { rateLimit: { skip: 5 as never } } }, async () => 'x');
+      await a.ready();
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(RateLimitConfigError);
+    const cause = (error as Error).cause;
+    expect(cause).toBeInstanceOf(RateLimitConfigError);
+    expect((cause as RateLimitConfigError).option).toBe('skip');
   });
 
   it('decorates request.rateLimit and exposes the shared limiter for stats', async () => {

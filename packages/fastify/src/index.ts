@@ -306,6 +306,8 @@ function inRoute<T>(make: () => T, path: string): T {
     const option = `${path}.${error.option}`;
     const named = new RateLimitConfigError(error.code, option, '', error.received);
     named.message = error.message.replace(`'${error.option}'`, `'${option}'`);
+    // The core's error, for its stack (where the option was read).
+    named.cause = error;
     throw named;
   }
 }

@@ -69,7 +69,11 @@ describe('tollgate replay', () => {
     for (const input of [text, gzipSync(text)]) {
       const { code, stdout } = await viaStdin(['replay', '-', ...POLICIES, '--json'], input);
       expect(code).toBe(0);
-      expect((JSON.parse(stdout) as ReplayReport).input).toMatchObject({ lines: 11, requests: 9, malformed: 1 });
+      const report = JSON.parse(stdout) as ReplayReport;
+      expect(report.input).toMatchObject({ lines: 11, requests: 9, malformed: 1 });
+      // The report names standard input '-', never the temporary copy it was read from.
+      expect(report.input.files.map((f) => f.file)).toEqual(['-']);
+      expect(report.input.malformedSamples.map((m) => m.file)).toEqual(['-']);
     }
     expect(await viaStdin(['replay', '-', '-', ...POLICIES], text)).toMatchObject({
       code: 2,

@@ -128,7 +128,7 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
   const options = replayOptions(values, io);
   const input = await spoolStdin(positionals, io.stdin);
   try {
-    return finishReplay(await runReplay({ ...options, files: input.files }), values, io);
+    return finishReplay(await runReplay({ ...options, files: input.files, names: positionals }), values, io);
   } finally {
     input.cleanup();
   }

@@ -19,7 +19,10 @@ export interface MalformedLine {
 }
 
 export interface InputStats {
+  /** Per file, in the order given; `file` is its name in the report (`-` for standard input). */
   readonly files: { file: string; format: LogFormat | undefined; lines: number; requests: number; malformed: number }[];
+  /** Where each file of `files` is read from (standard input's temporary copy for `-`). */
+  readonly paths: readonly string[];
   lines: number;
   requests: number;
   malformed: number;
@@ -31,11 +34,13 @@ export interface InputStats {
 
 export type SourceOptions = Omit<ParserOptions, 'format'> & { readonly format: LogFormat | undefined };
 
-export function createInputStats(paths: readonly string[]): InputStats {
+/** Stats of reading `paths`, each named in the report by its entry in `names` (default: the path). */
+export function createInputStats(paths: readonly string[], names: readonly string[] = paths): InputStats {
   let totalBytes = 0;
   for (const p of paths) totalBytes += fileSize(p);
   return {
-    files: paths.map((file) => ({ file, format: undefined, lines: 0, requests: 0, malformed: 0 })),
+    files: paths.map((path, i) => ({ file: names[i] ?? path, format: undefined, lines: 0, requests: 0, malformed: 0 })),
+    paths,
     lines: 0,
     requests: 0,
     malformed: 0,
@@ -48,15 +53,16 @@ export function createInputStats(paths: readonly string[]): InputStats {
 /** The requests of file `index` of `stats.files`, in batches. */
 export async function* readRequests(index: number, options: SourceOptions, stats: InputStats): AsyncGenerator<LogRequest[]> {
   const file = stats.files[index] as InputStats['files'][number];
+  const path = stats.paths[index] as string;
   let parse: ((line: string, n: number) => LogRequest | string | undefined) | undefined;
   let lineNumber = 0;
   let counted = 0;
-  for await (const lines of readLines(file.file, (bytes) => {
+  for await (const lines of readLines(path, (bytes) => {
     stats.readBytes += bytes - counted;
     counted = bytes;
   })) {
     if (parse === undefined) {
-      file.format = options.format ?? detectFormat(file.file, lines[0] ?? '');
+      file.format = options.format ?? detectFormat(path, lines[0] ?? '');
       parse = createLineParser({ ...options, format: file.format });
     }
     const batch: LogRequest[] = [];

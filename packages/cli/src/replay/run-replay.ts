@@ -15,6 +15,8 @@ import type { ReplayReport } from './replay-report.js';
 
 export interface RunReplayOptions extends ReplayOptions {
   readonly files: readonly string[];
+  /** What the report calls each of `files` (default: its path); the CLI names standard input's copy `-`. */
+  readonly names?: readonly string[];
   readonly candidates: readonly Candidate[];
   readonly format?: LogFormat;
   readonly key?: KeySpec;
@@ -45,7 +47,7 @@ export function chooseOrder(files: readonly string[], sort: boolean | 'auto' = '
 
 export async function runReplay(options: RunReplayOptions): Promise<ReplayReport> {
   const logger: Logger = options.logger ?? { warn() {}, error() {} };
-  const stats: InputStats = createInputStats(options.files);
+  const stats: InputStats = createInputStats(options.files, options.names);
   const keyer = createKeyer({ ...(options.ip === undefined ? {} : { ip: options.ip }), logger });
   const sourceOptions = {
     format: options.format,

@@ -82,7 +82,9 @@ export interface ConcurrencyPolicyOptions {
    * Wait for a lease instead of being refused at once: at most `size` requests wait per key of this
    * policy in this process (with per-policy keys, per tenant, whatever the user), first in first out, each
    * up to `timeoutMs`; a request that finds the queue full is refused at once (README: what a queue does
-   * on Redis). Defaults to none.
+   * on Redis). When several concurrency policies of a plan queue (per user and per tenant), a waiting
+   * request counts in each one's queue (each keeps its `size`), waits its turn in the first one's, waits
+   * at most the shortest `timeoutMs`, and a release under any of them wakes it. Defaults to none.
    */
   queue?: { size: number; timeoutMs: number };
   /** Always `'concurrent-requests'` (the default); any other unit is an error. */

@@ -174,7 +174,7 @@ export class LeaseKeeper {
 
   /**
    * Gives `d`, admitted with lease `lease` of `key` in `store` under `plan`, its `release` (once; wakes
-   * the queue `queue`) and `renew`. `carry`: the limiter's store and plan, when the failure mode granted
+   * the queues `queues`) and `renew`. `carry`: the limiter's store and plan, when the failure mode granted
    * the lease in its own `store` during an outage: the lease is put into that store too once it answers
    * (with the held leases, before a new lease there), so the requests an outage admitted still count
    * after it; released and renewed there from then on.
@@ -186,7 +186,7 @@ export class LeaseKeeper {
     lease: number,
     store: Store,
     plan: StorePlan,
-    queue: string,
+    queues: readonly string[],
     carry?: { readonly store: Store; readonly plan: StorePlan },
   ): void {
     let released = false;
@@ -203,7 +203,7 @@ export class LeaseKeeper {
       if (kept === undefined) this.send(() => store.release?.(key, plan, lease, this.now()));
       else this.releaseKept(kept, held);
       if (carried !== undefined) this.releaseKept(carried.kept, carried.held);
-      this.queues.wake(queue);
+      for (const id of queues) this.queues.wake(id);
     };
     d.renew = () => {
       if (released) return false;

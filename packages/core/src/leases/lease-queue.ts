@@ -3,6 +3,8 @@
  * that policy, in this process. Only the head of a queue asks the store again: at once when a lease of its key
  * is released through this limiter, else at the earliest lease expiry the refusal named, at most every
  * `QUEUE_RETRY_MS`. Each attempt is a whole decision (every policy, all or nothing, one store call).
+ * A plan with several queuing policies puts a waiter in each one's queue: it waits its turn in the first,
+ * the others count it (each keeps its `size`) and wake it when it heads the first.
  *
  * What that gives, by store: on MemoryStore every release passes through the process, so a waiter gets
  * the slot freed for it at once, in order. On Redis the leases are shared but the queue is not: a slot
@@ -17,6 +19,8 @@ import { isConcurrencyOptions } from '../policy.js';
 export const QUEUE_RETRY_MS = 100;
 
 interface Waiter {
+  /** The queue this waiter waits its turn in: it asks the store only as that queue's head. */
+  readonly primary: string;
   /** Wakes the waiter to try again. */
   wake(): void;
 }
@@ -34,46 +38,54 @@ export function hasConcurrencyQueue(options: { policies?: unknown; plans?: unkno
 }
 
 export class LeaseQueues {
+  /** Per queue id, its waiters in the order they came: those who wait their turn in it and those it only counts. */
   private readonly queues = new Map<string, Waiter[]>();
 
-  /** Requests of `id` waiting now. */
+  /** Requests of `id` waiting now (its own and those it counts: see `wait`). */
   waiting(id: string): number {
     return this.queues.get(id)?.length ?? 0;
   }
 
-  /** Wakes the head of `id`'s queue (a lease of that key was released here). */
+  /**
+   * Wakes the waiters of `id` that may ask the store (each the head of its own queue), in the order they
+   * came: a lease of that key was released here, so the slot is theirs to try. In a queue that is every
+   * waiter's own (one queuing policy) that is its head alone; in one that also counts the waiters of
+   * other queues (a tenant's, whose users each have their own) it is the head of each, since the first
+   * may still be refused by its own policy.
+   */
   wake(id: string): void {
-    this.queues.get(id)?.[0]?.wake();
+    const queue = this.queues.get(id);
+    if (queue === undefined) return;
+    for (const w of [...queue]) if (this.queues.get(w.primary)?.[0] === w) w.wake();
   }
 
   /**
-   * Joins the back of `id`'s queue and runs `attempt` each time this waiter is the head and is woken
-   * (released lease, re-try timer), until it returns `true` (done), `deadline` passes or `signal` aborts.
-   * Resolves true when an attempt finished it.
+   * Joins the back of every queue of `ids` and runs `attempt` each time this waiter is the head of the
+   * first (`ids[0]`, the queue it waits its turn in) and is woken (a released lease, the re-try timer),
+   * until it returns `true` (done), `deadline` passes or `signal` aborts. The other queues only count it
+   * (their `size` bounds), and a release there wakes it when it heads its own. Resolves true when an
+   * attempt finished it.
    */
   async wait(
-    id: string,
+    ids: readonly string[],
     deadline: number,
     now: () => number,
     signal: AbortSignal | undefined,
     firstRetryMs: number,
     attempt: () => Promise<{ done: boolean; retryMs: number }>,
   ): Promise<boolean> {
-    let queue = this.queues.get(id);
-    if (queue === undefined) {
-      queue = [];
-      this.queues.set(id, queue);
-    }
     let wake: () => void = () => undefined;
     /** A wake that came while the waiter was not waiting (during its attempt): the next wait is skipped. */
     let woken = false;
     const me: Waiter = {
+      primary: ids[0] as string,
       wake: () => {
         woken = true;
         wake();
       },
     };
-    queue.push(me);
+    for (const id of ids) this.join(id, me);
+    const queue = this.queues.get(me.primary) as Waiter[];
     try {
       let retryMs = firstRetryMs > 0 ? Math.min(QUEUE_RETRY_MS, firstRetryMs) : 0;
       for (;;) {
@@ -101,11 +113,24 @@ export class LeaseQueues {
         retryMs = Math.min(QUEUE_RETRY_MS, Math.max(1, r.retryMs));
       }
     } finally {
-      const at = queue.indexOf(me);
-      if (at >= 0) queue.splice(at, 1);
-      if (queue.length === 0) this.queues.delete(id);
-      // The next in line tries at once: a slot may be free for it too.
-      else if (at === 0) queue[0]?.wake();
+      this.leave(ids, me);
     }
+  }
+
+  private join(id: string, me: Waiter): void {
+    const queue = this.queues.get(id);
+    if (queue === undefined) this.queues.set(id, [me]);
+    else queue.push(me);
+  }
+
+  /** Takes `me` out of the queues of `ids`; when it headed its own, the next in line there tries at once (a slot may be free for it too). */
+  private leave(ids: readonly string[], me: Waiter): void {
+    const headed = this.queues.get(me.primary)?.[0] === me;
+    for (const id of ids) {
+      const queue = this.queues.get(id) as Waiter[];
+      queue.splice(queue.indexOf(me), 1);
+      if (queue.length === 0) this.queues.delete(id);
+    }
+    if (headed) this.queues.get(me.primary)?.[0]?.wake();
   }
 }

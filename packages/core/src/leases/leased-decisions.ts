@@ -259,12 +259,13 @@ export class LeasedDecider {
     if (d.limited || !(d instanceof DecisionImpl)) return d;
     const { store, keeper } = this.parts;
     if (!d.degraded) {
-      keeper.hold(d, t.cp, t.storeKey, lease, store, t.cp.storePlan, queueId(t));
+      keeper.hold(d, t.cp, t.storeKey, lease, store, t.cp.storePlan, queueIds(t, t.cp.leaseAts));
       return d;
     }
     // 'local' took the lease in its own store ('open' admitted without one); it goes into the store too once it answers.
     const local = (this.parts.fallbacks.get(t.cp) as Fallback).leases;
-    if (local !== undefined) keeper.hold(d, t.cp, t.storeKey, lease, local.store, local.plan, queueId(t), { store, plan: t.cp.storePlan });
+    if (local !== undefined)
+      keeper.hold(d, t.cp, t.storeKey, lease, local.store, local.plan, queueIds(t, t.cp.leaseAts), { store, plan: t.cp.storePlan });
     return d;
   }
 
@@ -275,14 +276,14 @@ export class LeasedDecider {
   private async queued(t: Target, cost: number, opts: CheckOptions | undefined): Promise<Decision> {
     const { keeper, guard, plain, mode } = this.parts;
     const queue = t.cp.queue as NonNullable<CompiledPlan['queue']>;
-    const id = queueId(t);
+    const ids = queueIds(t, t.cp.queueAts);
     const attempt = async (): Promise<Decision> => {
       await guard.starting();
       return this.leased(t, cost, plain.now(), opts, 'quiet');
     };
     let d: Decision | undefined;
     let firstRetryMs = 0;
-    if (keeper.queues.waiting(id) === 0) {
+    if (keeper.queues.waiting(ids[0] as string) === 0) {
       d = await attempt();
       if (!waitsOut(d, t.cp) || aborted(opts?.signal)) return this.account(d, t.cp, opts);
       firstRetryMs = d.retryAfterMs;
@@ -290,10 +291,10 @@ export class LeasedDecider {
     if (aborted(opts?.signal)) return this.account(d ?? leftQueue(t.cp, t.key, cost, mode), t.cp, opts);
     // The queue is full: refused at once, without asking the store, so a slot freed for the head (a release
     // in this tick) is not taken by a request that came after everyone in the queue.
-    if (keeper.queues.waiting(id) >= queue.size) return this.account(d ?? leftQueue(t.cp, t.key, cost, mode), t.cp, opts);
+    if (full(keeper, ids, t.cp)) return this.account(d ?? leftQueue(t.cp, t.key, cost, mode), t.cp, opts);
     keeper.countQueued(t.cp, 1);
     try {
-      await keeper.queues.wait(id, plain.now() + queue.timeoutMs, plain.now, opts?.signal, firstRetryMs, async () => {
+      await keeper.queues.wait(ids, plain.now() + queue.timeoutMs, plain.now, opts?.signal, firstRetryMs, async () => {
         d = await attempt();
         return { done: !waitsOut(d, t.cp), retryMs: d.retryAfterMs };
       });
@@ -314,12 +315,16 @@ export class LeasedDecider {
 }
 
 /**
- * The queue a request of `t` waits in (and a release of its lease wakes): the queuing policy's state and
- * its key, so requests of one tenant wait in one queue whatever their other keys (`{ user, tenant }`),
- * and plans that share the policy share the queue.
+ * The queues of the policies at `at` for a request of `t` (a queued request is in the queue of each of
+ * its queuing policies; a release wakes the queue of each concurrency policy): the policy's state and its
+ * key, so requests of one tenant wait in one queue whatever their other keys (`{ user, tenant }`), and
+ * plans that share the policy share the queue.
  */
-function queueId(t: Target): string {
-  const at = t.cp.queueAt;
-  const key = typeof t.storeKey === 'string' ? t.storeKey : (t.storeKey[at] as string);
-  return `${(t.cp.all[at] as CompiledPolicy).id}\n${key}`;
+function queueIds(t: Target, at: readonly number[]): string[] {
+  return at.map((i) => `${(t.cp.all[i] as CompiledPolicy).id}\n${typeof t.storeKey === 'string' ? t.storeKey : (t.storeKey[i] as string)}`);
+}
+
+/** Whether a queue of `ids` (the queuing policies of `cp`, in order) holds as many waiters as its policy's `queue.size`. */
+function full(keeper: LeaseKeeper, ids: readonly string[], cp: CompiledPlan): boolean {
+  return ids.some((id, j) => keeper.queues.waiting(id) >= ((cp.all[cp.queueAts[j] as number] as CompiledPolicy).queue?.size ?? 0));
 }

@@ -159,6 +159,39 @@ describe('concurrency policy (memory)', () => {
     second?.release?.();
   });
 
+  it("keeps every queuing policy's bound, and a release in any of them wakes its waiters", async () => {
+    vi.useFakeTimers();
+    const user = { name: 'user', algorithm: 'concurrency' as const, limit: 1, queue: { size: 2, timeoutMs: 60_000 } };
+    const tenant = { name: 'tenant', algorithm: 'concurrency' as const, limit: 2, queue: { size: 3, timeoutMs: 60_000 } };
+    const limiter = createLimiter({ policies: [user, tenant] });
+    const holders = [await limiter.check({ user: 'u1', tenant: 'T' }), await limiter.check({ user: 'u2', tenant: 'T' })];
+    expect(holders.map((d) => d.allowed)).toEqual([true, true]);
+    const settled = new Map<string, Decision>();
+    const ask = (u: string) =>
+      limiter.check({ user: u, tenant: 'T' }).then((d) => {
+        settled.set(u, d);
+        return d;
+      });
+    // Three wait (one per user): the tenant's queue is full at 3, though each user's holds one of 2.
+    const waiting = ['u1', 'u2', 'u3'].map(ask);
+    void ask('u4');
+    await vi.advanceTimersByTimeAsync(0);
+    expect([...settled.keys()]).toEqual(['u4']);
+    expect(settled.get('u4')).toMatchObject({ allowed: false, policy: 'tenant' });
+    // u2's holder leaves: its user's waiter takes the slot.
+    holders[1]?.release?.();
+    expect(await waiting[1]).toMatchObject({ allowed: true });
+    // u2's waiter leaves: a tenant slot is free, and the tenant's waiter that can use it (u3, not u1,
+    // whose user is still full) gets it at once, before any re-try timer.
+    (await waiting[1])?.release?.();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(settled.get('u3')).toMatchObject({ allowed: true });
+    expect(settled.has('u1')).toBe(false);
+    holders[0]?.release?.();
+    expect(await waiting[0]).toMatchObject({ allowed: true });
+    for (const d of [...settled.values()]) d.release?.();
+  });
+
   it('refuses a waiter after timeoutMs (429), and drops it when the client goes away', async () => {
     vi.useFakeTimers();
     const limiter = createLimiter({ policies: [{ ...EXPORTS, limit: 1, queue: { size: 5, timeoutMs: 1_000 } }] });

@@ -34,15 +34,17 @@ export interface CompiledPlan {
   /** Per policy of `all`, 1 when `limiter.refund()` may give its charge back: a lease is given back by `release` instead. */
   readonly refundable: Uint8Array;
   /**
-   * Concurrency policies with a `queue`: the fewest waiters per key and the shortest wait among them
-   * (leases/lease-queue.ts); undefined when none may queue.
+   * Concurrency policies with a `queue`: the shortest wait among them (leases/lease-queue.ts); undefined
+   * when none may queue. Each bounds its own waiters per key (`queueAts`).
    */
-  readonly queue: { readonly size: number; readonly timeoutMs: number } | undefined;
+  readonly queue: { readonly timeoutMs: number } | undefined;
   /**
-   * The policy (its index in `all`) whose key names the plan's lease queue: the first concurrency policy
-   * with a `queue`, else the first concurrency policy (whose releases wake that queue); -1 without one.
+   * The concurrency policies with a `queue` (their indexes in `all`, in plan order): a waiting request is
+   * in the queue of each one's key, and waits its turn in the first one's.
    */
-  readonly queueAt: number;
+  readonly queueAts: readonly number[];
+  /** The concurrency policies (their indexes in `all`): a release wakes the queue of each one's key. */
+  readonly leaseAts: readonly number[];
 }
 
 export function describePolicy(p: CompiledPolicy): PolicyDescription {
@@ -65,9 +67,9 @@ export function compilePlan(
 ): CompiledPlan {
   const all = [...enforced, ...shadow];
   const enforcedCount = enforced.length;
-  const queues = enforced.flatMap((p) => (p.queue === undefined ? [] : [p.queue]));
-  const leases = enforced.some((p) => p.algorithm === 'concurrency');
-  const queuing = enforced.findIndex((p) => p.queue !== undefined);
+  const queueAts = enforced.flatMap((p, i) => (p.queue === undefined ? [] : [i]));
+  const leaseAts = enforced.flatMap((p, i) => (p.algorithm === 'concurrency' ? [i] : []));
+  const leases = leaseAts.length > 0;
   return Object.freeze({
     name,
     all,
@@ -83,10 +85,11 @@ export function compilePlan(
     leases,
     refundable: Uint8Array.from(all, (p) => (leases && p.algorithm === 'concurrency' ? 0 : 1)),
     queue:
-      queues.length === 0
+      queueAts.length === 0
         ? undefined
-        : Object.freeze({ size: Math.min(...queues.map((q) => q.size)), timeoutMs: Math.min(...queues.map((q) => q.timeoutMs)) }),
-    queueAt: queuing >= 0 ? queuing : enforced.findIndex((p) => p.algorithm === 'concurrency'),
+        : Object.freeze({ timeoutMs: Math.min(...queueAts.map((i) => enforced[i]?.queue?.timeoutMs ?? 0)) }),
+    queueAts: Object.freeze(queueAts),
+    leaseAts: Object.freeze(leaseAts),
   });
 }
 

@@ -78,6 +78,27 @@ describe('LeaseQueues', () => {
     expect([q.waiting('user:a'), q.waiting('user:b'), q.waiting('tenant:t')]).toEqual([0, 0, 0]);
   });
 
+  it('a queue that only counts a waiter does not make those who wait their turn there wait behind it', async () => {
+    vi.useFakeTimers();
+    const q = new LeaseQueues();
+    const tries: string[] = [];
+    const never = (name: string) => async () => {
+      tries.push(name);
+      return { done: false, retryMs: 1_000 };
+    };
+    // a (a plan queuing per user and per tenant) waits its turn in user:a; b (a plan queuing per tenant) in tenant:t.
+    const a = q.wait(['user:a', 'tenant:t'], Date.now() + 5_000, Date.now, undefined, 1_000, never('a'));
+    expect(q.hasTurns('tenant:t')).toBe(false);
+    const b = q.wait(['tenant:t'], Date.now() + 5_000, Date.now, undefined, 1_000, never('b'));
+    expect([q.hasTurns('tenant:t'), q.hasTurns('user:a'), q.waiting('tenant:t')]).toEqual([true, true, 2]);
+    q.wake('tenant:t');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(tries).toEqual(['a', 'b']);
+    await vi.advanceTimersByTimeAsync(5_000);
+    await expect(a).resolves.toBe(false);
+    await expect(b).resolves.toBe(false);
+  });
+
   it('a woken waiter that is not the head of its own queue does not try', async () => {
     vi.useFakeTimers();
     const q = new LeaseQueues();

@@ -46,6 +46,18 @@ export class LeaseQueues {
     return this.queues.get(id)?.length ?? 0;
   }
 
+  /** Whether a request waits its turn in `id` (not only counted there): a new one then queues behind it. */
+  hasTurns(id: string): boolean {
+    return this.headOf(id) !== undefined;
+  }
+
+  /** The waiter whose turn it is in `id`: the first that waits its turn there (not one `id` only counts). */
+  private headOf(id: string): Waiter | undefined {
+    const queue = this.queues.get(id);
+    if (queue !== undefined) for (const w of queue) if (w.primary === id) return w;
+    return undefined;
+  }
+
   /**
    * Wakes the waiters of `id` that may ask the store (each the head of its own queue), in the order they
    * came: a lease of that key was released here, so the slot is theirs to try. In a queue that is every
@@ -56,7 +68,7 @@ export class LeaseQueues {
   wake(id: string): void {
     const queue = this.queues.get(id);
     if (queue === undefined) return;
-    for (const w of [...queue]) if (this.queues.get(w.primary)?.[0] === w) w.wake();
+    for (const w of [...queue]) if (this.headOf(w.primary) === w) w.wake();
   }
 
   /**
@@ -85,7 +97,6 @@ export class LeaseQueues {
       },
     };
     for (const id of ids) this.join(id, me);
-    const queue = this.queues.get(me.primary) as Waiter[];
     try {
       let retryMs = firstRetryMs > 0 ? Math.min(QUEUE_RETRY_MS, firstRetryMs) : 0;
       for (;;) {
@@ -99,14 +110,14 @@ export class LeaseQueues {
             wake = () => undefined;
             resolve();
           };
-          const head = queue[0] === me;
+          const head = this.headOf(me.primary) === me;
           const timer = setTimeout(done, head ? Math.min(left, Math.max(1, retryMs)) : left);
           wake = done;
           signal?.addEventListener('abort', done, { once: true });
           if (woken || (head && retryMs === 0)) done();
         });
         if (aborted(signal)) return false;
-        if (queue[0] !== me) continue;
+        if (this.headOf(me.primary) !== me) continue;
         woken = false;
         const r = await attempt();
         if (r.done) return true;
@@ -125,12 +136,12 @@ export class LeaseQueues {
 
   /** Takes `me` out of the queues of `ids`; when it headed its own, the next in line there tries at once (a slot may be free for it too). */
   private leave(ids: readonly string[], me: Waiter): void {
-    const headed = this.queues.get(me.primary)?.[0] === me;
+    const headed = this.headOf(me.primary) === me;
     for (const id of ids) {
       const queue = this.queues.get(id) as Waiter[];
       queue.splice(queue.indexOf(me), 1);
       if (queue.length === 0) this.queues.delete(id);
     }
-    if (headed) this.queues.get(me.primary)?.[0]?.wake();
+    if (headed) this.headOf(me.primary)?.wake();
   }
 }

@@ -283,7 +283,7 @@ export class LeasedDecider {
     };
     let d: Decision | undefined;
     let firstRetryMs = 0;
-    if (keeper.queues.waiting(ids[0] as string) === 0) {
+    if (!keeper.queues.hasTurns(ids[0] as string)) {
       d = await attempt();
       if (!waitsOut(d, t.cp) || aborted(opts?.signal)) return this.account(d, t.cp, opts);
       firstRetryMs = d.retryAfterMs;

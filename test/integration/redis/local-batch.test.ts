@@ -140,6 +140,77 @@ describeRedis('RedisStore localBatch in one process', () => {
     expect(Number(await client.get(name as string))).toBe(201 * 1000);
   });
 
+  /** A client that sends through `client`, counting the script calls in flight at once. */
+  function countingClient() {
+    const seen = { inFlight: 0, most: 0, scripts: 0 };
+    return {
+      seen,
+      client: {
+        sendCommand: async (args: string[]) => {
+          const script = args[0] === 'EVALSHA' || args[0] === 'EVAL';
+          if (script) {
+            seen.scripts += 1;
+            seen.inFlight += 1;
+            seen.most = Math.max(seen.most, seen.inFlight);
+          }
+          try {
+            return await client.call(args[0] as string, ...args.slice(1));
+          } finally {
+            if (script) seen.inFlight -= 1;
+          }
+        },
+      },
+    };
+  }
+
+  /** A batching store on a counting client (`maxShare` as given) and a limiter of `policy` on it. */
+  function counted(maxShare: number, policy: PolicyOptions, clock: () => number) {
+    const { seen, client: counting } = countingClient();
+    const store = new RedisStore({
+      client: counting,
+      prefix: randomPrefix(),
+      timeSource: 'limiter',
+      localBatch: { minRate: 1, holdMs: 1_000, maxShare },
+    });
+    const limiter = createLimiter({ policies: policy, store, clock, storeTimeoutMs: 60_000, breaker: false });
+    return { seen, store, limiter };
+  }
+
+  it('checks sized to themselves (no batch) go to Redis at once, side by side, not one after another', async () => {
+    let now = BASE;
+    // maxShare so small that every batch is one request: each check is the round trip.
+    const { seen, store, limiter } = counted(1e-9, { algorithm: 'gcra', limit: 1e6, windowMs: 1_000 }, () => now);
+    for (let i = 0; i < 50; i++) {
+      now += 1;
+      await limiter.check('k');
+    }
+    seen.most = 0;
+    const ds = await Promise.all(Array.from({ length: 8 }, () => limiter.check('k')));
+    expect(ds.every((d) => d.allowed)).toBe(true);
+    expect(seen.most).toBe(8);
+    expect(store.localBatchStats?.batched).toBe(0);
+    await store.close();
+  });
+
+  it('one fixed-window policy: a rejection Redis gave answers every cost the window cannot take until it ends', async () => {
+    let now = BASE;
+    const { seen, store, limiter } = counted(1, { algorithm: 'fixed-window', limit: 100, windowMs: 60_000 }, () => now);
+    let admitted = 0;
+    for (let i = 0; i < 300 && seen.scripts < 1_000; i++) {
+      now += 1;
+      if ((await limiter.check('k', { cost: 1 + (i % 3) })).allowed) admitted += 1;
+    }
+    const calls = seen.scripts;
+    const answers: Decision[] = [];
+    for (const cost of [1, 7, 30, 2, 100, 3]) answers.push(await limiter.check('k', { cost }));
+    expect(answers.every((d) => !d.allowed && d.reason === 'limited')).toBe(true);
+    expect(seen.scripts).toBe(calls);
+    // A cost above the limit is answered as such (by Redis: never held as a plain refusal).
+    expect((await limiter.check('k', { cost: 101 })).reason).toBe('cost-exceeds-capacity');
+    expect(admitted).toBeGreaterThan(30);
+    await store.close();
+  });
+
   it('past maxKeys, the key least recently seen is dropped, not the one tracked first', async () => {
     let now = BASE;
     const store = new RedisStore({

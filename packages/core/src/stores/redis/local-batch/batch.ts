@@ -172,6 +172,8 @@ export class Block {
     private readonly sent: number,
     private readonly got: number,
     private readonly slack: number,
+    /** One fixed-window policy: any cost above what was left (up to the capacity) is refused until the window ends. */
+    private readonly anyCost: boolean,
   ) {
     let wait = Number.POSITIVE_INFINITY;
     for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
@@ -180,9 +182,14 @@ export class Block {
     this.until = base + (wait === Number.POSITIVE_INFINITY ? 0 : wait);
   }
 
-  /** Whether Redis would still refuse `cost` at local time `local` (nothing else given back meanwhile). */
+  /**
+   * Whether Redis would still refuse `cost` at local time `local` (nothing else given back meanwhile),
+   * with the same numbers: the cost refused, or on one fixed-window policy any cost above what was left
+   * that the policy could ever admit (a larger one is answered `exceeds`, not held).
+   */
   holds(cost: number, local: number): boolean {
-    return cost === this.cost && this.base + this.slack + (local - this.sent) < this.until;
+    const same = cost === this.cost || (this.anyCost && cost > (this.r[R_REMAINING] as number) && cost <= (this.caps[0] as number));
+    return same && this.base + this.slack + (local - this.sent) < this.until;
   }
 
   /** The rejection as it stands at `local`: the same numbers, the waits and resets shorter by the time gone. */

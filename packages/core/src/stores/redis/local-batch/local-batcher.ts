@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import type { CompiledPolicy } from '../../../algorithms/kernel.js';
 import { F_CHARGED, F_EXCEEDS, R_FLAGS, RESULT_STRIDE, type StorePlan, type StoreResult } from '../../store.js';
 import { Batch, Block, HELD_POSITION, newResult, replyNow } from './batch.js';
-import { BUCKET, milliPerMs, planKinds } from './exactness.js';
+import { BUCKET, FIXED_WINDOW, milliPerMs, planKinds } from './exactness.js';
 import { KeyEntry, RATE_INTERVAL_MS } from './key-entry.js';
 import type { LocalBatchConfig } from './options.js';
 
@@ -55,6 +55,11 @@ interface PlanState {
   /** Per policy: the largest batch `maxShare` allows, milli-units. */
   readonly shareMilli: number;
   readonly hasBucket: boolean;
+  /**
+   * One fixed-window policy: a refusal's wait is the window's end whatever the cost, so a rejection
+   * Redis gave answers every cost above what it said was left (Block.holds), not only its own.
+   */
+  readonly anyCost: boolean;
   /** Per policy: milli-units refilled per ms (buckets; 0 for windows) and capacity, milli-units. */
   readonly rates: Float64Array;
   readonly caps: Float64Array;
@@ -225,7 +230,12 @@ export class LocalBatcher {
     return n > 1 ? n * cost : cost;
   }
 
-  /** Takes a batch (or sends the request alone) for a check that found nothing held. */
+  /**
+   * Takes a batch (or sends the request alone) for a check that found nothing held. Only a batch makes
+   * the key's next checks wait for it (`pending`: it may bring their units); a request sized to itself
+   * (near the limit, over a bucket's rate, a bucket near full) is the round trip, sent at once beside any
+   * others as without `localBatch`, not one after another.
+   */
   private take(ps: PlanState, e: KeyEntry, plan: StorePlan, cost: number, now: number, sent: number): Promise<StoreResult> {
     const charge = this.size(ps, e, cost, sent);
     this.counted(charge);
@@ -246,7 +256,7 @@ export class LocalBatcher {
       const again = this.limiterTime ? now : performance.now();
       return this.calls.charge(e.key, plan, cost, now).then((r2) => this.single(ps, e, r2, cost, again, this.learn(ps, e, r2, now)));
     });
-    this.await(e, p);
+    if (charge !== cost) this.await(e, p);
     return p;
   }
 
@@ -283,7 +293,7 @@ export class LocalBatcher {
     const flags = r[R_FLAGS] as number;
     if ((flags & (F_CHARGED | F_EXCEEDS)) === 0) {
       const n = ps.kinds.length;
-      e.block = new Block(Array.from(r), n, ps.rates, ps.caps, cost, replyNow(r, n), sent, got, this.slack);
+      e.block = new Block(Array.from(r), n, ps.rates, ps.caps, cost, replyNow(r, n), sent, got, this.slack, ps.anyCost);
     }
     return r;
   }
@@ -358,6 +368,7 @@ export class LocalBatcher {
               entries: new Map(),
               shareMilli: Math.min(...plan.policies.map((p: CompiledPolicy) => Math.floor(this.config.maxShare * p.capMilli))),
               hasBucket: kinds.includes(BUCKET),
+              anyCost: kinds.length === 1 && kinds[0] === FIXED_WINDOW,
               rates: Float64Array.from(plan.policies, (p, i) => (kinds[i] === BUCKET ? milliPerMs(p) : 0)),
               caps: Float64Array.from(plan.policies, (p) => p.capMilli),
               slotCounts: new Uint16Array(DOORWAY_SLOTS),

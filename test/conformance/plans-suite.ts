@@ -65,6 +65,23 @@ export function definePlansConformance(name: string, makeApp: MakeApp): void {
       expect(second.headers['ratelimit-policy']).toBe('"minute";q=1;w=60');
     });
 
+    it('a plan function that returns no string (a number) gets the unknownPlan fallback, warned, not the default plan', async () => {
+      const lines: string[] = [];
+      const logger = { warn: (_: unknown, msg: string) => void lines.push(msg), error: () => undefined };
+      const app = await start({
+        plans: { pro: [fw(100)], strict: [fw(1)] },
+        defaultPlan: 'pro',
+        unknownPlan: 'strict',
+        plan: (() => 2) as unknown as () => string,
+        clock,
+        logger,
+      });
+      await request(app.server).get('/').expect(200);
+      const second = await request(app.server).get('/').expect(429);
+      expect(second.headers['ratelimit-policy']).toBe('"minute";q=1;w=60');
+      expect(lines.some((l) => l.startsWith('WRN_RL_HOOK_FAILED: plan returned something other than a plan name'))).toBe(true);
+    });
+
     it('decides per IP and per account in one decision: a rejection charges neither', async () => {
       const app = await start({
         policies: [

@@ -162,10 +162,20 @@ export class RequestDecider<Req> {
     return isPromiseLike(pending) ? pending.then(read) : read(pending);
   }
 
+  /**
+   * The plan the request names: undefined (or null) for the default plan, as when the function fails.
+   * Anything else that is no string (a number, the user record) is a bug in the function, warned about,
+   * and answered as an unknown name is, by the `unknownPlan` fallback (`NO_PLAN` names no plan), never
+   * by the default plan, which may be the generous one.
+   */
   private async planOf(request: Req, planFn: (request: Req) => unknown, diagnostics: Diagnostics): Promise<string | undefined> {
-    const out = await this.parts.hooks.call(() => planFn(request));
-    this.parts.hooks.failed(diagnostics, 'plan', out, 'the default plan applied.');
-    return out.ok && typeof out.value === 'string' ? out.value : undefined;
+    const hooks = this.parts.hooks;
+    const out = await hooks.call(() => planFn(request));
+    hooks.failed(diagnostics, 'plan', out, 'the default plan applied.');
+    if (!out.ok || out.value === undefined || out.value === null) return undefined;
+    if (typeof out.value === 'string') return out.value;
+    hooks.returned(diagnostics, 'plan', out.value, 'a plan name (a string) or undefined', 'the unknownPlan fallback applied.');
+    return NO_PLAN;
   }
 
   /** Several keys, one decision: each policy's own key, or the middleware's key. */
@@ -200,6 +210,9 @@ export class RequestDecider<Req> {
     }
   }
 }
+
+/** A plan name no plan can have (plan names are 1 to 64 printable characters): the unknownPlan fallback's. */
+const NO_PLAN = '';
 
 function onDecisionFailed(diagnostics: Diagnostics, error: unknown): void {
   diagnostics.warn('WRN_RL_HOOK_FAILED', 'onDecision threw or rejected; the request went on unaffected.', {

@@ -47,7 +47,9 @@ export interface PlanHttpOptions<Req = any> {
   /**
    * The plan of a request (a user record's tier, an API-key lookup, possibly cached); `undefined` means
    * the default plan, an unknown name the `unknownPlan` fallback (`WRN_RL_UNKNOWN_PLAN`). A function that
-   * throws or rejects is warned about and the default plan applies. Defaults to none: the default plan.
+   * throws or rejects is warned about and the default plan applies; one that returns something else than
+   * a string, `undefined` or `null` (a number) is warned about and the `unknownPlan` fallback applies.
+   * Defaults to none: the default plan.
    */
   plan?: (request: Req) => string | undefined | Promise<string | undefined>;
   /** Give the charge back when the request succeeded (see `requestWasSuccessful`). Defaults to `false`. */

@@ -197,8 +197,9 @@ export class RequestDecider<Req> {
 
   private report(decision: Decision, request: Req, diagnostics: Diagnostics): void {
     const { shadow, config } = this.parts;
-    if (decision.mode === 'shadow' && decision.limited) shadow.count(decision.policy, false);
-    if (decision.shadow !== undefined && !decision.shadow.allowed) shadow.count(decision.shadow.policy, true);
+    const modePolicy = decision.mode === 'shadow' && decision.limited ? decision.policy : undefined;
+    const candidatePolicy = decision.shadow !== undefined && !decision.shadow.allowed ? decision.shadow.policy : undefined;
+    if (modePolicy !== undefined || candidatePolicy !== undefined) shadow.count(modePolicy, candidatePolicy, !decision.allowed);
     const onDecision = config.onDecision;
     if (onDecision === undefined) return;
     try {

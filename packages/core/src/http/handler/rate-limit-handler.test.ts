@@ -107,6 +107,24 @@ describe('createRateLimitHandler', () => {
     expect(summary[0]).toContain('"wouldReject":2');
   });
 
+  it('counts a request once in the shadow summary, and says when the enforced policies rejected it anyway', async () => {
+    // Shadow mode and a stricter candidate: the third and fourth requests are over both.
+    const both = make({ mode: 'shadow', shadowPolicies: { name: 'cand', algorithm: 'fixed-window', limit: 2, windowMs: 60_000 } });
+    for (let i = 0; i < 4; i++) await both.handler.handle(input({ id: String(i) }));
+    both.handler.close();
+    const [line] = both.logger.warnings.filter((w) => w.includes('WRN_RL_SHADOW_LIMITED'));
+    expect(line).toContain('would have rejected 2 requests in the last interval; all were let through');
+    expect(line).toContain('"wouldReject":2,"candidateRejections":2,"byPolicy":{"default":2,"cand":2}');
+    // Enforced, with a candidate as strict as the enforced policy: its would-be rejections got 429 anyway.
+    const enforced = make({ shadowPolicies: { name: 'cand', algorithm: 'fixed-window', limit: 1, windowMs: 60_000 } });
+    for (let i = 0; i < 4; i++) await enforced.handler.handle(input({ id: String(i) }));
+    enforced.handler.close();
+    const [second] = enforced.logger.warnings.filter((w) => w.includes('WRN_RL_SHADOW_LIMITED'));
+    expect(second).toContain(
+      'would have rejected 3 requests in the last interval; 1 was let through, the enforced policies rejected the other 2',
+    );
+  });
+
   it('is silenced by validate, for the shadow summary too', async () => {
     for (const validate of [false, { WRN_RL_SHADOW_LIMITED: false }] as const) {
       const { handler, logger } = make({ mode: 'shadow', validate });

@@ -6,13 +6,19 @@ import type { Diagnostics } from '../../diagnostics.js';
 import { type Logger, safeLog } from '../../logging.js';
 
 export interface ShadowSummary {
-  /** Counts one would-be rejection by `policy` (`candidate`: a shadow candidate policy, not shadow mode). */
-  count(policy: string, candidate: boolean): void;
+  /**
+   * Counts one request that shadow mode (`modePolicy`, the policy whose would-be rejection it is) or a
+   * shadow candidate (`candidatePolicy`) would have rejected; `rejected`: the enforced policies did
+   * reject it (a candidate's verdict beside enforcement), so it was not let through.
+   */
+  count(modePolicy: string | undefined, candidatePolicy: string | undefined, rejected: boolean): void;
   close(): void;
 }
 
 export function createShadowSummary(logger: Logger, intervalMs: number, diagnostics: Diagnostics): ShadowSummary {
   const on = diagnostics.enabled('WRN_RL_SHADOW_LIMITED');
+  let requests = 0;
+  let rejected = 0;
   let wouldReject = 0;
   let candidates = 0;
   const byPolicy: Record<string, number> = Object.create(null);
@@ -21,24 +27,52 @@ export function createShadowSummary(logger: Logger, intervalMs: number, diagnost
   function flush(): void {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
-    if (wouldReject + candidates === 0) return;
+    if (requests === 0) return;
+    const fate =
+      rejected === 0
+        ? 'all were let through'
+        : rejected === requests
+          ? 'the enforced policies rejected them all anyway'
+          : `${requests - rejected} ${requests - rejected === 1 ? 'was' : 'were'} let through, the enforced policies rejected the other ${rejected}`;
     safeLog(
       logger,
       'warn',
-      { code: 'WRN_RL_SHADOW_LIMITED', wouldReject, candidateRejections: candidates, byPolicy: { ...byPolicy }, intervalMs },
-      `WRN_RL_SHADOW_LIMITED: shadow policies would have rejected ${wouldReject + candidates} requests in the last interval; all were let through`,
+      {
+        code: 'WRN_RL_SHADOW_LIMITED',
+        wouldReject,
+        candidateRejections: candidates,
+        byPolicy: { ...byPolicy },
+        intervalMs,
+        requests,
+        enforcedRejected: rejected,
+      },
+      `WRN_RL_SHADOW_LIMITED: shadow policies would have rejected ${requests} ${requests === 1 ? 'request' : 'requests'} in the last interval; ${fate}`,
     );
+    requests = 0;
+    rejected = 0;
     wouldReject = 0;
     candidates = 0;
     for (const k of Object.keys(byPolicy)) delete byPolicy[k];
   }
 
+  function add(policy: string): void {
+    byPolicy[policy] = (byPolicy[policy] ?? 0) + 1;
+  }
+
   return {
-    count(policy, candidate) {
+    count(modePolicy, candidatePolicy, enforcedRejected) {
       if (!on) return;
-      if (candidate) candidates += 1;
-      else wouldReject += 1;
-      byPolicy[policy] = (byPolicy[policy] ?? 0) + 1;
+      requests += 1;
+      if (enforcedRejected) rejected += 1;
+      if (modePolicy !== undefined) {
+        wouldReject += 1;
+        add(modePolicy);
+      }
+      if (candidatePolicy !== undefined) {
+        candidates += 1;
+        // The same policy named by both verdicts (shadow mode over the candidate's own policy) counts once.
+        if (candidatePolicy !== modePolicy) add(candidatePolicy);
+      }
       if (timer === undefined) {
         timer = setTimeout(flush, intervalMs);
         timer.unref?.();

@@ -96,6 +96,17 @@ describe('tollgate_shaping_delay_seconds', () => {
       expect(sample(text, 'tollgate_shaping_delay_seconds_count', { policy: 'prom-per-minute' })).toBeUndefined();
     });
   });
+
+  it('records no delay in shadow mode, where none is given', async () => {
+    const limiter = createLimiter({
+      policies: { name: 'prom-shadow-shaper', algorithm: 'leaky-bucket', limit: 10, windowMs: 1_000, burst: 5 },
+      mode: 'shadow',
+      clock: () => 1_000_000,
+    });
+    const delays = [0, 1, 2].map(() => (limiter.decide('k') as { delayMs: number }).delayMs);
+    expect(delays).toEqual([0, 100, 200]);
+    expect(sample(await registry.metrics(), 'tollgate_shaping_delay_seconds_count', { policy: 'prom-shadow-shaper' })).toBeUndefined();
+  });
 });
 
 describe('tollgate.plan', () => {

@@ -346,7 +346,8 @@ export class DecisionObserver {
       if (slot >= 0) cells.slots[slot] = cell;
     }
     cell.value += 1;
-    if (d.delayMs > 0) this.recordDelay(d);
+    // Shadow mode reports the delay enforcement would give, and gives none.
+    if (d.delayMs > 0 && d.mode === 'enforce') this.recordDelay(d);
   }
 
   /** The delay under the policy that gave it (the longest, as `d.delayMs`), not the binding one, which may be a window. */

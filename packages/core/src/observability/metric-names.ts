@@ -78,7 +78,7 @@ export const METRICS = {
     prom: 'tollgate_shaping_delay_seconds',
     type: 'histogram',
     unit: 's',
-    description: 'Delay given to shaped (leaky-bucket) requests that were admitted with a wait.',
+    description: 'Delay given to shaped (leaky-bucket) requests that were admitted with a wait (none in shadow mode).',
     attributes: ['policy'],
     optionalAttributes: [],
   },

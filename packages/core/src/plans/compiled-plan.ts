@@ -95,8 +95,9 @@ export function compilePlan(
 
 /**
  * The key of every policy of `plan` from `keys`, an object from policy name to key: the store key (one
- * per policy, in plan order) and the canonical text the Decision reports as its `key`. Every policy of
- * the plan needs a key (`ERR_RL_MISSING_POLICY_KEY`); names of other plans' policies are ignored.
+ * per policy, in plan order) and the canonical text the Decision reports as its `key`. Every enforced
+ * policy of the plan needs a key (`ERR_RL_MISSING_POLICY_KEY`); a shadow candidate without one counts
+ * under the canonical text; names of other plans' policies are ignored.
  */
 export function keysFor(
   plan: CompiledPlan,
@@ -115,6 +116,13 @@ export function keysFor(
   for (let i = 0; i < plan.all.length; i++) {
     const p = plan.all[i] as CompiledPolicy;
     const k = Object.hasOwn(keys, p.name) ? keys[p.name] : undefined;
+    // A shadow candidate the object names no key for counts under the enforced keys together (the
+    // decision's `key`), as a candidate of a one-key check counts under that key: adding one to a
+    // limiter never makes its checks throw.
+    if (k === undefined && i >= plan.enforcedCount) {
+      out[i] = normalize(text.join('&'));
+      continue;
+    }
     if (k === undefined) {
       throw codedError(
         TypeError,

@@ -185,6 +185,20 @@ describe('several keys, one decision', () => {
     await expect(limiter.check({ 'per-ip': '1.2.3.4' })).rejects.toThrow(/ERR_RL_MISSING_POLICY_KEY.*'per-account'/);
     await expect(limiter.check({ 'per-ip': '1.2.3.4', 'per-account': 7 as unknown as string })).rejects.toThrow(/ERR_RL_INVALID_KEY/);
   });
+
+  it('a shadow candidate without a key of its own counts under the enforced keys together; with one, under it', async () => {
+    const { limiter } = virtual({ policies, shadowPolicies: { name: 'cand', algorithm: 'fixed-window', limit: 1, windowMs: 60_000 } });
+    // Adding a candidate never makes a check that named every enforced policy throw.
+    const first = await limiter.check({ 'per-ip': '1.2.3.4', 'per-account': 'alice' });
+    expect(first).toMatchObject({ allowed: true, key: 'per-ip=1.2.3.4&per-account=alice', shadow: { allowed: true } });
+    expect((await limiter.check({ 'per-ip': '1.2.3.4', 'per-account': 'alice' })).shadow?.allowed).toBe(false);
+    expect((await limiter.check({ 'per-ip': '1.2.3.4', 'per-account': 'bob' })).shadow?.allowed).toBe(true);
+    // Named, the candidate counts per its own key (here per IP, whoever the account).
+    const own = virtual({ policies, shadowPolicies: { name: 'cand', algorithm: 'fixed-window', limit: 1, windowMs: 60_000 } }).limiter;
+    expect((await own.check({ 'per-ip': '9.9.9.9', 'per-account': 'alice', cand: 'ip:9.9.9.9' })).shadow?.allowed).toBe(true);
+    const other = await own.check({ 'per-ip': '9.9.9.9', 'per-account': 'bob', cand: 'ip:9.9.9.9' });
+    expect(other).toMatchObject({ allowed: true, key: 'per-ip=9.9.9.9&per-account=bob', shadow: { allowed: false } });
+  });
 });
 
 describe('peek', () => {

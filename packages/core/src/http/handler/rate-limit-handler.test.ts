@@ -125,6 +125,21 @@ describe('createRateLimitHandler', () => {
     );
   });
 
+  it('a shadow candidate may carry a key of its own', async () => {
+    const seen: Decision[] = [];
+    const { handler } = make({
+      shadowPolicies: { name: 'cand', algorithm: 'fixed-window', limit: 1, windowMs: 60_000, key: (req: FakeReq) => `user:${req.id}` },
+      onDecision: (d) => seen.push(d),
+    });
+    // Two addresses, one user: the candidate counts the user, the enforced policy each address.
+    await handler.handle(input({ id: 'u' }, '192.0.2.1'));
+    await handler.handle(input({ id: 'u' }, '192.0.2.2'));
+    expect(seen.map((d) => [d.allowed, d.shadow?.allowed])).toEqual([
+      [true, true],
+      [true, false],
+    ]);
+  });
+
   it('is silenced by validate, for the shadow summary too', async () => {
     for (const validate of [false, { WRN_RL_SHADOW_LIMITED: false }] as const) {
       const { handler, logger } = make({ mode: 'shadow', validate });

@@ -67,9 +67,16 @@ export interface ProblemOptions<Req = any> {
 
 /** The options every adapter takes (`rateLimit(options)`, Fastify's plugin options): the limiter's, plus how a request becomes a key, a cost and an answer. */
 // biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
-export interface RateLimitOptions<Req = any> extends Omit<LimiterOptions, 'cost' | 'policies' | 'plans'>, PlanHttpOptions<Req> {
+export interface RateLimitOptions<Req = any>
+  extends Omit<LimiterOptions, 'cost' | 'policies' | 'plans' | 'shadowPolicies'>,
+    PlanHttpOptions<Req> {
   /** The enforced policies (the one-plan form); each may carry its own `key` (several keys, one decision). */
   policies?: HttpPolicies<Req>;
+  /**
+   * Shadow candidates (see the core's `shadowPolicies`); each may carry its own `key`, else it counts
+   * under the middleware's `key`.
+   */
+  shadowPolicies?: HttpPolicies<Req>;
   /** Named sets of policies; `plan: (req) => name` picks one per request. Instead of `policies`. */
   plans?: Readonly<Record<string, HttpPolicies<Req>>>;
   /**
@@ -332,6 +339,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
   const plansHttp = parsePlanHttpOptions<Req>(options);
   if (plansHttp.policies !== undefined) picked.policies = plansHttp.policies;
   if (plansHttp.plans !== undefined) picked.plans = plansHttp.plans;
+  if (plansHttp.shadowPolicies !== undefined) picked.shadowPolicies = plansHttp.shadowPolicies;
   const limiterOptions = picked as unknown as LimiterOptions;
   const clock = options.clock ?? monotonicClock;
   limiterOptions.clock = clock;

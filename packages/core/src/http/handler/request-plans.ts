@@ -93,8 +93,12 @@ function fn<T>(value: T | undefined, path: string, hint: string): T | undefined 
  * the policies without keys, in the shape they came in, and the config.
  */
 export function parsePlanHttpOptions<Req>(
-  options: PlanHttpOptions<Req> & { policies?: HttpPolicies<Req>; plans?: Readonly<Record<string, HttpPolicies<Req>>> },
-): { readonly policies: unknown; readonly plans: unknown; readonly config: PlanHttpConfig<Req> } {
+  options: PlanHttpOptions<Req> & {
+    policies?: HttpPolicies<Req>;
+    plans?: Readonly<Record<string, HttpPolicies<Req>>>;
+    shadowPolicies?: HttpPolicies<Req>;
+  },
+): { readonly policies: unknown; readonly plans: unknown; readonly shadowPolicies: unknown; readonly config: PlanHttpConfig<Req> } {
   const policyKeys = new Map<string, KeyFunction<Req>>();
   const strip = (list: unknown, path: string): unknown => {
     if (list === null || typeof list !== 'object') return list;
@@ -121,6 +125,8 @@ export function parsePlanHttpOptions<Req>(
     return Array.isArray(list) ? list.map((p, i) => one(p, `${path}[${i}]`)) : one(list, path);
   };
   const policies = options.policies === undefined ? undefined : strip(options.policies, 'policies');
+  // A candidate may count under a key of its own too (a rollout that moves a limit from IP to user).
+  const shadowPolicies = options.shadowPolicies === undefined ? undefined : strip(options.shadowPolicies, 'shadowPolicies');
   let plans: unknown = options.plans;
   if (options.plans !== null && typeof options.plans === 'object' && !Array.isArray(options.plans)) {
     plans = Object.fromEntries(Object.entries(options.plans).map(([name, list]) => [name, strip(list, `plans['${name}']`)]));
@@ -134,7 +140,7 @@ export function parsePlanHttpOptions<Req>(
       ((_request: Req, response: FinishedResponse) => response.statusCode < 400),
     policyKeys,
   });
-  return { policies, plans, config };
+  return { policies, plans, shadowPolicies, config };
 }
 
 /** The Node response events the refund rule listens to (`ServerResponse` fits as it is). */

@@ -152,8 +152,23 @@ const cases: { name: string; options: unknown; code: string; option: string; fix
     name: 'shadow burst below the cost',
     options: { policies: policy, shadow: { policies: { algorithm: 'token-bucket', limit: 5, windowMs: 1000, burst: 1 } }, cost: 2 },
     code: 'ERR_RL_COST_EXCEEDS_CAPACITY',
-    option: 'shadow.policies[0].burst',
+    // A single policy, not a list: no index.
+    option: 'shadow.policies.burst',
     fix: /raise burst or lower cost/,
+  },
+  {
+    name: 'candidate limit below the cost, as written',
+    options: { policies: policy, shadowPolicies: [policy, { name: 'c', algorithm: 'fixed-window', limit: 2, windowMs: 1000 }], cost: 3 },
+    code: 'ERR_RL_COST_EXCEEDS_CAPACITY',
+    option: 'shadowPolicies[1].limit',
+    fix: /\(2, policy 'c'\) is below the cost 3/,
+  },
+  {
+    name: 'a plan policy given alone',
+    options: { plans: { free: { name: 'f', algorithm: 'fixed-window', limit: 2, windowMs: 1000 } }, cost: 3 },
+    code: 'ERR_RL_COST_EXCEEDS_CAPACITY',
+    option: "plans['free'].limit",
+    fix: /raise limit or lower cost/,
   },
   {
     name: 'hot keys neither a boolean nor an object',

@@ -267,35 +267,29 @@ function readShadowPolicies(options: LimiterOptions): LimiterOptions['shadowPoli
   return shadow.policies;
 }
 
-/** Throws ERR_RL_COST_EXCEEDS_CAPACITY naming the first policy of `all` the default cost can never fit; `plain` when there is no plan table. */
-function checkCostFits(
-  defaultCost: number,
-  all: readonly CompiledPolicy[],
-  plans: PlanConfig,
-  shadowPolicies: readonly CompiledPolicy[],
-  plain: boolean,
-): void {
-  all.forEach((p) => {
-    // A concurrency policy takes one lease whatever the cost.
-    if (defaultCost > p.capMilli && p.algorithm !== 'concurrency') {
-      let list: readonly CompiledPolicy[] = shadowPolicies;
-      let path = 'shadow.policies';
-      for (const [name, ps] of plans.plans) {
-        if (ps.includes(p)) {
-          list = ps;
-          path = plain ? 'policies' : `plans['${name}']`;
-        }
-      }
-      const at = `${path}[${list.indexOf(p)}].${isBucket(p.algorithm) ? 'burst' : 'limit'}`;
+/** Where a list of compiled policies came from: its option path, and whether it was given as an array. */
+interface PolicyPlace {
+  readonly list: readonly CompiledPolicy[];
+  readonly path: string;
+  readonly array: boolean;
+}
+
+/** Throws when the default cost is above a policy's capacity (no request could pass), naming the option as written. */
+function checkCostFits(defaultCost: number, places: readonly PolicyPlace[]): void {
+  for (const { list, path, array } of places) {
+    list.forEach((p, i) => {
+      // A concurrency policy takes one lease whatever the cost.
+      if (defaultCost <= p.capMilli || p.algorithm === 'concurrency') return;
+      const field = isBucket(p.algorithm) ? 'burst' : 'limit';
       throw new RateLimitConfigError(
         'ERR_RL_COST_EXCEEDS_CAPACITY',
-        at,
+        `${array ? `${path}[${i}]` : path}.${field}`,
         `(${p.capacity}, policy '${p.name}') is below the cost ${defaultCost / MILLI}, so no request could ever pass; ` +
-          `raise ${isBucket(p.algorithm) ? 'burst' : 'limit'} or lower cost`,
+          `raise ${field} or lower cost`,
         p.capacity,
       );
-    }
-  });
+    });
+  }
 }
 
 /** The local fallback's policies of each plan (onStoreError 'local'): each scaled by `localShare`. */
@@ -349,7 +343,14 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
     throw new RateLimitConfigError('ERR_RL_INVALID_COST', 'cost', 'must be a positive finite multiple of 1/1000', options.cost);
   }
   const all = [...[...plans.plans.values()].flat(), ...shadowPolicies];
-  checkCostFits(defaultCost, all, plans, shadowPolicies, options.plans === undefined);
+  checkCostFits(defaultCost, [
+    ...[...plans.plans].map(([plan, list]) =>
+      options.plans === undefined
+        ? { list, path: 'policies', array: Array.isArray(options.policies) }
+        : { list, path: `plans['${plan}']`, array: Array.isArray((options.plans as Record<string, unknown>)[plan]) },
+    ),
+    { list: shadowPolicies, path: shadowPath, array: Array.isArray(shadowList) },
+  ]);
   const onStoreError = options.onStoreError ?? 'local';
   if (onStoreError !== 'open' && onStoreError !== 'closed' && onStoreError !== 'local') {
     throw new RateLimitConfigError(

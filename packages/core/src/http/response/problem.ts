@@ -67,9 +67,14 @@ function unitName(unit: string, n: number): string {
   return unit === 'requests' ? (n === 1 ? 'request' : 'requests') : unit === 'content-bytes' ? 'bytes' : `${unit} units`;
 }
 
-/** `per second`, `per 60 seconds`: never "per 1 seconds". */
-function perWindow(w: number): string {
-  return w === 1 ? 'per second' : `per ${w} seconds`;
+/**
+ * The window as the policy has it, not as `w` rounds it up: `per second`, `per 60 seconds`, `per 1.5
+ * seconds`, `per 250 milliseconds`, `per millisecond`; never "per 1 seconds".
+ */
+function perWindow(windowMs: number): string {
+  if (windowMs === 1) return 'per millisecond';
+  if (windowMs < 1000) return `per ${windowMs} milliseconds`;
+  return windowMs === 1000 ? 'per second' : `per ${windowMs / 1000} seconds`;
 }
 
 /** `second` for exactly 1, else `seconds` (0.5 seconds, 2 seconds). */
@@ -122,7 +127,7 @@ export function buildProblem(
     type,
     title,
     status,
-    detail: `${limitedText(unit, b.name, b.limit, w, decision.cost, Math.floor(b.remaining))}${retryAfter} ${seconds(retryAfter)}.`,
+    detail: `${limitedText(unit, b.name, b.limit, b.windowMs, decision.cost, Math.floor(b.remaining))}${retryAfter} ${seconds(retryAfter)}.`,
     ...about,
     retryAfter,
     'violated-policies': decision.policies.filter(isExhausted).map((r) => r.name),
@@ -133,17 +138,17 @@ export function buildProblem(
  * The detail of a 429 up to the number of seconds: what was exhausted, and why; or, for a request that
  * costs more than the `remaining` left (a weighted request), what it costs against what is left.
  */
-function limitedText(unit: string, name: string, limit: number, w: number, cost = 1, remaining = 0): string {
+function limitedText(unit: string, name: string, limit: number, windowMs: number, cost = 1, remaining = 0): string {
   if (unit === 'concurrent-requests') {
     return `${limit} concurrent ${limit === 1 ? 'request' : 'requests'} of this client already in flight (policy "${name}"); retry when one finishes, in `;
   }
   if (remaining > 0) {
     return (
       `This request costs ${cost} ${unitName(unit, cost)} but ${remaining} of the quota of ${limit} ${unitName(unit, limit)} ` +
-      `${perWindow(w)} ${remaining === 1 ? 'is' : 'are'} left (policy "${name}"); retry in `
+      `${perWindow(windowMs)} ${remaining === 1 ? 'is' : 'are'} left (policy "${name}"); retry in `
     );
   }
-  return `Quota of ${limit} ${unitName(unit, limit)} ${perWindow(w)} exhausted (policy "${name}"); retry in `;
+  return `Quota of ${limit} ${unitName(unit, limit)} ${perWindow(windowMs)} exhausted (policy "${name}"); retry in `;
 }
 
 /** The JSON of the problem body of a rejected decision; equal to `JSON.stringify(buildProblem(...))`. */
@@ -187,7 +192,7 @@ export function createProblemBodyWriter(
       return [
         p.name,
         {
-          limitedHead: head('limited') + open(limitedText(p.unit, p.name, p.limit, w)),
+          limitedHead: head('limited') + open(limitedText(p.unit, p.name, p.limit, p.windowMs)),
           limitedMid: `${close(' seconds.')}${about},"retryAfter":`,
           limitedMidOne: `${close(' second.')}${about},"retryAfter":`,
           cost: (cost: number) => `${costHead}${cost}${cost === 1 ? costOne : costMany}${cost}}`,

@@ -35,6 +35,20 @@ describe('respond', () => {
     expect(plan.headers.map((h) => h[0])).toEqual(['RateLimit-Policy', 'RateLimit']);
   });
 
+  it.each([
+    [1, 'per millisecond'],
+    [250, 'per 250 milliseconds'],
+    [1_000, 'per second'],
+    [1_500, 'per 1.5 seconds'],
+    [60_000, 'per 60 seconds'],
+  ])('states the window of %i ms as the policy has it, not as w rounds it: %s', async (windowMs, words) => {
+    const s = setup([{ ...FW, windowMs }]);
+    await s.plan();
+    await s.plan();
+    const { plan } = await s.plan();
+    expect(JSON.parse(plan.body as string).detail).toContain(`Quota of 2 requests ${words} exhausted`);
+  });
+
   it('answers 429 with problem+json, no-store and a Retry-After equal to retryAfter and t', async () => {
     const s = setup([FW]);
     await s.plan();

@@ -54,6 +54,9 @@ import { pushArgs, readReply } from './scripts/script-protocol.js';
 import { ScriptRunner } from './scripts/script-runner.js';
 import { type RepairedState, RepairReporter } from './state-repair.js';
 
+/** How many times the server checks ask again after CONFIG GET failed (checkServer). */
+const CONFIG_CHECK_RETRIES = 2;
+
 /** Options of `new RedisStore(options)`: the client, the key prefix, the logger, and the checks and watches it runs. */
 export interface RedisStoreOptions {
   /**
@@ -650,9 +653,16 @@ export class RedisStore implements Store {
   }
 
   /** The server checks of the first connection, then the eviction watch when the policy may evict. */
-  private async checkServer(): Promise<void> {
+  private async checkServer(tries = 0): Promise<void> {
     const policy = await checkServerConfig(this.client, this.diagnostics);
-    if (policy === undefined || this.watchOptions === false || this.closed) return;
+    if (this.closed) return;
+    // CONFIG GET failed: for good (a managed Redis that renames CONFIG) or for now (a Cluster still
+    // finding its masters, a failover under way). Asked again after 1 s and 2 s before the watch starts blind.
+    if (policy === 'unknown' && tries < CONFIG_CHECK_RETRIES) {
+      setTimeout(() => void this.checkServer(tries + 1), 1_000 * 2 ** tries).unref();
+      return;
+    }
+    if (policy === undefined || this.watchOptions === false) return;
     this.watch = new EvictionWatch({
       ...this.watchOptions,
       info: () => serverAndStats(this.client),

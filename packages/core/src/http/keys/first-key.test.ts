@@ -37,7 +37,8 @@ describe('keys.first()', () => {
   it('warns once, naming the argument, when an extractor returns something that is neither a key nor "no key"', async () => {
     const number: KeyFunction = () => 42 as unknown as string;
     const made = requestView({ remoteAddress: '203.0.113.7' });
-    expect(firstKey(constant(undefined), constant(null), constant(''), constant('ip:1'))({}, made.view)).toBe('ip:1');
+    const no = (() => false) as unknown as KeyFunction;
+    expect(firstKey(constant(undefined), constant(null), constant(''), no, constant('ip:1'))({}, made.view)).toBe('ip:1');
     expect(made.logger.warnings).toEqual([]);
     expect(firstKey(constant(undefined), number, constant('ip:1'))({}, made.view)).toBe('ip:1');
     expect(made.logger.warnings).toHaveLength(1);

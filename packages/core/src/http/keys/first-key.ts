@@ -12,12 +12,13 @@ type KeyResult = string | undefined | null;
 
 /**
  * Only a non-empty string is a key: anything else means "none, try the next". A value that is neither a
- * string nor "no key" (`undefined`, `null`) is a bug in the extractor (a number id, the user object):
+ * string nor "no key" (`undefined`, `null`, `false`) is a bug in the extractor (a number id, the user object):
  * warned once, naming the argument, so a chain does not quietly fall through to its IP fallback.
  */
 function isKey<Req>(value: KeyResult, index: number, view: RequestView<Req>): value is string {
   if (typeof value === 'string') return value !== '';
-  if (value !== undefined && value !== null) {
+  // `false` is "no key" too: `(req) => req.authed && req.user.id` for an anonymous request.
+  if (value !== undefined && value !== null && (value as unknown) !== false) {
     view.diagnostics.warn(
       'WRN_RL_INVALID_KEY_ID',
       `keys.first() argument ${index + 1} returned ${typeof value}, not a string; a key function returns a string or undefined ` +
@@ -48,7 +49,7 @@ async function continueAsync<Req>(
  * Returns a key function trying `extractors` in order; the first non-empty string wins (`undefined`,
  * `null`, `''` and anything not a string, such as a number, mean "none, try the next": a value that is no
  * key falls back, rather than putting every request in the shared 'unkeyed' bucket; anything but a string,
- * `undefined` or `null` is warned about once, WRN_RL_INVALID_KEY_ID). Undefined when none yields a key. Errors thrown by an extractor
+ * `undefined`, `null` or `false` is warned about once, WRN_RL_INVALID_KEY_ID). Undefined when none yields a key. Errors thrown by an extractor
  * propagate: they are bugs to see, not a reason to fall back.
  */
 export function firstKey<Req>(...extractors: KeyFunction<Req>[]): KeyFunction<Req> {

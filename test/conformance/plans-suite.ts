@@ -80,6 +80,8 @@ export function definePlansConformance(name: string, makeApp: MakeApp): void {
       const second = await request(app.server).get('/').expect(429);
       expect(second.headers['ratelimit-policy']).toBe('"minute";q=1;w=60');
       expect(lines.some((l) => l.startsWith('WRN_RL_HOOK_FAILED: plan returned something other than a plan name'))).toBe(true);
+      // No plan was named: nothing says an unknown name was.
+      expect(lines.some((l) => l.startsWith('WRN_RL_UNKNOWN_PLAN'))).toBe(false);
     });
 
     it('decides per IP and per account in one decision: a rejection charges neither', async () => {

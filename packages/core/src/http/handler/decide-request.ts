@@ -39,9 +39,13 @@ export class RequestDecider<Req> {
   /** Every policy name that needs a key when policies carry their own keys (all plans, and shadow). */
   private readonly keyedNames: readonly string[] | undefined;
 
+  /** The plan of a request whose `plan` function returned no plan name (the `unknownPlan` option, else the default). */
+  private readonly unknownPlan: string;
+
   constructor(private readonly parts: RequestDeciderParts<Req>) {
     const { limiter, config, responses } = parts;
     this.defaultResponse = responses.get(limiter.defaultPlan) as ResponseConfig;
+    this.unknownPlan = config.limiterOptions.unknownPlan ?? limiter.defaultPlan;
     this.keyedNames =
       config.plans.policyKeys.size === 0
         ? undefined
@@ -165,8 +169,8 @@ export class RequestDecider<Req> {
   /**
    * The plan the request names: undefined (or null) for the default plan, as when the function fails.
    * Anything else that is no string (a number, the user record) is a bug in the function, warned about,
-   * and answered as an unknown name is, by the `unknownPlan` fallback (`NO_PLAN` names no plan), never
-   * by the default plan, which may be the generous one.
+   * and answered as an unknown name is, by the `unknownPlan` fallback (named here, so the limiter does
+   * not also log an unknown plan name), never by the default plan, which may be the generous one.
    */
   private async planOf(request: Req, planFn: (request: Req) => unknown, diagnostics: Diagnostics): Promise<string | undefined> {
     const hooks = this.parts.hooks;
@@ -175,7 +179,7 @@ export class RequestDecider<Req> {
     if (!out.ok || out.value === undefined || out.value === null) return undefined;
     if (typeof out.value === 'string') return out.value;
     hooks.returned(diagnostics, 'plan', out.value, 'a plan name (a string) or undefined', 'the unknownPlan fallback applied.');
-    return NO_PLAN;
+    return this.unknownPlan;
   }
 
   /** Several keys, one decision: each policy's own key, or the middleware's key. */
@@ -211,9 +215,6 @@ export class RequestDecider<Req> {
     }
   }
 }
-
-/** A plan name no plan can have (plan names are 1 to 64 printable characters): the unknownPlan fallback's. */
-const NO_PLAN = '';
 
 function onDecisionFailed(diagnostics: Diagnostics, error: unknown): void {
   diagnostics.warn('WRN_RL_HOOK_FAILED', 'onDecision threw or rejected; the request went on unaffected.', {

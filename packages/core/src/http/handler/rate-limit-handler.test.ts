@@ -120,9 +120,7 @@ describe('createRateLimitHandler', () => {
     for (let i = 0; i < 4; i++) await enforced.handler.handle(input({ id: String(i) }));
     enforced.handler.close();
     const [second] = enforced.logger.warnings.filter((w) => w.includes('WRN_RL_SHADOW_LIMITED'));
-    expect(second).toContain(
-      'would have rejected 3 requests in the last interval; 1 was let through, the enforced policies rejected the other 2',
-    );
+    expect(second).toContain('would have rejected 3 requests in the last interval; 1 was let through, the other 2 were rejected anyway');
   });
 
   it('a shadow candidate may carry a key of its own', async () => {
@@ -138,6 +136,28 @@ describe('createRateLimitHandler', () => {
       [true, true],
       [true, false],
     ]);
+  });
+
+  it('refuses a keyed candidate named like an enforced policy (it would re-key that policy), and takes keys in shadow: { policies } too', async () => {
+    const byUser = (req: FakeReq) => `user:${req.id}`;
+    const err = (() => {
+      try {
+        make({ shadowPolicies: { algorithm: 'fixed-window', limit: 100, windowMs: 60_000, key: byUser } });
+      } catch (e) {
+        return e as RateLimitConfigError;
+      }
+      return undefined;
+    })();
+    expect(err).toMatchObject({ code: 'ERR_RL_INVALID_OPTION', option: 'shadowPolicies.key' });
+    expect(err?.message).toContain("candidate named 'default' like an enforced policy");
+    const seen: Decision[] = [];
+    const { handler } = make({
+      shadow: { policies: [{ name: 'cand', algorithm: 'fixed-window', limit: 1, windowMs: 60_000, key: byUser }] },
+      onDecision: (d: Decision) => seen.push(d),
+    } as unknown as Partial<RateLimitOptions<FakeReq>>);
+    await handler.handle(input({ id: 'u' }, '192.0.2.1'));
+    await handler.handle(input({ id: 'u' }, '192.0.2.2'));
+    expect(seen.map((d) => d.shadow?.allowed)).toEqual([true, false]);
   });
 
   it('is silenced by validate, for the shadow summary too', async () => {

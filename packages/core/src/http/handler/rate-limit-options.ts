@@ -340,6 +340,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
   if (plansHttp.policies !== undefined) picked.policies = plansHttp.policies;
   if (plansHttp.plans !== undefined) picked.plans = plansHttp.plans;
   if (plansHttp.shadowPolicies !== undefined) picked.shadowPolicies = plansHttp.shadowPolicies;
+  if (plansHttp.shadow !== undefined) picked.shadow = plansHttp.shadow;
   const limiterOptions = picked as unknown as LimiterOptions;
   const clock = options.clock ?? monotonicClock;
   limiterOptions.clock = clock;

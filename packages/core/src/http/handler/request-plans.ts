@@ -97,9 +97,19 @@ export function parsePlanHttpOptions<Req>(
     policies?: HttpPolicies<Req>;
     plans?: Readonly<Record<string, HttpPolicies<Req>>>;
     shadowPolicies?: HttpPolicies<Req>;
+    /** The older spelling of `shadowPolicies`. */
+    shadow?: unknown;
   },
-): { readonly policies: unknown; readonly plans: unknown; readonly shadowPolicies: unknown; readonly config: PlanHttpConfig<Req> } {
+): {
+  readonly policies: unknown;
+  readonly plans: unknown;
+  readonly shadowPolicies: unknown;
+  readonly shadow: unknown;
+  readonly config: PlanHttpConfig<Req>;
+} {
   const policyKeys = new Map<string, KeyFunction<Req>>();
+  /** The names of the enforced policies, when the candidates are stripped: a keyed candidate takes none of them. */
+  let enforced: ReadonlySet<string> | undefined;
   const strip = (list: unknown, path: string): unknown => {
     if (list === null || typeof list !== 'object') return list;
     const one = (p: unknown, at: string): unknown => {
@@ -110,6 +120,15 @@ export function parsePlanHttpOptions<Req>(
         throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', `${at}.key`, 'must be a key function, e.g. keys.ip()', key);
       }
       const name = rest.name ?? 'default';
+      if (enforced?.has(name) === true) {
+        // Keys go by policy name: the enforced policy of that name would count by the candidate's key.
+        throw new RateLimitConfigError(
+          'ERR_RL_INVALID_OPTION',
+          `${at}.key`,
+          `belongs to a candidate named '${name}' like an enforced policy, which would then count by this key too; give the candidate a name of its own`,
+          key,
+        );
+      }
       const seen = policyKeys.get(name);
       if (seen !== undefined && seen !== key) {
         throw new RateLimitConfigError(
@@ -125,12 +144,18 @@ export function parsePlanHttpOptions<Req>(
     return Array.isArray(list) ? list.map((p, i) => one(p, `${path}[${i}]`)) : one(list, path);
   };
   const policies = options.policies === undefined ? undefined : strip(options.policies, 'policies');
-  // A candidate may count under a key of its own too (a rollout that moves a limit from IP to user).
-  const shadowPolicies = options.shadowPolicies === undefined ? undefined : strip(options.shadowPolicies, 'shadowPolicies');
   let plans: unknown = options.plans;
   if (options.plans !== null && typeof options.plans === 'object' && !Array.isArray(options.plans)) {
     plans = Object.fromEntries(Object.entries(options.plans).map(([name, list]) => [name, strip(list, `plans['${name}']`)]));
   }
+  // A candidate may count under a key of its own too (a rollout that moves a limit from IP to user).
+  enforced = new Set(policyNames([policies, ...(plans !== null && typeof plans === 'object' ? Object.values(plans) : [])]));
+  const shadowPolicies = options.shadowPolicies === undefined ? undefined : strip(options.shadowPolicies, 'shadowPolicies');
+  const older = options.shadow;
+  const shadow =
+    older !== null && typeof older === 'object' && 'policies' in older
+      ? { ...older, policies: strip(older.policies, 'shadow.policies') }
+      : older;
   const config: PlanHttpConfig<Req> = Object.freeze({
     plan: fn(options.plan, 'plan', "(req) => req.user?.plan ?? 'free'"),
     skipSuccessfulRequests: bool(options.skipSuccessfulRequests, 'skipSuccessfulRequests'),
@@ -140,7 +165,16 @@ export function parsePlanHttpOptions<Req>(
       ((_request: Req, response: FinishedResponse) => response.statusCode < 400),
     policyKeys,
   });
-  return { policies, plans, shadowPolicies, config };
+  return { policies, plans, shadowPolicies, shadow, config };
+}
+
+/** The names of the policies in `lists` (each a policy or a list, as given), `'default'` for one without. */
+function policyNames(lists: readonly unknown[]): string[] {
+  return lists.flatMap((list) =>
+    (Array.isArray(list) ? list : [list]).flatMap((p) =>
+      p !== null && typeof p === 'object' ? [((p as { name?: unknown }).name as string | undefined) ?? 'default'] : [],
+    ),
+  );
 }
 
 /** The Node response events the refund rule listens to (`ServerResponse` fits as it is). */

@@ -8,8 +8,8 @@ import { type Logger, safeLog } from '../../logging.js';
 export interface ShadowSummary {
   /**
    * Counts one request that shadow mode (`modePolicy`, the policy whose would-be rejection it is) or a
-   * shadow candidate (`candidatePolicy`) would have rejected; `rejected`: the enforced policies did
-   * reject it (a candidate's verdict beside enforcement), so it was not let through.
+   * shadow candidate (`candidatePolicy`) would have rejected; `rejected`: it was rejected anyway (by the
+   * enforced policies beside a candidate, or the failure mode), so it was not let through.
    */
   count(modePolicy: string | undefined, candidatePolicy: string | undefined, rejected: boolean): void;
   close(): void;
@@ -32,8 +32,8 @@ export function createShadowSummary(logger: Logger, intervalMs: number, diagnost
       rejected === 0
         ? 'all were let through'
         : rejected === requests
-          ? 'the enforced policies rejected them all anyway'
-          : `${requests - rejected} ${requests - rejected === 1 ? 'was' : 'were'} let through, the enforced policies rejected the other ${rejected}`;
+          ? `${requests === 1 ? 'it was' : 'all were'} rejected anyway`
+          : `${requests - rejected} ${requests - rejected === 1 ? 'was' : 'were'} let through, the other ${rejected} ${rejected === 1 ? 'was' : 'were'} rejected anyway`;
     safeLog(
       logger,
       'warn',

@@ -83,7 +83,8 @@ export interface ConcurrencyPolicyOptions {
    * policy in this process (with per-policy keys, per tenant, whatever the user), first in first out, each
    * up to `timeoutMs`; a request that finds the queue full is refused at once (README: what a queue does
    * on Redis). When several concurrency policies of a plan queue (per user and per tenant), a waiting
-   * request counts in each one's queue (each keeps its `size`), waits its turn in the first one's, waits
+   * request counts in each one's queue (each keeps its `size`), waits its turn in the one with the
+   * smallest `limit` (its user's, not its tenant's), waits
    * at most the shortest `timeoutMs`, and a release under any of them wakes it. Defaults to none.
    */
   queue?: { size: number; timeoutMs: number };

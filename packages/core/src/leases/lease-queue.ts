@@ -40,6 +40,11 @@ export function hasConcurrencyQueue(options: { policies?: unknown; plans?: unkno
 export class LeaseQueues {
   /** Per queue id, its waiters in the order they came: those who wait their turn in it and those it only counts. */
   private readonly queues = new Map<string, Waiter[]>();
+  /**
+   * Per queue id, how many of its waiters it only counts (they wait their turn in another): absent for
+   * a queue whose waiters all wait their turn in it (one queuing policy), whose head is then its first.
+   */
+  private readonly counted = new Map<string, number>();
 
   /** Requests of `id` waiting now (its own and those it counts: see `wait`). */
   waiting(id: string): number {
@@ -54,7 +59,8 @@ export class LeaseQueues {
   /** The waiter whose turn it is in `id`: the first that waits its turn there (not one `id` only counts). */
   private headOf(id: string): Waiter | undefined {
     const queue = this.queues.get(id);
-    if (queue !== undefined) for (const w of queue) if (w.primary === id) return w;
+    if (queue === undefined || !this.counted.has(id)) return queue?.[0];
+    for (const w of queue) if (w.primary === id) return w;
     return undefined;
   }
 
@@ -68,6 +74,10 @@ export class LeaseQueues {
   wake(id: string): void {
     const queue = this.queues.get(id);
     if (queue === undefined) return;
+    if (!this.counted.has(id)) {
+      queue[0]?.wake();
+      return;
+    }
     for (const w of [...queue]) if (this.headOf(w.primary) === w) w.wake();
   }
 
@@ -132,6 +142,7 @@ export class LeaseQueues {
     const queue = this.queues.get(id);
     if (queue === undefined) this.queues.set(id, [me]);
     else queue.push(me);
+    if (id !== me.primary) this.counted.set(id, (this.counted.get(id) ?? 0) + 1);
   }
 
   /** Takes `me` out of the queues of `ids`; when it headed its own, the next in line there tries at once (a slot may be free for it too). */
@@ -141,6 +152,10 @@ export class LeaseQueues {
       const queue = this.queues.get(id) as Waiter[];
       queue.splice(queue.indexOf(me), 1);
       if (queue.length === 0) this.queues.delete(id);
+      if (id === me.primary) continue;
+      const n = (this.counted.get(id) as number) - 1;
+      if (n === 0) this.counted.delete(id);
+      else this.counted.set(id, n);
     }
     if (headed) this.headOf(me.primary)?.wake();
   }

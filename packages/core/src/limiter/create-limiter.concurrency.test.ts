@@ -159,11 +159,15 @@ describe('concurrency policy (memory)', () => {
     second?.release?.();
   });
 
-  it("keeps every queuing policy's bound, and a release in any of them wakes its waiters", async () => {
+  it.each([
+    ['user first', false],
+    ['tenant first', true],
+  ])("keeps every queuing policy's bound, and a release in any of them wakes its waiters (%s)", async (_, tenantFirst) => {
     vi.useFakeTimers();
     const user = { name: 'user', algorithm: 'concurrency' as const, limit: 1, queue: { size: 2, timeoutMs: 60_000 } };
     const tenant = { name: 'tenant', algorithm: 'concurrency' as const, limit: 2, queue: { size: 3, timeoutMs: 60_000 } };
-    const limiter = createLimiter({ policies: [user, tenant] });
+    // Whatever the order, a request waits its turn among its user's waiters (the smaller limit's queue).
+    const limiter = createLimiter({ policies: tenantFirst ? [tenant, user] : [user, tenant] });
     const holders = [await limiter.check({ user: 'u1', tenant: 'T' }), await limiter.check({ user: 'u2', tenant: 'T' })];
     expect(holders.map((d) => d.allowed)).toEqual([true, true]);
     const settled = new Map<string, Decision>();

@@ -39,8 +39,9 @@ export interface CompiledPlan {
    */
   readonly queue: { readonly timeoutMs: number } | undefined;
   /**
-   * The concurrency policies with a `queue` (their indexes in `all`, in plan order): a waiting request is
-   * in the queue of each one's key, and waits its turn in the first one's.
+   * The concurrency policies with a `queue` (their indexes in `all`), the smallest `limit` first (plan
+   * order among equals): a waiting request is in the queue of each one's key, and waits its turn in the
+   * first one's.
    */
   readonly queueAts: readonly number[];
   /** The concurrency policies (their indexes in `all`): a release wakes the queue of each one's key. */
@@ -67,7 +68,11 @@ export function compilePlan(
 ): CompiledPlan {
   const all = [...enforced, ...shadow];
   const enforcedCount = enforced.length;
-  const queueAts = enforced.flatMap((p, i) => (p.queue === undefined ? [] : [i]));
+  // The queue a request waits its turn in comes first: the smallest limit's (per user, not per tenant),
+  // so a request waits behind those its own key holds back, whatever the order the policies were listed in.
+  const queueAts = enforced
+    .flatMap((p, i) => (p.queue === undefined ? [] : [i]))
+    .sort((a, b) => (enforced[a]?.limit ?? 0) - (enforced[b]?.limit ?? 0));
   const leaseAts = enforced.flatMap((p, i) => (p.algorithm === 'concurrency' ? [i] : []));
   const leases = leaseAts.length > 0;
   return Object.freeze({

@@ -556,9 +556,16 @@ export function waitsOut(d: Decision, cp: CompiledPlan): boolean {
  * full: nothing was asked of the store, so nothing is taken; the queueing policies refuse (retry after
  * MAX_LEASE_RETRY_MS), the others show their capacity (not evaluated).
  */
-export function leftQueue(cp: CompiledPlan, key: string, cost: number, mode: 'enforce' | 'shadow'): DecisionImpl {
-  const results = cp.all.slice(0, cp.enforcedCount).map((p) => {
-    const waited = p.queue !== undefined;
+export function leftQueue(
+  cp: CompiledPlan,
+  key: string,
+  cost: number,
+  mode: 'enforce' | 'shadow',
+  /** Whether the policy at an index refuses: by default every queueing one (a waiter that left); a full queue names its own. */
+  refuses: (i: number) => boolean = (i) => cp.all[i]?.queue !== undefined,
+): DecisionImpl {
+  const results = cp.all.slice(0, cp.enforcedCount).map((p, i) => {
+    const waited = refuses(i);
     return new Result(
       p.name,
       p.algorithm,

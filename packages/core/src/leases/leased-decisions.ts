@@ -291,7 +291,8 @@ export class LeasedDecider {
     if (aborted(opts?.signal)) return this.account(d ?? leftQueue(t.cp, t.key, cost, mode), t.cp, opts);
     // The queue is full: refused at once, without asking the store, so a slot freed for the head (a release
     // in this tick) is not taken by a request that came after everyone in the queue.
-    if (full(keeper, ids, t.cp)) return this.account(d ?? leftQueue(t.cp, t.key, cost, mode), t.cp, opts);
+    const fullAt = fullQueues(keeper, ids, t.cp);
+    if (fullAt.length > 0) return this.account(d ?? leftQueue(t.cp, t.key, cost, mode, (i) => fullAt.includes(i)), t.cp, opts);
     keeper.countQueued(t.cp, 1);
     try {
       await keeper.queues.wait(ids, plain.now() + queue.timeoutMs, plain.now, opts?.signal, firstRetryMs, async () => {
@@ -324,7 +325,7 @@ function queueIds(t: Target, at: readonly number[]): string[] {
   return at.map((i) => `${(t.cp.all[i] as CompiledPolicy).id}\n${typeof t.storeKey === 'string' ? t.storeKey : (t.storeKey[i] as string)}`);
 }
 
-/** Whether a queue of `ids` (the queuing policies of `cp`, in order) holds as many waiters as its policy's `queue.size`. */
-function full(keeper: LeaseKeeper, ids: readonly string[], cp: CompiledPlan): boolean {
-  return ids.some((id, j) => keeper.queues.waiting(id) >= ((cp.all[cp.queueAts[j] as number] as CompiledPolicy).queue?.size ?? 0));
+/** The queuing policies of `cp` (indexes in `all`) whose queue, of `ids` in `queueAts` order, holds its `queue.size` waiters. */
+function fullQueues(keeper: LeaseKeeper, ids: readonly string[], cp: CompiledPlan): number[] {
+  return cp.queueAts.filter((at, j) => keeper.queues.waiting(ids[j] as string) >= ((cp.all[at] as CompiledPolicy).queue?.size ?? 0));
 }

@@ -196,6 +196,25 @@ describe('concurrency policy (memory)', () => {
     for (const d of [...settled.values()]) d.release?.();
   });
 
+  it('a full queue refuses naming its own policy, not a queuing policy whose queue has room', async () => {
+    vi.useFakeTimers();
+    const tenant = { name: 'tenant', algorithm: 'concurrency' as const, limit: 10, queue: { size: 5, timeoutMs: 1_000 } };
+    const user = { name: 'user', algorithm: 'concurrency' as const, limit: 1, queue: { size: 1, timeoutMs: 1_000 } };
+    const limiter = createLimiter({ policies: [tenant, user] });
+    const holder = await limiter.check({ user: 'u', tenant: 'T' });
+    const waiter = limiter.check({ user: 'u', tenant: 'T' });
+    await vi.advanceTimersByTimeAsync(0);
+    // The user's queue holds its one waiter: refused at once, without asking the store.
+    const refused = await limiter.check({ user: 'u', tenant: 'T' });
+    expect(refused).toMatchObject({ allowed: false, policy: 'user' });
+    expect(refused.policies.map((r) => [r.name, r.allowed])).toEqual([
+      ['tenant', true],
+      ['user', false],
+    ]);
+    holder.release?.();
+    (await waiter).release?.();
+  });
+
   it('refuses a waiter after timeoutMs (429), and drops it when the client goes away', async () => {
     vi.useFakeTimers();
     const limiter = createLimiter({ policies: [{ ...EXPORTS, limit: 1, queue: { size: 5, timeoutMs: 1_000 } }] });

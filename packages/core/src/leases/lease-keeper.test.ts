@@ -225,17 +225,38 @@ describe('LeaseKeeper', () => {
     const next = limiter.check('k');
     await Promise.resolve();
     expect(store.heldRestores).toHaveLength(1);
-    // ... and meanwhile b's release fails.
+    // ... and meanwhile b's release fails (it waits for b's restore, then is sent).
     store.failReleases = 'throw';
+    const releases = store.calls.filter((c) => c === 'release').length;
     b?.release?.();
-    store.failReleases = false;
+    expect(store.calls.filter((c) => c === 'release')).toHaveLength(releases);
     for (const run of store.heldRestores) run();
     store.heldRestores = undefined;
     expect((await next).allowed).toBe(true);
+    store.failReleases = false;
     // b's release is sent before the next lease (without it, b and `next` would fill the limit of 2).
     store.calls = [];
     expect((await limiter.check('k')).allowed).toBe(true);
     expect(store.calls).toEqual(['release', 'restore', 'apply']);
+  });
+
+  it('a release waits for its renewal on the way: the renewal (sent again after NOSCRIPT, say) never puts the ended lease back', async () => {
+    const { store, limiter } = setup();
+    const a = await limiter.check('k');
+    store.heldRestores = [];
+    a.renew?.();
+    await Promise.resolve();
+    expect(store.heldRestores).toHaveLength(1);
+    store.calls = [];
+    a.release?.();
+    // Not sent yet: the renewal is still on its way.
+    expect(store.calls).toEqual([]);
+    for (const run of store.heldRestores) run();
+    store.heldRestores = undefined;
+    await new Promise((r) => setTimeout(r, 0));
+    expect(store.calls).toEqual(['release']);
+    // Both slots are free: the lease did not come back.
+    expect([(await limiter.check('k')).allowed, (await limiter.check('k')).allowed]).toEqual([true, true]);
   });
 
   it('a restore that fails while a release sent with it is rejected leaves no unhandled rejection', async () => {

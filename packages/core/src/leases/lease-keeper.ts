@@ -62,6 +62,22 @@ interface Held {
    * an outage (`carry`), from the restore that puts it into the store. A lease never sent is not released there.
    */
   inStore: boolean;
+  /**
+   * A restore of this lease on its way (a renewal, or a restore of every lease): its release waits for
+   * it. A call that met NOSCRIPT is sent again behind calls sent after it, so a release sent meanwhile
+   * would run first and the restore would put the ended lease back for a whole `leaseMs`.
+   */
+  putBack: Promise<unknown> | undefined;
+}
+
+/** Records `p`, a restore of `held` on its way, until it settles. */
+function restoringOf<T>(held: Held, p: Promise<T>): Promise<T> {
+  held.putBack = p;
+  const done = () => {
+    if (held.putBack === p) held.putBack = undefined;
+  };
+  p.then(done, done);
+  return p;
 }
 
 /** What this limiter holds in one such store, and whether the store may have lost it. */
@@ -193,7 +209,16 @@ export class LeaseKeeper {
     this.count(cp, 'leases', 1);
     const { leaseMs, maxLeaseMs } = this.boundsOf(cp);
     const at = this.now();
-    const held: Held = { key, plan, lease, renewUntil: at + maxLeaseMs - leaseMs, leaseMs, until: at + leaseMs, inStore: true };
+    const held: Held = {
+      key,
+      plan,
+      lease,
+      renewUntil: at + maxLeaseMs - leaseMs,
+      leaseMs,
+      until: at + leaseMs,
+      inStore: true,
+      putBack: undefined,
+    };
     const kept = this.keep(store, held);
     const carried = carry === undefined ? undefined : this.carry(carry.store, { ...held, plan: carry.plan, inStore: false });
     d.release = () => {
@@ -301,7 +326,7 @@ export class LeaseKeeper {
     const untold = () => {
       if (kept === undefined) return;
       const { leaseMs } = this.boundsOf(cp);
-      kept.unreleased.add({ key, plan, lease, renewUntil: now, leaseMs, until: this.now() + leaseMs, inStore: true });
+      kept.unreleased.add({ key, plan, lease, renewUntil: now, leaseMs, until: this.now() + leaseMs, inStore: true, putBack: undefined });
       kept.lost = true;
     };
     try {
@@ -413,6 +438,15 @@ export class LeaseKeeper {
     kept.held.delete(held);
     // A carried lease no restore sent yet: the store never had it, nothing to tell.
     if (!held.inStore) return;
+    const putBack = held.putBack;
+    if (putBack === undefined) this.sendRelease(kept, held);
+    else {
+      const release = () => this.sendRelease(kept, held);
+      putBack.then(release, release);
+    }
+  }
+
+  private sendRelease(kept: StoreLeases, held: Held): void {
     this.send(
       () => kept.store.release?.(held.key, held.plan, held.lease, this.now()),
       () => {
@@ -426,7 +460,7 @@ export class LeaseKeeper {
   private renewKept(kept: StoreLeases, held: Held, now: number): Promise<boolean> {
     held.until = now + held.leaseMs;
     kept.held.add(held);
-    return kept.store.restore(held.key, held.plan, held.lease, now).then((live) => {
+    return restoringOf(held, kept.store.restore(held.key, held.plan, held.lease, now)).then((live) => {
       if (!live) {
         kept.losses += 1;
         kept.renewedBack += 1;
@@ -467,7 +501,7 @@ export class LeaseKeeper {
       const released = Promise.all(ending.map((h) => kept.store.release?.(h.key, h.plan, h.lease, now)));
       // Handled here too: when a restore fails first, `released` is never awaited.
       released.catch(() => undefined);
-      const live = await Promise.all(list.map((h) => kept.store.restore(h.key, h.plan, h.lease, now)));
+      const live = await Promise.all(list.map((h) => restoringOf(h, kept.store.restore(h.key, h.plan, h.lease, now))));
       await released;
       if (ending.length + list.length > 0) this.failing = false;
       kept.restoreError = undefined;

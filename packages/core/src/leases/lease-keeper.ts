@@ -71,7 +71,7 @@ interface Held {
 }
 
 /** Records `p`, a restore of `held` on its way, until it settles. */
-function restoringOf<T>(held: Held, p: Promise<T>): Promise<T> {
+function puttingBack<T>(held: Held, p: Promise<T>): Promise<T> {
   held.putBack = p;
   const done = () => {
     if (held.putBack === p) held.putBack = undefined;
@@ -460,7 +460,7 @@ export class LeaseKeeper {
   private renewKept(kept: StoreLeases, held: Held, now: number): Promise<boolean> {
     held.until = now + held.leaseMs;
     kept.held.add(held);
-    return restoringOf(held, kept.store.restore(held.key, held.plan, held.lease, now)).then((live) => {
+    return puttingBack(held, kept.store.restore(held.key, held.plan, held.lease, now)).then((live) => {
       if (!live) {
         kept.losses += 1;
         kept.renewedBack += 1;
@@ -501,7 +501,7 @@ export class LeaseKeeper {
       const released = Promise.all(ending.map((h) => kept.store.release?.(h.key, h.plan, h.lease, now)));
       // Handled here too: when a restore fails first, `released` is never awaited.
       released.catch(() => undefined);
-      const live = await Promise.all(list.map((h) => restoringOf(h, kept.store.restore(h.key, h.plan, h.lease, now))));
+      const live = await Promise.all(list.map((h) => puttingBack(h, kept.store.restore(h.key, h.plan, h.lease, now))));
       await released;
       if (ending.length + list.length > 0) this.failing = false;
       kept.restoreError = undefined;

@@ -1,6 +1,17 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { hasConcurrencyQueue, LeaseQueues, QUEUE_RETRY_MS } from './lease-queue.js';
 
+/** Waiters on `q` whose attempts never succeed, each recording its name in `tries`; they give up after 5 s. */
+function waiters(q: LeaseQueues) {
+  const tries: string[] = [];
+  const wait = (name: string, ids: string[]) =>
+    q.wait(ids, Date.now() + 5_000, Date.now, undefined, 1_000, async () => {
+      tries.push(name);
+      return { done: false, retryMs: 1_000 };
+    });
+  return { tries, wait };
+}
+
 describe('LeaseQueues', () => {
   afterEach(() => {
     vi.useRealTimers();
@@ -81,15 +92,11 @@ describe('LeaseQueues', () => {
   it('a queue that only counts a waiter does not make those who wait their turn there wait behind it', async () => {
     vi.useFakeTimers();
     const q = new LeaseQueues();
-    const tries: string[] = [];
-    const never = (name: string) => async () => {
-      tries.push(name);
-      return { done: false, retryMs: 1_000 };
-    };
+    const { tries, wait } = waiters(q);
     // a (a plan queuing per user and per tenant) waits its turn in user:a; b (a plan queuing per tenant) in tenant:t.
-    const a = q.wait(['user:a', 'tenant:t'], Date.now() + 5_000, Date.now, undefined, 1_000, never('a'));
+    const a = wait('a', ['user:a', 'tenant:t']);
     expect(q.hasTurns('tenant:t')).toBe(false);
-    const b = q.wait(['tenant:t'], Date.now() + 5_000, Date.now, undefined, 1_000, never('b'));
+    const b = wait('b', ['tenant:t']);
     expect([q.hasTurns('tenant:t'), q.hasTurns('user:a'), q.waiting('tenant:t')]).toEqual([true, true, 2]);
     q.wake('tenant:t');
     await vi.advanceTimersByTimeAsync(0);
@@ -102,13 +109,9 @@ describe('LeaseQueues', () => {
   it('a woken waiter that is not the head of its own queue does not try', async () => {
     vi.useFakeTimers();
     const q = new LeaseQueues();
-    const tries: string[] = [];
-    const never = (name: string) => async () => {
-      tries.push(name);
-      return { done: false, retryMs: 1_000 };
-    };
-    const a = q.wait(['user:a', 'tenant:t'], Date.now() + 5_000, Date.now, undefined, 1_000, never('a'));
-    const c = q.wait(['user:a', 'tenant:t'], Date.now() + 5_000, Date.now, undefined, 1_000, never('c'));
+    const { tries, wait } = waiters(q);
+    const a = wait('a', ['user:a', 'tenant:t']);
+    const c = wait('c', ['user:a', 'tenant:t']);
     await vi.advanceTimersByTimeAsync(0);
     q.wake('tenant:t');
     q.wake('tenant:t');

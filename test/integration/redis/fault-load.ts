@@ -1,6 +1,6 @@
 /**
  * @module The load the fault suites put on a limiter while they inject a fault: `concurrency` loops, each
- * checking its key (of `keys`) back to back with a 1 ms pause, recording per decision when it was asked,
+ * checking its key (of `keys`) back to back with a 1 ms pause (or none: `pauseMs`), recording per decision when it was asked,
  * how long it waited, and what it said. `summarize` reads a stretch of the run the same way for every
  * fault and every version: decisions, degraded ones, the longest wait, and admissions (over the limit,
  * once the keys are exhausted).
@@ -19,10 +19,15 @@ export interface Sample {
 export interface LoadOptions {
   readonly concurrency: number;
   readonly keys: readonly string[];
+  /**
+   * The pause between a loop's checks, ms (default 1). 0 yields with `setImmediate` instead: the event
+   * loop never sits idle, as in a server busy with its requests.
+   */
+  readonly pauseMs?: number;
 }
 
 /** Starts the loops; `stop()` ends them and gives every sample. */
-export function startLoad(check: (key: string) => Promise<Decision>, { concurrency, keys }: LoadOptions) {
+export function startLoad(check: (key: string) => Promise<Decision>, { concurrency, keys, pauseMs = 1 }: LoadOptions) {
   const samples: Sample[] = [];
   let running = true;
   const loops = Array.from({ length: concurrency }, async (_, i) => {
@@ -31,7 +36,7 @@ export function startLoad(check: (key: string) => Promise<Decision>, { concurren
       const at = performance.now();
       const d = await check(key);
       samples.push({ at, waitMs: performance.now() - at, key, allowed: d.allowed, degraded: d.degraded });
-      await new Promise((r) => setTimeout(r, 1));
+      await new Promise((r) => (pauseMs === 0 ? setImmediate(r) : setTimeout(r, pauseMs)));
     }
   });
   return {

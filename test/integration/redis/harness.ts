@@ -233,7 +233,8 @@ export class RedisServer {
     const child = this.child;
     if (child === undefined) return;
     this.child = undefined;
-    if (child.exitCode === null) {
+    // A server killed by a signal (`signal('SIGKILL')`) has a signalCode and no exitCode.
+    if (child.exitCode === null && child.signalCode === null) {
       await new Promise<void>((resolve) => {
         child.once('exit', () => resolve());
         child.kill('SIGTERM');

@@ -1,6 +1,6 @@
 /**
  * @module Recovery after a fault, per client (ioredis, node-redis, iovalkey), each with the options the
- * README recommends (reconnect every 50 ms, no resend after a reconnect): redis-server stopped for 1 s
+ * README recommends (reconnect every 50 ms, no resend after a reconnect, no offline queue): redis-server stopped for 1 s
  * and started again (a kill), paused for 1 s (SIGSTOP, then SIGCONT: the connection stays open and the
  * replies come late), and restarted at once on the same port (a failover-like restart: a new server,
  * with no scripts loaded). Under load on four keys that Redis has already exhausted, for each: how long
@@ -34,12 +34,70 @@ async function connect(kind: Kind, port: number): Promise<{ client: RedisStoreCl
   }
   // maxLoadingRetryTime: a client that reconnects while the restarted server still loads its data
   // checks again after this long, not after the server's loading estimate (at least a second).
-  const options = { host: HOST, port, retryStrategy: () => 50, maxLoadingRetryTime: 50, autoResendUnfulfilledCommands: false };
+  const options = {
+    host: HOST,
+    port,
+    retryStrategy: () => 50,
+    maxLoadingRetryTime: 50,
+    autoResendUnfulfilledCommands: false,
+    enableOfflineQueue: false,
+  };
   const c = kind === 'ioredis' ? new Redis(options) : new Valkey(options);
   c.on('error', () => undefined);
   await waitFor(`${kind} ready`, () => c.status === 'ready');
   return { client: c, close: async () => c.disconnect() };
 }
+
+/** The longest wait of a check at a kill: storeTimeoutMs (50) and two watchdog periods, with a margin for load. */
+const IN_FLIGHT_BOUND_MS = 400;
+
+describeRedis('checks in flight when redis-server is killed, per client', () => {
+  let server: RedisServer;
+
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  // ioredis and iovalkey with autoResendUnfulfilledCommands: false keep the calls they had sent without
+  // ever failing them, and refuse each new call at once: those refusals are no reply from the node, so
+  // the sent calls are answered when the node has been silent for storeTimeoutMs (main before: the
+  // refusals reset the silence, and the sent calls waited 0.5 to 1.7 s under load).
+  for (const kind of ['ioredis', 'node-redis', 'iovalkey'] as const) {
+    it(`${kind}: no check waits ${IN_FLIGHT_BOUND_MS} ms after a SIGKILL, those in flight included, while new checks are refused`, async () => {
+      const { client, close } = await connect(kind, server.port);
+      const limiter = createLimiter({
+        policies: { algorithm: 'fixed-window', limit: 1e9, windowMs: 3_600_000 },
+        store: new RedisStore({ client, prefix: randomPrefix() }),
+        onStoreError: 'closed',
+        logger: { warn: () => undefined, error: () => undefined },
+      });
+      const load = startLoad((key): Promise<Decision> => limiter.check(key), { concurrency: 32, keys: KEYS, pauseMs: 0 });
+      try {
+        await sleep(300);
+        const killedAt = performance.now();
+        server.signal('SIGKILL');
+        await sleep(1_000);
+        const samples = await load.stop();
+        // In flight at the kill, or sent before the client saw the connection close.
+        const after = samples.filter((s) => s.at + s.waitMs >= killedAt);
+        const longest = Math.round(after.reduce((m, s) => Math.max(m, s.waitMs), 0));
+        const degraded = after.filter((s) => s.degraded).length;
+        console.info(`${kind}: ${after.length} checks since the kill, ${degraded} degraded, the longest waited ${longest} ms`);
+        expect(degraded).toBeGreaterThan(0);
+        expect(longest).toBeLessThan(IN_FLIGHT_BOUND_MS);
+      } finally {
+        await load.stop();
+        await limiter.close();
+        await close();
+        await server.stop();
+        await server.start();
+      }
+    }, 30_000);
+  }
+});
 
 describeRedis('recovery after a kill, a pause and a restart, per client', () => {
   let server: RedisServer;

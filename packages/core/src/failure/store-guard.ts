@@ -217,8 +217,10 @@ export class StoreGuard {
           }
         },
         (error: unknown) => {
-          if (this.watchdog.settle(ticket)) settleWith(resolve, reject, onFailure, this.failure(node, seq, error, false));
-          else if (errorScopeOf(this.config.store, error) === 'key') this.lateReply(node);
+          // Only an error about one key's state is a reply from the node (see Watchdog.settle).
+          const replied = errorScopeOf(this.config.store, error) === 'key';
+          if (this.watchdog.settle(ticket, replied)) settleWith(resolve, reject, onFailure, this.failure(node, seq, error, false));
+          else if (replied) this.lateReply(node);
         },
       );
     });

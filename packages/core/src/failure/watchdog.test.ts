@@ -82,6 +82,26 @@ describe('Watchdog', () => {
     expect(silent).toEqual([]);
   });
 
+  it('calls refused without a reply (a killed server, the client reconnecting) do not reset the silence of those it had sent', async () => {
+    const { dog, silent, why, watch, busy } = setup();
+    watch('a', 'sent');
+    // A busy loop (HTTP traffic) where every new call is refused at once: the sent call never ages by
+    // idle time, so only the silence can answer it, 50 ms after the last reply.
+    for (let i = 0; i < 12; i++) {
+      await busy(5);
+      expect(dog.settle(watch('a', `refused${i}`), false)).toBe(true);
+    }
+    expect(silent).toEqual(['sent']);
+    expect(why).toEqual(['silent']);
+    // A reply resets it as before.
+    watch('a', 'next');
+    for (let i = 0; i < 12; i++) {
+      await busy(5);
+      dog.settle(watch('a', `replied${i}`));
+    }
+    expect(silent).toEqual(['sent']);
+  });
+
   it('a node that answers too slowly (replies trickling in while the loop idles) fails each call at its own deadline', async () => {
     const { dog, silent, why, watch, run } = setup();
     const tickets = Array.from({ length: 20 }, (_, i) => watch('a', `call${i}`));

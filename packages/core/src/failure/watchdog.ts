@@ -19,7 +19,8 @@
  * event loop's poll phase has read whatever the sockets hold (replies that arrived while the loop was
  * blocked settle first). Silence grows by the time since the previous judgement, but by at most two
  * timer periods: a blocked loop (a 80 ms synchronous slice) adds one period's credit, not 80 ms, since
- * no reply could have been read meanwhile. Any settlement on the node resets its silence. A call's idle
+ * no reply could have been read meanwhile. Any reply on the node resets its silence; a call that fails
+ * for want of the node (refused while the client reconnects) does not. A call's idle
  * wait is read from the idle clock at judgements only (no clock read per call): it counts from the first
  * judgement after the call was sent, so a call is answered at most {@link QUEUED_CALL_MS} per queued call
  * plus `storeTimeoutMs` plus two periods after it was sent, when the loop was idle all that time.
@@ -172,11 +173,14 @@ export class Watchdog {
 
   /**
    * The store settled the call: true when it is still the store's to answer, false when the watchdog
-   * answered it already (a late reply). Either way the node was heard.
+   * answered it already (a late reply). `heard`: the node replied (a result, or an error about one key's
+   * state), which resets its silence; a failure the client raised itself (not connected, the connection
+   * closed) or one that says the node cannot serve does not: with a killed server the client refuses each
+   * new call at once while the calls it had sent hang, and those refusals must not keep them waiting.
    */
-  settle(ticket: Ticket): boolean {
+  settle(ticket: Ticket, heard = true): boolean {
     const w = ticket.watch;
-    w.heard = true;
+    if (heard) w.heard = true;
     if (ticket.done) return false;
     ticket.done = true;
     w.remove(ticket);

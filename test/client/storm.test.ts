@@ -15,6 +15,11 @@ const LIMIT = 50;
 const BURST = 10;
 /** The most requests the server may receive per request it serves, with withRetry. */
 const MAX_AMPLIFICATION = 3;
+/**
+ * The most retries one 100 ms may receive with jitter: the 190 clients refused at once come back over a
+ * second or more (about 20 per 100 ms); without jitter they all come back in the same instant.
+ */
+const MAX_RETRIES_PER_100_MS = 80;
 /** The naive client: a fixed delay between attempts, ignoring what the server says, giving up after a while. */
 const NAIVE_DELAY_MS = 100;
 const NAIVE_GIVE_UP_MS = 6_000;
@@ -25,6 +30,8 @@ interface StormResult {
   readonly longestWaitMs: number;
   readonly maxReceivedPerSecond: number;
   readonly maxAdmittedPerSecond: number;
+  /** The most requests received in any 100 ms once the first attempts are in (from 500 ms on): retries coming back together. */
+  readonly maxRetriesPer100Ms: number;
   readonly wallMs: number;
 }
 
@@ -45,6 +52,10 @@ async function storm(server: TestServer, client: () => FetchLike): Promise<Storm
     longestWaitMs: Math.round(Math.max(...waits.map((w) => w.ms))),
     maxReceivedPerSecond: maxInWindow(server.seen.received, 1_000),
     maxAdmittedPerSecond: maxInWindow(server.seen.admitted, 1_000),
+    maxRetriesPer100Ms: maxInWindow(
+      server.seen.received.filter((t) => t >= start + 500),
+      100,
+    ),
     wallMs: Math.round(performance.now() - start),
   };
 }
@@ -81,6 +92,18 @@ describe('a retry storm: 200 clients at once against 50 r/s', () => {
     expect(r.succeeded).toBe(CLIENTS);
     expect(r.received).toBeLessThanOrEqual(MAX_AMPLIFICATION * CLIENTS);
     expect(r.maxAdmittedPerSecond).toBeLessThanOrEqual(LIMIT + BURST);
+    expect(r.maxRetriesPer100Ms).toBeLessThanOrEqual(MAX_RETRIES_PER_100_MS);
+  }, 30_000);
+
+  it("with jitter: 'decorrelated': the same, its first retries spread as well", async () => {
+    server = await startTollgate(policy);
+    const r = await storm(server, () => withRetry(fetch, { jitter: 'decorrelated' }));
+    console.log(`storm with decorrelated jitter: ${JSON.stringify(r)}`);
+    expect(r.succeeded).toBe(CLIENTS);
+    expect(r.received).toBeLessThanOrEqual(MAX_AMPLIFICATION * CLIENTS);
+    expect(r.maxAdmittedPerSecond).toBeLessThanOrEqual(LIMIT + BURST);
+    // main before: every first retry waited exactly Retry-After, 190 of them in one 100 ms.
+    expect(r.maxRetriesPer100Ms).toBeLessThanOrEqual(MAX_RETRIES_PER_100_MS);
   }, 30_000);
 
   it('with a naive fixed-delay retry: the same clients storm the server', async () => {

@@ -20,7 +20,12 @@ describe('backoffDelay', () => {
   it('decorrelated jitter: from max(base, floor) up to three times the previous wait, capped', () => {
     const at = (previousMs: number, r: number, floorMs?: number) =>
       backoffDelay({ ...base, attempt: 2, previousMs, floorMs, jitter: 'decorrelated', random: () => r });
-    expect(at(0, 0.5)).toBe(100);
+    // Before the first retry (previous 0) the range is low to 3 x low, as if the previous wait were low:
+    // clients refused together, even with the same Retry-After, come back spread, not at one instant.
+    expect(at(0, 0)).toBe(100);
+    expect(at(0, 0.5)).toBe(200);
+    expect(at(0, 0.5, 1000)).toBe(2000);
+    expect(at(0, 0.999, 1000)).toBe(2998);
     expect(at(1000, 0.5)).toBe(1550);
     expect(at(1000, 0, 2000)).toBe(2000);
     expect(at(1000, 0.5, 2000)).toBe(2500);

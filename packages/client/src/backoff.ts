@@ -6,9 +6,9 @@
  * - `'full'`: `floor + random(0, min(cap, span * 2^(attempt-1)))`, `span = max(baseDelayMs, floor)`.
  *   The spread doubles with each attempt, so clients refused together fan out over a wider and wider
  *   window. Fewest calls to the server of the two in the AWS study.
- * - `'decorrelated'`: `min(cap, random(low, max(low, previous * 3)))`, `low = max(baseDelayMs, floor)`.
- *   Each wait grows from the previous one (not from the attempt count), which spreads retries as well and
- *   finishes sooner under moderate contention.
+ * - `'decorrelated'`: `min(cap, random(low, max(low, previous * 3)))`, `low = max(baseDelayMs, floor)`,
+ *   `previous` the last wait, `low` before the first retry. Each wait grows from the previous one (not
+ *   from the attempt count), which spreads retries as well and finishes sooner under moderate contention.
  *
  * Without a server wait the floor is 0. `random` is injected so tests can pin it.
  */
@@ -19,7 +19,7 @@ export interface BackoffInput {
   readonly attempt: number;
   /** What the server asked for, or undefined. */
   readonly floorMs: number | undefined;
-  /** The previous wait (decorrelated jitter), 0 before the first retry. */
+  /** The previous wait (decorrelated jitter), 0 before the first retry (read as the first retry's `low`). */
   readonly previousMs: number;
   readonly jitter: Jitter;
   readonly baseDelayMs: number;
@@ -37,6 +37,9 @@ export function backoffDelay(input: BackoffInput): number {
     return Math.min(Math.max(cap, floor), Math.ceil(floor + input.random() * spread));
   }
   const low = Math.max(input.baseDelayMs, floor);
-  const high = Math.max(low, input.previousMs * 3);
+  // Before the first retry the previous wait is `low` (AWS starts `sleep` at `base`): from 0, every
+  // client refused together would wait exactly `low` and come back together.
+  const previous = input.previousMs > 0 ? input.previousMs : low;
+  const high = Math.max(low, previous * 3);
   return Math.min(Math.max(cap, floor), Math.ceil(low + input.random() * (high - low)));
 }

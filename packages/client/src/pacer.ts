@@ -1,7 +1,12 @@
 /**
  * @module Pacing from the quota a server advertises: slow down before the quota runs out instead of
  * after. Per origin, the last response's `remaining` and reset time are kept and counted down locally
- * as requests leave (so concurrent calls do not all spend the same last unit). While more than
+ * as requests leave (so concurrent calls do not all spend the same last unit). A response's `remaining`
+ * was counted when the server took its request: the attempts still in flight then (`sent`, not yet
+ * `landed`) are taken off it, since the server counts them after (twenty calls at once over a quota of
+ * ten would otherwise see the first response's "8 left" and send eight more into a spent quota). A
+ * server that counted some of them already makes this cautious, never generous, until their responses
+ * come. While more than
  * `paceBelow` of the quota is left, nothing waits. Below that, the requests left are spread evenly over
  * the time to the reset: one interval apart, the interval fixed when pacing starts (each request's slot
  * is counted from the previous one's, not from when it asked).
@@ -46,6 +51,8 @@ const GRANTED: Reservation = { granted: true, waitMs: 0, probe: false, renewed: 
 
 export class Pacer {
   private readonly origins = new Map<string, OriginQuota>();
+  /** Attempts in flight per origin (an entry only while some are). */
+  private readonly flying = new Map<string, number>();
 
   constructor(
     private readonly paceBelow: number,
@@ -58,6 +65,18 @@ export class Pacer {
    * response with `Retry-After` but no quota numbers (nginx `limit_req`, many CDNs) says none is left
    * until then.
    */
+  /** An attempt to `origin` leaves (every attempt, paced or not, retries too). */
+  sent(origin: string): void {
+    this.flying.set(origin, (this.flying.get(origin) ?? 0) + 1);
+  }
+
+  /** An attempt to `origin` ended (a response, or none), before its response is observed. */
+  landed(origin: string): void {
+    const n = (this.flying.get(origin) ?? 0) - 1;
+    if (n > 0) this.flying.set(origin, n);
+    else this.flying.delete(origin);
+  }
+
   observe(origin: string, signal: RateLimitSignal): void {
     if (signal.remaining === undefined || signal.resetMs === undefined) {
       if (signal.retryAfterMs === undefined) return;
@@ -71,7 +90,7 @@ export class Pacer {
       if (oldest !== undefined) this.origins.delete(oldest);
     }
     this.origins.set(origin, {
-      remaining: signal.remaining,
+      remaining: Math.max(0, signal.remaining - (this.flying.get(origin) ?? 0)),
       resetAt: now + signal.resetMs,
       limit: signal.limit,
       nextAt: previous?.nextAt ?? now,

@@ -209,7 +209,8 @@ describe('withRetry', () => {
    * A server with a fixed window of `limit` per `windowMs`, aligned to `origin`, answering every request
    * with draft-11 headers (`t` rounded up to the second) and 429 over the limit.
    */
-  function windowServer(limit: number, windowMs: number, origin: number) {
+  /** A fixed-window server counting each request when it arrives; the response comes `latencyMs` later. */
+  function windowServer(limit: number, windowMs: number, origin: number, latencyMs = 0) {
     const sent: { at: number; status: number }[] = [];
     let window = -1;
     let used = 0;
@@ -225,6 +226,7 @@ describe('withRetry', () => {
       sent.push({ at: now - origin, status });
       const t = Math.ceil((origin + (w + 1) * windowMs - now) / 1000);
       const headers = { 'ratelimit-policy': `"w";q=${limit};w=${windowMs / 1000}`, ratelimit: `"w";r=${limit - used};t=${t}` };
+      if (latencyMs > 0) await new Promise((r) => setTimeout(r, latencyMs));
       return new Response(status === 200 ? 'ok' : 'no', { status, headers });
     };
     return { fetch, sent };
@@ -261,6 +263,22 @@ describe('withRetry', () => {
       expect(inWindow).toHaveLength(5);
       expect(inWindow[0]?.at).toBe(w * 2_000);
     }
+  });
+
+  it("pacing with responses on their way: a response's remaining does not count the attempts still in flight, none refused", async () => {
+    const origin = Date.now();
+    const server = windowServer(10, 2_000, origin, 50);
+    const f = withRetry(server.fetch, { pacing: true, retries: 0 });
+    const warm = f(URL_);
+    await vi.advanceTimersByTimeAsync(50);
+    await warm;
+    // Thirty at once with 9 left: nine go; the first response back says 8 left, but the eight others
+    // are still on their way (main before: eight more were sent at once, and refused).
+    const calls = Promise.all(Array.from({ length: 30 }, () => f(URL_)));
+    await vi.advanceTimersByTimeAsync(10_000);
+    const statuses = (await calls).map((r) => r.status);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect(server.sent.filter((s) => s.status !== 200)).toEqual([]);
   });
 
   it('pacing: new numbers wake the waiters to ask again, never to leave unpaced before maxDelayMs', async () => {

@@ -15,7 +15,7 @@ function tally(outcomes: readonly (number | string)[]): string {
 const retried = await burstWithRetry(CALLS);
 console.log(`withRetry: ${CALLS} calls at once -> ${tally(retried.outcomes)} in ${retried.ms} ms`);
 console.log(
-  `  the partner received ${retried.received} requests (${retried.retries} retries after its Retry-After) and served ${retried.served}`,
+  `  the partner received ${retried.received} requests (${retried.retries} retries after its Retry-After, ${retried.budgetRefused} refused by the retry budget) and served ${retried.served}`,
 );
 
 const shaped = await burstThroughShaper(CALLS, 2_000);

@@ -1,7 +1,8 @@
 /**
  * @module The two ways to call a partner with a quota, each against a fresh partner:
  * - `burstWithRetry`: fire everything at once through `withRetry(fetch)`; refused requests come back
- *   after the partner's `Retry-After`, with jitter, and all succeed;
+ *   after the partner's `Retry-After`, with jitter, and usually all succeed (a refusal past the retry
+ *   budget is returned as the partner's 429);
  * - `burstThroughShaper`: queue everything in a shaper holding the partner's quota on our side, so no
  *   request is ever refused (and a task that cannot start within its deadline is dropped, not sent late).
  */
@@ -17,7 +18,7 @@ export interface ScenarioResult {
   readonly ms: number;
 }
 
-export async function burstWithRetry(calls: number): Promise<ScenarioResult & { retries: number }> {
+export async function burstWithRetry(calls: number): Promise<ScenarioResult & { retries: number; budgetRefused: number }> {
   const partner = await startPartner();
   const api = withRetry(fetch, { timeoutMs: 30_000 });
   const start = performance.now();
@@ -29,7 +30,8 @@ export async function burstWithRetry(calls: number): Promise<ScenarioResult & { 
         return res.status;
       }),
     );
-    return { outcomes, ...partner.counts, ms: Math.round(performance.now() - start), retries: api.stats().retries };
+    const { retries, budgetRefused } = api.stats();
+    return { outcomes, ...partner.counts, ms: Math.round(performance.now() - start), retries, budgetRefused };
   } finally {
     await partner.close();
   }

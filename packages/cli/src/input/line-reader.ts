@@ -1,7 +1,7 @@
 /**
  * @module Lines of a file in batches, streamed: gzip is recognised by its magic bytes (not the name) and
  * inflated on the fly; memory holds one chunk at a time, whatever the file's size. `\r\n` endings lose
- * their `\r`; a final line without `\n` still counts.
+ * their `\r`; a final line without `\n` still counts; a UTF-8 byte order mark is dropped.
  */
 
 import { isAscii } from 'node:buffer';
@@ -62,10 +62,16 @@ export async function* readLines(path: string, onBytes: (bytes: number) => void 
   // good (it may hold the first bytes of a character cut by the chunk boundary).
   let utf8 = false;
   let skipping = false;
+  // A UTF-8 byte order mark (files saved by Windows tools) is not part of the first line.
+  let atStart = true;
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       if (!utf8 && !isAscii(chunk)) utf8 = true;
       let textChunk = rest + (utf8 ? decoder.write(chunk) : chunk.toString('latin1'));
+      if (atStart && textChunk !== '') {
+        atStart = false;
+        if (textChunk.charCodeAt(0) === 0xfeff) textChunk = textChunk.slice(1);
+      }
       if (skipping) {
         // The rest of a line already cut and counted: drop it up to its end.
         const nl = textChunk.indexOf('\n');

@@ -1,5 +1,5 @@
 /**
- * @module Reading log files: gzip by magic bytes, CRLF, UTF-8 across chunks, time-ordered merging, malformed lines with their line numbers, unreadable files.
+ * @module Reading log files: gzip by magic bytes, CRLF, a byte order mark, UTF-8 across chunks, time-ordered merging, malformed lines with their line numbers, unreadable files.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,6 +44,17 @@ describe('reading files', () => {
     const zipped = await readAll([file('zipped.csv', gzipSync(text))]);
     expect(plain.requests.map((r) => r.key)).toEqual(['a', 'b', 'c']);
     expect(zipped.requests).toEqual(plain.requests);
+  });
+
+  it('drops a UTF-8 byte order mark, plain and gzip: the first line is read like the others', async () => {
+    const json = `\ufeff{"time":${T},"key":"a"}\n{"time":${T + 1},"key":"b"}\n`;
+    for (const content of [json, gzipSync(json)]) {
+      const { requests, stats } = await readAll([file('bom.jsonl', content)]);
+      expect(requests.map((r) => r.key)).toEqual(['a', 'b']);
+      expect(stats.malformed).toBe(0);
+    }
+    const { requests } = await readAll([file('bom-dump', `\ufeff${T},a\n${T + 1},b\n`)]);
+    expect(requests.map((r) => r.key)).toEqual(['a', 'b']);
   });
 
   it('decodes UTF-8 split across chunks once a chunk is not ASCII', async () => {

@@ -62,7 +62,7 @@ export async function* readRequests(index: number, options: SourceOptions, stats
     counted = bytes;
   })) {
     if (parse === undefined) {
-      file.format = options.format ?? detectFormat(path, lines[0] ?? '');
+      file.format = options.format ?? detectFormat(path, lines);
       parse = createLineParser({ ...options, format: file.format });
     }
     const batch: LogRequest[] = [];

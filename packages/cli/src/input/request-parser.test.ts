@@ -137,4 +137,13 @@ describe('format detection', () => {
   ])('%s starting %j is %s', (path, first, format) => {
     expect(detectFormat(path, first)).toBe(format);
   });
+
+  it('goes by most of the first lines, not the first alone: a stream cut mid-line, a blank first line', () => {
+    const json = Array.from({ length: 24 }, (_, i) => `{"time":${1_700_000_000 + i},"key":"k"}`);
+    // `tail -c` of JSON lines: the first line is the end of one, and looks like CSV.
+    expect(detectFormat('-', ['607,"remote_addr":"2001:db8::1"}', ...json])).toBe('jsonl');
+    expect(detectFormat('-', ['', '  ', ...json])).toBe('jsonl');
+    expect(detectFormat('dump', ['1.2.3.4 - - [', '1700000000,k', '1700000001,k'])).toBe('csv');
+    expect(detectFormat('dump', [])).toBe('nginx');
+  });
 });

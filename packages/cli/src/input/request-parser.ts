@@ -172,14 +172,35 @@ export function createLineParser(options: ParserOptions): LineParser {
   return csvParser(options);
 }
 
-/** The format of a file by its name (`.log`, `.jsonl`/`.ndjson`/`.json`, `.csv`, each optionally `.gz`), else by its first line. */
-export function detectFormat(path: string, firstLine: string): LogFormat {
+/** How many non-blank lines from a file's start decide its format when its name does not. */
+export const DETECT_LINES = 100;
+
+/** The format one line looks like. */
+function formatOfLine(line: string): LogFormat {
+  const t = line.trimStart();
+  if (t.startsWith('{')) return 'jsonl';
+  if (/^(time|[\d.]+|\d{4}-\d{2}-\d{2}[^,]*),/.test(t)) return 'csv';
+  return 'nginx';
+}
+
+/**
+ * The format of a file by its name (`.log`, `.jsonl`/`.ndjson`/`.json`, `.csv`, each optionally `.gz`),
+ * else by what most of its first {@link DETECT_LINES} non-blank lines look like (ties: JSON, CSV, nginx):
+ * one line alone misleads on a stream cut mid-line (`tail -c`) or one that starts with a blank line.
+ */
+export function detectFormat(path: string, lines: string | readonly string[]): LogFormat {
   const name = path.toLowerCase().replace(/\.gz$/, '');
   if (name.endsWith('.csv')) return 'csv';
   if (name.endsWith('.jsonl') || name.endsWith('.ndjson') || name.endsWith('.json')) return 'jsonl';
   if (name.endsWith('.log')) return 'nginx';
-  const t = firstLine.trimStart();
-  if (t.startsWith('{')) return 'jsonl';
-  if (/^(time|[\d.]+|\d{4}-\d{2}-\d{2}[^,]*),/.test(t)) return 'csv';
+  const votes: Record<LogFormat, number> = { jsonl: 0, csv: 0, nginx: 0 };
+  let seen = 0;
+  for (const line of typeof lines === 'string' ? [lines] : lines) {
+    if (line.trim() === '') continue;
+    votes[formatOfLine(line)] += 1;
+    if (++seen === DETECT_LINES) break;
+  }
+  if (votes.jsonl >= votes.csv && votes.jsonl >= votes.nginx && votes.jsonl > 0) return 'jsonl';
+  if (votes.csv >= votes.nginx && votes.csv > 0) return 'csv';
   return 'nginx';
 }

@@ -213,7 +213,11 @@ export class StoreGuard {
             settleWith(resolve, reject, onResult, result);
           } else {
             this.lateReply(node);
-            onLate?.(result);
+            // Nobody waits for a late reply: a handler that throws on it (junk from a custom store) would
+            // be an unhandled rejection, which ends the process. Its work is best effort; dropped.
+            try {
+              onLate?.(result);
+            } catch {}
           }
         },
         (error: unknown) => {

@@ -9,7 +9,7 @@ import { createLimiter, type LimiterEvents } from './create-limiter.js';
 /** A store whose behaviour the test switches: healthy (a real MemoryStore), throwing, rejecting or hanging. */
 class FlakyStore implements Store {
   readonly kind = 'flaky';
-  mode: 'ok' | 'throw' | 'reject' | 'hang' | 'late-reject' | 'slow' = 'ok';
+  mode: 'ok' | 'throw' | 'reject' | 'hang' | 'late-reject' | 'slow' | 'slow-junk' = 'ok';
   /** 'slow': answers this many ms after the call, from a timer. */
   delayMs = 0;
   calls = 0;
@@ -29,6 +29,11 @@ class FlakyStore implements Store {
         return new Promise<StoreResult>(() => {});
       case 'late-reject':
         return new Promise<StoreResult>((_, reject) => this.pending.push(reject));
+      case 'slow-junk': {
+        // A buggy custom store: resolves `undefined` instead of a result, after `delayMs`.
+        const delay = this.delayMs;
+        return new Promise<StoreResult>((resolve) => setTimeout(() => resolve(undefined as unknown as StoreResult), delay));
+      }
       case 'slow': {
         const result = Float64Array.from(this.inner.apply(key, plan, cost, now, lease));
         const delay = this.delayMs;
@@ -390,6 +395,44 @@ describe('failure mode', () => {
       const { store, limiter } = await lateReply(policies, onStoreError);
       expect(await limiter.check('k'), onStoreError).toMatchObject({ degraded: false, remaining });
       expect(store.refunds, onStoreError).toBe(refunds);
+      await limiter.close();
+    }
+  });
+
+  it('a late reply that is no result (a custom store resolving undefined) is dropped: nothing thrown, nothing unhandled', async () => {
+    vi.useFakeTimers({ toFake: FAKE });
+    const leased = [...policies, { name: 'running', algorithm: 'concurrency' as const, limit: 1, leaseMs: 60_000 }];
+    for (const plan of [policies, leased]) {
+      const store = new FlakyStore();
+      store.mode = 'slow-junk';
+      store.delayMs = 40;
+      const limiter = createLimiter({
+        policies: plan,
+        store,
+        onStoreError: 'closed',
+        storeTimeoutMs: 10,
+        breaker: false,
+        logger: recordingLogger(),
+      });
+      const unhandled: unknown[] = [];
+      const record = (reason: unknown) => unhandled.push(reason);
+      process.on('unhandledRejection', record);
+      try {
+        const late = limiter.check('k');
+        await vi.advanceTimersByTimeAsync(20);
+        expect(await late).toMatchObject({ degraded: true, allowed: false });
+        // The junk comes at 40 ms, after the failure mode refused: giving its "charge" back must not throw.
+        await vi.advanceTimersByTimeAsync(30);
+        vi.useRealTimers();
+        await new Promise((r) => setImmediate(r));
+        vi.useFakeTimers({ toFake: FAKE });
+      } finally {
+        process.off('unhandledRejection', record);
+      }
+      // main before: TypeError in marksOf, unhandled (it ends a Node process).
+      expect(unhandled).toEqual([]);
+      store.mode = 'ok';
+      expect(await limiter.check('k')).toMatchObject({ degraded: false });
       await limiter.close();
     }
   });

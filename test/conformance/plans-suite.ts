@@ -6,6 +6,9 @@
  * The routes answer 200; a request "fails" here when `requestWasSuccessful` says so from its URL, which
  * every framework's request carries with its query.
  */
+
+import { get as httpGet } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createLimiter, type HeaderBag, MemoryStore, type PolicyOptions, type RequestView } from '@tollgate/core';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -106,6 +109,28 @@ export function definePlansConformance(name: string, makeApp: MakeApp): void {
     it('skipFailedRequests: failed requests are charged at admission and given back when they finish', async () => {
       const app = await start({ policies: fw(2), skipFailedRequests: true, requestWasSuccessful: failsByUrl, clock });
       for (let i = 0; i < 4; i++) await request(app.server).get('/?fail=1').expect(200);
+      await request(app.server).get('/').expect(200);
+      await request(app.server).get('/').expect(200);
+      await request(app.server).get('/').expect(429);
+    });
+
+    it('skipFailedRequests: a client gone while the decision was awaited (an async key) is given back too', async () => {
+      // The key lookup takes 150 ms; the client leaves at 30 ms: the response has closed before the
+      // charge is made, so no close event follows it (main before: the charge stayed).
+      const key = async () => {
+        await new Promise((r) => setTimeout(r, 150));
+        return 'slow-lookup';
+      };
+      const app = await start({ policies: fw(2), skipFailedRequests: true, key, clock });
+      const { port } = app.server.address() as AddressInfo;
+      for (let i = 0; i < 2; i++) {
+        await new Promise<void>((resolve) => {
+          const req = httpGet({ host: '127.0.0.1', port, path: '/' });
+          req.on('error', () => resolve());
+          setTimeout(() => req.destroy(), 30);
+        });
+        await new Promise((r) => setTimeout(r, 250));
+      }
       await request(app.server).get('/').expect(200);
       await request(app.server).get('/').expect(200);
       await request(app.server).get('/').expect(429);

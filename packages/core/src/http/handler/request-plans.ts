@@ -180,6 +180,7 @@ function policyNames(lists: readonly unknown[]): string[] {
 /** The Node response events the refund rule listens to (`ServerResponse` fits as it is). */
 export interface FinishingResponse extends FinishedResponse {
   readonly writableFinished?: boolean;
+  readonly destroyed?: boolean;
   once(event: 'finish' | 'close', listener: () => void): unknown;
 }
 
@@ -190,9 +191,14 @@ export function isFinishingResponse(value: unknown): value is FinishingResponse 
 
 /**
  * Calls `settle(finished)` once, when `response` finishes (`true`) or closes before finishing (`false`,
- * the client went away).
+ * the client went away); at once when it has already (the client left, or an earlier middleware
+ * answered, while the decision was awaited: no event would come).
  */
 export function onceSettled(response: FinishingResponse, settle: (finished: boolean) => void): void {
+  if (response.writableFinished === true || response.destroyed === true) {
+    settle(response.writableFinished === true);
+    return;
+  }
   let done = false;
   response.once('finish', () => {
     if (done) return;

@@ -44,6 +44,21 @@ describe('@tollgate/express', () => {
     expect(limit.limiter.stats()).toMatchObject({ requests: 2, limited: 1 });
   });
 
+  it('frames its 429 by its own body: a Content-Length an earlier middleware set is replaced', async () => {
+    const app = express();
+    app.use((_req, res, next) => {
+      res.set('Content-Length', '5');
+      next();
+    });
+    app.use(rateLimit({ policies: { limit: 1, windowMs: 60_000 } }));
+    app.get('/', (_req, res) => res.send('hello'));
+    await request(app).get('/').expect(200);
+    const refused = await request(app).get('/').expect(429);
+    // main before: Content-Length: 5 before a 300-byte body (the connection broke).
+    expect(Number(refused.headers['content-length'])).toBe(Buffer.byteLength(JSON.stringify(refused.body)));
+    expect(refused.body.status).toBe(429);
+  });
+
   it('limits only what it is mounted on', async () => {
     const app = express();
     app.use('/api', rateLimit({ policies, clock }));

@@ -50,9 +50,10 @@ class ResTarget implements ResponseTarget {
   }
   reject(status: number, body: string): void {
     this.raw.statusCode = status;
-    // Node drops the body of a HEAD response and with it the length it would have computed: sent as for
-    // GET (RFC 9110 9.3.2), as Fastify and Koa do.
-    if (this.req.method === 'HEAD') this.raw.setHeader('Content-Length', Buffer.byteLength(body));
+    // The length of this body, always: one an earlier middleware set would frame the 429 wrong (Node
+    // keeps a Content-Length it was given); and for HEAD, whose body Node drops with the length it would
+    // have computed, sent as for GET (RFC 9110 9.3.2), as Fastify and Koa do.
+    this.raw.setHeader('Content-Length', Buffer.byteLength(body));
     this.raw.end(body);
   }
   abandon(): void {}

@@ -39,6 +39,11 @@ describe('--policy values', () => {
     expect(() => parseCandidate('{"policies":[],"mode":"shadow"}', 0)).toThrow(/unexpected 'mode'/);
   });
 
+  it('refuses a concurrency policy, naming the --policy: a log line has no duration to hold a lease for', () => {
+    const plan = '[{"limit":5,"windowMs":1000},{"algorithm":"concurrency","limit":3}]';
+    expect(() => parseCandidate(plan, 1)).toThrow(/^ERR_RL_CLI_USAGE: --policy #2: a 'concurrency' policy limits requests in flight/);
+  });
+
   it('makes labels unique', () => {
     expect(parseCandidates(['{"limit":1,"windowMs":1000}', '{"limit":1,"windowMs":1000}']).map((c) => c.label)).toEqual([
       'gcra 1/1s',

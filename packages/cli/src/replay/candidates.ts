@@ -73,6 +73,12 @@ export function parseCandidate(text: string, index: number, read: (path: string)
     policies = value.policies;
   } else policies = value;
   const list = (Array.isArray(policies) ? policies : [policies]) as PolicyOptions[];
+  if (list.some((p) => isObject(p) && (p as { algorithm?: unknown }).algorithm === 'concurrency')) {
+    throw new CliError(
+      'ERR_RL_CLI_USAGE',
+      `${where}: a 'concurrency' policy limits requests in flight, and a log line is one moment, not a duration: replay rate policies only`,
+    );
+  }
   try {
     // The core validates: the same errors, with the same option paths, as createLimiter in an app.
     createLimiter({ policies: list, store: new MemoryStore({ sweepIntervalMs: 0 }) });

@@ -60,7 +60,16 @@ function parseRange(entry: string, path: string): Range {
   const written = addressText.includes(':') ? 128 : 32;
   let prefix = written;
   if (prefixText !== undefined) {
-    if (!/^(0|[1-9][0-9]{0,2})$/.test(prefixText) || Number(prefixText) > written) {
+    if (!/^(0|[1-9][0-9]{0,2})$/.test(prefixText)) {
+      // A trailing newline or space from an env var or a file, a sign, a leading zero: say what it is.
+      throw new RateLimitConfigError(
+        CODE,
+        path,
+        `has a prefix length that is not a plain number (no spaces, signs or leading zeros); write it as ${HINT}`,
+        entry,
+      );
+    }
+    if (Number(prefixText) > written) {
       throw new RateLimitConfigError(CODE, path, `has a prefix length outside 0-${written}; write it as ${HINT}`, entry);
     }
     prefix = Number(prefixText);

@@ -386,6 +386,17 @@ function retryDelay(config: RetryConfig, n: number, floorMs: number | undefined,
   return Math.ceil(floor + config.random() * spare);
 }
 
+/** `send()`, counted in flight by `pacer` until it ends (pacer.ts: a response's numbers do not count the others). */
+async function inFlight<T>(pacer: Pacer | undefined, origin: string, send: () => Promise<T>): Promise<T> {
+  if (pacer === undefined) return send();
+  pacer.sent(origin);
+  try {
+    return await send();
+  } finally {
+    pacer.landed(origin);
+  }
+}
+
 /** The least time a retry redrawn before the deadline keeps for its attempt, ms. */
 const RETRY_ROOM_MS = 50;
 
@@ -408,22 +419,6 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
     return signal === undefined ? response : untilAborted(response, signal);
   }
 
-  /** `attempt`, counted in flight by the pacer until it ends (pacer.ts: a response's numbers do not count the others). */
-  async function pacedAttempt(
-    pacer: Pacer,
-    origin: string,
-    input: string | URL | Request,
-    init: RequestInit | undefined,
-    signal: AbortSignal | undefined,
-  ) {
-    pacer.sent(origin);
-    try {
-      return await attempt(input, init, signal);
-    } finally {
-      pacer.landed(origin);
-    }
-  }
-
   async function retryFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
     const shape = shapeOf(input, init, config);
     const call = callSignal(shape, config.timeoutMs, config.clock);
@@ -436,12 +431,9 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
         let response: Response | undefined;
         let error: unknown;
         try {
-          const pacer = config.pacer;
-          if (pacer === undefined) response = await attempt(input, init, call.signal);
-          else {
-            if (n === 0) probe = await paced(config, counts, pacer, shape.origin, call.signal, call.deadline);
-            response = await pacedAttempt(pacer, shape.origin, input, init, call.signal);
-          }
+          if (n === 0 && config.pacer !== undefined)
+            probe = await paced(config, counts, config.pacer, shape.origin, call.signal, call.deadline);
+          response = await inFlight(config.pacer, shape.origin, () => attempt(input, init, call.signal));
         } catch (e) {
           if (call.signal?.aborted) throw call.signal.reason;
           error = e;

@@ -6,8 +6,7 @@
  * `landed`) are taken off it, since the server counts them after (twenty calls at once over a quota of
  * ten would otherwise see the first response's "8 left" and send eight more into a spent quota). A
  * server that counted some of them already makes this cautious, never generous, until their responses
- * come. While more than
- * `paceBelow` of the quota is left, nothing waits. Below that, the requests left are spread evenly over
+ * come. While more than `paceBelow` of the quota is left, nothing waits. Below that, the requests left are spread evenly over
  * the time to the reset: one interval apart, the interval fixed when pacing starts (each request's slot
  * is counted from the previous one's, not from when it asked).
  *
@@ -60,11 +59,6 @@ export class Pacer {
     private readonly maxOrigins = 1000,
   ) {}
 
-  /**
-   * Records what a response said about `origin`'s quota; wakes the requests waiting for new numbers. A
-   * response with `Retry-After` but no quota numbers (nginx `limit_req`, many CDNs) says none is left
-   * until then.
-   */
   /** An attempt to `origin` leaves (every attempt, paced or not, retries too). */
   sent(origin: string): void {
     this.flying.set(origin, (this.flying.get(origin) ?? 0) + 1);
@@ -77,6 +71,11 @@ export class Pacer {
     else this.flying.delete(origin);
   }
 
+  /**
+   * Records what a response said about `origin`'s quota (less the attempts still in flight); wakes the
+   * requests waiting for new numbers. A response with `Retry-After` but no quota numbers (nginx
+   * `limit_req`, many CDNs) says none is left until then.
+   */
   observe(origin: string, signal: RateLimitSignal): void {
     if (signal.remaining === undefined || signal.resetMs === undefined) {
       if (signal.retryAfterMs === undefined) return;

@@ -13,7 +13,7 @@
  *
  * An `AbortSignal` (on the init or the Request) ends the call at once, in flight or while waiting, with
  * the signal's reason, as fetch does, and still aborts the returned response's body. `timeoutMs` is a
- * deadline for the whole call, retries and waits included: in flight it aborts with
+ * deadline for the whole call (up to the headers), retries and waits included: in flight it aborts with
  * `ERR_RL_DEADLINE_EXCEEDED`; a wait that would end past it is not started and the last response is
  * returned instead. Pacing holds first attempts only, never longer than `maxDelayMs` and never past the
  * deadline (the request then leaves at once): a retry waits what its refusal asked for.
@@ -63,7 +63,10 @@ export interface RetryOptions {
   baseDelayMs?: number;
   /** The longest single wait, in ms: a server that asks for longer gets its response returned, not a retry. Defaults to `30_000`. */
   maxDelayMs?: number;
-  /** A deadline for the whole call, retries and waits included, in ms. Defaults to none. */
+  /**
+   * A deadline for the whole call, retries and waits included, in ms; the call ends when a response's
+   * headers arrive, so reading its body is bounded by your own signal, not by this. Defaults to none.
+   */
   timeoutMs?: number;
   /** The retry budget, shared by every call of this function; `false` turns it off. Defaults to `{ ratio: 0.1, minRetriesPerSecond: 1, windowMs: 10_000 }`. */
   budget?: RetryBudgetOptions | false;

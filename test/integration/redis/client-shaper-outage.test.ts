@@ -3,7 +3,7 @@
  * reply comes). The core's breaker lets one check through as a probe about once a second, and that check
  * waits `storeTimeoutMs` before `onStoreError: 'local'` answers it; a shaper decides its tasks one at a
  * time, so the whole queue waits with it. With the default `storeTimeoutMs` the queue keeps most of its
- * rate while Redis hangs (main before, with a default of 1 s: about half, 10 starts per 2 s).
+ * rate while Redis hangs (main before, with a default of 1 s: a third, 10 starts in 3 s).
  */
 import { createShaper } from '@tollgate/client';
 import { RedisStore } from '@tollgate/core';

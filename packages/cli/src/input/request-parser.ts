@@ -173,7 +173,7 @@ export function createLineParser(options: ParserOptions): LineParser {
 }
 
 /** How many non-blank lines from a file's start decide its format when its name does not. */
-export const DETECT_LINES = 100;
+const DETECT_LINES = 100;
 
 /** The format one line looks like. */
 function formatOfLine(line: string): LogFormat {

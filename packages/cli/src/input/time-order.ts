@@ -422,8 +422,9 @@ export function formatDuration(ms: number): string {
 export const MAX_REORDER_WINDOW_MS = 7 * 86_400_000;
 
 /**
- * What to rerun with: `--sort`, and a window that would have held every late request when one is
- * accepted (the stderr line, the table and the HTML report all say this).
+ * What to rerun with: `--sort`, and a window that would have held the late requests when one is
+ * accepted (the stderr line, the table and the HTML report all say this); a wider window can let held
+ * far-ahead lines move it and leave others late (the README says so), `--sort` is exact.
  */
 export function rerunWith(lateMs: number): string {
   const window = windowToHold(lateMs);

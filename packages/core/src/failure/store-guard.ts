@@ -222,9 +222,10 @@ export class StoreGuard {
         },
         (error: unknown) => {
           // Only an error about one key's state is a reply from the node (see Watchdog.settle).
-          const replied = errorScopeOf(this.config.store, error) === 'key';
-          if (this.watchdog.settle(ticket, replied)) settleWith(resolve, reject, onFailure, this.failure(node, seq, error, false));
-          else if (replied) this.lateReply(node);
+          const scope = errorScopeOf(this.config.store, error);
+          if (this.watchdog.settle(ticket, scope === 'key'))
+            settleWith(resolve, reject, onFailure, this.judge(node, seq, error, scope, false));
+          else if (scope === 'key') this.lateReply(node);
         },
       );
     });
@@ -242,7 +243,11 @@ export class StoreGuard {
 
   /** Judges a failed call numbered `seq` on `node`; `slow`: the watchdog gave up on it. */
   failure(node: string, seq: number, error: unknown, slow: boolean): CallFailure {
-    const scope = slow ? 'node' : errorScopeOf(this.config.store, error);
+    return this.judge(node, seq, error, slow ? 'node' : errorScopeOf(this.config.store, error), slow);
+  }
+
+  /** `failure`, with the error's scope already known (the store's classifier runs once per error). */
+  private judge(node: string, seq: number, error: unknown, scope: ErrorScope, slow: boolean): CallFailure {
     if (scope === 'key') {
       this.answered(node);
       return new CallFailure(error, scope, node);

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../limiter/create-limiter.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { ConnectionEvent, Store, StoreKey, StorePlan } from '../stores/store.js';
+import { RELEASE_REPLAY_MS } from './lease-keeper.js';
 
 /** A store whose state a restart loses; records the order of its calls. */
 class LosingStore implements Store {
@@ -37,6 +38,7 @@ class LosingStore implements Store {
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number) {
     this.calls.push('apply');
     if (this.down) throw new Error('the client is not ready');
+    this.replica?.apply(key, plan, cost, now, lease);
     const result = this.memory.apply(key, plan, cost, now, lease);
     const drop = this.dropNextApply;
     if (drop !== undefined) {
@@ -66,6 +68,7 @@ class LosingStore implements Store {
     if (this.down) throw new Error('the client is not ready');
     if (this.failReleases === 'throw') throw new Error('connection closed');
     if (this.failReleases === 'reject') return Promise.reject(new Error('connection closed'));
+    this.replica?.release(key, plan, lease, now);
     this.memory.release(key, plan, lease, now);
   }
   renew(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
@@ -96,6 +99,17 @@ class LosingStore implements Store {
     return () => {
       this.listener = undefined;
     };
+  }
+  /** A replica that every write reaches (Sentinel's replica), until `failover` promotes it. */
+  replica: MemoryStore | undefined;
+  /**
+   * A Sentinel failover: the replica `promoted`, as it was when it stopped following, becomes the master;
+   * the clients hear of it only now (the writes in between went to the old master and are lost).
+   */
+  failover(promoted: MemoryStore): void {
+    this.listener?.('lost');
+    this.memory = promoted;
+    this.listener?.('ready');
   }
   /** Loses every lease, as a Redis restart without persistence does, and reconnects. */
   restart(): void {
@@ -169,9 +183,10 @@ describe('LeaseKeeper', () => {
     store.calls = [];
     const d = await limiter.check('k');
     // Three tries, each granted and answered after a reconnect: each lease is given back, and the
-    // failure mode ('closed') answers.
+    // failure mode ('closed') answers. Each give-back is sent again after the connection events that
+    // follow it (a failover may have lost it, RELEASE_REPLAY_MS): 1, then 1 + 1, then 1 + 2.
     expect(store.calls.filter((c) => c === 'apply')).toHaveLength(3);
-    expect(store.calls.filter((c) => c === 'release')).toHaveLength(3);
+    expect(store.calls.filter((c) => c === 'release')).toHaveLength(6);
     expect(d.allowed).toBe(false);
     expect(d.degraded).toBe(true);
     store.flapping = false;
@@ -211,6 +226,40 @@ describe('LeaseKeeper', () => {
     // The store answers again: the release goes first, then the held lease is renewed, then the new one fits.
     expect((await limiter.check('k')).allowed).toBe(true);
     expect(store.calls).toEqual(['release', 'restore', 'apply']);
+    expect((await limiter.check('k')).allowed).toBe(false);
+  });
+
+  /**
+   * Two leases of 60 s taken while the replica follows; then it is promoted, and the old master alone takes
+   * their releases, `apart` ms apart, before the clients hear of it `RELEASE_REPLAY_MS` after the second.
+   */
+  async function releasedAroundAFailover(apart: number) {
+    const { store, limiter, advance } = setup(undefined, 'open', 60_000);
+    store.replica = new MemoryStore();
+    const [a, b] = [await limiter.check('k'), await limiter.check('k')];
+    const promoted = store.replica;
+    store.replica = undefined;
+    a?.release?.();
+    advance(apart);
+    b?.release?.();
+    advance(RELEASE_REPLAY_MS);
+    store.failover(promoted);
+    return { store, limiter };
+  }
+
+  it('sends again after a failover the releases the old master took and the new one never heard of', async () => {
+    const { store, limiter } = await releasedAroundAFailover(0);
+    store.calls = [];
+    // Without them sent again, the new master holds both leases, held by no request, for 60 s.
+    expect((await limiter.check('k')).allowed).toBe(true);
+    expect((await limiter.check('k')).allowed).toBe(true);
+    expect(store.calls).toEqual(['apply', 'apply']);
+  });
+
+  it('sends again only the releases of the last RELEASE_REPLAY_MS before the connection event', async () => {
+    const { limiter } = await releasedAroundAFailover(1);
+    // b's release is sent again, a's is older: its lease holds its slot on the new master until its deadline.
+    expect((await limiter.check('k')).allowed).toBe(true);
     expect((await limiter.check('k')).allowed).toBe(false);
   });
 

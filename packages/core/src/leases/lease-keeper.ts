@@ -44,6 +44,17 @@ export type Restored = 'back' | 'late' | { readonly error: unknown };
 const RESTORE_RETRY_MS = 50;
 const RESTORE_RETRY_MAX_MS = 1_000;
 
+/**
+ * Releases sent this long before a connection event are sent again after it, on the new connection. A
+ * Sentinel failover promotes the replica, and only then do the clients hear of it (the old master is told
+ * to follow the new one and drops its clients, or `+switch-master` reaches them): in that gap, about a
+ * second with three sentinels, a release the old master acknowledged never reaches the new one, and its
+ * lease would hold a slot there, held by no request, until its deadline. A second release of a lease is
+ * harmless (lease ids are never reused). Sent at most RELEASE_REPLAY_MAX of them, the latest.
+ */
+export const RELEASE_REPLAY_MS = 5_000;
+const RELEASE_REPLAY_MAX = 10_000;
+
 /** A lease held in a store that can lose it (`Store.restore`). */
 interface Held {
   readonly key: StoreKey;
@@ -85,6 +96,8 @@ class StoreLeases {
   readonly held = new Set<Held>();
   /** Released by their requests while the store could not be told (down, or the call failed): told again with the next restore. */
   readonly unreleased = new Set<Held>();
+  /** Releases sent, each with when, in the last RELEASE_REPLAY_MS: told again after a connection event. */
+  readonly recent = new Map<Held, number>();
   /** When `held` is next swept of leases past their deadline (never released: a lost `release`). */
   sweepAt = 1024;
   /** The store may have lost some, or hold some this limiter released: new leases wait for `restoring`. */
@@ -128,6 +141,16 @@ class StoreLeases {
 /** Why the leases of `kept` are not all back after a restore ended: its error, or `'late'`. */
 function unrestored(kept: StoreLeases): Exclude<Restored, 'back'> {
   return kept.restoreError === undefined ? 'late' : { error: kept.restoreError };
+}
+
+/** Records the release of `held`, sent at `now`, among `kept`'s recent ones (RELEASE_REPLAY_MS), dropping those too old or too many. */
+function sentRelease(kept: StoreLeases, held: Held, now: number): void {
+  const recent = kept.recent;
+  recent.set(held, now);
+  for (const [h, at] of recent) {
+    if (now - at <= RELEASE_REPLAY_MS && recent.size <= RELEASE_REPLAY_MAX) break;
+    recent.delete(h);
+  }
 }
 
 /** The plan's lease bounds: the shortest lease time and max lease life of its concurrency policies. */
@@ -323,15 +346,17 @@ export class LeaseKeeper {
    */
   abandon(store: Store, cp: CompiledPlan, key: StoreKey, plan: StorePlan, lease: number, now: number): void {
     const kept = this.watched(store);
+    const { leaseMs } = this.boundsOf(cp);
+    const held: Held = { key, plan, lease, renewUntil: now, leaseMs, until: this.now() + leaseMs, inStore: true, putBack: undefined };
     const untold = () => {
       if (kept === undefined) return;
-      const { leaseMs } = this.boundsOf(cp);
-      kept.unreleased.add({ key, plan, lease, renewUntil: now, leaseMs, until: this.now() + leaseMs, inStore: true, putBack: undefined });
+      kept.unreleased.add(held);
       kept.lost = true;
     };
     try {
       const pending = store.release?.(key, plan, lease, now);
       if (isPromiseLike(pending)) pending.then(undefined, untold);
+      if (kept !== undefined) sentRelease(kept, held, this.now());
     } catch {
       untold();
     }
@@ -400,6 +425,9 @@ export class LeaseKeeper {
    */
   private connection(kept: StoreLeases, event: ConnectionEvent): void {
     kept.epoch += 1;
+    const now = this.now();
+    for (const [held, at] of kept.recent) if (now - at <= RELEASE_REPLAY_MS && now < held.until) kept.unreleased.add(held);
+    kept.recent.clear();
     kept.lost = true;
     kept.missing = true;
     kept.retryAt = 0;
@@ -447,13 +475,15 @@ export class LeaseKeeper {
   }
 
   private sendRelease(kept: StoreLeases, held: Held): void {
-    this.send(
-      () => kept.store.release?.(held.key, held.plan, held.lease, this.now()),
+    const now = this.now();
+    const sent = this.send(
+      () => kept.store.release?.(held.key, held.plan, held.lease, now),
       () => {
         kept.unreleased.add(held);
         kept.lost = true;
       },
     );
+    if (sent !== 'failed') sentRelease(kept, held, now);
   }
 
   /** A renewal that puts the lease back if the store lost it; then the others are put back too. */
@@ -503,6 +533,8 @@ export class LeaseKeeper {
       released.catch(() => undefined);
       const live = await Promise.all(list.map((h) => puttingBack(h, kept.store.restore(h.key, h.plan, h.lease, now))));
       await released;
+      // Told on this connection, which a failover may end too.
+      for (const h of ending) sentRelease(kept, h, now);
       if (ending.length + list.length > 0) this.failing = false;
       kept.restoreError = undefined;
       kept.retryMs = RESTORE_RETRY_MS;

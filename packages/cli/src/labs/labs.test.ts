@@ -96,6 +96,17 @@ describe('lab D: sliding-window estimate against the sliding log on the same his
     expect(table('d', 2)[1]?.[1]).not.toBe(19_930);
   });
 
+  it("its note gives this run's widest gap between the two admitted totals, rounded up to 0.1 % (not a fixed figure)", () => {
+    for (const seed of [1, 8]) {
+      const lab = runLab('d', { seed });
+      const gaps = (lab.tables[0]?.rows ?? []).map((row) => Math.abs((row[9] as number) - (row[2] as number)) / (row[2] as number));
+      const widest = Math.ceil(1000 * Math.max(...gaps)) / 10;
+      expect(lab.notes.join(' ')).toContain(`stays within ${widest.toFixed(1)} % of the exact log's in this run`);
+    }
+    // Seed 8 is over the 1.2 % the note once printed whatever the run measured.
+    expect(runLab('d', { seed: 8 }).notes.join(' ')).toContain('within 1.4 %');
+  });
+
   it("the estimate it judges is the library's: on the library's own sliding-window run, it gives every verdict the library gave", () => {
     const r = createRandom(5);
     const arrivals: Arrival[] = [];

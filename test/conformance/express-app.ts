@@ -12,6 +12,13 @@ export function makeExpressApp(createApp: typeof express): MakeApp {
   return async (spec) => {
     const app = createApp();
     if (spec.trustProxy !== undefined) app.set('trust proxy', spec.trustProxy);
+    const first = spec.headersFirst;
+    if (first !== undefined) {
+      app.use((_req: Request, res: Response, next: NextFunction) => {
+        for (const [name, value] of Object.entries(first)) res.setHeader(name, value);
+        next();
+      });
+    }
     const start = spec.startFirst;
     if (start !== undefined) {
       app.use((_req: Request, res: Response, next: NextFunction) => {

@@ -8,6 +8,13 @@ import { type MakeApp, routeBody } from './suite.js';
 
 export const makeFastifyApp: MakeApp = async (spec) => {
   const app = Fastify(spec.trustProxy === undefined ? {} : { trustProxy: spec.trustProxy as never });
+  const first = spec.headersFirst;
+  if (first !== undefined) {
+    app.addHook('onRequest', (_request, reply, done) => {
+      for (const [name, value] of Object.entries(first)) reply.header(name, value);
+      done();
+    });
+  }
   const start = spec.startFirst;
   if (start !== undefined) {
     app.addHook('onRequest', (_request, reply, done) => {

@@ -15,6 +15,13 @@ export function makeKoaApp(KoaApp: typeof Koa): MakeApp {
       app.proxy = true;
       app.maxIpsCount = spec.trustProxy as number;
     }
+    const first = spec.headersFirst;
+    if (first !== undefined) {
+      app.use(async (ctx, next) => {
+        ctx.set({ ...first });
+        await next();
+      });
+    }
     const start = spec.startFirst;
     if (start !== undefined) {
       app.use(async (ctx, next) => {

@@ -6,7 +6,7 @@
  * virtual (the limiter's `clock`); the shaping tests fake `setTimeout` only.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { request as httpRequest, type Server } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Decision, LogFields, Logger, PolicyOptions, RateLimitOptions } from '@tollgate/core';
 import { createLimiter, keys, MemoryStore, PROBLEM_TYPES } from '@tollgate/core';
@@ -28,6 +28,11 @@ export interface AppSpec {
    * at once and goes on (a middleware that streams first). Routes then write only if nothing was sent.
    */
   readonly startFirst?: { readonly mode: 'end' | 'stream'; readonly afterMs: number };
+  /**
+   * Headers a middleware before the limiter sets on every response (as one does for the route's answer:
+   * Express `res.setHeader`, Fastify `reply.header` in an earlier onRequest hook, Koa `ctx.set`).
+   */
+  readonly headersFirst?: Readonly<Record<string, string>>;
   /**
    * The framework's own trust-proxy setting, as each spells it: Express `app.set('trust proxy', v)`,
    * Fastify `Fastify({ trustProxy: v })`, Koa `app.proxy = true; app.maxIpsCount = v` (a number).
@@ -74,14 +79,19 @@ function recorder(): Logger & { lines: string[] } {
 }
 
 /** GET over a raw socket: what a client sees of a response that may be cut off. */
-function rawGet(server: Server, path: string): Promise<{ status: number | undefined; body: string; aborted: boolean }> {
+function rawGet(
+  server: Server,
+  path: string,
+): Promise<{ status: number | undefined; body: string; aborted: boolean; headers?: IncomingHttpHeaders }> {
   const { port } = server.address() as AddressInfo;
   return new Promise((resolve) => {
     let status: number | undefined;
+    let headers: IncomingHttpHeaders | undefined;
     let body = '';
-    const done = (aborted: boolean) => resolve({ status, body, aborted });
+    const done = (aborted: boolean) => resolve({ status, body, aborted, headers });
     const req = httpRequest({ host: '127.0.0.1', port, path, agent: false }, (res) => {
       status = res.statusCode;
+      headers = res.headers;
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
         body += chunk;
@@ -171,6 +181,29 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
       await request(app.server).get('/').expect(429);
       now += 1000;
       await request(app.server).get('/').expect(200);
+    });
+
+    it("a 429 drops the headers an earlier middleware set for the route's representation (its body is not that)", async () => {
+      const first = {
+        'Content-Encoding': 'gzip',
+        'Content-Language': 'de',
+        'Content-Disposition': 'attachment; filename="report.csv"',
+        ETag: '"v1"',
+        'Last-Modified': 'Tue, 01 Dec 2026 00:00:00 GMT',
+        Expires: 'Wed, 02 Dec 2026 00:00:00 GMT',
+        'X-Request-Id': 'abc',
+      };
+      const app = await start({ global: { policies: { ...FIXED, limit: 1 }, clock }, headersFirst: first });
+      // Over a raw socket: a client that believed the Content-Encoding could not read the body at all.
+      const pass = await rawGet(app.server, '/');
+      expect(pass.headers?.['content-encoding']).toBe('gzip');
+      const res = await rawGet(app.server, '/');
+      expect(res.status).toBe(429);
+      for (const name of ['content-encoding', 'content-language', 'content-disposition', 'etag', 'last-modified', 'expires'])
+        expect(res.headers?.[name], name).toBeUndefined();
+      expect(res.headers?.['x-request-id']).toBe('abc');
+      expect(res.headers?.['content-type']).toBe('application/problem+json');
+      expect(JSON.parse(res.body)).toMatchObject({ status: 429, policy: 'default' });
     });
 
     it('lists every enforced policy, and on 429 only the exhausted ones', async () => {
@@ -620,7 +653,7 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
           startFirst: { mode: 'stream', afterMs: 0 },
         });
         const first = await rawGet(app.server, '/');
-        expect(first).toEqual({ status: 200, body: 'streaming;', aborted: false });
+        expect(first).toMatchObject({ status: 200, body: 'streaming;', aborted: false });
         const second = await rawGet(app.server, '/');
         expect(second.aborted).toBe(true);
         expect(app.handled()).toBe(1);

@@ -154,6 +154,14 @@ class ReplyTarget implements ResponseTarget {
   header(name: string, value: string): void {
     this.reply.header(name, value);
   }
+  /** Fastify keeps `reply.header`'s headers apart from the Node response's until it sends: both go. */
+  remove(names: ReadonlySet<string>): void {
+    for (const name of Object.keys(this.reply.getHeaders())) {
+      if (!names.has(name)) continue;
+      this.reply.removeHeader(name);
+      this.reply.raw.removeHeader(name);
+    }
+  }
   reject(status: number, body: string): void {
     this.reply.code(status).send(bodyBuffer(body));
   }

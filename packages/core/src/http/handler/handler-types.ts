@@ -37,6 +37,10 @@ export interface RawResponse extends ClosableResponse {
   readonly headersSent: boolean;
   readonly writableEnded: boolean;
   destroy(): unknown;
+  /** Node's: the lower-case names of the headers set so far. */
+  getHeaderNames?(): string[];
+  /** Node's: a header an earlier middleware set that would misdescribe a rejection's body goes. */
+  removeHeader?(name: string): void;
 }
 
 /** How an adapter writes in its framework. `run` calls these only while the response has not started. */
@@ -48,6 +52,12 @@ export interface ResponseTarget {
   /** Framework state that also means "already answered" (Fastify's `reply.sent`, which covers hijack). */
   sent?(): boolean;
   header(name: string, value: string): void;
+  /**
+   * Removes the headers of `names` (lower-case) set before the decision, for a framework that keeps
+   * headers of its own besides `raw`'s (Fastify's `reply.header`); without it, the handler removes them
+   * from `raw`.
+   */
+  remove?(names: ReadonlySet<string>): void;
   /** Answers the request with `status` and `body` (headers are already set). */
   reject(status: number, body: string): void;
   /** The request will get no answer from the framework (the client left, or the response was aborted). */

@@ -17,6 +17,39 @@ export function started(target: ResponseTarget): boolean {
   return raw.headersSent || raw.writableEnded || raw.destroyed === true || (target.sent?.() ?? false);
 }
 
+/**
+ * Headers that describe a representation, or how it is framed, which an earlier middleware may have set
+ * for the route's answer: on a rejection they would misdescribe the problem body (a `Content-Encoding:
+ * gzip` on plain JSON makes a client fail to decode it; an `ETag` or `Last-Modified` would let a cache
+ * revalidate the 429 as the route's). Removed before a rejection's headers are written.
+ */
+const REPRESENTATION_HEADERS: ReadonlySet<string> = new Set([
+  'content-encoding',
+  'content-language',
+  'content-location',
+  'content-range',
+  'content-disposition',
+  'content-md5',
+  'content-digest',
+  'repr-digest',
+  'digest',
+  'etag',
+  'last-modified',
+  'expires',
+  'transfer-encoding',
+]);
+
+/** Removes the headers of REPRESENTATION_HEADERS an earlier middleware set, before a rejection is written. */
+function clearRepresentation(out: ResponseTarget): void {
+  if (out.remove !== undefined) {
+    out.remove(REPRESENTATION_HEADERS);
+    return;
+  }
+  const raw = out.raw;
+  // The names set so far, once: most responses have none of these, and a removal per name costs more.
+  for (const name of raw.getHeaderNames?.() ?? []) if (REPRESENTATION_HEADERS.has(name)) raw.removeHeader?.(name);
+}
+
 /** The connection closed before anything was written: the client went away, nothing else answered. */
 function clientLeft(target: ResponseTarget): boolean {
   const raw = target.raw;
@@ -52,6 +85,7 @@ export function writePlan(
     out.abandon();
     return 'stop';
   }
+  if (plan.action === 'reject') clearRepresentation(out);
   const headers = plan.headers;
   // An index loop: `for (const [name, value] of ...)` may build an iterator per pair.
   for (let i = 0; i < headers.length; i++) {
@@ -84,6 +118,7 @@ export interface ShedAnswer {
 export function writeShed(answer: ShedAnswer, out: ResponseTarget): RunOutcome {
   if (started(out)) return 'next';
   const plan = planShed(answer.retryAfterMs, answer.priority, answer.state);
+  clearRepresentation(out);
   for (const [name, value] of plan.headers) out.header(name, value);
   out.reject(503, plan.body ?? '');
   return 'stop';

@@ -6,9 +6,10 @@
  */
 import type { Logger } from '../logging.js';
 import { safeLog } from '../logging.js';
-import type { Store, StoreKey, StorePlan } from '../stores/store.js';
+import { RESULT_STRIDE, type Store, type StoreKey, type StorePlan } from '../stores/store.js';
 import { type ErrorScope, errorScopeOf } from './error-scope.js';
 import { type BreakerConfig, type BreakerState, NodeHealth } from './node-health.js';
+import { StoreResultError } from './store-result-error.js';
 import { StoreTimeoutError } from './store-timeout-error.js';
 import { type Overdue, Watchdog } from './watchdog.js';
 
@@ -239,6 +240,12 @@ export class StoreGuard {
    */
   private lateReply(node: string): void {
     if (this.health.size !== 0) this.health.get(node)?.lateReply(this.config.now());
+  }
+
+  /** The call numbered `seq` on `node` answered `r`, which is not a result of `plan`: a failure of that call alone. */
+  junk(node: string, seq: number, r: unknown, plan: StorePlan): CallFailure {
+    const error = new StoreResultError(this.config.store.kind, r, plan.policies.length * RESULT_STRIDE);
+    return this.judge(node, seq, error, 'key', false);
   }
 
   /** Judges a failed call numbered `seq` on `node`; `slow`: the watchdog gave up on it. */

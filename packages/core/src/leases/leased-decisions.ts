@@ -8,6 +8,7 @@ import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { DecisionImpl } from '../decision.js';
 import type { Fallback } from '../failure/fallback.js';
 import { CallFailure, type StoreGuard } from '../failure/store-guard.js';
+import { isResultOf } from '../failure/store-result-error.js';
 import { StoreTimeoutError } from '../failure/store-timeout-error.js';
 import type { DecisionBuilder } from '../limiter/build-decision.js';
 import type { Counters } from '../limiter/counters.js';
@@ -136,6 +137,9 @@ export class LeasedDecider {
         seq,
         r,
         (o) => {
+          // Junk (a custom store's bug): the lease the call may have taken is given up, as for no answer.
+          if (!isResultOf(o, t.cp.storePlan))
+            return this.unanswered(t, cost, guard.junk(node, seq, o, t.cp.storePlan), at, lease, opts, observing);
           // Granted across a reconnect, maybe before the held leases were back: given up, asked again.
           if (keeper.epoch(store) !== epoch && tookLease(o, t.cp)) return this.again(t, cost, at, lease, opts, observing, node, seq, tries);
           // As the plain path does: an outage continues the key's rate budget from this answer.
@@ -153,6 +157,8 @@ export class LeasedDecider {
       );
     }
     guard.answered(node);
+    if (!isResultOf(r, t.cp.storePlan))
+      return this.unanswered(t, cost, guard.junk(node, seq, r, t.cp.storePlan), at, lease, opts, observing);
     plain.remember(t, r, at);
     return this.answered(t, cost, r, at, lease, opts, observing);
   }

@@ -9,7 +9,9 @@ import { createLimiter, type LimiterEvents } from './create-limiter.js';
 /** A store whose behaviour the test switches: healthy (a real MemoryStore), throwing, rejecting or hanging. */
 class FlakyStore implements Store {
   readonly kind = 'flaky';
-  mode: 'ok' | 'throw' | 'reject' | 'hang' | 'late-reject' | 'slow' | 'slow-junk' = 'ok';
+  mode: 'ok' | 'throw' | 'reject' | 'hang' | 'late-reject' | 'slow' | 'slow-junk' | 'junk' | 'junk-now' = 'ok';
+  /** 'junk' (resolved) and 'junk-now' (returned): what a buggy custom store answers instead of a result. */
+  junk: unknown = undefined;
   /** 'slow': answers this many ms after the call, from a timer. */
   delayMs = 0;
   calls = 0;
@@ -29,6 +31,10 @@ class FlakyStore implements Store {
         return new Promise<StoreResult>(() => {});
       case 'late-reject':
         return new Promise<StoreResult>((_, reject) => this.pending.push(reject));
+      case 'junk':
+        return Promise.resolve(this.junk as StoreResult);
+      case 'junk-now':
+        return this.junk as StoreResult;
       case 'slow-junk': {
         // A buggy custom store: resolves `undefined` instead of a result, after `delayMs`.
         const delay = this.delayMs;
@@ -603,6 +609,55 @@ describe('failure mode', () => {
     const allowed = [];
     for (let i = 0; i < 4; i++) allowed.push((await limiter.check('k')).allowed);
     expect(allowed).toEqual([true, true, false, false]);
+  });
+});
+
+describe('a store that answers junk on time (a custom store bug)', () => {
+  const plans: Record<string, AnyPolicyOptions[]> = {
+    rate: [{ name: 'minute', limit: 100, windowMs: 60_000 }],
+    'rate and concurrency': [
+      { name: 'minute', limit: 100, windowMs: 60_000 },
+      { name: 'running', algorithm: 'concurrency', limit: 100 },
+    ],
+  };
+  for (const [name, policies] of Object.entries(plans)) {
+    for (const mode of ['junk', 'junk-now'] as const) {
+      it(`${name}, ${mode === 'junk' ? 'resolved' : 'returned'}: the failure mode answers, the node stays healthy, the error is coded`, async () => {
+        const store = new FlakyStore();
+        const logger = recordingLogger();
+        const limiter = createLimiter({ policies, store, onStoreError: 'closed', logger });
+        const events: LimiterEvents['store-error'][] = [];
+        limiter.on('store-error', (e) => events.push(e));
+        for (const junk of [undefined, null, {}, [1, 2], 'OK', 42]) {
+          store.mode = mode;
+          store.junk = junk;
+          // Before: check() rejected with a TypeError, and the adapters let the request through undecided.
+          const d = await limiter.check('k');
+          expect(d).toMatchObject({ allowed: false, degraded: true, reason: 'store-error' });
+          // The node answered: its breaker stays closed, the next real answer is the store's.
+          store.mode = 'ok';
+          expect(await limiter.check('k')).toMatchObject({ allowed: true, degraded: false });
+        }
+        expect(events).toHaveLength(6);
+        expect(events.every((e) => e.scope === 'key' && (e.error as { code?: string }).code === 'ERR_RL_STORE_RESULT')).toBe(true);
+        expect(String((events[0]?.error as Error | undefined)?.message)).toContain(
+          "the 'flaky' store answered undefined, not a result of at least",
+        );
+        expect(logger.errors).toHaveLength(1);
+        expect(logger.errors[0]).toContain('ERR_RL_STORE_KEY_FAILED');
+        expect(logger.errors[0]).toContain('ERR_RL_STORE_RESULT');
+        await limiter.close();
+      });
+    }
+  }
+
+  it('peek and refund reject with the coded error, not a TypeError', async () => {
+    const store = new FlakyStore();
+    const limiter = createLimiter({ policies: { limit: 5, windowMs: 60_000 }, store, logger: recordingLogger() });
+    const d = await limiter.check('k');
+    Object.assign(store, { peek: () => Promise.resolve(undefined), refund: () => Promise.resolve({}) });
+    await expect(limiter.peek('k')).rejects.toMatchObject({ code: 'ERR_RL_STORE_RESULT' });
+    await expect(limiter.refund(d)).rejects.toMatchObject({ code: 'ERR_RL_STORE_RESULT' });
   });
 });
 

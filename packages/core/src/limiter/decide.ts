@@ -13,6 +13,7 @@
 import type { DecisionImpl } from '../decision.js';
 import type { Fallback } from '../failure/fallback.js';
 import type { CallFailure, StoreGuard } from '../failure/store-guard.js';
+import { isResultOf } from '../failure/store-result-error.js';
 import { catchRejection } from '../internal/rejection.js';
 import type { DecisionObserver } from '../observability/decision-observer.js';
 import type { StoreTimer } from '../observability/store-timer.js';
@@ -130,6 +131,8 @@ export class Decider {
         seq,
         r,
         (o) => {
+          if (!isResultOf(o, t.cp.storePlan))
+            return this.observer.observe(this.failed(t, cost, at, guard.junk(node, seq, o, t.cp.storePlan)), opts, at);
           if (this.remembers) this.remember(t, o, at);
           return this.observer.observe(this.called(this.built(t, cost, o, at), at), opts, at);
         },
@@ -143,6 +146,7 @@ export class Decider {
       );
     }
     guard.answered(node);
+    if (!isResultOf(r, t.cp.storePlan)) return this.failed(t, cost, at, guard.junk(node, seq, r, t.cp.storePlan));
     // A synchronous answer of a store that can fail (RedisStore's `localBatch`) is remembered as an
     // asynchronous one is: an outage continues the key from it, not from the last round trip's.
     if (this.remembers) this.remember(t, r, at);

@@ -8,6 +8,7 @@ import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { DecisionImpl } from '../decision.js';
 import { codedError, describeValue } from '../errors.js';
 import { CallFailure, type StoreGuard } from '../failure/store-guard.js';
+import { hasLength, isResultOf, StoreResultError } from '../failure/store-result-error.js';
 import { MILLI, toMilli } from '../internal/fixed-point.js';
 import { Receipt, type RefundResult } from '../plans/compiled-plan.js';
 import { F_CHARGED, isPromiseLike, R_FLAGS, R_REMAINING, RESULT_STRIDE, type Store, type StoreResult } from '../stores/store.js';
@@ -61,6 +62,7 @@ export async function peek(parts: PeekRefundParts, rawKey: LimiterKey, opts: Che
   if (store.peek === undefined) throw unsupported(store, 'peek');
   await guard.starting();
   const r = await watched(guard, t.storeKey, store.peek(t.storeKey, t.cp.storePlan, cost, now()));
+  if (!isResultOf(r, t.cp.storePlan)) throw new StoreResultError(store.kind, r, t.cp.storePlan.policies.length * RESULT_STRIDE);
   const d = builder.build(t.key, cost, leftNow(r, t.cp.all, cost), t.cp, t.cp.all, false, 'uncounted');
   d.plan = t.cp.name;
   return d;
@@ -107,6 +109,7 @@ export async function refund(
   receipt.spend(give);
   const cp = receipt.compiled;
   const done = await watched(guard, receipt.key, store.refund(receipt.key, cp.storePlan, give, marks, now()));
+  if (!hasLength(done, cp.all.length)) throw new StoreResultError(store.kind, done, cp.all.length);
   const names: string[] = [];
   for (let i = 0; i < cp.all.length; i++) if (done[i] === 1) names.push((cp.all[i] as CompiledPolicy).name);
   return Object.freeze({ refunded: names.length > 0, policies: Object.freeze(names) });

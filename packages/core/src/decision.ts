@@ -171,6 +171,10 @@ export function decisionData(d: Decision): Decision {
 }
 
 export class Verdict implements ShadowVerdict {
+  /** A check of a key per policy: its store keys, and where the candidates' begin (keyOf). */
+  #keys: readonly string[] | undefined = undefined;
+  #first = 0;
+
   constructor(
     readonly allowed: boolean,
     readonly reason: DecisionReason,
@@ -179,6 +183,17 @@ export class Verdict implements ShadowVerdict {
     readonly retryAfterMs: number,
     readonly policies: readonly PolicyResult[],
   ) {}
+
+  /** The check gave a key per policy, `keys`, the candidates' from index `first` on. */
+  keyed(keys: readonly string[], first: number): void {
+    this.#keys = keys;
+    this.#first = first;
+  }
+
+  /** The key candidate `i` counted under: its own when the check gave it one, else `key`, the decision's. */
+  keyOf(i: number, key: string): string {
+    return this.#keys?.[this.#first + i] ?? key;
+  }
 }
 
 /** The results of one group (enforced or shadow) and what they add up to. */

@@ -1,6 +1,7 @@
 /**
  * @module Warn-once diagnostics for setups that are valid but probably wrong (a forwarding header from an
- * untrusted peer, a proxy setting that trusts everyone). Each code warns at most once per instance,
+ * untrusted peer, a proxy setting that trusts everyone). Each code warns at most once per instance (a
+ * failing callback's, once per callback),
  * through the injected logger, and each can be switched off; a diagnostic never throws into a request.
  */
 import { RateLimitConfigError, seeDocs } from './errors.js';
@@ -40,7 +41,10 @@ export const WARNING_CODES = [
 /** A warning code tollgate logs; each is explained in docs/errors.md and can be switched off with `validate`. */
 export type WarningCode = (typeof WARNING_CODES)[number];
 
-/** Warn-once diagnostics: each code is logged at most once, unless `validate` switches it off. */
+/**
+ * Warn-once diagnostics: each code is logged at most once (a callback's, `fields.hook`, once per
+ * callback), unless `validate` switches it off.
+ */
 export interface Diagnostics {
   /**
    * Logs `message` under `code` the first time this code is raised, unless switched off. `fields`
@@ -70,8 +74,10 @@ export function createDiagnostics(logger: Logger, validate: ValidateOption = tru
   const enabled = (code: WarningCode): boolean => warningEnabled(validate, code);
   return {
     warn(code, message, fields) {
-      if (raised.has(code) || !enabled(code)) return;
-      raised.add(code);
+      // A callback's warning is once per callback: `onDecision` failing once must not hide `key` failing later.
+      const once = typeof fields?.hook === 'string' ? `${code} ${fields.hook}` : code;
+      if (raised.has(once) || !enabled(code)) return;
+      raised.add(once);
       safeLog(logger, 'warn', fields === undefined ? { code } : { ...fields, code }, `${code}: ${message} ${seeDocs(code)}`);
     },
     enabled,

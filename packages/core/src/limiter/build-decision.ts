@@ -141,6 +141,8 @@ export class DecisionBuilder {
   label(d: DecisionImpl, t: Target, cost: number, r: StoreResult, at: number): Decision {
     const cp = t.cp;
     d.plan = cp.name;
+    // A candidate may count by a key of its own (shadow stats name the keys it would block by it).
+    if (d.shadow !== undefined && typeof t.storeKey !== 'string') (d.shadow as Verdict).keyed(t.storeKey, cp.enforcedCount);
     // `=== false`, not `!`: a compare with the boolean, where `!` compiles to a full truthiness test.
     if (d.limited === false && d.degraded === false) {
       if (cp.all.length === 1 && typeof t.storeKey === 'string') this.charge(d, cp, r, at);

@@ -247,6 +247,24 @@ describe('limiter.stats().shadow', () => {
     expect(limiter.stats().shadow[0]).toMatchObject({ checks: 0, wouldBlock: 0, agreement: 1, topKeys: [] });
   });
 
+  it("names the keys a candidate with a key of its own would block by that key, not the enforced policies' key", () => {
+    // Moving a limit from the client IP to the user: four users behind one IP.
+    const limiter = createLimiter({
+      policies: [{ name: 'per-ip', algorithm: 'fixed-window', limit: 100, windowMs: 60_000 }],
+      shadow: { policies: [{ name: 'per-user', algorithm: 'fixed-window', limit: 1, windowMs: 60_000 }] },
+      clock: () => 0,
+    });
+    for (const user of ['u0', 'u1', 'u2', 'u3', 'u0', 'u1', 'u2', 'u3', 'u3'])
+      limiter.decide({ 'per-ip': 'ip:10.0.0.1', 'per-user': `user:${user}` });
+    // A candidate the object names no key for counts under the decision's key, as before.
+    limiter.decide({ 'per-ip': 'ip:10.0.0.2' });
+    limiter.decide({ 'per-ip': 'ip:10.0.0.2' });
+    const [perUser] = limiter.stats().shadow;
+    expect(perUser).toMatchObject({ wouldBlock: 6, affectedKeys: 5 });
+    expect(perUser?.topKeys[0]).toEqual({ key: 'user:u3', count: 2, error: 0 });
+    expect(perUser?.topKeys.map((k) => k.key).sort()).toEqual(['per-ip=ip%3A10.0.0.2', 'user:u0', 'user:u1', 'user:u2', 'user:u3']);
+  });
+
   it('keeps a ring of at most 12 intervals', () => {
     const clock = virtualClock(0);
     const limiter = createLimiter({

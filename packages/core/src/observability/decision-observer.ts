@@ -9,6 +9,7 @@
  */
 import { channel } from 'node:diagnostics_channel';
 import type { CompiledPolicy } from '../algorithms/kernel.js';
+import { Verdict } from '../decision.js';
 import type { BreakerState } from '../failure/node-health.js';
 import { WHOLE_STORE } from '../failure/store-guard.js';
 import type { HotKeysOptions } from '../options.js';
@@ -313,7 +314,8 @@ export class DecisionObserver {
       const r = verdict.policies[i];
       if (r === undefined) continue;
       const shadowBlocks = !r.allowed;
-      (this.shadow[i] as ShadowPolicyTracker).record(d.key, shadowBlocks, enforcedBlocks, at);
+      const key = verdict instanceof Verdict ? verdict.keyOf(i, d.key) : d.key;
+      (this.shadow[i] as ShadowPolicyTracker).record(key, shadowBlocks, enforcedBlocks, at);
       if (this.watch.attached) {
         const v = shadowBlocks ? (enforcedBlocks ? 1 : 2) : enforcedBlocks ? 3 : 0;
         const slot = (enforcedCount + i) * SHADOW_VERDICTS.length + v;

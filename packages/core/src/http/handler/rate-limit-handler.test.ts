@@ -231,6 +231,30 @@ describe('createRateLimitHandler', () => {
     expect(logger.warnings[0]).toMatch(/^WRN_RL_HOOK_FAILED/);
   });
 
+  it('warns once per failing callback: a key that fails after onDecision did gets its own line, with its error', async () => {
+    let keyFails = false;
+    const { handler, logger } = make({
+      onDecision: () => {
+        throw new Error('metrics down');
+      },
+      key: (req) => {
+        if (keyFails) throw new Error('no session store');
+        return req.id;
+      },
+    });
+    await handler.handle(input({ id: 'a' }));
+    await handler.handle(input({ id: 'b' }));
+    keyFails = true;
+    await handler.handle(input({ id: 'c' }));
+    await handler.handle(input({ id: 'd' }));
+    const hooks = logger.warnings.filter((w) => w.startsWith('WRN_RL_HOOK_FAILED'));
+    // Before: one line for the whole middleware, onDecision's; the key's error was never logged.
+    expect(hooks).toHaveLength(2);
+    expect(hooks[0]).toContain('"hook":"onDecision"');
+    expect(hooks[1]).toContain('"hook":"key"');
+    expect(hooks[1]).toContain('no session store');
+  });
+
   it('survives an async onDecision that rejects: a warning, never an unhandled rejection', async () => {
     const unhandled = await unhandledDuring(async () => {
       const { handler, logger } = make({

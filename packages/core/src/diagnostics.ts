@@ -11,6 +11,7 @@ import { type Logger, safeLog } from './logging.js';
 export const WARNING_CODES = [
   'WRN_RL_BREAKER_CLOSED',
   'WRN_RL_BREAKER_OPEN',
+  'WRN_RL_CLIENT_ENDED',
   'WRN_RL_CLIENT_RESENDS',
   'WRN_RL_CORRUPT_STATE',
   'WRN_RL_EVICTION_POLICY',

@@ -131,6 +131,22 @@ describe('RedisStore fails fast when the client is not ready', () => {
     await expect(store.reset('k', plan)).rejects.toMatchObject({ code: 'ERR_RL_STORE_NOT_READY' });
   });
 
+  it("says once that a client that has ended ('end') will not reconnect, and answers at once", async () => {
+    const client = track(new Redis({ port: await closedPort(), retryStrategy: () => null }));
+    const warnings: unknown[][] = [];
+    const store = new RedisStore({ client, logger: { warn: (...a: unknown[]) => void warnings.push(a), error() {} } });
+    await new Promise<void>((resolve) => (client.status === 'end' ? resolve() : client.once('end', () => resolve())));
+    for (let i = 0; i < 3; i++) {
+      const error = await Promise.resolve(store.apply('k', plan, 1000, 0)).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'ERR_RL_STORE_NOT_READY' });
+      // Before: "until the client is ready again", which an ended client never is.
+      expect(String(error)).toMatch(/has ended \('end'\) and will not reconnect/);
+    }
+    const ended = warnings.filter((w) => (w[0] as { code?: string }).code === 'WRN_RL_CLIENT_ENDED');
+    expect(ended).toHaveLength(1);
+    expect(ended[0]?.[0]).toMatchObject({ store: 'redis' });
+  });
+
   it('starts a lazyConnect client that has not connected yet, and still answers at once', async () => {
     const client = track(new Redis({ port: await closedPort(), lazyConnect: true, retryStrategy: () => null }));
     expect(client.status).toBe('wait');

@@ -385,6 +385,7 @@ export class RedisStore implements Store {
     }
     // A lazyConnect client connects on its first command; we send none until it is ready, so start it.
     if (status === 'wait') this.client.connect?.().catch(() => undefined);
+    if (status === 'end') return this.ended();
     return new RedisStoreError(
       'ERR_RL_STORE_NOT_READY',
       `the Redis client is '${status}', not 'ready'; RedisStore does not let commands wait in the client's offline queue, ` +
@@ -677,6 +678,23 @@ export class RedisStore implements Store {
     });
     this.used = true;
     this.watch.start();
+  }
+
+  /**
+   * The client has ended (ioredis, iovalkey: status `'end'`) and will never reconnect by itself: its
+   * `retryStrategy` gave up, or something closed it (ioredis' `failoverDetector` can, mid-failover). An
+   * outage that began as a reconnect says nothing more of it, so the first call after it warns, once.
+   */
+  private ended(): RedisStoreError {
+    this.diagnostics.warn(
+      'WRN_RL_CLIENT_ENDED',
+      "the Redis client has ended and will not reconnect (status 'end'); every check is answered by onStoreError until the app gives the limiter a store with a new client",
+      { store: 'redis' },
+    );
+    return new RedisStoreError(
+      'ERR_RL_STORE_NOT_READY',
+      "the Redis client has ended ('end') and will not reconnect: its retryStrategy gave up or something closed it; the limiter's onStoreError answers every check",
+    );
   }
 
   /** The first call since the eviction watch last read: it resumes if it stopped for want of use. */

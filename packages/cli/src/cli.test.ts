@@ -207,6 +207,20 @@ describe('tollgate replay ordering', () => {
     );
   });
 
+  it('more lines malformed than read: the report, a warning naming the first, and exit 3 (not a success)', async () => {
+    const mostly = join(dir, 'mostly-garbage.csv');
+    writeFileSync(mostly, `time,key\nyesterday,a\nnoon,b\n${T},a\nlater,c\n`);
+    const r = await run(['replay', mostly, ...POLICIES]);
+    // Before: exit 0, as if one request in four lines were the log.
+    expect(r.code).toBe(3);
+    expect(r.stdout).toContain('3 malformed');
+    expect(r.stderr).toMatch(/^warning: 3 lines were malformed and only 1 read \(the first, .*mostly-garbage\.csv:2: .*Exit status 3\.$/m);
+    // As many read as malformed: a success.
+    const half = join(dir, 'half-garbage.csv');
+    writeFileSync(half, `time,key\nyesterday,a\n${T},a\n`);
+    expect((await run(['replay', half, ...POLICIES])).code).toBe(0);
+  });
+
   it('suggests a window only when the CLI accepts it (up to 7 days); past that, --sort alone', () => {
     expect(rerunWith(1400)).toBe('--sort, or --reorder-window 2s');
     expect(rerunWith(7 * 86_400_000)).toBe('--sort, or --reorder-window 10080m');

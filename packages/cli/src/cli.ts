@@ -186,7 +186,7 @@ function reorderWindow(values: ReplayFlags): number | undefined {
   return ms;
 }
 
-/** Writes the report (table or JSON, and the HTML file); returns the exit code (2 nothing replayed, 3 some out of order). */
+/** Writes the report (table or JSON, and the HTML file); returns the exit code (2 nothing replayed, 3 some out of order or most lines malformed). */
 function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): number {
   if (values.html !== undefined) {
     writeHtml(values.html, renderReplayHtml(report));
@@ -198,6 +198,8 @@ function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): num
     io.stderr.write(`${nothingReplayed(report).message}\n`);
     return 2;
   }
+  const mostlyMalformed = report.input.malformed > report.input.requests;
+  if (mostlyMalformed) io.stderr.write(`${mostlyMalformedWarning(report)}\n`);
   const order = report.input.order;
   if (order !== null && order.late > 0) {
     io.stderr.write(
@@ -207,7 +209,21 @@ function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): num
     );
     return 3;
   }
-  return 0;
+  return mostlyMalformed ? 3 : 0;
+}
+
+/**
+ * More lines malformed than read: the figures describe a minority of the log (a wrong `--format` or
+ * `--time-field` that a few lines happen to fit), so the replay is not the success exit 0 would say.
+ */
+function mostlyMalformedWarning(report: ReplayReport): string {
+  const { malformed, requests, malformedSamples } = report.input;
+  const first = malformedSamples[0];
+  return (
+    `warning: ${malformed.toLocaleString('en-US')} lines were malformed and only ${requests.toLocaleString('en-US')} read ` +
+    `(the first, ${first?.file ?? ''}:${first?.line ?? ''}: ${first?.reason ?? ''}): the report describes the lines read only; ` +
+    'check --format, --time-field and --key. Exit status 3.'
+  );
 }
 
 /** The error of a replay that read no request: how many lines were malformed, and the first reason. */

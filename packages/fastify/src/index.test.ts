@@ -90,6 +90,32 @@ describe('@tollgate/fastify', () => {
     expect(a.rateLimit.routes.get('GET /limited')?.stats().limited).toBe(1);
   });
 
+  it('app.rateLimit.routes keeps one entry per route when routes differ only by their constraints', async () => {
+    const a = app();
+    await a.register(fastifyRateLimit, { policies, clock });
+    a.get(
+      '/v',
+      { constraints: { version: '1.0.0' }, config: { rateLimit: { policies: { limit: 1, windowMs: 60_000 } } } },
+      async () => 'v1',
+    );
+    a.get(
+      '/v',
+      { constraints: { version: '2.0.0' }, config: { rateLimit: { policies: { limit: 5, windowMs: 60_000 } } } },
+      async () => 'v2',
+    );
+    await a.ready();
+    const v1 = a.rateLimit.routes.get('GET /v {"version":"1.0.0"}');
+    const v2 = a.rateLimit.routes.get('GET /v {"version":"2.0.0"}');
+    // Before: one entry 'GET /v', the last declared; v1's limiter could not be found.
+    expect(v1).toBeDefined();
+    expect(v2).toBeDefined();
+    expect(v1).not.toBe(v2);
+    await a.inject({ url: '/v', headers: { 'accept-version': '1.0.0' } });
+    expect((await a.inject({ url: '/v', headers: { 'accept-version': '1.0.0' } })).statusCode).toBe(429);
+    expect(v1?.stats().limited).toBe(1);
+    expect(v2?.stats().requests).toBe(0);
+  });
+
   it.each([
     [{ rateLimit: 'yes' }, /ERR_RL_INVALID_ROUTE_CONFIG/],
     [{ rateLimit: { headers: 'draft-8' } }, /ERR_RL_INVALID_HEADERS: 'GET \/bad config.rateLimit.headers'/],

@@ -48,7 +48,7 @@ export interface FastifyRateLimitDecorator {
   readonly limiter: Limiter;
   /** The server-wide load shedder of the `shed` option (`shedder.state()`); undefined when none. */
   readonly shedder: LoadShedder<FastifyRequest> | undefined;
-  /** Route limiters by `"METHOD url"`. */
+  /** Route limiters by `"METHOD url"`, followed by the route's constraints as JSON when it has some. */
   readonly routes: ReadonlyMap<string, Limiter>;
   /**
    * The shared limiter as a hook, for what `onRoute` never sees, e.g. 404s:
@@ -394,7 +394,7 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     const path = `${route.method} ${route.url} config.rateLimit`;
     checkRouteOptions(own, path);
     const handler = own === undefined ? base : inRoute(() => handlerFor(own, route), path);
-    if (own !== undefined) for (const m of methodsOf(route.method)) routes.set(`${m} ${route.url}`, handler.limiter);
+    if (own !== undefined) for (const m of methodsOf(route.method)) routes.set(routeName(m, route), handler.limiter);
     const at = own?.hook === undefined ? hook : hookOf(own.hook, `${path}.hook`);
     const existing = route[at];
     const hooks = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing];
@@ -430,6 +430,17 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     await Promise.all(handlers.map((h) => h.limiter.close()));
   });
 }
+/**
+ * A route's entry in `app.rateLimit.routes`: `"GET /search"`, and for a route with constraints (a
+ * version, a host) those too, `"GET /search {"version":"2.0.0"}"`: routes that differ only by them would
+ * otherwise share one entry, the last declared.
+ */
+function routeName(method: string, route: RouteOptions): string {
+  const constraints = route.constraints as Record<string, unknown> | undefined;
+  const base = `${method} ${route.url}`;
+  return constraints === undefined || Object.keys(constraints).length === 0 ? base : `${base} ${JSON.stringify(constraints)}`;
+}
+
 /** The plugin: `await app.register(fastifyRateLimit, { policies: [...] })`, before the routes it covers. */
 export const fastifyRateLimit = fp(tollgatePlugin, { fastify: '5.x', name: '@tollgate/fastify' });
 export default fastifyRateLimit;

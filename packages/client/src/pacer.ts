@@ -99,6 +99,19 @@ export class Pacer {
     previous?.renewed?.resolve();
   }
 
+  /**
+   * A response to `origin` that was not refused and named no quota or wait: if `origin` was held at
+   * nothing left (a `Retry-After` beyond `maxDelayMs`, or one so large it never ends), the server just
+   * took a request, so that is forgotten; a quota with numbers left is kept. Without this a single absurd
+   * `Retry-After` held every later call `maxDelayMs` for ever, since only numbers replaced it.
+   */
+  answered(origin: string): void {
+    const q = this.origins.get(origin);
+    if (q === undefined || q.remaining >= 1) return;
+    this.origins.delete(origin);
+    q.renewed?.resolve();
+  }
+
   /** The probe's attempt for `origin` is over: when its response brought no numbers, nothing is known and nothing waits. */
   settled(origin: string): void {
     const q = this.origins.get(origin);

@@ -323,6 +323,28 @@ describe('withRetry', () => {
     expect(sent).toEqual([0, 1_000, 4_000, 4_000]);
   });
 
+  it('pacing: a success without numbers ends a nothing-left that only a Retry-After past maxDelayMs set (an absurd one never ended)', async () => {
+    const sent: number[] = [];
+    const t0 = Date.now();
+    let first = true;
+    const fetch: FetchLike = async () => {
+      sent.push(Date.now() - t0);
+      if (!first) return new Response('ok');
+      first = false;
+      return new Response('no', { status: 429, headers: { 'retry-after': '9'.repeat(400) } });
+    };
+    const f = withRetry(fetch, { pacing: true, maxDelayMs: 1_500 });
+    // Refused at once: the wait is past maxDelayMs.
+    expect((await f(URL_)).status).toBe(429);
+    const second = f(URL_);
+    await vi.advanceTimersByTimeAsync(1_500);
+    expect((await second).status).toBe(200);
+    // The server took a request: nothing left is disproved. Before: every call waited 1.5 s, for ever.
+    for (let i = 0; i < 3; i++) expect((await f(URL_)).status).toBe(200);
+    expect(sent).toEqual([0, 1_500, 1_500, 1_500, 1_500]);
+    expect(f.stats().pacedMs).toBe(1_500);
+  });
+
   it('pacing after a probe whose response brings no numbers: nothing is known, the others go', async () => {
     let bare = false;
     const sent: number[] = [];

@@ -443,6 +443,8 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
         }
         const signal = response === undefined ? undefined : readRateLimitSignal(response.headers, config.clock());
         if (signal !== undefined) config.pacer?.observe(shape.origin, signal);
+        if (response?.ok === true && signal?.remaining === undefined && signal?.retryAfterMs === undefined)
+          config.pacer?.answered(shape.origin);
         if (probe) {
           probe = false;
           config.pacer?.settled(shape.origin);

@@ -340,11 +340,24 @@ export class LeaseKeeper {
   /**
    * Ends `lease` of `cp` without a decision holding it, best effort and silently: its call was judged
    * failed (silent past storeTimeoutMs) or its grant came across a connection event, but it may have taken
-   * the lease, so a slow or stale reply does not hold a slot for leaseMs. Sent after the apply on the same
-   * connection, it runs after it. When the store cannot be told now, a store that can lose leases is told
+   * the lease, so a slow or stale reply does not hold a slot for leaseMs. Sent now, and again once
+   * `applied` (the call, when it is still on its way) settles: it may run after a release sent after it
+   * (ioredis' Cluster sends a command again after CLUSTERDOWN or a closed connection, for up to
+   * `maxRedirections` tries; an EVALSHA that met NOSCRIPT on a restarted node goes again after SCRIPT
+   * LOAD, behind calls sent later), and once it settled it has run or never will (a probe: one lease in
+   * two Cluster master restarts stayed held by no request for leaseMs). A second release is harmless
+   * (lease ids are never reused). When the store cannot be told, a store that can lose leases is told
    * again before the next lease (as `release` is), since the call may have run before the connection went.
    */
-  abandon(store: Store, cp: CompiledPlan, key: StoreKey, plan: StorePlan, lease: number, now: number): void {
+  abandon(
+    store: Store,
+    cp: CompiledPlan,
+    key: StoreKey,
+    plan: StorePlan,
+    lease: number,
+    now: number,
+    applied?: PromiseLike<unknown>,
+  ): void {
     const kept = this.watched(store);
     const { leaseMs } = this.boundsOf(cp);
     const held: Held = { key, plan, lease, renewUntil: now, leaseMs, until: this.now() + leaseMs, inStore: true, putBack: undefined };
@@ -353,13 +366,23 @@ export class LeaseKeeper {
       kept.unreleased.add(held);
       kept.lost = true;
     };
-    try {
-      const pending = store.release?.(key, plan, lease, now);
-      if (isPromiseLike(pending)) pending.then(undefined, untold);
-      if (kept !== undefined) sentRelease(kept, held, this.now());
-    } catch {
-      untold();
-    }
+    const tell = (at: number) => {
+      try {
+        const pending = store.release?.(key, plan, lease, at);
+        if (isPromiseLike(pending)) pending.then(undefined, untold);
+        if (kept !== undefined) sentRelease(kept, held, this.now());
+      } catch {
+        untold();
+      }
+    };
+    tell(now);
+    if (applied === undefined) return;
+    const again = () => {
+      // A call that ran late took its lease then: it lives leaseMs from now, so an untold release is sent again until then.
+      held.until = this.now() + leaseMs;
+      tell(this.now());
+    };
+    applied.then(again, again);
   }
 
   /** Adds `n` to the waiters of the queueing concurrency policies of `cp`. */

@@ -147,7 +147,8 @@ export class LeasedDecider {
           return this.answered(t, cost, o, at, lease, opts, observing);
         },
         (f) => {
-          failed = this.unanswered(t, cost, f, at, lease, opts, observing);
+          // `r` may still run (a Cluster client sends it again): its lease is given up again once it settles.
+          failed = this.unanswered(t, cost, f, at, lease, opts, observing, r);
           return failed;
         },
         // The lease the late reply took is given up (unanswered); its rate charges go back when the failure mode refused.
@@ -233,7 +234,7 @@ export class LeasedDecider {
     return this.unanswered(t, cost, guard.failure(node, seq, new StaleLeaseError(tries), false), at, lease, opts, observing);
   }
 
-  /** The failure mode's decision when the store did not answer; the lease it may have taken is given up. */
+  /** The failure mode's decision when the store did not answer; the lease it may have taken is given up (again when `applied`, the call, settles). */
   private unanswered(
     t: Target,
     cost: number,
@@ -242,8 +243,9 @@ export class LeasedDecider {
     lease: number,
     opts: CheckOptions | undefined,
     observing: Observing,
+    applied?: PromiseLike<unknown>,
   ): Decision {
-    this.parts.keeper.abandon(this.parts.store, t.cp, t.storeKey, t.cp.storePlan, lease, at);
+    this.parts.keeper.abandon(this.parts.store, t.cp, t.storeKey, t.cp.storePlan, lease, at, applied);
     return this.failedWith(t, cost, at, f, lease, opts, observing);
   }
 

@@ -9,7 +9,7 @@ import { createLimiter, type LimiterEvents } from './create-limiter.js';
 /** A store whose behaviour the test switches: healthy (a real MemoryStore), throwing, rejecting or hanging. */
 class FlakyStore implements Store {
   readonly kind = 'flaky';
-  mode: 'ok' | 'throw' | 'reject' | 'hang' | 'late-reject' | 'slow' | 'slow-junk' | 'junk' | 'junk-now' = 'ok';
+  mode: 'ok' | 'throw' | 'reject' | 'hang' | 'late-reject' | 'slow' | 'slow-run' | 'slow-junk' | 'junk' | 'junk-now' = 'ok';
   /** 'junk' (resolved) and 'junk-now' (returned): what a buggy custom store answers instead of a result. */
   junk: unknown = undefined;
   /** 'slow': answers this many ms after the call, from a timer. */
@@ -39,6 +39,13 @@ class FlakyStore implements Store {
         // A buggy custom store: resolves `undefined` instead of a result, after `delayMs`.
         const delay = this.delayMs;
         return new Promise<StoreResult>((resolve) => setTimeout(() => resolve(undefined as unknown as StoreResult), delay));
+      }
+      case 'slow-run': {
+        // Runs only after `delayMs`, as a command a Cluster client sends again runs after calls sent later.
+        const delay = this.delayMs;
+        return new Promise<StoreResult>((resolve) =>
+          setTimeout(() => resolve(Float64Array.from(this.inner.apply(key, plan, cost, now, lease))), delay),
+        );
       }
       case 'slow': {
         const result = Float64Array.from(this.inner.apply(key, plan, cost, now, lease));
@@ -373,7 +380,11 @@ describe('failure mode', () => {
    * A check on a store that answers 40 ms late (storeTimeoutMs 10) under `onStoreError`; then the store
    * answers at once again. `mode` 'slow-junk': the late answer is `undefined`, not a result.
    */
-  async function lateReply(plan: readonly AnyPolicyOptions[], onStoreError: 'closed' | 'open', mode: 'slow' | 'slow-junk' = 'slow') {
+  async function lateReply(
+    plan: readonly AnyPolicyOptions[],
+    onStoreError: 'closed' | 'open',
+    mode: 'slow' | 'slow-run' | 'slow-junk' = 'slow',
+  ) {
     const store = new FlakyStore();
     store.mode = mode;
     store.delayMs = 40;
@@ -429,6 +440,17 @@ describe('failure mode', () => {
       // main before: TypeError in marksOf, unhandled (it ends a Node process).
       expect(unhandled).toEqual([]);
     }
+  });
+
+  it('a lease whose call runs after the failure mode gave it up (a Cluster client sends it again) is released again once the call settles', async () => {
+    vi.useFakeTimers({ toFake: FAKE });
+    const leased = [{ name: 'running', algorithm: 'concurrency' as const, limit: 1, leaseMs: 60_000 }];
+    const { store, limiter } = await lateReply(leased, 'closed', 'slow-run');
+    // The give-back went at 10 ms, before the call ran at 40 ms and took the lease; the second, after it,
+    // ends it. Before: the slot stayed taken by no request for leaseMs (a minute).
+    expect(store.calls).toBe(1);
+    expect(await limiter.check('k')).toMatchObject({ allowed: true, degraded: false });
+    await limiter.close();
   });
 
   it("a plan with a concurrency policy: a late reply's rate charge goes back when the failure mode refused; its lease is given up either way", async () => {

@@ -263,6 +263,39 @@ describe('LeaseKeeper', () => {
     expect((await limiter.check('k')).allowed).toBe(false);
   });
 
+  it('logs failed releases once per run of failures and at most once per 10 s, counting the runs left out', async () => {
+    const errors: unknown[] = [];
+    let t = 1_000_000;
+    const store = new LosingStore();
+    const limiter = createLimiter({
+      policies: { algorithm: 'concurrency', limit: 100, leaseMs: 60_000 },
+      store,
+      breaker: false,
+      clock: () => t,
+      logger: { warn() {}, error: (fields: unknown) => void errors.push(fields) },
+    });
+    const tick = () => new Promise((r) => setTimeout(r, 0));
+    // A Cluster with one master down: its releases fail, the others' succeed and end each run of failures.
+    for (let i = 0; i < 6; i++) {
+      store.failReleases = 'reject';
+      (await limiter.check(`down${i}`)).release?.();
+      await tick();
+      store.failReleases = false;
+      (await limiter.check(`up${i}`)).release?.();
+      await tick();
+      t += 1_000;
+    }
+    // Before: one line per run, 6. Now one, and the next (10 s on) counts the 5 runs left out.
+    expect(errors).toHaveLength(1);
+    t += 10_000;
+    store.failReleases = 'reject';
+    (await limiter.check('down-later')).release?.();
+    await tick();
+    expect(errors).toHaveLength(2);
+    expect(errors[1]).toMatchObject({ code: 'ERR_RL_STORE_FAILED', operation: 'lease', notLogged: 5 });
+    await limiter.close();
+  });
+
   it('keeps a release that failed while a restore was on its way: the store is not whole until it is told', async () => {
     const { store, limiter } = setup();
     const [a, b] = [await limiter.check('k'), await limiter.check('k')];

@@ -34,6 +34,9 @@ import { LeaseQueues } from './lease-queue.js';
 /** How long a decision waits for the held leases to be put back before it goes on without them. */
 export const RESTORE_WAIT_MS = 100;
 
+/** At most one ERR_RL_STORE_FAILED lease line per this long (limiter clock), as for a store's outages. */
+const LEASE_LOG_INTERVAL_MS = 10_000;
+
 /** How a restore a decision waited for ended (LeaseKeeper.restoring). */
 export type Restored = 'back' | 'late' | { readonly error: unknown };
 /**
@@ -185,8 +188,11 @@ function atMostRestoreWait(p: Promise<void>, onTimeout?: () => void): Promise<bo
 export class LeaseKeeper {
   /** Requests waiting for a lease in this process (concurrency policies with a queue). */
   readonly queues = new LeaseQueues();
-  /** A release or renewal failed and was logged; cleared by the next that succeeds. */
+  /** A release or renewal failed (logged, or counted in `notLogged`); cleared by the next that succeeds. */
   private failing = false;
+  /** When the last ERR_RL_STORE_FAILED lease line was written, and the runs of failures since that were not. */
+  private loggedAt = Number.NEGATIVE_INFINITY;
+  private notLogged = 0;
   /** Per concurrency policy name: leases held by this limiter's decisions, and requests in its queues. */
   private readonly inFlight = new Map<string, { leases: number; queued: number }>();
   /** Held here: `reportInFlight` keeps its source weakly. */
@@ -614,14 +620,26 @@ export class LeaseKeeper {
     }
   }
 
-  /** A release or renewal the store refused: the lease ends by its lease time; logged once per run of failures. */
+  /**
+   * A release or renewal the store refused: the lease ends by its lease time. Logged once per run of
+   * failures, and at most once per LEASE_LOG_INTERVAL_MS (counting the runs left out): on a Cluster
+   * with one master down, the calls the healthy masters answer end each run at once.
+   */
   private failed(error: unknown): void {
     if (this.failing) return;
     this.failing = true;
+    const t = this.now();
+    if (t - this.loggedAt < LEASE_LOG_INTERVAL_MS) {
+      this.notLogged += 1;
+      return;
+    }
+    const notLogged = this.notLogged;
+    this.loggedAt = t;
+    this.notLogged = 0;
     safeLog(
       this.logger,
       'error',
-      { code: 'ERR_RL_STORE_FAILED', store: this.storeKind, operation: 'lease', err: error },
+      { code: 'ERR_RL_STORE_FAILED', store: this.storeKind, operation: 'lease', notLogged, err: error },
       'ERR_RL_STORE_FAILED: a lease could not be released or renewed; a release is sent again once the store answers, and a lease ends by itself after its leaseMs',
     );
   }

@@ -8,8 +8,8 @@
 import { createShaper } from '@tollgate/client';
 import { RedisStore } from '@tollgate/core';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { describeRedis, HOST, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
+import { expect, it } from 'vitest';
+import { describeRedis, HOST, randomPrefix, suiteRedis, waitFor } from './harness.js';
 
 const RATE = 10;
 const PAUSE_MS = 3_000;
@@ -19,18 +19,10 @@ const MIN_STARTS = Math.floor(((RATE * PAUSE_MS) / 1_000) * 0.8);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describeRedis('client shaper: a Redis that hangs', () => {
-  let server: RedisServer;
-
-  beforeAll(async () => {
-    server = await startRedis();
-  });
-  afterAll(async () => {
-    server?.signal('SIGCONT');
-    await server?.close();
-  });
+  const redis = suiteRedis();
 
   it(`onStoreError 'local' keeps the queue at most of its rate (at least ${MIN_STARTS} starts in ${PAUSE_MS} ms of SIGSTOP)`, async () => {
-    const client = new Redis({ host: HOST, port: server.port, autoResendUnfulfilledCommands: false, retryStrategy: () => 50 });
+    const client = new Redis({ host: HOST, port: redis().port, autoResendUnfulfilledCommands: false, retryStrategy: () => 50 });
     client.on('error', () => undefined);
     await waitFor('ioredis ready', () => client.status === 'ready');
     const shaper = createShaper({
@@ -44,16 +36,16 @@ describeRedis('client shaper: a Redis that hangs', () => {
     try {
       await sleep(1_000);
       const from = performance.now();
-      server.signal('SIGSTOP');
+      redis().signal('SIGSTOP');
       await sleep(PAUSE_MS);
       const to = performance.now();
-      server.signal('SIGCONT');
+      redis().signal('SIGCONT');
       await Promise.all(tasks);
       const during = starts.filter((t) => t >= from && t < to).length;
       console.info(`shaper while Redis hung ${PAUSE_MS} ms: ${during} starts (local rate ${RATE}/s)`);
       expect(during).toBeGreaterThanOrEqual(MIN_STARTS);
     } finally {
-      server.signal('SIGCONT');
+      redis().signal('SIGCONT');
       await shaper.close();
       client.disconnect();
     }

@@ -15,6 +15,7 @@ import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis'
 import { Redis as Valkey, Cluster as ValkeyCluster } from 'iovalkey';
 import { createClient, createCluster } from 'redis';
 import { createClient as createClient4, createCluster as createCluster4 } from 'redis4';
+import { afterAll, beforeAll } from 'vitest';
 import { freeLoopbackPort } from '../../support/free-port.js';
 import { describeWith, type RequiredTool, versionOf } from '../../support/required-tool.js';
 
@@ -280,6 +281,22 @@ export class RedisServer {
 }
 
 /** Starts one redis-server on a free loopback port in a temporary directory. */
+/**
+ * A redis-server for the suite that calls this (inside its describe): started before its tests, resumed
+ * (a test may leave it paused with SIGSTOP) and stopped after them. Returns it, once started.
+ */
+export function suiteRedis(): () => RedisServer {
+  let server: RedisServer | undefined;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => {
+    server?.signal('SIGCONT');
+    await server?.close();
+  });
+  return () => server as RedisServer;
+}
+
 export async function startRedis(args: readonly string[] = []): Promise<RedisServer> {
   for (let attempt = 0; ; attempt++) {
     const port = await freePort(false);

@@ -157,6 +157,58 @@ describe('an outage continues the budget (onStoreError local)', () => {
     expect(duringOutages).toBe(6);
   });
 
+  it('what the failure mode admitted reaches the store when it answers again: a window that began in the outage gets its limit once, not twice', async () => {
+    for (const algorithm of ['fixed-window', 'sliding-window', 'gcra', 'token-bucket'] as const) {
+      let t = 1_000;
+      const store = new OutageStore();
+      const limiter = createLimiter({
+        policies: { algorithm, limit: 10, windowMs: 10_000 },
+        store,
+        localShare: 0.5,
+        breaker: false,
+        clock: () => t,
+        logger: quiet,
+      });
+      const admitted = async (n: number) => {
+        let yes = 0;
+        for (let i = 0; i < n; i++) if ((await limiter.check('k')).allowed) yes += 1;
+        return yes;
+      };
+      expect(await admitted(10), algorithm).toBe(10);
+      // The store goes down; the window (or the bucket) resets during the outage: the local limiter's share.
+      store.down = true;
+      t = 20_500;
+      expect(await admitted(20), algorithm).toBe(5);
+      // Back in that window: the store, told of the 5, admits the other 5 (before: 10 more, 15 in all).
+      store.down = false;
+      t = 21_000;
+      expect(await admitted(20), algorithm).toBe(5);
+      await limiter.close();
+    }
+  });
+
+  it('a carry the store refuses to take (down again) is owed again: the next outage still counts it', async () => {
+    const { store, admitted, advance } = setup(10);
+    expect(await admitted('k', 4)).toBe(4);
+    store.down = true;
+    expect(await admitted('k', 10)).toBe(6);
+    // Up for one answer, whose carry fails: the store goes down before it is sent.
+    store.down = false;
+    const apply = store.apply.bind(store);
+    let calls = 0;
+    store.apply = (...args) => {
+      calls += 1;
+      if (calls === 2) store.down = true;
+      return apply(...args);
+    };
+    // The store never saw the 6: it admits this one from its own count.
+    expect(await admitted('k', 1)).toBe(1);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(calls).toBe(2);
+    advance(1);
+    expect(await admitted('k', 10)).toBe(0);
+  });
+
   it('with localShare the local limiter still caps a key the store had left room on', async () => {
     const { store, admitted } = setup(10, 0.2);
     expect(await admitted('k', 1)).toBe(1);

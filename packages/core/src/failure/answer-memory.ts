@@ -127,6 +127,13 @@ export class AnswerMemory {
     for (let k = 0; k < m.length; k += STRIDE) if ((m[k + UNTIL] as number) > at) m[k + SPENT] = (m[k + SPENT] as number) + cost;
   }
 
+  /** What the failure mode admitted for `key` is charged to the store now: its next answers count it, so it is no longer taken off them. */
+  told(key: string): void {
+    const m = this.entries.get(key);
+    if (m === undefined) return;
+    for (let k = SPENT; k < m.length; k += STRIDE) m[k] = 0;
+  }
+
   reset(key: string): void {
     this.entries.delete(key);
   }

@@ -6,7 +6,10 @@
  * A cost above a policy's capacity stays `cost-exceeds-capacity` whatever the mode.
  *
  * `'local'` continues each key from the store's last answer about it (answer-memory.ts): a key the store
- * had exhausted stays exhausted until its reset, whatever the local limiter would allow.
+ * had exhausted stays exhausted until its reset, whatever the local limiter would allow. What it admits is
+ * owed to the store, which is charged it with the key's next answer (`takeOwed`, limiter/decide.ts
+ * `carryOwed`): a window that began in the outage gets its limit once, not the store's whole limit beside
+ * the local admissions.
  */
 
 import type { CompiledPolicy } from '../algorithms/kernel.js';
@@ -27,7 +30,7 @@ import {
   type StoreResult,
 } from '../stores/store.js';
 import type { Decision, DecisionReason, PolicyResult } from '../types.js';
-import { AnswerMemory, type Remembered } from './answer-memory.js';
+import { AnswerMemory, REMEMBERED_KEYS, type Remembered } from './answer-memory.js';
 
 /** Builds a decision from a store result over `policies` (the limiter's own `finish`). */
 export type Finish = (key: string, cost: number, r: StoreResult, policies: readonly CompiledPolicy[], degraded: boolean) => Decision;
@@ -45,6 +48,14 @@ export class Fallback {
   readonly remembers: boolean;
   private memory: AnswerMemory | undefined;
   private readonly carry: Float64Array;
+  /**
+   * `'local'` on a store that can fail, for a plan without concurrency policies: per key, what the
+   * failure mode admitted that the store has not heard of (milli-units), and when the first of it was
+   * admitted; handed to the store with the key's next answer (`takeOwed`). Bounded like the answers.
+   */
+  private owed: Map<string, { cost: number; since: number }> | undefined;
+  /** The plan's longest window: admissions older than that count in no window the store still keeps. */
+  private readonly horizonMs: number;
 
   constructor(
     private readonly config: LimiterConfig,
@@ -55,6 +66,47 @@ export class Fallback {
     this.synthetic = new Float64Array(this.all.length * RESULT_STRIDE);
     this.carry = new Float64Array(config.localPolicies.length * RESULT_STRIDE);
     this.remembers = config.onStoreError === 'local' && !(config.store instanceof MemoryStore);
+    this.horizonMs = Math.max(...config.policies.map((p) => p.windowMs));
+    if (this.remembers && config.policies.every((p) => p.algorithm !== 'concurrency')) this.owed = new Map();
+  }
+
+  /**
+   * What the failure mode admitted for `key` since the store last heard of it, in milli-units, if any
+   * lies within the plan's longest window of `at`; taken (a carry that fails owes it again). The limiter charges it to the
+   * store (limiter/decide.ts `carryOwed`) when the store answers for the key again, so that a window
+   * that began in the outage does not get the store's whole limit on top of the local admissions.
+   */
+  takeOwed(key: string, at: number): number | undefined {
+    const owed = this.owed;
+    if (owed === undefined || owed.size === 0) return undefined;
+    const o = owed.get(key);
+    if (o === undefined) return undefined;
+    owed.delete(key);
+    return at - o.since < this.horizonMs ? o.cost : undefined;
+  }
+
+  /**
+   * The store took what was owed for `key` (its answer `r` at `at`, which counts it): remembered as the
+   * key's last answer, and no longer taken off the store's answers.
+   */
+  told(key: string, r: StoreResult, at: number): void {
+    this.remember(key, r, at);
+    this.memory?.told(key);
+  }
+
+  /** `cost` admitted for `key` at `at` without the store (only with `owed`): owed to it. */
+  owe(key: string, cost: number, at: number): void {
+    const owed = this.owed as Map<string, { cost: number; since: number }>;
+    const o = owed.get(key);
+    if (o !== undefined && at - o.since < this.horizonMs) {
+      o.cost += cost;
+      return;
+    }
+    if (o === undefined && owed.size >= REMEMBERED_KEYS) {
+      const oldest = owed.keys().next().value;
+      if (oldest !== undefined) owed.delete(oldest);
+    }
+    owed.set(key, { cost, since: at });
   }
 
   /** The store answered `r` for `key` at `at` (only when `remembers`). */
@@ -78,8 +130,12 @@ export class Fallback {
       if (this.local === undefined) this.local = new MemoryStore();
       const memory = this.memory;
       const m = memory === undefined ? undefined : memory.live(key, at);
-      if (m !== undefined) return this.carried(memory as AnswerMemory, key, cost, at, storeKey, m, lease);
-      return this.finish(key, cost, this.local.apply(storeKey, this.localPlan, cost, at, lease), this.config.localPolicies, true);
+      const d =
+        m !== undefined
+          ? this.carried(memory as AnswerMemory, key, cost, at, storeKey, m, lease)
+          : this.finish(key, cost, this.local.apply(storeKey, this.localPlan, cost, at, lease), this.config.localPolicies, true);
+      if (this.owed !== undefined && d.allowed && !d.limited) this.owe(key, cost, at);
+      return d;
     }
     const open = onStoreError === 'open';
     const retry = open ? 0 : Math.max(1000, retryMs);

@@ -18,7 +18,7 @@ import { catchRejection } from '../internal/rejection.js';
 import type { DecisionObserver } from '../observability/decision-observer.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { isPromiseLike, type StoreResult } from '../stores/store.js';
+import { F_CHARGED, isPromiseLike, R_FLAGS, R_REMAINING, RESULT_STRIDE, type StoreResult } from '../stores/store.js';
 import type { CheckOptions, Clock, Decision } from '../types.js';
 import { type DecisionBuilder, marksOf } from './build-decision.js';
 import type { Counters } from './counters.js';
@@ -179,18 +179,51 @@ export class Decider {
     return this.builder.label(d, t, cost, r, at);
   }
 
-  /** Hands the store's answer to the plan's failure mode, which continues the key from it in an outage. */
-  remember(t: Target, r: StoreResult, at: number): void {
+  /**
+   * Hands the store's answer to the plan's failure mode, which continues the key from it in an outage;
+   * `answered`: the store itself answered (not what it holds in process while its node fails), so what
+   * the failure mode admitted for the key meanwhile is charged to it now (`carryOwed`).
+   */
+  remember(t: Target, r: StoreResult, at: number, answered = true): void {
     if (!this.remembers) return;
     const f = this.fallbacks.get(t.cp) as Fallback;
-    if (f.remembers) f.remember(t.key, r, at);
+    if (!f.remembers) return;
+    f.remember(t.key, r, at);
+    const owed = answered ? f.takeOwed(t.key, at) : undefined;
+    if (owed !== undefined) this.carryOwed(t, f, owed, at);
+  }
+
+  /**
+   * Charges the store, best effort, what the failure mode `f` admitted for `t` while the store could not
+   * be asked (Fallback.takeOwed): all of it when it fits, else what the store has left, so that the key
+   * ends exhausted rather than admitting its whole limit again beside the outage's admissions. A charge
+   * that fails owes it all again (the key's next answer tries again; the failure mode keeps counting it).
+   */
+  private carryOwed(t: Target, f: Fallback, owed: number, at: number): void {
+    const plan = t.cp.storePlan;
+    const failed = (): void => f.owe(t.key, owed, at);
+    const charge = (cost: number, then: (r: StoreResult) => void): void => {
+      try {
+        const r = this.store.apply(t.storeKey, plan, cost, this.now());
+        if (isPromiseLike(r)) r.then((x) => (isResultOf(x, plan) ? then(x) : failed()), failed);
+        else if (isResultOf(r, plan)) then(r);
+        else failed();
+      } catch {
+        failed();
+      }
+    };
+    charge(owed, (r) => {
+      const left = leftIfRefused(r, t.cp.enforcedCount);
+      if (left > 0) charge(left, (last) => f.told(t.key, last, this.now()));
+      else f.told(t.key, r, this.now());
+    });
   }
 
   /** The breaker keeps the store from being called: what it holds in process answers (Store.held), else the failure mode. */
   private unreached(t: Target, cost: number, at: number, node: string): Decision {
     const held = this.store.held(t.storeKey, t.cp.storePlan, cost, at);
     if (held === undefined) return this.skipped(t, cost, at, node);
-    this.remember(t, held, at);
+    this.remember(t, held, at, false);
     return this.built(t, cost, held, at);
   }
 
@@ -209,4 +242,15 @@ export class Decider {
     this.events.emit('store-error', { error: failure.error, key: t.key, scope: failure.scope, node: failure.node });
     return this.skipped(t, cost, at, failure.node, lease);
   }
+}
+
+/** 0 when every enforced policy of `r` charged; else the least remaining among them (milli-units). */
+function leftIfRefused(r: StoreResult, enforced: number): number {
+  let charged = true;
+  let least = Number.POSITIVE_INFINITY;
+  for (let i = 0, o = 0; i < enforced; i++, o += RESULT_STRIDE) {
+    if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) charged = false;
+    least = Math.min(least, r[o + R_REMAINING] as number);
+  }
+  return charged || !Number.isFinite(least) ? 0 : least;
 }

@@ -1,0 +1,71 @@
+/**
+ * @module `onStoreError: 'local'` across a window that begins during an outage, on a real redis-server
+ * paused with SIGSTOP: the failure mode admits its `localShare` of the new window, and when Redis answers
+ * again it is charged what the failure mode admitted, so that window gets its limit once. Before, Redis
+ * never heard of the local admissions and admitted its whole limit beside them (a fault probe: 10,000 in
+ * one window of a 5,000 limit, four processes at `localShare` 0.25).
+ */
+import { createLimiter, type Decision, RedisStore } from '@tollgate/core';
+import { expect, it } from 'vitest';
+import { describeRedis, randomPrefix, suiteRedis, waitFor } from './harness.js';
+
+const LIMIT = 10;
+const WINDOW_MS = 4_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describeRedis("'local' failure mode: a window that begins in an outage", () => {
+  const redis = suiteRedis();
+
+  it('gets its limit once: Redis is charged what the failure mode admitted when it answers again', async () => {
+    const client = await redis().readyClient({
+      autoResendUnfulfilledCommands: false,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => 50,
+    });
+    const store = new RedisStore({ client, prefix: randomPrefix(), validate: false });
+    const limiter = createLimiter({
+      name: 'carry',
+      policies: { algorithm: 'fixed-window', limit: LIMIT, windowMs: WINDOW_MS },
+      store,
+      localShare: 0.5,
+      storeTimeoutMs: 100,
+      logger: { warn() {}, error() {} },
+    });
+    // Start early in a clock-aligned window (Redis TIME reads this machine's clock).
+    const into = Date.now() % WINDOW_MS;
+    if (into > 500) await sleep(WINDOW_MS - into + 50);
+    const before: Decision[] = [];
+    for (let i = 0; i < LIMIT + 1; i++) before.push(await limiter.check('k'));
+    expect(before.filter((d) => d.allowed && !d.degraded)).toHaveLength(LIMIT);
+
+    redis().signal('SIGSTOP');
+    // The window ends during the pause; in the next one the failure mode admits its share (5).
+    await sleep(WINDOW_MS - (Date.now() % WINDOW_MS) + 100);
+    const windowStart = Date.now() - (Date.now() % WINDOW_MS);
+    let local = 0;
+    for (let i = 0; i < 2 * LIMIT; i++) {
+      const d = await limiter.check('k');
+      if (d.allowed) {
+        expect(d.degraded).toBe(true);
+        local += 1;
+      }
+    }
+    expect(local).toBe(LIMIT / 2);
+
+    redis().signal('SIGCONT');
+    const after: Decision[] = [];
+    await waitFor('Redis to answer the limiter again', async () => {
+      const d = await limiter.check('k');
+      if (!d.degraded) after.push(d);
+      return !d.degraded;
+    });
+    for (let i = 0; i < 2 * LIMIT; i++) after.push(await limiter.check('k'));
+    // Still the window the outage began: what Redis admitted in it, beside the failure mode's 5.
+    expect(Date.now() - windowStart).toBeLessThan(WINDOW_MS);
+    const byRedis = after.filter((d) => d.allowed && !d.degraded).length;
+    // Before: 10 (Redis never heard of the local 5), 15 in the window.
+    expect(local + byRedis).toBeLessThanOrEqual(LIMIT);
+    await limiter.close();
+  }, 30_000);
+});

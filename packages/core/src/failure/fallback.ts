@@ -35,6 +35,16 @@ import { AnswerMemory, REMEMBERED_KEYS, type Remembered } from './answer-memory.
 /** Builds a decision from a store result over `policies` (the limiter's own `finish`). */
 export type Finish = (key: string, cost: number, r: StoreResult, policies: readonly CompiledPolicy[], degraded: boolean) => Decision;
 
+/** What the failure mode admitted for one key that the store has not heard of (Fallback.takeOwed). */
+export interface Owed {
+  readonly key: string;
+  readonly storeKey: StoreKey;
+  /** Milli-units. */
+  cost: number;
+  /** When the first of it was admitted (limiter clock). */
+  readonly since: number;
+}
+
 export class Fallback {
   private local: MemoryStore | undefined;
   private readonly localPlan: StorePlan;
@@ -53,7 +63,7 @@ export class Fallback {
    * failure mode admitted that the store has not heard of (milli-units), and when the first of it was
    * admitted; handed to the store with the key's next answer (`takeOwed`). Bounded like the answers.
    */
-  private owed: Map<string, { cost: number; since: number }> | undefined;
+  private owed: Map<string, Owed> | undefined;
   /** The plan's longest window: admissions older than that count in no window the store still keeps. */
   private readonly horizonMs: number;
 
@@ -85,6 +95,15 @@ export class Fallback {
     return at - o.since < this.horizonMs ? o.cost : undefined;
   }
 
+  /** Every key's `takeOwed` at once (the store's node answers again: limiter/decide.ts `carryAllOwed`). */
+  takeAllOwed(at: number): Owed[] {
+    const owed = this.owed;
+    if (owed === undefined || owed.size === 0) return [];
+    const live = [...owed.values()].filter((o) => at - o.since < this.horizonMs);
+    owed.clear();
+    return live;
+  }
+
   /**
    * The store took what was owed for `key` (its answer `r` at `at`, which counts it): remembered as the
    * key's last answer, and no longer taken off the store's answers.
@@ -94,9 +113,9 @@ export class Fallback {
     this.memory?.told(key);
   }
 
-  /** `cost` admitted for `key` at `at` without the store (only with `owed`): owed to it. */
-  owe(key: string, cost: number, at: number): void {
-    const owed = this.owed as Map<string, { cost: number; since: number }>;
+  /** `cost` admitted for `key` (`storeKey` in the store) at `at` without the store (only with `owed`): owed to it. */
+  owe(key: string, storeKey: StoreKey, cost: number, at: number): void {
+    const owed = this.owed as Map<string, Owed>;
     const o = owed.get(key);
     if (o !== undefined && at - o.since < this.horizonMs) {
       o.cost += cost;
@@ -106,7 +125,7 @@ export class Fallback {
       const oldest = owed.keys().next().value;
       if (oldest !== undefined) owed.delete(oldest);
     }
-    owed.set(key, { cost, since: at });
+    owed.set(key, { key, storeKey, cost, since: at });
   }
 
   /** The store answered `r` for `key` at `at` (only when `remembers`). */
@@ -134,7 +153,7 @@ export class Fallback {
         m !== undefined
           ? this.carried(memory as AnswerMemory, key, cost, at, storeKey, m, lease)
           : this.finish(key, cost, this.local.apply(storeKey, this.localPlan, cost, at, lease), this.config.localPolicies, true);
-      if (this.owed !== undefined && d.allowed && !d.limited) this.owe(key, cost, at);
+      if (this.owed !== undefined && d.allowed && !d.limited) this.owe(key, storeKey, cost, at);
       return d;
     }
     const open = onStoreError === 'open';

@@ -74,7 +74,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const events = new LimiterEventHub(logger);
   const builder = new DecisionBuilder(mode, config.shadowPolicies.length > 0, counters, {});
   const observer = new DecisionObserver(observerSetup(compiled, config.shadowPolicies, mode, store.kind, now, config.hotKeys));
-  const { guard, fallbacks } = failureMode(config, compiled, defaultPlan, builder, observer, events, now);
+  // A node that answers again is charged what the failure mode admitted meanwhile (Decider.carryAllOwed).
+  let storeBack = (): void => {};
+  const { guard, fallbacks } = failureMode(config, compiled, defaultPlan, builder, observer, events, now, () => storeBack());
   const timed = new StoreTimer(store, config.storeTimeoutMs);
   const plain = new Decider({
     targets,
@@ -89,6 +91,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     defaultCost: config.defaultCost,
     countsDegraded: config.onStoreError === 'local',
   });
+  storeBack = () => plain.carryAllOwed();
   const { paths, keeper } = decisionPaths(config, compiled, defaultPlan, now, warns, {
     plain,
     targets,
@@ -230,6 +233,7 @@ function failureMode(
   observer: DecisionObserver,
   events: LimiterEventHub,
   now: Clock,
+  storeBack: () => void,
 ): { guard: StoreGuard; fallbacks: Map<CompiledPlan, Fallback> } {
   const { store, logger } = config;
   const guard = new StoreGuard({
@@ -243,6 +247,7 @@ function failureMode(
     warnRecovered: warningEnabled(config.validate, 'WRN_RL_BREAKER_CLOSED'),
     now,
     onBreaker: (state, node) => {
+      if (state === 'closed') storeBack();
       observer.storeState(state, node);
       events.emit('breaker', { state, node });
     },

@@ -99,4 +99,16 @@ describe('GradientLimit', () => {
     expect(g.limit).toBe(10);
     expect(g.lastChange).toBe('too-few-samples');
   });
+
+  it('carries the samples of a window with too few into the next: a slow handler is judged, not a fixed cap', () => {
+    // 6 samples per window against minSamples 10 (a 200 ms handler behind a pool of 4, windows of 250 ms).
+    const g = new GradientLimit({ ...ADAPTIVE_DEFAULTS, initialLimit: 20, minSamples: 10, windowMs: 250 }, 0);
+    for (let w = 1; w <= 2; w++) {
+      for (let i = 0; i < 6; i++) g.sample(200);
+      g.update(250 * w, () => 0);
+    }
+    // Before: every window 'too-few-samples' for ever, the baseline never taken.
+    expect(g.lastChange).not.toBe('too-few-samples');
+    expect(g.baselineLatencyMs).toBe(200);
+  });
 });

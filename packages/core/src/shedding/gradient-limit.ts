@@ -133,19 +133,23 @@ export class GradientLimit {
     const short = count > 0 ? this.#sum / count : 0;
     const peak = this.#peakInFlight;
     this.#windowStart = now;
-    this.#sum = 0;
-    this.#count = 0;
     this.#peakInFlight = 0;
     const lag = c.maxEventLoopDelayMs > 0 ? eventLoopDelayMs() : 0;
     if (c.maxEventLoopDelayMs > 0 && lag > c.maxEventLoopDelayMs) {
+      this.#sum = 0;
+      this.#count = 0;
       this.#limit = clamp(this.#limit * c.eventLoopBackoff, c.minLimit, c.maxLimit);
       this.#lastChange = 'event-loop';
       return true;
     }
+    // Too few: the samples carry into the next window, which judges them with its own (a handler slower
+    // than minSamples per window would otherwise never be judged at all: a fixed cap at initialLimit).
     if (count < c.minSamples || short <= 0) {
       this.#lastChange = 'too-few-samples';
       return true;
     }
+    this.#sum = 0;
+    this.#count = 0;
     this.#short = short;
     if (short < this.#minCur) this.#minCur = short;
     this.#halfCount += 1;

@@ -78,6 +78,22 @@ describe('createLoadShedder: adaptive', () => {
     expect(after.mode).toBe('adaptive');
   });
 
+  it("measures a synchronous handler by default: its own clock, not the limiter's one reading per event-loop turn", () => {
+    const s = createLoadShedder({ adaptive: { windowMs: 1, minSamples: 1 }, eventLoopDelay: () => 0 });
+    const spin = (ms: number) => {
+      const end = performance.now() + ms;
+      while (performance.now() < end);
+    };
+    for (let i = 0; i < 3; i++) {
+      const t = s.acquire();
+      // A CPU-bound handler: acquired and released in one turn of the event loop.
+      spin(15);
+      t?.release();
+    }
+    // Before: 0 ms and 'too-few-samples' (both reads were the turn's one reading).
+    expect(s.state().shortLatencyMs).toBeGreaterThanOrEqual(14);
+  });
+
   it('keeps unsampled releases (refusals, aborts) out of the latency', () => {
     let now = 0;
     const s = createLoadShedder({ adaptive: { windowMs: 10, minSamples: 1 }, clock: () => now, eventLoopDelay: () => 0 });

@@ -6,7 +6,6 @@
  * the critical ones (health checks, paying customers) last. Clock-injected and timer-free: the
  * adaptive limit moves when a request arrives or finishes after a window has passed.
  */
-import { monotonicClock } from '../clock.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, positiveInteger, readOptions } from '../internal/read-options.js';
 import { catchRejection } from '../internal/rejection.js';
@@ -44,7 +43,11 @@ export interface LoadShedderOptions<Req = any> {
   shares?: Partial<Record<ShedPriority, number>>;
   /** `Retry-After` of a shed request, in ms (sent rounded up to seconds). Defaults to `1000`. */
   retryAfterMs?: number;
-  /** The clock of the latency samples. Defaults to the monotonic clock. */
+  /**
+   * The clock of the latency samples. Defaults to `performance.now()`, read at every sample: the
+   * limiter's default clock shares one reading per event-loop turn, which measured a synchronous
+   * handler's 150 ms as 0 and left the adaptive limit blind to it.
+   */
   clock?: Clock;
   /** Event-loop delay in ms over the last window; defaults to `perf_hooks.monitorEventLoopDelay` (p99). For tests. */
   eventLoopDelay?: () => number;
@@ -110,6 +113,9 @@ const ADAPTIVE_KEYS: KeysEnum<AdaptiveLimitOptions> = {
   eventLoopBackoff: true,
 };
 const SHED_EXAMPLE = '{ maxInFlight: 100 } or { adaptive: { maxLimit: 200 } }';
+
+/** The shedder's default clock: `performance.now()` at every read (looked up each time, so fake timers apply). */
+const preciseClock: Clock = () => performance.now();
 
 function invalid(option: string, message: string, received: unknown): RateLimitConfigError {
   return new RateLimitConfigError('ERR_RL_INVALID_SHED', option, message, received);
@@ -282,7 +288,7 @@ export function createLoadShedder<Req>(input: LoadShedderOptions<Req>, path = 's
     o.priority as ((request: unknown) => ShedPriority) | undefined,
     Object.freeze(shares),
     retryAfterMs,
-    o.clock ?? monotonicClock,
+    o.clock ?? preciseClock,
     o.eventLoopDelay,
   ) as LoadShedder<Req>;
 }

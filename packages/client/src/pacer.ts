@@ -35,6 +35,8 @@ export interface Reservation {
 }
 
 interface OriginQuota {
+  /** `attempts` when these numbers were observed: the attempts sent after them are numbered higher. */
+  readonly observedAt: number;
   remaining: number;
   resetAt: number;
   limit: number | undefined;
@@ -59,8 +61,12 @@ export class Pacer {
     private readonly maxOrigins = 1000,
   ) {}
 
+  /** Attempts sent so far, to every origin: an attempt's number is this before it leaves. */
+  attempts = 0;
+
   /** An attempt to `origin` leaves (every attempt, paced or not, retries too). */
   sent(origin: string): void {
+    this.attempts += 1;
     this.flying.set(origin, (this.flying.get(origin) ?? 0) + 1);
   }
 
@@ -89,6 +95,7 @@ export class Pacer {
       if (oldest !== undefined) this.origins.delete(oldest);
     }
     this.origins.set(origin, {
+      observedAt: this.attempts,
       remaining: Math.max(0, signal.remaining - (this.flying.get(origin) ?? 0)),
       resetAt: now + signal.resetMs,
       limit: signal.limit,
@@ -100,14 +107,17 @@ export class Pacer {
   }
 
   /**
-   * A response to `origin` that was not refused and named no quota or wait: if `origin` was held at
-   * nothing left (a `Retry-After` beyond `maxDelayMs`, or one so large it never ends), the server just
-   * took a request, so that is forgotten; a quota with numbers left is kept. Without this a single absurd
-   * `Retry-After` held every later call `maxDelayMs` for ever, since only numbers replaced it.
+   * A response to `origin`, to the attempt numbered `attempt` (`attempts` before it left), that was not
+   * refused and named no quota or wait: if `origin` was held at nothing left (a `Retry-After` beyond
+   * `maxDelayMs`, or one so large it never ends) since before that attempt left, the server took a
+   * request after saying so, and that is
+   * forgotten; a quota with numbers left is kept, and so is one observed after the attempt left (a 200
+   * on its way when the 429 came says nothing of it). Without this a single absurd `Retry-After` held
+   * every later call `maxDelayMs` for ever, since only numbers replaced it.
    */
-  answered(origin: string): void {
+  answered(origin: string, attempt: number): void {
     const q = this.origins.get(origin);
-    if (q === undefined || q.remaining >= 1) return;
+    if (q === undefined || q.remaining >= 1 || attempt < q.observedAt) return;
     this.origins.delete(origin);
     q.renewed?.resolve();
   }

@@ -345,6 +345,29 @@ describe('withRetry', () => {
     expect(f.stats().pacedMs).toBe(1_500);
   });
 
+  it('pacing: a success that was on its way when the refusal came does not end the nothing-left', async () => {
+    const sent: number[] = [];
+    const t0 = Date.now();
+    const fetch: FetchLike = async (input) => {
+      sent.push(Date.now() - t0);
+      if (String(input).endsWith('slow')) {
+        await new Promise((r) => setTimeout(r, 100));
+        return new Response('ok');
+      }
+      return sent.length === 2 ? new Response('no', { status: 429, headers: { 'retry-after': '3600' } }) : new Response('ok');
+    };
+    const f = withRetry(fetch, { pacing: true, maxDelayMs: 1_500 });
+    const slow = f(`${URL_}slow`);
+    expect((await f(URL_)).status).toBe(429);
+    await vi.advanceTimersByTimeAsync(100);
+    expect((await slow).status).toBe(200);
+    // The 200 left before the 429 was seen: still nothing left, the next call waits maxDelayMs.
+    const next = f(URL_);
+    await vi.advanceTimersByTimeAsync(1_500);
+    expect((await next).status).toBe(200);
+    expect(sent).toEqual([0, 0, 1_600]);
+  });
+
   it('pacing after a probe whose response brings no numbers: nothing is known, the others go', async () => {
     let bare = false;
     const sent: number[] = [];

@@ -429,6 +429,8 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
     config.budget?.request();
     let previousMs = 0;
     let probe = false;
+    /** The current attempt's number in the pacer (Pacer.answered). */
+    let attemptNo = 0;
     try {
       for (let n = 0; ; n++) {
         let response: Response | undefined;
@@ -436,6 +438,7 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
         try {
           if (n === 0 && config.pacer !== undefined)
             probe = await paced(config, counts, config.pacer, shape.origin, call.signal, call.deadline);
+          attemptNo = config.pacer?.attempts ?? 0;
           response = await inFlight(config.pacer, shape.origin, () => attempt(input, init, call.signal));
         } catch (e) {
           if (call.signal?.aborted) throw call.signal.reason;
@@ -444,7 +447,7 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
         const signal = response === undefined ? undefined : readRateLimitSignal(response.headers, config.clock());
         if (signal !== undefined) config.pacer?.observe(shape.origin, signal);
         if (response?.ok === true && signal?.remaining === undefined && signal?.retryAfterMs === undefined)
-          config.pacer?.answered(shape.origin);
+          config.pacer?.answered(shape.origin, attemptNo);
         if (probe) {
           probe = false;
           config.pacer?.settled(shape.origin);

@@ -190,7 +190,10 @@ export class Verdict implements ShadowVerdict {
     this.#first = first;
   }
 
-  /** The key candidate `i` counted under: its own when the check gave it one, else `key`, the decision's. */
+  /**
+   * The key candidate `i` counted under: its store key when the check gave a key per policy (its own, or
+   * the enforced keys joined for a candidate the object names none for), else `key`, the decision's.
+   */
   keyOf(i: number, key: string): string {
     return this.#keys?.[this.#first + i] ?? key;
   }

@@ -438,7 +438,9 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
 function routeName(method: string, route: RouteOptions): string {
   const constraints = route.constraints as Record<string, unknown> | undefined;
   const base = `${method} ${route.url}`;
-  return constraints === undefined || Object.keys(constraints).length === 0 ? base : `${base} ${JSON.stringify(constraints)}`;
+  if (constraints === undefined || Object.keys(constraints).length === 0) return base;
+  // A RegExp (a host pattern) would be `{}` in JSON: its source names it.
+  return `${base} ${JSON.stringify(constraints, (_k, v: unknown) => (v instanceof RegExp ? String(v) : v))}`;
 }
 
 /** The plugin: `await app.register(fastifyRateLimit, { policies: [...] })`, before the routes it covers. */

@@ -280,7 +280,6 @@ export class RedisServer {
   }
 }
 
-/** Starts one redis-server on a free loopback port in a temporary directory. */
 /**
  * A redis-server for the suite that calls this (inside its describe): started before its tests, resumed
  * (a test may leave it paused with SIGSTOP) and stopped after them. Returns it, once started.
@@ -297,6 +296,7 @@ export function suiteRedis(): () => RedisServer {
   return () => server as RedisServer;
 }
 
+/** Starts one redis-server on a free loopback port in a temporary directory. */
 export async function startRedis(args: readonly string[] = []): Promise<RedisServer> {
   for (let attempt = 0; ; attempt++) {
     const port = await freePort(false);

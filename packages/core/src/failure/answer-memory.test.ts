@@ -11,7 +11,11 @@ class OutageStore implements Store {
   down = false;
   readonly inner = new MemoryStore({ sweepIntervalMs: 0 });
 
+  /** The plan of the last call: a test reads the store's own count with it. */
+  plan: StorePlan | undefined;
+
   apply(key: string, plan: StorePlan, cost: number, now: number, lease?: number): Promise<StoreResult> {
+    this.plan = plan;
     if (this.down) return Promise.reject(new Error('connection refused'));
     return Promise.resolve(Float64Array.from(this.inner.apply(key, plan, cost, now, lease)));
   }
@@ -207,6 +211,25 @@ describe('an outage continues the budget (onStoreError local)', () => {
     expect(calls).toBe(2);
     advance(1);
     expect(await admitted('k', 10)).toBe(0);
+    // Up again: the 6 are still owed and reach the store with the next answer: 10 - 4 - 1 - 6 < 0, none left.
+    store.down = false;
+    await admitted('k', 1);
+    await new Promise((r) => setTimeout(r, 0));
+    // The store's own count: 4 + 1 + 1, and the 6 carried (5 of them fit, the key ends exhausted).
+    expect(store.inner.peek('k', store.plan as StorePlan, 1000, 1_002)[R_REMAINING]).toBe(0);
+  });
+
+  it('reset(key) forgets what the key owes the store too', async () => {
+    const { store, limiter, admitted } = setup(10);
+    store.down = true;
+    expect(await admitted('k', 3)).toBe(3);
+    await limiter.reset('k');
+    store.down = false;
+    expect(await admitted('k', 1)).toBe(1);
+    await new Promise((r) => setTimeout(r, 0));
+    // One counted (a peek answers as if it charged one more: 8). Before: the 3 admitted before the reset
+    // were charged to the fresh key too (5).
+    expect(store.inner.peek('k', store.plan as StorePlan, 1000, 1_000)[R_REMAINING]).toBe(8_000);
   });
 
   it('with localShare the local limiter still caps a key the store had left room on', async () => {

@@ -7,14 +7,11 @@
  * `Store.errorScope`; a store that does not say gets `'node'`, the cautious reading.
  */
 import type { Store } from '../stores/store.js';
-import { StoreResultError } from './store-result-error.js';
 
 export type ErrorScope = 'key' | 'node';
 
 /** The scope of `error` as `store` classifies it (`'node'` when the store does not classify). */
 export function errorScopeOf(store: Store, error: unknown): ErrorScope {
-  // The node answered; its answer for this call was junk (store-result-error.ts).
-  if (error instanceof StoreResultError) return 'key';
   if (store.errorScope === undefined) return 'node';
   try {
     return store.errorScope(error) === 'key' ? 'key' : 'node';

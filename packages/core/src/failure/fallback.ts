@@ -86,22 +86,34 @@ export class Fallback {
    * store (limiter/decide.ts `carryOwed`) when the store answers for the key again, so that a window
    * that began in the outage does not get the store's whole limit on top of the local admissions.
    */
-  takeOwed(key: string, at: number): number | undefined {
+  takeOwed(key: string, at: number): Owed | undefined {
     const owed = this.owed;
     if (owed === undefined || owed.size === 0) return undefined;
     const o = owed.get(key);
     if (o === undefined) return undefined;
     owed.delete(key);
-    return at - o.since < this.horizonMs ? o.cost : undefined;
+    return at - o.since < this.horizonMs ? o : undefined;
   }
 
-  /** Every key's `takeOwed` at once (the store's node answers again: limiter/decide.ts `carryAllOwed`). */
-  takeAllOwed(at: number): Owed[] {
+  /** `takeOwed` of every key `which` picks (those a node that answers again serves: limiter/decide.ts `carryAllOwed`). */
+  takeAllOwed(at: number, which: (o: Owed) => boolean): Owed[] {
     const owed = this.owed;
     if (owed === undefined || owed.size === 0) return [];
-    const live = [...owed.values()].filter((o) => at - o.since < this.horizonMs);
-    owed.clear();
-    return live;
+    const taken: Owed[] = [];
+    for (const o of owed.values()) {
+      if (!which(o)) continue;
+      owed.delete(o.key);
+      if (at - o.since < this.horizonMs) taken.push(o);
+    }
+    return taken;
+  }
+
+  /** The store ran a call the failure mode had answered (its reply came late): the `cost` it admitted then is not owed. */
+  unowe(key: string, cost: number): void {
+    const o = this.owed?.get(key);
+    if (o === undefined) return;
+    o.cost -= cost;
+    if (o.cost <= 0) this.owed?.delete(key);
   }
 
   /**
@@ -242,6 +254,7 @@ export class Fallback {
   reset(key: string): void {
     this.local?.reset(key, this.localPlan);
     this.memory?.reset(key);
+    this.owed?.delete(key);
   }
 
   close(): void {

@@ -149,6 +149,8 @@ function unrestored(kept: StoreLeases): Exclude<Restored, 'back'> {
 /** Records the release of `held`, sent at `now`, among `kept`'s recent ones (RELEASE_REPLAY_MS), dropping those too old or too many. */
 function sentRelease(kept: StoreLeases, held: Held, now: number): void {
   const recent = kept.recent;
+  // Moved to the end: the map stays in the order the releases were sent.
+  recent.delete(held);
   recent.set(held, now);
   for (const [h, at] of recent) {
     if (now - at <= RELEASE_REPLAY_MS && recent.size <= RELEASE_REPLAY_MAX) break;

@@ -147,8 +147,9 @@ export class LeasedDecider {
           return this.answered(t, cost, o, at, lease, opts, observing);
         },
         (f) => {
-          // `r` may still run (a Cluster client sends it again): its lease is given up again once it settles.
-          failed = this.unanswered(t, cost, f, at, lease, opts, observing, r);
+          // Given up on while still on its way, `r` may yet run (a Cluster client sends it again): its
+          // lease is given up again once it settles. A call that failed has settled already.
+          failed = this.unanswered(t, cost, f, at, lease, opts, observing, f.error instanceof StoreTimeoutError ? r : undefined);
           return failed;
         },
         // The lease the late reply took is given up (unanswered); its rate charges go back when the failure mode refused.

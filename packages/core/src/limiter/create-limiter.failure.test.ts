@@ -442,6 +442,33 @@ describe('failure mode', () => {
     }
   });
 
+  it("'local': a request the failure mode admitted and the store ran late is not charged to the store again when it answers", async () => {
+    vi.useFakeTimers({ toFake: FAKE });
+    const store = new FlakyStore();
+    store.mode = 'slow';
+    store.delayMs = 40;
+    const limiter = createLimiter({
+      policies: [{ algorithm: 'fixed-window', limit: 10, windowMs: 60_000 }],
+      store,
+      storeTimeoutMs: 10,
+      breaker: false,
+      logger: recordingLogger(),
+      clock: () => 1_800_000_030_000,
+    });
+    let admitted = 0;
+    for (let i = 0; i < 4; i++) {
+      const d = limiter.check('k');
+      await vi.advanceTimersByTimeAsync(50);
+      if ((await d).allowed) admitted += 1;
+    }
+    store.mode = 'ok';
+    for (let i = 0; i < 20; i++) if ((await limiter.check('k')).allowed) admitted += 1;
+    await vi.advanceTimersByTimeAsync(10);
+    // The store ran the 4 itself (late): owing them too charged each twice (6 of 10 before).
+    expect(admitted).toBe(10);
+    await limiter.close();
+  });
+
   it('a lease whose call runs after the failure mode gave it up (a Cluster client sends it again) is released again once the call settles', async () => {
     vi.useFakeTimers({ toFake: FAKE });
     const leased = [{ name: 'running', algorithm: 'concurrency' as const, limit: 1, leaseMs: 60_000 }];

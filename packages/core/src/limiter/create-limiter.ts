@@ -75,8 +75,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const builder = new DecisionBuilder(mode, config.shadowPolicies.length > 0, counters, {});
   const observer = new DecisionObserver(observerSetup(compiled, config.shadowPolicies, mode, store.kind, now, config.hotKeys));
   // A node that answers again is charged what the failure mode admitted meanwhile (Decider.carryAllOwed).
-  let storeBack = (): void => {};
-  const { guard, fallbacks } = failureMode(config, compiled, defaultPlan, builder, observer, events, now, () => storeBack());
+  let storeBack = (_node: string): void => {};
+  const { guard, fallbacks } = failureMode(config, compiled, defaultPlan, builder, observer, events, now, (node) => storeBack(node));
   const timed = new StoreTimer(store, config.storeTimeoutMs);
   const plain = new Decider({
     targets,
@@ -91,7 +91,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     defaultCost: config.defaultCost,
     countsDegraded: config.onStoreError === 'local',
   });
-  storeBack = () => plain.carryAllOwed();
+  storeBack = (node) => plain.carryAllOwed(node);
   const { paths, keeper } = decisionPaths(config, compiled, defaultPlan, now, warns, {
     plain,
     targets,
@@ -233,7 +233,7 @@ function failureMode(
   observer: DecisionObserver,
   events: LimiterEventHub,
   now: Clock,
-  storeBack: () => void,
+  storeBack: (node: string) => void,
 ): { guard: StoreGuard; fallbacks: Map<CompiledPlan, Fallback> } {
   const { store, logger } = config;
   const guard = new StoreGuard({
@@ -247,7 +247,7 @@ function failureMode(
     warnRecovered: warningEnabled(config.validate, 'WRN_RL_BREAKER_CLOSED'),
     now,
     onBreaker: (state, node) => {
-      if (state === 'closed') storeBack();
+      if (state === 'closed') storeBack(node);
       observer.storeState(state, node);
       events.emit('breaker', { state, node });
     },

@@ -131,8 +131,7 @@ export class Decider {
         seq,
         r,
         (o) => {
-          if (!isResultOf(o, t.cp.storePlan))
-            return this.observer.observe(this.failed(t, cost, at, guard.junk(node, seq, o, t.cp.storePlan)), opts, at);
+          if (!isResultOf(o, t.cp.storePlan)) return this.observer.observe(this.junk(t, cost, at, node, seq, o), opts, at);
           if (this.remembers) this.remember(t, o, at);
           return this.observer.observe(this.called(this.built(t, cost, o, at), at), opts, at);
         },
@@ -142,15 +141,22 @@ export class Decider {
         },
         (late) => {
           if (answered?.allowed === false) this.giveBack(t, cost, late, at);
+          // The store ran it after all: what the failure mode admitted is not owed to it a second time.
+          else if (answered?.limited === false) (this.fallbacks.get(t.cp) as Fallback).unowe(t.key, cost);
         },
       );
     }
     guard.answered(node);
-    if (!isResultOf(r, t.cp.storePlan)) return this.failed(t, cost, at, guard.junk(node, seq, r, t.cp.storePlan));
+    if (!isResultOf(r, t.cp.storePlan)) return this.junk(t, cost, at, node, seq, r);
     // A synchronous answer of a store that can fail (RedisStore's `localBatch`) is remembered as an
     // asynchronous one is: an outage continues the key from it, not from the last round trip's.
     if (this.remembers) this.remember(t, r, at);
     return this.built(t, cost, r, at);
+  }
+
+  /** The failure mode's answer, unobserved, for the call numbered `seq` whose answer `r` is not a result (store-result-error.ts). */
+  private junk(t: Target, cost: number, at: number, node: string, seq: number, r: unknown): Decision {
+    return this.failed(t, cost, at, this.guard.junk(node, seq, r, t.cp.storePlan));
   }
 
   /**
@@ -181,16 +187,21 @@ export class Decider {
 
   /**
    * Hands the store's answer to the plan's failure mode, which continues the key from it in an outage;
-   * `answered`: the store itself answered (not what it holds in process while its node fails), so what
-   * the failure mode admitted for the key meanwhile is charged to it now (`carryOwed`).
+   * what the failure mode admitted for the key meanwhile is charged to the store now (`carryOwed`).
    */
-  remember(t: Target, r: StoreResult, at: number, answered = true): void {
-    if (!this.remembers) return;
+  remember(t: Target, r: StoreResult, at: number): void {
+    const f = this.rememberHeld(t, r, at);
+    const owed = f?.takeOwed(t.key, at);
+    if (owed !== undefined) this.carryOwed(t, f as Fallback, owed.cost, owed.since);
+  }
+
+  /** `remember` for what the store holds in process while its node fails: nothing is carried to it. */
+  private rememberHeld(t: Target, r: StoreResult, at: number): Fallback | undefined {
+    if (!this.remembers) return undefined;
     const f = this.fallbacks.get(t.cp) as Fallback;
-    if (!f.remembers) return;
+    if (!f.remembers) return undefined;
     f.remember(t.key, r, at);
-    const owed = answered ? f.takeOwed(t.key, at) : undefined;
-    if (owed !== undefined) this.carryOwed(t, f, owed, at);
+    return f;
   }
 
   /**
@@ -199,9 +210,10 @@ export class Decider {
    * ends exhausted rather than admitting its whole limit again beside the outage's admissions. A charge
    * that fails owes it all again (the key's next answer tries again; the failure mode keeps counting it).
    */
-  private carryOwed(t: Target, f: Fallback, owed: number, at: number): void {
+  private carryOwed(t: Target, f: Fallback, owed: number, since: number): void {
     const plan = t.cp.storePlan;
-    const failed = (): void => f.owe(t.key, t.storeKey, owed, at);
+    // Owed again as it was: from when the first of it was admitted, so it never outlives the window.
+    const failed = (): void => f.owe(t.key, t.storeKey, owed, since);
     const charge = (cost: number, then: (r: StoreResult) => void): void => {
       try {
         const r = this.store.apply(t.storeKey, plan, cost, this.now());
@@ -223,13 +235,15 @@ export class Decider {
    * A store node's breaker closed (it answers again): every key's owed admissions are charged now, before
    * the checks that follow reach it, not with each key's next answer, when the checks in flight with it
    * would have been admitted first (a probe, four processes of 16 concurrent loops: 1,222 over a limit of
-   * 5,000 that way). Keys on nodes still down owe theirs again.
+   * 5,000 that way). Only the keys `node` serves: the others wait for their own node.
    */
-  carryAllOwed(): void {
+  carryAllOwed(node: string): void {
     if (!this.remembers) return;
     const at = this.now();
+    const guard = this.guard;
     for (const [cp, f] of this.fallbacks) {
-      for (const o of f.takeAllOwed(at)) this.carryOwed({ cp, storeKey: o.storeKey, key: o.key }, f, o.cost, at);
+      const owed = f.takeAllOwed(at, (o) => guard.nodeOfKey(o.storeKey) === node);
+      for (const o of owed) this.carryOwed({ cp, storeKey: o.storeKey, key: o.key }, f, o.cost, o.since);
     }
   }
 
@@ -237,7 +251,7 @@ export class Decider {
   private unreached(t: Target, cost: number, at: number, node: string): Decision {
     const held = this.store.held(t.storeKey, t.cp.storePlan, cost, at);
     if (held === undefined) return this.skipped(t, cost, at, node);
-    this.remember(t, held, at, false);
+    this.rememberHeld(t, held, at);
     return this.built(t, cost, held, at);
   }
 

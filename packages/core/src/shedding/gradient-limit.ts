@@ -78,6 +78,8 @@ export class GradientLimit {
   #sum = 0;
   #count = 0;
   #peakInFlight = 0;
+  /** Windows whose too few samples were carried into the next, in a row. */
+  #carried = 0;
   /** Windowed minimum in two halves: the baseline is min(previous half, current half). */
   #minPrev = Number.POSITIVE_INFINITY;
   #minCur = Number.POSITIVE_INFINITY;
@@ -142,14 +144,22 @@ export class GradientLimit {
       this.#lastChange = 'event-loop';
       return true;
     }
-    // Too few: the samples carry into the next window, which judges them with its own (a handler slower
-    // than minSamples per window would otherwise never be judged at all: a fixed cap at initialLimit).
+    // Too few: the samples (and the peak) carry into the next window, which judges them with its own (a
+    // handler slower than minSamples per window would otherwise never be judged at all: a fixed cap at
+    // initialLimit), for at most CARRY_WINDOWS windows, so that no judgement rests on stale latencies.
     if (count < c.minSamples || short <= 0) {
+      this.#carried += 1;
+      if (this.#carried >= CARRY_WINDOWS) {
+        this.#sum = 0;
+        this.#count = 0;
+        this.#carried = 0;
+      } else this.#peakInFlight = peak;
       this.#lastChange = 'too-few-samples';
       return true;
     }
     this.#sum = 0;
     this.#count = 0;
+    this.#carried = 0;
     this.#short = short;
     if (short < this.#minCur) this.#minCur = short;
     this.#halfCount += 1;
@@ -169,6 +179,9 @@ export class GradientLimit {
     return true;
   }
 }
+
+/** The most windows in a row whose too few samples carry into the next (2 s at the default 250 ms). */
+const CARRY_WINDOWS = 8;
 
 function clamp(v: number, lo: number, hi: number): number {
   return Math.min(hi, Math.max(lo, v));

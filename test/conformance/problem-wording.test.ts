@@ -48,6 +48,23 @@ describe.each(Object.entries(STARTERS))('503 problem wording on %s', (_name, sta
     expect(body.detail).not.toMatch(/\b1 seconds\b/);
   });
 
+  it('the load shedder at a priority\'s share: it names the priority, not "at its capacity" of the whole limit', async () => {
+    const shedder = createLoadShedder({ maxInFlight: 4, priority: () => 'low' });
+    const app = await start({ policies: [{ name: 'wording-shed-share', limit: 100, windowMs: 60_000 }], shed: shedder });
+    apps.push(app);
+    // low may fill 0.5 of 4: two in flight fill its part.
+    const held = [shedder.acquire('low'), shedder.acquire('low')];
+    try {
+      const { status, body } = await problem(app.url);
+      expect(status).toBe(503);
+      expect(body.detail).toBe(
+        `The server is at its capacity for low-priority requests (2 requests in flight, which fills the part of the limit of 4 they may use); retry in ${inSeconds(body.retryAfter)}.`,
+      );
+    } finally {
+      for (const t of held) t?.release(false);
+    }
+  });
+
   it('the load shedder at its cap: "(1 request in flight, limit 1); retry in 1 second."', async () => {
     const shedder = createLoadShedder({ maxInFlight: 1, priority: () => 'normal' });
     const app = await start({ policies: [{ name: 'wording-shed', limit: 100, windowMs: 60_000 }], shed: shedder });

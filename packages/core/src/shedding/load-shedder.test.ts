@@ -136,6 +136,9 @@ describe('createLoadShedder: options', () => {
     [{ adaptive: { tolerance: 0.5 } }, 'shed.adaptive.tolerance'],
     [{ maxInFlight: 1, priority: 'high' }, 'shed.priority'],
     [{ maxInFlight: 1, shares: { low: 2 } }, 'shed.shares.low'],
+    // Inverted: low would fill the cap before critical may (a probe: critical shed while low ran).
+    [{ maxInFlight: 10, shares: { low: 1, critical: 0.3 } }, 'shed.shares.normal'],
+    [{ maxInFlight: 10, shares: { high: 0.95, critical: 0.9 } }, 'shed.shares.critical'],
     [{ maxInFlight: 1, retryAfterMs: -1 }, 'shed.retryAfterMs'],
   ];
   it.each(bad)('rejects %j naming %s', (options, option) => {

@@ -277,6 +277,17 @@ export function createLoadShedder<Req>(input: LoadShedderOptions<Req>, path = 's
     for (const [k, v] of Object.entries(given) as [ShedPriority, unknown][]) {
       shares[k] = inRange(v, `${path}.shares.${k}`, 0, 1, true, 'the share of the cap this priority may fill');
     }
+    // A lower priority with a larger share fills the cap before the higher one may: priorities inverted.
+    for (let i = 1; i < SHED_PRIORITIES.length; i++) {
+      const lower = SHED_PRIORITIES[i - 1] as ShedPriority;
+      const higher = SHED_PRIORITIES[i] as ShedPriority;
+      if (shares[higher] < shares[lower])
+        throw invalid(
+          `${path}.shares.${higher}`,
+          `must be at least the share of '${lower}' (${shares[lower]}): a higher priority never fills less of the cap`,
+          shares[higher],
+        );
+    }
   }
   const retryAfterMs = o.retryAfterMs === undefined ? 1000 : shedInteger(o.retryAfterMs, `${path}.retryAfterMs`, 'milliseconds');
   for (const k of ['clock', 'eventLoopDelay'] as const) {

@@ -16,6 +16,13 @@ function count(n: number, one: string, many: string): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+/** Why a request of `priority` was shed: the whole cap is in use, or the part of it that priority may fill. */
+function atCapacity(priority: ShedPriority, state: LoadShedderState): string {
+  const inFlight = count(state.inFlight, 'request', 'requests');
+  if (state.inFlight >= state.limit) return `The server is at its capacity (${inFlight} in flight, limit ${state.limit})`;
+  return `The server is at its capacity for ${priority}-priority requests (${inFlight} in flight, which fills the part of the limit of ${state.limit} they may use)`;
+}
+
 /** Plans the 503 for a request of `priority` shed at `state`. */
 export function planShed(retryAfterMs: number, priority: ShedPriority, state: LoadShedderState): ResponsePlan {
   const retryAfter = retryAfterSeconds(retryAfterMs);
@@ -23,7 +30,7 @@ export function planShed(retryAfterMs: number, priority: ShedPriority, state: Lo
     type: OVERLOADED_TYPE,
     title: 'Service Overloaded',
     status: 503,
-    detail: `The server is at its capacity (${count(state.inFlight, 'request', 'requests')} in flight, limit ${state.limit}); retry in ${count(retryAfter, 'second', 'seconds')}.`,
+    detail: `${atCapacity(priority, state)}; retry in ${count(retryAfter, 'second', 'seconds')}.`,
     retryAfter,
     priority,
   };

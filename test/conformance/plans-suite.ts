@@ -29,6 +29,19 @@ const accountKey = (_req: any, view: RequestView<any>) => `account:${header(view
 // biome-ignore lint/suspicious/noExplicitAny: the URL with its query: Express and Fastify `url`, Koa `ctx.url`.
 const failsByUrl = (req: any) => !String(req.originalUrl ?? req.url).includes('fail=1');
 
+/** `times` GETs of `/` whose clients leave at 30 ms, each followed by 250 ms for the decision and what follows it. */
+async function leaveEarly(app: TestApp, times: number): Promise<void> {
+  const { port } = app.server.address() as AddressInfo;
+  for (let i = 0; i < times; i++) {
+    await new Promise<void>((resolve) => {
+      const req = httpGet({ host: '127.0.0.1', port, path: '/' });
+      req.on('error', () => resolve());
+      setTimeout(() => req.destroy(), 30);
+    });
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 export function definePlansConformance(name: string, makeApp: MakeApp): void {
   describe(`conformance (plans, issue 10): ${name}`, () => {
     const clock = () => T0;
@@ -122,15 +135,21 @@ export function definePlansConformance(name: string, makeApp: MakeApp): void {
         return 'slow-lookup';
       };
       const app = await start({ policies: fw(2), skipFailedRequests: true, key, clock });
-      const { port } = app.server.address() as AddressInfo;
-      for (let i = 0; i < 2; i++) {
-        await new Promise<void>((resolve) => {
-          const req = httpGet({ host: '127.0.0.1', port, path: '/' });
-          req.on('error', () => resolve());
-          setTimeout(() => req.destroy(), 30);
-        });
-        await new Promise((r) => setTimeout(r, 250));
-      }
+      await leaveEarly(app, 2);
+      await request(app.server).get('/').expect(200);
+      await request(app.server).get('/').expect(200);
+      await request(app.server).get('/').expect(429);
+    });
+
+    it('a client gone while the decision was awaited (an async key): the route does not run, the charge goes back', async () => {
+      const key = async () => {
+        await new Promise((r) => setTimeout(r, 150));
+        return 'slow-lookup';
+      };
+      const app = await start({ policies: fw(2), key, clock });
+      await leaveEarly(app, 2);
+      // Before: the route ran twice for nobody, and both charges stayed (the next request got a 429).
+      expect(app.handled()).toBe(0);
       await request(app.server).get('/').expect(200);
       await request(app.server).get('/').expect(200);
       await request(app.server).get('/').expect(429);

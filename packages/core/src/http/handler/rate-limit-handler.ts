@@ -126,13 +126,17 @@ function renewInterval(limiter: Limiter): number {
   return leaseTimes.length === 0 ? 0 : Math.max(1, Math.floor(Math.min(...leaseTimes) / 2));
 }
 
-/** Gives back the charge of a request that was never served (its client left while it was delayed). */
+/** Gives back the charge of a request that was never served (its client left before it was). */
 function giveBack(limiter: Limiter, decision: Decision, diagnostics: Diagnostics): void {
   if (decision.receipt === undefined) return;
   limiter.refund(decision).catch((error: unknown) => {
-    diagnostics.warn('WRN_RL_REFUND_FAILED', 'giving back the charge of a delayed request whose client left failed; it stays counted.', {
-      err: error,
-    });
+    diagnostics.warn(
+      'WRN_RL_REFUND_FAILED',
+      'giving back the charge of a request whose client left before it was served failed; it stays counted.',
+      {
+        err: error,
+      },
+    );
   });
 }
 

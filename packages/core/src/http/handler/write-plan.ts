@@ -58,8 +58,8 @@ function clientLeft(target: ResponseTarget): boolean {
 
 /**
  * Writes the plan; synchronous unless a shaping delay has to be waited out. `left(limiter, decision,
- * diagnostics)` is called when the client goes away during that delay: it is never served, so its
- * charge should go back (issue 25).
+ * diagnostics)` is called for an admitted request whose client went away before it was served (during
+ * that delay, or while the decision was awaited): its charge should go back (issue 25).
  */
 export function writePlan(
   handled: HandledRequest,
@@ -71,15 +71,21 @@ export function writePlan(
   const { decision, plan } = handled;
   out.attach(decision);
   if (started(out)) {
+    // A connection closed with nothing written is a client that left while the decision was awaited (an
+    // async key, a queue): nobody would be served, so the route does not run and an admitted request's
+    // charge goes back, as for a client gone during a shaping delay.
+    if (clientLeft(out)) {
+      if (plan.action === 'pass' && limiter !== undefined) left?.(limiter, decision, diagnostics);
+      out.abandon();
+      return 'stop';
+    }
     // Something answered before the decision came (a timeout middleware, a stream): never write to it.
-    // A connection closed with nothing written is a client that left (during a queue wait): no misconfiguration to report.
-    if (!clientLeft(out))
-      diagnostics.warn(
-        'WRN_RL_RESPONSE_STARTED',
-        'the response had already started when the rate-limit decision came; no header was written. ' +
-          'A rejected request is aborted rather than let through.',
-        { action: plan.action, status: plan.status },
-      );
+    diagnostics.warn(
+      'WRN_RL_RESPONSE_STARTED',
+      'the response had already started when the rate-limit decision came; no header was written. ' +
+        'A rejected request is aborted rather than let through.',
+      { action: plan.action, status: plan.status },
+    );
     if (plan.action === 'pass') return 'next';
     if (!out.raw.writableEnded) out.raw.destroy();
     out.abandon();

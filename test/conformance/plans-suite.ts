@@ -29,6 +29,12 @@ const accountKey = (_req: any, view: RequestView<any>) => `account:${header(view
 // biome-ignore lint/suspicious/noExplicitAny: the URL with its query: Express and Fastify `url`, Koa `ctx.url`.
 const failsByUrl = (req: any) => !String(req.originalUrl ?? req.url).includes('fail=1');
 
+/** A key looked up in 150 ms (a session store): a client can leave while the decision is awaited. */
+async function slowLookup(): Promise<string> {
+  await new Promise((r) => setTimeout(r, 150));
+  return 'slow-lookup';
+}
+
 /** `times` GETs of `/` whose clients leave at 30 ms, each followed by 250 ms for the decision and what follows it. */
 async function leaveEarly(app: TestApp, times: number): Promise<void> {
   const { port } = app.server.address() as AddressInfo;
@@ -130,11 +136,7 @@ export function definePlansConformance(name: string, makeApp: MakeApp): void {
     it('skipFailedRequests: a client gone while the decision was awaited (an async key) is given back too', async () => {
       // The key lookup takes 150 ms; the client leaves at 30 ms: the response has closed before the
       // charge is made, so no close event follows it (main before: the charge stayed).
-      const key = async () => {
-        await new Promise((r) => setTimeout(r, 150));
-        return 'slow-lookup';
-      };
-      const app = await start({ policies: fw(2), skipFailedRequests: true, key, clock });
+      const app = await start({ policies: fw(2), skipFailedRequests: true, key: slowLookup, clock });
       await leaveEarly(app, 2);
       await request(app.server).get('/').expect(200);
       await request(app.server).get('/').expect(200);
@@ -142,11 +144,7 @@ export function definePlansConformance(name: string, makeApp: MakeApp): void {
     });
 
     it('a client gone while the decision was awaited (an async key): the route does not run, the charge goes back', async () => {
-      const key = async () => {
-        await new Promise((r) => setTimeout(r, 150));
-        return 'slow-lookup';
-      };
-      const app = await start({ policies: fw(2), key, clock });
+      const app = await start({ policies: fw(2), key: slowLookup, clock });
       await leaveEarly(app, 2);
       // Before: the route ran twice for nobody, and both charges stayed (the next request got a 429).
       expect(app.handled()).toBe(0);

@@ -182,3 +182,27 @@ export function isAbstractNoopLogger(logger: unknown): boolean {
   const l = logger as { warn?: unknown; error?: unknown; level?: unknown } | null | undefined;
   return typeof l?.warn === 'function' && l.warn === l.error && typeof l.level !== 'string';
 }
+
+/**
+ * At most one line per `intervalMs`, counting the ones it left out: the lines of events that can repeat
+ * without end (outages of a flapping store, one key's errors, unknown plans, failed lease calls) stay
+ * bounded however often they come.
+ */
+export class LineThrottle {
+  private writtenAt = Number.NEGATIVE_INFINITY;
+  private skipped = 0;
+
+  constructor(private readonly intervalMs: number) {}
+
+  /** At `now`: the lines left out since the last one when this one may be written, else undefined (it is counted). */
+  take(now: number): number | undefined {
+    if (now - this.writtenAt < this.intervalMs) {
+      this.skipped += 1;
+      return undefined;
+    }
+    const skipped = this.skipped;
+    this.writtenAt = now;
+    this.skipped = 0;
+    return skipped;
+  }
+}

@@ -5,7 +5,7 @@
  * events that go with them. create-limiter.ts asks it and answers; fallback.ts gives the answers.
  */
 import type { Logger } from '../logging.js';
-import { safeLog } from '../logging.js';
+import { LineThrottle, safeLog } from '../logging.js';
 import { RESULT_STRIDE, type Store, type StoreKey, type StorePlan } from '../stores/store.js';
 import { type ErrorScope, errorScopeOf } from './error-scope.js';
 import { type BreakerConfig, type BreakerState, NodeHealth } from './node-health.js';
@@ -88,10 +88,8 @@ export class StoreGuard {
   private readonly watchdog: Watchdog;
   /** null: not asked yet; undefined: nothing to wait for. */
   private startup: Promise<void> | undefined | null = null;
-  private keyLoggedAt = Number.NEGATIVE_INFINITY;
-  private keyErrorsNotLogged = 0;
-  private outageLoggedAt = Number.NEGATIVE_INFINITY;
-  private outagesNotLogged = 0;
+  private readonly keyLines = new LineThrottle(KEY_LOG_INTERVAL_MS);
+  private readonly outageLines = new LineThrottle(OUTAGE_LOG_INTERVAL_MS);
   /** When the current outage of each node began (the limiter's clock), for the line at its end. */
   private readonly outageSince = new Map<string, number>();
 
@@ -275,13 +273,8 @@ export class StoreGuard {
     // The limiter's clock, so that tests in virtual time see the lines a day of outages would write.
     const t = this.config.now();
     this.outageSince.set(node, t);
-    if (t - this.outageLoggedAt < OUTAGE_LOG_INTERVAL_MS) {
-      this.outagesNotLogged += 1;
-      return;
-    }
-    const notLogged = this.outagesNotLogged;
-    this.outageLoggedAt = t;
-    this.outagesNotLogged = 0;
+    const notLogged = this.outageLines.take(t);
+    if (notLogged === undefined) return;
     const { store, onStoreError, logger, breaker } = this.config;
     safeLog(
       logger,
@@ -293,14 +286,8 @@ export class StoreGuard {
 
   /** Logs an error that belongs to one key: at most one line per 10 s, counting the ones it left out. */
   logKeyFailure(key: string, failure: CallFailure): void {
-    const t = performance.now();
-    if (t - this.keyLoggedAt < KEY_LOG_INTERVAL_MS) {
-      this.keyErrorsNotLogged += 1;
-      return;
-    }
-    const notLogged = this.keyErrorsNotLogged;
-    this.keyLoggedAt = t;
-    this.keyErrorsNotLogged = 0;
+    const notLogged = this.keyLines.take(performance.now());
+    if (notLogged === undefined) return;
     const { store, onStoreError, logger } = this.config;
     safeLog(
       logger,

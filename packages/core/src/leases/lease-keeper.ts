@@ -24,7 +24,7 @@
 import { MAX_LEASE_RETRY_MS } from '../algorithms/concurrency.js';
 import { costUnits, DecisionImpl, Result } from '../decision.js';
 import { seeDocs } from '../errors.js';
-import { type Logger, safeLog } from '../logging.js';
+import { LineThrottle, type Logger, safeLog } from '../logging.js';
 import { type InFlightSource, reportInFlight } from '../observability/in-flight.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
 import { type ConnectionEvent, isPromiseLike, type Store, type StoreKey, type StorePlan } from '../stores/store.js';
@@ -192,9 +192,8 @@ export class LeaseKeeper {
   readonly queues = new LeaseQueues();
   /** A release or renewal failed (logged, or counted in `notLogged`); cleared by the next that succeeds. */
   private failing = false;
-  /** When the last ERR_RL_STORE_FAILED lease line was written, and the runs of failures since that were not. */
-  private loggedAt = Number.NEGATIVE_INFINITY;
-  private notLogged = 0;
+  /** ERR_RL_STORE_FAILED lease lines: at most one per LEASE_LOG_INTERVAL_MS, counting the runs of failures left out. */
+  private readonly lines = new LineThrottle(LEASE_LOG_INTERVAL_MS);
   /** Per concurrency policy name: leases held by this limiter's decisions, and requests in its queues. */
   private readonly inFlight = new Map<string, { leases: number; queued: number }>();
   /** Held here: `reportInFlight` keeps its source weakly. */
@@ -630,14 +629,8 @@ export class LeaseKeeper {
   private failed(error: unknown): void {
     if (this.failing) return;
     this.failing = true;
-    const t = this.now();
-    if (t - this.loggedAt < LEASE_LOG_INTERVAL_MS) {
-      this.notLogged += 1;
-      return;
-    }
-    const notLogged = this.notLogged;
-    this.loggedAt = t;
-    this.notLogged = 0;
+    const notLogged = this.lines.take(this.now());
+    if (notLogged === undefined) return;
     safeLog(
       this.logger,
       'error',

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { codedError, describeValue } from '../errors.js';
 import { MILLI, requestCostToMilli } from '../internal/fixed-point.js';
 import { isWellFormed, sha256 } from '../internal/text.js';
-import { type Logger, safeLog } from '../logging.js';
+import { LineThrottle, type Logger, safeLog } from '../logging.js';
 import { type CompiledPlan, keysFor } from '../plans/compiled-plan.js';
 import type { StoreKey } from '../stores/store.js';
 import type { CheckOptions } from '../types.js';
@@ -79,9 +79,8 @@ export interface Target {
 
 /** Turns a check's key and options into its Target, by the limiter's plans. */
 export class Targets {
-  /** When the last `WRN_RL_UNKNOWN_PLAN` line was written, and the checks that named an unknown plan since. */
-  private warnedAt = Number.NEGATIVE_INFINITY;
-  private unwarned = 0;
+  /** `WRN_RL_UNKNOWN_PLAN` lines: at most one per interval, counting the checks that named an unknown plan since. */
+  private readonly lines = new LineThrottle(UNKNOWN_PLAN_LOG_INTERVAL_MS);
 
   constructor(
     private readonly plans: ReadonlyMap<string, CompiledPlan>,
@@ -117,14 +116,8 @@ export class Targets {
 
   /** One line for the first unknown plan, then at most one per interval, counting the checks it stood for. */
   private warn(name: string): void {
-    const at = this.now();
-    if (at - this.warnedAt < UNKNOWN_PLAN_LOG_INTERVAL_MS) {
-      this.unwarned += 1;
-      return;
-    }
-    const since = this.unwarned;
-    this.warnedAt = at;
-    this.unwarned = 0;
+    const since = this.lines.take(this.now());
+    if (since === undefined) return;
     safeLog(
       this.logger,
       'warn',

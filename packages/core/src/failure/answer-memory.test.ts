@@ -38,7 +38,7 @@ class OutageStore implements Store {
 
 const quiet = { warn() {}, error() {} };
 
-function setup(limit: number, localShare = 1) {
+function setup(limit: number, localShare = 1, storeTimeoutMs?: number) {
   let t = 1_000;
   const store = new OutageStore();
   const limiter = createLimiter({
@@ -46,6 +46,7 @@ function setup(limit: number, localShare = 1) {
     store,
     localShare,
     breaker: false,
+    storeTimeoutMs,
     clock: () => t,
     logger: quiet,
   });
@@ -217,6 +218,32 @@ describe('an outage continues the budget (onStoreError local)', () => {
     await new Promise((r) => setTimeout(r, 0));
     // The store's own count: 4 + 1 + 1, and the 6 carried (5 of them fit, the key ends exhausted).
     expect(store.inner.peek('k', store.plan as StorePlan, 1000, 1_002)[R_REMAINING]).toBe(0);
+  });
+
+  it('a carry the store never answers is given up after storeTimeoutMs and owed again, as a check would be', async () => {
+    const { store, limiter, admitted, advance } = setup(10, 1, 20);
+    expect(await admitted('k', 4)).toBe(4);
+    store.down = true;
+    expect(await admitted('k', 10)).toBe(6);
+    store.down = false;
+    // The answer after the outage comes; the carry of the 6 that follows it never does.
+    const apply = store.apply.bind(store);
+    let calls = 0;
+    store.apply = (...args) => {
+      calls += 1;
+      return calls === 2 ? new Promise<StoreResult>(() => {}) : apply(...args);
+    };
+    expect(await admitted('k', 1)).toBe(1);
+    expect(calls).toBe(2);
+    // Before: the carry was not watched, so the 6 were neither charged nor owed: lost for good.
+    await new Promise((r) => setTimeout(r, 150));
+    store.apply = apply;
+    advance(1);
+    await admitted('k', 1);
+    await new Promise((r) => setTimeout(r, 0));
+    // Owed again and carried with the next answer: 4 + 1 + 1, and 4 of the 6 (the key ends exhausted).
+    expect(store.inner.peek('k', store.plan as StorePlan, 1000, 1_002)[R_REMAINING]).toBe(0);
+    await limiter.close();
   });
 
   it('reset(key) forgets what the key owes the store too', async () => {

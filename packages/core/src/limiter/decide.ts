@@ -209,23 +209,34 @@ export class Decider {
    * be asked (Fallback.takeOwed): all of it when it fits, else what the store has left, so that the key
    * ends exhausted rather than admitting its whole limit again beside the outage's admissions. A charge
    * that fails owes it all again (the key's next answer tries again; the failure mode keeps counting it).
+   * A charge is a watched call (StoreGuard.watch), as a check is: the checks sent behind thousands of
+   * them (a breaker closing on an outage's many keys) are given the time the node needs to answer the
+   * charges first, and a node that does not answer them fails as it would for checks.
    */
   private carryOwed(t: Target, f: Fallback, owed: number, since: number): void {
     const plan = t.cp.storePlan;
+    const guard = this.guard;
+    const node = guard.nodeOfKey(t.storeKey);
+    const enforced = t.cp.enforcedCount;
     // Owed again as it was: from when the first of it was admitted, so it never outlives the window.
     const failed = (): void => f.owe(t.key, t.storeKey, owed, since);
+    // A charge the watchdog gave up on that the store ran after all: not owed a second time.
+    const late = (x: StoreResult): void => {
+      if (isResultOf(x, plan) && leftIfRefused(x, enforced) === 0) f.unowe(t.key, owed);
+    };
     const charge = (cost: number, then: (r: StoreResult) => void): void => {
+      const seq = guard.next();
       try {
         const r = this.store.apply(t.storeKey, plan, cost, this.now());
-        if (isPromiseLike(r)) r.then((x) => (isResultOf(x, plan) ? then(x) : failed()), failed);
-        else if (isResultOf(r, plan)) then(r);
-        else failed();
+        const answered = (x: StoreResult): void => (isResultOf(x, plan) ? then(x) : failed());
+        if (!isPromiseLike(r)) answered(r);
+        else catchRejection(guard.watch(node, seq, r, answered, failed, late), failed);
       } catch {
         failed();
       }
     };
     charge(owed, (r) => {
-      const left = leftIfRefused(r, t.cp.enforcedCount);
+      const left = leftIfRefused(r, enforced);
       if (left > 0) charge(left, (last) => f.told(t.key, last, this.now()));
       else f.told(t.key, r, this.now());
     });

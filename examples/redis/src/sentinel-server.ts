@@ -7,6 +7,7 @@
  */
 import { Redis } from 'ioredis';
 import { createApp } from './app.js';
+import { logConnectionErrors } from './connection-errors.js';
 
 const list = process.env.REDIS_SENTINELS ?? '127.0.0.1:26379';
 const name = process.env.REDIS_MASTER_NAME ?? 'mymaster';
@@ -23,6 +24,6 @@ const redis = new Redis({
   autoResendUnfulfilledCommands: false,
   retryStrategy: () => 50,
 });
-redis.on('error', (error: Error) => console.error(`redis: ${error.message}`));
+logConnectionErrors(redis, 'redis');
 
 createApp({ redis }).listen(port, () => console.log(`listening on http://127.0.0.1:${port} (Redis: master '${name}' of ${list})`));

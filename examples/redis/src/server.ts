@@ -3,6 +3,7 @@
  */
 import { Redis } from 'ioredis';
 import { createApp } from './app.js';
+import { logConnectionErrors } from './connection-errors.js';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const port = Number(process.env.PORT ?? 3000);
@@ -15,6 +16,6 @@ const redis = new Redis(url, {
   retryStrategy: () => 50,
   maxLoadingRetryTime: 50,
 });
-redis.on('error', (error: Error) => console.error(`redis: ${error.message}`));
+logConnectionErrors(redis, 'redis');
 
 createApp({ redis }).listen(port, () => console.log(`listening on http://127.0.0.1:${port} (Redis at ${url})`));

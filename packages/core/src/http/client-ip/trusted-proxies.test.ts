@@ -85,6 +85,10 @@ describe('compileTrustedProxies', () => {
     expect(compileTrustedProxies(['0.0.0.0/1', '128.0.0.0/1'], 'p').permissive).toEqual(['0.0.0.0/1']);
     expect(compileTrustedProxies(['128.0.0.0/1'], 'p').permissive).toEqual(['128.0.0.0/1']);
     expect(compileTrustedProxies(['::/1', '10.0.0.0/8'], 'p').permissive).toEqual(['::/1']);
+    // IPv6 clients come from 2000::/3 (global unicast): trusting it, or half of it, trusts them all; ULAs do not count.
+    expect(compileTrustedProxies(['2000::/3'], 'p').permissive).toEqual(['2000::/3']);
+    expect(compileTrustedProxies(['2000::/4', 'fc00::/7'], 'p').permissive).toEqual(['2000::/4']);
+    expect(compileTrustedProxies(['2000::/5', '2800::/6', 'fc00::/7', '4000::/2'], 'p').permissive).toEqual([]);
     expect(compileTrustedProxies(['0.0.0.0/2', '64.0.0.0/3', '64.0.0.0/2', '10.0.0.0/8'], 'p').permissive).toEqual([
       '0.0.0.0/2',
       '64.0.0.0/2',

@@ -160,16 +160,33 @@ export function compileTrustedProxies(option: unknown, path: string): TrustedPro
 }
 
 /**
- * The widest entries of one family that together cover half of its addresses or more (ranges may
- * overlap: they are merged), as written and in the order written; none when all of them fall short.
- * Presets never count: they are narrow.
+ * Where clients' addresses come from, per family: all of IPv4 (private ranges included: clients behind
+ * one NAT are clients too), and IPv6's global unicast space, 2000::/3, since the rest is unallocated,
+ * private (fc00::/7) or link-local: trusting 2000::/3 trusts every IPv6 client on the Internet.
+ */
+const CLIENT_SPACE = { 4: { start: 0n, size: 1n << 32n }, 6: { start: 0x2000n << 112n, size: 1n << 125n } } as const;
+
+/**
+ * The widest entries of one family that together cover half of its client addresses (CLIENT_SPACE) or
+ * more (ranges may overlap: they are merged), as written and in the order written; none when all of them
+ * fall short. Presets never count: they are narrow.
  */
 function permissiveEntries(written: readonly (readonly [string, Range])[], family: 4 | 6): string[] {
   const bits = family === 4 ? 32 : 128;
-  const half = 1n << BigInt(bits - 1);
+  const space = CLIENT_SPACE[family];
+  const half = space.size / 2n;
   const spans = written
     .filter(([, [network]]) => network.family === family)
-    .map(([entry, [network, prefix]], order) => ({ entry, order, start: addressValue(network), size: 1n << BigInt(bits - prefix) }))
+    .map(([entry, [network, prefix]], order) => {
+      // The part of the range inside the client space (bigints: Math.max and Math.min take numbers only).
+      const from = addressValue(network);
+      // biome-ignore lint/complexity/useMathMinMax: bigints
+      const start = from > space.start ? from : space.start;
+      const end = from + (1n << BigInt(bits - prefix));
+      const limit = space.start + space.size;
+      return { entry, order, start, size: (end < limit ? end : limit) - start };
+    })
+    .filter((s) => s.size > 0n)
     .sort((a, b) => (a.size > b.size ? -1 : a.size < b.size ? 1 : a.order - b.order));
   for (let n = 1; n <= spans.length; n++) {
     const widest = spans.slice(0, n);

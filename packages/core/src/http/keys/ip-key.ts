@@ -173,7 +173,7 @@ function keyOf(address: IpAddress, config: IpKeyConfig): string {
 
 function permissiveMessage(entries: readonly string[]): string {
   return (
-    `keys.ip({ trustedProxies }) contains ${entries.map((e) => `'${e}'`).join(' and ')}, which trust${entries.length === 1 ? 's' : ''} half of all addresses or more: any ` +
+    `keys.ip({ trustedProxies }) contains ${entries.map((e) => `'${e}'`).join(' and ')}, which trust${entries.length === 1 ? 's' : ''} half of all client addresses or more (of IPv4, or of IPv6's global 2000::/3): any ` +
     'client can then pick its own key by sending X-Forwarded-For, and bypass IP-based limits. List only your ' +
     "proxies' addresses or ranges."
   );

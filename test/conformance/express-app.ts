@@ -42,6 +42,7 @@ export function makeExpressApp(createApp: typeof express): MakeApp {
     const global = rateLimit(spec.global);
     app.get('/', global, route);
     app.get('/other', global, route);
+    app.get('/head', global, route);
     app.get('/twice', global, global, route);
     for (const [path, options] of Object.entries(spec.routes ?? {})) {
       if (options === false) app.get(path, route);

@@ -41,6 +41,8 @@ export const makeFastifyApp: MakeApp = async (spec) => {
   await app.register(fastifyRateLimit, spec.global);
   app.get('/', route);
   app.get('/other', route);
+  // HEAD declared, not added by Fastify for the GET (its own HEAD route recomputes Content-Length).
+  app.route({ method: ['GET', 'HEAD'], url: '/head', handler: route });
   app.get('/twice', { preHandler: app.rateLimit.hook }, route);
   for (const [path, options] of Object.entries(spec.routes ?? {})) app.get(path, { config: { rateLimit: options } }, route);
   await app.listen({ port: 0, host: '127.0.0.1' });

@@ -55,6 +55,7 @@ export function makeKoaApp(KoaApp: typeof Koa): MakeApp {
     const global = rateLimit(spec.global);
     router.get('/', global, route);
     router.get('/other', global, route);
+    router.get('/head', global, route);
     router.get('/twice', global, global, route);
     for (const [path, options] of Object.entries(spec.routes ?? {})) {
       if (options === false) router.get(path, route);

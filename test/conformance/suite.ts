@@ -78,10 +78,11 @@ function recorder(): Logger & { lines: string[] } {
   };
 }
 
-/** GET over a raw socket: what a client sees of a response that may be cut off. */
+/** GET (or `method`) over a raw socket: what a client sees of a response that may be cut off. */
 function rawGet(
   server: Server,
   path: string,
+  method = 'GET',
 ): Promise<{ status: number | undefined; body: string; aborted: boolean; headers?: IncomingHttpHeaders }> {
   const { port } = server.address() as AddressInfo;
   return new Promise((resolve) => {
@@ -89,7 +90,7 @@ function rawGet(
     let headers: IncomingHttpHeaders | undefined;
     let body = '';
     const done = (aborted: boolean) => resolve({ status, body, aborted, headers });
-    const req = httpRequest({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method, agent: false }, (res) => {
       status = res.statusCode;
       headers = res.headers;
       res.setEncoding('utf8');
@@ -204,6 +205,19 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
       expect(res.headers?.['x-request-id']).toBe('abc');
       expect(res.headers?.['content-type']).toBe('application/problem+json');
       expect(JSON.parse(res.body)).toMatchObject({ status: 429, policy: 'default' });
+    });
+
+    it("a 429 to HEAD has the Content-Length of the GET's problem body, not one set for the route's answer", async () => {
+      const app = await start({ global: { policies: { ...FIXED, limit: 1 }, clock }, headersFirst: { 'Content-Length': '5' } });
+      expect((await rawGet(app.server, '/head', 'HEAD')).status).toBe(200);
+      const head = await rawGet(app.server, '/head', 'HEAD');
+      expect(head.status).toBe(429);
+      expect(head.body).toBe('');
+      const get = await rawGet(app.server, '/head');
+      expect(get.status).toBe(429);
+      // Before, Fastify on a route declared for HEAD: the 5 an earlier hook set.
+      expect(head.headers?.['content-length']).toBe(String(Buffer.byteLength(get.body)));
+      expect(get.headers?.['content-length']).toBe(String(Buffer.byteLength(get.body)));
     });
 
     it('lists every enforced policy, and on 429 only the exhausted ones', async () => {

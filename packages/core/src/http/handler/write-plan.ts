@@ -37,6 +37,8 @@ const REPRESENTATION_HEADERS: ReadonlySet<string> = new Set([
   'last-modified',
   'expires',
   'transfer-encoding',
+  // Framing: the adapters give the problem body its own length, except Fastify on a HEAD route, which keeps one set before.
+  'content-length',
 ]);
 
 /** Removes the headers of REPRESENTATION_HEADERS an earlier middleware set, before a rejection is written. */

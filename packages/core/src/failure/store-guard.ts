@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../logging.js';
 import { LineThrottle, safeLog } from '../logging.js';
-import { RESULT_STRIDE, type Store, type StoreKey, type StorePlan } from '../stores/store.js';
+import { isPromiseLike, RESULT_STRIDE, type Store, type StoreKey, type StorePlan } from '../stores/store.js';
 import { type ErrorScope, errorScopeOf } from './error-scope.js';
 import { type BreakerConfig, type BreakerState, NodeHealth } from './node-health.js';
 import { StoreResultError } from './store-result-error.js';
@@ -126,6 +126,15 @@ export class StoreGuard {
   nodeOf(key: string): string {
     const store = this.config.store;
     return store.nodeOf === undefined ? WHOLE_STORE : store.nodeOf(key, this.config.plan);
+  }
+
+  /**
+   * `call`, sent for `key`, is one nobody waits for (a charge given back, a lease released or put back):
+   * the checks sent behind it are given the time its node needs for it (Watchdog.aside). Returns `call`.
+   */
+  aside<T>(key: StoreKey, call: T): T {
+    if (isPromiseLike(call)) this.watchdog.aside(this.nodeOfKey(key), call);
+    return call;
   }
 
   /**

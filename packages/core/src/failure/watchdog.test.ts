@@ -136,6 +136,26 @@ describe('Watchdog', () => {
     expect(silent).toEqual(['call1000']);
   });
 
+  it('calls nobody waits for (aside: give-backs, releases) count ahead of a call as watched ones do, until they settle', async () => {
+    const { dog, silent, watch, run } = setup();
+    // 1,000 releases in flight, then a check: it may wait 50 + 1000 x 0.1 = 150 ms of idle time.
+    const replies: (() => void)[] = [];
+    for (let i = 0; i < 1_000; i++) dog.aside('a', new Promise<void>((resolve) => replies.push(resolve)));
+    const check = watch('a', 'check');
+    for (let i = 0; i < 14; i++) {
+      await run(10);
+      // Their replies come, and keep the node from silence. Before: the check was late at 50 ms.
+      for (const reply of replies.slice(i * 72, Math.min((i + 1) * 72, 1_000))) reply();
+    }
+    expect(silent).toEqual([]);
+    dog.settle(check);
+    // Settled, they no longer count: the next call has its 50 ms.
+    const next = watch('a', 'next');
+    await run(70);
+    expect(silent).toEqual(['next']);
+    expect(dog.settle(next)).toBe(false);
+  });
+
   it('a busy loop does not age a call: its wait counts idle time only', async () => {
     const { dog, silent, watch, run, busy } = setup();
     const ticket = watch('a', 'call');

@@ -8,7 +8,8 @@
  *   call pending on it is answered by the failure mode at once (one outage event).
  * - **Late call.** A node that answers, but too slowly (replies trickling, every reply delayed), fails
  *   one call at a time: a call is answered by the failure mode once it has waited `storeTimeoutMs`, plus
- *   {@link QUEUED_CALL_MS} per call that was already pending on its node when it was sent, of *time
+ *   {@link QUEUED_CALL_MS} per call that was already pending on its node when it was sent (watched, or
+ *   one nobody waits for: a charge given back, a lease released or put back, `aside`), of *time
  *   the event loop sat idle*. Idle time (libuv's, as `performance.eventLoopUtilization()` reports it) is
  *   time the process spent waiting for I/O with nothing else to do: a reply that arrived then was read at
  *   once. So a call never ages while the loop is blocked or busy draining a backlog of replies (the
@@ -66,6 +67,8 @@ class NodeWatch {
   head: Ticket | undefined = undefined;
   tail: Ticket | undefined = undefined;
   size = 0;
+  /** Calls in flight on this node that nobody waits for (Watchdog.aside): not watched, but queued ahead. */
+  aside = 0;
   /** A call of this node settled since the last judgement. */
   heard = false;
   /** Readable time without any settlement while calls were pending, ms. */
@@ -148,11 +151,7 @@ export class Watchdog {
 
   /** Starts watching a call on `node`; `onOverdue` answers it if the node goes silent or the call is late first. */
   watch(node: string, onOverdue: (why: Overdue) => void): Ticket {
-    let w = this.nodes.get(node);
-    if (w === undefined) {
-      w = new NodeWatch(node);
-      this.nodes.set(node, w);
-    }
+    const w = this.nodeWatch(node);
     // The clock is read only when a node goes from idle to pending (or the timer starts), not per call.
     if (w.size === 0) {
       w.silentMs = 0;
@@ -160,7 +159,7 @@ export class Watchdog {
       w.since = this.elapsed();
       this.active += 1;
     }
-    const ticket = new Ticket(w, onOverdue, this.epoch, this.timeoutMs + w.size * QUEUED_CALL_MS);
+    const ticket = new Ticket(w, onOverdue, this.epoch, this.timeoutMs + (w.size + w.aside) * QUEUED_CALL_MS);
     w.add(ticket);
     if (this.timer === undefined) {
       this.lastJudgement = this.elapsed();
@@ -169,6 +168,34 @@ export class Watchdog {
       this.timer.unref?.();
     }
     return ticket;
+  }
+
+  /**
+   * A call on `node` that nobody waits for (a charge given back, a lease released or put back): not
+   * judged, but until it settles the calls sent after it are given the time the node needs for it
+   * ({@link QUEUED_CALL_MS}), as for a watched call ahead of them; its reply is heard from the node.
+   */
+  aside(node: string, call: PromiseLike<unknown>): void {
+    const w = this.nodeWatch(node);
+    w.aside += 1;
+    call.then(
+      () => {
+        w.aside -= 1;
+        w.heard = true;
+      },
+      () => {
+        w.aside -= 1;
+      },
+    );
+  }
+
+  private nodeWatch(node: string): NodeWatch {
+    let w = this.nodes.get(node);
+    if (w === undefined) {
+      w = new NodeWatch(node);
+      this.nodes.set(node, w);
+    }
+    return w;
   }
 
   /**

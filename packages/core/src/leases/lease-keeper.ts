@@ -211,6 +211,8 @@ export class LeaseKeeper {
     private readonly now: () => number,
     /** Whether a warning is on (`validate`). */
     private readonly warns: (code: 'WRN_RL_LEASES_RESTORED') => boolean = () => true,
+    /** Tells the watchdog of a store call for `key` nobody waits for (StoreGuard.aside); returns the call. */
+    private readonly aside: <T>(key: StoreKey, call: T) => T = (_key, call) => call,
   ) {
     for (const cp of plans.values()) {
       for (const p of cp.all) if (p.algorithm === 'concurrency') this.inFlight.set(p.name, { leases: 0, queued: 0 });
@@ -255,7 +257,7 @@ export class LeaseKeeper {
       if (released) return;
       released = true;
       this.count(cp, 'leases', -1);
-      if (kept === undefined) this.send(() => store.release?.(key, plan, lease, this.now()));
+      if (kept === undefined) this.send(() => this.aside(key, store.release?.(key, plan, lease, this.now())));
       else this.releaseKept(kept, held);
       if (carried !== undefined) this.releaseKept(carried.kept, carried.held);
       for (const id of queues) this.queues.wake(id);
@@ -271,7 +273,7 @@ export class LeaseKeeper {
       }
       if (carried !== undefined) this.renewCarried(carried.kept, carried.held, now);
       const answer = this.send(() =>
-        kept === undefined ? (store.renew?.(key, plan, lease, now) ?? false) : this.renewKept(kept, held, now),
+        kept === undefined ? (this.aside(key, store.renew?.(key, plan, lease, now)) ?? false) : this.renewKept(kept, held, now),
       );
       return typeof answer === 'boolean' ? answer : answer !== 'failed';
     };
@@ -375,7 +377,7 @@ export class LeaseKeeper {
     };
     const tell = (at: number) => {
       try {
-        const pending = store.release?.(key, plan, lease, at);
+        const pending = this.aside(key, store.release?.(key, plan, lease, at));
         if (isPromiseLike(pending)) pending.then(undefined, untold);
         if (kept !== undefined) sentRelease(kept, held, this.now());
       } catch {
@@ -507,7 +509,7 @@ export class LeaseKeeper {
   private sendRelease(kept: StoreLeases, held: Held): void {
     const now = this.now();
     const sent = this.send(
-      () => kept.store.release?.(held.key, held.plan, held.lease, now),
+      () => this.aside(held.key, kept.store.release?.(held.key, held.plan, held.lease, now)),
       () => {
         kept.unreleased.add(held);
         kept.lost = true;
@@ -520,7 +522,7 @@ export class LeaseKeeper {
   private renewKept(kept: StoreLeases, held: Held, now: number): Promise<boolean> {
     held.until = now + held.leaseMs;
     kept.held.add(held);
-    return puttingBack(held, kept.store.restore(held.key, held.plan, held.lease, now)).then((live) => {
+    return puttingBack(held, this.aside(held.key, kept.store.restore(held.key, held.plan, held.lease, now))).then((live) => {
       if (!live) {
         kept.losses += 1;
         kept.renewedBack += 1;
@@ -558,10 +560,10 @@ export class LeaseKeeper {
     kept.unreleased.clear();
     let back = 0;
     try {
-      const released = Promise.all(ending.map((h) => kept.store.release?.(h.key, h.plan, h.lease, now)));
+      const released = Promise.all(ending.map((h) => this.aside(h.key, kept.store.release?.(h.key, h.plan, h.lease, now))));
       // Handled here too: when a restore fails first, `released` is never awaited.
       released.catch(() => undefined);
-      const live = await Promise.all(list.map((h) => puttingBack(h, kept.store.restore(h.key, h.plan, h.lease, now))));
+      const live = await Promise.all(list.map((h) => puttingBack(h, this.aside(h.key, kept.store.restore(h.key, h.plan, h.lease, now)))));
       await released;
       // Told on this connection, which a failover may end too.
       for (const h of ending) sentRelease(kept, h, now);

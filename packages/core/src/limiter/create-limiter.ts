@@ -186,7 +186,8 @@ function decisionPaths(
 ): { paths: DecisionPaths; keeper: LeaseKeeper | undefined } {
   if (![...compiled.values()].some((cp) => cp.leases))
     return { paths: soloOrPlain(config, defaultPlan, parts.plain, parts.builder), keeper: undefined };
-  const keeper = new LeaseKeeper(compiled, config.logger, config.store.kind, now, warns);
+  const guard = parts.guard;
+  const keeper = new LeaseKeeper(compiled, config.logger, config.store.kind, now, warns, (key, call) => guard.aside(key, call));
   return { paths: awaited(new LeasedDecider({ ...parts, keeper }).decide), keeper };
 }
 

@@ -169,7 +169,7 @@ export class Decider {
     if (marks.every((m) => Number.isNaN(m))) return;
     // Best effort: a refund that throws or rejects leaves the charge to end with its state, as any charge does.
     try {
-      catchRejection(this.store.refund(t.storeKey, t.cp.storePlan, cost, marks, this.now()), () => undefined);
+      catchRejection(this.guard.aside(t.storeKey, this.store.refund(t.storeKey, t.cp.storePlan, cost, marks, this.now())), () => undefined);
     } catch {}
   }
 

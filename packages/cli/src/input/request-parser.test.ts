@@ -70,6 +70,8 @@ describe('JSON lines input', () => {
     expect(p('{"time":"2026-11-23T09:00:01Z","remote_addr":"203.0.113.7"}', 1)).toEqual({ at: T, key: 'ip:203.0.113.7', cost: 1 });
     expect(p(`{"ts":${T / 1000},"ip":"2001:db8::1","cost":2.5}`, 1)).toEqual({ at: T, key: 'ip:2001:db8::/64', cost: 2.5 });
     expect(p(`{"timestamp":${T},"key":"user:42"}`, 1)).toEqual({ at: T, key: 'user:42', cost: 1 });
+    // A numeric id, as application loggers write one (it was 'no key', the line malformed).
+    expect(p(`{"timestamp":${T},"key":42}`, 1)).toEqual({ at: T, key: '42', cost: 1 });
     const trusted = parser({ format: 'jsonl' }, ['loopback']);
     expect(trusted(`{"time":${T},"remote_addr":"127.0.0.1","headers":{"x-forwarded-for":"198.51.100.1"}}`, 1)).toMatchObject({
       key: 'ip:198.51.100.1',

@@ -120,21 +120,28 @@ function jsonParser(o: ParserOptions): LineParser {
     const timeName = o.timeField ?? TIME_FIELDS.find((f) => f in obj);
     const at = timeName === undefined ? Number.NaN : parseTimeValue(obj[timeName]);
     if (Number.isNaN(at)) return timeName === undefined ? 'no time field' : `bad time ${JSON.stringify(obj[timeName])}`;
-    let k: string | undefined;
-    if (key?.kind === 'field') k = text(obj[key.name]);
-    else if (key?.kind === 'header') k = keyer.fromHeader(key.name, text(headerOf(obj, key.name) ?? obj[nginxHeaderField(key.name)]));
-    else if (key === undefined && typeof obj.key === 'string') k = obj.key;
-    else {
-      const address = text(obj.remote_addr ?? obj.ip ?? obj.client_ip);
-      const xff = text(obj.http_x_forwarded_for ?? obj.x_forwarded_for ?? headerOf(obj, 'x-forwarded-for'));
-      k = address === undefined ? undefined : keyer.fromAddress(address, xff);
-    }
+    const k = jsonKey(obj, key, keyer);
     if (k === undefined || k === '') return 'no key';
     const rawCost = o.costField === undefined ? obj.cost : obj[o.costField];
     const cost = rawCost === undefined && o.costField === undefined ? 1 : costOf(rawCost);
     if (Number.isNaN(cost)) return `bad cost ${JSON.stringify(rawCost)} (must be a positive multiple of 1/1000)`;
     return { at, key: k, cost };
   };
+}
+
+/**
+ * The key of a JSON line: the field or header `--key` names, else (without `--key`) the line's own `key` (a number too: a
+ * user or tenant id, as application loggers write them), else its client address.
+ */
+function jsonKey(obj: JsonObject, key: ParserOptions['key'], keyer: Keyer): string | undefined {
+  if (key?.kind === 'field') return text(obj[key.name]);
+  if (key?.kind === 'header') return keyer.fromHeader(key.name, text(headerOf(obj, key.name) ?? obj[nginxHeaderField(key.name)]));
+  // `--key ip` asks for the address whatever the line names.
+  const own = key === undefined ? text(obj.key) : undefined;
+  if (own !== undefined) return own;
+  const address = text(obj.remote_addr ?? obj.ip ?? obj.client_ip);
+  const xff = text(obj.http_x_forwarded_for ?? obj.x_forwarded_for ?? headerOf(obj, 'x-forwarded-for'));
+  return address === undefined ? undefined : keyer.fromAddress(address, xff);
 }
 
 function csvParser(o: ParserOptions): LineParser {

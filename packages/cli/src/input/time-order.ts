@@ -246,20 +246,25 @@ class Disorder {
 
 /**
  * The requests of `source` in time order, within `stats.windowMs` (or sorted whole when `stats.mode`
- * is `sort`); counts disorder and late requests into `stats`.
+ * is `sort`); counts disorder and late requests into `stats`. The mode is read when the file is opened,
+ * not when it is first read: mergeByTime reads the first file whole before the next, and a first file
+ * too large to sort whole turns the run's mode to `window` (the report's), which must not take a small
+ * file opened beside it into the window too (the order of the files changed the figures).
  */
-export async function* inTimeOrder(
+export function inTimeOrder(
   source: AsyncIterable<LogRequest[]>,
   stats: OrderStats,
   /** The most requests sorted whole by size (a test's smaller number). */
   autoSortCap = AUTO_SORT_REQUESTS,
 ): AsyncGenerator<LogRequest[]> {
+  if (stats.mode === 'window') return windowed(source, new Reorder(stats), new Disorder(stats), createInterner());
+  return sortedWhole(source, stats, autoSortCap);
+}
+
+/** `inTimeOrder` for a file sorted whole, or put into the reorder window once it holds more than `autoSortCap` requests. */
+async function* sortedWhole(source: AsyncIterable<LogRequest[]>, stats: OrderStats, autoSortCap: number): AsyncGenerator<LogRequest[]> {
   const intern = createInterner();
   const disorder = new Disorder(stats);
-  if (stats.mode === 'window') {
-    yield* windowed(source, new Reorder(stats), disorder, intern);
-    return;
-  }
   const iterator = source[Symbol.asyncIterator]();
   const cap = stats.reason === 'auto' ? autoSortCap : Number.POSITIVE_INFINITY;
   // Parallel arrays (about 24 bytes a request), not one object each.

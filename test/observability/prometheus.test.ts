@@ -4,7 +4,7 @@
  */
 
 import { createLimiter, createLoadShedder, MemoryStore, registerPrometheusMetrics, SHED_POLICY } from '@tollgate/core';
-import { Registry } from 'prom-client';
+import { type OpenMetricsContentType, Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hit, ROUTE, type RunningApp, STARTERS } from './apps.js';
 import { AsyncMemoryStore } from './stores.js';
@@ -151,6 +151,24 @@ describe('registerPrometheusMetrics', () => {
     stop();
     stop();
     expect(await own.metrics()).not.toContain('tollgate_');
+  });
+
+  it('an OpenMetrics registry gets each counter once as a family without `_total` and its samples with it', async () => {
+    const own = new Registry<OpenMetricsContentType>();
+    own.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
+    const stop = registerPrometheusMetrics({ registry: own });
+    const limiter = createLimiter({ policies: [{ name: 'om', limit: 1, windowMs: 60_000 }] });
+    await limiter.check('k');
+    const text = await own.metrics();
+    expect(text).toContain('# TYPE tollgate_requests counter');
+    // Before: tollgate_requests_total_total, which no dashboard query or alert matches.
+    expect(sample(text, 'tollgate_requests_total', { policy: 'om', result: 'allowed' })).toBe(1);
+    expect(text).not.toContain('_total_total');
+    expect(text.endsWith('# EOF\n')).toBe(true);
+    // The plain text registry beside it is unchanged.
+    expect(await registry.metrics()).toContain('# TYPE tollgate_requests_total counter');
+    stop();
+    await limiter.close();
   });
 
   it('rejects what is not a registry with a coded error', () => {

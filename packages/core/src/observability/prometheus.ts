@@ -30,7 +30,8 @@ export interface PromSample {
 
 /** What prom-client's registry reads from a registered metric at scrape time. */
 export interface PromCollector {
-  readonly name: string;
+  /** Written by the registry too: an OpenMetrics one drops a counter's `_total` from it. */
+  name: string;
   readonly help: string;
   readonly type: 'counter' | 'gauge' | 'histogram';
   readonly aggregator: 'sum';
@@ -116,8 +117,16 @@ const SAMPLES: Record<MetricId, () => PromSample[]> = {
 function collector(id: MetricId): PromCollector {
   const m = METRICS[id];
   const type = m.type === 'updowncounter' ? 'gauge' : m.type;
-  const head = { name: m.prom, help: m.description, type, aggregator: 'sum' } as const;
-  return { ...head, get: async () => ({ ...head, values: SAMPLES[id]() }) };
+  const c: PromCollector = {
+    name: m.prom,
+    help: m.description,
+    type,
+    aggregator: 'sum',
+    // The name as the registry left it: an OpenMetrics registry renames a counter's family without its
+    // `_total` (tollgate_requests) and adds the suffix to each sample; the name registered would double it.
+    get: async () => ({ name: c.name, help: c.help, type: c.type, aggregator: c.aggregator, values: SAMPLES[id]() }),
+  };
+  return c;
 }
 
 function isRegistry(value: unknown): value is CollectorRegistry {

@@ -256,6 +256,16 @@ describe('OpenTelemetry extension points and tracing', () => {
     await limiter.close();
   });
 
+  it('a gauge point its sources no longer have reads 0, not its last value: a closed limiter holds nothing', async () => {
+    const limiter = createLimiter({ policies: [{ name: 'closed-otel', algorithm: 'concurrency', limit: 2 }] });
+    const held = await limiter.check('u');
+    expect(value(await collect(), 'tollgate.leases.active', { 'tollgate.policy': 'closed-otel' })).toBe(1);
+    // Closed with the lease held (a hot reload): its source is gone. Before: 1 for ever (cumulative).
+    await limiter.close();
+    held.release?.();
+    expect(value(await collect(), 'tollgate.leases.active', { 'tollgate.policy': 'closed-otel' })).toBe(0);
+  });
+
   it.each(['express', 'fastify', 'koa'] as const)('adds a tollgate.decision event to the request span on %s', async (name) => {
     const spans = new InMemorySpanExporter();
     const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });

@@ -19,7 +19,8 @@ function otelAttributes(labels: Labels): OtelAttributes {
   return Object.freeze(out);
 }
 
-function labelKey(labels: Labels): string {
+/** A string that names the attribute set `labels` (its names sorted). */
+export function labelKey(labels: Labels): string {
   let key = '';
   for (const id of Object.keys(labels).sort() as AttributeId[]) key += `${id}=${labels[id] ?? ''}\u0000`;
   return key;

@@ -18,6 +18,7 @@ import {
   gaugePoints,
   type HistogramId,
   histogramBounds,
+  labelKey,
   type OtelAttributes,
   updateAttached,
 } from './metric-store.js';
@@ -50,9 +51,29 @@ function observeCounter(id: CounterId): OtelApi.ObservableCallback {
   };
 }
 
+/** The most attribute sets of one gauge remembered to be reported at 0 once gone. */
+const GAUGE_SETS = 10_000;
+
+/**
+ * Every attribute set the gauge reported is reported again, at 0, once its sources no longer have it (a
+ * closed limiter's, a store's point replaced by its nodes'): a cumulative reader (the SDK's default)
+ * keeps the last value of a set a callback leaves out, so a closed limiter's breaker read 'open' for ever.
+ */
 function observeGauge(id: GaugeId): OtelApi.ObservableCallback {
+  const seen = new Map<string, OtelAttributes>();
   return (result) => {
-    for (const point of gaugePoints(id)) result.observe(point.value, attributesOf(point.labels));
+    const reported = new Set<string>();
+    for (const point of gaugePoints(id)) {
+      const key = labelKey(point.labels);
+      let attributes = seen.get(key);
+      if (attributes === undefined) {
+        attributes = attributesOf(point.labels);
+        if (seen.size < GAUGE_SETS) seen.set(key, attributes);
+      }
+      reported.add(key);
+      result.observe(point.value, attributes);
+    }
+    for (const [key, attributes] of seen) if (!reported.has(key)) result.observe(0, attributes);
   };
 }
 

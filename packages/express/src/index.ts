@@ -7,6 +7,7 @@
 import type { Decision, Limiter, LoadShedder, RateLimitOptions } from '@tollgate/core';
 import { createRateLimitHandler, isPermissiveTrustFunction, isPromiseLike, type ResponseTarget } from '@tollgate/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { routeTemplateOf } from './route-template.js';
 
 declare global {
   namespace Express {
@@ -25,12 +26,6 @@ export interface RateLimitMiddleware extends RequestHandler {
   readonly limiter: Limiter;
   /** The server-wide load shedder of the `shed` option (`shedder.state()`); undefined when none. */
   readonly shedder: LoadShedder<Request> | undefined;
-}
-
-/** The matched route template (mount path + route path) when the middleware runs inside a route; never the raw URL. */
-function routeOf(req: Request): string | undefined {
-  const path = (req.route as { path?: unknown } | undefined)?.path;
-  return typeof path === 'string' ? req.baseUrl + path : undefined;
 }
 
 /**
@@ -79,7 +74,7 @@ export function rateLimit(options: ExpressRateLimitOptions): RateLimitMiddleware
         headers: req.headers,
         method: req.method,
         url: req.originalUrl,
-        route: routeOf(req),
+        route: routeTemplateOf(req),
       },
       new ResTarget(req, res),
     );

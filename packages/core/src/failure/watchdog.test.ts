@@ -156,6 +156,23 @@ describe('Watchdog', () => {
     expect(dog.settle(next)).toBe(false);
   });
 
+  it('aside calls that never settle stop counting once the node is judged silent', async () => {
+    const { dog, silent, watch, run } = setup();
+    for (let i = 0; i < 1_000; i++) dog.aside('a', new Promise<void>(() => {}));
+    watch('a', 'first');
+    await run(70);
+    expect(silent).toEqual(['first']);
+    // The node answers other calls every 10 ms (never silent): only the late rule can answer `hung`.
+    const hung = watch('a', 'hung');
+    for (let i = 0; i < 8; i++) {
+      await run(10);
+      dog.settle(watch('a', `ok${i}`));
+    }
+    // Before: 1,000 x 0.1 ms more allowance for ever, so `hung` waited about 160 ms.
+    expect(silent).toContain('hung');
+    expect(dog.settle(hung)).toBe(false);
+  });
+
   it('a busy loop does not age a call: its wait counts idle time only', async () => {
     const { dog, silent, watch, run, busy } = setup();
     const ticket = watch('a', 'call');

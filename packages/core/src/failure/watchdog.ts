@@ -69,6 +69,8 @@ class NodeWatch {
   size = 0;
   /** Calls in flight on this node that nobody waits for (Watchdog.aside): not watched, but queued ahead. */
   aside = 0;
+  /** Counts silent judgements: an aside call sent before the last one no longer counts when it settles. */
+  asideEpoch = 0;
   /** A call of this node settled since the last judgement. */
   heard = false;
   /** Readable time without any settlement while calls were pending, ms. */
@@ -178,15 +180,16 @@ export class Watchdog {
   aside(node: string, call: PromiseLike<unknown>): void {
     const w = this.nodeWatch(node);
     w.aside += 1;
-    call.then(
-      () => {
-        w.aside -= 1;
-        w.heard = true;
-      },
-      () => {
-        w.aside -= 1;
-      },
-    );
+    const epoch = w.asideEpoch;
+    // A node judged silent forgets its aside calls, as it answers its watched ones: one that never
+    // settles must not widen every later call's allowance for ever.
+    const settled = () => {
+      if (w.asideEpoch === epoch) w.aside -= 1;
+    };
+    call.then(() => {
+      settled();
+      w.heard = true;
+    }, settled);
   }
 
   private nodeWatch(node: string): NodeWatch {
@@ -293,7 +296,11 @@ export class Watchdog {
 
   /** Answers `tickets` of `w` by the failure mode: `why` says whether the node was silent or the calls late. */
   private overdue(w: NodeWatch, tickets: readonly Ticket[], why: Overdue): void {
-    if (why === 'silent') w.silentMs = 0;
+    if (why === 'silent') {
+      w.silentMs = 0;
+      w.aside = 0;
+      w.asideEpoch += 1;
+    }
     if (w.size === 0) this.active -= 1;
     for (const ticket of tickets) ticket.done = true;
     for (const ticket of tickets) ticket.onOverdue(why);

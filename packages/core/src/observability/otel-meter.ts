@@ -73,7 +73,12 @@ function observeGauge(id: GaugeId): OtelApi.ObservableCallback {
       reported.add(key);
       result.observe(point.value, attributes);
     }
-    for (const [key, attributes] of seen) if (!reported.has(key)) result.observe(0, attributes);
+    // Once: a cumulative reader keeps the 0, and the set is forgotten (memory bounded by the live sets).
+    for (const [key, attributes] of seen) {
+      if (reported.has(key)) continue;
+      result.observe(0, attributes);
+      seen.delete(key);
+    }
   };
 }
 

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLimiter } from '../limiter/create-limiter.js';
 import { compilePolicy } from '../policy.js';
 import { MemoryStore } from '../stores/memory-store.js';
@@ -31,10 +31,50 @@ class OutageStore implements Store {
     return Promise.resolve(this.inner.renew(key, plan, lease, now));
   }
 
+  refund(key: string, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<Uint8Array> {
+    if (this.down) return Promise.reject(new Error('connection refused'));
+    return Promise.resolve(this.inner.refund(key, plan, cost, marks, now));
+  }
+
   reset(key: string, plan: StorePlan): void {
     this.inner.reset(key, plan);
   }
+
+  /** While set, calls are held: the store runs each when the test lets it (`runHeld`), late. */
+  holding = false;
+  private readonly waiting: Array<() => void> = [];
+
+  /** Holds the calls that follow, but for the next `skip`, until `runHeld`. */
+  hold(skip = 0): void {
+    this.holding = true;
+    const apply = OutageStore.prototype.apply;
+    this.apply = (key, plan, cost, now, lease) => {
+      if (!this.holding || skip-- > 0) return apply.call(this, key, plan, cost, now, lease);
+      return new Promise<StoreResult>((resolve) => this.waiting.push(() => resolve(apply.call(this, key, plan, cost, now, lease))));
+    };
+  }
+
+  /** Runs the held calls now (their replies come late), oldest first. */
+  runHeld(): void {
+    for (const run of this.waiting.splice(0)) run();
+  }
+
+  /** The store's own count of `key`: what a peek says remains, milli-units (a peek answers as if it charged one more). */
+  remainingOf(key: string, now: number): number {
+    return this.inner.peek(key, this.plan as StorePlan, 1000, now)[R_REMAINING] as number;
+  }
 }
+
+/** Fake timers, `performance.now` with them: the watchdog's storeTimeoutMs passes when the test says. */
+function fakeWatchdogTime() {
+  vi.useFakeTimers({
+    toFake: ['setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'setTimeout', 'clearTimeout', 'performance'],
+  });
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 const quiet = { warn() {}, error() {} };
 
@@ -56,6 +96,42 @@ function setup(limit: number, localShare = 1, storeTimeoutMs?: number) {
     return yes;
   };
   return { store, limiter, admitted, advance: (ms: number) => (t += ms) };
+}
+
+/**
+ * 2 admitted by the store, 3 in an outage; the carry of the 3 after it is held by the store and given
+ * up (owed again), and the next answer carries them again, which the store takes: the first carry is
+ * still held (`runHeld` runs it, late).
+ */
+async function carriedTwice(limit: number) {
+  fakeWatchdogTime();
+  const s = setup(limit, 1, 20);
+  const { store, limiter, admitted, advance } = s;
+  expect(await admitted('k', 2)).toBe(2);
+  store.down = true;
+  expect(await admitted('k', 3)).toBe(3);
+  store.down = false;
+  store.hold(1);
+  expect((await limiter.check('k')).allowed).toBe(true);
+  await vi.advanceTimersByTimeAsync(100);
+  store.holding = false;
+  advance(1);
+  expect(await admitted('k', 1)).toBe(1);
+  await vi.advanceTimersByTimeAsync(0);
+  return s;
+}
+
+/** 4 admitted by the store of 10; then a check the store holds, given up and admitted by the failure mode (owed); `runHeld` runs it, late. */
+async function slowCheckGivenUp() {
+  fakeWatchdogTime();
+  const s = setup(10, 1, 20);
+  expect(await s.admitted('k', 4)).toBe(4);
+  s.store.hold();
+  const slow = s.limiter.check('k');
+  await vi.advanceTimersByTimeAsync(100);
+  expect((await slow).allowed).toBe(true);
+  s.store.holding = false;
+  return s;
 }
 
 describe('an outage continues the budget (onStoreError local)', () => {
@@ -221,6 +297,7 @@ describe('an outage continues the budget (onStoreError local)', () => {
   });
 
   it('a carry the store never answers is given up after storeTimeoutMs and owed again, as a check would be', async () => {
+    fakeWatchdogTime();
     const { store, limiter, admitted, advance } = setup(10, 1, 20);
     expect(await admitted('k', 4)).toBe(4);
     store.down = true;
@@ -236,14 +313,71 @@ describe('an outage continues the budget (onStoreError local)', () => {
     expect(await admitted('k', 1)).toBe(1);
     expect(calls).toBe(2);
     // Before: the carry was not watched, so the 6 were neither charged nor owed: lost for good.
-    await new Promise((r) => setTimeout(r, 150));
+    await vi.advanceTimersByTimeAsync(150);
     store.apply = apply;
     advance(1);
     await admitted('k', 1);
-    await new Promise((r) => setTimeout(r, 0));
+    await vi.advanceTimersByTimeAsync(0);
     // Owed again and carried with the next answer: 4 + 1 + 1, and 4 of the 6 (the key ends exhausted).
     expect(store.inner.peek('k', store.plan as StorePlan, 1000, 1_002)[R_REMAINING]).toBe(0);
     await limiter.close();
+  });
+
+  it('a carry given up, carried again, then run late is charged once: the late one goes back', async () => {
+    const { store, limiter } = await carriedTwice(10);
+    expect(store.remainingOf('k', 1_001)).toBe(2_000); // 2 + 3 + 1 + 1 counted, a peek's one more
+    // Now the store runs the carry it was given first. Before: charged a second time (2 + 3 + 3 + 1 + 1).
+    store.runHeld();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(store.remainingOf('k', 1_001)).toBe(2_000);
+    await limiter.close();
+  });
+
+  it('the late reply of a carry given up and carried again takes nothing off the admissions owed since', async () => {
+    const { store, limiter, admitted } = await carriedTwice(20);
+    // A second outage: 1 more admitted, owed anew.
+    store.down = true;
+    expect(await admitted('k', 1)).toBe(1);
+    store.down = false;
+    // The first carry runs late; then the store answers again and the 1 is carried.
+    store.runHeld();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(await admitted('k', 1)).toBe(1);
+    await vi.advanceTimersByTimeAsync(0);
+    // 2 + 3 + 1 + 1 + 1 + 1 = 9 counted once each (a peek's one more: 10 left). Before: the late reply
+    // took the 3 off the 1 owed since (lost), and the 3 were charged twice: 11 counted.
+    expect(store.remainingOf('k', 1_001)).toBe(10_000);
+    await limiter.close();
+  });
+
+  it('a check the failure mode admitted, run late by the store after a carry took what it owed, is charged once', async () => {
+    const { store, limiter, admitted, advance } = await slowCheckGivenUp();
+    advance(1);
+    // The next answer carries the 1 owed.
+    expect(await admitted('k', 1)).toBe(1);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(store.remainingOf('k', 1_001)).toBe(3_000); // 4 + 1 + 1 counted, a peek's one more
+    store.runHeld();
+    await vi.advanceTimersByTimeAsync(0);
+    // Before: counted twice (7 charged).
+    expect(store.remainingOf('k', 1_001)).toBe(3_000);
+    await limiter.close();
+  });
+
+  it('a check the failure mode admitted and the store ran late counts once in the next outage', async () => {
+    fakeWatchdogTime();
+    for (const answerBetween of [false, true]) {
+      const { store, limiter, admitted, advance } = await slowCheckGivenUp();
+      store.runHeld();
+      await vi.advanceTimersByTimeAsync(0);
+      advance(1);
+      // The store counts it (5); with an answer between, 6.
+      if (answerBetween) expect(await admitted('k', 1)).toBe(1);
+      store.down = true;
+      // Before: with an answer between, 3 (the late one was taken off the store's answers that counted it).
+      expect(await admitted('k', 10)).toBe(answerBetween ? 4 : 5);
+      await limiter.close();
+    }
   });
 
   it('reset(key) forgets what the key owes the store too', async () => {

@@ -134,6 +134,13 @@ export class AnswerMemory {
     for (let k = SPENT; k < m.length; k += STRIDE) m[k] = 0;
   }
 
+  /** The store counts `cost` the failure mode admitted for `key` after all (it ran the call late): no longer taken off its answers. */
+  unspend(key: string, cost: number): void {
+    const m = this.entries.get(key);
+    if (m === undefined) return;
+    for (let k = SPENT; k < m.length; k += STRIDE) m[k] = Math.max(0, (m[k] as number) - cost);
+  }
+
   reset(key: string): void {
     this.entries.delete(key);
   }

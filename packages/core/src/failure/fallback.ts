@@ -43,7 +43,12 @@ export interface Owed {
   cost: number;
   /** When the first of it was admitted (limiter clock). */
   readonly since: number;
+  /** Taken to be charged to the store (`takeOwed`); a late reply to an earlier charge of it must not count it again. */
+  carried: boolean;
 }
+
+/** What became of owed admissions the store ran late after all (Fallback.ranLate). */
+export type LateRun = 'unowed' | 'carried' | 'gone';
 
 export class Fallback {
   private local: MemoryStore | undefined;
@@ -92,7 +97,9 @@ export class Fallback {
     const o = owed.get(key);
     if (o === undefined) return undefined;
     owed.delete(key);
-    return at - o.since < this.horizonMs ? o : undefined;
+    if (at - o.since >= this.horizonMs) return undefined;
+    o.carried = true;
+    return o;
   }
 
   /** `takeOwed` of every key `which` picks (those a node that answers again serves: limiter/decide.ts `carryAllOwed`). */
@@ -103,17 +110,35 @@ export class Fallback {
     for (const o of owed.values()) {
       if (!which(o)) continue;
       owed.delete(o.key);
-      if (at - o.since < this.horizonMs) taken.push(o);
+      if (at - o.since >= this.horizonMs) continue;
+      o.carried = true;
+      taken.push(o);
     }
     return taken;
   }
 
-  /** The store ran a call the failure mode had answered (its reply came late): the `cost` it admitted then is not owed. */
-  unowe(key: string, cost: number): void {
-    const o = this.owed?.get(key);
-    if (o === undefined) return;
-    o.cost -= cost;
-    if (o.cost <= 0) this.owed?.delete(key);
+  /** What `key` owes the store now (its entry, which `owe` adds to), if anything. */
+  owedFor(key: string): Owed | undefined {
+    return this.owed?.get(key);
+  }
+
+  /**
+   * The store ran a call after all whose `cost` the failure mode had owed it into `entry` (its reply `r`
+   * came late, at `at`: a check it admitted, or a charge of owed admissions given up): `'unowed'` when the
+   * entry still waits, which now owes that much less (`r` is remembered, and the store's answers count it,
+   * so it is no longer taken off them); `'carried'` when a carry took the entry since, which charges the store for it a second
+   * time (the caller gives this call's charge back); `'gone'` when it was dropped (outlived its window).
+   */
+  ranLate(entry: Owed | undefined, cost: number, r: StoreResult, at: number): LateRun {
+    const owed = this.owed;
+    if (entry === undefined || owed === undefined) return 'gone';
+    if (owed.get(entry.key) !== entry) return entry.carried ? 'carried' : 'gone';
+    entry.cost -= cost;
+    if (entry.cost <= 0) owed.delete(entry.key);
+    // Its answer `r` counts it: the key's latest, as any answer the store gives.
+    this.remember(entry.key, r, at);
+    this.memory?.unspend(entry.key, cost);
+    return 'unowed';
   }
 
   /**
@@ -125,19 +150,21 @@ export class Fallback {
     this.memory?.told(key);
   }
 
-  /** `cost` admitted for `key` (`storeKey` in the store) at `at` without the store (only with `owed`): owed to it. */
-  owe(key: string, storeKey: StoreKey, cost: number, at: number): void {
+  /** `cost` admitted for `key` (`storeKey` in the store) at `at` without the store (only with `owed`): owed to it, in the entry returned. */
+  owe(key: string, storeKey: StoreKey, cost: number, at: number): Owed {
     const owed = this.owed as Map<string, Owed>;
     const o = owed.get(key);
     if (o !== undefined && at - o.since < this.horizonMs) {
       o.cost += cost;
-      return;
+      return o;
     }
     if (o === undefined && owed.size >= REMEMBERED_KEYS) {
       const oldest = owed.keys().next().value;
       if (oldest !== undefined) owed.delete(oldest);
     }
-    owed.set(key, { key, storeKey, cost, since: at });
+    const entry: Owed = { key, storeKey, cost, since: at, carried: false };
+    owed.set(key, entry);
+    return entry;
   }
 
   /** The store answered `r` for `key` at `at` (only when `remembers`). */

@@ -11,7 +11,7 @@
  * `decideNow`. Check a change with `node --trace-turbo-inlining` (bench/README.md, section O).
  */
 import type { DecisionImpl } from '../decision.js';
-import type { Fallback } from '../failure/fallback.js';
+import type { Fallback, Owed } from '../failure/fallback.js';
 import type { CallFailure, StoreGuard } from '../failure/store-guard.js';
 import { isResultOf } from '../failure/store-result-error.js';
 import { catchRejection } from '../internal/rejection.js';
@@ -126,6 +126,8 @@ export class Decider {
     }
     if (isPromiseLike(r)) {
       let answered: Decision | undefined;
+      // What the failure mode's answer owed the store for this request (its entry), if it admitted it.
+      let owedBy: Owed | undefined;
       return guard.watch(
         node,
         seq,
@@ -137,12 +139,18 @@ export class Decider {
         },
         (f) => {
           answered = this.failed(t, cost, at, f);
+          if (this.remembers && answered.allowed && !answered.limited) owedBy = (this.fallbacks.get(t.cp) as Fallback).owedFor(t.key);
           return this.observer.observe(answered, opts, at);
         },
         (late) => {
           if (answered?.allowed === false) this.giveBack(t, cost, late, at);
-          // The store ran it after all: what the failure mode admitted is not owed to it a second time.
-          else if (answered?.limited === false) (this.fallbacks.get(t.cp) as Fallback).unowe(t.key, cost);
+          // The store ran it after all: what the failure mode admitted is not owed to it a second time;
+          // if a carry took it already (the key's next answer came first), that carry charges it: this goes back.
+          else if (
+            answered?.limited === false &&
+            (this.fallbacks.get(t.cp) as Fallback).ranLate(owedBy, cost, late, this.now()) === 'carried'
+          )
+            this.giveBack(t, cost, late, at);
         },
       );
     }
@@ -218,16 +226,22 @@ export class Decider {
     const guard = this.guard;
     const node = guard.nodeOfKey(t.storeKey);
     const enforced = t.cp.enforcedCount;
-    // Owed again as it was: from when the first of it was admitted, so it never outlives the window.
-    const failed = (): void => f.owe(t.key, t.storeKey, owed, since);
-    // A charge the watchdog gave up on that the store ran after all: not owed a second time.
-    const late = (x: StoreResult): void => {
-      if (isResultOf(x, plan) && leftIfRefused(x, enforced) === 0) f.unowe(t.key, owed);
-    };
     const charge = (cost: number, then: (r: StoreResult) => void): void => {
       const seq = guard.next();
+      const at = this.now();
+      // Owed again as it was: from when the first of it was admitted, so it never outlives the window.
+      let again: Owed | undefined;
+      const failed = (): void => {
+        again = f.owe(t.key, t.storeKey, owed, since);
+      };
+      // A charge the watchdog gave up on that the store ran after all: not owed a second time. If a
+      // later carry took what was owed again, that carry charges it too: this one goes back.
+      const late = (x: StoreResult): void => {
+        if (!isResultOf(x, plan) || leftIfRefused(x, enforced) !== 0) return;
+        if (f.ranLate(again, owed, x, this.now()) === 'carried') this.giveBack(t, cost, x, at);
+      };
       try {
-        const r = this.store.apply(t.storeKey, plan, cost, this.now());
+        const r = this.store.apply(t.storeKey, plan, cost, at);
         const answered = (x: StoreResult): void => (isResultOf(x, plan) ? then(x) : failed());
         if (!isPromiseLike(r)) answered(r);
         else catchRejection(guard.watch(node, seq, r, answered, failed, late), failed);

@@ -134,26 +134,33 @@ describe('the reorder window', () => {
     expect(flagged).toMatchObject({ mode: 'sort', maxHeld: 3000 });
   });
 
-  it('a small file opened beside one over the cap is still sorted whole, whichever is read first', async () => {
-    // The second file is newest first over 20 minutes: a 5-minute window makes most of it late.
-    const big = disordered(5, 3000, 5000);
-    const small = Array.from({ length: 600 }, (_, i) => ({ at: (599 - i) * 2000, key: 'z', cost: 1 }));
-    const stats = createOrderStats('sort', 'auto', null);
-    const source = (requests: LogRequest[]) =>
-      (async function* () {
-        for (let i = 0; i < requests.length; i += 7) yield requests.slice(i, i + 7);
-      })();
-    // Both opened first (runReplay maps the files), then the first read whole, as mergeByTime does.
-    const first = inTimeOrder(source(big), stats, 1000);
-    const second = inTimeOrder(source(small), stats, 1000);
-    for await (const _ of first);
-    expect(stats.mode).toBe('window');
-    const out: LogRequest[] = [];
-    for await (const b of second) out.push(...b);
-    // Before: the second file went through the window the first one turned on (449 late in a probe).
-    expect(stats.late).toBe(0);
-    expect(out).toEqual([...small].sort(byTimeThenReadOrder));
-  });
+  it.each(['big', 'small'])(
+    'a small file opened beside one over the cap is still sorted whole, whichever is read first (%s first)',
+    async (read) => {
+      // The second file is newest first over 20 minutes: a 5-minute window makes most of it late.
+      const big = disordered(5, 3000, 5000);
+      const small = Array.from({ length: 600 }, (_, i) => ({ at: (599 - i) * 2000, key: 'z', cost: 1 }));
+      const stats = createOrderStats('sort', 'auto', null);
+      const source = (requests: LogRequest[]) =>
+        (async function* () {
+          for (let i = 0; i < requests.length; i += 7) yield requests.slice(i, i + 7);
+        })();
+      // Both opened first (runReplay maps the files), then one read whole before the other, as mergeByTime does.
+      const ofBig = inTimeOrder(source(big), stats, 1000);
+      const ofSmall = inTimeOrder(source(small), stats, 1000);
+      const out: LogRequest[] = [];
+      const readSmall = async () => {
+        for await (const b of ofSmall) out.push(...b);
+      };
+      if (read === 'small') await readSmall();
+      for await (const _ of ofBig);
+      expect(stats.mode).toBe('window');
+      if (read === 'big') await readSmall();
+      // Before: read after the big one, the small file went through the window it turned on (449 late in a probe).
+      expect(stats.late).toBe(0);
+      expect(out).toEqual([...small].sort(byTimeThenReadOrder));
+    },
+  );
 
   it('sorts whole, stable, holding everything', async () => {
     const input = disordered(9, 500, 60_000);

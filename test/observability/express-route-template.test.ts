@@ -22,7 +22,9 @@ async function routes(policy: string): Promise<string[]> {
   const lines = (await registry.metrics())
     .split('\n')
     .filter((l) => l.startsWith('tollgate_requests_total{') && l.includes(`policy="${policy}"`));
-  return [...new Set(lines.map((l) => /route="([^"]*)"/.exec(l)?.[1] ?? '(none)'))].sort();
+  // Label values as written in the exposition format, unescaped.
+  const route = (l: string) => (/route="((?:[^"\\]|\\.)*)"/.exec(l)?.[1] ?? '(none)').replace(/\\(.)/g, '$1');
+  return [...new Set(lines.map(route))].sort();
 }
 
 describe.each([
@@ -75,5 +77,51 @@ describe.each([
       '/tenants/:tenant/items/:id',
       '/v1/orgs/:org/users/:id',
     ]);
+  });
+
+  it('a router mounted in several places, on several paths, on a RegExp or with a trailing slash: the way each request came, never its values', async () => {
+    const policy = `ways-${name.replace(' ', '')}`;
+    const limit = () => rateLimit({ policies: { name: policy, limit: 1_000, windowMs: 60_000 } });
+    const app = createApp();
+    const shared = createApp.Router();
+    shared.get('/items/:id', limit(), (_req, res) => res.send('ok'));
+    app.use('/a', shared);
+    app.use('/b/:x', shared);
+    const versioned = createApp.Router();
+    versioned.get('/ping', limit(), (_req, res) => res.send('ok'));
+    app.use(/^\/v\d+/, versioned);
+    const many = createApp.Router();
+    many.get('/list', limit(), (_req, res) => res.send('ok'));
+    app.use(['/one', '/two/:n'], many);
+    const slashed = createApp.Router();
+    slashed.get('/x/:id', limit(), (_req, res) => res.send('ok'));
+    app.use('/api/', slashed);
+    const sub = createApp();
+    const subRouter = createApp.Router();
+    subRouter.get('/y/:id', limit(), (_req, res) => res.send('ok'));
+    sub.use('/inner', subRouter);
+    app.use('/sub', sub);
+    const server = app.listen(0, '127.0.0.1');
+    servers.push(server);
+    await new Promise((r) => server.once('listening', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    for (const path of [
+      '/a/items/1',
+      '/b/x1/items/2',
+      '/b/x2/items/3',
+      '/v1/ping',
+      '/v22/ping',
+      '/one/list',
+      '/two/7/list',
+      '/api/x/5',
+      '/sub/inner/y/3',
+    ]) {
+      expect((await fetch(base + path)).status, path).toBe(200);
+    }
+    // Before: '/a/items/:id' for the router's traffic under /b (Express 5), '/v1/ping' and '/v22/ping'
+    // (Express 4), '/one,/two/:n/list' (Express 5), '/api//x/:id' (Express 5).
+    expect(await routes(policy)).toEqual(
+      ['/^\\/v\\d+//ping', '/a/items/:id', '/api/x/:id', '/b/:x/items/:id', '/one/list', '/sub/inner/y/:id', '/two/:n/list'].sort(),
+    );
   });
 });

@@ -44,9 +44,29 @@ const NO_HEADERS = Object.freeze({});
 /** Address texts whose key is remembered (emptied when full: a log's clients come and go). */
 const KEY_CACHE_SIZE = 65_536;
 
+/**
+ * The core's warning about an untrusted forwarding header speaks of `keys.ip({ trustedProxies })` and
+ * `validate`; a replay's user passes `--trusted-proxy`: the same warning, in the CLI's words.
+ */
+function inCliWords(logger: Logger): Logger {
+  return {
+    error: (obj, msg) => logger.error(obj, msg),
+    warn(obj, msg) {
+      if ((obj as { code?: unknown } | undefined)?.code !== 'WRN_RL_UNTRUSTED_FORWARDED_HEADER') return logger.warn(obj, msg);
+      logger.warn(
+        obj,
+        "WRN_RL_UNTRUSTED_FORWARDED_HEADER: a logged request carries X-Forwarded-For, but its peer (the field 'peer') is not " +
+          "in --trusted-proxy, so the header is ignored and the peer's own address is the key. If the server that wrote the " +
+          'log ran behind a proxy or load balancer, pass its addresses (e.g. --trusted-proxy 10.0.0.0/8, or private).',
+      );
+    },
+  };
+}
+
 export function createKeyer(options: KeyerOptions): Keyer {
-  const diagnostics = createDiagnostics(options.logger);
-  const ip = keys.ip({ ...options.ip, logger: options.logger });
+  const logger = inCliWords(options.logger);
+  const diagnostics = createDiagnostics(logger);
+  const ip = keys.ip({ ...options.ip, logger });
   const headerKeys = new Map<string, KeyFunction>();
   const direct = new Map<string, string>();
   function view(remoteAddress: string, headers: RequestView['headers']): RequestView {

@@ -38,7 +38,10 @@ describe('nginx input', () => {
   it('reads a logged X-Forwarded-For only from a trusted proxy', () => {
     const untrusted = parser({ format: 'nginx' });
     expect(untrusted(nginx('10.0.0.5', '198.51.100.9'), 1)).toMatchObject({ key: 'ip:10.0.0.5' });
-    expect(warnings.some((w) => w.startsWith('WRN_RL_UNTRUSTED_FORWARDED_HEADER'))).toBe(true);
+    // In the CLI's words: the option it has is --trusted-proxy (before: keys.ip({ trustedProxies }) and validate).
+    const warned = warnings.find((w) => w.startsWith('WRN_RL_UNTRUSTED_FORWARDED_HEADER'));
+    expect(warned).toContain('--trusted-proxy');
+    expect(warned).not.toContain('trustedProxies');
     const trusted = parser({ format: 'nginx' }, ['10.0.0.0/8']);
     expect(trusted(nginx('10.0.0.5', '198.51.100.9'), 1)).toMatchObject({ key: 'ip:198.51.100.9' });
     // A client can prepend anything; the rightmost untrusted hop is the client.

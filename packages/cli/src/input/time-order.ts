@@ -25,7 +25,11 @@ export type OrderMode = 'sort' | 'window';
 
 /** How the replay ordered its input, and what it could not put in order. */
 export interface OrderStats {
-  /** `sort`: every file sorted whole; `window`: a bounded reorder window of `windowMs`. */
+  /**
+   * `sort`: every file sorted whole; `window`: a bounded reorder window of `windowMs`, for every file when
+   * a flag chose it (`reason: 'flag'`), else (`auto`) for the files too large to sort whole, smaller ones
+   * sorted whole.
+   */
   mode: OrderMode;
   /** Why this mode: `--sort` or `--reorder-window` given (`flag`), or chosen by input size (`auto`). */
   reason: 'flag' | 'auto';

@@ -101,6 +101,12 @@ describe.each([
     subRouter.get('/y/:id', limit(), (_req, res) => res.send('ok'));
     sub.use('/inner', subRouter);
     app.use('/sub', sub);
+    const org = createApp();
+    org.get('/z/:id', limit(), (_req, res) => res.send('ok'));
+    const orgRouter = createApp.Router();
+    orgRouter.get('/w/:id', limit(), (_req, res) => res.send('ok'));
+    org.use('/r', orgRouter);
+    app.use('/orgs/:org', org);
     const server = app.listen(0, '127.0.0.1');
     servers.push(server);
     await new Promise((r) => server.once('listening', r));
@@ -115,13 +121,27 @@ describe.each([
       '/two/7/list',
       '/api/x/5',
       '/sub/inner/y/3',
+      '/orgs/o1/z/1',
+      '/orgs/o2/z/2',
+      '/orgs/o3/r/w/3',
     ]) {
       expect((await fetch(base + path)).status, path).toBe(200);
     }
     // Before: '/a/items/:id' for the router's traffic under /b (Express 5), '/v1/ping' and '/v22/ping'
-    // (Express 4), '/one,/two/:n/list' (Express 5), '/api//x/:id' (Express 5).
+    // (Express 4), '/one,/two/:n/list' (Express 5), '/api//x/:id' (Express 5), '/z/:id' and '/w/:id' (a
+    // sub-app on a path with parameters, Express 4).
     expect(await routes(policy)).toEqual(
-      ['/^\\/v\\d+//ping', '/a/items/:id', '/api/x/:id', '/b/:x/items/:id', '/one/list', '/sub/inner/y/:id', '/two/:n/list'].sort(),
+      [
+        '/^\\/v\\d+//ping',
+        '/a/items/:id',
+        '/api/x/:id',
+        '/b/:x/items/:id',
+        '/one/list',
+        '/orgs/:org/r/w/:id',
+        '/orgs/:org/z/:id',
+        '/sub/inner/y/:id',
+        '/two/:n/list',
+      ].sort(),
     );
   });
 });

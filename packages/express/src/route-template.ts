@@ -86,10 +86,18 @@ function mountsOf(req: Request, route: object): Mounts | null {
   if (stack !== undefined) chainsTo(stack, route, 0, chains, []);
   if (chains.length === 0) return null;
   const only = chains[0] as Layer[];
-  if (chains.length === 1 && app.parent === undefined && only.every((l) => typeof l.rawPath === 'string')) {
-    return only.map((l) => written(l.rawPath)).join('');
+  const appPath = chains.length === 1 && only.every((l) => typeof l.rawPath === 'string') ? writtenAppPath(app) : undefined;
+  return appPath === undefined ? chains : appPath + only.map((l) => written(l.rawPath)).join('');
+}
+
+/** The mount paths of `app` and the apps above it, when each is one string; undefined otherwise. */
+function writtenAppPath(app: App): string | undefined {
+  let out = '';
+  for (let a: App | undefined = app, depth = 0; a?.parent !== undefined; a = a.parent, depth++) {
+    if (typeof a.mountpath !== 'string' || depth >= MAX_DEPTH) return undefined;
+    out = written(a.mountpath) + out;
   }
-  return chains;
+  return out;
 }
 
 /** The part of `path` an Express 5 `layer` matched, its path as written; undefined when it does not match. */
@@ -151,9 +159,9 @@ function partOf(layer: Layer, path: string): Part | undefined {
 
 /**
  * The mount paths above the routers of `app` for the matched path `baseUrl`: the sub-apps' as written,
- * and what of `baseUrl` is left for the app's own routers. An Express 5 sub-app's mount is matched with
- * the layer it was mounted by in its parent; an Express 4 one's only when it is a plain string
- * (undefined otherwise: its parent's layers do not say which app they mount).
+ * and what of `baseUrl` is left for the app's own routers. A sub-app's mount is matched with a layer of
+ * its parent mounted on the same path: Express 5's by the path it keeps, Express 4's by the path its
+ * expression gives back (its layers do not say which app they mount; any on that path matches alike).
  */
 function appPrefix(app: App, baseUrl: string, depth: number): { written: string; rest: string } | undefined {
   const parent = app.parent;
@@ -161,16 +169,15 @@ function appPrefix(app: App, baseUrl: string, depth: number): { written: string;
   const up = appPrefix(parent, baseUrl, depth + 1);
   if (up === undefined) return undefined;
   const mount = [app.mountpath].flat(Number.POSITIVE_INFINITY);
+  const own = typeof mount[0] === 'string' && mount.length === 1 ? written(mount[0]).toLowerCase() : undefined;
   for (const layer of stackOf(parent) ?? []) {
-    if (layer.matchers === undefined || !sameMount(layer.rawPath, mount)) continue;
-    const part = express5Part(layer, up.rest);
-    if (part !== undefined) return { written: up.written + part.written, rest: up.rest.slice(part.matched) };
+    let part: Part | undefined;
+    if (layer.matchers !== undefined) part = sameMount(layer.rawPath, mount) ? express5Part(layer, up.rest) : undefined;
+    else if (own !== undefined) part = express4Part(layer, up.rest);
+    if (part !== undefined && (layer.matchers !== undefined || part.written.toLowerCase() === own))
+      return { written: up.written + part.written, rest: up.rest.slice(part.matched) };
   }
-  const own = mount[0];
-  if (mount.length !== 1 || typeof own !== 'string' || /[:*?+()[\]]/.test(own)) return undefined;
-  const text = written(own);
-  if (up.rest.slice(0, text.length).toLowerCase() !== text.toLowerCase()) return undefined;
-  return { written: up.written + text, rest: up.rest.slice(text.length) };
+  return undefined;
 }
 
 function sameMount(raw: unknown, mount: readonly unknown[]): boolean {

@@ -17,6 +17,11 @@
  * without numbers (nothing is known: nothing waits), or for at most {@link PROBE_WAIT_MS}, after which the
  * next request probes. A reset passed with no request waiting leaves stale numbers: the next request
  * probes the same way.
+ *
+ * An origin not heard from yet is treated as one whose reset just passed: its first request probes
+ * alone, the others wait for its numbers (a first burst of thirty to a quota of ten sent at once got
+ * twenty 429s, which then retried). An origin whose responses bring no numbers is remembered as heard
+ * (up to `maxOrigins`), so only its first burst waits for one answer.
  */
 import type { RateLimitSignal } from './rate-limit-signal.js';
 
@@ -54,6 +59,8 @@ export class Pacer {
   private readonly origins = new Map<string, OriginQuota>();
   /** Attempts in flight per origin (an entry only while some are). */
   private readonly flying = new Map<string, number>();
+  /** Origins that answered, numbers or not (bounded as `origins`): the others' first request probes. */
+  private readonly heard = new Set<string>();
 
   constructor(
     private readonly paceBelow: number,
@@ -90,11 +97,8 @@ export class Pacer {
     }
     const now = this.clock();
     const previous = this.origins.get(origin);
-    if (previous === undefined && this.origins.size >= this.maxOrigins) {
-      const oldest = this.origins.keys().next().value;
-      if (oldest !== undefined) this.origins.delete(oldest);
-    }
-    this.origins.set(origin, {
+    this.hear(origin);
+    this.keep(origin, {
       observedAt: this.attempts,
       remaining: Math.max(0, signal.remaining - (this.flying.get(origin) ?? 0)),
       resetAt: now + signal.resetMs,
@@ -104,6 +108,25 @@ export class Pacer {
       renewed: undefined,
     });
     previous?.renewed?.resolve();
+  }
+
+  /** Sets `origin`'s quota, forgetting the oldest origin's when `maxOrigins` are kept. */
+  private keep(origin: string, q: OriginQuota): void {
+    if (!this.origins.has(origin) && this.origins.size >= this.maxOrigins) {
+      const oldest = this.origins.keys().next().value;
+      if (oldest !== undefined) this.origins.delete(oldest);
+    }
+    this.origins.set(origin, q);
+  }
+
+  /** `origin` answered: its later first requests do not probe. */
+  private hear(origin: string): void {
+    if (this.heard.has(origin)) return;
+    if (this.heard.size >= this.maxOrigins) {
+      const oldest = this.heard.values().next().value;
+      if (oldest !== undefined) this.heard.delete(oldest);
+    }
+    this.heard.add(origin);
   }
 
   /**
@@ -116,14 +139,19 @@ export class Pacer {
    * every later call `maxDelayMs` for ever, since only numbers replaced it.
    */
   answered(origin: string, attempt: number): void {
+    this.hear(origin);
     const q = this.origins.get(origin);
     if (q === undefined || q.remaining >= 1 || attempt < q.observedAt) return;
     this.origins.delete(origin);
     q.renewed?.resolve();
   }
 
-  /** The probe's attempt for `origin` is over: when its response brought no numbers, nothing is known and nothing waits. */
+  /**
+   * The probe's attempt for `origin` is over: when its response brought no numbers (or none came),
+   * nothing is known and nothing waits; the origin counts as heard.
+   */
   settled(origin: string): void {
+    this.hear(origin);
     const q = this.origins.get(origin);
     if (q === undefined || q.probeUntil === undefined) return;
     this.origins.delete(origin);
@@ -133,7 +161,7 @@ export class Pacer {
   /** What a request to `origin` may do now, reserving its unit of the quota when granted. */
   reserve(origin: string): Reservation {
     const q = this.origins.get(origin);
-    if (q === undefined) return GRANTED;
+    if (q === undefined) return this.heard.has(origin) ? GRANTED : this.firstContact(origin);
     const now = this.clock();
     if (now >= q.resetAt) return this.afterReset(q, now);
     if (q.remaining < 1) return this.waitFor(q, q.resetAt - now);
@@ -143,6 +171,22 @@ export class Pacer {
     const at = Math.max(now, q.nextAt);
     q.nextAt = at + (q.resetAt - at) / (q.remaining + 1);
     return { granted: true, waitMs: Math.ceil(at - now), probe: false, renewed: undefined };
+  }
+
+  /** An origin not heard from: as if its reset just passed, nothing known of what is left (the first request probes). */
+  private firstContact(origin: string): Reservation {
+    const now = this.clock();
+    const q: OriginQuota = {
+      observedAt: this.attempts,
+      remaining: 0,
+      resetAt: now,
+      limit: undefined,
+      nextAt: now,
+      probeUntil: undefined,
+      renewed: undefined,
+    };
+    this.keep(origin, q);
+    return this.afterReset(q, now);
   }
 
   /** Past the reset: the first request probes; the others wait for its answer, at most PROBE_WAIT_MS. */

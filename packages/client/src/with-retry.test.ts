@@ -354,9 +354,11 @@ describe('withRetry', () => {
         await new Promise((r) => setTimeout(r, 100));
         return new Response('ok');
       }
-      return sent.length === 2 ? new Response('no', { status: 429, headers: { 'retry-after': '3600' } }) : new Response('ok');
+      return sent.length === 3 ? new Response('no', { status: 429, headers: { 'retry-after': '3600' } }) : new Response('ok');
     };
     const f = withRetry(fetch, { pacing: true, maxDelayMs: 1_500 });
+    // Heard from once (a first burst to an origin not heard from waits for one answer).
+    await f(URL_);
     const slow = f(`${URL_}slow`);
     expect((await f(URL_)).status).toBe(429);
     await vi.advanceTimersByTimeAsync(100);
@@ -365,7 +367,39 @@ describe('withRetry', () => {
     const next = f(URL_);
     await vi.advanceTimersByTimeAsync(1_500);
     expect((await next).status).toBe(200);
-    expect(sent).toEqual([0, 0, 1_600]);
+    expect(sent).toEqual([0, 0, 0, 1_600]);
+  });
+
+  it('pacing a first burst to an origin not heard from: one probe goes alone, the rest follow its numbers, none refused', async () => {
+    const origin = Date.now();
+    const server = windowServer(10, 2_000, origin, 50);
+    const f = withRetry(server.fetch, { pacing: true, retries: 0 });
+    // Thirty at once, nothing known yet. Before: all thirty were sent at once, twenty refused.
+    const calls = Promise.all(Array.from({ length: 30 }, () => f(URL_)));
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect((await calls).map((r) => r.status).filter((s) => s !== 200)).toEqual([]);
+    expect(server.sent[0]?.at).toBe(0);
+    expect(server.sent[1]?.at).toBe(50);
+  });
+
+  it('pacing a first burst to an origin that sends no numbers: only the first burst waits for one answer', async () => {
+    const t0 = Date.now();
+    const sent: number[] = [];
+    const fetch: FetchLike = async () => {
+      sent.push(Date.now() - t0);
+      await new Promise((r) => setTimeout(r, 50));
+      return new Response('ok');
+    };
+    const f = withRetry(fetch, { pacing: true });
+    const first = Promise.all(Array.from({ length: 5 }, () => f(URL_)));
+    await vi.advanceTimersByTimeAsync(200);
+    await first;
+    expect(sent).toEqual([0, 50, 50, 50, 50]);
+    // Heard from: the next burst goes at once.
+    const second = Promise.all(Array.from({ length: 5 }, () => f(URL_)));
+    await vi.advanceTimersByTimeAsync(100);
+    await second;
+    expect(sent.slice(5)).toEqual([200, 200, 200, 200, 200]);
   });
 
   it('pacing after a probe whose response brings no numbers: nothing is known, the others go', async () => {

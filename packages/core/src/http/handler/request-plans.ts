@@ -180,7 +180,11 @@ function policyNames(lists: readonly unknown[]): string[] {
 /** The Node response events the refund rule listens to (`ServerResponse` fits as it is). */
 export interface FinishingResponse extends FinishedResponse {
   readonly writableFinished?: boolean;
+  /** False until the handler ended the response (`end()`). */
+  readonly writableEnded?: boolean;
   readonly destroyed?: boolean;
+  /** HTTP/2 (node:http2's compatibility API): the stream, whose `rstCode` is not 0 when it was reset. */
+  readonly stream?: { readonly rstCode?: number } | null;
   once(event: 'finish' | 'close', listener: () => void): unknown;
 }
 
@@ -194,6 +198,15 @@ export function isFinishingResponse(value: unknown): value is FinishingResponse 
  * the client went away); at once when it has already (the client left, or an earlier middleware
  * answered, while the decision was awaited: no event would come).
  */
+/**
+ * A response that emitted 'finish' was sent whole, except over HTTP/2: node:http2's compatibility API
+ * emits 'finish' whenever the stream closes, a client's cancel (RST_STREAM) included, before the handler
+ * answered or while it streamed. Such a response did not finish: the client went away.
+ */
+function completed(response: FinishingResponse): boolean {
+  return response.writableEnded !== false && !((response.stream?.rstCode ?? 0) > 0);
+}
+
 export function onceSettled(response: FinishingResponse, settle: (finished: boolean) => void): void {
   if (response.writableFinished === true || response.destroyed === true) {
     settle(response.writableFinished === true);
@@ -203,7 +216,7 @@ export function onceSettled(response: FinishingResponse, settle: (finished: bool
   response.once('finish', () => {
     if (done) return;
     done = true;
-    settle(true);
+    settle(completed(response));
   });
   response.once('close', () => {
     if (done) return;

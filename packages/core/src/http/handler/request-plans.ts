@@ -194,11 +194,6 @@ export function isFinishingResponse(value: unknown): value is FinishingResponse 
 }
 
 /**
- * Calls `settle(finished)` once, when `response` finishes (`true`) or closes before finishing (`false`,
- * the client went away); at once when it has already (the client left, or an earlier middleware
- * answered, while the decision was awaited: no event would come).
- */
-/**
  * A response that emitted 'finish' was sent whole, except over HTTP/2: node:http2's compatibility API
  * emits 'finish' whenever the stream closes, a client's cancel (RST_STREAM) included, before the handler
  * answered or while it streamed. Such a response did not finish: the client went away.
@@ -207,9 +202,14 @@ function completed(response: FinishingResponse): boolean {
   return response.writableEnded !== false && !((response.stream?.rstCode ?? 0) > 0);
 }
 
+/**
+ * Calls `settle(finished)` once, when `response` finishes (`true`) or closes before finishing (`false`,
+ * the client went away); at once when it has already (the client left, or an earlier middleware
+ * answered, while the decision was awaited: no event would come).
+ */
 export function onceSettled(response: FinishingResponse, settle: (finished: boolean) => void): void {
   if (response.writableFinished === true || response.destroyed === true) {
-    settle(response.writableFinished === true);
+    settle(response.writableFinished === true && completed(response));
     return;
   }
   let done = false;
@@ -221,6 +221,6 @@ export function onceSettled(response: FinishingResponse, settle: (finished: bool
   response.once('close', () => {
     if (done) return;
     done = true;
-    settle(response.writableFinished === true);
+    settle(response.writableFinished === true && completed(response));
   });
 }

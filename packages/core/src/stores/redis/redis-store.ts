@@ -411,20 +411,23 @@ export class RedisStore implements Store {
   private readonly instance = randomBytes(9).toString('base64url');
 
   /** Ends `lease` in the plan's concurrency policies (kernels/concurrency.ts); per Cluster slot when they differ. */
-  release(key: StoreKey, plan: StorePlan, lease: number, _now: number): Promise<void> {
-    return this.leaseCall(key, plan, 'release', [`${this.instance}:${lease}`]).then(() => undefined);
+  release(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<void> {
+    return this.leaseCall(key, plan, 'release', this.leaseArgs(lease, now)).then(() => undefined);
   }
 
   /** Renews `lease` in the plan's concurrency policies; true when it was live in all of them. */
   renew(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
-    const args = [this.timeSource === 'redis' ? '' : String(now), `${this.instance}:${lease}`];
-    return this.leaseCall(key, plan, 'renew', args).then((all) => all.every((x) => x === 1));
+    return this.leaseCall(key, plan, 'renew', this.leaseArgs(lease, now)).then((all) => all.every((x) => x === 1));
   }
 
   /** Renews `lease`, putting it back where Redis lost it (a restart, a failover); true when it was live in all. */
   restore(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
-    const args = [this.timeSource === 'redis' ? '' : String(now), `${this.instance}:${lease}`];
-    return this.leaseCall(key, plan, 'restore', args).then((all) => all.every((x) => x === 1));
+    return this.leaseCall(key, plan, 'restore', this.leaseArgs(lease, now)).then((all) => all.every((x) => x === 1));
+  }
+
+  /** ARGV of the lease scripts: now ('' to read Redis TIME) and this store's id of `lease`. */
+  private leaseArgs(lease: number, now: number): string[] {
+    return [this.timeSource === 'redis' ? '' : String(now), `${this.instance}:${lease}`];
   }
 
   /** The client's connection closing and ready again (clients/connection-events.ts), for the lease keeper. */

@@ -43,19 +43,23 @@ function script(kind: LeaseScript, plan: StorePlan, body: string): LuaScript {
 
 /**
  * Ends a lease in every policy of `plan` (concurrency policies only, as RedisStore passes them):
- * ARGV[1] the lease id. Returns one integer per policy: 1 when the lease was live there.
+ * ARGV[1] now in ms or '' for Redis TIME, ARGV[2] the lease id. Returns one integer per policy: 1 when
+ * the lease was live there. Leases past their deadline go first, as in every lease script and in
+ * MemoryStore (algorithms/concurrency.ts `releaseLease`): an expired lease is not live, and one left in
+ * the set would count again if the clock stepped back.
  */
 export function releaseScript(plan: StorePlan): LuaScript {
   return cached('release', plan, () => generateRelease(plan));
 }
 
 function generateRelease(plan: StorePlan): LuaScript {
-  const n = plan.policies.length;
-  const body = lua`
-    local out = {}
-    for i = 1, ${n} do out[i] = redis.call('ZREM', KEYS[i], ARGV[1]) end
-    return out`;
-  return script('release', plan, body);
+  const parts = plan.policies.map((_p, i) => {
+    const s = slot(i + 1);
+    return lua`
+      redis.call('ZREMRANGEBYSCORE', ${s.key}, '-inf', fmt('%d', now))
+      out[${i + 1}] = redis.call('ZREM', ${s.key}, ARGV[2])`;
+  });
+  return script('release', plan, timed(plan, parts));
 }
 
 /**
@@ -104,7 +108,7 @@ function generateRestore(plan: StorePlan): LuaScript {
   return script('restore', plan, timed(plan, parts));
 }
 
-/** The body shared by renew and restore: `now` from ARGV[1] or Redis TIME, one flag per policy. */
+/** The body shared by the lease scripts: `now` from ARGV[1] or Redis TIME, one flag per policy. */
 function timed(plan: StorePlan, parts: readonly string[]): string {
   return lua`
     local fmt = string.format

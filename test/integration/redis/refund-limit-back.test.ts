@@ -136,7 +136,7 @@ describeRedis('bucket refunds across a change of limit and back: Redis answers a
     // A check names the plan's keys (store.plan); a key never seen has 2 left after a cost of 1.
     expect((await limiter.check('warm-up', { plan: 'a' })).remaining).toBe(2);
     const [name] = store.redis.keyNames('k', store.plan as NonNullable<typeof store.plan>) as [string];
-    // Peeks of a cost of 1 (1000 milli-units) read `remaining` after it, in milli-units.
+    // Peeks read `remaining` as the state stands, in milli-units.
     // `limit:frac:burst:refunded:offset`, expiring at the horizon: a TAT one token (8 hours) ahead, the
     // horizon 10 days ahead (a full bucket is one day), the TAT `offset` before it.
     const horizon = now + 10 * DAY;
@@ -145,12 +145,12 @@ describeRedis('bucket refunds across a change of limit and back: Redis answers a
     await write(5);
     const repaired = await store.redis.peek('k', store.plan as NonNullable<typeof store.plan>, 1000, now);
     expect(repairs.map((r) => r.key)).toEqual(['k']);
-    expect(repaired[1]).toBe(2000);
+    expect(repaired[1]).toBe(3000);
     // Counted as a closed frame does (at least 1 tick per ms up to its horizon): state a writer left.
     await write(10 * DAY);
     const kept = await store.redis.peek('k', store.plan as NonNullable<typeof store.plan>, 1000, now);
     expect(repairs).toHaveLength(1);
-    expect(kept[1]).toBe(1000);
+    expect(kept[1]).toBe(2000);
   });
 
   it('gcra: a frame the previous script left (its horizon cut at a full bucket of the new limit) reads as it did, unrepaired', async () => {

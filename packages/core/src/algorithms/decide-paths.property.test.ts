@@ -2,7 +2,7 @@
  * @module Every kernel decides through three paths: `consume` (a one-policy plan), `evaluate` then `commit`
  * (a policy among others) and `evaluate` alone (a peek). On random policies and traces, with clocks that
  * step back and leaky-bucket delays and queue bounds, the three agree: a peek answers exactly what the
- * check that follows at the same `now` answers, and a policy decides the same alone or beside another that
+ * check that follows at the same `now` answers (what is left and the reset: before it), and a policy decides the same alone or beside another that
  * never binds. Issue 29 (mutation testing): the peek and multi-policy paths were the ones no test read.
  */
 import fc from 'fast-check';
@@ -41,7 +41,7 @@ const caseArb = fc
     fc.record({ policy: fc.constant(policy), trace: traceArb(policy, { monotone, weighted: true, maxLength: 25 }) }),
   );
 
-const view = (d: Decision | PolicyResult) => [d.allowed, d.retryAfterMs, d.resetMs, d.delayMs, d.reason === 'cost-exceeds-capacity'];
+const view = (d: Decision | PolicyResult) => [d.allowed, d.retryAfterMs, d.delayMs, d.reason === 'cost-exceeds-capacity'];
 
 describe('consume, evaluate + commit and evaluate agree', () => {
   it('a peek answers exactly what the check that follows at the same now answers, and what was left before it', async () => {
@@ -56,12 +56,18 @@ describe('consume, evaluate + commit and evaluate agree', () => {
         for (const step of trace) {
           now = step.at;
           const peek = await limiter.peek('k', { cost: step.cost });
+          // The state as it stands, as every kernel reports it for a cost that can never fit.
+          const standing = await limiter.peek('k', { cost: 1000 });
           const check = await limiter.check('k', { cost: step.cost });
-          expect(view(peek), `at ${step.at} cost ${step.cost}`).toEqual(view(check));
-          // peek's remaining is what was left before the check (issue 26): the check's, plus its charge.
+          const at = `at ${step.at} cost ${step.cost}`;
+          expect(view(peek), at).toEqual(view(check));
+          // peek's remaining and reset are those of the state before the check (issue 26): the check's
+          // remaining plus its charge, and the reset a refused check reports.
           const capacity = check.policies[0]?.capacity ?? Number.POSITIVE_INFINITY;
           const before = check.allowed ? Math.min(capacity, check.remaining + step.cost) : check.remaining;
-          expect(peek.remaining, `at ${step.at} cost ${step.cost}`).toBeCloseTo(before, 9);
+          expect(peek.remaining, at).toBeCloseTo(before, 9);
+          expect(peek.resetMs, at).toBe(standing.resetMs);
+          if (!check.allowed) expect(peek.resetMs, at).toBe(check.resetMs);
         }
       }),
       { numRuns: 200 },

@@ -59,7 +59,7 @@ class OutageStore implements Store {
     for (const run of this.waiting.splice(0)) run();
   }
 
-  /** The store's own count of `key`: what a peek says remains, milli-units (a peek answers as if it charged one more). */
+  /** The store's own count of `key`: what a peek says remains, milli-units. */
   remainingOf(key: string, now: number): number {
     return this.inner.peek(key, this.plan as StorePlan, 1000, now)[R_REMAINING] as number;
   }
@@ -325,11 +325,11 @@ describe('an outage continues the budget (onStoreError local)', () => {
 
   it('a carry given up, carried again, then run late is charged once: the late one goes back', async () => {
     const { store, limiter } = await carriedTwice(10);
-    expect(store.remainingOf('k', 1_001)).toBe(2_000); // 2 + 3 + 1 + 1 counted, a peek's one more
+    expect(store.remainingOf('k', 1_001)).toBe(3_000); // 2 + 3 + 1 + 1 counted
     // Now the store runs the carry it was given first. Before: charged a second time (2 + 3 + 3 + 1 + 1).
     store.runHeld();
     await vi.advanceTimersByTimeAsync(0);
-    expect(store.remainingOf('k', 1_001)).toBe(2_000);
+    expect(store.remainingOf('k', 1_001)).toBe(3_000);
     await limiter.close();
   });
 
@@ -344,9 +344,9 @@ describe('an outage continues the budget (onStoreError local)', () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(await admitted('k', 1)).toBe(1);
     await vi.advanceTimersByTimeAsync(0);
-    // 2 + 3 + 1 + 1 + 1 + 1 = 9 counted once each (a peek's one more: 10 left). Before: the late reply
-    // took the 3 off the 1 owed since (lost), and the 3 were charged twice: 11 counted.
-    expect(store.remainingOf('k', 1_001)).toBe(10_000);
+    // 2 + 3 + 1 + 1 + 1 + 1 = 9 counted once each (11 left). Before: the late reply took the 3 off the
+    // 1 owed since (lost), and the 3 were charged twice: 11 counted.
+    expect(store.remainingOf('k', 1_001)).toBe(11_000);
     await limiter.close();
   });
 
@@ -356,11 +356,11 @@ describe('an outage continues the budget (onStoreError local)', () => {
     // The next answer carries the 1 owed.
     expect(await admitted('k', 1)).toBe(1);
     await vi.advanceTimersByTimeAsync(0);
-    expect(store.remainingOf('k', 1_001)).toBe(3_000); // 4 + 1 + 1 counted, a peek's one more
+    expect(store.remainingOf('k', 1_001)).toBe(4_000); // 4 + 1 + 1 counted
     store.runHeld();
     await vi.advanceTimersByTimeAsync(0);
     // Before: counted twice (7 charged).
-    expect(store.remainingOf('k', 1_001)).toBe(3_000);
+    expect(store.remainingOf('k', 1_001)).toBe(4_000);
     await limiter.close();
   });
 
@@ -388,9 +388,8 @@ describe('an outage continues the budget (onStoreError local)', () => {
     store.down = false;
     expect(await admitted('k', 1)).toBe(1);
     await new Promise((r) => setTimeout(r, 0));
-    // One counted (a peek answers as if it charged one more: 8). Before: the 3 admitted before the reset
-    // were charged to the fresh key too (5).
-    expect(store.inner.peek('k', store.plan as StorePlan, 1000, 1_000)[R_REMAINING]).toBe(8_000);
+    // One counted. Before: the 3 admitted before the reset were charged to the fresh key too (6 left).
+    expect(store.inner.peek('k', store.plan as StorePlan, 1000, 1_000)[R_REMAINING]).toBe(9_000);
   });
 
   it('with localShare the local limiter still caps a key the store had left room on', async () => {

@@ -11,7 +11,7 @@ import { CallFailure, type StoreGuard } from '../failure/store-guard.js';
 import { hasLength, isResultOf, StoreResultError } from '../failure/store-result-error.js';
 import { MILLI, toMilli } from '../internal/fixed-point.js';
 import { Receipt, type RefundResult } from '../plans/compiled-plan.js';
-import { F_CHARGED, isPromiseLike, R_FLAGS, R_REMAINING, RESULT_STRIDE, type Store, type StoreResult } from '../stores/store.js';
+import { isPromiseLike, RESULT_STRIDE, type Store } from '../stores/store.js';
 import type { ChargeReceipt, CheckOptions, Clock, Decision, RefundOptions } from '../types.js';
 import type { DecisionBuilder } from './build-decision.js';
 import type { LimiterKey } from './limiter.js';
@@ -52,8 +52,8 @@ export async function watched<T>(guard: StoreGuard, storeKey: Target['storeKey']
 }
 
 /**
- * The Decision a check of `cost` would get now, charging nothing; `remaining` is what is left now,
- * before that check (a policy that would charge it gets the charge back in the answer).
+ * The Decision a check of `cost` would get now, charging nothing: whether it would be admitted, its
+ * wait and delay; `remaining` and `resetMs` are those of the state as it stands (the store's peek).
  */
 export async function peek(parts: PeekRefundParts, rawKey: LimiterKey, opts: CheckOptions | undefined): Promise<Decision> {
   const { store, guard, targets, builder, now, defaultCost } = parts;
@@ -63,21 +63,9 @@ export async function peek(parts: PeekRefundParts, rawKey: LimiterKey, opts: Che
   await guard.starting();
   const r = await watched(guard, t.storeKey, store.peek(t.storeKey, t.cp.storePlan, cost, now()));
   if (!isResultOf(r, t.cp.storePlan)) throw new StoreResultError(store.kind, r, t.cp.storePlan.policies.length * RESULT_STRIDE);
-  const d = builder.build(t.key, cost, leftNow(r, t.cp.all, cost), t.cp, t.cp.all, false, 'uncounted');
+  const d = builder.build(t.key, cost, r, t.cp, t.cp.all, false, 'uncounted');
   d.plan = t.cp.name;
   return d;
-}
-
-/** `r` with each charging policy's remaining taken back to before the charge (a lease is one request, whatever the cost). */
-function leftNow(r: StoreResult, policies: readonly CompiledPolicy[], cost: number): StoreResult {
-  const out = Array.from(r as ArrayLike<number>);
-  for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE) {
-    if (((out[o + R_FLAGS] as number) & F_CHARGED) === 0) continue;
-    const p = policies[i] as CompiledPolicy;
-    const charge = p.algorithm === 'concurrency' ? MILLI : cost;
-    out[o + R_REMAINING] = Math.min(p.capMilli, (out[o + R_REMAINING] as number) + charge);
-  }
-  return out;
 }
 
 /** Gives back a charge by its receipt (see `Limiter.refund`). */

@@ -204,25 +204,35 @@ describe('several keys, one decision', () => {
 describe('peek', () => {
   it.each(ALGORITHMS)('%s: answers whether check would admit, and what is left now, charging nothing', async (algorithm) => {
     const { limiter, advance } = virtual({ policies: { algorithm, limit: 3, windowMs: 1000 } });
-    await limiter.check('k');
+    const first = await limiter.check('k');
     advance(10);
     const seen = await limiter.peek('k', { cost: 2 });
     const again = await limiter.peek('k', { cost: 2 });
     expect(again).toEqual(seen);
     expect(seen.receipt).toBeUndefined();
     const real = await limiter.check('k', { cost: 2 });
-    // The same verdict; `remaining` is what was left before the check took its 2 (issue 26).
+    // The same verdict; `remaining` and `resetMs` are those of the state before the check took its 2
+    // (issue 26): what was left, and the first check's reset 10 ms on.
     const leftNow = (d: Decision) => ({
       ...d,
       receipt: undefined,
       remaining: undefined,
-      policies: d.policies.map((r) => ({ ...r, remaining: undefined })),
+      resetMs: undefined,
+      policies: d.policies.map((r) => ({ ...r, remaining: undefined, resetMs: undefined })),
     });
     expect(leftNow(real)).toEqual(leftNow(seen));
     expect(real.allowed).toBe(true);
     expect(seen.remaining).toBeCloseTo(real.remaining + 2, 9);
     expect(seen.policies[0]?.remaining).toBeCloseTo((real.policies[0]?.remaining as number) + 2, 9);
+    expect(seen.resetMs).toBe(first.resetMs - 10);
+    expect(seen.policies[0]?.resetMs).toBe(seen.resetMs);
     expect(limiter.stats().requests).toBe(2);
+  });
+
+  it.each(ALGORITHMS)('%s: a key never seen is full: all of the limit left, nothing to reset', async (algorithm) => {
+    const { limiter } = virtual({ policies: { algorithm, limit: 3, windowMs: 1000 } });
+    expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 3, resetMs: 0 });
+    expect(await limiter.peek('k', { cost: 3 })).toMatchObject({ allowed: true, remaining: 3, resetMs: 0 });
   });
 
   it.each(ALGORITHMS)('%s: remaining is what is left now: after 2 of 3, 1 (issue 26)', async (algorithm) => {

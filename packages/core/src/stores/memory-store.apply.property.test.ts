@@ -7,7 +7,8 @@
  * policies one group, shadow policies another), that a state written under another limit is converted before a
  * charge and never by a peek, and every number of the result:
  * - charged: `F_ALLOWED | F_CHARGED`, the remaining after the charge, the charge's position, reset and delay;
- * - a peek of a group that would be charged: the same flags and numbers with a retry of 0, nothing charged;
+ * - a peek of a group that would be charged: the same flags, a retry of 0 and the charge's delay, nothing
+ *   charged, so what is left and the reset are those of the state as it stands;
  * - a group that is not charged: each policy's own flags and retry, no delay, and for a policy that admitted,
  *   the state as it stands (a cost that can never fit reports it);
  * - a refund reaches the row each charged policy's receipt names, with its position less what it gave before.
@@ -128,6 +129,11 @@ class Reference {
           if (!kept) this.rows.set(name, t);
           p.kernel.commit(t, 0, now, cost, p);
           r[o + R_POSITION] = p.kernel.position?.(t, 0, now, p) ?? 0;
+        } else {
+          // A peek charges nothing: what is left and the reset of the state as it stands.
+          p.kernel.evaluate(t, 0, now, Number.POSITIVE_INFINITY, p, out);
+          r[o + R_REMAINING] = out.remaining;
+          r[o + R_RESET] = out.resetMs;
         }
       } else {
         r[o + R_FLAGS] = (out.allowed ? F_ALLOWED : 0) | (out.exceeds ? F_EXCEEDS : 0);
@@ -238,13 +244,14 @@ describe('MemoryStore apply path: vectors', () => {
       const store = new MemoryStore({ sweepIntervalMs: 0 });
       const charged = Array.from(store.apply('k', a, 5000, 1000));
       expect(charged[R_FLAGS]).toBe(F_ALLOWED | F_CHARGED);
-      // 5 of 10 used; under 20 per second the same debt is 5 of 20: 15 left, 14 after one more (a leaky
-      // bucket delays it behind the 5, 250 ms).
+      // 5 of 10 used; under 20 per second the same debt is 5 of 20: 15 left. Not converted, the state still
+      // refills as written, 10 per second: full in 500 ms (a leaky bucket would delay one more behind the
+      // 5 under 20 per second, 250 ms).
       const delay = algorithm === 'leaky-bucket' ? 250 : 0;
-      expect(Array.from(store.peek('k', b, 1000, 1000))).toEqual([F_ALLOWED | F_CHARGED, 14_000, 0, 300, delay]);
+      expect(Array.from(store.peek('k', b, 1000, 1000))).toEqual([F_ALLOWED | F_CHARGED, 15_000, 0, 500, delay]);
       const marks = [1000 + (charged[R_RESET] as number), charged[R_POSITION] as number, 0];
       expect(Array.from(store.refund('k', a, 5000, marks, 1000)), algorithm).toEqual([1]);
-      expect(Array.from(store.peek('k', a, 10_000, 1000))[R_REMAINING]).toBe(0);
+      expect(Array.from(store.peek('k', a, 10_000, 1000))[R_REMAINING]).toBe(10_000);
     }
   });
 });

@@ -444,13 +444,15 @@ export class MemoryStore implements Store {
       const out = b.outcomes[i] as Outcome;
       const o = i * RESULT_STRIDE;
       if (all && !charge) {
-        // A peek: what the charge would report, without it.
+        // A peek: admitted with the charge's delay, but nothing is charged, so what is left and the
+        // reset are those of the state as it stands (as for a policy that admitted, below).
         // Stryker disable next-line ArithmeticOperator: equivalent, `o + R_FLAGS` -> `-`: R_FLAGS is 0
         r[o + R_FLAGS] = F_ALLOWED | F_CHARGED;
-        r[o + R_REMAINING] = out.remaining;
         r[o + R_RETRY_AFTER] = 0;
-        r[o + R_RESET] = out.resetMs;
         r[o + R_DELAY] = out.delayMs;
+        t.kernel.evaluate(t, b.slots[i] as number, now, Number.POSITIVE_INFINITY, b.policies[i] as CompiledPolicy, out);
+        r[o + R_REMAINING] = out.remaining;
+        r[o + R_RESET] = out.resetMs;
       } else if (all) {
         let slot = b.slots[i] as number;
         if (slot === 0) {

@@ -70,8 +70,10 @@ export interface Store {
    */
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): StoreResult | Promise<StoreResult>;
   /**
-   * What `apply` would answer, charging nothing: the same numbers, with `F_CHARGED` set on every policy
-   * of a group that would be charged. Stores without it cannot serve `limiter.peek()`.
+   * What `apply` would answer, charging nothing: the same flags (`F_CHARGED` on every policy of a group
+   * that would be charged), retry and delay; `remaining` and `reset` of the state as it stands, since
+   * nothing was charged (as `apply` reports a policy that admitted in a group that refused). Stores
+   * without it cannot serve `limiter.peek()`.
    */
   peek?(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult>;
   /**

@@ -47,7 +47,10 @@ const NOW = lua`
   end
   local cost = tonumber(ARGV[2])`;
 
-/** Peek statements for one group: decide every policy, report as `apply` would, charge nothing. */
+/**
+ * Peek statements for one group: decide every policy and report as `apply` would, charging nothing, so
+ * what is left and the reset are those of the state as it stands (MemoryStore.peek).
+ */
 function peekGroup(plan: StorePlan, from: number, to: number): string {
   const members = groupMembers(plan, from, to);
   const decide = members.map(
@@ -56,10 +59,15 @@ function peekGroup(plan: StorePlan, from: number, to: number): string {
       ${kernel.evaluate(s, p)}`,
   );
   const report = reportUncharged(members);
+  const admitted = members.map(
+    ({ p, s, kernel }) => lua`
+      ${kernel.uncharged(s, p)}
+      ${s.flags} = 5`,
+  );
   return lua`
     ${decide.join('\n')}
     if ${members.map(({ s }) => `${s.flags} == 1`).join(' and ')} then
-      ${members.map(({ s }) => `${s.flags} = 5`).join('\n')}
+      ${admitted.join('\n')}
     else
       ${report.join('\n')}
     end`;

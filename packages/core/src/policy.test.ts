@@ -165,21 +165,28 @@ const cases: { name: string; policy: unknown; code: string; option: string; fix:
     policy: { algorithm: 'token-bucket', limit: 1_000_000, windowMs: 2_147_483_647 },
     code: 'ERR_RL_PRECISION',
     option: 'policies[1]',
-    fix: /too large for exact integer arithmetic \(limit 1000000, windowMs 2147483647, burst 1000000\); use a smaller limit or burst/,
+    fix: /too large for exact integer arithmetic \(limit 1000000, windowMs 2147483647, burst 1000000\): burst x 1000 x 2147483647 = 2147483647000000000 passes 2\^53 .*; use a smaller burst/,
   },
   {
     name: 'precision overflow (sliding-window: 1e6 per 1e7 ms)',
     policy: { algorithm: 'sliding-window', limit: 1_000_000, windowMs: 10_000_000 },
     code: 'ERR_RL_PRECISION',
     option: 'policies[1]',
-    fix: /too large for exact integer arithmetic/,
+    fix: /: limit x 1000 x windowMs x 2 = 20000000000000000 passes 2\^53; use a smaller limit or a shorter window/,
   },
   {
     name: 'precision overflow (fixed-window: limit 1e13)',
     policy: { algorithm: 'fixed-window', limit: 10_000_000_000_000, windowMs: 1000 },
     code: 'ERR_RL_PRECISION',
     option: 'policies[1]',
-    fix: /too large for exact integer arithmetic/,
+    fix: /: limit x 1000 = 10000000000000000 passes 2\^53; use a smaller limit/,
+  },
+  {
+    name: 'precision overflow (token-bucket: limit 1e13, burst 1: the limit, not the burst)',
+    policy: { algorithm: 'token-bucket', limit: 10_000_000_000_000, windowMs: 1000, burst: 1 },
+    code: 'ERR_RL_PRECISION',
+    option: 'policies[1]',
+    fix: /: limit x 1000 = 10000000000000000 passes 2\^53; use a smaller limit/,
   },
 ];
 

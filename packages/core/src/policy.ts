@@ -150,6 +150,23 @@ export function isConcurrencyOptions(p: unknown): p is ConcurrencyPolicyOptions 
   return typeof p === 'object' && p !== null && (p as { algorithm?: unknown }).algorithm === 'concurrency';
 }
 
+/** ERR_RL_PRECISION's product that passed 2^53 and what brings it back, for a policy of `algorithm`. */
+function precisionFix(algorithm: PolicyAlgorithm, limit: number, capacity: number, tokenTicks: number, windowMs: number): string {
+  const over = (product: string, value: number) => `${product} = ${value} passes 2^53`;
+  if (!Number.isSafeInteger(limit * MILLI))
+    return `${over('limit x 1000', limit * MILLI)}; use a smaller limit (count in a larger unit: kilobytes for bytes)`;
+  if (isBucket(algorithm)) {
+    return (
+      `${over(`burst x 1000 x ${tokenTicks}`, capacity * MILLI * tokenTicks)} (${tokenTicks}: windowMs over its greatest common ` +
+      'divisor with limit x 1000); use a smaller burst, or a windowMs that shares more factors with limit x 1000 (whole seconds usually do)'
+    );
+  }
+  if (algorithm === 'sliding-window') {
+    return `${over('limit x 1000 x windowMs x 2', capacity * MILLI * windowMs * 2)}; use a smaller limit or a shorter window`;
+  }
+  return `${over('limit x 1000', capacity * MILLI)}; use a smaller limit (count in a larger unit: kilobytes for bytes)`;
+}
+
 /** Validates `options` (found at `path`, e.g. `policies[1]`) and compiles it. */
 export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boolean): CompiledPolicy {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
@@ -178,8 +195,8 @@ export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boo
     throw new RateLimitConfigError(
       'ERR_RL_PRECISION',
       path,
-      `is too large for exact integer arithmetic (limit ${limit}, windowMs ${windowMs}${bucket ? `, burst ${capacity}` : ''}); ` +
-        'use a smaller limit or burst, or a window that is a round number of seconds',
+      `is too large for exact integer arithmetic (limit ${limit}, windowMs ${windowMs}${bucket ? `, burst ${capacity}` : ''}): ` +
+        precisionFix(algorithm, limit, capacity, tokenTicks, windowMs),
       options,
     );
   }

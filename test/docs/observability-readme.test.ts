@@ -22,6 +22,7 @@ const OTEL_ATTRIBUTE: Record<string, string> = {
   storeNode: 'tollgate.store.node',
   shadowVerdict: 'tollgate.shadow.verdict',
   priority: 'tollgate.priority',
+  limiter: 'tollgate.limiter',
 };
 
 describe('README "Observability" metric table', () => {

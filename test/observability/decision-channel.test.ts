@@ -48,8 +48,11 @@ describe('tollgate:decision without HTTP', () => {
       const limiter = createLimiter({ policies: [{ limit: 1, windowMs: 1000 }] });
       await limiter.check('k');
       expect(seen).toHaveLength(1);
-      expect(seen[0]).toMatchObject({ request: undefined, route: undefined, store: 'memory' });
+      expect(seen[0]).toMatchObject({ request: undefined, route: undefined, store: 'memory', limiter: undefined });
       expect(seen[0]?.decision.key).toBe('k');
+      // A named limiter's messages carry its name, so a subscriber tells the limiters of a process apart.
+      await createLimiter({ name: 'login', policies: [{ limit: 1, windowMs: 1000 }] }).check('k');
+      expect(seen[1]).toMatchObject({ store: 'memory', limiter: 'login' });
     } finally {
       unsubscribe(DECISION_CHANNEL, listener);
     }

@@ -128,6 +128,56 @@ describe('tollgate.plan', () => {
   });
 });
 
+describe('tollgate.limiter', () => {
+  it('labels every series of a named limiter with its name, so two limiters whose policies share a name read apart', async () => {
+    const logins = createLimiter({ name: 'prom-login', policies: [{ limit: 1, windowMs: 60_000 }] });
+    const api = createLimiter({
+      name: 'prom-api',
+      policies: [
+        { algorithm: 'leaky-bucket', limit: 10, windowMs: 1_000, burst: 5 },
+        { name: 'exports', algorithm: 'concurrency', limit: 2 },
+      ],
+      shadow: { policies: [{ name: 'next', limit: 1, windowMs: 60_000 }] },
+    });
+    const unnamed = createLimiter({ policies: [{ name: 'prom-unnamed', limit: 1, windowMs: 60_000 }] });
+    await logins.check('a');
+    await logins.check('a');
+    const held = [await api.check('a'), await api.check('a')];
+    await unnamed.check('a');
+    const text = await registry.metrics();
+    const login = { policy: 'default', mode: 'enforce', limiter: 'prom-login' };
+    expect(sample(text, 'tollgate_requests_total', { ...login, result: 'allowed' })).toBe(1);
+    expect(sample(text, 'tollgate_requests_total', { ...login, result: 'limited' })).toBe(1);
+    // The API's decisions bind on its concurrency policy (least left), under its own name.
+    expect(sample(text, 'tollgate_requests_total', { policy: 'exports', result: 'allowed', limiter: 'prom-api' })).toBe(2);
+    expect(sample(text, 'tollgate_requests_total', { policy: 'default', limiter: 'prom-api' })).toBeUndefined();
+    expect(sample(text, 'tollgate_shaping_delay_seconds_count', { policy: 'default', limiter: 'prom-api' })).toBe(1);
+    expect(sample(text, 'tollgate_shadow_verdicts_total', { policy: 'next', verdict: 'shadow_only', limiter: 'prom-api' })).toBe(1);
+    expect(sample(text, 'tollgate_leases_active', { policy: 'exports', limiter: 'prom-api' })).toBe(2);
+    for (const limiter of ['prom-login', 'prom-api']) {
+      expect(sample(text, 'tollgate_store_state', { store: 'memory', state: 'closed', limiter })).toBe(1);
+    }
+    // A limiter without a name writes no limiter label.
+    expect(text).toMatch(/tollgate_requests_total\{policy="prom-unnamed",result="allowed",mode="enforce"\} 1/);
+    for (const d of held) d.release?.();
+    await Promise.all([logins.close(), api.close(), unnamed.close()]);
+  });
+
+  it("labels a named middleware's shed requests with its name", async () => {
+    const shedder = createLoadShedder({ maxInFlight: 1, priority: () => 'normal' });
+    const app = await STARTERS.express({ name: 'prom-shed-named', policies: [{ limit: 100, windowMs: 60_000 }], shed: shedder });
+    try {
+      const held = shedder.acquire();
+      expect(await hit(app.url, 2)).toEqual([503, 503]);
+      held?.release(false);
+      const labels = { policy: SHED_POLICY, result: 'shed', priority: 'normal', limiter: 'prom-shed-named' };
+      expect(sample(await registry.metrics(), 'tollgate_requests_total', labels)).toBe(2);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('tollgate_store_evictions_total', () => {
   it('is there at 0 before any eviction, then counts the entries a full MemoryStore drops', async () => {
     const labels = { store: 'memory' };

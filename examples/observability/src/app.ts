@@ -27,7 +27,10 @@ export function createObservedApp(): ObservedApp {
   const app = express();
   const api = express.Router();
 
+  // Each middleware is named: its series carry the name as their `limiter` label (the dashboard's
+  // limiter variable, the rejection alert per limiter).
   const items = rateLimit({
+    name: 'items',
     policies: [
       { name: 'items-per-second', algorithm: 'gcra', limit: 20, windowMs: 1000, burst: 20 },
       { name: 'items-per-minute', algorithm: 'sliding-window', limit: 600, windowMs: 60_000 },
@@ -37,6 +40,7 @@ export function createObservedApp(): ObservedApp {
     hotKeys: { size: 512, epochMs: 30_000 },
   });
   const search = rateLimit({
+    name: 'search',
     policies: { name: 'search', algorithm: 'token-bucket', limit: 30, windowMs: 1000, burst: 30 },
     shadowPolicies: { name: 'search-next', algorithm: 'token-bucket', limit: 15, windowMs: 1000, burst: 15 },
     key: client,
@@ -46,6 +50,7 @@ export function createObservedApp(): ObservedApp {
   });
 
   const exporting = rateLimit({
+    name: 'exports',
     policies: { name: 'export-shaper', algorithm: 'leaky-bucket', limit: 10, windowMs: 1000, burst: 5 },
     key: client,
     // Nobody asks this one for hot keys: left off (the default), no sketches, no counting.

@@ -88,6 +88,8 @@ function declared(): Map<string, Set<string>> {
           storeState: 'state',
           storeNode: 'node',
           shadowVerdict: 'verdict',
+          priority: 'priority',
+          limiter: 'limiter',
         })[id] as string,
     );
   for (const m of Object.values(METRICS)) {

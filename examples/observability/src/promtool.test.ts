@@ -99,9 +99,12 @@ function ruleTest(scrapes: readonly string[], tests: readonly { expr: string; va
   return `${lines.join('\n')}\n`;
 }
 
-/** A dashboard query as Grafana sends it: all policies, a rate interval of 4 scrape intervals. */
+/** A dashboard query as Grafana sends it: all policies and limiters, a rate interval of 4 scrape intervals. */
 function asSent(expr: string): string {
-  return expr.replaceAll('$__rate_interval', `${4 * STEP_S}s`).replaceAll('$policy', '.*');
+  return expr
+    .replaceAll('$__rate_interval', `${4 * STEP_S}s`)
+    .replaceAll('$policy', '.*')
+    .replaceAll('$limiter', '.*');
 }
 
 describePromtool('alert rules (promtool)', () => {

@@ -41,7 +41,8 @@ export interface LimiterOptions extends PlanOptions {
    * processes (the same name) shares it, across restarts and changes of limit. 1 to 64 printable ASCII
    * characters without spaces, colons or braces, e.g. `'login'`. Without a name the key names are those
    * of earlier versions, and a second limiter without a name that would use the same keys on the same
-   * store is refused (`ERR_RL_SHARED_STATE`). Defaults to none.
+   * store is refused (`ERR_RL_SHARED_STATE`). Also the `limiter` label (`tollgate.limiter`) of the
+   * limiter's metrics. Defaults to none.
    */
   name?: string;
   /**

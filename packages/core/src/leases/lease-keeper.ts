@@ -197,7 +197,8 @@ export class LeaseKeeper {
   /** Per concurrency policy name: leases held by this limiter's decisions, and requests in its queues. */
   private readonly inFlight = new Map<string, { leases: number; queued: number }>();
   /** Held here: `reportInFlight` keeps its source weakly. */
-  private readonly source: InFlightSource = () => [...this.inFlight].map(([policy, n]) => ({ policy, leases: n.leases, queued: n.queued }));
+  private readonly source: InFlightSource = () =>
+    [...this.inFlight].map(([policy, n]) => ({ policy, limiter: this.limiter, leases: n.leases, queued: n.queued }));
   private readonly stopReporting: (() => void) | undefined;
   /** Per store that can lose leases: what this limiter holds there. */
   private readonly stores = new Map<Store, StoreLeases>();
@@ -213,6 +214,8 @@ export class LeaseKeeper {
     private readonly warns: (code: 'WRN_RL_LEASES_RESTORED') => boolean = () => true,
     /** Tells the watchdog of a store call for `key` nobody waits for (StoreGuard.aside); returns the call. */
     private readonly aside: <T>(key: StoreKey, call: T) => T = (_key, call) => call,
+    /** The limiter's `name`, the `tollgate.limiter` of its in-flight gauges; undefined without one. */
+    private readonly limiter: string | undefined = undefined,
   ) {
     for (const cp of plans.values()) {
       for (const p of cp.all) if (p.algorithm === 'concurrency') this.inFlight.set(p.name, { leases: 0, queued: 0 });

@@ -73,7 +73,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const counters = new Counters();
   const events = new LimiterEventHub(logger);
   const builder = new DecisionBuilder(mode, config.shadowPolicies.length > 0, counters, {});
-  const observer = new DecisionObserver(observerSetup(compiled, config.shadowPolicies, mode, store.kind, now, config.hotKeys));
+  const observer = new DecisionObserver(observerSetup(compiled, config.shadowPolicies, mode, store.kind, now, config.hotKeys, config.name));
   // A node that answers again is charged what the failure mode admitted meanwhile (Decider.carryAllOwed).
   let storeBack = (_node: string): void => {};
   const { guard, fallbacks } = failureMode(config, compiled, defaultPlan, builder, observer, events, now, (node) => storeBack(node));
@@ -134,6 +134,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     plans: new Map([...compiled].map(([name, cp]) => [name, cp.policies])),
     defaultPlan: defaultPlan.name,
     mode,
+    name: config.name,
     on: (event, listener) => events.on(event, listener),
     stats: () => stats(counters, guard, compiled, observer),
     resetStats() {
@@ -187,7 +188,15 @@ function decisionPaths(
   if (![...compiled.values()].some((cp) => cp.leases))
     return { paths: soloOrPlain(config, defaultPlan, parts.plain, parts.builder), keeper: undefined };
   const guard = parts.guard;
-  const keeper = new LeaseKeeper(compiled, config.logger, config.store.kind, now, warns, (key, call) => guard.aside(key, call));
+  const keeper = new LeaseKeeper(
+    compiled,
+    config.logger,
+    config.store.kind,
+    now,
+    warns,
+    (key, call) => guard.aside(key, call),
+    config.name,
+  );
   return { paths: awaited(new LeasedDecider({ ...parts, keeper }).decide), keeper };
 }
 

@@ -95,6 +95,8 @@ export interface Limiter {
   /** The plan a check that names none applies. */
   readonly defaultPlan: string;
   readonly mode: 'enforce' | 'shadow';
+  /** The `name` it was given (its key names on the store, the `limiter` label of its metrics); undefined without one. */
+  readonly name: string | undefined;
   /** Subscribes to an event; returns the function that unsubscribes. Listener errors are logged, not thrown. */
   on<E extends keyof LimiterEvents>(event: E, listener: (payload: LimiterEvents[E]) => void): () => void;
   stats(): LimiterStats;

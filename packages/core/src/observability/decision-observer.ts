@@ -26,6 +26,7 @@ import {
   type GaugePoint,
   type HistogramCell,
   histogramCell,
+  type Labels,
 } from './metric-store.js';
 import { probeMeterProvider, recordingSpan, recordShapingDelay } from './otel-meter.js';
 import { type ShadowPolicyStats, ShadowPolicyTracker } from './shadow-stats.js';
@@ -55,6 +56,8 @@ export interface DecisionMessage {
   readonly route: string | undefined;
   /** The store the limiter uses (`memory`, `redis`). */
   readonly store: string;
+  /** The limiter's `name`; undefined without one. */
+  readonly limiter: string | undefined;
 }
 
 /** Shadow record: a ring of 12 intervals of 10 s, two minutes of history. */
@@ -102,6 +105,8 @@ export interface ObserverSetup {
   readonly clock: () => number;
   /** The hot-key sketches' size and epoch (`hotKeys` of the limiter's options), or false: none. */
   readonly hotKeys: Readonly<Required<HotKeysOptions>> | false;
+  /** The limiter's `name`: the `tollgate.limiter` of its series, so two limiters of a process never share one. */
+  readonly limiter: string | undefined;
 }
 
 /** The observer's view of a limiter's plans: each enforced policy name once (the largest capacity), then the shadow policies. */
@@ -112,6 +117,7 @@ export function observerSetup(
   storeKind: string,
   clock: () => number,
   hotKeys: Readonly<Required<HotKeysOptions>> | false,
+  limiter: string | undefined,
 ): ObserverSetup {
   const byName = new Map<string, CompiledPolicy>();
   for (const cp of plans.values()) {
@@ -129,6 +135,7 @@ export function observerSetup(
     storeKind,
     clock,
     hotKeys,
+    limiter,
   };
 }
 
@@ -174,10 +181,13 @@ export class DecisionObserver {
   private readonly states = new Map<string, BreakerState>([[WHOLE_STORE, 'closed']]);
   private readonly gauge: () => GaugePoint[];
   private readonly stopGauge: () => void;
+  /** The limiter label of every series this observer writes: none for a limiter without a name. */
+  private readonly mine: Labels;
 
   constructor(private readonly setup: ObserverSetup) {
     const { policies, enforcedCount } = setup;
     const clock = this.now;
+    this.mine = setup.limiter === undefined ? {} : { limiter: setup.limiter };
     this.names = policies.map((p) => p.name);
     policies.forEach((p, i) => {
       this.index.set(p.name, i);
@@ -205,8 +215,8 @@ export class DecisionObserver {
         for (const s of STORE_STATES) {
           const labels =
             node === WHOLE_STORE
-              ? { storeKind: setup.storeKind, storeState: s }
-              : { storeKind: setup.storeKind, storeState: s, storeNode: node };
+              ? { storeKind: setup.storeKind, storeState: s, ...this.mine }
+              : { storeKind: setup.storeKind, storeState: s, storeNode: node, ...this.mine };
           points.push({ labels, value: STATE_NAMES[state] === s ? 1 : 0 });
         }
       }
@@ -272,7 +282,8 @@ export class DecisionObserver {
     if (this.hasShadow && d.shadow !== undefined) this.recordShadow(d, at);
     if (this.watch.attached) this.count(d, options);
     if (decisionChannel.hasSubscribers) {
-      const message: DecisionMessage = { decision: d, request: options?.request, route: options?.route, store: this.setup.storeKind };
+      const { storeKind: store, limiter } = this.setup;
+      const message: DecisionMessage = { decision: d, request: options?.request, route: options?.route, store, limiter };
       decisionChannel.publish(message);
     }
     if (options?.request !== undefined) this.annotateSpan(d);
@@ -321,7 +332,7 @@ export class DecisionObserver {
         const slot = (enforcedCount + i) * SHADOW_VERDICTS.length + v;
         let cell = this.shadowCells[slot];
         if (cell === undefined) {
-          cell = counterCell('shadowVerdicts', { policy: r.name, shadowVerdict: SHADOW_VERDICTS[v] });
+          cell = counterCell('shadowVerdicts', { policy: r.name, shadowVerdict: SHADOW_VERDICTS[v], ...this.mine });
           this.shadowCells[slot] = cell;
         }
         cell.value += 1;
@@ -344,6 +355,7 @@ export class DecisionObserver {
         mode: d.mode,
         ...(cells.route === undefined ? {} : { route: cells.route }),
         ...(cells.plan === undefined ? {} : { plan: cells.plan }),
+        ...this.mine,
       });
       if (slot >= 0) cells.slots[slot] = cell;
     }
@@ -357,7 +369,7 @@ export class DecisionObserver {
     const policy = this.singlePolicy ? d.policy : shaperOf(d);
     let delay = this.delayCells.get(policy);
     if (delay === undefined) {
-      delay = histogramCell('shapingDelay', { policy });
+      delay = histogramCell('shapingDelay', { policy, ...this.mine });
       this.delayCells.set(policy, delay);
     }
     delay.record(d.delayMs / 1000);
@@ -393,6 +405,7 @@ export class DecisionObserver {
       'tollgate.remaining': d.remaining,
       'tollgate.retry_after_ms': d.retryAfterMs,
       'tollgate.degraded': d.degraded,
+      ...(this.setup.limiter === undefined ? {} : { 'tollgate.limiter': this.setup.limiter }),
     });
   }
 }

@@ -9,6 +9,8 @@ import { addGaugeSource, type GaugePoint } from './metric-store.js';
 /** What a feature holds now, per policy. */
 export interface InFlightPoint {
   readonly policy: string;
+  /** The limiter's `name` (`tollgate.limiter`); undefined without one. */
+  readonly limiter?: string;
   /** Concurrency leases held now (`tollgate.leases.active`). */
   readonly leases?: number;
   /** Requests waiting now (`tollgate.queue.length`). */
@@ -42,7 +44,8 @@ function pick(source: InFlightSource, field: 'leases' | 'queued'): GaugePoint[] 
   const out: GaugePoint[] = [];
   for (const point of source()) {
     const value = point[field];
-    if (value !== undefined) out.push({ labels: { policy: point.policy }, value });
+    if (value === undefined) continue;
+    out.push({ labels: point.limiter === undefined ? { policy: point.policy } : { policy: point.policy, limiter: point.limiter }, value });
   }
   return out;
 }

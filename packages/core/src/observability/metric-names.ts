@@ -38,6 +38,7 @@ export const ATTRIBUTES = {
   storeNode: { otel: 'tollgate.store.node', prom: 'node' },
   shadowVerdict: { otel: 'tollgate.shadow.verdict', prom: 'verdict' },
   priority: { otel: 'tollgate.priority', prom: 'priority' },
+  limiter: { otel: 'tollgate.limiter', prom: 'limiter' },
 } as const;
 export type AttributeId = keyof typeof ATTRIBUTES;
 
@@ -62,7 +63,7 @@ export const METRICS = {
     unit: '{request}',
     description: 'Rate-limit decisions and shed requests, by binding policy and result.',
     attributes: ['policy', 'result', 'mode'],
-    optionalAttributes: ['route', 'plan', 'priority'],
+    optionalAttributes: ['route', 'plan', 'priority', 'limiter'],
   },
   storeDuration: {
     otel: 'tollgate.store.duration',
@@ -80,7 +81,7 @@ export const METRICS = {
     unit: 's',
     description: 'Delay given to shaped (leaky-bucket) requests that were admitted with a wait (none in shadow mode).',
     attributes: ['policy'],
-    optionalAttributes: [],
+    optionalAttributes: ['limiter'],
   },
   shadowVerdicts: {
     otel: 'tollgate.shadow.verdicts',
@@ -89,7 +90,7 @@ export const METRICS = {
     unit: '{request}',
     description: "Each shadow policy's verdict against the enforced verdict.",
     attributes: ['policy', 'shadowVerdict'],
-    optionalAttributes: [],
+    optionalAttributes: ['limiter'],
   },
   storeEvictions: {
     otel: 'tollgate.store.evictions',
@@ -120,7 +121,7 @@ export const METRICS = {
     unit: '{limiter}',
     description: 'Limiters whose store is in each breaker state (closed is healthy).',
     attributes: ['storeKind', 'storeState'],
-    optionalAttributes: ['storeNode'],
+    optionalAttributes: ['storeNode', 'limiter'],
   },
   activeLeases: {
     otel: 'tollgate.leases.active',
@@ -129,7 +130,7 @@ export const METRICS = {
     unit: '{lease}',
     description: 'Concurrency leases held now, where concurrency policies report them.',
     attributes: ['policy'],
-    optionalAttributes: [],
+    optionalAttributes: ['limiter'],
   },
   queuedRequests: {
     otel: 'tollgate.queue.length',
@@ -138,7 +139,7 @@ export const METRICS = {
     unit: '{request}',
     description: 'Requests waiting in a queue now, where queueing features report them.',
     attributes: ['policy'],
-    optionalAttributes: [],
+    optionalAttributes: ['limiter'],
   },
 } as const satisfies Record<string, MetricDescriptor>;
 export type MetricId = keyof typeof METRICS;

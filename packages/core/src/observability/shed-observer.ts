@@ -14,7 +14,11 @@ import { recordingSpan } from './otel-meter.js';
 export class ShedObserver {
   private readonly routes = new BoundedRoutes();
 
-  constructor(private readonly mode: 'enforce' | 'shadow') {}
+  constructor(
+    private readonly mode: 'enforce' | 'shadow',
+    /** The limiter's `name`, its `tollgate.limiter`; undefined without one. */
+    private readonly limiter: string | undefined,
+  ) {}
 
   /**
    * One request shed at `priority`. Its cell is found by its labels in the metric store (a few hundred
@@ -24,13 +28,15 @@ export class ShedObserver {
     if (exporters.attached) {
       const bounded = route === undefined ? undefined : this.routes.of(route);
       const labels = { policy: SHED_POLICY, result: 'shed', mode: this.mode, priority } as const;
-      counterCell('requests', bounded === undefined ? labels : { ...labels, route: bounded }).value += 1;
+      const named = this.limiter === undefined ? labels : { ...labels, limiter: this.limiter };
+      counterCell('requests', bounded === undefined ? named : { ...named, route: bounded }).value += 1;
     }
     recordingSpan()?.addEvent('tollgate.decision', {
       'tollgate.policy': SHED_POLICY,
       'tollgate.result': 'shed',
       'tollgate.mode': this.mode,
       'tollgate.priority': priority,
+      ...(this.limiter === undefined ? {} : { 'tollgate.limiter': this.limiter }),
     });
   }
 }

@@ -161,7 +161,7 @@ function createRun<Req>(
   hooks: UserHooks,
 ) {
   const { shedder } = config;
-  const shedObserver = shedder === undefined ? undefined : new ShedObserver(limiter.mode);
+  const shedObserver = shedder === undefined ? undefined : new ShedObserver(limiter.mode, limiter.name);
   const refunds =
     config.plans.skipSuccessfulRequests || config.plans.skipFailedRequests ? new SettledRefunds(config.plans, limiter, hooks) : undefined;
   const holds = new ResponseHolds(renewInterval(limiter));

@@ -87,4 +87,48 @@ describeRedis('Redis Cluster: a master down degrades only the keys of its slots'
     await new Promise((r) => setImmediate(r));
     expect(unhandled).toEqual([]);
   }, 60_000);
+
+  it('concurrency leases too: while a killed master cannot take its leases back, new leases of the other masters keys go to Redis', async () => {
+    const victim = cluster.masters[1] as RedisServer;
+    const limiter = createLimiter({
+      policies: { algorithm: 'concurrency', limit: 3, leaseMs: 2_000 },
+      store: new RedisStore({ client, prefix: randomPrefix() }),
+      logger: quiet,
+    });
+    const keys = Array.from({ length: 60 }, (_, i) => `lease${i}`);
+    const onVictim = new Set<string>();
+    for (const key of keys) if ((await cluster.ownerOf(keySlot(`{${key}}`))) === victim) onVictim.add(key);
+    expect(onVictim.size).toBeGreaterThan(5);
+    // One lease held on every key, renewed as an adapter renews it.
+    const held = await Promise.all(keys.map((key) => limiter.check(key)));
+    expect(held.every((d) => d.allowed && !d.degraded)).toBe(true);
+
+    await victim.stop();
+    let othersDegraded = 0;
+    let othersChecks = 0;
+    let victimDegraded = 0;
+    const until = performance.now() + 1_500;
+    while (performance.now() < until) {
+      for (const d of held) d.renew?.();
+      // The victim's keys too: the failure mode ('local') grants their leases, to be put into Redis once it is back.
+      const ds: Decision[] = await Promise.all(keys.map((key) => limiter.check(key)));
+      for (const d of ds) {
+        if (onVictim.has(d.key)) victimDegraded += d.degraded ? 1 : 0;
+        else {
+          othersChecks += 1;
+          if (d.degraded) othersDegraded += 1;
+        }
+        d.release?.();
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    console.info(
+      `cluster, one master down 1.5 s, leases: its keys ${victimDegraded} degraded; other masters' keys ${othersDegraded} of ${othersChecks}`,
+    );
+    expect(victimDegraded).toBeGreaterThan(0);
+    expect(othersDegraded).toBe(0);
+    await victim.start();
+    for (const d of held) d.release?.();
+    await limiter.close();
+  }, 60_000);
 });

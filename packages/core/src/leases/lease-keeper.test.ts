@@ -35,9 +35,17 @@ class LosingStore implements Store {
     if (events) this.listener?.('ready');
   }
 
+  /** The plan of the last apply, for `lose`. */
+  private plan: StorePlan | undefined;
+  /** Loses the leases of `key` silently, as a Cluster master's failover to a replica that had not seen them does. */
+  lose(key: string): void {
+    if (this.plan !== undefined) this.memory.reset(key, this.plan);
+  }
+
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number) {
     this.calls.push('apply');
-    if (this.down) throw new Error('the client is not ready');
+    this.plan = plan;
+    if (this.down || this.nodeFails(key)) throw new Error('the client is not ready');
     this.replica?.apply(key, plan, cost, now, lease);
     const result = this.memory.apply(key, plan, cost, now, lease);
     const drop = this.dropNextApply;
@@ -60,6 +68,16 @@ class LosingStore implements Store {
   failReleases: false | 'throw' | 'reject' = false;
   /** Restores are rejected (the store still down). */
   failRestores = false;
+  /**
+   * Two nodes, as a Cluster has masters: keys that begin with `b` are served by node `b`, the others by
+   * `a` (only when `nodes` is set; else the store is one node). Calls for keys of a node in `failing` fail.
+   */
+  nodes = false;
+  readonly failing = new Set<string>();
+  nodeOf?: (key: string) => string = (key) => (this.nodes ? (key.startsWith('b') ? 'b' : 'a') : 'losing');
+  private nodeFails(key: StoreKey): boolean {
+    return typeof key === 'string' && this.failing.has(this.nodeOf?.(key) ?? '');
+  }
   /** When set, restores wait here until the test runs them. */
   heldRestores: (() => void)[] | undefined;
 
@@ -80,7 +98,7 @@ class LosingStore implements Store {
   async restore(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
     this.calls.push('restore');
     if (this.restoresHang) return new Promise<boolean>(() => {});
-    if (this.failRestores || this.down) throw new Error('connection closed');
+    if (this.failRestores || this.down || this.nodeFails(key)) throw new Error('connection closed');
     const held = this.heldRestores;
     if (held !== undefined) await new Promise<void>((run) => held.push(run));
     const live = this.memory.renew(key, plan, lease, now);
@@ -174,6 +192,41 @@ describe('LeaseKeeper', () => {
     // It is back: the limit of 2 holds one more, not two.
     expect((await limiter.check('k')).allowed).toBe(true);
     expect((await limiter.check('k')).allowed).toBe(false);
+  });
+
+  it('a node that cannot take its leases back keeps its fault: the keys of the other nodes go on to the store', async () => {
+    const { store, limiter, advance } = setup(undefined, 'open', 5_000);
+    store.nodes = true;
+    const held = [await limiter.check('a1'), await limiter.check('a1'), await limiter.check('b1'), await limiter.check('b1')];
+    expect(held.every((d) => d.allowed && !d.degraded)).toBe(true);
+    // The store restarts; node b stays down, so its two leases cannot be put back.
+    store.failing.add('b');
+    store.restart();
+    const onA = await limiter.check('a1');
+    // Node a has both its leases back: a third is refused by the store, not answered by the failure mode.
+    expect(onA).toMatchObject({ allowed: false, degraded: false });
+    expect(await limiter.check('a2')).toMatchObject({ allowed: true, degraded: false });
+    // Node b's keys are answered by the failure mode ('open') while their leases are missing.
+    expect(await limiter.check('b2')).toMatchObject({ degraded: true });
+    // Node b is back: the next restore (after its 50 ms backoff) puts its leases back, and the store decides again.
+    store.failing.delete('b');
+    advance(50);
+    expect(await limiter.check('b1')).toMatchObject({ allowed: false, degraded: false });
+  });
+
+  it('a node whose failover a renewal finds keeps its fault too: only its keys wait for their leases', async () => {
+    const { store, limiter } = setup(undefined, 'open', 5_000);
+    store.nodes = true;
+    const held = [await limiter.check('a1'), await limiter.check('b1'), await limiter.check('b1')];
+    // Node b fails over to a replica that never saw b1's leases (no connection event), and then fails.
+    store.lose('b1');
+    held[1]?.renew?.();
+    store.failing.add('b');
+    for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));
+    // b1's other lease could not be put back: node b's keys get the failure mode, node a's the store.
+    expect(await limiter.check('b2')).toMatchObject({ degraded: true });
+    expect(await limiter.check('a1')).toMatchObject({ allowed: true, degraded: false });
+    expect(await limiter.check('a1')).toMatchObject({ allowed: false, degraded: false });
   });
 
   it('gives up a lease granted across connection events and asks again; a connection that keeps flapping gets the failure mode', async () => {

@@ -17,6 +17,8 @@
  *   connection event may have been granted before they were back, and is asked for again (`epoch`,
  *   leased-decisions.ts); a release the store could not take is sent again first; a lease the failure
  *   mode granted in an outage goes into the store with them (`carry`), so it counts there until it ends.
+ *   Per node: a new lease waits only when its key's node may lack a held lease (`missingAll` after a
+ *   reconnect, else `missingOn`), so a Cluster master that cannot take its leases back keeps its fault.
  *   A restore the store does not answer holds up one decision, at most RESTORE_WAIT_MS. One limiter alone
  *   then never runs more than `limit`; limiters in several processes sharing a key may, until each has reconnected (or
  *   renewed, within leaseMs / 2), run at most `limit` plus what the others held and had not put back yet.
@@ -45,6 +47,8 @@ export type Restored = 'back' | 'late' | { readonly error: unknown };
  * call with an error (OOM, READONLY) is not sent every held lease 20 times a second.
  */
 const RESTORE_RETRY_MS = 50;
+/** How long the nodes of the missing leases, once read, are trusted (LeaseKeeper.missing). */
+const NODES_READ_MS = 100;
 const RESTORE_RETRY_MAX_MS = 1_000;
 
 /**
@@ -94,6 +98,21 @@ function puttingBack<T>(held: Held, p: Promise<T>): Promise<T> {
   return p;
 }
 
+/** Records that the node of `held` may lack it (see `StoreLeases.missingOn`). */
+function markMissing(kept: StoreLeases, held: Held): void {
+  kept.missingOn.add(held);
+  kept.missingNodes = undefined;
+}
+
+/** `call()` as a promise: what it returns, or its synchronous throw as a rejection (called now, not a microtask later). */
+function attempt<T>(call: () => T | PromiseLike<T>): Promise<T> {
+  try {
+    return Promise.resolve(call());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
 /** What this limiter holds in one such store, and whether the store may have lost it. */
 class StoreLeases {
   readonly held = new Set<Held>();
@@ -106,15 +125,23 @@ class StoreLeases {
   /** The store may have lost some, or hold some this limiter released: new leases wait for `restoring`. */
   lost = false;
   /**
-   * The store may lack a lease this limiter holds (a reconnect, a renewal that found its lease gone, a
-   * lease the failure mode carried in), until a restore that listed them all ends well: a new lease in
-   * the store beside a missing one could run over the limit. (A release not told yet leaves the store
-   * with one too many: `lost`, not this.)
+   * The store may lack any lease this limiter holds (a reconnect), until a restore that listed them all
+   * ends: a new lease in the store beside a missing one could run over the limit. (A release not told yet
+   * leaves the store with one too many: `lost`, not this.)
    */
-  missing = false;
+  missingAll = false;
+  /**
+   * Leases whose node may lack leases this limiter holds: found gone by a renewal (a Cluster failover),
+   * carried in by the failure mode, or not put back by the last restore (their node failing). A new lease
+   * waits only when its key is served by the node of one of them (`nodeOf`, read now: after a failover the
+   * slot's new master), so a failing node keeps its fault: the other nodes' keys go on to the store.
+   */
+  missingOn = new Set<Held>();
+  /** The nodes of `missingOn` as `missing` last read them, and when: read again after a change or NODES_READ_MS. */
+  missingNodes: { readonly nodes: ReadonlySet<string>; readonly at: number } | undefined;
   /**
    * Renewals that found their lease gone, and leases the failure mode carried in: a restore started before
-   * one of them does not mark the store whole (it did not send that lease).
+   * one of them does not mark their node whole (it did not send that lease).
    */
   losses = 0;
   /** Leases renewals found gone and put back since the last WRN_RL_LEASES_RESTORED line: they count in it. */
@@ -216,6 +243,8 @@ export class LeaseKeeper {
     private readonly aside: <T>(key: StoreKey, call: T) => T = (_key, call) => call,
     /** The limiter's `name`, the `tollgate.limiter` of its in-flight gauges; undefined without one. */
     private readonly limiter: string | undefined = undefined,
+    /** The store node that serves `key` now (StoreGuard.nodeOfKey): where a lease found missing keeps its fault. */
+    private readonly nodeOf: (key: StoreKey) => string = () => '',
   ) {
     for (const cp of plans.values()) {
       for (const p of cp.all) if (p.algorithm === 'concurrency') this.inFlight.set(p.name, { leases: 0, queued: 0 });
@@ -287,7 +316,7 @@ export class LeaseKeeper {
     const kept = this.keep(store, held);
     if (kept === undefined) return undefined;
     kept.lost = true;
-    kept.missing = true;
+    markMissing(kept, held);
     // A restore on its way (stalled in a paused Redis, say) did not list this lease: it must not mark the
     // store whole when it ends, or the lease never reaches the store and the limiter runs over its limit.
     kept.losses += 1;
@@ -315,27 +344,46 @@ export class LeaseKeeper {
    * restore that never settles must not keep every lease in the failure mode.) A release not told yet
    * (the store holds one too many) lets new leases go to the store.
    */
-  restoring(store: Store): Promise<Restored> | undefined {
+  restoring(store: Store, node: string): Promise<Restored> | undefined {
     const kept = this.stores.get(store);
     if (kept === undefined || !kept.lost) return undefined;
     let restoring = kept.restoring;
     if (restoring === undefined) {
-      if (this.now() < kept.retryAt) return kept.missing ? Promise.resolve(unrestored(kept)) : undefined;
+      if (this.now() < kept.retryAt) return this.missing(kept, node) ? Promise.resolve(unrestored(kept)) : undefined;
       restoring = this.restore(kept);
     } else if (restoring === kept.stalled) return undefined;
-    return this.restored(kept, restoring, true);
+    return this.restored(kept, node, restoring, true);
   }
 
-  /** `restoring`'s wait for `waited`, and for one more restore when `again` and leases are still missing. */
-  private restored(kept: StoreLeases, waited: Promise<void>, again: boolean): Promise<Restored> {
+  /** `restoring`'s wait for `waited`, and for one more restore when `again` and leases of `node` are still missing. */
+  private restored(kept: StoreLeases, node: string, waited: Promise<void>, again: boolean): Promise<Restored> {
     return atMostRestoreWait(waited, () => {
       kept.stalled = waited;
     }).then((settled) => {
+      // Nothing of `node` missing (only a release not told yet, or leases of another node): the store decides.
+      if (!this.missing(kept, node)) return 'back';
       if (!settled) return 'late';
-      if (!kept.missing) return 'back';
-      if (kept.restoreError === undefined && again && kept.restoring === undefined) return this.restored(kept, this.restore(kept), false);
+      if (kept.restoreError === undefined && again && kept.restoring === undefined)
+        return this.restored(kept, node, this.restore(kept), false);
       return unrestored(kept);
     });
+  }
+
+  /**
+   * Whether `node` may lack a lease this limiter holds in `kept.store` (see `missingOn`). The nodes of the
+   * missing leases are read once per change, and again after NODES_READ_MS (a failover moves a slot): an
+   * outage that carries in thousands of leases does not make each decision read thousands of keys' nodes.
+   */
+  private missing(kept: StoreLeases, node: string): boolean {
+    if (kept.missingAll) return true;
+    if (kept.missingOn.size === 0) return false;
+    const now = this.now();
+    let read = kept.missingNodes;
+    if (read === undefined || now - read.at >= NODES_READ_MS || now < read.at) {
+      read = { nodes: new Set([...kept.missingOn].map((h) => this.nodeOf(h.key))), at: now };
+      kept.missingNodes = read;
+    }
+    return read.nodes.has(node);
   }
 
   /**
@@ -464,7 +512,7 @@ export class LeaseKeeper {
     for (const [held, at] of kept.recent) if (now - at <= RELEASE_REPLAY_MS && now < held.until) kept.unreleased.add(held);
     kept.recent.clear();
     kept.lost = true;
-    kept.missing = true;
+    kept.missingAll = true;
     kept.retryAt = 0;
     kept.retryMs = RESTORE_RETRY_MS;
     if (event === 'lost') {
@@ -529,7 +577,7 @@ export class LeaseKeeper {
       if (!live) {
         kept.losses += 1;
         kept.renewedBack += 1;
-        kept.missing = true;
+        markMissing(kept, held);
         if (!kept.lost) {
           kept.lost = true;
           if (kept.restoring === undefined) this.restore(kept);
@@ -540,56 +588,82 @@ export class LeaseKeeper {
   }
 
   /**
-   * Puts back every lease held in `kept.store`, after sending again the releases it could not take; the
-   * store is whole again when all calls succeed, the connection is still the one of `epoch`, no release
-   * failed and no renewal found its lease gone meanwhile (the store may have lost them again after these
-   * calls ran). Never rejects.
+   * Puts back every lease held in `kept.store`, after sending again the releases it could not take. A
+   * lease whose call failed stays missing (`missingOn`: its node), the others are back; the store is
+   * whole again when all calls succeed, the connection is still the one of `epoch`, no release failed and
+   * no renewal found its lease gone meanwhile (the store may have lost them again after these calls ran).
+   * Never rejects.
    */
   private async restoreAll(kept: StoreLeases, epoch: number): Promise<void> {
     const now = this.now();
     const losses = kept.losses;
+    // Where the store may lack leases: everywhere after a reconnect, else the nodes of `missingOn`. A
+    // lease there that is not put back stays missing; a failed call elsewhere is only a failed call.
+    const everywhere = kept.missingAll;
+    const suspect = new Set([...kept.missingOn].map((h) => this.nodeOf(h.key)));
     const list: Held[] = [];
     // Of them, the leases the failure mode granted: not missing from the store, never sent there yet.
-    let carried = 0;
+    const carried = new Set<Held>();
     for (const h of kept.held) {
       if (now < h.until && now <= h.renewUntil) {
         list.push(h);
-        if (!h.inStore) carried += 1;
+        if (!h.inStore) carried.add(h);
         h.inStore = true;
       } else if (now >= h.until) kept.held.delete(h);
     }
     // Leases released while the store could not be told go first: still live there until their deadline.
     const ending = [...kept.unreleased].filter((h) => now < h.until);
     kept.unreleased.clear();
-    let back = 0;
-    try {
-      const released = Promise.all(ending.map((h) => this.aside(h.key, kept.store.release?.(h.key, h.plan, h.lease, now))));
-      // Handled here too: when a restore fails first, `released` is never awaited.
-      released.catch(() => undefined);
-      const live = await Promise.all(list.map((h) => puttingBack(h, this.aside(h.key, kept.store.restore(h.key, h.plan, h.lease, now)))));
-      await released;
-      // Told on this connection, which a failover may end too.
-      for (const h of ending) sentRelease(kept, h, now);
+    const released = Promise.allSettled(
+      ending.map((h) => attempt(() => this.aside(h.key, kept.store.release?.(h.key, h.plan, h.lease, now)))),
+    );
+    const restores = list.map((h) =>
+      puttingBack(
+        h,
+        attempt(() => this.aside(h.key, kept.store.restore(h.key, h.plan, h.lease, now))),
+      ),
+    );
+    const answers = await Promise.allSettled(restores);
+    const told = await released;
+    const failures: unknown[] = [];
+    const notBack: Held[] = [];
+    // With the leases renewals put back themselves (the only way a Cluster's lost leases are found).
+    let back = kept.renewedBack;
+    kept.renewedBack = 0;
+    answers.forEach((a, i) => {
+      const h = list[i] as Held;
+      if (a.status === 'rejected') {
+        failures.push(a.reason);
+        if (everywhere || suspect.has(this.nodeOf(h.key))) notBack.push(h);
+      } else if (!a.value && !carried.has(h)) back += 1;
+    });
+    told.forEach((a, i) => {
+      const h = ending[i] as Held;
+      // Told on this connection, which a failover may end too; or told again by the next restore.
+      if (a.status === 'fulfilled') sentRelease(kept, h, now);
+      else {
+        failures.push(a.reason);
+        kept.unreleased.add(h);
+        kept.lost = true;
+      }
+    });
+    if (kept.epoch === epoch && kept.losses === losses) {
+      kept.missingAll = false;
+      kept.missingOn = new Set(notBack);
+      kept.missingNodes = undefined;
+      if (failures.length === 0 && kept.unreleased.size === 0) kept.lost = false;
+    } else for (const h of notBack) markMissing(kept, h);
+    if (failures.length === 0) {
       if (ending.length + list.length > 0) this.failing = false;
       kept.restoreError = undefined;
       kept.retryMs = RESTORE_RETRY_MS;
-      if (kept.epoch === epoch && kept.losses === losses) {
-        kept.missing = false;
-        if (kept.unreleased.size === 0) kept.lost = false;
-      }
-      // With the leases renewals put back themselves (the only way a Cluster's lost leases are found).
-      back = Math.max(0, live.filter((x) => !x).length - carried) + kept.renewedBack;
-      kept.renewedBack = 0;
-    } catch (error) {
-      kept.restoreError = error;
-      for (const h of ending) kept.unreleased.add(h);
-      // Told again by the next restore, even when a newer one found the store whole meanwhile.
-      if (ending.length > 0) kept.lost = true;
+    } else {
+      kept.restoreError = failures[0];
       if (kept.epoch === epoch) {
         kept.retryAt = this.now() + kept.retryMs;
         kept.retryMs = Math.min(2 * kept.retryMs, RESTORE_RETRY_MAX_MS);
       }
-      this.failed(error);
+      this.failed(failures[0]);
     }
     if (back > 0 && this.warns('WRN_RL_LEASES_RESTORED')) {
       safeLog(

@@ -108,7 +108,7 @@ export class LeasedDecider {
     const node = guard.nodeOfKey(t.storeKey);
     // The store lost leases this limiter holds (a restart, a failover): they go back before a new one
     // (waited for once, at most RESTORE_WAIT_MS); not while its node's breaker is open, when the failure mode answers.
-    const restoring = restored || guard.refuses(node, at) ? undefined : keeper.restoring(store);
+    const restoring = restored || guard.refuses(node, at) ? undefined : keeper.restoring(store, node);
     if (restoring !== undefined) {
       // Not all back (late, or the restore failed): the failure mode answers now (a store-error event, as
       // for any call the store did not answer), not after a store call's own timeout too.

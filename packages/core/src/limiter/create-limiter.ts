@@ -196,6 +196,7 @@ function decisionPaths(
     warns,
     (key, call) => guard.aside(key, call),
     config.name,
+    (key) => guard.nodeOfKey(key),
   );
   return { paths: awaited(new LeasedDecider({ ...parts, keeper }).decide), keeper };
 }

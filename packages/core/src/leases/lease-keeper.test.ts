@@ -76,7 +76,8 @@ class LosingStore implements Store {
   readonly failing = new Set<string>();
   nodeOf?: (key: string) => string = (key) => (this.nodes ? (key.startsWith('b') ? 'b' : 'a') : 'losing');
   private nodeFails(key: StoreKey): boolean {
-    return typeof key === 'string' && this.failing.has(this.nodeOf?.(key) ?? '');
+    const keys = typeof key === 'string' ? [key] : key;
+    return keys.some((k) => this.failing.has(this.nodeOf?.(k) ?? ''));
   }
   /** When set, restores wait here until the test runs them. */
   heldRestores: (() => void)[] | undefined;
@@ -212,6 +213,28 @@ describe('LeaseKeeper', () => {
     store.failing.delete('b');
     advance(50);
     expect(await limiter.check('b1')).toMatchObject({ allowed: false, degraded: false });
+  });
+
+  it('a lease over the keys of two nodes that cannot go back keeps both nodes waiting', async () => {
+    const store = new LosingStore();
+    store.nodes = true;
+    const limiter = createLimiter({
+      policies: [
+        { name: 'per-user', algorithm: 'concurrency', limit: 2, leaseMs: 5_000 },
+        { name: 'per-org', algorithm: 'concurrency', limit: 2, leaseMs: 5_000 },
+      ],
+      store,
+      onStoreError: 'open',
+      clock: () => 1_000_000,
+      logger: { warn() {}, error() {} },
+    });
+    // Two leases whose user key is on node a and org key on node b: one call over both nodes.
+    for (let i = 0; i < 2; i++) expect(await limiter.check({ 'per-user': 'a1', 'per-org': 'b1' })).toMatchObject({ allowed: true });
+    store.failing.add('b');
+    store.restart();
+    // a1 holds both its leases, which could not go back (their call needs node b too): a third lease of
+    // a1, on node a alone, must not go to a store that lacks them.
+    expect(await limiter.check({ 'per-user': 'a1', 'per-org': 'a9' })).toMatchObject({ degraded: true });
   });
 
   it('a node whose failover a renewal finds keeps its fault too: only its keys wait for their leases', async () => {

@@ -98,6 +98,11 @@ function puttingBack<T>(held: Held, p: Promise<T>): Promise<T> {
   return p;
 }
 
+/** The nodes a call for a key goes to: one, or the keys of several policies on several masters ('a+b', StoreGuard.nodeOfKey). */
+function nodesIn(node: string): string[] {
+  return node.split('+');
+}
+
 /** Records that the node of `held` may lack it (see `StoreLeases.missingOn`). */
 function markMissing(kept: StoreLeases, held: Held): void {
   kept.missingOn.add(held);
@@ -380,10 +385,11 @@ export class LeaseKeeper {
     const now = this.now();
     let read = kept.missingNodes;
     if (read === undefined || now - read.at >= NODES_READ_MS || now < read.at) {
-      read = { nodes: new Set([...kept.missingOn].map((h) => this.nodeOf(h.key))), at: now };
+      read = { nodes: new Set([...kept.missingOn].flatMap((h) => nodesIn(this.nodeOf(h.key)))), at: now };
       kept.missingNodes = read;
     }
-    return read.nodes.has(node);
+    const nodes = read.nodes;
+    return nodesIn(node).some((n) => nodes.has(n));
   }
 
   /**
@@ -600,7 +606,7 @@ export class LeaseKeeper {
     // Where the store may lack leases: everywhere after a reconnect, else the nodes of `missingOn`. A
     // lease there that is not put back stays missing; a failed call elsewhere is only a failed call.
     const everywhere = kept.missingAll;
-    const suspect = new Set([...kept.missingOn].map((h) => this.nodeOf(h.key)));
+    const suspect = new Set([...kept.missingOn].flatMap((h) => nodesIn(this.nodeOf(h.key))));
     const list: Held[] = [];
     // Of them, the leases the failure mode granted: not missing from the store, never sent there yet.
     const carried = new Set<Held>();
@@ -634,7 +640,7 @@ export class LeaseKeeper {
       const h = list[i] as Held;
       if (a.status === 'rejected') {
         failures.push(a.reason);
-        if (everywhere || suspect.has(this.nodeOf(h.key))) notBack.push(h);
+        if (everywhere || nodesIn(this.nodeOf(h.key)).some((n) => suspect.has(n))) notBack.push(h);
       } else if (!a.value && !carried.has(h)) back += 1;
     });
     told.forEach((a, i) => {

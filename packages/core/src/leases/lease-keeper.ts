@@ -633,9 +633,7 @@ export class LeaseKeeper {
     const told = await released;
     const failures: unknown[] = [];
     const notBack: Held[] = [];
-    // With the leases renewals put back themselves (the only way a Cluster's lost leases are found).
-    let back = kept.renewedBack;
-    kept.renewedBack = 0;
+    let back = 0;
     answers.forEach((a, i) => {
       const h = list[i] as Held;
       if (a.status === 'rejected') {
@@ -663,7 +661,12 @@ export class LeaseKeeper {
       if (ending.length + list.length > 0) this.failing = false;
       kept.restoreError = undefined;
       kept.retryMs = RESTORE_RETRY_MS;
+      // With the leases renewals put back themselves (the only way a Cluster's lost leases are found).
+      back += kept.renewedBack;
+      kept.renewedBack = 0;
     } else {
+      // Said once every lease is back (the line says they were put back before any new lease).
+      back = 0;
       kept.restoreError = failures[0];
       if (kept.epoch === epoch) {
         kept.retryAt = this.now() + kept.retryMs;

@@ -161,10 +161,8 @@ function precisionFix(algorithm: PolicyAlgorithm, limit: number, capacity: numbe
       'divisor with limit x 1000); use a smaller burst, or a windowMs that shares more factors with limit x 1000 (whole seconds usually do)'
     );
   }
-  if (algorithm === 'sliding-window') {
-    return `${over('limit x 1000 x windowMs x 2', capacity * MILLI * windowMs * 2)}; use a smaller limit or a shorter window`;
-  }
-  return `${over('limit x 1000', capacity * MILLI)}; use a smaller limit (count in a larger unit: kilobytes for bytes)`;
+  // The other window algorithms form no product past `limit x 1000`: only sliding-window gets here.
+  return `${over('limit x 1000 x windowMs x 2', capacity * MILLI * windowMs * 2)}; use a smaller limit or a shorter window`;
 }
 
 /** Validates `options` (found at `path`, e.g. `policies[1]`) and compiles it. */

@@ -219,6 +219,22 @@ function atMostRestoreWait(p: Promise<void>, onTimeout?: () => void): Promise<bo
   });
 }
 
+/** What the lease keeper needs of its limiter. */
+export interface LeaseKeeperParts {
+  readonly logger: Logger;
+  readonly storeKind: string;
+  /** The limiter's clock. */
+  readonly now: () => number;
+  /** Whether a warning is on (`validate`); every one by default. */
+  readonly warns?: (code: 'WRN_RL_LEASES_RESTORED') => boolean;
+  /** Tells the watchdog of a store call for `key` nobody waits for (StoreGuard.aside); returns the call. */
+  readonly aside?: <T>(key: StoreKey, call: T) => T;
+  /** The limiter's `name`, the `tollgate.limiter` of its in-flight gauges; undefined without one. */
+  readonly limiter?: string | undefined;
+  /** The store node that serves `key` now (StoreGuard.nodeOfKey): where a lease found missing keeps its fault. */
+  readonly nodeOf?: (key: StoreKey) => string;
+}
+
 export class LeaseKeeper {
   /** Requests waiting for a lease in this process (concurrency policies with a queue). */
   readonly queues = new LeaseQueues();
@@ -237,20 +253,22 @@ export class LeaseKeeper {
   /** Per plan: its lease bounds. */
   private readonly bounds = new Map<CompiledPlan, { leaseMs: number; maxLeaseMs: number }>();
 
-  constructor(
-    plans: ReadonlyMap<string, CompiledPlan>,
-    private readonly logger: Logger,
-    private readonly storeKind: string,
-    private readonly now: () => number,
-    /** Whether a warning is on (`validate`). */
-    private readonly warns: (code: 'WRN_RL_LEASES_RESTORED') => boolean = () => true,
-    /** Tells the watchdog of a store call for `key` nobody waits for (StoreGuard.aside); returns the call. */
-    private readonly aside: <T>(key: StoreKey, call: T) => T = (_key, call) => call,
-    /** The limiter's `name`, the `tollgate.limiter` of its in-flight gauges; undefined without one. */
-    private readonly limiter: string | undefined = undefined,
-    /** The store node that serves `key` now (StoreGuard.nodeOfKey): where a lease found missing keeps its fault. */
-    private readonly nodeOf: (key: StoreKey) => string = () => '',
-  ) {
+  private readonly logger: Logger;
+  private readonly storeKind: string;
+  private readonly now: () => number;
+  private readonly warns: (code: 'WRN_RL_LEASES_RESTORED') => boolean;
+  private readonly aside: <T>(key: StoreKey, call: T) => T;
+  private readonly limiter: string | undefined;
+  private readonly nodeOf: (key: StoreKey) => string;
+
+  constructor(plans: ReadonlyMap<string, CompiledPlan>, parts: LeaseKeeperParts) {
+    this.logger = parts.logger;
+    this.storeKind = parts.storeKind;
+    this.now = parts.now;
+    this.warns = parts.warns ?? (() => true);
+    this.aside = parts.aside ?? ((_key, call) => call);
+    this.limiter = parts.limiter;
+    this.nodeOf = parts.nodeOf ?? (() => '');
     for (const cp of plans.values()) {
       for (const p of cp.all) if (p.algorithm === 'concurrency') this.inFlight.set(p.name, { leases: 0, queued: 0 });
     }

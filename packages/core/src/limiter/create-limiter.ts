@@ -188,16 +188,15 @@ function decisionPaths(
   if (![...compiled.values()].some((cp) => cp.leases))
     return { paths: soloOrPlain(config, defaultPlan, parts.plain, parts.builder), keeper: undefined };
   const guard = parts.guard;
-  const keeper = new LeaseKeeper(
-    compiled,
-    config.logger,
-    config.store.kind,
+  const keeper = new LeaseKeeper(compiled, {
+    logger: config.logger,
+    storeKind: config.store.kind,
     now,
     warns,
-    (key, call) => guard.aside(key, call),
-    config.name,
-    (key) => guard.nodeOfKey(key),
-  );
+    aside: (key, call) => guard.aside(key, call),
+    limiter: config.name,
+    nodeOf: (key) => guard.nodeOfKey(key),
+  });
   return { paths: awaited(new LeasedDecider({ ...parts, keeper }).decide), keeper };
 }
 

@@ -53,6 +53,10 @@ function view(d: Decision, config: ResponseConfig, now: number) {
   };
 }
 
+function peekView(d: Decision) {
+  return { allowed: d.allowed, remaining: d.remaining, retryAfterMs: d.retryAfterMs, resetMs: d.resetMs };
+}
+
 describeRedis('RedisStore localBatch in one process', () => {
   let server: RedisServer;
   let client: Redis;
@@ -78,7 +82,7 @@ describeRedis('RedisStore localBatch in one process', () => {
   }
 
   for (const { algorithm, windowMs } of BATCHED) {
-    it(`${algorithm}: batched decisions, headers and bodies equal the round trip's, with far fewer calls`, async () => {
+    it(`${algorithm}: batched decisions, headers, bodies and peeks equal the round trip's, with far fewer calls`, async () => {
       let now = BASE;
       const { batched, a, b } = pair({ name: 'api', algorithm, limit: 100, windowMs }, () => now);
       const ca = responseConfig(a);
@@ -86,6 +90,11 @@ describeRedis('RedisStore localBatch in one process', () => {
       let admitted = 0;
       for (let i = 0; i < 1_500; i++) {
         now += 1;
+        if (i % 7 === 0) {
+          // peek: what is left now, the units this process holds counted as not spent (they are not).
+          const [pa, pb] = [await a.peek('hot'), await b.peek('hot')];
+          expect(peekView(pb), `peek before request ${i} at +${now - BASE} ms`).toEqual(peekView(pa));
+        }
         const da = await a.check('hot');
         const db = await b.check('hot');
         expect(view(db, cb, now), `request ${i} at +${now - BASE} ms`).toEqual(view(da, ca, now));

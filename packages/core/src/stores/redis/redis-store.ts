@@ -460,9 +460,14 @@ export class RedisStore implements Store {
     ).then((replies) => replies.flat());
   }
 
-  /** The peek twin (scripts/peek-refund-scripts.ts): what `apply` would answer, charging nothing. */
+  /**
+   * The peek twin (scripts/peek-refund-scripts.ts): what `apply` would answer, charging nothing. With
+   * `localBatch`, the units this process holds for the key count as not spent, as its checks spend them.
+   */
   peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
-    return this.runPlan(key, plan, cost, now, true);
+    const unspent = this.batcher !== undefined && typeof key === 'string' ? this.batcher.unspent(key, plan, now) : undefined;
+    const reply = this.runPlan(key, plan, cost, now, true);
+    return unspent === undefined ? reply : reply.then((r) => unspent.addTo(r, cost));
   }
 
   /** The refund twin (scripts/peek-refund-scripts.ts): gives back a charge named by its marks (see `Store.refund`). */

@@ -211,3 +211,40 @@ export class Block {
     return out;
   }
 }
+
+/**
+ * What this process holds for one key when it is peeked (local-batcher.ts `unspent`): units charged in
+ * Redis that this process's checks will spend, so a peek counts them as not spent, as those checks do.
+ */
+export class Unspent {
+  constructor(
+    /** Milli-units held over the key's batches, and in the largest one (a check spends from one batch). */
+    private readonly total: number,
+    private readonly largest: number,
+    /** Per policy: milli-units refilled per ms (the bucket algorithms), else 0; and its capacity. */
+    private readonly rates: Float64Array,
+    private readonly caps: Float64Array,
+  ) {}
+
+  /**
+   * Redis' peek `r` for `cost` with the held units given back: each policy's remaining higher by them (up
+   * to its capacity), a bucket's reset shorter by their refill (rounded up: never announced shorter than
+   * it is), and admitted, with no wait, when one batch can pay `cost`, as the check would be.
+   */
+  addTo(r: StoreResult, cost: number): StoreResult {
+    const n = this.rates.length;
+    const out = Array.from(r);
+    const admits = this.largest >= cost;
+    for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
+      const rate = this.rates[i] as number;
+      out[o + R_REMAINING] = Math.min((out[o + R_REMAINING] as number) + this.total, this.caps[i] as number);
+      if (rate > 0) out[o + R_RESET] = Math.max(Math.ceil((out[o + R_RESET] as number) - this.total / rate), 0);
+      if (admits) {
+        out[o + R_FLAGS] = F_ALLOWED | F_CHARGED;
+        out[o + R_RETRY_AFTER] = 0;
+        out[o + R_DELAY] = 0;
+      }
+    }
+    return out;
+  }
+}

@@ -16,7 +16,7 @@
 import { performance } from 'node:perf_hooks';
 import type { CompiledPolicy } from '../../../algorithms/kernel.js';
 import { F_CHARGED, F_EXCEEDS, R_FLAGS, RESULT_STRIDE, type StorePlan, type StoreResult } from '../../store.js';
-import { Batch, Block, HELD_POSITION, newResult, replyNow } from './batch.js';
+import { Batch, Block, HELD_POSITION, newResult, replyNow, Unspent } from './batch.js';
 import { BUCKET, FIXED_WINDOW, milliPerMs, planKinds } from './exactness.js';
 import { KeyEntry, RATE_INTERVAL_MS } from './key-entry.js';
 import type { LocalBatchConfig } from './options.js';
@@ -179,6 +179,27 @@ export class LocalBatcher {
       return e.block.answer(local, out);
     }
     return undefined;
+  }
+
+  /**
+   * `store.peek` of `key`: the units this process holds and could spend now (Unspent), which Redis counts
+   * as spent since the batch was taken; undefined when it holds none.
+   */
+  unspent(key: string, plan: StorePlan, now: number): Unspent | undefined {
+    const ps = this.planState(plan);
+    const e = ps?.entries.get(key);
+    if (ps === undefined || e === undefined) return undefined;
+    const local = this.limiterTime ? now : performance.now();
+    let total = 0;
+    let largest = 0;
+    for (const b of e.batches) {
+      // As `spend`: a batch held past 2 x holdMs is given back, not spent.
+      if (local - b.got > 2 * this.config.holdMs) continue;
+      const usable = b.usable(local);
+      total += usable;
+      if (usable > largest) largest = usable;
+    }
+    return total > 0 ? new Unspent(total, largest, ps.rates, ps.caps) : undefined;
   }
 
   /** A check that waited for the call in flight: answered from what it brought, or by its own call. */

@@ -81,10 +81,28 @@ describeRedis('RedisStore localBatch in one process', () => {
     return { plain, batched, a: createLimiter({ ...options, store: plain }), b: createLimiter({ ...options, store: batched }) };
   }
 
-  for (const { algorithm, windowMs } of BATCHED) {
-    it(`${algorithm}: batched decisions, headers, bodies and peeks equal the round trip's, with far fewer calls`, async () => {
+  const cases: [string, PolicyOptions[]][] = [
+    ...BATCHED.map(({ algorithm, windowMs }): [string, PolicyOptions[]] => [algorithm, [{ name: 'api', algorithm, limit: 100, windowMs }]]),
+    // Plans of several policies are batched too: a batch charges every one of them.
+    [
+      'fixed-window + gcra',
+      [
+        { name: 'second', algorithm: 'fixed-window', limit: 100, windowMs: 1_000 },
+        { name: 'ten', algorithm: 'gcra', limit: 300, windowMs: 10_000 },
+      ],
+    ],
+    [
+      'token-bucket + sliding-window',
+      [
+        { name: 'second', algorithm: 'token-bucket', limit: 100, windowMs: 1_000 },
+        { name: 'minute', algorithm: 'sliding-window', limit: 500, windowMs: 60_000 },
+      ],
+    ],
+  ];
+  for (const [label, policies] of cases) {
+    it(`${label}: batched decisions, headers, bodies and peeks equal the round trip's, with far fewer calls`, async () => {
       let now = BASE;
-      const { batched, a, b } = pair({ name: 'api', algorithm, limit: 100, windowMs }, () => now);
+      const { batched, a, b } = pair(policies, () => now);
       const ca = responseConfig(a);
       const cb = responseConfig(b);
       let admitted = 0;

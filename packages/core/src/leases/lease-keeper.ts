@@ -103,6 +103,11 @@ function nodesIn(node: string): string[] {
   return node.split('+');
 }
 
+/** Whether a call for `node` (one node, or several joined by '+') goes to any of `nodes`. */
+function reaches(node: string, nodes: ReadonlySet<string>): boolean {
+  return nodesIn(node).some((n) => nodes.has(n));
+}
+
 /** Records that the node of `held` may lack it (see `StoreLeases.missingOn`). */
 function markMissing(kept: StoreLeases, held: Held): void {
   kept.missingOn.add(held);
@@ -403,11 +408,15 @@ export class LeaseKeeper {
     const now = this.now();
     let read = kept.missingNodes;
     if (read === undefined || now - read.at >= NODES_READ_MS || now < read.at) {
-      read = { nodes: new Set([...kept.missingOn].flatMap((h) => nodesIn(this.nodeOf(h.key)))), at: now };
+      read = { nodes: this.nodesOf(kept.missingOn), at: now };
       kept.missingNodes = read;
     }
-    const nodes = read.nodes;
-    return nodesIn(node).some((n) => nodes.has(n));
+    return reaches(node, read.nodes);
+  }
+
+  /** The nodes that serve the keys of `leases` now. */
+  private nodesOf(leases: ReadonlySet<Held>): Set<string> {
+    return new Set([...leases].flatMap((h) => nodesIn(this.nodeOf(h.key))));
   }
 
   /**
@@ -624,7 +633,7 @@ export class LeaseKeeper {
     // Where the store may lack leases: everywhere after a reconnect, else the nodes of `missingOn`. A
     // lease there that is not put back stays missing; a failed call elsewhere is only a failed call.
     const everywhere = kept.missingAll;
-    const suspect = new Set([...kept.missingOn].flatMap((h) => nodesIn(this.nodeOf(h.key))));
+    const suspect = this.nodesOf(kept.missingOn);
     const list: Held[] = [];
     // Of them, the leases the failure mode granted: not missing from the store, never sent there yet.
     const carried = new Set<Held>();
@@ -656,7 +665,7 @@ export class LeaseKeeper {
       const h = list[i] as Held;
       if (a.status === 'rejected') {
         failures.push(a.reason);
-        if (everywhere || nodesIn(this.nodeOf(h.key)).some((n) => suspect.has(n))) notBack.push(h);
+        if (everywhere || reaches(this.nodeOf(h.key), suspect)) notBack.push(h);
       } else if (!a.value && !carried.has(h)) back += 1;
     });
     told.forEach((a, i) => {

@@ -17,7 +17,7 @@ import type { CompiledPlan } from '../plans/compiled-plan.js';
 import type { CheckOptions, Decision } from '../types.js';
 import { BoundedRoutes } from './bounded-routes.js';
 import { HotKeys, type HotKeysReport, NEAR_LIMIT_SHARE } from './hot-keys.js';
-import { RESULTS, type ResultName, SHADOW_VERDICTS, STORE_STATES } from './metric-names.js';
+import { limiterAttribute, limiterLabel, RESULTS, type ResultName, SHADOW_VERDICTS, STORE_STATES } from './metric-names.js';
 import {
   addGaugeSource,
   type CounterCell,
@@ -187,7 +187,7 @@ export class DecisionObserver {
   constructor(private readonly setup: ObserverSetup) {
     const { policies, enforcedCount } = setup;
     const clock = this.now;
-    this.mine = setup.limiter === undefined ? {} : { limiter: setup.limiter };
+    this.mine = limiterLabel(setup.limiter);
     this.names = policies.map((p) => p.name);
     policies.forEach((p, i) => {
       this.index.set(p.name, i);
@@ -405,7 +405,7 @@ export class DecisionObserver {
       'tollgate.remaining': d.remaining,
       'tollgate.retry_after_ms': d.retryAfterMs,
       'tollgate.degraded': d.degraded,
-      ...(this.setup.limiter === undefined ? {} : { 'tollgate.limiter': this.setup.limiter }),
+      ...limiterAttribute(this.setup.limiter),
     });
   }
 }

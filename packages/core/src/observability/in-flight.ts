@@ -4,6 +4,7 @@
  * returned function to stop; the source is asked only when metrics are collected, so reporting costs
  * nothing per request. Values are summed per policy across sources.
  */
+import { limiterLabel } from './metric-names.js';
 import { addGaugeSource, type GaugePoint } from './metric-store.js';
 
 /** What a feature holds now, per policy. */
@@ -45,7 +46,7 @@ function pick(source: InFlightSource, field: 'leases' | 'queued'): GaugePoint[] 
   for (const point of source()) {
     const value = point[field];
     if (value === undefined) continue;
-    out.push({ labels: point.limiter === undefined ? { policy: point.policy } : { policy: point.policy, limiter: point.limiter }, value });
+    out.push({ labels: { policy: point.policy, ...limiterLabel(point.limiter) }, value });
   }
   return out;
 }

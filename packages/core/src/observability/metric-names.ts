@@ -42,6 +42,16 @@ export const ATTRIBUTES = {
 } as const;
 export type AttributeId = keyof typeof ATTRIBUTES;
 
+/** A named limiter's `limiter` label, spread into the labels of each of its series; none without a name. */
+export function limiterLabel(name: string | undefined): { readonly limiter?: string } {
+  return name === undefined ? {} : { limiter: name };
+}
+
+/** The same as a span event's attribute (`tollgate.limiter`); none without a name. */
+export function limiterAttribute(name: string | undefined): Readonly<Record<string, string>> {
+  return name === undefined ? {} : { [ATTRIBUTES.limiter.otel]: name };
+}
+
 /** One metric as both exporters name it. */
 export interface MetricDescriptor {
   readonly otel: string;

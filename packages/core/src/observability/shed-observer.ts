@@ -7,18 +7,25 @@
  */
 import type { ShedPriority } from '../shedding/load-shedder.js';
 import { BoundedRoutes } from './bounded-routes.js';
-import { SHED_POLICY } from './metric-names.js';
+import { limiterAttribute, limiterLabel, SHED_POLICY } from './metric-names.js';
 import { counterCell, exporters } from './metric-store.js';
 import { recordingSpan } from './otel-meter.js';
 
 export class ShedObserver {
   private readonly routes = new BoundedRoutes();
 
+  /** The limiter's `name` as a label and as a span attribute; empty without one. */
+  private readonly label: { readonly limiter?: string };
+  private readonly attribute: Readonly<Record<string, string>>;
+
   constructor(
     private readonly mode: 'enforce' | 'shadow',
     /** The limiter's `name`, its `tollgate.limiter`; undefined without one. */
-    private readonly limiter: string | undefined,
-  ) {}
+    limiter: string | undefined,
+  ) {
+    this.label = limiterLabel(limiter);
+    this.attribute = limiterAttribute(limiter);
+  }
 
   /**
    * One request shed at `priority`. Its cell is found by its labels in the metric store (a few hundred
@@ -28,7 +35,7 @@ export class ShedObserver {
     if (exporters.attached) {
       const bounded = route === undefined ? undefined : this.routes.of(route);
       const labels = { policy: SHED_POLICY, result: 'shed', mode: this.mode, priority } as const;
-      const named = this.limiter === undefined ? labels : { ...labels, limiter: this.limiter };
+      const named = { ...labels, ...this.label };
       counterCell('requests', bounded === undefined ? named : { ...named, route: bounded }).value += 1;
     }
     recordingSpan()?.addEvent('tollgate.decision', {
@@ -36,7 +43,7 @@ export class ShedObserver {
       'tollgate.result': 'shed',
       'tollgate.mode': this.mode,
       'tollgate.priority': priority,
-      ...(this.limiter === undefined ? {} : { 'tollgate.limiter': this.limiter }),
+      ...this.attribute,
     });
   }
 }

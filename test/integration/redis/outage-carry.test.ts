@@ -11,6 +11,7 @@ import { describeRedis, randomPrefix, suiteRedis, waitFor } from './harness.js';
 
 const LIMIT = 10;
 const WINDOW_MS = 4_000;
+const LONG_MS = 600_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describeRedis("'local' failure mode: a window that begins in an outage", () => {
@@ -68,6 +69,60 @@ describeRedis("'local' failure mode: a window that begins in an outage", () => {
     expect(local + byRedis).toBeLessThanOrEqual(LIMIT);
     await limiter.close();
   }, 30_000);
+  it('a plan of a short and a long window: the long one is charged every local admission, not only what the short one had left', async () => {
+    // Before: the carry charged the whole plan what its tightest policy had left (at most the 5 of one
+    // second), so the ten-minute window never heard of the rest of an outage that spans several seconds.
+    const client = await redis().readyClient({
+      autoResendUnfulfilledCommands: false,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => 50,
+    });
+    const limiter = createLimiter({
+      name: 'carry-plan',
+      policies: [
+        { name: 'second', algorithm: 'fixed-window', limit: 5, windowMs: 1_000 },
+        { name: 'ten-minutes', algorithm: 'fixed-window', limit: 100, windowMs: LONG_MS },
+      ],
+      store: new RedisStore({ client, prefix: randomPrefix(), validate: false }),
+      localShare: 1,
+      storeTimeoutMs: 100,
+      logger: { warn() {}, error() {} },
+    });
+    // Not near the end of a ten-minute window (Redis TIME reads this machine's clock): the test needs one.
+    const into = Date.now() % LONG_MS;
+    if (into > LONG_MS - 15_000) await sleep(LONG_MS - into + 50);
+    const windowStart = Date.now() - (Date.now() % LONG_MS);
+    let admitted = 0;
+    const count = (d: Decision): boolean => {
+      if (d.allowed) admitted += 1;
+      return d.degraded;
+    };
+    expect(count(await limiter.check('k'))).toBe(false);
+
+    redis().signal('SIGSTOP');
+    // About three seconds: the failure mode admits 5 in each new second (what was left in the first).
+    const until = Date.now() + 3_000;
+    let local = 0;
+    while (Date.now() < until) {
+      const d = await limiter.check('k');
+      if (d.allowed) local += 1;
+      expect(count(d)).toBe(true);
+      await sleep(20);
+    }
+    expect(local).toBeGreaterThan(5);
+
+    redis().signal('SIGCONT');
+    await waitFor('Redis to answer the limiter again', async () => !count(await limiter.check('k')));
+    const longLeft = async (): Promise<number | undefined> =>
+      (await limiter.peek('k')).policies.find((p) => p.name === 'ten-minutes')?.remaining;
+    // The carry's charges are on their way: the ten-minute window ends charged every admission.
+    await waitFor('the long window charged all of it', async () => (await longLeft()) === 100 - admitted, 5_000).catch(() => undefined);
+    expect([await longLeft(), admitted]).toEqual([100 - admitted, admitted]);
+    expect(Date.now() - windowStart).toBeLessThan(LONG_MS);
+    await limiter.close();
+  }, 60_000);
+
   it("an outage's many keys carried back do not end in a second outage: the checks behind the charges wait for them", async () => {
     // Before: the charges (one per key admitted in the outage) were not watched calls, so a check sent
     // behind 10,000 of them was not given the time the node needed for them, was judged late and opened

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLimiter } from '../limiter/create-limiter.js';
 import { compilePolicy } from '../policy.js';
 import { MemoryStore } from '../stores/memory-store.js';
-import { R_REMAINING, R_RESET, RESULT_STRIDE, type Store, type StorePlan, type StoreResult } from '../stores/store.js';
+import { R_REMAINING, R_RESET, RESULT_STRIDE, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
 import { AnswerMemory, REMEMBERED_KEYS } from './answer-memory.js';
 
 /** An asynchronous store (as Redis is) over a MemoryStore, that the test takes down and brings back. */
@@ -14,10 +14,15 @@ class OutageStore implements Store {
   /** The plan of the last call: a test reads the store's own count with it. */
   plan: StorePlan | undefined;
 
-  apply(key: string, plan: StorePlan, cost: number, now: number, lease?: number): Promise<StoreResult> {
+  apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): Promise<StoreResult> {
     this.plan = plan;
     if (this.down) return Promise.reject(new Error('connection refused'));
     return Promise.resolve(Float64Array.from(this.inner.apply(key, plan, cost, now, lease)));
+  }
+
+  peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
+    if (this.down) return Promise.reject(new Error('connection refused'));
+    return Promise.resolve(Float64Array.from(this.inner.peek(key, plan, cost, now)));
   }
 
   release(key: string, plan: StorePlan, lease: number, now: number): Promise<void> {
@@ -264,6 +269,50 @@ describe('an outage continues the budget (onStoreError local)', () => {
       store.down = false;
       t = 21_000;
       expect(await admitted(20), algorithm).toBe(5);
+      await limiter.close();
+    }
+  });
+
+  it('a plan of a short and a long window: the long one is charged all the outage admitted, not only what the short one had left', async () => {
+    // One key for both policies, and one key per policy (several keys, one decision).
+    for (const key of ['k', { second: 'ip', 'ten-minutes': 'account' }]) {
+      let t = 1_000;
+      const store = new OutageStore();
+      const limiter = createLimiter({
+        policies: [
+          { name: 'second', algorithm: 'fixed-window', limit: 5, windowMs: 1_000 },
+          { name: 'ten-minutes', algorithm: 'fixed-window', limit: 20, windowMs: 600_000 },
+        ],
+        store,
+        breaker: false,
+        clock: () => t,
+        logger: quiet,
+      });
+      const admitted = async (n: number) => {
+        let yes = 0;
+        for (let i = 0; i < n; i++) if ((await limiter.check(key)).allowed) yes += 1;
+        return yes;
+      };
+      expect(await admitted(1)).toBe(1);
+      // Three seconds of outage: what the store left of the first second, then 5 in each of the next two.
+      store.down = true;
+      expect(await admitted(10)).toBe(4);
+      t = 2_000;
+      expect(await admitted(10)).toBe(5);
+      t = 3_000;
+      expect(await admitted(10)).toBe(5);
+      // Back: this check admitted, the 14 carried; the second's window takes 4 of them, the ten minutes all 14.
+      store.down = false;
+      t = 3_500;
+      expect(await admitted(1)).toBe(1);
+      await new Promise((r) => setTimeout(r, 0));
+      const left = (await limiter.peek(key)).policies.map((p) => p.remaining);
+      // Before: [0, 14], the ten minutes charged only the 4 the second had left.
+      expect(left).toEqual([0, 20 - 16]);
+      // A second outage in the same ten minutes continues from what the store said after the carry: 4 left, not 14.
+      store.down = true;
+      t = 4_000;
+      expect(await admitted(10)).toBe(4);
       await limiter.close();
     }
   });

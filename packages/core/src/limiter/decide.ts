@@ -18,9 +18,10 @@ import { catchRejection } from '../internal/rejection.js';
 import type { DecisionObserver } from '../observability/decision-observer.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { F_CHARGED, isPromiseLike, R_FLAGS, R_REMAINING, RESULT_STRIDE, type StoreResult } from '../stores/store.js';
+import { isPromiseLike, type StoreResult } from '../stores/store.js';
 import type { CheckOptions, Clock, Decision } from '../types.js';
 import { type DecisionBuilder, marksOf } from './build-decision.js';
+import { OwedCarry } from './carry-owed.js';
 import type { Counters } from './counters.js';
 import type { LimiterEventHub } from './events.js';
 import type { LimiterKey } from './limiter.js';
@@ -60,6 +61,8 @@ export class Decider {
   private readonly countsDegraded: boolean;
   /** Some plan's failure mode continues keys from the store's last answers (failure/answer-memory.ts). */
   private readonly remembers: boolean;
+  /** Charges the store what the failure mode admitted while it could not be asked. */
+  private readonly carrier: OwedCarry;
 
   constructor(parts: DecisionParts) {
     this.targets = parts.targets;
@@ -74,6 +77,7 @@ export class Decider {
     this.defaultCost = parts.defaultCost;
     this.countsDegraded = parts.countsDegraded;
     this.remembers = [...parts.fallbacks.values()].some((f) => f.remembers);
+    this.carrier = new OwedCarry(this.guard, this.store, this.now, (t, cost, r, at) => this.giveBack(t, cost, r, at));
   }
 
   /** `limiter.decide`: the Decision itself when the store answers synchronously, else a promise of it. */
@@ -195,12 +199,12 @@ export class Decider {
 
   /**
    * Hands the store's answer to the plan's failure mode, which continues the key from it in an outage;
-   * what the failure mode admitted for the key meanwhile is charged to the store now (`carryOwed`).
+   * what the failure mode admitted for the key meanwhile is charged to the store now (carry-owed.ts).
    */
   remember(t: Target, r: StoreResult, at: number): void {
     const f = this.rememberHeld(t, r, at);
     const owed = f?.takeOwed(t.key, at);
-    if (owed !== undefined) this.carryOwed(t, f as Fallback, owed.cost, owed.since);
+    if (owed !== undefined) this.carrier.carry(t, f as Fallback, owed.cost, owed.since);
   }
 
   /** `remember` for what the store holds in process while its node fails: nothing is carried to it. */
@@ -210,50 +214,6 @@ export class Decider {
     if (!f.remembers) return undefined;
     f.remember(t.key, r, at);
     return f;
-  }
-
-  /**
-   * Charges the store, best effort, what the failure mode `f` admitted for `t` while the store could not
-   * be asked (Fallback.takeOwed): all of it when it fits, else what the store has left, so that the key
-   * ends exhausted rather than admitting its whole limit again beside the outage's admissions. A charge
-   * that fails owes it all again (the key's next answer tries again; the failure mode keeps counting it).
-   * A charge is a watched call (StoreGuard.watch), as a check is: the checks sent behind thousands of
-   * them (a breaker closing on an outage's many keys) are given the time the node needs to answer the
-   * charges first, and a node that does not answer them fails as it would for checks.
-   */
-  private carryOwed(t: Target, f: Fallback, owed: number, since: number): void {
-    const plan = t.cp.storePlan;
-    const guard = this.guard;
-    const node = guard.nodeOfKey(t.storeKey);
-    const enforced = t.cp.enforcedCount;
-    const charge = (cost: number, then: (r: StoreResult) => void): void => {
-      const seq = guard.next();
-      const at = this.now();
-      // Owed again as it was: from when the first of it was admitted, so it never outlives the window.
-      let again: Owed | undefined;
-      const failed = (): void => {
-        again = f.owe(t.key, t.storeKey, owed, since);
-      };
-      // A charge the watchdog gave up on that the store ran after all: not owed a second time. If a
-      // later carry took what was owed again, that carry charges it too: this one goes back.
-      const late = (x: StoreResult): void => {
-        if (!isResultOf(x, plan) || leftIfRefused(x, enforced) !== 0) return;
-        if (f.ranLate(again, owed, x, this.now()) === 'carried') this.giveBack(t, cost, x, at);
-      };
-      try {
-        const r = this.store.apply(t.storeKey, plan, cost, at);
-        const answered = (x: StoreResult): void => (isResultOf(x, plan) ? then(x) : failed());
-        if (!isPromiseLike(r)) answered(r);
-        else catchRejection(guard.watch(node, seq, r, answered, failed, late), failed);
-      } catch {
-        failed();
-      }
-    };
-    charge(owed, (r) => {
-      const left = leftIfRefused(r, enforced);
-      if (left > 0) charge(left, (last) => f.told(t.key, last, this.now()));
-      else f.told(t.key, r, this.now());
-    });
   }
 
   /**
@@ -268,7 +228,7 @@ export class Decider {
     const guard = this.guard;
     for (const [cp, f] of this.fallbacks) {
       const owed = f.takeAllOwed(at, (o) => guard.nodeOfKey(o.storeKey) === node);
-      for (const o of owed) this.carryOwed({ cp, storeKey: o.storeKey, key: o.key }, f, o.cost, o.since);
+      for (const o of owed) this.carrier.carry({ cp, storeKey: o.storeKey, key: o.key }, f, o.cost, o.since);
     }
   }
 
@@ -295,15 +255,4 @@ export class Decider {
     this.events.emit('store-error', { error: failure.error, key: t.key, scope: failure.scope, node: failure.node });
     return this.skipped(t, cost, at, failure.node, lease);
   }
-}
-
-/** 0 when every enforced policy of `r` charged; else the least remaining among them (milli-units). */
-function leftIfRefused(r: StoreResult, enforced: number): number {
-  let charged = true;
-  let least = Number.POSITIVE_INFINITY;
-  for (let i = 0, o = 0; i < enforced; i++, o += RESULT_STRIDE) {
-    if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) charged = false;
-    least = Math.min(least, r[o + R_REMAINING] as number);
-  }
-  return charged || !Number.isFinite(least) ? 0 : least;
 }

@@ -1,0 +1,166 @@
+/**
+ * @module What `'local'` admitted for a key while the store could not be asked (Fallback.takeOwed),
+ * charged to the store when it answers again, so that a window that began in the outage gets its limit
+ * once, not the store's whole limit beside the local admissions. All of it when the plan takes it. Else
+ * the plan is charged what its tightest policy has left, and each other policy the rest on its own (a
+ * plan of that policy alone: the same store key), up to what it has left: in a plan of a short and a long
+ * window, an outage longer than the short window admits more than the short one has left when the store
+ * is back, and the long one is charged all of it, not only what the short one could take.
+ */
+import type { Fallback, Owed } from '../failure/fallback.js';
+import type { StoreGuard } from '../failure/store-guard.js';
+import { isResultOf } from '../failure/store-result-error.js';
+import { catchRejection } from '../internal/rejection.js';
+import type { StoreTimer } from '../observability/store-timer.js';
+import {
+  F_CHARGED,
+  isPromiseLike,
+  keyAt,
+  R_FLAGS,
+  R_REMAINING,
+  RESULT_STRIDE,
+  type StoreKey,
+  type StorePlan,
+  type StoreResult,
+} from '../stores/store.js';
+import type { Clock } from '../types.js';
+import type { Target } from './target.js';
+
+/** Gives back a charge the store ran late after a carry charged the same admissions (Decider.giveBack). */
+export type GiveBack = (t: Target, cost: number, r: StoreResult, at: number) => void;
+
+export class OwedCarry {
+  /** Per plan, a plan of each of its policies alone, made on a carry's first need of them. */
+  private readonly singles = new Map<StorePlan, readonly StorePlan[]>();
+
+  constructor(
+    private readonly guard: StoreGuard,
+    private readonly store: StoreTimer,
+    private readonly now: Clock,
+    private readonly giveBack: GiveBack,
+  ) {}
+
+  /**
+   * Charges the store, best effort, the `owed` milli-units `f` admitted for `t` since `since`: all of it when
+   * the plan takes it; else what its tightest policy has left (so the key ends exhausted rather than
+   * admitting its whole limit again beside the outage's admissions), then the rest to each policy that has
+   * room for it (`chargeRest`). A plan charge that fails owes it all again (the key's next answer tries
+   * again; the failure mode keeps counting it). A charge is a watched call (StoreGuard.watch), as a check
+   * is: the checks sent behind thousands of them (a breaker closing on an outage's many keys) are given the
+   * time the node needs to answer the charges first, and a node that does not answer them fails as it would
+   * for checks.
+   */
+  carry(t: Target, f: Fallback, owed: number, since: number): void {
+    const enforced = t.cp.enforcedCount;
+    this.chargePlan(t, f, owed, since, owed, (r) => {
+      if (allCharged(r, enforced)) return f.told(t.key, r, this.now());
+      const left = leastRemaining(r, enforced);
+      if (left <= 0) {
+        f.told(t.key, r, this.now());
+        return this.chargeRest(t, f, owed, r);
+      }
+      this.chargePlan(t, f, owed, since, left, (last) => {
+        f.told(t.key, last, this.now());
+        this.chargeRest(t, f, allCharged(last, enforced) ? owed - left : owed, last);
+      });
+    });
+  }
+
+  /** One charge of `cost` to the whole plan, toward `owed`; `then` gets the store's answer. */
+  private chargePlan(t: Target, f: Fallback, owed: number, since: number, cost: number, then: (r: StoreResult) => void): void {
+    const plan = t.cp.storePlan;
+    const enforced = t.cp.enforcedCount;
+    const at = this.now();
+    // Owed again as it was: from when the first of it was admitted, so it never outlives the window.
+    let again: Owed | undefined;
+    const failed = (): void => {
+      again = f.owe(t.key, t.storeKey, owed, since);
+    };
+    // A charge the watchdog gave up on that the store ran after all: not owed a second time. If a
+    // later carry took what was owed again, that carry charges it too: this one goes back.
+    const late = (x: StoreResult): void => {
+      if (!isResultOf(x, plan) || !allCharged(x, enforced)) return;
+      if (f.ranLate(again, owed, x, this.now()) === 'carried') this.giveBack(t, cost, x, at);
+    };
+    this.send(t.storeKey, plan, cost, at, (x) => (isResultOf(x, plan) ? then(x) : failed()), failed, late);
+  }
+
+  /**
+   * After a plan charge that took less than `rest` more than it (a policy had less room): each enforced
+   * policy with room is charged the rest on its own, up to its room (`x`, the plan charge's answer, holds
+   * each one's remaining). Best effort: a charge that fails or comes late is not owed again (the plan
+   * charge is taken; owing the whole again would charge the tightest policy twice). What the store answers
+   * is remembered, so a second outage continues each policy from it.
+   */
+  private chargeRest(t: Target, f: Fallback, rest: number, x: StoreResult): void {
+    const plan = t.cp.storePlan;
+    const n = t.cp.enforcedCount;
+    if (n < 2 || rest <= 0) return;
+    // The store may reuse its result buffer: the key's latest answer, each policy's slot as it is charged.
+    const latest = Float64Array.from({ length: plan.policies.length * RESULT_STRIDE }, (_, k) => x[k] as number);
+    const singles = this.singlesOf(plan);
+    for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
+      const cost = Math.min(rest, Math.floor(x[o + R_REMAINING] as number));
+      if (!(cost > 0)) continue;
+      const single = singles[i] as StorePlan;
+      const answered = (r: StoreResult): void => {
+        if (!isResultOf(r, single) || !allCharged(r, 1)) return;
+        for (let k = 0; k < RESULT_STRIDE; k++) latest[o + k] = r[k] as number;
+        f.remember(t.key, latest, this.now());
+      };
+      this.send(
+        keyAt(t.storeKey, i),
+        single,
+        cost,
+        this.now(),
+        answered,
+        () => undefined,
+        () => undefined,
+      );
+    }
+  }
+
+  /** A watched store call charging `cost` to `key` under `plan`; a call that throws is a failure. */
+  private send(
+    key: StoreKey,
+    plan: StorePlan,
+    cost: number,
+    at: number,
+    answered: (r: StoreResult) => void,
+    failed: () => void,
+    late: (r: StoreResult) => void,
+  ): void {
+    const guard = this.guard;
+    const seq = guard.next();
+    try {
+      const r = this.store.apply(key, plan, cost, at);
+      if (!isPromiseLike(r)) answered(r);
+      else catchRejection(guard.watch(guard.nodeOfKey(key), seq, r, answered, failed, late), failed);
+    } catch {
+      failed();
+    }
+  }
+
+  /** `plan`'s policies, each in a plan of its own (the same store keys: a key's name is its policy's, whatever the plan). */
+  private singlesOf(plan: StorePlan): readonly StorePlan[] {
+    let singles = this.singles.get(plan);
+    if (singles === undefined) {
+      singles = plan.policies.map((p) => Object.freeze({ policies: [p], enforcedCount: 1 }));
+      this.singles.set(plan, singles);
+    }
+    return singles;
+  }
+}
+
+/** Whether every enforced policy of `r` (the first `enforced`) charged. */
+function allCharged(r: StoreResult, enforced: number): boolean {
+  for (let i = 0, o = 0; i < enforced; i++, o += RESULT_STRIDE) if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) return false;
+  return true;
+}
+
+/** The least remaining among the enforced policies of `r` (milli-units); 0 when it is not a finite number. */
+function leastRemaining(r: StoreResult, enforced: number): number {
+  let least = Number.POSITIVE_INFINITY;
+  for (let i = 0, o = 0; i < enforced; i++, o += RESULT_STRIDE) least = Math.min(least, r[o + R_REMAINING] as number);
+  return Number.isFinite(least) ? least : 0;
+}

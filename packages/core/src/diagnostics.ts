@@ -10,6 +10,7 @@ import { type Logger, safeLog } from './logging.js';
 /** Every warning tollgate raises; each is explained in docs/errors.md. */
 export const WARNING_CODES = [
   'WRN_RL_BREAKER_CLOSED',
+  'WRN_RL_BUDGETS_RESTORED',
   'WRN_RL_BREAKER_OPEN',
   'WRN_RL_CLIENT_ENDED',
   'WRN_RL_CLIENT_RESENDS',

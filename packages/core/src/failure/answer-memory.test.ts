@@ -2,7 +2,16 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLimiter } from '../limiter/create-limiter.js';
 import { compilePolicy } from '../policy.js';
 import { MemoryStore } from '../stores/memory-store.js';
-import { R_REMAINING, R_RESET, RESULT_STRIDE, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
+import {
+  type ConnectionEvent,
+  R_REMAINING,
+  R_RESET,
+  RESULT_STRIDE,
+  type Store,
+  type StoreKey,
+  type StorePlan,
+  type StoreResult,
+} from '../stores/store.js';
 import { AnswerMemory, REMEMBERED_KEYS } from './answer-memory.js';
 
 /** An asynchronous store (as Redis is) over a MemoryStore, that the test takes down and brings back. */
@@ -43,6 +52,33 @@ class OutageStore implements Store {
 
   reset(key: string, plan: StorePlan): void {
     this.inner.reset(key, plan);
+  }
+
+  /** The connection's listeners (Store.watchConnection) and the mark (Store.markAlive), as RedisStore has them. */
+  private readonly listeners = new Set<(event: ConnectionEvent) => void>();
+  marked = false;
+  marks = 0;
+
+  watchConnection(listener: (event: ConnectionEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  markAlive(): Promise<boolean> {
+    this.marks += 1;
+    const missing = !this.marked;
+    this.marked = true;
+    return Promise.resolve(missing);
+  }
+
+  /** The connection closes and comes back; `wiped`: the store lost everything meanwhile (a restart without persistence). */
+  reconnect(wiped: boolean): void {
+    for (const l of this.listeners) l('lost');
+    if (wiped) {
+      this.inner.clear();
+      this.marked = false;
+    }
+    for (const l of this.listeners) l('ready');
   }
 
   /** While set, calls are held: the store runs each when the test lets it (`runHeld`), late. */
@@ -462,6 +498,84 @@ describe('an outage continues the budget (onStoreError local)', () => {
       store.down = true;
       const d = await limiter.check('k');
       expect(d.allowed).toBe(onStoreError === 'open');
+    }
+  });
+});
+
+describe('a store that lost its state (a Redis restart without persistence) is charged again what this process remembers', () => {
+  const flush = () => new Promise((r) => setTimeout(r, 0));
+
+  it('a key with 8 of 10 used gets 2 after the loss, not 10; a reconnect that lost nothing charges nothing', async () => {
+    let t = 1_000;
+    const store = new OutageStore();
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      policies: { algorithm: 'fixed-window', limit: 10, windowMs: 60_000 },
+      store,
+      clock: () => t,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    const admitted = async (key: string, n: number) => {
+      let yes = 0;
+      for (let i = 0; i < n; i++) if ((await limiter.check(key)).allowed) yes += 1;
+      return yes;
+    };
+    expect(store.marks).toBe(1);
+    expect(await admitted('a', 8)).toBe(8);
+    expect(await admitted('b', 3)).toBe(3);
+    store.reconnect(false);
+    await flush();
+    expect([store.remainingOf('a', t), store.remainingOf('b', t)]).toEqual([2_000, 7_000]);
+    expect(warnings).toEqual([]);
+    t = 2_000;
+    store.reconnect(true);
+    await flush();
+    // Before: 10 and 10 (the store answered both from a full budget).
+    expect([store.remainingOf('a', t), store.remainingOf('b', t)]).toEqual([2_000, 7_000]);
+    expect(await admitted('a', 10)).toBe(2);
+    expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', store: 'outage', keys: 2 })]);
+    expect(store.marks).toBe(3);
+    await limiter.close();
+    // Closed: it no longer listens.
+    store.reconnect(true);
+    expect(store.marks).toBe(3);
+  });
+
+  it('each policy of a plan, several keys per decision and a bucket refilling: charged what each had used', async () => {
+    let t = 1_000;
+    const store = new OutageStore();
+    const limiter = createLimiter({
+      policies: [
+        { name: 'second', algorithm: 'fixed-window', limit: 5, windowMs: 1_000 },
+        { name: 'hour', algorithm: 'gcra', limit: 20, windowMs: 3_600_000 },
+      ],
+      store,
+      clock: () => t,
+      logger: quiet,
+      validate: { WRN_RL_BUDGETS_RESTORED: false },
+    });
+    const key = { second: 'ip', hour: 'account' };
+    for (let i = 0; i < 4; i++) expect((await limiter.check(key)).allowed).toBe(true);
+    t = 1_500;
+    store.reconnect(true);
+    await flush();
+    const left = (await limiter.peek(key)).policies.map((p) => p.remaining);
+    // The hour: 16 left, and what it refilled in 0.5 s (4 tokens come back in 720 s).
+    expect(left[0]).toBe(1);
+    expect(left[1]).toBeCloseTo(16 + (4 * 500) / 720_000, 3);
+    await limiter.close();
+  });
+
+  it("'closed' and 'open' remember nothing, so they set no mark and charge nothing", async () => {
+    for (const onStoreError of ['closed', 'open'] as const) {
+      const store = new OutageStore();
+      const limiter = createLimiter({ policies: { limit: 10, windowMs: 60_000 }, store, onStoreError, logger: quiet });
+      await limiter.check('a');
+      store.reconnect(true);
+      await flush();
+      expect(store.marks, onStoreError).toBe(0);
+      expect(store.remainingOf('a', 0), onStoreError).toBe(10_000);
+      await limiter.close();
     }
   });
 });

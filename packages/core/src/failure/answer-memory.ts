@@ -19,7 +19,7 @@
  * no budget.
  */
 import type { CompiledPolicy } from '../algorithms/kernel.js';
-import { R_REMAINING, R_RESET, RESULT_STRIDE, type StoreResult } from '../stores/store.js';
+import { R_REMAINING, R_RESET, RESULT_STRIDE, type StoreKey, type StoreResult } from '../stores/store.js';
 
 /** Keys remembered per plan by default. */
 export const REMEMBERED_KEYS = 10_000;
@@ -42,8 +42,17 @@ function refills(p: CompiledPolicy): boolean {
   return p.algorithm === 'gcra' || p.algorithm === 'token-bucket' || p.algorithm === 'leaky-bucket';
 }
 
+/** What the store had counted for one key by its last answers (AnswerMemory.counted). */
+export interface Counted {
+  readonly storeKey: StoreKey;
+  /** Per enforced policy, milli-units; 0 for one that has reset. */
+  readonly used: Float64Array;
+}
+
 export class AnswerMemory {
   private readonly entries = new Map<string, Remembered>();
+  /** The store keys of the records whose store key is not their key (several keys, one decision). */
+  private readonly storeKeys = new Map<string, StoreKey>();
 
   constructor(
     /** The plan's enforced policies, in result order. */
@@ -56,16 +65,17 @@ export class AnswerMemory {
     return this.entries.size;
   }
 
-  /** Notes the store's answer `r` for `key`, given at `at` (limiter clock). */
-  remember(key: string, r: StoreResult, at: number): void {
+  /** Notes the store's answer `r` for `key` (`storeKey` in the store), given at `at` (limiter clock). */
+  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key): void {
     let m = this.entries.get(key);
     if (m === undefined) {
       if (this.entries.size >= this.capacity) {
         const oldest = this.entries.keys().next().value;
-        if (oldest !== undefined) this.entries.delete(oldest);
+        if (oldest !== undefined) this.forget(oldest);
       }
       m = new Float64Array(STRIDE * this.policies.length);
       this.entries.set(key, m);
+      if (storeKey !== key) this.storeKeys.set(key, storeKey);
     }
     for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
       // A concurrency policy's budget is the leases held, which the local store's own leases bound in an
@@ -87,8 +97,34 @@ export class AnswerMemory {
     const m = this.entries.get(key);
     if (m === undefined) return undefined;
     for (let k = UNTIL; k < m.length; k += STRIDE) if ((m[k] as number) > at) return m;
-    this.entries.delete(key);
+    this.forget(key);
     return undefined;
+  }
+
+  private forget(key: string): void {
+    this.entries.delete(key);
+    if (this.storeKeys.size > 0) this.storeKeys.delete(key);
+  }
+
+  /**
+   * What the store had counted for each key by its last answers, and still counts at `at` (per enforced
+   * policy: its capacity less what it had left, a bucket's refill since taken off), for the keys where some
+   * policy has not reset: what a store that lost its state has to be charged again (limiter/budget-restore.ts).
+   */
+  counted(at: number): Counted[] {
+    const out: Counted[] = [];
+    const n = this.policies.length;
+    for (const [key, m] of this.entries) {
+      const used = new Float64Array(n);
+      let some = false;
+      for (let i = 0; i < n; i++) {
+        if ((m[STRIDE * i + UNTIL] as number) <= at) continue;
+        used[i] = (this.policies[i] as CompiledPolicy).capMilli - this.left(m, i, at);
+        if ((used[i] as number) > 0) some = true;
+      }
+      if (some) out.push({ storeKey: this.storeKeys.get(key) ?? key, used });
+    }
+    return out;
   }
 
   /**
@@ -98,13 +134,19 @@ export class AnswerMemory {
    */
   room(m: Remembered, i: number, at: number): number {
     const k = STRIDE * i;
+    if ((m[k + UNTIL] as number) <= at) return Number.POSITIVE_INFINITY;
+    return this.left(m, i, at) - (m[k + SPENT] as number);
+  }
+
+  /** The store's last remaining of policy `i` of `m`, plus what a bucket refilled since, at `at` (milli-units). */
+  private left(m: Remembered, i: number, at: number): number {
+    const k = STRIDE * i;
     const until = m[k + UNTIL] as number;
-    if (until <= at) return Number.POSITIVE_INFINITY;
     const p = this.policies[i] as CompiledPolicy;
     const remaining = m[k + REMAINING] as number;
     const since = m[k + SINCE] as number;
     const refilled = refills(p) && until > since ? ((p.capMilli - remaining) * (at - since)) / (until - since) : 0;
-    return Math.min(p.capMilli, remaining + refilled) - (m[k + SPENT] as number);
+    return Math.min(p.capMilli, remaining + refilled);
   }
 
   /** How long after `at` policy `i` of `m` has room for `cost` again, ms (at least 1). */
@@ -142,6 +184,6 @@ export class AnswerMemory {
   }
 
   reset(key: string): void {
-    this.entries.delete(key);
+    this.forget(key);
   }
 }

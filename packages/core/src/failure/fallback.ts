@@ -30,7 +30,7 @@ import {
   type StoreResult,
 } from '../stores/store.js';
 import type { Decision, DecisionReason, PolicyResult } from '../types.js';
-import { AnswerMemory, REMEMBERED_KEYS, type Remembered } from './answer-memory.js';
+import { AnswerMemory, type Counted, REMEMBERED_KEYS, type Remembered } from './answer-memory.js';
 
 /** Builds a decision from a store result over `policies` (the limiter's own `finish`). */
 export type Finish = (key: string, cost: number, r: StoreResult, policies: readonly CompiledPolicy[], degraded: boolean) => Decision;
@@ -136,7 +136,7 @@ export class Fallback {
     entry.cost -= cost;
     if (entry.cost <= 0) owed.delete(entry.key);
     // Its answer `r` counts it: the key's latest, as any answer the store gives.
-    this.remember(entry.key, r, at);
+    this.remember(entry.key, r, at, entry.storeKey);
     this.memory?.unspend(entry.key, cost);
     return 'unowed';
   }
@@ -145,8 +145,8 @@ export class Fallback {
    * The store took what was owed for `key` (its answer `r` at `at`, which counts it): remembered as the
    * key's last answer, and no longer taken off the store's answers.
    */
-  told(key: string, r: StoreResult, at: number): void {
-    this.remember(key, r, at);
+  told(key: string, r: StoreResult, at: number, storeKey: StoreKey = key): void {
+    this.remember(key, r, at, storeKey);
     this.memory?.told(key);
   }
 
@@ -167,10 +167,15 @@ export class Fallback {
     return entry;
   }
 
-  /** The store answered `r` for `key` at `at` (only when `remembers`). */
-  remember(key: string, r: StoreResult, at: number): void {
+  /** The store answered `r` for `key` (`storeKey` in the store) at `at` (only when `remembers`). */
+  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key): void {
     if (this.memory === undefined) this.memory = new AnswerMemory(this.config.policies);
-    this.memory.remember(key, r, at);
+    this.memory.remember(key, r, at, storeKey);
+  }
+
+  /** What the store had counted for each remembered key, by its last answers, still counted at `at` (AnswerMemory.counted). */
+  counted(at: number): Counted[] {
+    return this.memory?.counted(at) ?? [];
   }
 
   /** Keys whose last answer is remembered (for tests). */

@@ -53,14 +53,14 @@ export class OwedCarry {
   carry(t: Target, f: Fallback, owed: number, since: number): void {
     const enforced = t.cp.enforcedCount;
     this.chargePlan(t, f, owed, since, owed, (r) => {
-      if (allCharged(r, enforced)) return f.told(t.key, r, this.now());
+      if (allCharged(r, enforced)) return f.told(t.key, r, this.now(), t.storeKey);
       const left = leastRemaining(r, enforced);
       if (left <= 0) {
-        f.told(t.key, r, this.now());
+        f.told(t.key, r, this.now(), t.storeKey);
         return this.chargeRest(t, f, owed, r);
       }
       this.chargePlan(t, f, owed, since, left, (last) => {
-        f.told(t.key, last, this.now());
+        f.told(t.key, last, this.now(), t.storeKey);
         this.chargeRest(t, f, allCharged(last, enforced) ? owed - left : owed, last);
       });
     });
@@ -106,7 +106,7 @@ export class OwedCarry {
       const answered = (r: StoreResult): void => {
         if (!isResultOf(r, single) || !allCharged(r, 1)) return;
         for (let k = 0; k < RESULT_STRIDE; k++) latest[o + k] = r[k] as number;
-        f.remember(t.key, latest, this.now());
+        f.remember(t.key, latest, this.now(), t.storeKey);
       };
       this.send(
         keyAt(t.storeKey, i),
@@ -117,6 +117,27 @@ export class OwedCarry {
         () => undefined,
         () => undefined,
       );
+    }
+  }
+
+  /**
+   * Charges the store again, policy by policy, what it had counted for a key before it lost its state
+   * (`used`, milli-units per enforced policy of `plan`, by its last answers: limiter/budget-restore.ts): all
+   * of each when it fits, else what that policy has left, so it ends exhausted. Best effort, not owed again.
+   */
+  restore(plan: StorePlan, storeKey: StoreKey, used: ArrayLike<number>): void {
+    const singles = this.singlesOf(plan);
+    const none = (): void => undefined;
+    for (let i = 0; i < used.length; i++) {
+      const cost = Math.floor(used[i] as number);
+      if (!(cost > 0)) continue;
+      const single = singles[i] as StorePlan;
+      const key = keyAt(storeKey, i);
+      const refused = (r: StoreResult): void => {
+        const left = isResultOf(r, single) && !allCharged(r, 1) ? Math.floor(r[R_REMAINING] as number) : 0;
+        if (left > 0) this.send(key, single, left, this.now(), none, none, none);
+      };
+      this.send(key, single, cost, this.now(), refused, none, none);
     }
   }
 

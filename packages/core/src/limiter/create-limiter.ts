@@ -7,7 +7,7 @@
  */
 
 import { type WarningCode, warningEnabled } from '../diagnostics.js';
-import { codedError, describeValue, RateLimitConfigError } from '../errors.js';
+import { codedError, describeValue, RateLimitConfigError, seeDocs } from '../errors.js';
 import { Fallback } from '../failure/fallback.js';
 import { StoreGuard } from '../failure/store-guard.js';
 import { LeaseKeeper } from '../leases/lease-keeper.js';
@@ -19,7 +19,9 @@ import { type LimiterConfig, type LimiterOptions, parseLimiterOptions } from '..
 import { type CompiledPlan, compilePlan } from '../plans/compiled-plan.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import { releaseState, takeState } from '../stores/state-claims.js';
+import type { Store } from '../stores/store.js';
 import type { Clock } from '../types.js';
+import { BudgetRestore } from './budget-restore.js';
 import { DecisionBuilder } from './build-decision.js';
 import { checkedClock } from './checked-clock.js';
 import { Counters } from './counters.js';
@@ -92,6 +94,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     countsDegraded: config.onStoreError === 'local',
   });
   storeBack = (node) => plain.carryAllOwed(node);
+  const restore = budgetRestore(config, defaultPlan, fallbacks, plain, now, warns);
   const { paths, keeper } = decisionPaths(config, compiled, defaultPlan, now, warns, {
     plain,
     targets,
@@ -121,14 +124,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }
     },
     refund: (charge, opts) => refund(ops, charge, opts),
-    async reset(rawKey) {
-      const key = normalizeKey(rawKey);
-      for (const cp of compiled.values()) {
-        // Watched as a check's call is: a silent store rejects it with ERR_RL_STORE_TIMEOUT, not never.
-        await watched(guard, key, store.reset(key, cp.storePlan));
-        fallbacks.get(cp)?.reset(key);
-      }
-    },
+    reset: resetter(store, guard, compiled, fallbacks),
     policies: defaultPlan.policies,
     shadowPolicies: defaultPlan.shadowPolicies,
     plans: new Map([...compiled].map(([name, cp]) => [name, cp.policies])),
@@ -146,6 +142,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     hotKeys: hotKeysReport(config, warns, observer),
     async close() {
       keeper?.close();
+      restore?.close();
       observer.close();
       for (const f of fallbacks.values()) f.close();
       guard.close();
@@ -221,6 +218,44 @@ function hotKeysReport(config: LimiterConfig, warns: (code: WarningCode) => bool
     }
     return observer.hotKeys(n);
   };
+}
+
+/** `limiter.reset(key)`: the key's state forgotten in the store and in each plan's failure mode. */
+function resetter(
+  store: Store,
+  guard: StoreGuard,
+  compiled: ReadonlyMap<string, CompiledPlan>,
+  fallbacks: ReadonlyMap<CompiledPlan, Fallback>,
+): Limiter['reset'] {
+  return async (rawKey) => {
+    const key = normalizeKey(rawKey);
+    for (const cp of compiled.values()) {
+      // Watched as a check's call is: a silent store rejects it with ERR_RL_STORE_TIMEOUT, not never.
+      await watched(guard, key, store.reset(key, cp.storePlan));
+      fallbacks.get(cp)?.reset(key);
+    }
+  };
+}
+
+/** Charges a store that lost its state again what this limiter remembers (budget-restore.ts), where it can. */
+function budgetRestore(
+  config: LimiterConfig,
+  defaultPlan: CompiledPlan,
+  fallbacks: ReadonlyMap<CompiledPlan, Fallback>,
+  plain: Decider,
+  now: Clock,
+  warns: (code: WarningCode) => boolean,
+): BudgetRestore | undefined {
+  const report = warns('WRN_RL_BUDGETS_RESTORED')
+    ? (keys: number) =>
+        safeLog(
+          config.logger,
+          'warn',
+          { code: 'WRN_RL_BUDGETS_RESTORED', store: config.store.kind, keys },
+          `WRN_RL_BUDGETS_RESTORED: the store had lost its state (a restart without persistence, FLUSHALL, a failover to an empty replica); what ${keys} keys had used by this process's last answers was charged again ${seeDocs('WRN_RL_BUDGETS_RESTORED')}`,
+        )
+    : undefined;
+  return BudgetRestore.of(config.store, defaultPlan, fallbacks, plain.carrier, now, report);
 }
 
 /** The common limiter's own path (solo.ts) where it applies, else the general one. */

@@ -61,8 +61,8 @@ export class Decider {
   private readonly countsDegraded: boolean;
   /** Some plan's failure mode continues keys from the store's last answers (failure/answer-memory.ts). */
   private readonly remembers: boolean;
-  /** Charges the store what the failure mode admitted while it could not be asked. */
-  private readonly carrier: OwedCarry;
+  /** Charges the store what the failure mode admitted while it could not be asked (and what it lost: budget-restore.ts). */
+  readonly carrier: OwedCarry;
 
   constructor(parts: DecisionParts) {
     this.targets = parts.targets;
@@ -212,7 +212,7 @@ export class Decider {
     if (!this.remembers) return undefined;
     const f = this.fallbacks.get(t.cp) as Fallback;
     if (!f.remembers) return undefined;
-    f.remember(t.key, r, at);
+    f.remember(t.key, r, at, t.storeKey);
     return f;
   }
 

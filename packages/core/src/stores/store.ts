@@ -115,6 +115,13 @@ export interface Store {
    */
   watchConnection?(listener: (event: ConnectionEvent) => void): () => void;
   /**
+   * For a store that can lose everything it holds (a restart without persistence, a failover to an empty
+   * replica): sets a mark of `plan`'s limiter in the store; true when it was missing, so the store lost its
+   * state since it was set (or it never was). The limiter sets it at start and after every reconnect
+   * (`watchConnection`), and charges again what it remembers when it was missing (limiter/budget-restore.ts).
+   */
+  markAlive?(plan: StorePlan): Promise<boolean>;
+  /**
    * Called once by `createLimiter` with the plan it will pass to `apply`: the store may prepare per-plan
    * work (RedisStore generates the plan's script) and throws `RateLimitConfigError` for a plan it cannot
    * apply, so the limiter fails at construction instead of on every request.

@@ -78,6 +78,14 @@ export function keyHead(prefix: string, limiter: string | undefined): string {
   return limiter === undefined ? `${prefix}:${KEY_LAYOUT}:` : `${prefix}:${KEY_LAYOUT}:${limiter}:`;
 }
 
+/**
+ * The mark of a limiter's state on a Redis (RedisStore.markAlive): `<head>~alive`, no expiry. A key of
+ * state has a hash tag right after the head, which starts with `{`, so the two never meet.
+ */
+export function markName(prefix: string, limiter: string | undefined): string {
+  return `${keyHead(prefix, limiter)}~alive`;
+}
+
 /** The Redis key holding the state of `policy` (its `suffix`, its `head`) for the limiter key whose tag is `tag`. */
 export function keyName(head: string, tag: string, suffix: string): string {
   return `${head}${tag}:${suffix}`;

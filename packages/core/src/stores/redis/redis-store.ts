@@ -41,7 +41,7 @@ import { toStoreClient } from './clients/to-store-client.js';
 import { slotGroups, subPlan } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
 import { EvictionWatch, type EvictionWatchOptions, serverAndStats } from './eviction-watch.js';
-import { keyHead, keyName, keyTag, policySuffix } from './key-names.js';
+import { keyHead, keyName, keyTag, markName, policySuffix } from './key-names.js';
 import { heldReceipt, LocalBatcher, type LocalBatchStats } from './local-batch/local-batcher.js';
 import { type LocalBatchOptions, parseLocalBatch } from './local-batch/options.js';
 import type { RedisStoreClient } from './redis-client.js';
@@ -56,6 +56,8 @@ import { type RepairedState, RepairReporter } from './state-repair.js';
 
 /** How many times the server checks ask again after CONFIG GET failed (checkServer). */
 const CONFIG_CHECK_RETRIES = 2;
+/** RedisStore.markAlive: sets the mark unless it is there; 1 when it was not. */
+const MARK_ALIVE = "return redis.call('SET', KEYS[1], '1', 'NX') and 1 or 0";
 
 /** Options of `new RedisStore(options)`: the client, the key prefix, the logger, and the checks and watches it runs. */
 export interface RedisStoreOptions {
@@ -430,7 +432,20 @@ export class RedisStore implements Store {
     return [this.timeSource === 'redis' ? '' : String(now), `${this.instance}:${lease}`];
   }
 
-  /** The client's connection closing and ready again (clients/connection-events.ts), for the lease keeper. */
+  /**
+   * Sets the mark of `plan`'s limiter (key-names.ts `markName`); true when it was missing: this Redis lost
+   * everything since it was set (a restart without persistence, FLUSHALL, a failover to an empty replica),
+   * or it never was. The first process to set it again after a loss is the one told. Always false, and
+   * nothing sent, on a Cluster (a node can lose its keys alone, which one mark cannot tell), on a client
+   * whose connection events tollgate cannot watch (it would not know when to ask), and before the client is ready.
+   */
+  markAlive(plan: StorePlan): Promise<boolean> {
+    // Not before the client is ready (a lazyConnect client is not started by it): its 'ready' sets the mark.
+    if (this.client.isCluster || this.client.watch === undefined || this.client.status !== 'ready') return Promise.resolve(false);
+    return this.client.evalScript(MARK_ALIVE, 1, [markName(this.prefix, plan.policies[0]?.limiter)]).then((x) => x === 1);
+  }
+
+  /** The client's connection closing and ready again (clients/connection-events.ts), for the lease keeper and the budget restore. */
   watchConnection(listener: (event: ConnectionEvent) => void): () => void {
     return this.client.watch?.(listener) ?? (() => undefined);
   }

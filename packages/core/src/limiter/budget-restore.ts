@@ -1,0 +1,91 @@
+/**
+ * @module Budgets back after a store that lost its state: a Redis without persistence that restarts,
+ * FLUSHALL, a failover to an empty replica. Such a store answers every key from a full budget, and a key
+ * exhausted before would get its whole limit again in the same window. With `'local'` (the failure mode
+ * that remembers each key's last answer, failure/answer-memory.ts), the limiter sets a mark in the store at
+ * start and after every reconnect (`Store.markAlive`); when the mark was missing after a reconnect, the
+ * store lost its state, and the limiter charges it again, policy by policy, what it had counted for each
+ * key this process remembers, as read when the connection was ready again (before any new answer).
+ *
+ * One process is told of a loss: the first to set the mark again. Its memory (the keys it decided last,
+ * at most 10,000 per plan, as of its last answer for each) is charged; keys only other processes decided
+ * start from a full budget as before. Nothing here exists for a store without `markAlive` and
+ * `watchConnection`, or a limiter that does not remember (`'open'`, `'closed'`, a MemoryStore).
+ */
+import type { Counted } from '../failure/answer-memory.js';
+import type { Fallback } from '../failure/fallback.js';
+import type { CompiledPlan } from '../plans/compiled-plan.js';
+import type { Store } from '../stores/store.js';
+import type { Clock } from '../types.js';
+import type { OwedCarry } from './carry-owed.js';
+
+type Snapshot = readonly (readonly [CompiledPlan, readonly Counted[]])[];
+
+export class BudgetRestore {
+  private readonly unwatch: () => void;
+
+  private constructor(
+    private readonly store: Store & Required<Pick<Store, 'markAlive' | 'watchConnection'>>,
+    /** The plan whose limiter names the mark (all plans of a limiter share its name). */
+    private readonly plan: CompiledPlan,
+    private readonly fallbacks: ReadonlyMap<CompiledPlan, Fallback>,
+    private readonly carry: OwedCarry,
+    private readonly now: Clock,
+    /** Reports a restore of `keys` keys (WRN_RL_BUDGETS_RESTORED), unless switched off. */
+    private readonly report: ((keys: number) => void) | undefined,
+  ) {
+    this.unwatch = store.watchConnection((event) => {
+      if (event === 'ready') this.mark(this.snapshot());
+    });
+    // Set at start, so that a later reconnect that finds it missing knows the store lost it.
+    this.mark([]);
+  }
+
+  /** The restore of a limiter whose failure mode remembers, on a store that can tell a loss; else undefined. */
+  static of(
+    store: Store,
+    plan: CompiledPlan,
+    fallbacks: ReadonlyMap<CompiledPlan, Fallback>,
+    carry: OwedCarry,
+    now: Clock,
+    report: ((keys: number) => void) | undefined,
+  ): BudgetRestore | undefined {
+    if (store.markAlive === undefined || store.watchConnection === undefined) return undefined;
+    // Only rate policies are remembered: a plan of concurrency policies alone has nothing to charge again.
+    const rates = (cp: CompiledPlan) => cp.storePlan.policies.slice(0, cp.enforcedCount).some((p) => p.algorithm !== 'concurrency');
+    if (![...fallbacks].some(([cp, f]) => f.remembers && rates(cp))) return undefined;
+    return new BudgetRestore(store as BudgetRestore['store'], plan, fallbacks, carry, now, report);
+  }
+
+  /** What the store had counted for every remembered key, read now. */
+  private snapshot(): Snapshot {
+    const at = this.now();
+    return [...this.fallbacks].map(([cp, f]) => [cp, f.counted(at)] as const);
+  }
+
+  /** Sets the mark; when it was missing, charges `counted` again. A mark the store cannot set is no loss. */
+  private mark(counted: Snapshot): void {
+    let marking: Promise<boolean>;
+    try {
+      marking = this.store.markAlive(this.plan.storePlan);
+    } catch {
+      return;
+    }
+    marking.then(
+      (missing) => {
+        if (!missing) return;
+        let n = 0;
+        for (const [cp, keys] of counted) {
+          for (const c of keys) this.carry.restore(cp.storePlan, c.storeKey, c.used);
+          n += keys.length;
+        }
+        if (n > 0) this.report?.(n);
+      },
+      () => undefined,
+    );
+  }
+
+  close(): void {
+    this.unwatch();
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * @module Budgets survive a Redis that comes back without its data (limiter/budget-restore.ts), on a real
+ * redis-server restarted without persistence: the limiter finds its mark gone after the reconnect and
+ * charges Redis again what each key it remembers had used, so a key with 8 of 10 used admits 2 in the
+ * rest of its window, not 10. A reconnect to a Redis that kept its data (the connection killed) charges
+ * nothing. Both clients whose connection events tollgate watches (ioredis, node-redis).
+ */
+import { createLimiter, RedisStore } from '@tollgate/core';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
+
+const WINDOW_MS = 600_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describeRedis('budgets after a Redis that lost its data', () => {
+  let server: RedisServer;
+  let admin: Redis;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    admin = await server.readyClient({ retryStrategy: () => 50 });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  for (const kind of ['ioredis', 'node-redis'] as const) {
+    it(`${kind}: a key with 8 of 10 used admits 2 after a restart without persistence (before: 10); a reconnect that lost nothing charges nothing`, async () => {
+      // Not near the end of a ten-minute window (Redis TIME reads this machine's clock).
+      const into = Date.now() % WINDOW_MS;
+      if (into > WINDOW_MS - 20_000) await sleep(WINDOW_MS - into + 50);
+      const windowStart = Date.now() - (Date.now() % WINDOW_MS);
+      const client = await server.storeClient(kind);
+      const warnings: Record<string, unknown>[] = [];
+      const store = new RedisStore({ client, prefix: randomPrefix(), validate: false });
+      const events: string[] = [];
+      store.watchConnection((e) => events.push(e));
+      const limiter = createLimiter({
+        name: `budgets-${kind}`,
+        policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+        store,
+        storeTimeoutMs: 2_000,
+        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+      });
+      for (let i = 0; i < 8; i++) expect((await limiter.check('k')).allowed).toBe(true);
+      expect((await limiter.check('other')).allowed).toBe(true);
+      const left = async (key: string) => (await limiter.peek(key)).remaining;
+
+      // The connection killed, the data kept: the mark is there, nothing is charged again.
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'normal');
+      await waitFor('the reconnect', () => events.includes('ready'));
+      await waitFor('an answer from Redis', async () => !(await limiter.peek('k')).degraded);
+      expect([await left('k'), await left('other')]).toEqual([2, 9]);
+      expect(warnings).toEqual([]);
+
+      await server.stop();
+      await sleep(200);
+      await server.start();
+      await waitFor('the budgets restored', () => warnings.some((w) => w.code === 'WRN_RL_BUDGETS_RESTORED'));
+      expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', store: 'redis', keys: 2 })]);
+      let admitted = 0;
+      for (let i = 0; i < 10; i++) {
+        const d = await limiter.check('k');
+        expect(d.degraded).toBe(false);
+        if (d.allowed) admitted += 1;
+      }
+      expect(admitted).toBe(2);
+      expect(await left('other')).toBe(9);
+      expect(Date.now() - windowStart).toBeLessThan(WINDOW_MS);
+      await limiter.close();
+    }, 60_000);
+  }
+});

@@ -64,8 +64,12 @@ class OutageStore implements Store {
     return () => this.listeners.delete(listener);
   }
 
+  /** While set, the mark is never answered (a Redis that stalls right after the reconnect). */
+  markStalls = false;
+
   markAlive(): Promise<boolean> {
     this.marks += 1;
+    if (this.markStalls) return new Promise(() => {});
     const missing = !this.marked;
     this.marked = true;
     return Promise.resolve(missing);
@@ -539,6 +543,43 @@ describe('a store that lost its state (a Redis restart without persistence) is c
     // Closed: it no longer listens.
     store.reconnect(true);
     expect(store.marks).toBe(3);
+  });
+
+  it('checks sent as the connection comes back wait for the restore: an exhausted key admits nothing', async () => {
+    const store = new OutageStore();
+    const limiter = createLimiter({
+      policies: { algorithm: 'fixed-window', limit: 3, windowMs: 60_000 },
+      store,
+      clock: () => 1_000,
+      logger: quiet,
+    });
+    for (let i = 0; i < 3; i++) expect((await limiter.check('a')).allowed).toBe(true);
+    store.reconnect(true);
+    // Sent before the mark's answer: before, the emptied store admitted both (the restore came after them).
+    const [first, second] = await Promise.all([limiter.check('a'), limiter.check('a')]);
+    expect([first.allowed, second.allowed]).toEqual([false, false]);
+    expect(first.degraded).toBe(false);
+    await limiter.close();
+  });
+
+  it('a mark that is never answered holds the checks 100 ms at most', async () => {
+    fakeWatchdogTime();
+    const store = new OutageStore();
+    const limiter = createLimiter({ policies: { limit: 3, windowMs: 60_000 }, store, clock: () => 1_000, logger: quiet });
+    expect((await limiter.check('a')).allowed).toBe(true);
+    store.markStalls = true;
+    store.reconnect(true);
+    let answered = false;
+    const held = limiter.check('a').then((d) => {
+      answered = true;
+      return d;
+    });
+    await vi.advanceTimersByTimeAsync(99);
+    expect(answered).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    // Nothing was restored (the mark never said the store lost it): the emptied store admits it.
+    expect(await held).toMatchObject({ allowed: true, degraded: false });
+    await limiter.close();
   });
 
   it('each policy of a plan, several keys per decision and a bucket refilling: charged what each had used', async () => {

@@ -88,6 +88,8 @@ export class StoreGuard {
   private readonly watchdog: Watchdog;
   /** null: not asked yet; undefined: nothing to wait for. */
   private startup: Promise<void> | undefined | null = null;
+  /** What checks wait for before they call the store now (`holdFor`), if anything. */
+  private holding: Promise<void> | undefined = undefined;
   private readonly keyLines = new LineThrottle(KEY_LOG_INTERVAL_MS);
   private readonly outageLines = new LineThrottle(OUTAGE_LOG_INTERVAL_MS);
   /** When the current outage of each node began (the limiter's clock), for the line at its end. */
@@ -102,7 +104,28 @@ export class StoreGuard {
    * connected waits (up to `STARTUP_WAIT_MS`) instead of answering by the failure mode.
    */
   starting(): Promise<void> | undefined {
+    if (this.holding !== undefined) return this.holding;
     return this.startup !== null ? this.startup : this.askStartup();
+  }
+
+  /**
+   * Checks wait for `p`, at most `maxMs`, before they call the store (`starting`): the calls `p` makes
+   * before it settles go to the store ahead of theirs (limiter/budget-restore.ts: the charges of a restore).
+   */
+  holdFor(p: Promise<unknown>, maxMs: number): void {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const held: Promise<void> = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, maxMs);
+      timer.unref?.();
+      p.then(
+        () => resolve(),
+        () => resolve(),
+      );
+    }).then(() => {
+      clearTimeout(timer);
+      if (this.holding === held) this.holding = undefined;
+    });
+    this.holding = held;
   }
 
   /** `starting`'s first call; out of line, for the decision path's inlining budget (create-limiter.ts, `decideAt`). */

@@ -14,12 +14,16 @@
  */
 import type { Counted } from '../failure/answer-memory.js';
 import type { Fallback } from '../failure/fallback.js';
+import type { StoreGuard } from '../failure/store-guard.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
 import type { Store } from '../stores/store.js';
 import type { Clock } from '../types.js';
 import type { OwedCarry } from './carry-owed.js';
 
 type Snapshot = readonly (readonly [CompiledPlan, readonly Counted[]])[];
+
+/** The longest a reconnect holds checks for its restore: one round trip, as a rule. */
+const RESTORE_WAIT_MS = 100;
 
 export class BudgetRestore {
   private readonly unwatch: () => void;
@@ -30,15 +34,21 @@ export class BudgetRestore {
     private readonly plan: CompiledPlan,
     private readonly fallbacks: ReadonlyMap<CompiledPlan, Fallback>,
     private readonly carry: OwedCarry,
+    private readonly guard: StoreGuard,
     private readonly now: Clock,
     /** Reports a restore of `keys` keys (WRN_RL_BUDGETS_RESTORED), unless switched off. */
     private readonly report: ((keys: number) => void) | undefined,
   ) {
     this.unwatch = store.watchConnection((event) => {
-      if (event === 'ready') this.mark(this.snapshot());
+      if (event !== 'ready') return;
+      const counted = this.snapshot();
+      const marking = this.mark(counted);
+      // Checks sent meanwhile would be answered from a budget Redis may have lost: they wait for the
+      // restore's charges to go ahead of them (one round trip; RESTORE_WAIT_MS at most).
+      if (counted.some(([, keys]) => keys.length > 0)) this.guard.holdFor(marking, RESTORE_WAIT_MS);
     });
     // Set at start, so that a later reconnect that finds it missing knows the store lost it.
-    this.mark([]);
+    void this.mark([]);
   }
 
   /** The restore of a limiter whose failure mode remembers, on a store that can tell a loss; else undefined. */
@@ -47,6 +57,7 @@ export class BudgetRestore {
     plan: CompiledPlan,
     fallbacks: ReadonlyMap<CompiledPlan, Fallback>,
     carry: OwedCarry,
+    guard: StoreGuard,
     now: Clock,
     report: ((keys: number) => void) | undefined,
   ): BudgetRestore | undefined {
@@ -54,7 +65,7 @@ export class BudgetRestore {
     // Only rate policies are remembered: a plan of concurrency policies alone has nothing to charge again.
     const rates = (cp: CompiledPlan) => cp.storePlan.policies.slice(0, cp.enforcedCount).some((p) => p.algorithm !== 'concurrency');
     if (![...fallbacks].some(([cp, f]) => f.remembers && rates(cp))) return undefined;
-    return new BudgetRestore(store as BudgetRestore['store'], plan, fallbacks, carry, now, report);
+    return new BudgetRestore(store as BudgetRestore['store'], plan, fallbacks, carry, guard, now, report);
   }
 
   /** What the store had counted for every remembered key, read now. */
@@ -63,15 +74,18 @@ export class BudgetRestore {
     return [...this.fallbacks].map(([cp, f]) => [cp, f.counted(at)] as const);
   }
 
-  /** Sets the mark; when it was missing, charges `counted` again. A mark the store cannot set is no loss. */
-  private mark(counted: Snapshot): void {
+  /**
+   * Sets the mark; when it was missing, charges `counted` again. Settles once the charges are sent. A mark
+   * the store cannot set is no loss.
+   */
+  private mark(counted: Snapshot): Promise<void> {
     let marking: Promise<boolean>;
     try {
       marking = this.store.markAlive(this.plan.storePlan);
     } catch {
-      return;
+      return Promise.resolve();
     }
-    marking.then(
+    return marking.then(
       (missing) => {
         if (!missing) return;
         let n = 0;

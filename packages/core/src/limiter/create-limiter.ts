@@ -255,7 +255,7 @@ function budgetRestore(
           `WRN_RL_BUDGETS_RESTORED: the store had lost its state (a restart without persistence, FLUSHALL, a failover to an empty replica); what ${keys} keys had used by this process's last answers was charged again ${seeDocs('WRN_RL_BUDGETS_RESTORED')}`,
         )
     : undefined;
-  return BudgetRestore.of(config.store, defaultPlan, fallbacks, plain.carrier, now, report);
+  return BudgetRestore.of(config.store, defaultPlan, fallbacks, plain.carrier, plain.guard, now, report);
 }
 
 /** The common limiter's own path (solo.ts) where it applies, else the general one. */

@@ -86,8 +86,8 @@ export class OwedCarry {
   }
 
   /**
-   * After a plan charge that took less than `rest` more than it (a policy had less room): each enforced
-   * policy with room is charged the rest on its own, up to its room (`x`, the plan charge's answer, holds
+   * After a plan charge that could not take all that was owed (a policy had less room), `rest` still owed:
+   * each enforced policy with room is charged it on its own, up to its room (`x`, the plan charge's answer, holds
    * each one's remaining). Best effort: a charge that fails or comes late is not owed again (the plan
    * charge is taken; owing the whole again would charge the tightest policy twice). What the store answers
    * is remembered, so a second outage continues each policy from it.
@@ -108,15 +108,7 @@ export class OwedCarry {
         for (let k = 0; k < RESULT_STRIDE; k++) latest[o + k] = r[k] as number;
         f.remember(t.key, latest, this.now(), t.storeKey);
       };
-      this.send(
-        keyAt(t.storeKey, i),
-        single,
-        cost,
-        this.now(),
-        answered,
-        () => undefined,
-        () => undefined,
-      );
+      this.bestEffort(keyAt(t.storeKey, i), single, cost, answered);
     }
   }
 
@@ -127,7 +119,6 @@ export class OwedCarry {
    */
   restore(plan: StorePlan, storeKey: StoreKey, used: ArrayLike<number>): void {
     const singles = this.singlesOf(plan);
-    const none = (): void => undefined;
     for (let i = 0; i < used.length; i++) {
       const cost = Math.floor(used[i] as number);
       if (!(cost > 0)) continue;
@@ -135,10 +126,15 @@ export class OwedCarry {
       const key = keyAt(storeKey, i);
       const refused = (r: StoreResult): void => {
         const left = isResultOf(r, single) && !allCharged(r, 1) ? Math.floor(r[R_REMAINING] as number) : 0;
-        if (left > 0) this.send(key, single, left, this.now(), none, none, none);
+        if (left > 0) this.bestEffort(key, single, left);
       };
-      this.send(key, single, cost, this.now(), refused, none, none);
+      this.bestEffort(key, single, cost, refused);
     }
+  }
+
+  /** `send` now, a failure and a late answer dropped (not owed again). */
+  private bestEffort(key: StoreKey, plan: StorePlan, cost: number, answered: (r: StoreResult) => void = none): void {
+    this.send(key, plan, cost, this.now(), answered, none, none);
   }
 
   /** A watched store call charging `cost` to `key` under `plan`; a call that throws is a failure. */
@@ -172,6 +168,8 @@ export class OwedCarry {
     return singles;
   }
 }
+
+const none = (): void => undefined;
 
 /** Whether every enforced policy of `r` (the first `enforced`) charged. */
 function allCharged(r: StoreResult, enforced: number): boolean {

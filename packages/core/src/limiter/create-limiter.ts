@@ -252,7 +252,7 @@ function budgetRestore(
           config.logger,
           'warn',
           { code: 'WRN_RL_BUDGETS_RESTORED', store: config.store.kind, keys },
-          `WRN_RL_BUDGETS_RESTORED: the store had lost its state (a restart without persistence, FLUSHALL, a failover to an empty replica); what ${keys} keys had used by this process's last answers was charged again ${seeDocs('WRN_RL_BUDGETS_RESTORED')}`,
+          `WRN_RL_BUDGETS_RESTORED: the store had lost its state (a restart without persistence, FLUSHALL, a failover to an empty replica); what ${keys} ${keys === 1 ? 'key' : 'keys'} had used by this process's last answers was charged again ${seeDocs('WRN_RL_BUDGETS_RESTORED')}`,
         )
     : undefined;
   return BudgetRestore.of(config.store, defaultPlan, fallbacks, plain.carrier, plain.guard, now, report);

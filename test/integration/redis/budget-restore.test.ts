@@ -3,9 +3,9 @@
  * redis-server restarted without persistence: the limiter finds its mark gone after the reconnect and
  * charges Redis again what each key it remembers had used, so a key with 8 of 10 used admits 2 in the
  * rest of its window, not 10. A reconnect to a Redis that kept its data (the connection killed) charges
- * nothing. Both clients whose connection events tollgate watches (ioredis, node-redis).
+ * nothing. Each client whose connection events tollgate watches (ioredis, iovalkey, node-redis).
  */
-import { createLimiter, RedisStore } from '@tollgate/core';
+import { createLimiter, type Limiter, RedisStore } from '@tollgate/core';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
@@ -25,7 +25,38 @@ describeRedis('budgets after a Redis that lost its data', () => {
     await server?.close();
   });
 
-  for (const kind of ['ioredis', 'node-redis'] as const) {
+  it('two processes of one limiter: the first to reconnect restores, so a key is charged once (by its view), not by both', async () => {
+    const into = Date.now() % WINDOW_MS;
+    if (into > WINDOW_MS - 20_000) await sleep(WINDOW_MS - into + 50);
+    const prefix = randomPrefix();
+    const warnings: Record<string, unknown>[] = [];
+    const processes = await Promise.all(
+      [0, 1].map(async () =>
+        createLimiter({
+          name: 'shared',
+          policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+          store: new RedisStore({ client: await server.storeClient('ioredis'), prefix, validate: false }),
+          storeTimeoutMs: 2_000,
+          logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+        }),
+      ),
+    );
+    const [a, b] = processes as [Limiter, Limiter];
+    // a saw 4 used; b, after it, 7.
+    for (let i = 0; i < 4; i++) expect((await a.check('k')).allowed).toBe(true);
+    for (let i = 0; i < 3; i++) expect((await b.check('k')).allowed).toBe(true);
+    await server.stop();
+    await sleep(200);
+    await server.start();
+    await waitFor('the budgets restored', () => warnings.some((w) => w.code === 'WRN_RL_BUDGETS_RESTORED'));
+    await sleep(300);
+    // One restore: 4 or 7 charged again, never 11 (both).
+    expect(warnings.filter((w) => w.code === 'WRN_RL_BUDGETS_RESTORED')).toHaveLength(1);
+    expect([6, 3]).toContain((await a.peek('k')).remaining);
+    await Promise.all([a.close(), b.close()]);
+  }, 60_000);
+
+  for (const kind of ['ioredis', 'iovalkey', 'node-redis'] as const) {
     it(`${kind}: a key with 8 of 10 used admits 2 after a restart without persistence (before: 10); a reconnect that lost nothing charges nothing`, async () => {
       // Not near the end of a ten-minute window (Redis TIME reads this machine's clock).
       const into = Date.now() % WINDOW_MS;

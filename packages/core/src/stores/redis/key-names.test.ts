@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compilePolicy } from '../../policy.js';
 import type { AlgorithmId, PolicyOptions } from '../../types.js';
-import { keyHead, keyName, keyTag, MAX_LITERAL_KEY, policySuffix } from './key-names.js';
+import { keyHead, keyName, keyTag, MAX_LITERAL_KEY, markName, policySuffix } from './key-names.js';
 
 /** The text Redis Cluster hashes: between the first `{` and the next `}`, when not empty. */
 function hashedPart(name: string): string {
@@ -60,6 +60,21 @@ describe('keyHead', () => {
     fc.assert(
       fc.property(prefix, name, name, (p, n1, n2) => {
         if (n1 !== n2) expect(keyHead(p, n1)).not.toBe(keyHead(p, n2));
+      }),
+    );
+  });
+});
+
+describe('markName', () => {
+  it('is the head and ~alive: one per limiter name, never a key of state', () => {
+    expect(markName('tg', undefined)).toBe('tg:v2:~alive');
+    expect(markName('tg', 'auth')).toBe('tg:v2:auth:~alive');
+    const name = fc.option(fc.stringMatching(/^[!-9;-z|~]{1,8}$/), { nil: undefined });
+    fc.assert(
+      fc.property(name, name, fc.string(), (n1, n2, key) => {
+        const suffix = policySuffix(compilePolicy({ limit: 5, windowMs: 60_000 }, 'p', false));
+        expect(markName('tg', n1)).not.toBe(keyName(keyHead('tg', n2), keyTag(key), suffix));
+        if (n1 !== n2) expect(markName('tg', n1)).not.toBe(markName('tg', n2));
       }),
     );
   });

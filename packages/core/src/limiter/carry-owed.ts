@@ -13,15 +13,15 @@ import { isResultOf } from '../failure/store-result-error.js';
 import { catchRejection } from '../internal/rejection.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import {
-  F_CHARGED,
   isPromiseLike,
   keyAt,
-  R_FLAGS,
   R_REMAINING,
   RESULT_STRIDE,
+  resultCharged,
   type StoreKey,
   type StorePlan,
   type StoreResult,
+  subPlan,
 } from '../stores/store.js';
 import type { Clock } from '../types.js';
 import type { Target } from './target.js';
@@ -30,9 +30,6 @@ import type { Target } from './target.js';
 export type GiveBack = (t: Target, cost: number, r: StoreResult, at: number) => void;
 
 export class OwedCarry {
-  /** Per plan, a plan of each of its policies alone, made on a carry's first need of them. */
-  private readonly singles = new Map<StorePlan, readonly StorePlan[]>();
-
   constructor(
     private readonly guard: StoreGuard,
     private readonly store: StoreTimer,
@@ -98,11 +95,10 @@ export class OwedCarry {
     if (n < 2 || rest <= 0) return;
     // The store may reuse its result buffer: the key's latest answer, each policy's slot as it is charged.
     const latest = Float64Array.from({ length: plan.policies.length * RESULT_STRIDE }, (_, k) => x[k] as number);
-    const singles = this.singlesOf(plan);
     for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
       const cost = Math.min(rest, Math.floor(x[o + R_REMAINING] as number));
       if (!(cost > 0)) continue;
-      const single = singles[i] as StorePlan;
+      const single = subPlan(plan, [i]);
       const answered = (r: StoreResult): void => {
         if (!isResultOf(r, single) || !allCharged(r, 1)) return;
         for (let k = 0; k < RESULT_STRIDE; k++) latest[o + k] = r[k] as number;
@@ -118,11 +114,10 @@ export class OwedCarry {
    * of each when it fits, else what that policy has left, so it ends exhausted. Best effort, not owed again.
    */
   restore(plan: StorePlan, storeKey: StoreKey, used: ArrayLike<number>): void {
-    const singles = this.singlesOf(plan);
     for (let i = 0; i < used.length; i++) {
       const cost = Math.floor(used[i] as number);
       if (!(cost > 0)) continue;
-      const single = singles[i] as StorePlan;
+      const single = subPlan(plan, [i]);
       const key = keyAt(storeKey, i);
       const refused = (r: StoreResult): void => {
         const left = isResultOf(r, single) && !allCharged(r, 1) ? Math.floor(r[R_REMAINING] as number) : 0;
@@ -157,23 +152,13 @@ export class OwedCarry {
       failed();
     }
   }
-
-  /** `plan`'s policies, each in a plan of its own (the same store keys: a key's name is its policy's, whatever the plan). */
-  private singlesOf(plan: StorePlan): readonly StorePlan[] {
-    let singles = this.singles.get(plan);
-    if (singles === undefined) {
-      singles = plan.policies.map((p) => Object.freeze({ policies: [p], enforcedCount: 1 }));
-      this.singles.set(plan, singles);
-    }
-    return singles;
-  }
 }
 
 const none = (): void => undefined;
 
 /** Whether every enforced policy of `r` (the first `enforced`) charged. */
 function allCharged(r: StoreResult, enforced: number): boolean {
-  for (let i = 0, o = 0; i < enforced; i++, o += RESULT_STRIDE) if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) return false;
+  for (let i = 0; i < enforced; i++) if (!resultCharged(r, i)) return false;
   return true;
 }
 

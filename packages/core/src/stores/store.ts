@@ -25,6 +25,31 @@ export function keyAt(key: StoreKey, i: number): string {
   return typeof key === 'string' ? key : (key[i] as string);
 }
 
+const subPlans = new WeakMap<StorePlan, Map<string, StorePlan>>();
+
+/**
+ * The part of `plan` at `positions` (in plan order): enforced ones first, as in the plan. One object per
+ * part. The key names of a policy are its own, whatever the plan, so a part reaches the same state
+ * (RedisStore's Cluster split; a carry's charge of one policy, limiter/carry-owed.ts).
+ */
+export function subPlan(plan: StorePlan, positions: readonly number[]): StorePlan {
+  let cache = subPlans.get(plan);
+  if (cache === undefined) {
+    cache = new Map();
+    subPlans.set(plan, cache);
+  }
+  const id = positions.join(',');
+  let sub = cache.get(id);
+  if (sub === undefined) {
+    sub = Object.freeze({
+      policies: positions.map((i) => plan.policies[i] as StorePlan['policies'][number]),
+      enforcedCount: positions.filter((i) => i < plan.enforcedCount).length,
+    });
+    cache.set(id, sub);
+  }
+  return sub;
+}
+
 /** Numbers per policy in a store result. */
 export const RESULT_STRIDE = 5;
 /** Offsets within one policy's numbers. */

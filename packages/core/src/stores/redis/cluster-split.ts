@@ -35,24 +35,3 @@ export function slotGroups(names: readonly string[]): number[][] | undefined {
   }
   return bySlot.size <= 1 ? undefined : [...bySlot.values()];
 }
-
-const subPlans = new WeakMap<StorePlan, Map<string, StorePlan>>();
-
-/** The part of `plan` at `positions` (in plan order): enforced ones first, as in the plan. One object per part. */
-export function subPlan(plan: StorePlan, positions: readonly number[]): StorePlan {
-  let cache = subPlans.get(plan);
-  if (cache === undefined) {
-    cache = new Map();
-    subPlans.set(plan, cache);
-  }
-  const id = positions.join(',');
-  let sub = cache.get(id);
-  if (sub === undefined) {
-    sub = Object.freeze({
-      policies: positions.map((i) => plan.policies[i] as StorePlan['policies'][number]),
-      enforcedCount: positions.filter((i) => i < plan.enforcedCount).length,
-    });
-    cache.set(id, sub);
-  }
-  return sub;
-}

@@ -35,10 +35,11 @@ import {
   type StoreKey,
   type StorePlan,
   type StoreResult,
+  subPlan,
 } from '../store.js';
 import type { StoreClient } from './clients/store-client.js';
 import { toStoreClient } from './clients/to-store-client.js';
-import { slotGroups, subPlan } from './cluster-split.js';
+import { slotGroups } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
 import { EvictionWatch, type EvictionWatchOptions, serverAndStats } from './eviction-watch.js';
 import { keyHead, keyName, keyTag, markName, policySuffix } from './key-names.js';

@@ -509,6 +509,26 @@ describe('an outage continues the budget (onStoreError local)', () => {
 describe('a store that lost its state (a Redis restart without persistence) is charged again what this process remembers', () => {
   const flush = () => new Promise((r) => setTimeout(r, 0));
 
+  it("one key whose state the store cannot take (corrupt) costs only that key's restore: the others are charged again", async () => {
+    const store = new OutageStore();
+    const limiter = createLimiter({
+      policies: { algorithm: 'fixed-window', limit: 10, windowMs: 60_000 },
+      store,
+      clock: () => 1_000,
+      logger: quiet,
+    });
+    for (const key of ['bad', 'good']) for (let i = 0; i < 8; i++) await limiter.check(key);
+    const apply = store.apply.bind(store);
+    store.apply = (key, plan, cost, now, lease) =>
+      key === 'bad'
+        ? Promise.reject(new Error('WRONGTYPE Operation against a key holding the wrong kind of value'))
+        : apply(key, plan, cost, now, lease);
+    store.reconnect(true);
+    await flush();
+    expect([store.remainingOf('bad', 1_000), store.remainingOf('good', 1_000)]).toEqual([10_000, 2_000]);
+    await limiter.close();
+  });
+
   it('a key with 8 of 10 used gets 2 after the loss, not 10; a reconnect that lost nothing charges nothing', async () => {
     let t = 1_000;
     const store = new OutageStore();

@@ -7,6 +7,10 @@
  * store lost its state, and the limiter charges it again, policy by policy, what it had counted for each
  * key this process remembers, as read when the connection was ready again (before any new answer).
  *
+ * A Redis Cluster keeps a mark on each master (stores/redis/node-marks.ts), since a master can lose its
+ * keys alone: it is set again when that master's breaker closes (`nodeBack`), and only the keys it serves
+ * are charged. A master restarted while this process sent it nothing (its breaker never opened) is not told.
+ *
  * One process is told of a loss: the first to set the mark again. Its memory (the keys it decided last,
  * at most 10,000 per plan, as of its last answer for each) is charged; keys only other processes decided
  * start from a full budget as before. Nothing here exists for a store without `markAlive` and
@@ -16,7 +20,7 @@ import type { Counted } from '../failure/answer-memory.js';
 import type { Fallback } from '../failure/fallback.js';
 import type { StoreGuard } from '../failure/store-guard.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import type { Store } from '../stores/store.js';
+import type { Store, StoreKey } from '../stores/store.js';
 import type { Clock } from '../types.js';
 import type { OwedCarry } from './carry-owed.js';
 
@@ -36,8 +40,8 @@ export class BudgetRestore {
     private readonly carry: OwedCarry,
     private readonly guard: StoreGuard,
     private readonly now: Clock,
-    /** Reports a restore of `keys` keys (WRN_RL_BUDGETS_RESTORED), unless switched off. */
-    private readonly report: ((keys: number) => void) | undefined,
+    /** Reports a restore of `keys` keys (WRN_RL_BUDGETS_RESTORED), of one node's on a Cluster, unless switched off. */
+    private readonly report: ((keys: number, node: string | undefined) => void) | undefined,
   ) {
     this.unwatch = store.watchConnection((event) => {
       if (event !== 'ready') return;
@@ -59,7 +63,7 @@ export class BudgetRestore {
     carry: OwedCarry,
     guard: StoreGuard,
     now: Clock,
-    report: ((keys: number) => void) | undefined,
+    report: ((keys: number, node: string | undefined) => void) | undefined,
   ): BudgetRestore | undefined {
     if (store.markAlive === undefined || store.watchConnection === undefined) return undefined;
     // Only rate policies are remembered: a plan of concurrency policies alone has nothing to charge again.
@@ -68,16 +72,34 @@ export class BudgetRestore {
     return new BudgetRestore(store as BudgetRestore['store'], plan, fallbacks, carry, guard, now, report);
   }
 
-  /** What the store had counted for every remembered key, read now. */
-  private snapshot(): Snapshot {
-    const at = this.now();
-    return [...this.fallbacks].map(([cp, f]) => [cp, f.counted(at)] as const);
+  /**
+   * A node's breaker closed (it answers again). On a store that marks each node (a Redis Cluster, whose
+   * masters lose their keys one by one), sets that node's mark and, when it was missing, charges again
+   * what the keys it serves had counted; checks wait for it as at a reconnect.
+   */
+  nodeBack(node: string): void {
+    let marking: Promise<boolean> | undefined;
+    try {
+      marking = this.store.markNodeAlive?.(this.plan.storePlan, node);
+    } catch {
+      return;
+    }
+    if (marking === undefined) return;
+    const counted = this.snapshot((storeKey) => this.guard.nodeOfKey(storeKey) === node);
+    const charged = this.chargeIfLost(marking, counted, node);
+    if (counted.some(([, keys]) => keys.length > 0)) this.guard.holdFor(charged, RESTORE_WAIT_MS);
   }
 
-  /**
-   * Sets the mark; when it was missing, charges `counted` again. Settles once the charges are sent. A mark
-   * the store cannot set is no loss.
-   */
+  /** What the store had counted for every remembered key (those `which` picks), read now. */
+  private snapshot(which?: (storeKey: StoreKey) => boolean): Snapshot {
+    const at = this.now();
+    return [...this.fallbacks].map(([cp, f]) => {
+      const counted = f.counted(at);
+      return [cp, which === undefined ? counted : counted.filter((c) => which(c.storeKey))] as const;
+    });
+  }
+
+  /** Sets the mark; when it was missing, charges `counted` again (`chargeIfLost`). */
   private mark(counted: Snapshot): Promise<void> {
     let marking: Promise<boolean>;
     try {
@@ -85,6 +107,14 @@ export class BudgetRestore {
     } catch {
       return Promise.resolve();
     }
+    return this.chargeIfLost(marking, counted);
+  }
+
+  /**
+   * When `marking` says the mark was missing, charges `counted` again. Settles once the charges are sent.
+   * A mark the store cannot set is no loss.
+   */
+  private chargeIfLost(marking: Promise<boolean>, counted: Snapshot, node?: string): Promise<void> {
     return marking.then(
       (missing) => {
         if (!missing) return;
@@ -93,7 +123,7 @@ export class BudgetRestore {
           for (const c of keys) this.carry.restore(cp.storePlan, c.storeKey, c.used);
           n += keys.length;
         }
-        if (n > 0) this.report?.(n);
+        if (n > 0) this.report?.(n, node);
       },
       () => undefined,
     );

@@ -93,8 +93,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
     defaultCost: config.defaultCost,
     countsDegraded: config.onStoreError === 'local',
   });
-  storeBack = (node) => plain.carryAllOwed(node);
   const restore = budgetRestore(config, defaultPlan, fallbacks, plain, now, warns);
+  storeBack = (node) => {
+    plain.carryAllOwed(node);
+    restore?.nodeBack(node);
+  };
   const { paths, keeper } = decisionPaths(config, compiled, defaultPlan, now, warns, {
     plain,
     targets,
@@ -247,11 +250,13 @@ function budgetRestore(
   warns: (code: WarningCode) => boolean,
 ): BudgetRestore | undefined {
   const report = warns('WRN_RL_BUDGETS_RESTORED')
-    ? (keys: number) =>
+    ? (keys: number, node: string | undefined) =>
         safeLog(
           config.logger,
           'warn',
-          { code: 'WRN_RL_BUDGETS_RESTORED', store: config.store.kind, keys },
+          node === undefined
+            ? { code: 'WRN_RL_BUDGETS_RESTORED', store: config.store.kind, keys }
+            : { code: 'WRN_RL_BUDGETS_RESTORED', store: config.store.kind, node, keys },
           `WRN_RL_BUDGETS_RESTORED: the store had lost its state (a restart without persistence, FLUSHALL, a failover to an empty replica); what ${keys} ${keys === 1 ? 'key' : 'keys'} had used by this process's last answers was charged again ${seeDocs('WRN_RL_BUDGETS_RESTORED')}`,
         )
     : undefined;

@@ -147,6 +147,13 @@ export interface Store {
    */
   markAlive?(plan: StorePlan): Promise<boolean>;
   /**
+   * For a store whose nodes can lose what they hold one by one (a Redis Cluster master restarted without
+   * persistence): sets the mark of `plan`'s limiter on `node` (a name `nodeOf` gives), asked when that
+   * node's breaker closes; true when it was missing there. Undefined where the store keeps one mark for
+   * all (`markAlive`).
+   */
+  markNodeAlive?(plan: StorePlan, node: string): Promise<boolean> | undefined;
+  /**
    * Called once by `createLimiter` with the plan it will pass to `apply`: the store may prepare per-plan
    * work (RedisStore generates the plan's script) and throws `RateLimitConfigError` for a plan it cannot
    * apply, so the limiter fails at construction instead of on every request.

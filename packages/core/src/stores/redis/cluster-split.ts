@@ -21,7 +21,6 @@
  * mid-request), the reservation stays until the state lets it go: the end of the window (fixed-window,
  * sliding-log; sliding-window's counter weighs it for two windows), or `cost / rate` for the buckets.
  */
-import type { StorePlan } from '../store.js';
 import { keySlot } from './cluster-slot.js';
 
 /** Plan positions grouped by the slot of their key name; undefined when they all share one slot. */

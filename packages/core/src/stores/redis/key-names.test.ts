@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compilePolicy } from '../../policy.js';
 import type { AlgorithmId, PolicyOptions } from '../../types.js';
-import { keyHead, keyName, keyTag, MAX_LITERAL_KEY, markName, policySuffix } from './key-names.js';
+import { keySlot } from './cluster-slot.js';
+import { keyHead, keyName, keyTag, MAX_LITERAL_KEY, markName, nodeMarkName, policySuffix } from './key-names.js';
 
 /** The text Redis Cluster hashes: between the first `{` and the next `}`, when not empty. */
 function hashedPart(name: string): string {
@@ -75,6 +76,24 @@ describe('markName', () => {
         const suffix = policySuffix(compilePolicy({ limit: 5, windowMs: 60_000 }, 'p', false));
         expect(markName('tg', n1)).not.toBe(keyName(keyHead('tg', n2), keyTag(key), suffix));
         if (n1 !== n2) expect(markName('tg', n1)).not.toBe(markName('tg', n2));
+      }),
+    );
+  });
+});
+
+describe('nodeMarkName', () => {
+  it("is the limiter's mark with a hash tag of its own: one per limiter and tag, never the single mark or a key of state", () => {
+    expect(nodeMarkName('tg', 'auth', 7)).toBe('tg:v2:auth:~alive{7}');
+    expect(keySlot(nodeMarkName('tg', 'auth', 7))).toBe(keySlot('7'));
+    const name = fc.option(fc.stringMatching(/^[!-9;-z|~]{1,8}$/), { nil: undefined });
+    const n = fc.nat(1 << 16);
+    fc.assert(
+      fc.property(name, name, n, n, fc.string(), (l1, l2, i, j, key) => {
+        const suffix = policySuffix(compilePolicy({ limit: 5, windowMs: 60_000 }, 'p', false));
+        const mark = nodeMarkName('tg', l1, i);
+        expect(mark).not.toBe(keyName(keyHead('tg', l2), keyTag(key), suffix));
+        expect(mark).not.toBe(markName('tg', l2));
+        if (l1 !== l2 || i !== j) expect(mark).not.toBe(nodeMarkName('tg', l2, j));
       }),
     );
   });

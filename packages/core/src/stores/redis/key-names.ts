@@ -86,6 +86,15 @@ export function markName(prefix: string, limiter: string | undefined): string {
   return `${keyHead(prefix, limiter)}~alive`;
 }
 
+/**
+ * The mark of a limiter on one master of a Redis Cluster (stores/redis/node-marks.ts): `<head>~alive{<n>}`,
+ * its hash tag `n` picked so that the key's slot is one that master serves. Never the single-node mark,
+ * never a key of state (whose tag follows the head at once).
+ */
+export function nodeMarkName(prefix: string, limiter: string | undefined, n: number): string {
+  return `${markName(prefix, limiter)}{${n}}`;
+}
+
 /** The Redis key holding the state of `policy` (its `suffix`, its `head`) for the limiter key whose tag is `tag`. */
 export function keyName(head: string, tag: string, suffix: string): string {
   return `${head}${tag}:${suffix}`;

@@ -45,6 +45,7 @@ import { EvictionWatch, type EvictionWatchOptions, serverAndStats } from './evic
 import { keyHead, keyName, keyTag, markName, policySuffix } from './key-names.js';
 import { heldReceipt, LocalBatcher, type LocalBatchStats } from './local-batch/local-batcher.js';
 import { type LocalBatchOptions, parseLocalBatch } from './local-batch/options.js';
+import { MARK_ALIVE, NodeMarks } from './node-marks.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
 import { releaseScript, renewScript, restoreScript } from './scripts/lease-scripts.js';
@@ -57,8 +58,6 @@ import { type RepairedState, RepairReporter } from './state-repair.js';
 
 /** How many times the server checks ask again after CONFIG GET failed (checkServer). */
 const CONFIG_CHECK_RETRIES = 2;
-/** RedisStore.markAlive: sets the mark unless it is there; 1 when it was not. */
-const MARK_ALIVE = "return redis.call('SET', KEYS[1], '1', 'NX') and 1 or 0";
 
 /** Options of `new RedisStore(options)`: the client, the key prefix, the logger, and the checks and watches it runs. */
 export interface RedisStoreOptions {
@@ -168,6 +167,8 @@ export class RedisStore implements Store {
   private readonly logger: Logger;
   private readonly warnEvicting: boolean;
   private readonly bindings = new WeakMap<StorePlan, Bound>();
+  /** A Cluster's marks, one per master (markAlive, markNodeAlive); undefined on one server. */
+  private readonly nodeMarks: NodeMarks | undefined;
 
   constructor(options: RedisStoreOptions) {
     const o = readOptions(options, OPTION_KEYS, 'options', '{ client: new Redis() } (RedisStore options)');
@@ -235,6 +236,7 @@ export class RedisStore implements Store {
     this.client = client;
     this.scripts = new ScriptRunner(client);
     this.prefix = prefix;
+    this.nodeMarks = client.isCluster ? new NodeMarks(client, prefix) : undefined;
     this.stateSpace = { holder: o.client as object, name: prefix };
     this.timeSource = timeSource;
     const batch = parseLocalBatch(o.localBatch);
@@ -384,6 +386,7 @@ export class RedisStore implements Store {
         void this.checkServer();
       }
       if (!this.used) this.inUse();
+      if (this.nodeMarks?.waiting === true) this.nodeMarks.flush();
       return undefined;
     }
     // A lazyConnect client connects on its first command; we send none until it is ready, so start it.
@@ -437,13 +440,28 @@ export class RedisStore implements Store {
    * Sets the mark of `plan`'s limiter (key-names.ts `markName`); true when it was missing: this Redis lost
    * everything since it was set (a restart without persistence, FLUSHALL, a failover to an empty replica),
    * or it never was. The first process to set it again after a loss is the one told. Always false, and
-   * nothing sent, on a Cluster (a node can lose its keys alone, which one mark cannot tell), on a client
-   * whose connection events tollgate cannot watch (it would not know when to ask), and before the client is ready.
+   * nothing sent, on a client whose connection events tollgate cannot watch (it would not know when to
+   * ask), and before the client is ready. On a Cluster, sets the mark on every master (node-marks.ts),
+   * once the Cluster is ready, and resolves false: a master's loss is told by `markNodeAlive`.
    */
   markAlive(plan: StorePlan): Promise<boolean> {
+    const limiter = plan.policies[0]?.limiter;
+    if (this.nodeMarks !== undefined) {
+      this.nodeMarks.markAll(limiter);
+      return Promise.resolve(false);
+    }
     // Not before the client is ready (a lazyConnect client is not started by it): its 'ready' sets the mark.
-    if (this.client.isCluster || this.client.watch === undefined || this.client.status !== 'ready') return Promise.resolve(false);
-    return this.client.evalScript(MARK_ALIVE, 1, [markName(this.prefix, plan.policies[0]?.limiter)]).then((x) => x === 1);
+    if (this.client.watch === undefined || this.client.status !== 'ready') return Promise.resolve(false);
+    return this.client.evalScript(MARK_ALIVE, 1, [markName(this.prefix, limiter)]).then((x) => x === 1);
+  }
+
+  /**
+   * On a Cluster, sets the mark of `plan`'s limiter on `node` (a master, as `nodeOf` names it); true when
+   * it was missing where this store had seen it set: the master lost its keys (a restart without
+   * persistence). Undefined on one server, whose mark `markAlive` keeps.
+   */
+  markNodeAlive(plan: StorePlan, node: string): Promise<boolean> | undefined {
+    return this.nodeMarks?.mark(plan.policies[0]?.limiter, node);
   }
 
   /** The client's connection closing and ready again (clients/connection-events.ts), for the lease keeper and the budget restore. */

@@ -83,6 +83,7 @@ export function ioredisClient(c: RedisClientLike): StoreClient {
       );
     },
     nodeAddress,
+    masterAddresses: () => masters().map(address),
   };
   if (c.connect !== undefined) {
     const connect = c.connect.bind(c);

@@ -74,5 +74,6 @@ export function nodeRedisCluster(c: NodeRedisClusterLike): StoreClient {
     info: (section) =>
       Promise.all(c.masters.map(async (m, i) => ({ node: masterName(m, i), text: infoText(await nodeSend(c, m, ['INFO', section])) }))),
     nodeAddress,
+    masterAddresses: () => c.masters.map(masterName),
   };
 }

@@ -66,6 +66,8 @@ export interface StoreClient {
   info(section: string): Promise<NodeInfo[]>;
   /** `host:port` of the master that serves `key` on a Cluster; undefined on one server or when unknown. */
   nodeAddress(key: string): string | undefined;
+  /** `host:port` of every master of a Cluster the client knows now (as `nodeAddress` names them); absent on one server. */
+  masterAddresses?(): readonly string[];
   /** Reports the connection's close and its ready again (connection-events.ts); absent where the client cannot say. */
   watch?(listener: (event: ConnectionEvent) => void): () => void;
 }

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import type { StoreClient } from './clients/store-client.js';
+import { keySlot } from './cluster-slot.js';
+import { NodeMarks } from './node-marks.js';
+
+/** A Cluster client of three masters splitting the slots (`a` 0-99, `b` 100-16382, `c` the last slot alone), over a Set. */
+function fakeCluster(status = 'ready') {
+  const keys = new Set<string>();
+  const sent: string[] = [];
+  const owner = (slot: number) => (slot < 100 ? 'a:1' : slot < 16383 ? 'b:2' : 'c:3');
+  const client = {
+    status,
+    nodeAddress: (key: string) => owner(keySlot(key)),
+    masterAddresses: () => ['a:1', 'b:2', 'c:3'],
+    evalScript(_lua: string, _n: number, [name]: readonly string[]) {
+      sent.push(name as string);
+      if (keys.has(name as string)) return Promise.resolve(0);
+      keys.add(name as string);
+      return Promise.resolve(1);
+    },
+  };
+  return { client, keys, sent, owner };
+}
+
+const asClient = (c: object) => c as unknown as StoreClient;
+
+describe('NodeMarks', () => {
+  it("puts each master's mark in a slot that master serves, the same key in every process, even for a master of one slot", async () => {
+    const { client, keys, owner } = fakeCluster();
+    const marks = new NodeMarks(asClient(client), 'tg');
+    marks.markAll('api');
+    await new Promise((r) => setImmediate(r));
+    expect([...keys].map((k) => owner(keySlot(k))).sort()).toEqual(['a:1', 'b:2', 'c:3']);
+    const again = fakeCluster();
+    const other = new NodeMarks(asClient(again.client), 'tg');
+    other.markAll('api');
+    await new Promise((r) => setImmediate(r));
+    expect([...again.keys].sort()).toEqual([...keys].sort());
+    expect([...keys].every((k) => k.startsWith('tg:v2:api:~alive{'))).toBe(true);
+  });
+
+  it('tells a loss only of a mark it saw: never set by it is no loss; set, then gone, is', async () => {
+    const { client, keys } = fakeCluster();
+    const marks = new NodeMarks(asClient(client), 'tg');
+    // b's mark was never set by this store: setting it now tells nothing.
+    expect(await marks.mark(undefined, 'b:2')).toBe(false);
+    expect(await marks.mark(undefined, 'b:2')).toBe(false);
+    keys.clear();
+    expect(await marks.mark(undefined, 'b:2')).toBe(true);
+    expect(await marks.mark(undefined, 'b:2')).toBe(false);
+    // Another process set it before this store asked: seen, so its later loss is told.
+    const bOnly = [...keys][0] as string;
+    const fresh = new NodeMarks(asClient(client), 'tg');
+    expect(await fresh.mark(undefined, 'b:2')).toBe(false);
+    keys.delete(bOnly);
+    expect(await fresh.mark(undefined, 'b:2')).toBe(true);
+  });
+
+  it('a master the slot map does not know gets no mark, and nothing is sent', async () => {
+    const { client, sent } = fakeCluster();
+    const marks = new NodeMarks(asClient(client), 'tg');
+    expect(await marks.mark('api', 'z:9')).toBe(false);
+    const unknown = { ...client, nodeAddress: () => undefined };
+    expect(await new NodeMarks(asClient(unknown), 'tg').mark('api', 'a:1')).toBe(false);
+    expect(sent).toEqual([]);
+  });
+
+  it('before the Cluster is ready, marks wait for the first call that finds it ready (flush)', async () => {
+    const { client, keys } = fakeCluster('connecting');
+    const marks = new NodeMarks(asClient(client), 'tg');
+    marks.markAll('api');
+    marks.markAll('login');
+    expect(marks.waiting).toBe(true);
+    expect(keys.size).toBe(0);
+    client.status = 'ready';
+    marks.flush();
+    expect(marks.waiting).toBe(false);
+    await new Promise((r) => setImmediate(r));
+    expect(keys.size).toBe(6);
+  });
+});

@@ -1,0 +1,113 @@
+/**
+ * @module Budgets survive a Redis Cluster master that comes back without its keys (a restart without
+ * persistence): the limiter keeps a mark on each master (stores/redis/node-marks.ts), finds the restarted
+ * master's gone when that master's breaker closes, and charges it again what each key it serves had used
+ * by this process's last answers; the keys of the other masters are charged nothing. A real three-master
+ * Cluster on loopback, through each Cluster client tollgate supports.
+ */
+import { createLimiter, RedisStore } from '@tollgate/core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+// Where a limiter key's Redis keys live (internals of the store, as tests may use).
+import { keySlot } from '../../../packages/core/src/stores/redis/cluster-slot.js';
+import { keyTag } from '../../../packages/core/src/stores/redis/key-names.js';
+import { describeRedis, type RedisClusterHarness, type RedisServer, randomPrefix, startCluster, waitFor } from './harness.js';
+
+const WINDOW_MS = 600_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
+  let cluster: RedisClusterHarness;
+
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.close();
+  });
+
+  /** A limiter key (a short one: its hash tag is the key) whose Redis keys live on `node`. */
+  async function keyOn(node: RedisServer, hint: string): Promise<string> {
+    for (let i = 0; ; i++) {
+      const key = `${hint}-${i}`;
+      if ((await cluster.ownerOf(keySlot(keyTag(key)))) === node) return key;
+    }
+  }
+
+  /** The marks of `prefix` on every master. */
+  async function marks(prefix: string): Promise<number> {
+    let n = 0;
+    for (const m of cluster.masters) n += ((await cluster.node(m).keys(`${prefix}:*~alive*`)) as string[]).length;
+    return n;
+  }
+
+  it('a limiter made before its Cluster client is ready marks every master at its first call that finds it ready', async () => {
+    const prefix = randomPrefix();
+    const client = cluster.client();
+    expect(client.status).not.toBe('ready');
+    const limiter = createLimiter({
+      name: 'cluster-early',
+      policies: { limit: 5, windowMs: 60_000 },
+      store: new RedisStore({ client, prefix, validate: false }),
+      onStoreError: 'local',
+      logger: { warn() {}, error() {} },
+    });
+    expect(await marks(prefix)).toBe(0);
+    expect((await limiter.check('a')).degraded).toBe(false);
+    await waitFor('a mark on every master', async () => (await marks(prefix)) === 3);
+    await limiter.close();
+  });
+
+  for (const kind of ['ioredis', 'iovalkey', 'node-redis'] as const) {
+    it(`${kind}: a key with 8 of 10 used on the restarted master admits 2 after it is back (before: 10); the other masters' keys are charged nothing`, async () => {
+      // Not near the end of a ten-minute window (Redis TIME reads this machine's clock).
+      const into = Date.now() % WINDOW_MS;
+      if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
+      const windowStart = Date.now() - (Date.now() % WINDOW_MS);
+      const victim = cluster.masters[2] as RedisServer;
+      const [k, probe, other] = [
+        await keyOn(victim, 'k'),
+        await keyOn(victim, 'probe'),
+        await keyOn(cluster.masters[1] as RedisServer, 'o'),
+      ];
+      const prefix = randomPrefix();
+      const warnings: Record<string, unknown>[] = [];
+      const limiter = createLimiter({
+        name: `cluster-budgets-${kind.replace('-', '')}`,
+        policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+        store: new RedisStore({ client: await cluster.storeClient(kind), prefix, validate: false }),
+        onStoreError: 'local',
+        storeTimeoutMs: 1_000,
+        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+      });
+      for (let i = 0; i < 8; i++) expect((await limiter.check(k)).allowed).toBe(true);
+      for (let i = 0; i < 3; i++) expect((await limiter.check(other)).allowed).toBe(true);
+      // One mark per master, set once the Cluster was ready.
+      await waitFor('a mark on every master', async () => (await marks(prefix)) === 3);
+      const left = async (key: string) => (await limiter.peek(key)).remaining;
+
+      await victim.stop();
+      // A check on the stopped master opens its breaker (answered by the failure mode); the others answer.
+      await waitFor('the failure mode to answer for the stopped master', async () => (await limiter.check(probe)).degraded);
+      expect((await limiter.check(other)).degraded).toBe(false);
+      await victim.start();
+      await cluster.waitHealthy();
+      await waitFor('the restarted master to answer', async () => !(await limiter.check(probe)).degraded, 15_000);
+      await waitFor('the budgets restored', () => warnings.some((w) => w.code === 'WRN_RL_BUDGETS_RESTORED'));
+      expect(warnings.filter((w) => w.code === 'WRN_RL_BUDGETS_RESTORED')).toEqual([
+        expect.objectContaining({ store: 'redis', node: `127.0.0.1:${victim.port}`, keys: expect.any(Number) }),
+      ]);
+      let admitted = 0;
+      for (let i = 0; i < 10; i++) {
+        const d = await limiter.check(k);
+        expect(d.degraded).toBe(false);
+        if (d.allowed) admitted += 1;
+      }
+      expect(admitted).toBe(2);
+      // The other master kept its keys and was charged nothing again: 10 - 3 - 1.
+      expect(await left(other)).toBe(6);
+      expect(await marks(prefix)).toBe(3);
+      expect(Date.now() - windowStart).toBeLessThan(WINDOW_MS);
+      await limiter.close();
+    }, 90_000);
+  }
+});

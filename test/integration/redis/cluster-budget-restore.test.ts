@@ -57,6 +57,41 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
     await limiter.close();
   });
 
+  it("several keys per decision on two masters: only the restarted master's policy is charged again, the other's not twice", async () => {
+    const into = Date.now() % WINDOW_MS;
+    if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
+    const victim = cluster.masters[2] as RedisServer;
+    const key = { ip: await keyOn(victim, 'ip'), account: await keyOn(cluster.masters[0] as RedisServer, 'acct') };
+    const probe = await keyOn(victim, 'probe');
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      name: 'cluster-budgets-keys',
+      policies: [
+        { name: 'ip', algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+        { name: 'account', algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+      ],
+      store: new RedisStore({ client: await cluster.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
+      onStoreError: 'local',
+      storeTimeoutMs: 1_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    for (let i = 0; i < 8; i++) expect((await limiter.check(key)).allowed).toBe(true);
+    await victim.stop();
+    await waitFor('the failure mode to answer for the stopped master', async () => (await limiter.check(probe)).degraded);
+    await victim.start();
+    await cluster.waitHealthy();
+    await waitFor('the restarted master to answer', async () => !(await limiter.check(probe)).degraded, 15_000);
+    await waitFor('the budgets restored', () => warnings.some((w) => w.code === 'WRN_RL_BUDGETS_RESTORED'));
+    const d = await limiter.peek(key);
+    expect(d.degraded).toBe(false);
+    // ip (on the restarted master) charged its 8 again; account (on a master that kept its keys) not again.
+    expect(d.policies.map((p) => [p.name, p.remaining])).toEqual([
+      ['ip', 2],
+      ['account', 2],
+    ]);
+    await limiter.close();
+  }, 90_000);
+
   for (const kind of ['ioredis', 'iovalkey', 'node-redis'] as const) {
     it(`${kind}: a key with 8 of 10 used on the restarted master admits 2 after it is back (before: 10); the other masters' keys are charged nothing`, async () => {
       // Not near the end of a ten-minute window (Redis TIME reads this machine's clock).

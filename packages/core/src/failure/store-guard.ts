@@ -16,6 +16,11 @@ import { type Overdue, Watchdog } from './watchdog.js';
 /** The node name of stores that do not tell nodes apart. */
 export const WHOLE_STORE = 'store';
 
+/** The nodes a node name of `StoreGuard.nodeOfKey` names: itself, or each of a call's several nodes. */
+export function nodesIn(node: string): string[] {
+  return node.split('+');
+}
+
 /**
  * How long the first checks wait for a store that has not connected yet (a Redis client still
  * connecting when the app starts), ms; after that the failure mode answers until it connects.

@@ -18,9 +18,9 @@
  */
 import type { Counted } from '../failure/answer-memory.js';
 import type { Fallback } from '../failure/fallback.js';
-import type { StoreGuard } from '../failure/store-guard.js';
+import { nodesIn, type StoreGuard } from '../failure/store-guard.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import type { Store, StoreKey } from '../stores/store.js';
+import { keyAt, type Store } from '../stores/store.js';
 import type { Clock } from '../types.js';
 import type { OwedCarry } from './carry-owed.js';
 
@@ -74,10 +74,15 @@ export class BudgetRestore {
 
   /**
    * A node's breaker closed (it answers again). On a store that marks each node (a Redis Cluster, whose
-   * masters lose their keys one by one), sets that node's mark and, when it was missing, charges again
-   * what the keys it serves had counted; checks wait for it as at a reconnect.
+   * masters lose their keys one by one), sets the mark of each master `node` names (the breaker of calls
+   * over several masters names them all: StoreGuard.nodeOfKey) and, where it was missing, charges again
+   * what the keys that master serves had counted; checks wait for it as at a reconnect.
    */
   nodeBack(node: string): void {
+    for (const master of nodesIn(node)) this.masterBack(master);
+  }
+
+  private masterBack(node: string): void {
     let marking: Promise<boolean> | undefined;
     try {
       marking = this.store.markNodeAlive?.(this.plan.storePlan, node);
@@ -85,17 +90,26 @@ export class BudgetRestore {
       return;
     }
     if (marking === undefined) return;
-    const counted = this.snapshot((storeKey) => this.guard.nodeOfKey(storeKey) === node);
+    const counted = this.snapshot(node);
     const charged = this.chargeIfLost(marking, counted, node);
     if (counted.some(([, keys]) => keys.length > 0)) this.guard.holdFor(charged, RESTORE_WAIT_MS);
   }
 
-  /** What the store had counted for every remembered key (those `which` picks), read now. */
-  private snapshot(which?: (storeKey: StoreKey) => boolean): Snapshot {
+  /**
+   * What the store had counted for every remembered key, read now; with `node`, only what that node
+   * holds (of a decision over several keys, the policies whose key it serves).
+   */
+  private snapshot(node?: string): Snapshot {
     const at = this.now();
     return [...this.fallbacks].map(([cp, f]) => {
       const counted = f.counted(at);
-      return [cp, which === undefined ? counted : counted.filter((c) => which(c.storeKey))] as const;
+      if (node === undefined) return [cp, counted] as const;
+      const on: Counted[] = [];
+      for (const c of counted) {
+        const used = c.used.map((u, i) => (u > 0 && this.guard.nodeOf(keyAt(c.storeKey, i)) === node ? u : 0));
+        if (used.some((u) => u > 0)) on.push({ storeKey: c.storeKey, used });
+      }
+      return [cp, on] as const;
     });
   }
 

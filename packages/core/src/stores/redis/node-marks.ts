@@ -57,9 +57,9 @@ export class NodeMarks {
     return undefined;
   }
 
-  /** Sets `limiter`'s mark on `node`; true when it was missing where this store had seen it. */
+  /** Sets `limiter`'s mark on `node`; true when it was missing where this store had seen it. Nothing sent for a name that is no master's. */
   mark(limiter: string | undefined, node: string): Promise<boolean> {
-    const name = this.nameOn(limiter, node);
+    const name = this.client.masterAddresses?.().includes(node) === true ? this.nameOn(limiter, node) : undefined;
     if (name === undefined) return Promise.resolve(false);
     const seen = this.seen.has(name);
     return this.client.evalScript(MARK_ALIVE, 1, [name]).then((x) => {

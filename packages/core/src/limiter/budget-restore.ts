@@ -106,6 +106,11 @@ export class BudgetRestore {
       if (node === undefined) return [cp, counted] as const;
       const on: Counted[] = [];
       for (const c of counted) {
+        // One key: every policy's state lives where that key's tag does.
+        if (typeof c.storeKey === 'string') {
+          if (this.guard.nodeOf(c.storeKey) === node) on.push(c);
+          continue;
+        }
         const used = c.used.map((u, i) => (u > 0 && this.guard.nodeOf(keyAt(c.storeKey, i)) === node ? u : 0));
         if (used.some((u) => u > 0)) on.push({ storeKey: c.storeKey, used });
       }

@@ -9,7 +9,7 @@
  *
  * A Redis Cluster keeps a mark on each master (stores/redis/node-marks.ts), since a master can lose its
  * keys alone: it is set again when that master's breaker closes (`nodeBack`), and only the keys it serves
- * are charged. A master restarted while this process sent it nothing (its breaker never opened) is not told.
+ * are charged. A master restarted while this limiter sent it nothing (its breaker never opened) is not told.
  *
  * One process is told of a loss: the first to set the mark again. Its memory (the keys it decided last,
  * at most 10,000 per plan, as of its last answer for each) is charged; keys only other processes decided

@@ -92,6 +92,42 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
     await limiter.close();
   }, 90_000);
 
+  it("a limiter that sent the restarted master nothing meanwhile is told by another limiter of its store that found the master's keys gone", async () => {
+    const into = Date.now() % WINDOW_MS;
+    if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
+    const victim = cluster.masters[2] as RedisServer;
+    const [k, probe] = [await keyOn(victim, 'k'), await keyOn(victim, 'probe')];
+    const store = new RedisStore({ client: await cluster.storeClient('ioredis'), prefix: randomPrefix(), validate: false });
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = (name: string) =>
+      createLimiter({
+        name,
+        policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+        store,
+        onStoreError: 'local',
+        storeTimeoutMs: 1_000,
+        logger: { warn: (o: Record<string, unknown>) => warnings.push({ ...o, name }), error() {} },
+      });
+    const [busy, quiet] = [limiter('busy'), limiter('quiet')];
+    for (let i = 0; i < 8; i++) expect((await quiet.check(k)).allowed).toBe(true);
+    expect((await busy.check(k)).allowed).toBe(true);
+    await victim.stop();
+    // Only `busy` calls the stopped master; `quiet` sends it nothing until it is back.
+    await waitFor('the failure mode to answer for the stopped master', async () => (await busy.check(probe)).degraded);
+    await victim.start();
+    await cluster.waitHealthy();
+    await waitFor('the restarted master to answer', async () => !(await busy.check(probe)).degraded, 15_000);
+    await waitFor('both limiters restored', () => warnings.filter((w) => w.code === 'WRN_RL_BUDGETS_RESTORED').length === 2);
+    expect(warnings.map((w) => [w.name, w.code, w.node]).sort()).toEqual([
+      ['busy', 'WRN_RL_BUDGETS_RESTORED', `127.0.0.1:${victim.port}`],
+      ['quiet', 'WRN_RL_BUDGETS_RESTORED', `127.0.0.1:${victim.port}`],
+    ]);
+    let admitted = 0;
+    for (let i = 0; i < 10; i++) if ((await quiet.check(k)).allowed) admitted += 1;
+    expect(admitted).toBe(2);
+    await Promise.all([busy.close(), quiet.close()]);
+  }, 90_000);
+
   for (const kind of ['ioredis', 'iovalkey', 'node-redis'] as const) {
     it(`${kind}: a key with 8 of 10 used on the restarted master admits 2 after it is back (before: 10); the other masters' keys are charged nothing`, async () => {
       // Not near the end of a ten-minute window (Redis TIME reads this machine's clock).

@@ -9,7 +9,9 @@
  *
  * A Redis Cluster keeps a mark on each master (stores/redis/node-marks.ts), since a master can lose its
  * keys alone: it is set again when that master's breaker closes (`nodeBack`), and only the keys it serves
- * are charged. A master restarted while this limiter sent it nothing (its breaker never opened) is not told.
+ * are charged; the other limiters on the same store are told too (`Store.watchNodeLoss`), as their own
+ * breakers may not have seen that master fail. A master restarted while no limiter of this store sent it
+ * anything (no breaker opened) is not told.
  *
  * One process is told of a loss: the first to set the mark again. Its memory (the keys it decided last,
  * at most 10,000 per plan, as of its last answer for each) is charged; keys only other processes decided
@@ -31,6 +33,7 @@ const RESTORE_WAIT_MS = 100;
 
 export class BudgetRestore {
   private readonly unwatch: () => void;
+  private readonly unwatchNodes: (() => void) | undefined;
 
   private constructor(
     private readonly store: Store & Required<Pick<Store, 'markAlive' | 'watchConnection'>>,
@@ -50,6 +53,11 @@ export class BudgetRestore {
       // Checks sent meanwhile would be answered from a budget Redis may have lost: they wait for the
       // restore's charges to go ahead of them (one round trip; RESTORE_WAIT_MS at most).
       if (counted.some(([, keys]) => keys.length > 0)) this.guard.holdFor(marking, RESTORE_WAIT_MS);
+    });
+    // Another limiter on this store found a Cluster master lost its keys: this one's mark there went too.
+    const name = plan.storePlan.policies[0]?.limiter;
+    this.unwatchNodes = store.watchNodeLoss?.((node, limiter) => {
+      if (limiter !== name) this.masterBack(node);
     });
     // Set at start, so that a later reconnect that finds it missing knows the store lost it.
     void this.mark([]);
@@ -150,5 +158,6 @@ export class BudgetRestore {
 
   close(): void {
     this.unwatch();
+    this.unwatchNodes?.();
   }
 }

@@ -154,6 +154,12 @@ export interface Store {
    */
   markNodeAlive?(plan: StorePlan, node: string): Promise<boolean> | undefined;
   /**
+   * Calls `listener` when a limiter on this store found `node` lost what it held (`markNodeAlive` said
+   * missing; `limiter`: that limiter's name, as `CompiledPolicy.limiter`), so the other limiters, whose
+   * breakers may not have seen the node fail, check their own marks there. Returns the function that stops the calls.
+   */
+  watchNodeLoss?(listener: (node: string, limiter: string | undefined) => void): () => void;
+  /**
    * Called once by `createLimiter` with the plan it will pass to `apply`: the store may prepare per-plan
    * work (RedisStore generates the plan's script) and throws `RateLimitConfigError` for a plan it cannot
    * apply, so the limiter fails at construction instead of on every request.

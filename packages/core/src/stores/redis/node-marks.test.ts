@@ -56,6 +56,51 @@ describe('NodeMarks', () => {
     expect(await fresh.mark(undefined, 'b:2')).toBe(true);
   });
 
+  it("tells the other limiters of a master's loss found by one: each loss once, with the master and the limiter that found it", async () => {
+    const { client, keys } = fakeCluster();
+    const marks = new NodeMarks(asClient(client), 'tg');
+    const told: [string, string | undefined][] = [];
+    const stop = marks.watchLoss((node, limiter) => told.push([node, limiter]));
+    marks.markAll('api');
+    marks.markAll('login');
+    await new Promise((r) => setImmediate(r));
+    expect(await marks.mark('api', 'b:2')).toBe(false);
+    expect(told).toEqual([]);
+    keys.clear();
+    expect(await marks.mark('api', 'b:2')).toBe(true);
+    expect(told).toEqual([['b:2', 'api']]);
+    // Found later, outside a telling, `login`'s loss on b is told too.
+    expect(await marks.mark('login', 'b:2')).toBe(true);
+    expect(told).toEqual([
+      ['b:2', 'api'],
+      ['b:2', 'login'],
+    ]);
+    stop();
+    keys.clear();
+    expect(await marks.mark('api', 'a:1')).toBe(true);
+    expect(told).toHaveLength(2);
+  });
+
+  it('a mark asked for by a listener while a loss is told tells nobody again: one round of tellings per loss, however many limiters', async () => {
+    const { client, keys } = fakeCluster();
+    const marks = new NodeMarks(asClient(client), 'tg');
+    const names = ['l0', 'l1', 'l2', 'l3'];
+    for (const n of names) marks.markAll(n);
+    await new Promise((r) => setImmediate(r));
+    const told: string[] = [];
+    const found: Promise<boolean>[] = [];
+    // Each limiter, told of another's loss, asks for its own mark there (as BudgetRestore does).
+    for (const n of names)
+      marks.watchLoss((node, limiter) => {
+        told.push(`${n} told by ${limiter}`);
+        if (limiter !== n) found.push(marks.mark(n, node));
+      });
+    keys.clear();
+    expect(await marks.mark('l0', 'b:2')).toBe(true);
+    expect(await Promise.all(found)).toEqual([true, true, true]);
+    expect(told).toEqual(names.map((n) => `${n} told by l0`));
+  });
+
   it('a master the slot map does not know gets no mark, and nothing is sent', async () => {
     const { client, sent } = fakeCluster();
     const marks = new NodeMarks(asClient(client), 'tg');

@@ -28,6 +28,10 @@ export class NodeMarks {
   private readonly seen = new Set<string>();
   /** Limiters whose marks wait for the Cluster to be ready (`markAll` before it was). */
   private pending: (string | undefined)[] | undefined = undefined;
+  /** Told when a limiter found a master's mark missing (`watchLoss`). */
+  private readonly losses = new Set<(node: string, limiter: string | undefined) => void>();
+  /** The masters whose loss is being told now: the marks the listeners ask for meanwhile tell nobody again. */
+  private readonly telling = new Set<string>();
 
   constructor(
     private readonly client: StoreClient,
@@ -62,10 +66,35 @@ export class NodeMarks {
     const name = this.client.masterAddresses?.().includes(node) === true ? this.nameOn(limiter, node) : undefined;
     if (name === undefined) return Promise.resolve(false);
     const seen = this.seen.has(name);
+    // A mark asked for by a listener told of this master's loss: its own loss is the same one, told already.
+    const tells = !this.telling.has(node);
     return this.client.evalScript(MARK_ALIVE, 1, [name]).then((x) => {
       this.seen.add(name);
-      return seen && x === 1;
+      const lost = seen && x === 1;
+      if (lost && tells) this.tellLoss(node, limiter);
+      return lost;
     });
+  }
+
+  private tellLoss(node: string, limiter: string | undefined): void {
+    this.telling.add(node);
+    try {
+      for (const tell of [...this.losses]) tell(node, limiter);
+    } finally {
+      this.telling.delete(node);
+    }
+  }
+
+  /**
+   * Calls `listener` when a limiter on this store finds `node` lost its keys (its mark was missing): the
+   * marks of the other limiters there went with it, though their breakers may never have seen the master
+   * fail (no call of theirs went to it meanwhile). Returns the function that stops the calls.
+   */
+  watchLoss(listener: (node: string, limiter: string | undefined) => void): () => void {
+    this.losses.add(listener);
+    return () => {
+      this.losses.delete(listener);
+    };
   }
 
   /** Marks `limiter` on every master now, or at the first call that finds the Cluster ready (`flush`). */

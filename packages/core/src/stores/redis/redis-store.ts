@@ -464,6 +464,11 @@ export class RedisStore implements Store {
     return this.nodeMarks?.mark(plan.policies[0]?.limiter, node);
   }
 
+  /** On a Cluster, calls `listener` when a limiter on this store found a master lost its keys (`markNodeAlive`); see `Store.watchNodeLoss`. */
+  watchNodeLoss(listener: (node: string, limiter: string | undefined) => void): () => void {
+    return this.nodeMarks?.watchLoss(listener) ?? (() => undefined);
+  }
+
   /** The client's connection closing and ready again (clients/connection-events.ts), for the lease keeper and the budget restore. */
   watchConnection(listener: (event: ConnectionEvent) => void): () => void {
     return this.client.watch?.(listener) ?? (() => undefined);

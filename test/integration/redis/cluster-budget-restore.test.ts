@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 // Where a limiter key's Redis keys live (internals of the store, as tests may use).
 import { keySlot } from '../../../packages/core/src/stores/redis/cluster-slot.js';
 import { keyTag } from '../../../packages/core/src/stores/redis/key-names.js';
-import { describeRedis, type RedisClusterHarness, type RedisServer, randomPrefix, startCluster, waitFor } from './harness.js';
+import { CLIENT_KINDS, describeRedis, type RedisClusterHarness, type RedisServer, randomPrefix, startCluster, waitFor } from './harness.js';
 
 const WINDOW_MS = 600_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -128,7 +128,7 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
     await Promise.all([busy.close(), quiet.close()]);
   }, 90_000);
 
-  for (const kind of ['ioredis', 'iovalkey', 'node-redis'] as const) {
+  for (const kind of CLIENT_KINDS) {
     it(`${kind}: a key with 8 of 10 used on the restarted master admits 2 after it is back (before: 10); the other masters' keys are charged nothing`, async () => {
       // Not near the end of a ten-minute window (Redis TIME reads this machine's clock).
       const into = Date.now() % WINDOW_MS;

@@ -282,7 +282,7 @@ export class LeaseKeeper {
 
   /**
    * Gives `d`, admitted with lease `lease` of `key` in `store` under `plan`, its `release` (once; wakes
-   * the queues `queues`) and `renew`. `carry`: the limiter's store and plan, when the failure mode granted
+   * the queues `queues` names, read only when someone waits in some queue) and `renew`. `carry`: the limiter's store and plan, when the failure mode granted
    * the lease in its own `store` during an outage: the lease is put into that store too once it answers
    * (with the held leases, before a new lease there), so the requests an outage admitted still count
    * after it; released and renewed there from then on.
@@ -294,7 +294,7 @@ export class LeaseKeeper {
     lease: number,
     store: Store,
     plan: StorePlan,
-    queues: readonly string[],
+    queues: () => readonly string[],
     carry?: { readonly store: Store; readonly plan: StorePlan },
   ): void {
     let released = false;
@@ -320,7 +320,7 @@ export class LeaseKeeper {
       if (kept === undefined) this.send(() => this.aside(key, store.release?.(key, plan, lease, this.now())));
       else this.releaseKept(kept, held);
       if (carried !== undefined) this.releaseKept(carried.kept, carried.held);
-      for (const id of queues) this.queues.wake(id);
+      if (!this.queues.idle) for (const id of queues()) this.queues.wake(id);
     };
     d.renew = () => {
       if (released) return false;

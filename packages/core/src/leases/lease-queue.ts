@@ -46,6 +46,11 @@ export class LeaseQueues {
    */
   private readonly counted = new Map<string, number>();
 
+  /** True while no request waits in any queue: a release has no one to wake. */
+  get idle(): boolean {
+    return this.queues.size === 0;
+  }
+
   /** Requests of `id` waiting now (its own and those it counts: see `wait`). */
   waiting(id: string): number {
     return this.queues.get(id)?.length ?? 0;

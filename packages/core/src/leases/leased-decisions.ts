@@ -268,13 +268,13 @@ export class LeasedDecider {
     if (d.limited || !(d instanceof DecisionImpl)) return d;
     const { store, keeper } = this.parts;
     if (!d.degraded) {
-      keeper.hold(d, t.cp, t.storeKey, lease, store, t.cp.storePlan, queueIds(t, t.cp.leaseAts));
+      keeper.hold(d, t.cp, t.storeKey, lease, store, t.cp.storePlan, () => queueIds(t, t.cp.leaseAts));
       return d;
     }
     // 'local' took the lease in its own store ('open' admitted without one); it goes into the store too once it answers.
     const local = (this.parts.fallbacks.get(t.cp) as Fallback).leases;
     if (local !== undefined)
-      keeper.hold(d, t.cp, t.storeKey, lease, local.store, local.plan, queueIds(t, t.cp.leaseAts), { store, plan: t.cp.storePlan });
+      keeper.hold(d, t.cp, t.storeKey, lease, local.store, local.plan, () => queueIds(t, t.cp.leaseAts), { store, plan: t.cp.storePlan });
     return d;
   }
 

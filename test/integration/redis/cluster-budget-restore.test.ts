@@ -128,6 +128,52 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
     await Promise.all([busy.close(), quiet.close()]);
   }, 90_000);
 
+  it('leases too: a concurrency limiter that sent the restarted master nothing puts its held leases back there before granting new ones', async () => {
+    const victim = cluster.masters[2] as RedisServer;
+    const [k, probe] = [await keyOn(victim, 'lease'), await keyOn(victim, 'probe')];
+    const store = new RedisStore({ client: await cluster.storeClient('ioredis'), prefix: randomPrefix(), validate: false });
+    const warnings: Record<string, unknown>[] = [];
+    const logger = { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} };
+    const rate = createLimiter({
+      name: 'rate',
+      // A fixed window: what it counted stays counted (a bucket would have refilled one request by then).
+      policies: { algorithm: 'fixed-window', limit: 1_000, windowMs: WINDOW_MS },
+      store,
+      onStoreError: 'local',
+      storeTimeoutMs: 1_000,
+      logger,
+    });
+    // Renewed every 10 s: no renewal of its own finds the leases gone during this test.
+    const slots = createLimiter({
+      name: 'slots',
+      policies: { algorithm: 'concurrency', limit: 2, leaseMs: 20_000 },
+      store,
+      storeTimeoutMs: 1_000,
+      logger,
+    });
+    expect((await rate.check(k)).allowed).toBe(true);
+    const held = [await slots.check(k), await slots.check(k)];
+    expect(held.map((d) => d.allowed)).toEqual([true, true]);
+    await victim.stop();
+    // Only the rate limiter calls the stopped master.
+    await waitFor('the failure mode to answer for the stopped master', async () => (await rate.check(probe)).degraded);
+    await victim.start();
+    await cluster.waitHealthy();
+    await waitFor('the restarted master to answer', async () => !(await rate.check(probe)).degraded, 15_000);
+    await waitFor('the budgets restored', () => warnings.some((w) => w.code === 'WRN_RL_BUDGETS_RESTORED'));
+    // Both leases held are put back on the emptied master before the next one is asked for: the third is refused.
+    const third = await slots.check(k);
+    expect(third).toMatchObject({ allowed: false, degraded: false });
+    expect(warnings.filter((w) => w.code === 'WRN_RL_LEASES_RESTORED')).toEqual([expect.objectContaining({ restored: 2 })]);
+    for (const d of held) d.release?.();
+    await waitFor('a lease free again', async () => {
+      const d = await slots.check(k);
+      d.release?.();
+      return d.allowed;
+    });
+    await Promise.all([rate.close(), slots.close()]);
+  }, 90_000);
+
   for (const kind of CLIENT_KINDS) {
     it(`${kind}: a key with 8 of 10 used on the restarted master admits 2 after it is back (before: 10); the other masters' keys are charged nothing`, async () => {
       // Not near the end of a ten-minute window (Redis TIME reads this machine's clock).

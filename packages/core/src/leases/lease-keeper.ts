@@ -26,6 +26,7 @@
 import { MAX_LEASE_RETRY_MS } from '../algorithms/concurrency.js';
 import { costUnits, DecisionImpl, Result } from '../decision.js';
 import { seeDocs } from '../errors.js';
+import { nodesIn } from '../failure/store-guard.js';
 import { LineThrottle, type Logger, safeLog } from '../logging.js';
 import { type InFlightSource, reportInFlight } from '../observability/in-flight.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
@@ -96,11 +97,6 @@ function puttingBack<T>(held: Held, p: Promise<T>): Promise<T> {
   };
   p.then(done, done);
   return p;
-}
-
-/** The nodes a call for a key goes to: one, or the keys of several policies on several masters ('a+b', StoreGuard.nodeOfKey). */
-function nodesIn(node: string): string[] {
-  return node.split('+');
 }
 
 /** Whether a call for `node` (one node, or several joined by '+') goes to any of `nodes`. */
@@ -515,7 +511,12 @@ export class LeaseKeeper {
     let kept = this.stores.get(store);
     if (kept === undefined) {
       const k = new StoreLeases(store as StoreLeases['store']);
-      k.unwatch = store.watchConnection?.((event) => this.connection(k, event));
+      const connection = store.watchConnection?.((event) => this.connection(k, event));
+      const nodes = store.watchNodeLoss?.((node) => this.nodeLost(k, node));
+      k.unwatch = () => {
+        connection?.();
+        nodes?.();
+      };
       this.stores.set(store, k);
       kept = k;
     }
@@ -533,6 +534,25 @@ export class LeaseKeeper {
       kept.sweepAt = Math.max(1024, 2 * kept.held.size);
     }
     return kept;
+  }
+
+  /**
+   * A master of a Redis Cluster lost its keys (a limiter on the store found its mark gone there:
+   * Store.watchNodeLoss), though no call of this limiter may have seen it fail: the leases held there are
+   * missing, and go back before a new lease there, as after a renewal that found one gone.
+   */
+  private nodeLost(kept: StoreLeases, node: string): void {
+    const lost = new Set([node]);
+    let some = false;
+    for (const h of kept.held) {
+      if (reaches(this.nodeOf(h.key), lost)) {
+        markMissing(kept, h);
+        some = true;
+      }
+    }
+    if (!some || kept.lost) return;
+    kept.lost = true;
+    if (kept.restoring === undefined) this.restore(kept);
   }
 
   /**

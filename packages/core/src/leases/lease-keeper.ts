@@ -278,10 +278,10 @@ export class LeaseKeeper {
 
   /**
    * Gives `d`, admitted with lease `lease` of `key` in `store` under `plan`, its `release` (once; wakes
-   * the queues `queues` names, read only when someone waits in some queue) and `renew`. `carry`: the limiter's store and plan, when the failure mode granted
-   * the lease in its own `store` during an outage: the lease is put into that store too once it answers
-   * (with the held leases, before a new lease there), so the requests an outage admitted still count
-   * after it; released and renewed there from then on.
+   * the queues `queues` names, read only when someone waits in some queue) and `renew`. `carry`: the
+   * limiter's store and plan, when the failure mode granted the lease in its own `store` during an outage:
+   * the lease is put into that store too once it answers (with the held leases, before a new lease there),
+   * so the requests an outage admitted still count after it; released and renewed there from then on.
    */
   hold(
     d: DecisionImpl,

@@ -2,8 +2,10 @@
  * @module Budgets survive a Redis Cluster master that comes back without its keys (a restart without
  * persistence): the limiter keeps a mark on each master (stores/redis/node-marks.ts), finds the restarted
  * master's gone when that master's breaker closes, and charges it again what each key it serves had used
- * by this process's last answers; the keys of the other masters are charged nothing. A real three-master
- * Cluster on loopback, through each Cluster client tollgate supports.
+ * by this process's last answers; the keys of the other masters are charged nothing. The other limiters
+ * on the same store are told, though they sent that master nothing (their budgets, and the leases a
+ * concurrency limiter holds there, go back too). A real three-master Cluster on loopback, through each
+ * Cluster client tollgate supports.
  */
 import { createLimiter, RedisStore } from '@tollgate/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -542,10 +542,9 @@ export class LeaseKeeper {
    * missing, and go back before a new lease there, as after a renewal that found one gone.
    */
   private nodeLost(kept: StoreLeases, node: string): void {
-    const lost = new Set([node]);
     let some = false;
     for (const h of kept.held) {
-      if (reaches(this.nodeOf(h.key), lost)) {
+      if (nodesIn(this.nodeOf(h.key)).includes(node)) {
         markMissing(kept, h);
         some = true;
       }

@@ -49,10 +49,7 @@ export class BudgetRestore {
     this.unwatch = store.watchConnection((event) => {
       if (event !== 'ready') return;
       const counted = this.snapshot();
-      const marking = this.mark(counted);
-      // Checks sent meanwhile would be answered from a budget Redis may have lost: they wait for the
-      // restore's charges to go ahead of them (one round trip; RESTORE_WAIT_MS at most).
-      if (counted.some(([, keys]) => keys.length > 0)) this.guard.holdFor(marking, RESTORE_WAIT_MS);
+      this.holdWhile(this.mark(counted), counted);
     });
     // Another limiter on this store found a Cluster master lost its keys: this one's mark there went too.
     const name = plan.storePlan.policies[0]?.limiter;
@@ -99,8 +96,16 @@ export class BudgetRestore {
     }
     if (marking === undefined) return;
     const counted = this.snapshot(node);
-    const charged = this.chargeIfLost(marking, counted, node);
-    if (counted.some(([, keys]) => keys.length > 0)) this.guard.holdFor(charged, RESTORE_WAIT_MS);
+    this.holdWhile(this.chargeIfLost(marking, counted, node), counted);
+  }
+
+  /**
+   * Checks sent while `restoring` runs would be answered from a budget the store may have lost: when
+   * `counted` has something to charge, they wait for its charges to go ahead of them (one round trip;
+   * RESTORE_WAIT_MS at most).
+   */
+  private holdWhile(restoring: Promise<void>, counted: Snapshot): void {
+    if (counted.some(([, keys]) => keys.length > 0)) this.guard.holdFor(restoring, RESTORE_WAIT_MS);
   }
 
   /**

@@ -254,9 +254,7 @@ function budgetRestore(
         safeLog(
           config.logger,
           'warn',
-          node === undefined
-            ? { code: 'WRN_RL_BUDGETS_RESTORED', store: config.store.kind, keys }
-            : { code: 'WRN_RL_BUDGETS_RESTORED', store: config.store.kind, node, keys },
+          { code: 'WRN_RL_BUDGETS_RESTORED', store: config.store.kind, ...(node === undefined ? {} : { node }), keys },
           `WRN_RL_BUDGETS_RESTORED: the store had lost its state (a restart without persistence, FLUSHALL, a failover to an empty replica); what ${keys} ${keys === 1 ? 'key' : 'keys'} had used by this process's last answers was charged again ${seeDocs('WRN_RL_BUDGETS_RESTORED')}`,
         )
     : undefined;

@@ -7,7 +7,7 @@
  * concurrency limiter holds there, go back too). A real three-master Cluster on loopback, through each
  * Cluster client tollgate supports.
  */
-import { createLimiter, RedisStore } from '@tollgate/core';
+import { createLimiter, type Limiter, RedisStore } from '@tollgate/core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 // Where a limiter key's Redis keys live (internals of the store, as tests may use).
 import { keySlot } from '../../../packages/core/src/stores/redis/cluster-slot.js';
@@ -174,6 +174,86 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
       return d.allowed;
     });
     await Promise.all([rate.close(), slots.close()]);
+  }, 90_000);
+
+  /** 10 checks of `key` and what they admitted, every answer from Redis or the failure mode alike. */
+  async function admittedOf(limiter: Limiter, key: string): Promise<number> {
+    let admitted = 0;
+    for (let i = 0; i < 10; i++) if ((await limiter.check(key)).allowed) admitted += 1;
+    return admitted;
+  }
+
+  for (const kind of CLIENT_KINDS) {
+    it(`${kind}: a master that lost its keys with nothing sent to it meanwhile (a FLUSHALL there) is found by the first answer that could not follow: 2 admitted, not 10`, async () => {
+      const into = Date.now() % WINDOW_MS;
+      if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
+      const victim = cluster.masters[1] as RedisServer;
+      const [k, other] = [await keyOn(victim, 'flushed'), await keyOn(cluster.masters[0] as RedisServer, 'kept')];
+      const warnings: Record<string, unknown>[] = [];
+      const limiter = createLimiter({
+        name: `cluster-flush-${kind.replace('-', '')}`,
+        policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+        store: new RedisStore({ client: await cluster.storeClient(kind), prefix: randomPrefix(), validate: false }),
+        onStoreError: 'local',
+        storeTimeoutMs: 1_000,
+        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+      });
+      for (let i = 0; i < 8; i++) expect((await limiter.check(k)).allowed).toBe(true);
+      for (let i = 0; i < 3; i++) expect((await limiter.check(other)).allowed).toBe(true);
+      await cluster.node(victim).flushall();
+      expect(await admittedOf(limiter, k)).toBe(2);
+      expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', node: `127.0.0.1:${victim.port}`, keys: 1 })]);
+      expect((await limiter.peek(other)).remaining).toBe(7);
+      await limiter.close();
+    }, 30_000);
+  }
+
+  it('a concurrency limiter alone (no mark of its own): a FLUSHALL of the master of its key is found by the grant beside the lost leases, the third refused', async () => {
+    const victim = cluster.masters[0] as RedisServer;
+    const k = await keyOn(victim, 'slots');
+    const warnings: Record<string, unknown>[] = [];
+    const slots = createLimiter({
+      name: 'cluster-flush-slots',
+      policies: { algorithm: 'concurrency', limit: 2, leaseMs: 20_000 },
+      store: new RedisStore({ client: await cluster.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
+      storeTimeoutMs: 1_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    const held = [await slots.check(k), await slots.check(k)];
+    expect(held.map((d) => d.allowed)).toEqual([true, true]);
+    await cluster.node(victim).flushall();
+    // Before: admitted, beside the two leases the master had lost.
+    expect(await slots.check(k)).toMatchObject({ allowed: false, degraded: false });
+    expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_LEASES_RESTORED', restored: 2 })]);
+    for (const d of held) d.release?.();
+    await slots.close();
+  }, 30_000);
+
+  it('a master restarted while no call went to it is found by the first answer from it that could not follow: 2 admitted, not 10', async () => {
+    const into = Date.now() % WINDOW_MS;
+    if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
+    const victim = cluster.masters[2] as RedisServer;
+    const k = await keyOn(victim, 'silent');
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      name: 'cluster-silent',
+      policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+      store: new RedisStore({ client: await cluster.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
+      onStoreError: 'local',
+      storeTimeoutMs: 1_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    for (let i = 0; i < 8; i++) expect((await limiter.check(k)).allowed).toBe(true);
+    await victim.stop();
+    await sleep(200);
+    await victim.start();
+    await cluster.waitHealthy();
+    // Before: 10 (no breaker opened, so nothing asked for the mark).
+    expect(await admittedOf(limiter, k)).toBe(2);
+    expect(warnings.filter((w) => w.code === 'WRN_RL_BUDGETS_RESTORED')).toEqual([
+      expect.objectContaining({ node: `127.0.0.1:${victim.port}` }),
+    ]);
+    await limiter.close();
   }, 90_000);
 
   for (const kind of CLIENT_KINDS) {

@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLimiter } from '../limiter/create-limiter.js';
+import type { Limiter } from '../limiter/limiter.js';
 import { compilePolicy } from '../policy.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import {
@@ -12,6 +14,7 @@ import {
   type StorePlan,
   type StoreResult,
 } from '../stores/store.js';
+import type { Decision } from '../types.js';
 import { AnswerMemory, REMEMBERED_KEYS } from './answer-memory.js';
 
 /** An asynchronous store (as Redis is) over a MemoryStore, that the test takes down and brings back. */
@@ -23,15 +26,27 @@ class OutageStore implements Store {
   /** The plan of the last call: a test reads the store's own count with it. */
   plan: StorePlan | undefined;
 
+  /** How late the store runs each call after its `now`, ms, in turn (Redis runs a call a round trip after it was sent); none by default. */
+  lags: readonly number[] = [];
+  private calls = 0;
+  private ranAt = Number.NEGATIVE_INFINITY;
+
+  /** The store's time for a call sent at `now`: `lags` later, and never before the call it ran before. */
+  private runAt(now: number): number {
+    if (this.lags.length === 0) return now;
+    this.ranAt = Math.max(this.ranAt, now + (this.lags[this.calls++ % this.lags.length] as number));
+    return this.ranAt;
+  }
+
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): Promise<StoreResult> {
     this.plan = plan;
     if (this.down) return Promise.reject(new Error('connection refused'));
-    return Promise.resolve(Float64Array.from(this.inner.apply(key, plan, cost, now, lease)));
+    return Promise.resolve(Float64Array.from(this.inner.apply(key, plan, cost, this.runAt(now), lease)));
   }
 
   peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
     if (this.down) return Promise.reject(new Error('connection refused'));
-    return Promise.resolve(Float64Array.from(this.inner.peek(key, plan, cost, now)));
+    return Promise.resolve(Float64Array.from(this.inner.peek(key, plan, cost, this.runAt(now))));
   }
 
   release(key: string, plan: StorePlan, lease: number, now: number): Promise<void> {
@@ -47,7 +62,7 @@ class OutageStore implements Store {
 
   refund(key: string, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<Uint8Array> {
     if (this.down) return Promise.reject(new Error('connection refused'));
-    return Promise.resolve(this.inner.refund(key, plan, cost, marks, now));
+    return Promise.resolve(this.inner.refund(key, plan, cost, marks, this.runAt(now)));
   }
 
   reset(key: string, plan: StorePlan): void {
@@ -73,6 +88,12 @@ class OutageStore implements Store {
     const missing = !this.marked;
     this.marked = true;
     return Promise.resolve(missing);
+  }
+
+  /** The store loses everything, the connection staying up (a FLUSHALL). */
+  wipe(): void {
+    this.inner.clear();
+    this.marked = false;
   }
 
   /** The connection closes and comes back; `wiped`: the store lost everything meanwhile (a restart without persistence). */
@@ -638,6 +659,106 @@ describe('a store that lost its state (a Redis restart without persistence) is c
       expect(store.remainingOf('a', 0), onStoreError).toBe(10_000);
       await limiter.close();
     }
+  });
+});
+
+describe('a store that lost its state with no reconnect (a FLUSHALL) is found by the answer that could not follow', () => {
+  const admitted = async (limiter: Limiter, key: string, n: number) => {
+    let yes = 0;
+    for (let i = 0; i < n; i++) if ((await limiter.check(key)).allowed) yes += 1;
+    return yes;
+  };
+
+  for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket', 'gcra'] as const) {
+    it(`${algorithm}: a key with 8 of 10 used gets 2 after the loss, not 10; the other keys are charged again too`, async () => {
+      let t = 1_000;
+      const store = new OutageStore();
+      const warnings: Record<string, unknown>[] = [];
+      const limiter = createLimiter({
+        policies: { algorithm, limit: 10, windowMs: 60_000 },
+        store,
+        clock: () => t,
+        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+      });
+      expect(await admitted(limiter, 'a', 8)).toBe(8);
+      expect(await admitted(limiter, 'b', 3)).toBe(3);
+      expect(store.marks).toBe(1);
+      store.wipe();
+      t = 2_000;
+      // Before: 10 (the first answer after the loss was taken as it came, and every one after it).
+      expect(await admitted(limiter, 'a', 10)).toBe(2);
+      expect(store.marks).toBe(2);
+      expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', store: 'outage', keys: 2 })]);
+      expect(Math.round(store.remainingOf('b', t) / 1_000)).toBe(7);
+      await limiter.close();
+    });
+  }
+
+  it('asks for the mark at most once a second per node, however many answers could not follow', async () => {
+    let t = 1_000;
+    const store = new OutageStore();
+    const limiter = createLimiter({ policies: { limit: 10, windowMs: 60_000 }, store, clock: () => t, logger: quiet });
+    for (const key of ['a', 'b', 'c']) await admitted(limiter, key, 5);
+    store.wipe();
+    await admitted(limiter, 'a', 1);
+    expect(store.marks).toBe(2);
+    store.wipe();
+    t = 1_500;
+    await admitted(limiter, 'b', 1);
+    expect(store.marks).toBe(2);
+    t = 2_001;
+    await admitted(limiter, 'c', 1);
+    expect(store.marks).toBe(3);
+    await limiter.close();
+  });
+
+  it('a closed limiter asks nothing', async () => {
+    const store = new OutageStore();
+    const limiter = createLimiter({ policies: { limit: 10, windowMs: 60_000 }, store, clock: () => 1_000, logger: quiet });
+    await admitted(limiter, 'a', 5);
+    await limiter.close();
+    store.wipe();
+    await limiter.check('a').catch(() => undefined);
+    expect(store.marks).toBe(1);
+  });
+
+  it('never asks while nothing was lost: time passing, keys refilling and sliding, concurrent checks, refunds, a store that runs calls late (property)', async () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('wait' as const), ms: fc.integer({ min: 0, max: 30_000 }) }),
+      fc.record({
+        kind: fc.constant('check' as const),
+        key: fc.constantFrom('a', 'b'),
+        cost: fc.integer({ min: 1, max: 3 }),
+        n: fc.integer({ min: 1, max: 4 }),
+      }),
+      fc.record({ kind: fc.constant('refund' as const), key: fc.constantFrom('a', 'b') }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra', 'leaky-bucket'),
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1_000, max: 60_000 }),
+        fc.array(op, { maxLength: 40 }),
+        fc.array(fc.integer({ min: 0, max: 900 }), { maxLength: 8 }),
+        async (algorithm, limit, windowMs, ops, lags) => {
+          let t = 1_000;
+          const store = new OutageStore();
+          store.lags = lags;
+          const limiter = createLimiter({ policies: { algorithm, limit, windowMs }, store, clock: () => t, logger: quiet });
+          const last = new Map<string, Decision[]>();
+          for (const o of ops) {
+            if (o.kind === 'wait') t += o.ms;
+            else if (o.kind === 'check') {
+              const ds = await Promise.all(Array.from({ length: o.n }, () => limiter.check(o.key, { cost: o.cost })));
+              last.set(o.key, ds);
+            } else for (const d of last.get(o.key) ?? []) await limiter.refund(d);
+          }
+          expect(store.marks).toBe(1);
+          await limiter.close();
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
 

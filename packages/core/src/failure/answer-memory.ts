@@ -37,6 +37,13 @@ const UNTIL = 1;
 const SPENT = 2;
 const SINCE = 3;
 
+/**
+ * An answer tells of a lost state only when it has more budget than the key could have had back by now
+ * by this much time's more of refill or sliding (clocks and round trips differ by about that), and only
+ * for a policy more than this long from its reset (a key about to start afresh loses next to nothing).
+ */
+const LOSS_SLACK_MS = 1_000;
+
 /** Algorithms whose budget comes back gradually (a bucket refills), not all at once at the reset. */
 function refills(p: CompiledPolicy): boolean {
   return p.algorithm === 'gcra' || p.algorithm === 'token-bucket' || p.algorithm === 'leaky-bucket';
@@ -53,6 +60,12 @@ export class AnswerMemory {
   private readonly entries = new Map<string, Remembered>();
   /** The store keys of the records whose store key is not their key (several keys, one decision). */
   private readonly storeKeys = new Map<string, StoreKey>();
+
+  /**
+   * Told, before the record is replaced, of an answer for `storeKey` that could not follow the one
+   * remembered (`regressed`): the store may have lost its state (limiter/budget-restore.ts).
+   */
+  onRegress: ((storeKey: StoreKey) => void) | undefined = undefined;
 
   constructor(
     /** The plan's enforced policies, in result order. */
@@ -76,6 +89,8 @@ export class AnswerMemory {
       m = new Float64Array(STRIDE * this.policies.length);
       this.entries.set(key, m);
       if (storeKey !== key) this.storeKeys.set(key, storeKey);
+    } else if (this.onRegress !== undefined && this.regressed(m, r, at)) {
+      this.onRegress(storeKey);
     }
     for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
       // A concurrency policy's budget is the leases held, which the local store's own leases bound in an
@@ -89,6 +104,49 @@ export class AnswerMemory {
       m[k + REMAINING] = r[o + R_REMAINING] as number;
       m[k + UNTIL] = at + (r[o + R_RESET] as number);
       m[k + SINCE] = at;
+    }
+  }
+
+  /**
+   * True when `r`, an answer at `at`, leaves some policy more budget than record `m` could have had back
+   * by then (a bucket's refill, a sliding window's slide, both LOSS_SLACK_MS more): nothing but a lost
+   * state (or a refund, a reset from elsewhere) gives that. A sliding log is never asked (its entries may
+   * all leave at once), nor a policy within LOSS_SLACK_MS of its reset.
+   */
+  private regressed(m: Remembered, r: StoreResult, at: number): boolean {
+    for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
+      const p = this.policies[i] as CompiledPolicy;
+      if (p.algorithm === 'sliding-log' || (m[k + UNTIL] as number) - at <= LOSS_SLACK_MS) continue;
+      let most = this.left(m, i, at) + 1;
+      if (refills(p)) most += (LOSS_SLACK_MS * p.rate) / p.tokenTicks;
+      else if (p.algorithm === 'sliding-window') most += (p.capMilli * (at - (m[k + SINCE] as number) + LOSS_SLACK_MS)) / p.windowMs;
+      if ((r[o + R_REMAINING] as number) > most) return true;
+    }
+    return false;
+  }
+
+  /**
+   * A refund gave `cost` back to `key` at `at` (a key of one string): its record has that much more left,
+   * so that the next answer is not taken for a lost state, and an outage continues from the budget given
+   * back. A bucket's record starts again from `at`, refilling at the rate it had.
+   */
+  refunded(key: StoreKey, cost: number, at: number): void {
+    const m = typeof key === 'string' ? this.entries.get(key) : undefined;
+    if (m === undefined) return;
+    for (let i = 0, k = 0; i < this.policies.length; i++, k += STRIDE) {
+      const p = this.policies[i] as CompiledPolicy;
+      const until = m[k + UNTIL] as number;
+      if (until <= at) continue;
+      if (!refills(p)) {
+        m[k + REMAINING] = Math.min(p.capMilli, (m[k + REMAINING] as number) + cost);
+        continue;
+      }
+      const since = m[k + SINCE] as number;
+      const perMs = until > since ? (p.capMilli - (m[k + REMAINING] as number)) / (until - since) : 0;
+      const left = Math.min(p.capMilli, this.left(m, i, at) + cost);
+      m[k + REMAINING] = left;
+      m[k + SINCE] = at;
+      m[k + UNTIL] = perMs > 0 ? at + (p.capMilli - left) / perMs : at;
     }
   }
 

@@ -62,6 +62,8 @@ export class Fallback {
    */
   readonly remembers: boolean;
   private memory: AnswerMemory | undefined;
+  /** Told of an answer that could not follow the key's last (AnswerMemory.onRegress); set by `watchRegress`. */
+  private regress: ((storeKey: StoreKey) => void) | undefined = undefined;
   private readonly carry: Float64Array;
   /**
    * `'local'` on a store that can fail, for a plan without concurrency policies: per key, what the
@@ -169,8 +171,25 @@ export class Fallback {
 
   /** The store answered `r` for `key` (`storeKey` in the store) at `at` (only when `remembers`). */
   remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key): void {
-    if (this.memory === undefined) this.memory = new AnswerMemory(this.config.policies);
+    if (this.memory === undefined) {
+      this.memory = new AnswerMemory(this.config.policies);
+      this.memory.onRegress = this.regress;
+    }
     this.memory.remember(key, r, at, storeKey);
+  }
+
+  /**
+   * Calls `listener`, before the answer is remembered, when the store answers a key with more budget than
+   * the key could have had back since its last answer (AnswerMemory.onRegress); undefined stops the calls.
+   */
+  watchRegress(listener: ((storeKey: StoreKey) => void) | undefined): void {
+    this.regress = listener;
+    if (this.memory !== undefined) this.memory.onRegress = listener;
+  }
+
+  /** A refund gave `cost` back to `storeKey` at `at`: remembered (AnswerMemory.refunded). */
+  refunded(storeKey: StoreKey, cost: number, at: number): void {
+    this.memory?.refunded(storeKey, cost, at);
   }
 
   /** What the store had counted for each remembered key, by its last answers, still counted at `at` (AnswerMemory.counted). */

@@ -195,6 +195,37 @@ describe('LeaseKeeper', () => {
     expect((await limiter.check('k')).allowed).toBe(false);
   });
 
+  it('a store that lost the held leases with no connection event (a FLUSHALL): the grant beside them is given up, they go back, the check is refused', async () => {
+    const { store, limiter, warnings } = setup();
+    const held = [await limiter.check('k'), await limiter.check('k')];
+    expect(held.every((d) => d.allowed)).toBe(true);
+    // Lost silently, as a FLUSHALL with the connection up does: no renewal, no connection event.
+    store.memory = new MemoryStore();
+    store.calls = [];
+    const third = await limiter.check('k');
+    // Before: admitted (3 leases at once under a limit of 2).
+    expect(third).toMatchObject({ allowed: false, degraded: false });
+    // The grant, given up (its release), both held leases put back, then asked again.
+    expect(store.calls).toEqual(['apply', 'release', 'restore', 'restore', 'apply']);
+    expect(warnings).toContainEqual(expect.objectContaining({ code: 'WRN_RL_LEASES_RESTORED', restored: 2, held: 2 }));
+    held[0]?.release?.();
+    expect((await limiter.check('k')).allowed).toBe(true);
+  });
+
+  it('leases of another key, past their deadline, or released are not taken for lost ones: a grant beside them stands', async () => {
+    const { store, limiter, advance } = setup();
+    await limiter.check('other');
+    const released = await limiter.check('k');
+    released.release?.();
+    // Never released nor renewed: ended in the store by its deadline, still held here.
+    await limiter.check('k');
+    advance(1_001);
+    store.calls = [];
+    expect((await limiter.check('k')).allowed).toBe(true);
+    expect((await limiter.check('k')).allowed).toBe(true);
+    expect(store.calls).toEqual(['apply', 'apply']);
+  });
+
   it('a node that cannot take its leases back keeps its fault: the keys of the other nodes go on to the store', async () => {
     const { store, limiter, advance } = setup(undefined, 'open', 5_000);
     store.nodes = true;

@@ -12,7 +12,8 @@
  *   at most that long.
  * - Leases survive a store that lost them: in a store that can lose state (`Store.restore`: RedisStore,
  *   on a restart or a failover) every held lease is known here, renewals put a lost lease back, and once
- *   the store lost some (its connection closed, or a renewal found a lease gone) the leases still held
+ *   the store lost some (its connection closed, a renewal found a lease gone, or a grant counted fewer
+ *   leases in use on its key than this limiter holds there: `lostBeside`) the leases still held
  *   are put back before this limiter grants a new one (`restoring`); a lease whose call straddled a
  *   connection event may have been granted before they were back, and is asked for again (`epoch`,
  *   leased-decisions.ts); a release the store could not take is sent again first; a lease the failure
@@ -30,8 +31,9 @@ import { nodesIn } from '../failure/store-guard.js';
 import { LineThrottle, type Logger, safeLog } from '../logging.js';
 import { type InFlightSource, reportInFlight } from '../observability/in-flight.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { type ConnectionEvent, isPromiseLike, type Store, type StoreKey, type StorePlan } from '../stores/store.js';
+import { type ConnectionEvent, isPromiseLike, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
 import type { Decision } from '../types.js';
+import { type Held, HeldLeases } from './held-leases.js';
 import { LeaseQueues } from './lease-queue.js';
 
 /** How long a decision waits for the held leases to be put back before it goes on without them. */
@@ -62,32 +64,6 @@ const RESTORE_RETRY_MAX_MS = 1_000;
  */
 export const RELEASE_REPLAY_MS = 5_000;
 const RELEASE_REPLAY_MAX = 10_000;
-
-/** A lease held in a store that can lose it (`Store.restore`). */
-interface Held {
-  readonly key: StoreKey;
-  readonly plan: StorePlan;
-  readonly lease: number;
-  /** When its renewals stop: granted at + maxLeaseMs - leaseMs (its last deadline is then granted at + maxLeaseMs). */
-  readonly renewUntil: number;
-  readonly leaseMs: number;
-  /**
-   * Its deadline as this process knows it (granted or last renewed at + leaseMs): a lease past it has
-   * ended in the store too, and is never put back (a request that stopped renewing is not revived).
-   */
-  until: number;
-  /**
-   * Whether the store may hold it: true for a lease the store granted; for one the failure mode granted in
-   * an outage (`carry`), from the restore that puts it into the store. A lease never sent is not released there.
-   */
-  inStore: boolean;
-  /**
-   * A restore of this lease on its way (a renewal, or a restore of every lease): its release waits for
-   * it. A call that met NOSCRIPT is sent again behind calls sent after it, so a release sent meanwhile
-   * would run first and the restore would put the ended lease back for a whole `leaseMs`.
-   */
-  putBack: Promise<unknown> | undefined;
-}
 
 /** Records `p`, a restore of `held` on its way, until it settles. */
 function puttingBack<T>(held: Held, p: Promise<T>): Promise<T> {
@@ -121,7 +97,7 @@ function attempt<T>(call: () => T | PromiseLike<T>): Promise<T> {
 
 /** What this limiter holds in one such store, and whether the store may have lost it. */
 class StoreLeases {
-  readonly held = new Set<Held>();
+  readonly held = new HeldLeases();
   /** Released by their requests while the store could not be told (down, or the call failed): told again with the next restore. */
   readonly unreleased = new Set<Held>();
   /** Releases sent, each with when, in the last RELEASE_REPLAY_MS: told again after a connection event. */
@@ -537,11 +513,33 @@ export class LeaseKeeper {
   }
 
   /**
+   * Whether `r`, the store's answer granting a lease of `key` under `cp` on `node`, says the store lost
+   * leases this limiter holds there (fewer in use than held: a `FLUSHALL`, a Cluster master restarted while
+   * nothing was sent to it, which no connection event tells of). If so, the leases held on that node are
+   * missing and go back before a new lease there (`restoring`), once the caller gave up the one just
+   * granted (its release goes first, so the store never holds it beside them).
+   */
+  lostBeside(store: Store, cp: CompiledPlan, key: StoreKey, r: StoreResult, node: string): boolean {
+    const kept = this.stores.get(store);
+    if (kept === undefined || !kept.held.fewerThanHeld(key, cp.storePlan, cp.all, r, this.now())) return false;
+    for (const master of nodesIn(node)) this.markMissingOn(kept, master);
+    kept.lost = true;
+    return true;
+  }
+
+  /**
    * A master of a Redis Cluster lost its keys (a limiter on the store found its mark gone there:
    * Store.watchNodeLoss), though no call of this limiter may have seen it fail: the leases held there are
    * missing, and go back before a new lease there, as after a renewal that found one gone.
    */
   private nodeLost(kept: StoreLeases, node: string): void {
+    if (!this.markMissingOn(kept, node) || kept.lost) return;
+    kept.lost = true;
+    if (kept.restoring === undefined) this.restore(kept);
+  }
+
+  /** Marks the leases held on `node` missing (`markMissing`); false when none is held there. */
+  private markMissingOn(kept: StoreLeases, node: string): boolean {
     let some = false;
     for (const h of kept.held) {
       if (nodesIn(this.nodeOf(h.key)).includes(node)) {
@@ -549,9 +547,7 @@ export class LeaseKeeper {
         some = true;
       }
     }
-    if (!some || kept.lost) return;
-    kept.lost = true;
-    if (kept.restoring === undefined) this.restore(kept);
+    return some;
   }
 
   /**

@@ -53,8 +53,9 @@ type Observing = 'observe' | 'quiet';
 
 /**
  * How many times a decision asks again for a lease granted across a connection event (`LeaseKeeper.epoch`)
- * before the failure mode answers it: each time needs the connection to close or reopen while the call is
- * on its way, so this is reached only by a connection that flaps.
+ * or beside leases the store lost (`LeaseKeeper.lostBeside`) before the failure mode answers it: each time
+ * needs the connection to close or reopen, or the store to lose leases again, while the call is on its
+ * way, so this is reached only by a connection that flaps or a store that keeps losing its keys.
  */
 const STALE_LEASE_TRIES = 3;
 
@@ -69,7 +70,9 @@ function tookLease(o: StoreResult, cp: CompiledPlan): boolean {
 /** Why a decision was answered by the failure mode after leases granted across connection events. */
 class StaleLeaseError extends Error {
   constructor(tries: number) {
-    super(`the store's connection closed or reopened while each of ${tries} lease calls was on its way`);
+    super(
+      `the store's connection closed or reopened, or the store lost the leases held, while each of ${tries} lease calls was on its way`,
+    );
     this.name = 'StaleLeaseError';
   }
 }
@@ -142,6 +145,8 @@ export class LeasedDecider {
             return this.unanswered(t, cost, guard.junk(node, seq, o, t.cp.storePlan), at, lease, opts, observing);
           // Granted across a reconnect, maybe before the held leases were back: given up, asked again.
           if (keeper.epoch(store) !== epoch && tookLease(o, t.cp)) return this.again(t, cost, at, lease, opts, observing, node, seq, tries);
+          // Granted by a store that lost leases held here (fewer in use than held): given up, asked again once they are back.
+          if (this.lostBeside(t, o, node)) return this.again(t, cost, at, lease, opts, observing, node, seq, tries);
           // As the plain path does: an outage continues the key's rate budget from this answer.
           plain.remember(t, o, at);
           return this.answered(t, cost, o, at, lease, opts, observing);
@@ -161,8 +166,14 @@ export class LeasedDecider {
     guard.answered(node);
     if (!isResultOf(r, t.cp.storePlan))
       return this.unanswered(t, cost, guard.junk(node, seq, r, t.cp.storePlan), at, lease, opts, observing);
+    if (this.lostBeside(t, r, node)) return this.again(t, cost, at, lease, opts, observing, node, seq, tries);
     plain.remember(t, r, at);
     return this.answered(t, cost, r, at, lease, opts, observing);
+  }
+
+  /** Whether `o` granted a lease of `t` beside leases the store lost (LeaseKeeper.lostBeside). */
+  private lostBeside(t: Target, o: StoreResult, node: string): boolean {
+    return tookLease(o, t.cp) && this.parts.keeper.lostBeside(this.parts.store, t.cp, t.storeKey, o, node);
   }
 
   /** The failure mode's decision for a check that does not call the store (its node's breaker is open, or its held leases are not back). */

@@ -3,15 +3,18 @@
  * FLUSHALL, a failover to an empty replica. Such a store answers every key from a full budget, and a key
  * exhausted before would get its whole limit again in the same window. With `'local'` (the failure mode
  * that remembers each key's last answer, failure/answer-memory.ts), the limiter sets a mark in the store at
- * start and after every reconnect (`Store.markAlive`); when the mark was missing after a reconnect, the
+ * start and asks for it again after every reconnect (`Store.markAlive`); when the mark was missing, the
  * store lost its state, and the limiter charges it again, policy by policy, what it had counted for each
- * key this process remembers, as read when the connection was ready again (before any new answer).
+ * key this process remembers, as read when the connection was ready again (before any new answer). A
+ * loss no connection event tells of (a FLUSHALL; a Cluster master restarted while no call went to it) is
+ * found by the first answer that could not follow the last one remembered for its key (more budget than
+ * the key could have had back since: AnswerMemory.onRegress), which asks for the mark (`suspect`), with
+ * what the memory counts before that answer replaces the key's.
  *
  * A Redis Cluster keeps a mark on each master (stores/redis/node-marks.ts), since a master can lose its
- * keys alone: it is set again when that master's breaker closes (`nodeBack`), and only the keys it serves
- * are charged; the other limiters on the same store are told too (`Store.watchNodeLoss`), as their own
- * breakers may not have seen that master fail. A master restarted while no limiter of this store sent it
- * anything (no breaker opened) is not told.
+ * keys alone: it is set again when that master's breaker closes (`nodeBack`) or an answer from it could
+ * not follow, and only the keys it serves are charged; the other limiters on the same store are told too
+ * (`Store.watchNodeLoss`), as their own breakers may not have seen that master fail.
  *
  * One process is told of a loss: the first to set the mark again. Its memory (the keys it decided last,
  * at most 10,000 per plan, as of its last answer for each) is charged; keys only other processes decided
@@ -22,7 +25,7 @@ import type { Counted } from '../failure/answer-memory.js';
 import type { Fallback } from '../failure/fallback.js';
 import { nodesIn, type StoreGuard } from '../failure/store-guard.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { keyAt, type Store } from '../stores/store.js';
+import { keyAt, type Store, type StoreKey } from '../stores/store.js';
 import type { Clock } from '../types.js';
 import type { OwedCarry } from './carry-owed.js';
 
@@ -31,9 +34,14 @@ type Snapshot = readonly (readonly [CompiledPlan, readonly Counted[]])[];
 /** The longest a reconnect holds checks for its restore: one round trip, as a rule. */
 const RESTORE_WAIT_MS = 100;
 
+/** The least time between two questions of a node's mark prompted by answers (`suspect`). */
+const SUSPECT_EVERY_MS = 1_000;
+
 export class BudgetRestore {
   private readonly unwatch: () => void;
   private readonly unwatchNodes: (() => void) | undefined;
+  /** When each node's mark was last asked for because of an answer (`suspect`). */
+  private readonly asked = new Map<string, number>();
 
   private constructor(
     private readonly store: Store & Required<Pick<Store, 'markAlive' | 'watchConnection'>>,
@@ -56,6 +64,8 @@ export class BudgetRestore {
     this.unwatchNodes = store.watchNodeLoss?.((node, limiter) => {
       if (limiter !== name) this.masterBack(node);
     });
+    // A loss no connection event tells of (a FLUSHALL, a master restarted while nothing was sent to it).
+    for (const f of fallbacks.values()) f.watchRegress((storeKey) => this.suspect(storeKey));
     // Set at start, so that a later reconnect that finds it missing knows the store lost it.
     void this.mark([]);
   }
@@ -87,16 +97,38 @@ export class BudgetRestore {
     for (const master of nodesIn(node)) this.masterBack(master);
   }
 
-  private masterBack(node: string): void {
+  /**
+   * The store answered `storeKey` with more budget than it could have had back since the last answer this
+   * process remembers (AnswerMemory.onRegress): a refund or a reset from elsewhere, or a store that lost
+   * its state with no reconnect to tell of it (a `FLUSHALL`, a Cluster master restarted while no call went
+   * to it). The mark says which: asked now (of the key's master on a Cluster) with what the memory counts
+   * before this answer replaces the key's, and charged again where it was gone. At most once a second per
+   * node, so refunds from other processes cost one small call a second at most.
+   */
+  private suspect(storeKey: StoreKey): void {
+    const node = this.guard.nodeOfKey(storeKey);
+    const at = this.now();
+    if (at - (this.asked.get(node) ?? Number.NEGATIVE_INFINITY) < SUSPECT_EVERY_MS) return;
+    this.asked.set(node, at);
+    let marked = false;
+    for (const master of nodesIn(node)) marked = this.masterBack(master) || marked;
+    if (marked) return;
+    const counted = this.snapshot();
+    this.holdWhile(this.mark(counted), counted);
+  }
+
+  /** `nodeBack` for one master; false when the store keeps no mark per node (one server). */
+  private masterBack(node: string): boolean {
     let marking: Promise<boolean> | undefined;
     try {
       marking = this.store.markNodeAlive?.(this.plan.storePlan, node);
     } catch {
-      return;
+      return true;
     }
-    if (marking === undefined) return;
+    if (marking === undefined) return false;
     const counted = this.snapshot(node);
     this.holdWhile(this.chargeIfLost(marking, counted, node), counted);
+    return true;
   }
 
   /**
@@ -164,5 +196,6 @@ export class BudgetRestore {
   close(): void {
     this.unwatch();
     this.unwatchNodes?.();
+    for (const f of this.fallbacks.values()) f.watchRegress(undefined);
   }
 }

@@ -115,7 +115,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // Built this far: the limiter now holds its key names on the store (options.ts checked them with this token).
   const owner = defaultPlan.storePlan.policies[0];
   if (owner !== undefined) takeState(owner);
-  const ops: PeekRefundParts = { store, guard, targets, builder, now, defaultCost: config.defaultCost };
+  const ops: PeekRefundParts = { store, guard, targets, builder, now, defaultCost: config.defaultCost, refunded: refundedTo(fallbacks) };
+
   return {
     check,
     decide,
@@ -238,6 +239,15 @@ function resetter(
       fallbacks.get(cp)?.reset(key);
     }
   };
+}
+
+/**
+ * Tells the failure mode's memory of a refund (Fallback.refunded), where a plan remembers: an outage
+ * continues the key from the budget given back, and its next answer is not taken for a lost state.
+ */
+function refundedTo(fallbacks: ReadonlyMap<CompiledPlan, Fallback>): PeekRefundParts['refunded'] {
+  if (![...fallbacks.values()].some((f) => f.remembers)) return undefined;
+  return (cp, storeKey, cost, at) => fallbacks.get(cp)?.refunded(storeKey, cost, at);
 }
 
 /** Charges a store that lost its state again what this limiter remembers (budget-restore.ts), where it can. */

@@ -10,7 +10,7 @@ import { codedError, describeValue } from '../errors.js';
 import { CallFailure, type StoreGuard } from '../failure/store-guard.js';
 import { hasLength, isResultOf, StoreResultError } from '../failure/store-result-error.js';
 import { MILLI, toMilli } from '../internal/fixed-point.js';
-import { Receipt, type RefundResult } from '../plans/compiled-plan.js';
+import { type CompiledPlan, Receipt, type RefundResult } from '../plans/compiled-plan.js';
 import { isPromiseLike, RESULT_STRIDE, type Store } from '../stores/store.js';
 import type { ChargeReceipt, CheckOptions, Clock, Decision, RefundOptions } from '../types.js';
 import type { DecisionBuilder } from './build-decision.js';
@@ -32,6 +32,8 @@ export interface PeekRefundParts {
   readonly builder: DecisionBuilder;
   readonly now: Clock;
   readonly defaultCost: number;
+  /** Told of a refund the store made (the failure mode remembers the budget given back); undefined when nothing remembers. */
+  readonly refunded?: (cp: CompiledPlan, storeKey: Target['storeKey'], cost: number, at: number) => void;
 }
 
 function unsupported(store: Store, operation: string): TypeError {
@@ -100,6 +102,7 @@ export async function refund(
   if (!hasLength(done, cp.all.length)) throw new StoreResultError(store.kind, done, cp.all.length);
   const names: string[] = [];
   for (let i = 0; i < cp.all.length; i++) if (done[i] === 1) names.push((cp.all[i] as CompiledPolicy).name);
+  if (names.length > 0) parts.refunded?.(cp, receipt.key, give, now());
   return Object.freeze({ refunded: names.length > 0, policies: Object.freeze(names) });
 }
 

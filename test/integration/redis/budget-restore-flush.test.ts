@@ -1,0 +1,109 @@
+/**
+ * @module Budgets survive a Redis that loses its data without a reconnect (limiter/budget-restore.ts): a
+ * `FLUSHALL`, a `FLUSHDB`, or a Redis behind a proxy that restarted while the client's connection stayed
+ * up. No connection event tells of it; the first answer that could not follow the last one this process
+ * remembers for a key (more budget than that key could have had back by now) makes the limiter ask for its
+ * mark, and where it is gone, charge Redis again what each key it remembers had used. So a key with 8 of 10
+ * used admits 2 after the flush, not 10, whichever algorithm counts it. Leases alike: a grant that finds
+ * fewer leases in use than this limiter holds is given up, the held ones go back, and it is asked again. A
+ * refund gives budget back without any loss: nothing is charged.
+ */
+import { type AlgorithmId, createLimiter, RedisStore } from '@tollgate/core';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
+
+const WINDOW_MS = 600_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describeRedis('budgets after a Redis that lost its data without a reconnect', () => {
+  let server: RedisServer;
+  let admin: Redis;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    admin = await server.readyClient();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  const cases: [AlgorithmId, string][] = [
+    ['fixed-window', 'FLUSHALL'],
+    ['gcra', 'FLUSHDB'],
+    ['token-bucket', 'FLUSHALL'],
+    ['sliding-window', 'FLUSHALL'],
+  ];
+  for (const [algorithm, flush] of cases) {
+    it(`${algorithm}: a key with 8 of 10 used admits 2 after a ${flush} (before: 10), and the other keys keep theirs`, async () => {
+      const into = Date.now() % WINDOW_MS;
+      if (into > WINDOW_MS - 20_000) await sleep(WINDOW_MS - into + 50);
+      const warnings: Record<string, unknown>[] = [];
+      const limiter = createLimiter({
+        name: `flush-${algorithm}`,
+        policies: { algorithm, limit: 10, windowMs: WINDOW_MS },
+        store: new RedisStore({ client: await server.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
+        storeTimeoutMs: 2_000,
+        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+      });
+      for (let i = 0; i < 8; i++) expect((await limiter.check('k')).allowed).toBe(true);
+      for (let i = 0; i < 5; i++) expect((await limiter.check('other')).allowed).toBe(true);
+      await admin.call(flush);
+      let admitted = 0;
+      for (let i = 0; i < 10; i++) {
+        const d = await limiter.check('k');
+        expect(d.degraded).toBe(false);
+        if (d.allowed) admitted += 1;
+      }
+      expect(admitted).toBe(2);
+      expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', store: 'redis', keys: 2 })]);
+      // A bucket refilled a little since: 4 and a thousandth, not 9.
+      expect((await limiter.check('other')).remaining).toBeCloseTo(4, 1);
+      await limiter.close();
+    }, 30_000);
+  }
+
+  it('leases too: two held under a limit of 2, a FLUSHALL, and the third is refused (before: admitted); the held ones are back', async () => {
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      name: 'flush-leases',
+      policies: { algorithm: 'concurrency', limit: 2, leaseMs: 20_000 },
+      store: new RedisStore({ client: await server.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
+      storeTimeoutMs: 2_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    const held = [await limiter.check('k'), await limiter.check('k')];
+    expect(held.map((d) => d.allowed)).toEqual([true, true]);
+    await admin.call('FLUSHALL');
+    expect(await limiter.check('k')).toMatchObject({ allowed: false, degraded: false });
+    expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_LEASES_RESTORED', restored: 2, held: 2 })]);
+    held[0]?.release?.();
+    await waitFor('a lease free again', async () => {
+      const d = await limiter.check('k');
+      d.release?.();
+      return d.allowed;
+    });
+    held[1]?.release?.();
+    await limiter.close();
+  });
+
+  it('refunds give budget back without a loss: nothing is charged again, nothing is logged', async () => {
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      name: 'flush-refunds',
+      policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+      store: new RedisStore({ client: await server.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
+      storeTimeoutMs: 2_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    for (let round = 0; round < 5; round++) {
+      // Two checks in flight, then both refunded: the next answer has more budget than the last.
+      const ds = await Promise.all([limiter.check('k'), limiter.check('k'), limiter.check('k')]);
+      for (const d of ds) await limiter.refund(d);
+    }
+    await waitFor('the marks asked', async () => (await limiter.peek('k')).remaining === 10);
+    expect((await limiter.check('k')).remaining).toBe(9);
+    expect(warnings).toEqual([]);
+    await limiter.close();
+  });
+});

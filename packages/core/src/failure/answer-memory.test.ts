@@ -712,6 +712,16 @@ describe('a store that lost its state with no reconnect (a FLUSHALL) is found by
     await limiter.close();
   });
 
+  it("a store that batches (localBatch: a batch given back raises a key's remaining) is not asked on answers", async () => {
+    const store = Object.assign(new OutageStore(), { batches: true });
+    const limiter = createLimiter({ policies: { limit: 10, windowMs: 60_000 }, store, clock: () => 1_000, logger: quiet });
+    await admitted(limiter, 'a', 5);
+    store.wipe();
+    await admitted(limiter, 'a', 1);
+    expect(store.marks).toBe(1);
+    await limiter.close();
+  });
+
   it('a closed limiter asks nothing', async () => {
     const store = new OutageStore();
     const limiter = createLimiter({ policies: { limit: 10, windowMs: 60_000 }, store, clock: () => 1_000, logger: quiet });

@@ -111,12 +111,14 @@ export class AnswerMemory {
    * True when `r`, an answer at `at`, leaves some policy more budget than record `m` could have had back
    * by then (a bucket's refill, a sliding window's slide, both LOSS_SLACK_MS more): nothing but a lost
    * state (or a refund, a reset from elsewhere) gives that. A sliding log is never asked (its entries may
-   * all leave at once), nor a policy within LOSS_SLACK_MS of its reset.
+   * all leave at once), nor a policy within LOSS_SLACK_MS of its reset, nor an answer to a call decided
+   * before the remembered one's.
    */
   private regressed(m: Remembered, r: StoreResult, at: number): boolean {
     for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
       const p = this.policies[i] as CompiledPolicy;
-      if (p.algorithm === 'sliding-log' || (m[k + UNTIL] as number) - at <= LOSS_SLACK_MS) continue;
+      // A call decided before the one remembered, answered after it (in flight together), says less than it.
+      if (p.algorithm === 'sliding-log' || at < (m[k + SINCE] as number) || (m[k + UNTIL] as number) - at <= LOSS_SLACK_MS) continue;
       let most = this.left(m, i, at) + 1;
       if (refills(p)) most += (LOSS_SLACK_MS * p.rate) / p.tokenTicks;
       else if (p.algorithm === 'sliding-window') most += (p.capMilli * (at - (m[k + SINCE] as number) + LOSS_SLACK_MS)) / p.windowMs;

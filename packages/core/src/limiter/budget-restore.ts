@@ -64,8 +64,9 @@ export class BudgetRestore {
     this.unwatchNodes = store.watchNodeLoss?.((node, limiter) => {
       if (limiter !== name) this.masterBack(node);
     });
-    // A loss no connection event tells of (a FLUSHALL, a master restarted while nothing was sent to it).
-    for (const f of fallbacks.values()) f.watchRegress((storeKey) => this.suspect(storeKey));
+    // A loss no connection event tells of (a FLUSHALL, a master restarted while nothing was sent to it);
+    // not where batches given back raise a key's remaining with nothing lost.
+    if (store.batches !== true) for (const f of fallbacks.values()) f.watchRegress((storeKey) => this.suspect(storeKey));
     // Set at start, so that a later reconnect that finds it missing knows the store lost it.
     void this.mark([]);
   }

@@ -87,6 +87,12 @@ export interface Store {
    */
   readonly stateSpace?: { readonly holder: object; readonly name: string };
   /**
+   * True when the store answers some keys from budget it holds in this process (RedisStore `localBatch`):
+   * a key's remaining may then rise between two answers with nothing lost (a batch given back), so the
+   * limiter does not take such a rise for a store that lost its state (limiter/budget-restore.ts).
+   */
+  readonly batches?: boolean;
+  /**
    * Applies a request of `cost` milli-units for `key` to every policy of `plan`, atomically per group.
    * `now` is the limiter's clock (integer ms); a store with its own clock (Redis TIME) may ignore it.
    * Returns synchronously when it can: the limiter then answers without extra microtask hops.

@@ -255,6 +255,11 @@ export class RedisStore implements Store {
   /** `localBatch`: the batcher (local-batch/local-batcher.ts), undefined when off. */
   private readonly batcher: LocalBatcher | undefined;
 
+  /** `localBatch` is on (see `Store.batches`). */
+  get batches(): boolean {
+    return this.batcher !== undefined;
+  }
+
   /** `localBatch`: decisions answered in memory, calls and units charged and given back; undefined when off. */
   get localBatchStats(): Readonly<LocalBatchStats> | undefined {
     return this.batcher?.stats;

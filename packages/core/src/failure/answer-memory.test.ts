@@ -722,6 +722,35 @@ describe('a store that lost its state with no reconnect (a FLUSHALL) is found by
     await limiter.close();
   });
 
+  it('an answer to a call decided before the remembered one, that came after it, is no sign of a loss', async () => {
+    let t = 1_000;
+    const store = new OutageStore();
+    const limiter = createLimiter({
+      policies: { algorithm: 'fixed-window', limit: 10, windowMs: 60_000 },
+      store,
+      clock: () => t,
+      logger: quiet,
+    });
+    await admitted(limiter, 'a', 5);
+    // The first call runs at once and its reply waits; the second, decided later, is answered first.
+    const apply = OutageStore.prototype.apply;
+    let late: (() => void) | undefined;
+    store.apply = (key, plan, cost, now, lease) => {
+      store.apply = apply;
+      const answer = apply.call(store, key, plan, cost, now, lease);
+      return new Promise((resolve) => {
+        late = () => resolve(answer);
+      });
+    };
+    const first = limiter.check('a');
+    t = 1_005;
+    expect((await limiter.check('a')).remaining).toBe(3);
+    late?.();
+    expect((await first).remaining).toBe(4);
+    expect(store.marks).toBe(1);
+    await limiter.close();
+  });
+
   it('a closed limiter asks nothing', async () => {
     const store = new OutageStore();
     const limiter = createLimiter({ policies: { limit: 10, windowMs: 60_000 }, store, clock: () => 1_000, logger: quiet });

@@ -63,6 +63,34 @@ describeRedis('budgets after a Redis that lost its data without a reconnect', ()
     }, 30_000);
   }
 
+  for (const algorithm of ['fixed-window', 'sliding-window', 'gcra'] as const) {
+    it(`${algorithm}: 8 loops in flight on one key, a FLUSHALL after 80 of 100 admitted: 100 in all (before: 185)`, async () => {
+      const into = Date.now() % WINDOW_MS;
+      if (into > WINDOW_MS - 20_000) await sleep(WINDOW_MS - into + 50);
+      const limiter = createLimiter({
+        name: `flush-busy-${algorithm}`,
+        policies: { algorithm, limit: 100, windowMs: WINDOW_MS },
+        store: new RedisStore({ client: await server.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
+        storeTimeoutMs: 2_000,
+        logger: { warn() {}, error() {} },
+      });
+      let admitted = 0;
+      let flush: Promise<unknown> | undefined;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          for (let i = 0; i < 30; i++) {
+            if ((await limiter.check('k')).allowed) admitted += 1;
+            if (admitted >= 80 && flush === undefined) flush = admin.call('FLUSHALL');
+            await flush;
+          }
+        }),
+      );
+      // The requests in flight as Redis emptied (at most 8) count on top of the 80 charged again: never past 100.
+      expect(admitted).toBe(100);
+      await limiter.close();
+    }, 30_000);
+  }
+
   it('leases too: two held under a limit of 2, a FLUSHALL, and the third is refused (before: admitted); the held ones are back', async () => {
     const warnings: Record<string, unknown>[] = [];
     const limiter = createLimiter({

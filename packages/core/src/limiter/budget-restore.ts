@@ -107,15 +107,19 @@ export class BudgetRestore {
    * node, so refunds from other processes cost one small call a second at most.
    */
   private suspect(storeKey: StoreKey): void {
-    const node = this.guard.nodeOfKey(storeKey);
-    const at = this.now();
-    if (at - (this.asked.get(node) ?? Number.NEGATIVE_INFINITY) < SUSPECT_EVERY_MS) return;
-    this.asked.set(node, at);
-    let marked = false;
-    for (const master of nodesIn(node)) marked = this.masterBack(master) || marked;
-    if (marked) return;
-    const counted = this.snapshot();
-    this.holdWhile(this.mark(counted), counted);
+    // Called on the decision path, with the answer in hand: a question that cannot be asked is no loss,
+    // and never fails the decision.
+    try {
+      const node = this.guard.nodeOfKey(storeKey);
+      const at = this.now();
+      if (at - (this.asked.get(node) ?? Number.NEGATIVE_INFINITY) < SUSPECT_EVERY_MS) return;
+      this.asked.set(node, at);
+      let marked = false;
+      for (const master of nodesIn(node)) marked = this.masterBack(master) || marked;
+      if (marked) return;
+      const counted = this.snapshot();
+      this.holdWhile(this.mark(counted), counted);
+    } catch {}
   }
 
   /** `nodeBack` for one master; false when the store keeps no mark per node (one server). */

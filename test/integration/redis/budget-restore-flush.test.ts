@@ -115,6 +115,33 @@ describeRedis('budgets after a Redis that lost its data without a reconnect', ()
     await limiter.close();
   });
 
+  it('a mark deleted alone, with one key (as an allkeys-* eviction does): the keys that kept their counts are not charged twice', async () => {
+    const prefix = randomPrefix();
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      name: 'flush-evicted',
+      policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+      store: new RedisStore({ client: await server.storeClient('ioredis'), prefix, validate: false }),
+      storeTimeoutMs: 2_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    for (let i = 0; i < 8; i++) await limiter.check('a');
+    for (let i = 0; i < 5; i++) await limiter.check('b');
+    const keys = (await admin.keys(`${prefix}:*`)) as string[];
+    const mark = keys.find((k) => k.endsWith('~alive')) as string;
+    const stateOfB = keys.find((k) => k.includes('{b}')) as string;
+    expect([mark, stateOfB].every((k) => k !== undefined)).toBe(true);
+    await admin.del(mark, stateOfB);
+    // b's next answer could not follow and the mark is gone, but a kept its 8: no loss of the store.
+    expect((await limiter.check('b')).remaining).toBe(9);
+    await waitFor('the mark set again', async () => (await admin.exists(mark)) === 1);
+    await sleep(50);
+    // Before: a charged its 8 again (0 left).
+    expect((await limiter.peek('a')).remaining).toBe(2);
+    expect(warnings).toEqual([]);
+    await limiter.close();
+  });
+
   it('refunds give budget back without a loss: nothing is charged again, nothing is logged', async () => {
     const warnings: Record<string, unknown>[] = [];
     const limiter = createLimiter({

@@ -702,6 +702,8 @@ describe('a store that lost its state with no reconnect (a FLUSHALL) is found by
     store.wipe();
     await admitted(limiter, 'a', 1);
     expect(store.marks).toBe(2);
+    // The restore charges once the keys agree (a peek of each): then the store loses its state again.
+    await new Promise((r) => setTimeout(r, 0));
     store.wipe();
     t = 1_500;
     await admitted(limiter, 'b', 1);
@@ -748,6 +750,39 @@ describe('a store that lost its state with no reconnect (a FLUSHALL) is found by
     late?.();
     expect((await first).remaining).toBe(4);
     expect(store.marks).toBe(1);
+    await limiter.close();
+  });
+
+  it('a mark gone alone (evicted under allkeys-*, deleted by hand) while the keys kept their counts charges nothing twice', async () => {
+    const store = new OutageStore();
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      policies: { algorithm: 'fixed-window', limit: 10, windowMs: 60_000 },
+      store,
+      clock: () => 1_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    for (const [key, n] of [
+      ['a', 8],
+      ['b', 5],
+      ['c', 3],
+    ] as const)
+      await admitted(limiter, key, n);
+    // The mark and one key evicted: that key's next answer could not follow, and the mark is gone.
+    store.marked = false;
+    store.inner.reset('b', store.plan as StorePlan);
+    await admitted(limiter, 'b', 1);
+    expect(store.marks).toBe(2);
+    await new Promise((r) => setTimeout(r, 0));
+    // Before: a charged its 8 again (exhausted), c its 3 again.
+    expect([store.remainingOf('a', 1_000), store.remainingOf('c', 1_000)]).toEqual([2_000, 7_000]);
+    expect(warnings).toEqual([]);
+    // And at a reconnect that finds only the mark gone.
+    store.marked = false;
+    store.reconnect(false);
+    await new Promise((r) => setTimeout(r, 0));
+    expect([store.remainingOf('a', 1_000), store.remainingOf('c', 1_000)]).toEqual([2_000, 7_000]);
+    expect(warnings).toEqual([]);
     await limiter.close();
   });
 

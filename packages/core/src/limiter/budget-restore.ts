@@ -4,8 +4,9 @@
  * exhausted before would get its whole limit again in the same window. With `'local'` (the failure mode
  * that remembers each key's last answer, failure/answer-memory.ts), the limiter sets a mark in the store at
  * start and asks for it again after every reconnect (`Store.markAlive`); when the mark was missing, the
- * store lost its state, and the limiter charges it again, policy by policy, what it had counted for each
- * key this process remembers, as read when the connection was ready again (before any new answer). A
+ * store lost its state (if the keys agree: a mark can go alone, `witnessed`), and the limiter charges it
+ * again, policy by policy, what it had counted for each key this process remembers, as read when the
+ * connection was ready again (before any new answer). A
  * loss no connection event tells of (a FLUSHALL; a Cluster master restarted while no call went to it) is
  * found by the first answer that could not follow the last one remembered for its key (more budget than
  * the key could have had back since: AnswerMemory.onRegress), which asks for the mark (`suspect`), with
@@ -24,8 +25,9 @@
 import type { Counted } from '../failure/answer-memory.js';
 import type { Fallback } from '../failure/fallback.js';
 import { nodesIn, type StoreGuard } from '../failure/store-guard.js';
+import { MILLI } from '../internal/fixed-point.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { keyAt, type Store, type StoreKey } from '../stores/store.js';
+import { keyAt, R_REMAINING, RESULT_STRIDE, type Store, type StoreKey, type StoreResult } from '../stores/store.js';
 import type { Clock } from '../types.js';
 import type { OwedCarry } from './carry-owed.js';
 
@@ -36,6 +38,37 @@ const RESTORE_WAIT_MS = 100;
 
 /** The least time between two questions of a node's mark prompted by answers (`suspect`). */
 const SUSPECT_EVERY_MS = 1_000;
+
+/** How many remembered keys a mark found gone is checked against (BudgetRestore.witnessed). */
+const WITNESSES = 3;
+
+/** The WITNESSES keys of `counted` that had used the most, each with its plan. */
+function witnesses(counted: Snapshot): [CompiledPlan, Counted][] {
+  const top: [CompiledPlan, Counted, number][] = [];
+  for (const [cp, keys] of counted) {
+    for (const c of keys) {
+      let used = 0;
+      for (const u of c.used) used += u;
+      if (top.length < WITNESSES) top.push([cp, c, used]);
+      else if (used > (top[WITNESSES - 1] as [CompiledPlan, Counted, number])[2]) top[WITNESSES - 1] = [cp, c, used];
+      else continue;
+      top.sort((a, b) => b[2] - a[2]);
+    }
+  }
+  return top.map(([cp, c]) => [cp, c]);
+}
+
+/** Whether `r`, the store's state of `c`'s key now, still holds at least half of what some policy of it had used (a unit at least). */
+function intact(cp: CompiledPlan, c: Counted, r: StoreResult | undefined): boolean {
+  if (r === undefined) return false;
+  for (let i = 0; i < c.used.length; i++) {
+    const used = c.used[i] as number;
+    const p = cp.storePlan.policies[i];
+    if (p === undefined || used < MILLI) continue;
+    if (p.capMilli - (r[i * RESULT_STRIDE + R_REMAINING] as number) >= used / 2) return true;
+  }
+  return false;
+}
 
 export class BudgetRestore {
   private readonly unwatch: () => void;
@@ -180,22 +213,46 @@ export class BudgetRestore {
   }
 
   /**
-   * When `marking` says the mark was missing, charges `counted` again. Settles once the charges are sent.
-   * A mark the store cannot set is no loss.
+   * When `marking` says the mark was missing, and the keys agree (`witnessed`), charges `counted` again.
+   * Settles once the charges are sent. A mark the store cannot set is no loss.
    */
   private chargeIfLost(marking: Promise<boolean>, counted: Snapshot, node?: string): Promise<void> {
-    return marking.then(
-      (missing) => {
-        if (!missing) return;
-        let n = 0;
-        for (const [cp, keys] of counted) {
-          for (const c of keys) this.carry.restore(cp.storePlan, c.storeKey, c.used);
-          n += keys.length;
-        }
-        if (n > 0) this.report?.(n, node);
-      },
-      () => undefined,
-    );
+    return marking
+      .then((missing) => missing && this.witnessed(counted))
+      .then(
+        (lost) => {
+          if (!lost) return;
+          let n = 0;
+          for (const [cp, keys] of counted) {
+            for (const c of keys) this.carry.restore(cp.storePlan, c.storeKey, c.used);
+            n += keys.length;
+          }
+          if (n > 0) this.report?.(n, node);
+        },
+        () => undefined,
+      );
+  }
+
+  /**
+   * Whether the keys agree that the store lost its state: a mark can go alone (evicted under an
+   * `allkeys-*` policy, deleted by hand), and charging every key again then would count them twice. The
+   * WITNESSES keys that had used the most are read (a peek each): the loss stands unless one of them
+   * still holds at least half of what it had used. A store without `peek`, nothing to read, or reads
+   * that fail: the mark is believed.
+   */
+  private async witnessed(counted: Snapshot): Promise<boolean> {
+    const store = this.store;
+    if (store.peek === undefined) return true;
+    const picked = witnesses(counted);
+    const now = this.now();
+    const reads = picked.map(async ([cp, c]) => {
+      try {
+        return intact(cp, c, await store.peek?.(c.storeKey, cp.storePlan, MILLI, now));
+      } catch {
+        return false;
+      }
+    });
+    return !(await Promise.all(reads)).some((kept) => kept);
   }
 
   close(): void {

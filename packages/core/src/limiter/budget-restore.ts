@@ -42,20 +42,11 @@ const SUSPECT_EVERY_MS = 1_000;
 /** How many remembered keys a mark found gone is checked against (BudgetRestore.witnessed). */
 const WITNESSES = 3;
 
-/** The WITNESSES keys of `counted` that had used the most, each with its plan. */
-function witnesses(counted: Snapshot): [CompiledPlan, Counted][] {
-  const top: [CompiledPlan, Counted, number][] = [];
-  for (const [cp, keys] of counted) {
-    for (const c of keys) {
-      let used = 0;
-      for (const u of c.used) used += u;
-      if (top.length < WITNESSES) top.push([cp, c, used]);
-      else if (used > (top[WITNESSES - 1] as [CompiledPlan, Counted, number])[2]) top[WITNESSES - 1] = [cp, c, used];
-      else continue;
-      top.sort((a, b) => b[2] - a[2]);
-    }
-  }
-  return top.map(([cp, c]) => [cp, c]);
+/** The WITNESSES keys of `counted` that had used the most, each with its plan (read only at a loss). */
+function witnesses(counted: Snapshot): (readonly [CompiledPlan, Counted])[] {
+  const total = (c: Counted) => c.used.reduce((a, b) => a + b, 0);
+  const all = counted.flatMap(([cp, keys]) => keys.map((c) => [cp, c] as const));
+  return all.sort((a, b) => total(b[1]) - total(a[1])).slice(0, WITNESSES);
 }
 
 /** Whether `r`, the store's state of `c`'s key now, still holds at least half of what some policy of it had used (a unit at least). */
@@ -88,9 +79,7 @@ export class BudgetRestore {
     private readonly report: ((keys: number, node: string | undefined) => void) | undefined,
   ) {
     this.unwatch = store.watchConnection((event) => {
-      if (event !== 'ready') return;
-      const counted = this.snapshot();
-      this.holdWhile(this.mark(counted), counted);
+      if (event === 'ready') this.markWhole();
     });
     // Another limiter on this store found a Cluster master lost its keys: this one's mark there went too.
     const name = plan.storePlan.policies[0]?.limiter;
@@ -125,10 +114,13 @@ export class BudgetRestore {
    * A node's breaker closed (it answers again). On a store that marks each node (a Redis Cluster, whose
    * masters lose their keys one by one), sets the mark of each master `node` names (the breaker of calls
    * over several masters names them all: StoreGuard.nodeOfKey) and, where it was missing, charges again
-   * what the keys that master serves had counted; checks wait for it as at a reconnect.
+   * what the keys that master serves had counted; checks wait for it as at a reconnect. False when the
+   * store keeps one mark for all (one server): nothing was asked.
    */
-  nodeBack(node: string): void {
-    for (const master of nodesIn(node)) this.masterBack(master);
+  nodeBack(node: string): boolean {
+    let marked = false;
+    for (const master of nodesIn(node)) marked = this.masterBack(master) || marked;
+    return marked;
   }
 
   /**
@@ -147,12 +139,14 @@ export class BudgetRestore {
       const at = this.now();
       if (at - (this.asked.get(node) ?? Number.NEGATIVE_INFINITY) < SUSPECT_EVERY_MS) return;
       this.asked.set(node, at);
-      let marked = false;
-      for (const master of nodesIn(node)) marked = this.masterBack(master) || marked;
-      if (marked) return;
-      const counted = this.snapshot();
-      this.holdWhile(this.mark(counted), counted);
+      if (!this.nodeBack(node)) this.markWhole();
     } catch {}
+  }
+
+  /** Asks for the store's one mark with what every remembered key counts now, holding checks for it. */
+  private markWhole(): void {
+    const counted = this.snapshot();
+    this.holdWhile(this.mark(counted), counted);
   }
 
   /** `nodeBack` for one master; false when the store keeps no mark per node (one server). */

@@ -25,7 +25,7 @@ describeRedis('budgets after a Redis that lost its data', () => {
     await server?.close();
   });
 
-  it('two processes of one limiter: the first to reconnect restores, so a key is charged once (by its view), not by both', async () => {
+  it('two processes of one limiter: both restore, and a key both decided is charged once, by the most either saw, not by both', async () => {
     const into = Date.now() % WINDOW_MS;
     if (into > WINDOW_MS - 20_000) await sleep(WINDOW_MS - into + 50);
     const prefix = randomPrefix();
@@ -50,9 +50,10 @@ describeRedis('budgets after a Redis that lost its data', () => {
     await server.start();
     await waitFor('the budgets restored', () => warnings.some((w) => w.code === 'WRN_RL_BUDGETS_RESTORED'));
     await sleep(300);
-    // One restore: 4 or 7 charged again, never 11 (both).
-    expect(warnings.filter((w) => w.code === 'WRN_RL_BUDGETS_RESTORED')).toHaveLength(1);
-    expect([6, 3]).toContain((await a.peek('k')).remaining);
+    // 7 charged again, in whichever order the two come (the ledger: test/integration/redis/budget-restore-processes.test.ts),
+    // never 11 (both); the process that saw 4 charges nothing after the other, 3 before it.
+    expect(warnings.filter((w) => w.code === 'WRN_RL_BUDGETS_RESTORED').length).toBeLessThanOrEqual(2);
+    expect((await a.peek('k')).remaining).toBe(3);
     await Promise.all([a.close(), b.close()]);
   }, 60_000);
 

@@ -208,6 +208,44 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
     }, 30_000);
   }
 
+  it("two processes: a FLUSHALL of one master, and each restores the keys it decided there (a new token in the master's mark), a shared key charged once", async () => {
+    const into = Date.now() % WINDOW_MS;
+    if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
+    const victim = cluster.masters[2] as RedisServer;
+    const [onlyA, onlyB, shared] = [await keyOn(victim, 'proc-a'), await keyOn(victim, 'proc-b'), await keyOn(victim, 'proc-ab')];
+    const prefix = randomPrefix();
+    const restored: number[] = [0, 0];
+    const [a, b] = (await Promise.all(
+      [0, 1].map(async (i) =>
+        createLimiter({
+          name: 'cluster-procs',
+          policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+          store: new RedisStore({ client: await cluster.storeClient('ioredis'), prefix, validate: false }),
+          onStoreError: 'local',
+          storeTimeoutMs: 1_000,
+          logger: {
+            warn: (o: Record<string, unknown>) => {
+              if (o.code === 'WRN_RL_BUDGETS_RESTORED') restored[i] = (restored[i] as number) + 1;
+            },
+            error() {},
+          },
+        }),
+      ),
+    )) as [Limiter, Limiter];
+    for (let i = 0; i < 8; i++) expect((await a.check(onlyA)).allowed).toBe(true);
+    for (let i = 0; i < 8; i++) expect((await b.check(onlyB)).allowed).toBe(true);
+    for (let i = 0; i < 6; i++) expect((await (i < 3 ? a : b).check(shared)).allowed).toBe(true);
+    await cluster.node(victim).flushall();
+    expect(await admittedOf(a, onlyA)).toBe(2);
+    await waitFor('a restored', () => restored[0] === 1);
+    // Before: 10 (b found the mark a had set again, and charged nothing).
+    expect(await admittedOf(b, onlyB)).toBe(2);
+    await waitFor('b restored', () => restored[1] === 1);
+    // 6 (b's view), not 3 + 6.
+    expect((await a.peek(shared)).remaining).toBe(4);
+    await Promise.all([a.close(), b.close()]);
+  }, 30_000);
+
   it('a concurrency limiter alone (no mark of its own): a FLUSHALL of the master of its key is found by the grant beside the lost leases, the third refused', async () => {
     const victim = cluster.masters[0] as RedisServer;
     const k = await keyOn(victim, 'slots');

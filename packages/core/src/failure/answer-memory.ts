@@ -54,6 +54,8 @@ export interface Counted {
   readonly storeKey: StoreKey;
   /** Per enforced policy, milli-units; 0 for one that has reset. */
   readonly used: Float64Array;
+  /** Per enforced policy, ms from the time asked until it is fully reset (its budget whole again). */
+  readonly until: Float64Array;
 }
 
 export class AnswerMemory {
@@ -176,13 +178,15 @@ export class AnswerMemory {
     const n = this.policies.length;
     for (const [key, m] of this.entries) {
       const used = new Float64Array(n);
+      const until = new Float64Array(n);
       let some = false;
       for (let i = 0; i < n; i++) {
         if ((m[STRIDE * i + UNTIL] as number) <= at) continue;
         used[i] = (this.policies[i] as CompiledPolicy).capMilli - this.left(m, i, at);
+        until[i] = (m[STRIDE * i + UNTIL] as number) - at;
         if ((used[i] as number) > 0) some = true;
       }
-      if (some) out.push({ storeKey: this.storeKeys.get(key) ?? key, used });
+      if (some) out.push({ storeKey: this.storeKeys.get(key) ?? key, used, until });
     }
     return out;
   }

@@ -3,7 +3,7 @@
  * FLUSHALL, a failover to an empty replica. Such a store answers every key from a full budget, and a key
  * exhausted before would get its whole limit again in the same window. With `'local'` (the failure mode
  * that remembers each key's last answer, failure/answer-memory.ts), the limiter sets a mark in the store at
- * start and asks for it again after every reconnect (`Store.markAlive`); when the mark was missing, the
+ * start and asks for it again after every reconnect (`Store.markAlive`); when the mark changed, the
  * store lost its state (if the keys agree: a mark can go alone, `witnessed`), and the limiter charges it
  * again, policy by policy, what it had counted for each key this process remembers, as read when the
  * connection was ready again (before any new answer). A
@@ -17,17 +17,22 @@
  * not follow, and only the keys it serves are charged; the other limiters on the same store are told too
  * (`Store.watchNodeLoss`), as their own breakers may not have seen that master fail.
  *
- * One process is told of a loss: the first to set the mark again. Its memory (the keys it decided last,
- * at most 10,000 per plan, as of its last answer for each) is charged; keys only other processes decided
- * start from a full budget as before. Nothing here exists for a store without `markAlive` and
- * `watchConnection`, or a limiter that does not remember (`'open'`, `'closed'`, a MemoryStore).
+ * Every process of the limiter is told of a loss, not only the first to set the mark again: the mark holds
+ * a token set anew where it was missing (stores/redis/node-marks.ts `MarkTokens`), so a process that finds
+ * another token than it found last knows the store lost its state since, at its own reconnect or at its
+ * own first answer that could not follow. Each charges its memory (the keys it decided last, at most
+ * 10,000 per plan, as of its last answer for each), a key only what the others did not charge it already
+ * (`Store.restored`, a ledger per key in the store that each raises to what it counts): a key several
+ * processes decided ends with what the one that saw the most had counted, in whatever order they come.
+ * Nothing here exists for a store without `markAlive` and `watchConnection`, or a limiter that does not
+ * remember (`'open'`, `'closed'`, a MemoryStore).
  */
 import type { Counted } from '../failure/answer-memory.js';
 import type { Fallback } from '../failure/fallback.js';
 import { nodesIn, type StoreGuard } from '../failure/store-guard.js';
 import { MILLI } from '../internal/fixed-point.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { keyAt, R_REMAINING, RESULT_STRIDE, type Store, type StoreKey, type StoreResult } from '../stores/store.js';
+import { keyAt, R_REMAINING, RESULT_STRIDE, type Store, type StoreKey, type StoreResult, subPlan } from '../stores/store.js';
 import type { Clock } from '../types.js';
 import type { OwedCarry } from './carry-owed.js';
 
@@ -89,7 +94,7 @@ export class BudgetRestore {
     // A loss no connection event tells of (a FLUSHALL, a master restarted while nothing was sent to it);
     // not where batches given back raise a key's remaining with nothing lost.
     if (store.batches !== true) for (const f of fallbacks.values()) f.watchRegress((storeKey) => this.suspect(storeKey));
-    // Set at start, so that a later reconnect that finds it missing knows the store lost it.
+    // Set at start, so that a later reconnect that finds it changed knows the store lost it.
     void this.mark([]);
   }
 
@@ -113,7 +118,7 @@ export class BudgetRestore {
   /**
    * A node's breaker closed (it answers again). On a store that marks each node (a Redis Cluster, whose
    * masters lose their keys one by one), sets the mark of each master `node` names (the breaker of calls
-   * over several masters names them all: StoreGuard.nodeOfKey) and, where it was missing, charges again
+   * over several masters names them all: StoreGuard.nodeOfKey) and, where it changed, charges again
    * what the keys that master serves had counted; checks wait for it as at a reconnect. False when the
    * store keeps one mark for all (one server): nothing was asked.
    */
@@ -189,13 +194,13 @@ export class BudgetRestore {
           continue;
         }
         const used = c.used.map((u, i) => (u > 0 && this.guard.nodeOf(keyAt(c.storeKey, i)) === node ? u : 0));
-        if (used.some((u) => u > 0)) on.push({ storeKey: c.storeKey, used });
+        if (used.some((u) => u > 0)) on.push({ storeKey: c.storeKey, used, until: c.until });
       }
       return [cp, on] as const;
     });
   }
 
-  /** Sets the mark; when it was missing, charges `counted` again (`chargeIfLost`). */
+  /** Sets the mark; when it changed, charges `counted` again (`chargeIfLost`). */
   private mark(counted: Snapshot): Promise<void> {
     let marking: Promise<boolean>;
     try {
@@ -207,32 +212,56 @@ export class BudgetRestore {
   }
 
   /**
-   * When `marking` says the mark was missing, and the keys agree (`witnessed`), charges `counted` again.
-   * Settles once the charges are sent. A mark the store cannot set is no loss.
+   * When `marking` says the mark changed, and the keys agree (`witnessed`), charges `counted` again
+   * (`recharge`). Settles once the charges are sent. A mark the store cannot set is no loss.
    */
   private chargeIfLost(marking: Promise<boolean>, counted: Snapshot, node?: string): Promise<void> {
     return marking
-      .then((missing) => missing && this.witnessed(counted))
-      .then(
-        (lost) => {
-          if (!lost) return;
-          let n = 0;
-          for (const [cp, keys] of counted) {
-            for (const c of keys) this.carry.restore(cp.storePlan, c.storeKey, c.used);
-            n += keys.length;
-          }
-          if (n > 0) this.report?.(n, node);
-        },
-        () => undefined,
-      );
+      .then((changed) => changed && this.witnessed(counted))
+      .then(async (lost) => {
+        if (!lost) return;
+        const charged = await Promise.all(counted.flatMap(([cp, keys]) => keys.map((c) => this.recharge(cp, c))));
+        const n = charged.filter((some) => some).length;
+        if (n > 0) this.report?.(n, node);
+      })
+      .then(undefined, () => undefined);
+  }
+
+  /**
+   * Charges `c`'s key again what it had counted, policy by policy, less what other processes of the
+   * limiter charged it again since the loss (`Store.restored`, which this raises to what `c` counts): the
+   * processes that remember one key charge it together what the one that saw the most had counted. True
+   * when something was charged. A ledger that cannot be read charges nothing for that policy (the store
+   * is gone again; its charge would fail too).
+   */
+  private async recharge(cp: CompiledPlan, c: Counted): Promise<boolean> {
+    const restored = this.store.restored;
+    const plan = cp.storePlan;
+    const owed = await Promise.all(
+      Array.from(c.used, async (u, i) => {
+        const used = Math.floor(u);
+        if (!(used > 0) || restored === undefined) return Math.max(0, used);
+        try {
+          return Math.max(
+            0,
+            used - (await restored.call(this.store, keyAt(c.storeKey, i), subPlan(plan, [i]), used, c.until[i] as number)),
+          );
+        } catch {
+          return 0;
+        }
+      }),
+    );
+    this.carry.restore(plan, c.storeKey, owed);
+    return owed.some((x) => x > 0);
   }
 
   /**
    * Whether the keys agree that the store lost its state: a mark can go alone (evicted under an
    * `allkeys-*` policy, deleted by hand), and charging every key again then would count them twice. The
    * WITNESSES keys that had used the most are read (a peek each): the loss stands unless one of them
-   * still holds at least half of what it had used. A store without `peek`, nothing to read, or reads
-   * that fail: the mark is believed.
+   * still holds at least half of what it had used, and was not charged again since a loss (its ledger
+   * empty, `Store.restored`: another process may have restored it before this one looked). A store
+   * without `peek`, nothing to read, or reads that fail: the mark is believed.
    */
   private async witnessed(counted: Snapshot): Promise<boolean> {
     const store = this.store;
@@ -241,12 +270,23 @@ export class BudgetRestore {
     const now = this.now();
     const reads = picked.map(async ([cp, c]) => {
       try {
-        return intact(cp, c, await store.peek?.(c.storeKey, cp.storePlan, MILLI, now));
+        return intact(cp, c, await store.peek?.(c.storeKey, cp.storePlan, MILLI, now)) && !(await this.recharged(cp, c));
       } catch {
         return false;
       }
     });
     return !(await Promise.all(reads)).some((kept) => kept);
+  }
+
+  /** Whether some policy of `c`'s key was charged again since the store lost its state, by any process (its ledger, read). */
+  private async recharged(cp: CompiledPlan, c: Counted): Promise<boolean> {
+    const restored = this.store.restored;
+    if (restored === undefined) return false;
+    const plan = cp.storePlan;
+    const reads = Array.from(c.used, (u, i) =>
+      u >= MILLI ? restored.call(this.store, keyAt(c.storeKey, i), subPlan(plan, [i]), 0, 1) : 0,
+    );
+    return (await Promise.all(reads)).some((before) => before > 0);
   }
 
   close(): void {

@@ -147,11 +147,21 @@ export interface Store {
   watchConnection?(listener: (event: ConnectionEvent) => void): () => void;
   /**
    * For a store that can lose everything it holds (a restart without persistence, a failover to an empty
-   * replica): sets a mark of `plan`'s limiter in the store; true when it was missing, so the store lost its
-   * state since it was set (or it never was). The limiter sets it at start and after every reconnect
-   * (`watchConnection`), and charges again what it remembers when it was missing (limiter/budget-restore.ts).
+   * replica): sets a mark of `plan`'s limiter in the store where it is missing; true when the mark changed
+   * since this store last found it (it went, and this process or another set it again): the store lost
+   * its state since, or the mark alone went. The limiter asks at start and after every reconnect
+   * (`watchConnection`), and charges again what it remembers when it changed (limiter/budget-restore.ts).
    */
   markAlive?(plan: StorePlan): Promise<boolean>;
+  /**
+   * For a store with `markAlive`: the ledger of what was charged again to `key` under `plan` (one policy)
+   * since the store lost its state, by every process of the limiter. Raises it to `used` milli-units (kept
+   * `ttlMs`, the time until the key's budget would be whole again) and resolves to what it held before
+   * (0: nothing), so that a process charges only `used` less that, and processes that remember the same
+   * key charge it together what the one that saw the most had counted. `used` 0 reads it. Without it, the
+   * limiter charges all it counts.
+   */
+  restored?(key: string, plan: StorePlan, used: number, ttlMs: number): Promise<number>;
   /**
    * For a store whose nodes can lose what they hold one by one (a Redis Cluster master restarted without
    * persistence): sets the mark of `plan`'s limiter on `node` (a name `nodeOf` gives), asked when that

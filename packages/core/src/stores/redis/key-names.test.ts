@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { compilePolicy } from '../../policy.js';
 import type { AlgorithmId, PolicyOptions } from '../../types.js';
 import { keySlot } from './cluster-slot.js';
-import { keyHead, keyName, keyTag, MAX_LITERAL_KEY, markName, nodeMarkName, policySuffix } from './key-names.js';
+import { keyHead, keyName, keyTag, MAX_LITERAL_KEY, markName, nodeMarkName, policySuffix, restoredName } from './key-names.js';
 
 /** The text Redis Cluster hashes: between the first `{` and the next `}`, when not empty. */
 function hashedPart(name: string): string {
@@ -163,6 +163,24 @@ describe('policySuffix', () => {
         expect(policySuffix(p) === policySuffix(q)).toBe(p.id === q.id);
       }),
       { numRuns: 2000 },
+    );
+  });
+});
+
+describe('restoredName', () => {
+  it("is the ledger of one key of state, in that state's slot: never a key of state, a mark, or another key's ledger", () => {
+    expect(restoredName(keyHead('tg', 'auth'), keyTag('ip:1'), 'fw1m')).toBe('tg:v2:auth:~restored{ip:1}:fw1m');
+    const name = fc.option(fc.stringMatching(/^[!-9;-z|~]{1,8}$/), { nil: undefined });
+    const suffix = policySuffix(compilePolicy({ limit: 5, windowMs: 60_000 }, 'p', false));
+    fc.assert(
+      fc.property(name, name, fc.string(), fc.string(), fc.nat(1 << 16), (l1, l2, k1, k2, n) => {
+        const ledger = restoredName(keyHead('tg', l1), keyTag(k1), suffix);
+        expect(keySlot(ledger)).toBe(keySlot(keyName(keyHead('tg', l1), keyTag(k1), suffix)));
+        expect(ledger).not.toBe(keyName(keyHead('tg', l2), keyTag(k2), suffix));
+        expect(ledger).not.toBe(markName('tg', l2));
+        expect(ledger).not.toBe(nodeMarkName('tg', l2, n));
+        if (l1 !== l2 || keyTag(k1) !== keyTag(k2)) expect(ledger).not.toBe(restoredName(keyHead('tg', l2), keyTag(k2), suffix));
+      }),
     );
   });
 });

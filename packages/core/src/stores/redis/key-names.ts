@@ -95,6 +95,15 @@ export function nodeMarkName(prefix: string, limiter: string | undefined, n: num
   return `${markName(prefix, limiter)}{${n}}`;
 }
 
+/**
+ * The ledger of what was charged again to one key of state after a loss (scripts/restore-ledger.ts):
+ * `<head>~restored{<key>}:<policy>`, in the state's slot. Never a key of state (whose tag follows the head
+ * at once) nor a mark (`~alive`).
+ */
+export function restoredName(head: string, tag: string, suffix: string): string {
+  return `${head}~restored${tag}:${suffix}`;
+}
+
 /** The Redis key holding the state of `policy` (its `suffix`, its `head`) for the limiter key whose tag is `tag`. */
 export function keyName(head: string, tag: string, suffix: string): string {
   return `${head}${tag}:${suffix}`;

@@ -6,13 +6,39 @@
  * of a limiter picks the same key. A master's mark counts as missing only where this store saw it there
  * before: a master this store never marked (one that joined later, or whose mark moved away with its slot)
  * is marked and nothing is told, so a mark that was never set is never taken for a loss.
+ *
+ * A mark holds a token (`MarkTokens`), set anew only where the mark was missing: a store that finds a
+ * token other than the one it found last knows the mark went since, even when another process set it
+ * again first, so every process of a limiter learns of a loss, not only the first to look.
  */
-
+import { randomBytes } from 'node:crypto';
 import type { StoreClient } from './clients/store-client.js';
 import { markName, nodeMarkName } from './key-names.js';
 
-/** Sets the mark unless it is there; 1 when it was not. */
-export const MARK_ALIVE = "return redis.call('SET', KEYS[1], '1', 'NX') and 1 or 0";
+/** Sets the mark to ARGV[1], a token new to this call, unless it is there; returns the token it holds after. */
+export const MARK_ALIVE = "local v = redis.call('GET', KEYS[1]) if not v then redis.call('SET', KEYS[1], ARGV[1]) v = ARGV[1] end return v";
+
+/**
+ * The tokens of the marks a store asked for, as it last found them. A mark (of the single server, or of a
+ * Cluster master) counts as changed when its token is not the one found last: it was missing, and this
+ * store or another set it again since. A mark never found before is no change (nothing to compare).
+ */
+export class MarkTokens {
+  private readonly seen = new Map<string, string>();
+
+  constructor(private readonly client: StoreClient) {}
+
+  /** Asks for mark `name`, setting it where it is missing; true when its token changed since this store last found it. */
+  ask(name: string): Promise<boolean> {
+    const mine = randomBytes(9).toString('base64url');
+    return this.client.evalScript(MARK_ALIVE, 1, [name, mine]).then((x) => {
+      const token = String(x);
+      const before = this.seen.get(name);
+      this.seen.set(name, token);
+      return before !== undefined && token !== before;
+    });
+  }
+}
 
 /**
  * The most tags tried for one master (a few ms of hashing, once per master): a master that serves 4 slots
@@ -24,8 +50,8 @@ const MAX_TRIES = 1 << 16;
 export class NodeMarks {
   /** The mark's key per limiter and master (`<mark>\n<node>`), as last found. */
   private readonly names = new Map<string, string>();
-  /** The mark keys this store set, or found set: only those can be missing. */
-  private readonly seen = new Set<string>();
+  /** The tokens this store found in its marks: only a mark found before can have changed. */
+  private readonly tokens: MarkTokens;
   /** Limiters whose marks wait for the Cluster to be ready (`markAll` before it was). */
   private pending: (string | undefined)[] | undefined = undefined;
   /** Told when a limiter found a master's mark missing (`watchLoss`). */
@@ -36,7 +62,9 @@ export class NodeMarks {
   constructor(
     private readonly client: StoreClient,
     private readonly prefix: string,
-  ) {}
+  ) {
+    this.tokens = new MarkTokens(client);
+  }
 
   /** True while `markAll` waits for the first call that finds the Cluster ready (`flush`). */
   get waiting(): boolean {
@@ -61,16 +89,13 @@ export class NodeMarks {
     return undefined;
   }
 
-  /** Sets `limiter`'s mark on `node`; true when it was missing where this store had seen it. Nothing sent for a name that is no master's. */
+  /** Sets `limiter`'s mark on `node` where it is missing; true when it changed since this store last found it (MarkTokens). Nothing sent for a name that is no master's. */
   mark(limiter: string | undefined, node: string): Promise<boolean> {
     const name = this.client.masterAddresses?.().includes(node) === true ? this.nameOn(limiter, node) : undefined;
     if (name === undefined) return Promise.resolve(false);
-    const seen = this.seen.has(name);
     // A mark asked for by a listener told of this master's loss: its own loss is the same one, told already.
     const tells = !this.telling.has(node);
-    return this.client.evalScript(MARK_ALIVE, 1, [name]).then((x) => {
-      this.seen.add(name);
-      const lost = seen && x === 1;
+    return this.tokens.ask(name).then((lost) => {
       if (lost && tells) this.tellLoss(node, limiter);
       return lost;
     });

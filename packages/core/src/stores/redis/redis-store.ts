@@ -42,16 +42,17 @@ import { toStoreClient } from './clients/to-store-client.js';
 import { slotGroups } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
 import { EvictionWatch, type EvictionWatchOptions, serverAndStats } from './eviction-watch.js';
-import { keyHead, keyName, keyTag, markName, policySuffix } from './key-names.js';
+import { keyHead, keyName, keyTag, markName, policySuffix, restoredName } from './key-names.js';
 import { heldReceipt, LocalBatcher, type LocalBatchStats } from './local-batch/local-batcher.js';
 import { type LocalBatchOptions, parseLocalBatch } from './local-batch/options.js';
-import { MARK_ALIVE, NodeMarks } from './node-marks.js';
+import { MarkTokens, NodeMarks } from './node-marks.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
 import { releaseScript, renewScript, restoreScript } from './scripts/lease-scripts.js';
 import type { LuaScript } from './scripts/lua-script.js';
 import { peekScript, refundScript } from './scripts/peek-refund-scripts.js';
 import { planScript } from './scripts/plan-script.js';
+import { RESTORED } from './scripts/restore-ledger.js';
 import { pushArgs, readReply } from './scripts/script-protocol.js';
 import { ScriptRunner } from './scripts/script-runner.js';
 import { type RepairedState, RepairReporter } from './state-repair.js';
@@ -169,6 +170,8 @@ export class RedisStore implements Store {
   private readonly bindings = new WeakMap<StorePlan, Bound>();
   /** A Cluster's marks, one per master (markAlive, markNodeAlive); undefined on one server. */
   private readonly nodeMarks: NodeMarks | undefined;
+  /** The single server's marks as this store last found them (markAlive). */
+  private readonly markTokens: MarkTokens;
 
   constructor(options: RedisStoreOptions) {
     const o = readOptions(options, OPTION_KEYS, 'options', '{ client: new Redis() } (RedisStore options)');
@@ -237,6 +240,7 @@ export class RedisStore implements Store {
     this.scripts = new ScriptRunner(client);
     this.prefix = prefix;
     this.nodeMarks = client.isCluster ? new NodeMarks(client, prefix) : undefined;
+    this.markTokens = new MarkTokens(client);
     this.stateSpace = { holder: o.client as object, name: prefix };
     this.timeSource = timeSource;
     const batch = parseLocalBatch(o.localBatch);
@@ -442,12 +446,13 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Sets the mark of `plan`'s limiter (key-names.ts `markName`); true when it was missing: this Redis lost
-   * everything since it was set (a restart without persistence, FLUSHALL, a failover to an empty replica),
-   * or it never was. The first process to set it again after a loss is the one told. Always false, and
-   * nothing sent, on a client whose connection events tollgate cannot watch (it would not know when to
-   * ask), and before the client is ready. On a Cluster, sets the mark on every master (node-marks.ts),
-   * once the Cluster is ready, and resolves false: a master's loss is told by `markNodeAlive`.
+   * Sets the mark of `plan`'s limiter (key-names.ts `markName`) where it is missing; true when it changed
+   * since this store last found it (node-marks.ts `MarkTokens`): this Redis lost everything since (a
+   * restart without persistence, FLUSHALL, a failover to an empty replica), or the mark alone went, and
+   * this store or another process set it again. Always false, and nothing sent, on a client whose
+   * connection events tollgate cannot watch (it would not know when to ask), and before the client is
+   * ready. On a Cluster, sets the mark on every master (node-marks.ts), once the Cluster is ready, and
+   * resolves false: a master's loss is told by `markNodeAlive`.
    */
   markAlive(plan: StorePlan): Promise<boolean> {
     const limiter = plan.policies[0]?.limiter;
@@ -457,7 +462,7 @@ export class RedisStore implements Store {
     }
     // Not before the client is ready (a lazyConnect client is not started by it): its 'ready' sets the mark.
     if (this.client.watch === undefined || this.client.status !== 'ready') return Promise.resolve(false);
-    return this.client.evalScript(MARK_ALIVE, 1, [markName(this.prefix, limiter)]).then((x) => x === 1);
+    return this.markTokens.ask(markName(this.prefix, limiter));
   }
 
   /**
@@ -467,6 +472,25 @@ export class RedisStore implements Store {
    */
   markNodeAlive(plan: StorePlan, node: string): Promise<boolean> | undefined {
     return this.nodeMarks?.mark(plan.policies[0]?.limiter, node);
+  }
+
+  /**
+   * Raises the ledger of `key`'s state under `plan` (its one policy) to `used` milli-units, kept `ttlMs`,
+   * and resolves to what it held before (scripts/restore-ledger.ts): see `Store.restored`.
+   */
+  restored(key: string, plan: StorePlan, used: number, ttlMs: number): Promise<number> {
+    const b = this.sendable(plan);
+    if (!isBound(b)) return Promise.reject(b);
+    const name = restoredName(b.heads[0] as string, keyTag(key), b.suffixes[0] as string);
+    const args = [name, String(Math.max(0, Math.floor(used))), String(Math.max(1, Math.ceil(ttlMs)))];
+    return this.scripts.run(RESTORED, 1, args, (reply) => {
+      const before = Number(reply);
+      if (Number.isFinite(before)) return before;
+      throw new RedisStoreError(
+        'ERR_RL_STORE_REPLY',
+        `expected a number from ${RESTORED.name}, got ${JSON.stringify(reply)?.slice(0, 200)}`,
+      );
+    });
   }
 
   /** On a Cluster, calls `listener` when a limiter on this store found a master lost its keys (`markNodeAlive`); see `Store.watchNodeLoss`. */

@@ -105,6 +105,52 @@ describeRedis('budgets after a Redis that lost its data, in every process', () =
     }, 30_000);
   }
 
+  it('three processes, 40 keys decided in a random interleaving: after a restart each key holds the largest count any process saw, whatever order they restore in', async () => {
+    const into = Date.now() % WINDOW_MS;
+    if (into > WINDOW_MS - 20_000) await sleep(WINDOW_MS - into + 50);
+    const prefix = randomPrefix();
+    let restores = 0;
+    const processes = await Promise.all(
+      [0, 1, 2].map(async () =>
+        createLimiter({
+          name: 'procs-three',
+          policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+          store: new RedisStore({ client: await server.storeClient('ioredis'), prefix, validate: false }),
+          storeTimeoutMs: 2_000,
+          logger: {
+            warn: (o: Record<string, unknown>) => {
+              if (o.code === 'WRN_RL_BUDGETS_RESTORED') restores += 1;
+            },
+            error() {},
+          },
+        }),
+      ),
+    );
+    // A fixed pseudo-random interleaving: each check by one of the three, on one of 40 keys.
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    const seen = new Map<string, number>();
+    for (let i = 0; i < 200; i++) {
+      const key = `k${next(40)}`;
+      const d = await (processes[next(3)] as Limiter).check(key);
+      seen.set(key, Math.min(seen.get(key) ?? 10, d.remaining));
+    }
+    // What each key had used by the view of the process that saw it last (the largest view: fixed windows count up).
+    const largest = new Map([...seen].map(([k, left]) => [k, 10 - left]));
+    await server.stop();
+    await sleep(200);
+    await server.start();
+    // Each restores (a process whose every key another charged as much already charges nothing, and says nothing).
+    await waitFor('a restore', () => restores >= 1);
+    await sleep(500);
+    const left = async (key: string) => (await (processes[0] as Limiter).peek(key)).remaining;
+    for (const [key, used] of largest) expect([key, await left(key)]).toEqual([key, 10 - used]);
+    await Promise.all(processes.map((l) => l.close()));
+  }, 60_000);
+
   it('a mark deleted alone: the process that sets it again charges nothing, and the other, seeing a new mark, charges nothing either', async () => {
     const { a, b, prefix, restores } = await twoProcesses('procs-evicted');
     await use(a, 'only-a', 8);

@@ -57,6 +57,66 @@ describeRedis('budgets after a Redis that lost its data', () => {
     await Promise.all([a.close(), b.close()]);
   }, 60_000);
 
+  for (const algorithm of ['fixed-window', 'gcra'] as const) {
+    it(`${algorithm}: a Redis back from an older snapshot (its mark in it): each key is charged what it had counted since, as it is next answered: 2 admitted, not 5`, async () => {
+      const into = Date.now() % WINDOW_MS;
+      if (into > WINDOW_MS - 20_000) await sleep(WINDOW_MS - into + 50);
+      const warnings: Record<string, unknown>[] = [];
+      const limiter = createLimiter({
+        name: `behind-${algorithm}`,
+        policies: { algorithm, limit: 10, windowMs: WINDOW_MS },
+        store: new RedisStore({ client: await server.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
+        storeTimeoutMs: 2_000,
+        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+      });
+      for (let i = 0; i < 5; i++) expect((await limiter.check('k')).allowed).toBe(true);
+      for (let i = 0; i < 4; i++) expect((await limiter.check('other')).allowed).toBe(true);
+      // The snapshot (as `save` points or a BGSAVE take it), then three more; the server then dies unsaved.
+      await admin.call('SAVE');
+      for (let i = 0; i < 3; i++) expect((await limiter.check('k')).allowed).toBe(true);
+      await server.stop();
+      await server.start();
+      await waitFor('an answer from Redis', () =>
+        limiter.peek('other').then(
+          (d) => !d.degraded,
+          () => false,
+        ),
+      );
+      let admitted = 0;
+      for (let i = 0; i < 10; i++) if ((await limiter.check('k')).allowed) admitted += 1;
+      // Before: 5 (the mark came back with the snapshot, so nothing was restored).
+      expect(admitted).toBe(2);
+      // A key the snapshot had whole is charged nothing.
+      expect((await limiter.check('other')).remaining).toBeCloseTo(5, 0);
+      expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', behind: true })]);
+      await limiter.close();
+    }, 60_000);
+  }
+
+  it('a restart that kept everything (saved as it stopped): nothing charged, nothing logged', async () => {
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      name: 'behind-none',
+      policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+      store: new RedisStore({ client: await server.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
+      storeTimeoutMs: 2_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    for (let i = 0; i < 6; i++) expect((await limiter.check('k')).allowed).toBe(true);
+    await admin.call('SAVE');
+    await server.stop();
+    await server.start();
+    await waitFor('an answer from Redis', () =>
+      limiter.peek('k').then(
+        (d) => !d.degraded,
+        () => false,
+      ),
+    );
+    expect((await limiter.check('k')).remaining).toBe(3);
+    expect(warnings).toEqual([]);
+    await limiter.close();
+  }, 60_000);
+
   for (const kind of ['ioredis', 'iovalkey', 'node-redis'] as const) {
     it(`${kind}: a key with 8 of 10 used admits 2 after a restart without persistence (before: 10); a reconnect that lost nothing charges nothing`, async () => {
       // Not near the end of a ten-minute window (Redis TIME reads this machine's clock).

@@ -90,6 +90,21 @@ class OutageStore implements Store {
     return Promise.resolve(missing);
   }
 
+  /** The server's identity (Store.serverId), when the test gives one: a restart or a failover changes it. */
+  server: string | undefined = undefined;
+
+  serverId(): Promise<string | undefined> {
+    return Promise.resolve(this.server);
+  }
+
+  /** The server comes back (as `server`) with `key` holding only `used` milli-units of what it had: an older snapshot, a lagging replica. */
+  behind(server: string, key: string, used: number, now: number): void {
+    this.server = server;
+    this.inner.reset(key, this.plan as StorePlan);
+    if (used > 0) this.inner.apply(key, this.plan as StorePlan, used, now);
+    this.reconnect(false);
+  }
+
   /** The store loses everything, the connection staying up (a FLUSHALL). */
   wipe(): void {
     this.inner.clear();
@@ -527,9 +542,10 @@ describe('an outage continues the budget (onStoreError local)', () => {
   });
 });
 
-describe('a store that lost its state (a Redis restart without persistence) is charged again what this process remembers', () => {
-  const flush = () => new Promise((r) => setTimeout(r, 0));
+/** Lets the store's replies and the limiter's answers to them run. */
+const flush = () => new Promise((r) => setTimeout(r, 0));
 
+describe('a store that lost its state (a Redis restart without persistence) is charged again what this process remembers', () => {
   it("one key whose state the store cannot take (corrupt) costs only that key's restore: the others are charged again", async () => {
     const store = new OutageStore();
     const limiter = createLimiter({
@@ -783,6 +799,45 @@ describe('a store that lost its state with no reconnect (a FLUSHALL) is found by
     await new Promise((r) => setTimeout(r, 0));
     expect([store.remainingOf('a', 1_000), store.remainingOf('c', 1_000)]).toEqual([2_000, 7_000]);
     expect(warnings).toEqual([]);
+    await limiter.close();
+  });
+
+  it('a server that came back behind its answers (an older snapshot, a lagging replica; the mark intact): each key is charged the difference at its next answer', async () => {
+    let t = 1_000;
+    const store = new OutageStore();
+    store.server = 's1';
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      policies: { algorithm: 'fixed-window', limit: 10, windowMs: 60_000 },
+      store,
+      clock: () => t,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    const admitted = async (key: string, n: number) => {
+      let yes = 0;
+      for (let i = 0; i < n; i++) if ((await limiter.check(key)).allowed) yes += 1;
+      return yes;
+    };
+    expect(await admitted('a', 8)).toBe(8);
+    expect(await admitted('b', 6)).toBe(6);
+    await flush();
+    // The same server again (the connection dropped): a refund elsewhere raises a key, and nothing is charged.
+    store.reconnect(false);
+    await flush();
+    store.inner.reset('b', store.plan as StorePlan);
+    store.inner.apply('b', store.plan as StorePlan, 4_000, t);
+    t += 10;
+    expect((await limiter.check('b')).remaining).toBe(5);
+    await flush();
+    expect(store.remainingOf('b', t)).toBe(5_000);
+    // Another server, which has 5 of a's 8.
+    t += 10;
+    store.behind('s2', 'a', 5_000, t);
+    await flush();
+    t += 10;
+    // Before: 5 (the mark was there, so nothing was charged).
+    expect(await admitted('a', 10)).toBe(2);
+    expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', behind: true })]);
     await limiter.close();
   });
 

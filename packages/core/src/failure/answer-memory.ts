@@ -19,7 +19,7 @@
  * no budget.
  */
 import type { CompiledPolicy } from '../algorithms/kernel.js';
-import { R_REMAINING, R_RESET, RESULT_STRIDE, type StoreKey, type StoreResult } from '../stores/store.js';
+import { F_CHARGED, R_FLAGS, R_REMAINING, R_RESET, RESULT_STRIDE, type StoreKey, type StoreResult } from '../stores/store.js';
 
 /** Keys remembered per plan by default. */
 export const REMEMBERED_KEYS = 10_000;
@@ -58,16 +58,29 @@ export interface Counted {
   readonly until: Float64Array;
 }
 
+/** An answer that could not follow the last one remembered for its key (AnswerMemory.onRegress). */
+export interface Regress {
+  /** What the key had counted by the memory at the answer's time, before the answer replaced it. */
+  readonly was: Counted;
+  /** When the remembered answer was given (limiter clock). */
+  readonly since: number;
+  /** Per enforced policy, what the store held for the key before the new answer's own charge (milli-units). */
+  readonly answered: Float64Array;
+}
+
+/** Told of an answer that could not follow (AnswerMemory.onRegress, Fallback.watchRegress). */
+export type RegressListener = (regress: Regress) => void;
+
 export class AnswerMemory {
   private readonly entries = new Map<string, Remembered>();
   /** The store keys of the records whose store key is not their key (several keys, one decision). */
   private readonly storeKeys = new Map<string, StoreKey>();
 
   /**
-   * Told, before the record is replaced, of an answer for `storeKey` that could not follow the one
-   * remembered (`regressed`): the store may have lost its state (limiter/budget-restore.ts).
+   * Told, before the record is replaced, of an answer that could not follow the one remembered
+   * (`regressed`): the store may have lost its state (limiter/budget-restore.ts).
    */
-  onRegress: ((storeKey: StoreKey) => void) | undefined = undefined;
+  onRegress: RegressListener | undefined = undefined;
 
   constructor(
     /** The plan's enforced policies, in result order. */
@@ -80,8 +93,11 @@ export class AnswerMemory {
     return this.entries.size;
   }
 
-  /** Notes the store's answer `r` for `key` (`storeKey` in the store), given at `at` (limiter clock). */
-  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key): void {
+  /**
+   * Notes the store's answer `r` for `key` (`storeKey` in the store), given at `at` (limiter clock), to a
+   * call charging `cost` milli-units (0 when not known: `onRegress` then counts it as the store's before).
+   */
+  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): void {
     let m = this.entries.get(key);
     if (m === undefined) {
       if (this.entries.size >= this.capacity) {
@@ -92,7 +108,7 @@ export class AnswerMemory {
       this.entries.set(key, m);
       if (storeKey !== key) this.storeKeys.set(key, storeKey);
     } else if (this.onRegress !== undefined && this.regressed(m, r, at)) {
-      this.onRegress(storeKey);
+      this.onRegress(this.regress(storeKey, m, r, at, cost));
     }
     for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
       // A concurrency policy's budget is the leases held, which the local store's own leases bound in an
@@ -127,6 +143,20 @@ export class AnswerMemory {
       if ((r[o + R_REMAINING] as number) > most) return true;
     }
     return false;
+  }
+
+  /** What answer `r` at `at`, to a call charging `cost`, tells beside record `m` (`onRegress`). */
+  private regress(storeKey: StoreKey, m: Remembered, r: StoreResult, at: number, cost: number): Regress {
+    const n = this.policies.length;
+    const answered = new Float64Array(n);
+    for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
+      const own = ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0 ? cost : 0;
+      answered[i] = (this.policies[i] as CompiledPolicy).capMilli - (r[o + R_REMAINING] as number) - own;
+    }
+    const was = this.countOf(storeKey, m, at) ?? { storeKey, used: new Float64Array(n), until: new Float64Array(n) };
+    let since = Number.NEGATIVE_INFINITY;
+    for (let k = SINCE; k < m.length; k += STRIDE) since = Math.max(since, m[k] as number);
+    return { was, since, answered };
   }
 
   /**
@@ -175,20 +205,26 @@ export class AnswerMemory {
    */
   counted(at: number): Counted[] {
     const out: Counted[] = [];
-    const n = this.policies.length;
     for (const [key, m] of this.entries) {
-      const used = new Float64Array(n);
-      const until = new Float64Array(n);
-      let some = false;
-      for (let i = 0; i < n; i++) {
-        if ((m[STRIDE * i + UNTIL] as number) <= at) continue;
-        used[i] = (this.policies[i] as CompiledPolicy).capMilli - this.left(m, i, at);
-        until[i] = (m[STRIDE * i + UNTIL] as number) - at;
-        if ((used[i] as number) > 0) some = true;
-      }
-      if (some) out.push({ storeKey: this.storeKeys.get(key) ?? key, used, until });
+      const c = this.countOf(this.storeKeys.get(key) ?? key, m, at);
+      if (c !== undefined) out.push(c);
     }
     return out;
+  }
+
+  /** What record `m` (of `storeKey`) counts at `at`; undefined when nothing (every policy reset, or unused). */
+  private countOf(storeKey: StoreKey, m: Remembered, at: number): Counted | undefined {
+    const n = this.policies.length;
+    const used = new Float64Array(n);
+    const until = new Float64Array(n);
+    let some = false;
+    for (let i = 0; i < n; i++) {
+      if ((m[STRIDE * i + UNTIL] as number) <= at) continue;
+      used[i] = (this.policies[i] as CompiledPolicy).capMilli - this.left(m, i, at);
+      until[i] = (m[STRIDE * i + UNTIL] as number) - at;
+      if ((used[i] as number) > 0) some = true;
+    }
+    return some ? { storeKey, used, until } : undefined;
   }
 
   /**

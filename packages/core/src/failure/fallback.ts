@@ -30,7 +30,7 @@ import {
   type StoreResult,
 } from '../stores/store.js';
 import type { Decision, DecisionReason, PolicyResult } from '../types.js';
-import { AnswerMemory, type Counted, REMEMBERED_KEYS, type Remembered } from './answer-memory.js';
+import { AnswerMemory, type Counted, REMEMBERED_KEYS, type RegressListener, type Remembered } from './answer-memory.js';
 
 /** Builds a decision from a store result over `policies` (the limiter's own `finish`). */
 export type Finish = (key: string, cost: number, r: StoreResult, policies: readonly CompiledPolicy[], degraded: boolean) => Decision;
@@ -63,7 +63,7 @@ export class Fallback {
   readonly remembers: boolean;
   private memory: AnswerMemory | undefined;
   /** Told of an answer that could not follow the key's last (AnswerMemory.onRegress); set by `watchRegress`. */
-  private regress: ((storeKey: StoreKey) => void) | undefined = undefined;
+  private regress: RegressListener | undefined = undefined;
   private readonly carry: Float64Array;
   /**
    * `'local'` on a store that can fail, for a plan without concurrency policies: per key, what the
@@ -169,20 +169,20 @@ export class Fallback {
     return entry;
   }
 
-  /** The store answered `r` for `key` (`storeKey` in the store) at `at` (only when `remembers`). */
-  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key): void {
+  /** The store answered `r` for `key` (`storeKey` in the store) at `at` (only when `remembers`), to a call charging `cost` (0: unknown). */
+  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): void {
     if (this.memory === undefined) {
       this.memory = new AnswerMemory(this.config.policies);
       this.memory.onRegress = this.regress;
     }
-    this.memory.remember(key, r, at, storeKey);
+    this.memory.remember(key, r, at, storeKey, cost);
   }
 
   /**
    * Calls `listener`, before the answer is remembered, when the store answers a key with more budget than
    * the key could have had back since its last answer (AnswerMemory.onRegress); undefined stops the calls.
    */
-  watchRegress(listener: ((storeKey: StoreKey) => void) | undefined): void {
+  watchRegress(listener: RegressListener | undefined): void {
     this.regress = listener;
     if (this.memory !== undefined) this.memory.onRegress = listener;
   }

@@ -116,9 +116,11 @@ export class StoreGuard {
   /**
    * Checks wait for `p`, at most `maxMs`, before they call the store (`starting`): the calls `p` makes
    * before it settles go to the store ahead of theirs (limiter/budget-restore.ts: the charges of a restore).
+   * A hold made while another runs waits for that one too (each at most its own `maxMs`).
    */
   holdFor(p: Promise<unknown>, maxMs: number): void {
     let timer: ReturnType<typeof setTimeout> | undefined;
+    const before = this.holding;
     const held: Promise<void> = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, maxMs);
       timer.unref?.();
@@ -126,10 +128,14 @@ export class StoreGuard {
         () => resolve(),
         () => resolve(),
       );
-    }).then(() => {
-      clearTimeout(timer);
-      if (this.holding === held) this.holding = undefined;
-    });
+    })
+      .then(() => {
+        clearTimeout(timer);
+        return before;
+      })
+      .then(() => {
+        if (this.holding === held) this.holding = undefined;
+      });
     this.holding = held;
   }
 

@@ -148,7 +148,7 @@ export class LeasedDecider {
           // Granted by a store that lost leases held here (fewer in use than held): given up, asked again once they are back.
           if (this.lostBeside(t, o, node)) return this.again(t, cost, at, lease, opts, observing, node, seq, tries);
           // As the plain path does: an outage continues the key's rate budget from this answer.
-          plain.remember(t, o, at);
+          plain.remember(t, o, at, cost);
           return this.answered(t, cost, o, at, lease, opts, observing);
         },
         (f) => {
@@ -167,7 +167,7 @@ export class LeasedDecider {
     if (!isResultOf(r, t.cp.storePlan))
       return this.unanswered(t, cost, guard.junk(node, seq, r, t.cp.storePlan), at, lease, opts, observing);
     if (this.lostBeside(t, r, node)) return this.again(t, cost, at, lease, opts, observing, node, seq, tries);
-    plain.remember(t, r, at);
+    plain.remember(t, r, at, cost);
     return this.answered(t, cost, r, at, lease, opts, observing);
   }
 

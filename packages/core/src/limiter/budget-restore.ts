@@ -27,7 +27,7 @@
  * Nothing here exists for a store without `markAlive` and `watchConnection`, or a limiter that does not
  * remember (`'open'`, `'closed'`, a MemoryStore).
  */
-import type { Counted } from '../failure/answer-memory.js';
+import type { Counted, Regress } from '../failure/answer-memory.js';
 import type { Fallback } from '../failure/fallback.js';
 import { nodesIn, type StoreGuard } from '../failure/store-guard.js';
 import { MILLI } from '../internal/fixed-point.js';
@@ -35,6 +35,13 @@ import type { CompiledPlan } from '../plans/compiled-plan.js';
 import { keyAt, R_REMAINING, RESULT_STRIDE, type Store, type StoreKey, type StoreResult, subPlan } from '../stores/store.js';
 import type { Clock } from '../types.js';
 import type { OwedCarry } from './carry-owed.js';
+
+/**
+ * A restore, reported (WRN_RL_BUDGETS_RESTORED): `keys` charged again after a loss (of one node's, on a
+ * Cluster), or `behind`: a changed server answered with less than it had counted, and its keys are charged
+ * the difference as they are next answered.
+ */
+export type RestoreReport = (restore: { readonly keys: number; readonly node: string | undefined } | { readonly behind: true }) => void;
 
 type Snapshot = readonly (readonly [CompiledPlan, readonly Counted[]])[];
 
@@ -71,6 +78,11 @@ export class BudgetRestore {
   private readonly unwatchNodes: (() => void) | undefined;
   /** When each node's mark was last asked for because of an answer (`suspect`). */
   private readonly asked = new Map<string, number>();
+  /** The server's identity as last read (`Store.serverId`), and when it was last found changed (limiter clock). */
+  private server: string | undefined;
+  private serverChangedAt = Number.NEGATIVE_INFINITY;
+  /** The change of server last reported (`regressed`). */
+  private behindTold = Number.NEGATIVE_INFINITY;
 
   private constructor(
     private readonly store: Store & Required<Pick<Store, 'markAlive' | 'watchConnection'>>,
@@ -80,8 +92,8 @@ export class BudgetRestore {
     private readonly carry: OwedCarry,
     private readonly guard: StoreGuard,
     private readonly now: Clock,
-    /** Reports a restore of `keys` keys (WRN_RL_BUDGETS_RESTORED), of one node's on a Cluster, unless switched off. */
-    private readonly report: ((keys: number, node: string | undefined) => void) | undefined,
+    /** Reports a restore (WRN_RL_BUDGETS_RESTORED), unless switched off. */
+    private readonly report: RestoreReport | undefined,
   ) {
     this.unwatch = store.watchConnection((event) => {
       if (event === 'ready') this.markWhole();
@@ -93,9 +105,10 @@ export class BudgetRestore {
     });
     // A loss no connection event tells of (a FLUSHALL, a master restarted while nothing was sent to it);
     // not where batches given back raise a key's remaining with nothing lost.
-    if (store.batches !== true) for (const f of fallbacks.values()) f.watchRegress((storeKey) => this.suspect(storeKey));
+    if (store.batches !== true) for (const [cp, f] of fallbacks) f.watchRegress((x) => this.regressed(cp, x));
     // Set at start, so that a later reconnect that finds it changed knows the store lost it.
     void this.mark([]);
+    void this.readServer(Number.NEGATIVE_INFINITY);
   }
 
   /** The restore of a limiter whose failure mode remembers, on a store that can tell a loss; else undefined. */
@@ -106,7 +119,7 @@ export class BudgetRestore {
     carry: OwedCarry,
     guard: StoreGuard,
     now: Clock,
-    report: ((keys: number, node: string | undefined) => void) | undefined,
+    report: RestoreReport | undefined,
   ): BudgetRestore | undefined {
     if (store.markAlive === undefined || store.watchConnection === undefined) return undefined;
     // Only rate policies are remembered: a plan of concurrency policies alone has nothing to charge again.
@@ -148,10 +161,57 @@ export class BudgetRestore {
     } catch {}
   }
 
-  /** Asks for the store's one mark with what every remembered key counts now, holding checks for it. */
+  /**
+   * An answer could not follow the last one remembered for its key. After the server changed (`readServer`)
+   * since that last answer, the server may hold older counts than it gave (an RDB snapshot older than a
+   * crash; a replica promoted before it had the last writes; an AOF synced each second), with its mark
+   * intact: the key is charged the difference, as a restore would, less what other processes charged it
+   * again already and what the store still holds (`recharge`), with checks held for it (one round trip,
+   * RESTORE_WAIT_MS at most). Either way, the mark is asked (`suspect`).
+   */
+  private regressed(cp: CompiledPlan, x: Regress): void {
+    const changed = this.serverChangedAt;
+    if (x.since < changed) {
+      const charging = this.recharge(cp, x.was, x.answered).then(
+        (some) => {
+          // Once per change of server, at its first key charged: the keys that follow are charged alike.
+          if (!some || this.behindTold === changed) return;
+          this.behindTold = changed;
+          this.report?.({ behind: true });
+        },
+        () => undefined,
+      );
+      // The next checks go after the charge (as at a restore), not beside it while the ledger is read.
+      this.guard.holdFor(charging, RESTORE_WAIT_MS);
+    }
+    this.suspect(x.was.storeKey);
+  }
+
+  /**
+   * Reads which server answers (`Store.serverId`: a Redis's run_id, new at each restart and on another
+   * server after a failover); a change since the last reading is noted as of `at`, when the connection came
+   * back: every key answered before then may have counts the server no longer holds (`regressed`).
+   */
+  private readServer(at: number): Promise<void> {
+    const read = this.store.serverId;
+    if (read === undefined) return Promise.resolve();
+    return read.call(this.store).then(
+      (id) => {
+        if (id === undefined) return;
+        if (this.server !== undefined && id !== this.server) this.serverChangedAt = at;
+        this.server = id;
+      },
+      () => undefined,
+    );
+  }
+
+  /** Asks for the store's one mark with what every remembered key counts now, and which server answers; holds checks for both. */
   private markWhole(): void {
     const counted = this.snapshot();
-    this.holdWhile(this.mark(counted), counted);
+    this.holdWhile(
+      Promise.all([this.mark(counted), this.readServer(this.now())]).then(() => undefined),
+      counted,
+    );
   }
 
   /** `nodeBack` for one master; false when the store keeps no mark per node (one server). */
@@ -222,7 +282,7 @@ export class BudgetRestore {
         if (!lost) return;
         const charged = await Promise.all(counted.flatMap(([cp, keys]) => keys.map((c) => this.recharge(cp, c))));
         const n = charged.filter((some) => some).length;
-        if (n > 0) this.report?.(n, node);
+        if (n > 0) this.report?.({ keys: n, node });
       })
       .then(undefined, () => undefined);
   }
@@ -230,22 +290,22 @@ export class BudgetRestore {
   /**
    * Charges `c`'s key again what it had counted, policy by policy, less what other processes of the
    * limiter charged it again since the loss (`Store.restored`, which this raises to what `c` counts): the
-   * processes that remember one key charge it together what the one that saw the most had counted. True
-   * when something was charged. A ledger that cannot be read charges nothing for that policy (the store
-   * is gone again; its charge would fail too).
+   * processes that remember one key charge it together what the one that saw the most had counted. With
+   * `holds` (per policy, what the store counts for the key now, milli-units), only what it holds less than
+   * that. True when something was charged. A ledger that cannot be read charges nothing for that policy
+   * (the store is gone again; its charge would fail too).
    */
-  private async recharge(cp: CompiledPlan, c: Counted): Promise<boolean> {
+  private async recharge(cp: CompiledPlan, c: Counted, holds?: Float64Array): Promise<boolean> {
     const restored = this.store.restored;
     const plan = cp.storePlan;
     const owed = await Promise.all(
       Array.from(c.used, async (u, i) => {
         const used = Math.floor(u);
-        if (!(used > 0) || restored === undefined) return Math.max(0, used);
+        const floor = holds?.[i] ?? 0;
+        if (!(used > 0) || restored === undefined) return Math.max(0, used - floor);
         try {
-          return Math.max(
-            0,
-            used - (await restored.call(this.store, keyAt(c.storeKey, i), subPlan(plan, [i]), used, c.until[i] as number)),
-          );
+          const before = await restored.call(this.store, keyAt(c.storeKey, i), subPlan(plan, [i]), used, c.until[i] as number);
+          return Math.max(0, used - Math.max(before, floor));
         } catch {
           return 0;
         }

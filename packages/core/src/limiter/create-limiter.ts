@@ -21,7 +21,7 @@ import { MemoryStore } from '../stores/memory-store.js';
 import { releaseState, takeState } from '../stores/state-claims.js';
 import type { Store } from '../stores/store.js';
 import type { Clock } from '../types.js';
-import { BudgetRestore } from './budget-restore.js';
+import { BudgetRestore, type RestoreReport } from './budget-restore.js';
 import { DecisionBuilder } from './build-decision.js';
 import { checkedClock } from './checked-clock.js';
 import { Counters } from './counters.js';
@@ -259,14 +259,18 @@ function budgetRestore(
   now: Clock,
   warns: (code: WarningCode) => boolean,
 ): BudgetRestore | undefined {
-  const report = warns('WRN_RL_BUDGETS_RESTORED')
-    ? (keys: number, node: string | undefined) =>
-        safeLog(
-          config.logger,
-          'warn',
-          { code: 'WRN_RL_BUDGETS_RESTORED', store: config.store.kind, ...(node === undefined ? {} : { node }), keys },
-          `WRN_RL_BUDGETS_RESTORED: the store had lost its state (a restart without persistence, FLUSHALL, a failover to an empty replica); what ${keys} ${keys === 1 ? 'key' : 'keys'} had used by this process's last answers was charged again ${seeDocs('WRN_RL_BUDGETS_RESTORED')}`,
-        )
+  const report: RestoreReport | undefined = warns('WRN_RL_BUDGETS_RESTORED')
+    ? (restore) => {
+        const code = 'WRN_RL_BUDGETS_RESTORED';
+        const store = config.store.kind;
+        if ('behind' in restore) {
+          const msg = `${code}: the store answers from a new server (a restart, a failover) that holds less than it had counted (an older snapshot, a replica behind its master); each key is charged the difference as it is next answered ${seeDocs(code)}`;
+          return safeLog(config.logger, 'warn', { code, store, behind: true }, msg);
+        }
+        const { keys, node } = restore;
+        const msg = `${code}: the store had lost its state (a restart without persistence, FLUSHALL, a failover to an empty replica); what ${keys} ${keys === 1 ? 'key' : 'keys'} had used by this process's last answers was charged again ${seeDocs(code)}`;
+        safeLog(config.logger, 'warn', { code, store, ...(node === undefined ? {} : { node }), keys }, msg);
+      }
     : undefined;
   return BudgetRestore.of(config.store, defaultPlan, fallbacks, plain.carrier, plain.guard, now, report);
 }

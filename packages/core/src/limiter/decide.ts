@@ -138,7 +138,7 @@ export class Decider {
         r,
         (o) => {
           if (!isResultOf(o, t.cp.storePlan)) return this.observer.observe(this.junk(t, cost, at, node, seq, o), opts, at);
-          if (this.remembers) this.remember(t, o, at);
+          if (this.remembers) this.remember(t, o, at, cost);
           return this.observer.observe(this.called(this.built(t, cost, o, at), at), opts, at);
         },
         (f) => {
@@ -162,7 +162,7 @@ export class Decider {
     if (!isResultOf(r, t.cp.storePlan)) return this.junk(t, cost, at, node, seq, r);
     // A synchronous answer of a store that can fail (RedisStore's `localBatch`) is remembered as an
     // asynchronous one is: an outage continues the key from it, not from the last round trip's.
-    if (this.remembers) this.remember(t, r, at);
+    if (this.remembers) this.remember(t, r, at, cost);
     return this.built(t, cost, r, at);
   }
 
@@ -201,18 +201,18 @@ export class Decider {
    * Hands the store's answer to the plan's failure mode, which continues the key from it in an outage;
    * what the failure mode admitted for the key meanwhile is charged to the store now (carry-owed.ts).
    */
-  remember(t: Target, r: StoreResult, at: number): void {
-    const f = this.rememberHeld(t, r, at);
+  remember(t: Target, r: StoreResult, at: number, cost = 0): void {
+    const f = this.rememberHeld(t, r, at, cost);
     const owed = f?.takeOwed(t.key, at);
     if (owed !== undefined) this.carrier.carry(t, f as Fallback, owed.cost, owed.since);
   }
 
   /** `remember` for what the store holds in process while its node fails: nothing is carried to it. */
-  private rememberHeld(t: Target, r: StoreResult, at: number): Fallback | undefined {
+  private rememberHeld(t: Target, r: StoreResult, at: number, cost = 0): Fallback | undefined {
     if (!this.remembers) return undefined;
     const f = this.fallbacks.get(t.cp) as Fallback;
     if (!f.remembers) return undefined;
-    f.remember(t.key, r, at, t.storeKey);
+    f.remember(t.key, r, at, t.storeKey, cost);
     return f;
   }
 

@@ -163,6 +163,14 @@ export interface Store {
    */
   restored?(key: string, plan: StorePlan, used: number, ttlMs: number): Promise<number>;
   /**
+   * For a store with `markAlive`: which server answers now (a Redis's `run_id`), new when it restarted or
+   * another server took over (a failover). The limiter reads it at start and after every reconnect: keys
+   * answered before a change whose next answer has more budget than they could have had back are charged
+   * the difference (the server came back with older counts: an RDB snapshot, a lagging replica).
+   * Undefined when it cannot say.
+   */
+  serverId?(): Promise<string | undefined>;
+  /**
    * For a store whose nodes can lose what they hold one by one (a Redis Cluster master restarted without
    * persistence): sets the mark of `plan`'s limiter on `node` (a name `nodeOf` gives), asked when that
    * node's breaker closes; true when it was missing there. Undefined where the store keeps one mark for

@@ -41,7 +41,7 @@ import type { StoreClient } from './clients/store-client.js';
 import { toStoreClient } from './clients/to-store-client.js';
 import { slotGroups } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
-import { EvictionWatch, type EvictionWatchOptions, serverAndStats } from './eviction-watch.js';
+import { EvictionWatch, type EvictionWatchOptions, runId, serverAndStats } from './eviction-watch.js';
 import { keyHead, keyName, keyTag, markName, policySuffix, restoredName } from './key-names.js';
 import { heldReceipt, LocalBatcher, type LocalBatchStats } from './local-batch/local-batcher.js';
 import { type LocalBatchOptions, parseLocalBatch } from './local-batch/options.js';
@@ -472,6 +472,15 @@ export class RedisStore implements Store {
    */
   markNodeAlive(plan: StorePlan, node: string): Promise<boolean> | undefined {
     return this.nodeMarks?.mark(plan.policies[0]?.limiter, node);
+  }
+
+  /**
+   * The `run_id` of the server that answers now (`Store.serverId`); undefined on a Cluster (its masters
+   * are told apart by address: `markNodeAlive`), before the client is ready, or where INFO is refused.
+   */
+  serverId(): Promise<string | undefined> {
+    if (this.nodeMarks !== undefined || this.client.status !== 'ready') return Promise.resolve(undefined);
+    return this.client.info('server').then((nodes) => runId(nodes[0]?.text));
   }
 
   /**

@@ -24,6 +24,12 @@
  * 10,000 per plan, as of its last answer for each), a key only what the others did not charge it already
  * (`Store.restored`, a ledger per key in the store that each raises to what it counts): a key several
  * processes decided ends with what the one that saw the most had counted, in whatever order they come.
+ *
+ * A store can also come back with some of its counts and its mark: a crash restarted from an older RDB
+ * snapshot, a replica promoted before it had the last writes. The server's identity (`Store.serverId`, a
+ * Redis's run_id) is read at start and after every reconnect; after it changed, a key whose next answer
+ * could not follow its last one from before the change is charged the difference (`regressed`).
+ *
  * Nothing here exists for a store without `markAlive` and `watchConnection`, or a limiter that does not
  * remember (`'open'`, `'closed'`, a MemoryStore).
  */

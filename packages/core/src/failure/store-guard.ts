@@ -116,26 +116,24 @@ export class StoreGuard {
   /**
    * Checks wait for `p`, at most `maxMs`, before they call the store (`starting`): the calls `p` makes
    * before it settles go to the store ahead of theirs (limiter/budget-restore.ts: the charges of a restore).
-   * A hold made while another runs waits for that one too (each at most its own `maxMs`).
+   * A hold made while another runs waits for that one too, within its own `maxMs`: however many holds
+   * follow each other, a check waits at most `maxMs` from the latest.
    */
   holdFor(p: Promise<unknown>, maxMs: number): void {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const before = this.holding;
+    const all = before === undefined ? p : Promise.all([p, before]);
     const held: Promise<void> = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, maxMs);
       timer.unref?.();
-      p.then(
+      all.then(
         () => resolve(),
         () => resolve(),
       );
-    })
-      .then(() => {
-        clearTimeout(timer);
-        return before;
-      })
-      .then(() => {
-        if (this.holding === held) this.holding = undefined;
-      });
+    }).then(() => {
+      clearTimeout(timer);
+      if (this.holding === held) this.holding = undefined;
+    });
     this.holding = held;
   }
 

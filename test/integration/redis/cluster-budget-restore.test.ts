@@ -246,6 +246,36 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
     await Promise.all([a.close(), b.close()]);
   }, 30_000);
 
+  it('a master back from an older snapshot (its mark in it), nothing sent to it meanwhile: its key is charged what it had counted since, 2 admitted, not 5', async () => {
+    const into = Date.now() % WINDOW_MS;
+    if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
+    const victim = cluster.masters[1] as RedisServer;
+    const [k, other] = [await keyOn(victim, 'behind'), await keyOn(cluster.masters[0] as RedisServer, 'ahead')];
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      name: 'cluster-behind',
+      policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+      store: new RedisStore({ client: await cluster.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
+      onStoreError: 'local',
+      storeTimeoutMs: 1_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    for (let i = 0; i < 5; i++) expect((await limiter.check(k)).allowed).toBe(true);
+    for (let i = 0; i < 3; i++) expect((await limiter.check(other)).allowed).toBe(true);
+    await cluster.node(victim).call('SAVE');
+    for (let i = 0; i < 3; i++) expect((await limiter.check(k)).allowed).toBe(true);
+    await victim.stop();
+    await victim.start();
+    await cluster.waitHealthy();
+    // Before: 5 (the snapshot had 5, and its mark).
+    expect(await admittedOf(limiter, k)).toBe(2);
+    expect(warnings).toEqual([
+      expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', node: `127.0.0.1:${victim.port}`, behind: true }),
+    ]);
+    expect((await limiter.peek(other)).remaining).toBe(7);
+    await limiter.close();
+  }, 90_000);
+
   it('a concurrency limiter alone (no mark of its own): a FLUSHALL of the master of its key is found by the grant beside the lost leases, the third refused', async () => {
     const victim = cluster.masters[0] as RedisServer;
     const k = await keyOn(victim, 'slots');

@@ -16,6 +16,7 @@ import {
 } from '../stores/store.js';
 import type { Decision } from '../types.js';
 import { AnswerMemory, REMEMBERED_KEYS } from './answer-memory.js';
+import { WHOLE_STORE } from './store-guard.js';
 
 /** An asynchronous store (as Redis is) over a MemoryStore, that the test takes down and brings back. */
 class OutageStore implements Store {
@@ -90,11 +91,11 @@ class OutageStore implements Store {
     return Promise.resolve(missing);
   }
 
-  /** The server's identity (Store.serverId), when the test gives one: a restart or a failover changes it. */
+  /** The server's identity (Store.servers, of the one node a store without `nodeOf` has), when the test gives one: a restart or a failover changes it. */
   server: string | undefined = undefined;
 
-  serverId(): Promise<string | undefined> {
-    return Promise.resolve(this.server);
+  servers(): Promise<ReadonlyMap<string, string>> {
+    return Promise.resolve(new Map(this.server === undefined ? [] : [[WHOLE_STORE, this.server]]));
   }
 
   /** The server comes back (as `server`) with `key` holding only `used` milli-units of what it had: an older snapshot, a lagging replica. */

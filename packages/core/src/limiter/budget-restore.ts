@@ -26,9 +26,10 @@
  * processes decided ends with what the one that saw the most had counted, in whatever order they come.
  *
  * A store can also come back with some of its counts and its mark: a crash restarted from an older RDB
- * snapshot, a replica promoted before it had the last writes. The server's identity (`Store.serverId`, a
- * Redis's run_id) is read at start and after every reconnect; after it changed, a key whose next answer
- * could not follow its last one from before the change is charged the difference (`regressed`).
+ * snapshot, a replica promoted before it had the last writes. Which server answers on each node
+ * (limiter/server-changes.ts: a Redis's run_id) is read at start, after every reconnect, when a node's
+ * breaker closes and when an answer could not follow; after it changed, a key whose next answer could not
+ * follow its last one from before the change is charged the difference (`regressed`).
  *
  * Nothing here exists for a store without `markAlive` and `watchConnection`, or a limiter that does not
  * remember (`'open'`, `'closed'`, a MemoryStore).
@@ -41,13 +42,16 @@ import type { CompiledPlan } from '../plans/compiled-plan.js';
 import { keyAt, R_REMAINING, RESULT_STRIDE, type Store, type StoreKey, type StoreResult, subPlan } from '../stores/store.js';
 import type { Clock } from '../types.js';
 import type { OwedCarry } from './carry-owed.js';
+import { ServerChanges } from './server-changes.js';
 
 /**
  * A restore, reported (WRN_RL_BUDGETS_RESTORED): `keys` charged again after a loss (of one node's, on a
  * Cluster), or `behind`: a changed server answered with less than it had counted, and its keys are charged
  * the difference as they are next answered.
  */
-export type RestoreReport = (restore: { readonly keys: number; readonly node: string | undefined } | { readonly behind: true }) => void;
+export type RestoreReport = (
+  restore: { readonly keys: number; readonly node: string | undefined } | { readonly behind: true; readonly node: string | undefined },
+) => void;
 
 type Snapshot = readonly (readonly [CompiledPlan, readonly Counted[]])[];
 
@@ -84,9 +88,8 @@ export class BudgetRestore {
   private readonly unwatchNodes: (() => void) | undefined;
   /** When each node's mark was last asked for because of an answer (`suspect`). */
   private readonly asked = new Map<string, number>();
-  /** The server's identity as last read (`Store.serverId`), and when it was last found changed (limiter clock). */
-  private server: string | undefined;
-  private serverChangedAt = Number.NEGATIVE_INFINITY;
+  /** Which server answers on each node, and since when (undefined for a store that cannot say). */
+  private readonly servers: ServerChanges | undefined;
   /** The change of server last reported (`regressed`). */
   private behindTold = Number.NEGATIVE_INFINITY;
 
@@ -114,7 +117,8 @@ export class BudgetRestore {
     if (store.batches !== true) for (const [cp, f] of fallbacks) f.watchRegress((x) => this.regressed(cp, x));
     // Set at start, so that a later reconnect that finds it changed knows the store lost it.
     void this.mark([]);
-    void this.readServer(Number.NEGATIVE_INFINITY);
+    this.servers = ServerChanges.of(store);
+    void this.servers?.read(Number.NEGATIVE_INFINITY);
   }
 
   /** The restore of a limiter whose failure mode remembers, on a store that can tell a loss; else undefined. */
@@ -168,56 +172,53 @@ export class BudgetRestore {
   }
 
   /**
-   * An answer could not follow the last one remembered for its key. After the server changed (`readServer`)
-   * since that last answer, the server may hold older counts than it gave (an RDB snapshot older than a
-   * crash; a replica promoted before it had the last writes; an AOF synced each second), with its mark
-   * intact: the key is charged the difference, as a restore would, less what other processes charged it
-   * again already and what the store still holds (`recharge`), with checks held for it (one round trip,
+   * An answer could not follow the last one remembered for its key. When the server of its node changed
+   * since that last answer (ServerChanges, read at a reconnect, a breaker that closed, or the question
+   * `suspect` asks now, waited for), the server may hold older counts than it gave (an RDB snapshot older
+   * than a crash; a replica promoted before it had the last writes; an AOF synced each second), with its
+   * mark intact: the key is charged the difference, as a restore would, less what other processes charged
+   * it again already and what the store still holds (`recharge`), with checks held for it (one round trip,
    * RESTORE_WAIT_MS at most). Either way, the mark is asked (`suspect`).
    */
   private regressed(cp: CompiledPlan, x: Regress): void {
-    const changed = this.serverChangedAt;
-    if (x.since < changed) {
-      const charging = this.recharge(cp, x.was, x.answered).then(
+    this.suspect(x.was.storeKey);
+    const servers = this.servers;
+    if (servers === undefined) return;
+    let node: string;
+    try {
+      node = this.guard.nodeOfKey(x.was.storeKey);
+    } catch {
+      return;
+    }
+    const judge = (): Promise<void> | undefined => {
+      const changed = servers.changedAt(node);
+      if (!(x.since < changed)) return undefined;
+      return this.recharge(cp, x.was, x.answered).then(
         (some) => {
           // Once per change of server, at its first key charged: the keys that follow are charged alike.
           if (!some || this.behindTold === changed) return;
           this.behindTold = changed;
-          this.report?.({ behind: true });
+          this.report?.({ behind: true, node: node === 'redis' ? undefined : node });
         },
         () => undefined,
       );
-      // The next checks go after the charge (as at a restore), not beside it while the ledger is read.
-      this.guard.holdFor(charging, RESTORE_WAIT_MS);
-    }
-    this.suspect(x.was.storeKey);
+    };
+    const reading = servers.reading;
+    // The next checks go after the charge (as at a restore), not beside it while the ledger is read.
+    const charging = reading === undefined ? judge() : reading.then(judge);
+    if (charging !== undefined) this.guard.holdFor(charging, RESTORE_WAIT_MS);
   }
 
-  /**
-   * Reads which server answers (`Store.serverId`: a Redis's run_id, new at each restart and on another
-   * server after a failover); a change since the last reading is noted as of `at`, when the connection came
-   * back: every key answered before then may have counts the server no longer holds (`regressed`).
-   */
-  private readServer(at: number): Promise<void> {
-    const read = this.store.serverId;
-    if (read === undefined) return Promise.resolve();
-    return read.call(this.store).then(
-      (id) => {
-        if (id === undefined) return;
-        if (this.server !== undefined && id !== this.server) this.serverChangedAt = at;
-        this.server = id;
-      },
-      () => undefined,
-    );
-  }
-
-  /** Asks for the store's one mark with what every remembered key counts now, and which server answers; holds checks for both. */
+  /** Asks for the store's one mark with what every remembered key counts now, and which servers answer; holds checks for both. */
   private markWhole(): void {
     const counted = this.snapshot();
-    this.holdWhile(
-      Promise.all([this.mark(counted), this.readServer(this.now())]).then(() => undefined),
-      counted,
-    );
+    this.holdWhile(this.withServers(this.mark(counted)), counted);
+  }
+
+  /** `restoring`, and a reading of which servers answer now (ServerChanges), together. */
+  private withServers(restoring: Promise<void>): Promise<void> {
+    const reading = this.servers?.read(this.now());
+    return reading === undefined ? restoring : Promise.all([restoring, reading]).then(() => undefined);
   }
 
   /** `nodeBack` for one master; false when the store keeps no mark per node (one server). */
@@ -230,7 +231,7 @@ export class BudgetRestore {
     }
     if (marking === undefined) return false;
     const counted = this.snapshot(node);
-    this.holdWhile(this.chargeIfLost(marking, counted, node), counted);
+    this.holdWhile(this.withServers(this.chargeIfLost(marking, counted, node)), counted);
     return true;
   }
 

@@ -265,7 +265,8 @@ function budgetRestore(
         const store = config.store.kind;
         if ('behind' in restore) {
           const msg = `${code}: the store answers from a new server (a restart, a failover) that holds less than it had counted (an older snapshot, a replica behind its master); each key is charged the difference as it is next answered ${seeDocs(code)}`;
-          return safeLog(config.logger, 'warn', { code, store, behind: true }, msg);
+          const { node } = restore;
+          return safeLog(config.logger, 'warn', { code, store, ...(node === undefined ? {} : { node }), behind: true }, msg);
         }
         const { keys, node } = restore;
         const msg = `${code}: the store had lost its state (a restart without persistence, FLUSHALL, a failover to an empty replica); what ${keys} ${keys === 1 ? 'key' : 'keys'} had used by this process's last answers was charged again ${seeDocs(code)}`;

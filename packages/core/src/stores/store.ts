@@ -163,13 +163,14 @@ export interface Store {
    */
   restored?(key: string, plan: StorePlan, used: number, ttlMs: number): Promise<number>;
   /**
-   * For a store with `markAlive`: which server answers now (a Redis's `run_id`), new when it restarted or
-   * another server took over (a failover). The limiter reads it at start and after every reconnect: keys
-   * answered before a change whose next answer has more budget than they could have had back are charged
-   * the difference (the server came back with older counts: an RDB snapshot, a lagging replica).
-   * Undefined when it cannot say.
+   * For a store with `markAlive`: per node (as `nodeOf` names it), which server answers there now (a
+   * Redis's `run_id`), new when it restarted or another server took over (a failover); nodes it cannot
+   * say are left out. The limiter reads it at start, after every reconnect and when a node's breaker
+   * closes: keys answered before a change whose next answer has more budget than they could have had back
+   * are charged the difference (the server came back with older counts: an RDB snapshot, a lagging
+   * replica; limiter/server-changes.ts).
    */
-  serverId?(): Promise<string | undefined>;
+  servers?(): Promise<ReadonlyMap<string, string>>;
   /**
    * For a store whose nodes can lose what they hold one by one (a Redis Cluster master restarted without
    * persistence): sets the mark of `plan`'s limiter on `node` (a name `nodeOf` gives), asked when that

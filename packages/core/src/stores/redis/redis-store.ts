@@ -475,12 +475,20 @@ export class RedisStore implements Store {
   }
 
   /**
-   * The `run_id` of the server that answers now (`Store.serverId`); undefined on a Cluster (its masters
-   * are told apart by address: `markNodeAlive`), before the client is ready, or where INFO is refused.
+   * Per node (as `nodeOf` names it: `'redis'`, or each master's `host:port` on a Cluster), the `run_id` of
+   * the server that answers there now (`Store.servers`); empty before the client is ready, and without the
+   * nodes that refuse INFO.
    */
-  serverId(): Promise<string | undefined> {
-    if (this.nodeMarks !== undefined || this.client.status !== 'ready') return Promise.resolve(undefined);
-    return this.client.info('server').then((nodes) => runId(nodes[0]?.text));
+  servers(): Promise<ReadonlyMap<string, string>> {
+    if (this.client.status !== 'ready') return Promise.resolve(new Map());
+    return this.client.info('server').then((nodes) => {
+      const ids = new Map<string, string>();
+      for (const n of nodes) {
+        const id = runId(n.text);
+        if (id !== undefined) ids.set(n.node, id);
+      }
+      return ids;
+    });
   }
 
   /**

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryStore } from '../stores/memory-store.js';
+import type { Store } from '../stores/store.js';
+import { ServerChanges } from './server-changes.js';
+
+/** A store whose servers (node -> run_id) the test sets, or makes the reading fail (`undefined`). */
+function storeOf(servers: () => Record<string, string> | undefined): Store {
+  const store = new MemoryStore({ sweepIntervalMs: 0 }) as Store & { servers?: Store['servers'] };
+  store.servers = () => {
+    const s = servers();
+    return s === undefined ? Promise.reject(new Error('INFO refused')) : Promise.resolve(new Map(Object.entries(s)));
+  };
+  return store;
+}
+
+describe('ServerChanges', () => {
+  it('is undefined for a store that cannot say which server answers', () => {
+    expect(ServerChanges.of(new MemoryStore({ sweepIntervalMs: 0 }))).toBeUndefined();
+  });
+
+  it('notes a node whose server changed at the reading that found it, and a node new since the first reading; the first reading and a failed one change nothing', async () => {
+    let now: Record<string, string> | undefined = { a: 'r1', b: 'r2' };
+    const changes = ServerChanges.of(storeOf(() => now)) as ServerChanges;
+    await changes.read(10);
+    expect([changes.changedAt('a'), changes.changedAt('b')]).toEqual([Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY]);
+    now = undefined;
+    await changes.read(20);
+    expect(changes.changedAt('a')).toBe(Number.NEGATIVE_INFINITY);
+    // a restarted (a new run_id), c promoted: both changed at 30; b, the same server, did not.
+    now = { a: 'r3', b: 'r2', c: 'r4' };
+    await changes.read(30);
+    expect([changes.changedAt('a'), changes.changedAt('b'), changes.changedAt('c')]).toEqual([30, Number.NEGATIVE_INFINITY, 30]);
+    // A call over several nodes: the latest change of any of them.
+    expect(changes.changedAt('b+c')).toBe(30);
+    await changes.read(40);
+    expect(changes.changedAt('a')).toBe(30);
+  });
+
+  it('says which reading is in flight, so an answer can wait for it', async () => {
+    const changes = ServerChanges.of(storeOf(() => ({ a: 'r1' }))) as ServerChanges;
+    expect(changes.reading).toBeUndefined();
+    const r = changes.read(1);
+    expect(changes.reading).toBe(r);
+    await r;
+    expect(changes.reading).toBeUndefined();
+  });
+});

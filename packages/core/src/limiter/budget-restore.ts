@@ -198,7 +198,7 @@ export class BudgetRestore {
           // Once per change of server, at its first key charged: the keys that follow are charged alike.
           if (!some || this.behindTold === changed) return;
           this.behindTold = changed;
-          this.report?.({ behind: true, node: node === 'redis' ? undefined : node });
+          this.report?.({ behind: true, node: servers.single ? undefined : node });
         },
         () => undefined,
       );

@@ -46,6 +46,11 @@ export class ServerChanges {
     return done;
   }
 
+  /** Whether the store has one node (as far as the readings say): its name then tells nothing. */
+  get single(): boolean {
+    return this.ids.size <= 1;
+  }
+
   /** The reading in flight, if any: an answer that could not follow waits for it before it is judged. */
   get reading(): Promise<void> | undefined {
     return this.pending;

@@ -303,22 +303,20 @@ export class BudgetRestore {
    * (the store is gone again; its charge would fail too).
    */
   private async recharge(cp: CompiledPlan, c: Counted, holds?: Float64Array): Promise<boolean> {
-    const restored = this.store.restored;
-    const plan = cp.storePlan;
     const owed = await Promise.all(
       Array.from(c.used, async (u, i) => {
         const used = Math.floor(u);
         const floor = holds?.[i] ?? 0;
-        if (!(used > 0) || restored === undefined) return Math.max(0, used - floor);
+        const ledger = used > 0 ? this.ledger(cp, c, i, used) : undefined;
+        if (ledger === undefined) return Math.max(0, used - floor);
         try {
-          const before = await restored.call(this.store, keyAt(c.storeKey, i), subPlan(plan, [i]), used, c.until[i] as number);
-          return Math.max(0, used - Math.max(before, floor));
+          return Math.max(0, used - Math.max(await ledger, floor));
         } catch {
           return 0;
         }
       }),
     );
-    this.carry.restore(plan, c.storeKey, owed);
+    this.carry.restore(cp.storePlan, c.storeKey, owed);
     return owed.some((x) => x > 0);
   }
 
@@ -347,13 +345,13 @@ export class BudgetRestore {
 
   /** Whether some policy of `c`'s key was charged again since the store lost its state, by any process (its ledger, read). */
   private async recharged(cp: CompiledPlan, c: Counted): Promise<boolean> {
-    const restored = this.store.restored;
-    if (restored === undefined) return false;
-    const plan = cp.storePlan;
-    const reads = Array.from(c.used, (u, i) =>
-      u >= MILLI ? restored.call(this.store, keyAt(c.storeKey, i), subPlan(plan, [i]), 0, 1) : 0,
-    );
+    const reads = Array.from(c.used, (u, i) => (u >= MILLI ? (this.ledger(cp, c, i, 0) ?? 0) : 0));
     return (await Promise.all(reads)).some((before) => before > 0);
+  }
+
+  /** The ledger of policy `i` of `c`'s key (`Store.restored`), raised to `used` (0: read only); undefined for a store without one. */
+  private ledger(cp: CompiledPlan, c: Counted, i: number, used: number): Promise<number> | undefined {
+    return this.store.restored?.(keyAt(c.storeKey, i), subPlan(cp.storePlan, [i]), used, Math.max(1, c.until[i] as number));
   }
 
   close(): void {

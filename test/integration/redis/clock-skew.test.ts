@@ -27,8 +27,11 @@ describeRedis('instances with skewed clocks', () => {
 
   function pair(algorithm: AlgorithmId, timeSource: 'redis' | 'limiter') {
     const prefix = randomPrefix();
+    // Two instances of one limiter, so one name: in one process, two limiters without a name on one
+    // server and prefix are refused (ERR_RL_SHARED_STATE), even through two clients.
     const make = (client: Redis, offset: number) =>
       createLimiter({
+        name: 'api',
         policies: { algorithm, limit: 10, windowMs: 60_000 },
         store: new RedisStore({ client, prefix, timeSource }),
         clock: () => Date.now() + offset,

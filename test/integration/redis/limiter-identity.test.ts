@@ -3,7 +3,7 @@
  * MemoryStore alike: a 5/min login limiter and an unrelated 100/min API limiter on one store keep
  * separate budgets when each has a `name`; two limiters without a name that would share key names are
  * refused at construction (`ERR_RL_SHARED_STATE`), also through two RedisStore objects on one client and
- * prefix; a limiter without a name keeps the key names of earlier versions (its existing state is read
+ * prefix, or on two clients (any library) of one server, database and prefix; a limiter without a name keeps the key names of earlier versions (its existing state is read
  * on); and the same name in two processes shares one budget, across a change of limit.
  */
 import { createLimiter, type Limiter, type LimiterOptions, MemoryStore, RedisStore, type Store } from '@tollgate/core';
@@ -77,6 +77,38 @@ describeRedis('limiter identity on Redis (issue 25)', () => {
     () => new RedisStore({ client, prefix: randomPrefix() }),
     (store) => new RedisStore({ client, prefix: (store as RedisStore).prefix }),
   );
+
+  it('counts two clients of one server, database and prefix as one store, whichever library; another database apart', async () => {
+    const prefix = randomPrefix();
+    const policies = { algorithm: 'fixed-window', limit: 5, windowMs: MINUTE } as const;
+    const first = createLimiter({ policies, store: new RedisStore({ client, prefix }), logger: quiet });
+    const other = await server.readyClient({ autoResendUnfulfilledCommands: false });
+    const elsewhere = await server.readyClient({ autoResendUnfulfilledCommands: false, db: 1 });
+    // Before: each of these shared the first limiter's budget without a word (a second `new Redis(url)`
+    // in another module, `redis.duplicate()`, node-redis beside ioredis).
+    for (const twin of [
+      other,
+      client.duplicate({ lazyConnect: true }),
+      await server.storeClient('node-redis'),
+      await server.storeClient('node-redis-v4'),
+    ]) {
+      expect(() => createLimiter({ policies, store: new RedisStore({ client: twin, prefix }), logger: quiet })).toThrow(
+        expect.objectContaining({
+          code: 'ERR_RL_SHARED_STATE',
+          message: expect.stringContaining(`(or another reaching the same keys: localhost:${server.port}/0, prefix '${prefix}')`),
+        }),
+      );
+    }
+    await clearOfWindowEnd(MINUTE);
+    const apart = createLimiter({ policies, store: new RedisStore({ client: elsewhere, prefix }), logger: quiet });
+    expect(await admitted(apart, 'ip:10.0.0.1', 5)).toBe(5);
+    expect(await admitted(first, 'ip:10.0.0.1', 6)).toBe(5);
+    await Promise.all([first.close(), apart.close()]);
+    // Closed, the first one's key names are free for a limiter on another client.
+    const replacement = createLimiter({ policies, store: new RedisStore({ client: other, prefix }), logger: quiet });
+    expect((await replacement.check('ip:10.0.0.1')).allowed).toBe(false);
+    await replacement.close();
+  });
 
   it('puts the name before the hash tag, and keeps the key names of a limiter without one', async () => {
     const prefix = randomPrefix();

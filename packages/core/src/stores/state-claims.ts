@@ -3,9 +3,10 @@
  * the same storage identity (`CompiledPolicy.id`: role, policy name, algorithm, window) would read and
  * charge the same state on a shared store, so an unrelated 5/min limiter would spend a 100/min one's
  * budget. `checkState` refuses the second one at construction (`ERR_RL_SHARED_STATE`), the same way on
- * every store: the registry lives here, keyed by the store's state space (`Store.stateSpace`: the Redis
- * client and prefix for a RedisStore, so two RedisStore objects on one client and prefix count as one;
- * the store itself otherwise). Limiters with a `name` carry it in every key name, so they never collide
+ * every store: the registry lives here, keyed by the store's state space (`Store.stateSpace`: for a
+ * RedisStore the keyspace its client's options name, or the client, and its prefix, so two RedisStore
+ * objects on one server, database and prefix count as one, whichever clients they were given; the
+ * store itself otherwise). Limiters with a `name` carry it in every key name, so they never collide
  * with another name, and two limiters given the same name share on purpose. Claims are held weakly: a
  * limiter that is closed (`releaseState`) or dropped frees its claims, so a replacement may take them.
  */
@@ -69,7 +70,7 @@ function conflicts(store: Store, unnamed: readonly CompiledPolicy[], owner: obje
       throw new RateLimitConfigError(
         'ERR_RL_SHARED_STATE',
         'name',
-        `is missing, and another limiter without a name already keeps its state in this ${typeof store.kind === 'string' ? `${store.kind} ` : ''}store under the same ` +
+        `is missing, and another limiter without a name already keeps its state in this ${typeof store.kind === 'string' ? `${store.kind} ` : ''}store${where(store)} under the same ` +
           `key names (policy '${p.name}', ${p.algorithm}, ${p.windowMs} ms${p.shadow ? ', shadow' : ''}): the two would spend ` +
           "one budget. Give each limiter its own name (createLimiter({ name: 'login', ... }), rateLimit({ name: 'login', ... })), " +
           'or the same name to both to share one budget on purpose',
@@ -77,6 +78,12 @@ function conflicts(store: Store, unnamed: readonly CompiledPolicy[], owner: obje
       );
     }
   }
+}
+
+/** Where the keys are, for the message, when another store object may reach them too. */
+function where(store: Store): string {
+  const w = store.stateSpace?.where;
+  return w === undefined ? '' : ` (or another reaching the same keys: ${w})`;
 }
 
 /** Frees every claim `owner` holds in `store` (the limiter closed). */

@@ -83,9 +83,10 @@ export interface Store {
   /**
    * Where the store's key names live, for the check that two limiters without a `name` do not share state
    * by accident (state-claims.ts): stores with the same `holder` and `name` see the same keys. RedisStore:
-   * its client and prefix. Without it, the store itself.
+   * the keyspace its client's options name (server, database, key prefix) and its prefix, or the client
+   * and prefix when the options do not say. Without it, the store itself. `where` says it in messages.
    */
-  readonly stateSpace?: { readonly holder: object; readonly name: string };
+  readonly stateSpace?: { readonly holder: object; readonly name: string; readonly where?: string };
   /**
    * True when the store answers some keys from budget it holds in this process (RedisStore `localBatch`):
    * a key's remaining may then rise between two answers with nothing lost (a batch given back), so the

@@ -147,12 +147,15 @@ const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = {
   localBatch: true,
 };
 
+/** The holder of the state spaces of clients whose options name their keyspace: every such client, one registry. */
+const KEYSPACES = {};
+
 /** The Redis store: one Lua script applies every policy of a request atomically, on Redis time, on one node or a Cluster. */
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly prefix: string;
-  /** Stores on one client with one prefix see the same keys (stores/state-claims.ts). */
-  readonly stateSpace: { readonly holder: object; readonly name: string };
+  /** Stores on one keyspace (clients/keyspace.ts), or one client, with one prefix see the same keys (stores/state-claims.ts). */
+  readonly stateSpace: { readonly holder: object; readonly name: string; readonly where?: string };
   readonly timeSource: 'redis' | 'limiter';
   private readonly client: StoreClient;
   private readonly scripts: ScriptRunner;
@@ -241,7 +244,10 @@ export class RedisStore implements Store {
     this.prefix = prefix;
     this.nodeMarks = client.isCluster ? new NodeMarks(client, prefix) : undefined;
     this.markTokens = new MarkTokens(client);
-    this.stateSpace = { holder: o.client as object, name: prefix };
+    this.stateSpace =
+      client.keyspace === undefined
+        ? { holder: o.client as object, name: prefix }
+        : { holder: KEYSPACES, name: `${client.keyspace} ${prefix}`, where: `${client.keyspace}, prefix '${prefix}'` };
     this.timeSource = timeSource;
     const batch = parseLocalBatch(o.localBatch);
     if (batch !== false) {

@@ -15,6 +15,7 @@
  */
 import { keySlot } from '../cluster-slot.js';
 import type { ClusterNodeLike, CorkableLike, RedisClientLike } from '../redis-client.js';
+import { ioredisKeyspace } from './keyspace.js';
 import { configValue, infoText, type ScriptHost, type StoreClient } from './store-client.js';
 
 function address(node: ClusterNodeLike): string {
@@ -44,6 +45,7 @@ export function ioredisClient(c: RedisClientLike): StoreClient {
   const client: StoreClient = {
     library: 'ioredis',
     isCluster,
+    keyspace: ioredisKeyspace(c),
     get status() {
       return c.status;
     },

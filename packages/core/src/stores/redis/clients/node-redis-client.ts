@@ -6,6 +6,7 @@
  */
 import { keySlot } from '../cluster-slot.js';
 import type { NodeRedisClientLike, NodeRedisClusterLike } from '../redis-client.js';
+import { nodeRedisKeyspace } from './keyspace.js';
 import { configValue, infoText, type StoreClient } from './store-client.js';
 
 const SETTINGS = Object.freeze({ stringNumbers: false, resendsAfterReconnect: false, sentinelWithoutFailoverDetector: false });
@@ -20,6 +21,7 @@ export function nodeRedisClient(c: NodeRedisClientLike): StoreClient {
   return {
     library: 'node-redis',
     isCluster: false,
+    keyspace: nodeRedisKeyspace(c),
     get status() {
       return status(c.isOpen, c.isReady);
     },

@@ -33,6 +33,11 @@ export interface StoreClient {
   readonly library: 'ioredis' | 'node-redis' | 'sendCommand';
   readonly isCluster: boolean;
   /**
+   * Which keys the client reaches, as its options say (keyspace.ts): clients with the same keyspace see
+   * the same keys. Undefined where the options do not say.
+   */
+  readonly keyspace?: string | undefined;
+  /**
    * ioredis' vocabulary for every client: `'ready'` sends at once; `'wait'` has never connected;
    * `'end'` is closed for good; anything else (`'connecting'`, `'reconnecting'`, ...) cannot send now.
    */

@@ -3,7 +3,8 @@
  * redis-server restarted without persistence: the limiter finds its mark gone after the reconnect and
  * charges Redis again what each key it remembers had used, so a key with 8 of 10 used admits 2 in the
  * rest of its window, not 10. A reconnect to a Redis that kept its data (the connection killed) charges
- * nothing. Each client whose connection events tollgate watches (ioredis, iovalkey, node-redis).
+ * nothing. Each client whose connection events tollgate watches (ioredis, iovalkey, node-redis). A Redis back
+ * from an older snapshot charges each key what it lacks, also for hot keys answered from `localBatch` batches.
  */
 import { createLimiter, type Limiter, RedisStore } from '@tollgate/core';
 import type { Redis } from 'ioredis';
@@ -24,6 +25,28 @@ describeRedis('budgets after a Redis that lost its data', () => {
   afterAll(async () => {
     await server?.close();
   });
+
+  /** Restarts the server (with what it last saved, if anything) and waits until `limiter` is answered by it for `key`. */
+  async function restart(limiter: Limiter, key: string): Promise<void> {
+    await server.stop();
+    await server.start();
+    await waitFor('an answer from Redis', () =>
+      limiter.peek(key).then(
+        (d) => !d.degraded,
+        () => false,
+      ),
+    );
+  }
+
+  /** Checks of one hot key (fast enough for `localBatch` to batch it); how many were admitted. */
+  async function hot(limiter: Limiter, n: number): Promise<number> {
+    let admitted = 0;
+    for (let i = 0; i < n; i++) {
+      if ((await limiter.check('hot')).allowed) admitted += 1;
+      if (i % 50 === 0) await sleep(1);
+    }
+    return admitted;
+  }
 
   it('two processes of one limiter: both restore, and a key both decided is charged once, by the most either saw, not by both', async () => {
     const into = Date.now() % WINDOW_MS;
@@ -74,14 +97,7 @@ describeRedis('budgets after a Redis that lost its data', () => {
       // The snapshot (as `save` points or a BGSAVE take it), then three more; the server then dies unsaved.
       await admin.call('SAVE');
       for (let i = 0; i < 3; i++) expect((await limiter.check('k')).allowed).toBe(true);
-      await server.stop();
-      await server.start();
-      await waitFor('an answer from Redis', () =>
-        limiter.peek('other').then(
-          (d) => !d.degraded,
-          () => false,
-        ),
-      );
+      await restart(limiter, 'other');
       let admitted = 0;
       for (let i = 0; i < 10; i++) if ((await limiter.check('k')).allowed) admitted += 1;
       // Before: 5 (the mark came back with the snapshot, so nothing was restored).
@@ -104,15 +120,65 @@ describeRedis('budgets after a Redis that lost its data', () => {
     });
     for (let i = 0; i < 6; i++) expect((await limiter.check('k')).allowed).toBe(true);
     await admin.call('SAVE');
-    await server.stop();
-    await server.start();
-    await waitFor('an answer from Redis', () =>
-      limiter.peek('k').then(
-        (d) => !d.degraded,
-        () => false,
-      ),
-    );
+    await restart(limiter, 'k');
     expect((await limiter.check('k')).remaining).toBe(3);
+    expect(warnings).toEqual([]);
+    await limiter.close();
+  }, 60_000);
+
+  for (const algorithm of ['fixed-window', 'gcra'] as const) {
+    it(`${algorithm} with localBatch: a hot key on a Redis back from an older snapshot admits what its limit has left, not again what was charged since the snapshot`, async () => {
+      const into = Date.now() % WINDOW_MS;
+      if (into > WINDOW_MS - 20_000) await sleep(WINDOW_MS - into + 50);
+      const warnings: Record<string, unknown>[] = [];
+      const limiter = createLimiter({
+        name: `batch-behind-${algorithm}`,
+        policies: { algorithm, limit: 2_000, windowMs: WINDOW_MS },
+        store: new RedisStore({ client: await server.storeClient('ioredis'), prefix: randomPrefix(), validate: false, localBatch: true }),
+        storeTimeoutMs: 2_000,
+        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+      });
+      const started = Date.now();
+      let admitted = await hot(limiter, 600);
+      await admin.call('SAVE');
+      admitted += await hot(limiter, 600);
+      expect(admitted).toBe(1_200);
+      await restart(limiter, 'hot');
+      admitted += await hot(limiter, 3_000);
+      // gcra refills 2,000 per 10 minutes while the test runs.
+      const refill = algorithm === 'gcra' ? Math.ceil(((Date.now() - started) * 2_000) / WINDOW_MS) : 0;
+      // Before: 2,373 (fixed-window) and 2,513 (gcra): the units charged since the snapshot, again.
+      expect(admitted).toBeLessThanOrEqual(2_000 + refill);
+      // Short of the limit by at most one batch (maxShare, a tenth of it): a batch given back while Redis is
+      // down (the key idle past 2 x holdMs during a slow restart) is lost, as documented (1,927 once here).
+      expect(admitted).toBeGreaterThanOrEqual(1_800);
+      expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', behind: true })]);
+      await limiter.close();
+    }, 60_000);
+  }
+
+  it('with localBatch, a restart that kept everything: nothing charged, nothing logged', async () => {
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      name: 'batch-behind-none',
+      policies: { algorithm: 'fixed-window', limit: 2_000, windowMs: WINDOW_MS },
+      store: new RedisStore({ client: await server.storeClient('ioredis'), prefix: randomPrefix(), validate: false, localBatch: true }),
+      storeTimeoutMs: 2_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    const into = Date.now() % WINDOW_MS;
+    if (into > WINDOW_MS - 20_000) await sleep(WINDOW_MS - into + 50);
+    expect(await hot(limiter, 1_200)).toBe(1_200);
+    // The key idle, its batch given back (a give-back Redis cannot take while down is lost: under-admission).
+    await sleep(300);
+    const left = (await limiter.peek('hot')).remaining;
+    expect(left).toBeLessThanOrEqual(800);
+    await admin.call('SAVE');
+    await restart(limiter, 'hot');
+    // The sweep after the change of server read the key and charged nothing.
+    await sleep(200);
+    expect((await limiter.peek('hot')).remaining).toBe(left);
+    expect(await hot(limiter, 1_000)).toBe(left);
     expect(warnings).toEqual([]);
     await limiter.close();
   }, 60_000);

@@ -29,6 +29,9 @@ import type { Target } from './target.js';
 /** Gives back a charge the store ran late after a carry charged the same admissions (Decider.giveBack). */
 export type GiveBack = (t: Target, cost: number, r: StoreResult, at: number) => void;
 
+/** How many times a carry charges what is left when checks keep taking some of it (OwedCarry.chargeLeft). */
+const LEFT_ATTEMPTS = 4;
+
 export class OwedCarry {
   constructor(
     private readonly guard: StoreGuard,
@@ -45,26 +48,54 @@ export class OwedCarry {
    * again; the failure mode keeps counting it). A charge is a watched call (StoreGuard.watch), as a check
    * is: the checks sent behind thousands of them (a breaker closing on an outage's many keys) are given the
    * time the node needs to answer the charges first, and a node that does not answer them fails as it would
-   * for checks.
+   * for checks. Resolves (never rejects) once the carry is over: charged, refused, or owed again.
    */
-  carry(t: Target, f: Fallback, owed: number, since: number): void {
-    const enforced = t.cp.enforcedCount;
-    this.chargePlan(t, f, owed, since, owed, (r) => {
-      if (allCharged(r, enforced)) return f.told(t.key, r, this.now(), t.storeKey);
-      const left = leastRemaining(r, enforced);
-      if (left <= 0) {
+  carry(t: Target, f: Fallback, owed: number, since: number): Promise<void> {
+    return new Promise<void>((done) => {
+      this.chargePlan(t, f, owed, since, owed, done, (r) => {
+        if (!allCharged(r, t.cp.enforcedCount)) return this.chargeLeft(t, f, owed, since, r, LEFT_ATTEMPTS, done);
         f.told(t.key, r, this.now(), t.storeKey);
-        return this.chargeRest(t, f, owed, r);
-      }
-      this.chargePlan(t, f, owed, since, left, (last) => {
-        f.told(t.key, last, this.now(), t.storeKey);
-        this.chargeRest(t, f, allCharged(last, enforced) ? owed - left : owed, last);
+        done();
       });
     });
   }
 
-  /** One charge of `cost` to the whole plan, toward `owed`; `then` gets the store's answer. */
-  private chargePlan(t: Target, f: Fallback, owed: number, since: number, cost: number, then: (r: StoreResult) => void): void {
+  /**
+   * After a plan charge refused for want of room (`r`, its answer): charges what the tightest policy has
+   * left, so the key ends exhausted, and again (at most `attempts` times in all) when checks from elsewhere
+   * took some of it meanwhile, so that a key checked without pause does not keep its whole budget beside
+   * the outage's admissions; then the rest to each policy on its own (`chargeRest`). `done` when it ends.
+   */
+  private chargeLeft(t: Target, f: Fallback, owed: number, since: number, r: StoreResult, attempts: number, done: () => void): void {
+    const enforced = t.cp.enforcedCount;
+    const left = leastRemaining(r, enforced);
+    if (left <= 0) {
+      f.told(t.key, r, this.now(), t.storeKey);
+      this.chargeRest(t, f, owed, r);
+      done();
+      return;
+    }
+    this.chargePlan(t, f, owed, since, left, done, (last) => {
+      const charged = allCharged(last, enforced);
+      if (!charged && attempts > 1 && leastRemaining(last, enforced) > 0) {
+        return this.chargeLeft(t, f, owed, since, last, attempts - 1, done);
+      }
+      f.told(t.key, last, this.now(), t.storeKey);
+      this.chargeRest(t, f, charged ? owed - left : owed, last);
+      done();
+    });
+  }
+
+  /** One charge of `cost` to the whole plan, toward `owed`; `then` gets the store's answer, `failed` (owed again) ends the carry. */
+  private chargePlan(
+    t: Target,
+    f: Fallback,
+    owed: number,
+    since: number,
+    cost: number,
+    done: () => void,
+    then: (r: StoreResult) => void,
+  ): void {
     const plan = t.cp.storePlan;
     const enforced = t.cp.enforcedCount;
     const at = this.now();
@@ -72,6 +103,7 @@ export class OwedCarry {
     let again: Owed | undefined;
     const failed = (): void => {
       again = f.owe(t.key, t.storeKey, owed, since);
+      done();
     };
     // A charge the watchdog gave up on that the store ran after all: not owed a second time. If a
     // later carry took what was owed again, that carry charges it too: this one goes back.

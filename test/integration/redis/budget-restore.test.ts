@@ -3,8 +3,8 @@
  * redis-server restarted without persistence: the limiter finds its mark gone after the reconnect and
  * charges Redis again what each key it remembers had used, so a key with 8 of 10 used admits 2 in the
  * rest of its window, not 10. A reconnect to a Redis that kept its data (the connection killed) charges
- * nothing. Each client whose connection events tollgate watches (ioredis, iovalkey, node-redis). A Redis back
- * from an older snapshot charges each key what it lacks, also for hot keys answered from `localBatch` batches.
+ * nothing. Each client whose connection events tollgate watches (ioredis, iovalkey, node-redis). A restart
+ * under steady traffic charges the outage's admissions once.
  */
 import { createLimiter, type Limiter, RedisStore } from '@tollgate/core';
 import type { Redis } from 'ioredis';
@@ -36,16 +36,6 @@ describeRedis('budgets after a Redis that lost its data', () => {
         () => false,
       ),
     );
-  }
-
-  /** Checks of one hot key (fast enough for `localBatch` to batch it); how many were admitted. */
-  async function hot(limiter: Limiter, n: number): Promise<number> {
-    let admitted = 0;
-    for (let i = 0; i < n; i++) {
-      if ((await limiter.check('hot')).allowed) admitted += 1;
-      if (i % 50 === 0) await sleep(1);
-    }
-    return admitted;
   }
 
   it('two processes of one limiter: both restore, and a key both decided is charged once, by the most either saw, not by both', async () => {
@@ -122,72 +112,6 @@ describeRedis('budgets after a Redis that lost its data', () => {
     await admin.call('SAVE');
     await restart(limiter, 'k');
     expect((await limiter.check('k')).remaining).toBe(3);
-    expect(warnings).toEqual([]);
-    await limiter.close();
-  }, 60_000);
-
-  for (const algorithm of ['fixed-window', 'gcra'] as const) {
-    it(`${algorithm} with localBatch: a hot key on a Redis back from an older snapshot admits what its limit has left, not again what was charged since the snapshot`, async () => {
-      const into = Date.now() % WINDOW_MS;
-      if (into > WINDOW_MS - 20_000) await sleep(WINDOW_MS - into + 50);
-      const warnings: Record<string, unknown>[] = [];
-      const limiter = createLimiter({
-        name: `batch-behind-${algorithm}`,
-        policies: { algorithm, limit: 2_000, windowMs: WINDOW_MS },
-        store: new RedisStore({ client: await server.storeClient('ioredis'), prefix: randomPrefix(), validate: false, localBatch: true }),
-        storeTimeoutMs: 2_000,
-        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
-      });
-      const started = Date.now();
-      let admitted = await hot(limiter, 600);
-      await admin.call('SAVE');
-      admitted += await hot(limiter, 600);
-      expect(admitted).toBe(1_200);
-      await restart(limiter, 'hot');
-      admitted += await hot(limiter, 3_000);
-      // gcra refills 2,000 per 10 minutes while the test runs.
-      const refill = algorithm === 'gcra' ? Math.ceil(((Date.now() - started) * 2_000) / WINDOW_MS) : 0;
-      // Before: 2,353 to 2,386 (fixed-window) and 2,513 (gcra): the units charged since the snapshot, again.
-      // Exact when the sweep's peek lands within the checks' 100 ms hold (2,000 on an idle machine); on a
-      // loaded one, units of the batch in hand spent after that hold are charged short: at most that batch,
-      // maxShare (a tenth) of the limit (2,072 once in CI).
-      expect(admitted).toBeLessThanOrEqual(2_200 + refill);
-      // Short of the limit by at most one batch (maxShare, a tenth of it): a batch given back while Redis is
-      // down (the key idle past 2 x holdMs during a slow restart) is lost, as documented (1,927 once here).
-      expect(admitted).toBeGreaterThanOrEqual(1_800);
-      expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', behind: true })]);
-      await limiter.close();
-    }, 60_000);
-  }
-
-  it('with localBatch, a restart that kept everything: nothing charged, nothing logged', async () => {
-    const warnings: Record<string, unknown>[] = [];
-    const store = new RedisStore({
-      client: await server.storeClient('ioredis'),
-      prefix: randomPrefix(),
-      validate: false,
-      localBatch: true,
-    });
-    const limiter = createLimiter({
-      name: 'batch-behind-none',
-      policies: { algorithm: 'fixed-window', limit: 2_000, windowMs: WINDOW_MS },
-      store,
-      storeTimeoutMs: 2_000,
-      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
-    });
-    const into = Date.now() % WINDOW_MS;
-    if (into > WINDOW_MS - 20_000) await sleep(WINDOW_MS - into + 50);
-    expect(await hot(limiter, 1_200)).toBe(1_200);
-    // The key idle, its batch given back (a give-back Redis cannot take while down is lost: under-admission).
-    await waitFor('the batch given back', () => store.localBatchHeld === 0);
-    const left = (await limiter.peek('hot')).remaining;
-    expect(left).toBeLessThanOrEqual(800);
-    await admin.call('SAVE');
-    await restart(limiter, 'hot');
-    // The sweep after the change of server read the key and charged nothing.
-    await sleep(200);
-    expect((await limiter.peek('hot')).remaining).toBe(left);
-    expect(await hot(limiter, 1_000)).toBe(left);
     expect(warnings).toEqual([]);
     await limiter.close();
   }, 60_000);

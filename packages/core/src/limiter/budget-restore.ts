@@ -71,18 +71,14 @@ function witnesses(counted: Snapshot): (readonly [CompiledPlan, Counted])[] {
   return all.sort((a, b) => total(b[1]) - total(a[1])).slice(0, WITNESSES);
 }
 
-/** What `r`, the store's state of a key of `cp`, counts for policy `i`: its capacity less what is left, milli-units. */
-function held(cp: CompiledPlan, r: StoreResult, i: number): number {
-  const p = cp.storePlan.policies[i];
-  return p === undefined ? 0 : p.capMilli - (r[i * RESULT_STRIDE + R_REMAINING] as number);
-}
-
 /** Whether `r`, the store's state of `c`'s key now, still holds at least half of what some policy of it had used (a unit at least). */
 function intact(cp: CompiledPlan, c: Counted, r: StoreResult | undefined): boolean {
   if (r === undefined) return false;
   for (let i = 0; i < c.used.length; i++) {
     const used = c.used[i] as number;
-    if (used >= MILLI && held(cp, r, i) >= used / 2) return true;
+    const p = cp.storePlan.policies[i];
+    if (p === undefined || used < MILLI) continue;
+    if (p.capMilli - (r[i * RESULT_STRIDE + R_REMAINING] as number) >= used / 2) return true;
   }
   return false;
 }
@@ -216,54 +212,13 @@ export class BudgetRestore {
   /** Asks for the store's one mark with what every remembered key counts now, and which servers answer; holds checks for both. */
   private markWhole(): void {
     const counted = this.snapshot();
-    this.holdWhile(this.withServers(this.mark(counted), counted), counted);
+    this.holdWhile(this.withServers(this.mark(counted)), counted);
   }
 
-  /**
-   * `restoring`, and a reading of which servers answer now (ServerChanges), together; on a store that
-   * batches, the keys of `counted` on a server that changed are then charged what it lacks (`sweepBehind`).
-   */
-  private withServers(restoring: Promise<void>, counted: Snapshot): Promise<void> {
-    const at = this.now();
-    const reading = this.servers?.read(at);
-    if (reading === undefined) return restoring;
-    const behind = this.store.batches === true ? reading.then(() => this.sweepBehind(counted, at)) : reading;
-    return Promise.all([restoring, behind]).then(() => undefined);
-  }
-
-  /**
-   * A store that answers hot keys from batches (RedisStore `localBatch`) cannot tell a key behind by its
-   * answers (a batch given back raises a key's remaining with nothing lost, so `regressed` is off), and a
-   * batch it holds is spent whatever the server kept of its charge. So after a change of server, read at
-   * `at`, every key of `counted` that the changed node serves is read now (a peek, which counts this
-   * process's unspent units as not spent, as its answers did) and charged what it had counted beyond what
-   * the store holds, less what other processes charged it again (`recharge`); a key that lacks less than
-   * a unit for every policy (a clean restart, a bucket's refill since) is charged nothing.
-   */
-  private async sweepBehind(counted: Snapshot, at: number): Promise<void> {
-    const servers = this.servers;
-    if (servers === undefined) return;
-    const charged = await Promise.all(
-      counted.flatMap(([cp, keys]) =>
-        keys.map(async (c) => {
-          try {
-            const node = this.guard.nodeOfKey(c.storeKey);
-            if (servers.changedAt(node) < at) return undefined;
-            const r = await this.store.peek?.(c.storeKey, cp.storePlan, MILLI, this.now());
-            if (r === undefined) return undefined;
-            const holds = Float64Array.from(c.used, (_, i) => held(cp, r, i));
-            if (!c.used.some((u, i) => u - (holds[i] as number) >= MILLI)) return undefined;
-            return (await this.recharge(cp, c, holds)) ? node : undefined;
-          } catch {
-            return undefined;
-          }
-        }),
-      ),
-    );
-    const node = charged.find((n) => n !== undefined);
-    if (node === undefined || this.behindTold === at) return;
-    this.behindTold = at;
-    this.report?.({ behind: true, node: servers.single ? undefined : node });
+  /** `restoring`, and a reading of which servers answer now (ServerChanges), together. */
+  private withServers(restoring: Promise<void>): Promise<void> {
+    const reading = this.servers?.read(this.now());
+    return reading === undefined ? restoring : Promise.all([restoring, reading]).then(() => undefined);
   }
 
   /** `nodeBack` for one master; false when the store keeps no mark per node (one server). */
@@ -276,7 +231,7 @@ export class BudgetRestore {
     }
     if (marking === undefined) return false;
     const counted = this.snapshot(node);
-    this.holdWhile(this.withServers(this.chargeIfLost(marking, counted, node), counted), counted);
+    this.holdWhile(this.withServers(this.chargeIfLost(marking, counted, node)), counted);
     return true;
   }
 

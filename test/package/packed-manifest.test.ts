@@ -24,8 +24,18 @@ const out = mkdtempSync(join(tmpdir(), 'tollgate-pack-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
 
 const PACKAGES = ['core', 'express', 'fastify', 'koa', 'client', 'cli'] as const;
-/** Third-party packages the installed app needs: the packages' dependencies, and the frameworks the fixture runs. */
-const THIRD_PARTY = ['ipaddr.js', 'structured-headers', 'fastify-plugin', 'express', 'fastify', 'koa'];
+/**
+ * Third-party packages the installed app needs (the packages' dependencies, and the frameworks the fixture
+ * runs), each with the workspace folder whose package.json resolves it.
+ */
+const THIRD_PARTY: Readonly<Record<string, string>> = {
+  'ipaddr.js': join(packagesDir, 'core'),
+  'structured-headers': join(packagesDir, 'core'),
+  'fastify-plugin': join(packagesDir, 'fastify'),
+  express: join(here, '..'),
+  fastify: join(here, '..'),
+  koa: join(here, '..'),
+};
 
 function exportPaths(exports: unknown, into: string[] = []): string[] {
   if (typeof exports === 'string') into.push(exports);
@@ -86,12 +96,9 @@ describe('the tarballs, installed in an app', () => {
       await run('tar', ['-xzf', tarballs.get(name) as string, '-C', dir, '--strip-components=1']);
     }
     // Each third-party package as this workspace resolves it for the package that depends on it.
-    const from = createRequire(join(packagesDir, 'fastify', 'package.json'));
-    const fromTests = createRequire(join(here, '..', 'package.json'));
-    const fromCore = createRequire(join(packagesDir, 'core', 'package.json'));
-    for (const dep of THIRD_PARTY) {
-      const resolver = dep === 'fastify-plugin' ? from : ['ipaddr.js', 'structured-headers'].includes(dep) ? fromCore : fromTests;
-      symlinkSync(packageRoot(resolver.resolve(dep), dep), join(modules, dep), 'dir');
+    for (const [dep, from] of Object.entries(THIRD_PARTY)) {
+      const entry = createRequire(join(from, 'package.json')).resolve(dep);
+      symlinkSync(packageRoot(entry, dep), join(modules, dep), 'dir');
     }
     for (const file of ['installed.mjs', 'installed.cjs']) copyFileSync(join(here, 'fixtures', file), join(app, file));
   });

@@ -12,7 +12,17 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 // Where a limiter key's Redis keys live (internals of the store, as tests may use).
 import { keySlot } from '../../../packages/core/src/stores/redis/cluster-slot.js';
 import { keyTag } from '../../../packages/core/src/stores/redis/key-names.js';
-import { CLIENT_KINDS, describeRedis, type RedisClusterHarness, type RedisServer, randomPrefix, startCluster, waitFor } from './harness.js';
+import {
+  CLIENT_KINDS,
+  type ClientKind,
+  clearOfWindowEnd,
+  describeRedis,
+  type RedisClusterHarness,
+  type RedisServer,
+  randomPrefix,
+  startCluster,
+  waitFor,
+} from './harness.js';
 
 const WINDOW_MS = 600_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -60,8 +70,7 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
   });
 
   it("several keys per decision on two masters: only the restarted master's policy is charged again, the other's not twice", async () => {
-    const into = Date.now() % WINDOW_MS;
-    if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
+    await clearOfWindowEnd(WINDOW_MS, 30_000);
     const victim = cluster.masters[2] as RedisServer;
     const key = { ip: await keyOn(victim, 'ip'), account: await keyOn(cluster.masters[0] as RedisServer, 'acct') };
     const probe = await keyOn(victim, 'probe');
@@ -95,8 +104,7 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
   }, 90_000);
 
   it("a limiter that sent the restarted master nothing meanwhile is told by another limiter of its store that found the master's keys gone", async () => {
-    const into = Date.now() % WINDOW_MS;
-    if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
+    await clearOfWindowEnd(WINDOW_MS, 30_000);
     const victim = cluster.masters[2] as RedisServer;
     const [k, probe] = [await keyOn(victim, 'k'), await keyOn(victim, 'probe')];
     const store = new RedisStore({ client: await cluster.storeClient('ioredis'), prefix: randomPrefix(), validate: false });
@@ -176,6 +184,21 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
     await Promise.all([rate.close(), slots.close()]);
   }, 90_000);
 
+  /** A `'local'` limiter of 10 per fixed window on a new store of `kind`, clear of the window's end, and the warnings it logs. */
+  async function tenPerWindow(name: string, kind: ClientKind = 'ioredis') {
+    await clearOfWindowEnd(WINDOW_MS, 30_000);
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      name,
+      policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
+      store: new RedisStore({ client: await cluster.storeClient(kind), prefix: randomPrefix(), validate: false }),
+      onStoreError: 'local',
+      storeTimeoutMs: 1_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    return { limiter, warnings };
+  }
+
   /** 10 checks of `key` and what they admitted, every answer from Redis or the failure mode alike. */
   async function admittedOf(limiter: Limiter, key: string): Promise<number> {
     let admitted = 0;
@@ -185,19 +208,9 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
 
   for (const kind of CLIENT_KINDS) {
     it(`${kind}: a master that lost its keys with nothing sent to it meanwhile (a FLUSHALL there) is found by the first answer that could not follow: 2 admitted, not 10`, async () => {
-      const into = Date.now() % WINDOW_MS;
-      if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
       const victim = cluster.masters[1] as RedisServer;
       const [k, other] = [await keyOn(victim, 'flushed'), await keyOn(cluster.masters[0] as RedisServer, 'kept')];
-      const warnings: Record<string, unknown>[] = [];
-      const limiter = createLimiter({
-        name: `cluster-flush-${kind.replace('-', '')}`,
-        policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
-        store: new RedisStore({ client: await cluster.storeClient(kind), prefix: randomPrefix(), validate: false }),
-        onStoreError: 'local',
-        storeTimeoutMs: 1_000,
-        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
-      });
+      const { limiter, warnings } = await tenPerWindow(`cluster-flush-${kind.replace('-', '')}`, kind);
       for (let i = 0; i < 8; i++) expect((await limiter.check(k)).allowed).toBe(true);
       for (let i = 0; i < 3; i++) expect((await limiter.check(other)).allowed).toBe(true);
       await cluster.node(victim).flushall();
@@ -209,8 +222,7 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
   }
 
   it("two processes: a FLUSHALL of one master, and each restores the keys it decided there (a new token in the master's mark), a shared key charged once", async () => {
-    const into = Date.now() % WINDOW_MS;
-    if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
+    await clearOfWindowEnd(WINDOW_MS, 30_000);
     const victim = cluster.masters[2] as RedisServer;
     const [onlyA, onlyB, shared] = [await keyOn(victim, 'proc-a'), await keyOn(victim, 'proc-b'), await keyOn(victim, 'proc-ab')];
     const prefix = randomPrefix();
@@ -247,19 +259,9 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
   }, 30_000);
 
   it('a master back from an older snapshot (its mark in it), nothing sent to it meanwhile: its key is charged what it had counted since, 2 admitted, not 5', async () => {
-    const into = Date.now() % WINDOW_MS;
-    if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
     const victim = cluster.masters[1] as RedisServer;
     const [k, other] = [await keyOn(victim, 'behind'), await keyOn(cluster.masters[0] as RedisServer, 'ahead')];
-    const warnings: Record<string, unknown>[] = [];
-    const limiter = createLimiter({
-      name: 'cluster-behind',
-      policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
-      store: new RedisStore({ client: await cluster.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
-      onStoreError: 'local',
-      storeTimeoutMs: 1_000,
-      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
-    });
+    const { limiter, warnings } = await tenPerWindow('cluster-behind');
     for (let i = 0; i < 5; i++) expect((await limiter.check(k)).allowed).toBe(true);
     for (let i = 0; i < 3; i++) expect((await limiter.check(other)).allowed).toBe(true);
     await cluster.node(victim).call('SAVE');
@@ -298,19 +300,9 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
   }, 30_000);
 
   it('a master restarted while no call went to it is found by the first answer from it that could not follow: 2 admitted, not 10', async () => {
-    const into = Date.now() % WINDOW_MS;
-    if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
     const victim = cluster.masters[2] as RedisServer;
     const k = await keyOn(victim, 'silent');
-    const warnings: Record<string, unknown>[] = [];
-    const limiter = createLimiter({
-      name: 'cluster-silent',
-      policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
-      store: new RedisStore({ client: await cluster.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
-      onStoreError: 'local',
-      storeTimeoutMs: 1_000,
-      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
-    });
+    const { limiter, warnings } = await tenPerWindow('cluster-silent');
     for (let i = 0; i < 8; i++) expect((await limiter.check(k)).allowed).toBe(true);
     await victim.stop();
     await sleep(200);
@@ -327,8 +319,7 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
   for (const kind of CLIENT_KINDS) {
     it(`${kind}: a key with 8 of 10 used on the restarted master admits 2 after it is back (before: 10); the other masters' keys are charged nothing`, async () => {
       // Not near the end of a ten-minute window (Redis TIME reads this machine's clock).
-      const into = Date.now() % WINDOW_MS;
-      if (into > WINDOW_MS - 30_000) await sleep(WINDOW_MS - into + 50);
+      await clearOfWindowEnd(WINDOW_MS, 30_000);
       const windowStart = Date.now() - (Date.now() % WINDOW_MS);
       const victim = cluster.masters[2] as RedisServer;
       const [k, probe, other] = [

@@ -168,8 +168,8 @@ export interface Store {
    * Redis's `run_id`), new when it restarted or another server took over (a failover); nodes it cannot
    * say are left out. The limiter reads it at start, after every reconnect, when a node's breaker closes
    * and when an answer could not follow (at most once a second per node): keys answered before a change
-   * whose next answer has more budget than they could have had back are charged the difference (the server came back with older counts: an RDB snapshot, a lagging
-   * replica; limiter/server-changes.ts).
+   * whose next answer has more budget than they could have had back are charged the difference (the
+   * server came back with older counts: an RDB snapshot, a lagging replica; limiter/server-changes.ts).
    */
   servers?(): Promise<ReadonlyMap<string, string>>;
   /**

@@ -155,7 +155,7 @@ export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly prefix: string;
   /** Stores on one keyspace (clients/keyspace.ts), or one client, with one prefix see the same keys (stores/state-claims.ts). */
-  readonly stateSpace: { readonly holder: object; readonly name: string; readonly where?: string };
+  readonly stateSpace: NonNullable<Store['stateSpace']>;
   readonly timeSource: 'redis' | 'limiter';
   private readonly client: StoreClient;
   private readonly scripts: ScriptRunner;

@@ -50,11 +50,11 @@ function startupAddress(node: unknown): string | undefined {
   return undefined;
 }
 
-/** A sorted list of addresses, or undefined when one of them cannot be read. */
-function addressList(nodes: readonly unknown[], read: (node: unknown) => string | undefined): string | undefined {
+/** The sorted addresses of `nodes` (startup nodes, sentinels), or undefined when one of them cannot be read. */
+function addressList(nodes: readonly unknown[]): string | undefined {
   const list: string[] = [];
   for (const node of nodes) {
-    const a = read(node);
+    const a = startupAddress(node);
     if (a === undefined) return undefined;
     list.push(a);
   }
@@ -79,11 +79,11 @@ export function ioredisKeyspace(c: RedisClientLike): string | undefined {
   const prefix = (p: unknown) => (typeof p === 'string' && p.length > 0 ? ` keyPrefix=${JSON.stringify(p)}` : '');
   if (c.isCluster === true) {
     const nodes = (c as { startupNodes?: unknown }).startupNodes;
-    const list = Array.isArray(nodes) ? addressList(nodes, startupAddress) : undefined;
+    const list = Array.isArray(nodes) ? addressList(nodes) : undefined;
     return list === undefined ? undefined : `cluster:${list}${prefix(o.keyPrefix ?? o.redisOptions?.keyPrefix)}`;
   }
   if (Array.isArray(o.sentinels) && o.sentinels.length > 0) {
-    const list = addressList(o.sentinels, startupAddress);
+    const list = addressList(o.sentinels);
     if (list === undefined || typeof o.name !== 'string') return undefined;
     return `sentinel:${o.name}@${list}/${dbOf(o.db)}${prefix(o.keyPrefix)}`;
   }

@@ -35,19 +35,34 @@ describeRedis('examples', () => {
     const loginStatuses: number[] = [];
     for (let i = 0; i < 6; i++) loginStatuses.push((await fetch(`${base}/login`, { method: 'POST' })).status);
     expect(loginStatuses).toEqual([200, 200, 200, 200, 200, 429]);
-    // Eleven at once: the burst of 10 refills at 1 per second, so exactly one is refused. Right before the
-    // stop, so that no unit refills before the first request of the outage.
+    // Eleven at once: the burst of 10 refills at 1 per second, so exactly one is refused.
+    const burstAt = performance.now();
     const statuses = await Promise.all(Array.from({ length: 11 }, async () => (await fetch(`${base}/`)).status));
     expect(statuses.sort()).toEqual([...Array(10).fill(200), 429]);
+    // Units refilled since the burst, at most: one per whole second since before its first admission.
+    const refilled = () => Math.floor((performance.now() - burstAt) / 1000);
 
     await redis.stop();
-    // The outage continues the budget Redis had counted: the burst is spent, so still a 429 (not a
-    // fresh local burst); after the refill of one (1 per second), one request more, from the failure mode.
-    expect((await fetch(`${base}/`)).status).toBe(429);
+    // The outage continues the budget Redis had counted: the burst is spent, so the failure mode admits
+    // only what refilled since (not a fresh local burst of 5, half the limit). Before a second has passed
+    // (a loaded machine may take longer to stop Redis), that is a 429.
+    let admitted = 0;
+    const admit = async () => {
+      const res = await fetch(`${base}/`);
+      if (res.status === 200) {
+        expect(await res.json()).toMatchObject({ degraded: true });
+        admitted++;
+      } else expect(res.status).toBe(429);
+      return res.status;
+    };
+    await admit();
+    expect(admitted).toBeLessThanOrEqual(refilled());
+    // After the refill of one (1 per second), one request more, from the failure mode; then no more
+    // than refilled meanwhile.
     await new Promise((r) => setTimeout(r, 1_100));
-    const down = await fetch(`${base}/`);
-    expect(await down.json()).toMatchObject({ degraded: true });
-    expect((await fetch(`${base}/`)).status).toBe(429);
+    expect(await admit()).toBe(200);
+    for (let i = 0; i < 4; i++) await admit();
+    expect(admitted).toBeLessThanOrEqual(refilled());
     const closed = await fetch(`${base}/login`, { method: 'POST' });
     expect(closed.status).toBe(503);
     expect(closed.headers.get('content-type')).toMatch(/^application\/problem\+json/);
@@ -63,6 +78,7 @@ describeRedis('examples', () => {
   });
 
   it('examples/redis: the feed, one hot key for the whole fleet, is answered mostly from batches and never over its limit', async () => {
+    await redis.start(); // running unless the test before failed while it was stopped
     const client = await redis.readyClient({ enableOfflineQueue: false });
     const prefix = randomPrefix();
     const logger = { warn() {}, error() {} };

@@ -9,7 +9,8 @@
 import { createLimiter, type Limiter, RedisStore } from '@tollgate/core';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
+import { FaultProxy } from './fault-proxy.js';
+import { clearOfWindowEnd, describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 
 const WINDOW_MS = 600_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -36,6 +37,16 @@ describeRedis('budgets after a Redis that lost its data', () => {
         () => false,
       ),
     );
+  }
+
+  /** Checks of one hot key (fast enough for `localBatch` to batch it); how many were admitted. */
+  async function hot(limiter: Limiter, n: number): Promise<number> {
+    let admitted = 0;
+    for (let i = 0; i < n; i++) {
+      if ((await limiter.check('hot')).allowed) admitted += 1;
+      if (i % 50 === 0) await sleep(1);
+    }
+    return admitted;
   }
 
   it('two processes of one limiter: both restore, and a key both decided is charged once, by the most either saw, not by both', async () => {
@@ -158,6 +169,101 @@ describeRedis('budgets after a Redis that lost its data', () => {
       await limiter.close();
     }, 60_000);
   }
+
+  for (const [algorithm, late] of [
+    ['fixed-window', 0],
+    ['gcra', 0],
+    ['fixed-window', 150],
+    ['gcra', 150],
+  ] as const) {
+    const slow = late > 0 ? `, every reply ${late} ms late through the restart` : '';
+    it(`${algorithm} with localBatch${slow}: a hot key checked without pause on a Redis back from an older snapshot admits what its limit has left, not again what was charged since the snapshot`, async () => {
+      await clearOfWindowEnd(WINDOW_MS, 20_000);
+      const warnings: Record<string, unknown>[] = [];
+      // Late replies (a TCP proxy delaying them) make the reading of which server answers outlast the
+      // 100 ms a reconnect holds checks by default: the batches the checks take then must not shorten the
+      // charge.
+      const proxy = late > 0 ? await FaultProxy.start(server.port) : undefined;
+      const client =
+        proxy === undefined
+          ? await server.storeClient('ioredis')
+          : await server.readyClient({ port: proxy.port, retryStrategy: () => 50, autoResendUnfulfilledCommands: false });
+      const limiter = createLimiter({
+        name: `batch-behind-${algorithm}`,
+        policies: { algorithm, limit: 2_000, windowMs: WINDOW_MS },
+        store: new RedisStore({ client, prefix: randomPrefix(), validate: false, localBatch: true }),
+        storeTimeoutMs: 2_000,
+        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+      });
+      const started = Date.now();
+      let admitted = 0;
+      let refused = 0;
+      let stop = false;
+      // Fast enough for localBatch to batch the key, as the real traffic of a hot key is; the snapshot (as
+      // `save` points or a BGSAVE take it) at 600 admitted, the loop waiting for it.
+      const loop = (async () => {
+        for (let i = 1; !stop; i++) {
+          if ((await limiter.check('hot')).allowed) admitted += 1;
+          else refused += 1;
+          if (admitted === 600 && refused === 0) await admin.call('SAVE');
+          if (i % 50 === 0) await sleep(1);
+        }
+      })();
+      try {
+        await waitFor('1,200 admitted', () => admitted >= 1_200);
+        proxy?.set({ kind: 'delay', ms: late });
+        await server.stop();
+        await server.start();
+        await waitFor('the behind charge', () => warnings.length > 0);
+        // Late replies through the restore only: near the limit a batch is one unit, a round trip each.
+        proxy?.set({ kind: 'pass' });
+        await waitFor('the limit spent', () => refused > 0, 30_000);
+        await sleep(500);
+      } finally {
+        stop = true;
+        await loop;
+        await proxy?.close();
+        await limiter.close();
+      }
+      // gcra refills 2,000 per 10 minutes while the test runs.
+      const refill = algorithm === 'gcra' ? Math.ceil(((Date.now() - started) * 2_000) / WINDOW_MS) : 0;
+      // Before: nothing charged, no warning (checks after the restart admitted 2,373 and 2,513 again). With
+      // the key read once the reading of servers was back, after checks had taken batches: 2,072 and 2,222
+      // (fixed-window) on a loaded CI machine. A few more on a loaded machine, as in the restart test above:
+      // a carry of the outage's admissions can lose a unit to each check until it lands.
+      expect(admitted).toBeLessThanOrEqual(2_010 + refill);
+      // Short of the limit by at most one batch (maxShare, a tenth of it): a batch given back while Redis is
+      // down (the key idle past 2 x holdMs during a slow restart) is lost, as documented (1,927 once here).
+      expect(admitted).toBeGreaterThanOrEqual(1_800);
+      expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', behind: true })]);
+    }, 60_000);
+  }
+
+  it('with localBatch, a restart that kept everything: nothing charged, nothing logged', async () => {
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      name: 'batch-behind-none',
+      policies: { algorithm: 'fixed-window', limit: 2_000, windowMs: WINDOW_MS },
+      store: new RedisStore({ client: await server.storeClient('ioredis'), prefix: randomPrefix(), validate: false, localBatch: true }),
+      storeTimeoutMs: 2_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    const into = Date.now() % WINDOW_MS;
+    if (into > WINDOW_MS - 20_000) await sleep(WINDOW_MS - into + 50);
+    expect(await hot(limiter, 1_200)).toBe(1_200);
+    // The key idle, its batch given back (a give-back Redis cannot take while down is lost: under-admission).
+    await sleep(300);
+    const left = (await limiter.peek('hot')).remaining;
+    expect(left).toBeLessThanOrEqual(800);
+    await admin.call('SAVE');
+    await restart(limiter, 'hot');
+    // The sweep after the change of server read the key and charged nothing.
+    await sleep(200);
+    expect((await limiter.peek('hot')).remaining).toBe(left);
+    expect(await hot(limiter, 1_000)).toBe(left);
+    expect(warnings).toEqual([]);
+    await limiter.close();
+  }, 60_000);
 
   for (const kind of ['ioredis', 'iovalkey', 'node-redis'] as const) {
     it(`${kind}: a key with 8 of 10 used admits 2 after a restart without persistence (before: 10); a reconnect that lost nothing charges nothing`, async () => {

@@ -42,9 +42,9 @@ describe('StoreGuard.holdFor', () => {
     vi.useFakeTimers();
     const g = guard();
     let charged!: () => void;
-    g.holdFor(new Promise<void>((r) => (charged = r)), 100);
+    g.holdFor(new Promise<void>((r) => (charged = r)));
     // A quick question after it (a mark asked): settles at once, but the charge before it has not.
-    g.holdFor(Promise.resolve(), 100);
+    g.holdFor(Promise.resolve());
     await vi.advanceTimersByTimeAsync(20);
     expect(g.starting()).toBeDefined();
     charged();
@@ -52,11 +52,11 @@ describe('StoreGuard.holdFor', () => {
     expect(g.starting()).toBeUndefined();
   });
 
-  it('holds that never settle, one after another, hold a check at most maxMs from the latest, not their sum', async () => {
+  it('holds that never settle, one after another, hold a check at most their bound (HOLD_MS, or storeTimeoutMs when longer) from the latest, not their sum', async () => {
     vi.useFakeTimers();
     const g = guard();
     for (let i = 0; i < 5; i++) {
-      g.holdFor(new Promise(() => {}), 100);
+      g.holdFor(new Promise(() => {}));
       await vi.advanceTimersByTimeAsync(50);
     }
     // The latest was made 50 ms ago: 50 more at most.

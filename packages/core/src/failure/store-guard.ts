@@ -27,6 +27,9 @@ export function nodesIn(node: string): string[] {
  */
 export const STARTUP_WAIT_MS = 2_000;
 
+/** The least a hold waits for what checks must follow (`holdFor`): one round trip, as a rule, ms. */
+const HOLD_MS = 100;
+
 /**
  * Key errors are logged at most once per this many ms: a script error on every key (or a client that
  * converts replies) would otherwise log once per request. The `store-error` event still names each key.
@@ -114,12 +117,15 @@ export class StoreGuard {
   }
 
   /**
-   * Checks wait for `p`, at most `maxMs`, before they call the store (`starting`): the calls `p` makes
-   * before it settles go to the store ahead of theirs (limiter/budget-restore.ts: the charges of a restore).
-   * A hold made while another runs waits for that one too, within its own `maxMs`: however many holds
-   * follow each other, a check waits at most `maxMs` from the latest.
+   * Checks wait for `p` before they call the store (`starting`): the calls `p` makes before it settles go
+   * to the store ahead of theirs (limiter/budget-restore.ts: the charges of a restore; decide.ts: the
+   * carries after an outage). At most HOLD_MS, or `storeTimeoutMs` when longer: a limiter that waits that
+   * long for a store answer waits as long for the charges the answers must follow. A hold made while
+   * another runs waits for that one too, within its own bound: however many holds follow each other, a
+   * check waits at most that bound from the latest.
    */
-  holdFor(p: Promise<unknown>, maxMs: number): void {
+  holdFor(p: Promise<unknown>): void {
+    const maxMs = Math.max(HOLD_MS, this.config.storeTimeoutMs);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const before = this.holding;
     const all = before === undefined ? p : Promise.all([p, before]);

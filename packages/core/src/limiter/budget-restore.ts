@@ -29,7 +29,10 @@
  * snapshot, a replica promoted before it had the last writes. Which server answers on each node
  * (limiter/server-changes.ts: a Redis's run_id) is read at start, after every reconnect, when a node's
  * breaker closes and when an answer could not follow; after it changed, a key whose next answer could not
- * follow its last one from before the change is charged the difference (`regressed`).
+ * follow its last one from before the change is charged the difference (`regressed`). A store that answers
+ * from batches (`localBatch`) cannot tell by its answers: there the keys that had used the most are read as
+ * the connection comes back, and charged the difference once the reading says the server changed
+ * (`sweepBehind`).
  *
  * Nothing here exists for a store without `markAlive` and `watchConnection`, or a limiter that does not
  * remember (`'open'`, `'closed'`, a MemoryStore).
@@ -55,20 +58,36 @@ export type RestoreReport = (
 
 type Snapshot = readonly (readonly [CompiledPlan, readonly Counted[]])[];
 
-/** The longest a reconnect holds checks for its restore: one round trip, as a rule. */
-const RESTORE_WAIT_MS = 100;
-
 /** The least time between two questions of a node's mark prompted by answers (`suspect`). */
 const SUSPECT_EVERY_MS = 1_000;
 
 /** How many remembered keys a mark found gone is checked against (BudgetRestore.witnessed). */
 const WITNESSES = 3;
 
-/** The WITNESSES keys of `counted` that had used the most, each with its plan (read only at a loss). */
-function witnesses(counted: Snapshot): (readonly [CompiledPlan, Counted])[] {
+/**
+ * How many remembered keys, those that had used the most, a store that batches reads at a reconnect, in
+ * case its server changed (BudgetRestore.sweepBehind).
+ */
+const SWEPT_KEYS = 1_000;
+
+/** The `n` keys of `counted` that had used the most, each with its plan. */
+function mostUsed(counted: Snapshot, n: number): (readonly [CompiledPlan, Counted])[] {
   const total = (c: Counted) => c.used.reduce((a, b) => a + b, 0);
   const all = counted.flatMap(([cp, keys]) => keys.map((c) => [cp, c] as const));
-  return all.sort((a, b) => total(b[1]) - total(a[1])).slice(0, WITNESSES);
+  return all.sort((a, b) => total(b[1]) - total(a[1])).slice(0, n);
+}
+
+/** A key of a snapshot, with the store's state of it read as the snapshot was taken (BudgetRestore.holdsNow). */
+interface Holding {
+  readonly cp: CompiledPlan;
+  readonly c: Counted;
+  readonly read: Promise<StoreResult | undefined>;
+}
+
+/** What `r`, the store's state of a key of `cp`, counts for policy `i`: its capacity less what is left, milli-units. */
+function held(cp: CompiledPlan, r: StoreResult, i: number): number {
+  const p = cp.storePlan.policies[i];
+  return p === undefined ? 0 : p.capMilli - (r[i * RESULT_STRIDE + R_REMAINING] as number);
 }
 
 /** Whether `r`, the store's state of `c`'s key now, still holds at least half of what some policy of it had used (a unit at least). */
@@ -76,9 +95,7 @@ function intact(cp: CompiledPlan, c: Counted, r: StoreResult | undefined): boole
   if (r === undefined) return false;
   for (let i = 0; i < c.used.length; i++) {
     const used = c.used[i] as number;
-    const p = cp.storePlan.policies[i];
-    if (p === undefined || used < MILLI) continue;
-    if (p.capMilli - (r[i * RESULT_STRIDE + R_REMAINING] as number) >= used / 2) return true;
+    if (used >= MILLI && held(cp, r, i) >= used / 2) return true;
   }
   return false;
 }
@@ -178,7 +195,7 @@ export class BudgetRestore {
    * than a crash; a replica promoted before it had the last writes; an AOF synced each second), with its
    * mark intact: the key is charged the difference, as a restore would, less what other processes charged
    * it again already and what the store still holds (`recharge`), with checks held for it (one round trip,
-   * RESTORE_WAIT_MS at most). Either way, the mark is asked (`suspect`).
+   * StoreGuard.holdFor). Either way, the mark is asked (`suspect`).
    */
   private regressed(cp: CompiledPlan, x: Regress): void {
     this.suspect(x.was.storeKey);
@@ -206,19 +223,80 @@ export class BudgetRestore {
     const reading = servers.reading;
     // The next checks go after the charge (as at a restore), not beside it while the ledger is read.
     const charging = reading === undefined ? judge() : reading.then(judge);
-    if (charging !== undefined) this.guard.holdFor(charging, RESTORE_WAIT_MS);
+    if (charging !== undefined) this.guard.holdFor(charging);
   }
 
   /** Asks for the store's one mark with what every remembered key counts now, and which servers answer; holds checks for both. */
   private markWhole(): void {
     const counted = this.snapshot();
-    this.holdWhile(this.withServers(this.mark(counted)), counted);
+    this.holdWhile(this.withServers(this.mark(counted), counted), counted);
   }
 
-  /** `restoring`, and a reading of which servers answer now (ServerChanges), together. */
-  private withServers(restoring: Promise<void>): Promise<void> {
-    const reading = this.servers?.read(this.now());
-    return reading === undefined ? restoring : Promise.all([restoring, reading]).then(() => undefined);
+  /**
+   * `restoring`, and a reading of which servers answer now (ServerChanges), together; on a store that
+   * batches, the keys of `counted` on a server that changed are then charged what it lacks (`sweepBehind`).
+   */
+  private withServers(restoring: Promise<void>, counted: Snapshot): Promise<void> {
+    const servers = this.servers;
+    if (servers === undefined) return restoring;
+    const at = this.now();
+    // Read before the reading is sent: what the store holds of each key as the connection came back.
+    const holds = this.store.batches === true ? this.holdsNow(counted, at) : undefined;
+    const reading = servers.read(at);
+    const behind = holds === undefined ? reading : reading.then(() => this.sweepBehind(holds, at));
+    return Promise.all([restoring, behind]).then(() => undefined);
+  }
+
+  /**
+   * What the store holds now of the SWEPT_KEYS keys of `counted` that had used the most, each read (a peek,
+   * which counts this process's unspent units as not spent, as its answers did) in the same step as the
+   * memory was: sent before any check the reconnect holds, and before any batch those checks would take,
+   * the reads see the store as `counted` was taken, however long the reading of servers takes.
+   */
+  private holdsNow(counted: Snapshot, at: number): Holding[] {
+    const peek = this.store.peek?.bind(this.store);
+    if (peek === undefined) return [];
+    return mostUsed(counted, SWEPT_KEYS).map(([cp, c]) => {
+      let read: Promise<StoreResult | undefined>;
+      try {
+        read = Promise.resolve(peek(c.storeKey, cp.storePlan, MILLI, at)).catch(() => undefined);
+      } catch {
+        read = Promise.resolve(undefined);
+      }
+      return { cp, c, read };
+    });
+  }
+
+  /**
+   * A store that answers hot keys from batches (RedisStore `localBatch`) cannot tell a key behind by its
+   * answers (a batch given back raises a key's remaining with nothing lost, so `regressed` is off), and a
+   * batch it holds is spent whatever the server kept of its charge. So after a change of server, read at
+   * `at`, every key of `holding` that the changed node serves is charged what it had counted beyond what
+   * the store held then, less what other processes charged it again (`recharge`); a key that lacks less
+   * than a unit for every policy (a clean restart, a bucket's refill since) is charged nothing.
+   */
+  private async sweepBehind(holding: readonly Holding[], at: number): Promise<void> {
+    const servers = this.servers;
+    if (servers === undefined) return;
+    const charged = await Promise.all(
+      holding.map(async ({ cp, c, read }) => {
+        try {
+          const node = this.guard.nodeOfKey(c.storeKey);
+          if (servers.changedAt(node) < at) return undefined;
+          const r = await read;
+          if (r === undefined) return undefined;
+          const holds = Float64Array.from(c.used, (_, i) => held(cp, r, i));
+          if (!c.used.some((u, i) => u - (holds[i] as number) >= MILLI)) return undefined;
+          return (await this.recharge(cp, c, holds)) ? node : undefined;
+        } catch {
+          return undefined;
+        }
+      }),
+    );
+    const node = charged.find((n) => n !== undefined);
+    if (node === undefined || this.behindTold === at) return;
+    this.behindTold = at;
+    this.report?.({ behind: true, node: servers.single ? undefined : node });
   }
 
   /** `nodeBack` for one master; false when the store keeps no mark per node (one server). */
@@ -231,17 +309,17 @@ export class BudgetRestore {
     }
     if (marking === undefined) return false;
     const counted = this.snapshot(node);
-    this.holdWhile(this.withServers(this.chargeIfLost(marking, counted, node)), counted);
+    this.holdWhile(this.withServers(this.chargeIfLost(marking, counted, node), counted), counted);
     return true;
   }
 
   /**
    * Checks sent while `restoring` runs would be answered from a budget the store may have lost: when
    * `counted` has something to charge, they wait for its charges to go ahead of them (one round trip;
-   * RESTORE_WAIT_MS at most).
+   * StoreGuard.holdFor).
    */
   private holdWhile(restoring: Promise<void>, counted: Snapshot): void {
-    if (counted.some(([, keys]) => keys.length > 0)) this.guard.holdFor(restoring, RESTORE_WAIT_MS);
+    if (counted.some(([, keys]) => keys.length > 0)) this.guard.holdFor(restoring);
   }
 
   /**
@@ -331,7 +409,7 @@ export class BudgetRestore {
   private async witnessed(counted: Snapshot): Promise<boolean> {
     const store = this.store;
     if (store.peek === undefined) return true;
-    const picked = witnesses(counted);
+    const picked = mostUsed(counted, WITNESSES);
     const now = this.now();
     const reads = picked.map(async ([cp, c]) => {
       try {

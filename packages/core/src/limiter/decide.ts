@@ -27,9 +27,6 @@ import type { LimiterEventHub } from './events.js';
 import type { LimiterKey } from './limiter.js';
 import { costOf, type Target, type Targets } from './target.js';
 
-/** The longest the checks after a breaker closes wait for the owed admissions to be charged (Decider.carryAllOwed): one round trip, as a rule. */
-const CARRY_WAIT_MS = 100;
-
 /** The parts a decision path is assembled from (create-limiter.ts builds them once). */
 export interface DecisionParts {
   readonly targets: Targets;
@@ -235,8 +232,8 @@ export class Decider {
       for (const o of owed) carrying.push(this.carrier.carry({ cp, storeKey: o.storeKey, key: o.key }, f, o.cost, o.since));
     }
     // The checks that follow wait for the carries, so that one refused for want of room charges what is
-    // left before they take it (CARRY_WAIT_MS at most).
-    if (carrying.length > 0) guard.holdFor(Promise.all(carrying), CARRY_WAIT_MS);
+    // left before they take it (StoreGuard.holdFor's bound).
+    if (carrying.length > 0) guard.holdFor(Promise.all(carrying));
   }
 
   /** The breaker keeps the store from being called: what it holds in process answers (Store.held), else the failure mode. */

@@ -4,7 +4,8 @@
  * charges Redis again what each key it remembers had used, so a key with 8 of 10 used admits 2 in the
  * rest of its window, not 10. A reconnect to a Redis that kept its data (the connection killed) charges
  * nothing. Each client whose connection events tollgate watches (ioredis, iovalkey, node-redis). A restart
- * under steady traffic charges the outage's admissions once.
+ * under steady traffic charges the outage's admissions once. A Redis back from an older snapshot charges
+ * each key what it lacks, also a hot key answered from `localBatch` batches.
  */
 import { createLimiter, type Limiter, RedisStore } from '@tollgate/core';
 import type { Redis } from 'ioredis';
@@ -180,9 +181,9 @@ describeRedis('budgets after a Redis that lost its data', () => {
     it(`${algorithm} with localBatch${slow}: a hot key checked without pause on a Redis back from an older snapshot admits what its limit has left, not again what was charged since the snapshot`, async () => {
       await clearOfWindowEnd(WINDOW_MS, 20_000);
       const warnings: Record<string, unknown>[] = [];
-      // Late replies (a TCP proxy delaying them) make the reading of which server answers outlast the
-      // 100 ms a reconnect holds checks by default: the batches the checks take then must not shorten the
-      // charge.
+      // Late replies (a TCP proxy delaying them) through the restart: the reads of the keys, the reading of
+      // which server answers and the charges each take longer than the 100 ms a restore held checks for
+      // (it now holds them up to storeTimeoutMs), while the checks' batches must not shorten the charge.
       const proxy = late > 0 ? await FaultProxy.start(server.port) : undefined;
       const client =
         proxy === undefined

@@ -7,7 +7,7 @@
  * under steady traffic charges the outage's admissions once. A Redis back from an older snapshot charges
  * each key what it lacks, also a hot key answered from `localBatch` batches.
  */
-import { createLimiter, type Limiter, RedisStore } from '@tollgate/core';
+import { createLimiter, type Decision, type Limiter, RedisStore } from '@tollgate/core';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FaultProxy } from './fault-proxy.js';
@@ -48,6 +48,31 @@ describeRedis('budgets after a Redis that lost its data', () => {
       if (i % 50 === 0) await sleep(1);
     }
     return admitted;
+  }
+
+  /**
+   * Checks `key` one after another until `stop()` (a 1 ms pause every `pauseEvery` checks), `each` told of
+   * every decision before the next check; `stop()` resolves once the loop ended.
+   */
+  function withoutPause(
+    limiter: Limiter,
+    key: string,
+    pauseEvery: number,
+    each: (d: Decision) => Promise<unknown> | undefined,
+  ): { stop: () => Promise<void> } {
+    let stopped = false;
+    const loop = (async () => {
+      for (let i = 1; !stopped; i++) {
+        await each(await limiter.check(key));
+        if (i % pauseEvery === 0) await sleep(1);
+      }
+    })();
+    return {
+      stop: () => {
+        stopped = true;
+        return loop;
+      },
+    };
   }
 
   it('two processes of one limiter: both restore, and a key both decided is charged once, by the most either saw, not by both', async () => {
@@ -142,22 +167,17 @@ describeRedis('budgets after a Redis that lost its data', () => {
       const started = Date.now();
       let admitted = 0;
       let degraded = 0;
-      let stop = false;
-      const loop = (async () => {
-        for (let i = 1; !stop; i++) {
-          const d = await limiter.check('busy');
-          if (d.allowed) admitted += 1;
-          if (d.degraded) degraded += 1;
-          if (i % 20 === 0) await sleep(1);
-        }
-      })();
+      const loop = withoutPause(limiter, 'busy', 20, (d) => {
+        if (d.allowed) admitted += 1;
+        if (d.degraded) degraded += 1;
+        return undefined;
+      });
       await waitFor('1,200 admitted', () => admitted >= 1_200);
       await server.stop();
       await server.start();
       await waitFor('answers from Redis again', () => warnings.includes('WRN_RL_BUDGETS_RESTORED'));
       await sleep(1_000);
-      stop = true;
-      await loop;
+      await loop.stop();
       // The outage's admissions ('local' goes on from Redis' last answer) are charged to the restarted Redis
       // with what the key had counted before; a carry refused for want of room charges what is left before
       // the next checks take it. Before: 2,435 to 2,700 (the outage's admissions admitted again after it).
@@ -199,17 +219,13 @@ describeRedis('budgets after a Redis that lost its data', () => {
       const started = Date.now();
       let admitted = 0;
       let refused = 0;
-      let stop = false;
       // Fast enough for localBatch to batch the key, as the real traffic of a hot key is; the snapshot (as
       // `save` points or a BGSAVE take it) at 600 admitted, the loop waiting for it.
-      const loop = (async () => {
-        for (let i = 1; !stop; i++) {
-          if ((await limiter.check('hot')).allowed) admitted += 1;
-          else refused += 1;
-          if (admitted === 600 && refused === 0) await admin.call('SAVE');
-          if (i % 50 === 0) await sleep(1);
-        }
-      })();
+      const loop = withoutPause(limiter, 'hot', 50, (d) => {
+        if (d.allowed) admitted += 1;
+        else refused += 1;
+        return admitted === 600 && refused === 0 ? admin.call('SAVE') : undefined;
+      });
       try {
         await waitFor('1,200 admitted', () => admitted >= 1_200);
         proxy?.set({ kind: 'delay', ms: late });
@@ -221,8 +237,7 @@ describeRedis('budgets after a Redis that lost its data', () => {
         await waitFor('the limit spent', () => refused > 0, 30_000);
         await sleep(500);
       } finally {
-        stop = true;
-        await loop;
+        await loop.stop();
         await proxy?.close();
         await limiter.close();
       }

@@ -254,17 +254,17 @@ export class BudgetRestore {
    * the reads see the store as `counted` was taken, however long the reading of servers takes.
    */
   private holdsNow(counted: Snapshot, at: number): Holding[] {
-    const peek = this.store.peek?.bind(this.store);
-    if (peek === undefined) return [];
-    return mostUsed(counted, SWEPT_KEYS).map(([cp, c]) => {
-      let read: Promise<StoreResult | undefined>;
-      try {
-        read = Promise.resolve(peek(c.storeKey, cp.storePlan, MILLI, at)).catch(() => undefined);
-      } catch {
-        read = Promise.resolve(undefined);
-      }
-      return { cp, c, read };
-    });
+    if (this.store.peek === undefined) return [];
+    return mostUsed(counted, SWEPT_KEYS).map(([cp, c]) => ({ cp, c, read: this.read(cp, c, at) }));
+  }
+
+  /** The store's state of `c`'s key at `at` (a peek, sent now); undefined when it cannot be read. */
+  private read(cp: CompiledPlan, c: Counted, at: number): Promise<StoreResult | undefined> {
+    try {
+      return Promise.resolve(this.store.peek?.(c.storeKey, cp.storePlan, MILLI, at)).catch(() => undefined);
+    } catch {
+      return Promise.resolve(undefined);
+    }
   }
 
   /**
@@ -407,13 +407,12 @@ export class BudgetRestore {
    * without `peek`, nothing to read, or reads that fail: the mark is believed.
    */
   private async witnessed(counted: Snapshot): Promise<boolean> {
-    const store = this.store;
-    if (store.peek === undefined) return true;
+    if (this.store.peek === undefined) return true;
     const picked = mostUsed(counted, WITNESSES);
     const now = this.now();
     const reads = picked.map(async ([cp, c]) => {
       try {
-        return intact(cp, c, await store.peek?.(c.storeKey, cp.storePlan, MILLI, now)) && !(await this.recharged(cp, c));
+        return intact(cp, c, await this.read(cp, c, now)) && !(await this.recharged(cp, c));
       } catch {
         return false;
       }

@@ -54,8 +54,7 @@ export class OwedCarry {
     return new Promise<void>((done) => {
       this.chargePlan(t, f, owed, since, owed, done, (r) => {
         if (!allCharged(r, t.cp.enforcedCount)) return this.chargeLeft(t, f, owed, since, r, LEFT_ATTEMPTS, done);
-        f.told(t.key, r, this.now(), t.storeKey);
-        done();
+        this.end(t, f, r, 0, done);
       });
     });
   }
@@ -70,9 +69,7 @@ export class OwedCarry {
     const enforced = t.cp.enforcedCount;
     const left = leastRemaining(r, enforced);
     if (left <= 0) {
-      f.told(t.key, r, this.now(), t.storeKey);
-      this.chargeRest(t, f, owed, r);
-      done();
+      this.end(t, f, r, owed, done);
       return;
     }
     this.chargePlan(t, f, owed, since, left, done, (last) => {
@@ -80,10 +77,15 @@ export class OwedCarry {
       if (!charged && attempts > 1 && leastRemaining(last, enforced) > 0) {
         return this.chargeLeft(t, f, owed, since, last, attempts - 1, done);
       }
-      f.told(t.key, last, this.now(), t.storeKey);
-      this.chargeRest(t, f, charged ? owed - left : owed, last);
-      done();
+      this.end(t, f, last, charged ? owed - left : owed, done);
     });
+  }
+
+  /** Ends a carry on the store's last answer `r`: the failure mode is told of it, `rest` is charged to each policy on its own (`chargeRest`). */
+  private end(t: Target, f: Fallback, r: StoreResult, rest: number, done: () => void): void {
+    f.told(t.key, r, this.now(), t.storeKey);
+    this.chargeRest(t, f, rest, r);
+    done();
   }
 
   /** One charge of `cost` to the whole plan, toward `owed`; `then` gets the store's answer, `failed` (owed again) ends the carry. */

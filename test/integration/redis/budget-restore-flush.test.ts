@@ -11,7 +11,7 @@
 import { type AlgorithmId, createLimiter, RedisStore } from '@tollgate/core';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
+import { clearOfWindowEnd, describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 
 const WINDOW_MS = 600_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -89,6 +89,45 @@ describeRedis('budgets after a Redis that lost its data without a reconnect', ()
       expect(admitted).toBe(100);
       await limiter.close();
     }, 30_000);
+  }
+
+  for (const algorithm of ['fixed-window', 'gcra'] as const) {
+    it(`${algorithm} with localBatch: a hot key checked without pause, a FLUSHALL at 1,200 of 2,000: the limit in all (before: 3,269)`, async () => {
+      await clearOfWindowEnd(WINDOW_MS, 20_000);
+      const warnings: Record<string, unknown>[] = [];
+      const limiter = createLimiter({
+        name: `flush-batched-${algorithm}`,
+        policies: { algorithm, limit: 2_000, windowMs: WINDOW_MS },
+        store: new RedisStore({ client: await server.storeClient('ioredis'), prefix: randomPrefix(), validate: false, localBatch: true }),
+        storeTimeoutMs: 2_000,
+        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+      });
+      const started = Date.now();
+      let [admitted, refused, flushed, until] = [0, 0, false, Number.POSITIVE_INFINITY];
+      let after: { remaining: number; admitted: number } | undefined;
+      // Fast enough for localBatch to answer the key from batches; the flush waited for at 1,200 admitted;
+      // on for 300 ms after the first refusal.
+      for (let i = 1; Date.now() < until; i++) {
+        const d = await limiter.check('hot');
+        if (d.allowed) admitted += 1;
+        else if (refused++ === 0) until = Date.now() + 300;
+        // The answers after the restore count its charge, those from units held before it too.
+        if (warnings.length > 0 && after === undefined) after = { remaining: d.remaining, admitted };
+        if (admitted === 1_200 && !flushed) {
+          flushed = true;
+          await admin.call('FLUSHALL');
+        }
+        if (i % 50 === 0) await sleep(1);
+      }
+      await limiter.close();
+      const refill = algorithm === 'gcra' ? Math.ceil(((Date.now() - started) * 2_000) / WINDOW_MS) : 0;
+      // The first answer from a batch taken on the flushed key could not follow the key's last: the mark is
+      // asked, found gone, and the key charged again what it had used, its batches given back first.
+      expect(admitted).toBeLessThanOrEqual(2_000 + refill);
+      expect(admitted).toBeGreaterThanOrEqual(1_990);
+      expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', keys: 1 })]);
+      expect(after?.remaining).toBeLessThanOrEqual(2_000 - (after?.admitted ?? 0) + refill);
+    });
   }
 
   it('leases too: two held under a limit of 2, a FLUSHALL, and the third is refused (before: admitted); the held ones are back', async () => {

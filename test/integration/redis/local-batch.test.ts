@@ -167,6 +167,30 @@ describeRedis('RedisStore localBatch in one process', () => {
     expect(Number(await client.get(name as string))).toBe(201 * 1000);
   });
 
+  it('a peek counts as not spent the units of a batch call in flight and of a batch held past 2 x holdMs (it goes back, not spent)', async () => {
+    // Inside one 60 s window, clear of its end.
+    let now = Math.ceil(BASE / 60_000) * 60_000 + 1_000;
+    const { batched, a, b } = pair({ name: 'api', algorithm: 'fixed-window', limit: 100, windowMs: 60_000 }, () => now);
+    for (let i = 0; i < 10; i++) {
+      await a.check('k');
+      await b.check('k');
+    }
+    now += 60;
+    // The 11th check takes a batch (the key's rate times holdMs, at most half of what is left: 45); the peek
+    // sent behind it reads Redis with the batch charged. Before: 45 (the batch's units taken for spent).
+    const check = b.check('k');
+    const during = await b.peek('k');
+    expect((await check).allowed).toBe(true);
+    await a.check('k');
+    expect(batched.localBatchHeld).toBeGreaterThan(10_000);
+    // Linearized before or after the check in flight: 90 or 89, never below.
+    expect(during.remaining).toBeGreaterThanOrEqual(89);
+    // Held past 2 x holdMs: the next check gives the units back, so a peek counts them as Redis will.
+    now += 2_001;
+    expect(peekView(await b.peek('k'))).toEqual(peekView(await a.peek('k')));
+    expect((await b.peek('k')).remaining).toBe(89);
+  });
+
   /** A client that sends through `client`, counting the script calls in flight at once. */
   function countingClient() {
     const seen = { inFlight: 0, most: 0, scripts: 0 };

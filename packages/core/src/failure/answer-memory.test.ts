@@ -731,13 +731,34 @@ describe('a store that lost its state with no reconnect (a FLUSHALL) is found by
     await limiter.close();
   });
 
-  it("a store that batches (localBatch: a batch given back raises a key's remaining) is not asked on answers", async () => {
+  it('a store that batches (localBatch) is asked for its mark by an answer that could not follow: a FLUSHALL is found, 5 of 10 admitted after it, not 10', async () => {
     const store = Object.assign(new OutageStore(), { batches: true });
     const limiter = createLimiter({ policies: { limit: 10, windowMs: 60_000 }, store, clock: () => 1_000, logger: quiet });
-    await admitted(limiter, 'a', 5);
+    expect(await admitted(limiter, 'a', 5)).toBe(5);
     store.wipe();
-    await admitted(limiter, 'a', 1);
-    expect(store.marks).toBe(1);
+    // Before: 10 (not asked on answers at all).
+    expect(await admitted(limiter, 'a', 10)).toBe(5);
+    expect(store.marks).toBe(2);
+    await limiter.close();
+  });
+
+  it("a store that batches: a key raised with nothing lost (a batch another process gave back) is asked about, and not charged by the answer's difference", async () => {
+    const store = Object.assign(new OutageStore(), { batches: true });
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      policies: { limit: 10, windowMs: 60_000 },
+      store,
+      clock: () => 1_000,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    expect(await admitted(limiter, 'a', 5)).toBe(5);
+    // All five given back elsewhere, the mark in place: the next answer has more than could come back.
+    store.reset('a', store.plan as StorePlan);
+    expect(await admitted(limiter, 'a', 1)).toBe(1);
+    expect(store.marks).toBe(2);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(Math.round(store.remainingOf('a', 1_000) / 1_000)).toBe(9);
+    expect(warnings).toEqual([]);
     await limiter.close();
   });
 

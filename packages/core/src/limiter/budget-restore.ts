@@ -129,9 +129,10 @@ export class BudgetRestore {
     this.unwatchNodes = store.watchNodeLoss?.((node, limiter) => {
       if (limiter !== name) this.masterBack(node);
     });
-    // A loss no connection event tells of (a FLUSHALL, a master restarted while nothing was sent to it);
-    // not where batches given back raise a key's remaining with nothing lost.
-    if (store.batches !== true) for (const [cp, f] of fallbacks) f.watchRegress((x) => this.regressed(cp, x));
+    // A loss no connection event tells of (a FLUSHALL, a master restarted while nothing was sent to it).
+    // Where batches given back raise a key's remaining with nothing lost, such an answer only asks the mark.
+    for (const [cp, f] of fallbacks)
+      f.watchRegress(store.batches === true ? (x) => this.suspect(x.was.storeKey) : (x) => this.regressed(cp, x));
     // Set at start, so that a later reconnect that finds it changed knows the store lost it.
     void this.mark([]);
     this.servers = ServerChanges.of(store);

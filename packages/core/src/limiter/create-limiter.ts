@@ -95,8 +95,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   });
   const restore = budgetRestore(config, defaultPlan, fallbacks, plain, now, warns);
   storeBack = (node) => {
-    plain.carryAllOwed(node);
+    // The restore first: its reads of the keys (`holdsNow`) go ahead of the outage's carries, which its snapshot does not count.
     restore?.nodeBack(node);
+    plain.carryAllOwed(node);
   };
   const { paths, keeper } = decisionPaths(config, compiled, defaultPlan, now, warns, {
     plain,

@@ -49,6 +49,11 @@ export class StoreTimer implements AttachedFollower {
     return this.store.held?.(key, plan, cost, now);
   }
 
+  /** `Store.chargedBeside`: what the store holds in process for a key counts a charge made beside it (no I/O). */
+  chargedBeside(key: StoreKey, plan: StorePlan, charged: ArrayLike<number>): void {
+    this.store.chargedBeside?.(key, plan, charged);
+  }
+
   /** `Store.refund`, untimed (a give-back of a charge nobody asked for: limiter/decide.ts `giveBack`). */
   refund(
     key: StoreKey,

@@ -198,6 +198,13 @@ export interface Store {
    * by the store, so it keeps being spent while the store is away; nothing else is answered.
    */
   held?(key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | undefined;
+  /**
+   * Tells the store that `key` is about to be charged `charged[i]` milli-units in policy `i` of `plan`
+   * beside what it holds of it in this process (RedisStore `localBatch`), as a restore after a loss charges
+   * it (limiter/budget-restore.ts): what it answers from units held before that charge, or brought by a
+   * call in flight, counts it, as Redis' own answers will.
+   */
+  chargedBeside?(key: StoreKey, plan: StorePlan, charged: ArrayLike<number>): void;
   /** Forgets the state of `key` for the policies of `plan`. */
   reset(key: string, plan: StorePlan): void | Promise<void>;
   /** Releases timers and connections the store owns. */

@@ -428,6 +428,11 @@ export class RedisStore implements Store {
     return this.batcher !== undefined && typeof key === 'string' ? this.batcher.held(key, plan, cost, now) : undefined;
   }
 
+  /** `localBatch`: the batches held for `key`, and those a call in flight brings, count `charged` (Store.chargedBeside). */
+  chargedBeside(key: StoreKey, plan: StorePlan, charged: ArrayLike<number>): void {
+    if (this.batcher !== undefined && typeof key === 'string') this.batcher.chargedBeside(key, plan, charged);
+  }
+
   /** This store's lease ids: unique across processes, so one process never ends another's lease. */
   private readonly instance = randomBytes(9).toString('base64url');
 

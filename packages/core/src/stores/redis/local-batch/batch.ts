@@ -78,6 +78,14 @@ export class Batch {
     this.held = charged;
   }
 
+  /**
+   * The key was charged `charged` (milli-units per policy) beside this batch: each policy has that much less
+   * left than Redis said at the batch's charge, none below nothing (a charge that does not fit takes what is left).
+   */
+  lower(charged: ArrayLike<number>): void {
+    for (let i = 0; i < this.left.length; i++) this.left[i] = Math.max(0, (this.left[i] as number) - Math.floor(charged[i] ?? 0));
+  }
+
   /** True once some window policy's window has ended: nothing more is spent from this batch. */
   ended(local: number): boolean {
     const t = this.base + this.slack + (local - this.sent);

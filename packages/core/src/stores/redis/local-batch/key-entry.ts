@@ -21,6 +21,17 @@ export class KeyEntry {
   pending: Promise<unknown> | undefined;
   /** Moves on with every `store.reset(key)`: a reply to a call sent before it belongs to the deleted state. */
   resets = 0;
+  /**
+   * Moves on with every charge made beside the key's batches (`LocalBatcher.chargedBeside`), whose
+   * milli-units per policy `beside` holds (the latest): a batch a call sent before it brings counts it too.
+   */
+  besides = 0;
+  beside: ArrayLike<number> = [];
+  /**
+   * Milli-units charged by the calls sent for the key and not answered yet: Redis may count them already,
+   * and a batch among them becomes this process's to spend (`LocalBatcher.unspent` counts them so).
+   */
+  flying = 0;
   /** The smallest remaining of the last reply (milli-units); Infinity before the first. */
   lastLeft = Number.POSITIVE_INFINITY;
   /** The shortest time to a full bucket in the last reply (ms), and the local time it came. */

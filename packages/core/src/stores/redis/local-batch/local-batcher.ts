@@ -183,21 +183,22 @@ export class LocalBatcher {
 
   /**
    * `store.peek` of `key`: the units this process holds and could spend now (Unspent), which Redis counts
-   * as spent since the batch was taken; undefined when it holds none.
+   * as spent since the batch was taken, and those of its calls still in flight, which Redis may count
+   * already; undefined when there are none.
    */
   unspent(key: string, plan: StorePlan, now: number): Unspent | undefined {
     const ps = this.planState(plan);
     const e = ps?.entries.get(key);
     if (ps === undefined || e === undefined) return undefined;
     const local = this.limiterTime ? now : performance.now();
-    let total = 0;
+    // A call in flight: Redis may have charged it already, and a batch it brings is this process's to spend.
+    let total = e.flying;
     let largest = 0;
     for (const b of e.batches) {
-      // As `spend`: a batch held past 2 x holdMs is given back, not spent.
-      if (local - b.got > 2 * this.config.holdMs) continue;
       const usable = b.usable(local);
       total += usable;
-      if (usable > largest) largest = usable;
+      // As `spend`: a batch held past 2 x holdMs is given back, not spent (its units are not spent either).
+      if (usable > largest && local - b.got <= 2 * this.config.holdMs) largest = usable;
     }
     return total > 0 ? new Unspent(total, largest, ps.rates, ps.caps) : undefined;
   }
@@ -205,7 +206,9 @@ export class LocalBatcher {
   /** A check that waited for the call in flight: answered from what it brought, or by its own call. */
   private later(ps: PlanState, e: KeyEntry, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
     const local = this.limiterTime ? now : performance.now();
-    return this.answer(ps, e, plan, cost, now, local, newResult(ps.kinds.length)) ?? this.calls.charge(e.key, plan, cost, now);
+    return (
+      this.answer(ps, e, plan, cost, now, local, newResult(ps.kinds.length)) ?? this.fly(e, cost, this.calls.charge(e.key, plan, cost, now))
+    );
   }
 
   /** Spends `cost` from the first batch that can, into `out`; drops (and gives back) the batches that cannot. */
@@ -261,21 +264,24 @@ export class LocalBatcher {
     const charge = this.size(ps, e, cost, sent);
     this.counted(charge);
     const resets = e.resets;
-    const p = this.calls.charge(e.key, plan, charge, now).then((r) => {
+    const besides = e.besides;
+    const p = this.fly(e, charge, this.calls.charge(e.key, plan, charge, now)).then((r) => {
       // Sent before a reset of the key: decided on the state the reset deleted. This check keeps its
       // answer (it came first); the rest of a batch went with that state: neither kept nor given back.
       if (e.resets !== resets) return charge === cost || !charged(r) ? r : this.unkept(ps, plan, r, charge, cost, sent, now);
       const got = this.learn(ps, e, r, now);
       if (charge === cost) return this.single(ps, e, r, cost, sent, got);
       if (charged(r)) {
-        const b = this.keep(ps, e, plan, r, charge, sent, got);
+        const b = this.keep(ps, e, plan, r, charge, sent, got, besides);
         // The check that asked is admitted at the script's time, from the batch's first units.
         return b.spend(cost, got, newResult(ps.kinds.length));
       }
       // The batch did not fit: this request alone, as the round trip would.
       this.counted(cost);
       const again = this.limiterTime ? now : performance.now();
-      return this.calls.charge(e.key, plan, cost, now).then((r2) => this.single(ps, e, r2, cost, again, this.learn(ps, e, r2, now)));
+      return this.fly(e, cost, this.calls.charge(e.key, plan, cost, now)).then((r2) =>
+        this.single(ps, e, r2, cost, again, this.learn(ps, e, r2, now)),
+      );
     });
     if (charge !== cost) this.await(e, p);
     return p;
@@ -287,13 +293,24 @@ export class LocalBatcher {
     if (charge < 2 * cost) return;
     this.counted(charge);
     const resets = e.resets;
-    const p = this.calls.charge(e.key, plan, charge, now).then((r) => {
+    const besides = e.besides;
+    const p = this.fly(e, charge, this.calls.charge(e.key, plan, charge, now)).then((r) => {
       // Sent before a reset of the key: its units went with the deleted state (see `take`).
       if (e.resets !== resets) return;
       const got = this.learn(ps, e, r, now);
-      if (charged(r)) this.keep(ps, e, plan, r, charge, sent, got);
+      if (charged(r)) this.keep(ps, e, plan, r, charge, sent, got, besides);
     }, ignore);
     this.await(e, p);
+  }
+
+  /** Counts `charge` in flight for `e` until `call` settles (before anything else sees its reply); returns `call`. */
+  private fly(e: KeyEntry, charge: number, call: Promise<StoreResult>): Promise<StoreResult> {
+    e.flying += charge;
+    const landed = () => {
+      e.flying -= charge;
+    };
+    call.then(landed, landed);
+    return call;
   }
 
   private await(e: KeyEntry, p: Promise<unknown>): void {
@@ -330,9 +347,22 @@ export class LocalBatcher {
     return new Batch(ps.kinds, plan, r, charge, replyNow(r, ps.kinds.length), sent, got, this.slack);
   }
 
-  /** A charged batch, kept for spending; returns it. */
-  private keep(ps: PlanState, e: KeyEntry, plan: StorePlan, r: StoreResult, charge: number, sent: number, got: number): Batch {
+  /**
+   * A charged batch, kept for spending; returns it. A call sent before a charge made beside the key (its
+   * `besides` behind the entry's) may have been charged before it: its batch counts that charge too.
+   */
+  private keep(
+    ps: PlanState,
+    e: KeyEntry,
+    plan: StorePlan,
+    r: StoreResult,
+    charge: number,
+    sent: number,
+    got: number,
+    besides: number,
+  ): Batch {
     const b = this.batch(ps, plan, r, charge, sent, got);
+    if (e.besides !== besides) b.lower(e.beside);
     e.batches.push(b);
     e.lastCharge = charge;
     this.holding.set(e, plan);
@@ -458,6 +488,20 @@ export class LocalBatcher {
     for (const b of e.batches.splice(0)) this.giveBack(e, plan, b, local, now);
     e.block = undefined;
     this.holding.delete(e);
+  }
+
+  /**
+   * `Store.chargedBeside`: the key is about to be charged `charged` (milli-units per policy) beside what this
+   * process holds (a restore after Redis lost its state). Its units stay this process's to spend (Redis
+   * counts them), but what each batch says is left is that much less, as the round trip would now say; a
+   * batch a call in flight brings alike (`keep`).
+   */
+  chargedBeside(key: string, plan: StorePlan, charged: ArrayLike<number>): void {
+    const e = this.plans.get(plan)?.entries.get(key);
+    if (e === undefined) return;
+    e.besides += 1;
+    e.beside = charged;
+    for (const b of e.batches) b.lower(charged);
   }
 
   /** `store.reset(key)`: what this process held for the key belonged to the state just deleted. */

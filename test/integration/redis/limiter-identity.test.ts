@@ -9,7 +9,7 @@
 import { createLimiter, type Limiter, type LimiterOptions, MemoryStore, RedisStore, type Store } from '@tollgate/core';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clearOfWindowEnd, describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
+import { clearOfWindowEnd, describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 import { nextMessage, startWorkers, stopWorkers } from './worker-pool.js';
 
 const MINUTE = 60_000;
@@ -108,6 +108,41 @@ describeRedis('limiter identity on Redis (issue 25)', () => {
     const replacement = createLimiter({ policies, store: new RedisStore({ client: other, prefix }), logger: quiet });
     expect((await replacement.check('ip:10.0.0.1')).allowed).toBe(false);
     await replacement.close();
+  });
+
+  it("finds two stores whose clients' options cannot say they reach one server once the server answers: the second limiter logs ERR_RL_SHARED_STATE", async () => {
+    const prefix = randomPrefix();
+    const policies = { algorithm: 'fixed-window', limit: 5, windowMs: MINUTE } as const;
+    const lines = () => {
+      const seen: Record<string, unknown>[] = [];
+      return { seen, logger: { warn() {}, error: (o: Record<string, unknown>, message: string) => seen.push({ ...o, message }) } };
+    };
+    // A client tollgate knows by its `sendCommand` alone (a DNS name beside the IP of the same server alike):
+    // its keyspace is not in its options, so construction cannot refuse it. Before: two budgets in one, silently.
+    const raw = { sendCommand: (args: string[]) => client.call(args[0] as string, ...args.slice(1)) };
+    const [a, b, c] = [lines(), lines(), lines()];
+    const first = createLimiter({ policies, store: new RedisStore({ client, prefix }), logger: a.logger });
+    const second = createLimiter({ policies, store: new RedisStore({ client: raw, prefix }), logger: b.logger });
+    const apart = createLimiter({ policies, store: new RedisStore({ client: raw, prefix: randomPrefix() }), logger: c.logger });
+    await waitFor('the shared key names found', () => b.seen.length > 0);
+    expect(b.seen).toEqual([
+      expect.objectContaining({
+        code: 'ERR_RL_SHARED_STATE',
+        message: expect.stringMatching(
+          /^ERR_RL_SHARED_STATE: 'name' is missing, .* another store object reaches the same keys; the limiter runs on/,
+        ),
+      }),
+    ]);
+    await new Promise((r) => setTimeout(r, 50));
+    expect([a.seen, c.seen]).toEqual([[], []]);
+    // Closed, the first one's key names are free for a limiter through the other client.
+    await Promise.all([first.close(), second.close()]);
+    const d = lines();
+    const replacement = createLimiter({ policies, store: new RedisStore({ client: raw, prefix }), logger: d.logger });
+    expect((await replacement.check('k')).allowed).toBe(true);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(d.seen).toEqual([]);
+    await Promise.all([apart.close(), replacement.close()]);
   });
 
   it('puts the name before the hash tag, and keeps the key names of a limiter without one', async () => {

@@ -115,7 +115,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const { decide, check } = paths;
   // Built this far: the limiter now holds its key names on the store (options.ts checked them with this token).
   const owner = defaultPlan.storePlan.policies[0];
-  if (owner !== undefined) takeState(owner);
+  if (owner !== undefined) takeState(owner, sharedStateLine(config));
   const ops: PeekRefundParts = { store, guard, targets, builder, now, defaultCost: config.defaultCost, refunded: refundedTo(fallbacks) };
 
   return {
@@ -249,6 +249,18 @@ function resetter(
 function refundedTo(fallbacks: ReadonlyMap<CompiledPlan, Fallback>): PeekRefundParts['refunded'] {
   if (![...fallbacks.values()].some((f) => f.remembers)) return undefined;
   return (cp, storeKey, cost, at) => fallbacks.get(cp)?.refunded(storeKey, cost, at);
+}
+
+/** Logs ERR_RL_SHARED_STATE found once the store answered (stores/state-claims.ts `confirmState`): the limiter is serving, nothing is thrown. */
+function sharedStateLine(config: LimiterConfig): (message: string) => void {
+  const code = 'ERR_RL_SHARED_STATE';
+  return (message) =>
+    safeLog(
+      config.logger,
+      'error',
+      { code, store: config.store.kind },
+      `${code}: 'name' ${message} (found once the store answered: another store object reaches the same keys; the limiter runs on) ${seeDocs(code)}`,
+    );
 }
 
 /** Charges a store that lost its state again what this limiter remembers (budget-restore.ts), where it can. */

@@ -88,6 +88,14 @@ export interface Store {
    */
   readonly stateSpace?: { readonly holder: object; readonly name: string; readonly where?: string };
   /**
+   * A token naming the keyspace the store's state lives in, read from the store itself (RedisStore: a key
+   * under its prefix, set where it is missing): stores whose options could not say they reach the same keys
+   * (two addresses of one server, clients whose options cannot be read) read the same token, and the
+   * limiters on them are checked again for shared key names (stores/state-claims.ts). Undefined when the
+   * store cannot say.
+   */
+  spaceToken?(): Promise<string | undefined>;
+  /**
    * True when the store answers some keys from budget it holds in this process (RedisStore `localBatch`):
    * a key's remaining may then rise between two answers with nothing lost (a batch given back), so the
    * limiter does not take such a rise for a store that lost its state (limiter/budget-restore.ts).

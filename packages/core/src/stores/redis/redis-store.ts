@@ -45,7 +45,7 @@ import { EvictionWatch, type EvictionWatchOptions, runId, serverAndStats } from 
 import { keyHead, keyName, keyTag, markName, policySuffix, restoredName } from './key-names.js';
 import { heldReceipt, LocalBatcher, type LocalBatchStats } from './local-batch/local-batcher.js';
 import { type LocalBatchOptions, parseLocalBatch } from './local-batch/options.js';
-import { MarkTokens, NodeMarks } from './node-marks.js';
+import { MARK_ALIVE, MarkTokens, NodeMarks } from './node-marks.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
 import { releaseScript, renewScript, restoreScript } from './scripts/lease-scripts.js';
@@ -175,6 +175,8 @@ export class RedisStore implements Store {
   private readonly nodeMarks: NodeMarks | undefined;
   /** The single server's marks as this store last found them (markAlive). */
   private readonly markTokens: MarkTokens;
+  /** The keyspace token (`spaceToken`), read once. */
+  private space: Promise<string | undefined> | undefined;
 
   constructor(options: RedisStoreOptions) {
     const o = readOptions(options, OPTION_KEYS, 'options', '{ client: new Redis() } (RedisStore options)');
@@ -474,6 +476,32 @@ export class RedisStore implements Store {
     // Not before the client is ready (a lazyConnect client is not started by it): its 'ready' sets the mark.
     if (this.client.watch === undefined || this.client.status !== 'ready') return Promise.resolve(false);
     return this.markTokens.ask(markName(this.prefix, limiter));
+  }
+
+  /**
+   * The token of the mark limiters without a name keep under this store's prefix (`<prefix>:v2:~alive`, set
+   * where it is missing, as `markAlive` does): stores that read the same token reach the same keys
+   * (`Store.spaceToken`), whatever their clients' options say. Read once, when the client is ready: at
+   * once, or at its first 'ready' (a lazyConnect client is not started by it). Undefined on a client that
+   * is not ready and whose connection tollgate cannot watch, or when the read fails.
+   */
+  spaceToken(): Promise<string | undefined> {
+    this.space ??= new Promise((resolve) => {
+      const read = () =>
+        this.client.evalScript(MARK_ALIVE, 1, [markName(this.prefix, undefined), randomBytes(9).toString('base64url')]).then(
+          (token) => resolve(String(token)),
+          () => resolve(undefined),
+        );
+      if (this.client.status === 'ready') return void read();
+      const watch = this.client.watch;
+      if (watch === undefined) return resolve(undefined);
+      const stop = watch((event) => {
+        if (event !== 'ready') return;
+        stop();
+        void read();
+      });
+    });
+    return this.space;
   }
 
   /**

@@ -6,7 +6,8 @@
  * database and ioredis' `keyPrefix`; a Cluster's seed nodes; a Sentinel group's name and sentinels.
  * Undefined where the options do not say (a node-redis cluster or Sentinel client, `{ sendCommand }`):
  * such a client is then known by its object only. Two addresses of one server (a DNS name and its IP)
- * are not recognised as one.
+ * are not recognised as one here; the token the store reads once the server answers is
+ * (RedisStore.spaceToken, stores/state-claims.ts).
  */
 import type { NodeRedisClientLike, RedisClientLike } from '../redis-client.js';
 

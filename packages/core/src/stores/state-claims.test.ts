@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { createLimiter } from '../limiter/create-limiter.js';
+import { MemoryStore } from './memory-store.js';
+
+/** A store that reaches the keyspace `token` names (Store.spaceToken), as two clients of one Redis under two addresses do. */
+class TokenStore extends MemoryStore {
+  constructor(private readonly token: string | undefined) {
+    super({ sweepIntervalMs: 0 });
+  }
+
+  spaceToken(): Promise<string | undefined> {
+    return Promise.resolve(this.token);
+  }
+}
+
+function logged() {
+  const seen: Record<string, unknown>[] = [];
+  return { seen, logger: { warn() {}, error: (o: Record<string, unknown>, message: string) => seen.push({ ...o, message }) } };
+}
+
+const policies = { algorithm: 'fixed-window', limit: 5, windowMs: 60_000 } as const;
+const settle = () => new Promise((r) => setTimeout(r, 0));
+
+describe('limiters checked again once their stores say which keyspace they reach (Store.spaceToken)', () => {
+  it('the second limiter without a name under the same token, through another store, logs ERR_RL_SHARED_STATE once', async () => {
+    const [a, b] = [logged(), logged()];
+    const first = createLimiter({
+      policies: [policies, { ...policies, name: 'hour', windowMs: 3_600_000 }],
+      store: new TokenStore('t1'),
+      logger: a.logger,
+    });
+    const second = createLimiter({
+      policies: [policies, { ...policies, name: 'hour', windowMs: 3_600_000 }],
+      store: new TokenStore('t1'),
+      logger: b.logger,
+    });
+    await settle();
+    expect(a.seen).toEqual([]);
+    expect(b.seen).toEqual([expect.objectContaining({ code: 'ERR_RL_SHARED_STATE', store: 'memory' })]);
+    expect(b.seen[0]?.message).toMatch(/^ERR_RL_SHARED_STATE: 'name' is missing, .*policy 'default', fixed-window, 60000 ms/);
+    await Promise.all([first.close(), second.close()]);
+  });
+
+  it('another token, a name, a store that cannot say, or a closed first limiter: nothing is logged', async () => {
+    const seen = logged();
+    const first = createLimiter({ policies, store: new TokenStore('t2'), logger: seen.logger });
+    const others = [
+      createLimiter({ policies, store: new TokenStore('t3'), logger: seen.logger }),
+      createLimiter({ name: 'login', policies, store: new TokenStore('t2'), logger: seen.logger }),
+      createLimiter({ policies, store: new TokenStore(undefined), logger: seen.logger }),
+    ];
+    await settle();
+    await first.close();
+    const replacement = createLimiter({ policies, store: new TokenStore('t2'), logger: seen.logger });
+    await settle();
+    expect(seen.seen).toEqual([]);
+    await Promise.all([...others, replacement].map((l) => l.close()));
+  });
+});

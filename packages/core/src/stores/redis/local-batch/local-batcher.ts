@@ -206,9 +206,7 @@ export class LocalBatcher {
   /** A check that waited for the call in flight: answered from what it brought, or by its own call. */
   private later(ps: PlanState, e: KeyEntry, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> {
     const local = this.limiterTime ? now : performance.now();
-    return (
-      this.answer(ps, e, plan, cost, now, local, newResult(ps.kinds.length)) ?? this.fly(e, cost, this.calls.charge(e.key, plan, cost, now))
-    );
+    return this.answer(ps, e, plan, cost, now, local, newResult(ps.kinds.length)) ?? this.send(e, plan, cost, now);
   }
 
   /** Spends `cost` from the first batch that can, into `out`; drops (and gives back) the batches that cannot. */
@@ -265,7 +263,7 @@ export class LocalBatcher {
     this.counted(charge);
     const resets = e.resets;
     const besides = e.besides;
-    const p = this.fly(e, charge, this.calls.charge(e.key, plan, charge, now)).then((r) => {
+    const p = this.send(e, plan, charge, now).then((r) => {
       // Sent before a reset of the key: decided on the state the reset deleted. This check keeps its
       // answer (it came first); the rest of a batch went with that state: neither kept nor given back.
       if (e.resets !== resets) return charge === cost || !charged(r) ? r : this.unkept(ps, plan, r, charge, cost, sent, now);
@@ -279,9 +277,7 @@ export class LocalBatcher {
       // The batch did not fit: this request alone, as the round trip would.
       this.counted(cost);
       const again = this.limiterTime ? now : performance.now();
-      return this.fly(e, cost, this.calls.charge(e.key, plan, cost, now)).then((r2) =>
-        this.single(ps, e, r2, cost, again, this.learn(ps, e, r2, now)),
-      );
+      return this.send(e, plan, cost, now).then((r2) => this.single(ps, e, r2, cost, again, this.learn(ps, e, r2, now)));
     });
     if (charge !== cost) this.await(e, p);
     return p;
@@ -294,7 +290,7 @@ export class LocalBatcher {
     this.counted(charge);
     const resets = e.resets;
     const besides = e.besides;
-    const p = this.fly(e, charge, this.calls.charge(e.key, plan, charge, now)).then((r) => {
+    const p = this.send(e, plan, charge, now).then((r) => {
       // Sent before a reset of the key: its units went with the deleted state (see `take`).
       if (e.resets !== resets) return;
       const got = this.learn(ps, e, r, now);
@@ -303,8 +299,9 @@ export class LocalBatcher {
     this.await(e, p);
   }
 
-  /** Counts `charge` in flight for `e` until `call` settles (before anything else sees its reply); returns `call`. */
-  private fly(e: KeyEntry, charge: number, call: Promise<StoreResult>): Promise<StoreResult> {
+  /** Sends the charge of `charge` milli-units for `e`'s key, counted in flight until it settles (before its reply is read). */
+  private send(e: KeyEntry, plan: StorePlan, charge: number, now: number): Promise<StoreResult> {
+    const call = this.calls.charge(e.key, plan, charge, now);
     e.flying += charge;
     const landed = () => {
       e.flying -= charge;

@@ -4,11 +4,18 @@ import { MemoryStore } from './memory-store.js';
 
 /** A store that reaches the keyspace `token` names (Store.spaceToken), as two clients of one Redis under two addresses do. */
 class TokenStore extends MemoryStore {
+  /** Each its own state space, as two RedisStore objects whose clients' options cannot be compared; one prefix. */
+  readonly stateSpace = { holder: {}, name: 'tollgate', prefix: 'tollgate' };
+
   constructor(private readonly token: string | undefined) {
     super({ sweepIntervalMs: 0 });
   }
 
+  /** How often the token was asked for. */
+  asked = 0;
+
   spaceToken(): Promise<string | undefined> {
+    this.asked += 1;
     return Promise.resolve(this.token);
   }
 }
@@ -39,6 +46,21 @@ describe('limiters checked again once their stores say which keyspace they reach
     expect(b.seen).toEqual([expect.objectContaining({ code: 'ERR_RL_SHARED_STATE', store: 'memory' })]);
     expect(b.seen[0]?.message).toMatch(/^ERR_RL_SHARED_STATE: 'name' is missing, .*policy 'default', fixed-window, 60000 ms/);
     await Promise.all([first.close(), second.close()]);
+  });
+
+  it('reads no token where no other store under the same prefix holds the same key names (one store per prefix: nothing sent)', async () => {
+    const seen = logged();
+    const stores = [new TokenStore('t4'), new TokenStore('t4'), new TokenStore('t4')];
+    Object.assign(stores[1] as TokenStore, { stateSpace: { holder: {}, name: 'other', prefix: 'other' } });
+    const limiters = [
+      createLimiter({ policies, store: stores[0] as TokenStore, logger: seen.logger }),
+      createLimiter({ policies, store: stores[1] as TokenStore, logger: seen.logger }),
+      createLimiter({ policies: { ...policies, windowMs: 30_000 }, store: stores[2] as TokenStore, logger: seen.logger }),
+    ];
+    await settle();
+    expect(stores.map((s) => s.asked)).toEqual([0, 0, 0]);
+    expect(seen.seen).toEqual([]);
+    await Promise.all(limiters.map((l) => l.close()));
   });
 
   it('another token, a name, a store that cannot say, or a closed first limiter: nothing is logged', async () => {

@@ -11,10 +11,10 @@
  * limiter that is closed (`releaseState`) or dropped frees its claims, so a replacement may take them.
  *
  * Options cannot tell every pair of stores that reach the same keys (two addresses of one server, a client
- * whose options tollgate cannot read: a node-redis Cluster or Sentinel client, `{ sendCommand }`). A store
- * that can read a token of its keyspace from the store itself (`Store.spaceToken`: RedisStore sets one
- * where it is missing) has the claims checked again once it answers (`confirmState`): the same key names
- * under one token through two state spaces are reported to the limiter that came second, which logs
+ * whose options tollgate cannot read: a node-redis Cluster or Sentinel client, `{ sendCommand }`). Where two
+ * state spaces under one key prefix hold unnamed claims of the same key names, and both stores can read a
+ * token of their keyspace from the store itself (`Store.spaceToken`: RedisStore sets one where it is
+ * missing), the tokens are compared (`confirmState`): equal, the limiter that came second is told, and logs
  * `ERR_RL_SHARED_STATE` (it is serving by then: nothing is thrown).
  */
 import type { CompiledPolicy } from '../algorithms/kernel.js';
@@ -76,15 +76,18 @@ export function takeState(owner: object, shared?: SharedReport): void {
   if (shared !== undefined) confirmState(claim.store, claim.policies, owner, shared);
 }
 
-/** A claim under a keyspace token: the limiter, and the state space (holder and name) it claimed through. */
+/** An unnamed claim through a store that can read its keyspace token (`confirmState`). */
 interface TokenClaim {
   readonly owner: WeakRef<object>;
+  readonly store: WeakRef<Store>;
+  /** The state space it claimed through (`spaceId`), and the prefix of its keys. */
   readonly space: string;
+  readonly prefix: string;
 }
 
-/** Keyspace token (Store.spaceToken) → policy id → the claim made under it. */
-const byToken = new Map<string, Map<string, TokenClaim>>();
-/** Limiters closed (`releaseState`): their claims under a token are free. */
+/** Policy id → the unnamed claims made through stores that can read their keyspace token. */
+const tokenClaims = new Map<string, TokenClaim[]>();
+/** Limiters closed (`releaseState`): their claims here are free. */
 const released = new WeakSet<object>();
 /** A number per state-space holder, so a claim names its space without holding the holder. */
 const holderIds = new WeakMap<object, number>();
@@ -101,38 +104,41 @@ function spaceId(store: Store): string {
   return `${id} ${store.stateSpace?.name ?? ''}`;
 }
 
+/** The claim's limiter and store while the limiter is live (not closed, not collected). */
+function live(c: TokenClaim): Store | undefined {
+  const o = c.owner.deref();
+  return o === undefined || released.has(o) ? undefined : c.store.deref();
+}
+
 /**
- * Once `store` says which keyspace it reached (`Store.spaceToken`), checks `owner`'s claims against those
- * made under the same token through another state space: a live limiter there without a name keeps state
- * under the same key names, and `shared` is told (once). A store that cannot say is not checked again.
+ * Checks `owner`'s claims against the live unnamed claims of the same key names made through another state
+ * space under the same key prefix (stores whose options could not say they reach different keyspaces):
+ * both stores read their keyspace token (`Store.spaceToken`, only then, so a process with one store sends
+ * nothing for it), and where the tokens are equal `shared` is told (once). A store that cannot say is not
+ * checked.
  */
 function confirmState(store: Store, policies: readonly CompiledPolicy[], owner: object, shared: SharedReport): void {
-  const reading = store.spaceToken?.();
-  if (reading === undefined) return;
-  const space = spaceId(store);
-  const ref = new WeakRef(owner);
-  void reading.then((token) => {
-    if (token === undefined || released.has(owner)) return;
-    let claims = byToken.get(token);
-    if (claims === undefined) {
-      claims = new Map();
-      byToken.set(token, claims);
+  const prefix = store.stateSpace?.prefix;
+  if (store.spaceToken === undefined || prefix === undefined) return;
+  const mine: TokenClaim = { owner: new WeakRef(owner), store: new WeakRef(store), space: spaceId(store), prefix };
+  const rivals: [CompiledPolicy, Store][] = [];
+  for (const p of policies) {
+    const claims = (tokenClaims.get(p.id) ?? []).filter((c) => live(c) !== undefined);
+    for (const c of claims) {
+      const other = live(c);
+      if (other !== undefined && c.space !== mine.space && c.prefix === prefix) rivals.push([p, other]);
     }
-    // Drop the claims of limiters closed or garbage-collected since.
-    for (const [id, c] of claims) {
-      const o = c.owner.deref();
-      if (o === undefined || released.has(o)) claims.delete(id);
-    }
-    let told = false;
-    for (const p of policies) {
-      const other = claims.get(p.id);
-      if (other !== undefined && other.space !== space && other.owner.deref() !== owner) {
-        if (!told) shared(sharedMessage(store, p));
-        told = true;
-        continue;
-      }
-      claims.set(p.id, { owner: ref, space });
-    }
+    claims.push(mine);
+    tokenClaims.set(p.id, claims);
+  }
+  if (rivals.length === 0) return;
+  const token = store.spaceToken();
+  const same = rivals.map(([p, other]) =>
+    Promise.all([token, other.spaceToken?.()]).then(([a, b]) => (a !== undefined && a === b ? p : undefined)),
+  );
+  void Promise.all(same).then((found) => {
+    const p = found.find((x) => x !== undefined);
+    if (p !== undefined && !released.has(owner)) shared(sharedMessage(store, p));
   }, ignore);
 }
 

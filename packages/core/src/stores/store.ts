@@ -84,15 +84,16 @@ export interface Store {
    * Where the store's key names live, for the check that two limiters without a `name` do not share state
    * by accident (state-claims.ts): stores with the same `holder` and `name` see the same keys. RedisStore:
    * the keyspace its client's options name (server, database, key prefix) and its prefix, or the client
-   * and prefix when the options do not say. Without it, the store itself. `where` says it in messages.
+   * and prefix when the options do not say. Without it, the store itself. `where` says it in messages;
+   * `prefix`, the prefix every key of the store's state starts with (stores under two prefixes never meet).
    */
-  readonly stateSpace?: { readonly holder: object; readonly name: string; readonly where?: string };
+  readonly stateSpace?: { readonly holder: object; readonly name: string; readonly where?: string; readonly prefix?: string };
   /**
    * A token naming the keyspace the store's state lives in, read from the store itself (RedisStore: a key
    * under its prefix, set where it is missing): stores whose options could not say they reach the same keys
-   * (two addresses of one server, clients whose options cannot be read) read the same token, and the
-   * limiters on them are checked again for shared key names (stores/state-claims.ts). Undefined when the
-   * store cannot say.
+   * (two addresses of one server, clients whose options cannot be read) read the same token. Asked only
+   * where two stores under one `stateSpace.prefix` hold limiters without a name of the same key names
+   * (stores/state-claims.ts). Resolves to undefined when the store cannot say.
    */
   spaceToken?(): Promise<string | undefined>;
   /**

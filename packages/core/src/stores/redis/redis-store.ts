@@ -248,8 +248,8 @@ export class RedisStore implements Store {
     this.markTokens = new MarkTokens(client);
     this.stateSpace =
       client.keyspace === undefined
-        ? { holder: o.client as object, name: prefix }
-        : { holder: KEYSPACES, name: `${client.keyspace} ${prefix}`, where: `${client.keyspace}, prefix '${prefix}'` };
+        ? { holder: o.client as object, name: prefix, prefix }
+        : { holder: KEYSPACES, name: `${client.keyspace} ${prefix}`, where: `${client.keyspace}, prefix '${prefix}'`, prefix };
     this.timeSource = timeSource;
     const batch = parseLocalBatch(o.localBatch);
     if (batch !== false) {

@@ -30,13 +30,16 @@ export class MarkTokens {
 
   /** Asks for mark `name`, setting it where it is missing; true when its token changed since this store last found it. */
   ask(name: string): Promise<boolean> {
-    const mine = randomBytes(9).toString('base64url');
-    return this.client.evalScript(MARK_ALIVE, 1, [name, mine]).then((x) => {
-      const token = String(x);
+    return this.read(name).then((token) => {
       const before = this.seen.get(name);
       this.seen.set(name, token);
       return before !== undefined && token !== before;
     });
+  }
+
+  /** The token mark `name` holds, set to one new to this call where it is missing; nothing is remembered. */
+  read(name: string): Promise<string> {
+    return this.client.evalScript(MARK_ALIVE, 1, [name, randomBytes(9).toString('base64url')]).then(String);
   }
 }
 

@@ -45,7 +45,7 @@ import { EvictionWatch, type EvictionWatchOptions, runId, serverAndStats } from 
 import { keyHead, keyName, keyTag, markName, policySuffix, restoredName } from './key-names.js';
 import { heldReceipt, LocalBatcher, type LocalBatchStats } from './local-batch/local-batcher.js';
 import { type LocalBatchOptions, parseLocalBatch } from './local-batch/options.js';
-import { MARK_ALIVE, MarkTokens, NodeMarks } from './node-marks.js';
+import { MarkTokens, NodeMarks } from './node-marks.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
 import { releaseScript, renewScript, restoreScript } from './scripts/lease-scripts.js';
@@ -487,11 +487,7 @@ export class RedisStore implements Store {
    */
   spaceToken(): Promise<string | undefined> {
     this.space ??= new Promise((resolve) => {
-      const read = () =>
-        this.client.evalScript(MARK_ALIVE, 1, [markName(this.prefix, undefined), randomBytes(9).toString('base64url')]).then(
-          (token) => resolve(String(token)),
-          () => resolve(undefined),
-        );
+      const read = () => this.markTokens.read(markName(this.prefix, undefined)).then(resolve, () => resolve(undefined));
       if (this.client.status === 'ready') return void read();
       const watch = this.client.watch;
       if (watch === undefined) return resolve(undefined);

@@ -14,7 +14,7 @@ import {
   type StorePlan,
   type StoreResult,
 } from '../stores/store.js';
-import type { Decision } from '../types.js';
+import type { Decision, PolicyOptions } from '../types.js';
 import { AnswerMemory, REMEMBERED_KEYS } from './answer-memory.js';
 import { WHOLE_STORE } from './store-guard.js';
 
@@ -160,11 +160,12 @@ afterEach(() => {
 
 const quiet = { warn() {}, error() {} };
 
-function setup(limit: number, localShare = 1, storeTimeoutMs?: number) {
+/** A limiter of `limit` per minute (or of the policies given) over an OutageStore, at limiter time 1,000. */
+function setup(limit: number | PolicyOptions[], localShare = 1, storeTimeoutMs?: number) {
   let t = 1_000;
   const store = new OutageStore();
   const limiter = createLimiter({
-    policies: { limit, windowMs: 60_000 },
+    policies: typeof limit === 'number' ? { limit, windowMs: 60_000 } : limit,
     store,
     localShare,
     breaker: false,
@@ -178,6 +179,14 @@ function setup(limit: number, localShare = 1, storeTimeoutMs?: number) {
     return yes;
   };
   return { store, limiter, admitted, advance: (ms: number) => (t += ms) };
+}
+
+/** 4 admitted by the store (of 10), then 6 by the failure mode while it is down (owed to it); up again. */
+async function sixOwed(admitted: (key: string, n: number) => Promise<number>, store: OutageStore) {
+  expect(await admitted('k', 4)).toBe(4);
+  store.down = true;
+  expect(await admitted('k', 6)).toBe(6);
+  store.down = false;
 }
 
 /**
@@ -412,8 +421,9 @@ describe('an outage continues the budget (onStoreError local)', () => {
       if (calls === 2) store.down = true;
       return apply(...args);
     };
-    // The store never saw the 6: it admits this one from its own count.
-    expect(await admitted('k', 1)).toBe(1);
+    // The store never saw the 6: its answer counts 4 and this one, but with the 6 there is no room left:
+    // refused (before: admitted from the store's own count, 11 of 10).
+    expect(await admitted('k', 1)).toBe(0);
     await new Promise((r) => setTimeout(r, 0));
     expect(calls).toBe(2);
     advance(1);
@@ -422,7 +432,8 @@ describe('an outage continues the budget (onStoreError local)', () => {
     store.down = false;
     await admitted('k', 1);
     await new Promise((r) => setTimeout(r, 0));
-    // The store's own count: 4 + 1 + 1, and the 6 carried (5 of them fit, the key ends exhausted).
+    // The store's own count: 4, the two refused checks' charges (they stand for 2 of the 6), and what fits
+    // of the rest of the 6 carried: the key ends exhausted.
     expect(store.inner.peek('k', store.plan as StorePlan, 1000, 1_002)[R_REMAINING]).toBe(0);
   });
 
@@ -440,7 +451,8 @@ describe('an outage continues the budget (onStoreError local)', () => {
       calls += 1;
       return calls === 2 ? new Promise<StoreResult>(() => {}) : apply(...args);
     };
-    expect(await admitted('k', 1)).toBe(1);
+    // 4 and this one by the store's count, 6 by the failure mode's: refused (before: admitted, 11 of 10).
+    expect(await admitted('k', 1)).toBe(0);
     expect(calls).toBe(2);
     // Before: the carry was not watched, so the 6 were neither charged nor owed: lost for good.
     await vi.advanceTimersByTimeAsync(150);
@@ -448,7 +460,7 @@ describe('an outage continues the budget (onStoreError local)', () => {
     advance(1);
     await admitted('k', 1);
     await vi.advanceTimersByTimeAsync(0);
-    // Owed again and carried with the next answer: 4 + 1 + 1, and 4 of the 6 (the key ends exhausted).
+    // Owed again and carried with the next answer: 4, the two refused checks' charges, and what fits of the 6 (the key ends exhausted).
     expect(store.inner.peek('k', store.plan as StorePlan, 1000, 1_002)[R_REMAINING]).toBe(0);
     await limiter.close();
   });
@@ -491,6 +503,125 @@ describe('an outage continues the budget (onStoreError local)', () => {
     await vi.advanceTimersByTimeAsync(0);
     // Before: counted twice (7 charged).
     expect(store.remainingOf('k', 1_001)).toBe(4_000);
+    await limiter.close();
+  });
+
+  it('checks the failure mode refused, run by the store but answered after a carry that left the key exhausted, keep their charge: nothing over the limit', async () => {
+    fakeWatchdogTime();
+    const { store, limiter, admitted } = setup(10, 1, 20);
+    await sixOwed(admitted, store);
+    // Two checks the store runs at once but answers late (a Redis that was paused): the failure mode,
+    // with the key's 10 used by its count, refuses them; the store counts them (4 + 2 of its 10).
+    const apply = store.apply.bind(store);
+    const replies: (() => void)[] = [];
+    store.apply = (...args) => {
+      const r = apply(...args);
+      return new Promise<StoreResult>((resolve) => replies.push(() => resolve(r)));
+    };
+    const slow = [limiter.check('k'), limiter.check('k')];
+    await vi.advanceTimersByTimeAsync(100);
+    expect((await Promise.all(slow)).map((d) => [d.allowed, d.degraded])).toEqual([
+      [false, true],
+      [false, true],
+    ]);
+    store.apply = apply;
+    // The next answer, sent before the carry of the 6 (3 left by the store's count, less the 6): refused.
+    // Before: admitted, then the late replies gave their charges back after the carry: 3 more admitted.
+    expect(await admitted('k', 1)).toBe(0);
+    await vi.advanceTimersByTimeAsync(0);
+    for (const reply of replies.splice(0)) reply();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(store.remainingOf('k', 1_001)).toBe(0);
+    expect(await admitted('k', 5)).toBe(0);
+    await limiter.close();
+  });
+
+  it('a check the failure mode refused, run late while the key still owes, stands for part of what is owed: nothing given back, nothing over', async () => {
+    fakeWatchdogTime();
+    const { store, limiter, admitted } = setup(10, 1, 20);
+    await sixOwed(admitted, store);
+    store.hold();
+    const slow = limiter.check('k');
+    await vi.advanceTimersByTimeAsync(100);
+    expect((await slow).allowed).toBe(false);
+    store.holding = false;
+    const refund = vi.spyOn(store, 'refund');
+    // The store runs it late, before the key answers again (4 + 1 counted): it counts as 1 of the 6 owed.
+    // Before: given back at once, a refund that may reach the store after the carry read the key's room.
+    store.runHeld();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(refund).not.toHaveBeenCalled();
+    expect(await admitted('k', 5)).toBe(0);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(store.remainingOf('k', 1_001)).toBe(0);
+    await limiter.close();
+  });
+
+  it('a plan of a short and a long window: a late run of an admitted check goes back only from the long one, which the carry charged in full', async () => {
+    fakeWatchdogTime();
+    const s = setup(
+      [
+        { name: 'short', algorithm: 'fixed-window', limit: 5, windowMs: 10_000 },
+        { name: 'long', algorithm: 'fixed-window', limit: 100, windowMs: 600_000 },
+      ],
+      1,
+      20,
+    );
+    const { store, limiter } = s;
+    let t = 1_000;
+    const admitted = (n: number) => s.admitted('k', n);
+    expect(await admitted(2)).toBe(2);
+    const plan = store.plan as StorePlan;
+    const used = () => {
+      const r = store.inner.peek('k', plan, 1000, t);
+      return [5 - (r[R_REMAINING] as number) / 1000, 100 - (r[RESULT_STRIDE + R_REMAINING] as number) / 1000];
+    };
+    // A check the store runs at once and answers late: admitted by the failure mode (owed).
+    const apply = store.apply.bind(store);
+    const replies: (() => void)[] = [];
+    store.apply = (...args) => {
+      const r = apply(...args);
+      return new Promise<StoreResult>((resolve) => replies.push(() => resolve(r)));
+    };
+    const slow = limiter.check('k');
+    await vi.advanceTimersByTimeAsync(100);
+    expect((await slow).allowed).toBe(true);
+    store.apply = apply;
+    store.down = true;
+    expect(await admitted(5)).toBe(2);
+    store.down = false;
+    t = s.advance(1);
+    // 5 admitted (2 by the store, 3 by the failure mode): the next answer has no room in the short window.
+    expect(await admitted(1)).toBe(0);
+    await vi.advanceTimersByTimeAsync(0);
+    for (const reply of replies.splice(0)) reply();
+    await vi.advanceTimersByTimeAsync(0);
+    // Before: the check was admitted, and the late run went back from both windows (short 4 of 5, more admitted).
+    expect(used()).toEqual([5, 5]);
+    expect(await admitted(3)).toBe(0);
+    await limiter.close();
+  });
+
+  it('a carry cut to what the key had left charges the rest of what is owed when budget comes back meanwhile (a give-back landing)', async () => {
+    const { store, limiter, admitted } = setup(10);
+    await sixOwed(admitted, store);
+    const plan = store.plan as StorePlan;
+    const apply = store.apply.bind(store);
+    store.apply = (key, p, cost, now, lease) => {
+      // The carry's charge of what the key had left (5): 2 given back elsewhere reach the store first.
+      if (cost === 5_000) {
+        store.inner.reset('k', plan);
+        store.inner.apply('k', plan, 3_000, now);
+      }
+      return apply(key, p, cost, now, lease);
+    };
+    // 4 by the store's count, this one, and 6 owed: refused.
+    expect(await admitted('k', 1)).toBe(0);
+    await new Promise((r) => setTimeout(r, 0));
+    store.apply = apply;
+    // 3 + 5 charged, 1 of the 6 still owed: charged too. Before: 2 left, so 2 admitted beside the 10.
+    expect(store.remainingOf('k', 1_001)).toBe(1_000);
+    expect(await admitted('k', 5)).toBe(1);
     await limiter.close();
   });
 

@@ -45,6 +45,14 @@ export interface Owed {
   readonly since: number;
   /** Taken to be charged to the store (`takeOwed`); a late reply to an earlier charge of it must not count it again. */
   carried: boolean;
+  /**
+   * Per enforced policy, once the carry that took it ended: whether that policy was charged all of it. A
+   * policy charged only what it had left (the key ends exhausted) counts a late run of a call among what
+   * it used: giving that back would free budget the outage's admissions spent (limiter/carry-owed.ts).
+   */
+  full?: readonly boolean[];
+  /** What waits for `full` (OwedCarry.afterCarry). */
+  waiting?: ((full: readonly boolean[]) => void)[];
 }
 
 /** What became of owed admissions the store ran late after all (Fallback.ranLate). */
@@ -71,6 +79,8 @@ export class Fallback {
    * admitted; handed to the store with the key's next answer (`takeOwed`). Bounded like the answers.
    */
   private owed: Map<string, Owed> | undefined;
+  /** Per key, the last entry a carry took (`takeOwed`), while its late runs may still come; bounded like `owed`. */
+  private readonly taken = new Map<string, Owed>();
   /** The plan's longest window: admissions older than that count in no window the store still keeps. */
   private readonly horizonMs: number;
 
@@ -100,8 +110,29 @@ export class Fallback {
     if (o === undefined) return undefined;
     owed.delete(key);
     if (at - o.since >= this.horizonMs) return undefined;
-    o.carried = true;
+    this.take(o);
     return o;
+  }
+
+  /** `o` is taken to be carried; kept as the key's last carried entry. */
+  private take(o: Owed): void {
+    o.carried = true;
+    const taken = this.taken;
+    taken.delete(o.key);
+    if (taken.size >= REMEMBERED_KEYS) {
+      const oldest = taken.keys().next().value;
+      if (oldest !== undefined) taken.delete(oldest);
+    }
+    taken.set(o.key, o);
+  }
+
+  /**
+   * What a late run of a call for `key` at `at` is to be weighed against: what the key owes now, else what
+   * a carry took of it last (within the plan's longest window of its first admission), if anything.
+   */
+  lateEntry(key: string, at: number): Owed | undefined {
+    const o = this.owed?.get(key) ?? this.taken.get(key);
+    return o !== undefined && at - o.since < this.horizonMs ? o : undefined;
   }
 
   /** `takeOwed` of every key `which` picks (those a node that answers again serves: limiter/decide.ts `carryAllOwed`). */
@@ -113,7 +144,7 @@ export class Fallback {
       if (!which(o)) continue;
       owed.delete(o.key);
       if (at - o.since >= this.horizonMs) continue;
-      o.carried = true;
+      this.take(o);
       taken.push(o);
     }
     return taken;
@@ -125,16 +156,18 @@ export class Fallback {
   }
 
   /**
-   * The store ran a call after all whose `cost` the failure mode had owed it into `entry` (its reply `r`
-   * came late, at `at`: a check it admitted, or a charge of owed admissions given up): `'unowed'` when the
-   * entry still waits, which now owes that much less (`r` is remembered, and the store's answers count it,
-   * so it is no longer taken off them); `'carried'` when a carry took the entry since, which charges the store for it a second
-   * time (the caller gives this call's charge back); `'gone'` when it was dropped (outlived its window).
+   * The store ran a call after all, charging `cost` that the failure mode owes it into `entry` (its reply
+   * `r` came late, at `at`: a check it admitted, a charge of owed admissions given up, or a check it
+   * refused, whose charge stands for that much of what the key owes): `'unowed'` when the entry still
+   * waits and owes that much, which it now owes less (`r` is remembered, and the store's answers count it,
+   * so it is no longer taken off them); `'carried'` when a carry took the entry since (the caller weighs
+   * this call's charge against it: OwedCarry.afterCarry); `'gone'` when there is nothing to take it off.
    */
   ranLate(entry: Owed | undefined, cost: number, r: StoreResult, at: number): LateRun {
     const owed = this.owed;
     if (entry === undefined || owed === undefined) return 'gone';
     if (owed.get(entry.key) !== entry) return entry.carried ? 'carried' : 'gone';
+    if (entry.cost < cost) return 'gone';
     entry.cost -= cost;
     if (entry.cost <= 0) owed.delete(entry.key);
     // Its answer `r` counts it: the key's latest, as any answer the store gives.
@@ -150,6 +183,38 @@ export class Fallback {
   told(key: string, r: StoreResult, at: number, storeKey: StoreKey = key): void {
     this.remember(key, r, at, storeKey);
     this.memory?.told(key);
+  }
+
+  /**
+   * The store's answer `r` for `key` at `at` charged `cost`, but leaves some enforced policy less than
+   * what the failure mode admitted that the store has not counted yet (its carry is on the way: `r` was
+   * sent before it, as the call that ended an outage is): that admission would be over the limit. Returns
+   * `r` as a refusal by those policies (a copy; the charge stays in the store, it stands for the
+   * admissions the carry cannot fit), else undefined. A policy that had room still admits in the copy.
+   */
+  overdrawn(key: string, r: StoreResult, cost: number, at: number): StoreResult | undefined {
+    const memory = this.memory;
+    const m = memory?.live(key, at);
+    if (memory === undefined || m === undefined) return undefined;
+    const n = this.config.policies.length;
+    let over = false;
+    for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
+      if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) return undefined;
+      if (memory.room(m, i, at) < 0) over = true;
+    }
+    if (!over) return undefined;
+    const x = Float64Array.from(r);
+    for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
+      const room = memory.room(m, i, at);
+      let flags = (x[o + R_FLAGS] as number) & ~F_CHARGED;
+      if (room < 0) {
+        flags &= ~F_ALLOWED;
+        x[o + R_RETRY_AFTER] = memory.waitFor(m, i, cost, at);
+      }
+      x[o + R_FLAGS] = flags;
+      if (room !== Number.POSITIVE_INFINITY) x[o + R_REMAINING] = Math.max(0, Math.floor(room));
+    }
+    return x;
   }
 
   /** `cost` admitted for `key` (`storeKey` in the store) at `at` without the store (only with `owed`): owed to it, in the entry returned. */
@@ -306,6 +371,7 @@ export class Fallback {
     this.local?.reset(key, this.localPlan);
     this.memory?.reset(key);
     this.owed?.delete(key);
+    this.taken.delete(key);
   }
 
   close(): void {

@@ -26,8 +26,11 @@ import {
 import type { Clock } from '../types.js';
 import type { Target } from './target.js';
 
-/** Gives back a charge the store ran late after a carry charged the same admissions (Decider.giveBack). */
-export type GiveBack = (t: Target, cost: number, r: StoreResult, at: number) => void;
+/**
+ * Gives back a charge the store ran late after a carry charged the same admissions (Decider.giveBack);
+ * `full`: only from the policies it marks (undefined: from all).
+ */
+export type GiveBack = (t: Target, cost: number, r: StoreResult, at: number, full?: readonly boolean[]) => void;
 
 /** How many times a carry charges what is left when checks keep taking some of it (OwedCarry.chargeLeft). */
 const LEFT_ATTEMPTS = 4;
@@ -41,77 +44,112 @@ export class OwedCarry {
   ) {}
 
   /**
-   * Charges the store, best effort, the `owed` milli-units `f` admitted for `t` since `since`: all of it when
+   * Charges the store, best effort, what entry `e` owes (milli-units `f` admitted for `t`): all of it when
    * the plan takes it; else what its tightest policy has left (so the key ends exhausted rather than
    * admitting its whole limit again beside the outage's admissions), then the rest to each policy that has
-   * room for it (`chargeRest`). A plan charge that fails owes it all again (the key's next answer tries
-   * again; the failure mode keeps counting it). A charge is a watched call (StoreGuard.watch), as a check
+   * room for it (`chargeRest`). A plan charge that fails owes what is left of it again (the key's next
+   * answer tries again; the failure mode keeps counting it). A charge is a watched call (StoreGuard.watch), as a check
    * is: the checks sent behind thousands of them (a breaker closing on an outage's many keys) are given the
    * time the node needs to answer the charges first, and a node that does not answer them fails as it would
-   * for checks. Resolves (never rejects) once the carry is over: charged, refused, or owed again.
+   * for checks. Resolves (never rejects) once the carry is over: charged, refused, or owed again; then
+   * `e.full` says which policies took all of it (`afterCarry`).
    */
-  carry(t: Target, f: Fallback, owed: number, since: number): Promise<void> {
+  carry(t: Target, f: Fallback, e: Owed): Promise<void> {
     return new Promise<void>((done) => {
-      this.chargePlan(t, f, owed, since, owed, done, (r) => {
-        if (!allCharged(r, t.cp.enforcedCount)) return this.chargeLeft(t, f, owed, since, r, LEFT_ATTEMPTS, done);
-        this.end(t, f, r, 0, done);
+      this.chargePlan(t, f, e, e.cost, e.cost, done, (r) => {
+        if (!allCharged(r, t.cp.enforcedCount)) return this.chargeLeft(t, f, e, e.cost, r, LEFT_ATTEMPTS, done);
+        this.end(t, f, e, r, 0, done);
       });
     });
   }
 
   /**
-   * After a plan charge refused for want of room (`r`, its answer): charges what the tightest policy has
-   * left, so the key ends exhausted, and again (at most `attempts` times in all) when checks from elsewhere
-   * took some of it meanwhile, so that a key checked without pause does not keep its whole budget beside
-   * the outage's admissions; then the rest to each policy on its own (`chargeRest`). `done` when it ends.
+   * Runs `then` with which policies the carry that took `e` charged all of it (Owed.full), now if it ended,
+   * else when it ends: a late run of a call whose charge the carry also made goes back from those only.
    */
-  private chargeLeft(t: Target, f: Fallback, owed: number, since: number, r: StoreResult, attempts: number, done: () => void): void {
+  afterCarry(e: Owed, then: (full: readonly boolean[]) => void): void {
+    if (e.full !== undefined) then(e.full);
+    else if (e.waiting === undefined) e.waiting = [then];
+    else e.waiting.push(then);
+  }
+
+  /**
+   * A call for `t` at `at` the watchdog gave up on, that the store ran after all (its reply `r`, charging `cost`):
+   * `admitted` by the failure mode (owed into `entry`), or refused. What the key owes is that much less
+   * while it waits (Fallback.ranLate); once a carry took it, the charge goes back from the policies the
+   * carry charged in full (`afterCarry`), and stays on those it left exhausted; with nothing owed, a
+   * refused one's charge goes back. A reply that charged nothing changes nothing.
+   */
+  ranLate(t: Target, f: Fallback, entry: Owed | undefined, admitted: boolean, cost: number, r: StoreResult, at: number): void {
+    if (!allCharged(r, t.cp.enforcedCount)) return;
+    const now = this.now();
+    const e = admitted ? entry : f.lateEntry(t.key, now);
+    const run = f.ranLate(e, cost, r, now);
+    if (run === 'carried') this.afterCarry(e as Owed, (full) => this.giveBack(t, cost, r, at, full));
+    else if (run === 'gone' && !admitted) this.giveBack(t, cost, r, at);
+  }
+
+  /**
+   * After a plan charge refused for want of room (`r`, its answer), with `owed` still to charge: charges
+   * what the tightest policy has left, so the key ends exhausted, and again (at most `attempts` times in
+   * all) while the key has room and some is still owed: checks from elsewhere took some of it meanwhile, or
+   * budget came back (a give-back landing, a bucket refilling), so that neither a key checked without
+   * pause keeps its whole budget beside the outage's admissions, nor budget given back after the first
+   * charge stays free. Then the rest to each policy on its own (`chargeRest`). `done` when it ends.
+   */
+  private chargeLeft(t: Target, f: Fallback, e: Owed, owed: number, r: StoreResult, attempts: number, done: () => void): void {
     const enforced = t.cp.enforcedCount;
-    const left = leastRemaining(r, enforced);
+    const left = Math.min(owed, leastRemaining(r, enforced));
     if (left <= 0) {
-      this.end(t, f, r, owed, done);
+      this.end(t, f, e, r, owed, done);
       return;
     }
-    this.chargePlan(t, f, owed, since, left, done, (last) => {
-      const charged = allCharged(last, enforced);
-      if (!charged && attempts > 1 && leastRemaining(last, enforced) > 0) {
-        return this.chargeLeft(t, f, owed, since, last, attempts - 1, done);
+    this.chargePlan(t, f, e, owed, left, done, (last) => {
+      const rest = allCharged(last, enforced) ? owed - left : owed;
+      if (rest > 0 && attempts > 1 && leastRemaining(last, enforced) > 0) {
+        return this.chargeLeft(t, f, e, rest, last, attempts - 1, done);
       }
-      this.end(t, f, last, charged ? owed - left : owed, done);
+      this.end(t, f, e, last, rest, done);
     });
   }
 
-  /** Ends a carry on the store's last answer `r`: the failure mode is told of it, `rest` is charged to each policy on its own (`chargeRest`). */
-  private end(t: Target, f: Fallback, r: StoreResult, rest: number, done: () => void): void {
+  /**
+   * Ends the carry of `e` on the store's last answer `r`, `rest` not charged to the whole plan: the failure
+   * mode is told of it, `rest` is charged to each policy on its own (`chargeRest`), and `e.full` set.
+   */
+  private end(t: Target, f: Fallback, e: Owed, r: StoreResult, rest: number, done: () => void): void {
     f.told(t.key, r, this.now(), t.storeKey);
+    const n = t.cp.enforcedCount;
     this.chargeRest(t, f, rest, r);
+    // A policy takes all of it when nothing was left over, or when chargeRest charges it the rest in full.
+    const full: boolean[] = [];
+    for (let i = 0; i < n; i++) full.push(rest <= 0 || (n > 1 && Math.floor(r[i * RESULT_STRIDE + R_REMAINING] as number) >= rest));
+    settle(e, full);
     done();
   }
 
-  /** One charge of `cost` to the whole plan, toward `owed`; `then` gets the store's answer, `failed` (owed again) ends the carry. */
-  private chargePlan(
-    t: Target,
-    f: Fallback,
-    owed: number,
-    since: number,
-    cost: number,
-    done: () => void,
-    then: (r: StoreResult) => void,
-  ): void {
+  /**
+   * One charge of `cost` to the whole plan, toward `owed` of entry `e`; `then` gets the store's answer,
+   * `failed` (`owed` owed again) ends the carry.
+   */
+  private chargePlan(t: Target, f: Fallback, e: Owed, owed: number, cost: number, done: () => void, then: (r: StoreResult) => void): void {
     const plan = t.cp.storePlan;
-    const enforced = t.cp.enforcedCount;
     const at = this.now();
     // Owed again as it was: from when the first of it was admitted, so it never outlives the window.
     let again: Owed | undefined;
     const failed = (): void => {
-      again = f.owe(t.key, t.storeKey, owed, since);
+      again = f.owe(t.key, t.storeKey, owed, e.since);
+      // Charged again by the next carry: a late run of this one's charge doubles it, as after a full carry.
+      settle(
+        e,
+        t.cp.storePlan.policies.slice(0, t.cp.enforcedCount).map(() => true),
+      );
       done();
     };
     // A charge the watchdog gave up on that the store ran after all: not owed a second time. If a
     // later carry took what was owed again, that carry charges it too: this one goes back.
     const late = (x: StoreResult): void => {
-      if (!isResultOf(x, plan) || !allCharged(x, enforced)) return;
-      if (f.ranLate(again, owed, x, this.now()) === 'carried') this.giveBack(t, cost, x, at);
+      if (isResultOf(x, plan)) this.ranLate(t, f, again, true, cost, x, at);
     };
     this.send(t.storeKey, plan, cost, at, (x) => (isResultOf(x, plan) ? then(x) : failed()), failed, late);
   }
@@ -192,6 +230,15 @@ export class OwedCarry {
 }
 
 const none = (): void => undefined;
+
+/** The carry that took `e` ended, charging all of it to the policies `full` marks: what waited for that runs. */
+function settle(e: Owed, full: readonly boolean[]): void {
+  if (e.full !== undefined) return;
+  e.full = full;
+  const waiting = e.waiting;
+  e.waiting = undefined;
+  if (waiting !== undefined) for (const then of waiting) then(full);
+}
 
 /** Whether every enforced policy of `r` (the first `enforced`) charged. */
 function allCharged(r: StoreResult, enforced: number): boolean {

@@ -18,7 +18,7 @@ import { catchRejection } from '../internal/rejection.js';
 import type { DecisionObserver } from '../observability/decision-observer.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { isPromiseLike, type StoreResult } from '../stores/store.js';
+import { F_ALLOWED, isPromiseLike, R_FLAGS, RESULT_STRIDE, type StoreResult } from '../stores/store.js';
 import type { CheckOptions, Clock, Decision } from '../types.js';
 import { type DecisionBuilder, marksOf } from './build-decision.js';
 import { OwedCarry } from './carry-owed.js';
@@ -77,7 +77,7 @@ export class Decider {
     this.defaultCost = parts.defaultCost;
     this.countsDegraded = parts.countsDegraded;
     this.remembers = [...parts.fallbacks.values()].some((f) => f.remembers);
-    this.carrier = new OwedCarry(this.guard, this.store, this.now, (t, cost, r, at) => this.giveBack(t, cost, r, at));
+    this.carrier = new OwedCarry(this.guard, this.store, this.now, (t, cost, r, at, full) => this.giveBack(t, cost, r, at, full));
   }
 
   /** `limiter.decide`: the Decision itself when the store answers synchronously, else a promise of it. */
@@ -138,8 +138,7 @@ export class Decider {
         r,
         (o) => {
           if (!isResultOf(o, t.cp.storePlan)) return this.observer.observe(this.junk(t, cost, at, node, seq, o), opts, at);
-          if (this.remembers) this.remember(t, o, at, cost);
-          return this.observer.observe(this.called(this.built(t, cost, o, at), at), opts, at);
+          return this.observer.observe(this.called(this.answer(t, cost, o, at), at), opts, at);
         },
         (f) => {
           answered = this.failed(t, cost, at, f);
@@ -147,14 +146,13 @@ export class Decider {
           return this.observer.observe(answered, opts, at);
         },
         (late) => {
-          if (answered?.allowed === false) this.giveBack(t, cost, late, at);
-          // The store ran it after all: what the failure mode admitted is not owed to it a second time;
-          // if a carry took it already (the key's next answer came first), that carry charges it: this goes back.
-          else if (
-            answered?.limited === false &&
-            (this.fallbacks.get(t.cp) as Fallback).ranLate(owedBy, cost, late, this.now()) === 'carried'
-          )
-            this.giveBack(t, cost, late, at);
+          if (!this.remembers) {
+            if (answered?.allowed === false) this.giveBack(t, cost, late, at);
+            return;
+          }
+          // The store ran it after all: weighed against what the key owes it (carry-owed.ts `ranLate`).
+          if (answered !== undefined && (answered.allowed === false || answered.limited === false))
+            this.carrier.ranLate(t, this.fallbacks.get(t.cp) as Fallback, owedBy, answered.allowed, cost, late, at);
         },
       );
     }
@@ -162,8 +160,24 @@ export class Decider {
     if (!isResultOf(r, t.cp.storePlan)) return this.junk(t, cost, at, node, seq, r);
     // A synchronous answer of a store that can fail (RedisStore's `localBatch`) is remembered as an
     // asynchronous one is: an outage continues the key from it, not from the last round trip's.
-    if (this.remembers) this.remember(t, r, at, cost);
-    return this.built(t, cost, r, at);
+    return this.answer(t, cost, r, at);
+  }
+
+  /**
+   * The Decision for the store's answer `r`, remembered by the failure mode (when it remembers). An answer
+   * sent before the carry of what the failure mode admitted for the key (the call that ended the outage)
+   * did not count those admissions: where they leave a policy no room for it, it is refused, and its charge
+   * goes back from the policies that had room (the carry charges them all it owes).
+   */
+  private answer(t: Target, cost: number, r: StoreResult, at: number): Decision {
+    if (!this.remembers) return this.built(t, cost, r, at);
+    this.remember(t, r, at, cost);
+    const over = (this.fallbacks.get(t.cp) as Fallback).overdrawn(t.key, r, cost, at);
+    if (over === undefined) return this.built(t, cost, r, at);
+    const room: boolean[] = [];
+    for (let i = 0; i < t.cp.enforcedCount; i++) room.push(((over[i * RESULT_STRIDE + R_FLAGS] as number) & F_ALLOWED) !== 0);
+    if (room.some(Boolean)) this.giveBack(t, cost, r, at, room);
+    return this.built(t, cost, over, at);
   }
 
   /** The failure mode's answer, unobserved, for the call numbered `seq` whose answer `r` is not a result (store-result-error.ts). */
@@ -176,8 +190,10 @@ export class Decider {
    * Redis, a Cluster decision waiting on a silent master): a refusal charges nothing, so the charge goes
    * back, best effort. (A request the failure mode admitted keeps it: it did run.)
    */
-  giveBack(t: Target, cost: number, r: StoreResult, at: number): void {
+  giveBack(t: Target, cost: number, r: StoreResult, at: number, full?: readonly boolean[]): void {
     const marks = marksOf(t.cp, r, at);
+    // Only from the policies `full` marks (carry-owed.ts `afterCarry`): the others keep it.
+    if (full !== undefined) for (let i = 0, n = t.cp.all.length; i < full.length; i++) if (!full[i]) marks[i] = marks[n + i] = Number.NaN;
     if (marks.every((m) => Number.isNaN(m))) return;
     // Best effort: a refund that throws or rejects leaves the charge to end with its state, as any charge does.
     try {
@@ -204,7 +220,7 @@ export class Decider {
   remember(t: Target, r: StoreResult, at: number, cost = 0): void {
     const f = this.rememberHeld(t, r, at, cost);
     const owed = f?.takeOwed(t.key, at);
-    if (owed !== undefined) this.carrier.carry(t, f as Fallback, owed.cost, owed.since);
+    if (owed !== undefined) this.carrier.carry(t, f as Fallback, owed);
   }
 
   /** `remember` for what the store holds in process while its node fails: nothing is carried to it. */
@@ -229,7 +245,7 @@ export class Decider {
     const carrying: Promise<void>[] = [];
     for (const [cp, f] of this.fallbacks) {
       const owed = f.takeAllOwed(at, (o) => guard.nodeOfKey(o.storeKey) === node);
-      for (const o of owed) carrying.push(this.carrier.carry({ cp, storeKey: o.storeKey, key: o.key }, f, o.cost, o.since));
+      for (const o of owed) carrying.push(this.carrier.carry({ cp, storeKey: o.storeKey, key: o.key }, f, o));
     }
     // The checks that follow wait for the carries, so that one refused for want of room charges what is
     // left before they take it (StoreGuard.holdFor's bound).

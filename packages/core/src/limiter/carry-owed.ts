@@ -101,7 +101,7 @@ export class OwedCarry {
     const enforced = t.cp.enforcedCount;
     const left = Math.min(owed, leastRemaining(r, enforced));
     if (left <= 0) {
-      this.end(t, f, e, r, owed, done);
+      this.end(t, f, e, r, owed, done, attempts);
       return;
     }
     this.chargePlan(t, f, e, owed, left, done, (last) => {
@@ -109,17 +109,29 @@ export class OwedCarry {
       if (rest > 0 && attempts > 1 && leastRemaining(last, enforced) > 0) {
         return this.chargeLeft(t, f, e, rest, last, attempts - 1, done);
       }
-      this.end(t, f, e, last, rest, done);
+      this.end(t, f, e, last, rest, done, attempts);
     });
   }
 
   /**
-   * Ends the carry of `e` on the store's last answer `r`, `rest` not charged to the whole plan: the failure
+   * Ends the carry of `e` on the store's last answer `r`, `rest` not charged to the whole plan. Cut short
+   * (`rest` left): give-backs of the key still on their way (Store.returning: a refund, a batch's unspent
+   * units, sent before but landing after the charges read its room) are waited for and what they gave
+   * back is charged (while `attempts` last): the outage's admissions spent that budget. Then the failure
    * mode is told of it, `rest` is charged to each policy on its own (`chargeRest`), and `e.full` set.
    */
-  private end(t: Target, f: Fallback, e: Owed, r: StoreResult, rest: number, done: () => void): void {
-    f.told(t.key, r, this.now(), t.storeKey);
+  private end(t: Target, f: Fallback, e: Owed, r: StoreResult, rest: number, done: () => void, attempts = 0): void {
     const n = t.cp.enforcedCount;
+    const back = rest > 0 && attempts > 1 ? this.store.returning(t.storeKey) : undefined;
+    if (back !== undefined) {
+      back.then(() =>
+        this.chargePlan(t, f, e, rest, rest, done, (x) =>
+          allCharged(x, n) ? this.end(t, f, e, x, 0, done) : this.chargeLeft(t, f, e, rest, x, attempts - 1, done),
+        ),
+      );
+      return;
+    }
+    f.told(t.key, r, this.now(), t.storeKey);
     this.chargeRest(t, f, rest, r);
     // A policy takes all of it when nothing was left over, or when chargeRest charges it the rest in full.
     const full: boolean[] = [];

@@ -54,6 +54,11 @@ export class StoreTimer implements AttachedFollower {
     this.store.chargedBeside?.(key, plan, charged);
   }
 
+  /** `Store.returning`: the key's give-backs on their way, if any (no I/O). */
+  returning(key: StoreKey): Promise<unknown> | undefined {
+    return this.store.returning?.(key);
+  }
+
   /** `Store.refund`, untimed (a give-back of a charge nobody asked for: limiter/decide.ts `giveBack`). */
   refund(
     key: StoreKey,

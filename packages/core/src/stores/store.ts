@@ -214,6 +214,14 @@ export interface Store {
    * call in flight, counts it, as Redis' own answers will.
    */
   chargedBeside?(key: StoreKey, plan: StorePlan, charged: ArrayLike<number>): void;
+  /**
+   * What settles once the give-backs of `key` on their way to the store have landed (RedisStore: its
+   * refunds, and `localBatch` returning what a batch held), or undefined when none is. A refund sent first
+   * may still land after later calls (one that met NOSCRIPT runs again behind them): a carry after an
+   * outage that left the key exhausted waits for them, then charges what they gave back
+   * (limiter/carry-owed.ts), so that budget the outage's admissions spent is not free again.
+   */
+  returning?(key: StoreKey): Promise<unknown> | undefined;
   /** Forgets the state of `key` for the policies of `plan`. */
   reset(key: string, plan: StorePlan): void | Promise<void>;
   /** Releases timers and connections the store owns. */

@@ -48,6 +48,7 @@ import { type LocalBatchOptions, parseLocalBatch } from './local-batch/options.j
 import { MarkTokens, NodeMarks } from './node-marks.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
+import { Returning } from './returning.js';
 import { releaseScript, renewScript, restoreScript } from './scripts/lease-scripts.js';
 import type { LuaScript } from './scripts/lua-script.js';
 import { peekScript, refundScript } from './scripts/peek-refund-scripts.js';
@@ -266,6 +267,8 @@ export class RedisStore implements Store {
 
   /** `localBatch`: the batcher (local-batch/local-batcher.ts), undefined when off. */
   private readonly batcher: LocalBatcher | undefined;
+  /** The refunds and batch give-backs on their way, per key (`returning`). */
+  private readonly giving = new Returning();
 
   /** `localBatch` is on (see `Store.batches`). */
   get batches(): boolean {
@@ -590,6 +593,11 @@ export class RedisStore implements Store {
     return unspent === undefined ? reply : reply.then((r) => unspent.addTo(r, cost));
   }
 
+  /** `Store.returning`: the key's refunds and batch give-backs still on their way. */
+  returning(key: StoreKey): Promise<unknown> | undefined {
+    return this.giving.of(key);
+  }
+
   /** The refund twin (scripts/peek-refund-scripts.ts): gives back a charge named by its marks (see `Store.refund`). */
   refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
     const n = plan.policies.length;
@@ -615,19 +623,20 @@ export class RedisStore implements Store {
     const n = plan.policies.length;
     const args = this.keysOf(key, b);
     const groups = typeof key !== 'string' && this.client.isCluster ? slotGroups(args) : undefined;
-    if (groups !== undefined) return this.refundSplit(key as readonly string[], plan, cost, marks, now, groups);
+    if (groups !== undefined) return this.giving.track(key, this.refundSplit(key as readonly string[], plan, cost, marks, now, groups));
     args.push(this.timeSource === 'redis' ? '' : String(now), String(cost));
     for (const m of marks) args.push(Number.isNaN(m) ? '' : String(m));
     if (newestOnly) args.push('1');
     b.refund ??= refundScript(plan);
     const script = b.refund;
-    return this.scripts.run(script, n, args, (reply) => {
+    const call = this.scripts.run(script, n, args, (reply) => {
       if (Array.isArray(reply) && reply.length === n && reply.every((x) => x === 0 || x === 1)) return reply as number[];
       throw new RedisStoreError(
         'ERR_RL_STORE_REPLY',
         `expected ${n} flags from ${script.name}, got ${JSON.stringify(reply)?.slice(0, 200)}; the client must return Redis replies unchanged`,
       );
     });
+    return this.giving.track(key, call);
   }
 
   /** A refund whose keys live in several slots: one refund script per slot, each atomic on its node. */

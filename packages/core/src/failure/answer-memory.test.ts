@@ -181,6 +181,18 @@ function setup(limit: number | PolicyOptions[], localShare = 1, storeTimeoutMs?:
   return { store, limiter, admitted, advance: (ms: number) => (t += ms) };
 }
 
+/** `setup` for a plan of 5 per 10 s and 100 per 10 minutes, the store given up on after 20 ms. */
+function shortAndLong() {
+  return setup(
+    [
+      { name: 'short', algorithm: 'fixed-window', limit: 5, windowMs: 10_000 },
+      { name: 'long', algorithm: 'fixed-window', limit: 100, windowMs: 600_000 },
+    ],
+    1,
+    20,
+  );
+}
+
 /** 4 admitted by the store (of 10), then 6 by the failure mode while it is down (owed to it); up again. */
 async function sixOwed(admitted: (key: string, n: number) => Promise<number>, store: OutageStore) {
   expect(await admitted('k', 4)).toBe(4);
@@ -559,14 +571,7 @@ describe('an outage continues the budget (onStoreError local)', () => {
 
   it('a plan of a short and a long window: a late run of an admitted check goes back only from the long one, which the carry charged in full', async () => {
     fakeWatchdogTime();
-    const s = setup(
-      [
-        { name: 'short', algorithm: 'fixed-window', limit: 5, windowMs: 10_000 },
-        { name: 'long', algorithm: 'fixed-window', limit: 100, windowMs: 600_000 },
-      ],
-      1,
-      20,
-    );
+    const s = shortAndLong();
     const { store, limiter } = s;
     let t = 1_000;
     const admitted = (n: number) => s.admitted('k', n);
@@ -622,6 +627,30 @@ describe('an outage continues the budget (onStoreError local)', () => {
     // 3 + 5 charged, 1 of the 6 still owed: charged too. Before: 2 left, so 2 admitted beside the 10.
     expect(store.remainingOf('k', 1_001)).toBe(1_000);
     expect(await admitted('k', 5)).toBe(1);
+    await limiter.close();
+  });
+
+  it('a plan of a short and a long window: a check the failure mode admitted, that the store ran late but refused (the short one full by then), stays owed to the long one', async () => {
+    fakeWatchdogTime();
+    const s = shortAndLong();
+    const { store, limiter } = s;
+    expect(await s.admitted('k', 2)).toBe(2);
+    const plan = store.plan as StorePlan;
+    store.hold();
+    const slow = limiter.check('k');
+    await vi.advanceTimersByTimeAsync(100);
+    expect((await slow).allowed).toBe(true);
+    store.holding = false;
+    // Other processes fill the short window before the store runs it: it refuses it, charging nothing.
+    for (let i = 0; i < 3; i++) store.inner.apply('k', plan, 1_000, 1_000);
+    store.runHeld();
+    await vi.advanceTimersByTimeAsync(0);
+    // The next answer carries what is owed: the long window is charged the admission.
+    // Before: the late refusal was taken for a charge, and the long window never heard of it (5 of 6).
+    expect(await s.admitted('k', 1)).toBe(0);
+    await vi.advanceTimersByTimeAsync(0);
+    const r = store.inner.peek('k', plan, 1000, 1_000);
+    expect(100 - (r[RESULT_STRIDE + R_REMAINING] as number) / 1000).toBe(6);
     await limiter.close();
   });
 

@@ -152,10 +152,7 @@ export class OwedCarry {
     const failed = (): void => {
       again = f.owe(t.key, t.storeKey, owed, e.since);
       // Charged again by the next carry: a late run of this one's charge doubles it, as after a full carry.
-      settle(
-        e,
-        t.cp.storePlan.policies.slice(0, t.cp.enforcedCount).map(() => true),
-      );
+      settle(e, new Array<boolean>(t.cp.enforcedCount).fill(true));
       done();
     };
     // A charge the watchdog gave up on that the store ran after all: not owed a second time. If a

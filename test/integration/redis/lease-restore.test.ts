@@ -17,6 +17,7 @@ import { FaultProxy } from './fault-proxy.js';
 import { describeRedis, HOST, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 
 const LIMIT = 5;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A logger: the warnings it got, errors dropped. */
 interface Collecting {
   warn(fields: unknown): void;
@@ -262,6 +263,44 @@ describeRedis('held leases survive a Redis restart', () => {
     expect((await limiter.check('k')).allowed).toBe(true);
     for (const d of before) d.release?.();
     limiter.close();
+  });
+
+  it("'local' through a 1 s SIGSTOP with leases coming and going: never more than the limit running", async () => {
+    // Before: one over, each time: the grant that ended the outage (sent while the restore of the leases
+    // held before it stalled in the paused Redis) was answered before the outage's leases were put in.
+    const limiter = createLimiter({
+      name: 'jobs',
+      policies: { name: 'jobs', algorithm: 'concurrency', limit: 10, leaseMs: 30_000 },
+      store: new RedisStore({ client: await server.storeClient('ioredis'), prefix: randomPrefix(), validate: false }),
+      logger: quiet,
+    });
+    let [running, most, granted] = [0, 0, 0];
+    const until = Date.now() + 3_000;
+    const paused = sleep(800).then(() => {
+      server.signal('SIGSTOP');
+      return sleep(1_000).then(() => server.signal('SIGCONT'));
+    });
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (Date.now() < until) {
+          const d = await limiter.check('job');
+          if (!d.allowed) {
+            await sleep(2);
+            continue;
+          }
+          running += 1;
+          granted += 1;
+          most = Math.max(most, running);
+          await sleep(5 + Math.random() * 10);
+          running -= 1;
+          await d.release?.();
+        }
+      }),
+    );
+    await paused;
+    expect(most).toBe(10);
+    expect(granted).toBeGreaterThan(100);
+    await limiter.close();
   });
 
   it('a renewal that finds its lease gone (no reconnect) puts back every held lease', async () => {

@@ -73,8 +73,10 @@ export class HeldLeases implements Iterable<Held> {
   /**
    * True when `r`, the store's answer at `now` granting a lease of `key` under `plan` (whose policies are
    * `policies`, in result order), says some concurrency policy had fewer leases in use before it than
-   * this limiter holds there (live, in the store, of the same plan): the store lost some. Reads only the
-   * key's own leases, and only when there are more of them than the answer's count.
+   * this limiter holds there (live, in the store, of the same plan): the store lost some; or that the
+   * grant does not fit beside the live leases this limiter holds that are not in the store yet (granted
+   * by the failure mode in an outage, put in by the next restore: the grant that ended the outage was
+   * sent before it). Reads only the key's own leases, and only when their number can tell.
    */
   fewerThanHeld(key: StoreKey, plan: StorePlan, policies: readonly CompiledPolicy[], r: StoreResult, now: number): boolean {
     const of = this.byKey.get(textOf(key));
@@ -84,10 +86,14 @@ export class HeldLeases implements Iterable<Held> {
       if (p.algorithm !== 'concurrency' || p.shadow || ((r[o + R_FLAGS] as number) & F_CHARGED) === 0) continue;
       // A grant reports what is left after it: `limit - n - 1` of the `n` in use before it.
       const before = p.limit - 1 - (r[o + R_REMAINING] as number) / MILLI;
-      if (of.size <= before) continue;
-      let live = 0;
-      for (const h of of) if (h.plan === plan && h.inStore && now < h.until) live += 1;
-      if (live > before) return true;
+      if (of.size <= before && before + of.size < p.limit) continue;
+      let [live, coming] = [0, 0];
+      for (const h of of) {
+        if (h.plan !== plan || now >= h.until) continue;
+        if (h.inStore) live += 1;
+        else coming += 1;
+      }
+      if (live > before || before + coming >= p.limit) return true;
     }
     return false;
   }

@@ -81,6 +81,8 @@ export class Fallback {
   private owed: Map<string, Owed> | undefined;
   /** Per key, the last entry a carry took (`takeOwed`), while its late runs may still come; bounded like `owed`. */
   private readonly taken = new Map<string, Owed>();
+  /** Entries taken whose carry has not ended (`settle`): while none is and nothing is owed, no answer is `overdrawn`. */
+  private carrying = 0;
   /** The plan's longest window: admissions older than that count in no window the store still keeps. */
   private readonly horizonMs: number;
 
@@ -117,6 +119,7 @@ export class Fallback {
   /** `o` is taken to be carried; kept as the key's last carried entry. */
   private take(o: Owed): void {
     o.carried = true;
+    this.carrying += 1;
     const taken = this.taken;
     taken.delete(o.key);
     if (taken.size >= REMEMBERED_KEYS) {
@@ -193,6 +196,8 @@ export class Fallback {
    * admissions the carry cannot fit), else undefined. A policy that had room still admits in the copy.
    */
   overdrawn(key: string, r: StoreResult, cost: number, at: number): StoreResult | undefined {
+    // Nothing admitted that the store has not been told of (or is being told of): the common case, at once.
+    if (this.carrying === 0 && (this.owed === undefined || this.owed.size === 0)) return undefined;
     const memory = this.memory;
     const m = memory?.live(key, at);
     if (memory === undefined || m === undefined) return undefined;
@@ -215,6 +220,16 @@ export class Fallback {
       if (room !== Number.POSITIVE_INFINITY) x[o + R_REMAINING] = Math.max(0, Math.floor(room));
     }
     return x;
+  }
+
+  /** The carry that took `e` ended, charging all of it to the policies `full` marks: what waited for that runs (OwedCarry.afterCarry). */
+  settle(e: Owed, full: readonly boolean[]): void {
+    if (e.full !== undefined) return;
+    e.full = full;
+    this.carrying -= 1;
+    const waiting = e.waiting;
+    e.waiting = undefined;
+    if (waiting !== undefined) for (const then of waiting) then(full);
   }
 
   /** `cost` admitted for `key` (`storeKey` in the store) at `at` without the store (only with `owed`): owed to it, in the entry returned. */

@@ -136,7 +136,7 @@ export class OwedCarry {
     // A policy takes all of it when nothing was left over, or when chargeRest charges it the rest in full.
     const full: boolean[] = [];
     for (let i = 0; i < n; i++) full.push(rest <= 0 || (n > 1 && Math.floor(r[i * RESULT_STRIDE + R_REMAINING] as number) >= rest));
-    settle(e, full);
+    f.settle(e, full);
     done();
   }
 
@@ -152,7 +152,7 @@ export class OwedCarry {
     const failed = (): void => {
       again = f.owe(t.key, t.storeKey, owed, e.since);
       // Charged again by the next carry: a late run of this one's charge doubles it, as after a full carry.
-      settle(e, new Array<boolean>(t.cp.enforcedCount).fill(true));
+      f.settle(e, new Array<boolean>(t.cp.enforcedCount).fill(true));
       done();
     };
     // A charge the watchdog gave up on that the store ran after all: not owed a second time. If a
@@ -239,15 +239,6 @@ export class OwedCarry {
 }
 
 const none = (): void => undefined;
-
-/** The carry that took `e` ended, charging all of it to the policies `full` marks: what waited for that runs. */
-function settle(e: Owed, full: readonly boolean[]): void {
-  if (e.full !== undefined) return;
-  e.full = full;
-  const waiting = e.waiting;
-  e.waiting = undefined;
-  if (waiting !== undefined) for (const then of waiting) then(full);
-}
 
 /** Whether every enforced policy of `r` (the first `enforced`) charged. */
 function allCharged(r: StoreResult, enforced: number): boolean {

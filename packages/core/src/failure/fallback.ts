@@ -25,6 +25,7 @@ import {
   R_RESET,
   R_RETRY_AFTER,
   RESULT_STRIDE,
+  resultCharged,
   type StoreKey,
   type StorePlan,
   type StoreResult,
@@ -203,8 +204,8 @@ export class Fallback {
     if (memory === undefined || m === undefined) return undefined;
     const n = this.config.policies.length;
     let over = false;
-    for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
-      if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) return undefined;
+    for (let i = 0; i < n; i++) {
+      if (!resultCharged(r, i)) return undefined;
       if (memory.room(m, i, at) < 0) over = true;
     }
     if (!over) return undefined;

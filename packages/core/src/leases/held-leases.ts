@@ -7,7 +7,16 @@
 
 import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { MILLI } from '../internal/fixed-point.js';
-import { F_CHARGED, R_FLAGS, R_REMAINING, RESULT_STRIDE, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
+import {
+  F_CHARGED,
+  R_FLAGS,
+  R_REMAINING,
+  RESULT_STRIDE,
+  type StoreKey,
+  type StorePlan,
+  type StoreResult,
+  storeKeyText,
+} from '../stores/store.js';
 
 /** A lease held in a store that can lose it (`Store.restore`). */
 export interface Held {
@@ -35,11 +44,6 @@ export interface Held {
   putBack: Promise<unknown> | undefined;
 }
 
-/** One text per store key (the keys of a decision over several keys joined: a NUL never starts a key's text). */
-function textOf(key: StoreKey): string {
-  return typeof key === 'string' ? key : key.join('\0');
-}
-
 /** A set of held leases, with the leases of each key at hand. */
 export class HeldLeases implements Iterable<Held> {
   private readonly all = new Set<Held>();
@@ -56,7 +60,7 @@ export class HeldLeases implements Iterable<Held> {
   add(held: Held): void {
     if (this.all.has(held)) return;
     this.all.add(held);
-    const text = textOf(held.key);
+    const text = storeKeyText(held.key);
     const of = this.byKey.get(text);
     if (of === undefined) this.byKey.set(text, new Set([held]));
     else of.add(held);
@@ -64,7 +68,7 @@ export class HeldLeases implements Iterable<Held> {
 
   delete(held: Held): void {
     if (!this.all.delete(held)) return;
-    const text = textOf(held.key);
+    const text = storeKeyText(held.key);
     const of = this.byKey.get(text);
     of?.delete(held);
     if (of?.size === 0) this.byKey.delete(text);
@@ -79,7 +83,7 @@ export class HeldLeases implements Iterable<Held> {
    * sent before it). Reads only the key's own leases, and only when their number can tell.
    */
   fewerThanHeld(key: StoreKey, plan: StorePlan, policies: readonly CompiledPolicy[], r: StoreResult, now: number): boolean {
-    const of = this.byKey.get(textOf(key));
+    const of = this.byKey.get(storeKeyText(key));
     if (of === undefined) return false;
     for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE) {
       const p = policies[i] as CompiledPolicy;

@@ -78,10 +78,14 @@ export class OwedCarry {
    * `admitted` by the failure mode (owed into `entry`), or refused. What the key owes is that much less
    * while it waits (Fallback.ranLate); once a carry took it, the charge goes back from the policies the
    * carry charged in full (`afterCarry`), and stays on those it left exhausted; with nothing owed, a
-   * refused one's charge goes back. A reply that charged nothing changes nothing.
+   * refused one's charge goes back. A reply whose enforced policies charged nothing takes nothing off
+   * (a refused one's other charges, of shadow policies, go back).
    */
   ranLate(t: Target, f: Fallback, entry: Owed | undefined, admitted: boolean, cost: number, r: StoreResult, at: number): void {
-    if (!allCharged(r, t.cp.enforcedCount)) return;
+    if (!allCharged(r, t.cp.enforcedCount)) {
+      if (!admitted) this.giveBack(t, cost, r, at);
+      return;
+    }
     const now = this.now();
     const e = admitted ? entry : f.lateEntry(t.key, now);
     const run = f.ranLate(e, cost, r, now);

@@ -146,11 +146,8 @@ export class Decider {
           return this.observer.observe(answered, opts, at);
         },
         (late) => {
-          if (!this.remembers) {
-            if (answered?.allowed === false) this.giveBack(t, cost, late, at);
-            return;
-          }
-          // The store ran it after all: weighed against what the key owes it (carry-owed.ts `ranLate`).
+          // The store ran it after all: a refusal's charge goes back, weighed against what the key owes it
+          // from an outage (carry-owed.ts `ranLate`; without a memory of answers it owes nothing).
           if (answered !== undefined && (answered.allowed === false || answered.limited === false))
             this.carrier.ranLate(t, this.fallbacks.get(t.cp) as Fallback, owedBy, answered.allowed, cost, late, at);
         },

@@ -25,6 +25,11 @@ export function keyAt(key: StoreKey, i: number): string {
   return typeof key === 'string' ? key : (key[i] as string);
 }
 
+/** One text per store key, for maps by key: the keys of several policies joined by a NUL (which never starts a key's text). */
+export function storeKeyText(key: StoreKey): string {
+  return typeof key === 'string' ? key : key.join('\0');
+}
+
 const subPlans = new WeakMap<StorePlan, Map<string, StorePlan>>();
 
 /**

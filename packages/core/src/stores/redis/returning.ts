@@ -4,21 +4,16 @@
  * met NOSCRIPT runs again behind it), so a carry that left a key exhausted waits for them before it
  * charges what they gave back (limiter/carry-owed.ts). An entry lives while its calls are in flight.
  */
-import type { StoreKey } from '../store.js';
+import { type StoreKey, storeKeyText } from '../store.js';
 
 const none = (): void => undefined;
-
-/** One name per store key: a key of several policies' keys joined by a newline, which no key name holds unescaped. */
-function nameOf(key: StoreKey): string {
-  return typeof key === 'string' ? key : key.join('\n');
-}
 
 export class Returning {
   private readonly byKey = new Map<string, Promise<void>>();
 
   /** Counts `call`, a give-back of `key`, until it settles; returns it. */
   track<T>(key: StoreKey, call: Promise<T>): Promise<T> {
-    const name = nameOf(key);
+    const name = storeKeyText(key);
     const before = this.byKey.get(name);
     const settled = (before === undefined ? call : Promise.all([before, call])).then(none, none);
     this.byKey.set(name, settled);
@@ -30,6 +25,6 @@ export class Returning {
 
   /** What settles once the give-backs of `key` in flight have landed, or undefined when none is. */
   of(key: StoreKey): Promise<void> | undefined {
-    return this.byKey.size === 0 ? undefined : this.byKey.get(nameOf(key));
+    return this.byKey.size === 0 ? undefined : this.byKey.get(storeKeyText(key));
   }
 }

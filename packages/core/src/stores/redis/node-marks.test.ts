@@ -126,4 +126,66 @@ describe('NodeMarks', () => {
     await new Promise((r) => setImmediate(r));
     expect(keys.size).toBe(6);
   });
+
+  it('a mark that did not go in (a failed command, no master or slot known yet) is tried again at a call past a wait that doubles, not at every call', async () => {
+    const { client, keys } = fakeCluster();
+    let t = 1_000;
+    let failing = true;
+    const evalScript = client.evalScript.bind(client);
+    const flaky = {
+      ...client,
+      evalScript: (lua: string, n: number, args: readonly string[]) =>
+        failing && args[0]?.endsWith('{0}') === false ? Promise.reject(new Error('TRYAGAIN')) : evalScript(lua, n, args),
+    };
+    const marks = new NodeMarks(asClient(flaky), 'tg', () => t);
+    marks.markAll('api');
+    await new Promise((r) => setImmediate(r));
+    expect(keys.size).toBe(1);
+    // Not at the next call: after 200 ms, then 400 ms, ... (up to 10 s).
+    expect(marks.waiting).toBe(false);
+    t += 199;
+    expect(marks.waiting).toBe(false);
+    t += 1;
+    expect(marks.waiting).toBe(true);
+    failing = false;
+    marks.flush();
+    await new Promise((r) => setImmediate(r));
+    expect(keys.size).toBe(3);
+    expect(marks.waiting).toBe(false);
+    t += 60_000;
+    expect(marks.waiting).toBe(false);
+
+    // A client ready before it lists its masters, then before its slot map holds a slot.
+    let masters: string[] = [];
+    let slots = false;
+    const early = fakeCluster();
+    const empty = {
+      ...early.client,
+      masterAddresses: () => masters,
+      nodeAddress: (k: string) => (slots ? early.client.nodeAddress(k) : undefined),
+    };
+    const later = new NodeMarks(asClient(empty), 'tg', () => t);
+    later.markAll('api');
+    t += 200;
+    expect(later.waiting).toBe(true);
+    masters = ['a:1', 'b:2', 'c:3'];
+    later.flush();
+    expect(later.waiting).toBe(false);
+    t += 399;
+    expect(later.waiting).toBe(false);
+    t += 1;
+    slots = true;
+    later.flush();
+    await new Promise((r) => setImmediate(r));
+    expect(early.keys.size).toBe(3);
+    expect(later.waiting).toBe(false);
+  });
+
+  it('a client that cannot list its masters is never asked for marks', () => {
+    const { client, sent } = fakeCluster();
+    const marks = new NodeMarks(asClient({ ...client, masterAddresses: undefined }), 'tg');
+    marks.markAll('api');
+    expect(marks.waiting).toBe(false);
+    expect(sent).toEqual([]);
+  });
 });

@@ -55,8 +55,12 @@ export class NodeMarks {
   private readonly names = new Map<string, string>();
   /** The tokens this store found in its marks: only a mark found before can have changed. */
   private readonly tokens: MarkTokens;
-  /** Limiters whose marks wait for the Cluster to be ready (`markAll` before it was). */
-  private pending: (string | undefined)[] | undefined = undefined;
+  /** Limiters whose marks wait for the Cluster to be ready (`markAll` before it was), or to be tried again (`retry`). */
+  private pending: Set<string | undefined> | undefined = undefined;
+  /** When the marks that did not go in may be tried again (`now()`, ms); 0: at the first call that finds the Cluster ready. */
+  private retryAt = 0;
+  /** Tries in a row that left some mark not set: the wait before the next one doubles with each, from 200 ms up to 10 s. */
+  private failures = 0;
   /** Told when a limiter found a master's mark missing (`watchLoss`). */
   private readonly losses = new Set<(node: string, limiter: string | undefined) => void>();
   /** The masters whose loss is being told now: the marks the listeners ask for meanwhile tell nobody again. */
@@ -65,13 +69,14 @@ export class NodeMarks {
   constructor(
     private readonly client: StoreClient,
     private readonly prefix: string,
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.tokens = new MarkTokens(client);
   }
 
-  /** True while `markAll` waits for the first call that finds the Cluster ready (`flush`). */
+  /** True while marks wait for a call that finds the Cluster ready (`flush`): the first, or, after a mark did not go in, the first past the retry's wait. */
   get waiting(): boolean {
-    return this.pending !== undefined;
+    return this.pending !== undefined && (this.retryAt === 0 || this.now() >= this.retryAt);
   }
 
   /** The key of `limiter`'s mark on `node` (`host:port`), or undefined when the client's slot map has no slot of it. */
@@ -125,22 +130,53 @@ export class NodeMarks {
     };
   }
 
-  /** Marks `limiter` on every master now, or at the first call that finds the Cluster ready (`flush`). */
+  /**
+   * Marks `limiter` on every master now, or at the first call that finds the Cluster ready (`flush`).
+   * Marks that do not go in (the client knows no master or no slot yet, or a command fails) are tried
+   * again at a later call (`retry`): a master left unmarked would have its losses go untold. A client
+   * that cannot list its masters is never asked.
+   */
   markAll(limiter: string | undefined): void {
     if (this.client.status !== 'ready') {
-      if (this.pending === undefined) this.pending = [];
-      this.pending.push(limiter);
+      this.wait(limiter);
       return;
     }
-    for (const node of this.client.masterAddresses?.() ?? []) {
-      this.mark(limiter, node).catch(() => false);
+    const masters = this.client.masterAddresses?.();
+    if (masters === undefined) return;
+    // No master or no slot known yet. (A master the map gives no slot of within MAX_TRIES holds no keys to lose.)
+    if (masters.length === 0 || this.client.nodeAddress(nodeMarkName(this.prefix, limiter, 0)) === undefined) {
+      this.retry(limiter);
+      return;
+    }
+    for (const node of masters) {
+      this.mark(limiter, node).then(
+        () => {
+          if (this.pending === undefined) this.failures = 0;
+        },
+        () => this.retry(limiter),
+      );
     }
   }
 
-  /** Sets the marks `markAll` kept waiting (RedisStore, at a call that finds the Cluster ready). */
+  private wait(limiter: string | undefined): void {
+    if (this.pending === undefined) this.pending = new Set();
+    this.pending.add(limiter);
+  }
+
+  /** Keeps `limiter`'s marks for a later call, after a wait that doubles with each try in a row that failed. */
+  private retry(limiter: string | undefined): void {
+    this.wait(limiter);
+    // One wait for every mark of this try that failed.
+    if (this.retryAt !== 0) return;
+    this.failures++;
+    this.retryAt = this.now() + Math.min(100 * 2 ** this.failures, 10_000);
+  }
+
+  /** Sets the marks kept waiting (RedisStore, at a call that finds the Cluster ready and `waiting`). */
   flush(): void {
     const pending = this.pending ?? [];
     this.pending = undefined;
+    this.retryAt = 0;
     for (const limiter of pending) this.markAll(limiter);
   }
 }

@@ -194,13 +194,18 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
   }, 90_000);
 
   /** A `'local'` limiter of 10 per fixed window on a new store of `kind`, clear of the window's end, and the warnings it logs. */
-  async function tenPerWindow(name: string, kind: ClientKind = 'ioredis') {
+  /** With `early`, on an ioredis Cluster client not ready yet when the limiter is made (as an app starting up). */
+  async function tenPerWindow(name: string, kind: ClientKind = 'ioredis', early = false) {
     await clearOfWindowEnd(WINDOW_MS, 30_000);
     const warnings: Record<string, unknown>[] = [];
     const limiter = createLimiter({
       name,
       policies: { algorithm: 'fixed-window', limit: 10, windowMs: WINDOW_MS },
-      store: new RedisStore({ client: await cluster.storeClient(kind), prefix: randomPrefix(), validate: false }),
+      store: new RedisStore({
+        client: early ? cluster.client() : await cluster.storeClient(kind),
+        prefix: randomPrefix(),
+        validate: false,
+      }),
       onStoreError: 'local',
       storeTimeoutMs: 1_000,
       logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
@@ -267,25 +272,27 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
     await Promise.all([a.close(), b.close()]);
   }, 30_000);
 
-  it('a master back from an older snapshot (its mark in it), nothing sent to it meanwhile: its key is charged what it had counted since, 2 admitted, not 5', async () => {
-    const victim = cluster.masters[1] as RedisServer;
-    const [k, other] = [await keyOn(victim, 'behind'), await keyOn(cluster.masters[0] as RedisServer, 'ahead')];
-    const { limiter, warnings } = await tenPerWindow('cluster-behind');
-    for (let i = 0; i < 5; i++) expect((await limiter.check(k)).allowed).toBe(true);
-    for (let i = 0; i < 3; i++) expect((await limiter.check(other)).allowed).toBe(true);
-    await cluster.node(victim).call('SAVE');
-    for (let i = 0; i < 3; i++) expect((await limiter.check(k)).allowed).toBe(true);
-    await victim.stop();
-    await victim.start();
-    await cluster.waitHealthy();
-    // Before: 5 (the snapshot had 5, and its mark).
-    expect(await admittedOf(limiter, k)).toBe(2);
-    expect(warnings).toEqual([
-      expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', node: `127.0.0.1:${victim.port}`, behind: true }),
-    ]);
-    expect((await limiter.peek(other)).remaining).toBe(7);
-    await limiter.close();
-  }, 90_000);
+  for (const early of [false, true]) {
+    it(`a master back from an older snapshot (its mark in it), nothing sent to it meanwhile: its key is charged what it had counted since, 2 admitted, not 5${early ? '; a limiter made before its client was ready too (it reads which server answers once it is)' : ''}`, async () => {
+      const victim = cluster.masters[1] as RedisServer;
+      const [k, other] = [await keyOn(victim, 'behind'), await keyOn(cluster.masters[0] as RedisServer, 'ahead')];
+      const { limiter, warnings } = await tenPerWindow('cluster-behind', 'ioredis', early);
+      for (let i = 0; i < 5; i++) expect((await limiter.check(k)).allowed).toBe(true);
+      for (let i = 0; i < 3; i++) expect((await limiter.check(other)).allowed).toBe(true);
+      await cluster.node(victim).call('SAVE');
+      for (let i = 0; i < 3; i++) expect((await limiter.check(k)).allowed).toBe(true);
+      await victim.stop();
+      await victim.start();
+      await cluster.waitHealthy();
+      // Before: 5 (the snapshot had 5, and its mark).
+      expect(await admittedOf(limiter, k)).toBe(2);
+      expect(warnings).toEqual([
+        expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', node: `127.0.0.1:${victim.port}`, behind: true }),
+      ]);
+      expect((await limiter.peek(other)).remaining).toBe(7);
+      await limiter.close();
+    }, 90_000);
+  }
 
   it('a concurrency limiter alone (no mark of its own): a FLUSHALL of the master of its key is found by the grant beside the lost leases, the third refused', async () => {
     const victim = cluster.masters[0] as RedisServer;

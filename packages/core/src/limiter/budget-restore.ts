@@ -435,6 +435,7 @@ export class BudgetRestore {
   close(): void {
     this.unwatch();
     this.unwatchNodes?.();
+    this.servers?.close();
     for (const f of this.fallbacks.values()) f.watchRegress(undefined);
   }
 }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { Store } from '../stores/store.js';
 import { ServerChanges } from './server-changes.js';
@@ -43,5 +43,57 @@ describe('ServerChanges', () => {
     expect(changes.reading).toBe(r);
     await r;
     expect(changes.reading).toBeUndefined();
+  });
+
+  /** The changes of a store whose servers `servers()` gives, and how many times it was read, on fake timers. */
+  function counted(servers: () => Record<string, string> | undefined) {
+    const count = { reads: 0 };
+    const changes = ServerChanges.of(
+      storeOf(() => {
+        count.reads++;
+        return servers();
+      }),
+    ) as ServerChanges;
+    return { changes, count };
+  }
+
+  it('reads again, 200 ms later and then twice as long each time, until a reading finds a server: a store not ready yet when the limiter was made still sees its first change', async () => {
+    vi.useFakeTimers();
+    try {
+      let now: Record<string, string> = {};
+      const { changes, count } = counted(() => now);
+      await changes.read(Number.NEGATIVE_INFINITY);
+      await vi.advanceTimersByTimeAsync(199);
+      expect(count.reads).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(count.reads).toBe(2);
+      await vi.advanceTimersByTimeAsync(400);
+      expect(count.reads).toBe(3);
+      // Ready: the next reading is the first that finds servers, and the last read on its own.
+      now = { a: 'r1', b: 'r2' };
+      await vi.advanceTimersByTimeAsync(800);
+      expect(count.reads).toBe(4);
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(count.reads).toBe(4);
+      // a restarted: its breaker closes at 50, and the reading then sees the change.
+      now = { a: 'r3', b: 'r2' };
+      await changes.read(50);
+      expect([changes.changedAt('a'), changes.changedAt('b')]).toEqual([50, Number.NEGATIVE_INFINITY]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('stops reading again once closed', async () => {
+    vi.useFakeTimers();
+    try {
+      const { changes, count } = counted(() => undefined);
+      await changes.read(Number.NEGATIVE_INFINITY);
+      changes.close();
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(count.reads).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -6,6 +6,7 @@
  * difference when its first answer after the change could not follow its last one before it.
  */
 import { nodesIn } from '../failure/store-guard.js';
+import { DoublingWait } from '../internal/doubling-wait.js';
 import type { Store } from '../stores/store.js';
 
 export class ServerChanges {
@@ -13,6 +14,10 @@ export class ServerChanges {
   private readonly changed = new Map<string, number>();
   /** The reading in flight, if any (`read`). */
   private pending: Promise<void> | undefined = undefined;
+  /** Until a reading found some server: the wait before reading again, and its timer. */
+  private readonly wait = new DoublingWait();
+  private timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  private closed = false;
 
   private constructor(private readonly store: Store & Required<Pick<Store, 'servers'>>) {}
 
@@ -26,6 +31,9 @@ export class ServerChanges {
    * at `at` (when the connection came back, or the node's breaker closed: every answer before then came
    * from the server before), and so did a node new since the first reading (a Cluster replica promoted
    * to master: its keys were another server's). The first reading, or one that fails, changes nothing.
+   * Until a reading finds some server (a store not ready yet, as a Cluster client is when the limiter is
+   * made, or a reading that failed), the store is read again after a DoublingWait: a first reading taken
+   * only at the change itself (a breaker that closed on a restarted master) would not see it.
    */
   read(at: number): Promise<void> {
     const reading = this.store.servers().then(
@@ -33,17 +41,40 @@ export class ServerChanges {
         const first = this.ids.size === 0;
         for (const [node, id] of servers) {
           const before = this.ids.get(node);
-          if (before === undefined ? !first : before !== id) this.changed.set(node, at);
+          if (before === undefined ? !first : before !== id) this.changed.set(node, Math.max(at, this.changedAt(node)));
           this.ids.set(node, id);
         }
+        this.readAgain();
       },
-      () => undefined,
+      () => this.readAgain(),
     );
     const done = reading.then(() => {
       if (this.pending === done) this.pending = undefined;
     });
     this.pending = done;
     return done;
+  }
+
+  /** Reads again after a wait while no reading found a server; once one did, nothing. */
+  private readAgain(): void {
+    if (this.ids.size > 0) {
+      this.wait.succeeded();
+      return;
+    }
+    if (this.closed || this.timer !== undefined) return;
+    this.wait.started();
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (this.ids.size === 0 && !this.closed) void this.read(Number.NEGATIVE_INFINITY);
+    }, this.wait.failed());
+    this.timer.unref?.();
+  }
+
+  /** Stops reading again. */
+  close(): void {
+    this.closed = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
   }
 
   /** Whether the store has one node (as far as the readings say): its name then tells nothing. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StoreClient } from './clients/store-client.js';
 import { keySlot } from './cluster-slot.js';
-import { NodeMarks } from './node-marks.js';
+import { MarkTokens, NodeMarks } from './node-marks.js';
 
 /** A Cluster client of three masters splitting the slots (`a` 0-99, `b` 100-16382, `c` the last slot alone), over a Set. */
 function fakeCluster(status = 'ready') {
@@ -187,5 +187,37 @@ describe('NodeMarks', () => {
     marks.markAll('api');
     expect(marks.waiting).toBe(false);
     expect(sent).toEqual([]);
+  });
+
+  it("a mark's first ask that failed is asked again at a call past the wait, so its later loss is told; a later ask that fails needs nothing", async () => {
+    const { client, keys } = fakeCluster();
+    let t = 0;
+    let failing = true;
+    const evalScript = client.evalScript.bind(client);
+    const flaky = asClient({
+      ...client,
+      evalScript: (lua: string, n: number, args: readonly string[]) =>
+        failing ? Promise.reject(new Error('LOADING')) : evalScript(lua, n, args),
+    });
+    const tokens = new MarkTokens(flaky, () => t);
+    await expect(tokens.ask('tg:v2:~alive')).rejects.toThrow('LOADING');
+    expect(tokens.waiting).toBe(false);
+    t += 200;
+    expect(tokens.waiting).toBe(true);
+    failing = false;
+    tokens.flush();
+    expect(tokens.waiting).toBe(false);
+    await new Promise((r) => setImmediate(r));
+    // Found now: the mark gone since is a loss.
+    keys.clear();
+    expect(await tokens.ask('tg:v2:~alive')).toBe(true);
+    // An ask that fails once the token is known: nothing to ask again; the next ask compares with what was found.
+    failing = true;
+    await expect(tokens.ask('tg:v2:~alive')).rejects.toThrow('LOADING');
+    t += 60_000;
+    expect(tokens.waiting).toBe(false);
+    failing = false;
+    keys.clear();
+    expect(await tokens.ask('tg:v2:~alive')).toBe(true);
   });
 });

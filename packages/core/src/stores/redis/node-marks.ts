@@ -12,6 +12,7 @@
  * again first, so every process of a limiter learns of a loss, not only the first to look.
  */
 import { randomBytes } from 'node:crypto';
+import { DoublingWait } from '../../internal/doubling-wait.js';
 import type { StoreClient } from './clients/store-client.js';
 import { markName, nodeMarkName } from './key-names.js';
 
@@ -21,25 +22,61 @@ export const MARK_ALIVE = "local v = redis.call('GET', KEYS[1]) if not v then re
 /**
  * The tokens of the marks a store asked for, as it last found them. A mark (of the single server, or of a
  * Cluster master) counts as changed when its token is not the one found last: it was missing, and this
- * store or another set it again since. A mark never found before is no change (nothing to compare).
+ * store or another set it again since. A mark never found before is no change (nothing to compare), so a
+ * first ask that fails is asked again (`flush`, at a later call, past a DoublingWait): until it is found,
+ * its loss could not be told. A later ask that fails needs nothing: the token found before stays to compare.
  */
 export class MarkTokens {
   private readonly seen = new Map<string, string>();
+  /** Marks whose first ask failed, to ask again (`flush`). */
+  private readonly unseen = new Set<string>();
+  private readonly wait: DoublingWait;
 
-  constructor(private readonly client: StoreClient) {}
+  constructor(
+    private readonly client: StoreClient,
+    now?: () => number,
+  ) {
+    this.wait = new DoublingWait(now);
+  }
 
   /** Asks for mark `name`, setting it where it is missing; true when its token changed since this store last found it. */
   ask(name: string): Promise<boolean> {
-    return this.read(name).then((token) => {
-      const before = this.seen.get(name);
-      this.seen.set(name, token);
-      return before !== undefined && token !== before;
-    });
+    return this.read(name).then(
+      (token) => {
+        const before = this.seen.get(name);
+        this.seen.set(name, token);
+        this.unseen.delete(name);
+        return before !== undefined && token !== before;
+      },
+      (error: unknown) => {
+        if (!this.seen.has(name)) {
+          this.unseen.add(name);
+          this.wait.failed();
+        }
+        throw error;
+      },
+    );
   }
 
   /** The token mark `name` holds, set to one new to this call where it is missing; nothing is remembered. */
   read(name: string): Promise<string> {
     return this.client.evalScript(MARK_ALIVE, 1, [name, randomBytes(9).toString('base64url')]).then(String);
+  }
+
+  /** True when marks never found wait to be asked again and the wait is over. */
+  get waiting(): boolean {
+    return this.unseen.size > 0 && this.wait.over;
+  }
+
+  /** Asks again for the marks whose first ask failed (RedisStore, at a call that finds the client ready and `waiting`). */
+  flush(): void {
+    const names = [...this.unseen];
+    this.unseen.clear();
+    this.wait.started();
+    Promise.all(names.map((name) => this.ask(name))).then(
+      () => this.wait.succeeded(),
+      () => undefined,
+    );
   }
 }
 
@@ -55,12 +92,10 @@ export class NodeMarks {
   private readonly names = new Map<string, string>();
   /** The tokens this store found in its marks: only a mark found before can have changed. */
   private readonly tokens: MarkTokens;
-  /** Limiters whose marks wait for the Cluster to be ready (`markAll` before it was), or to be tried again (`retry`). */
+  /** Limiters whose marks wait for the Cluster to be ready, or for masters and slots the client knows (`markAll`). */
   private pending: Set<string | undefined> | undefined = undefined;
-  /** When the marks that did not go in may be tried again (`now()`, ms); 0: at the first call that finds the Cluster ready. */
-  private retryAt = 0;
-  /** Tries in a row that left some mark not set: the wait before the next one doubles with each, from 200 ms up to 10 s. */
-  private failures = 0;
+  /** The wait before `pending` is tried again after the client knew no master or no slot yet. */
+  private readonly wait: DoublingWait;
   /** Told when a limiter found a master's mark missing (`watchLoss`). */
   private readonly losses = new Set<(node: string, limiter: string | undefined) => void>();
   /** The masters whose loss is being told now: the marks the listeners ask for meanwhile tell nobody again. */
@@ -69,14 +104,15 @@ export class NodeMarks {
   constructor(
     private readonly client: StoreClient,
     private readonly prefix: string,
-    private readonly now: () => number = () => performance.now(),
+    now: () => number = () => performance.now(),
   ) {
-    this.tokens = new MarkTokens(client);
+    this.tokens = new MarkTokens(client, now);
+    this.wait = new DoublingWait(now);
   }
 
-  /** True while marks wait for a call that finds the Cluster ready (`flush`): the first, or, after a mark did not go in, the first past the retry's wait. */
+  /** True while marks wait for a call that finds the Cluster ready (`flush`): the first, or one past the wait before a try again. */
   get waiting(): boolean {
-    return this.pending !== undefined && (this.retryAt === 0 || this.now() >= this.retryAt);
+    return (this.pending !== undefined && this.wait.over) || this.tokens.waiting;
   }
 
   /** The key of `limiter`'s mark on `node` (`host:port`), or undefined when the client's slot map has no slot of it. */
@@ -131,52 +167,40 @@ export class NodeMarks {
   }
 
   /**
-   * Marks `limiter` on every master now, or at the first call that finds the Cluster ready (`flush`).
-   * Marks that do not go in (the client knows no master or no slot yet, or a command fails) are tried
-   * again at a later call (`retry`): a master left unmarked would have its losses go untold. A client
-   * that cannot list its masters is never asked.
+   * Marks `limiter` on every master now, or at the first call that finds the Cluster ready (`flush`). A
+   * client that knows no master or no slot yet is asked again at a later call, past a DoublingWait (a
+   * master left unmarked would have its losses go untold); a first ask that fails is asked again by the
+   * tokens (MarkTokens). A client that cannot list its masters is never asked.
    */
   markAll(limiter: string | undefined): void {
     if (this.client.status !== 'ready') {
-      this.wait(limiter);
+      this.hold(limiter);
       return;
     }
     const masters = this.client.masterAddresses?.();
     if (masters === undefined) return;
-    // No master or no slot known yet. (A master the map gives no slot of within MAX_TRIES holds no keys to lose.)
+    // (A master the map gives no slot of within MAX_TRIES holds no keys to lose.)
     if (masters.length === 0 || this.client.nodeAddress(nodeMarkName(this.prefix, limiter, 0)) === undefined) {
-      this.retry(limiter);
+      this.hold(limiter);
+      this.wait.failed();
       return;
     }
-    for (const node of masters) {
-      this.mark(limiter, node).then(
-        () => {
-          if (this.pending === undefined) this.failures = 0;
-        },
-        () => this.retry(limiter),
-      );
-    }
+    for (const node of masters) this.mark(limiter, node).catch(() => false);
   }
 
-  private wait(limiter: string | undefined): void {
+  private hold(limiter: string | undefined): void {
     if (this.pending === undefined) this.pending = new Set();
     this.pending.add(limiter);
   }
 
-  /** Keeps `limiter`'s marks for a later call, after a wait that doubles with each try in a row that failed. */
-  private retry(limiter: string | undefined): void {
-    this.wait(limiter);
-    // One wait for every mark of this try that failed.
-    if (this.retryAt !== 0) return;
-    this.failures++;
-    this.retryAt = this.now() + Math.min(100 * 2 ** this.failures, 10_000);
-  }
-
   /** Sets the marks kept waiting (RedisStore, at a call that finds the Cluster ready and `waiting`). */
   flush(): void {
-    const pending = this.pending ?? [];
+    if (this.tokens.waiting) this.tokens.flush();
+    if (this.pending === undefined || !this.wait.over) return;
+    const pending = this.pending;
     this.pending = undefined;
-    this.retryAt = 0;
+    this.wait.started();
     for (const limiter of pending) this.markAll(limiter);
+    if (this.pending === undefined) this.wait.succeeded();
   }
 }

@@ -407,6 +407,7 @@ export class RedisStore implements Store {
       }
       if (!this.used) this.inUse();
       if (this.nodeMarks?.waiting === true) this.nodeMarks.flush();
+      if (this.markTokens.waiting) this.markTokens.flush();
       return undefined;
     }
     // A lazyConnect client connects on its first command; we send none until it is ready, so start it.

@@ -51,8 +51,9 @@ export function checkClientSettings(client: StoreClient, diagnostics: Diagnostic
 /**
  * Reads `maxmemory-policy` on every master and warns `WRN_RL_EVICTION_POLICY` when one may evict.
  * Never rejects: a server that refuses CONFIG (managed Redis often does) is simply not checked.
- * Resolves to the evicting policies (`'allkeys-lru'`), `'unknown'` when CONFIG was refused (the store
- * then watches for eviction anyway, eviction-watch.ts), or undefined when no master evicts.
+ * Resolves to the evicting policies (`'allkeys-lru'`), `'unknown'` when CONFIG was refused or no master
+ * was known to ask (the store asks again, then watches for eviction anyway, eviction-watch.ts), or
+ * undefined when no master evicts.
  */
 export async function checkServerConfig(client: StoreClient, diagnostics: Diagnostics): Promise<string | undefined> {
   let policies: (string | undefined)[];
@@ -61,6 +62,8 @@ export async function checkServerConfig(client: StoreClient, diagnostics: Diagno
   } catch {
     return 'unknown';
   }
+  // A Cluster client that lists no master yet read nothing: no sign that nothing evicts.
+  if (policies.length === 0) return 'unknown';
   const evicting = [...new Set(policies.filter((p): p is string => p !== undefined && evicts(p)))];
   if (evicting.length === 0) return undefined;
   diagnostics.warn(

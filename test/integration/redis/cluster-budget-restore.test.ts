@@ -78,6 +78,27 @@ describeRedis('budgets after a Redis Cluster master that lost its keys', () => {
     await limiter.close();
   });
 
+  it('two limiters without a name through two Cluster clients, one not ready when they are made: the second logs ERR_RL_SHARED_STATE once both can say which keyspace they reach', async () => {
+    const prefix = randomPrefix();
+    const errors: Record<string, unknown>[] = [];
+    const policies = { algorithm: 'fixed-window', limit: 5, windowMs: 60_000 } as const;
+    const early = cluster.client();
+    expect(early.status).not.toBe('ready');
+    const quiet = { warn() {}, error() {} };
+    const first = createLimiter({ policies, store: new RedisStore({ client: early, prefix, validate: false }), logger: quiet });
+    // node-redis: a Cluster client whose options cannot say which keyspace it reaches.
+    const other = await cluster.storeClient('node-redis');
+    const second = createLimiter({
+      policies,
+      store: new RedisStore({ client: other, prefix, validate: false }),
+      logger: { warn() {}, error: (o: Record<string, unknown>) => errors.push(o) },
+    });
+    // Before: the token of the client not ready could not be read, and was never asked again.
+    await waitFor('the shared key names found', () => errors.length > 0);
+    expect(errors).toEqual([expect.objectContaining({ code: 'ERR_RL_SHARED_STATE' })]);
+    await Promise.all([first.close(), second.close()]);
+  });
+
   it("several keys per decision on two masters: only the restarted master's policy is charged again, the other's not twice", async () => {
     await clearOfWindowEnd(WINDOW_MS, 30_000);
     const victim = cluster.masters[2] as RedisServer;

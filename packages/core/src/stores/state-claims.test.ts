@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createLimiter } from '../limiter/create-limiter.js';
 import { MemoryStore } from './memory-store.js';
 
@@ -7,7 +7,8 @@ class TokenStore extends MemoryStore {
   /** Each its own state space, as two RedisStore objects whose clients' options cannot be compared; one prefix. */
   readonly stateSpace = { holder: {}, name: 'tollgate', prefix: 'tollgate' };
 
-  constructor(private readonly token: string | undefined) {
+  /** undefined: cannot be read (now). */
+  constructor(public token: string | undefined) {
     super({ sweepIntervalMs: 0 });
   }
 
@@ -77,5 +78,53 @@ describe('limiters checked again once their stores say which keyspace they reach
     await settle();
     expect(seen.seen).toEqual([]);
     await Promise.all([...others, replacement].map((l) => l.close()));
+  });
+
+  it('a token that cannot be read yet (a client not ready when the limiters are made) is asked again, 200 ms later and then twice as long, until both can be compared', async () => {
+    vi.useFakeTimers();
+    try {
+      const seen = logged();
+      const late = new TokenStore(undefined);
+      const first = createLimiter({ policies, store: new TokenStore('t5'), logger: seen.logger });
+      const second = createLimiter({ policies, store: late, logger: seen.logger });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(late.asked).toBe(1);
+      await vi.advanceTimersByTimeAsync(200);
+      expect(late.asked).toBe(2);
+      late.token = 't5';
+      await vi.advanceTimersByTimeAsync(399);
+      expect(seen.seen).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(late.asked).toBe(3);
+      expect(seen.seen).toEqual([expect.objectContaining({ code: 'ERR_RL_SHARED_STATE' })]);
+      // Compared: never asked again.
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(late.asked).toBe(3);
+      await Promise.all([first.close(), second.close()]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('stops asking after about 12 s, or once the limiter is closed', async () => {
+    vi.useFakeTimers();
+    try {
+      const seen = logged();
+      const [never, closed] = [new TokenStore(undefined), new TokenStore(undefined)];
+      const first = createLimiter({ policies, store: new TokenStore('t6'), logger: seen.logger });
+      const second = createLimiter({ policies, store: never, logger: seen.logger });
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(never.asked).toBe(6);
+      const third = createLimiter({ policies: { ...policies, windowMs: 10_000 }, store: new TokenStore('t7'), logger: seen.logger });
+      const fourth = createLimiter({ policies: { ...policies, windowMs: 10_000 }, store: closed, logger: seen.logger });
+      await vi.advanceTimersByTimeAsync(0);
+      await fourth.close();
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(closed.asked).toBe(1);
+      expect(seen.seen).toEqual([]);
+      await Promise.all([first.close(), second.close(), third.close()]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -19,6 +19,7 @@
  */
 import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { RateLimitConfigError } from '../errors.js';
+import { DoublingWait } from '../internal/doubling-wait.js';
 import type { Store } from './store.js';
 
 /** State space holder → space name → policy id → the limiter (its owner token) holding it. */
@@ -132,13 +133,39 @@ function confirmState(store: Store, policies: readonly CompiledPolicy[], owner: 
     tokenClaims.set(p.id, claims);
   }
   if (rivals.length === 0) return;
-  const token = store.spaceToken();
-  const same = rivals.map(([p, other]) =>
-    Promise.all([token, other.spaceToken?.()]).then(([a, b]) => (a !== undefined && a === b ? p : undefined)),
+  compareTokens(store, rivals, owner, shared, new DoublingWait(), 0);
+}
+
+/** The comparisons made while a store's token cannot be read (a Cluster client not ready yet, a read that failed): about 12 s. */
+const TOKEN_TRIES = 6;
+
+/**
+ * Compares `store`'s keyspace token with each rival's, and tells `shared` of the first equal. A pair where
+ * a token could not be read is compared again after a DoublingWait (200 ms, doubling), up to TOKEN_TRIES
+ * comparisons, while `owner` is live: a store is often made before its client is ready.
+ */
+function compareTokens(
+  store: Store,
+  rivals: readonly [CompiledPolicy, Store][],
+  owner: object,
+  shared: SharedReport,
+  wait: DoublingWait,
+  tries: number,
+): void {
+  wait.started();
+  const token = store.spaceToken?.();
+  const compared = rivals.map(([p, other]) =>
+    Promise.all([token, other.spaceToken?.()]).then(([a, b]) => (a === undefined || b === undefined ? 'unread' : a === b ? p : undefined)),
   );
-  void Promise.all(same).then((found) => {
-    const p = found.find((x) => x !== undefined);
-    if (p !== undefined && !released.has(owner)) shared(sharedMessage(store, p));
+  void Promise.all(compared).then((found) => {
+    if (released.has(owner)) return;
+    const p = found.find((x): x is CompiledPolicy => x !== undefined && x !== 'unread');
+    if (p !== undefined) return shared(sharedMessage(store, p));
+    const unread = rivals.filter((_, i) => found[i] === 'unread');
+    if (unread.length === 0 || tries + 1 >= TOKEN_TRIES) return;
+    setTimeout(() => {
+      if (!released.has(owner)) compareTokens(store, unread, owner, shared, wait, tries + 1);
+    }, wait.failed()).unref();
   }, ignore);
 }
 

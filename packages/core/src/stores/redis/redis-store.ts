@@ -487,10 +487,19 @@ export class RedisStore implements Store {
    * where it is missing, as `markAlive` does): stores that read the same token reach the same keys
    * (`Store.spaceToken`), whatever their clients' options say. Read once, when the client is ready: at
    * once, or at its first 'ready' (a lazyConnect client is not started by it). Undefined on a client that
-   * is not ready and whose connection tollgate cannot watch, or when the read fails.
+   * is not ready and whose connection tollgate cannot watch, or when the read fails; that answer is not
+   * kept, so a later ask reads again (state-claims.ts asks again while it cannot compare).
    */
   spaceToken(): Promise<string | undefined> {
-    this.space ??= new Promise((resolve) => {
+    this.space ??= this.readSpaceToken().then((token) => {
+      if (token === undefined) this.space = undefined;
+      return token;
+    });
+    return this.space;
+  }
+
+  private readSpaceToken(): Promise<string | undefined> {
+    return new Promise((resolve) => {
       const read = () => this.markTokens.read(markName(this.prefix, undefined)).then(resolve, () => resolve(undefined));
       if (this.client.status === 'ready') return void read();
       const watch = this.client.watch;
@@ -501,7 +510,6 @@ export class RedisStore implements Store {
         void read();
       });
     });
-    return this.space;
   }
 
   /**

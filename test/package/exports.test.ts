@@ -252,6 +252,7 @@ describe('@tollgate/core, built', () => {
         "type MetricDescriptor",
         "type NodeRedisClientLike",
         "type NodeRedisClusterLike",
+        "type NodeRedisSentinelLike",
         "type PartitionKeyOptions",
         "type PlanOptions",
         "type PolicyDescription",

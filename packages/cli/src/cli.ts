@@ -73,7 +73,8 @@ Replay options:
   -h, --help                   this text
 
 Exit status: 0 replayed; 2 usage or input error; 3 replayed, but some requests came later than the
-reorder window allowed (replayed out of order: counted, with the worst lateness, in the report).
+reorder window allowed (replayed out of order: counted, with the worst lateness, in the report), or more
+lines were malformed than read.
 `;
 
 function int(value: string | undefined, name: string, min: number, max: number): number | undefined {

@@ -77,6 +77,7 @@ export type { EvictionWatchOptions } from './stores/redis/eviction-watch.js';
 export type {
   NodeRedisClientLike,
   NodeRedisClusterLike,
+  NodeRedisSentinelLike,
   RedisClientLike,
   RedisStoreClient,
   SendCommandClient,

@@ -88,7 +88,7 @@ describe('RedisStore plans', () => {
       /ERR_RL_TOO_MANY_POLICIES/,
     );
     expect(() => createLimiter({ name: 'c', policies: many(17, 'p'), store })).toThrow(
-      /ERR_RL_TOO_MANY_POLICIES: 'policies' and shadow.policies together list 17 policies/,
+      /ERR_RL_TOO_MANY_POLICIES: 'policies' and shadowPolicies together list 17 policies/,
     );
   });
 

@@ -114,6 +114,6 @@ describe('planScript', () => {
     expect(planScript(plan(many(12), many(4))).lua).toContain(`KEYS[${MAX_SCRIPT_POLICIES}]`);
     const tooMany = plan(many(12), many(5));
     expect(() => planScript(tooMany)).toThrow(RateLimitConfigError);
-    expect(() => planScript(tooMany)).toThrow(/ERR_RL_TOO_MANY_POLICIES: 'policies' and shadow.policies together list 17 policies/);
+    expect(() => planScript(tooMany)).toThrow(/ERR_RL_TOO_MANY_POLICIES: 'policies' and shadowPolicies together list 17 policies/);
   });
 });

@@ -146,7 +146,7 @@ export function planScript(plan: StorePlan): LuaScript {
     throw new RateLimitConfigError(
       'ERR_RL_TOO_MANY_POLICIES',
       'policies',
-      `and shadow.policies together list ${n} policies; RedisStore applies at most ${MAX_SCRIPT_POLICIES} in one ` +
+      `and shadowPolicies together list ${n} policies; RedisStore applies at most ${MAX_SCRIPT_POLICIES} in one ` +
         'Redis script (one atomic round trip): merge policies, or split them across limiters',
       n,
     );

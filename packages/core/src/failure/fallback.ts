@@ -203,15 +203,15 @@ export class Fallback {
     const m = memory?.live(key, at);
     if (memory === undefined || m === undefined) return undefined;
     const n = this.config.policies.length;
-    let over = false;
+    const rooms: number[] = [];
     for (let i = 0; i < n; i++) {
       if (!resultCharged(r, i)) return undefined;
-      if (memory.room(m, i, at) < 0) over = true;
+      rooms.push(memory.room(m, i, at));
     }
-    if (!over) return undefined;
+    if (!rooms.some((room) => room < 0)) return undefined;
     const x = Float64Array.from(r);
     for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
-      const room = memory.room(m, i, at);
+      const room = rooms[i] as number;
       let flags = (x[o + R_FLAGS] as number) & ~F_CHARGED;
       if (room < 0) {
         flags &= ~F_ALLOWED;

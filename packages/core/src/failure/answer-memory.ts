@@ -45,7 +45,7 @@ const SINCE = 3;
 const LOSS_SLACK_MS = 1_000;
 
 /** Algorithms whose budget comes back gradually (a bucket refills), not all at once at the reset. */
-function refills(p: CompiledPolicy): boolean {
+export function refills(p: CompiledPolicy): boolean {
   return p.algorithm === 'gcra' || p.algorithm === 'token-bucket' || p.algorithm === 'leaky-bucket';
 }
 

@@ -1,74 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MemoryStore } from '../stores/memory-store.js';
-import type { ConnectionEvent, Store, StoreKey, StorePlan, StoreResult } from '../stores/store.js';
+import { ProcessStore, Shared } from '../testing/shared-store.js';
 import { createLimiter } from './create-limiter.js';
 import type { Limiter } from './limiter.js';
-
-/** What several processes share: one store's state, its mark (a token) and its ledger of restores. */
-class Shared {
-  readonly inner = new MemoryStore({ sweepIntervalMs: 0 });
-  mark: string | undefined = undefined;
-  readonly ledger = new Map<string, number>();
-  private tokens = 0;
-
-  newToken(): string {
-    this.tokens += 1;
-    return `t${this.tokens}`;
-  }
-
-  /** Everything gone: a restart without persistence. */
-  wipe(): void {
-    this.inner.clear();
-    this.mark = undefined;
-    this.ledger.clear();
-  }
-}
-
-/** One process's connection to the shared store, as RedisStore behaves: asynchronous, a token mark, a ledger. */
-class ProcessStore implements Store {
-  readonly kind = 'shared';
-  private seen: string | undefined = undefined;
-  private readonly listeners = new Set<(event: ConnectionEvent) => void>();
-
-  constructor(private readonly shared: Shared) {}
-
-  apply(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
-    return Promise.resolve(Float64Array.from(this.shared.inner.apply(key, plan, cost, now)));
-  }
-
-  peek(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
-    return Promise.resolve(Float64Array.from(this.shared.inner.peek(key, plan, cost, now)));
-  }
-
-  reset(key: string, plan: StorePlan): void {
-    this.shared.inner.reset(key, plan);
-  }
-
-  watchConnection(listener: (event: ConnectionEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  markAlive(): Promise<boolean> {
-    this.shared.mark ??= this.shared.newToken();
-    const before = this.seen;
-    this.seen = this.shared.mark;
-    return Promise.resolve(before !== undefined && before !== this.seen);
-  }
-
-  restored(key: string, plan: StorePlan, used: number): Promise<number> {
-    const id = `${key}\n${plan.policies[0]?.id}`;
-    const before = this.shared.ledger.get(id) ?? 0;
-    if (used > before) this.shared.ledger.set(id, used);
-    return Promise.resolve(before);
-  }
-
-  reconnect(): void {
-    for (const l of this.listeners) l('lost');
-    for (const l of this.listeners) l('ready');
-  }
-}
 
 const settle = async () => {
   for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));

@@ -41,10 +41,11 @@ import type { Counted, Regress } from '../failure/answer-memory.js';
 import type { Fallback } from '../failure/fallback.js';
 import { nodesIn, type StoreGuard } from '../failure/store-guard.js';
 import { MILLI } from '../internal/fixed-point.js';
+import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
 import { keyAt, R_REMAINING, RESULT_STRIDE, type Store, type StoreKey, type StoreResult, subPlan } from '../stores/store.js';
 import type { Clock } from '../types.js';
-import type { OwedCarry } from './carry-owed.js';
+import { RestoreCharges } from './restore-charges.js';
 import { ServerChanges } from './server-changes.js';
 
 /**
@@ -115,7 +116,7 @@ export class BudgetRestore {
     /** The plan whose limiter names the mark (all plans of a limiter share its name). */
     private readonly plan: CompiledPlan,
     private readonly fallbacks: ReadonlyMap<CompiledPlan, Fallback>,
-    private readonly carry: OwedCarry,
+    private readonly charges: RestoreCharges,
     private readonly guard: StoreGuard,
     private readonly now: Clock,
     /** Reports a restore (WRN_RL_BUDGETS_RESTORED), unless switched off. */
@@ -144,8 +145,8 @@ export class BudgetRestore {
     store: Store,
     plan: CompiledPlan,
     fallbacks: ReadonlyMap<CompiledPlan, Fallback>,
-    carry: OwedCarry,
     guard: StoreGuard,
+    timed: StoreTimer,
     now: Clock,
     report: RestoreReport | undefined,
   ): BudgetRestore | undefined {
@@ -153,7 +154,8 @@ export class BudgetRestore {
     // Only rate policies are remembered: a plan of concurrency policies alone has nothing to charge again.
     const rates = (cp: CompiledPlan) => cp.storePlan.policies.slice(0, cp.enforcedCount).some((p) => p.algorithm !== 'concurrency');
     if (![...fallbacks].some(([cp, f]) => f.remembers && rates(cp))) return undefined;
-    return new BudgetRestore(store as BudgetRestore['store'], plan, fallbacks, carry, guard, now, report);
+    const charges = new RestoreCharges(guard, timed, now);
+    return new BudgetRestore(store as BudgetRestore['store'], plan, fallbacks, charges, guard, now, report);
   }
 
   /**
@@ -366,6 +368,8 @@ export class BudgetRestore {
       .then((changed) => changed && this.witnessed(counted))
       .then(async (lost) => {
         if (!lost) return;
+        // The ledgers went with the keys: charges of an earlier restore still waiting are this one's now.
+        this.charges.lost(node);
         const charged = await Promise.all(counted.flatMap(([cp, keys]) => keys.map((c) => this.recharge(cp, c))));
         const n = charged.filter((some) => some).length;
         if (n > 0) this.report?.({ keys: n, node });
@@ -378,8 +382,9 @@ export class BudgetRestore {
    * limiter charged it again since the loss (`Store.restored`, which this raises to what `c` counts): the
    * processes that remember one key charge it together what the one that saw the most had counted. With
    * `holds` (per policy, what the store counts for the key now, milli-units), only what it holds less than
-   * that. True when something was charged. A ledger that cannot be read charges nothing for that policy
-   * (the store is gone again; its charge would fail too).
+   * that. True when something was charged. The ledger raised, the charge is sent until it lands
+   * (restore-charges.ts): other processes now owe nothing for it. A ledger that cannot be read charges
+   * nothing for that policy (the store is gone again; its charge would fail too).
    */
   private async recharge(cp: CompiledPlan, c: Counted, holds?: Float64Array): Promise<boolean> {
     const owed = await Promise.all(
@@ -395,7 +400,7 @@ export class BudgetRestore {
         }
       }),
     );
-    this.carry.restore(cp.storePlan, c.storeKey, owed);
+    this.charges.restore(cp.storePlan, c.storeKey, owed, c.until);
     return owed.some((x) => x > 0);
   }
 
@@ -436,6 +441,7 @@ export class BudgetRestore {
     this.unwatch();
     this.unwatchNodes?.();
     this.servers?.close();
+    this.charges.close();
     for (const f of this.fallbacks.values()) f.watchRegress(undefined);
   }
 }

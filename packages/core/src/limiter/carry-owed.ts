@@ -193,30 +193,8 @@ export class OwedCarry {
     }
   }
 
-  /**
-   * Charges the store again, policy by policy, what it had counted for a key before it lost its state
-   * (`used`, milli-units per enforced policy of `plan`, by its last answers: limiter/budget-restore.ts): all
-   * of each when it fits, else what that policy has left, so it ends exhausted. Best effort, not owed again.
-   * What the store holds of the key in this process (`localBatch`) is told first, so that its answers count it.
-   */
-  restore(plan: StorePlan, storeKey: StoreKey, used: ArrayLike<number>): void {
-    if (!Array.prototype.some.call(used, (u: number) => Math.floor(u) > 0)) return;
-    this.store.chargedBeside(storeKey, plan, used);
-    for (let i = 0; i < used.length; i++) {
-      const cost = Math.floor(used[i] as number);
-      if (!(cost > 0)) continue;
-      const single = subPlan(plan, [i]);
-      const key = keyAt(storeKey, i);
-      const refused = (r: StoreResult): void => {
-        const left = isResultOf(r, single) && !allCharged(r, 1) ? Math.floor(r[R_REMAINING] as number) : 0;
-        if (left > 0) this.bestEffort(key, single, left);
-      };
-      this.bestEffort(key, single, cost, refused);
-    }
-  }
-
   /** `send` now, a failure and a late answer dropped (not owed again). */
-  private bestEffort(key: StoreKey, plan: StorePlan, cost: number, answered: (r: StoreResult) => void = none): void {
+  private bestEffort(key: StoreKey, plan: StorePlan, cost: number, answered: (r: StoreResult) => void): void {
     this.send(key, plan, cost, this.now(), answered, none, none);
   }
 

@@ -93,7 +93,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     defaultCost: config.defaultCost,
     countsDegraded: config.onStoreError === 'local',
   });
-  const restore = budgetRestore(config, defaultPlan, fallbacks, plain, now, warns);
+  const restore = budgetRestore(config, defaultPlan, fallbacks, plain, timed, now, warns);
   storeBack = (node) => {
     // The restore first: its reads of the keys (`holdsNow`) go ahead of the outage's carries, which its snapshot does not count.
     restore?.nodeBack(node);
@@ -269,6 +269,7 @@ function budgetRestore(
   defaultPlan: CompiledPlan,
   fallbacks: ReadonlyMap<CompiledPlan, Fallback>,
   plain: Decider,
+  timed: StoreTimer,
   now: Clock,
   warns: (code: WarningCode) => boolean,
 ): BudgetRestore | undefined {
@@ -286,7 +287,7 @@ function budgetRestore(
         safeLog(config.logger, 'warn', { code, store, ...(node === undefined ? {} : { node }), keys }, msg);
       }
     : undefined;
-  return BudgetRestore.of(config.store, defaultPlan, fallbacks, plain.carrier, plain.guard, now, report);
+  return BudgetRestore.of(config.store, defaultPlan, fallbacks, plain.guard, timed, now, report);
 }
 
 /** The common limiter's own path (solo.ts) where it applies, else the general one. */

@@ -61,8 +61,8 @@ export class Decider {
   private readonly countsDegraded: boolean;
   /** Some plan's failure mode continues keys from the store's last answers (failure/answer-memory.ts). */
   private readonly remembers: boolean;
-  /** Charges the store what the failure mode admitted while it could not be asked (and what it lost: budget-restore.ts). */
-  readonly carrier: OwedCarry;
+  /** Charges the store what the failure mode admitted while it could not be asked. */
+  private readonly carrier: OwedCarry;
 
   constructor(parts: DecisionParts) {
     this.targets = parts.targets;

@@ -12,6 +12,7 @@
 import { createLimiter, type Limiter, RedisStore } from '@tollgate/core';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { RESTORED } from '../../../packages/core/src/stores/redis/scripts/restore-ledger.js';
 import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 
 const WINDOW_MS = 600_000;
@@ -168,4 +169,21 @@ describeRedis('budgets after a Redis that lost its data, in every process', () =
     expect([restores(0), restores(1)]).toEqual([[], []]);
     await Promise.all([a.close(), b.close()]);
   }, 30_000);
+
+  it('the ledger script: a raise asked again under its id answers as it did the first time (its reply lost), not with its own raise; one that raises nothing keeps no id', async () => {
+    const prefix = randomPrefix();
+    const [ledger, raises] = [`${prefix}~restored{k}:p`, `${prefix}~raises{k}:p`];
+    const raise = (used: number, id: string) => admin.eval(RESTORED.lua, 2, ledger, raises, String(used), '60000', id);
+    expect(await raise(8, 'a.1')).toBe('0');
+    expect(await raise(9, 'b.1')).toBe('8');
+    // A's raise sent again: what it found the first time, so A still charges its 8.
+    expect(await raise(8, 'a.1')).toBe('0');
+    expect(await raise(9, '')).toBe('9');
+    expect(await raise(5, 'c.1')).toBe('9');
+    expect(await admin.hget(raises, 'c.1')).toBeNull();
+    expect(await admin.get(ledger)).toBe('9');
+    const ttl = await admin.pttl(raises);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+  });
 });

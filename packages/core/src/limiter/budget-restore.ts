@@ -154,7 +154,7 @@ export class BudgetRestore {
     // Only rate policies are remembered: a plan of concurrency policies alone has nothing to charge again.
     const rates = (cp: CompiledPlan) => cp.storePlan.policies.slice(0, cp.enforcedCount).some((p) => p.algorithm !== 'concurrency');
     if (![...fallbacks].some(([cp, f]) => f.remembers && rates(cp))) return undefined;
-    const charges = new RestoreCharges(guard, timed, now);
+    const charges = new RestoreCharges(guard, timed, store.restored?.bind(store), now);
     return new BudgetRestore(store as BudgetRestore['store'], plan, fallbacks, charges, guard, now, report);
   }
 
@@ -197,7 +197,7 @@ export class BudgetRestore {
    * `suspect` asks now, waited for), the server may hold older counts than it gave (an RDB snapshot older
    * than a crash; a replica promoted before it had the last writes; an AOF synced each second), with its
    * mark intact: the key is charged the difference, as a restore would, less what other processes charged
-   * it again already and what the store still holds (`recharge`), with checks held for it (one round trip,
+   * it again already and what the store still holds (RestoreCharges.recharge), with checks held for it (one round trip,
    * StoreGuard.holdFor). Either way, the mark is asked (`suspect`).
    */
   private regressed(cp: CompiledPlan, x: Regress): void {
@@ -213,7 +213,7 @@ export class BudgetRestore {
     const judge = (): Promise<void> | undefined => {
       const changed = servers.changedAt(node);
       if (!(x.since < changed)) return undefined;
-      return this.recharge(cp, x.was, x.answered).then(
+      return this.charges.recharge(cp.storePlan, x.was, x.answered).then(
         (some) => {
           // Once per change of server, at its first key charged: the keys that follow are charged alike.
           if (!some || this.behindTold === changed) return;
@@ -275,7 +275,7 @@ export class BudgetRestore {
    * answers (a batch given back raises a key's remaining with nothing lost, so `regressed` is off), and a
    * batch it holds is spent whatever the server kept of its charge. So after a change of server, read at
    * `at`, every key of `holding` that the changed node serves is charged what it had counted beyond what
-   * the store held then, less what other processes charged it again (`recharge`); a key that lacks less
+   * the store held then, less what other processes charged it again (RestoreCharges.recharge); a key that lacks less
    * than a unit for every policy (a clean restart, a bucket's refill since) is charged nothing.
    */
   private async sweepBehind(holding: readonly Holding[], at: number): Promise<void> {
@@ -290,7 +290,7 @@ export class BudgetRestore {
           if (r === undefined) return undefined;
           const holds = Float64Array.from(c.used, (_, i) => held(cp, r, i));
           if (!c.used.some((u, i) => u - (holds[i] as number) >= MILLI)) return undefined;
-          return (await this.recharge(cp, c, holds)) ? node : undefined;
+          return (await this.charges.recharge(cp.storePlan, c, holds)) ? node : undefined;
         } catch {
           return undefined;
         }
@@ -361,7 +361,7 @@ export class BudgetRestore {
 
   /**
    * When `marking` says the mark changed, and the keys agree (`witnessed`), charges `counted` again
-   * (`recharge`). Settles once the charges are sent. A mark the store cannot set is no loss.
+   * (RestoreCharges.recharge). Settles once the charges are sent. A mark the store cannot set is no loss.
    */
   private chargeIfLost(marking: Promise<boolean>, counted: Snapshot, node?: string): Promise<void> {
     return marking
@@ -370,38 +370,11 @@ export class BudgetRestore {
         if (!lost) return;
         // The ledgers went with the keys: charges of an earlier restore still waiting are this one's now.
         this.charges.lost(node);
-        const charged = await Promise.all(counted.flatMap(([cp, keys]) => keys.map((c) => this.recharge(cp, c))));
+        const charged = await Promise.all(counted.flatMap(([cp, keys]) => keys.map((c) => this.charges.recharge(cp.storePlan, c))));
         const n = charged.filter((some) => some).length;
         if (n > 0) this.report?.({ keys: n, node });
       })
       .then(undefined, () => undefined);
-  }
-
-  /**
-   * Charges `c`'s key again what it had counted, policy by policy, less what other processes of the
-   * limiter charged it again since the loss (`Store.restored`, which this raises to what `c` counts): the
-   * processes that remember one key charge it together what the one that saw the most had counted. With
-   * `holds` (per policy, what the store counts for the key now, milli-units), only what it holds less than
-   * that. True when something was charged. The ledger raised, the charge is sent until it lands
-   * (restore-charges.ts): other processes now owe nothing for it. A ledger that cannot be read charges
-   * nothing for that policy (the store is gone again; its charge would fail too).
-   */
-  private async recharge(cp: CompiledPlan, c: Counted, holds?: Float64Array): Promise<boolean> {
-    const owed = await Promise.all(
-      Array.from(c.used, async (u, i) => {
-        const used = Math.floor(u);
-        const floor = holds?.[i] ?? 0;
-        const ledger = used > 0 ? this.ledger(cp, c, i, used) : undefined;
-        if (ledger === undefined) return Math.max(0, used - floor);
-        try {
-          return Math.max(0, used - Math.max(await ledger, floor));
-        } catch {
-          return 0;
-        }
-      }),
-    );
-    this.charges.restore(cp.storePlan, c.storeKey, owed, c.until);
-    return owed.some((x) => x > 0);
   }
 
   /**
@@ -428,13 +401,13 @@ export class BudgetRestore {
 
   /** Whether some policy of `c`'s key was charged again since the store lost its state, by any process (its ledger, read). */
   private async recharged(cp: CompiledPlan, c: Counted): Promise<boolean> {
-    const reads = Array.from(c.used, (u, i) => (u >= MILLI ? (this.ledger(cp, c, i, 0) ?? 0) : 0));
+    const reads = Array.from(c.used, (u, i) => (u >= MILLI ? (this.ledger(cp, c, i) ?? 0) : 0));
     return (await Promise.all(reads)).some((before) => before > 0);
   }
 
-  /** The ledger of policy `i` of `c`'s key (`Store.restored`), raised to `used` (0: read only); undefined for a store without one. */
-  private ledger(cp: CompiledPlan, c: Counted, i: number, used: number): Promise<number> | undefined {
-    return this.store.restored?.(keyAt(c.storeKey, i), subPlan(cp.storePlan, [i]), used, Math.max(1, c.until[i] as number));
+  /** The ledger of policy `i` of `c`'s key (`Store.restored`), read; undefined for a store without one. */
+  private ledger(cp: CompiledPlan, c: Counted, i: number): Promise<number> | undefined {
+    return this.store.restored?.(keyAt(c.storeKey, i), subPlan(cp.storePlan, [i]), 0, Math.max(1, c.until[i] as number));
   }
 
   close(): void {

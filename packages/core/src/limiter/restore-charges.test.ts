@@ -28,9 +28,10 @@ async function admitted(limiter: Limiter, key: string, tries: number): Promise<n
 
 /**
  * One process's limiter with 8 of 10 used on key `k`, then a loss (the store wiped, ledger and all) seen
- * at a reconnect while the store rejects every charge (`failing`) or answers each 5 s late (`slow`).
+ * at a reconnect while the store rejects every charge (`failing`), answers each 5 s late (`slow`), or
+ * fails the ledger's raises before they run (`unsent`) or after (`unanswered`).
  */
-async function eightUsedThenLost(fault: 'failing' | 'slow', policies?: PolicyOptions) {
+async function eightUsedThenLost(fault: 'failing' | 'slow' | 'unsent' | 'unanswered', policies?: PolicyOptions) {
   vi.useFakeTimers({ toFake: FAKE, now: 1_020_000 });
   const shared = new Shared();
   const store = new ProcessStore(shared);
@@ -39,10 +40,32 @@ async function eightUsedThenLost(fault: 'failing' | 'slow', policies?: PolicyOpt
   await use(limiter, 'k', 8);
   shared.wipe();
   if (fault === 'failing') store.failing = true;
-  else store.slowMs = 5_000;
+  else if (fault === 'slow') store.slowMs = 5_000;
+  else store.ledgerFails = fault;
   store.reconnect();
   await settle();
   return { shared, store, limiter };
+}
+
+/**
+ * Two processes of one limiter: A with 8 used on `k`, B with 9 (1 more); a loss, seen by A at a reconnect
+ * with `fault` on its store, then by B, with none.
+ */
+async function twoProcessesLost(fault: (a: ProcessStore) => void) {
+  vi.useFakeTimers({ toFake: FAKE, now: 1_020_000 });
+  const shared = new Shared();
+  const [a, b] = [new ProcessStore(shared), new ProcessStore(shared)];
+  const [la, lb] = [limiterOn(a), limiterOn(b)];
+  await settle();
+  await use(la, 'k', 8);
+  await use(lb, 'k', 1);
+  shared.wipe();
+  fault(a);
+  a.reconnect();
+  await settle();
+  b.reconnect();
+  await settle();
+  return { a, la, lb };
 }
 
 describe('restore charges that fail are sent until they land', () => {
@@ -62,19 +85,9 @@ describe('restore charges that fail are sent until they land', () => {
   });
 
   it('in two processes: the one whose charge failed sends it again, and the other, owing nothing by the ledger, admits what is left', async () => {
-    vi.useFakeTimers({ toFake: FAKE, now: 1_020_000 });
-    const shared = new Shared();
-    const [a, b] = [new ProcessStore(shared), new ProcessStore(shared)];
-    const [la, lb] = [limiterOn(a), limiterOn(b)];
-    await settle();
-    await use(la, 'k', 8);
-    await use(lb, 'k', 1);
-    shared.wipe();
-    a.failing = true;
-    a.reconnect();
-    await settle();
-    b.reconnect();
-    await settle();
+    const { a, la, lb } = await twoProcessesLost((a) => {
+      a.failing = true;
+    });
     a.failing = false;
     await vi.advanceTimersByTimeAsync(300);
     // B saw 9 used and A 8: the ledger held A's 8 (A's charge, failed, sent again), B charged 1 more.
@@ -126,5 +139,27 @@ describe('restore charges that fail are sent until they land', () => {
     expect(sent).not.toHaveBeenCalled();
     expect(vi.getTimerCount()).toBe(0);
     await limiter.close();
+  });
+
+  for (const fault of ['unsent', 'unanswered'] as const) {
+    it(`a ledger raise that failed ${fault === 'unsent' ? 'before it ran' : 'after it ran (its reply lost)'} is asked again, then charged: 2 admitted, not 10`, async () => {
+      const { store, limiter } = await eightUsedThenLost(fault);
+      await vi.advanceTimersByTimeAsync(250);
+      store.ledgerFails = undefined;
+      await vi.advanceTimersByTimeAsync(500);
+      expect((await limiter.peek('k')).remaining).toBe(2);
+      await limiter.close();
+    });
+  }
+
+  it("in two processes, a raise whose reply was lost is asked again under its id: it owes what it owed before the other's raise, not nothing (1 admitted, not 9)", async () => {
+    // A raises the ledger to 8 and loses the reply; B raises it to 9 and charges 1.
+    const { a, la, lb } = await twoProcessesLost((a) => {
+      a.ledgerFails = 'unanswered';
+    });
+    a.ledgerFails = undefined;
+    await vi.advanceTimersByTimeAsync(300);
+    expect((await lb.peek('k')).remaining).toBe(1);
+    await Promise.all([la.close(), lb.close()]);
   });
 });

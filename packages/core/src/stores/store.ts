@@ -173,10 +173,11 @@ export interface Store {
    * since the store lost its state, by every process of the limiter. Raises it to `used` milli-units (kept
    * `ttlMs`, the time until the key's budget would be whole again) and resolves to what it held before
    * (0: nothing), so that a process charges only `used` less that, and processes that remember the same
-   * key charge it together what the one that saw the most had counted. `used` 0 reads it. Without it, the
-   * limiter charges all it counts.
+   * key charge it together what the one that saw the most had counted. `used` 0 reads it. `raise`, when
+   * given, names this raise: asked again with the same id (its reply was lost), it resolves to what it
+   * resolved to the first time, not to what that raise left. Without it, the limiter charges all it counts.
    */
-  restored?(key: string, plan: StorePlan, used: number, ttlMs: number): Promise<number>;
+  restored?(key: string, plan: StorePlan, used: number, ttlMs: number, raise?: string): Promise<number>;
   /**
    * For a store with `markAlive`: per node (as `nodeOf` names it), which server answers there now (a
    * Redis's `run_id`), new when it restarted or another server took over (a failover); nodes it cannot

@@ -11,6 +11,8 @@ export class Shared {
   readonly inner = new MemoryStore({ sweepIntervalMs: 0 });
   mark: string | undefined = undefined;
   readonly ledger = new Map<string, number>();
+  /** What the ledger held before each named raise (scripts/restore-ledger.ts). */
+  readonly raises = new Map<string, number>();
   private tokens = 0;
 
   newToken(): string {
@@ -23,6 +25,7 @@ export class Shared {
     this.inner.clear();
     this.mark = undefined;
     this.ledger.clear();
+    this.raises.clear();
   }
 }
 
@@ -66,11 +69,19 @@ export class ProcessStore implements Store {
     return Promise.resolve(before !== undefined && before !== this.seen);
   }
 
-  restored(key: string, plan: StorePlan, used: number): Promise<number> {
+  /** Ledger calls fail: before they run (`'unsent'`), or after (`'unanswered'`: the raise holds, its reply is lost). */
+  ledgerFails: 'unsent' | 'unanswered' | undefined = undefined;
+
+  restored(key: string, plan: StorePlan, used: number, _ttlMs: number, raise = ''): Promise<number> {
+    if (this.ledgerFails === 'unsent') return Promise.reject(new Error('connection lost'));
     const id = `${key}\n${plan.policies[0]?.id}`;
-    const before = this.shared.ledger.get(id) ?? 0;
-    if (used > before) this.shared.ledger.set(id, used);
-    return Promise.resolve(before);
+    const was = raise === '' ? undefined : this.shared.raises.get(`${id}\n${raise}`);
+    const before = was ?? this.shared.ledger.get(id) ?? 0;
+    if (was === undefined && used > before) {
+      this.shared.ledger.set(id, used);
+      if (raise !== '') this.shared.raises.set(`${id}\n${raise}`, before);
+    }
+    return this.ledgerFails === 'unanswered' ? Promise.reject(new Error('connection lost')) : Promise.resolve(before);
   }
 
   reconnect(): void {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { compilePolicy } from '../../policy.js';
 import type { AlgorithmId, PolicyOptions } from '../../types.js';
 import { keySlot } from './cluster-slot.js';
-import { keyHead, keyName, keyTag, MAX_LITERAL_KEY, markName, nodeMarkName, policySuffix, restoredName } from './key-names.js';
+import { keyHead, keyName, keyTag, MAX_LITERAL_KEY, markName, nodeMarkName, policySuffix, raisesName, restoredName } from './key-names.js';
 
 /** The text Redis Cluster hashes: between the first `{` and the next `}`, when not empty. */
 function hashedPart(name: string): string {
@@ -167,9 +167,10 @@ describe('policySuffix', () => {
   });
 });
 
-describe('restoredName', () => {
-  it("is the ledger of one key of state, in that state's slot: never a key of state, a mark, or another key's ledger", () => {
+describe('restoredName and raisesName', () => {
+  it("are the ledger of one key of state and its raises, in that state's slot: never a key of state, a mark, or another key's ledger", () => {
     expect(restoredName(keyHead('tg', 'auth'), keyTag('ip:1'), 'fw1m')).toBe('tg:v2:auth:~restored{ip:1}:fw1m');
+    expect(raisesName(keyHead('tg', 'auth'), keyTag('ip:1'), 'fw1m')).toBe('tg:v2:auth:~raises{ip:1}:fw1m');
     const name = fc.option(fc.stringMatching(/^[!-9;-z|~]{1,8}$/), { nil: undefined });
     const suffix = policySuffix(compilePolicy({ limit: 5, windowMs: 60_000 }, 'p', false));
     fc.assert(
@@ -180,6 +181,13 @@ describe('restoredName', () => {
         expect(ledger).not.toBe(markName('tg', l2));
         expect(ledger).not.toBe(nodeMarkName('tg', l2, n));
         if (l1 !== l2 || keyTag(k1) !== keyTag(k2)) expect(ledger).not.toBe(restoredName(keyHead('tg', l2), keyTag(k2), suffix));
+        // The raises beside it: in the same slot, and never any of those, nor another ledger.
+        const raises = raisesName(keyHead('tg', l1), keyTag(k1), suffix);
+        expect(keySlot(raises)).toBe(keySlot(ledger));
+        expect(raises).not.toBe(keyName(keyHead('tg', l2), keyTag(k2), suffix));
+        expect(raises).not.toBe(restoredName(keyHead('tg', l2), keyTag(k2), suffix));
+        expect(raises).not.toBe(markName('tg', l2));
+        expect(raises).not.toBe(nodeMarkName('tg', l2, n));
       }),
     );
   });

@@ -104,6 +104,15 @@ export function restoredName(head: string, tag: string, suffix: string): string 
   return `${head}~restored${tag}:${suffix}`;
 }
 
+/**
+ * Beside a ledger (`restoredName`), what it held before each raise, by the raise's id
+ * (scripts/restore-ledger.ts): `<head>~raises{<key>}:<policy>`, in the same slot. Never a key of state, a
+ * mark or a ledger.
+ */
+export function raisesName(head: string, tag: string, suffix: string): string {
+  return `${head}~raises${tag}:${suffix}`;
+}
+
 /** The Redis key holding the state of `policy` (its `suffix`, its `head`) for the limiter key whose tag is `tag`. */
 export function keyName(head: string, tag: string, suffix: string): string {
   return `${head}${tag}:${suffix}`;

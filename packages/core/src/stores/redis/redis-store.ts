@@ -42,7 +42,7 @@ import { toStoreClient } from './clients/to-store-client.js';
 import { slotGroups } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
 import { EvictionWatch, type EvictionWatchOptions, runId, serverAndStats } from './eviction-watch.js';
-import { keyHead, keyName, keyTag, markName, policySuffix, restoredName } from './key-names.js';
+import { keyHead, keyName, keyTag, markName, policySuffix, raisesName, restoredName } from './key-names.js';
 import { heldReceipt, LocalBatcher, type LocalBatchStats } from './local-batch/local-batcher.js';
 import { type LocalBatchOptions, parseLocalBatch } from './local-batch/options.js';
 import { MarkTokens, NodeMarks } from './node-marks.js';
@@ -540,14 +540,16 @@ export class RedisStore implements Store {
 
   /**
    * Raises the ledger of `key`'s state under `plan` (its one policy) to `used` milli-units, kept `ttlMs`,
-   * and resolves to what it held before (scripts/restore-ledger.ts): see `Store.restored`.
+   * and resolves to what it held before (before raise `raise`'s first time, if named: scripts/restore-ledger.ts):
+   * see `Store.restored`.
    */
-  restored(key: string, plan: StorePlan, used: number, ttlMs: number): Promise<number> {
+  restored(key: string, plan: StorePlan, used: number, ttlMs: number, raise = ''): Promise<number> {
     const b = this.sendable(plan);
     if (!isBound(b)) return Promise.reject(b);
-    const name = restoredName(b.heads[0] as string, keyTag(key), b.suffixes[0] as string);
-    const args = [name, String(Math.max(0, Math.floor(used))), String(Math.max(1, Math.ceil(ttlMs)))];
-    return this.scripts.run(RESTORED, 1, args, (reply) => {
+    const [head, tag, suffix] = [b.heads[0] as string, keyTag(key), b.suffixes[0] as string];
+    const names = [restoredName(head, tag, suffix), raisesName(head, tag, suffix)];
+    const args = [...names, String(Math.max(0, Math.floor(used))), String(Math.max(1, Math.ceil(ttlMs))), raise];
+    return this.scripts.run(RESTORED, 2, args, (reply) => {
       const before = Number(reply);
       if (Number.isFinite(before)) return before;
       throw new RedisStoreError(

@@ -47,6 +47,7 @@ import { keyAt, R_REMAINING, RESULT_STRIDE, type Store, type StoreKey, type Stor
 import type { Clock } from '../types.js';
 import { RestoreCharges } from './restore-charges.js';
 import { ServerChanges } from './server-changes.js';
+import type { SureCharges } from './sure-charges.js';
 
 /**
  * A restore, reported (WRN_RL_BUDGETS_RESTORED): `keys` charged again after a loss (of one node's, on a
@@ -147,6 +148,7 @@ export class BudgetRestore {
     fallbacks: ReadonlyMap<CompiledPlan, Fallback>,
     guard: StoreGuard,
     timed: StoreTimer,
+    sure: SureCharges,
     now: Clock,
     report: RestoreReport | undefined,
   ): BudgetRestore | undefined {
@@ -154,7 +156,7 @@ export class BudgetRestore {
     // Only rate policies are remembered: a plan of concurrency policies alone has nothing to charge again.
     const rates = (cp: CompiledPlan) => cp.storePlan.policies.slice(0, cp.enforcedCount).some((p) => p.algorithm !== 'concurrency');
     if (![...fallbacks].some(([cp, f]) => f.remembers && rates(cp))) return undefined;
-    const charges = new RestoreCharges(guard, timed, store.restored?.bind(store), now);
+    const charges = new RestoreCharges(sure, timed, store.restored?.bind(store));
     return new BudgetRestore(store as BudgetRestore['store'], plan, fallbacks, charges, guard, now, report);
   }
 
@@ -414,7 +416,6 @@ export class BudgetRestore {
     this.unwatch();
     this.unwatchNodes?.();
     this.servers?.close();
-    this.charges.close();
     for (const f of this.fallbacks.values()) f.watchRegress(undefined);
   }
 }

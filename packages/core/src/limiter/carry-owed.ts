@@ -16,6 +16,7 @@ import {
   isPromiseLike,
   keyAt,
   R_REMAINING,
+  R_RESET,
   RESULT_STRIDE,
   resultCharged,
   type StoreKey,
@@ -24,6 +25,7 @@ import {
   subPlan,
 } from '../stores/store.js';
 import type { Clock } from '../types.js';
+import type { SureCharges } from './sure-charges.js';
 import type { Target } from './target.js';
 
 /**
@@ -39,6 +41,7 @@ export class OwedCarry {
   constructor(
     private readonly guard: StoreGuard,
     private readonly store: StoreTimer,
+    private readonly sure: SureCharges,
     private readonly now: Clock,
     private readonly giveBack: GiveBack,
   ) {}
@@ -169,10 +172,11 @@ export class OwedCarry {
 
   /**
    * After a plan charge that could not take all that was owed (a policy had less room), `rest` still owed:
-   * each enforced policy with room is charged it on its own, up to its room (`x`, the plan charge's answer, holds
-   * each one's remaining). Best effort: a charge that fails or comes late is not owed again (the plan
-   * charge is taken; owing the whole again would charge the tightest policy twice). What the store answers
-   * is remembered, so a second outage continues each policy from it.
+   * each enforced policy with room is charged it on its own, up to its room (`x`, the plan charge's answer,
+   * holds each one's remaining and reset), sent until it lands (sure-charges.ts): dropped, the key would
+   * keep that budget in the longer windows beside the outage's admissions. Not owed again as a whole (the
+   * plan charge is taken; owing the whole again would charge the tightest policy twice). What the store
+   * answers is remembered, so a second outage continues each policy from it.
    */
   private chargeRest(t: Target, f: Fallback, rest: number, x: StoreResult): void {
     const plan = t.cp.storePlan;
@@ -184,18 +188,13 @@ export class OwedCarry {
       const cost = Math.min(rest, Math.floor(x[o + R_REMAINING] as number));
       if (!(cost > 0)) continue;
       const single = subPlan(plan, [i]);
-      const answered = (r: StoreResult): void => {
+      const landed = (r: StoreResult): void => {
         if (!isResultOf(r, single) || !allCharged(r, 1)) return;
         for (let k = 0; k < RESULT_STRIDE; k++) latest[o + k] = r[k] as number;
         f.remember(t.key, latest, this.now(), t.storeKey);
       };
-      this.bestEffort(keyAt(t.storeKey, i), single, cost, answered);
+      this.sure.send({ key: keyAt(t.storeKey, i), plan: single, cost, forMs: x[o + R_RESET] as number, restore: false, landed });
     }
-  }
-
-  /** `send` now, a failure and a late answer dropped (not owed again). */
-  private bestEffort(key: StoreKey, plan: StorePlan, cost: number, answered: (r: StoreResult) => void): void {
-    this.send(key, plan, cost, this.now(), answered, none, none);
   }
 
   /** A watched store call charging `cost` to `key` under `plan`; a call that throws is a failure. */
@@ -219,8 +218,6 @@ export class OwedCarry {
     }
   }
 }
-
-const none = (): void => undefined;
 
 /** Whether every enforced policy of `r` (the first `enforced`) charged. */
 function allCharged(r: StoreResult, enforced: number): boolean {

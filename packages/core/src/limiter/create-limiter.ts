@@ -149,7 +149,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       keeper?.close();
       restore?.close();
       observer.close();
-      for (const f of fallbacks.values()) f.close();
+      plain.close();
       guard.close();
       // Another limiter may take these key names now (stores/state-claims.ts).
       if (owner !== undefined) releaseState(store, owner);
@@ -287,7 +287,7 @@ function budgetRestore(
         safeLog(config.logger, 'warn', { code, store, ...(node === undefined ? {} : { node }), keys }, msg);
       }
     : undefined;
-  return BudgetRestore.of(config.store, defaultPlan, fallbacks, plain.guard, timed, now, report);
+  return BudgetRestore.of(config.store, defaultPlan, fallbacks, plain.guard, timed, plain.sure, now, report);
 }
 
 /** The common limiter's own path (solo.ts) where it applies, else the general one. */

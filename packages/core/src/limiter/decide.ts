@@ -25,6 +25,7 @@ import { OwedCarry } from './carry-owed.js';
 import type { Counters } from './counters.js';
 import type { LimiterEventHub } from './events.js';
 import type { LimiterKey } from './limiter.js';
+import { SureCharges } from './sure-charges.js';
 import { costOf, type Target, type Targets } from './target.js';
 
 /** The parts a decision path is assembled from (create-limiter.ts builds them once). */
@@ -63,6 +64,8 @@ export class Decider {
   private readonly remembers: boolean;
   /** Charges the store what the failure mode admitted while it could not be asked. */
   private readonly carrier: OwedCarry;
+  /** Charges a budget depends on, sent until they land (the carry's, and a restore's: budget-restore.ts). */
+  readonly sure: SureCharges;
 
   constructor(parts: DecisionParts) {
     this.targets = parts.targets;
@@ -77,7 +80,16 @@ export class Decider {
     this.defaultCost = parts.defaultCost;
     this.countsDegraded = parts.countsDegraded;
     this.remembers = [...parts.fallbacks.values()].some((f) => f.remembers);
-    this.carrier = new OwedCarry(this.guard, this.store, this.now, (t, cost, r, at, full) => this.giveBack(t, cost, r, at, full));
+    this.sure = new SureCharges(this.guard, this.store, this.now);
+    this.carrier = new OwedCarry(this.guard, this.store, this.sure, this.now, (t, cost, r, at, full) =>
+      this.giveBack(t, cost, r, at, full),
+    );
+  }
+
+  /** Stops what runs in the background: the failure modes' timers and the charges sent until they land. */
+  close(): void {
+    this.sure.close();
+    for (const f of this.fallbacks.values()) f.close();
   }
 
   /** `limiter.decide`: the Decision itself when the store answers synchronously, else a promise of it. */

@@ -42,8 +42,11 @@ export class ProcessStore implements Store {
   /** Every `apply` charges at once and replies this much later (ms; a slow store). */
   slowMs = 0;
 
+  /** An `apply` of a plan it returns true for rejects, charging nothing. */
+  failsFor: ((plan: StorePlan) => boolean) | undefined = undefined;
+
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number): Promise<StoreResult> {
-    if (this.failing) return Promise.reject(new Error('connection lost'));
+    if (this.failing || this.failsFor?.(plan) === true) return Promise.reject(new Error('connection lost'));
     const r = Float64Array.from(this.shared.inner.apply(key, plan, cost, now));
     if (this.slowMs === 0) return Promise.resolve(r);
     return new Promise((resolve) => setTimeout(() => resolve(r), this.slowMs));

@@ -1,0 +1,210 @@
+/**
+ * @module Charges the limiter makes for itself that a budget depends on, sent until they land: what a
+ * store that lost its state is charged again (restore-charges.ts), and what a carry charges each policy
+ * on its own after an outage (carry-owed.ts `chargeRest`). Dropped on failure, such a charge leaves a key
+ * budget that nobody charges, and the key admits it twice.
+ *
+ * A try that fails is sent again after a wait that doubles from 200 ms to 10 s (DoublingWait; one timer
+ * for all of them), while the policy's state would still count the charge: a window's count whole until
+ * its reset, a bucket's less what it refilled since (as the failure mode's memory counts it: linearly to
+ * its reset). The first try goes at once (checks held for a restore wait for it to be sent); a try sent
+ * again whose node's breaker is open waits for the next turn. A try ends when its call settles, not when
+ * the watchdog gives up on it (the node's health hears of it as of any call): a slow store's late reply is
+ * the charge landing, not a reason to charge twice. A try that failed may still have run (a connection
+ * that dropped after sending it): the key is then charged twice, never not at all. Refused for want of
+ * room, what the policy has left is charged, so the key ends exhausted (a few times at most, as checks
+ * take some meanwhile). A charge may first ask what it is (`ask`: a restore's ledger), asked again alike.
+ *
+ * A loss of the store's state (`lost`) drops the restore charges waiting on that node: their ledgers went
+ * with the keys, and the restore that follows charges all of it again.
+ */
+import { refills } from '../failure/answer-memory.js';
+import type { StoreGuard } from '../failure/store-guard.js';
+import { isResultOf } from '../failure/store-result-error.js';
+import { DoublingWait } from '../internal/doubling-wait.js';
+import { catchRejection } from '../internal/rejection.js';
+import type { StoreTimer } from '../observability/store-timer.js';
+import { isPromiseLike, R_REMAINING, resultCharged, type StorePlan, type StoreResult } from '../stores/store.js';
+import type { Clock } from '../types.js';
+
+/** A charge to send until it lands. */
+export interface SureCharge {
+  readonly key: string;
+  /** The one policy charged. */
+  readonly plan: StorePlan;
+  /** Milli-units, as counted now (with `ask`: what it answers). */
+  readonly cost: number;
+  /** How long from now the policy's state is whole again (ms): nothing is owed after. */
+  readonly forMs: number;
+  /** A restore's charge: dropped at a loss (`lost`), which the next restore charges again. */
+  readonly restore: boolean;
+  /** Asked first, and again while it fails, given the time left (ms): what to charge. */
+  readonly ask?: (ttlMs: number) => Promise<number>;
+  /** Told the store's answer once a try lands. */
+  readonly landed?: (r: StoreResult) => void;
+}
+
+/** A charge, as it is sent. */
+interface Sending {
+  readonly c: SureCharge;
+  readonly node: string;
+  /** Milli-units, as counted at `from` (once `ask` answered). */
+  cost: number;
+  /** When it was counted (limiter clock, ms). */
+  readonly from: number;
+  /** A bucket's count falls as it refills. */
+  readonly fades: boolean;
+  /** Still to ask what it is. */
+  asking: boolean;
+  /** Charged again, after a refusal for want of room, at most this many more times. */
+  readonly lefts: number;
+  /** Sent again at the next turn. */
+  waiting: boolean;
+}
+
+/** How many times a charge refused for want of room charges what is left, as checks take some meanwhile. */
+const LEFT_ATTEMPTS = 3;
+
+export class SureCharges {
+  /** Charges not landed yet: in flight or waiting. */
+  private readonly live = new Set<Sending>();
+  private readonly wait = new DoublingWait();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly guard: StoreGuard,
+    private readonly store: StoreTimer,
+    private readonly now: Clock,
+  ) {}
+
+  /** Sends `c` now, and again until it lands. */
+  send(c: SureCharge): void {
+    this.start(c, c.cost, LEFT_ATTEMPTS);
+  }
+
+  /** The store lost its state (on `node`; undefined: all of it): the restore charges waiting there go, as the ledgers did. */
+  lost(node?: string): void {
+    for (const s of this.live) if (s.c.restore && (node === undefined || s.node === node)) this.live.delete(s);
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.live.clear();
+  }
+
+  /** Starts sending `cost` of `c`, with `lefts` charges of what is left after a refusal. */
+  private start(c: SureCharge, cost: number, lefts: number): void {
+    let node: string;
+    try {
+      node = this.guard.nodeOfKey(c.key);
+    } catch {
+      return;
+    }
+    const p = c.plan.policies[0];
+    const fades = p !== undefined && refills(p);
+    this.try({ c, node, cost, from: this.now(), fades, asking: c.ask !== undefined, lefts, waiting: false });
+  }
+
+  /** What `s` still owes at `at`: all of it, less a bucket's refill since; 0 once its state is whole. */
+  private owedAt(s: Sending, at: number): number {
+    const left = s.c.forMs - (at - s.from);
+    if (!(left > 0)) return 0;
+    return s.fades ? Math.floor((s.cost * left) / s.c.forMs) : s.cost;
+  }
+
+  /** One try of `s` (`again`: not its first, so it waits while its node's breaker is open). */
+  private try(s: Sending, again = false): void {
+    const at = this.now();
+    if (this.closed || !(s.c.forMs - (at - s.from) > 0)) {
+      this.live.delete(s);
+      return;
+    }
+    this.live.add(s);
+    s.waiting = false;
+    if (again && this.guard.refuses(s.node, at)) {
+      this.later(s);
+      return;
+    }
+    if (s.asking) {
+      this.ask(s, at);
+      return;
+    }
+    const cost = this.owedAt(s, at);
+    if (cost <= 0) {
+      this.live.delete(s);
+      return;
+    }
+    this.call(s, cost, at).then(
+      (r) => (isResultOf(r, s.c.plan) ? this.landed(s, r) : this.later(s)),
+      () => this.later(s),
+    );
+  }
+
+  /** Asks what `s` is to charge (`SureCharge.ask`), then charges it; asked again at the next turn if it fails. */
+  private ask(s: Sending, at: number): void {
+    let asked: Promise<number>;
+    try {
+      asked = (s.c.ask as NonNullable<SureCharge['ask']>)(Math.max(1, s.c.forMs - (at - s.from)));
+    } catch {
+      this.later(s);
+      return;
+    }
+    asked.then(
+      (cost) => {
+        if (!this.live.has(s)) return;
+        s.asking = false;
+        s.cost = cost;
+        this.try(s);
+      },
+      () => this.later(s),
+    );
+  }
+
+  /** Charges `cost` for `s` at `at`; the call itself, watched for its node's health only (its reply, however late, is what counts). */
+  private call(s: Sending, cost: number, at: number): Promise<StoreResult> {
+    const seq = this.guard.next();
+    try {
+      const r = this.store.apply(s.c.key, s.c.plan, cost, at);
+      if (!isPromiseLike(r)) return Promise.resolve(r);
+      catchRejection(this.guard.watch(s.node, seq, r, none, none), none);
+      return Promise.resolve(r);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** `s` was answered: it landed. Refused for want of room, what the policy has left is charged, so it ends exhausted. */
+  private landed(s: Sending, r: StoreResult): void {
+    this.live.delete(s);
+    this.wait.succeeded();
+    try {
+      s.c.landed?.(r);
+    } catch {}
+    const left = resultCharged(r, 0) ? 0 : Math.floor(r[R_REMAINING] as number);
+    if (left > 0 && s.lefts > 0) {
+      const forMs = s.c.forMs - (this.now() - s.from);
+      this.start({ key: s.c.key, plan: s.c.plan, cost: left, forMs, restore: s.c.restore, landed: s.c.landed }, left, s.lefts - 1);
+    }
+  }
+
+  /** `s`'s try failed: sent again at the next turn, while it is live (not landed, not dropped by a loss). */
+  private later(s: Sending): void {
+    if (!this.live.has(s) || this.closed) return;
+    s.waiting = true;
+    if (this.timer !== undefined) return;
+    this.timer = setTimeout(() => this.turn(), this.wait.failed());
+    this.timer.unref?.();
+  }
+
+  /** Sends every waiting charge again. */
+  private turn(): void {
+    this.timer = undefined;
+    this.wait.started();
+    for (const s of [...this.live]) if (s.waiting) this.try(s, true);
+  }
+}
+
+const none = (): void => undefined;

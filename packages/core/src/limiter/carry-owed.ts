@@ -7,6 +7,7 @@
  * window, an outage longer than the short window admits more than the short one has left when the store
  * is back, and the long one is charged all of it, not only what the short one could take.
  */
+import type { CompiledPolicy } from '../algorithms/kernel.js';
 import type { Fallback, Owed } from '../failure/fallback.js';
 import type { StoreGuard } from '../failure/store-guard.js';
 import { isResultOf } from '../failure/store-result-error.js';
@@ -25,7 +26,7 @@ import {
   subPlan,
 } from '../stores/store.js';
 import type { Clock } from '../types.js';
-import type { SureCharges } from './sure-charges.js';
+import { countsFor, type SureCharges } from './sure-charges.js';
 import type { Target } from './target.js';
 
 /**
@@ -188,12 +189,15 @@ export class OwedCarry {
       const cost = Math.min(rest, Math.floor(x[o + R_REMAINING] as number));
       if (!(cost > 0)) continue;
       const single = subPlan(plan, [i]);
-      const landed = (r: StoreResult): void => {
-        if (!isResultOf(r, single) || !allCharged(r, 1)) return;
+      // Remembered only when answered in time: a later answer would put the plan charge's numbers for the
+      // other policies over fresher ones.
+      const landed = (r: StoreResult, timely: boolean): void => {
+        if (!timely || !isResultOf(r, single) || !allCharged(r, 1)) return;
         for (let k = 0; k < RESULT_STRIDE; k++) latest[o + k] = r[k] as number;
         f.remember(t.key, latest, this.now(), t.storeKey);
       };
-      this.sure.send({ key: keyAt(t.storeKey, i), plan: single, cost, forMs: x[o + R_RESET] as number, restore: false, landed });
+      const forMs = countsFor(single.policies[0] as CompiledPolicy, x[o + R_RESET] as number, cost);
+      this.sure.send({ key: keyAt(t.storeKey, i), plan: single, cost, forMs, restore: false, landed });
     }
   }
 

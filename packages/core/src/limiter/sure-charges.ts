@@ -7,17 +7,21 @@
  * A try that fails is sent again after a wait that doubles from 200 ms to 10 s (DoublingWait; one timer
  * for all of them), while the policy's state would still count the charge: a window's count whole until
  * its reset, a bucket's less what it refilled since (as the failure mode's memory counts it: linearly to
- * its reset). The first try goes at once (checks held for a restore wait for it to be sent); a try sent
- * again whose node's breaker is open waits for the next turn. A try ends when its call settles, not when
- * the watchdog gives up on it (the node's health hears of it as of any call): a slow store's late reply is
- * the charge landing, not a reason to charge twice. A try that failed may still have run (a connection
- * that dropped after sending it): the key is then charged twice, never not at all. Refused for want of
- * room, what the policy has left is charged, so the key ends exhausted (a few times at most, as checks
- * take some meanwhile). A charge may first ask what it is (`ask`: a restore's ledger), asked again alike.
+ * its reset). The first try goes at once, whatever it owes (checks held for a restore wait for it to be
+ * sent); a try sent again to a node whose breaker is open goes only as that node's one probe, the others
+ * waiting for the next turn. At most 100,000 are kept to send again. A try ends when its call settles,
+ * not when the watchdog gives up on it (the node's health hears of it as of any call): a slow store's late
+ * reply is the charge landing, not a reason to charge twice. A try that failed may still have run (a
+ * connection that dropped after sending it): the key is then charged twice, never not at all. Refused
+ * for want of room, what the policy has left is charged, so the key ends exhausted (a few times at most,
+ * as checks take some meanwhile). A charge may first ask what it is (`ask`: a restore's ledger), asked
+ * again alike.
  *
  * A loss of the store's state (`lost`) drops the restore charges waiting on that node: their ledgers went
- * with the keys, and the restore that follows charges all of it again.
+ * with the keys, and the restore that follows charges all of it again. An ask in flight then is charged
+ * all the same once it answers: its raise may have landed on the new ledger, which then owes nothing.
  */
+import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { refills } from '../failure/answer-memory.js';
 import type { StoreGuard } from '../failure/store-guard.js';
 import { isResultOf } from '../failure/store-result-error.js';
@@ -40,8 +44,8 @@ export interface SureCharge {
   readonly restore: boolean;
   /** Asked first, and again while it fails, given the time left (ms): what to charge. */
   readonly ask?: (ttlMs: number) => Promise<number>;
-  /** Told the store's answer once a try lands. */
-  readonly landed?: (r: StoreResult) => void;
+  /** Told the store's answer once a try lands; `timely`: the first try, answered before the watchdog gave up on it. */
+  readonly landed?: (r: StoreResult, timely: boolean) => void;
 }
 
 /** A charge, as it is sent. */
@@ -56,6 +60,10 @@ interface Sending {
   readonly fades: boolean;
   /** Still to ask what it is. */
   asking: boolean;
+  /** Tries sent. */
+  tries: number;
+  /** Sent again after a failure (its own try, or its ask's): its state may have moved on since `from`. */
+  again: boolean;
   /** Charged again, after a refusal for want of room, at most this many more times. */
   readonly lefts: number;
   /** Sent again at the next turn. */
@@ -64,6 +72,19 @@ interface Sending {
 
 /** How many times a charge refused for want of room charges what is left, as checks take some meanwhile. */
 const LEFT_ATTEMPTS = 3;
+
+/** The most charges kept to send again: past it, one that fails is dropped (a store failing for long under a key flood). */
+const MAX_LIVE = 100_000;
+
+/**
+ * How long a charge of `cost` milli-units made now counts in policy `p`'s state, whose answer said it is
+ * whole again in `resetMs`: a bucket's shortfall and the charge refill together; a window's state lasts
+ * until its reset, or, with no state yet (reset 0), the window the charge opens.
+ */
+export function countsFor(p: CompiledPolicy, resetMs: number, cost: number): number {
+  if (refills(p)) return resetMs + (cost * p.tokenTicks) / p.rate;
+  return resetMs > 0 ? resetMs : p.windowMs;
+}
 
 export class SureCharges {
   /** Charges not landed yet: in flight or waiting. */
@@ -105,26 +126,31 @@ export class SureCharges {
     }
     const p = c.plan.policies[0];
     const fades = p !== undefined && refills(p);
-    this.try({ c, node, cost, from: this.now(), fades, asking: c.ask !== undefined, lefts, waiting: false });
+    this.try({ c, node, cost, from: this.now(), fades, asking: c.ask !== undefined, tries: 0, again: false, lefts, waiting: false });
   }
 
-  /** What `s` still owes at `at`: all of it, less a bucket's refill since; 0 once its state is whole. */
+  /** What `s` still owes at `at`: all of it at once; sent again, less a bucket's refill since, 0 once its state is whole. */
   private owedAt(s: Sending, at: number): number {
+    if (!s.again) return s.cost;
     const left = s.c.forMs - (at - s.from);
     if (!(left > 0)) return 0;
     return s.fades ? Math.floor((s.cost * left) / s.c.forMs) : s.cost;
   }
 
-  /** One try of `s` (`again`: not its first, so it waits while its node's breaker is open). */
-  private try(s: Sending, again = false): void {
+  /**
+   * One try of `s`. Sent again, it goes only while its state would still count it, and, while its node's
+   * breaker is open, only as that node's one probe (StoreGuard.allow), the others waiting.
+   */
+  private try(s: Sending): void {
     const at = this.now();
-    if (this.closed || !(s.c.forMs - (at - s.from) > 0)) {
+    const again = s.again;
+    if (this.closed || (again && !(s.c.forMs - (at - s.from) > 0))) {
       this.live.delete(s);
       return;
     }
     this.live.add(s);
     s.waiting = false;
-    if (again && this.guard.refuses(s.node, at)) {
+    if (again && !this.guard.allow(s.node, at)) {
       this.later(s);
       return;
     }
@@ -137,8 +163,12 @@ export class SureCharges {
       this.live.delete(s);
       return;
     }
-    this.call(s, cost, at).then(
-      (r) => (isResultOf(r, s.c.plan) ? this.landed(s, r) : this.later(s)),
+    const first = s.tries++ === 0;
+    let timely = false;
+    this.call(s, cost, at, () => {
+      timely = first;
+    }).then(
+      (r) => (isResultOf(r, s.c.plan) ? this.landed(s, r, timely) : this.later(s)),
       () => this.later(s),
     );
   }
@@ -153,8 +183,10 @@ export class SureCharges {
       return;
     }
     asked.then(
+      // Charged even if a loss dropped it meanwhile: its raise may have landed on the new ledger, and then
+      // the next restore owes nothing for it (charged twice, never not at all).
       (cost) => {
-        if (!this.live.has(s)) return;
+        if (this.closed) return;
         s.asking = false;
         s.cost = cost;
         this.try(s);
@@ -163,13 +195,20 @@ export class SureCharges {
     );
   }
 
-  /** Charges `cost` for `s` at `at`; the call itself, watched for its node's health only (its reply, however late, is what counts). */
-  private call(s: Sending, cost: number, at: number): Promise<StoreResult> {
+  /**
+   * Charges `cost` for `s` at `at`; the call itself, watched for its node's health (its reply, however late,
+   * is what counts), `timely` told of a reply in time.
+   */
+  private call(s: Sending, cost: number, at: number, timely: () => void = none): Promise<StoreResult> {
     const seq = this.guard.next();
     try {
       const r = this.store.apply(s.c.key, s.c.plan, cost, at);
-      if (!isPromiseLike(r)) return Promise.resolve(r);
-      catchRejection(this.guard.watch(s.node, seq, r, none, none), none);
+      if (!isPromiseLike(r)) {
+        timely();
+        return Promise.resolve(r);
+      }
+      // The watch's handlers run before this call's own (they were attached first).
+      catchRejection(this.guard.watch(s.node, seq, r, timely, none), none);
       return Promise.resolve(r);
     } catch (error) {
       return Promise.reject(error);
@@ -177,14 +216,15 @@ export class SureCharges {
   }
 
   /** `s` was answered: it landed. Refused for want of room, what the policy has left is charged, so it ends exhausted. */
-  private landed(s: Sending, r: StoreResult): void {
-    this.live.delete(s);
+  private landed(s: Sending, r: StoreResult, timely: boolean): void {
+    // Dropped by a loss meanwhile: it landed on the new state, which the next restore charges; nothing more.
+    const live = this.live.delete(s);
     this.wait.succeeded();
     try {
-      s.c.landed?.(r);
+      s.c.landed?.(r, timely);
     } catch {}
     const left = resultCharged(r, 0) ? 0 : Math.floor(r[R_REMAINING] as number);
-    if (left > 0 && s.lefts > 0) {
+    if (live && left > 0 && s.lefts > 0) {
       const forMs = s.c.forMs - (this.now() - s.from);
       this.start({ key: s.c.key, plan: s.c.plan, cost: left, forMs, restore: s.c.restore, landed: s.c.landed }, left, s.lefts - 1);
     }
@@ -193,6 +233,10 @@ export class SureCharges {
   /** `s`'s try failed: sent again at the next turn, while it is live (not landed, not dropped by a loss). */
   private later(s: Sending): void {
     if (!this.live.has(s) || this.closed) return;
+    if (this.live.size > MAX_LIVE) {
+      this.live.delete(s);
+      return;
+    }
     s.waiting = true;
     if (this.timer !== undefined) return;
     this.timer = setTimeout(() => this.turn(), this.wait.failed());
@@ -203,7 +247,11 @@ export class SureCharges {
   private turn(): void {
     this.timer = undefined;
     this.wait.started();
-    for (const s of [...this.live]) if (s.waiting) this.try(s, true);
+    for (const s of [...this.live]) {
+      if (!s.waiting) continue;
+      s.again = true;
+      this.try(s);
+    }
   }
 }
 

@@ -22,10 +22,10 @@ export class KeyEntry {
   /** Moves on with every `store.reset(key)`: a reply to a call sent before it belongs to the deleted state. */
   resets = 0;
   /**
-   * Moves on with every charge made beside the key's batches (`LocalBatcher.chargedBeside`), whose
-   * milli-units per policy `beside` holds (the latest): a batch a call sent before it brings counts it too.
+   * What was charged beside the key's batches (`LocalBatcher.chargedBeside`), milli-units per policy, in
+   * all: a new array at each charge, so a call holds the one of its time, and a batch it brings counts the
+   * difference (every charge made since it was sent, not only the last).
    */
-  besides = 0;
   beside: ArrayLike<number> = [];
   /**
    * Milli-units charged by the calls sent for the key and not answered yet: Redis may count them already,

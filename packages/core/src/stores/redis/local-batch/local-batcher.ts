@@ -262,7 +262,7 @@ export class LocalBatcher {
     const charge = this.size(ps, e, cost, sent);
     this.counted(charge);
     const resets = e.resets;
-    const besides = e.besides;
+    const beside = e.beside;
     const p = this.send(e, plan, charge, now).then((r) => {
       // Sent before a reset of the key: decided on the state the reset deleted. This check keeps its
       // answer (it came first); the rest of a batch went with that state: neither kept nor given back.
@@ -270,7 +270,7 @@ export class LocalBatcher {
       const got = this.learn(ps, e, r, now);
       if (charge === cost) return this.single(ps, e, r, cost, sent, got);
       if (charged(r)) {
-        const b = this.keep(ps, e, plan, r, charge, sent, got, besides);
+        const b = this.keep(ps, e, plan, r, charge, sent, got, beside);
         // The check that asked is admitted at the script's time, from the batch's first units.
         return b.spend(cost, got, newResult(ps.kinds.length));
       }
@@ -289,12 +289,12 @@ export class LocalBatcher {
     if (charge < 2 * cost) return;
     this.counted(charge);
     const resets = e.resets;
-    const besides = e.besides;
+    const beside = e.beside;
     const p = this.send(e, plan, charge, now).then((r) => {
       // Sent before a reset of the key: its units went with the deleted state (see `take`).
       if (e.resets !== resets) return;
       const got = this.learn(ps, e, r, now);
-      if (charged(r)) this.keep(ps, e, plan, r, charge, sent, got, besides);
+      if (charged(r)) this.keep(ps, e, plan, r, charge, sent, got, beside);
     }, ignore);
     this.await(e, p);
   }
@@ -345,8 +345,9 @@ export class LocalBatcher {
   }
 
   /**
-   * A charged batch, kept for spending; returns it. A call sent before a charge made beside the key (its
-   * `besides` behind the entry's) may have been charged before it: its batch counts that charge too.
+   * A charged batch, kept for spending; returns it. A call sent before a charge made beside the key (`beside`,
+   * what had been charged beside it when the call was sent, behind the entry's) may have been charged
+   * before it: its batch counts those charges too.
    */
   private keep(
     ps: PlanState,
@@ -356,10 +357,10 @@ export class LocalBatcher {
     charge: number,
     sent: number,
     got: number,
-    besides: number,
+    beside: ArrayLike<number>,
   ): Batch {
     const b = this.batch(ps, plan, r, charge, sent, got);
-    if (e.besides !== besides) b.lower(e.beside);
+    if (e.beside !== beside) b.lower(Array.from(e.beside, (x, i) => x - (beside[i] ?? 0)));
     e.batches.push(b);
     e.lastCharge = charge;
     this.holding.set(e, plan);
@@ -496,8 +497,8 @@ export class LocalBatcher {
   chargedBeside(key: string, plan: StorePlan, charged: ArrayLike<number>): void {
     const e = this.plans.get(plan)?.entries.get(key);
     if (e === undefined) return;
-    e.besides += 1;
-    e.beside = charged;
+    const before = e.beside;
+    e.beside = Array.from({ length: Math.max(before.length, charged.length) }, (_, i) => (before[i] ?? 0) + (charged[i] ?? 0));
     for (const b of e.batches) b.lower(charged);
   }
 

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { compilePolicy } from '../../../policy.js';
+import { MemoryStore } from '../../memory-store.js';
+import { isPromiseLike, R_REMAINING, type StorePlan, type StoreResult } from '../../store.js';
+import { LocalBatcher } from './local-batcher.js';
+import { parseLocalBatch } from './options.js';
+
+const plan: StorePlan = {
+  policies: [compilePolicy({ algorithm: 'fixed-window', limit: 1_000, windowMs: 60_000 }, 'p', false)],
+  enforcedCount: 1,
+};
+
+/** A batcher over a MemoryStore whose replies wait until `release` (each call charged at once, as Redis would have). */
+function batcher() {
+  const inner = new MemoryStore({ sweepIntervalMs: 0 });
+  const waiting: (() => void)[] = [];
+  const charged: number[] = [];
+  const calls = {
+    charge(key: string, p: StorePlan, cost: number, now: number): Promise<StoreResult> {
+      charged.push(cost);
+      const r = Float64Array.from(inner.apply(key, p, cost, now));
+      return new Promise((resolve) => waiting.push(() => resolve(r)));
+    },
+    giveBack: () => Promise.resolve([1]),
+  };
+  const config = parseLocalBatch({ minRate: 1, holdMs: 60_000, maxShare: 0.5 });
+  if (config === false) throw new Error('localBatch off');
+  const release = async () => {
+    for (const w of waiting.splice(0)) w();
+    await new Promise((r) => setTimeout(r, 0));
+  };
+  return { b: new LocalBatcher(config, calls, true), charged, release };
+}
+
+describe('LocalBatcher.chargedBeside', () => {
+  it('a batch a call sent before two charges beside the key brings counts both, not only the last', async () => {
+    const { b, charged, release } = batcher();
+    let now = 1_200_000;
+    // Decisions 5 ms apart until the key is hot and a batch is asked for.
+    let asked: StoreResult | Promise<StoreResult> | undefined;
+    for (let i = 0; i < 200 && !charged.some((c) => c > 1_000); i++, now += 5) {
+      asked = b.apply('k', plan, 1_000, now);
+      if (isPromiseLike(asked) && !charged.some((c) => c > 1_000)) {
+        await release();
+        await asked;
+      }
+    }
+    const batch = charged.at(-1) as number;
+    expect(batch).toBeGreaterThan(1_000);
+    // While the batch's call is in flight, two restores charge the key beside it: 100 and 200 units.
+    b.chargedBeside('k', plan, [100_000]);
+    b.chargedBeside('k', plan, [200_000]);
+    await release();
+    const first = (await asked) as StoreResult;
+    const singles = charged.length - 1;
+    // The batch's units are this process's to spend: left are the limit less the checks answered one by
+    // one, this one, and both charges made beside (300 units; before, only the last: 200).
+    expect(first[R_REMAINING]).toBe(1_000_000 - (singles + 1) * 1_000 - 300_000);
+  });
+});

@@ -199,8 +199,8 @@ export class BudgetRestore {
    * `suspect` asks now, waited for), the server may hold older counts than it gave (an RDB snapshot older
    * than a crash; a replica promoted before it had the last writes; an AOF synced each second), with its
    * mark intact: the key is charged the difference, as a restore would, less what other processes charged
-   * it again already and what the store still holds (RestoreCharges.recharge), with checks held for it (one round trip,
-   * StoreGuard.holdFor). Either way, the mark is asked (`suspect`).
+   * it again already and what the store still holds (RestoreCharges.recharge), with checks held for it
+   * (one round trip, StoreGuard.holdFor). Either way, the mark is asked (`suspect`).
    */
   private regressed(cp: CompiledPlan, x: Regress): void {
     this.suspect(x.was.storeKey);
@@ -277,8 +277,8 @@ export class BudgetRestore {
    * answers (a batch given back raises a key's remaining with nothing lost, so `regressed` is off), and a
    * batch it holds is spent whatever the server kept of its charge. So after a change of server, read at
    * `at`, every key of `holding` that the changed node serves is charged what it had counted beyond what
-   * the store held then, less what other processes charged it again (RestoreCharges.recharge); a key that lacks less
-   * than a unit for every policy (a clean restart, a bucket's refill since) is charged nothing.
+   * the store held then, less what other processes charged it again (RestoreCharges.recharge); a key that
+   * lacks less than a unit for every policy (a clean restart, a bucket's refill since) is charged nothing.
    */
   private async sweepBehind(holding: readonly Holding[], at: number): Promise<void> {
     const servers = this.servers;

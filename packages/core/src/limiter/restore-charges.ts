@@ -1,8 +1,8 @@
 /**
- * @module What a store that lost its state is charged again for one remembered key (limiter/budget-restore.ts),
- * policy by policy: what this process had counted, less what other processes of the limiter charged it
- * again since the loss (the key's ledger, `Store.restored`, which this raises to what it counts) and what
- * the store still holds. Once the ledger is raised, every other process owes nothing for it, so the charge
+ * @module What a store that lost its state is charged again for one remembered key
+ * (limiter/budget-restore.ts), policy by policy: what this process had counted, less what other processes
+ * of the limiter charged it again since the loss (the key's ledger, `Store.restored`, which this raises to
+ * what it counts) and what the store still holds. Once the ledger is raised, every other process owes nothing for it, so the charge
  * is sent until it lands (sure-charges.ts).
  *
  * The ledger's own raise can fail alike, before it ran (nothing raised: this process's count would be

@@ -150,4 +150,48 @@ describe('SureCharges', () => {
     expect((await store.peek('k', plan, 0, Date.now()))[1]).toBe(6_000);
     sure.close();
   });
+
+  it("an ask sent again to a node whose breaker is open takes no probe: the node's own probe still goes (not stuck half-open)", async () => {
+    vi.useFakeTimers({ toFake: FAKE, now: 1_200_000 });
+    const store = new ProcessStore(new Shared());
+    const { sure, guard } = sureOn(store);
+    // The breaker opens at a failed charge (not sent again: its state ends before the next turn); the ask fails at first too.
+    store.failing = true;
+    sure.send({ key: 'j', plan, cost: 1_000, forMs: 100, restore: false });
+    let asks = 0;
+    sure.send({
+      key: 'k',
+      plan,
+      cost: 0,
+      forMs: 60_000,
+      restore: true,
+      ask: () => (++asks === 1 ? Promise.reject(new Error('lost')) : Promise.resolve(0)),
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(asks).toBe(1);
+    // At the next turn the ask goes (a probe may), and the probe is still there for the checks.
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(asks).toBe(2);
+    const node = guard.nodeOfKey('k');
+    expect(guard.refuses(node, Date.now())).toBe(false);
+    expect(guard.allow(node, Date.now())).toBe(true);
+    sure.close();
+  });
+
+  it('a charge sent again as the probe whose store call throws at once tells the breaker: the next probe may go', async () => {
+    vi.useFakeTimers({ toFake: FAKE, now: 1_200_000 });
+    const store = new ProcessStore(new Shared());
+    const { sure, guard, applied } = sureOn(store);
+    store.failing = true;
+    sure.send({ key: 'k', plan, cost: 1_000, forMs: 600, restore: false });
+    await vi.advanceTimersByTimeAsync(0);
+    applied.mockImplementation(() => {
+      throw new Error('the client is closed');
+    });
+    // The turn at 200 ms takes the probe and throws; the charge ends before the next turn.
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(applied).toHaveBeenCalledTimes(2);
+    expect(guard.allow(guard.nodeOfKey('k'), Date.now())).toBe(true);
+    sure.close();
+  });
 });

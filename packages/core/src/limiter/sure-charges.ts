@@ -139,7 +139,8 @@ export class SureCharges {
 
   /**
    * One try of `s`. Sent again, it goes only while its state would still count it, and, while its node's
-   * breaker is open, only as that node's one probe (StoreGuard.allow), the others waiting.
+   * breaker is open, its charge only as that node's one probe (StoreGuard.allow: the charge's watched call
+   * tells the breaker how it went), the others waiting; its ask only once a probe may go, taking none.
    */
   private try(s: Sending): void {
     const at = this.now();
@@ -150,17 +151,18 @@ export class SureCharges {
     }
     this.live.add(s);
     s.waiting = false;
-    if (again && !this.guard.allow(s.node, at)) {
-      this.later(s);
-      return;
-    }
     if (s.asking) {
-      this.ask(s, at);
+      if (again && this.guard.refuses(s.node, at)) this.later(s);
+      else this.ask(s, at);
       return;
     }
     const cost = this.owedAt(s, at);
     if (cost <= 0) {
       this.live.delete(s);
+      return;
+    }
+    if (again && !this.guard.allow(s.node, at)) {
+      this.later(s);
       return;
     }
     const first = s.tries++ === 0;
@@ -196,14 +198,15 @@ export class SureCharges {
   }
 
   /**
-   * Charges `cost` for `s` at `at`; the call itself, watched for its node's health (its reply, however late,
-   * is what counts), `timely` told of a reply in time.
+   * Charges `cost` for `s` at `at`; the call itself, its node's health told how it went, as of a check's
+   * (its reply, however late, is what counts here), `timely` told of a reply in time.
    */
   private call(s: Sending, cost: number, at: number, timely: () => void = none): Promise<StoreResult> {
     const seq = this.guard.next();
     try {
       const r = this.store.apply(s.c.key, s.c.plan, cost, at);
       if (!isPromiseLike(r)) {
+        this.guard.answered(s.node);
         timely();
         return Promise.resolve(r);
       }
@@ -211,6 +214,7 @@ export class SureCharges {
       catchRejection(this.guard.watch(s.node, seq, r, timely, none), none);
       return Promise.resolve(r);
     } catch (error) {
+      this.guard.failure(s.node, seq, error, false);
       return Promise.reject(error);
     }
   }

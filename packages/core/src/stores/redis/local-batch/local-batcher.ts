@@ -345,9 +345,9 @@ export class LocalBatcher {
   }
 
   /**
-   * A charged batch, kept for spending; returns it. A call sent before a charge made beside the key (`beside`,
-   * what had been charged beside it when the call was sent, behind the entry's) may have been charged
-   * before it: its batch counts those charges too.
+   * A charged batch, kept for spending; returns it. A call sent before a charge made beside the key
+   * (`beside`, what had been charged beside it when the call was sent, behind the entry's) may have been
+   * charged before it: its batch counts those charges too.
    */
   private keep(
     ps: PlanState,

@@ -182,7 +182,9 @@ describeRedis('RedisStore localBatch under faults', () => {
       policies: { name: 'api', algorithm: 'fixed-window', limit: 1_000, windowMs: 86_400_000 },
       store,
     });
-    for (let i = 0; i < 400; i++) await limiter.check('k');
+    // 400 checks, then more while the batch in hand happens to be spent to the last unit with the next one
+    // still on its way (a slow machine): the close needs something held.
+    for (let i = 0; i < 400 || (store.localBatchHeld === 0 && i < 600); i++) await limiter.check('k');
     expect(store.localBatchHeld).toBeGreaterThan(0);
     await limiter.close();
     server.signal('SIGSTOP');

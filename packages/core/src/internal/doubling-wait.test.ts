@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { DoublingWait } from './doubling-wait.js';
 
 describe('DoublingWait', () => {
@@ -31,5 +31,27 @@ describe('DoublingWait', () => {
     wait.started();
     expect(wait.over).toBe(true);
     expect(wait.failed()).toBe(400);
+  });
+
+  it('retry runs once its wait is over, one at a time, on a timer that keeps nothing alive; stop clears it', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    try {
+      const wait = new DoublingWait();
+      const runs: number[] = [];
+      wait.retry(() => runs.push(1));
+      wait.retry(() => runs.push(2));
+      expect(wait.pending).toBe(true);
+      await vi.advanceTimersByTimeAsync(199);
+      expect(runs).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect([runs, wait.pending]).toEqual([[1], false]);
+      wait.started();
+      wait.retry(() => runs.push(3));
+      wait.stop();
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect([runs, wait.pending, vi.getTimerCount()]).toEqual([[1], false, 0]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

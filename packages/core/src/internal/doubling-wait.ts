@@ -2,7 +2,7 @@
  * @module The wait before background work that failed is tried again: 200 ms after the first failure in a
  * row, doubling with each after it, up to 10 s. For work whose failure would otherwise leave something off
  * for good (a store's mark, the first reading of which servers answer), asked again at a later call or
- * timer, never at every call.
+ * on its timer (`retry`, one at a time, unref'd: it never keeps the process alive), never at every call.
  */
 
 /** The shortest wait, after a first failure (ms). */
@@ -15,6 +15,8 @@ export class DoublingWait {
   private failures = 0;
   /** When the next try may go (`now()`, ms); 0 while nothing waits. */
   private at = 0;
+  /** The timer `retry` set, until it runs or `stop`. */
+  private timer: ReturnType<typeof setTimeout> | undefined = undefined;
 
   constructor(private readonly now: () => number = () => performance.now()) {}
 
@@ -43,5 +45,26 @@ export class DoublingWait {
   /** A try succeeded whole: the next failure waits the shortest again. */
   succeeded(): void {
     this.failures = 0;
+  }
+
+  /** True while a `retry` waits to run. */
+  get pending(): boolean {
+    return this.timer !== undefined;
+  }
+
+  /** A try failed (`failed`): runs `run` once its wait is over, unless a retry already waits. */
+  retry(run: () => void): void {
+    if (this.timer !== undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      run();
+    }, this.failed());
+    this.timer.unref?.();
+  }
+
+  /** Clears a waiting `retry`. */
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
   }
 }

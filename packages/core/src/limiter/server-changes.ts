@@ -16,7 +16,6 @@ export class ServerChanges {
   private pending: Promise<void> | undefined = undefined;
   /** Until a reading found some server: the wait before reading again, and its timer. */
   private readonly wait = new DoublingWait();
-  private timer: ReturnType<typeof setTimeout> | undefined = undefined;
   private closed = false;
 
   private constructor(private readonly store: Store & Required<Pick<Store, 'servers'>>) {}
@@ -61,20 +60,17 @@ export class ServerChanges {
       this.wait.succeeded();
       return;
     }
-    if (this.closed || this.timer !== undefined) return;
+    if (this.closed || this.wait.pending) return;
     this.wait.started();
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
+    this.wait.retry(() => {
       if (this.ids.size === 0 && !this.closed) void this.read(Number.NEGATIVE_INFINITY);
-    }, this.wait.failed());
-    this.timer.unref?.();
+    });
   }
 
   /** Stops reading again. */
   close(): void {
     this.closed = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.wait.stop();
   }
 
   /** Whether the store has one node (as far as the readings say): its name then tells nothing. */

@@ -60,8 +60,8 @@ interface Sending {
   readonly fades: boolean;
   /** Still to ask what it is. */
   asking: boolean;
-  /** Tries sent. */
-  tries: number;
+  /** A try of its charge was sent. */
+  sent: boolean;
   /** Sent again after a failure (its own try, or its ask's): its state may have moved on since `from`. */
   again: boolean;
   /** Charged again, after a refusal for want of room, at most this many more times. */
@@ -90,7 +90,6 @@ export class SureCharges {
   /** Charges not landed yet: in flight or waiting. */
   private readonly live = new Set<Sending>();
   private readonly wait = new DoublingWait();
-  private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
 
   constructor(
@@ -111,8 +110,7 @@ export class SureCharges {
 
   close(): void {
     this.closed = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.wait.stop();
     this.live.clear();
   }
 
@@ -126,7 +124,7 @@ export class SureCharges {
     }
     const p = c.plan.policies[0];
     const fades = p !== undefined && refills(p);
-    this.try({ c, node, cost, from: this.now(), fades, asking: c.ask !== undefined, tries: 0, again: false, lefts, waiting: false });
+    this.try({ c, node, cost, from: this.now(), fades, asking: c.ask !== undefined, sent: false, again: false, lefts, waiting: false });
   }
 
   /** What `s` still owes at `at`: all of it at once; sent again, less a bucket's refill since, 0 once its state is whole. */
@@ -165,7 +163,8 @@ export class SureCharges {
       this.later(s);
       return;
     }
-    const first = s.tries++ === 0;
+    const first = !s.sent;
+    s.sent = true;
     let timely = false;
     this.call(s, cost, at, () => {
       timely = first;
@@ -242,14 +241,11 @@ export class SureCharges {
       return;
     }
     s.waiting = true;
-    if (this.timer !== undefined) return;
-    this.timer = setTimeout(() => this.turn(), this.wait.failed());
-    this.timer.unref?.();
+    this.wait.retry(() => this.turn());
   }
 
   /** Sends every waiting charge again. */
   private turn(): void {
-    this.timer = undefined;
     this.wait.started();
     for (const s of [...this.live]) {
       if (!s.waiting) continue;

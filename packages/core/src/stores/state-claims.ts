@@ -163,9 +163,9 @@ function compareTokens(
     if (p !== undefined) return shared(sharedMessage(store, p));
     const unread = rivals.filter((_, i) => found[i] === 'unread');
     if (unread.length === 0 || tries + 1 >= TOKEN_TRIES) return;
-    setTimeout(() => {
+    wait.retry(() => {
       if (!released.has(owner)) compareTokens(store, unread, owner, shared, wait, tries + 1);
-    }, wait.failed()).unref();
+    });
   }, ignore);
 }
 

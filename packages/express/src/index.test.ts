@@ -31,6 +31,27 @@ describe('@tollgate/express', () => {
     }
   });
 
+  it("requestWasSuccessful gets Express's res, typed as one: a header the route set decides", async () => {
+    const app = express();
+    app.use(
+      rateLimit({
+        policies: { ...policies, limit: 2 },
+        clock,
+        skipFailedRequests: true,
+        // `res.get` is Express's own: before, `res` was typed `{ statusCode }` alone.
+        requestWasSuccessful: (_req, res) => res.get('x-outcome') !== 'failed',
+      }),
+    );
+    app.get('/', (req, res) => {
+      if (req.query.fail !== undefined) res.set('x-outcome', 'failed');
+      res.send('ok');
+    });
+    for (let i = 0; i < 3; i++) await request(app).get('/?fail=1').expect(200);
+    await request(app).get('/').expect(200);
+    await request(app).get('/').expect(200);
+    await request(app).get('/').expect(429);
+  });
+
   it('types and sets req.rateLimit, and exposes the limiter', async () => {
     const app = express();
     const limit = rateLimit({ policies, clock });

@@ -18,8 +18,8 @@ declare global {
   }
 }
 
-/** Options of `rateLimit()`; user callbacks (`key`, `cost`, `skip`, hooks) receive the Express `req`. */
-export type ExpressRateLimitOptions = RateLimitOptions<Request>;
+/** Options of `rateLimit()`; user callbacks (`key`, `cost`, `skip`, hooks) receive the Express `req`, `requestWasSuccessful` its `res` too. */
+export type ExpressRateLimitOptions = RateLimitOptions<Request, Response>;
 
 /** The middleware, with the limiter it uses (for `limiter.stats()`, `limiter.reset(key)`). */
 export interface RateLimitMiddleware extends RequestHandler {

@@ -38,6 +38,25 @@ describe('@tollgate/fastify', () => {
     }
   });
 
+  it('requestWasSuccessful gets the request and reply.raw (the Node response), typed as such: a header the route set decides', async () => {
+    const a = app();
+    await a.register(fastifyRateLimit, {
+      policies: { ...policies, limit: 2 },
+      clock,
+      skipFailedRequests: true,
+      // `getHeader` is the Node response's: before, it was typed `{ statusCode }` alone.
+      requestWasSuccessful: (_request, raw) => raw.getHeader('x-outcome') !== 'failed',
+    });
+    a.get('/', async (request, reply) => {
+      if ((request.query as { fail?: string }).fail !== undefined) reply.header('x-outcome', 'failed');
+      return 'ok';
+    });
+    for (let i = 0; i < 3; i++) expect((await a.inject('/?fail=1')).statusCode).toBe(200);
+    expect((await a.inject('/')).statusCode).toBe(200);
+    expect((await a.inject('/')).statusCode).toBe(200);
+    expect((await a.inject('/')).statusCode).toBe(429);
+  });
+
   it('counts a request once even when a route is reached through hooks added twice (HEAD routes, nested registration)', async () => {
     const a = app();
     await a.register(fastifyRateLimit, { policies: { ...policies, limit: 3 }, clock });

@@ -28,7 +28,8 @@ import fp from 'fastify-plugin';
 export type RateLimitHook = 'onRequest' | 'preParsing' | 'preValidation' | 'preHandler';
 const HOOKS: readonly RateLimitHook[] = ['onRequest', 'preParsing', 'preValidation', 'preHandler'];
 
-export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest> {
+/** The plugin's options; user callbacks (`key`, `cost`, `skip`, hooks) receive the Fastify `request`, `requestWasSuccessful` `reply.raw` too. */
+export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest, FastifyReply['raw']> {
   /** The hook the limiter runs in. Defaults to `'onRequest'`. */
   hook?: RateLimitHook;
   /** `false`: only routes with `config.rateLimit` set to an object are limited. Defaults to `true`. */

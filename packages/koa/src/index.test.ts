@@ -31,6 +31,28 @@ describe('@tollgate/koa', () => {
     expect(limit.limiter.stats()).toMatchObject({ requests: 2, limited: 1 });
   });
 
+  it('requestWasSuccessful gets ctx and ctx.res (the Node response), typed as such: a header the route set decides', async () => {
+    const app = new Koa();
+    app.use(
+      rateLimit({
+        policies: { ...policies, limit: 2 },
+        clock,
+        skipFailedRequests: true,
+        // `getHeader` is the Node response's: before, it was typed `{ statusCode }` alone.
+        requestWasSuccessful: (_ctx, res) => res.getHeader('x-outcome') !== 'failed',
+      }),
+    );
+    app.use((ctx) => {
+      if (ctx.query.fail !== undefined) ctx.set('x-outcome', 'failed');
+      ctx.body = 'ok';
+    });
+    const server = app.callback();
+    for (let i = 0; i < 3; i++) await request(server).get('/?fail=1').expect(200);
+    await request(server).get('/').expect(200);
+    await request(server).get('/').expect(200);
+    await request(server).get('/').expect(429);
+  });
+
   it('warns once when app.proxy trusts the left-most X-Forwarded-For entry', async () => {
     for (const [proxy, maxIpsCount, warned] of [
       [true, 0, 1],

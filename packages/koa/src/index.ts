@@ -16,8 +16,8 @@ declare module 'koa' {
   }
 }
 
-/** Options of `rateLimit()`; user callbacks (`key`, `cost`, `skip`, hooks) receive the Koa `ctx`. */
-export type KoaRateLimitOptions = RateLimitOptions<Context>;
+/** Options of `rateLimit()`; user callbacks (`key`, `cost`, `skip`, hooks) receive the Koa `ctx`, `requestWasSuccessful` `ctx.res` too. */
+export type KoaRateLimitOptions = RateLimitOptions<Context, Context['res']>;
 
 /** The middleware, with the limiter it uses (for `limiter.stats()`, `limiter.reset(key)`). */
 export interface RateLimitMiddleware extends Middleware {

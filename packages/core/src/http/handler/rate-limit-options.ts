@@ -25,7 +25,14 @@ import type { KeyFunction } from '../request-view.js';
 import { HEADER_MODES, type HeaderMode, type HeadersOption } from '../response/header-mode.js';
 import { headerModes } from '../response/header-writer.js';
 import { PROBLEM_TYPES, type ProblemDetails, type ProblemKind } from '../response/problem.js';
-import { type HttpPolicies, PLAN_HTTP_KEYS, type PlanHttpConfig, type PlanHttpOptions, parsePlanHttpOptions } from './request-plans.js';
+import {
+  type FinishedResponse,
+  type HttpPolicies,
+  PLAN_HTTP_KEYS,
+  type PlanHttpConfig,
+  type PlanHttpOptions,
+  parsePlanHttpOptions,
+} from './request-plans.js';
 
 /** The cost of one request in policy units, a positive multiple of 1/1000 (e.g. a batch size, or bytes). */
 // biome-ignore lint/suspicious/noExplicitAny: the default lets one callback type serve every framework's request.
@@ -67,9 +74,9 @@ export interface ProblemOptions<Req = any> {
 
 /** The options every adapter takes (`rateLimit(options)`, Fastify's plugin options): the limiter's, plus how a request becomes a key, a cost and an answer. */
 // biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
-export interface RateLimitOptions<Req = any>
+export interface RateLimitOptions<Req = any, Res extends FinishedResponse = FinishedResponse>
   extends Omit<LimiterOptions, 'cost' | 'policies' | 'plans' | 'shadowPolicies'>,
-    PlanHttpOptions<Req> {
+    PlanHttpOptions<Req, Res> {
   /** The enforced policies (the one-plan form); each may carry its own `key` (several keys, one decision). */
   policies?: HttpPolicies<Req>;
   /**

@@ -37,13 +37,16 @@ export type HttpPolicies<Req = any> =
   | HttpConcurrencyPolicyOptions<Req>
   | readonly (HttpPolicyOptions<Req> | HttpConcurrencyPolicyOptions<Req>)[];
 
-/** What a response says about its request, for `requestWasSuccessful`. */
+/**
+ * The least a finished response has, for `requestWasSuccessful`: each adapter names the response it
+ * passes (Express's `res`, Fastify's `reply.raw`, Koa's `ctx.res`: the Node response itself).
+ */
 export interface FinishedResponse {
   readonly statusCode: number;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: see HttpPolicyOptions.
-export interface PlanHttpOptions<Req = any> {
+export interface PlanHttpOptions<Req = any, Res extends FinishedResponse = FinishedResponse> {
   /**
    * The plan of a request (a user record's tier, an API-key lookup, possibly cached); `undefined` means
    * the default plan, an unknown name the `unknownPlan` fallback (`WRN_RL_UNKNOWN_PLAN`). A function that
@@ -57,10 +60,12 @@ export interface PlanHttpOptions<Req = any> {
   /** Give the charge back when the request failed or the client went away. Defaults to `false`. */
   skipFailedRequests?: boolean;
   /**
-   * Whether a finished request succeeded, from the framework request and the Node `ServerResponse`.
-   * Defaults to `response.statusCode < 400`.
+   * Whether a finished request succeeded, from the framework request and the response the adapter names
+   * (`Res`: Express's `res`, Fastify's `reply.raw`, Koa's `ctx.res`). Defaults to `response.statusCode < 400`.
+   * A method, not a function-typed property: an adapter's options (`Res` its own response) then pass
+   * where the core's are asked for, as the response it passes is one.
    */
-  requestWasSuccessful?: (request: Req, response: FinishedResponse) => boolean | Promise<boolean>;
+  requestWasSuccessful?(request: Req, response: Res): boolean | Promise<boolean>;
 }
 
 /** `PlanHttpOptions` and the policies' keys, validated. */

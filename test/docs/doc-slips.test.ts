@@ -2,7 +2,9 @@
  * @module Slips the docs once made, held by a test (issue 26): a `qu` parameter shown in the `RateLimit`
  * field (it belongs to `RateLimit-Policy`), a Redis key name shown with a prefix that is not the default
  * (`tollgate`) and not the one its paragraph sets, the example access log described as a real site's, and
- * a file path that names no file (`__snapshots__/` one folder too high, `scripts/` for the core's scripts).
+ * a file path that names no file (`__snapshots__/` one folder too high, `scripts/` for the core's scripts),
+ * and an install line without the `@tollgate/core` its README's snippets then import (the adapters depend
+ * on it, but under pnpm or Yarn PnP a package the app imports must be the app's own dependency).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -86,6 +88,24 @@ describe('doc slips (issue 26)', () => {
       }
     }
     expect(paths).toBeGreaterThan(50);
+    expect(slips).toEqual([]);
+  });
+
+  it("a package README's install line installs every @tollgate package its snippets import", () => {
+    const slips: string[] = [];
+    let installs = 0;
+    for (const [file, body] of text) {
+      const own = /^packages\/([^/]+)\/README\.md$/.exec(file)?.[1];
+      if (own === undefined) continue;
+      const install = [...body.matchAll(/^npm install ([^#\n]+)/gm)].flatMap((m) => (m[1] as string).trim().split(/\s+/));
+      if (install.length === 0) continue;
+      installs += 1;
+      // Imported in a snippet (`from '@tollgate/core'`), or named in prose as where a helper lives (in/from `@tollgate/core`).
+      const imported = new Set([...body.matchAll(/\b(?:from|in) [`']?(@tollgate\/[\w-]+)/g)].map((m) => m[1] as string));
+      imported.delete(`@tollgate/${own}`);
+      for (const name of imported) if (!install.includes(name)) slips.push(`${file}: imports ${name}, installs ${install.join(' ')}`);
+    }
+    expect(installs).toBeGreaterThanOrEqual(5);
     expect(slips).toEqual([]);
   });
 });

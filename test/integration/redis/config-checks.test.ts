@@ -10,7 +10,7 @@
 import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import { createLimiter, type LogFields, RedisStore, type RedisStoreClient, type Store, type StorePlan } from '@tollgate/core';
 import { Cluster, Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { CLIENT_KINDS, describeRedis, HOST, type RedisServer, randomPrefix, startCluster, startRedis, waitFor } from './harness.js';
 
 /** A logger that keeps the codes it was given. */
@@ -156,6 +156,81 @@ describeRedis('RedisStore configuration checks', () => {
       expect(codes(await safe.storeClient('node-redis'))).toEqual([]);
     } finally {
       for (const c of [byDefault, told, cluster, toldCluster]) c.disconnect();
+    }
+  });
+
+  it("a store given no logger warns through the first limiter's logger, under its validate (console before one comes); a store's own logger and validate stay its own", async () => {
+    const turn = () => new Promise((r) => setImmediate(r));
+    const policies = { limit: 10, windowMs: 60_000 };
+    const clients: Redis[] = [];
+    const client = () => {
+      const c = new Redis({ lazyConnect: true });
+      clients.push(c);
+      return c;
+    };
+    const limiters: { close(): Promise<void> }[] = [];
+    const limiter = (store: RedisStore, log: ReturnType<typeof recorder>, validate?: Record<string, boolean>) => {
+      limiters.push(
+        createLimiter({
+          name: `l${limiters.length}`,
+          policies,
+          store,
+          logger: log.logger,
+          ...(validate === undefined ? {} : { validate }),
+        }),
+      );
+    };
+    const consoleWarn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      // Before: the store's warning went to console, whatever the middleware's logger and validate said.
+      const app = recorder();
+      limiter(new RedisStore({ client: client() }), app);
+      await turn();
+      expect(app.codes).toEqual(['WRN_RL_CLIENT_RESENDS']);
+      const silenced = recorder();
+      limiter(new RedisStore({ client: client() }), silenced, { WRN_RL_CLIENT_RESENDS: false });
+      const storeSilenced = recorder();
+      limiter(new RedisStore({ client: client(), validate: { WRN_RL_CLIENT_RESENDS: false } }), storeSilenced);
+      const [own, other] = [recorder(), recorder()];
+      limiter(new RedisStore({ client: client(), logger: own.logger }), other);
+      const shared = new RedisStore({ client: client() });
+      const [first, second] = [recorder(), recorder()];
+      limiter(shared, first);
+      limiter(shared, second);
+      await turn();
+      expect([silenced.codes, storeSilenced.codes, own.codes, other.codes, first.codes, second.codes]).toEqual([
+        [],
+        [],
+        ['WRN_RL_CLIENT_RESENDS'],
+        [],
+        ['WRN_RL_CLIENT_RESENDS'],
+        [],
+      ]);
+      expect(consoleWarn).not.toHaveBeenCalled();
+      // No limiter by the end of the turn: console, the last resort.
+      new RedisStore({ client: client() });
+      expect(consoleWarn).not.toHaveBeenCalled();
+      await turn();
+      expect(consoleWarn).toHaveBeenCalledTimes(1);
+      expect(String(consoleWarn.mock.calls[0]?.[0])).toMatch(/^WRN_RL_CLIENT_RESENDS: /);
+    } finally {
+      consoleWarn.mockRestore();
+      await Promise.all(limiters.map((l) => l.close()));
+      for (const c of clients) c.disconnect();
+    }
+  });
+
+  it("refuses a store's validate that names no warning code (a misspelt one would silence nothing)", () => {
+    const redis = new Redis({ lazyConnect: true });
+    try {
+      expect(() => new RedisStore({ client: redis, validate: { WRN_RL_CLIENT_RESENDZ: false } as never })).toThrow(
+        expect.objectContaining({ code: 'ERR_RL_INVALID_OPTION', message: expect.stringMatching(/validate\.WRN_RL_CLIENT_RESENDZ/) }),
+      );
+      expect(() => new RedisStore({ client: redis, validate: 'no' as never })).toThrow(
+        expect.objectContaining({ code: 'ERR_RL_INVALID_OPTION' }),
+      );
+    } finally {
+      redis.disconnect();
     }
   });
 

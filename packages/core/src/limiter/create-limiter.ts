@@ -36,10 +36,14 @@ export { StoreTimeoutError } from '../failure/store-timeout-error.js';
 export type { Limiter, LimiterEvents, LimiterKey, LimiterStats, PolicyStats } from './limiter.js';
 export { MAX_KEY_LENGTH, normalizeKey } from './target.js';
 
-/** Each plan compiled once, and prepared in the store (RedisStore: its own Lua script). */
+/**
+ * Each plan compiled once, and prepared in the store (RedisStore: its own Lua script); the store told
+ * where the limiter logs, for its own warnings (stores/store-log.ts).
+ */
 function compilePlans(config: LimiterConfig): Map<string, CompiledPlan> {
   const compiled = new Map<string, CompiledPlan>();
   const { store } = config;
+  store.logTo?.(config.logger, config.validate);
   for (const [name, enforcedPolicies] of config.plans.plans) {
     const cp = compilePlan(name, enforcedPolicies, config.shadowPolicies, config.localPlans.get(name) ?? []);
     store.prepare?.(cp.storePlan);

@@ -5,6 +5,8 @@
  * The Redis store does this in one Lua script, one round trip; the memory store synchronously.
  */
 import type { CompiledPolicy } from '../algorithms/kernel.js';
+import type { ValidateOption } from '../diagnostics.js';
+import type { Logger } from '../logging.js';
 
 /** The policies a limiter applies on every request, prepared once when the limiter is created. */
 export interface StorePlan {
@@ -206,6 +208,11 @@ export interface Store {
    * apply, so the limiter fails at construction instead of on every request.
    */
   prepare?(plan: StorePlan): void;
+  /**
+   * Called once by `createLimiter` with where the limiter logs and its `validate`: a store that warns
+   * (RedisStore) and was given no logger or `validate` of its own takes the first limiter's.
+   */
+  logTo?(logger: Logger, validate: ValidateOption): void;
   /**
    * The answer for `key` from what the store holds in this process, without I/O (RedisStore
    * `localBatch`: units Redis charged earlier, or a rejection whose wait is not over), or undefined.

@@ -15,7 +15,7 @@
  * key's slot) and says whose fault an error is (`errorScope`: one key's state, or the node).
  */
 import { randomBytes } from 'node:crypto';
-import { createDiagnostics, type Diagnostics, type ValidateOption } from '../../diagnostics.js';
+import { parseValidate, type ValidateOption } from '../../diagnostics.js';
 import { RateLimitConfigError } from '../../errors.js';
 import { positiveInteger, readOptions, readSwitchOptions } from '../../internal/read-options.js';
 import { checkLogger, type Logger, toLogger } from '../../logging.js';
@@ -37,6 +37,7 @@ import {
   type StoreResult,
   subPlan,
 } from '../store.js';
+import { StoreLog } from '../store-log.js';
 import type { StoreClient } from './clients/store-client.js';
 import { toStoreClient } from './clients/to-store-client.js';
 import { slotGroups } from './cluster-split.js';
@@ -89,11 +90,16 @@ export interface RedisStoreOptions {
   timeSource?: 'redis' | 'limiter';
   /**
    * Where the store's warnings go (`WRN_RL_CLIENT_RESENDS`, `WRN_RL_SENTINEL_NO_FAILOVER_DETECTOR`, `WRN_RL_EVICTION_POLICY`,
-   * `WRN_RL_CORRUPT_STATE`, each at most once per store; `WRN_RL_STORE_EVICTING`, at most once per
-   * `evictionWatch.logIntervalMs`). Defaults to `console`.
+   * `WRN_RL_CORRUPT_STATE`, `WRN_RL_CLIENT_ENDED`, each at most once per store; `WRN_RL_STORE_EVICTING`, at most once per
+   * `evictionWatch.logIntervalMs`). Defaults to the logger of the first limiter (or middleware) built on the
+   * store, and `console` until there is one.
    */
   logger?: Logger | Console;
-  /** `false` silences the store's warnings; `{ WRN_RL_EVICTION_POLICY: false }` one of them. Defaults to `true`. */
+  /**
+   * `false` silences the store's warnings; `{ WRN_RL_EVICTION_POLICY: false }` one of them (a code that is
+   * not a warning's is refused). Defaults to `true` for a store given its own `logger`; else to the
+   * `validate` of the first limiter (or middleware) built on the store, and `true` until there is one.
+   */
   validate?: ValidateOption;
   /**
    * Called each time the script found a limiter key holding a value it never writes (a foreign or corrupt
@@ -160,7 +166,8 @@ export class RedisStore implements Store {
   readonly timeSource: 'redis' | 'limiter';
   private readonly client: StoreClient;
   private readonly scripts: ScriptRunner;
-  private readonly diagnostics: Diagnostics;
+  /** Where its warnings go: its own `logger` and `validate`, else the first limiter's (store-log.ts). */
+  private readonly diagnostics: StoreLog;
   private readonly repairs: RepairReporter;
   /** False until the first call on a ready client starts the server checks (config-checks.ts). */
   private checked = false;
@@ -169,8 +176,6 @@ export class RedisStore implements Store {
   private watch: EvictionWatch | undefined;
   private used = false;
   private closed = false;
-  private readonly logger: Logger;
-  private readonly warnEvicting: boolean;
   private readonly bindings = new WeakMap<StorePlan, Bound>();
   /** A Cluster's marks, one per master (markAlive, markNodeAlive); undefined on one server. */
   private readonly nodeMarks: NodeMarks | undefined;
@@ -222,25 +227,12 @@ export class RedisStore implements Store {
     if (o.onStateRepaired !== undefined && typeof o.onStateRepaired !== 'function') {
       throw new RateLimitConfigError('ERR_RL_INVALID_HOOK', 'onStateRepaired', 'must be a function', o.onStateRepaired);
     }
-    const validate = o.validate ?? true;
-    if (typeof validate !== 'boolean' && (typeof validate !== 'object' || validate === null)) {
-      throw new RateLimitConfigError(
-        'ERR_RL_INVALID_OPTION',
-        'validate',
-        'must be a boolean or an object like { WRN_RL_EVICTION_POLICY: false }',
-        validate,
-      );
-    }
-    const logger = toLogger(o.logger);
-    this.logger = logger;
     this.watchOptions = parseEvictionWatch(o.evictionWatch);
-    this.diagnostics = createDiagnostics(logger, validate);
-    this.warnEvicting = this.diagnostics.enabled('WRN_RL_STORE_EVICTING');
-    this.repairs = new RepairReporter(
-      logger,
-      validate === true || (typeof validate === 'object' && validate.WRN_RL_CORRUPT_STATE !== false),
-      o.onStateRepaired,
+    this.diagnostics = new StoreLog(
+      o.logger === undefined ? undefined : toLogger(o.logger),
+      o.validate === undefined ? undefined : parseValidate(o.validate),
     );
+    this.repairs = new RepairReporter(this.diagnostics, o.onStateRepaired);
     checkClientSettings(client, this.diagnostics);
     this.client = client;
     this.scripts = new ScriptRunner(client);
@@ -793,6 +785,11 @@ export class RedisStore implements Store {
     return this.scripts.run(script, n, args, (reply) => this.answer(reply, key, plan, keyNames, script));
   }
 
+  /** The first limiter built on this store: its logger and `validate`, for those the store was not given (store-log.ts). */
+  logTo(logger: Logger, validate: ValidateOption): void {
+    this.diagnostics.adopt(logger, validate);
+  }
+
   /** The script's reply for `key`, read (scripts/script-protocol.ts); a mask of repaired keys after it is reported, then dropped. */
   private answer(reply: unknown, key: StoreKey, plan: StorePlan, names: readonly string[], script: LuaScript): StoreResult {
     const n = plan.policies.length;
@@ -816,8 +813,8 @@ export class RedisStore implements Store {
       ...this.watchOptions,
       info: () => serverAndStats(this.client),
       policy,
-      logger: this.logger,
-      warn: this.warnEvicting,
+      logger: this.diagnostics.logger,
+      warn: this.diagnostics.enabled('WRN_RL_STORE_EVICTING'),
       takeUse: () => {
         const used = this.used;
         this.used = false;

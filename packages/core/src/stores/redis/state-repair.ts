@@ -7,8 +7,9 @@
  * `WRN_RL_CORRUPT_STATE` warning per store: never an error, never a negative wait.
  */
 import { seeDocs } from '../../errors.js';
-import { type Logger, safeLog } from '../../logging.js';
+import { safeLog } from '../../logging.js';
 import { keyAt, type StoreKey, type StorePlan } from '../store.js';
+import type { StoreLog } from '../store-log.js';
 
 /** One limiter key the script repaired. */
 export interface RepairedState {
@@ -25,8 +26,8 @@ export class RepairReporter {
   private warned = false;
 
   constructor(
-    private readonly logger: Logger,
-    private readonly enabled: boolean,
+    /** The store's warnings (stores/store-log.ts): the logger and `validate` in force when a repair comes. */
+    private readonly log: StoreLog,
     private readonly hook: ((event: RepairedState) => void) | undefined,
   ) {}
 
@@ -35,10 +36,10 @@ export class RepairReporter {
     for (let i = 0; i < plan.policies.length; i++) {
       if (Math.floor(mask / 2 ** i) % 2 === 0) continue;
       const event: RepairedState = { key: keyAt(key, i), policy: plan.policies[i]?.name ?? '', keyName: names[i] ?? '' };
-      if (this.enabled && !this.warned) {
+      if (!this.warned && this.log.enabled('WRN_RL_CORRUPT_STATE')) {
         this.warned = true;
         safeLog(
-          this.logger,
+          this.log.logger,
           'warn',
           { code: 'WRN_RL_CORRUPT_STATE', ...event },
           'WRN_RL_CORRUPT_STATE: a limiter key held a value tollgate never writes (another program writing under the ' +

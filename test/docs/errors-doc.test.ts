@@ -167,4 +167,24 @@ describe('docs/errors.md', () => {
     const withoutExample = sections.filter((s) => !/```text\n/.test(s.body) || !s.body.includes(`\n${s.code}: `)).map((s) => s.code);
     expect(withoutExample).toEqual([]);
   });
+
+  it("WRN_RL_HOOK_FAILED's table gives the fallback of every callback the source warns about, and WRN_RL_HOOK_TIMEOUT names each one it times", () => {
+    const warned = new Set<string>();
+    const timed = new Set<string>();
+    for (const path of sourceFiles()) {
+      const code = withoutComments(path, readFileSync(path, 'utf8'));
+      // `hooks.failed(diagnostics, 'plan', ...)` warns on a throw, a rejection and a timeout; `hook: 'onDecision'` on a throw.
+      for (const m of code.matchAll(/\bfailed\([\w.]+, ['"]([\w.]+)['"]/g)) {
+        warned.add(m[1] as string);
+        timed.add(m[1] as string);
+      }
+      for (const m of code.matchAll(/\bhook: ['"]([\w.]+)['"]/g)) warned.add(m[1] as string);
+    }
+    expect([...timed].sort()).toEqual(['cost', 'key', 'onLimited', 'plan', 'requestWasSuccessful', 'skip']);
+    const failed = sections.find((s) => s.code === 'WRN_RL_HOOK_FAILED')?.body ?? '';
+    const rows = new Set([...failed.matchAll(/^\| `([\w.]+)` +\|/gm)].map((m) => m[1] as string));
+    expect([...warned].filter((hook) => !rows.has(hook))).toEqual([]);
+    const timeout = sections.find((s) => s.code === 'WRN_RL_HOOK_TIMEOUT')?.body ?? '';
+    expect([...timed].filter((hook) => !timeout.includes(`\`${hook}\``))).toEqual([]);
+  });
 });

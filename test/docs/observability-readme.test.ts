@@ -40,3 +40,18 @@ describe('README "Observability" metric table', () => {
     for (const id of [...m.attributes, ...m.optionalAttributes]) expect(cells[5]).toContain(`\`${OTEL_ATTRIBUTE[id]}\``);
   });
 });
+
+describe('examples/observability README: what the dashboard variables filter', () => {
+  const dashboard = JSON.parse(readFileSync(new URL('../../examples/observability/dashboard/tollgate.json', import.meta.url), 'utf8')) as {
+    panels: { title: string; targets?: { expr?: string }[] }[];
+  };
+  const filteredBy = (variable: string) =>
+    dashboard.panels.filter((p) => (p.targets ?? []).some((t) => t.expr?.includes(variable) === true)).map((p) => p.title);
+  const titles = dashboard.panels.map((p) => p.title);
+
+  it('says which panels `limiter` and `policy` filter, as the dashboard queries them', () => {
+    // The README's words (examples/observability/README.md): every panel but these two for `limiter`, these four for `policy`.
+    expect(titles.filter((t) => !filteredBy('$limiter').includes(t))).toEqual(['Store latency quantiles', 'Store errors by outcome']);
+    expect(filteredBy('$policy')).toEqual(['Requests by result', 'Top policies by rejections', 'Rejections by route', 'Degraded share']);
+  });
+});

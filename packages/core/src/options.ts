@@ -451,7 +451,7 @@ function parseBreaker(input: BreakerOptions | boolean | undefined): Readonly<Req
   });
 }
 
-/** The largest hot-key sketch: 4 sketches of this many keys hold about 28 MB (about 110 bytes per key), plus the key strings. */
+/** The largest hot-key sketch: the 8 sketches of this many keys hold about 50 MB when full (about 100 bytes per key), plus the key strings. */
 const MAX_HOT_KEYS_SIZE = 65_536;
 
 function parseHotKeys(input: HotKeysOptions | boolean | undefined): Readonly<Required<HotKeysOptions>> | false {

@@ -1,7 +1,8 @@
 /**
  * @module nginx `combined` log lines, split without a regular expression:
  * `$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"`,
- * optionally followed by more quoted fields (nginx's stock `main` format adds `"$http_x_forwarded_for"`).
+ * optionally followed by more fields, quoted or not (nginx's stock `main` format adds `"$http_x_forwarded_for"`;
+ * others add `$request_time` or `$msec` unquoted).
  * nginx escapes `"` inside a quoted value as `\x22`, so a quote always ends a field. The split records
  * where each field starts and ends in one reused object and copies out only the fields asked for: a
  * replay reads two or three fields of a line, and allocating the other six costs more than the split.
@@ -60,6 +61,22 @@ function isDigit(code: number): boolean {
   return code >= 48 && code <= 57;
 }
 
+/** Records the space-separated fields of `line` from `from` to `to` in `out` from field `n`; returns the fields found so far. */
+function unquotedFields(line: string, from: number, to: number, out: NginxLine, n: number): number {
+  let p = from;
+  while (p < to && n < MAX_FIELDS) {
+    while (p < to && line.charCodeAt(p) === 32) p += 1;
+    if (p >= to) break;
+    const space = line.indexOf(' ', p);
+    const end = space < 0 || space > to ? to : space;
+    out.starts[n] = p;
+    out.ends[n] = end;
+    n += 1;
+    p = end;
+  }
+  return n;
+}
+
 /** Splits `line` into `out`; returns undefined, or the reason it is not a combined line. */
 export function splitNginxLine(line: string, out: NginxLine): string | undefined {
   const sp1 = line.indexOf(' ');
@@ -112,6 +129,9 @@ export function splitNginxLine(line: string, out: NginxLine): string | undefined
     e[n] = end;
     n += 1;
     q = line.indexOf('"', end + 1);
+    // Unquoted fields after it (`$request_time`, `$msec`), as formats that extend `combined` log them.
+    const gapEnd = q < 0 ? line.length : q;
+    if (gapEnd - end > 2) n = unquotedFields(line, end + 1, gapEnd, out, n);
   }
   if (n < NGINX_FIELDS.length) return 'missing "referer" "user agent"';
   out.at = lastTime;

@@ -35,6 +35,26 @@ describe('nginx input', () => {
     expect(p(nginx('not-an-ip'), 1)).toBe('no key (bad client address)');
   });
 
+  it('takes the arrival from $msec and $request_time when the format logs them, quoted or not: nginx stamps a line at its end', () => {
+    const line = (tail: string) => `203.0.113.7 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 512 "-" "curl/8" "-"${tail}`;
+    const at = (fields: string[], tail: string) => parser({ format: 'nginx', nginxExtraFields: fields })(line(tail), 1);
+    // Before: every line at $time_local, a whole second and the request's end; unquoted fields not read at all.
+    expect(at(['http_x_forwarded_for', 'request_time'], ' 0.250')).toMatchObject({ at: T - 250 });
+    expect(at(['http_x_forwarded_for', 'msec'], ' 1795424401.734')).toMatchObject({ at: T + 734 });
+    expect(at(['http_x_forwarded_for', 'request_time', 'msec'], ' 2.005 1795424401.734')).toMatchObject({ at: T + 734 - 2005 });
+    expect(at(['http_x_forwarded_for', 'msec', 'request_time'], ' "1795424401.734" "0.734"')).toMatchObject({ at: T });
+    expect(at(['http_x_forwarded_for', 'request_time'], ' -')).toBe("bad request_time '-'");
+    expect(at(['http_x_forwarded_for', 'msec'], '')).toBe("bad msec ''");
+    // Unquoted fields between quoted ones keep their names' order.
+    expect(at(['http_x_forwarded_for', 'request_time', 'http_x_api_key'], ' 0.5 "k-1"')).toMatchObject({ at: T - 500 });
+    const byKey = parser({
+      format: 'nginx',
+      nginxExtraFields: ['http_x_forwarded_for', 'request_time', 'http_x_api_key'],
+      key: parseKeySpec('field:http_x_api_key'),
+    });
+    expect(byKey(line(' 0.5 "k-1"'), 1)).toMatchObject({ key: 'k-1' });
+  });
+
   it('reads a logged X-Forwarded-For only from a trusted proxy', () => {
     const untrusted = parser({ format: 'nginx' });
     expect(untrusted(nginx('10.0.0.5', '198.51.100.9'), 1)).toMatchObject({ key: 'ip:10.0.0.5' });

@@ -6,7 +6,7 @@
 import { requestCostToMilli } from '@tollgate/core/adapter';
 import { CliError } from '../cli-error.js';
 import { parseTimeValue } from './log-time.js';
-import { createNginxLine, NGINX_FIELDS, nginxDash, nginxField, splitNginxLine } from './nginx-log.js';
+import { createNginxLine, NGINX_FIELDS, type NginxLine, nginxDash, nginxField, splitNginxLine } from './nginx-log.js';
 import type { Keyer, KeySpec } from './request-key.js';
 
 export type LogFormat = 'nginx' | 'jsonl' | 'csv';
@@ -64,6 +64,7 @@ function nginxParser(o: ParserOptions): LineParser {
   const keyAt =
     key.kind === 'ip' ? 0 : indexOf(key.kind === 'header' ? nginxHeaderField(key.name) : key.name, `--key ${key.kind}:${key.name}`);
   const costAt = o.costField === undefined ? -1 : indexOf(o.costField, `--cost ${o.costField}`);
+  const arrival = nginxArrival(names);
   const keyer = o.keyer;
   const l = createNginxLine();
   return (line) => {
@@ -81,7 +82,33 @@ function nginxParser(o: ParserOptions): LineParser {
     if (k === undefined || k === '') return `no key (${key.kind === 'ip' ? 'bad client address' : `no ${names[keyAt]}`})`;
     const cost = costAt < 0 ? 1 : costOf(nginxField(l, costAt));
     if (Number.isNaN(cost)) return `bad cost '${nginxField(l, costAt)}' (must be a positive multiple of 1/1000)`;
-    return { at: l.at, key: k, cost };
+    const at = arrival === undefined ? l.at : arrival(l);
+    return typeof at === 'string' ? at : { at, key: k, cost };
+  };
+}
+
+/** `$msec` and `$request_time` as nginx writes them: seconds with a fraction of up to 3 digits. */
+const SECONDS = /^\d+(\.\d{1,3})?$/;
+
+/**
+ * When the request arrived, for a format that logs `msec` and/or `request_time` (named with --nginx-fields):
+ * nginx stamps a line when it writes it, at the request's end; `$time_local` has whole seconds, `$msec` the
+ * same moment in milliseconds, and `$request_time` how long the request took, so the arrival is the one
+ * less the other. Undefined when the format has neither: `$time_local` as it is.
+ */
+function nginxArrival(names: readonly string[]): ((l: NginxLine) => number | string) | undefined {
+  const msecAt = names.indexOf('msec');
+  const tookAt = names.indexOf('request_time');
+  if (msecAt < 0 && tookAt < 0) return undefined;
+  const seconds = (l: NginxLine, i: number, name: string): number | string => {
+    const v = nginxField(l, i);
+    return v !== undefined && SECONDS.test(v) ? Math.round(Number(v) * 1000) : `bad ${name} '${v ?? ''}'`;
+  };
+  return (l) => {
+    const written = msecAt < 0 ? l.at : seconds(l, msecAt, 'msec');
+    if (tookAt < 0 || typeof written === 'string') return written;
+    const took = seconds(l, tookAt, 'request_time');
+    return typeof took === 'string' ? took : written - took;
   };
 }
 

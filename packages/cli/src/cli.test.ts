@@ -146,6 +146,44 @@ describe('tollgate replay', () => {
   });
 });
 
+describe('tollgate replay: a log whose times are whole seconds', () => {
+  // Five requests stamped in one second (nginx's $time_local has no milliseconds), against 5 per second.
+  const line = '203.0.113.7 - - [10/Oct/2026:13:55:00 +0000] "GET /a HTTP/1.1" 200 12 "-" "curl"';
+  const log = join(dir, 'one-second.log');
+  writeFileSync(log, `${Array.from({ length: 5 }, () => line).join('\n')}\n`);
+  const policy = ['--policy', '{"limit":5,"windowMs":1000,"burst":1}'];
+
+  it('replayed as they are: the figures of a short window are an upper bound, said in the report and on stderr, exit 3', async () => {
+    const r = await run(['replay', log, ...policy]);
+    // Before: exit 0, and nothing said of the 4 rejected that requests spread over the second would not have been.
+    expect(r.code).toBe(3);
+    expect(r.stdout).toMatch(/WARNING: Every time in the log is a whole second .* candidate #1, with a window of 10 s or less/);
+    expect(r.stderr).toMatch(/^warning: every time in the log is a whole second.*--spread-seconds for the other bound\. Exit status 3\.$/m);
+    const report = JSON.parse((await run(['replay', log, ...policy, '--json'])).stdout) as ReplayReport;
+    expect(report.input.times).toEqual({ wholeSeconds: true, spread: false, coarse: [0] });
+    expect(report.candidates[0]).toMatchObject({ admitted: 1, rejected: 4 });
+  });
+
+  it('--spread-seconds spreads each second over it, in the order the requests came: all 5 admitted, exit 0', async () => {
+    const r = await run(['replay', log, ...policy, '--spread-seconds']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("Times: whole seconds; each second's requests spread evenly over it (--spread-seconds).");
+    const report = JSON.parse((await run(['replay', log, ...policy, '--spread-seconds', '--json'])).stdout) as ReplayReport;
+    expect(report.input.times).toEqual({ wholeSeconds: true, spread: true, coarse: [0] });
+    expect(report.candidates[0]).toMatchObject({ admitted: 5, rejected: 0 });
+  });
+
+  it('a window over 10 s, times with milliseconds, or too few requests to tell: no warning', async () => {
+    expect((await run(['replay', log, '--policy', '{"limit":5,"windowMs":60000}'])).code).toBe(0);
+    const ms = join(dir, 'ms.csv');
+    writeFileSync(ms, Array.from({ length: 10 }, (_, i) => `${T + i * 100},k`).join('\n'));
+    expect((await run(['replay', ms, ...policy])).code).toBe(0);
+    const few = join(dir, 'few.csv');
+    writeFileSync(few, `${T},k\n${T + 1000},k\n`);
+    expect((await run(['replay', few, ...policy])).code).toBe(0);
+  });
+});
+
 describe('tollgate replay ordering', () => {
   // A request of 0.5 s logged last, after those of 1.2, 1.3 and 1.9 s (written at request end); limit 2 per 1 s (sliding log).
   const late = join(dir, 'late.csv');

@@ -20,7 +20,7 @@ import type { ReplayReport } from './replay/replay-report.js';
 import { type RunReplayOptions, runReplay } from './replay/run-replay.js';
 import { createProgressBar, type ProgressTarget } from './report/progress-bar.js';
 import { renderReplayHtml } from './report/replay-html.js';
-import { renderReplayTable } from './report/replay-table.js';
+import { describeTimes, renderReplayTable } from './report/replay-table.js';
 
 export interface CliIo {
   readonly stdout: { write(text: string): unknown };
@@ -65,6 +65,9 @@ Replay options:
                                written at request end; inputs of up to 128 MiB of text are sorted whole
                                instead, unless this is given
   --sort                       sort each file whole by time (holds the whole log in memory)
+  --spread-seconds             a log whose times are whole seconds (nginx $time_local): spread each
+                               second's requests evenly over it, in the order they came (default: all
+                               at the second's start, which short windows reject more of; warned, exit 3)
   --max-keys <n>               limiter entries kept per candidate, evicted like the MemoryStore (default 1000000)
   --top <n>                    clients listed per candidate (default 10)
   --json                       print the report as JSON instead of a table
@@ -74,7 +77,8 @@ Replay options:
 
 Exit status: 0 replayed; 2 usage or input error; 3 replayed, but some requests came later than the
 reorder window allowed (replayed out of order: counted, with the worst lateness, in the report), or more
-lines were malformed than read.
+lines were malformed than read, or every time was a whole second and a candidate's window is 10 s or less
+(without --spread-seconds).
 `;
 
 function int(value: string | undefined, name: string, min: number, max: number): number | undefined {
@@ -113,6 +117,7 @@ const REPLAY_FLAGS = {
   'max-keys': { type: 'string' },
   'reorder-window': { type: 'string' },
   sort: { type: 'boolean' },
+  'spread-seconds': { type: 'boolean' },
   top: { type: 'string' },
   json: { type: 'boolean' },
   html: { type: 'string' },
@@ -164,6 +169,7 @@ function replayOptions(values: ReplayFlags, io: CliIo): Omit<RunReplayOptions, '
     ...(maxKeys === undefined ? {} : { maxKeys }),
     ...(top === undefined ? {} : { top }),
     ...(values.sort === true ? { sort: true } : reorderWindowMs === undefined ? {} : { sort: false, reorderWindowMs }),
+    ...(values['spread-seconds'] === true ? { spreadSeconds: true } : {}),
     ip: {
       ...(values['trusted-proxy'] === undefined ? {} : { trustedProxies: values['trusted-proxy'] }),
       ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }),
@@ -208,6 +214,11 @@ function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): num
         `after later ones (worst ${formatDuration(order.worstLateMs)} late) and ${order.late === 1 ? 'was' : 'were'} replayed out of time order: ${order.late === 1 ? 'its decision is' : 'their decisions are'} approximate. ` +
         `Rerun with ${rerunWith(order.worstLateMs)}. Exit status 3.\n`,
     );
+    return 3;
+  }
+  const coarse = describeTimes(report).warning;
+  if (coarse !== null) {
+    io.stderr.write(`warning: ${coarse} Exit status 3.\n`);
     return 3;
   }
   return mostlyMalformed ? 3 : 0;

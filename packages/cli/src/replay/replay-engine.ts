@@ -36,6 +36,7 @@ export interface ReplayInputSummary {
   readonly malformed: number;
   readonly malformedSamples: ReplayReport['input']['malformedSamples'];
   readonly order?: ReplayReport['input']['order'];
+  readonly times?: ReplayReport['input']['times'];
 }
 
 export interface ReplayEngine {
@@ -347,6 +348,7 @@ export function createReplayEngine(candidates: readonly Candidate[], options: Re
         malformedSamples: input?.malformedSamples ?? [],
         outOfOrder,
         order: input?.order ?? null,
+        times: input?.times ?? null,
       },
       clients: clients.size,
       untrackedRequests: untracked,

@@ -64,6 +64,13 @@ export interface BusyMinute {
   readonly candidates: readonly { readonly admitted: readonly number[]; readonly rejected: readonly number[] }[];
 }
 
+/** What the log's time stamps allow (see `ReplayReport.input.times`). */
+export interface ReplayTimes {
+  readonly wholeSeconds: boolean;
+  readonly spread: boolean;
+  readonly coarse: readonly number[];
+}
+
 export interface ReplayReport {
   readonly input: {
     readonly files: readonly { file: string; format: string | undefined; lines: number; requests: number; malformed: number }[];
@@ -75,6 +82,13 @@ export interface ReplayReport {
     readonly outOfOrder: number;
     /** How the input was put in time order, and what fell outside the reorder window (null: pushed by hand). */
     readonly order: OrderStats | null;
+    /**
+     * The log's times (input/whole-seconds.ts): `wholeSeconds` when every request's time was a whole second;
+     * `spread` when `--spread-seconds` spread each second's requests over it; `coarse`, the candidates
+     * (indexes) with a policy window of 10 s or less, whose figures whole-second times make approximate
+     * unless spread. Null: requests pushed by hand.
+     */
+    readonly times: ReplayTimes | null;
   };
   /** Distinct keys seen (up to `maxClients`; later new keys are replayed but not tracked per client). */
   readonly clients: number;

@@ -7,8 +7,9 @@
 import type { IpKeyOptions, Logger } from '@tollgate/core';
 import { createInputStats, type InputStats, MALFORMED_SAMPLES, mergeByTime, readRequests } from '../input/log-source.js';
 import { createKeyer, type KeySpec } from '../input/request-key.js';
-import type { LogFormat } from '../input/request-parser.js';
+import type { LogFormat, LogRequest } from '../input/request-parser.js';
 import { createOrderStats, DEFAULT_REORDER_WINDOW_MS, inTimeOrder, type OrderStats, shouldSortWhole } from '../input/time-order.js';
+import { COARSE_WINDOW_MS, WholeSeconds } from '../input/whole-seconds.js';
 import type { ProgressBar } from '../report/progress-bar.js';
 import { type Candidate, createReplayEngine, type ReplayOptions } from './replay-engine.js';
 import type { ReplayReport } from './replay-report.js';
@@ -35,6 +36,8 @@ export interface RunReplayOptions extends ReplayOptions {
   readonly sort?: boolean | 'auto';
   /** The reorder window when not sorting whole, ms. Defaults to 5 minutes; 0 replays in file order. */
   readonly reorderWindowMs?: number;
+  /** `true` spreads the requests of each whole second evenly over it (input/whole-seconds.ts). Defaults to `false`. */
+  readonly spreadSeconds?: boolean;
 }
 
 /** How the files will be ordered: `sort`/`reorderWindowMs` as given, or by the input's size. */
@@ -61,32 +64,35 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
   const order = chooseOrder(options.files, options.sort, options.reorderWindowMs);
   const sources = options.files.map((_, i) => inTimeOrder(readRequests(i, sourceOptions, stats), order));
   let refused = 0;
-  for await (const batch of mergeByTime(sources)) {
-    for (let i = 0; i < batch.length; i++) {
-      const r = batch[i] as { at: number; key: string; cost: number };
-      try {
-        engine.push(r.at, r.key, r.cost);
-      } catch (error) {
-        // ERR_RL_INVALID_KEY (too long a field) or a cost the core refuses: the core decided nothing.
-        refused += 1;
-        if (stats.malformedSamples.length < MALFORMED_SAMPLES) {
-          stats.malformedSamples.push({
-            file: '(merged)',
-            line: 0,
-            reason: (error as Error).message.split('. See ')[0] ?? '',
-            text: r.key.slice(0, 160),
-          });
-        }
+  const seconds = new WholeSeconds((r) => {
+    try {
+      engine.push(r.at, r.key, r.cost);
+    } catch (error) {
+      // ERR_RL_INVALID_KEY (too long a field) or a cost the core refuses: the core decided nothing.
+      refused += 1;
+      if (stats.malformedSamples.length < MALFORMED_SAMPLES) {
+        stats.malformedSamples.push({
+          file: '(merged)',
+          line: 0,
+          reason: (error as Error).message.split('. See ')[0] ?? '',
+          text: r.key.slice(0, 160),
+        });
       }
     }
+  }, options.spreadSeconds === true);
+  for await (const batch of mergeByTime(sources)) {
+    for (let i = 0; i < batch.length; i++) seconds.add(batch[i] as LogRequest);
     options.progress?.update(stats.readBytes, stats.totalBytes, `${stats.lines.toLocaleString('en-US')} lines`);
   }
+  seconds.flush();
   options.progress?.finish();
+  const coarse = options.candidates.flatMap((c, i) => (c.policies.some((p) => p.windowMs <= COARSE_WINDOW_MS) ? [i] : []));
   return engine.report({
     files: stats.files,
     lines: stats.lines,
     malformed: stats.malformed + refused,
     malformedSamples: stats.malformedSamples,
     order,
+    times: { wholeSeconds: seconds.seen, spread: options.spreadSeconds === true, coarse },
   });
 }

@@ -5,7 +5,7 @@
  * skips, unless TOLLGATE_REQUIRE_CHROMIUM=1 (set by .ci/run), which turns the skip into a failure.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
@@ -58,10 +58,10 @@ async function render(file: string, screenshot: string, height: number): Promise
   };
 }
 
-async function cli(args: string[]): Promise<string> {
+async function cli(args: string[], exit = 0): Promise<string> {
   let stdout = '';
   const code = await runCli(args, { stdout: { write: (t: string) => (stdout += t) }, stderr: { write() {} } });
-  expect(code).toBe(0);
+  expect(code).toBe(exit);
   return stdout;
 }
 
@@ -88,7 +88,10 @@ describeBrowser('HTML reports in headless chromium', () => {
       '--html',
       html,
     ];
-    const report = JSON.parse(await cli(args)) as ReplayReport;
+    // The log's times are whole seconds (nginx's), and the leaky bucket's window is 1 s: warned, exit 3.
+    const report = JSON.parse(await cli(args, 3)) as ReplayReport;
+    expect(report.input.times).toEqual({ wholeSeconds: true, spread: false, coarse: [2] });
+    expect(readFileSync(html, 'utf8')).toContain('<div class="warning" id="whole-seconds">');
     const screenshot = join(ARTIFACTS, 'replay-report.png');
     const page = await render(html, screenshot, 2200);
     expect(page.errors).toEqual([]);

@@ -7,7 +7,7 @@
  */
 import type { ReplayReport } from '../replay/replay-report.js';
 import { escapeHtml, htmlPage, htmlTable } from './html.js';
-import { describeOrder } from './replay-table.js';
+import { describeOrder, describeTimes } from './replay-table.js';
 import { groupedBarChart, horizontalBarChart, legend, lineChart, PALETTE } from './svg-chart.js';
 import { formatShare } from './text-table.js';
 
@@ -37,6 +37,10 @@ function headSection(report: ReplayReport): string[] {
   const order = describeOrder(report);
   parts.push(`<p class="meta">${escapeHtml(order.how)}</p>`);
   if (order.late !== null) parts.push(`<div class="warning" id="late-requests"><strong>Warning:</strong> ${escapeHtml(order.late)}</div>`);
+  const times = describeTimes(report);
+  if (times.note !== null) parts.push(`<p class="meta">${escapeHtml(times.note)}</p>`);
+  if (times.warning !== null)
+    parts.push(`<div class="warning" id="whole-seconds"><strong>Warning:</strong> ${escapeHtml(times.warning)}</div>`);
   parts.push('<h2>Candidates</h2>');
   parts.push(
     htmlTable(

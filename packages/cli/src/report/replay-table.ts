@@ -36,6 +36,29 @@ export function describeOrder(report: ReplayReport): { how: string; late: string
 }
 
 /**
+ * What whole-second times do to the figures: a note when `--spread-seconds` spread them, a warning (the
+ * figures of candidates with a window of 10 s or less are approximate) when they were replayed as they
+ * are; null when the times have milliseconds or no candidate is that short.
+ */
+export function describeTimes(report: ReplayReport): { note: string | null; warning: string | null } {
+  const t = report.input.times;
+  if (t === null || !t.wholeSeconds) return { note: null, warning: null };
+  if (t.spread) return { note: "Times: whole seconds; each second's requests spread evenly over it (--spread-seconds).", warning: null };
+  if (t.coarse.length === 0) return { note: null, warning: null };
+  const which = t.coarse.map((i) => `#${i + 1}`).join(', ');
+  const one = t.coarse.length === 1;
+  return {
+    note: null,
+    warning:
+      "every time in the log is a whole second (nginx's $time_local, Apache's %t), so the requests of one second were replayed as " +
+      `arriving together at its start: ${one ? 'candidate' : 'candidates'} ${which}, with a window of 10 s or less, ` +
+      `${one ? 'rejects' : 'reject'} more than ${one ? 'it' : 'they'} would have had those requests come spread over the second, so ` +
+      `${one ? 'its' : 'their'} figures are approximate (an upper bound). ` +
+      'Log $msec with --nginx-fields (nginx: it has milliseconds), or rerun with --spread-seconds for the other bound.',
+  };
+}
+
+/**
  * The summary of `report`: its top-client lists as long as the report holds them (`--top`, the engine's
  * `top`), or at most `topRows`.
  */
@@ -49,6 +72,9 @@ export function renderReplayTable(report: ReplayReport, topRows = Number.POSITIV
   const order = describeOrder(report);
   out.push(order.how);
   if (order.late !== null) out.push('', `WARNING: ${order.late}`);
+  const times = describeTimes(report);
+  if (times.note !== null) out.push(times.note);
+  if (times.warning !== null) out.push('', `WARNING: ${times.warning[0]?.toUpperCase()}${times.warning.slice(1)}`);
   out.push('');
   const rows = report.candidates.map((c) => [
     `#${c.index + 1}`,

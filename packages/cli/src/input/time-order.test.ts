@@ -10,7 +10,16 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { createRandom } from '../synthetic/seeded-random.js';
 import type { LogRequest } from './request-parser.js';
-import { createOrderStats, formatDuration, inTimeOrder, type OrderStats, parseDuration, shouldSortWhole, textBytes } from './time-order.js';
+import {
+  createOrderStats,
+  filesToSortWhole,
+  formatDuration,
+  inTimeOrder,
+  type OrderStats,
+  parseDuration,
+  shouldSortWhole,
+  textBytes,
+} from './time-order.js';
 
 async function reorder(requests: LogRequest[], stats: OrderStats, batch = 7, autoSortCap?: number): Promise<LogRequest[]> {
   async function* source(): AsyncGenerator<LogRequest[]> {
@@ -182,6 +191,32 @@ describe('what is small enough to sort whole', () => {
     expect(textBytes(gz)).toBe(100_000);
     expect(shouldSortWhole([plain, gz], 200_000)).toBe(true);
     expect(shouldSortWhole([plain, gz], 199_999)).toBe(false);
+  });
+
+  it('over the limit together, the smaller files are still sorted whole, smallest first, as the README says', () => {
+    const sized = (name: string, n: number) => {
+      const path = join(dir, name);
+      writeFileSync(path, 'x'.repeat(n));
+      return path;
+    };
+    const [big, small, mid] = [sized('big.log', 150_000), sized('small.log', 1_000), sized('mid.log', 60_000)];
+    // Before: all or none (every file through the window once the total passed the limit).
+    expect(filesToSortWhole([big, small, mid], 100_000)).toEqual([false, true, true]);
+    expect(filesToSortWhole([big, small, mid], 50_000)).toEqual([false, true, false]);
+    expect(filesToSortWhole([big, small, mid], 211_000)).toEqual([true, true, true]);
+  });
+
+  it('a file sorted whole beside others in the window: its own lines in time order, whatever the window', async () => {
+    const stats = createOrderStats('window', 'auto', 1_000);
+    // Written backwards, a minute apart: through a 1 s window all but the first would be late.
+    const backwards = Array.from({ length: 20 }, (_, i) => ({ at: (20 - i) * 60_000, key: 'k', cost: 1 }));
+    async function* source(): AsyncGenerator<LogRequest[]> {
+      yield backwards;
+    }
+    const out: number[] = [];
+    for await (const b of inTimeOrder(source(), stats, 1_000_000, true)) out.push(...b.map((r) => r.at));
+    expect(out).toEqual(backwards.map((r) => r.at).reverse());
+    expect(stats.late).toBe(0);
   });
 });
 

@@ -66,9 +66,23 @@ export function textBytes(path: string): number {
 
 /** True when the files hold at most `limit` bytes of log text altogether: small enough to sort whole. */
 export function shouldSortWhole(paths: readonly string[], limit = AUTO_SORT_BYTES): boolean {
+  return filesToSortWhole(paths, limit).every(Boolean);
+}
+
+/**
+ * Which of `paths` are sorted whole by size: the smallest first, as long as those taken hold at most
+ * `limit` bytes of log text together; the others go through the reorder window.
+ */
+export function filesToSortWhole(paths: readonly string[], limit = AUTO_SORT_BYTES): boolean[] {
+  const sizes = paths.map(textBytes);
+  const whole = paths.map(() => false);
   let total = 0;
-  for (const p of paths) total += textBytes(p);
-  return total <= limit;
+  for (const i of sizes.map((_, i) => i).sort((a, b) => (sizes[a] as number) - (sizes[b] as number))) {
+    total += sizes[i] as number;
+    if (total > limit) break;
+    whole[i] = true;
+  }
+  return whole;
 }
 
 /**
@@ -260,8 +274,10 @@ export function inTimeOrder(
   stats: OrderStats,
   /** The most requests sorted whole by size (a test's smaller number). */
   autoSortCap = AUTO_SORT_REQUESTS,
+  /** This file sorted whole; by default as `stats.mode` says (a file small enough among large ones is, in `window` mode by size). */
+  whole = stats.mode === 'sort',
 ): AsyncGenerator<LogRequest[]> {
-  if (stats.mode === 'window') return windowed(source, new Reorder(stats), new Disorder(stats), createInterner());
+  if (!whole) return windowed(source, new Reorder(stats), new Disorder(stats), createInterner());
   return sortedWhole(source, stats, autoSortCap);
 }
 

@@ -8,7 +8,14 @@ import type { IpKeyOptions, Logger } from '@tollgate/core';
 import { createInputStats, type InputStats, MALFORMED_SAMPLES, mergeByTime, readRequests } from '../input/log-source.js';
 import { createKeyer, type KeySpec } from '../input/request-key.js';
 import type { LogFormat, LogRequest } from '../input/request-parser.js';
-import { createOrderStats, DEFAULT_REORDER_WINDOW_MS, inTimeOrder, type OrderStats, shouldSortWhole } from '../input/time-order.js';
+import {
+  createOrderStats,
+  DEFAULT_REORDER_WINDOW_MS,
+  filesToSortWhole,
+  inTimeOrder,
+  type OrderStats,
+  shouldSortWhole,
+} from '../input/time-order.js';
 import { COARSE_WINDOW_MS, WholeSeconds } from '../input/whole-seconds.js';
 import type { ProgressBar } from '../report/progress-bar.js';
 import { type Candidate, createReplayEngine, type ReplayOptions } from './replay-engine.js';
@@ -62,7 +69,9 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
   };
   const engine = createReplayEngine(options.candidates, options);
   const order = chooseOrder(options.files, options.sort, options.reorderWindowMs);
-  const sources = options.files.map((_, i) => inTimeOrder(readRequests(i, sourceOptions, stats), order));
+  // By size, the smaller files are sorted whole even when the larger ones go through the window.
+  const whole = order.reason === 'auto' ? filesToSortWhole(options.files) : options.files.map(() => order.mode === 'sort');
+  const sources = options.files.map((_, i) => inTimeOrder(readRequests(i, sourceOptions, stats), order, undefined, whole[i]));
   let refused = 0;
   const seconds = new WholeSeconds((r) => {
     try {

@@ -48,7 +48,7 @@ from the textbook figure):
   e  100 requests in the last 0.1 s of a window, then 10/s for 2 minutes: the most in any rolling minute
 
 Replay options:
-  --format <nginx|jsonl|csv>   input format (default: by file name, else by the first line)
+  --format <nginx|jsonl|csv>   input format (default: by a .csv or .json* name, else by the first lines)
   --key <ip|header:NAME|field:NAME>
                                what a client is (default: the client address for nginx and JSON,
                                the key column for CSV)

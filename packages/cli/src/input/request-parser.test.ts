@@ -156,6 +156,9 @@ describe('format detection', () => {
     ['a.csv.gz', '', 'csv'],
     ['a.ndjson', '', 'jsonl'],
     ['access.log.gz', '', 'nginx'],
+    ['access.log', '1.2.3.4 - - [', 'nginx'],
+    // pino writes app.log: before, read as nginx and every line malformed (exit 2).
+    ['app.log', '{"level":30,"time":1700000000000,"key":"k"}', 'jsonl'],
     ['dump', '{"time":1}', 'jsonl'],
     ['dump', '1700000000,k', 'csv'],
     ['dump', '1.2.3.4 - - [', 'nginx'],

@@ -218,15 +218,15 @@ function formatOfLine(line: string): LogFormat {
 }
 
 /**
- * The format of a file by its name (`.log`, `.jsonl`/`.ndjson`/`.json`, `.csv`, each optionally `.gz`),
- * else by what most of its first {@link DETECT_LINES} non-blank lines look like (ties: JSON, CSV, nginx):
- * one line alone misleads on a stream cut mid-line (`tail -c`) or one that starts with a blank line.
+ * The format of a file by its name (`.jsonl`/`.ndjson`/`.json`, `.csv`, each optionally `.gz`), else by
+ * what most of its first {@link DETECT_LINES} non-blank lines look like (ties: JSON, CSV, nginx):
+ * one line alone misleads on a stream cut mid-line (`tail -c`) or one that starts with a blank line. A
+ * `.log` name says nothing: nginx writes `access.log`, and pino and most application loggers `app.log`.
  */
 export function detectFormat(path: string, lines: string | readonly string[]): LogFormat {
   const name = path.toLowerCase().replace(/\.gz$/, '');
   if (name.endsWith('.csv')) return 'csv';
   if (name.endsWith('.jsonl') || name.endsWith('.ndjson') || name.endsWith('.json')) return 'jsonl';
-  if (name.endsWith('.log')) return 'nginx';
   const votes: Record<LogFormat, number> = { jsonl: 0, csv: 0, nginx: 0 };
   let seen = 0;
   for (const line of typeof lines === 'string' ? [lines] : lines) {

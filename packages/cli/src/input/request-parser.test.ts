@@ -151,6 +151,37 @@ describe('CSV input', () => {
   });
 });
 
+describe('JSON access logs as loggers write them', () => {
+  it('finds the client in nested fields (pino-http, Caddy, Google Cloud) and drops a port; --key, --time-field and --cost take dotted paths', () => {
+    const p = parser({ format: 'jsonl' });
+    const at = '2026-11-23T09:00:01Z';
+    // Before: "no key" on every line of these shapes.
+    expect(p(JSON.stringify({ time: T, req: { remoteAddress: '203.0.113.9', headers: {} } }), 1)).toMatchObject({ key: 'ip:203.0.113.9' });
+    expect(p(JSON.stringify({ ts: T / 1000, request: { client_ip: '2001:db8:1:2::7' } }), 1)).toMatchObject({
+      key: 'ip:2001:db8:1:2::/64',
+    });
+    expect(p(JSON.stringify({ timestamp: at, httpRequest: { remoteIp: '198.51.100.4' } }), 1)).toMatchObject({
+      at: T,
+      key: 'ip:198.51.100.4',
+    });
+    expect(p(JSON.stringify({ time: T, remote_addr: '203.0.113.9:443' }), 1)).toMatchObject({ key: 'ip:203.0.113.9' });
+    expect(p(JSON.stringify({ time: T, remote_addr: '[2001:db8::1]:443' }), 1)).toMatchObject({ key: 'ip:2001:db8::/64' });
+    const trusted = parser({ format: 'jsonl' }, ['10.0.0.0/8']);
+    expect(
+      trusted(JSON.stringify({ time: T, req: { remoteAddress: '10.0.0.5', headers: { 'x-forwarded-for': '198.51.100.9' } } }), 1),
+    ).toMatchObject({
+      key: 'ip:198.51.100.9',
+    });
+    const nested = parser({ format: 'jsonl', key: parseKeySpec('field:user.id'), timeField: 'http.start', costField: 'usage.units' });
+    expect(nested(JSON.stringify({ http: { start: at }, user: { id: 'u-7' }, usage: { units: 3 } }), 1)).toEqual({
+      at: T,
+      key: 'u-7',
+      cost: 3,
+    });
+    expect(nested(JSON.stringify({ http: { start: at }, user: 'u-7' }), 1)).toBe('no key');
+  });
+});
+
 describe('format detection', () => {
   it.each([
     ['a.csv.gz', '', 'csv'],

@@ -145,11 +145,12 @@ function jsonParser(o: ParserOptions): LineParser {
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'not a JSON object';
     const obj = value as JsonObject;
     const timeName = o.timeField ?? TIME_FIELDS.find((f) => f in obj);
-    const at = timeName === undefined ? Number.NaN : parseTimeValue(obj[timeName]);
-    if (Number.isNaN(at)) return timeName === undefined ? 'no time field' : `bad time ${JSON.stringify(obj[timeName])}`;
+    const time = timeName === undefined ? undefined : fieldAt(obj, timeName);
+    const at = time === undefined ? Number.NaN : parseTimeValue(time);
+    if (Number.isNaN(at)) return timeName === undefined ? 'no time field' : `bad time ${JSON.stringify(time) ?? '(none)'}`;
     const k = jsonKey(obj, key, keyer);
     if (k === undefined || k === '') return 'no key';
-    const rawCost = o.costField === undefined ? obj.cost : obj[o.costField];
+    const rawCost = o.costField === undefined ? obj.cost : fieldAt(obj, o.costField);
     const cost = rawCost === undefined && o.costField === undefined ? 1 : costOf(rawCost);
     if (Number.isNaN(cost)) return `bad cost ${JSON.stringify(rawCost)} (must be a positive multiple of 1/1000)`;
     return { at, key: k, cost };
@@ -161,14 +162,54 @@ function jsonParser(o: ParserOptions): LineParser {
  * user or tenant id, as application loggers write them), else its client address.
  */
 function jsonKey(obj: JsonObject, key: ParserOptions['key'], keyer: Keyer): string | undefined {
-  if (key?.kind === 'field') return text(obj[key.name]);
+  if (key?.kind === 'field') return text(fieldAt(obj, key.name));
   if (key?.kind === 'header') return keyer.fromHeader(key.name, text(headerOf(obj, key.name) ?? obj[nginxHeaderField(key.name)]));
   // `--key ip` asks for the address whatever the line names.
   const own = key === undefined ? text(obj.key) : undefined;
   if (own !== undefined) return own;
-  const address = text(obj.remote_addr ?? obj.ip ?? obj.client_ip);
-  const xff = text(obj.http_x_forwarded_for ?? obj.x_forwarded_for ?? headerOf(obj, 'x-forwarded-for'));
-  return address === undefined ? undefined : keyer.fromAddress(address, xff);
+  let address: string | undefined;
+  for (let i = 0; i < ADDRESS_FIELDS.length && address === undefined; i++) address = text(fieldAt(obj, ADDRESS_FIELDS[i] as string));
+  // pino-http logs the request's headers under `req`.
+  const req = fieldAt(obj, 'req');
+  const reqHeader =
+    req !== null && typeof req === 'object' && !Array.isArray(req) ? headerOf(req as JsonObject, 'x-forwarded-for') : undefined;
+  const xff = text(obj.http_x_forwarded_for ?? obj.x_forwarded_for ?? headerOf(obj, 'x-forwarded-for') ?? reqHeader);
+  return address === undefined ? undefined : keyer.fromAddress(withoutPort(address), xff);
+}
+
+/**
+ * Where JSON access logs put the client address: flat (`remote_addr`, `ip`, `client_ip`), pino-http
+ * (`req.remoteAddress`), Caddy (`request.client_ip`, `request.remote_ip`), Google Cloud (`httpRequest.remoteIp`).
+ */
+const ADDRESS_FIELDS = [
+  'remote_addr',
+  'ip',
+  'client_ip',
+  'remoteAddress',
+  'req.remoteAddress',
+  'request.client_ip',
+  'request.remote_ip',
+  'httpRequest.remoteIp',
+];
+
+/** `203.0.113.9:443` and `[2001:db8::1]:443` (Go's RemoteAddr, some proxies) without the port; any other text as it is. */
+function withoutPort(address: string): string {
+  const bracketed = /^\[([0-9A-Fa-f:.]+)\]:\d{1,5}$/.exec(address);
+  if (bracketed !== null) return bracketed[1] as string;
+  const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(address);
+  return v4 === null ? address : (v4[1] as string);
+}
+
+/** The field `name` of `obj`: a key of that name, else a dotted path into nested objects (`req.remoteAddress`). */
+function fieldAt(obj: JsonObject, name: string): unknown {
+  if (Object.hasOwn(obj, name)) return obj[name];
+  if (!name.includes('.')) return undefined;
+  let at: unknown = obj;
+  for (const part of name.split('.')) {
+    if (at === null || typeof at !== 'object' || Array.isArray(at) || !Object.hasOwn(at, part)) return undefined;
+    at = (at as JsonObject)[part];
+  }
+  return at;
 }
 
 function csvParser(o: ParserOptions): LineParser {

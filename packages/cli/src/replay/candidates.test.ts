@@ -23,6 +23,24 @@ describe('--policy values', () => {
     });
   });
 
+  it("names a list's unnamed policies by their shape, as the README writes the list: before, ERR_RL_DUPLICATE_POLICY (both 'default')", () => {
+    expect(parseCandidate('[{"limit":10,"windowMs":1000},{"limit":1000,"windowMs":3600000}]', 0).policies.map((p) => p.name)).toEqual([
+      '10/1s',
+      '1000/1h',
+    ]);
+    expect(
+      parseCandidate(
+        '[{"limit":10,"windowMs":1000},{"algorithm":"fixed-window","limit":10,"windowMs":1000},{"name":"h","limit":5,"windowMs":60000}]',
+        0,
+      ).policies.map((p) => p.name),
+    ).toEqual(['10/1s', '10/1s #2', 'h']);
+    // Names the user gave stay, and clash as the core says.
+    expect(() => parseCandidate('[{"name":"a","limit":1,"windowMs":1000},{"name":"a","limit":2,"windowMs":1000}]', 0)).toThrow(
+      /ERR_RL_DUPLICATE_POLICY/,
+    );
+    expect(parseCandidate('{"limit":10,"windowMs":1000}', 0).policies[0]?.name).toBeUndefined();
+  });
+
   it('lets the core validate, naming the --policy', () => {
     expect(() => parseCandidate('{"limit":-1,"windowMs":1000}', 1)).toThrow(RateLimitConfigError);
     expect(() => parseCandidate('{"limit":-1,"windowMs":1000}', 1)).toThrow(/^--policy #2: ERR_RL_INVALID_LIMIT/);

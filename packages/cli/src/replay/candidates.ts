@@ -35,6 +35,23 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
+/**
+ * A list's policies without a `name` named by their shape (`10/1s`, `1000/1h`; `#2` after a shape already
+ * taken): the core needs each policy of a plan named apart (ERR_RL_DUPLICATE_POLICY), and the README's
+ * list, a policy per second and one per hour, is written without names. A lone policy keeps `default`.
+ */
+function namedInList(list: PolicyOptions[]): PolicyOptions[] {
+  if (list.length < 2) return list;
+  const taken = new Set(list.map((p) => (isObject(p) ? p.name : undefined)).filter((n) => n !== undefined));
+  return list.map((p, i) => {
+    if (!isObject(p) || p.name !== undefined || typeof p.limit !== 'number' || typeof p.windowMs !== 'number') return p;
+    const shape = `${p.limit}/${formatWindow(p.windowMs)}`;
+    const name = taken.has(shape) ? `${shape} #${i + 1}` : shape;
+    taken.add(name);
+    return { ...p, name };
+  });
+}
+
 /** Parses `--policy` value number `index` (0-based). Throws CliError for unreadable input, RateLimitConfigError (prefixed) for a bad policy. */
 export function parseCandidate(text: string, index: number, read: (path: string) => string = (p) => readFileSync(p, 'utf8')): Candidate {
   const where = `--policy #${index + 1}`;
@@ -72,7 +89,7 @@ export function parseCandidate(text: string, index: number, read: (path: string)
     name = value.name as string | undefined;
     policies = value.policies;
   } else policies = value;
-  const list = (Array.isArray(policies) ? policies : [policies]) as PolicyOptions[];
+  const list = namedInList((Array.isArray(policies) ? policies : [policies]) as PolicyOptions[]);
   if (list.some((p) => isObject(p) && (p as { algorithm?: unknown }).algorithm === 'concurrency')) {
     throw new CliError(
       'ERR_RL_CLI_USAGE',

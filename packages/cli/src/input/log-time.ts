@@ -4,7 +4,7 @@
  * 1e11 or more: every date after 1973 in ms, every date before 5138 in s) and ISO 8601 text (UTC when it
  * names no offset, whatever the machine's time zone). A date that does not exist (30 February, 31 April,
  * hour 24, second 60) is not a time: the line is counted as unreadable, never moved to another day; nor is
- * one outside 1970 to 9999 (an epoch in micro- or nanoseconds). A fraction of a millisecond is dropped
+ * one outside 1970 to 2248 (an epoch in micro- or nanoseconds; the limiter's clock ends in September 2248). A fraction of a millisecond is dropped
  * (floored, as the limiter floors its clock), from whichever form it comes.
  */
 
@@ -26,12 +26,15 @@ const MONTHS: Readonly<Record<string, number>> = {
 /** Epoch numbers at or above this are milliseconds, below it seconds. */
 export const EPOCH_MS_THRESHOLD = 1e11;
 
-/** The first ms after the last second of 9999, where ISO 8601's four-digit years end. */
-const END_OF_TIME_MS = Date.UTC(10000, 0, 1);
+/**
+ * The last ms a limiter's clock reads (the core's MAX_CLOCK_MS, 2^43: 26 September 2248): a later time
+ * would be refused by the core (ERR_RL_INVALID_CLOCK) on one path and not another, so it is no time here.
+ */
+const END_OF_TIME_MS = 2 ** 43;
 
-/** `ms` when it lies between the epoch and the end of 9999; NaN otherwise. */
+/** `ms` when it lies between the epoch and the limiter's last ms (2248); NaN otherwise. */
 function inRange(ms: number): number {
-  return ms >= 0 && ms < END_OF_TIME_MS ? ms : Number.NaN;
+  return ms >= 0 && ms <= END_OF_TIME_MS ? ms : Number.NaN;
 }
 
 function digits(text: string, from: number, count: number): number {

@@ -28,11 +28,24 @@ describe('nginx combined lines', () => {
     expect(nginxField(l, 9)).toBeUndefined();
   });
 
+  it('reads Apache too: the Common Log Format (no referer, no user agent), and a quote escaped as \\" inside a field', () => {
+    const l = createNginxLine();
+    // Before: 'missing "referer" "user agent"' on every common line, and "bad status ''" after a \".
+    expect(splitNginxLine('203.0.113.7 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 5', l)).toBeUndefined();
+    expect([l.count, nginxField(l, 0), nginxField(l, 5), nginxField(l, 7)]).toEqual([6, '203.0.113.7', '5', undefined]);
+    const escaped = '203.0.113.7 - - [23/Nov/2026:09:00:01 +0000] "GET /q?x=\\"a\\" HTTP/1.1" 200 5 "-" "say \\"hi\\""';
+    expect(splitNginxLine(escaped, l)).toBeUndefined();
+    expect([nginxField(l, 3), nginxField(l, 4), nginxField(l, 7)]).toEqual(['GET /q?x=\\"a\\" HTTP/1.1', '200', 'say \\"hi\\"']);
+    // An escaped backslash before the quote: the quote ends the field.
+    expect(splitNginxLine('203.0.113.7 - - [23/Nov/2026:09:00:01 +0000] "GET /\\\\" 200 5 "-" "ua"', l)).toBeUndefined();
+    expect(nginxField(l, 3)).toBe('GET /\\\\');
+  });
+
   it.each([
     ['', 'no client address'],
     ['garbage', 'no client address'],
     ['1.2.3.4 - - 23/Nov/2026:09:00:01 +0000 "GET / HTTP/1.1"', 'no [time]'],
-    ['1.2.3.4 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 5', 'missing "referer" "user agent"'],
+    ['1.2.3.4 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 5 "-"', 'missing "referer" "user agent"'],
     ['1.2.3.4 - - [yesterday] "GET / HTTP/1.1" 200 5 "-" "-"', "bad time 'yesterday'"],
     ['1.2.3.4 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" OK 5 "-" "-"', "bad status 'OK'"],
     ['1.2.3.4 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 5 "-" "cut', 'unterminated quoted field'],

@@ -61,6 +61,23 @@ function isDigit(code: number): boolean {
   return code >= 48 && code <= 57;
 }
 
+/**
+ * The quote that ends a quoted field starting at `from`: nginx writes a `"` inside a value as `\x22`, so
+ * the next quote; Apache writes `\"`, so a quote after a backslash (not itself escaped) is skipped.
+ */
+function closingQuote(line: string, from: number): number {
+  let q = line.indexOf('"', from);
+  while (q > from && line.charCodeAt(q - 1) === 92 && !escapedBackslash(line, q - 1, from)) q = line.indexOf('"', q + 1);
+  return q;
+}
+
+/** True when the backslash at `at` is itself escaped (an odd run of backslashes before it, within the field). */
+function escapedBackslash(line: string, at: number, from: number): boolean {
+  let run = 0;
+  for (let i = at - 1; i >= from && line.charCodeAt(i) === 92; i--) run += 1;
+  return run % 2 === 1;
+}
+
 /** Records the space-separated fields of `line` from `from` to `to` in `out` from field `n`; returns the fields found so far. */
 function unquotedFields(line: string, from: number, to: number, out: NginxLine, n: number): number {
   let p = from;
@@ -100,7 +117,7 @@ export function splitNginxLine(line: string, out: NginxLine): string | undefined
   e[1] = open;
   s[2] = t0;
   e[2] = close;
-  const reqEnd = line.indexOf('"', close + 3);
+  const reqEnd = closingQuote(line, close + 3);
   if (reqEnd < 0) return 'unterminated "request"';
   s[3] = close + 3;
   e[3] = reqEnd;
@@ -123,7 +140,7 @@ export function splitNginxLine(line: string, out: NginxLine): string | undefined
   e[5] = q < 0 ? line.length : q - 1;
   let n = 6;
   while (q >= 0 && n < MAX_FIELDS) {
-    const end = line.indexOf('"', q + 1);
+    const end = closingQuote(line, q + 1);
     if (end < 0) return 'unterminated quoted field';
     s[n] = q + 1;
     e[n] = end;
@@ -133,7 +150,8 @@ export function splitNginxLine(line: string, out: NginxLine): string | undefined
     const gapEnd = q < 0 ? line.length : q;
     if (gapEnd - end > 2) n = unquotedFields(line, end + 1, gapEnd, out, n);
   }
-  if (n < NGINX_FIELDS.length) return 'missing "referer" "user agent"';
+  // The Common Log Format (Apache's `common`) ends at the bytes: no referer, no user agent.
+  if (n !== 6 && n < NGINX_FIELDS.length) return 'missing "referer" "user agent"';
   out.at = lastTime;
   out.line = line;
   out.count = n;

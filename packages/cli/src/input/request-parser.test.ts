@@ -182,6 +182,21 @@ describe('JSON access logs as loggers write them', () => {
   });
 });
 
+describe('CSV with quoted fields', () => {
+  it('reads RFC 4180 quotes, so a time with a comma before its fraction (Python logging) fits a column', () => {
+    const p = parser({ format: 'csv' });
+    // Before: every such line malformed ("bad cost 'alice'" unquoted, and nothing read when quoted).
+    expect(p('"2026-11-23 09:00:01,250","alice"', 2)).toEqual({ at: T + 250, key: 'alice', cost: 1 });
+    expect(p('"2026-11-23T09:00:01Z", "a ""quoted"" key" , 2', 2)).toEqual({ at: T, key: 'a "quoted" key', cost: 2 });
+    expect(p('"time","key"', 1)).toBeUndefined();
+    expect(p('"2026-11-23T09:00:01Z","cut', 2)).toBe('unterminated quoted field');
+    expect(p('"2026-11-23T09:00:01Z"x,k', 2)).toBe('text after a quoted field');
+    expect(p('"2026-11-23T09:00:01Z",k,1,2', 2)).toBe('expected time,key[,cost]');
+    // Unquoted, a comma before the fraction cannot be told from the next column.
+    expect(p('2026-11-23 09:00:01,250,alice', 2)).toBe("bad cost 'alice' (must be a positive multiple of 1/1000)");
+  });
+});
+
 describe('format detection', () => {
   it.each([
     ['a.csv.gz', '', 'csv'],
@@ -192,6 +207,7 @@ describe('format detection', () => {
     ['app.log', '{"level":30,"time":1700000000000,"key":"k"}', 'jsonl'],
     ['dump', '{"time":1}', 'jsonl'],
     ['dump', '1700000000,k', 'csv'],
+    ['dump', '"2026-11-23 09:00:01,250","alice"', 'csv'],
     ['dump', '1.2.3.4 - - [', 'nginx'],
   ])('%s starting %j is %s', (path, first, format) => {
     expect(detectFormat(path, first)).toBe(format);

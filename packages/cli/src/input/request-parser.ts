@@ -220,22 +220,65 @@ function csvParser(o: ParserOptions): LineParser {
   const keyer = o.keyer;
   return (line, lineNumber) => {
     if (line.trim() === '') return undefined;
+    if (line.includes('"')) return quotedCsv(line, lineNumber, asAddress, keyer);
     const c1 = line.indexOf(',');
     if (c1 < 0) return 'expected time,key[,cost]';
     const timeText = line.slice(0, c1).trim();
     if (lineNumber === 1 && timeText === 'time') return undefined;
     const c2 = line.indexOf(',', c1 + 1);
     const keyText = (c2 < 0 ? line.slice(c1 + 1) : line.slice(c1 + 1, c2)).trim();
-    const at = parseTimeValue(timeText);
-    if (Number.isNaN(at)) return `bad time '${timeText}'`;
-    const k = asAddress ? keyer.fromAddress(keyText, undefined) : keyText;
-    if (k === undefined || k === '') return asAddress ? `bad client address '${keyText}'` : 'empty key';
-    const costText = c2 < 0 ? undefined : line.slice(c2 + 1).trim();
-    if (costText?.includes(',')) return 'expected time,key[,cost]';
-    const cost = costText === undefined ? 1 : costOf(costText);
-    if (Number.isNaN(cost)) return `bad cost '${costText}' (must be a positive multiple of 1/1000)`;
-    return { at, key: k, cost };
+    return csvRequest(timeText, keyText, c2 < 0 ? undefined : line.slice(c2 + 1).trim(), asAddress, keyer);
   };
+}
+
+/**
+ * A CSV line with quoted fields (RFC 4180: `"2026-10-10 13:55:00,123","alice"`, a `""` inside one is a
+ * quote): how a time with a comma before its fraction (Python's logging) can sit in a CSV column.
+ */
+function quotedCsv(line: string, lineNumber: number, asAddress: boolean, keyer: Keyer): LineResult {
+  const fields: string[] = [];
+  let i = 0;
+  while (i <= line.length) {
+    while (line.charCodeAt(i) === 32) i += 1;
+    if (line.charCodeAt(i) === 34) {
+      let value = '';
+      let j = i + 1;
+      for (;;) {
+        const q = line.indexOf('"', j);
+        if (q < 0) return 'unterminated quoted field';
+        value += line.slice(j, q);
+        if (line.charCodeAt(q + 1) !== 34) {
+          j = q + 1;
+          break;
+        }
+        value += '"';
+        j = q + 2;
+      }
+      const comma = line.indexOf(',', j);
+      if (line.slice(j, comma < 0 ? line.length : comma).trim() !== '') return 'text after a quoted field';
+      fields.push(value);
+      i = comma < 0 ? line.length + 1 : comma + 1;
+    } else {
+      const comma = line.indexOf(',', i);
+      fields.push(line.slice(i, comma < 0 ? line.length : comma).trim());
+      i = comma < 0 ? line.length + 1 : comma + 1;
+    }
+  }
+  if (fields.length < 2 || fields.length > 3) return 'expected time,key[,cost]';
+  if (lineNumber === 1 && fields[0] === 'time') return undefined;
+  return csvRequest(fields[0] as string, (fields[1] as string).trim(), fields[2]?.trim(), asAddress, keyer);
+}
+
+/** The request of a CSV line's columns (`costText` undefined: no third column). */
+function csvRequest(timeText: string, keyText: string, costText: string | undefined, asAddress: boolean, keyer: Keyer): LineResult {
+  const at = parseTimeValue(timeText);
+  if (Number.isNaN(at)) return `bad time '${timeText}'`;
+  const k = asAddress ? keyer.fromAddress(keyText, undefined) : keyText;
+  if (k === undefined || k === '') return asAddress ? `bad client address '${keyText}'` : 'empty key';
+  if (costText?.includes(',')) return 'expected time,key[,cost]';
+  const cost = costText === undefined ? 1 : costOf(costText);
+  if (Number.isNaN(cost)) return `bad cost '${costText}' (must be a positive multiple of 1/1000)`;
+  return { at, key: k, cost };
 }
 
 export function createLineParser(options: ParserOptions): LineParser {
@@ -254,7 +297,7 @@ const DETECT_LINES = 100;
 function formatOfLine(line: string): LogFormat {
   const t = line.trimStart();
   if (t.startsWith('{')) return 'jsonl';
-  if (/^(time|[\d.]+|\d{4}-\d{2}-\d{2}[^,]*),/.test(t)) return 'csv';
+  if (/^(?:"(?:time|[\d.]+|\d{4}-\d{2}-\d{2}[^"]*)"|time|[\d.]+|\d{4}-\d{2}-\d{2}[^,]*) *,/.test(t)) return 'csv';
   return 'nginx';
 }
 

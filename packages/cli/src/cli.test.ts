@@ -146,6 +146,25 @@ describe('tollgate replay', () => {
   });
 });
 
+describe("tollgate replay: flags said in the CLI's words", () => {
+  it('refuses what it would ignore or round: --time-field on nginx or CSV, a reorder window under a ms; names --trusted-proxy', async () => {
+    const timeField = await run(['replay', csv, ...POLICIES, '--format', 'csv', '--time-field', 'ts']);
+    expect([timeField.code, timeField.stderr]).toEqual([
+      2,
+      expect.stringMatching(/--time-field names a JSON field; csv lines have their time in the first column/),
+    ]);
+    const window = await run(['replay', csv, ...POLICIES, '--reorder-window', '0.4ms']);
+    expect([window.code, window.stderr]).toEqual([2, expect.stringMatching(/--reorder-window must be a duration/)]);
+    expect((await run(['replay', csv, ...POLICIES, '--reorder-window', '1.1s'])).code).toBe(0);
+    const proxy = await run(['replay', csv, ...POLICIES, '--trusted-proxy', 'private', '--trusted-proxy', 'bogus']);
+    // Before: 'keys.ip.trustedProxies[1]', an option the CLI user never wrote.
+    expect([proxy.code, proxy.stderr]).toEqual([
+      2,
+      expect.stringMatching(/ERR_RL_INVALID_TRUSTED_PROXY: --trusted-proxy #2 is not a known preset/),
+    ]);
+  });
+});
+
 describe('tollgate replay: a log whose times are whole seconds', () => {
   // Five requests stamped in one second (nginx's $time_local has no milliseconds), against 5 per second.
   const line = '203.0.113.7 - - [10/Oct/2026:13:55:00 +0000] "GET /a HTTP/1.1" 200 12 "-" "curl"';

@@ -149,6 +149,13 @@ function replayOptions(values: ReplayFlags, io: CliIo): Omit<RunReplayOptions, '
   if (format !== undefined && !LOG_FORMATS.includes(format as LogFormat)) {
     throw new CliError('ERR_RL_CLI_USAGE', `--format must be one of ${LOG_FORMATS.join(', ')}; got '${format}'`);
   }
+  if (values['time-field'] !== undefined && (format === 'nginx' || format === 'csv')) {
+    // Before: ignored without a word, as the format has its own time.
+    throw new CliError(
+      'ERR_RL_CLI_USAGE',
+      `--time-field names a JSON field; ${format} lines have their time in ${format === 'nginx' ? '$time_local (or $msec, with --nginx-fields)' : 'the first column'}`,
+    );
+  }
   const key = values.key === undefined ? undefined : parseKeySpec(values.key);
   if (values.key !== undefined && key === undefined) {
     throw new CliError('ERR_RL_CLI_USAGE', `--key must be ip, header:<name> or field:<name>; got '${values.key}'`);

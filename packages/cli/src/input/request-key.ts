@@ -5,7 +5,7 @@
  * taken as it is.
  */
 
-import { type IpKeyOptions, type KeyFunction, keys, type Logger, type RequestView } from '@tollgate/core';
+import { type IpKeyOptions, type KeyFunction, keys, type Logger, RateLimitConfigError, type RequestView } from '@tollgate/core';
 import { createDiagnostics } from '@tollgate/core/adapter';
 import { ownString } from './own-string.js';
 
@@ -63,10 +63,22 @@ function inCliWords(logger: Logger): Logger {
   };
 }
 
+/** Runs `build`; a RateLimitConfigError about `keys.ip.trustedProxies[i]` says `--trusted-proxy` instead, the flag the user passed. */
+function inCliTerms<T>(build: () => T): T {
+  try {
+    return build();
+  } catch (error) {
+    if (error instanceof RateLimitConfigError && error.option.startsWith('keys.ip.trustedProxies')) {
+      error.message = error.message.replace(/'keys\.ip\.trustedProxies\[(\d+)\]'/, (_, i: string) => `--trusted-proxy #${Number(i) + 1}`);
+    }
+    throw error;
+  }
+}
+
 export function createKeyer(options: KeyerOptions): Keyer {
   const logger = inCliWords(options.logger);
   const diagnostics = createDiagnostics(logger);
-  const ip = keys.ip({ ...options.ip, logger });
+  const ip = inCliTerms(() => keys.ip({ ...options.ip, logger }));
   const headerKeys = new Map<string, KeyFunction>();
   const direct = new Map<string, string>();
   function view(remoteAddress: string, headers: RequestView['headers']): RequestView {

@@ -429,7 +429,10 @@ export function parseDuration(text: string): number | undefined {
   if (m === null) return undefined;
   const value = Number(m[1]) * (UNITS[m[2] ?? 's'] as number);
   if (m[2] === undefined && Number(m[1]) !== 0) return undefined;
-  return Number.isFinite(value) ? Math.round(value) : undefined;
+  // A window the limiter's ms cannot hold (0.4ms, 1.0005s) is refused, never rounded to another
+  // (1.1s is 1100.0000000000002 in floating point: that one is 1100 ms).
+  const ms = Math.round(value);
+  return Number.isSafeInteger(ms) && Math.abs(value - ms) < 1e-6 ? ms : undefined;
 }
 
 /** `300000` -> `5m`, `90000` -> `1m 30s`, `1500` -> `1.5s`, `250` -> `250ms`. */

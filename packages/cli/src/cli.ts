@@ -215,19 +215,17 @@ function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): num
   const mostlyMalformed = report.input.malformed > report.input.requests;
   if (mostlyMalformed) io.stderr.write(`${mostlyMalformedWarning(report)}\n`);
   const order = report.input.order;
-  if (order !== null && order.late > 0) {
+  const late = order !== null && order.late > 0;
+  if (late) {
     io.stderr.write(
       `warning: ${order.late.toLocaleString('en-US')} ${order.late === 1 ? 'request' : 'requests'} came more than the ${formatDuration(order.windowMs ?? 0)} reorder window ` +
         `after later ones (worst ${formatDuration(order.worstLateMs)} late) and ${order.late === 1 ? 'was' : 'were'} replayed out of time order: ${order.late === 1 ? 'its decision is' : 'their decisions are'} approximate. ` +
         `Rerun with ${rerunWith(order.worstLateMs)}. Exit status 3.\n`,
     );
-    return 3;
   }
   const coarse = describeTimes(report).warning;
-  if (coarse !== null) {
-    io.stderr.write(`warning: ${coarse} Exit status 3.\n`);
-    return 3;
-  }
+  if (coarse !== null) io.stderr.write(`warning: ${coarse} Exit status 3.\n`);
+  if (late || coarse !== null) return 3;
   return mostlyMalformed ? 3 : 0;
 }
 

@@ -33,7 +33,7 @@ export const EPOCH_MS_THRESHOLD = 1e11;
 const END_OF_TIME_MS = 2 ** 43;
 
 /** `ms` when it lies between the epoch and the limiter's last ms (2248); NaN otherwise. */
-function inRange(ms: number): number {
+export function inRange(ms: number): number {
   return ms >= 0 && ms <= END_OF_TIME_MS ? ms : Number.NaN;
 }
 

@@ -94,8 +94,8 @@ function unquotedFields(line: string, from: number, to: number, out: NginxLine, 
   return n;
 }
 
-/** Splits `line` into `out`; returns undefined, or the reason it is not a combined line. */
-export function splitNginxLine(line: string, out: NginxLine): string | undefined {
+/** Splits `line` into `out` (with the unquoted fields after the quoted ones when `unquoted`); returns undefined, or the reason it is not a combined line. */
+export function splitNginxLine(line: string, out: NginxLine, unquoted = true): string | undefined {
   const sp1 = line.indexOf(' ');
   if (sp1 <= 0) return 'not an nginx combined line (no client address)';
   const open = line.indexOf(' [', sp1);
@@ -148,7 +148,7 @@ export function splitNginxLine(line: string, out: NginxLine): string | undefined
     q = line.indexOf('"', end + 1);
     // Unquoted fields after it (`$request_time`, `$msec`), as formats that extend `combined` log them.
     const gapEnd = q < 0 ? line.length : q;
-    if (gapEnd - end > 2) n = unquotedFields(line, end + 1, gapEnd, out, n);
+    if (unquoted && gapEnd - end > 2) n = unquotedFields(line, end + 1, gapEnd, out, n);
   }
   // The Common Log Format (Apache's `common`) ends at the bytes: no referer, no user agent.
   if (n !== 6 && n < NGINX_FIELDS.length) return 'missing "referer" "user agent"';

@@ -39,14 +39,24 @@ describe('nginx input', () => {
     const line = (tail: string) => `203.0.113.7 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 512 "-" "curl/8" "-"${tail}`;
     const at = (fields: string[], tail: string) => parser({ format: 'nginx', nginxExtraFields: fields })(line(tail), 1);
     // Before: every line at $time_local, a whole second and the request's end; unquoted fields not read at all.
-    expect(at(['http_x_forwarded_for', 'request_time'], ' 0.250')).toMatchObject({ at: T - 250 });
+    // Without $msec the arrival is the whole second $time_local less the duration falls in: the log has no finer time.
+    expect(at(['http_x_forwarded_for', 'request_time'], ' 0.250')).toMatchObject({ at: T - 1000 });
+    expect(at(['http_x_forwarded_for', 'request_time'], ' 0.000')).toMatchObject({ at: T });
     expect(at(['http_x_forwarded_for', 'msec'], ' 1795424401.734')).toMatchObject({ at: T + 734 });
     expect(at(['http_x_forwarded_for', 'request_time', 'msec'], ' 2.005 1795424401.734')).toMatchObject({ at: T + 734 - 2005 });
     expect(at(['http_x_forwarded_for', 'msec', 'request_time'], ' "1795424401.734" "0.734"')).toMatchObject({ at: T });
     expect(at(['http_x_forwarded_for', 'request_time'], ' -')).toBe("bad request_time '-'");
     expect(at(['http_x_forwarded_for', 'msec'], '')).toBe("bad msec ''");
     // Unquoted fields between quoted ones keep their names' order.
-    expect(at(['http_x_forwarded_for', 'request_time', 'http_x_api_key'], ' 0.5 "k-1"')).toMatchObject({ at: T - 500 });
+    expect(at(['http_x_forwarded_for', 'request_time', 'http_x_api_key'], ' 0.5 "k-1"')).toMatchObject({ at: T - 1000 });
+    // Outside 1970 to 2248, as every other time: unreadable, never a crash or a date in 1969.
+    expect(at(['http_x_forwarded_for', 'msec'], ' 99999999999999.000')).toMatch(/out of range/);
+    expect(at(['http_x_forwarded_for', 'msec', 'request_time'], ' 1.000 5.000')).toMatch(/out of range/);
+    // Unquoted fields only when asked for: a format adding $upstream_addr is not read as X-Forwarded-For.
+    const quotedOnly = parser({ format: 'nginx', nginxExtraFields: ['http_x_forwarded_for'], nginxUnquoted: false }, ['10.0.0.0/8']);
+    expect(quotedOnly(`10.0.0.5 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 512 "-" "curl/8" 192.0.2.50 0.1`, 1)).toMatchObject({
+      key: 'ip:10.0.0.5',
+    });
     const byKey = parser({
       format: 'nginx',
       nginxExtraFields: ['http_x_forwarded_for', 'request_time', 'http_x_api_key'],

@@ -5,7 +5,7 @@
  */
 import { requestCostToMilli } from '@tollgate/core/adapter';
 import { CliError } from '../cli-error.js';
-import { parseTimeValue } from './log-time.js';
+import { inRange, parseTimeValue } from './log-time.js';
 import { createNginxLine, NGINX_FIELDS, type NginxLine, nginxDash, nginxField, splitNginxLine } from './nginx-log.js';
 import type { Keyer, KeySpec } from './request-key.js';
 
@@ -28,8 +28,14 @@ export interface ParserOptions {
   readonly key: KeySpec | undefined;
   /** The field holding the cost; undefined: JSON `cost` if present, CSV third column, else 1. */
   readonly costField: string | undefined;
-  /** Names of the quoted fields after the user agent in nginx lines. */
+  /** Names of the fields after the user agent in nginx lines. */
   readonly nginxExtraFields: readonly string[];
+  /**
+   * Whether unquoted fields after the user agent (`$request_time`) are fields too. Defaults to `true`; the
+   * replay passes `false` unless --nginx-fields named the fields, so that a format adding an unquoted
+   * `$upstream_addr` is never read as the default name's X-Forwarded-For.
+   */
+  readonly nginxUnquoted?: boolean;
   /** JSON field holding the time; undefined: the first of time, timestamp, @timestamp, ts. */
   readonly timeField: string | undefined;
   readonly keyer: Keyer;
@@ -67,9 +73,10 @@ function nginxParser(o: ParserOptions): LineParser {
   const arrival = nginxArrival(names);
   const keyer = o.keyer;
   const l = createNginxLine();
+  const unquoted = o.nginxUnquoted !== false;
   return (line) => {
     if (line === '') return undefined;
-    const bad = splitNginxLine(line, l);
+    const bad = splitNginxLine(line, l, unquoted);
     if (bad !== undefined) return bad;
     let k: string | undefined;
     if (key.kind === 'ip')
@@ -94,7 +101,10 @@ const SECONDS = /^\d+(\.\d{1,3})?$/;
  * When the request arrived, for a format that logs `msec` and/or `request_time` (named with --nginx-fields):
  * nginx stamps a line when it writes it, at the request's end; `$time_local` has whole seconds, `$msec` the
  * same moment in milliseconds, and `$request_time` how long the request took, so the arrival is the one
- * less the other. Undefined when the format has neither: `$time_local` as it is.
+ * less the other. Without `$msec` the arrival stays a whole second (the one `$time_local` less the
+ * duration falls in): the log has no finer time, and replay says so (input/whole-seconds.ts). A time
+ * outside 1970 to 2248 makes the line unreadable, as in every other form. Undefined when the format has
+ * neither: `$time_local` as it is.
  */
 function nginxArrival(names: readonly string[]): ((l: NginxLine) => number | string) | undefined {
   const msecAt = names.indexOf('msec');
@@ -104,11 +114,14 @@ function nginxArrival(names: readonly string[]): ((l: NginxLine) => number | str
     const v = nginxField(l, i);
     return v !== undefined && SECONDS.test(v) ? Math.round(Number(v) * 1000) : `bad ${name} '${v ?? ''}'`;
   };
+  const inClock = (at: number): number | string => (Number.isNaN(inRange(at)) ? `time ${at} ms out of range` : at);
   return (l) => {
     const written = msecAt < 0 ? l.at : seconds(l, msecAt, 'msec');
-    if (tookAt < 0 || typeof written === 'string') return written;
+    if (typeof written === 'string') return written;
+    if (tookAt < 0) return inClock(written);
     const took = seconds(l, tookAt, 'request_time');
-    return typeof took === 'string' ? took : written - took;
+    if (typeof took === 'string') return took;
+    return inClock(msecAt < 0 ? Math.floor((written - took) / 1000) * 1000 : written - took);
   };
 }
 

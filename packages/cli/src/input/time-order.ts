@@ -432,7 +432,7 @@ export function parseDuration(text: string): number | undefined {
   // A window the limiter's ms cannot hold (0.4ms, 1.0005s) is refused, never rounded to another
   // (1.1s is 1100.0000000000002 in floating point: that one is 1100 ms).
   const ms = Math.round(value);
-  return Number.isSafeInteger(ms) && Math.abs(value - ms) < 1e-6 ? ms : undefined;
+  return Number.isSafeInteger(ms) && Math.abs(value - ms) < 1e-6 && (ms > 0 || value === 0) ? ms : undefined;
 }
 
 /** `300000` -> `5m`, `90000` -> `1m 30s`, `1500` -> `1.5s`, `250` -> `250ms`. */

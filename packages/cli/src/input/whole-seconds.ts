@@ -4,7 +4,9 @@
  * per second, say) rejects far more than it did: a generated log of 50 clients at 6 requests/s had 2,330
  * rejected by `gcra 10/1s` with whole-second times and 4 with the same requests' millisecond times. Replay
  * says so (`WholeSeconds.seen`, the report's `input.times`), and `--spread-seconds` spreads each second's
- * requests evenly over it instead, in the order they came: an assumption too, the other bound.
+ * requests evenly over it instead, in the order they came (`spreadWholeSeconds`): an assumption too, the
+ * other guess. Neither bounds the truth: a client's last request of one second and first of the next are
+ * 1 s apart bunched and closer spread.
  */
 import type { LogRequest } from './request-parser.js';
 
@@ -17,42 +19,60 @@ export const COARSE_WINDOW_MS = 10_000;
  */
 const ENOUGH = 5;
 
+/** Tells whether a log's times are whole seconds: every request's, and enough of them to tell. */
 export class WholeSeconds {
   private all = true;
   private count = 0;
-  private readonly group: LogRequest[] = [];
 
-  constructor(
-    /** Where the requests go on, in order: spread over their second when `spread`, else as they came. */
-    private readonly out: (r: LogRequest) => void,
-    private readonly spread: boolean,
-  ) {}
-
-  /** True when every request had a time of whole seconds, and there were enough to tell. */
+  /** True when every request seen had a time of whole seconds, and there were enough to tell. */
   get seen(): boolean {
     return this.all && this.count >= ENOUGH;
   }
 
-  add(r: LogRequest): void {
-    this.count += 1;
-    if (r.at % 1000 !== 0) this.all = false;
-    if (!this.spread) {
-      this.out(r);
-      return;
+  /** `source` as it is, each request's time seen on the way (before any spreading). */
+  async *watch(source: AsyncIterable<LogRequest[]>): AsyncGenerator<LogRequest[]> {
+    for await (const batch of source) {
+      if (this.all) for (const r of batch) if (r.at % 1000 !== 0) this.all = false;
+      this.count += batch.length;
+      yield batch;
     }
-    const first = this.group[0];
-    if (first !== undefined && first.at !== r.at) this.flush();
-    this.group.push(r);
   }
+}
 
-  /** Sends the second held (call once the input ends). Requests of a time with milliseconds are never moved. */
-  flush(): void {
-    const group = this.group;
+/**
+ * One file's requests (in time order) with the requests of each whole second spread evenly over it, in
+ * the order they came: over the second, or up to the next request's time when that comes sooner (ties in a
+ * log with milliseconds stay before what follows them), never before a time already given. Requests of a
+ * time with milliseconds pass as they are. Per file, before the files are merged, so the merge sees each
+ * file in order.
+ */
+export async function* spreadWholeSeconds(source: AsyncIterable<LogRequest[]>): AsyncGenerator<LogRequest[]> {
+  const group: LogRequest[] = [];
+  let out: LogRequest[] = [];
+  let last = Number.NEGATIVE_INFINITY;
+  const flush = (next: number) => {
     const n = group.length;
+    const second = (group[0] as LogRequest).at;
+    const span = next > second ? Math.min(1000, next - second) : 1000;
     for (let i = 0; i < n; i++) {
       const r = group[i] as LogRequest;
-      this.out(r.at % 1000 === 0 ? { at: r.at + Math.floor((i * 1000) / n), key: r.key, cost: r.cost } : r);
+      last = Math.max(last, second + Math.floor((i * span) / n));
+      out.push({ at: last, key: r.key, cost: r.cost });
     }
     group.length = 0;
+  };
+  for await (const batch of source) {
+    for (const r of batch) {
+      const first = group[0];
+      if (first !== undefined && first.at !== r.at) flush(r.at);
+      if (r.at % 1000 === 0) group.push(r);
+      else out.push(r);
+    }
+    if (out.length > 0) {
+      yield out;
+      out = [];
+    }
   }
+  if (group.length > 0) flush(Number.POSITIVE_INFINITY);
+  if (out.length > 0) yield out;
 }

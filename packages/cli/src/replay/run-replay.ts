@@ -16,7 +16,7 @@ import {
   type OrderStats,
   shouldSortWhole,
 } from '../input/time-order.js';
-import { COARSE_WINDOW_MS, WholeSeconds } from '../input/whole-seconds.js';
+import { COARSE_WINDOW_MS, spreadWholeSeconds, WholeSeconds } from '../input/whole-seconds.js';
 import type { ProgressBar } from '../report/progress-bar.js';
 import { type Candidate, createReplayEngine, type ReplayOptions } from './replay-engine.js';
 import type { ReplayReport } from './replay-report.js';
@@ -64,36 +64,44 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
     key: options.key,
     costField: options.costField,
     nginxExtraFields: options.nginxExtraFields ?? ['http_x_forwarded_for'],
+    // Unquoted fields are read only under names the user gave (see ParserOptions.nginxUnquoted).
+    nginxUnquoted: options.nginxExtraFields !== undefined,
     timeField: options.timeField,
     keyer,
   };
   const engine = createReplayEngine(options.candidates, options);
-  const order = chooseOrder(options.files, options.sort, options.reorderWindowMs);
-  // By size, the smaller files are sorted whole even when the larger ones go through the window.
-  const whole = order.reason === 'auto' ? filesToSortWhole(options.files) : options.files.map(() => order.mode === 'sort');
+  // By size, the smaller files are sorted whole even when the larger ones go through the window; the sizes
+  // are read once, so the mode and each file's choice agree on a log still growing.
+  const bySize = options.sort === undefined || options.sort === 'auto' ? filesToSortWhole(options.files) : undefined;
+  const order =
+    bySize === undefined
+      ? chooseOrder(options.files, options.sort, options.reorderWindowMs)
+      : createOrderStats(bySize.every(Boolean) ? 'sort' : 'window', 'auto', options.reorderWindowMs ?? DEFAULT_REORDER_WINDOW_MS);
+  const whole = bySize ?? options.files.map(() => order.mode === 'sort');
   const sources = options.files.map((_, i) => inTimeOrder(readRequests(i, sourceOptions, stats), order, undefined, whole[i]));
   let refused = 0;
-  const seconds = new WholeSeconds((r) => {
-    try {
-      engine.push(r.at, r.key, r.cost);
-    } catch (error) {
-      // ERR_RL_INVALID_KEY (too long a field) or a cost the core refuses: the core decided nothing.
-      refused += 1;
-      if (stats.malformedSamples.length < MALFORMED_SAMPLES) {
-        stats.malformedSamples.push({
-          file: '(merged)',
-          line: 0,
-          reason: (error as Error).message.split('. See ')[0] ?? '',
-          text: r.key.slice(0, 160),
-        });
+  const seconds = new WholeSeconds();
+  const watched = sources.map((s) => seconds.watch(s));
+  for await (const batch of mergeByTime(options.spreadSeconds === true ? watched.map(spreadWholeSeconds) : watched)) {
+    for (let i = 0; i < batch.length; i++) {
+      const r = batch[i] as LogRequest;
+      try {
+        engine.push(r.at, r.key, r.cost);
+      } catch (error) {
+        // ERR_RL_INVALID_KEY (too long a field) or a cost the core refuses: the core decided nothing.
+        refused += 1;
+        if (stats.malformedSamples.length < MALFORMED_SAMPLES) {
+          stats.malformedSamples.push({
+            file: '(merged)',
+            line: 0,
+            reason: (error as Error).message.split('. See ')[0] ?? '',
+            text: r.key.slice(0, 160),
+          });
+        }
       }
     }
-  }, options.spreadSeconds === true);
-  for await (const batch of mergeByTime(sources)) {
-    for (let i = 0; i < batch.length; i++) seconds.add(batch[i] as LogRequest);
     options.progress?.update(stats.readBytes, stats.totalBytes, `${stats.lines.toLocaleString('en-US')} lines`);
   }
-  seconds.flush();
   options.progress?.finish();
   const coarse = options.candidates.flatMap((c, i) => (c.policies.some((p) => p.windowMs <= COARSE_WINDOW_MS) ? [i] : []));
   return engine.report({

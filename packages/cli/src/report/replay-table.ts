@@ -37,8 +37,8 @@ export function describeOrder(report: ReplayReport): { how: string; late: string
 
 /**
  * What whole-second times do to the figures: a note when `--spread-seconds` spread them, a warning (the
- * figures of candidates with a window of 10 s or less are approximate) when they were replayed as they
- * are; null when the times have milliseconds or no candidate is that short.
+ * figures of candidates with a window of 10 s or less are approximate, usually too many rejections) when
+ * they were replayed as they are; null when the times have milliseconds or no candidate is that short.
  */
 export function describeTimes(report: ReplayReport): { note: string | null; warning: string | null } {
   const t = report.input.times;
@@ -52,9 +52,9 @@ export function describeTimes(report: ReplayReport): { note: string | null; warn
     warning:
       "every time in the log is a whole second (nginx's $time_local, Apache's %t), so the requests of one second were replayed as " +
       `arriving together at its start: ${one ? 'candidate' : 'candidates'} ${which}, with a window of 10 s or less, ` +
-      `${one ? 'rejects' : 'reject'} more than ${one ? 'it' : 'they'} would have had those requests come spread over the second, so ` +
-      `${one ? 'its' : 'their'} figures are approximate (an upper bound). ` +
-      'Log $msec with --nginx-fields (nginx: it has milliseconds), or rerun with --spread-seconds for the other bound.',
+      `${one ? 'was' : 'were'} decided on times up to a second off, usually rejecting more than the real arrivals would have, so ` +
+      `${one ? 'its' : 'their'} figures are approximate. ` +
+      'Log $msec with --nginx-fields (nginx: it has milliseconds), or rerun with --spread-seconds to compare with the requests spread evenly over each second.',
   };
 }
 

@@ -1,0 +1,47 @@
+/**
+ * @module Whole-second times: told apart from millisecond ones, and spread over their second in order.
+ */
+import { describe, expect, it } from 'vitest';
+import type { LogRequest } from './request-parser.js';
+import { spreadWholeSeconds, WholeSeconds } from './whole-seconds.js';
+
+async function* batches(...lists: LogRequest[][]): AsyncGenerator<LogRequest[]> {
+  for (const list of lists) yield list;
+}
+
+async function times(source: AsyncIterable<LogRequest[]>): Promise<number[]> {
+  const out: number[] = [];
+  for await (const b of source) out.push(...b.map((r) => r.at));
+  return out;
+}
+
+const at = (...ms: number[]): LogRequest[] => ms.map((t, i) => ({ at: t, key: `k${i}`, cost: 1 }));
+
+describe('spreadWholeSeconds', () => {
+  it("spreads each second's requests evenly over it, in order, across batches", async () => {
+    expect(await times(spreadWholeSeconds(batches(at(0, 0), at(0, 0, 1000), at(3000))))).toEqual([0, 250, 500, 750, 1000, 3000]);
+  });
+
+  it('keeps ties in a millisecond log before what follows them, and passes millisecond times as they are', async () => {
+    // Before (spread over the whole second in the merged stream): 0, 500, then 100, 200: time went back.
+    expect(await times(spreadWholeSeconds(batches(at(0, 0, 100, 200, 1000, 1001))))).toEqual([0, 50, 100, 200, 1000, 1001]);
+  });
+
+  it('never gives a time before one already given, when a late request splits a second', async () => {
+    const out = await times(spreadWholeSeconds(batches(at(5000, 5000, 4000, 5000, 5000))));
+    expect(out).toEqual([...out].sort((a, b) => a - b));
+    expect(out.length).toBe(5);
+  });
+});
+
+describe('WholeSeconds', () => {
+  it('sees whole seconds only with every time whole and 5 requests at least', async () => {
+    const whole = new WholeSeconds();
+    await times(whole.watch(batches(at(0, 1000, 2000, 3000, 4000))));
+    const few = new WholeSeconds();
+    await times(few.watch(batches(at(0, 1000))));
+    const ms = new WholeSeconds();
+    await times(ms.watch(batches(at(0, 1000, 2000, 3000, 4001))));
+    expect([whole.seen, few.seen, ms.seen]).toEqual([true, false, false]);
+  });
+});

@@ -159,7 +159,7 @@ describeRedis('RedisStore configuration checks', () => {
     }
   });
 
-  it("a store given no logger warns through the first limiter's logger, under its validate (console before one comes); a store's own logger and validate stay its own", async () => {
+  it("a store given no logger warns through the first limiter's logger that names one, under its validate (console if none comes); a store's own logger and validate stay its own", async () => {
     const turn = () => new Promise((r) => setImmediate(r));
     const policies = { limit: 10, windowMs: 60_000 };
     const clients: Redis[] = [];
@@ -207,10 +207,20 @@ describeRedis('RedisStore configuration checks', () => {
         [],
       ]);
       expect(consoleWarn).not.toHaveBeenCalled();
-      // No limiter by the end of the turn: console, the last resort.
-      new RedisStore({ client: client() });
-      expect(consoleWarn).not.toHaveBeenCalled();
+      // A limiter that names neither a logger nor a validate (a client shaper, a bare createLimiter) is not
+      // taken for the app's; one built later, after other async work (a Fastify plugin after others), is.
+      const later = new RedisStore({ client: client() });
+      limiters.push(createLimiter({ name: 'bare', policies, store: later }));
       await turn();
+      await new Promise((r) => setTimeout(r, 20));
+      const app2 = recorder();
+      limiter(later, app2);
+      expect([app2.codes, consoleWarn.mock.calls.length]).toEqual([['WRN_RL_CLIENT_RESENDS'], 0]);
+      // No limiter before the store's close (or its first call): console, the last resort.
+      const alone = new RedisStore({ client: client() });
+      await turn();
+      expect(consoleWarn).not.toHaveBeenCalled();
+      await alone.close();
       expect(consoleWarn).toHaveBeenCalledTimes(1);
       expect(String(consoleWarn.mock.calls[0]?.[0])).toMatch(/^WRN_RL_CLIENT_RESENDS: /);
     } finally {

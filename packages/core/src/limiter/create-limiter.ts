@@ -37,13 +37,13 @@ export type { Limiter, LimiterEvents, LimiterKey, LimiterStats, PolicyStats } fr
 export { MAX_KEY_LENGTH, normalizeKey } from './target.js';
 
 /**
- * Each plan compiled once, and prepared in the store (RedisStore: its own Lua script); the store told
- * where the limiter logs, for its own warnings (stores/store-log.ts).
+ * Each plan compiled once, and prepared in the store (RedisStore: its own Lua script); then, when the
+ * limiter was `told` a logger or a `validate`, the store told where it logs, for its own warnings
+ * (stores/store-log.ts).
  */
-function compilePlans(config: LimiterConfig): Map<string, CompiledPlan> {
+function compilePlans(config: LimiterConfig, told: boolean): Map<string, CompiledPlan> {
   const compiled = new Map<string, CompiledPlan>();
   const { store } = config;
-  store.logTo?.(config.logger, config.validate);
   for (const [name, enforcedPolicies] of config.plans.plans) {
     const cp = compilePlan(name, enforcedPolicies, config.shadowPolicies, config.localPlans.get(name) ?? []);
     store.prepare?.(cp.storePlan);
@@ -57,6 +57,7 @@ function compilePlans(config: LimiterConfig): Map<string, CompiledPlan> {
     }
     compiled.set(name, cp);
   }
+  if (told) store.logTo?.(config.logger, config.validate);
   return compiled;
 }
 
@@ -64,7 +65,7 @@ function compilePlans(config: LimiterConfig): Map<string, CompiledPlan> {
 export function createLimiter(options: LimiterOptions): Limiter {
   const config = parseLimiterOptions(options);
   const { store, mode, logger } = config;
-  const compiled = compilePlans(config);
+  const compiled = compilePlans(config, options.logger !== undefined || options.validate !== undefined);
   const defaultPlan = compiled.get(config.plans.defaultPlan) as CompiledPlan;
   const now = checkedClock(config.clock);
   const warns = (code: WarningCode): boolean => warningEnabled(config.validate, code);

@@ -5,12 +5,16 @@
  * WRN_RL_CLIENT_RESENDS: false }, store: new RedisStore({ client }) })` puts the store's warnings in pino
  * and silences that one, as docs/errors.md says. A store given its own `logger` keeps it, and its own
  * `validate` (all on by default). Until a limiter comes, `console` (the last resort). A warning a store
- * without a logger raises while it is being built waits for the end of the current turn of the event
- * loop, so that a limiter built in the same synchronous code (the common case: `rateLimit({ store: new
- * RedisStore(...) })`) gets it.
+ * without a logger raises while it is being built waits for the first limiter that names a logger or a
+ * `validate` (every middleware does; a bare `createLimiter()` or a client shaper, which name neither, is
+ * not taken for the app's), for the store's first call (no limiter will come first), or 10 s, whichever
+ * comes first: Fastify builds a plugin's limiter only when the plugins before it have loaded.
  */
 import { createDiagnostics, type Diagnostics, type ValidateOption, type WarningCode } from '../diagnostics.js';
 import { consoleLogger, type LogFields, type Logger, safeLog } from '../logging.js';
+
+/** The longest a warning raised while a store without a logger is built waits for a limiter. */
+const HOLD_MS = 10_000;
 
 export class StoreLog implements Diagnostics {
   /** The store's lines that are not coded warnings (the eviction watch's, a repaired key's): to the logger in force. */
@@ -36,8 +40,13 @@ export class StoreLog implements Diagnostics {
     this.current = createDiagnostics(this.target, ownValidate ?? true, this.raised);
     if (ownLogger === undefined) {
       this.held = [];
-      setImmediate(() => this.flush()).unref();
+      setTimeout(() => this.flush(), HOLD_MS).unref();
     }
+  }
+
+  /** The store's first call, or its close: no limiter takes it first, so held warnings go where they would now. */
+  release(): void {
+    if (this.held !== undefined) this.flush();
   }
 
   /** The first limiter built on a store given no logger: where it logs, and what it silences unless the store was told. */

@@ -209,8 +209,8 @@ export interface Store {
    */
   prepare?(plan: StorePlan): void;
   /**
-   * Called once by `createLimiter` with where the limiter logs and its `validate`: a store that warns
-   * (RedisStore) and was given no logger or `validate` of its own takes the first limiter's.
+   * Called by `createLimiter` with where the limiter logs and its `validate`, when it was given either (every
+   * middleware's is): a store that warns (RedisStore) and was given no logger of its own takes the first's.
    */
   logTo?(logger: Logger, validate: ValidateOption): void;
   /**

@@ -91,14 +91,15 @@ export interface RedisStoreOptions {
   /**
    * Where the store's warnings go (`WRN_RL_CLIENT_RESENDS`, `WRN_RL_SENTINEL_NO_FAILOVER_DETECTOR`, `WRN_RL_EVICTION_POLICY`,
    * `WRN_RL_CORRUPT_STATE`, `WRN_RL_CLIENT_ENDED`, each at most once per store; `WRN_RL_STORE_EVICTING`, at most once per
-   * `evictionWatch.logIntervalMs`). Defaults to the logger of the first limiter (or middleware) built on the
-   * store, and `console` until there is one.
+   * `evictionWatch.logIntervalMs`). Defaults to the logger of the first middleware built on the store (or
+   * limiter given a `logger` or `validate`); `console` when none comes before the store's first call or
+   * within 10 s (stores/store-log.ts).
    */
   logger?: Logger | Console;
   /**
    * `false` silences the store's warnings; `{ WRN_RL_EVICTION_POLICY: false }` one of them (a code that is
    * not a warning's is refused). Defaults to `true` for a store given its own `logger`; else to the
-   * `validate` of the first limiter (or middleware) built on the store, and `true` until there is one.
+   * `validate` of that first middleware (or limiter), and `true` until there is one.
    */
   validate?: ValidateOption;
   /**
@@ -395,6 +396,7 @@ export class RedisStore implements Store {
     if (status === 'ready') {
       if (!this.checked) {
         this.checked = true;
+        this.diagnostics.release();
         void this.checkServer();
       }
       if (!this.used) this.inUse();
@@ -860,6 +862,7 @@ export class RedisStore implements Store {
   close(): void | Promise<void> {
     this.closed = true;
     this.watch?.close();
+    this.diagnostics.release();
     // localBatch: what this process holds goes back to Redis.
     return this.batcher?.close();
   }

@@ -9,6 +9,8 @@
  */
 import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 import { createLimiter, type LogFields, RedisStore, type RedisStoreClient, type Store, type StorePlan } from '@tollgate/core';
+import fastifyRateLimit from '@tollgate/fastify';
+import Fastify from 'fastify';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { CLIENT_KINDS, describeRedis, HOST, type RedisServer, randomPrefix, startCluster, startRedis, waitFor } from './harness.js';
@@ -226,6 +228,40 @@ describeRedis('RedisStore configuration checks', () => {
     } finally {
       consoleWarn.mockRestore();
       await Promise.all(limiters.map((l) => l.close()));
+      for (const c of clients) c.disconnect();
+    }
+  });
+
+  it("Fastify: a plugin registered after others that do async work still gets the store's construction warning, under its validate", async () => {
+    const consoleWarn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    const clients: Redis[] = [];
+    const app = async (validate?: Record<string, boolean>) => {
+      const log = recorder();
+      const client = new Redis({ lazyConnect: true });
+      clients.push(client);
+      const fastify = Fastify();
+      // A plugin before tollgate's that awaits I/O: Fastify runs tollgate's body only after it.
+      fastify.register(async () => {
+        await new Promise((r) => setTimeout(r, 30));
+      });
+      fastify.register(fastifyRateLimit, {
+        name: `fastify-${clients.length}`,
+        policies: { limit: 10, windowMs: 60_000 },
+        store: new RedisStore({ client }),
+        logger: log.logger,
+        ...(validate === undefined ? {} : { validate }),
+      });
+      await fastify.ready();
+      await fastify.close();
+      return log.codes;
+    };
+    try {
+      // Before (held to the end of the turn only): console, past the plugin's logger and validate.
+      expect(await app()).toEqual(['WRN_RL_CLIENT_RESENDS']);
+      expect(await app({ WRN_RL_CLIENT_RESENDS: false })).toEqual([]);
+      expect(consoleWarn).not.toHaveBeenCalled();
+    } finally {
+      consoleWarn.mockRestore();
       for (const c of clients) c.disconnect();
     }
   });

@@ -153,6 +153,12 @@ describe("tollgate replay: flags said in the CLI's words", () => {
       2,
       expect.stringMatching(/--time-field names a JSON field; csv lines have their time in the first column/),
     ]);
+    // A file detected as CSV beside --time-field: read, and said (before: ignored without a word).
+    const detected = await run(['replay', csv, ...POLICIES, '--time-field', 'ts']);
+    expect([detected.code, detected.stderr]).toEqual([
+      0,
+      expect.stringMatching(/^warning: --time-field ts names a JSON field; .*small\.csv was read as csv/m),
+    ]);
     const window = await run(['replay', csv, ...POLICIES, '--reorder-window', '0.4ms']);
     expect([window.code, window.stderr]).toEqual([2, expect.stringMatching(/--reorder-window must be a duration/)]);
     expect((await run(['replay', csv, ...POLICIES, '--reorder-window', '1.1s'])).code).toBe(0);

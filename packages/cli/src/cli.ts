@@ -212,6 +212,15 @@ function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): num
     io.stderr.write(`${nothingReplayed(report).message}\n`);
     return 2;
   }
+  const timeField = values['time-field'];
+  for (const f of report.input.files) {
+    // Refused up front with --format nginx or csv; a file whose format was detected says so here.
+    if (timeField !== undefined && f.format !== undefined && f.format !== 'jsonl') {
+      io.stderr.write(
+        `warning: --time-field ${timeField} names a JSON field; ${f.file} was read as ${f.format}, with the time of its own lines.\n`,
+      );
+    }
+  }
   const mostlyMalformed = report.input.malformed > report.input.requests;
   if (mostlyMalformed) io.stderr.write(`${mostlyMalformedWarning(report)}\n`);
   const order = report.input.order;

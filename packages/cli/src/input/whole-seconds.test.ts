@@ -34,6 +34,23 @@ describe('spreadWholeSeconds', () => {
   });
 });
 
+describe('spreadWholeSeconds on a log whose times are all one', () => {
+  it('spreads them 100,000 at a time (the group held), with times that never go back and stay in the second', async () => {
+    const one = Array.from({ length: 250_000 }, (_, i) => ({ at: 7000, key: `k${i}`, cost: 1 }));
+    let last = 0;
+    let count = 0;
+    for await (const b of spreadWholeSeconds(batches(one))) {
+      for (const r of b) {
+        expect(r.at >= last).toBe(true);
+        last = r.at;
+      }
+      count += b.length;
+    }
+    expect(count).toBe(250_000);
+    expect(last).toBeLessThan(8000);
+  });
+});
+
 describe('WholeSeconds', () => {
   it('sees whole seconds only with every time whole and 5 requests at least', async () => {
     const whole = new WholeSeconds();

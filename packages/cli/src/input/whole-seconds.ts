@@ -19,6 +19,9 @@ export const COARSE_WINDOW_MS = 10_000;
  */
 const ENOUGH = 5;
 
+/** The most requests of one second held to be spread together. */
+const MAX_GROUP = 100_000;
+
 /** Tells whether a log's times are whole seconds: every request's, and enough of them to tell. */
 export class WholeSeconds {
   private all = true;
@@ -64,7 +67,9 @@ export async function* spreadWholeSeconds(source: AsyncIterable<LogRequest[]>): 
   for await (const batch of source) {
     for (const r of batch) {
       const first = group[0];
-      if (first !== undefined && first.at !== r.at) flush(r.at);
+      // A group is one second's requests, at most MAX_GROUP: a log whose times are all one (a date-only
+      // export) is spread that many at a time, each batch over the second, never back in time.
+      if (first !== undefined && (first.at !== r.at || group.length >= MAX_GROUP)) flush(r.at);
       if (r.at % 1000 === 0) group.push(r);
       else out.push(r);
     }

@@ -17,6 +17,7 @@ export {
   type ProblemOptions,
   type RateLimitOptions,
 } from './http/handler/rate-limit-options.js';
+export type { FinishedResponse } from './http/handler/request-plans.js';
 export type { HeaderKeyOptions } from './http/keys/header-key.js';
 export type { IdFunction, KeyId } from './http/keys/identity-key.js';
 export type { IpKeyOptions, TrustedProxyEntry } from './http/keys/ip-key.js';

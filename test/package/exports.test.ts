@@ -219,6 +219,7 @@ describe('@tollgate/core, built', () => {
         "type DecisionMessage",
         "type DecisionReason",
         "type EvictionWatchOptions",
+        "type FinishedResponse",
         "type ForwardingHeader",
         "type HeaderBag",
         "type HeaderKeyOptions",

@@ -149,6 +149,7 @@ describe('@tollgate/core, built', () => {
         "resultExceeds": "function",
         "retryAfterSeconds": "function",
         "waitUnlessClosed": "function",
+        "xForwardedForNode": "function",
       }
     `);
   });

@@ -1,10 +1,12 @@
 /**
  * @module @tollgate/core/adapter: what only the author of an adapter (Express, Fastify, Koa, or a
  * framework of your own) or of a store needs: the per-request handler, the response plan and its
- * writing helpers, the framework trust-proxy checks, warn-once diagnostics, the check of a request's
+ * writing helpers, the framework trust-proxy checks, an address without its port (`xForwardedForNode`: a
+ * framework or a log that hands `a.b.c.d:port`), warn-once diagnostics, the check of a request's
  * cost, whether a key is stored as it is, and readers of a store result. End users import `@tollgate/core`.
  */
 export { createDiagnostics, type Diagnostics } from './diagnostics.js';
+export { xForwardedForNode } from './http/client-ip/forwarded-header.js';
 export {
   type ClientIpResolver,
   isPermissiveTrust,

@@ -3,7 +3,7 @@
  * lines and CSV (`time,key[,cost]`). A line that cannot be read yields the reason as a string (the
  * replay counts it with its line number and goes on); a blank line or a CSV header yields undefined.
  */
-import { requestCostToMilli } from '@tollgate/core/adapter';
+import { requestCostToMilli, xForwardedForNode } from '@tollgate/core/adapter';
 import { CliError } from '../cli-error.js';
 import { inRange, parseTimeValue } from './log-time.js';
 import { createNginxLine, NGINX_FIELDS, type NginxLine, nginxDash, nginxField, splitNginxLine } from './nginx-log.js';
@@ -187,7 +187,8 @@ function jsonKey(obj: JsonObject, key: ParserOptions['key'], keyer: Keyer): stri
   const reqHeader =
     req !== null && typeof req === 'object' && !Array.isArray(req) ? headerOf(req as JsonObject, 'x-forwarded-for') : undefined;
   const xff = text(obj.http_x_forwarded_for ?? obj.x_forwarded_for ?? headerOf(obj, 'x-forwarded-for') ?? reqHeader);
-  return address === undefined ? undefined : keyer.fromAddress(withoutPort(address), xff);
+  // `203.0.113.9:443` and `[2001:db8::1]:443` (Go's RemoteAddr, some proxies): the core's reading of such an X-Forwarded-For entry.
+  return address === undefined ? undefined : keyer.fromAddress(xForwardedForNode(address) ?? address, xff);
 }
 
 /**
@@ -204,14 +205,6 @@ const ADDRESS_FIELDS = [
   'request.remote_ip',
   'httpRequest.remoteIp',
 ];
-
-/** `203.0.113.9:443` and `[2001:db8::1]:443` (Go's RemoteAddr, some proxies) without the port; any other text as it is. */
-function withoutPort(address: string): string {
-  const bracketed = /^\[([0-9A-Fa-f:.]+)\]:\d{1,5}$/.exec(address);
-  if (bracketed !== null) return bracketed[1] as string;
-  const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(address);
-  return v4 === null ? address : (v4[1] as string);
-}
 
 /** The field `name` of `obj`: a key of that name, else a dotted path into nested objects (`req.remoteAddress`). */
 function fieldAt(obj: JsonObject, name: string): unknown {

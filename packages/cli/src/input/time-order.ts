@@ -4,7 +4,7 @@
  * up to the longest request; logs merged or shuffled by hand are worse. A limiter fed out of order
  * decides wrongly (it never moves its clock back: an early request after a late one is decided as if it
  * came late), so a replay must sort. Two ways, per file:
- * - a full sort, when asked (`--sort`) or when the input is small enough to hold (`shouldSortWhole`);
+ * - a full sort, when asked (`--sort`) or when the input is small enough to hold (`filesToSortWhole`);
  * - a bounded reorder window (default 5 minutes): requests wait in a min-heap until a request
  *   `windowMs` later has been read, then leave in time order. Memory holds one window of traffic.
  *   A request that arrives after later ones have already left (it is more than the window behind the
@@ -62,11 +62,6 @@ export function textBytes(path: string): number {
   } finally {
     closeSync(fd);
   }
-}
-
-/** True when the files hold at most `limit` bytes of log text altogether: small enough to sort whole. */
-export function shouldSortWhole(paths: readonly string[], limit = AUTO_SORT_BYTES): boolean {
-  return filesToSortWhole(paths, limit).every(Boolean);
 }
 
 /**

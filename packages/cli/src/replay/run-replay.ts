@@ -8,14 +8,7 @@ import type { IpKeyOptions, Logger } from '@tollgate/core';
 import { createInputStats, type InputStats, MALFORMED_SAMPLES, mergeByTime, readRequests } from '../input/log-source.js';
 import { createKeyer, type KeySpec } from '../input/request-key.js';
 import type { LogFormat, LogRequest } from '../input/request-parser.js';
-import {
-  createOrderStats,
-  DEFAULT_REORDER_WINDOW_MS,
-  filesToSortWhole,
-  inTimeOrder,
-  type OrderStats,
-  shouldSortWhole,
-} from '../input/time-order.js';
+import { createOrderStats, DEFAULT_REORDER_WINDOW_MS, filesToSortWhole, inTimeOrder, type OrderStats } from '../input/time-order.js';
 import { COARSE_WINDOW_MS, spreadWholeSeconds, WholeSeconds } from '../input/whole-seconds.js';
 import type { ProgressBar } from '../report/progress-bar.js';
 import { type Candidate, createReplayEngine, type ReplayOptions } from './replay-engine.js';
@@ -49,10 +42,26 @@ export interface RunReplayOptions extends ReplayOptions {
 
 /** How the files will be ordered: `sort`/`reorderWindowMs` as given, or by the input's size. */
 export function chooseOrder(files: readonly string[], sort: boolean | 'auto' = 'auto', reorderWindowMs?: number): OrderStats {
+  return orderOf(files, sort, reorderWindowMs).order;
+}
+
+/**
+ * The order, and which files are sorted whole: as the flags say, or by size (the smaller files sorted whole
+ * even when the larger ones go through the window). The sizes are read once, so the mode and each file's
+ * choice agree on a log still growing.
+ */
+function orderOf(
+  files: readonly string[],
+  sort: boolean | 'auto' = 'auto',
+  reorderWindowMs?: number,
+): { order: OrderStats; whole: boolean[] } {
   const windowMs = reorderWindowMs ?? DEFAULT_REORDER_WINDOW_MS;
-  if (sort === true) return createOrderStats('sort', 'flag', null);
-  if (sort === false) return createOrderStats('window', 'flag', windowMs);
-  return shouldSortWhole(files) ? createOrderStats('sort', 'auto', null) : createOrderStats('window', 'auto', windowMs);
+  if (sort !== 'auto') {
+    const order = sort ? createOrderStats('sort', 'flag', null) : createOrderStats('window', 'flag', windowMs);
+    return { order, whole: files.map(() => sort) };
+  }
+  const whole = filesToSortWhole(files);
+  return { order: createOrderStats(whole.every(Boolean) ? 'sort' : 'window', 'auto', windowMs), whole };
 }
 
 export async function runReplay(options: RunReplayOptions): Promise<ReplayReport> {
@@ -70,14 +79,7 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
     keyer,
   };
   const engine = createReplayEngine(options.candidates, options);
-  // By size, the smaller files are sorted whole even when the larger ones go through the window; the sizes
-  // are read once, so the mode and each file's choice agree on a log still growing.
-  const bySize = options.sort === undefined || options.sort === 'auto' ? filesToSortWhole(options.files) : undefined;
-  const order =
-    bySize === undefined
-      ? chooseOrder(options.files, options.sort, options.reorderWindowMs)
-      : createOrderStats(bySize.every(Boolean) ? 'sort' : 'window', 'auto', options.reorderWindowMs ?? DEFAULT_REORDER_WINDOW_MS);
-  const whole = bySize ?? options.files.map(() => order.mode === 'sort');
+  const { order, whole } = orderOf(options.files, options.sort, options.reorderWindowMs);
   const sources = options.files.map((_, i) => inTimeOrder(readRequests(i, sourceOptions, stats), order, undefined, whole[i]));
   let refused = 0;
   const seconds = new WholeSeconds();

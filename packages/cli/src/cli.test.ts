@@ -230,6 +230,7 @@ describe('tollgate replay ordering', () => {
   // As `late`, with one more line before the last: the window moves to +1900 ms only once lines agree on it.
   const lateWindow = join(dir, 'late-window.csv');
   writeFileSync(lateWindow, [`${T + 1200},a`, `${T + 1300},a`, `${T + 1600},a`, `${T + 1900},a`, `${T + 500},a`].join('\n'));
+  writeFileSync(join(dir, 'in-order.csv'), [`${T + 500},a`, `${T + 1200},a`].join('\n'));
 
   it('sorts a small input whole by default and says so; exit 0', async () => {
     const { code, stdout, stderr } = await run(['replay', late, ...policy]);
@@ -239,6 +240,14 @@ describe('tollgate replay ordering', () => {
     );
     // In time order: 0.5 and 1.2 admitted, 1.3 rejected (0.5 still in (0.3, 1.3]), 1.9 admitted (only 1.2 in (0.9, 1.9]).
     expect(stdout).toMatch(/#1\s+sliding-log 2\/1s\s+4\s+3\s+1/);
+  });
+
+  it('an input already in time order says no line was earlier, not "0 of n were"', async () => {
+    const { code, stdout } = await run(['replay', lateWindow.replace('late-window', 'in-order'), ...policy]);
+    expect(code).toBe(0);
+    expect(stdout).toContain(
+      'Time order: every file sorted whole (small enough to hold); no line was logged earlier than the line before it.',
+    );
   });
 
   it('a request later than --reorder-window is replayed late, counted in the table, the JSON and the warning; exit 3', async () => {

@@ -22,7 +22,10 @@ function span(report: ReplayReport): string {
 export function describeOrder(report: ReplayReport): { how: string; late: string | null } {
   const o = report.input.order;
   if (o === null) return { how: 'Requests replayed in the order they were pushed.', late: null };
-  const disordered = `${formatNumber(o.disordered)} of ${counted(report.input.requests, 'request')} ${o.disordered === 1 ? 'was' : 'were'} logged earlier than the line before ${o.disordered === 1 ? 'it' : 'them'}`;
+  const disordered =
+    o.disordered === 0
+      ? 'no line was logged earlier than the line before it'
+      : `${formatNumber(o.disordered)} of ${counted(report.input.requests, 'request')} ${o.disordered === 1 ? 'was' : 'were'} logged earlier than the line before ${o.disordered === 1 ? 'it' : 'them'}`;
   const how =
     o.mode === 'sort'
       ? `Time order: every file sorted whole (${o.reason === 'flag' ? '--sort' : 'small enough to hold'}); ${disordered}.`
@@ -139,14 +142,16 @@ export function renderReplayTable(report: ReplayReport, topRows = Number.POSITIV
   const notes: string[] = [];
   if (input.outOfOrder > 0 && input.order === null)
     notes.push(
-      `${formatNumber(input.outOfOrder)} requests were earlier than the one before them (replayed at their time; the limiter never refunds)`,
+      `${counted(input.outOfOrder, 'request')} ${input.outOfOrder === 1 ? 'was' : 'were'} earlier than the one before ${input.outOfOrder === 1 ? 'it' : 'them'} (replayed at their time; the limiter never refunds)`,
     );
   if (report.untrackedRequests > 0)
     notes.push(
-      `${formatNumber(report.untrackedRequests)} requests of clients beyond --max-keys distinct clients are in the totals but not the per-client figures`,
+      `${counted(report.untrackedRequests, 'request')} of clients beyond --max-keys distinct clients are in the totals but not the per-client figures`,
     );
   if (report.evictions > 0)
-    notes.push(`${formatNumber(report.evictions)} limiter entries were evicted to stay within --max-keys (as the MemoryStore does)`);
+    notes.push(
+      `${formatNumber(report.evictions)} limiter ${report.evictions === 1 ? 'entry was' : 'entries were'} evicted to stay within --max-keys (as the MemoryStore does)`,
+    );
   if (notes.length > 0) {
     out.push('');
     for (const n of notes) out.push(`Note: ${n}.`);

@@ -15,6 +15,27 @@ describe('backoffDelay', () => {
     expect(at(4, 0.5)).toBe(400);
     expect(at(30, 0.999)).toBe(29_970);
     expect(at(30, 0.999, 40_000)).toBe(40_000); // a floor above the cap is never cut (the caller gives up first)
+    expect(at(1, 0.999, 30_000)).toBe(30_000); // a floor at the cap leaves no room
+  });
+
+  it('keeps its draws within the cap without piling them on it: a wait near the cap spreads over what is left', () => {
+    // Retry-After 20 s under the default 30 s cap: AWS's min(cap, floor + random * spread) put every draw
+    // above 0.5 exactly on 30 s, so half the clients refused together came back at one instant.
+    for (const jitter of ['full', 'decorrelated'] as const) {
+      const draws = Array.from({ length: 1000 }, (_, i) =>
+        backoffDelay({ ...base, attempt: 1, floorMs: 20_000, jitter, random: () => i / 1000 }),
+      );
+      expect(Math.min(...draws)).toBe(20_000);
+      expect(Math.max(...draws)).toBeLessThanOrEqual(30_000);
+      expect(draws.filter((d) => d === 30_000).length).toBeLessThanOrEqual(1);
+      // Evenly spread: each tenth of the room above the floor gets a tenth of the draws.
+      const tenths = new Array<number>(10).fill(0);
+      for (const d of draws) {
+        const i = Math.min(9, Math.floor((d - 20_000) / 1000));
+        tenths[i] = (tenths[i] ?? 0) + 1;
+      }
+      for (const n of tenths) expect(n).toBeGreaterThanOrEqual(99);
+    }
   });
 
   it('decorrelated jitter: from max(base, floor) up to three times the previous wait, capped', () => {
@@ -29,7 +50,8 @@ describe('backoffDelay', () => {
     expect(at(1000, 0.5)).toBe(1550);
     expect(at(1000, 0, 2000)).toBe(2000);
     expect(at(1000, 0.5, 2000)).toBe(2500);
-    expect(at(20_000, 0.999)).toBe(30_000);
+    expect(at(20_000, 0.999)).toBe(29_971); // drawn within 100 to 30,000 (the cap), not cut at it
+    expect(at(20_000, 0.999, 30_000)).toBe(30_000); // a floor at the cap leaves no room
   });
 });
 

@@ -3,14 +3,19 @@
  * from "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015), with the server's wait as a
  * floor, because a client that retries before `Retry-After` is only refused again:
  *
- * - `'full'`: `floor + random(0, min(cap, span * 2^(attempt-1)))`, `span = max(baseDelayMs, floor)`.
+ * - `'full'`: `floor + random(0, min(cap - floor, span * 2^(attempt-1)))`, `span = max(baseDelayMs, floor)`.
  *   The spread doubles with each attempt, so clients refused together fan out over a wider and wider
  *   window. Fewest calls to the server of the two in the AWS study.
- * - `'decorrelated'`: `min(cap, random(low, max(low, previous * 3)))`, `low = max(baseDelayMs, floor)`,
+ * - `'decorrelated'`: `random(low, min(cap, max(low, previous * 3)))`, `low = max(baseDelayMs, floor)`,
  *   `previous` the last wait, `low` before the first retry. Each wait grows from the previous one (not
  *   from the attempt count), which spreads retries as well and finishes sooner under moderate contention.
  *
- * Without a server wait the floor is 0. `random` is injected so tests can pin it.
+ * The cap bounds the draw's range, not the drawn wait: AWS's `min(cap, floor + random(...))` puts every
+ * draw above `cap - floor` exactly on the cap, so clients refused together with a wait near the cap
+ * (`Retry-After: 20` under a 30 s cap: half of them) all came back at one instant, the storm jitter is
+ * there to prevent. Here they spread evenly over what is left up to the cap. A floor at or above the cap
+ * is returned as it is (the caller gives up first). Without a server wait the floor is 0. `random` is
+ * injected so tests can pin it.
  */
 
 export type Jitter = 'full' | 'decorrelated';
@@ -33,13 +38,13 @@ export function backoffDelay(input: BackoffInput): number {
   const cap = input.maxDelayMs;
   if (input.jitter === 'full') {
     const span = Math.max(input.baseDelayMs, floor);
-    const spread = Math.min(cap, span * 2 ** Math.min(30, input.attempt - 1));
-    return Math.min(Math.max(cap, floor), Math.ceil(floor + input.random() * spread));
+    const spread = Math.min(cap - floor, span * 2 ** Math.min(30, input.attempt - 1));
+    return spread <= 0 ? floor : Math.min(cap, Math.ceil(floor + input.random() * spread));
   }
   const low = Math.max(input.baseDelayMs, floor);
   // Before the first retry the previous wait is `low` (AWS starts `sleep` at `base`): from 0, every
   // client refused together would wait exactly `low` and come back together.
   const previous = input.previousMs > 0 ? input.previousMs : low;
-  const high = Math.max(low, previous * 3);
-  return Math.min(Math.max(cap, floor), Math.ceil(low + input.random() * (high - low)));
+  const high = Math.min(cap, Math.max(low, previous * 3));
+  return high <= low ? low : Math.min(high, Math.ceil(low + input.random() * (high - low)));
 }

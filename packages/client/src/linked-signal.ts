@@ -23,6 +23,16 @@ const pruner = new FinalizationRegistry<{ readonly set: Set<WeakRef<Follower>>; 
   set.delete(ref);
 });
 
+/**
+ * Whether `value` can be followed as an AbortSignal: the test fetch (undici) makes of a request's signal, so
+ * a signal from another realm or an AbortController polyfill passes as it does there.
+ */
+export function isAbortSignal(value: unknown): value is AbortSignal {
+  if (typeof value !== 'object' || value === null) return false;
+  const s = value as { aborted?: unknown; addEventListener?: unknown; removeEventListener?: unknown };
+  return typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function' && typeof s.removeEventListener === 'function';
+}
+
 /** Makes `controller` abort (with the same reason) when `source` aborts, at once when it already has. */
 export function follow(source: AbortSignal, controller: AbortController): void {
   if (source.aborted) {

@@ -2,7 +2,7 @@
  * createShaper on virtual time: an in-process MemoryStore, the limiter's clock injected, fake timers for
  * every wait. The cross-process run on a real redis-server is test/integration/redis/client-shaper.test.ts.
  */
-import { createLimiter, MemoryStore } from '@tollgate/core';
+import { createLimiter, MemoryStore, type Store } from '@tollgate/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createShaper, RateLimitClientError } from './index.js';
 
@@ -250,6 +250,53 @@ describe('createShaper', () => {
     const fine = shaper.schedule(() => 'ran', { cost: 2.5 });
     await vi.advanceTimersByTimeAsync(0);
     expect(await fine).toBe('ran');
+    await shaper.close();
+  });
+
+  it("a task scheduled ahead of the head while its check is in flight is decided at once, not after the head's wait", async () => {
+    // A store that answers 40 ms later (a Redis round trip): the queue's head is in flight most of the time.
+    const memory = new MemoryStore();
+    const slow: Store = new Proxy(memory, {
+      get(target, name) {
+        if (name === 'apply')
+          return async (...args: Parameters<MemoryStore['apply']>) => {
+            const r = target.apply(...args).slice();
+            await new Promise((resolve) => setTimeout(resolve, 40));
+            return r;
+          };
+        const value: unknown = Reflect.get(target, name);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const shaper = createShaper({
+      policies: { algorithm: 'token-bucket', limit: 10, windowMs: 1_000 },
+      store: slow,
+      storeTimeoutMs: 1_000,
+      clock,
+    });
+    const t0 = Date.now();
+    const at = (name: string) => () => ({ name, at: Date.now() - t0 });
+    const a = shaper.schedule(at('a'), { cost: 10 }); // empties the bucket
+    const b = shaper.schedule(at('b'), { cost: 10 }); // refused: about 1 s to refill
+    await vi.advanceTimersByTimeAsync(50); // b's check is in flight
+    const c = shaper.schedule(at('c'), { cost: 1, priority: 5 }); // ahead of b: one token refills in 100 ms
+    await vi.advanceTimersByTimeAsync(3_000);
+    expect(await a).toEqual({ name: 'a', at: 40 });
+    expect((await c).at).toBeLessThan(300);
+    expect((await b).at).toBeGreaterThanOrEqual(1_000);
+    await shaper.close();
+  });
+
+  it('refuses a signal that is not an AbortSignal at schedule(), before the task takes a place or a timer', async () => {
+    const shaper = createShaper({ policies: { limit: 5, windowMs: 1_000 }, clock });
+    const timers = vi.getTimerCount();
+    for (const signal of [{ aborted: false }, {}, 'stop', 1]) {
+      expect(() => shaper.schedule(() => 1, { signal: signal as never })).toThrow(
+        expect.objectContaining({ code: 'ERR_RL_INVALID_OPTION', option: 'signal' }),
+      );
+    }
+    expect(vi.getTimerCount()).toBe(timers);
+    expect(shaper.stats()).toMatchObject({ queued: 0, rejected: { expired: 0, cancelled: 0 } });
     await shaper.close();
   });
 

@@ -27,6 +27,7 @@ import {
 } from '@tollgate/core';
 import { requestCostToMilli } from '@tollgate/core/adapter';
 import { functionOption, integerIn, type KeysEnum, numberIn, oneOf, RateLimitClientError, readOptions } from './errors.js';
+import { isAbortSignal } from './linked-signal.js';
 import { sleep } from './sleep.js';
 
 export interface ShaperOptions {
@@ -217,6 +218,8 @@ class TaskShaper {
   private closed = false;
   /** Ends the pump's sleep: when the head of the queue leaves or changes, and on close. */
   private nap: AbortController | undefined;
+  /** Set by a wake: one that comes while the head's check is in flight (no nap to end yet) must not be lost. */
+  private woken = false;
   private readonly counts = { started: 0, running: 0, queueFull: 0, expired: 0, cancelled: 0, tooCostly: 0, storeError: 0, closed: 0 };
   private readonly delay = { count: 0, totalMs: 0, maxMs: 0 };
 
@@ -229,6 +232,7 @@ class TaskShaper {
 
   /** The pump sleeps for what its head asked: a new head may start sooner (or a task of a smaller cost fit). */
   private wake(): void {
+    this.woken = true;
     this.nap?.abort();
   }
 
@@ -384,8 +388,11 @@ class TaskShaper {
     this.pumping = true;
     try {
       while (!this.closed && this.queue.length > 0) {
+        this.woken = false;
         const wait = await this.decideHead(this.queue[0] as Task);
-        if (wait > 0 && !this.closed) {
+        // A wake while the head's check was in flight (a task scheduled ahead of it, the head cancelled)
+        // is not lost: the new head is decided now, not after the old head's wait.
+        if (wait > 0 && !this.closed && !this.woken) {
           const nap = new AbortController();
           this.nap = nap;
           await sleep(wait, nap.signal).catch(() => undefined);
@@ -404,6 +411,14 @@ class TaskShaper {
     const priority = s.priority === undefined ? 0 : integerIn(s.priority, 'priority', -1e6, 1e6, 'e.g. 0 (higher runs first)');
     const maxDelayMs = s.maxDelayMs === undefined ? defaultDelay : integerIn(s.maxDelayMs, 'maxDelayMs', 0, DAY, 'e.g. 5_000');
     const cost = s.cost === undefined ? 1 : readCost(s.cost);
+    if (s.signal !== undefined && !isAbortSignal(s.signal)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_INVALID_OPTION',
+        'signal',
+        'must be an AbortSignal, e.g. AbortSignal.timeout(5_000)',
+        s.signal,
+      );
+    }
     if (this.closed) return Promise.reject(new RateLimitClientError('ERR_RL_SHAPER_CLOSED', 'schedule() was called after close()'));
     if (s.signal?.aborted) {
       this.counts.cancelled++;

@@ -577,11 +577,66 @@ describe('withRetry', () => {
     expect(seen?.aborted).toBe(false);
   });
 
+  it('times the deadline, the budget and pacing on a monotonic clock: a system clock step moves none of them', async () => {
+    // Pacing: an hour to the reset with nothing left, maxDelayMs 2 s; the system clock steps back 10 s
+    // during the wait. On the wall clock the wait grew by the step (11 s).
+    const quiet = scripted(new Response('ok', { headers: { ratelimit: '"d";r=0;t=3600' } }));
+    const f = withRetry(quiet.fetch, { pacing: true, maxDelayMs: 2_000 });
+    await f(URL_);
+    const second = f(URL_);
+    await vi.advanceTimersByTimeAsync(500);
+    vi.setSystemTime(Date.now() - 10_000);
+    await vi.advanceTimersByTimeAsync(1_500);
+    expect(quiet.calls).toHaveLength(2);
+    expect((await second).status).toBe(200);
+    expect(f.stats().pacedMs).toBe(2_000);
+
+    // The budget's window: spent, then the clock steps back an hour; a window later it is whole again.
+    const always = scripted(...Array.from({ length: 100 }, () => refused(503)));
+    const g = withRetry(always.fetch, { retries: 1, random: () => 0, budget: { ratio: 0, minRetriesPerSecond: 5, windowMs: 1_000 } });
+    const spend = Promise.all(Array.from({ length: 10 }, () => g(URL_)));
+    await vi.advanceTimersByTimeAsync(1_000);
+    await spend;
+    expect(g.stats()).toMatchObject({ retries: 5, budgetRefused: 5 });
+    vi.setSystemTime(Date.now() - 3_600_000);
+    await vi.advanceTimersByTimeAsync(1_500);
+    const again = Promise.all(Array.from({ length: 5 }, () => g(URL_)));
+    await vi.advanceTimersByTimeAsync(1_000);
+    await again;
+    expect(g.stats()).toMatchObject({ retries: 10, budgetRefused: 5 });
+
+    // The deadline: the clock jumps an hour ahead during a 1 s Retry-After; the retry still fits the 10 s.
+    const once = scripted(refused(429, { 'retry-after': '1' }));
+    const h = withRetry(once.fetch, { timeoutMs: 10_000, random: () => 0 });
+    const call = h(URL_);
+    await vi.advanceTimersByTimeAsync(0);
+    vi.setSystemTime(Date.now() + 3_600_000);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect((await call).status).toBe(200);
+    expect(h.stats()).toMatchObject({ retries: 1, tooLongRefused: 0 });
+  });
+
+  it('refuses a signal that is not an AbortSignal as fetch does (a TypeError), leaving no timer behind', async () => {
+    const { fetch, calls } = scripted();
+    const f = withRetry(fetch, { timeoutMs: 3_000 });
+    const timers = vi.getTimerCount();
+    for (const signal of [{}, { aborted: false }, 'stop']) {
+      await expect(f(URL_, { signal: signal as never })).rejects.toThrow(TypeError);
+    }
+    expect(vi.getTimerCount()).toBe(timers);
+    expect(calls).toHaveLength(0);
+    // A null signal is no signal, as in fetch.
+    expect((await f(URL_, { signal: null })).status).toBe(200);
+  });
+
   it('rejects bad options at construction with coded errors', () => {
     const { fetch } = scripted();
     expect(() => withRetry(fetch, { retries: -1 })).toThrow(/ERR_RL_INVALID_OPTION: 'retries'/);
     expect(() => withRetry(fetch, { jiter: 'full' } as never)).toThrow(/ERR_RL_UNKNOWN_OPTION: 'jiter'/);
     expect(() => withRetry(fetch, { jitter: 'equal' as never })).toThrow(/ERR_RL_INVALID_OPTION: 'jitter'/);
     expect(() => withRetry('fetch' as never)).toThrow(/ERR_RL_INVALID_OPTION: 'fetch'/);
+    // A backoff unit above the longest wait would make the backoff meaningless.
+    expect(() => withRetry(fetch, { baseDelayMs: 5_000, maxDelayMs: 100 })).toThrow(/ERR_RL_INVALID_OPTION: 'baseDelayMs'/);
+    expect(withRetry(fetch, { maxDelayMs: 50 })).toBeTypeOf('function'); // the default unit follows a smaller cap
   });
 });

@@ -18,10 +18,10 @@
  * returned instead. Pacing holds first attempts only, never longer than `maxDelayMs` and never past the
  * deadline (the request then leaves at once): a retry waits what its refusal asked for.
  */
-import { RateLimitConfigError } from '@tollgate/core';
+import { monotonicClock, RateLimitConfigError } from '@tollgate/core';
 import { backoffDelay, type Jitter } from './backoff.js';
 import { functionOption, integerIn, type KeysEnum, numberIn, oneOf, RateLimitClientError, readOptions } from './errors.js';
-import { follow } from './linked-signal.js';
+import { follow, isAbortSignal } from './linked-signal.js';
 import { Pacer } from './pacer.js';
 import { type RateLimitSignal, readRateLimitSignal, serverWaitMs } from './rate-limit-signal.js';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
@@ -81,7 +81,11 @@ export interface RetryOptions {
    * call with that error. Defaults to none.
    */
   onRetry?: (event: RetryEvent) => unknown;
-  /** Wall clock in ms since the epoch (Retry-After dates, budget, pacing). Defaults to `Date.now`. */
+  /**
+   * Time in ms since the epoch, for tests (virtual time): one function for HTTP-dates, the deadline, the
+   * budget and pacing. By default `Date.now` reads HTTP-dates and epoch resets, and a monotonic clock
+   * (which a system clock step never moves) times the deadline, the budget's window and pacing.
+   */
   clock?: () => number;
   /** Random numbers in [0, 1) for the jitter. Defaults to `Math.random`. */
   random?: () => number;
@@ -140,7 +144,10 @@ interface RetryConfig {
   readonly budget: RetryBudget | undefined;
   readonly pacer: Pacer | undefined;
   readonly onRetry: ((event: RetryEvent) => unknown) | undefined;
+  /** Times intervals: the deadline, the budget's window, pacing. */
   readonly clock: () => number;
+  /** Reads what a response says in wall time: HTTP-dates, epoch resets. */
+  readonly wallClock: () => number;
   readonly random: () => number;
 }
 
@@ -158,7 +165,8 @@ function parseRetryOn(value: unknown): ReadonlySet<number> {
 
 function parseRetryOptions(input: RetryOptions | undefined): RetryConfig {
   const o = readOptions(input, KNOWN, 'options', '{ retries: 5, timeoutMs: 10_000 }');
-  const clock = o.clock === undefined ? Date.now : functionOption<() => number>(o.clock, 'clock', '() => Date.now()');
+  const given = o.clock === undefined ? undefined : functionOption<() => number>(o.clock, 'clock', '() => Date.now()');
+  const clock = given ?? monotonicClock;
   let budget: RetryBudget | undefined;
   if (o.budget !== false) {
     const b = readOptions(o.budget, BUDGET_KNOWN, 'budget', '{ ratio: 0.1, minRetriesPerSecond: 1, windowMs: 10_000 }');
@@ -187,6 +195,11 @@ function parseRetryOptions(input: RetryOptions | undefined): RetryConfig {
       o.idempotencyKeyHeader,
     );
   }
+  const maxDelayMs = o.maxDelayMs === undefined ? 30_000 : integerIn(o.maxDelayMs, 'maxDelayMs', 1, DAY, 'e.g. 30_000');
+  const baseDelayMs =
+    o.baseDelayMs === undefined
+      ? Math.min(100, maxDelayMs)
+      : integerIn(o.baseDelayMs, 'baseDelayMs', 1, maxDelayMs, 'at most maxDelayMs, e.g. 100');
   return Object.freeze({
     retries: o.retries === undefined ? 5 : integerIn(o.retries, 'retries', 0, 100, 'e.g. 5'),
     retryOn: o.retryOn === undefined ? new Set([429, 503]) : parseRetryOn(o.retryOn),
@@ -194,8 +207,8 @@ function parseRetryOptions(input: RetryOptions | undefined): RetryConfig {
     retryNonIdempotent: o.retryNonIdempotent === undefined ? false : oneOf(o.retryNonIdempotent, 'retryNonIdempotent', [true, false]),
     idempotencyKeyHeader: o.idempotencyKeyHeader ?? 'idempotency-key',
     jitter: o.jitter === undefined ? 'full' : oneOf(o.jitter, 'jitter', ['full', 'decorrelated'] as const),
-    baseDelayMs: o.baseDelayMs === undefined ? 100 : integerIn(o.baseDelayMs, 'baseDelayMs', 1, DAY, 'e.g. 100'),
-    maxDelayMs: o.maxDelayMs === undefined ? 30_000 : integerIn(o.maxDelayMs, 'maxDelayMs', 1, DAY, 'e.g. 30_000'),
+    baseDelayMs,
+    maxDelayMs,
     timeoutMs: o.timeoutMs === undefined ? undefined : integerIn(o.timeoutMs, 'timeoutMs', 1, DAY, 'e.g. 10_000'),
     budget,
     pacer,
@@ -204,6 +217,7 @@ function parseRetryOptions(input: RetryOptions | undefined): RetryConfig {
         ? undefined
         : functionOption<(e: RetryEvent) => unknown>(o.onRetry, 'onRetry', '(e) => log(e.attempt, e.delayMs)'),
     clock,
+    wallClock: given ?? Date.now,
     random: o.random === undefined ? Math.random : functionOption<() => number>(o.random, 'random', 'Math.random'),
   });
 }
@@ -264,7 +278,18 @@ function shapeOf(input: string | URL | Request, init: RequestInit | undefined, c
   // when it is one value that can be sent again.
   const streamed = init?.body !== undefined && init.body !== null && !resendable(init.body);
   const allowedMethod = IDEMPOTENT.has(method) || config.retryNonIdempotent || headers.has(config.idempotencyKeyHeader);
-  return { method, origin, replayable: allowedMethod && !streamed, userSignal: init?.signal ?? request?.signal ?? undefined };
+  return { method, origin, replayable: allowedMethod && !streamed, userSignal: signalOf(init, request) };
+}
+
+/**
+ * The caller's signal, refused as fetch refuses it when it is not an AbortSignal (before any timer is
+ * set, so nothing is left running).
+ */
+function signalOf(init: RequestInit | undefined, request: Request | undefined): AbortSignal | undefined {
+  const signal: unknown = init?.signal ?? request?.signal ?? undefined;
+  if (signal === undefined) return undefined;
+  if (!isAbortSignal(signal)) throw new TypeError("withRetry: the request's signal is not an AbortSignal");
+  return signal;
 }
 
 /**
@@ -444,7 +469,7 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
           if (call.signal?.aborted) throw call.signal.reason;
           error = e;
         }
-        const signal = response === undefined ? undefined : readRateLimitSignal(response.headers, config.clock());
+        const signal = response === undefined ? undefined : readRateLimitSignal(response.headers, config.wallClock());
         if (signal !== undefined) config.pacer?.observe(shape.origin, signal);
         if (response?.ok === true && signal?.remaining === undefined && signal?.retryAfterMs === undefined)
           config.pacer?.answered(shape.origin, attemptNo);

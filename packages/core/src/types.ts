@@ -209,7 +209,7 @@ export interface CheckOptions {
   signal?: AbortSignal;
   /**
    * The plan to apply (see `plans`). A name no plan has is answered by the `unknownPlan` fallback, with
-   * `WRN_RL_UNKNOWN_PLAN` once per name. Defaults to the default plan.
+   * `WRN_RL_UNKNOWN_PLAN` (at most one line a minute, with a count of the others). Defaults to the default plan.
    */
   plan?: string;
   /**

@@ -73,7 +73,8 @@ export interface Limiter {
   decide(key: LimiterKey, options?: CheckOptions): Decision | Promise<Decision>;
   /**
    * The Decision `check` would answer now, charging nothing (for dashboards and "how many are left"
-   * endpoints): its verdict, wait and delay, with `remaining` and `resetMs` of the state as it stands.
+   * endpoints): its verdict, wait and delay, with `remaining` and `resetMs` of the state as it stands
+   * (of the policy with the least left, whatever the cost).
    * Not counted in `stats()`; a store failure rejects instead of answering by `onStoreError`.
    */
   peek(key: LimiterKey, options?: CheckOptions): Promise<Decision>;

@@ -12,7 +12,7 @@ import { hasLength, isResultOf, StoreResultError } from '../failure/store-result
 import { MILLI, toMilli } from '../internal/fixed-point.js';
 import { type CompiledPlan, Receipt, type RefundResult } from '../plans/compiled-plan.js';
 import { isPromiseLike, RESULT_STRIDE, type Store } from '../stores/store.js';
-import type { ChargeReceipt, CheckOptions, Clock, Decision, RefundOptions } from '../types.js';
+import type { ChargeReceipt, CheckOptions, Clock, Decision, PolicyResult, RefundOptions } from '../types.js';
 import type { DecisionBuilder } from './build-decision.js';
 import type { LimiterKey } from './limiter.js';
 import { costOf, type Target, type Targets } from './target.js';
@@ -65,9 +65,40 @@ export async function peek(parts: PeekRefundParts, rawKey: LimiterKey, opts: Che
   await guard.starting();
   const r = await watched(guard, t.storeKey, store.peek(t.storeKey, t.cp.storePlan, cost, now()));
   if (!isResultOf(r, t.cp.storePlan)) throw new StoreResultError(store.kind, r, t.cp.storePlan.policies.length * RESULT_STRIDE);
-  const d = builder.build(t.key, cost, r, t.cp, t.cp.all, false, 'uncounted');
+  const d = leastLeft(builder.build(t.key, cost, r, t.cp, t.cp.all, false, 'uncounted'));
   d.plan = t.cp.name;
   return d;
+}
+
+/**
+ * A peek's headline (`policy`, `remaining`, `resetMs`) is the enforced policy with the least left (the
+ * latest reset on a tie), as an admitted check's is, whatever `cost` asks: "what is left now" must not
+ * change with the cost of a request not made. A check refused by several policies headlines the longest
+ * wait instead (what its 429 says); a peek's `allowed` and `retryAfterMs` keep answering that.
+ */
+function leastLeft(d: DecisionImpl): DecisionImpl {
+  if (!d.limited) return d;
+  const all = d.policies;
+  if (all.length < 2) return d;
+  let b = all[0] as PolicyResult;
+  for (const r of all) if (r.remaining < b.remaining || (r.remaining === b.remaining && r.resetMs > b.resetMs)) b = r;
+  if (b.name === d.policy) return d;
+  return new DecisionImpl(
+    d.allowed,
+    d.limited,
+    d.reason,
+    d.mode,
+    d.key,
+    d.cost,
+    b.name,
+    b.remaining,
+    d.retryAfterMs,
+    b.resetMs,
+    d.delayMs,
+    all,
+    d.shadow,
+    d.degraded,
+  );
 }
 
 /** Gives back a charge by its receipt (see `Limiter.refund`). */

@@ -247,6 +247,30 @@ describe('peek', () => {
   });
 });
 
+describe('peek of several policies', () => {
+  it('headlines the policy with the least left whatever the cost asks; allowed and retryAfterMs answer the cost', async () => {
+    const { limiter } = virtual({
+      policies: [
+        { name: 'a', algorithm: 'fixed-window', limit: 5, windowMs: 10_000 },
+        { name: 'b', algorithm: 'gcra', limit: 8, windowMs: 3_000, burst: 4 },
+      ],
+    });
+    await limiter.check('k', { cost: 3 }); // a has 2 left, b 1
+    const now = await limiter.peek('k');
+    expect(now).toMatchObject({ policy: 'b', remaining: 1, allowed: true });
+    for (const cost of [1, 2, 3, 5]) {
+      const d = await limiter.peek('k', { cost });
+      // Before: a cost of 3 (refused by both, a's wait the longer) headlined a with 2 left.
+      expect(d, `cost ${cost}`).toMatchObject({ policy: 'b', remaining: 1, resetMs: now.resetMs });
+      expect(d.allowed, `cost ${cost}`).toBe(cost <= 1);
+    }
+    const refused = await limiter.peek('k', { cost: 3 });
+    expect(refused.retryAfterMs).toBe(Math.max(...refused.policies.map((r) => r.retryAfterMs)));
+    // A check refused the same way still headlines the longest wait (what its 429 says).
+    expect(await limiter.check('k', { cost: 3 })).toMatchObject({ allowed: false, policy: 'a', remaining: 2 });
+  });
+});
+
 describe('refund', () => {
   it.each(ALGORITHMS)('%s: gives back exactly the charge, once, never above capacity', async (algorithm) => {
     const { limiter, advance } = virtual({ policies: { algorithm, limit: 3, windowMs: 1000 } });

@@ -51,6 +51,8 @@ const policyArb = (name: string) =>
       burst: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }),
       anchor: fc.constantFrom<'clock' | 'first-request'>('clock', 'first-request'),
       delayAfter: fc.integer({ min: 0, max: 3 }),
+      // leaky-bucket's queue bound: what is left under it and its waits (kernels/gcra.ts gcraLeft, maxDelayRetry).
+      maxDelayMs: fc.option(fc.integer({ min: 0, max: 1500 }), { nil: undefined }),
     })
     .map((r): PolicyOptions => {
       const bucket = r.algorithm === 'token-bucket' || r.algorithm === 'gcra' || r.algorithm === 'leaky-bucket';
@@ -62,6 +64,7 @@ const policyArb = (name: string) =>
         ...(bucket && r.burst !== undefined ? { burst: r.burst } : {}),
         ...(r.algorithm === 'fixed-window' ? { anchor: r.anchor } : {}),
         ...(r.algorithm === 'leaky-bucket' ? { delayAfter: r.delayAfter } : {}),
+        ...(r.algorithm === 'leaky-bucket' && r.maxDelayMs !== undefined ? { maxDelayMs: r.maxDelayMs } : {}),
       };
     });
 

@@ -22,10 +22,24 @@
  * forgets what is owed nor changes the rate it is paid back at. The window is part of the key name.
  */
 
-import { ceilDiv, floorDiv, ticksToMilli } from '../internal/fixed-point.js';
+import { ceilDiv, floorDiv, MILLI, ticksToMilli } from '../internal/fixed-point.js';
 import type { AlgorithmKernel, CompiledPolicy, Outcome, StateTable } from './kernel.js';
 import { waitToConvertTo, writeExceeds, writerScale } from './kernel.js';
 import { closeFrame, FRAME_AT, horizonAt, initFrame, noteMark, refundedAt } from './refund-frame.js';
+
+/**
+ * What is left at a debt of `debt` ticks, in milli-units: the room to the capacity, and for a leaky-bucket
+ * `maxDelayMs` what requests of cost 1 can still take before one would wait longer: each is admitted while
+ * the debt it finds is at most `maxDelayTicks`, so the last one may take the debt to `maxDelayTicks` plus
+ * one request, and none is left past it. Without it, the room to the capacity (gcra, a leaky bucket that
+ * queues every admitted request). A check and a peek of the same state read the same number.
+ */
+export function gcraLeft(debt: number, p: CompiledPolicy): number {
+  const max = p.maxDelayTicks;
+  if (debt > max) return 0;
+  const top = Math.min(p.capTicks, max + MILLI * p.tokenTicks);
+  return debt >= top ? 0 : ticksToMilli(top - debt, p.tokenTicks);
+}
 
 /**
  * `max(0, tat - now)` in the ticks of `p`. State written under another limit or burst (same window) is
@@ -113,8 +127,7 @@ export function evaluateGcra(
   const debt = gcraDebt(t, o, now, p);
   const need = cost * tpm;
   if (need > cap) {
-    // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
-    writeExceeds(out, debt >= cap ? 0 : ticksToMilli(cap - debt, tpm), ceilDiv(debt, rate));
+    writeExceeds(out, gcraLeft(debt, p), ceilDiv(debt, rate));
     foreignRefusal(t, o, now, p, undefined, out);
     return;
   }
@@ -124,16 +137,15 @@ export function evaluateGcra(
   const maxDelay = p.maxDelayTicks;
   if (after <= cap && debt <= maxDelay) {
     out.allowed = true;
-    out.remaining = ticksToMilli(cap - after, tpm);
+    out.remaining = gcraLeft(after, p);
     out.retryAfterMs = 0;
     out.resetMs = ceilDiv(after, rate);
     // Stryker disable next-line EqualityOperator: equivalent, `debt > delayTicks` -> `>=`: at equality the delay is ceilDiv(0, rate), 0
     out.delayMs = debt > delayTicks ? ceilDiv(debt - delayTicks, rate) : 0;
   } else {
     out.allowed = false;
-    // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
     // A refusal for the queue's length (leaky-bucket maxDelayMs) admits nothing now: none is left to take.
-    out.remaining = debt >= cap || debt > maxDelay ? 0 : ticksToMilli(cap - debt, tpm);
+    out.remaining = gcraLeft(debt, p);
     out.delayMs = 0;
     if (foreignRefusal(t, o, now, p, need, out)) return;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `debt > maxDelay` -> `true`, `>=`: within the bound the max is ceilDiv(after - cap), >= 1
@@ -171,9 +183,8 @@ export function consumeGcra(
     // Rejected: the common over-the-limit path, kept as short as the admitted one.
     out.allowed = false;
     out.exceeds = false;
-    // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at equality ticksToMilli(cap - debt) is 0
     // A refusal for the queue's length (leaky-bucket maxDelayMs) admits nothing now: none is left to take.
-    out.remaining = debt >= cap || debt > maxDelay ? 0 : ticksToMilli(cap - debt, p.tokenTicks);
+    out.remaining = gcraLeft(debt, p);
     out.delayMs = 0;
     if (foreignRefusal(t, o, now, p, need, out)) return;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `debt > maxDelay` -> `true`, `>=`: within the bound the max is ceilDiv(after - cap), >= 1
@@ -186,7 +197,7 @@ export function consumeGcra(
   const frac = t.f[o + 1] as number;
   out.allowed = true;
   out.exceeds = false;
-  out.remaining = ticksToMilli(cap - after, p.tokenTicks);
+  out.remaining = gcraLeft(after, p);
   out.retryAfterMs = 0;
   out.resetMs = frac > 0 ? whole + 1 : whole;
   // Stryker disable next-line EqualityOperator: equivalent, `debt > delayTicks` -> `>=`: at equality the delay is ceilDiv(0, rate), 0

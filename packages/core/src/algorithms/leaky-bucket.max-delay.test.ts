@@ -15,9 +15,11 @@ describe('leaky-bucket maxDelayMs: a debt of exactly maxDelayMs is admitted, one
     const t: StateTable = { f: new Float64Array(p.kernel.stride), stride: p.kernel.stride, logs: [] };
     p.kernel.init(t, 0);
     const want: Outcome[] = [
-      { allowed: true, exceeds: false, remaining: 9000, retryAfterMs: 0, resetMs: 100, delayMs: 0 },
-      { allowed: true, exceeds: false, remaining: 8000, retryAfterMs: 0, resetMs: 200, delayMs: 100 },
-      { allowed: true, exceeds: false, remaining: 7000, retryAfterMs: 0, resetMs: 300, delayMs: 200 },
+      // What is left counts what can still be taken before the queue is full, not the bucket's room
+      // (9, 8, 7 before: a client reading RateLimit r=8 would send 8 and see 7 refused).
+      { allowed: true, exceeds: false, remaining: 2000, retryAfterMs: 0, resetMs: 100, delayMs: 0 },
+      { allowed: true, exceeds: false, remaining: 1000, retryAfterMs: 0, resetMs: 200, delayMs: 100 },
+      { allowed: true, exceeds: false, remaining: 0, retryAfterMs: 0, resetMs: 300, delayMs: 200 },
       // Refused for the queue's length: the bucket has room, but nothing can be taken now (a client
       // reading RateLimit r>0 on a 429 would retry at once and be refused again).
       { allowed: false, exceeds: false, remaining: 0, retryAfterMs: 100, resetMs: 300, delayMs: 0 },

@@ -53,12 +53,14 @@ function limiterOf(algorithm: Algorithm, shapes: Record<Plan, Shape>, clock: () 
   return createLimiter({ plans: { a: plan(shapes.a), b: plan(shapes.b) }, store: new MemoryStore({ sweepIntervalMs: 0 }), clock });
 }
 
-/** What a decision says, policy by policy. */
+/**
+ * What a decision says, policy by policy. Not its headline policy's `remaining` and `resetMs`: a refused
+ * check headlines the longest wait, a peek the policy with the least left (peek-refund.ts).
+ */
 function view(d: Decision) {
   return {
     allowed: d.allowed,
     retryAfterMs: d.retryAfterMs,
-    resetMs: d.resetMs,
     policies: d.policies.map((p) => [p.name, p.allowed, p.remaining, p.retryAfterMs, p.resetMs]),
   };
 }

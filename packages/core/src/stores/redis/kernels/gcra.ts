@@ -25,13 +25,26 @@ export function gcraReset(s: Slot, target: string): string {
     end`;
 }
 
-/** The remaining when not charged: 0 when the debt fills the bucket. */
-export function gcraLeft(s: Slot, p: CompiledPolicy): string {
-  const [, , debt] = names(s, GC_STATE);
+/**
+ * The debt at which nothing is left (algorithms/gcra.ts gcraLeft): the capacity, or for a leaky-bucket
+ * `maxDelayMs` the most debt a request may find plus one request, when that is less.
+ */
+function leftTop(p: CompiledPolicy): number {
+  return Math.min(p.capTicks, p.maxDelayTicks + 1000 * p.tokenTicks);
+}
+
+/** ` and <debt> <= max` for a leaky-bucket `maxDelayMs`; '' without it. */
+function withinDelay(p: CompiledPolicy, debt: string): string {
+  return Number.isFinite(p.maxDelayTicks) ? ` and ${debt} <= ${p.maxDelayTicks}` : '';
+}
+
+/** What is left at the debt in `debt` (algorithms/gcra.ts gcraLeft), into the slot's remaining. */
+export function gcraLeft(s: Slot, p: CompiledPolicy, debt: string = names(s, GC_STATE)[2]): string {
+  const top = leftTop(p);
   return lua`
     ${s.remaining} = 0
-    if ${debt} < ${p.capTicks} then
-      local left = ${p.capTicks} - ${debt}
+    if ${debt} < ${top}${withinDelay(p, debt)} then
+      local left = ${top} - ${debt}
       ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
     end`;
 }
@@ -237,8 +250,7 @@ export const gcra: LuaKernel = {
           local after = ${debt} + need
           if after <= ${cap}${overDelay(s, p, ' and ', '<=')} then
             ${s.flags} = 1
-            local left = ${cap} - after
-            ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
+            ${gcraLeft(s, p, 'after')}
             ${ceilDiv('q', 'after', p.rate)}
             ${s.reset} = q
             ${gcraDelay(s, p)}
@@ -301,8 +313,7 @@ export const gcra: LuaKernel = {
           ${gcraWrite(s, p, 'whole', 'frac')}
           ${s.retry} = pos
           ${s.flags} = 5
-          local left = ${cap} - after
-          ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
+          ${gcraLeft(s, p, 'after')}
           if frac > 0 then ${s.reset} = whole + 1 else ${s.reset} = whole end
           ${gcraDelay(s, p)}
         end

@@ -128,10 +128,13 @@ do
     local after = debt1 + need
     if after <= 432000000 then
       out[1] = 1
-      local left = 432000000 - after
-      local milli = floor(left / 432)
-      if milli * 432 > left then milli = milli - 1 elseif (milli + 1) * 432 <= left then milli = milli + 1 end
-      out[2] = milli
+      out[2] = 0
+      if after < 432000000 then
+        local left = 432000000 - after
+        local milli = floor(left / 432)
+        if milli * 432 > left then milli = milli - 1 elseif (milli + 1) * 432 <= left then milli = milli + 1 end
+        out[2] = milli
+      end
       local q = floor(after / 5)
       if q * 5 > after then q = q - 1 elseif (q + 1) * 5 <= after then q = q + 1 end
       if q * 5 ~= after then q = q + 1 end

@@ -163,10 +163,13 @@ do
     if frac > 0 then pos = gx1 - 5 + frac end
     out[3] = pos
     out[1] = 5
-    local left = 432000000 - after
-    local milli = floor(left / 432)
-    if milli * 432 > left then milli = milli - 1 elseif (milli + 1) * 432 <= left then milli = milli + 1 end
-    out[2] = milli
+    out[2] = 0
+    if after < 432000000 then
+      local left = 432000000 - after
+      local milli = floor(left / 432)
+      if milli * 432 > left then milli = milli - 1 elseif (milli + 1) * 432 <= left then milli = milli + 1 end
+      out[2] = milli
+    end
     if frac > 0 then out[4] = whole + 1 else out[4] = whole end
   end
 end

@@ -520,8 +520,11 @@ do
     local after = debt4 + need
     if after <= 5000 then
       out[16] = 1
-      local left = 5000 - after
-      out[17] = left
+      out[17] = 0
+      if after < 5000 then
+        local left = 5000 - after
+        out[17] = left
+      end
       local q = floor(after / 3)
       if q * 3 > after then q = q - 1 elseif (q + 1) * 3 <= after then q = q + 1 end
       if q * 3 ~= after then q = q + 1 end

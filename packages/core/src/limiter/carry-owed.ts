@@ -197,7 +197,7 @@ export class OwedCarry {
         f.remember(t.key, latest, this.now(), t.storeKey);
       };
       const forMs = countsFor(single.policies[0] as CompiledPolicy, x[o + R_RESET] as number, cost);
-      this.sure.send({ key: keyAt(t.storeKey, i), plan: single, cost, forMs, restore: false, landed });
+      void this.sure.send({ key: keyAt(t.storeKey, i), plan: single, cost, forMs, restore: false, landed });
     }
   }
 

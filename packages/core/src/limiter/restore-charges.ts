@@ -31,19 +31,21 @@ export class RestoreCharges {
    * Charges `c`'s key again what it had counted, policy by policy (`plan`'s), less what other processes of
    * the limiter charged it again since the loss (the ledger, which this raises to what `c` counts) and, with
    * `holds` (per policy, milli-units), what the store holds of it now: all of each when it fits, else what
-   * that policy has left, so it ends exhausted. Settles once the first tries are sent; true when something
-   * was charged then. A policy whose ledger could not be asked is asked again, then charged.
+   * that policy has left, so it ends exhausted. Settles once the first tries are answered (and a charge of
+   * what is left sent, SureCharges.send), so the checks held for a restore go after them; true when
+   * something was charged then. A policy whose ledger could not be asked is asked again, then charged.
    */
   async recharge(plan: StorePlan, c: Counted, holds?: Float64Array): Promise<boolean> {
     const raise = `${this.raiseHead}.${++this.raises}`;
     const owed = await Promise.all(Array.from(c.used, (_, i) => this.owedBy(plan, c, i, holds?.[i] ?? 0, raise)));
     const now = owed.map((x) => (typeof x === 'number' ? x : 0));
     if (now.some((x) => x > 0)) this.store.chargedBeside(c.storeKey, plan, now);
-    owed.forEach((x, i) => {
+    const sent = owed.map((x, i) => {
       const charge = { key: keyAt(c.storeKey, i), plan: subPlan(plan, [i]), forMs: c.until[i] as number, restore: true };
-      if (typeof x !== 'number') this.sure.send({ ...charge, cost: 0, ask: x });
-      else if (x > 0) this.sure.send({ ...charge, cost: x });
+      if (typeof x !== 'number') return this.sure.send({ ...charge, cost: 0, ask: x });
+      return x > 0 ? this.sure.send({ ...charge, cost: x }) : undefined;
     });
+    await Promise.all(sent);
     return now.some((x) => x > 0);
   }
 

@@ -7,8 +7,8 @@
  * A try that fails is sent again after a wait that doubles from 200 ms to 10 s (DoublingWait; one timer
  * for all of them), while the policy's state would still count the charge: a window's count whole until
  * its reset, a bucket's less what it refilled since (as the failure mode's memory counts it: linearly to
- * its reset). The first try goes at once, whatever it owes (checks held for a restore wait for it to be
- * sent); a try sent again to a node whose breaker is open goes only as that node's one probe, the others
+ * its reset). The first try goes at once, whatever it owes (checks held for a restore wait for its
+ * answer, and for a charge of what is left to be sent: `send`); a try sent again to a node whose breaker is open goes only as that node's one probe, the others
  * waiting for the next turn. At most 100,000 are kept to send again. A try ends when its call settles,
  * not when the watchdog gives up on it (the node's health hears of it as of any call): a slow store's late
  * reply is the charge landing, not a reason to charge twice. A try that failed may still have run (a
@@ -68,6 +68,8 @@ interface Sending {
   readonly lefts: number;
   /** Sent again at the next turn. */
   waiting: boolean;
+  /** Settles `send`'s promise: at the first try's answer (or failure), once a charge of what is left is sent. */
+  firstDone: (() => void) | undefined;
 }
 
 /** How many times a charge refused for want of room charges what is left, as checks take some meanwhile. */
@@ -98,9 +100,15 @@ export class SureCharges {
     private readonly now: Clock,
   ) {}
 
-  /** Sends `c` now, and again until it lands. */
-  send(c: SureCharge): void {
-    this.start(c, c.cost, LEFT_ATTEMPTS);
+  /**
+   * Sends `c` now, and again until it lands. The promise settles when the first try is answered (or
+   * failed), and, when it was refused for want of room, once the charge of what is left is sent: checks
+   * held for it until then (StoreGuard.holdFor) go after both, so none takes what the key had left between
+   * the refusal and that charge (a key checked in a tight loop got its whole limit again that way, one
+   * check slipping in before each of the charges of what was left).
+   */
+  send(c: SureCharge): Promise<void> {
+    return new Promise((resolve) => this.start(c, c.cost, LEFT_ATTEMPTS, resolve));
   }
 
   /** The store lost its state (on `node`; undefined: all of it): the restore charges waiting there go, as the ledgers did. */
@@ -111,20 +119,35 @@ export class SureCharges {
   close(): void {
     this.closed = true;
     this.wait.stop();
+    for (const s of this.live) settleFirst(s);
     this.live.clear();
   }
 
-  /** Starts sending `cost` of `c`, with `lefts` charges of what is left after a refusal. */
-  private start(c: SureCharge, cost: number, lefts: number): void {
+  /** Starts sending `cost` of `c`, with `lefts` charges of what is left after a refusal; `firstDone` told as `send` says. */
+  private start(c: SureCharge, cost: number, lefts: number, firstDone?: () => void): void {
     let node: string;
     try {
       node = this.guard.nodeOfKey(c.key);
     } catch {
+      firstDone?.();
       return;
     }
     const p = c.plan.policies[0];
     const fades = p !== undefined && refills(p);
-    this.try({ c, node, cost, from: this.now(), fades, asking: c.ask !== undefined, sent: false, again: false, lefts, waiting: false });
+    const s: Sending = {
+      c,
+      node,
+      cost,
+      from: this.now(),
+      fades,
+      asking: c.ask !== undefined,
+      sent: false,
+      again: false,
+      lefts,
+      waiting: false,
+      firstDone,
+    };
+    this.try(s);
   }
 
   /** What `s` still owes at `at`: all of it at once; sent again, less a bucket's refill since, 0 once its state is whole. */
@@ -145,6 +168,7 @@ export class SureCharges {
     const again = s.again;
     if (this.closed || (again && !(s.c.forMs - (at - s.from) > 0))) {
       this.live.delete(s);
+      settleFirst(s);
       return;
     }
     this.live.add(s);
@@ -157,6 +181,7 @@ export class SureCharges {
     const cost = this.owedAt(s, at);
     if (cost <= 0) {
       this.live.delete(s);
+      settleFirst(s);
       return;
     }
     if (again && !this.guard.allow(s.node, at)) {
@@ -231,10 +256,13 @@ export class SureCharges {
       const forMs = s.c.forMs - (this.now() - s.from);
       this.start({ key: s.c.key, plan: s.c.plan, cost: left, forMs, restore: s.c.restore, landed: s.c.landed }, left, s.lefts - 1);
     }
+    settleFirst(s);
   }
 
   /** `s`'s try failed: sent again at the next turn, while it is live (not landed, not dropped by a loss). */
   private later(s: Sending): void {
+    // The first try failed: checks held for it wait no more (the charge is sent again meanwhile).
+    settleFirst(s);
     if (!this.live.has(s) || this.closed) return;
     if (this.live.size > MAX_LIVE) {
       this.live.delete(s);
@@ -256,3 +284,10 @@ export class SureCharges {
 }
 
 const none = (): void => undefined;
+
+/** Tells `send`'s promise that `s`'s first try is over, once. */
+function settleFirst(s: Sending): void {
+  const done = s.firstDone;
+  s.firstDone = undefined;
+  done?.();
+}

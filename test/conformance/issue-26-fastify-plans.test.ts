@@ -176,6 +176,57 @@ describe('issue 26: @tollgate/fastify route policies and plans under a plugin wi
   });
 });
 
+describe('@tollgate/fastify registered again in a child context', () => {
+  /** The plugin with plans free and pro at the root; again in a child (prefix /api) with plans gold and free. */
+  async function nested(route: FastifyRateLimitRouteOptions): Promise<FastifyInstance> {
+    const app = Fastify();
+    apps.push(app);
+    await app.register(fastifyRateLimit, { ...pluginPlans, name: 'root' });
+    app.get('/', async () => ({ ok: true }));
+    await app.register(
+      async (child) => {
+        await child.register(fastifyRateLimit, { name: 'child', plans: { gold: [fw('gold', 2)], free: [fw('child-free', 1)] }, clock });
+        child.get('/s', { config: { rateLimit: route } }, async () => ({ ok: true }));
+        child.setNotFoundHandler({ preHandler: child.rateLimit.hook }, async (_req, reply) => reply.code(404).send({ missing: true }));
+      },
+      { prefix: '/api' },
+    );
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    return app;
+  }
+
+  for (const route of [{ defaultPlan: 'gold' }, { unknownPlan: 'gold' }, { plan: () => 'gold' }] as FastifyRateLimitRouteOptions[]) {
+    it(`a route's ${Object.keys(route)[0]} naming a plan only the nearer registration has starts, and both limits hold (before: ERR_RL_UNKNOWN_PLAN at startup)`, async () => {
+      const app = await nested(route);
+      const s = () => request(app.server).get('/api/s').set('x-plan', 'pro');
+      const first = await s().expect(200);
+      // The nearer registration decides with the route's options (gold 2); the root counts the route as any of its routes (pro 3).
+      expect(first.headers['ratelimit-policy']).toContain('"gold";q=2;w=60');
+      await s().expect(200);
+      expect((await s().expect(429)).body['violated-policies']).toEqual(['gold']);
+      // The root's pro budget took all three.
+      const root = await request(app.server).get('/').set('x-plan', 'pro').expect(429);
+      expect(root.headers['ratelimit-policy']).toBe('"minute";q=3;w=60');
+      expect(app.rateLimit.routes.has('GET /api/s')).toBe(false);
+    });
+  }
+
+  it("the child's fastify.rateLimit is its own registration's, the root's the root's (before: the root's in both)", async () => {
+    const app = await nested({});
+    expect(app.rateLimit.limiter.name).toBe('root');
+    const missing = await request(app.server).get('/api/nothing').expect(404);
+    // The child's shared limiter (its default plan, its first: gold 2) counted the 404s, not the root's.
+    expect(missing.headers['ratelimit-policy']).toBe('"gold";q=2;w=60');
+    await request(app.server).get('/api/nothing').expect(404);
+    await request(app.server).get('/api/nothing').expect(429);
+  });
+
+  it('config.rateLimit: false opts a route out of both registrations', async () => {
+    const app = await nested(false as never);
+    for (let i = 0; i < 5; i++) await request(app.server).get('/api/s').set('x-plan', 'pro').expect(200);
+  });
+});
+
 describe('issue 26: Express and Koa stack middlewares (no merge), so plans and policies side by side start and both hold', () => {
   async function listen(server: Server): Promise<Server> {
     servers.push(server);

@@ -74,6 +74,18 @@ declare module 'fastify' {
 
 const ADAPTER_KEYS = ['hook', 'global'];
 
+/**
+ * Set on the instance a registration was made on (own property; a child context inherits its parent's by
+ * its prototype): the registration nearest to a context, and what its `fastify.rateLimit` reads.
+ */
+const NEAREST = Symbol('tollgate.registration');
+const DECORATOR = Symbol('tollgate.decorator');
+
+interface Marked {
+  [NEAREST]?: Registration;
+  [DECORATOR]?: FastifyRateLimitDecorator;
+}
+
 /** What `fastify.printRoutes()` answers while the router holds no route (find-my-way's `prettyPrint`). */
 const EMPTY_ROUTER = '(empty tree)';
 
@@ -289,17 +301,30 @@ function registration(base: RateLimitHandler<FastifyRequest>): Registration {
   return reg;
 }
 
-/** `request.rateLimit`, the registration's flag on requests, and `fastify.rateLimit` (the first registration's limiter, shedder, route limiters and hook). */
+/**
+ * `request.rateLimit`, the registration's flag on requests, and `fastify.rateLimit`: the limiter, shedder,
+ * route limiters and hook of the registration nearest to the context it is read on (a getter: a child
+ * context that registers the plugin again reads its own, its parent the parent's; Fastify lets a name be
+ * decorated once per tree).
+ */
 function decorate(fastify: FastifyInstance, base: RateLimitHandler<FastifyRequest>, reg: Registration, routes: Map<string, Limiter>): void {
   fastify.decorateRequest(reg.ran, false);
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
+  const marked = fastify as FastifyInstance & Marked;
+  marked[NEAREST] = reg;
+  marked[DECORATOR] = {
+    limiter: base.limiter,
+    shedder: base.shedder,
+    routes,
+    hook: (request: FastifyRequest, reply: FastifyReply) =>
+      new Promise<void>((done) => limitRequest(base, reg, undefined, request, reply, done)),
+  };
   if (!fastify.hasDecorator('rateLimit'))
     fastify.decorate('rateLimit', {
-      limiter: base.limiter,
-      shedder: base.shedder,
-      routes,
-      hook: (request: FastifyRequest, reply: FastifyReply) =>
-        new Promise<void>((done) => limitRequest(base, reg, undefined, request, reply, done)),
+      getter(this: FastifyInstance) {
+        // Set by every registration on its own instance, before any context below it can read it.
+        return (this as FastifyInstance & Marked)[DECORATOR] as FastifyRateLimitDecorator;
+      },
     });
 }
 
@@ -388,9 +413,13 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
     return handler;
   }
 
-  fastify.addHook('onRoute', (route: RouteOptions) => {
+  // `this`: the instance the route is declared on. A route under a nearer registration of the plugin (one
+  // made in a child context) takes its `config.rateLimit` there; here it is limited as any route of this
+  // context (by the shared limiter, when `global`), and `false` opts it out of both.
+  fastify.addHook('onRoute', function tollgateOnRoute(this: FastifyInstance & Marked, route: RouteOptions) {
     for (const m of methodsOf(route.method)) seen.add(`${m} ${route.url}`);
-    const own = route.config?.rateLimit;
+    const given = route.config?.rateLimit;
+    const own = this[NEAREST] === reg || this[NEAREST] === undefined ? given : given === false ? false : undefined;
     if (own === false || (own === undefined && !global)) return;
     const path = `${route.method} ${route.url} config.rateLimit`;
     checkRouteOptions(own, path);

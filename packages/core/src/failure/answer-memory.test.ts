@@ -371,6 +371,41 @@ describe('an outage continues the budget (onStoreError local)', () => {
     }
   });
 
+  it("an outage across a window's end: the new window's admissions are charged even a window after the outage's first (before: dropped, 20 of 10)", async () => {
+    let t = 0;
+    const store = new OutageStore();
+    const limiter = createLimiter({
+      policies: { algorithm: 'fixed-window', limit: 10, windowMs: 2_000 },
+      store,
+      breaker: false,
+      clock: () => t,
+      logger: quiet,
+    });
+    const admitted = async (n: number) => {
+      let yes = 0;
+      for (let i = 0; i < n; i++) if ((await limiter.check('k')).allowed) yes += 1;
+      return yes;
+    };
+    t = 100;
+    expect(await admitted(2)).toBe(2);
+    // Down half way through window A: 4 admitted there, then window B's 10, all by the local limiter.
+    store.down = true;
+    t = 1_000;
+    expect(await admitted(4)).toBe(4);
+    t = 2_100;
+    expect(await admitted(20)).toBe(10);
+    // Up again 1.6 windows in: more than a window after the outage's first admission, less than one
+    // after window B's. The store, told of them, admits nothing more in B but the check whose answer
+    // ended the outage (sent before the carry; the key's memory, which would refuse it, ended with
+    // window A: a known one over).
+    store.down = false;
+    t = 3_200;
+    expect(await admitted(20)).toBeLessThanOrEqual(1);
+    t = 4_000;
+    expect(await admitted(20)).toBe(10);
+    await limiter.close();
+  });
+
   it('a plan of a short and a long window: the long one is charged all the outage admitted, not only what the short one had left', async () => {
     // One key for both policies, and one key per policy (several keys, one decision); each algorithm as the long one.
     const cases = [

@@ -42,8 +42,14 @@ export interface Owed {
   readonly storeKey: StoreKey;
   /** Milli-units. */
   cost: number;
-  /** When the first of it was admitted (limiter clock). */
-  readonly since: number;
+  /**
+   * When the last of it was admitted (limiter clock): the entry counts until that is a window old. Not
+   * the first: an outage that spans a window's end owes the new window what it admitted there, which an
+   * entry dropped (or replaced) a window after its first admission lost, and the new window then got the
+   * store's whole limit beside them (16 of 10). Admissions older than the window ride along, charging
+   * the key at most to exhausted: a longer refusal, never a second budget.
+   */
+  last: number;
   /** Taken to be charged to the store (`takeOwed`); a late reply to an earlier charge of it must not count it again. */
   carried: boolean;
   /**
@@ -112,7 +118,7 @@ export class Fallback {
     const o = owed.get(key);
     if (o === undefined) return undefined;
     owed.delete(key);
-    if (at - o.since >= this.horizonMs) return undefined;
+    if (at - o.last >= this.horizonMs) return undefined;
     this.take(o);
     return o;
   }
@@ -136,7 +142,7 @@ export class Fallback {
    */
   lateEntry(key: string, at: number): Owed | undefined {
     const o = this.owed?.get(key) ?? this.taken.get(key);
-    return o !== undefined && at - o.since < this.horizonMs ? o : undefined;
+    return o !== undefined && at - o.last < this.horizonMs ? o : undefined;
   }
 
   /** `takeOwed` of every key `which` picks (those a node that answers again serves: limiter/decide.ts `carryAllOwed`). */
@@ -147,7 +153,7 @@ export class Fallback {
     for (const o of owed.values()) {
       if (!which(o)) continue;
       owed.delete(o.key);
-      if (at - o.since >= this.horizonMs) continue;
+      if (at - o.last >= this.horizonMs) continue;
       this.take(o);
       taken.push(o);
     }
@@ -237,15 +243,16 @@ export class Fallback {
   owe(key: string, storeKey: StoreKey, cost: number, at: number): Owed {
     const owed = this.owed as Map<string, Owed>;
     const o = owed.get(key);
-    if (o !== undefined && at - o.since < this.horizonMs) {
+    if (o !== undefined && at - o.last < this.horizonMs) {
       o.cost += cost;
+      if (at > o.last) o.last = at;
       return o;
     }
     if (o === undefined && owed.size >= REMEMBERED_KEYS) {
       const oldest = owed.keys().next().value;
       if (oldest !== undefined) owed.delete(oldest);
     }
-    const entry: Owed = { key, storeKey, cost, since: at, carried: false };
+    const entry: Owed = { key, storeKey, cost, last: at, carried: false };
     owed.set(key, entry);
     return entry;
   }

@@ -155,10 +155,10 @@ export class OwedCarry {
   private chargePlan(t: Target, f: Fallback, e: Owed, owed: number, cost: number, done: () => void, then: (r: StoreResult) => void): void {
     const plan = t.cp.storePlan;
     const at = this.now();
-    // Owed again as it was: from when the first of it was admitted, so it never outlives the window.
+    // Owed again as it was: until its last admission is a window old, so it never outlives the window.
     let again: Owed | undefined;
     const failed = (): void => {
-      again = f.owe(t.key, t.storeKey, owed, e.since);
+      again = f.owe(t.key, t.storeKey, owed, e.last);
       // Charged again by the next carry: a late run of this one's charge doubles it, as after a full carry.
       f.settle(e, new Array<boolean>(t.cp.enforcedCount).fill(true));
       done();

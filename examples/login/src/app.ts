@@ -6,8 +6,9 @@
  *   limit, which a login limit cannot afford (docs/algorithms.md); 30 entries per address is cheap;
  * - `login-account` (leaky bucket as a shaper, keyed by account): the first 4 failed attempts pass at
  *   once, each further one is held 6 s longer than the last (6, 12, 18 s), and one that would be held
- *   more than 20 s (`maxDelayMs`) gets a 429 at once with the exact Retry-After. Guessing slows to 10 a minute,
- *   but the account is never locked out.
+ *   more than 20 s (`maxDelayMs`) gets a 429 at once with the exact Retry-After. Guessing slows to 10 a minute.
+ *   No hard lockout, but the account's queue is shared: an attacker spreading guesses over many addresses
+ *   can keep it full, and the owner's attempts are then held up to 20 s or refused (see the README).
  * `skipSuccessfulRequests`: every attempt is charged when it arrives (so parallel guesses cannot slip
  * through) and a successful login is given back when its response finishes: only failures count.
  * Wrong password and unknown account get the same answer in about the same time.

@@ -29,16 +29,20 @@ import { closeFrame, FRAME_AT, horizonAt, initFrame, noteMark, refundedAt } from
 
 /**
  * What is left at a debt of `debt` ticks, in milli-units: the room to the capacity, and for a leaky-bucket
- * `maxDelayMs` what requests of cost 1 can still take before one would wait longer: each is admitted while
- * the debt it finds is at most `maxDelayTicks`, so the last one may take the debt to `maxDelayTicks` plus
- * one request, and none is left past it. Without it, the room to the capacity (gcra, a leaky bucket that
- * queues every admitted request). A check and a peek of the same state read the same number.
+ * `maxDelayMs` no more than requests of cost 1 can still take before one would wait longer: each is
+ * admitted while the debt it finds is at most `maxDelayTicks`, so as many as fit from `debt` to there, and
+ * none past it. Without it, the room to the capacity (gcra, a leaky bucket that queues every admitted
+ * request). A check and a peek of the same state read the same number.
  */
 export function gcraLeft(debt: number, p: CompiledPolicy): number {
+  const cap = p.capTicks;
   const max = p.maxDelayTicks;
-  if (debt > max) return 0;
-  const top = Math.min(p.capTicks, max + MILLI * p.tokenTicks);
-  return debt >= top ? 0 : ticksToMilli(top - debt, p.tokenTicks);
+  if (debt >= cap || debt > max) return 0;
+  if (max === Number.POSITIVE_INFINITY) return ticksToMilli(cap - debt, p.tokenTicks);
+  // Requests of cost 1 (`unit` ticks each) are admitted at debts debt, debt + unit, ... up to `max`.
+  const unit = MILLI * p.tokenTicks;
+  const queue = (floorDiv(max - debt, unit) + 1) * unit;
+  return ticksToMilli(Math.min(cap - debt, queue), p.tokenTicks);
 }
 
 /**

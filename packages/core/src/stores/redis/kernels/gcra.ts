@@ -26,25 +26,28 @@ export function gcraReset(s: Slot, target: string): string {
 }
 
 /**
- * The debt at which nothing is left (algorithms/gcra.ts gcraLeft): the capacity, or for a leaky-bucket
- * `maxDelayMs` the most debt a request may find plus one request, when that is less.
+ * What is left at the debt in `debt` (algorithms/gcra.ts gcraLeft), into the slot's remaining: the room to
+ * the capacity, and under a leaky-bucket `maxDelayMs` no more than the requests of cost 1 that fit from
+ * the debt to that bound.
  */
-function leftTop(p: CompiledPolicy): number {
-  return Math.min(p.capTicks, p.maxDelayTicks + 1000 * p.tokenTicks);
-}
-
-/** ` and <debt> <= max` for a leaky-bucket `maxDelayMs`; '' without it. */
-function withinDelay(p: CompiledPolicy, debt: string): string {
-  return Number.isFinite(p.maxDelayTicks) ? ` and ${debt} <= ${p.maxDelayTicks}` : '';
-}
-
-/** What is left at the debt in `debt` (algorithms/gcra.ts gcraLeft), into the slot's remaining. */
 export function gcraLeft(s: Slot, p: CompiledPolicy, debt: string = names(s, GC_STATE)[2]): string {
-  const top = leftTop(p);
+  const cap = p.capTicks;
+  if (!Number.isFinite(p.maxDelayTicks)) {
+    return lua`
+      ${s.remaining} = 0
+      if ${debt} < ${cap} then
+        local left = ${cap} - ${debt}
+        ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
+      end`;
+  }
+  const unit = 1000 * p.tokenTicks;
   return lua`
     ${s.remaining} = 0
-    if ${debt} < ${top}${withinDelay(p, debt)} then
-      local left = ${top} - ${debt}
+    if ${debt} < ${cap} and ${debt} <= ${p.maxDelayTicks} then
+      local span = ${p.maxDelayTicks} - ${debt}
+      ${floorDiv('n', 'span', unit)}
+      local left = (n + 1) * ${unit}
+      if left > ${cap} - ${debt} then left = ${cap} - ${debt} end
       ${ticksToMilli(s.remaining, 'left', p.tokenTicks)}
     end`;
 }

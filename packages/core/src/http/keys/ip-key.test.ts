@@ -149,6 +149,17 @@ describe('keys.ip(): a trust list that trusts everyone', () => {
     expect(logger.warnings[0]).toMatch(/^WRN_RL_PERMISSIVE_TRUSTED_PROXIES: .*'0\.0\.0\.0\/0' and '::\/0'.*bypass/);
   });
 
+  it("its own validate silences it with its own logger, as the middleware's does without one; a bad validate is refused", () => {
+    for (const validate of [false, { WRN_RL_PERMISSIVE_TRUSTED_PROXIES: false }] as const) {
+      const logger = recordingLogger();
+      ipKey({ trustedProxies: '0.0.0.0/0', logger, validate });
+      expect(logger.warnings).toEqual([]);
+    }
+    expect(() => ipKey({ trustedProxies: 'private', validate: { WRN_RL_NOPE: false } as never })).toThrow(
+      /ERR_RL_INVALID_OPTION: 'validate\.WRN_RL_NOPE'/,
+    );
+  });
+
   it('warns on the first request (once) without a logger option, and still keys', () => {
     const key = ipKey({ trustedProxies: '0.0.0.0/0' });
     const { view, logger } = viewFactory();

@@ -5,7 +5,7 @@
  * /64, the smallest block one subscriber gets), and the key is canonical text: `ip:203.0.113.7`,
  * `ip:2001:db8:1:2::/64`.
  */
-import { createDiagnostics } from '../../diagnostics.js';
+import { createDiagnostics, parseValidate, type ValidateOption } from '../../diagnostics.js';
 import { RateLimitConfigError } from '../../errors.js';
 import { type KeysEnum, readOptions } from '../../internal/read-options.js';
 import { checkLogger, type Logger } from '../../logging.js';
@@ -52,6 +52,12 @@ export interface IpKeyOptions {
    * through the request's diagnostics on the first request.
    */
   logger?: Logger;
+  /**
+   * With `logger`: `false` silences its warnings, an object by code (`{ WRN_RL_PERMISSIVE_TRUSTED_PROXIES:
+   * false }`), as the middleware's `validate` does. Without `logger` the middleware's `validate` decides.
+   * Defaults to `true`.
+   */
+  validate?: ValidateOption;
 }
 
 const IP_KEY_OPTIONS: KeysEnum<IpKeyOptions> = {
@@ -61,6 +67,7 @@ const IP_KEY_OPTIONS: KeysEnum<IpKeyOptions> = {
   header: true,
   nat64Prefixes: true,
   logger: true,
+  validate: true,
 };
 
 /** `IpKeyOptions` validated. */
@@ -188,10 +195,11 @@ function permissiveMessage(entries: readonly string[]): string {
  */
 export function ipKey(options: IpKeyOptions = {}): KeyFunction {
   const config = parseIpKeyOptions(options);
+  const validate = parseValidate(options.validate);
   const permissive = config.trustedProxies.permissive;
   let pendingWarning = permissive.length > 0;
   if (pendingWarning && options.logger !== undefined) {
-    createDiagnostics(options.logger).warn('WRN_RL_PERMISSIVE_TRUSTED_PROXIES', permissiveMessage(permissive));
+    createDiagnostics(options.logger, validate).warn('WRN_RL_PERMISSIVE_TRUSTED_PROXIES', permissiveMessage(permissive));
     pendingWarning = false;
   }
   // What an IPv6 socket address text (IPv4-mapped included) comes to, by text: a keep-alive connection

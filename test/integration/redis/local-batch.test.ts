@@ -262,6 +262,53 @@ describeRedis('RedisStore localBatch in one process', () => {
     await store.close();
   });
 
+  it('a refund of a charge Redis made lifts the rejection held in process: the next check spends it, as a peek says (before: refused until the window ended)', async () => {
+    let now = BASE;
+    // Batches of one request: every admission is Redis's own charge, with a receipt a refund takes.
+    const { store, limiter } = counted(1e-9, { algorithm: 'fixed-window', limit: 100, windowMs: 3_600_000 }, () => now);
+    const charged: Decision[] = [];
+    for (let i = 0; i < 200; i++) {
+      now += 1;
+      const d = await limiter.check('k');
+      if (d.allowed && d.receipt !== undefined) charged.push(d);
+    }
+    const refused = await limiter.check('k');
+    expect(refused.allowed).toBe(false);
+    let back = 0;
+    for (const d of charged) {
+      if (back === 5) break;
+      if ((await limiter.refund(d)).refunded) back += 1;
+    }
+    expect(back).toBe(5);
+    expect((await limiter.peek('k')).remaining).toBe(5);
+    const after = await limiter.check('k');
+    expect(after).toMatchObject({ allowed: true, remaining: 4 });
+    await store.close();
+  });
+
+  it('a process never holds more than maxShare of a limit, prefetching while a batch is still in hand', async () => {
+    const store = new RedisStore({ client, prefix: randomPrefix(), localBatch: { minRate: 1, holdMs: 1_000, maxShare: 0.1 } });
+    const limiter = createLimiter({
+      policies: { algorithm: 'fixed-window', limit: 100_000, windowMs: 60_000 },
+      store,
+      storeTimeoutMs: 60_000,
+    });
+    let most = 0;
+    const until = Date.now() + 1_500;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (Date.now() < until) {
+          await limiter.check('hot');
+          most = Math.max(most, store.localBatchHeld);
+        }
+      }),
+    );
+    // Milli-units: a tenth of 100,000 units.
+    expect(most).toBeGreaterThan(1_000_000);
+    expect(most).toBeLessThanOrEqual(10_000_000);
+    await store.close();
+  });
+
   it('past maxKeys, the key least recently seen is dropped, not the one tracked first', async () => {
     let now = BASE;
     const store = new RedisStore({

@@ -608,6 +608,7 @@ export class RedisStore implements Store {
     const n = plan.policies.length;
     // A batched bucket decision: its units stay with the batch (local-batch/batch.ts), nothing goes back.
     if (this.batcher !== undefined && heldReceipt(marks, n)) return Promise.resolve(new Array<number>(n).fill(0));
+    if (typeof key === 'string') this.batcher?.unblock(key, plan);
     return this.runRefund(key, plan, cost, marks, now, false);
   }
 

@@ -228,18 +228,27 @@ export class LocalBatcher {
     return false;
   }
 
-  /** Whether what is held has fallen under a quarter of the last batch. */
-  private low(e: KeyEntry, local: number): boolean {
+  /** What `e`'s batches still hold, milli-units. */
+  private inHand(e: KeyEntry, local: number): number {
     let h = 0;
     for (const b of e.batches) h += b.usable(local);
-    return h * 4 <= e.lastCharge;
+    return h;
   }
 
-  /** The next batch's size for `cost`, milli-units (one `cost` at least: then it is the round trip). */
-  private size(ps: PlanState, e: KeyEntry, cost: number, local: number): number {
+  /** Whether what is held has fallen under a quarter of the last batch. */
+  private low(e: KeyEntry, local: number): boolean {
+    return this.inHand(e, local) * 4 <= e.lastCharge;
+  }
+
+  /**
+   * The next batch's size for `cost`, milli-units (one `cost` at least: then it is the round trip). With
+   * what is still `held`, never more than `maxShare` in all: a prefetch while a quarter of the last batch
+   * is left took a whole share beside it (1.25 x `maxShare` held).
+   */
+  private size(ps: PlanState, e: KeyEntry, cost: number, local: number, held = 0): number {
     const rate = e.rate(local);
     let n = Math.floor(rate * this.config.holdMs);
-    const share = Math.floor(ps.shareMilli / cost);
+    const share = Math.floor((ps.shareMilli - held) / cost);
     if (share < n) n = share;
     // Near the limit: at most half of what Redis said was left, so few units strand in this process.
     const half = Math.floor(e.lastLeft / (2 * cost));
@@ -285,7 +294,7 @@ export class LocalBatcher {
 
   /** Takes the next batch in the background while the current one is still being spent. */
   private prefetch(ps: PlanState, e: KeyEntry, plan: StorePlan, cost: number, now: number, sent: number): void {
-    const charge = this.size(ps, e, cost, sent);
+    const charge = this.size(ps, e, cost, sent, this.inHand(e, sent));
     if (charge < 2 * cost) return;
     this.counted(charge);
     const resets = e.resets;
@@ -500,6 +509,16 @@ export class LocalBatcher {
     const before = e.beside;
     e.beside = Array.from({ length: Math.max(before.length, charged.length) }, (_, i) => (before[i] ?? 0) + (charged[i] ?? 0));
     for (const b of e.batches) b.lower(charged);
+  }
+
+  /**
+   * A refund of a round-trip decision is on its way to Redis: the key's rejection, answered in process
+   * while nothing changed, no longer holds (the refunded budget would stay unused until the window ends,
+   * and a check would refuse what a peek says is left). The next check goes to Redis, after the refund.
+   */
+  unblock(key: string, plan: StorePlan): void {
+    const e = this.plans.get(plan)?.entries.get(key);
+    if (e !== undefined) e.block = undefined;
   }
 
   /** `store.reset(key)`: what this process held for the key belonged to the state just deleted. */

@@ -73,6 +73,15 @@ export class NodeHealth {
   }
 
   /**
+   * The call the probe was granted to never reached the node (answered from what the store holds in
+   * process: RedisStore `localBatch`): it says nothing of the node, so the breaker stays as it is and the
+   * next call may probe at once.
+   */
+  unprobed(): void {
+    this.probing = false;
+  }
+
+  /**
    * A reply came after its call was answered by the failure mode: the node is alive, so an open breaker
    * lets the next call probe at once (its timely reply closes the breaker; a late one does not).
    */

@@ -406,6 +406,34 @@ describe('an outage continues the budget (onStoreError local)', () => {
     await limiter.close();
   });
 
+  it('several keys per decision: a tenant the store had exhausted stays exhausted for users never seen with it (before: each new pair a fresh tenant budget, 50 of 30)', async () => {
+    const policies: PolicyOptions[] = [
+      { name: 'per-user', algorithm: 'fixed-window', limit: 10, windowMs: 60_000 },
+      { name: 'per-tenant', algorithm: 'fixed-window', limit: 30, windowMs: 60_000 },
+    ];
+    const run = async (before: Record<string, number>, during: readonly string[]) => {
+      let t = 1_000;
+      const store = new OutageStore();
+      const limiter = createLimiter({ policies, store, breaker: false, clock: () => t, logger: quiet });
+      const admitted = async (user: string, n: number) => {
+        let yes = 0;
+        for (let i = 0; i < n; i++) if ((await limiter.check({ 'per-user': user, 'per-tenant': 't1' })).allowed) yes += 1;
+        return yes;
+      };
+      for (const [u, n] of Object.entries(before)) await admitted(u, n);
+      store.down = true;
+      t += 1_000;
+      let total = 0;
+      for (const u of during) total += await admitted(u, 12);
+      await limiter.close();
+      return total;
+    };
+    // Exhausted by u1 to u3 (u4 refused for it): nobody gets a request through in the outage.
+    expect(await run({ u1: 10, u2: 10, u3: 10, u4: 1 }, ['u1', 'u4', 'u5', 'u6'])).toBe(0);
+    // 10 of 30 used: what the store said remained (20), whichever users take it (before: 30 more, 40 of 30).
+    expect(await run({ u1: 10 }, ['u5', 'u6', 'u7'])).toBe(20);
+  });
+
   it('a plan of a short and a long window: the long one is charged all the outage admitted, not only what the short one had left', async () => {
     // One key for both policies, and one key per policy (several keys, one decision); each algorithm as the long one.
     const cases = [

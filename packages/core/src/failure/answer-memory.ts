@@ -75,6 +75,12 @@ export class AnswerMemory {
   private readonly entries = new Map<string, Remembered>();
   /** The store keys of the records whose store key is not their key (several keys, one decision). */
   private readonly storeKeys = new Map<string, StoreKey>();
+  /**
+   * Several keys per decision: per policy and that policy's own key (`${i}\0${key}`), the record last
+   * answered for it. A policy's key is shared by many decisions (one tenant, many users): its budget in an
+   * outage is that record's, whichever decision asks (`shared`), not a fresh one for a pair never seen.
+   */
+  private readonly byPolicyKey = new Map<string, string>();
 
   /**
    * Told, before the record is replaced, of an answer that could not follow the one remembered
@@ -110,6 +116,7 @@ export class AnswerMemory {
     } else if (this.onRegress !== undefined && this.regressed(m, r, at)) {
       this.onRegress(this.regress(storeKey, m, r, at, cost));
     }
+    if (typeof storeKey !== 'string') for (let i = 0; i < storeKey.length; i++) this.byPolicyKey.set(`${i}\0${storeKey[i]}`, key);
     for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
       // A concurrency policy's budget is the leases held, which the local store's own leases bound in an
       // outage: never live, so it never limits (room is Infinity).
@@ -195,7 +202,29 @@ export class AnswerMemory {
 
   private forget(key: string): void {
     this.entries.delete(key);
-    if (this.storeKeys.size > 0) this.storeKeys.delete(key);
+    if (this.storeKeys.size === 0) return;
+    const storeKey = this.storeKeys.get(key);
+    this.storeKeys.delete(key);
+    if (storeKey === undefined || typeof storeKey === 'string') return;
+    for (let i = 0; i < storeKey.length; i++) {
+      const at = `${i}\0${storeKey[i]}`;
+      if (this.byPolicyKey.get(at) === key) this.byPolicyKey.delete(at);
+    }
+  }
+
+  /**
+   * For a decision of several keys, the live record last answered for policy `i`'s own key (by this
+   * decision or another sharing that key), if any: where that policy's budget stands in an outage.
+   */
+  shared(storeKey: readonly string[], i: number, at: number): Remembered | undefined {
+    const key = this.byPolicyKey.get(`${i}\0${storeKey[i]}`);
+    return key === undefined ? undefined : this.live(key, at);
+  }
+
+  /** The failure mode admitted `cost` on policy `i` of `m`: owed by it while it has not reset at `at`. */
+  spendOne(m: Remembered, i: number, cost: number, at: number): void {
+    const k = STRIDE * i;
+    if ((m[k + UNTIL] as number) > at) m[k + SPENT] = (m[k + SPENT] as number) + cost;
   }
 
   /**
@@ -262,11 +291,6 @@ export class AnswerMemory {
       t = Math.min(until, since + (need * (until - since)) / (p.capMilli - remaining));
     }
     return Math.max(1, Math.ceil(t - at));
-  }
-
-  /** The failure mode admitted `cost` on `m`: owed by every policy not yet reset at `at`. */
-  spend(m: Remembered, cost: number, at: number): void {
-    for (let k = 0; k < m.length; k += STRIDE) if ((m[k + UNTIL] as number) > at) m[k + SPENT] = (m[k + SPENT] as number) + cost;
   }
 
   /** What the failure mode admitted for `key` is charged to the store now: its next answers count it, so it is no longer taken off them. */

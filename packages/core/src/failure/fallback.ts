@@ -299,10 +299,10 @@ export class Fallback {
     if (onStoreError === 'local') {
       if (this.local === undefined) this.local = new MemoryStore();
       const memory = this.memory;
-      const m = memory === undefined ? undefined : memory.live(key, at);
+      const records = memory === undefined ? undefined : this.recordsOf(memory, key, storeKey, at);
       const d =
-        m !== undefined
-          ? this.carried(memory as AnswerMemory, key, cost, at, storeKey, m, lease)
+        records !== undefined
+          ? this.carried(memory as AnswerMemory, key, cost, at, storeKey, records, lease)
           : this.finish(key, cost, this.local.apply(storeKey, this.localPlan, cost, at, lease), this.config.localPolicies, true);
       if (this.owed !== undefined && d.allowed && !d.limited) this.owe(key, storeKey, cost, at);
       return d;
@@ -343,9 +343,23 @@ export class Fallback {
   }
 
   /**
+   * Per enforced policy, the record its budget stands in: the key's own, or with several keys per
+   * decision, the one last answered for that policy's own key (AnswerMemory.shared: a tenant Redis had
+   * exhausted stays exhausted for a user never seen with it); undefined when no policy has one.
+   */
+  private recordsOf(memory: AnswerMemory, key: string, storeKey: StoreKey, at: number): (Remembered | undefined)[] | undefined {
+    const m = memory.live(key, at);
+    const n = this.config.policies.length;
+    if (typeof storeKey === 'string') return m === undefined ? undefined : new Array<Remembered>(n).fill(m);
+    const records = Array.from({ length: n }, (_, i) => memory.shared(storeKey, i, at) ?? m);
+    return records.some((r) => r !== undefined) ? records : undefined;
+  }
+
+  /**
    * `'local'` for a key the store answered before: admitted only if every enforced policy still has room
    * by the store's last answer (less what the failure mode admitted since) and the local limiter admits;
-   * the decision's numbers are the tighter of the two.
+   * the decision's numbers are the tighter of the two. A policy without a record (`records[i]`) has the
+   * local limiter's room only.
    */
   private carried(
     memory: AnswerMemory,
@@ -353,29 +367,35 @@ export class Fallback {
     cost: number,
     at: number,
     storeKey: StoreKey,
-    m: Remembered,
+    records: readonly (Remembered | undefined)[],
     lease: number | undefined,
   ): Decision {
     const local = this.local as MemoryStore;
     const policies = this.config.policies;
+    const room = (i: number): number => {
+      const m = records[i];
+      return m === undefined ? Number.POSITIVE_INFINITY : memory.room(m, i, at);
+    };
     let blocked = false;
     for (let i = 0; i < policies.length; i++) {
-      if (cost <= (policies[i] as CompiledPolicy).capMilli && cost > memory.room(m, i, at)) blocked = true;
+      if (cost <= (policies[i] as CompiledPolicy).capMilli && cost > room(i)) blocked = true;
     }
     const r = this.carry;
     r.set(blocked ? local.peek(storeKey, this.localPlan, cost, at) : local.apply(storeKey, this.localPlan, cost, at, lease));
     let charged = !blocked;
     for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE)
       if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) charged = false;
-    if (charged) memory.spend(m, cost, at);
+    if (charged)
+      for (let i = 0; i < policies.length; i++) if (records[i] !== undefined) memory.spendOne(records[i] as Remembered, i, cost, at);
     for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE) {
-      const room = memory.room(m, i, at);
-      if (room !== Number.POSITIVE_INFINITY) r[o + R_REMAINING] = Math.max(0, Math.min(r[o + R_REMAINING] as number, Math.floor(room)));
+      const left = room(i);
+      if (left !== Number.POSITIVE_INFINITY) r[o + R_REMAINING] = Math.max(0, Math.min(r[o + R_REMAINING] as number, Math.floor(left)));
       if (!blocked) continue;
       // Nothing is charged; the policies without room refuse until their reset.
       let flags = (r[o + R_FLAGS] as number) & ~F_CHARGED;
       const cap = (policies[i] as CompiledPolicy).capMilli;
-      if (cost > room && cost <= cap) {
+      if (cost > left && cost <= cap) {
+        const m = records[i] as Remembered;
         flags &= ~F_ALLOWED;
         r[o + R_RETRY_AFTER] = memory.waitFor(m, i, cost, at);
         r[o + R_RESET] = Math.max(r[o + R_RESET] as number, memory.waitFor(m, i, cap, at));

@@ -21,6 +21,9 @@ export const HASHED_KEY_PREFIX = 'sha256:';
 /** At most one `WRN_RL_UNKNOWN_PLAN` line per this many ms: plan names can come from requests, so from an attacker. */
 export const UNKNOWN_PLAN_LOG_INTERVAL_MS = 60_000;
 
+/** The most characters of an unknown plan's name a `WRN_RL_UNKNOWN_PLAN` line shows. */
+const LOGGED_PLAN_LENGTH = 64;
+
 /** Put before the UTF-16 code units of a key with no UTF-8 form: UTF-8 never holds the byte 0xFF. */
 const UTF16_DOMAIN = Buffer.of(0xff);
 
@@ -123,7 +126,8 @@ export class Targets {
       'warn',
       {
         code: 'WRN_RL_UNKNOWN_PLAN',
-        plan: name,
+        // A name from a request is the client's to choose: a line is never larger than a key would be.
+        plan: name.length > LOGGED_PLAN_LENGTH ? `${name.slice(0, LOGGED_PLAN_LENGTH)}… (${name.length} characters)` : name,
         appliedPlan: this.unknownPlan.name,
         plans: [...this.plans.keys()],
         alsoSinceLastLine: since,

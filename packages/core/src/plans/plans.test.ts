@@ -66,6 +66,10 @@ describe('plans', () => {
     await limiter.check('k', { plan: 'other' });
     expect(logger.warn).toHaveBeenCalledTimes(2);
     expect(logger.warn.mock.calls[1]?.[0]).toMatchObject({ plan: 'other', alsoSinceLastLine: 1002 });
+    // A name of a megabyte (a header the client wrote) is shown cut, with its length.
+    advance(60_000);
+    await limiter.check('k', { plan: 'x'.repeat(1_000_000) });
+    expect(logger.warn.mock.calls[2]?.[0]).toMatchObject({ plan: `${'x'.repeat(64)}… (1000000 characters)` });
   });
 
   it('is silenced by validate, on the limiter and per code', async () => {

@@ -300,6 +300,30 @@ describe('createShaper', () => {
     await shaper.close();
   });
 
+  it("writes its limiter's lines to the logger given, and validate silences its warnings", async () => {
+    const failing: Store = new Proxy(new MemoryStore(), {
+      get(target, name) {
+        if (name === 'apply') return () => Promise.reject(new Error('connection refused'));
+        const value: unknown = Reflect.get(target, name);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const lines: string[] = [];
+    const logger = {
+      warn: (f: { code?: string }) => lines.push(`warn ${f.code}`),
+      error: (f: { code?: string }) => lines.push(`error ${f.code}`),
+    };
+    const shaper = createShaper({ policies: { limit: 5, windowMs: 1_000 }, store: failing, clock, logger, validate: false });
+    const ran = shaper.schedule(() => 'ran');
+    await vi.advanceTimersByTimeAsync(10);
+    expect(await ran).toBe('ran'); // 'local' decided it
+    expect(lines).toEqual(['error ERR_RL_STORE_FAILED']);
+    await shaper.close();
+    expect(() => createShaper({ policies: { limit: 5, windowMs: 1_000 }, validate: { WRN_RL_NOPE: false } as never })).toThrow(
+      /ERR_RL_INVALID_OPTION: 'validate\.WRN_RL_NOPE'/,
+    );
+  });
+
   it('rejects bad options at construction', () => {
     expect(() => createShaper({} as never)).toThrow(/ERR_RL_NO_POLICIES/);
     // The message names what a shaper takes, not the core's `plans`, which it refuses.

@@ -21,9 +21,11 @@ import {
   type Decision,
   type Limiter,
   type LimiterStats,
+  type Logger,
   type PolicyOptions,
   RateLimitConfigError,
   type Store,
+  type ValidateOption,
 } from '@tollgate/core';
 import { requestCostToMilli } from '@tollgate/core/adapter';
 import { functionOption, integerIn, type KeysEnum, numberIn, oneOf, RateLimitClientError, readOptions } from './errors.js';
@@ -55,6 +57,10 @@ export interface ShaperOptions {
   storeTimeoutMs?: number;
   /** Integer ms for deadlines and the in-process store. Defaults to the core's monotonic clock. */
   clock?: Clock;
+  /** Where the shaper's limiter writes its warnings and errors (an outage, a breaker), pino-style. Defaults to `console`. */
+  logger?: Logger;
+  /** `false`, or an object by code, silences the limiter's warnings, as the core's `validate`. Defaults to `true`. */
+  validate?: ValidateOption;
 }
 
 export interface ScheduleOptions {
@@ -131,6 +137,8 @@ const KNOWN: KeysEnum<ShaperOptions> = {
   localShare: true,
   storeTimeoutMs: true,
   clock: true,
+  logger: true,
+  validate: true,
 };
 const SCHEDULE_KNOWN: KeysEnum<ScheduleOptions> = { cost: true, priority: true, signal: true, maxDelayMs: true };
 const DAY = 86_400_000;
@@ -192,6 +200,8 @@ function readShaperOptions(options: ShaperOptions): ShaperSetup {
     onStoreError: o.onStoreError === undefined ? undefined : oneOf(o.onStoreError, 'onStoreError', ['local', 'open', 'closed'] as const),
     localShare: o.localShare === undefined ? undefined : numberIn(o.localShare, 'localShare', Number.MIN_VALUE, 1, 'e.g. 0.25'),
     storeTimeoutMs: o.storeTimeoutMs === undefined ? 200 : integerIn(o.storeTimeoutMs, 'storeTimeoutMs', 1, DAY, 'e.g. 200'),
+    logger: o.logger,
+    validate: o.validate,
   });
   const now: Clock = clock ?? (() => Math.floor(performance.timeOrigin + performance.now()));
   return { key, maxQueue, defaultDelay, limiter, now };

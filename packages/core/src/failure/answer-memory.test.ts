@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLimiter } from '../limiter/create-limiter.js';
-import type { Limiter } from '../limiter/limiter.js';
+import type { Limiter, LimiterKey } from '../limiter/limiter.js';
 import { compilePolicy } from '../policy.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import {
@@ -173,7 +173,7 @@ function setup(limit: number | PolicyOptions[], localShare = 1, storeTimeoutMs?:
     clock: () => t,
     logger: quiet,
   });
-  const admitted = async (key: string, n: number) => {
+  const admitted = async (key: LimiterKey, n: number) => {
     let yes = 0;
     for (let i = 0; i < n; i++) if ((await limiter.check(key)).allowed) yes += 1;
     return yes;
@@ -372,59 +372,38 @@ describe('an outage continues the budget (onStoreError local)', () => {
   });
 
   it("an outage across a window's end: the new window's admissions are charged even a window after the outage's first (before: dropped, 20 of 10)", async () => {
-    let t = 0;
-    const store = new OutageStore();
-    const limiter = createLimiter({
-      policies: { algorithm: 'fixed-window', limit: 10, windowMs: 2_000 },
-      store,
-      breaker: false,
-      clock: () => t,
-      logger: quiet,
-    });
-    const admitted = async (n: number) => {
-      let yes = 0;
-      for (let i = 0; i < n; i++) if ((await limiter.check('k')).allowed) yes += 1;
-      return yes;
-    };
-    t = 100;
-    expect(await admitted(2)).toBe(2);
-    // Down half way through window A: 4 admitted there, then window B's 10, all by the local limiter.
+    // At 1,000 ms, half way through window A (fixed windows of 2 s).
+    const { store, limiter, admitted, advance } = setup([{ algorithm: 'fixed-window', limit: 10, windowMs: 2_000 }]);
+    expect(await admitted('k', 2)).toBe(2);
+    // Down: 4 admitted in window A, then window B's 10, all by the local limiter.
     store.down = true;
-    t = 1_000;
-    expect(await admitted(4)).toBe(4);
-    t = 2_100;
-    expect(await admitted(20)).toBe(10);
+    expect(await admitted('k', 4)).toBe(4);
+    advance(1_100);
+    expect(await admitted('k', 20)).toBe(10);
     // Up again 1.6 windows in: more than a window after the outage's first admission, less than one
     // after window B's. The store, told of them, admits nothing more in B but the check whose answer
     // ended the outage (sent before the carry; the key's memory, which would refuse it, ended with
     // window A: a known one over).
     store.down = false;
-    t = 3_200;
-    expect(await admitted(20)).toBeLessThanOrEqual(1);
-    t = 4_000;
-    expect(await admitted(20)).toBe(10);
+    advance(1_100);
+    expect(await admitted('k', 20)).toBeLessThanOrEqual(1);
+    advance(800);
+    expect(await admitted('k', 20)).toBe(10);
     await limiter.close();
   });
 
   it('several keys per decision: a tenant the store had exhausted stays exhausted for users never seen with it (before: each new pair a fresh tenant budget, 50 of 30)', async () => {
-    const policies: PolicyOptions[] = [
-      { name: 'per-user', algorithm: 'fixed-window', limit: 10, windowMs: 60_000 },
-      { name: 'per-tenant', algorithm: 'fixed-window', limit: 30, windowMs: 60_000 },
-    ];
     const run = async (before: Record<string, number>, during: readonly string[]) => {
-      let t = 1_000;
-      const store = new OutageStore();
-      const limiter = createLimiter({ policies, store, breaker: false, clock: () => t, logger: quiet });
-      const admitted = async (user: string, n: number) => {
-        let yes = 0;
-        for (let i = 0; i < n; i++) if ((await limiter.check({ 'per-user': user, 'per-tenant': 't1' })).allowed) yes += 1;
-        return yes;
-      };
-      for (const [u, n] of Object.entries(before)) await admitted(u, n);
+      const { store, limiter, admitted, advance } = setup([
+        { name: 'per-user', algorithm: 'fixed-window', limit: 10, windowMs: 60_000 },
+        { name: 'per-tenant', algorithm: 'fixed-window', limit: 30, windowMs: 60_000 },
+      ]);
+      const pair = (user: string) => ({ 'per-user': user, 'per-tenant': 't1' });
+      for (const [u, n] of Object.entries(before)) await admitted(pair(u), n);
       store.down = true;
-      t += 1_000;
+      advance(1_000);
       let total = 0;
-      for (const u of during) total += await admitted(u, 12);
+      for (const u of during) total += await admitted(pair(u), 12);
       await limiter.close();
       return total;
     };

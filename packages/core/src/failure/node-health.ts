@@ -74,11 +74,14 @@ export class NodeHealth {
 
   /**
    * The call the probe was granted to never reached the node (answered from what the store holds in
-   * process: RedisStore `localBatch`): it says nothing of the node, so the breaker stays as it is and the
-   * next call may probe at once.
+   * process: RedisStore `localBatch`): it says nothing of the node, so the breaker stays open, and the next
+   * probe waits as after a probe refused at once (no failure counted, the wait not doubled).
    */
-  unprobed(): void {
+  unprobed(now: number): void {
+    if (!this.probing) return;
     this.probing = false;
+    this.probeAt = now + this.backoffMs;
+    this.transition('open');
   }
 
   /**

@@ -141,7 +141,7 @@ export function evaluateGcra(
   const maxDelay = p.maxDelayTicks;
   if (after <= cap && debt <= maxDelay) {
     out.allowed = true;
-    out.remaining = gcraLeft(after, p);
+    out.remaining = p.maxDelayTicks < cap ? gcraLeft(after, p) : ticksToMilli(cap - after, tpm);
     out.retryAfterMs = 0;
     out.resetMs = ceilDiv(after, rate);
     // Stryker disable next-line EqualityOperator: equivalent, `debt > delayTicks` -> `>=`: at equality the delay is ceilDiv(0, rate), 0
@@ -201,7 +201,8 @@ export function consumeGcra(
   const frac = t.f[o + 1] as number;
   out.allowed = true;
   out.exceeds = false;
-  out.remaining = gcraLeft(after, p);
+  // A queue bound at or past the capacity never cuts what is left (gcraLeft): the common path skips it.
+  out.remaining = p.maxDelayTicks < cap ? gcraLeft(after, p) : ticksToMilli(cap - after, p.tokenTicks);
   out.retryAfterMs = 0;
   out.resetMs = frac > 0 ? whole + 1 : whole;
   // Stryker disable next-line EqualityOperator: equivalent, `debt > delayTicks` -> `>=`: at equality the delay is ceilDiv(0, rate), 0

@@ -4,18 +4,18 @@
  * on its own after an outage (carry-owed.ts `chargeRest`). Dropped on failure, such a charge leaves a key
  * budget that nobody charges, and the key admits it twice.
  *
- * A try that fails is sent again after a wait that doubles from 200 ms to 10 s (DoublingWait; one timer
- * for all of them), while the policy's state would still count the charge: a window's count whole until
- * its reset, a bucket's less what it refilled since (as the failure mode's memory counts it: linearly to
- * its reset). The first try goes at once, whatever it owes (checks held for a restore wait for its
- * answer, and for a charge of what is left to be sent: `send`); a try sent again to a node whose breaker is open goes only as that node's one probe, the others
- * waiting for the next turn. At most 100,000 are kept to send again. A try ends when its call settles,
- * not when the watchdog gives up on it (the node's health hears of it as of any call): a slow store's late
- * reply is the charge landing, not a reason to charge twice. A try that failed may still have run (a
- * connection that dropped after sending it): the key is then charged twice, never not at all. Refused
- * for want of room, what the policy has left is charged, so the key ends exhausted (a few times at most,
- * as checks take some meanwhile). A charge may first ask what it is (`ask`: a restore's ledger), asked
- * again alike.
+ * A try that fails is sent again after a wait that doubles from 200 ms to 10 s (DoublingWait; one timer for
+ * all of them), while the policy's state would still count the charge: a window's count whole until its
+ * reset, a bucket's less what it refilled since (as the failure mode's memory counts it: linearly to its
+ * reset). The first try goes at once, whatever it owes (checks held for a restore wait for its answer, and
+ * for a charge of what is left to be sent: `send`); a try sent again to a node whose breaker is open goes
+ * only as that node's one probe, the others waiting for the next turn. At most 100,000 are kept to send
+ * again. A try ends when its call settles, not when the watchdog gives up on it (the node's health hears of
+ * it as of any call): a slow store's late reply is the charge landing, not a reason to charge twice. A try
+ * that failed may still have run (a connection that dropped after sending it): the key is then charged twice,
+ * never not at all. Refused for want of room, what the policy has left is charged, so the key ends exhausted
+ * (a few times at most, as checks take some meanwhile). A charge may first ask what it is (`ask`: a restore's
+ * ledger), asked again alike.
  *
  * A loss of the store's state (`lost`) drops the restore charges waiting on that node: their ledgers went
  * with the keys, and the restore that follows charges all of it again. An ask in flight then is charged

@@ -73,18 +73,6 @@ export class NodeHealth {
   }
 
   /**
-   * The call the probe was granted to never reached the node (answered from what the store holds in
-   * process: RedisStore `localBatch`): it says nothing of the node, so the breaker stays open, and the next
-   * probe waits as after a probe refused at once (no failure counted, the wait not doubled).
-   */
-  unprobed(now: number): void {
-    if (!this.probing) return;
-    this.probing = false;
-    this.probeAt = now + this.backoffMs;
-    this.transition('open');
-  }
-
-  /**
    * A reply came after its call was answered by the failure mode: the node is alive, so an open breaker
    * lets the next call probe at once (its timely reply closes the breaker; a late one does not).
    */

@@ -228,16 +228,6 @@ export class StoreGuard {
     if (this.health.size !== 0) this.succeeded(node);
   }
 
-  /**
-   * A synchronous answer of a store that can fail, from what it holds in process (RedisStore
-   * `localBatch`): not an answer of the node, so it closes no breaker (a Redis that answered every call
-   * late looked back after each probe a batch answered, and every check then waited for the outage's
-   * charges), and a probe it took waits its turn again.
-   */
-  heldAnswer(node: string, now: number): void {
-    if (this.health.size !== 0) this.health.get(node)?.unprobed(now);
-  }
-
   /** `answered` once some node has a health record. */
   private succeeded(node: string): void {
     this.health.get(node)?.success();

@@ -165,8 +165,7 @@ export class Decider {
         },
       );
     }
-    if (this.store.batches === true) guard.heldAnswer(node, at);
-    else guard.answered(node);
+    guard.answered(node);
     if (!isResultOf(r, t.cp.storePlan)) return this.junk(t, cost, at, node, seq, r);
     // A synchronous answer of a store that can fail (RedisStore's `localBatch`) is remembered as an
     // asynchronous one is: an outage continues the key from it, not from the last round trip's.

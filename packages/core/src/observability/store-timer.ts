@@ -26,15 +26,12 @@ export class StoreTimer implements AttachedFollower {
   /** The store while no exporter is attached, else `timing`. */
   private target: StoreCall;
   private readonly timing: TimedCalls;
-  /** `Store.batches`: a synchronous answer comes from what the store holds in process, not from its node. */
-  readonly batches: boolean;
 
   constructor(
     private readonly store: Store,
     timeoutMs: number,
   ) {
     this.target = store;
-    this.batches = store.batches === true;
     this.timing = new TimedCalls(store, timeoutMs);
     followAttached(this);
   }

@@ -22,6 +22,7 @@ import {
   type Limiter,
   type LimiterStats,
   type Logger,
+  monotonicClock,
   type PolicyOptions,
   RateLimitConfigError,
   type Store,
@@ -203,7 +204,8 @@ function readShaperOptions(options: ShaperOptions): ShaperSetup {
     logger: o.logger,
     validate: o.validate,
   });
-  const now: Clock = clock ?? (() => Math.floor(performance.timeOrigin + performance.now()));
+  // The limiter's own default when no clock is given: deadlines and decisions read one time.
+  const now: Clock = clock ?? monotonicClock;
   return { key, maxQueue, defaultDelay, limiter, now };
 }
 

@@ -230,6 +230,11 @@ function resultAt(r: StoreResult, p: CompiledPolicy, o: number): Result {
   );
 }
 
+/** Whether `a` has less left than `b` (on a tie, the later reset): the headline of an admitted decision, and of a peek. */
+export function leavesLess(a: PolicyResult, b: PolicyResult): boolean {
+  return a.remaining < b.remaining || (a.remaining === b.remaining && a.resetMs > b.resetMs);
+}
+
 /** Reads `policies[from..to)` out of a store result into `g`. */
 export function readGroup(g: Group, r: StoreResult, policies: readonly CompiledPolicy[], from: number, to: number): Group {
   const results: PolicyResult[] = new Array(to - from);
@@ -250,10 +255,7 @@ export function readGroup(g: Group, r: StoreResult, policies: readonly CompiledP
         worstRetry = res.retryAfterMs;
         binding = res;
       }
-    } else if (
-      worstRetry < 0 &&
-      (binding === undefined || res.remaining < binding.remaining || (res.remaining === binding.remaining && res.resetMs > binding.resetMs))
-    ) {
+    } else if (worstRetry < 0 && (binding === undefined || leavesLess(res, binding))) {
       binding = res;
     }
     if (res.delayMs > delayMs) delayMs = res.delayMs;

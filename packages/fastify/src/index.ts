@@ -419,7 +419,8 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
   fastify.addHook('onRoute', function tollgateOnRoute(this: FastifyInstance & Marked, route: RouteOptions) {
     for (const m of methodsOf(route.method)) seen.add(`${m} ${route.url}`);
     const given = route.config?.rateLimit;
-    const own = this[NEAREST] === reg || this[NEAREST] === undefined ? given : given === false ? false : undefined;
+    // Under a nearer registration, only `false` (out of both) is this one's to read.
+    const own = (this[NEAREST] ?? reg) === reg || given === false ? given : undefined;
     if (own === false || (own === undefined && !global)) return;
     const path = `${route.method} ${route.url} config.rateLimit`;
     checkRouteOptions(own, path);

@@ -38,7 +38,8 @@ export function gcraLeft(debt: number, p: CompiledPolicy): number {
   const cap = p.capTicks;
   const max = p.maxDelayTicks;
   if (debt >= cap || debt > max) return 0;
-  if (max === Number.POSITIVE_INFINITY) return ticksToMilli(cap - debt, p.tokenTicks);
+  // A bound at or past the capacity (none: Infinity) never cuts the room: gcra and most leaky buckets.
+  if (max >= cap) return ticksToMilli(cap - debt, p.tokenTicks);
   // Requests of cost 1 (`unit` ticks each) are admitted at debts debt, debt + unit, ... up to `max`.
   const unit = MILLI * p.tokenTicks;
   const queue = (floorDiv(max - debt, unit) + 1) * unit;
@@ -141,7 +142,7 @@ export function evaluateGcra(
   const maxDelay = p.maxDelayTicks;
   if (after <= cap && debt <= maxDelay) {
     out.allowed = true;
-    out.remaining = p.maxDelayTicks < cap ? gcraLeft(after, p) : ticksToMilli(cap - after, tpm);
+    out.remaining = gcraLeft(after, p);
     out.retryAfterMs = 0;
     out.resetMs = ceilDiv(after, rate);
     // Stryker disable next-line EqualityOperator: equivalent, `debt > delayTicks` -> `>=`: at equality the delay is ceilDiv(0, rate), 0
@@ -201,8 +202,7 @@ export function consumeGcra(
   const frac = t.f[o + 1] as number;
   out.allowed = true;
   out.exceeds = false;
-  // A queue bound at or past the capacity never cuts what is left (gcraLeft): the common path skips it.
-  out.remaining = p.maxDelayTicks < cap ? gcraLeft(after, p) : ticksToMilli(cap - after, p.tokenTicks);
+  out.remaining = gcraLeft(after, p);
   out.retryAfterMs = 0;
   out.resetMs = frac > 0 ? whole + 1 : whole;
   // Stryker disable next-line EqualityOperator: equivalent, `debt > delayTicks` -> `>=`: at equality the delay is ceilDiv(0, rate), 0

@@ -49,6 +49,11 @@ export function refills(p: CompiledPolicy): boolean {
   return p.algorithm === 'gcra' || p.algorithm === 'token-bucket' || p.algorithm === 'leaky-bucket';
 }
 
+/** Policy `i`'s own key of a decision of several keys, as `AnswerMemory.byPolicyKey` names it. */
+function policyKey(storeKey: readonly string[], i: number): string {
+  return `${i}\0${storeKey[i]}`;
+}
+
 /** What the store had counted for one key by its last answers (AnswerMemory.counted). */
 export interface Counted {
   readonly storeKey: StoreKey;
@@ -116,7 +121,7 @@ export class AnswerMemory {
     } else if (this.onRegress !== undefined && this.regressed(m, r, at)) {
       this.onRegress(this.regress(storeKey, m, r, at, cost));
     }
-    if (typeof storeKey !== 'string') for (let i = 0; i < storeKey.length; i++) this.byPolicyKey.set(`${i}\0${storeKey[i]}`, key);
+    if (typeof storeKey !== 'string') for (let i = 0; i < storeKey.length; i++) this.byPolicyKey.set(policyKey(storeKey, i), key);
     for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
       // A concurrency policy's budget is the leases held, which the local store's own leases bound in an
       // outage: never live, so it never limits (room is Infinity).
@@ -207,7 +212,7 @@ export class AnswerMemory {
     this.storeKeys.delete(key);
     if (storeKey === undefined || typeof storeKey === 'string') return;
     for (let i = 0; i < storeKey.length; i++) {
-      const at = `${i}\0${storeKey[i]}`;
+      const at = policyKey(storeKey, i);
       if (this.byPolicyKey.get(at) === key) this.byPolicyKey.delete(at);
     }
   }
@@ -217,7 +222,7 @@ export class AnswerMemory {
    * decision or another sharing that key), if any: where that policy's budget stands in an outage.
    */
   shared(storeKey: readonly string[], i: number, at: number): Remembered | undefined {
-    const key = this.byPolicyKey.get(`${i}\0${storeKey[i]}`);
+    const key = this.byPolicyKey.get(policyKey(storeKey, i));
     return key === undefined ? undefined : this.live(key, at);
   }
 

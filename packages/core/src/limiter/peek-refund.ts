@@ -5,7 +5,7 @@
  * dashboard or a refund must not act on an invented answer.
  */
 import type { CompiledPolicy } from '../algorithms/kernel.js';
-import { DecisionImpl } from '../decision.js';
+import { DecisionImpl, leavesLess } from '../decision.js';
 import { codedError, describeValue } from '../errors.js';
 import { CallFailure, type StoreGuard } from '../failure/store-guard.js';
 import { hasLength, isResultOf, StoreResultError } from '../failure/store-result-error.js';
@@ -81,7 +81,7 @@ function leastLeft(d: DecisionImpl): DecisionImpl {
   const all = d.policies;
   if (all.length < 2) return d;
   let b = all[0] as PolicyResult;
-  for (const r of all) if (r.remaining < b.remaining || (r.remaining === b.remaining && r.resetMs > b.resetMs)) b = r;
+  for (const r of all) if (leavesLess(r, b)) b = r;
   if (b.name === d.policy) return d;
   return new DecisionImpl(
     d.allowed,

@@ -32,7 +32,8 @@ export function gcraReset(s: Slot, target: string): string {
  */
 export function gcraLeft(s: Slot, p: CompiledPolicy, debt: string = names(s, GC_STATE)[2]): string {
   const cap = p.capTicks;
-  if (!Number.isFinite(p.maxDelayTicks)) {
+  // A bound at or past the capacity (none: Infinity) never cuts the room.
+  if (p.maxDelayTicks >= cap) {
     return lua`
       ${s.remaining} = 0
       if ${debt} < ${cap} then

@@ -79,6 +79,13 @@ export class KeyEntry {
     return Math.max(current, this.lastRate);
   }
 
+  /** Milli-units its batches can still spend at `local` (the batcher's time). */
+  usable(local: number): number {
+    let h = 0;
+    for (const b of this.batches) h += b.usable(local);
+    return h;
+  }
+
   /** Milli-units held in all batches (spendable or not). */
   held(): number {
     let h = 0;

@@ -228,16 +228,9 @@ export class LocalBatcher {
     return false;
   }
 
-  /** What `e`'s batches still hold, milli-units. */
-  private inHand(e: KeyEntry, local: number): number {
-    let h = 0;
-    for (const b of e.batches) h += b.usable(local);
-    return h;
-  }
-
   /** Whether what is held has fallen under a quarter of the last batch. */
   private low(e: KeyEntry, local: number): boolean {
-    return this.inHand(e, local) * 4 <= e.lastCharge;
+    return e.usable(local) * 4 <= e.lastCharge;
   }
 
   /**
@@ -294,7 +287,7 @@ export class LocalBatcher {
 
   /** Takes the next batch in the background while the current one is still being spent. */
   private prefetch(ps: PlanState, e: KeyEntry, plan: StorePlan, cost: number, now: number, sent: number): void {
-    const charge = this.size(ps, e, cost, sent, this.inHand(e, sent));
+    const charge = this.size(ps, e, cost, sent, e.usable(sent));
     if (charge < 2 * cost) return;
     this.counted(charge);
     const resets = e.resets;

@@ -149,6 +149,34 @@ describe('HotKeys busy: keys ranked by decisions, with their share of store call
     expect(report.rejected).toEqual([]);
   });
 
+  it("bounds a key's store calls by what an eviction may have added: a cold key that inherits a count says so", () => {
+    const hot = new HotKeys(2, 60_000, () => 0);
+    decide(
+      hot,
+      50,
+      () => 'a',
+      () => true,
+    );
+    decide(
+      hot,
+      40,
+      () => 'b',
+      () => true,
+    );
+    // 'c' takes the place of 'b' (the minimum) in both sketches, inheriting its 40.
+    decide(
+      hot,
+      1,
+      () => 'c',
+      () => true,
+    );
+    const busy = hot.report(2).busy.map((b) => [b.key, b.decisions, b.error, b.storeCalls, b.storeCallsError]);
+    expect(busy).toEqual([
+      ['a', 50, 0, 50, 0],
+      ['c', 41, 40, 41, 40],
+    ]);
+  });
+
   it('samples a flood of decisions on its own countdown, within the sketch bound, and starts over each epoch', () => {
     let now = 0;
     const hot = new HotKeys(64, 1_000, () => now);

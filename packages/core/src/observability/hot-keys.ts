@@ -46,8 +46,13 @@ export interface BusyKey {
   readonly decisions: number;
   /** The most `decisions` may overestimate through Space-Saving's evictions. */
   readonly error: number;
-  /** Decisions for this key that waited for a store call (Redis round trips; batched answers do not). */
+  /**
+   * Decisions for this key that waited for a store call (Redis round trips; batched answers do not): an
+   * upper bound, at most `storeCallsError` above the truth, and never above `decisions`.
+   */
   readonly storeCalls: number;
+  /** The most `storeCalls` may overestimate through Space-Saving's evictions (a cold key may inherit an evicted key's count); 0 means exact. */
+  readonly storeCallsError: number;
   /** `storeCalls` over all store calls of the window: the share of the store's load this key causes, 0 to 1. */
   readonly storeShare: number;
 }
@@ -216,14 +221,22 @@ export class HotKeys {
     const now = this.clock();
     this.rotate(now);
     const rejected = merge(this.rejectedNow, this.rejectedBefore, n);
-    const calls = new Map(merge(this.callsNow, this.callsBefore, this.size).map((c) => [c.key, c.count]));
+    const calls = new Map(merge(this.callsNow, this.callsBefore, this.size).map((c) => [c.key, c]));
     const storeCalls = this.callsNow.total + this.callsBefore.total;
     return {
       rejected,
       nearLimit: merge(this.nearNow, this.nearBefore, n),
       busy: merge(this.busyNow, this.busyBefore, n).map((b) => {
-        const made = Math.min(calls.get(b.key) ?? 0, b.count);
-        return { key: b.key, decisions: b.count, error: b.error, storeCalls: made, storeShare: storeCalls === 0 ? 0 : made / storeCalls };
+        const c = calls.get(b.key);
+        const made = Math.min(c?.count ?? 0, b.count);
+        return {
+          key: b.key,
+          decisions: b.count,
+          error: b.error,
+          storeCalls: made,
+          storeCallsError: Math.min(c?.error ?? 0, made),
+          storeShare: storeCalls === 0 ? 0 : made / storeCalls,
+        };
       }),
       storeCalls,
       // At least one epoch, also when the clock reads earlier than the epoch's start (a clock that stepped back).

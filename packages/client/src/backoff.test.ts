@@ -63,6 +63,22 @@ describe('RetryBudget', () => {
     const granted = Array.from({ length: 10 }, () => budget.tryRetry()).filter(Boolean).length;
     expect(granted).toBe(5); // 2 + 0.1 * 30
     now = 10_500; // the window has passed: only the floor is left
-    expect([budget.tryRetry(), budget.tryRetry(), budget.tryRetry()]).toEqual([true, true, false]);
+    expect([budget.tryRetry(), budget.tryRetry(), budget.tryRetry()].map(Boolean)).toEqual([true, true, false]);
+  });
+
+  it('takes back a retry given back while its slot is in the window, and only then', () => {
+    let now = 0;
+    const budget = new RetryBudget(0, 2, 10_000, () => now);
+    const first = budget.tryRetry();
+    now = 4_000;
+    const second = budget.tryRetry();
+    expect(budget.tryRetry()).toBeUndefined();
+    if (first === undefined || second === undefined) throw new Error('the floor allows two');
+    budget.giveBack(second);
+    expect(budget.tryRetry()).toBeDefined();
+    // The first retry's slot has aged out by now: it frees itself, and giving it back takes nothing else.
+    now = 10_500;
+    budget.giveBack(first);
+    expect([budget.tryRetry(), budget.tryRetry()].map(Boolean)).toEqual([true, false]);
   });
 });

@@ -18,11 +18,19 @@ export interface RetryBudgetOptions {
 
 const SLOTS = 10;
 
+/** A retry taken from the budget: given back (`RetryBudget.giveBack`) when the retry is not sent after all. */
+export interface RetryTicket {
+  /** The slot it was counted in, numbered from the budget's start. */
+  readonly step: number;
+}
+
 export class RetryBudget {
   private readonly slotMs: number;
   private readonly requests = new Array<number>(SLOTS).fill(0);
   private readonly retries = new Array<number>(SLOTS).fill(0);
   private slot = 0;
+  /** Slots moved through since the start: `slot` is `step % SLOTS`. */
+  private step = 0;
   private slotStart: number;
 
   constructor(
@@ -46,6 +54,7 @@ export class RetryBudget {
       this.retries[this.slot] = 0;
     }
     this.slotStart += steps * this.slotMs;
+    this.step += steps;
   }
 
   /** Counts a first attempt. */
@@ -54,12 +63,21 @@ export class RetryBudget {
     this.requests[this.slot] = (this.requests[this.slot] ?? 0) + 1;
   }
 
-  /** Takes one retry from the budget; false (and nothing taken) when it is spent. */
-  tryRetry(): boolean {
+  /** Takes one retry from the budget; undefined (and nothing taken) when it is spent. */
+  tryRetry(): RetryTicket | undefined {
     this.advance();
     const sum = (a: readonly number[]) => a.reduce((x, y) => x + y, 0);
-    if (sum(this.retries) + 1 > this.floor + this.ratio * sum(this.requests)) return false;
+    if (sum(this.retries) + 1 > this.floor + this.ratio * sum(this.requests)) return undefined;
     this.retries[this.slot] = (this.retries[this.slot] ?? 0) + 1;
-    return true;
+    return { step: this.step };
+  }
+
+  /** Gives back a retry that was not sent (its call aborted, or its `onRetry` threw), if its slot is still in the window. */
+  giveBack(ticket: RetryTicket): void {
+    this.advance();
+    const age = this.step - ticket.step;
+    if (age >= SLOTS) return;
+    const at = (this.slot - age + SLOTS) % SLOTS;
+    this.retries[at] = Math.max(0, (this.retries[at] ?? 0) - 1);
   }
 }

@@ -146,6 +146,33 @@ describe('withRetry', () => {
     expect(f.stats()).toMatchObject({ requests: 100, retries: 12, budgetRefused: 100 });
   });
 
+  it('gives the budget back for a retry that is never sent: its call aborted while waiting, or its onRetry threw', async () => {
+    const always = scripted(...Array.from({ length: 100 }, () => refused(503, { 'retry-after': '1' })));
+    // The floor is 2 retries in the window, and no share of the requests; each retry waits 1 s.
+    const f = withRetry(always.fetch, { retries: 1, random: () => 0, budget: { ratio: 0, minRetriesPerSecond: 0.2, windowMs: 10_000 } });
+    for (let i = 0; i < 3; i++) {
+      const controller = new AbortController();
+      const call = f(URL_, { signal: controller.signal });
+      await vi.advanceTimersByTimeAsync(10);
+      controller.abort(new Error('gave up'));
+      await expect(call).rejects.toThrow('gave up');
+    }
+    const g = withRetry(always.fetch, {
+      retries: 1,
+      random: () => 0,
+      budget: { ratio: 0, minRetriesPerSecond: 0.2, windowMs: 10_000 },
+      onRetry: () => {
+        throw new Error('onRetry failed');
+      },
+    });
+    for (let i = 0; i < 3; i++) await expect(g(URL_)).rejects.toThrow('onRetry failed');
+    // Neither spent its floor: both still retry twice.
+    const both = Promise.all([f(URL_), f(URL_), f(URL_)]);
+    await vi.advanceTimersByTimeAsync(5_000);
+    await both;
+    expect(f.stats()).toMatchObject({ retries: 2, budgetRefused: 1 });
+  });
+
   it('retries a network error with backoff; an abort ends the call at once, waiting or in flight', async () => {
     const flaky = scripted(new TypeError('fetch failed'), new TypeError('fetch failed'));
     const f = withRetry(flaky.fetch, { random: () => 1 - Number.EPSILON });

@@ -425,6 +425,23 @@ async function inFlight<T>(pacer: Pacer | undefined, origin: string, send: () =>
   }
 }
 
+/**
+ * Tells `onRetry` of a retry (an async one is waited for, a rejection ending the call as a throw does,
+ * never past the call's deadline or the caller's abort, never left unhandled), frees the refused body,
+ * and waits `delayMs`.
+ */
+async function tellAndWait(config: RetryConfig, callSignal: AbortSignal | undefined, event: RetryEvent): Promise<void> {
+  try {
+    const told = config.onRetry?.(event);
+    if (callSignal !== undefined) await untilAborted(Promise.resolve(told), callSignal);
+    else await told;
+  } finally {
+    // The refused body is not read past onRetry: free its connection before waiting (or throwing).
+    await event.response?.body?.cancel().catch(() => undefined);
+  }
+  await sleep(event.delayMs, callSignal);
+}
+
 /** The least time a retry redrawn before the deadline keeps for its attempt, ms. */
 const RETRY_ROOM_MS = 50;
 
@@ -496,21 +513,18 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
           counts.tooLongRefused++;
           return give();
         }
-        if (config.budget !== undefined && !config.budget.tryRetry()) {
+        const ticket = config.budget?.tryRetry();
+        if (config.budget !== undefined && ticket === undefined) {
           counts.budgetRefused++;
           return give();
         }
         try {
-          // An async onRetry is waited for (a rejection ends the call as a throw does), never past the
-          // call's deadline or the caller's abort; never left unhandled.
-          const told = config.onRetry?.({ attempt: n + 1, delayMs, response, error, signal });
-          if (call.signal !== undefined) await untilAborted(Promise.resolve(told), call.signal);
-          else await told;
-        } finally {
-          // The refused body is not read past onRetry: free its connection before waiting (or throwing).
-          await response?.body?.cancel().catch(() => undefined);
+          await tellAndWait(config, call.signal, { attempt: n + 1, delayMs, response, error, signal });
+        } catch (reason) {
+          // The retry is not sent (onRetry threw, the call was aborted or ran out of time): its budget goes back.
+          if (ticket !== undefined) config.budget?.giveBack(ticket);
+          throw reason;
         }
-        await sleep(delayMs, call.signal);
         previousMs = delayMs;
         counts.retries++;
       }

@@ -183,7 +183,9 @@ describe('tollgate replay: a log whose times are whole seconds', () => {
     const r = await run(['replay', log, ...policy]);
     // Before: exit 0, and nothing said of the 4 rejected that requests spread over the second would not have been.
     expect(r.code).toBe(3);
-    expect(r.stdout).toMatch(/WARNING: Every time in the log is a whole second .* candidate #1, with a window of 10 s or less/);
+    expect(r.stdout).toMatch(
+      /WARNING: Every time in the log is a whole second .* candidate #1, with a window \(or a bucket's refill of its burst\) of 10 s or less/,
+    );
     expect(r.stderr).toMatch(/^warning: every time in the log is a whole second.*--spread-seconds to compare .* Exit status 3\.$/m);
     const report = JSON.parse((await run(['replay', log, ...policy, '--json'])).stdout) as ReplayReport;
     expect(report.input.times).toEqual({ wholeSeconds: true, spread: false, coarse: [0] });
@@ -209,6 +211,15 @@ describe('tollgate replay: a log whose times are whole seconds', () => {
     // Before (spread after the merge): the second's nginx requests were pushed after later JSON ones.
     expect(report.input.outOfOrder).toBe(0);
     expect(report.input.requests).toBe(15);
+  });
+
+  it("a bucket's span is the refill of its burst, whatever its windowMs: 60 per minute with a burst of 1 warns as 1 per second does", async () => {
+    const short = await run(['replay', log, '--policy', '{"limit":60,"windowMs":60000,"burst":1}']);
+    expect(short.code).toBe(3);
+    expect(short.stderr).toMatch(/^warning: every time in the log is a whole second/m);
+    // A burst refilled over more than 10 s: no warning, as a window of a minute.
+    expect((await run(['replay', log, '--policy', '{"limit":60,"windowMs":60000,"burst":11}'])).code).toBe(0);
+    expect((await run(['replay', log, '--policy', '{"algorithm":"sliding-window","limit":60,"windowMs":60000}'])).code).toBe(0);
   });
 
   it('a window over 10 s, times with milliseconds, or too few requests to tell: no warning', async () => {
@@ -290,6 +301,23 @@ describe('tollgate replay ordering', () => {
     expect(none.stderr).toMatch(
       /^ERR_RL_REPLAY_INPUT: nothing was replayed: the input holds no request; check --format, --time-field and --key/,
     );
+  });
+
+  it("escapes the log's control characters in what it writes to stderr: a malformed line's text cannot drive the terminal", async () => {
+    const hostile = join(dir, 'hostile.csv');
+    const esc = '\u001b[2J\u001b]0;owned\u0007';
+    writeFileSync(hostile, `time,key\n${esc},a\n${esc},b\n${T},a\n`);
+    const mostly = await run(['replay', hostile, ...POLICIES]);
+    expect(mostly.code).toBe(3);
+    const none = join(dir, 'hostile-only.csv');
+    writeFileSync(none, `time,key\n${esc},a\n`);
+    const nothing = await run(['replay', none, ...POLICIES]);
+    expect(nothing.code).toBe(2);
+    for (const { stderr } of [mostly, nothing]) {
+      expect(stderr).toContain('\\u001b[2J\\u001b]0;owned\\u0007');
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not be there.
+      expect(stderr).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
+    }
   });
 
   it('more lines malformed than read: the report, a warning naming the first, and exit 3 (not a success)', async () => {
@@ -405,6 +433,8 @@ describe('tollgate replay flags', () => {
     const untrusted = await clients([]);
     expect(untrusted.report.clients).toBe(2);
     expect(untrusted.stderr).toContain('warning: WRN_RL_UNTRUSTED_FORWARDED_HEADER');
+    // The warning speaks of "the field 'peer'": its value is on the line.
+    expect(untrusted.stderr).toMatch(/--trusted-proxy .*\{"peer":"[0-9a-f.:]+"\}$/m);
     expect((await clients(['--trusted-proxy', '10.0.0.0/8'])).report.clients).toBe(4);
     // Two IPv6 clients in one /48.
     expect((await clients(['--trusted-proxy', '10.0.0.0/8', '--ipv6-prefix', '48'])).report.clients).toBe(3);

@@ -7,7 +7,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { type Logger, RateLimitConfigError } from '@tollgate/core';
+import { type LogFields, type Logger, RateLimitConfigError } from '@tollgate/core';
+import { formatLine } from '@tollgate/core/adapter';
 import { CliError } from './cli-error.js';
 import { parseKeySpec } from './input/request-key.js';
 import { LOG_FORMATS, type LogFormat } from './input/request-parser.js';
@@ -21,6 +22,7 @@ import { type RunReplayOptions, runReplay } from './replay/run-replay.js';
 import { createProgressBar, type ProgressTarget } from './report/progress-bar.js';
 import { renderReplayHtml } from './report/replay-html.js';
 import { describeTimes, renderReplayTable } from './report/replay-table.js';
+import { escapeControl } from './report/text-table.js';
 
 export interface CliIo {
   readonly stdout: { write(text: string): unknown };
@@ -89,9 +91,19 @@ function int(value: string | undefined, name: string, min: number, max: number):
   return n;
 }
 
+/**
+ * Writes `text` to stderr as one line, its control characters escaped (table text's `escapeControl`):
+ * messages quote the log (a malformed line's time, a key) and argv, which must not drive the terminal.
+ */
+function say(io: CliIo, text: string): void {
+  io.stderr.write(`${escapeControl(text)}\n`);
+}
+
+/** The core's log lines on stderr, a line each: the message, then its fields (which say what it is about: a peer address, a key). */
 function stderrLogger(io: CliIo): Logger {
-  const line = (fields: unknown, message?: string): void => {
-    io.stderr.write(`warning: ${typeof fields === 'string' ? fields : (message ?? '')}\n`);
+  const line = (fields: LogFields, message: string): void => {
+    const { code: _code, ...about } = fields;
+    say(io, `warning: ${Object.keys(about).length === 0 ? message : formatLine(about, message)}`);
   };
   return { warn: line, error: line };
 }
@@ -204,36 +216,35 @@ function reorderWindow(values: ReplayFlags): number | undefined {
 function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): number {
   if (values.html !== undefined) {
     writeHtml(values.html, renderReplayHtml(report));
-    io.stderr.write(`wrote ${values.html}\n`);
+    say(io, `wrote ${values.html}`);
   }
   io.stdout.write(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : renderReplayTable(report));
   if (report.input.requests === 0) {
     // Nothing replayed (an empty input, a wrong --format or --time-field): an input error, not a success.
-    io.stderr.write(`${nothingReplayed(report).message}\n`);
+    say(io, nothingReplayed(report).message);
     return 2;
   }
   const timeField = values['time-field'];
   for (const f of report.input.files) {
     // Refused up front with --format nginx or csv; a file whose format was detected says so here.
     if (timeField !== undefined && f.format !== undefined && f.format !== 'jsonl') {
-      io.stderr.write(
-        `warning: --time-field ${timeField} names a JSON field; ${f.file} was read as ${f.format}, with the time of its own lines.\n`,
-      );
+      say(io, `warning: --time-field ${timeField} names a JSON field; ${f.file} was read as ${f.format}, with the time of its own lines.`);
     }
   }
   const mostlyMalformed = report.input.malformed > report.input.requests;
-  if (mostlyMalformed) io.stderr.write(`${mostlyMalformedWarning(report)}\n`);
+  if (mostlyMalformed) say(io, mostlyMalformedWarning(report));
   const order = report.input.order;
   const late = order !== null && order.late > 0;
   if (late) {
-    io.stderr.write(
+    say(
+      io,
       `warning: ${order.late.toLocaleString('en-US')} ${order.late === 1 ? 'request' : 'requests'} came more than the ${formatDuration(order.windowMs ?? 0)} reorder window ` +
         `after later ones (worst ${formatDuration(order.worstLateMs)} late) and ${order.late === 1 ? 'was' : 'were'} replayed out of time order: ${order.late === 1 ? 'its decision is' : 'their decisions are'} approximate. ` +
-        `Rerun with ${rerunWith(order.worstLateMs)}. Exit status 3.\n`,
+        `Rerun with ${rerunWith(order.worstLateMs)}. Exit status 3.`,
     );
   }
   const coarse = describeTimes(report).warning;
-  if (coarse !== null) io.stderr.write(`warning: ${coarse} Exit status 3.\n`);
+  if (coarse !== null) say(io, `warning: ${coarse} Exit status 3.`);
   if (late || coarse !== null) return 3;
   return mostlyMalformed ? 3 : 0;
 }
@@ -280,7 +291,7 @@ async function labCommand(args: string[], io: CliIo): Promise<number> {
   const results = names.map((n) => runLab(n, seed === undefined ? {} : { seed }));
   if (values.html !== undefined) {
     writeHtml(values.html, renderLabHtml(results));
-    io.stderr.write(`wrote ${values.html}\n`);
+    say(io, `wrote ${values.html}`);
   }
   io.stdout.write(
     values.json === true
@@ -310,11 +321,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     throw new CliError('ERR_RL_CLI_USAGE', `unknown command '${command}' (replay, lab, help)`);
   } catch (error) {
     if (error instanceof CliError || error instanceof RateLimitConfigError) {
-      io.stderr.write(`${error.message}\n`);
+      say(io, error.message);
       return 2;
     }
     if (error instanceof TypeError && (error as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS') === true) {
-      io.stderr.write(`ERR_RL_CLI_USAGE: ${error.message}\n\n${USAGE}`);
+      say(io, `ERR_RL_CLI_USAGE: ${error.message}`);
+      io.stderr.write(`\n${USAGE}`);
       return 2;
     }
     throw error;

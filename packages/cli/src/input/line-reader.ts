@@ -1,12 +1,12 @@
 /**
  * @module Lines of a file in batches, streamed: gzip is recognised by its magic bytes (not the name) and
  * inflated on the fly; memory holds one chunk at a time, whatever the file's size. `\r\n` endings lose
- * their `\r`; a final line without `\n` still counts; a UTF-8 byte order mark is dropped.
+ * their `\r`; a final line without `\n` still counts; a UTF-8 byte order mark is dropped; a line that is
+ * not valid UTF-8 keeps its other bytes as `\xHH` (`decodeLoose`).
  */
 
-import { isAscii } from 'node:buffer';
+import { isAscii, isUtf8 } from 'node:buffer';
 import { closeSync, createReadStream, openSync, readSync, statSync } from 'node:fs';
-import { StringDecoder } from 'node:string_decoder';
 import { createGunzip } from 'node:zlib';
 import { CliError } from '../cli-error.js';
 
@@ -42,8 +42,64 @@ export function fileSize(path: string): number {
 }
 
 /**
+ * `bytes` (one line, not valid UTF-8) as text: each valid UTF-8 sequence as its character, each other
+ * byte as `\xHH` (as nginx writes bytes it escapes). Distinct lines stay distinct: decoded with the
+ * replacement character, `caf\xE9` and `caf\xE8` would be one client.
+ */
+export function decodeLoose(bytes: Buffer): string {
+  let out = '';
+  let from = 0;
+  let i = 0;
+  while (i < bytes.length) {
+    const n = utf8SequenceAt(bytes, i);
+    if (n > 0) {
+      i += n;
+      continue;
+    }
+    out += `${bytes.toString('utf8', from, i)}\\x${(bytes[i] as number).toString(16).toUpperCase().padStart(2, '0')}`;
+    i += 1;
+    from = i;
+  }
+  return out + bytes.toString('utf8', from, i);
+}
+
+/** The length of the valid UTF-8 sequence at `i` (1 for ASCII), or 0 when the byte there starts none (RFC 3629's table). */
+function utf8SequenceAt(b: Buffer, i: number): number {
+  const c = b[i] as number;
+  if (c < 0x80) return 1;
+  const n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (n === 0 || i + n > b.length) return 0;
+  const second = b[i + 1] as number;
+  const low = c === 0xe0 ? 0xa0 : c === 0xf0 ? 0x90 : 0x80;
+  const high = c === 0xed ? 0x9f : c === 0xf4 ? 0x8f : 0xbf;
+  if (second < low || second > high) return 0;
+  for (let k = 2; k < n; k++) if (((b[i + k] as number) & 0xc0) !== 0x80) return 0;
+  return n;
+}
+
+/**
+ * The text of `bytes`, whole lines: ASCII as latin1 (the same text, several times faster than UTF-8
+ * decoding; logs are mostly ASCII, nginx escapes other bytes as \xHH), valid UTF-8 as UTF-8, and a
+ * block with invalid bytes line by line, those lines through `decodeLoose`.
+ */
+function decodeLines(bytes: Buffer): string {
+  if (isAscii(bytes)) return bytes.toString('latin1');
+  if (isUtf8(bytes)) return bytes.toString('utf8');
+  const lines: string[] = [];
+  let from = 0;
+  for (;;) {
+    const nl = bytes.indexOf(0x0a, from);
+    const line = bytes.subarray(from, nl < 0 ? bytes.length : nl);
+    lines.push(isUtf8(line) ? line.toString('utf8') : decodeLoose(line));
+    if (nl < 0) return lines.join('\n');
+    from = nl + 1;
+  }
+}
+
+/**
  * Yields the lines of `path` in batches (each batch is the lines completed by one chunk). `onBytes`
- * receives the count of file bytes (compressed, for gzip) read so far, for a progress bar.
+ * receives the count of file bytes (compressed, for gzip) read so far, for a progress bar. Lines are
+ * split on the bytes, then decoded (`decodeLines`): a line is never cut inside a character.
  */
 export async function* readLines(path: string, onBytes: (bytes: number) => void = () => {}): AsyncGenerator<string[]> {
   fileSize(path);
@@ -55,51 +111,56 @@ export async function* readLines(path: string, onBytes: (bytes: number) => void 
   });
   const stream = isGzip(path) ? raw.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : raw;
   if (stream !== raw) raw.on('error', (error) => stream.destroy(error));
-  const decoder = new StringDecoder('utf8');
-  let rest = '';
-  // Logs are mostly ASCII (nginx escapes other bytes as \xHH): such a chunk is read as latin1, several
-  // times faster than UTF-8 decoding and the same text. Once a chunk is not, the decoder takes over for
-  // good (it may hold the first bytes of a character cut by the chunk boundary).
-  let utf8 = false;
+  // The bytes of the line not yet ended.
+  let rest = EMPTY;
   let skipping = false;
   // A UTF-8 byte order mark (files saved by Windows tools) is not part of the first line.
   let atStart = true;
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
-      if (!utf8 && !isAscii(chunk)) utf8 = true;
-      let textChunk = rest + (utf8 ? decoder.write(chunk) : chunk.toString('latin1'));
-      if (atStart && textChunk !== '') {
+      let bytes = rest.length === 0 ? chunk : Buffer.concat([rest, chunk]);
+      if (atStart && bytes.length >= 3) {
         atStart = false;
-        if (textChunk.charCodeAt(0) === 0xfeff) textChunk = textChunk.slice(1);
+        if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
       }
       if (skipping) {
         // The rest of a line already cut and counted: drop it up to its end.
-        const nl = textChunk.indexOf('\n');
+        const nl = bytes.indexOf(0x0a);
         if (nl < 0) {
-          rest = '';
+          rest = EMPTY;
           continue;
         }
-        textChunk = textChunk.slice(nl + 1);
+        bytes = bytes.subarray(nl + 1);
         skipping = false;
       }
-      const lines = textChunk.split('\n');
-      rest = lines.pop() ?? '';
+      const end = bytes.lastIndexOf(0x0a);
+      const lines = end < 0 ? [] : splitLines(decodeLines(bytes.subarray(0, end)));
+      rest = Buffer.from(bytes.subarray(end + 1));
       if (rest.length > MAX_LINE_CHARS) {
-        lines.push(rest.slice(0, MAX_LINE_CHARS));
-        rest = '';
+        lines.push(decodeLines(rest.subarray(0, MAX_LINE_CHARS)));
+        rest = EMPTY;
         skipping = true;
-      }
-      if (textChunk.includes('\r')) {
-        for (let i = 0; i < lines.length; i++) {
-          const l = lines[i] as string;
-          if (l.charCodeAt(l.length - 1) === 13) lines[i] = l.slice(0, -1);
-        }
       }
       if (lines.length > 0) yield lines;
     }
   } catch (error) {
     throw new CliError('ERR_RL_REPLAY_INPUT', `cannot read '${path}': ${(error as Error).message}`);
   }
-  const last = skipping ? '' : rest + (utf8 ? decoder.end() : '');
+  if (atStart && rest[0] === 0xef && rest[1] === 0xbb && rest[2] === 0xbf) rest = rest.subarray(3);
+  const last = skipping ? '' : decodeLines(rest);
   if (last !== '') yield [last.charCodeAt(last.length - 1) === 13 ? last.slice(0, -1) : last];
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** `text`'s lines, each without a `\r` before its `\n`. */
+function splitLines(text: string): string[] {
+  const lines = text.split('\n');
+  if (text.includes('\r')) {
+    for (let i = 0; i < lines.length; i++) {
+      const l = lines[i] as string;
+      if (l.charCodeAt(l.length - 1) === 13) lines[i] = l.slice(0, -1);
+    }
+  }
+  return lines;
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { CliError } from '../cli-error.js';
-import { MAX_LINE_CHARS, readLines } from './line-reader.js';
+import { decodeLoose, MAX_LINE_CHARS, readLines } from './line-reader.js';
 import { createInputStats, type InputStats, mergeByTime, readRequests, type SourceOptions } from './log-source.js';
 import { createKeyer } from './request-key.js';
 import type { LogRequest } from './request-parser.js';
@@ -63,6 +63,30 @@ describe('reading files', () => {
     const { requests } = await readAll([file('utf8.csv', lines.join('\n'))]);
     expect(requests).toHaveLength(120_000);
     expect(new Set(requests.map((r) => r.key))).toEqual(new Set([key, 'plain']));
+  });
+
+  it('keeps the bytes of a line that is not UTF-8 as \\xHH: distinct keys stay distinct clients, valid lines and characters as they are', async () => {
+    const line = (key: number[]) => Buffer.concat([Buffer.from(`${T},`), Buffer.from(key), Buffer.from('\n')]);
+    const bytes = Buffer.concat([
+      line([0x63, 0x61, 0x66, 0xe9]), // 'caf' then latin1 é
+      line([0x63, 0x61, 0x66, 0xe8]),
+      line([0xff, 0xfe]),
+      line([0xfe, 0xff]),
+      line([...Buffer.from('café')]), // valid UTF-8, beside the others
+      line([0xc3, 0xa9, 0xed, 0xa0, 0x80, 0xe2, 0x9c]), // é, an encoded surrogate (invalid), a cut ✓
+    ]);
+    const keys = ['caf\\xE9', 'caf\\xE8', '\\xFF\\xFE', '\\xFE\\xFF', 'café', 'é\\xED\\xA0\\x80\\xE2\\x9C'];
+    for (const content of [bytes, gzipSync(bytes)]) {
+      const { requests, stats } = await readAll([file('latin1.csv', content)]);
+      expect(requests.map((r) => r.key)).toEqual(keys);
+      expect(stats.malformed).toBe(0);
+    }
+    // A long file: the invalid bytes land in chunks of their own and across chunk boundaries.
+    const many = Buffer.concat(Array.from({ length: 20_000 }, () => bytes));
+    const { requests } = await readAll([file('latin1-many.csv', many)]);
+    expect(requests).toHaveLength(120_000);
+    expect(new Set(requests.map((r) => r.key))).toEqual(new Set(keys));
+    expect(decodeLoose(Buffer.from([0xf0, 0x9f, 0x98, 0x80, 0xf4, 0x90, 0x80, 0x80, 0xc0, 0xaf]))).toBe('😀\\xF4\\x90\\x80\\x80\\xC0\\xAF');
   });
 
   it('merges several files in time order, ties to the earlier file', async () => {

@@ -8,10 +8,21 @@
  * other guess. Neither bounds the truth: a client's last request of one second and first of the next are
  * 1 s apart bunched and closer spread.
  */
+import type { PolicyOptions } from '@tollgate/core';
 import type { LogRequest } from './request-parser.js';
 
-/** A window at or under this is decided differently when a second's requests come at once. */
+/** A policy whose time span (`timeSpanMs`) is at or under this decides differently when a second's requests come at once. */
 export const COARSE_WINDOW_MS = 10_000;
+
+/**
+ * The time over which `p` remembers: a window algorithm's `windowMs`; a bucket's time to refill its
+ * `burst` (`burst * windowMs / limit`: gcra 60 per minute with a burst of 1 forgets in 1 s, as 1 per second does).
+ */
+export function timeSpanMs(p: PolicyOptions): number {
+  const algorithm = p.algorithm ?? 'gcra';
+  const bucket = algorithm === 'gcra' || algorithm === 'token-bucket' || algorithm === 'leaky-bucket';
+  return bucket ? ((p.burst ?? p.limit) * p.windowMs) / p.limit : p.windowMs;
+}
 
 /**
  * Requests enough to call a log's times whole seconds: a log with millisecond times has 5 all on a whole

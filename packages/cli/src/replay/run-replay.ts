@@ -9,7 +9,7 @@ import { createInputStats, type InputStats, MALFORMED_SAMPLES, mergeByTime, read
 import { createKeyer, type KeySpec } from '../input/request-key.js';
 import type { LogFormat, LogRequest } from '../input/request-parser.js';
 import { createOrderStats, DEFAULT_REORDER_WINDOW_MS, filesToSortWhole, inTimeOrder, type OrderStats } from '../input/time-order.js';
-import { COARSE_WINDOW_MS, spreadWholeSeconds, WholeSeconds } from '../input/whole-seconds.js';
+import { COARSE_WINDOW_MS, spreadWholeSeconds, timeSpanMs, WholeSeconds } from '../input/whole-seconds.js';
 import type { ProgressBar } from '../report/progress-bar.js';
 import { type Candidate, createReplayEngine, type ReplayOptions } from './replay-engine.js';
 import type { ReplayReport } from './replay-report.js';
@@ -105,7 +105,7 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
     options.progress?.update(stats.readBytes, stats.totalBytes, `${stats.lines.toLocaleString('en-US')} lines`);
   }
   options.progress?.finish();
-  const coarse = options.candidates.flatMap((c, i) => (c.policies.some((p) => p.windowMs <= COARSE_WINDOW_MS) ? [i] : []));
+  const coarse = options.candidates.flatMap((c, i) => (c.policies.some((p) => timeSpanMs(p) <= COARSE_WINDOW_MS) ? [i] : []));
   return engine.report({
     files: stats.files,
     lines: stats.lines,

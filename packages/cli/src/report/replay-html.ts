@@ -7,7 +7,7 @@
  */
 import type { ReplayReport } from '../replay/replay-report.js';
 import { escapeHtml, htmlPage, htmlTable } from './html.js';
-import { describeOrder, describeTimes } from './replay-table.js';
+import { clientCount, describeOrder, describeTimes } from './replay-table.js';
 import { groupedBarChart, horizontalBarChart, legend, lineChart, PALETTE } from './svg-chart.js';
 import { formatShare } from './text-table.js';
 
@@ -31,7 +31,7 @@ function headSection(report: ReplayReport): string[] {
   const parts: string[] = [];
   parts.push('<h1>tollgate replay</h1>');
   parts.push(
-    `<p class="meta">${input.requests.toLocaleString('en-US')} requests from ${report.clients.toLocaleString('en-US')} clients, ${escapeHtml(span)}; ` +
+    `<p class="meta">${input.requests.toLocaleString('en-US')} requests from ${clientCount(report, (n) => n.toLocaleString('en-US'))}, ${escapeHtml(span)}; ` +
       `${input.lines.toLocaleString('en-US')} lines from ${input.files.map((f) => escapeHtml(f.file)).join(', ')}, ${input.malformed.toLocaleString('en-US')} malformed.</p>`,
   );
   const order = describeOrder(report);

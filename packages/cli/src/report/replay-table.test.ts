@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { parseCandidates } from '../replay/candidates.js';
 import { createReplayEngine } from '../replay/replay-engine.js';
 import { renderReplayTable } from './replay-table.js';
-import { escapeControl } from './text-table.js';
+import { escapeControl, formatShare } from './text-table.js';
 
 const T0 = 1_700_000_000_000;
 const POLICY = '{"algorithm":"fixed-window","limit":1,"windowMs":10000}';
@@ -55,9 +55,36 @@ describe('renderReplayTable', () => {
   });
 });
 
+describe('renderReplayTable past --max-keys', () => {
+  it('says "more than" the clients it tracked, and what evictions did to the verdicts', () => {
+    const engine = createReplayEngine(parseCandidates([POLICY]), { maxKeys: 2 });
+    for (const k of ['a', 'b', 'c', 'd']) engine.push(T0, k, 1);
+    const table = renderReplayTable(engine.report());
+    expect(table).toMatch(/^Replayed 4 requests from more than 2 clients,/);
+    expect(table).toContain('Note: 2 limiter entries were evicted to stay within --max-keys, as the MemoryStore does: the verdicts are');
+    const exact = createReplayEngine(parseCandidates([POLICY]));
+    exact.push(T0, 'a', 1);
+    expect(renderReplayTable(exact.report())).toMatch(/^Replayed 1 request from 1 client,/);
+  });
+});
+
 describe('escapeControl', () => {
   it('escapes C0, DEL and C1 controls, line separators and bidi overrides as \\uXXXX and leaves other text alone', () => {
     expect(escapeControl('a\tb\r\n\u0000\u007f\u0085é😀"\\')).toBe('a\\u0009b\\u000d\\u000a\\u0000\\u007f\\u0085é😀"\\');
     expect(escapeControl('rtl\u202eevil\u2028x\u2066y\u200b')).toBe('rtl\\u202eevil\\u2028x\\u2066y\u200b');
+  });
+});
+
+describe('formatShare', () => {
+  it('says 0% and 100% only when exact, and a tenth of a percent elsewhere', () => {
+    expect([0, 0.0004, 0.001, 0.1234, 0.999, 1999 / 2000, 1].map(formatShare)).toEqual([
+      '0%',
+      '<0.1%',
+      '0.1%',
+      '12.3%',
+      '99.9%',
+      '>99.9%',
+      '100%',
+    ]);
   });
 });

@@ -11,6 +11,16 @@ function counted(n: number, noun: string): string {
   return `${formatNumber(n)} ${noun}${n === 1 ? '' : 's'}`;
 }
 
+/**
+ * How many clients the report holds, in `format`'s digits: past `--max-keys` distinct clients the later
+ * ones are not tracked, so the count is a floor ("more than 2 clients").
+ */
+export function clientCount(report: ReplayReport, format: (n: number) => string = formatNumber): string {
+  const n = report.clients;
+  if (report.untrackedRequests > 0) return `more than ${format(n)} clients`;
+  return `${format(n)} client${n === 1 ? '' : 's'}`;
+}
+
 function span(report: ReplayReport): string {
   const { firstMs, lastMs } = report.timeline;
   if (firstMs === null || lastMs === null) return 'no requests';
@@ -40,7 +50,7 @@ export function describeOrder(report: ReplayReport): { how: string; late: string
 
 /**
  * What whole-second times do to the figures: a note when `--spread-seconds` spread them, a warning (the
- * figures of candidates with a window of 10 s or less are approximate, usually too many rejections) when
+ * figures of candidates with a window, or a bucket's refill of its burst, of 10 s or less are approximate, usually too many rejections) when
  * they were replayed as they are; null when the times have milliseconds or no candidate is that short.
  */
 export function describeTimes(report: ReplayReport): { note: string | null; warning: string | null } {
@@ -54,7 +64,7 @@ export function describeTimes(report: ReplayReport): { note: string | null; warn
     note: null,
     warning:
       "every time in the log is a whole second (nginx's $time_local, Apache's %t), so the requests of one second were replayed as " +
-      `arriving together at its start: ${one ? 'candidate' : 'candidates'} ${which}, with a window of 10 s or less, ` +
+      `arriving together at its start: ${one ? 'candidate' : 'candidates'} ${which}, with a window (or a bucket's refill of its burst) of 10 s or less, ` +
       `${one ? 'was' : 'were'} decided on times up to a second off, usually rejecting more than the real arrivals would have, so ` +
       `${one ? 'its' : 'their'} figures are approximate. ` +
       'Log $msec with --nginx-fields (nginx: it has milliseconds), or rerun with --spread-seconds to compare with the requests spread evenly over each second.',
@@ -69,7 +79,7 @@ export function renderReplayTable(report: ReplayReport, topRows = Number.POSITIV
   const out: string[] = [];
   const { input } = report;
   out.push(
-    `Replayed ${counted(input.requests, 'request')} from ${counted(report.clients, 'client')}, ${span(report)}; ` +
+    `Replayed ${counted(input.requests, 'request')} from ${clientCount(report)}, ${span(report)}; ` +
       `${counted(input.lines, 'line')}, ${formatNumber(input.malformed)} malformed.`,
   );
   const order = describeOrder(report);
@@ -150,7 +160,8 @@ export function renderReplayTable(report: ReplayReport, topRows = Number.POSITIV
     );
   if (report.evictions > 0)
     notes.push(
-      `${formatNumber(report.evictions)} limiter ${report.evictions === 1 ? 'entry was' : 'entries were'} evicted to stay within --max-keys (as the MemoryStore does)`,
+      `${formatNumber(report.evictions)} limiter ${report.evictions === 1 ? 'entry was' : 'entries were'} evicted to stay within --max-keys, as the MemoryStore does: ` +
+        'the verdicts are those of a MemoryStore of that size; an evicted client starts over with a whole budget, so a store that keeps every key (Redis) would have rejected more',
     );
   if (notes.length > 0) {
     out.push('');

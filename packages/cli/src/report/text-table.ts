@@ -28,10 +28,15 @@ export function formatNumber(n: number): string {
   return n.toFixed(2);
 }
 
-/** A share 0..1 as a percentage: `12.3%`, `<0.1%` for a non-zero share below, `0%`. */
+/**
+ * A share 0..1 as a percentage: `12.3%`; `0%` and `100%` only when exact: `<0.1%` for a non-zero share
+ * below, `>99.9%` for a share short of all (1,999 of 2,000 is not everyone).
+ */
 export function formatShare(share: number): string {
   if (share === 0) return '0%';
+  if (share === 1) return '100%';
   if (share < 0.001) return '<0.1%';
+  if (share > 0.999) return '>99.9%';
   return `${(share * 100).toFixed(1)}%`;
 }
 

@@ -303,6 +303,59 @@ describeRedis('held leases survive a Redis restart', () => {
     await limiter.close();
   });
 
+  it('a renewal after the lease expired is refused and puts nothing back: another request has its slot', async () => {
+    const prefix = randomPrefix();
+    // The limiter's clock on Redis (timeSource 'limiter'), near the real one: the keys' expiry is real time.
+    let now = Date.now();
+    const limiter = createLimiter({
+      name: 'exports',
+      policies: { name: 'exports', algorithm: 'concurrency', limit: 1, leaseMs: 1_000 },
+      store: new RedisStore({ client: await server.storeClient('ioredis'), prefix, timeSource: 'limiter', validate: false }),
+      clock: () => now,
+      storeTimeoutMs: 2_000,
+      onStoreError: 'closed',
+    });
+    const [a] = await take(limiter, 1);
+    // A stalled handler: no renewal for longer than leaseMs; the lease expired and B got the slot.
+    now += 1_200;
+    const b = await limiter.check('k');
+    expect(b.allowed).toBe(true);
+    // Before: true, and the lease was added back beside B's (2 in Redis for a limit of 1).
+    expect(a?.renew?.()).toBe(false);
+    await sleep(50);
+    expect(await inRedis(admin, prefix)).toBe(1);
+    expect((await limiter.check('k')).allowed).toBe(false);
+    b.release?.();
+    a?.release?.();
+    await waitFor('the slot free', async () => (await inRedis(admin, prefix)) === 0);
+    await limiter.close();
+  });
+
+  it('a grant given back because Redis lost the held leases gives back its rate charges too: asked again, charged once', async () => {
+    const prefix = randomPrefix();
+    const limiter = createLimiter({
+      name: 'exports',
+      policies: [
+        { name: 'exports', algorithm: 'concurrency', limit: 3, leaseMs: 20_000 },
+        { name: 'hourly', algorithm: 'fixed-window', limit: 100, windowMs: 3_600_000 },
+      ],
+      store: new RedisStore({ client: await server.storeClient('ioredis'), prefix, validate: false }),
+      storeTimeoutMs: 2_000,
+      onStoreError: 'closed',
+    });
+    const held = await take(limiter, 2);
+    // The lease set lost while connected (a failover to a replica that had not seen it); the window stays.
+    for (const key of await admin.keys(`${prefix}*`)) if ((await admin.type(key)) === 'zset') await admin.del(key);
+    const c = await limiter.check('k');
+    expect(c.allowed).toBe(true);
+    await sleep(50);
+    // 3 admitted, 3 charged (before: 4, the first grant's charge stayed behind when it was asked again).
+    const hourly = (await limiter.peek('k')).policies.find((p) => p.name === 'hourly');
+    expect(hourly?.remaining).toBe(97);
+    for (const d of [...held, c]) d.release?.();
+    await limiter.close();
+  });
+
   it('a renewal that finds its lease gone (no reconnect) puts back every held lease', async () => {
     const prefix = randomPrefix();
     const limiter = limiterOn(await server.storeClient('ioredis'), prefix);

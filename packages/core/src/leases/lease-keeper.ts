@@ -298,7 +298,9 @@ export class LeaseKeeper {
       if (released) return false;
       const now = this.now();
       // Past its life: renewal stops and the lease ends by its last deadline (a handler that never answers).
-      if (now > held.renewUntil) {
+      // Past its deadline in a store that can lose leases: it is over there (another request may have its
+      // slot), and a renewal that put it back would run one over the limit: it is not revived (`Held.until`).
+      if (now > held.renewUntil || (kept !== undefined && now >= held.until)) {
         kept?.held.delete(held);
         carried?.kept.held.delete(carried.held);
         return false;

@@ -144,9 +144,10 @@ export class LeasedDecider {
           if (!isResultOf(o, t.cp.storePlan))
             return this.unanswered(t, cost, guard.junk(node, seq, o, t.cp.storePlan), at, lease, opts, observing);
           // Granted across a reconnect, maybe before the held leases were back: given up, asked again.
-          if (keeper.epoch(store) !== epoch && tookLease(o, t.cp)) return this.again(t, cost, at, lease, opts, observing, node, seq, tries);
+          if (keeper.epoch(store) !== epoch && tookLease(o, t.cp))
+            return this.again(t, cost, o, at, lease, opts, observing, node, seq, tries);
           // Granted by a store that lost leases held here (fewer in use than held): given up, asked again once they are back.
-          if (this.lostBeside(t, o, node)) return this.again(t, cost, at, lease, opts, observing, node, seq, tries);
+          if (this.lostBeside(t, o, node)) return this.again(t, cost, o, at, lease, opts, observing, node, seq, tries);
           // As the plain path does: an outage continues the key's rate budget from this answer.
           plain.remember(t, o, at, cost);
           return this.answered(t, cost, o, at, lease, opts, observing);
@@ -166,7 +167,7 @@ export class LeasedDecider {
     guard.answered(node);
     if (!isResultOf(r, t.cp.storePlan))
       return this.unanswered(t, cost, guard.junk(node, seq, r, t.cp.storePlan), at, lease, opts, observing);
-    if (this.lostBeside(t, r, node)) return this.again(t, cost, at, lease, opts, observing, node, seq, tries);
+    if (this.lostBeside(t, r, node)) return this.again(t, cost, r, at, lease, opts, observing, node, seq, tries);
     plain.remember(t, r, at, cost);
     return this.answered(t, cost, r, at, lease, opts, observing);
   }
@@ -221,12 +222,15 @@ export class LeasedDecider {
   }
 
   /**
-   * Gives up `lease`, granted by a call answered in a later connection epoch than it was sent in, and
-   * decides again (after the held leases are back); after STALE_LEASE_TRIES, the failure mode answers.
+   * Gives up `lease`, granted by the answer `o` in a later connection epoch than it was sent in or beside
+   * leases the store lost, with what `o` charged the rate policies (the next ask charges them again), and
+   * decides again (after the held leases are back); after STALE_LEASE_TRIES, the failure mode answers,
+   * and the charges go back if it refuses (as for a late reply).
    */
   private again(
     t: Target,
     cost: number,
+    o: StoreResult,
     at: number,
     lease: number,
     opts: CheckOptions | undefined,
@@ -238,12 +242,15 @@ export class LeasedDecider {
     const { keeper, store, guard, plain } = this.parts;
     if (tries < STALE_LEASE_TRIES) {
       keeper.abandon(store, t.cp, t.storeKey, t.cp.storePlan, lease, at);
+      plain.giveBack(t, cost, o, at);
       const ask = () => this.leased(t, cost, plain.now(), opts, observing, false, tries + 1);
       // Answered before the client is ready again (node-redis): asked once it is, and the held leases are back.
       const back = keeper.reconnecting(store);
       return back === undefined ? ask() : back.then(ask);
     }
-    return this.unanswered(t, cost, guard.failure(node, seq, new StaleLeaseError(tries), false), at, lease, opts, observing);
+    const d = this.unanswered(t, cost, guard.failure(node, seq, new StaleLeaseError(tries), false), at, lease, opts, observing);
+    if (!d.allowed) plain.giveBack(t, cost, o, at);
+    return d;
   }
 
   /** The failure mode's decision when the store did not answer; the lease it may have taken is given up (again when `applied`, the call, settles). */

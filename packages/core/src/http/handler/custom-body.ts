@@ -41,8 +41,14 @@ export class CustomBody<Req> {
       this.hooks.failed(diagnostics, 'onLimited', r, `the default ${PROBLEM_CONTENT_TYPE} body was sent.`);
       return withProblem;
     }
-    const custom = r.value;
+    const custom: unknown = r.value;
     if (custom === undefined || custom === null) return withProblem;
+    // A string (express-rate-limit's `message` habit), a number, a promise-like or `{ body: undefined }`:
+    // not a body to send; sent as such it was the text `null`.
+    if (typeof custom !== 'object' || !('body' in custom) || custom.body === undefined) {
+      this.hooks.returned(diagnostics, 'onLimited', custom, '{ body, contentType? }', `the default ${PROBLEM_CONTENT_TYPE} body was sent.`);
+      return withProblem;
+    }
     let body: string;
     try {
       body = typeof custom.body === 'string' ? custom.body : (JSON.stringify(custom.body) ?? 'null');
@@ -57,7 +63,7 @@ export class CustomBody<Req> {
       );
       return withProblem;
     }
-    const contentType = contentTypeOf(custom.contentType, typeof custom.body === 'string');
+    const contentType = contentTypeOf((custom as { contentType?: unknown }).contentType, typeof custom.body === 'string');
     if (!HEADER_VALUE.test(contentType)) {
       this.hooks.returned(
         diagnostics,

@@ -39,6 +39,10 @@ function make(options: Partial<RateLimitOptions<FakeReq>>) {
 describe('createRateLimitHandler', () => {
   it('validates options once, with RateLimitConfigError naming the option', () => {
     expect(() => make({ headers: 'draft-8' as never })).toThrow(/ERR_RL_INVALID_HEADERS: 'headers'/);
+    // An empty list: what the READMEs promise (write false), not the message of a list that repeats a format.
+    expect(() => make({ headers: [] as never })).toThrow(
+      /ERR_RL_INVALID_HEADERS: 'headers' as a list names at least one format; for no rate-limit header write false/,
+    );
     expect(() => make({ skip: true as never })).toThrow(/'skip' must be a function/);
     expect(() => make({ keyGenerator: () => 'x' } as never)).toThrow(/ERR_RL_UNKNOWN_OPTION: 'keyGenerator'/);
     expect(() => make({ problem: { type: 'x' } as never })).toThrow(/'problem.type'/);
@@ -206,6 +210,10 @@ describe('createRateLimitHandler', () => {
         },
         { onLimited: () => ({ body: 'slow down', contentType: 'text/plain; note=\u201cquoted\u201d' }) },
         { onLimited: () => ({ body: 'slow down', contentType: 'text/plain\r\nX-Injected: 1' }) },
+        // Not { body }: express-rate-limit's `message` string, a number, a body left undefined.
+        { onLimited: (() => 'Too many requests, slow down') as never },
+        { onLimited: (() => 42) as never },
+        { onLimited: () => ({ body: undefined }) },
       ];
       for (const options of cases) {
         const { handler, logger } = make(options);

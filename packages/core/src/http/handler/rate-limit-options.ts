@@ -242,9 +242,16 @@ function parseHeaders(value: unknown): HeadersOption {
     return value as HeaderMode;
   }
   const modes = value as unknown[];
+  if (modes.length === 0) {
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_HEADERS',
+      'headers',
+      'as a list names at least one format; for no rate-limit header write false',
+      value,
+    );
+  }
   const standard = modes.filter((m) => m !== 'legacy');
   const valid =
-    modes.length > 0 &&
     modes.every((m) => m !== false && HEADER_MODES.includes(m as HeaderMode)) &&
     new Set(modes).size === modes.length &&
     standard.length <= 1;

@@ -133,6 +133,7 @@ describe('@tollgate/core, built', () => {
         "abortOnClose": "function",
         "createDiagnostics": "function",
         "createRateLimitHandler": "function",
+        "escapeControl": "function",
         "formatLine": "function",
         "isPermissiveTrust": "function",
         "isPermissiveTrustFunction": "function",

@@ -32,5 +32,5 @@ export { type ClosableResponse, waitUnlessClosed } from './http/response/shaping
 export { planShed } from './http/response/shed-response.js';
 export { requestCostToMilli } from './internal/fixed-point.js';
 export { isPlainKey } from './limiter/target.js';
-export { formatLine } from './logging.js';
+export { escapeControl, formatLine } from './logging.js';
 export { isPromiseLike, resultCharged, resultDelayMs, resultExceeds } from './stores/store.js';

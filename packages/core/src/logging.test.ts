@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createLogGate, isAbstractNoopLogger, type LogFields } from './logging.js';
+import { createLogGate, formatLine, isAbstractNoopLogger, type LogFields } from './logging.js';
 
 function recorder() {
   const lines: [LogFields, string][] = [];
@@ -46,5 +46,16 @@ describe('isAbstractNoopLogger', () => {
     expect(isAbstractNoopLogger({ warn: noop, error: noop, level: 'silent' })).toBe(false);
     expect(isAbstractNoopLogger({ warn: () => undefined, error: () => undefined })).toBe(false);
     expect(isAbstractNoopLogger(undefined)).toBe(false);
+  });
+});
+
+describe('formatLine', () => {
+  it('keeps a line one line and inert: C1 controls, separators and bidi overrides a header carried are escaped, as C0 are', () => {
+    const line = formatLine({ code: 'X', key: 'a\u0085b\u2028c\u202ed\u001b[2Je\n' }, 'X: from \u009b31m a plan name');
+    expect(line).toBe('X: from \\u009b31m a plan name {"code":"X","key":"a\\u0085b\\u2028c\\u202ed\\u001b[2Je\\n"}');
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not be there.
+    expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202e]/);
+    // Still JSON: the fields parse back to what was logged.
+    expect(JSON.parse(line.slice(line.indexOf('{')))).toEqual({ code: 'X', key: 'a\u0085b\u2028c\u202ed\u001b[2Je\n' });
   });
 });

@@ -51,7 +51,19 @@ function errorFields(err: unknown): unknown {
   return code === undefined ? { type: err.name, message: err.message } : { type: err.name, message: err.message, code };
 }
 
-/** One line: the message, then the fields as JSON (user data escaped by JSON.stringify). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it finds.
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+
+/**
+ * `text` with what can break or forge a terminal or log line as JSON `\uXXXX` escapes: C0 and C1 controls
+ * (ESC, NEL), DEL, line and paragraph separators and bidirectional formatting characters. JSON.stringify
+ * escapes C0 only: a header byte 0x85 (NEL, which some log viewers split on) or U+202E would pass.
+ */
+export function escapeControl(text: string): string {
+  return text.replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** One line: the message, then the fields as JSON, user data escaped (`escapeControl`), so a line stays one line. */
 export function formatLine(fields: LogFields, message: string): string {
   const { err, ...rest } = fields;
   const shown: Record<string, unknown> = err === undefined ? rest : { ...rest, err: errorFields(err) };
@@ -61,7 +73,7 @@ export function formatLine(fields: LogFields, message: string): string {
   } catch {
     json = '{"fields":"unserializable"}';
   }
-  return `${message} ${json}`;
+  return `${escapeControl(message)} ${escapeControl(json)}`;
 }
 
 /** Writes each line to `console.warn` / `console.error`, on one line. */

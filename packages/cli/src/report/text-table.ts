@@ -4,18 +4,12 @@
  * can neither drive the terminal (escape sequences) nor split a row (line breaks).
  */
 
+import { escapeControl } from '@tollgate/core/adapter';
+
 export type Cell = string | number;
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what it finds.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
-
-/**
- * `text` with C0, DEL and C1 control characters, line and paragraph separators and bidirectional
- * formatting characters (which reorder what follows on the line) as JSON-style `\uXXXX` escapes; the rest as is.
- */
-export function escapeControl(text: string): string {
-  return text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
+// The core's, which its log lines use too: table cells and stderr lines escape what log lines do.
+export { escapeControl };
 
 function show(cell: Cell): string {
   return typeof cell === 'number' ? formatNumber(cell) : escapeControl(cell);

@@ -99,6 +99,17 @@ class LeaseTwin implements Store {
   }
 }
 
+/** `store` (leases and all), telling `settled` of each apply answered, so a test knows where each waiter is. */
+function countingApplies(store: RedisStore, settled: () => void): Store {
+  return {
+    kind: 'redis',
+    apply: (key, plan, cost, now, lease) => Promise.resolve(store.apply(key, plan, cost, now, lease)).finally(settled),
+    release: (key, plan, lease, now) => store.release(key, plan, lease, now),
+    renew: (key, plan, lease, now) => store.renew(key, plan, lease, now),
+    reset: (key, plan) => store.reset(key, plan),
+  };
+}
+
 type Op =
   | { readonly op: 'check' | 'peek'; readonly dt: number; readonly key: string }
   | { readonly op: 'release' | 'renew' | 'refund'; readonly dt: number; readonly which: number };
@@ -236,17 +247,10 @@ describeRedis('concurrency policies on Redis', () => {
   it('queues on Redis: FIFO in the process, woken by its own releases, re-trying for slots freed by other processes', async () => {
     const prefix = randomPrefix();
     let settled = 0;
-    /** A RedisStore that counts the applies answered, so the test knows where each waiter is. */
-    const counted = (store: RedisStore): Store => ({
-      kind: 'redis',
-      apply: (key, plan, cost, now, lease) =>
-        Promise.resolve(store.apply(key, plan, cost, now, lease)).finally(() => {
-          settled += 1;
-        }),
-      release: (key, plan, lease, now) => store.release(key, plan, lease, now),
-      renew: (key, plan, lease, now) => store.renew(key, plan, lease, now),
-      reset: (key, plan) => store.reset(key, plan),
-    });
+    const counted = (store: RedisStore) =>
+      countingApplies(store, () => {
+        settled += 1;
+      });
     const make = (store: Store) =>
       createLimiter({
         policies: [{ name: 'exports', algorithm: 'concurrency', limit: 1, leaseMs: 60_000, queue: { size: 2, timeoutMs: 60_000 } }],
@@ -302,6 +306,48 @@ describeRedis('concurrency policies on Redis', () => {
       vi.useRealTimers();
     }
     await Promise.all([elsewhere.close(), here.close()]);
+  }, 30_000);
+
+  it('a release that meets NOSCRIPT (a restarted or flushed Redis) still wakes the waiter at once: woken again once it lands', async () => {
+    let settled = 0;
+    const store = new RedisStore({ client, prefix: randomPrefix() });
+    const limiter = createLimiter({
+      policies: [{ name: 'exports', algorithm: 'concurrency', limit: 1, leaseMs: 60_000, queue: { size: 2, timeoutMs: 60_000 } }],
+      store: countingApplies(store, () => {
+        settled += 1;
+      }),
+      storeTimeoutMs: 60_000,
+      breaker: false,
+    });
+    const until = async (what: string, done: () => boolean) => {
+      for (let i = 0; i < 5_000; i++) {
+        if (done()) return;
+        await new Promise((r) => setImmediate(r));
+      }
+      throw new Error(`never: ${what}`);
+    };
+    // The cache emptied (as by a restart): the check loads the apply script again, the release script is not there.
+    await client.script('FLUSH');
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const held = await limiter.check('k');
+      expect(held.allowed).toBe(true);
+      let admitted: Decision | undefined;
+      const waiter = limiter.check('k').then((d) => {
+        admitted = d;
+        return d;
+      });
+      await until('the waiter was refused once', () => settled === 2);
+      // The release meets NOSCRIPT and runs again behind the waiter's attempt, which is refused; before,
+      // the waiter then slept out its re-try timer (100 ms), which never fires here.
+      held.release?.();
+      await until('the waiter admitted with no timer advanced', () => admitted !== undefined);
+      expect((await waiter).allowed).toBe(true);
+      admitted?.release?.();
+    } finally {
+      vi.useRealTimers();
+    }
+    await limiter.close();
   }, 30_000);
 
   it('heals a lease key holding what the script never writes: another type, a set without expiry, a deadline out of reach', async () => {

@@ -4,7 +4,7 @@
  * held leases are put back before a new lease is granted, a lease nobody renews any more is not
  * revived, and renewal ends `maxLeaseMs` after the grant.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createLimiter } from '../limiter/create-limiter.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import type { ConnectionEvent, Store, StoreKey, StorePlan } from '../stores/store.js';
@@ -448,6 +448,21 @@ describe('LeaseKeeper', () => {
     expect([(await limiter.check('k')).allowed, (await limiter.check('k')).allowed]).toEqual([true, true]);
   });
 
+  it('a release sent after its renewal lands, and rejected, leaves no unhandled rejection (nobody queued to wake)', async () => {
+    const { store, limiter } = setup();
+    const a = await limiter.check('k');
+    store.heldRestores = [];
+    a.renew?.();
+    await Promise.resolve();
+    store.failReleases = 'reject';
+    a.release?.();
+    for (const run of store.heldRestores) run();
+    store.heldRestores = undefined;
+    // vitest fails the file on an unhandled rejection (a process without a handler would crash).
+    await new Promise((r) => setTimeout(r, 0));
+    expect(store.calls).toContain('release');
+  });
+
   it('a restore that fails while a release sent with it is rejected leaves no unhandled rejection', async () => {
     const { store, limiter, advance } = setup();
     const [a] = [await limiter.check('k'), await limiter.check('k')];
@@ -639,6 +654,38 @@ describe('LeaseKeeper', () => {
     // Not a failure-mode refusal with a timeout error: one more restore, then the store admits c (3 of 3).
     expect(await c).toMatchObject({ allowed: true, degraded: false });
     expect(errors).toEqual([]);
+  });
+
+  it('the restore that follows waits only what is left of RESTORE_WAIT_MS: a slow store holds a decision 100 ms, not twice that', async () => {
+    vi.useFakeTimers();
+    try {
+      const { store, limiter } = unbroken(3, 'closed');
+      const [a] = [await limiter.check('k'), await limiter.check('k')];
+      store.heldAnswers = [];
+      store.restart();
+      let answered = false;
+      const c = limiter.check('k').then((d) => {
+        answered = true;
+        return d;
+      });
+      // Lost again while the restore is on its way (a renewal finds a's gone): one more restore follows.
+      store.memory = new MemoryStore();
+      a?.renew?.();
+      // The first restore answers after 80 ms (a slow store); the one that follows never does.
+      await vi.advanceTimersByTimeAsync(80);
+      const answers = store.heldAnswers;
+      store.heldAnswers = undefined;
+      store.restoresHang = true;
+      for (const answer of answers) answer();
+      await vi.advanceTimersByTimeAsync(19);
+      expect(answered).toBe(false);
+      // Before: the second restore had RESTORE_WAIT_MS of its own, so c waited until 180 ms.
+      await vi.advanceTimersByTimeAsync(2);
+      expect(answered).toBe(true);
+      expect(await c).toMatchObject({ allowed: false, degraded: true });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a loss a renewal finds while a restore is on its way is put back too: that restore does not mark the store whole', async () => {

@@ -25,6 +25,7 @@
  *   renewed, within leaseMs / 2), run at most `limit` plus what the others held and had not put back yet.
  */
 import { MAX_LEASE_RETRY_MS } from '../algorithms/concurrency.js';
+import { monotonicClock } from '../clock.js';
 import { costUnits, DecisionImpl, Result } from '../decision.js';
 import { seeDocs } from '../errors.js';
 import { nodesIn } from '../failure/store-guard.js';
@@ -179,16 +180,19 @@ function leaseBounds(cp: CompiledPlan): { leaseMs: number; maxLeaseMs: number } 
   return { leaseMs, maxLeaseMs };
 }
 
+/** Settles a chained promise with nothing, whatever it settled with. */
+const none = (): void => undefined;
+
 /**
- * `p`, or RESTORE_WAIT_MS, whichever comes first (then `onTimeout`): true when `p` settled in time. Never
- * rejects (`p` never does).
+ * `p`, or `ms`, whichever comes first (then `onTimeout`): true when `p` settled in time. Never rejects
+ * (`p` never does).
  */
-function atMostRestoreWait(p: Promise<void>, onTimeout?: () => void): Promise<boolean> {
+function atMostRestoreWait(p: Promise<void>, ms: number, onTimeout?: () => void): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => {
       onTimeout?.();
       resolve(false);
-    }, RESTORE_WAIT_MS);
+    }, ms);
     void p.then(() => {
       clearTimeout(timer);
       resolve(true);
@@ -289,10 +293,19 @@ export class LeaseKeeper {
       if (released) return;
       released = true;
       this.count(cp, 'leases', -1);
-      if (kept === undefined) this.send(() => this.aside(key, store.release?.(key, plan, lease, this.now())));
-      else this.releaseKept(kept, held);
+      const landing =
+        kept === undefined
+          ? this.sending(() => this.aside(key, store.release?.(key, plan, lease, this.now())))
+          : this.releaseKept(kept, held);
       if (carried !== undefined) this.releaseKept(carried.kept, carried.held);
-      if (!this.queues.idle) for (const id of queues()) this.queues.wake(id);
+      if (this.queues.idle) return;
+      const wake = () => {
+        if (!this.queues.idle) for (const id of queues()) this.queues.wake(id);
+      };
+      wake();
+      // The waiter's attempt goes right behind the release; but a release that met NOSCRIPT (a restarted
+      // or flushed Redis) runs again behind it, and the attempt was refused: woken again once it lands.
+      landing?.then(wake, wake);
     };
     d.renew = () => {
       if (released) return false;
@@ -354,19 +367,23 @@ export class LeaseKeeper {
       if (this.now() < kept.retryAt) return this.missing(kept, node) ? Promise.resolve(unrestored(kept)) : undefined;
       restoring = this.restore(kept);
     } else if (restoring === kept.stalled) return undefined;
-    return this.restored(kept, node, restoring, true);
+    return this.restored(kept, node, restoring, monotonicClock() + RESTORE_WAIT_MS, true);
   }
 
-  /** `restoring`'s wait for `waited`, and for one more restore when `again` and leases of `node` are still missing. */
-  private restored(kept: StoreLeases, node: string, waited: Promise<void>, again: boolean): Promise<Restored> {
-    return atMostRestoreWait(waited, () => {
+  /**
+   * `restoring`'s wait for `waited`, and for one more restore when `again` and leases of `node` are still
+   * missing: both within one RESTORE_WAIT_MS (`until`, on the monotonic clock, as the timers run): a slow
+   * store whose restores each take most of it (new leases carried in meanwhile) held a decision twice that.
+   */
+  private restored(kept: StoreLeases, node: string, waited: Promise<void>, until: number, again: boolean): Promise<Restored> {
+    return atMostRestoreWait(waited, Math.max(0, until - monotonicClock()), () => {
       kept.stalled = waited;
     }).then((settled) => {
       // Nothing of `node` missing (only a release not told yet, or leases of another node): the store decides.
       if (!this.missing(kept, node)) return 'back';
       if (!settled) return 'late';
-      if (kept.restoreError === undefined && again && kept.restoring === undefined)
-        return this.restored(kept, node, this.restore(kept), false);
+      if (kept.restoreError === undefined && again && kept.restoring === undefined && monotonicClock() < until)
+        return this.restored(kept, node, this.restore(kept), until, false);
       return unrestored(kept);
     });
   }
@@ -401,7 +418,7 @@ export class LeaseKeeper {
    */
   reconnecting(store: Store): Promise<boolean> | undefined {
     const down = this.stores.get(store)?.down;
-    return down === undefined ? undefined : atMostRestoreWait(down.promise);
+    return down === undefined ? undefined : atMostRestoreWait(down.promise, RESTORE_WAIT_MS);
   }
 
   /**
@@ -595,28 +612,31 @@ export class LeaseKeeper {
    * lease is released again before the next restore, so it does not hold its slot for the rest of its
    * lease time once the store is back.
    */
-  private releaseKept(kept: StoreLeases, held: Held): void {
+  private releaseKept(kept: StoreLeases, held: Held): PromiseLike<void> | undefined {
     kept.held.delete(held);
     // A carried lease no restore sent yet: the store never had it, nothing to tell.
-    if (!held.inStore) return;
+    if (!held.inStore) return undefined;
     const putBack = held.putBack;
-    if (putBack === undefined) this.sendRelease(kept, held);
-    else {
-      const release = () => this.sendRelease(kept, held);
-      putBack.then(release, release);
-    }
+    if (putBack === undefined) return this.sendRelease(kept, held);
+    const release = () => this.sendRelease(kept, held);
+    return putBack.then(release, release);
   }
 
-  private sendRelease(kept: StoreLeases, held: Held): void {
+  /** Tells the store `held` ended; returns the call while it is on its way. */
+  private sendRelease(kept: StoreLeases, held: Held): PromiseLike<void> | undefined {
     const now = this.now();
-    const sent = this.send(
+    let failed = false;
+    const landing = this.sending(
       () => this.aside(held.key, kept.store.release?.(held.key, held.plan, held.lease, now)),
       () => {
+        failed = true;
         kept.unreleased.add(held);
         kept.lost = true;
       },
     );
-    if (sent !== 'failed') sentRelease(kept, held, now);
+    // A call that threw at once failed; one on its way is told, unless it fails later (then it is unreleased).
+    if (!failed) sentRelease(kept, held, now);
+    return landing;
   }
 
   /** A renewal that puts the lease back if the store lost it; then the others are put back too. */
@@ -732,6 +752,21 @@ export class LeaseKeeper {
    * Runs a release or renewal: its synchronous answer, 'sent' while it is on its way, 'failed' when it
    * threw; `onFailure` runs when it threw or was rejected.
    */
+  /**
+   * `send`, returning what settles when the call lands while it is on its way (undefined once answered or
+   * failed). It never rejects: the failure is `send`'s to handle, and whoever chains on it (a release after
+   * a put-back) must not leave a rejection unhandled.
+   */
+  private sending(call: () => unknown, onFailure?: () => void): PromiseLike<void> | undefined {
+    let landing: PromiseLike<void> | undefined;
+    this.send(() => {
+      const pending = call();
+      if (isPromiseLike(pending)) landing = pending.then(none, none);
+      return pending;
+    }, onFailure);
+    return landing;
+  }
+
   private send<T>(call: () => T | Promise<T> | undefined, onFailure?: () => void): T | 'sent' | 'failed' {
     try {
       const pending = call();

@@ -205,7 +205,11 @@ export interface ChargeReceipt {
 export interface CheckOptions {
   /** Cost of this request, a positive multiple of 1/1000. Defaults to `1`. */
   cost?: number;
-  /** Aborting it takes a request waiting in a concurrency queue out of the queue (the client went away). */
+  /**
+   * Aborting it takes a request waiting in a concurrency queue out of the queue (the client went away).
+   * One whose attempt was already on its way to the store may still come back admitted, holding its
+   * leases: call its `release` (the adapters do, on abort).
+   */
   signal?: AbortSignal;
   /**
    * The plan to apply (see `plans`). A name no plan has is answered by the `unknownPlan` fallback, with

@@ -320,6 +320,22 @@ describe('tollgate replay ordering', () => {
     }
   });
 
+  it('a gzip cut short: the lines up to the cut are replayed, a warning names the file, exit 3', async () => {
+    const { gzipSync } = await import('node:zlib');
+    const whole = gzipSync(Array.from({ length: 20_000 }, (_, i) => `${T + i},k${i % 50}`).join('\n'));
+    const cut = join(dir, 'rotating.csv.gz');
+    writeFileSync(cut, whole.subarray(0, Math.floor(whole.length / 2)));
+    const r = await run(['replay', cut, ...POLICIES, '--json']);
+    // Before: exit 2 and no report, where zcat gives the lines before the cut.
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(
+      /^warning: .*rotating\.csv\.gz ended early \(unexpected end of file: .* after [\d,]+ lines: the report covers them/m,
+    );
+    const report = JSON.parse(r.stdout) as ReplayReport;
+    expect(report.input.files[0]?.cutShort).toMatch(/unexpected end of file/);
+    expect(report.input.malformed).toBe(0);
+  });
+
   it('more lines malformed than read: the report, a warning naming the first, and exit 3 (not a success)', async () => {
     const mostly = join(dir, 'mostly-garbage.csv');
     writeFileSync(mostly, `time,key\nyesterday,a\nnoon,b\n${T},a\nlater,c\n`);

@@ -80,7 +80,7 @@ Replay options:
 Exit status: 0 replayed; 2 usage or input error; 3 replayed, but some requests came later than the
 reorder window allowed (replayed out of order: counted, with the worst lateness, in the report), or more
 lines were malformed than read, or every time was a whole second and a candidate's window is 10 s or less
-(without --spread-seconds).
+(without --spread-seconds), or a gzip file ended early (cut short: its lines up to the cut are replayed).
 `;
 
 function int(value: string | undefined, name: string, min: number, max: number): number | undefined {
@@ -212,7 +212,7 @@ function reorderWindow(values: ReplayFlags): number | undefined {
   return ms;
 }
 
-/** Writes the report (table or JSON, and the HTML file); returns the exit code (2 nothing replayed, 3 some out of order or most lines malformed). */
+/** Writes the report (table or JSON, and the HTML file); returns the exit code (2 nothing replayed, 3 approximate: some out of order, most lines malformed, whole seconds, a gzip cut short). */
 function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): number {
   if (values.html !== undefined) {
     writeHtml(values.html, renderReplayHtml(report));
@@ -231,6 +231,14 @@ function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): num
       say(io, `warning: --time-field ${timeField} names a JSON field; ${f.file} was read as ${f.format}, with the time of its own lines.`);
     }
   }
+  const cut = report.input.files.filter((f) => f.cutShort !== undefined);
+  for (const f of cut) {
+    say(
+      io,
+      `warning: ${f.file} ended early (${f.cutShort}: a gzip file still being written, or a copy cut short) after ` +
+        `${f.lines.toLocaleString('en-US')} lines: the report covers them, its last, cut line dropped. Exit status 3.`,
+    );
+  }
   const mostlyMalformed = report.input.malformed > report.input.requests;
   if (mostlyMalformed) say(io, mostlyMalformedWarning(report));
   const order = report.input.order;
@@ -245,7 +253,7 @@ function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): num
   }
   const coarse = describeTimes(report).warning;
   if (coarse !== null) say(io, `warning: ${coarse} Exit status 3.`);
-  if (late || coarse !== null) return 3;
+  if (late || coarse !== null || cut.length > 0) return 3;
   return mostlyMalformed ? 3 : 0;
 }
 

@@ -96,12 +96,23 @@ function decodeLines(bytes: Buffer): string {
   }
 }
 
+/** True for zlib's error on a gzip stream that ends before its end (a file still being written, a copy cut short). */
+function isCutShort(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException).code === 'Z_BUF_ERROR';
+}
+
 /**
  * Yields the lines of `path` in batches (each batch is the lines completed by one chunk). `onBytes`
  * receives the count of file bytes (compressed, for gzip) read so far, for a progress bar. Lines are
- * split on the bytes, then decoded (`decodeLines`): a line is never cut inside a character.
+ * split on the bytes, then decoded (`decodeLines`): a line is never cut inside a character. A gzip file
+ * cut short ends, as `zcat` does, after its last whole line (the cut one is dropped), and `onCut` is told
+ * why; without `onCut`, and for any other read error, a CliError.
  */
-export async function* readLines(path: string, onBytes: (bytes: number) => void = () => {}): AsyncGenerator<string[]> {
+export async function* readLines(
+  path: string,
+  onBytes: (bytes: number) => void = () => {},
+  onCut?: (why: string) => void,
+): AsyncGenerator<string[]> {
   fileSize(path);
   const raw = createReadStream(path, { highWaterMark: CHUNK_BYTES });
   let read = 0;
@@ -144,7 +155,10 @@ export async function* readLines(path: string, onBytes: (bytes: number) => void 
       if (lines.length > 0) yield lines;
     }
   } catch (error) {
-    throw new CliError('ERR_RL_REPLAY_INPUT', `cannot read '${path}': ${(error as Error).message}`);
+    if (onCut === undefined || !isCutShort(error))
+      throw new CliError('ERR_RL_REPLAY_INPUT', `cannot read '${path}': ${(error as Error).message}`);
+    onCut((error as Error).message);
+    return;
   }
   if (atStart && rest[0] === 0xef && rest[1] === 0xbb && rest[2] === 0xbf) rest = rest.subarray(3);
   const last = skipping ? '' : decodeLines(rest);

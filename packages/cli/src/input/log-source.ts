@@ -20,7 +20,15 @@ export interface MalformedLine {
 
 export interface InputStats {
   /** Per file, in the order given; `file` is its name in the report (`-` for standard input). */
-  readonly files: { file: string; format: LogFormat | undefined; lines: number; requests: number; malformed: number }[];
+  readonly files: {
+    file: string;
+    format: LogFormat | undefined;
+    lines: number;
+    requests: number;
+    malformed: number;
+    /** Set when the file ended early (a gzip cut short): zlib's reason; its lines up to the cut were read. */
+    cutShort?: string;
+  }[];
   /** Where each file of `files` is read from (standard input's temporary copy for `-`). */
   readonly paths: readonly string[];
   lines: number;
@@ -57,10 +65,14 @@ export async function* readRequests(index: number, options: SourceOptions, stats
   let parse: ((line: string, n: number) => LogRequest | string | undefined) | undefined;
   let lineNumber = 0;
   let counted = 0;
-  for await (const lines of readLines(path, (bytes) => {
+  const onBytes = (bytes: number) => {
     stats.readBytes += bytes - counted;
     counted = bytes;
-  })) {
+  };
+  const onCut = (why: string) => {
+    file.cutShort = why;
+  };
+  for await (const lines of readLines(path, onBytes, onCut)) {
     if (parse === undefined) {
       file.format = options.format ?? detectFormat(path, lines);
       parse = createLineParser({ ...options, format: file.format });

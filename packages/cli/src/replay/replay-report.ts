@@ -73,7 +73,15 @@ export interface ReplayTimes {
 
 export interface ReplayReport {
   readonly input: {
-    readonly files: readonly { file: string; format: string | undefined; lines: number; requests: number; malformed: number }[];
+    /** Per file; `cutShort` (zlib's reason) when a gzip file ended early: its lines up to the cut were read. */
+    readonly files: readonly {
+      file: string;
+      format: string | undefined;
+      lines: number;
+      requests: number;
+      malformed: number;
+      cutShort?: string;
+    }[];
     readonly lines: number;
     readonly requests: number;
     readonly malformed: number;

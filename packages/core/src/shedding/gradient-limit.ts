@@ -24,7 +24,9 @@
  *
  * Event-loop delay is a signal latency can miss (a synchronous handler blocks every request, including
  * the ones whose timing would show it only after they finish): a window whose event-loop delay is above
- * `maxEventLoopDelayMs` cuts the limit by `eventLoopBackoff`, whatever the latency says.
+ * `maxEventLoopDelayMs` cuts the limit by `eventLoopBackoff`, whatever the latency says; two in a row make
+ * the process `lagging`, and the shedder then admits only what a priority function calls critical (a
+ * synchronous handler has one request in flight at a time, under any cap).
  *
  * Pure and clock-free: the caller passes `now`, so tests drive it in virtual time.
  */
@@ -47,7 +49,10 @@ export interface AdaptiveLimitOptions {
   smoothing?: number;
   /** The baseline is the lowest window latency of about this many windows. Defaults to `120` (30 s of 250 ms windows). */
   baselineWindows?: number;
-  /** Event-loop delay (p99 over the window, ms) above which the limit is cut. Defaults to `100`; `0` turns the check off. */
+  /**
+   * Event-loop delay (the longest in the window, ms) above which the limit is cut; two such windows in a
+   * row shed all but what a priority function calls critical (`lagging`). Defaults to `100`; `0` turns the check off.
+   */
   maxEventLoopDelayMs?: number;
   /** Factor applied to the limit in a window with excessive event-loop delay, in (0, 1). Defaults to `0.8`. */
   eventLoopBackoff?: number;
@@ -86,6 +91,8 @@ export class GradientLimit {
   #halfCount = 0;
   #short = 0;
   #lastChange: LimitChange = 'initial';
+  /** Windows in a row whose event-loop delay was above `maxEventLoopDelayMs`. */
+  #laggedWindows = 0;
 
   constructor(
     readonly config: AdaptiveLimitConfig,
@@ -111,6 +118,14 @@ export class GradientLimit {
   }
   get lastChange(): LimitChange {
     return this.#lastChange;
+  }
+  /**
+   * True while the event loop has lagged past `maxEventLoopDelayMs` for LAGGING_WINDOWS windows in a row:
+   * the process is saturated whatever its in-flight count (a synchronous handler never has more than one
+   * in flight: its queue is in the socket backlog, which no cap on in-flight requests can see).
+   */
+  get lagging(): boolean {
+    return this.#laggedWindows >= LAGGING_WINDOWS;
   }
 
   /** Notes the in-flight count as a request is admitted, for the app-limited check. */
@@ -138,12 +153,14 @@ export class GradientLimit {
     this.#peakInFlight = 0;
     const lag = c.maxEventLoopDelayMs > 0 ? eventLoopDelayMs() : 0;
     if (c.maxEventLoopDelayMs > 0 && lag > c.maxEventLoopDelayMs) {
+      this.#laggedWindows += 1;
       this.#sum = 0;
       this.#count = 0;
       this.#limit = clamp(this.#limit * c.eventLoopBackoff, c.minLimit, c.maxLimit);
       this.#lastChange = 'event-loop';
       return true;
     }
+    this.#laggedWindows = 0;
     // Too few: the samples (and the peak) carry into the next window, which judges them with its own (a
     // handler slower than minSamples per window would otherwise never be judged at all: a fixed cap at
     // initialLimit), for at most CARRY_WINDOWS windows, so that no judgement rests on stale latencies.
@@ -179,6 +196,9 @@ export class GradientLimit {
     return true;
   }
 }
+
+/** Windows in a row of event-loop lag that make the process `lagging` (one could be a single long GC pause). */
+const LAGGING_WINDOWS = 2;
 
 /** The most windows in a row whose too few samples carry into the next (2 s at the default 250 ms). */
 const CARRY_WINDOWS = 8;

@@ -117,7 +117,38 @@ describe('createLoadShedder: adaptive', () => {
     expect(s.state()).toMatchObject({ limit: 40, lastChange: 'event-loop' });
   });
 
-  it('uses perf_hooks.monitorEventLoopDelay by default and stops it on close', () => {
+  it("sheds a synchronous handler's overload: after two windows of lag, only what a priority function calls critical runs", () => {
+    let now = 0;
+    let lag = 300;
+    const shedder = (priority?: (r: unknown) => 'normal' | 'critical') =>
+      createLoadShedder({
+        adaptive: { initialLimit: 50, windowMs: 10, maxEventLoopDelayMs: 20 },
+        clock: () => now,
+        eventLoopDelay: () => lag,
+        ...(priority === undefined ? {} : { priority }),
+      });
+    const s = shedder((r) => (r === '/health' ? 'critical' : 'normal'));
+    const plain = shedder();
+    // A synchronous handler: one request in flight at a time, however far behind the loop is.
+    const served = (sh: typeof s, path: string) => {
+      const t = sh.acquire(sh.priorityOf(path));
+      t?.release();
+      return t !== undefined;
+    };
+    now += 10;
+    // One window of lag (it could be one long GC pause): the limit is cut, nothing is shed yet.
+    expect([served(s, '/'), served(plain, '/')]).toEqual([true, true]);
+    now += 10;
+    // Two in a row: the loop is saturated. Before: every request admitted, the cap never reached.
+    expect([served(s, '/'), served(s, '/health'), served(plain, '/')]).toEqual([false, true, false]);
+    expect(s.state().shedByPriority).toMatchObject({ normal: 1, critical: 0 });
+    // The lag gone for a window: the cap decides again.
+    lag = 0;
+    now += 10;
+    expect([served(s, '/'), served(plain, '/')]).toEqual([true, true]);
+  });
+
+  it('measures event-loop delay by default and stops it on close', () => {
     const s = createLoadShedder({ adaptive: {} });
     expect(s.acquire()).toBeDefined();
     s.close();

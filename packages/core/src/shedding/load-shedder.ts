@@ -201,6 +201,11 @@ class Shedder implements LoadShedder {
     return this.gradient?.limit ?? this.fixed;
   }
 
+  /** Whether `priority` was given by a priority function as critical (without one, every request is critical for the cap, not for a lagging loop). */
+  private critical(priority: ShedPriority): boolean {
+    return priority === 'critical' && this.priorityFn !== undefined;
+  }
+
   priorityOf(request: unknown): ShedPriority {
     if (this.priorityFn === undefined) return 'critical';
     const p: unknown = this.priorityFn(request);
@@ -214,7 +219,9 @@ class Shedder implements LoadShedder {
     const now = this.clock();
     this.gradient?.update(now, this.delay);
     const share = this.shares[priority] ?? 1;
-    const cap = Math.max(1, Math.floor(this.limit * share));
+    // While the loop lags (gradient-limit.ts `lagging`), only what a priority function calls critical
+    // runs: the cap would admit a synchronous handler's requests one by one, however far behind it is.
+    const cap = this.gradient?.lagging === true && !this.critical(priority) ? 0 : Math.max(1, Math.floor(this.limit * share));
     if (this.inFlight >= cap) {
       this.shedCount += 1;
       this.shedBy[priority] += 1;

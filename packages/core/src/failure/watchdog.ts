@@ -118,7 +118,7 @@ class NodeWatch {
 }
 
 /** The process's event-loop idle time so far, ms (from node:perf_hooks: fake timers leave it real). */
-function loopIdleMs(): number {
+export function loopIdleMs(): number {
   return perfHooks.eventLoopUtilization().idle;
 }
 

@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createLimiter } from '../limiter/create-limiter.js';
@@ -115,6 +117,44 @@ describe('store timer', () => {
       expect([timed('async-hang', 'timeout'), timed('async-hang', 'ok')]).toEqual([1, 0]);
     } finally {
       unregister();
+    }
+  });
+
+  it('a reply that sat in the socket while the loop was blocked is no timeout: judged on idle time, as the limiter judges', async () => {
+    const unregister = registerPrometheusMetrics({ registry: new Registry() });
+    // An echo server on loopback: the store's reply comes through the poll phase, as Redis's does.
+    const server = createServer((s) => s.on('data', (d) => s.write(d)));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    await once(socket, 'connect');
+    try {
+      const inner = new MemoryStore();
+      const store: Store = {
+        kind: 'async-socket',
+        apply: (key, plan, cost, now) => {
+          const r = inner.apply(key, plan, cost, now);
+          return new Promise<StoreResult>((resolve) => {
+            socket.once('data', () => resolve(r));
+            socket.write('x');
+          });
+        },
+        reset: (key, plan) => inner.reset(key, plan),
+      };
+      const limiter = createLimiter({ policies: [{ limit: 10, windowMs: 60_000 }], store, storeTimeoutMs: 50, breaker: false });
+      const decided = limiter.check('a');
+      // 200 ms of synchronous work right after the call: the reply waits in the socket meanwhile.
+      const end = performance.now() + 200;
+      while (performance.now() < end) {}
+      expect((await decided).degraded).toBe(false);
+      await new Promise((r) => setTimeout(r, 20));
+      // Before: a wall-clock timer fired before the poll phase read the reply, and recorded a timeout.
+      expect([timed('async-socket', 'timeout'), timed('async-socket', 'ok')]).toEqual([0, 1]);
+      await limiter.close();
+    } finally {
+      unregister();
+      socket.destroy();
+      server.close();
     }
   });
 });

@@ -4,11 +4,12 @@
  * calls the store straight: the timing lives in `TimedCalls`, which takes the store's place while an
  * exporter is attached (metric-store's `followAttached`), so that the decision path carries no check
  * for it. Asynchronous stores are timed on every call, until their promise settles: a call still
- * unanswered at the limiter's `storeTimeoutMs` counts as `timeout` at that moment (the limiter answered
+ * unanswered after the limiter's `storeTimeoutMs` of event-loop idle time counts as `timeout` then (the limiter answered
  * without it; a late reply adds nothing), a rejection as `error`. Synchronous stores are sampled: one
  * call in 1024 is timed.
  */
 import { performance } from 'node:perf_hooks';
+import { loopIdleMs } from '../failure/watchdog.js';
 import { isPromiseLike, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
 import type { StoreOutcome } from './metric-names.js';
 import { type AttachedFollower, followAttached, type HistogramCell, histogramCell } from './metric-store.js';
@@ -136,12 +137,24 @@ class TimedCalls implements StoreCall {
       );
       return r;
     }
+    // Judged as the limiter judges a call late (failure/watchdog.ts): by the event-loop idle time it waited,
+    // after the poll phase has read what the sockets hold (setImmediate). A wall-clock timer took a reply
+    // that sat in the socket while the loop was blocked for a timeout the limiter never saw.
     let settled = false;
-    const timer = setTimeout(() => {
+    const idleAt = loopIdleMs();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const judge = () => {
+      if (settled) return;
+      const waited = loopIdleMs() - idleAt;
+      if (waited < this.timeoutMs) return arm(this.timeoutMs - waited);
       settled = true;
       this.record(started, 'timeout');
-    }, this.timeoutMs);
-    timer.unref?.();
+    };
+    const arm = (ms: number) => {
+      timer = setTimeout(() => setImmediate(judge), ms);
+      timer.unref?.();
+    };
+    arm(this.timeoutMs);
     const end = (outcome: StoreOutcome) => () => {
       if (settled) return;
       settled = true;

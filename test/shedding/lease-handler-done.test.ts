@@ -5,7 +5,7 @@
  * The lease is long here (5 s), so a slot kept until renewals stop would show.
  */
 import { request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { Readable } from 'node:stream';
 import type { Limiter } from '@tollgate/core';
 import { rateLimit as expressRateLimit } from '@tollgate/express';
@@ -55,6 +55,10 @@ const apps: Record<string, () => Promise<Running>> = {
       await sleep(10);
       res.destroy();
     });
+    app.get('/p/:n', async (_req, res) => {
+      await sleep(100);
+      res.send('x');
+    });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     return { server, limiter: mw.limiter, close: () => new Promise((r) => server.close(() => r())) };
@@ -74,6 +78,10 @@ const apps: Record<string, () => Promise<Running>> = {
       await sleep(10);
       reply.raw.destroy();
     });
+    app.get('/p/:n', async () => {
+      await sleep(100);
+      return 'x';
+    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     return { server: app.server, limiter: app.rateLimit.limiter, close: () => app.close() };
   },
@@ -83,6 +91,11 @@ const apps: Record<string, () => Promise<Running>> = {
     const mw = koaRateLimit(options((ctx: Koa.Context) => ctx.path));
     app.use(mw);
     app.use(async (ctx) => {
+      if (ctx.path.startsWith('/p/')) {
+        await sleep(100);
+        ctx.body = 'x';
+        return;
+      }
       if (ctx.path === '/late-stream') {
         await sleep(60);
         ctx.body = body().on('error', () => {});
@@ -133,6 +146,25 @@ describe('a concurrency slot comes back when the handler is done with a response
         await get(app.server, '/destroy');
         await sleep(20);
         expect(await heldFor(app.limiter, '/destroy')).toBeLessThan(200);
+      } finally {
+        await app.close();
+      }
+    });
+
+    it(`${name}: three requests pipelined on one connection whose client left while they ran: every slot comes back`, async () => {
+      const app = await make();
+      try {
+        const { port } = app.server.address() as AddressInfo;
+        const socket = connect(port, '127.0.0.1');
+        socket.on('error', () => {});
+        await new Promise((r) => socket.once('connect', r));
+        socket.write(['/p/1', '/p/2', '/p/3'].map((p) => `GET ${p} HTTP/1.1\r\nHost: x\r\n\r\n`).join(''));
+        await sleep(30);
+        socket.destroy();
+        // The handlers end 100 ms after the requests came. Before: the 2nd and 3rd responses, queued behind
+        // the 1st, never emitted 'finish' or 'close', and their slots stayed taken for good.
+        await sleep(150);
+        for (const key of ['/p/1', '/p/2', '/p/3']) expect(await heldFor(app.limiter, key)).toBeLessThan(200);
       } finally {
         await app.close();
       }

@@ -16,24 +16,69 @@
  *   never ends the response, or destroyed it itself, gives the slot back then; a lease is bounded by its
  *   renewals instead, `maxLeaseMs`).
  * The adapters release shed tickets and concurrency leases through it: once, never twice.
+ *
+ * The connection's close is the socket's as well as the response's: a response queued behind others on
+ * a pipelined HTTP/1.1 connection has no socket yet, and when the client leaves Node destroys its request
+ * but the response emits neither 'finish' nor 'close', ever (a probe: 3 pipelined requests, the client
+ * gone, 2 slots held for good, a denial of service in a few connections). Its request's socket says so.
  */
+
+/** The part of a `net.Socket` this needs. */
+export interface DoneSocket {
+  readonly destroyed?: boolean;
+  once(event: 'close', listener: () => void): unknown;
+}
 
 /** The part of Node's `ServerResponse` this needs. */
 export interface DoneResponse {
   readonly writableFinished?: boolean;
   readonly writableEnded?: boolean;
   readonly destroyed?: boolean;
+  /** The request it answers (Node's `res.req`), whose socket closes when the connection does. */
+  readonly req?: { readonly socket?: DoneSocket | null } | undefined;
   end: (...args: never[]) => unknown;
   destroy?: (...args: never[]) => unknown;
   once(event: 'finish' | 'close' | 'unpipe' | 'pipe', listener: () => void): unknown;
   off(event: 'finish' | 'close' | 'unpipe' | 'pipe', listener: () => void): unknown;
 }
 
-/** A signal aborted when `response` closes (the client went away, or the response is over). */
-export function abortOnClose(response: Pick<DoneResponse, 'destroyed' | 'once'>): AbortSignal {
+/**
+ * Per socket, what to call when it closes: one listener per socket, however many requests a keep-alive
+ * or pipelined connection carries at once (a listener each would pass Node's max-listeners warning).
+ */
+const onSocketClose = new WeakMap<DoneSocket, Set<() => void>>();
+
+/** Calls `listener` once when `response`'s connection closes (at once when it has); returns what cancels it. */
+function whenConnectionCloses(response: Pick<DoneResponse, 'req'>, listener: () => void): () => void {
+  const socket = response.req?.socket;
+  if (socket === undefined || socket === null) return () => undefined;
+  if (socket.destroyed === true) {
+    queueMicrotask(listener);
+    return () => undefined;
+  }
+  let listeners = onSocketClose.get(socket);
+  if (listeners === undefined) {
+    const set = new Set<() => void>();
+    listeners = set;
+    onSocketClose.set(socket, set);
+    socket.once('close', () => {
+      onSocketClose.delete(socket);
+      for (const l of set) l();
+    });
+  }
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+/** A signal aborted when `response` closes or its connection does (the client went away, or the response is over). */
+export function abortOnClose(response: Pick<DoneResponse, 'destroyed' | 'once' | 'req'>): AbortSignal {
   const controller = new AbortController();
-  if (response.destroyed === true) controller.abort();
-  else response.once('close', () => controller.abort());
+  const abort = () => controller.abort();
+  if (response.destroyed === true) abort();
+  else {
+    response.once('close', abort);
+    whenConnectionCloses(response, abort);
+  }
   return controller.signal;
 }
 
@@ -56,9 +101,11 @@ export function onHandlerSettled(response: DoneResponse, done: (finished: boolea
  */
 export function onResponseDone(response: DoneResponse, done: (finished: boolean) => void, maxHoldMs?: number): void {
   let called = false;
+  let closed = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   /** Puts the response's own `destroy` back (see the end of this function). */
   let undoDestroy: (() => void) | undefined;
+  let unwatchSocket: (() => void) | undefined;
   function end(finished: boolean): void {
     if (called) return;
     called = true;
@@ -68,11 +115,15 @@ export function onResponseDone(response: DoneResponse, done: (finished: boolean)
     response.off('unpipe', unpiped);
     response.off('pipe', unpiped);
     undoDestroy?.();
+    unwatchSocket?.();
     done(finished);
   }
   const finish = (): void => end(true);
   const unpiped = (): void => end(false);
+  // The response's 'close', or its connection's (a pipelined response that never had the socket): once.
   const close = (): void => {
+    if (called || closed) return;
+    closed = true;
     if (response.writableFinished === true || response.writableEnded === true) {
       end(response.writableFinished === true);
       return;
@@ -96,6 +147,7 @@ export function onResponseDone(response: DoneResponse, done: (finished: boolean)
   }
   response.once('finish', finish);
   response.once('close', close);
+  unwatchSocket = whenConnectionCloses(response, close);
   // A call to destroy() ends the handler's use of the response; the close it causes then finds it done.
   if (response.destroy !== undefined) undoDestroy = callThen(response, 'destroy', unpiped);
 }

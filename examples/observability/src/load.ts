@@ -51,10 +51,15 @@ function isLoopback(url: string): boolean {
   return host === '127.0.0.1' || host === 'localhost' || host === '[::1]';
 }
 
+/** The rate and duration a load runs at: the ones asked, within MAX_RATE and MAX_DURATION_MS (the defaults for what is not a positive number). */
+export function boundedLoad(rate: number | undefined, durationMs: number | undefined): { rate: number; durationMs: number } {
+  const positive = (v: number | undefined, otherwise: number) => (v !== undefined && Number.isFinite(v) && v > 0 ? v : otherwise);
+  return { rate: Math.min(positive(rate, 200), MAX_RATE), durationMs: Math.min(positive(durationMs, 60_000), MAX_DURATION_MS) };
+}
+
 export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
   if (!isLoopback(options.url)) throw new RangeError(`synthetic load only targets loopback addresses; received ${options.url}`);
-  const durationMs = Math.min(options.durationMs ?? 60_000, MAX_DURATION_MS);
-  const rate = Math.min(options.rate ?? 200, MAX_RATE);
+  const { rate, durationMs } = boundedLoad(options.rate, options.durationMs);
   const intervalMs = 1000 / rate;
   const byStatus: Record<string, number> = {};
   const end = Date.now() + durationMs;

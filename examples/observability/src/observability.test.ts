@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { METRICS } from '@tollgate/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createObservedApp, type ObservedApp } from './app.js';
-import { runLoad } from './load.js';
+import { boundedLoad, runLoad } from './load.js';
 
 interface Target {
   readonly expr: string;
@@ -106,6 +106,12 @@ function declared(): Map<string, Set<string>> {
 }
 
 describe('examples/observability', () => {
+  it('runs the load within its bounds, and says the rate it runs at (RATE=5000 printed 5000 while it ran 1000)', () => {
+    expect(boundedLoad(5_000, 3_600_000)).toEqual({ rate: 1_000, durationMs: 600_000 });
+    expect(boundedLoad(Number('abc'), -1)).toEqual({ rate: 200, durationMs: 60_000 });
+    expect(boundedLoad(50, 2_000)).toEqual({ rate: 50, durationMs: 2_000 });
+  });
+
   it('serves the series on /metrics', () => {
     const series = emitted(scrape);
     for (const name of [

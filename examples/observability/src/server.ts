@@ -5,11 +5,11 @@
  */
 import type { AddressInfo } from 'node:net';
 import { createObservedApp } from './app.js';
-import { runLoad } from './load.js';
+import { boundedLoad, runLoad } from './load.js';
 
 const port = Number(process.env.PORT ?? 9464);
-const durationMs = Number(process.env.DURATION ?? 300) * 1000;
-const rate = Number(process.env.RATE ?? 200);
+// Within the load's bounds (1,000 req/s, 10 minutes), as it runs, so the line below says what it does.
+const { rate, durationMs } = boundedLoad(Number(process.env.RATE ?? 200), Number(process.env.DURATION ?? 300) * 1000);
 
 const observed = createObservedApp();
 const server = observed.app.listen(port, '127.0.0.1', () => {

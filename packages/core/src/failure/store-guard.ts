@@ -67,6 +67,8 @@ export interface GuardConfig {
   readonly warnRecovered?: boolean;
   readonly now: () => number;
   readonly onBreaker: (state: BreakerState, node: string) => void;
+  /** Told of each watched call the watchdog answered (its node silent, or the call late): the store duration metric's `timeout`. */
+  readonly onTimedOut?: (call: PromiseLike<unknown>) => void;
 }
 
 /** Resolves with `handler(value)`, or rejects with what it throws. */
@@ -249,6 +251,7 @@ export class StoreGuard {
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const ticket = this.watchdog.watch(node, (why: Overdue) => {
+        this.config.onTimedOut?.(call);
         const error = new StoreTimeoutError(this.config.storeTimeoutMs, node, why);
         settleWith(resolve, reject, onFailure, this.failure(node, seq, error, true));
       });

@@ -118,7 +118,7 @@ class NodeWatch {
 }
 
 /** The process's event-loop idle time so far, ms (from node:perf_hooks: fake timers leave it real). */
-export function loopIdleMs(): number {
+function loopIdleMs(): number {
   return perfHooks.eventLoopUtilization().idle;
 }
 

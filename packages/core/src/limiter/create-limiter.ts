@@ -83,8 +83,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const observer = new DecisionObserver(observerSetup(compiled, config.shadowPolicies, mode, store.kind, now, config.hotKeys, config.name));
   // A node that answers again is charged what the failure mode admitted meanwhile (Decider.carryAllOwed).
   let storeBack = (_node: string): void => {};
-  const { guard, fallbacks } = failureMode(config, compiled, defaultPlan, builder, observer, events, now, (node) => storeBack(node));
-  const timed = new StoreTimer(store, config.storeTimeoutMs);
+  const timed = new StoreTimer(store);
+  const { guard, fallbacks } = failureMode(config, compiled, defaultPlan, builder, observer, events, now, timed, (node) => storeBack(node));
   const plain = new Decider({
     targets,
     builder,
@@ -315,6 +315,7 @@ function failureMode(
   observer: DecisionObserver,
   events: LimiterEventHub,
   now: Clock,
+  timed: StoreTimer,
   storeBack: (node: string) => void,
 ): { guard: StoreGuard; fallbacks: Map<CompiledPlan, Fallback> } {
   const { store, logger } = config;
@@ -333,6 +334,7 @@ function failureMode(
       observer.storeState(state, node);
       events.emit('breaker', { state, node });
     },
+    onTimedOut: (call) => timed.timedOut(call),
   });
   // The failure mode per plan: each answers with its plan's policies (and their local twins).
   const fallbacks = new Map<CompiledPlan, Fallback>();

@@ -75,7 +75,7 @@ function sureOn(store: ProcessStore) {
     onBreaker() {},
   });
   const applied = vi.spyOn(store, 'apply');
-  return { sure: new SureCharges(guard, new StoreTimer(store, 100), () => Date.now()), applied, guard };
+  return { sure: new SureCharges(guard, new StoreTimer(store), () => Date.now()), applied, guard };
 }
 
 describe('SureCharges', () => {

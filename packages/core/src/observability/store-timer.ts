@@ -3,13 +3,12 @@
  * limiter's call sites, which report a store that throws through `threw`. With no exporter attached it
  * calls the store straight: the timing lives in `TimedCalls`, which takes the store's place while an
  * exporter is attached (metric-store's `followAttached`), so that the decision path carries no check
- * for it. Asynchronous stores are timed on every call, until their promise settles: a call still
- * unanswered after the limiter's `storeTimeoutMs` of event-loop idle time counts as `timeout` then (the limiter answered
- * without it; a late reply adds nothing), a rejection as `error`. Synchronous stores are sampled: one
- * call in 1024 is timed.
+ * for it. Asynchronous stores are timed on every call, until their promise settles: a call the limiter's
+ * watchdog answers without the store counts as `timeout` at that moment (`timedOut`, from the guard: the
+ * metric says what the limiter did, by its own judgement of idle time and queued calls; a late reply adds
+ * nothing), a rejection as `error`. Synchronous stores are sampled: one call in 1024 is timed.
  */
 import { performance } from 'node:perf_hooks';
-import { loopIdleMs } from '../failure/watchdog.js';
 import { isPromiseLike, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
 import type { StoreOutcome } from './metric-names.js';
 import { type AttachedFollower, followAttached, type HistogramCell, histogramCell } from './metric-store.js';
@@ -18,9 +17,6 @@ import { recordStoreDuration } from './otel-meter.js';
 /** Synchronous stores answer in well under a microsecond, and recording costs more: one call in 1024 is timed. */
 const SYNC_SAMPLE_MASK = 1023;
 
-/** The longest delay `setTimeout` takes as given. */
-const MAX_TIMER_MS = 2_147_483_647;
-
 type StoreCall = Pick<Store, 'apply'>;
 
 export class StoreTimer implements AttachedFollower {
@@ -28,12 +24,9 @@ export class StoreTimer implements AttachedFollower {
   private target: StoreCall;
   private readonly timing: TimedCalls;
 
-  constructor(
-    private readonly store: Store,
-    timeoutMs: number,
-  ) {
+  constructor(private readonly store: Store) {
     this.target = store;
-    this.timing = new TimedCalls(store, timeoutMs);
+    this.timing = new TimedCalls(store);
     followAttached(this);
   }
 
@@ -76,6 +69,11 @@ export class StoreTimer implements AttachedFollower {
     if (this.target === this.timing) this.timing.threw();
   }
 
+  /** The limiter answered `call`, an `apply` on its way, without the store: a timed call is recorded as a timeout. */
+  timedOut(call: PromiseLike<unknown>): void {
+    this.timing.timedOut(call);
+  }
+
   follow(attached: boolean): void {
     this.target = attached ? this.timing : this.store;
   }
@@ -89,11 +87,10 @@ class TimedCalls implements StoreCall {
   /** When the call being made started (`performance.now()`), when it is timed; else -1. */
   private started = -1;
   private readonly cells: Partial<Record<StoreOutcome, HistogramCell>> = {};
+  /** Asynchronous calls on their way, timed: when each started. */
+  private readonly pending = new Map<PromiseLike<unknown>, number>();
 
-  constructor(
-    private readonly store: Store,
-    private readonly timeoutMs: number,
-  ) {}
+  constructor(private readonly store: Store) {}
 
   /**
    * One call of the store, timed or not: a second call in a branch taken 1023 times in 1024 would lower
@@ -127,42 +124,23 @@ class TimedCalls implements StoreCall {
       this.record(started, 'ok');
       return r;
     }
-    // A call still unanswered at storeTimeoutMs is recorded as a timeout then, while the store hangs (when
-    // it matters on a dashboard), not when a late reply comes, if one ever does; that reply adds nothing.
-    // Past setTimeout's range (2^31 - 1 ms) Node would fire at once: such a call is judged when it settles.
-    if (this.timeoutMs > MAX_TIMER_MS) {
-      r.then(
-        () => this.record(started, performance.now() - started > this.timeoutMs ? 'timeout' : 'ok'),
-        () => this.record(started, 'error'),
-      );
-      return r;
-    }
-    // Judged as the limiter judges a call late (failure/watchdog.ts): by the event-loop idle time it waited,
-    // after the poll phase has read what the sockets hold (setImmediate). A wall-clock timer took a reply
-    // that sat in the socket while the loop was blocked for a timeout the limiter never saw.
-    let settled = false;
-    const idleAt = loopIdleMs();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const judge = () => {
-      if (settled) return;
-      const waited = loopIdleMs() - idleAt;
-      if (waited < this.timeoutMs) return arm(this.timeoutMs - waited);
-      settled = true;
-      this.record(started, 'timeout');
-    };
-    const arm = (ms: number) => {
-      timer = setTimeout(() => setImmediate(judge), ms);
-      timer.unref?.();
-    };
-    arm(this.timeoutMs);
+    this.pending.set(r, started);
     const end = (outcome: StoreOutcome) => () => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      this.record(started, outcome);
+      if (this.pending.delete(r)) this.record(started, outcome);
     };
     r.then(end('ok'), end('error'));
     return r;
+  }
+
+  /**
+   * The limiter answered `call` without the store (its watchdog: failure/store-guard.ts): a timeout,
+   * recorded now, while the store hangs (when it matters on a dashboard); a late reply adds nothing.
+   */
+  timedOut(call: PromiseLike<unknown>): void {
+    const started = this.pending.get(call);
+    if (started === undefined) return;
+    this.pending.delete(call);
+    this.record(started, 'timeout');
   }
 
   private record(started: number, outcome: StoreOutcome): void {

@@ -31,8 +31,11 @@ export function createEventLoopDelaySampler(periodMs = 10, now: () => number = (
   timer.unref();
   return {
     read() {
-      // A turn blocked right now (the tick still to come) counts too: the reading is taken in a request's turn.
-      const pending = now() - last - periodMs;
+      // A turn blocked right now (the tick still to come) counts too: the reading is taken in a request's
+      // turn. Counted here, it is not counted again by that tick (in the next window: one pause, one window).
+      const t = now();
+      const pending = t - last - periodMs;
+      if (pending > 0) last = t;
       const delay = Math.max(worst, pending, 0);
       worst = 0;
       return delay;

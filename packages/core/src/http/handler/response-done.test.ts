@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
-import { onResponseDone } from './response-done.js';
+import { abortOnClose, onResponseDone } from './response-done.js';
 
 class FakeResponse extends EventEmitter {
   writableFinished = false;
@@ -92,5 +92,19 @@ describe('onResponseDone', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe('abortOnClose', () => {
+  it("aborts when the connection closes; a response already over lets go of the connection's watch (keep-alive)", () => {
+    const socket = new EventEmitter();
+    const responses = Array.from({ length: 3 }, () => Object.assign(new FakeResponse(), { req: { socket } }));
+    const signals = responses.map((res) => abortOnClose(res));
+    // The first two are over (finished, as on a keep-alive connection), the third waits in a queue.
+    for (const res of responses.slice(0, 2)) res.emit('finish');
+    expect(socket.listenerCount('close')).toBe(1);
+    socket.emit('close');
+    // Before: every request's controller stayed on the socket until it closed, then was aborted.
+    expect(signals.map((s) => s.aborted)).toEqual([false, false, true]);
   });
 });

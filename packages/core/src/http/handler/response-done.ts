@@ -73,12 +73,17 @@ function whenConnectionCloses(response: Pick<DoneResponse, 'req'>, listener: () 
 /** A signal aborted when `response` closes or its connection does (the client went away, or the response is over). */
 export function abortOnClose(response: Pick<DoneResponse, 'destroyed' | 'once' | 'req'>): AbortSignal {
   const controller = new AbortController();
-  const abort = () => controller.abort();
-  if (response.destroyed === true) abort();
-  else {
-    response.once('close', abort);
-    whenConnectionCloses(response, abort);
+  if (response.destroyed === true) {
+    controller.abort();
+    return controller.signal;
   }
+  // The watch of the socket ends with the response: a keep-alive connection carries many.
+  const unwatch = whenConnectionCloses(response, () => controller.abort());
+  response.once('close', () => {
+    unwatch();
+    controller.abort();
+  });
+  response.once('finish', unwatch);
   return controller.signal;
 }
 

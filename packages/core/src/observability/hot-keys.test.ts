@@ -177,6 +177,39 @@ describe('HotKeys busy: keys ranked by decisions, with their share of store call
     ]);
   });
 
+  it("a key the calls sketch evicted reads the sketch's minimum, all of it error: never a count of 0 said to be exact", () => {
+    const hot = new HotKeys(2, 60_000, () => 0);
+    // 'a': 1 decision that waited for the store, then 49 batched; 'b' and 'c' then push it out of the calls sketch.
+    decide(
+      hot,
+      1,
+      () => 'a',
+      () => true,
+    );
+    decide(
+      hot,
+      49,
+      () => 'a',
+      () => false,
+    );
+    decide(
+      hot,
+      5,
+      () => 'b',
+      () => true,
+    );
+    decide(
+      hot,
+      5,
+      () => 'c',
+      () => true,
+    );
+    const a = hot.report(3).busy.find((b) => b.key === 'a');
+    // Before: storeCalls 0, storeCallsError 0 ("exact"), where the truth is 1.
+    expect(a?.storeCalls).toBeGreaterThanOrEqual(1);
+    expect(a?.storeCallsError).toBe(a?.storeCalls);
+  });
+
   it('samples a flood of decisions on its own countdown, within the sketch bound, and starts over each epoch', () => {
     let now = 0;
     const hot = new HotKeys(64, 1_000, () => now);

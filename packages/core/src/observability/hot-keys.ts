@@ -222,19 +222,21 @@ export class HotKeys {
     this.rotate(now);
     const rejected = merge(this.rejectedNow, this.rejectedBefore, n);
     const calls = new Map(merge(this.callsNow, this.callsBefore, this.size).map((c) => [c.key, c]));
+    // A key the calls sketches do not hold made at most their minimum (Space-Saving): up to that, unknown.
+    const unseen = this.callsNow.minimumIfFull() + this.callsBefore.minimumIfFull();
     const storeCalls = this.callsNow.total + this.callsBefore.total;
     return {
       rejected,
       nearLimit: merge(this.nearNow, this.nearBefore, n),
       busy: merge(this.busyNow, this.busyBefore, n).map((b) => {
-        const c = calls.get(b.key);
-        const made = Math.min(c?.count ?? 0, b.count);
+        const c = calls.get(b.key) ?? { count: unseen, error: unseen };
+        const made = Math.min(c.count, b.count);
         return {
           key: b.key,
           decisions: b.count,
           error: b.error,
           storeCalls: made,
-          storeCallsError: Math.min(c?.error ?? 0, made),
+          storeCallsError: Math.min(c.error, made),
           storeShare: storeCalls === 0 ? 0 : made / storeCalls,
         };
       }),

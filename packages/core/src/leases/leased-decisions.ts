@@ -242,8 +242,11 @@ export class LeasedDecider {
     const { keeper, store, guard, plain } = this.parts;
     if (tries < STALE_LEASE_TRIES) {
       keeper.abandon(store, t.cp, t.storeKey, t.cp.storePlan, lease, at);
-      plain.giveBack(t, cost, o, at);
-      const ask = () => this.leased(t, cost, plain.now(), opts, observing, false, tries + 1);
+      // The charges go back just before the ask, on a client ready to send them (node-redis refuses commands until then).
+      const ask = () => {
+        plain.giveBack(t, cost, o, at);
+        return this.leased(t, cost, plain.now(), opts, observing, false, tries + 1);
+      };
       // Answered before the client is ready again (node-redis): asked once it is, and the held leases are back.
       const back = keeper.reconnecting(store);
       return back === undefined ? ask() : back.then(ask);

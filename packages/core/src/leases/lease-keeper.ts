@@ -299,13 +299,14 @@ export class LeaseKeeper {
           : this.releaseKept(kept, held);
       if (carried !== undefined) this.releaseKept(carried.kept, carried.held);
       if (this.queues.idle) return;
-      const wake = () => {
-        if (!this.queues.idle) for (const id of queues()) this.queues.wake(id);
-      };
-      wake();
+      for (const id of queues()) this.queues.wake(id);
       // The waiter's attempt goes right behind the release; but a release that met NOSCRIPT (a restarted
-      // or flushed Redis) runs again behind it, and the attempt was refused: woken again once it lands.
-      landing?.then(wake, wake);
+      // or flushed Redis) runs again behind it, and the attempt was refused: a waiter back to waiting when
+      // the release lands is woken again (one still on its way was sent after the release and sees it).
+      const again = () => {
+        if (!this.queues.idle) for (const id of queues()) this.queues.wake(id, true);
+      };
+      landing?.then(again, again);
     };
     d.renew = () => {
       if (released) return false;

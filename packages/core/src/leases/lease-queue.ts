@@ -23,6 +23,8 @@ interface Waiter {
   readonly primary: string;
   /** Wakes the waiter to try again. */
   wake(): void;
+  /** True while it waits (not while its attempt is on its way to the store). */
+  waiting: boolean;
 }
 
 /** A function, not an inline test: the flag changes while the waiter awaits. */
@@ -76,14 +78,17 @@ export class LeaseQueues {
    * other queues (a tenant's, whose users each have their own) it is the head of each, since the first
    * may still be refused by its own policy.
    */
-  wake(id: string): void {
+  wake(id: string, onlyWaiting = false): void {
     const queue = this.queues.get(id);
     if (queue === undefined) return;
+    const wake = (w: Waiter | undefined) => {
+      if (w !== undefined && (!onlyWaiting || w.waiting)) w.wake();
+    };
     if (!this.counted.has(id)) {
-      queue[0]?.wake();
+      wake(queue[0]);
       return;
     }
-    for (const w of [...queue]) if (this.headOf(w.primary) === w) w.wake();
+    for (const w of [...queue]) if (this.headOf(w.primary) === w) wake(w);
   }
 
   /**
@@ -110,6 +115,7 @@ export class LeaseQueues {
         woken = true;
         wake();
       },
+      waiting: false,
     };
     for (const id of ids) this.join(id, me);
     try {
@@ -118,6 +124,7 @@ export class LeaseQueues {
         const left = deadline - now();
         if (left <= 0 || aborted(signal)) return false;
         // Wait for the turn at the head, a release, the re-try timer, the deadline or the abort.
+        me.waiting = true;
         await new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(timer);
@@ -131,6 +138,7 @@ export class LeaseQueues {
           signal?.addEventListener('abort', done, { once: true });
           if (woken || (head && retryMs === 0)) done();
         });
+        me.waiting = false;
         if (aborted(signal)) return false;
         if (this.headOf(me.primary) !== me) continue;
         woken = false;

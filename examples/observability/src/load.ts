@@ -51,10 +51,17 @@ function isLoopback(url: string): boolean {
   return host === '127.0.0.1' || host === 'localhost' || host === '[::1]';
 }
 
-/** The rate and duration a load runs at: the ones asked, within MAX_RATE and MAX_DURATION_MS (the defaults for what is not a positive number). */
+/** The rate and duration a load runs at: the ones asked (or the defaults), within MAX_RATE and MAX_DURATION_MS; a RangeError for one that is not a positive number. */
 export function boundedLoad(rate: number | undefined, durationMs: number | undefined): { rate: number; durationMs: number } {
-  const positive = (v: number | undefined, otherwise: number) => (v !== undefined && Number.isFinite(v) && v > 0 ? v : otherwise);
-  return { rate: Math.min(positive(rate, 200), MAX_RATE), durationMs: Math.min(positive(durationMs, 60_000), MAX_DURATION_MS) };
+  const positive = (v: number | undefined, name: string, otherwise: number) => {
+    if (v === undefined) return otherwise;
+    if (!Number.isFinite(v) || v <= 0) throw new RangeError(`${name} must be a positive number; received ${v}`);
+    return v;
+  };
+  return {
+    rate: Math.min(positive(rate, 'RATE', 200), MAX_RATE),
+    durationMs: Math.min(positive(durationMs, 'DURATION', 60_000), MAX_DURATION_MS),
+  };
 }
 
 export async function runLoad(options: LoadOptions): Promise<LoadSummary> {

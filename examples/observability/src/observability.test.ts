@@ -108,7 +108,8 @@ function declared(): Map<string, Set<string>> {
 describe('examples/observability', () => {
   it('runs the load within its bounds, and says the rate it runs at (RATE=5000 printed 5000 while it ran 1000)', () => {
     expect(boundedLoad(5_000, 3_600_000)).toEqual({ rate: 1_000, durationMs: 600_000 });
-    expect(boundedLoad(Number('abc'), -1)).toEqual({ rate: 200, durationMs: 60_000 });
+    expect(boundedLoad(undefined, undefined)).toEqual({ rate: 200, durationMs: 60_000 });
+    expect(() => boundedLoad(Number('abc'), 1_000)).toThrow(/RATE must be a positive number; received NaN/);
     expect(boundedLoad(50, 2_000)).toEqual({ rate: 50, durationMs: 2_000 });
   });
 

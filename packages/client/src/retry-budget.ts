@@ -29,7 +29,7 @@ export class RetryBudget {
   private readonly requests = new Array<number>(SLOTS).fill(0);
   private readonly retries = new Array<number>(SLOTS).fill(0);
   private slot = 0;
-  /** Slots moved through since the start: `slot` is `step % SLOTS`. */
+  /** Slots moved through since the start (a ticket's age is the difference of two steps). */
   private step = 0;
   private slotStart: number;
 

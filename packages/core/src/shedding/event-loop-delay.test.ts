@@ -35,4 +35,20 @@ describe('createEventLoopDelaySampler', () => {
     expect(sampler.read()).toBe(0);
     sampler.close();
   });
+
+  it('reads only lateness of the last maxAgeMs: a read that ends an idle spell finds no pause from before it', () => {
+    vi.useFakeTimers();
+    let t = 0;
+    const sampler = createEventLoopDelaySampler(10, () => t, 250);
+    // A 300 ms pause, then 5 s of idle loop: ticks on time.
+    t += 300;
+    vi.advanceTimersByTime(10);
+    for (let i = 0; i < 500; i++) {
+      t += 10;
+      vi.advanceTimersByTime(10);
+    }
+    // Before: 290, read in a window that began long after the pause.
+    expect(sampler.read()).toBe(0);
+    sampler.close();
+  });
 });

@@ -17,16 +17,27 @@ export interface EventLoopDelaySampler {
 /**
  * Starts a timer every `periodMs` (10 ms, the resolution @fastify/under-pressure uses), unref'd: a tick
  * that comes late by more than the period measures a turn of the loop that blocked it. With a few ticks
- * per window (25 in 250 ms) the longest is what a p99 of them would read.
+ * per window (25 in 250 ms) the longest is what a p99 of them would read. Only lateness of the last
+ * `maxAgeMs` (the controller's window) is read: a read that ends an idle spell (windows close when
+ * requests come) must not find a pause from seconds before.
  */
-export function createEventLoopDelaySampler(periodMs = 10, now: () => number = () => performance.now()): EventLoopDelaySampler {
+export function createEventLoopDelaySampler(
+  periodMs = 10,
+  now: () => number = () => performance.now(),
+  maxAgeMs = Number.POSITIVE_INFINITY,
+): EventLoopDelaySampler {
   let last = now();
   let worst = 0;
+  /** When the tick that measured `worst` ran. */
+  let worstAt = last;
   const timer = setInterval(() => {
     const t = now();
     const late = t - last - periodMs;
     last = t;
-    if (late > worst) worst = late;
+    if (late > worst || t - worstAt > maxAgeMs) {
+      worst = Math.max(late, 0);
+      worstAt = t;
+    }
   }, periodMs);
   timer.unref();
   return {
@@ -36,7 +47,7 @@ export function createEventLoopDelaySampler(periodMs = 10, now: () => number = (
       const t = now();
       const pending = t - last - periodMs;
       if (pending > 0) last = t;
-      const delay = Math.max(worst, pending, 0);
+      const delay = Math.max(t - worstAt <= maxAgeMs ? worst : 0, pending, 0);
       worst = 0;
       return delay;
     },

@@ -149,6 +149,9 @@ export class GradientLimit {
     const count = this.#count;
     const short = count > 0 ? this.#sum / count : 0;
     const peak = this.#peakInFlight;
+    // A window closes when a request comes or ends: one that spans an idle spell (twice its length or
+    // more) follows no lagged window "in a row", whatever lagged before the spell.
+    if (now - this.#windowStart >= 2 * c.windowMs) this.#laggedWindows = 0;
     this.#windowStart = now;
     this.#peakInFlight = 0;
     const lag = c.maxEventLoopDelayMs > 0 ? eventLoopDelayMs() : 0;

@@ -148,6 +148,21 @@ describe('createLoadShedder: adaptive', () => {
     expect([served(s, '/'), served(plain, '/')]).toEqual([true, true]);
   });
 
+  it('two lagged windows apart, an idle spell between them, are not lag in a row: nothing shed', () => {
+    let now = 0;
+    const s = createLoadShedder({
+      adaptive: { initialLimit: 50, windowMs: 10, maxEventLoopDelayMs: 20 },
+      clock: () => now,
+      eventLoopDelay: () => 300,
+    });
+    now += 10;
+    s.acquire()?.release();
+    // A second pause 5 s later, the loop idle in between (a window closes only when a request comes).
+    now += 5_000;
+    // Before: lagging, and every request shed for a window.
+    expect(s.acquire()).toBeDefined();
+  });
+
   it('measures event-loop delay by default and stops it on close', () => {
     const s = createLoadShedder({ adaptive: {} });
     expect(s.acquire()).toBeDefined();

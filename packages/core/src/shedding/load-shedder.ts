@@ -188,7 +188,7 @@ class Shedder implements LoadShedder {
     this.fixed = max ?? 0;
     this.gradient = adaptive === undefined ? undefined : new GradientLimit(adaptive, clock());
     if (adaptive !== undefined && adaptive.maxEventLoopDelayMs > 0 && eventLoopDelay === undefined) {
-      this.sampler = createEventLoopDelaySampler();
+      this.sampler = createEventLoopDelaySampler(10, undefined, adaptive.windowMs);
       const sampler = this.sampler;
       this.delay = () => sampler.read();
     } else {

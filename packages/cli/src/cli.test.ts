@@ -220,6 +220,8 @@ describe('tollgate replay: a log whose times are whole seconds', () => {
     // A burst refilled over more than 10 s: no warning, as a window of a minute.
     expect((await run(['replay', log, '--policy', '{"limit":60,"windowMs":60000,"burst":11}'])).code).toBe(0);
     expect((await run(['replay', log, '--policy', '{"algorithm":"sliding-window","limit":60,"windowMs":60000}'])).code).toBe(0);
+    // A leaky bucket's delays are counted in its interval (333 ms here), whatever its burst (refilled in 13 s).
+    expect((await run(['replay', log, '--policy', '{"algorithm":"leaky-bucket","limit":3,"windowMs":1000,"burst":40}'])).code).toBe(3);
   });
 
   it('a window over 10 s, times with milliseconds, or too few requests to tell: no warning', async () => {
@@ -334,6 +336,12 @@ describe('tollgate replay ordering', () => {
     const report = JSON.parse(r.stdout) as ReplayReport;
     expect(report.input.files[0]?.cutShort).toMatch(/unexpected end of file/);
     expect(report.input.malformed).toBe(0);
+    // Cut before its first whole line: nothing replayed (exit 2), and the cut is what the warning names.
+    const early = join(dir, 'early.csv.gz');
+    writeFileSync(early, whole.subarray(0, 30));
+    const e = await run(['replay', early, ...POLICIES]);
+    expect(e.code).toBe(2);
+    expect(e.stderr).toMatch(/^warning: .*early\.csv\.gz ended early \(unexpected end of file: .* after 0 lines: .* dropped\.$/m);
   });
 
   it('more lines malformed than read: the report, a warning naming the first, and exit 3 (not a success)', async () => {

@@ -219,6 +219,16 @@ function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): num
     say(io, `wrote ${values.html}`);
   }
   io.stdout.write(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : renderReplayTable(report));
+  // Said first: a file cut before its first whole line is why nothing was replayed (exit 2, below).
+  const cut = report.input.files.filter((f) => f.cutShort !== undefined);
+  for (const f of cut) {
+    say(
+      io,
+      `warning: ${f.file} ended early (${f.cutShort}: a gzip file still being written, or a copy cut short) after ` +
+        `${f.lines.toLocaleString('en-US')} lines: the report covers them, its last, cut line dropped.` +
+        (report.input.requests === 0 ? '' : ' Exit status 3.'),
+    );
+  }
   if (report.input.requests === 0) {
     // Nothing replayed (an empty input, a wrong --format or --time-field): an input error, not a success.
     say(io, nothingReplayed(report).message);
@@ -230,14 +240,6 @@ function finishReplay(report: ReplayReport, values: ReplayFlags, io: CliIo): num
     if (timeField !== undefined && f.format !== undefined && f.format !== 'jsonl') {
       say(io, `warning: --time-field ${timeField} names a JSON field; ${f.file} was read as ${f.format}, with the time of its own lines.`);
     }
-  }
-  const cut = report.input.files.filter((f) => f.cutShort !== undefined);
-  for (const f of cut) {
-    say(
-      io,
-      `warning: ${f.file} ended early (${f.cutShort}: a gzip file still being written, or a copy cut short) after ` +
-        `${f.lines.toLocaleString('en-US')} lines: the report covers them, its last, cut line dropped. Exit status 3.`,
-    );
   }
   const mostlyMalformed = report.input.malformed > report.input.requests;
   if (mostlyMalformed) say(io, mostlyMalformedWarning(report));

@@ -2,7 +2,7 @@
  * @module Lines of a file in batches, streamed: gzip is recognised by its magic bytes (not the name) and
  * inflated on the fly; memory holds one chunk at a time, whatever the file's size. `\r\n` endings lose
  * their `\r`; a final line without `\n` still counts; a UTF-8 byte order mark is dropped; a line that is
- * not valid UTF-8 keeps its other bytes as `\xHH` (`decodeLoose`).
+ * not valid UTF-8 reads its other bytes as latin1 (`decodeLoose`).
  */
 
 import { isAscii, isUtf8 } from 'node:buffer';
@@ -43,8 +43,9 @@ export function fileSize(path: string): number {
 
 /**
  * `bytes` (one line, not valid UTF-8) as text: each valid UTF-8 sequence as its character, each other
- * byte as `\xHH` (as nginx writes bytes it escapes). Distinct lines stay distinct: decoded with the
- * replacement character, `caf\xE9` and `caf\xE8` would be one client.
+ * byte as the latin1 character of that value (0xE9 as `é`, as a log written in latin1 means it). Distinct
+ * lines stay distinct (decoded with the replacement character, `caf` + 0xE9 and `caf` + 0xE8 would be one
+ * client), and the text stays what a parser takes: a JSON line with such a byte in a string still parses.
  */
 export function decodeLoose(bytes: Buffer): string {
   let out = '';
@@ -56,7 +57,7 @@ export function decodeLoose(bytes: Buffer): string {
       i += n;
       continue;
     }
-    out += `${bytes.toString('utf8', from, i)}\\x${(bytes[i] as number).toString(16).toUpperCase().padStart(2, '0')}`;
+    out += bytes.toString('utf8', from, i) + String.fromCharCode(bytes[i] as number);
     i += 1;
     from = i;
   }

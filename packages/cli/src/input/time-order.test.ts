@@ -192,6 +192,19 @@ describe('what is small enough to sort whole', () => {
     expect(filesToSortWhole([plain, gz], 199_999).every(Boolean)).toBe(false);
   });
 
+  it('a gzip file cut short, whose last bytes are data and not a trailer, is sized as logs compress, not by those bytes', () => {
+    const random = createRandom(7);
+    const lines = Array.from({ length: 20_000 }, (_, i) => `${1_700_000_000_000 + i},client-${random.int(0, 4_999)}`);
+    const whole = gzipSync(lines.join('\n'));
+    const cut = join(dir, 'cut.csv.gz');
+    const bytes = whole.subarray(0, whole.length - 100);
+    writeFileSync(cut, bytes);
+    // What the old reading took for the size: 4 bytes of compressed data, more than deflate can inflate to.
+    expect(bytes.readUInt32LE(bytes.length - 4)).toBeGreaterThan(bytes.length * 1032);
+    expect(textBytes(cut)).toBe(bytes.length * 10);
+    expect(filesToSortWhole([cut])).toEqual([true]);
+  });
+
   it('over the limit together, the smaller files are still sorted whole, smallest first, as the README says', () => {
     const sized = (name: string, n: number) => {
       const path = join(dir, name);

@@ -49,6 +49,11 @@ export function createOrderStats(mode: OrderMode, reason: 'flag' | 'auto', windo
   return { mode, reason, windowMs: mode === 'sort' ? null : windowMs, disordered: 0, late: 0, worstLateMs: 0, maxHeld: 0 };
 }
 
+/** The most deflate inflates: 258 bytes from about 2 bits of input. */
+const MAX_DEFLATE_RATIO = 1032;
+/** What access logs compress by in gzip, about. */
+const TYPICAL_LOG_RATIO = 10;
+
 /** The log text's size: the file's, or for gzip the uncompressed size its trailer records (ISIZE, mod 2^32). */
 export function textBytes(path: string): number {
   const size = fileSize(path);
@@ -57,8 +62,13 @@ export function textBytes(path: string): number {
   try {
     const tail = Buffer.alloc(4);
     readSync(fd, tail, 0, 4, size - 4);
+    const isize = tail.readUInt32LE(0);
+    // More than deflate can inflate to (1,032 to 1): no trailer, a file cut short, whose last bytes are
+    // data: sized as logs compress (about 10 to 1); a file sorted whole that holds more goes on through
+    // the reorder window past AUTO_SORT_REQUESTS.
+    if (isize > size * MAX_DEFLATE_RATIO) return size * TYPICAL_LOG_RATIO;
     // ISIZE wraps at 4 GiB: a compressed file never inflates to less than itself.
-    return Math.max(tail.readUInt32LE(0), size);
+    return Math.max(isize, size);
   } finally {
     closeSync(fd);
   }

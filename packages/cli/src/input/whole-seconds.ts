@@ -16,11 +16,14 @@ export const COARSE_WINDOW_MS = 10_000;
 
 /**
  * The time over which `p` remembers: a window algorithm's `windowMs`; a bucket's time to refill its
- * `burst` (`burst * windowMs / limit`: gcra 60 per minute with a burst of 1 forgets in 1 s, as 1 per second does).
+ * `burst` (`burst * windowMs / limit`: gcra 60 per minute with a burst of 1 forgets in 1 s, as 1 per
+ * second does); a leaky bucket's interval between requests (`windowMs / limit`), which its delays are
+ * counted in, however large its burst.
  */
 export function timeSpanMs(p: PolicyOptions): number {
   const algorithm = p.algorithm ?? 'gcra';
-  const bucket = algorithm === 'gcra' || algorithm === 'token-bucket' || algorithm === 'leaky-bucket';
+  if (algorithm === 'leaky-bucket') return p.windowMs / p.limit;
+  const bucket = algorithm === 'gcra' || algorithm === 'token-bucket';
   return bucket ? ((p.burst ?? p.limit) * p.windowMs) / p.limit : p.windowMs;
 }
 

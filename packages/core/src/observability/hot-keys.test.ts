@@ -116,6 +116,17 @@ describe('HotKeys busy: keys ranked by decisions, with their share of store call
     }
   }
 
+  /** Each step: `n` decisions of one key, all waiting for a store call or none. */
+  function keyed(hot: HotKeys, ...steps: [key: string, n: number, called: boolean][]): void {
+    for (const [key, n, called] of steps)
+      decide(
+        hot,
+        n,
+        () => key,
+        () => called,
+      );
+  }
+
   it('ranks every decision, admitted ones too, and gives each busy key its share of the store calls', () => {
     const hot = new HotKeys(64, 60_000, () => 0);
     // 'hot' decided 600 times with 6 store calls (batched), 'warm' 300 times each a store call, 100 cold keys once each.
@@ -151,25 +162,8 @@ describe('HotKeys busy: keys ranked by decisions, with their share of store call
 
   it("bounds a key's store calls by what an eviction may have added: a cold key that inherits a count says so", () => {
     const hot = new HotKeys(2, 60_000, () => 0);
-    decide(
-      hot,
-      50,
-      () => 'a',
-      () => true,
-    );
-    decide(
-      hot,
-      40,
-      () => 'b',
-      () => true,
-    );
     // 'c' takes the place of 'b' (the minimum) in both sketches, inheriting its 40.
-    decide(
-      hot,
-      1,
-      () => 'c',
-      () => true,
-    );
+    keyed(hot, ['a', 50, true], ['b', 40, true], ['c', 1, true]);
     const busy = hot.report(2).busy.map((b) => [b.key, b.decisions, b.error, b.storeCalls, b.storeCallsError]);
     expect(busy).toEqual([
       ['a', 50, 0, 50, 0],
@@ -180,30 +174,7 @@ describe('HotKeys busy: keys ranked by decisions, with their share of store call
   it("a key the calls sketch evicted reads the sketch's minimum, all of it error: never a count of 0 said to be exact", () => {
     const hot = new HotKeys(2, 60_000, () => 0);
     // 'a': 1 decision that waited for the store, then 49 batched; 'b' and 'c' then push it out of the calls sketch.
-    decide(
-      hot,
-      1,
-      () => 'a',
-      () => true,
-    );
-    decide(
-      hot,
-      49,
-      () => 'a',
-      () => false,
-    );
-    decide(
-      hot,
-      5,
-      () => 'b',
-      () => true,
-    );
-    decide(
-      hot,
-      5,
-      () => 'c',
-      () => true,
-    );
+    keyed(hot, ['a', 1, true], ['a', 49, false], ['b', 5, true], ['c', 5, true]);
     const a = hot.report(3).busy.find((b) => b.key === 'a');
     // Before: storeCalls 0, storeCallsError 0 ("exact"), where the truth is 1.
     expect(a?.storeCalls).toBeGreaterThanOrEqual(1);

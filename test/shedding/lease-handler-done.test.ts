@@ -59,6 +59,12 @@ const apps: Record<string, () => Promise<Running>> = {
       await sleep(100);
       res.send('x');
     });
+    // A stream that fails half way: Express's final handler destroys the socket, never ending the response.
+    app.get('/socket', async (_req, res, next) => {
+      res.write('partial');
+      await sleep(10);
+      next(new Error('upstream failed'));
+    });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     return { server, limiter: mw.limiter, close: () => new Promise((r) => server.close(() => r())) };
@@ -82,6 +88,12 @@ const apps: Record<string, () => Promise<Running>> = {
       await sleep(100);
       return 'x';
     });
+    app.get('/socket', async (request, reply) => {
+      reply.hijack();
+      reply.raw.write('partial');
+      await sleep(10);
+      request.raw.socket.destroy();
+    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     return { server: app.server, limiter: app.rateLimit.limiter, close: () => app.close() };
   },
@@ -91,6 +103,13 @@ const apps: Record<string, () => Promise<Running>> = {
     const mw = koaRateLimit(options((ctx: Koa.Context) => ctx.path));
     app.use(mw);
     app.use(async (ctx) => {
+      if (ctx.path === '/socket') {
+        ctx.respond = false;
+        ctx.res.write('partial');
+        await sleep(10);
+        ctx.req.socket.destroy();
+        return;
+      }
       if (ctx.path.startsWith('/p/')) {
         await sleep(100);
         ctx.body = 'x';
@@ -165,6 +184,18 @@ describe('a concurrency slot comes back when the handler is done with a response
         // the 1st, never emitted 'finish' or 'close', and their slots stayed taken for good.
         await sleep(150);
         for (const key of ['/p/1', '/p/2', '/p/3']) expect(await heldFor(app.limiter, key)).toBeLessThan(200);
+      } finally {
+        await app.close();
+      }
+    });
+
+    it(`${name}: the app destroyed the connection itself after writing part of the body (an error mid-response)`, async () => {
+      const app = await make();
+      try {
+        await get(app.server, '/socket');
+        await sleep(20);
+        // Before: taken as a client that left, the slot waited for renewals to stop (maxLeaseMs, 25 s here).
+        expect(await heldFor(app.limiter, '/socket')).toBeLessThan(200);
       } finally {
         await app.close();
       }

@@ -11,7 +11,9 @@
  *   a response any more), or is piped into it only after the close (`'pipe'`: the handler handed it a
  *   body it will never carry, and no `'unpipe'` follows);
  * - the response is destroyed by a call (`res.destroy()`, by the handler or its framework: done with
- *   it, whatever it wrote; a client that goes away closes the response without that call);
+ *   it, whatever it wrote; a client that goes away closes the response without that call), or its
+ *   connection is, from this side (`destroyedHere`: Express's final handler after an error once headers
+ *   are sent destroys the socket and never ends the response);
  * - `maxHoldMs` after the close, when the caller gives one (a shed slot with no lease: a handler that
  *   never ends the response, or destroyed it itself, gives the slot back then; a lease is bounded by its
  *   renewals instead, `maxLeaseMs`).
@@ -26,7 +28,22 @@
 /** The part of a `net.Socket` this needs. */
 export interface DoneSocket {
   readonly destroyed?: boolean;
+  /** True once the client's end of the stream was read (it closed its side). */
+  readonly readableEnded?: boolean;
+  /** The error that destroyed the socket (a client's reset: ECONNRESET), or null. */
+  readonly errored?: unknown;
   once(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * Whether `response`'s connection was destroyed from this side with the client still there: the app or
+ * its framework is done with the response (Express's final handler destroys the socket after an error
+ * once headers are sent; a hijacking handler may). A client that leaves closes its end (`readableEnded`)
+ * or resets it (`errored`); an HTTP/2 stream reset leaves the session's socket up.
+ */
+function destroyedHere(response: Pick<DoneResponse, 'req'>): boolean {
+  const socket = response.req?.socket;
+  return socket?.destroyed === true && socket.readableEnded === false && socket.errored === null;
 }
 
 /** The part of Node's `ServerResponse` this needs. */
@@ -131,6 +148,11 @@ export function onResponseDone(response: DoneResponse, done: (finished: boolean)
     closed = true;
     if (response.writableFinished === true || response.writableEnded === true) {
       end(response.writableFinished === true);
+      return;
+    }
+    // The connection destroyed from this side, as by `res.destroy()`: the handler is done with it.
+    if (destroyedHere(response)) {
+      end(false);
       return;
     }
     // The handler may still run: wait for it to end the response, or for a piped body to let go.

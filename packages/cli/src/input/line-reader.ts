@@ -133,7 +133,7 @@ export async function* readLines(
       let bytes = rest.length === 0 ? chunk : Buffer.concat([rest, chunk]);
       if (atStart && bytes.length >= 3) {
         atStart = false;
-        if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
+        bytes = withoutBom(bytes);
       }
       if (skipping) {
         // The rest of a line already cut and counted: drop it up to its end.
@@ -161,12 +161,16 @@ export async function* readLines(
     onCut((error as Error).message);
     return;
   }
-  if (atStart && rest[0] === 0xef && rest[1] === 0xbb && rest[2] === 0xbf) rest = rest.subarray(3);
-  const last = skipping ? '' : decodeLines(rest);
-  if (last !== '') yield [last.charCodeAt(last.length - 1) === 13 ? last.slice(0, -1) : last];
+  const last = skipping ? '' : decodeLines(atStart ? withoutBom(rest) : rest);
+  if (last !== '') yield splitLines(last);
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** `bytes` without a UTF-8 byte order mark at its start. */
+function withoutBom(bytes: Buffer): Buffer {
+  return bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? bytes.subarray(3) : bytes;
+}
 
 /** `text`'s lines, each without a `\r` before its `\n`. */
 function splitLines(text: string): string[] {

@@ -18,17 +18,20 @@ export interface MalformedLine {
   readonly text: string;
 }
 
+/** What was read of one file; `file` is its name in the report (`-` for standard input). */
+export interface FileStats {
+  file: string;
+  format: LogFormat | undefined;
+  lines: number;
+  requests: number;
+  malformed: number;
+  /** Set when the file ended early (a gzip cut short): zlib's reason; its lines up to the cut were read. */
+  cutShort?: string;
+}
+
 export interface InputStats {
-  /** Per file, in the order given; `file` is its name in the report (`-` for standard input). */
-  readonly files: {
-    file: string;
-    format: LogFormat | undefined;
-    lines: number;
-    requests: number;
-    malformed: number;
-    /** Set when the file ended early (a gzip cut short): zlib's reason; its lines up to the cut were read. */
-    cutShort?: string;
-  }[];
+  /** Per file, in the order given. */
+  readonly files: FileStats[];
   /** Where each file of `files` is read from (standard input's temporary copy for `-`). */
   readonly paths: readonly string[];
   lines: number;
@@ -60,7 +63,7 @@ export function createInputStats(paths: readonly string[], names: readonly strin
 
 /** The requests of file `index` of `stats.files`, in batches. */
 export async function* readRequests(index: number, options: SourceOptions, stats: InputStats): AsyncGenerator<LogRequest[]> {
-  const file = stats.files[index] as InputStats['files'][number];
+  const file = stats.files[index] as FileStats;
   const path = stats.paths[index] as string;
   let parse: ((line: string, n: number) => LogRequest | string | undefined) | undefined;
   let lineNumber = 0;

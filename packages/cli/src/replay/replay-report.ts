@@ -3,6 +3,7 @@
  * Counts are requests; times are integer ms.
  */
 import type { PolicyOptions } from '@tollgate/core';
+import type { FileStats } from '../input/log-source.js';
 import type { OrderStats } from '../input/time-order.js';
 
 /** One client (key) and what a candidate did to it. */
@@ -73,15 +74,8 @@ export interface ReplayTimes {
 
 export interface ReplayReport {
   readonly input: {
-    /** Per file; `cutShort` (zlib's reason) when a gzip file ended early: its lines up to the cut were read. */
-    readonly files: readonly {
-      file: string;
-      format: string | undefined;
-      lines: number;
-      requests: number;
-      malformed: number;
-      cutShort?: string;
-    }[];
+    /** Per file, as read (input/log-source.ts). */
+    readonly files: readonly FileStats[];
     readonly lines: number;
     readonly requests: number;
     readonly malformed: number;

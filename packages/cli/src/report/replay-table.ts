@@ -7,8 +7,8 @@ import type { ReplayReport } from '../replay/replay-report.js';
 import { escapeControl, formatNumber, formatShare, renderTable } from './text-table.js';
 
 /** `n` and its noun, singular for 1: '1 request', '2 requests'. */
-function counted(n: number, noun: string): string {
-  return `${formatNumber(n)} ${noun}${n === 1 ? '' : 's'}`;
+function counted(n: number, noun: string, format: (n: number) => string = formatNumber): string {
+  return `${format(n)} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 /**
@@ -16,9 +16,8 @@ function counted(n: number, noun: string): string {
  * ones are not tracked, so the count is a floor ("more than 2 clients").
  */
 export function clientCount(report: ReplayReport, format: (n: number) => string = formatNumber): string {
-  const n = report.clients;
-  if (report.untrackedRequests > 0) return `more than ${format(n)} clients`;
-  return `${format(n)} client${n === 1 ? '' : 's'}`;
+  if (report.untrackedRequests > 0) return `more than ${format(report.clients)} clients`;
+  return counted(report.clients, 'client', format);
 }
 
 function span(report: ReplayReport): string {

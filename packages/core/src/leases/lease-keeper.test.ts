@@ -81,6 +81,11 @@ class LosingStore implements Store {
   }
   /** When set, restores wait here until the test runs them. */
   heldRestores: (() => void)[] | undefined;
+  /** Runs the restores held so far, and holds no more. */
+  runHeldRestores(): void {
+    for (const run of this.heldRestores ?? []) run();
+    this.heldRestores = undefined;
+  }
 
   release(key: StoreKey, plan: StorePlan, lease: number, now: number): void | Promise<void> {
     this.calls.push('release');
@@ -419,8 +424,7 @@ describe('LeaseKeeper', () => {
     const releases = store.calls.filter((c) => c === 'release').length;
     b?.release?.();
     expect(store.calls.filter((c) => c === 'release')).toHaveLength(releases);
-    for (const run of store.heldRestores) run();
-    store.heldRestores = undefined;
+    store.runHeldRestores();
     expect((await next).allowed).toBe(true);
     store.failReleases = false;
     // b's release is sent before the next lease (without it, b and `next` would fill the limit of 2).
@@ -440,8 +444,7 @@ describe('LeaseKeeper', () => {
     a.release?.();
     // Not sent yet: the renewal is still on its way.
     expect(store.calls).toEqual([]);
-    for (const run of store.heldRestores) run();
-    store.heldRestores = undefined;
+    store.runHeldRestores();
     await new Promise((r) => setTimeout(r, 0));
     expect(store.calls).toEqual(['release']);
     // Both slots are free: the lease did not come back.
@@ -456,8 +459,7 @@ describe('LeaseKeeper', () => {
     await Promise.resolve();
     store.failReleases = 'reject';
     a.release?.();
-    for (const run of store.heldRestores) run();
-    store.heldRestores = undefined;
+    store.runHeldRestores();
     // vitest fails the file on an unhandled rejection (a process without a handler would crash).
     await new Promise((r) => setTimeout(r, 0));
     expect(store.calls).toContain('release');
@@ -621,8 +623,7 @@ describe('LeaseKeeper', () => {
     const d = await limiter.check('k');
     expect([d.allowed, d.degraded]).toEqual([true, true]);
     // The stalled restore ends: it sent c, not d.
-    for (const run of store.heldRestores) run();
-    store.heldRestores = undefined;
+    store.runHeldRestores();
     await new Promise((r) => setTimeout(r, 0));
     a.release?.();
     b.release?.();

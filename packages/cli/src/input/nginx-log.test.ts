@@ -41,6 +41,21 @@ describe('nginx combined lines', () => {
     expect(nginxField(l, 3)).toBe('GET /\\\\');
   });
 
+  it("reads an unquoted list (nginx's $upstream_* of a request that tried several servers) as one field", () => {
+    const l = createNginxLine();
+    const head = '203.0.113.7 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 502 5 "-" "ua" "-"';
+    const fields = (tail: string) => {
+      expect(splitNginxLine(`${head}${tail}`, l)).toBeUndefined();
+      return Array.from({ length: l.count - 9 }, (_, i) => nginxField(l, 9 + i));
+    };
+    expect(fields(' 10.0.0.1:80, 10.0.0.2:80 0.300, 0.200 0.5')).toEqual(['10.0.0.1:80, 10.0.0.2:80', '0.300, 0.200', '0.5']);
+    expect(fields(' 0.300, 0.200 : 0.050 0.6')).toEqual(['0.300, 0.200 : 0.050', '0.6']);
+    expect(fields(' 502, 200 : 404 0.6  7')).toEqual(['502, 200 : 404', '0.6', '7']);
+    // A lone comma or colon at the end is the field's own text.
+    expect(fields(' a, 0.6 :')).toEqual(['a, 0.6', ':']);
+    expect(fields(' 0.6 "q" 1,')).toEqual(['0.6', 'q', '1,']);
+  });
+
   it.each([
     ['', 'no client address'],
     ['garbage', 'no client address'],

@@ -78,14 +78,37 @@ function escapedBackslash(line: string, at: number, from: number): boolean {
   return run % 2 === 1;
 }
 
-/** Records the space-separated fields of `line` from `from` to `to` in `out` from field `n`; returns the fields found so far. */
+/** The end of the unquoted token that starts at `p` (the next space, or `to`). */
+function tokenEnd(line: string, p: number, to: number): number {
+  const space = line.indexOf(' ', p);
+  return space < 0 || space > to ? to : space;
+}
+
+/**
+ * The end of the unquoted field that starts at `p`. nginx writes the `$upstream_*` variables of a request
+ * that tried several servers as a list, `, ` between servers and ` : ` between the groups of an internal
+ * redirect (`0.300, 0.200 : 0.050`): one field, not three, or every field after it shifts by one.
+ */
+function fieldEnd(line: string, p: number, to: number): number {
+  let end = tokenEnd(line, p, to);
+  for (;;) {
+    if (end < to && line.charCodeAt(end - 1) === 44 && end + 1 < to && line.charCodeAt(end + 1) !== 32) {
+      end = tokenEnd(line, end + 1, to);
+    } else if (end + 3 < to && line.charCodeAt(end + 1) === 58 && line.charCodeAt(end + 2) === 32 && line.charCodeAt(end + 3) !== 32) {
+      end = tokenEnd(line, end + 3, to);
+    } else {
+      return end;
+    }
+  }
+}
+
+/** Records the space-separated fields of `line` from `from` to `to` in `out` from field `n` (a list, see fieldEnd, is one field); returns the fields found so far. */
 function unquotedFields(line: string, from: number, to: number, out: NginxLine, n: number): number {
   let p = from;
   while (p < to && n < MAX_FIELDS) {
     while (p < to && line.charCodeAt(p) === 32) p += 1;
     if (p >= to) break;
-    const space = line.indexOf(' ', p);
-    const end = space < 0 || space > to ? to : space;
+    const end = fieldEnd(line, p, to);
     out.starts[n] = p;
     out.ends[n] = end;
     n += 1;

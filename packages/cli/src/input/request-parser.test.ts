@@ -50,8 +50,21 @@ describe('nginx input', () => {
     // Unquoted fields between quoted ones keep their names' order.
     expect(at(['http_x_forwarded_for', 'request_time', 'http_x_api_key'], ' 0.5 "k-1"')).toMatchObject({ at: T - 1000 });
     // Outside 1970 to 2248, as every other time: unreadable, never a crash or a date in 1969.
-    expect(at(['http_x_forwarded_for', 'msec'], ' 99999999999999.000')).toMatch(/out of range/);
-    expect(at(['http_x_forwarded_for', 'msec', 'request_time'], ' 1.000 5.000')).toMatch(/out of range/);
+    expect(at(['http_x_forwarded_for', 'msec', 'request_time'], ' 1795424401.734 1795424402.000')).toMatch(/out of range/);
+    // A $msec in another second than $time_local is not $msec: a field named wrongly, or shifted by one
+    // (before: 1.000 read as 1970, and the replay's span was 56 years).
+    expect(at(['http_x_forwarded_for', 'msec'], ' 99999999999999.000')).toMatch(/msec '99999999999999.000' is not the time of \[23\/Nov/);
+    expect(at(['http_x_forwarded_for', 'msec', 'request_time'], ' 1.000 5.000')).toMatch(/msec '1.000' is not the time of/);
+    expect(at(['http_x_forwarded_for', 'msec'], ' 1795424399.999')).toMatch(/is not the time of/);
+    expect(at(['http_x_forwarded_for', 'msec'], ' 1795424400.000')).toMatchObject({ at: T - 1000 });
+    expect(at(['http_x_forwarded_for', 'msec'], ' 1795424402.999')).toMatchObject({ at: T + 1999 });
+    expect(at(['http_x_forwarded_for', 'msec'], ' 1795424403.000')).toMatch(/is not the time of/);
+    // nginx logs the $upstream_* of a request that tried several servers as a list (`, ` between servers,
+    // ` : ` across an internal redirect): one field (before: three, and $request_time and $msec shifted).
+    const upstream = ['http_x_forwarded_for', 'upstream_response_time', 'request_time', 'msec'];
+    expect(at(upstream, ' 0.300, 0.200 0.550 1795424401.734')).toMatchObject({ at: T + 734 - 550 });
+    expect(at(upstream, ' 0.300, 0.200 : 0.050 0.600 1795424401.734')).toMatchObject({ at: T + 734 - 600 });
+    expect(at(upstream, ' - 0.550 1795424401.734')).toMatchObject({ at: T + 734 - 550 });
     // Unquoted fields only when asked for: a format adding $upstream_addr is not read as X-Forwarded-For.
     const quotedOnly = parser({ format: 'nginx', nginxExtraFields: ['http_x_forwarded_for'], nginxUnquoted: false }, ['10.0.0.0/8']);
     expect(quotedOnly(`10.0.0.5 - - [23/Nov/2026:09:00:01 +0000] "GET / HTTP/1.1" 200 512 "-" "curl/8" 192.0.2.50 0.1`, 1)).toMatchObject({

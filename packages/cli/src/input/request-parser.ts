@@ -101,7 +101,8 @@ const SECONDS = /^\d+(\.\d{1,3})?$/;
  * When the request arrived, for a format that logs `msec` and/or `request_time` (named with --nginx-fields):
  * nginx stamps a line when it writes it, at the request's end; `$time_local` has whole seconds, `$msec` the
  * same moment in milliseconds, and `$request_time` how long the request took, so the arrival is the one
- * less the other. Without `$msec` the arrival stays a whole second (the one `$time_local` less the
+ * less the other (a `$msec` in another second than `$time_local` is a field named wrongly: the line is
+ * malformed). Without `$msec` the arrival stays a whole second (the one `$time_local` less the
  * duration falls in): the log has no finer time, and replay says so (input/whole-seconds.ts). A time
  * outside 1970 to 2248 makes the line unreadable, as in every other form. Undefined when the format has
  * neither: `$time_local` as it is.
@@ -118,6 +119,11 @@ function nginxArrival(names: readonly string[]): ((l: NginxLine) => number | str
   return (l) => {
     const written = msecAt < 0 ? l.at : seconds(l, msecAt, 'msec');
     if (typeof written === 'string') return written;
+    // `$msec` is the moment `$time_local` writes in whole seconds: another second (a second of slack
+    // each way) is not `$msec`, but a field named wrongly in --nginx-fields or shifted by one.
+    if (written < l.at - 1000 || written >= l.at + 2000) {
+      return `msec '${nginxField(l, msecAt)}' is not the time of [${nginxField(l, 2)}] (does --nginx-fields name the fields in the format's order?)`;
+    }
     if (tookAt < 0) return inClock(written);
     const took = seconds(l, tookAt, 'request_time');
     if (typeof took === 'string') return took;

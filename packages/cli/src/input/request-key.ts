@@ -45,23 +45,46 @@ const NO_HEADERS = Object.freeze({});
 const KEY_CACHE_SIZE = 65_536;
 
 /**
- * The core's warning about an untrusted forwarding header speaks of `keys.ip({ trustedProxies })` and
- * `validate`; a replay's user passes `--trusted-proxy`: the same warning, in the CLI's words.
+ * The core's `keys.ip()` warnings speak to an adapter's user (`keys.ip({ trustedProxies })`, `validate`,
+ * "what the adapter passes"); a replay's user passes `--trusted-proxy` and `--key`: the same warnings, in
+ * the CLI's words. A code without its own words here is passed on as the core wrote it.
  */
+const CLI_WORDS: Readonly<Record<string, (msg: string) => string>> = {
+  WRN_RL_UNTRUSTED_FORWARDED_HEADER: () =>
+    "WRN_RL_UNTRUSTED_FORWARDED_HEADER: a logged request carries X-Forwarded-For, but its peer (the field 'peer') is not " +
+    "in --trusted-proxy, so the header is ignored and the peer's own address is the key. If the server that wrote the " +
+    'log ran behind a proxy or load balancer, pass its addresses (e.g. --trusted-proxy 10.0.0.0/8, or private).',
+  WRN_RL_INVALID_REMOTE_ADDRESS: () =>
+    'WRN_RL_INVALID_REMOTE_ADDRESS: a logged client address is neither an IP address nor a host name, so its line has no ' +
+    'key and counts as malformed. Check --format (or --nginx-fields); to key by something else, pass --key field:<name> ' +
+    '(e.g. --key field:remote_addr to take the address text as it is) or --key header:<name>.',
+  WRN_RL_PERMISSIVE_TRUSTED_PROXIES: (msg) =>
+    msg
+      .replace('keys.ip({ trustedProxies }) contains', '--trusted-proxy names')
+      .replace(
+        "List only your proxies' addresses or ranges.",
+        'Pass only the addresses or ranges of the proxies in front of the server that wrote the log.',
+      ),
+  WRN_RL_MALFORMED_FORWARDED_HEADER: (msg) =>
+    msg.replace('If your proxies write such entries', 'If the proxies in --trusted-proxy wrote such entries'),
+};
+
 function inCliWords(logger: Logger): Logger {
   return {
     error: (obj, msg) => logger.error(obj, msg),
     warn(obj, msg) {
-      if ((obj as { code?: unknown } | undefined)?.code !== 'WRN_RL_UNTRUSTED_FORWARDED_HEADER') return logger.warn(obj, msg);
-      logger.warn(
-        obj,
-        "WRN_RL_UNTRUSTED_FORWARDED_HEADER: a logged request carries X-Forwarded-For, but its peer (the field 'peer') is not " +
-          "in --trusted-proxy, so the header is ignored and the peer's own address is the key. If the server that wrote the " +
-          'log ran behind a proxy or load balancer, pass its addresses (e.g. --trusted-proxy 10.0.0.0/8, or private).',
-      );
+      const code = (obj as { code?: unknown } | undefined)?.code;
+      const words = typeof code === 'string' && Object.hasOwn(CLI_WORDS, code) ? CLI_WORDS[code] : undefined;
+      logger.warn(obj, words === undefined ? msg : words(msg ?? ''));
     },
   };
 }
+
+/**
+ * A DNS name with at least one dot whose last label has a letter (`unicomp6.unicomp.net`), as Apache's
+ * `%h` logs a client with `HostnameLookups On`: no IP address reads as one, nor does `not-an-ip`.
+ */
+const HOST_NAME = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]*[a-z][a-z0-9-]*[a-z0-9]?$/i;
 
 /** Runs `build`; a RateLimitConfigError about `keys.ip.trustedProxies[i]` says `--trusted-proxy` instead, the flag the user passed. */
 function inCliTerms<T>(build: () => T): T {
@@ -84,19 +107,33 @@ export function createKeyer(options: KeyerOptions): Keyer {
   function view(remoteAddress: string, headers: RequestView['headers']): RequestView {
     return { remoteAddress, headers, method: 'GET', url: '/', request: undefined, diagnostics };
   }
+  let namedHosts = false;
+  /** A client logged by host name (Apache `HostnameLookups On`): one client per name, said once. */
+  function hostKey(name: string): string {
+    if (!namedHosts) {
+      namedHosts = true;
+      options.logger.warn(
+        {},
+        'some lines name their client by host name, not IP address (Apache logs %h so with HostnameLookups On): ' +
+          "each name is keyed as one client ('host:<name>'), as its address would have been.",
+      );
+    }
+    return `host:${name.toLowerCase()}`;
+  }
   function sync(result: string | undefined | Promise<string | undefined>): string | undefined {
     // The built-in key functions answer synchronously; a promise here would be a bug in the core.
     return typeof result === 'string' ? result : undefined;
   }
   return {
     fromAddress(address, forwardedFor) {
-      if (forwardedFor === undefined || forwardedFor === '-' || forwardedFor === '') {
+      // A host name is no trusted proxy: its key is its own, whatever it forwarded.
+      if (forwardedFor === undefined || forwardedFor === '-' || forwardedFor === '' || HOST_NAME.test(address)) {
         // Without a forwarding header the key depends on the address text alone: look it up.
         const known = direct.get(address);
         if (known !== undefined) return known;
         // keys.ip() and this cache keep the text: keep a copy, not a view into the log.
         const own = ownString(address);
-        const key = sync(ip(undefined, view(own, NO_HEADERS)));
+        const key = HOST_NAME.test(own) ? hostKey(own) : sync(ip(undefined, view(own, NO_HEADERS)));
         if (key !== undefined) {
           if (direct.size >= KEY_CACHE_SIZE) direct.clear();
           direct.set(own, key);

@@ -78,6 +78,45 @@ describe('nginx input', () => {
     expect(byKey(line(' 0.5 "k-1"'), 1)).toMatchObject({ key: 'k-1' });
   });
 
+  it("keys a client logged by host name (Apache's %h with HostnameLookups On) by the name, and says so once", () => {
+    const said: string[] = [];
+    const p = createLineParser({
+      format: 'nginx',
+      key: undefined,
+      costField: undefined,
+      nginxExtraFields: ['http_x_forwarded_for'],
+      timeField: undefined,
+      keyer: createKeyer({ logger: { warn: (_f: unknown, m?: string) => void said.push(m ?? ''), error() {} } }),
+    });
+    // Before: 'no key (bad client address)', half of a NASA-style log dropped with an adapter's warning.
+    expect(p(nginx('unicomp6.unicomp.net'), 1)).toMatchObject({ key: 'host:unicomp6.unicomp.net' });
+    expect(p(nginx('Burger.Letters.COM', '198.51.100.9'), 1)).toMatchObject({ key: 'host:burger.letters.com' });
+    expect(p(nginx('d104.aa.net'), 1)).toMatchObject({ key: 'host:d104.aa.net' });
+    expect(said).toEqual([expect.stringMatching(/^some lines name their client by host name.*HostnameLookups/)]);
+    // Neither an IP address nor a name with a dot and a lettered last label: no key, in the CLI's words.
+    for (const bad of ['not-an-ip', '1.2.3.999', 'a..b.com', '-x.example.com', 'x_y.example.com']) {
+      expect(p(nginx(bad), 1)).toBe('no key (bad client address)');
+    }
+    expect(said[1]).toMatch(/^WRN_RL_INVALID_REMOTE_ADDRESS: a logged client address is neither .* --key field:remote_addr/);
+    expect(said.join('\n')).not.toMatch(/adapter|keys\.ip\(/);
+  });
+
+  it("gives keys.ip()'s warnings in the CLI's words: --trusted-proxy, not trustedProxies", () => {
+    const said: string[] = [];
+    const keyer = createKeyer({
+      logger: { warn: (_f: unknown, m?: string) => void said.push(m ?? ''), error() {} },
+      ip: { trustedProxies: ['0.0.0.0/1', '10.0.0.0/8'] },
+    });
+    expect(keyer.fromAddress('10.0.0.5', 'unknown')).toBe('ip:10.0.0.5');
+    expect(said).toEqual([
+      expect.stringMatching(
+        /^WRN_RL_PERMISSIVE_TRUSTED_PROXIES: --trusted-proxy names '0\.0\.0\.0\/1'.*proxies in front of the server that wrote the log/,
+      ),
+      expect.stringMatching(/^WRN_RL_MALFORMED_FORWARDED_HEADER: .*If the proxies in --trusted-proxy wrote such entries/),
+    ]);
+    expect(said.join('\n')).not.toMatch(/keys\.ip\(|your proxies/);
+  });
+
   it('reads a logged X-Forwarded-For only from a trusted proxy', () => {
     const untrusted = parser({ format: 'nginx' });
     expect(untrusted(nginx('10.0.0.5', '198.51.100.9'), 1)).toMatchObject({ key: 'ip:10.0.0.5' });

@@ -913,6 +913,49 @@ describe('a store that lost its state with no reconnect (a FLUSHALL) is found by
     });
   }
 
+  const inFlight = (limiter: Limiter, key: string, n: number) =>
+    Promise.all(Array.from({ length: n }, () => limiter.check(key))).then((ds) => ds.filter((d) => d.allowed).length);
+
+  for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket', 'gcra'] as const) {
+    it(`${algorithm}: the checks in flight with the answer that found the loss are decided by what the key had: 16 at once on a key with 10 of 10 used admit none, with 8 used 2`, async () => {
+      let t = 1_000;
+      const store = new OutageStore();
+      const warnings: Record<string, unknown>[] = [];
+      const limiter = createLimiter({
+        policies: { algorithm, limit: 10, windowMs: 60_000 },
+        store,
+        clock: () => t,
+        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+      });
+      expect(await admitted(limiter, 'a', 10)).toBe(10);
+      expect(await admitted(limiter, 'b', 8)).toBe(8);
+      store.wipe();
+      t = 2_000;
+      // Before: 16 and 10 (the key read back past half its use by the checks in flight: the loss denied, nothing charged).
+      expect(await inFlight(limiter, 'a', 16)).toBe(0);
+      expect(await inFlight(limiter, 'b', 16)).toBe(2);
+      expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', keys: 2 })]);
+      // Each ends with less than a request left (a bucket has refilled a sixth of one in the second since).
+      expect([store.remainingOf('a', t) < 1_000, store.remainingOf('b', t) < 1_000]).toEqual([true, true]);
+      expect(await admitted(limiter, 'a', 3)).toBe(0);
+      await limiter.close();
+    });
+  }
+
+  it('a key given budget back from elsewhere (a reset, the mark intact) is refused only while the question is out, then admits', async () => {
+    let t = 1_000;
+    const store = new OutageStore();
+    const limiter = createLimiter({ policies: { limit: 10, windowMs: 60_000 }, store, clock: () => t, logger: quiet });
+    expect(await admitted(limiter, 'a', 10)).toBe(10);
+    store.reset('a', store.plan as StorePlan);
+    t = 2_000;
+    expect(await inFlight(limiter, 'a', 4)).toBe(0);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(store.marks).toBe(2);
+    expect(await admitted(limiter, 'a', 10)).toBe(6);
+    await limiter.close();
+  });
+
   it('asks for the mark at most once a second per node, however many answers could not follow', async () => {
     let t = 1_000;
     const store = new OutageStore();

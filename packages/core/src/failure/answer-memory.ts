@@ -73,8 +73,12 @@ export interface Regress {
   readonly answered: Float64Array;
 }
 
-/** Told of an answer that could not follow (AnswerMemory.onRegress, Fallback.watchRegress). */
-export type RegressListener = (regress: Regress) => void;
+/**
+ * Told of an answer that could not follow (AnswerMemory.onRegress, Fallback.watchRegress); returns true
+ * when the store's loss of the key's state is being judged now (a restore's question, with checks held):
+ * the record then stands against the answer (AnswerMemory.remember).
+ */
+export type RegressListener = (regress: Regress) => boolean;
 
 export class AnswerMemory {
   private readonly entries = new Map<string, Remembered>();
@@ -93,6 +97,13 @@ export class AnswerMemory {
    */
   onRegress: RegressListener | undefined = undefined;
 
+  /**
+   * The keys whose record stands against the store's answers (`remember`): one answered from a key the
+   * store may have lost, until an answer follows the record again (the store charged again what the key
+   * had) or `release` (the store lost nothing).
+   */
+  private readonly standing = new Set<string>();
+
   constructor(
     /** The plan's enforced policies, in result order. */
     private readonly policies: readonly CompiledPolicy[],
@@ -107,8 +118,13 @@ export class AnswerMemory {
   /**
    * Notes the store's answer `r` for `key` (`storeKey` in the store), given at `at` (limiter clock), to a
    * call charging `cost` milli-units (0 when not known: `onRegress` then counts it as the store's before).
+   * Returns true when the answer could not follow the record while the store's loss is being judged
+   * (`onRegress` said so), or since (the key's record stands until an answer follows it, or `release`):
+   * the record is not replaced, and the caller decides by it (`follow`). The checks in flight when a
+   * FLUSHALL is found were answered from an empty key: 16 of them, on a key this process had exhausted,
+   * were all admitted, the limit over again.
    */
-  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): void {
+  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): boolean {
     let m = this.entries.get(key);
     if (m === undefined) {
       if (this.entries.size >= this.capacity) {
@@ -118,8 +134,14 @@ export class AnswerMemory {
       m = new Float64Array(STRIDE * this.policies.length);
       this.entries.set(key, m);
       if (storeKey !== key) this.storeKeys.set(key, storeKey);
-    } else if (this.onRegress !== undefined && this.regressed(m, r, at)) {
-      this.onRegress(this.regress(storeKey, m, r, at, cost));
+    } else if (this.onRegress !== undefined && this.regressed(m, r, at, this.standing.size !== 0 && this.standing.has(key) ? cost : 0)) {
+      if (this.onRegress(this.regress(storeKey, m, r, at, cost)) || this.standing.has(key)) {
+        if (this.standing.size >= this.capacity) this.standing.clear();
+        this.standing.add(key);
+        return true;
+      }
+    } else if (this.standing.size !== 0) {
+      this.standing.delete(key);
     }
     if (typeof storeKey !== 'string') for (let i = 0; i < storeKey.length; i++) this.byPolicyKey.set(policyKey(storeKey, i), key);
     for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
@@ -135,6 +157,19 @@ export class AnswerMemory {
       m[k + UNTIL] = at + (r[o + R_RESET] as number);
       m[k + SINCE] = at;
     }
+    return false;
+  }
+
+  /**
+   * An admission that follows `key`'s record, which stood against the store's answer (`remember` returned
+   * true): `cost` comes off every policy of it that has not reset, as the store's next answer would have
+   * said had it not lost the key.
+   */
+  follow(key: string, cost: number, at: number): void {
+    const m = this.entries.get(key);
+    if (m === undefined) return;
+    for (let k = 0; k < m.length; k += STRIDE)
+      if ((m[k + UNTIL] as number) > at) m[k + REMAINING] = Math.max(0, (m[k + REMAINING] as number) - cost);
   }
 
   /**
@@ -142,14 +177,15 @@ export class AnswerMemory {
    * by then (a bucket's refill, a sliding window's slide, both LOSS_SLACK_MS more): nothing but a lost
    * state (or a refund, a reset from elsewhere) gives that. A sliding log is never asked (its entries may
    * all leave at once), nor a policy within LOSS_SLACK_MS of its reset, nor an answer to a call decided
-   * before the remembered one's.
+   * before the remembered one's. `own`: the answer's own charge, taken off what the record allows (for a
+   * record that stands: an answer that charged the key's last unit over again does not follow it).
    */
-  private regressed(m: Remembered, r: StoreResult, at: number): boolean {
+  private regressed(m: Remembered, r: StoreResult, at: number, own: number): boolean {
     for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
       const p = this.policies[i] as CompiledPolicy;
       // A call decided before the one remembered, answered after it (in flight together), says less than it.
       if (p.algorithm === 'sliding-log' || at < (m[k + SINCE] as number) || (m[k + UNTIL] as number) - at <= LOSS_SLACK_MS) continue;
-      let most = this.left(m, i, at) + 1;
+      let most = this.left(m, i, at) + 1 - (((r[o + R_FLAGS] as number) & F_CHARGED) !== 0 ? own : 0);
       if (refills(p)) most += (LOSS_SLACK_MS * p.rate) / p.tokenTicks;
       else if (p.algorithm === 'sliding-window') most += (p.capMilli * (at - (m[k + SINCE] as number) + LOSS_SLACK_MS)) / p.windowMs;
       if ((r[o + R_REMAINING] as number) > most) return true;
@@ -205,8 +241,14 @@ export class AnswerMemory {
     return undefined;
   }
 
+  /** The store lost nothing after all: the store's answers replace the records that stood against them. */
+  release(): void {
+    this.standing.clear();
+  }
+
   private forget(key: string): void {
     this.entries.delete(key);
+    this.standing.delete(key);
     if (this.storeKeys.size === 0) return;
     const storeKey = this.storeKeys.get(key);
     this.storeKeys.delete(key);

@@ -215,18 +215,8 @@ export class Fallback {
       rooms.push(memory.room(m, i, at));
     }
     if (!rooms.some((room) => room < 0)) return undefined;
-    const x = Float64Array.from(r);
-    for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
-      const room = rooms[i] as number;
-      let flags = (x[o + R_FLAGS] as number) & ~F_CHARGED;
-      if (room < 0) {
-        flags &= ~F_ALLOWED;
-        x[o + R_RETRY_AFTER] = memory.waitFor(m, i, cost, at);
-      }
-      x[o + R_FLAGS] = flags;
-      if (room !== Number.POSITIVE_INFINITY) x[o + R_REMAINING] = Math.max(0, Math.floor(room));
-    }
-    return x;
+    // `room` counts this answer's charge already (the store's remaining less the owed): a policy lacks room below 0.
+    return this.refusedBy(r, rooms, 0, cost, m, at);
   }
 
   /** The carry that took `e` ended, charging all of it to the policies `full` marks: what waited for that runs (OwedCarry.afterCarry). */
@@ -257,13 +247,66 @@ export class Fallback {
     return entry;
   }
 
-  /** The store answered `r` for `key` (`storeKey` in the store) at `at` (only when `remembers`), to a call charging `cost` (0: unknown). */
-  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): void {
+  /**
+   * The store answered `r` for `key` (`storeKey` in the store) at `at` (only when `remembers`), to a call
+   * charging `cost` (0: unknown). True when the key's record stood against it (`againstRecord` decides).
+   */
+  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): boolean {
     if (this.memory === undefined) {
       this.memory = new AnswerMemory(this.config.policies);
       this.memory.onRegress = this.regress;
     }
-    this.memory.remember(key, r, at, storeKey, cost);
+    return this.memory.remember(key, r, at, storeKey, cost);
+  }
+
+  /** The store lost nothing after all (limiter/budget-restore.ts): no record stands against its answers (AnswerMemory.release). */
+  releaseRecords(): void {
+    this.memory?.release();
+  }
+
+  /**
+   * The store's answer `r` for `key` at `at`, charging `cost`, could not follow the key's record while
+   * the store's loss of it is judged (`remember` returned true): the answer came from a key the store
+   * lost, and the record says what the key has. Admitted when the record has room for `cost` on every
+   * policy (taken off the record, AnswerMemory.follow): `r` itself. Else `r` as a refusal by the policies
+   * without room (a copy, as `overdrawn` makes; the charge stays in the store, where the restore then
+   * charges what is left). An answer that charged nothing is its own refusal: `r`.
+   */
+  againstRecord(key: string, r: StoreResult, cost: number, at: number): StoreResult {
+    const memory = this.memory;
+    const m = memory?.live(key, at);
+    if (memory === undefined || m === undefined) return r;
+    const n = this.config.policies.length;
+    const rooms: number[] = [];
+    for (let i = 0; i < n; i++) {
+      if (!resultCharged(r, i)) return r;
+      rooms.push(memory.room(m, i, at));
+    }
+    if (rooms.every((room) => room >= cost)) {
+      memory.follow(key, cost, at);
+      return r;
+    }
+    return this.refusedBy(r, rooms, cost, cost, m, at);
+  }
+
+  /**
+   * `r`, an answer charging `cost`, as a refusal by the policies whose room (`rooms`) is less than `need`;
+   * their waits from record `m`.
+   */
+  private refusedBy(r: StoreResult, rooms: readonly number[], need: number, cost: number, m: Remembered, at: number): StoreResult {
+    const memory = this.memory as AnswerMemory;
+    const x = Float64Array.from(r);
+    for (let i = 0, o = 0; i < rooms.length; i++, o += RESULT_STRIDE) {
+      const room = rooms[i] as number;
+      let flags = (x[o + R_FLAGS] as number) & ~F_CHARGED;
+      if (room < need) {
+        flags &= ~F_ALLOWED;
+        x[o + R_RETRY_AFTER] = memory.waitFor(m, i, cost, at);
+      }
+      x[o + R_FLAGS] = flags;
+      if (room !== Number.POSITIVE_INFINITY) x[o + R_REMAINING] = Math.max(0, Math.floor(room));
+    }
+    return x;
   }
 
   /**

@@ -145,6 +145,11 @@ export class StoreGuard {
     this.holding = held;
   }
 
+  /** True while checks wait for something to reach the store ahead of them (`holdFor`): a restore's charges, an outage's carries. */
+  isHolding(): boolean {
+    return this.holding !== undefined;
+  }
+
   /** `starting`'s first call; out of line, for the decision path's inlining budget (create-limiter.ts, `decideAt`). */
   private askStartup(): Promise<void> | undefined {
     const wait = this.config.store.whenReady?.(STARTUP_WAIT_MS);

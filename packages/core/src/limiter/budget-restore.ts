@@ -4,7 +4,7 @@
  * exhausted before would get its whole limit again in the same window. With `'local'` (the failure mode
  * that remembers each key's last answer, failure/answer-memory.ts), the limiter sets a mark in the store at
  * start and asks for it again after every reconnect (`Store.markAlive`); when the mark changed, the
- * store lost its state (if the keys agree: a mark can go alone, `witnessed`), and the limiter charges it
+ * store lost its state (if the keys agree: a mark can go alone, `agree`), and the limiter charges it
  * again, policy by policy, what it had counted for each key this process remembers, as read when the
  * connection was ready again (before any new answer). A
  * loss no connection event tells of (a FLUSHALL; a Cluster master restarted while no call went to it) is
@@ -63,8 +63,16 @@ type Snapshot = readonly (readonly [CompiledPlan, readonly Counted[]])[];
 /** The least time between two questions of a node's mark prompted by answers (`suspect`). */
 const SUSPECT_EVERY_MS = 1_000;
 
-/** How many remembered keys a mark found gone is checked against (BudgetRestore.witnessed). */
+/** How many remembered keys a mark found gone is checked against (BudgetRestore.agree). */
 const WITNESSES = 3;
+
+/** The most keys remembered as having shown a loss (BudgetRestore.lossWitnesses) before they are forgotten. */
+const REMEMBERED_WITNESSES = 10_000;
+
+/** A store key as one string (several keys joined by NUL, which no key holds). */
+function keyId(storeKey: StoreKey): string {
+  return typeof storeKey === 'string' ? storeKey : storeKey.join('\0');
+}
 
 /**
  * How many remembered keys, those that had used the most, a store that batches reads at a reconnect, in
@@ -111,6 +119,8 @@ export class BudgetRestore {
   private readonly servers: ServerChanges | undefined;
   /** The change of server last reported (`regressed`). */
   private behindTold = Number.NEGATIVE_INFINITY;
+  /** The keys whose answers could not follow since the keys were last asked to `agree`: witnesses of a loss. */
+  private readonly lossWitnesses = new Set<string>();
 
   private constructor(
     private readonly store: Store & Required<Pick<Store, 'markAlive' | 'watchConnection'>>,
@@ -181,16 +191,18 @@ export class BudgetRestore {
    * before this answer replaces the key's, and charged again where it was gone. At most once a second per
    * node, so refunds from other processes cost one small call a second at most.
    */
-  private suspect(storeKey: StoreKey): void {
+  private suspect(storeKey: StoreKey): false {
     // Called on the decision path, with the answer in hand: a question that cannot be asked is no loss,
     // and never fails the decision.
     try {
       const node = this.guard.nodeOfKey(storeKey);
       const at = this.now();
-      if (at - (this.asked.get(node) ?? Number.NEGATIVE_INFINITY) < SUSPECT_EVERY_MS) return;
+      if (at - (this.asked.get(node) ?? Number.NEGATIVE_INFINITY) < SUSPECT_EVERY_MS) return false;
       this.asked.set(node, at);
       if (!this.nodeBack(node)) this.markWhole();
     } catch {}
+    // The listener's answer (RegressListener): a store that batches judges no answer by its record.
+    return false;
   }
 
   /**
@@ -200,10 +212,21 @@ export class BudgetRestore {
    * than a crash; a replica promoted before it had the last writes; an AOF synced each second), with its
    * mark intact: the key is charged the difference, as a restore would, less what other processes charged
    * it again already and what the store still holds (RestoreCharges.recharge), with checks held for it
-   * (one round trip, StoreGuard.holdFor). Either way, the mark is asked (`suspect`).
+   * (one round trip, StoreGuard.holdFor). Either way, the mark is asked (`suspect`), and the key is a
+   * witness of the loss (`agree`). True while checks are held for the question or the charge: the answer,
+   * and those of the checks that were in flight with it, are then decided by what the key had
+   * (Fallback.againstRecord), not by a key the store lost.
    */
-  private regressed(cp: CompiledPlan, x: Regress): void {
+  private regressed(cp: CompiledPlan, x: Regress): boolean {
+    if (this.lossWitnesses.size >= REMEMBERED_WITNESSES) this.lossWitnesses.clear();
+    this.lossWitnesses.add(keyId(x.was.storeKey));
     this.suspect(x.was.storeKey);
+    this.behind(cp, x);
+    return this.guard.isHolding();
+  }
+
+  /** `regressed`'s charge of a key behind on a server that changed (see there). */
+  private behind(cp: CompiledPlan, x: Regress): void {
     const servers = this.servers;
     if (servers === undefined) return;
     let node: string;
@@ -367,9 +390,12 @@ export class BudgetRestore {
    */
   private chargeIfLost(marking: Promise<boolean>, counted: Snapshot, node?: string): Promise<void> {
     return marking
-      .then((changed) => changed && this.witnessed(counted))
+      .then((changed) => changed && this.agree(counted))
       .then(async (lost) => {
-        if (!lost) return;
+        if (!lost) {
+          for (const f of this.fallbacks.values()) f.releaseRecords();
+          return;
+        }
         // The ledgers went with the keys: charges of an earlier restore still waiting are this one's now.
         this.charges.lost(node);
         const charged = await Promise.all(counted.flatMap(([cp, keys]) => keys.map((c) => this.charges.recharge(cp.storePlan, c))));
@@ -385,11 +411,19 @@ export class BudgetRestore {
    * WITNESSES keys that had used the most are read (a peek each): the loss stands unless one of them
    * still holds at least half of what it had used, and was not charged again since a loss (its ledger
    * empty, `Store.restored`: another process may have restored it before this one looked). A store
-   * without `peek`, nothing to read, or reads that fail: the mark is believed.
+   * without `peek`, nothing to read, or reads that fail: the mark is believed. A key whose answer could
+   * not follow (`regressed`) is no witness that the store kept its state: it showed the loss, and the
+   * checks in flight with that answer charge it again before it is read (a hot key, 16 checks in flight
+   * after a FLUSHALL: read back past half its use, the loss denied, the limit admitted twice).
    */
-  private async witnessed(counted: Snapshot): Promise<boolean> {
+  private async agree(counted: Snapshot): Promise<boolean> {
     if (this.store.peek === undefined) return true;
-    const picked = mostUsed(counted, WITNESSES);
+    const showed = this.lossWitnesses;
+    const picked = mostUsed(
+      counted.map(([cp, keys]) => [cp, keys.filter((c) => !showed.has(keyId(c.storeKey)))] as const),
+      WITNESSES,
+    );
+    showed.clear();
     const now = this.now();
     const reads = picked.map(async ([cp, c]) => {
       try {

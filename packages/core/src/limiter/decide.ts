@@ -180,9 +180,10 @@ export class Decider {
    */
   private answer(t: Target, cost: number, r: StoreResult, at: number): Decision {
     if (!this.remembers) return this.built(t, cost, r, at);
-    this.remember(t, r, at, cost);
-    const over = (this.fallbacks.get(t.cp) as Fallback).overdrawn(t.key, r, cost, at);
-    if (over === undefined) return this.built(t, cost, r, at);
+    const f = this.fallbacks.get(t.cp) as Fallback;
+    // An answer from a key the store lost, found while the loss is judged, is decided by what the key had.
+    const over = this.remember(t, r, at, cost) ? f.againstRecord(t.key, r, cost, at) : f.overdrawn(t.key, r, cost, at);
+    if (over === undefined || over === r) return this.built(t, cost, r, at);
     const room: boolean[] = [];
     for (let i = 0; i < t.cp.enforcedCount; i++) room.push(((over[i * RESULT_STRIDE + R_FLAGS] as number) & F_ALLOWED) !== 0);
     if (room.some(Boolean)) this.giveBack(t, cost, r, at, room);
@@ -226,19 +227,22 @@ export class Decider {
    * Hands the store's answer to the plan's failure mode, which continues the key from it in an outage;
    * what the failure mode admitted for the key meanwhile is charged to the store now (carry-owed.ts).
    */
-  remember(t: Target, r: StoreResult, at: number, cost = 0): void {
-    const f = this.rememberHeld(t, r, at, cost);
-    const owed = f?.takeOwed(t.key, at);
-    if (owed !== undefined) this.carrier.carry(t, f as Fallback, owed);
+  /** The store's answer `r`, remembered, and what the failure mode owes it for the key carried; true when the key's record stood against it (Fallback.remember). */
+  remember(t: Target, r: StoreResult, at: number, cost = 0): boolean {
+    if (!this.remembers) return false;
+    const f = this.fallbacks.get(t.cp) as Fallback;
+    if (!f.remembers) return false;
+    const held = f.remember(t.key, r, at, t.storeKey, cost);
+    const owed = f.takeOwed(t.key, at);
+    if (owed !== undefined) this.carrier.carry(t, f, owed);
+    return held;
   }
 
   /** `remember` for what the store holds in process while its node fails: nothing is carried to it. */
-  private rememberHeld(t: Target, r: StoreResult, at: number, cost = 0): Fallback | undefined {
-    if (!this.remembers) return undefined;
+  private rememberHeld(t: Target, r: StoreResult, at: number): void {
+    if (!this.remembers) return;
     const f = this.fallbacks.get(t.cp) as Fallback;
-    if (!f.remembers) return undefined;
-    f.remember(t.key, r, at, t.storeKey, cost);
-    return f;
+    if (f.remembers) f.remember(t.key, r, at, t.storeKey);
   }
 
   /**

@@ -503,6 +503,42 @@ describe('LeaseKeeper', () => {
     expect(applied).toBe(0);
   });
 
+  it('a restore that fails on the node is an outage as a failed check is: counted, its one log line, the breaker open', async () => {
+    let t = 1_000_000;
+    const store = new LosingStore();
+    const errors: Record<string, unknown>[] = [];
+    const events: string[] = [];
+    const limiter = createLimiter({
+      policies: { algorithm: 'concurrency', limit: 2, leaseMs: 5_000 },
+      store,
+      onStoreError: 'local',
+      clock: () => t,
+      logger: { warn() {}, error: (fields: Record<string, unknown>) => void errors.push(fields) },
+    });
+    limiter.on('store-error', () => events.push('store-error'));
+    limiter.on('breaker', (e) => events.push(`breaker ${e.state}`));
+    await limiter.check('k');
+    store.failRestores = true;
+    store.restart();
+    let degraded = 0;
+    for (let ms = 0; ms < 2_000; ms += 1) {
+      if ((await limiter.check('k')).degraded) degraded += 1;
+      t += 1;
+    }
+    expect(degraded).toBe(2_000);
+    // Before: 0 outages, no line, no breaker: each of the 200 checks failed on its own.
+    expect(limiter.stats().outages).toBe(1);
+    // The outage's one line (the node failed), beside the lease keeper's own line for the restore it could not make.
+    expect(errors.filter((e) => e.node === 'losing')).toEqual([
+      expect.objectContaining({ code: 'ERR_RL_STORE_FAILED', onStoreError: 'local' }),
+    ]);
+    expect(errors.filter((e) => e.operation === 'lease')).toHaveLength(1);
+    expect(events).toContain('breaker open');
+    // The breaker's probes fail (one every 10 ms at most); the checks between them skip the store.
+    expect(events.filter((e) => e === 'store-error').length).toBeLessThanOrEqual(201);
+    await limiter.close();
+  });
+
   it('does not revive a lease that stopped being renewed: it ended in the store too', async () => {
     const { store, limiter, advance } = setup();
     const renewed = await limiter.check('k');

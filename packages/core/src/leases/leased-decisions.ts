@@ -184,8 +184,11 @@ export class LeasedDecider {
   }
 
   /**
-   * The failure mode's decision when the held leases are not all back (the restore was late, or failed
-   * with `how.error`); the node's breaker is left alone.
+   * The failure mode's decision when the held leases are not all back: the restore was late (the node's
+   * breaker is left alone: it answered, only slowly), or failed with `how.error`, a failure of the node
+   * judged as a check's is (StoreGuard.failure: an outage counted in `stats().outages`, its one log line,
+   * the breaker). A restore that kept failing on a client not ready once answered thousands of checks by
+   * the failure mode with no outage told and no breaker.
    */
   private unrestored(
     t: Target,
@@ -197,8 +200,12 @@ export class LeasedDecider {
     observing: Observing,
   ): Decision {
     const lease = nextLease++;
-    const error = how === 'late' ? new StoreTimeoutError(RESTORE_WAIT_MS, node, 'leases') : how.error;
-    return this.failedWith(t, cost, at, new CallFailure(error, 'node', node), lease, opts, observing);
+    const guard = this.parts.guard;
+    const failure =
+      how === 'late'
+        ? new CallFailure(new StoreTimeoutError(RESTORE_WAIT_MS, node, 'leases'), 'node', node)
+        : guard.failure(node, guard.next(), how.error, false);
+    return this.failedWith(t, cost, at, failure, lease, opts, observing);
   }
 
   /** Observes `d` unless it is decided quietly (a queued attempt, observed once with its last decision). */

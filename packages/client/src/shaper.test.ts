@@ -15,6 +15,22 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+/** A MemoryStore whose answers come `ms` later (a Redis round trip). */
+function slowStore(ms: number): Store {
+  return new Proxy(new MemoryStore(), {
+    get(target, name) {
+      if (name === 'apply')
+        return async (...args: Parameters<MemoryStore['apply']>) => {
+          const r = target.apply(...args).slice();
+          await new Promise((resolve) => setTimeout(resolve, ms));
+          return r;
+        };
+      const value: unknown = Reflect.get(target, name);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
 /** The most starts in any left-open window (t - windowMs, t]. */
 function maxInWindow(starts: readonly number[], windowMs: number): number {
   let max = 0;
@@ -322,6 +338,65 @@ describe('createShaper', () => {
     expect(() => createShaper({ policies: { limit: 5, windowMs: 1_000 }, validate: { WRN_RL_NOPE: false } as never })).toThrow(
       /ERR_RL_INVALID_OPTION: 'validate\.WRN_RL_NOPE'/,
     );
+  });
+
+  it('shapers sharing a budget take turns once a head is refused: a costly task is not starved by cheaper ones', async () => {
+    // The tester's starve-memory probe: B's cost-5 tasks all expired while A's cost-1 tasks took every
+    // unit as it freed (a refusal takes nothing, so five were never found free at once).
+    const store = new MemoryStore();
+    const policies = { name: 'p', algorithm: 'gcra', limit: 10, windowMs: 1_000, burst: 10 } as const;
+    const a = createShaper({ policies, store, key: 'partner', clock, maxQueue: 10_000 });
+    const b = createShaper({ policies, store, key: 'partner', clock });
+    const t0 = Date.now();
+    const starts: { at: number; cost: number }[] = [];
+    const aDone = Promise.all(Array.from({ length: 60 }, () => a.schedule(() => starts.push({ at: Date.now() - t0, cost: 1 }))));
+    await vi.advanceTimersByTimeAsync(300);
+    const bDone = Promise.all(
+      Array.from({ length: 2 }, () =>
+        b
+          .schedule(() => starts.push({ at: Date.now() - t0, cost: 5 }) && Date.now() - t0, { cost: 5, maxDelayMs: 3_000 })
+          .catch((e: RateLimitClientError) => e.code),
+      ),
+    );
+    await vi.advanceTimersByTimeAsync(10_000);
+    await aDone;
+    const bStarts = await bDone;
+    // Both started within their 3 s (from 300 ms), one after the other, A's tasks between them.
+    expect(bStarts.every((at) => typeof at === 'number' && at <= 3_300)).toBe(true);
+    expect(starts.filter((s) => s.cost === 1)).toHaveLength(60);
+    // The budget held all along: 10 at once, then 10 units a second (gcra), whoever took them.
+    for (const s of starts) {
+      const units = starts.filter((x) => x.at <= s.at).reduce((sum, x) => sum + x.cost, 0);
+      expect(units).toBeLessThanOrEqual(10 + Math.floor((s.at * 10) / 1_000));
+    }
+    await a.close();
+    await b.close();
+  });
+
+  it('maxDelayMs 0 ("start now or never"): a task the store admits at once starts, however long the answer took', async () => {
+    // A store that answers 40 ms later (a Redis round trip): the deadline passes while the check is in flight.
+    const shaper = createShaper({
+      policies: { algorithm: 'gcra', limit: 10, windowMs: 1_000, burst: 10 },
+      store: slowStore(40),
+      storeTimeoutMs: 1_000,
+      clock,
+    });
+    const outcomes: (string | undefined)[] = [];
+    for (let i = 0; i < 5; i++) {
+      const task = shaper.schedule(() => 'ran', { maxDelayMs: i === 4 ? 1 : 0 }).catch((e: RateLimitClientError) => e.code);
+      await vi.advanceTimersByTimeAsync(100);
+      outcomes.push(await task);
+    }
+    // Before: every one ERR_RL_TASK_EXPIRED, its charge refunded.
+    expect(outcomes).toEqual(['ran', 'ran', 'ran', 'ran', 'ran']);
+    // Refused at once (the bucket emptied): a wait is past its deadline, and it is not run late.
+    const empty = shaper.schedule(() => 'ran', { cost: 10 });
+    const refused = shaper.schedule(() => 'ran', { maxDelayMs: 0 }).catch((e: RateLimitClientError) => e.code);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(await empty).toBe('ran');
+    expect(await refused).toBe('ERR_RL_TASK_EXPIRED');
+    expect(shaper.stats()).toMatchObject({ started: 6, rejected: { expired: 1 } });
+    await shaper.close();
   });
 
   it('rejects bad options at construction', () => {

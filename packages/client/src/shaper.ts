@@ -14,6 +14,8 @@
  *
  * Every shaper's limiter is named `SHAPER_NAME`: shapers on one store with the same key and policy names
  * share one budget on purpose (in one process or many), and no shaper's state meets an unnamed limiter's.
+ * The shapers of one process on one such budget take turns once a head is refused (turns.ts), so a costly
+ * task is not starved by another shaper's cheaper ones.
  */
 import {
   type Clock,
@@ -32,6 +34,7 @@ import { requestCostToMilli } from '@tollgate/core/adapter';
 import { functionOption, integerIn, type KeysEnum, numberIn, oneOf, RateLimitClientError, readOptions } from './errors.js';
 import { isAbortSignal } from './linked-signal.js';
 import { sleep } from './sleep.js';
+import { joinTurns, leaveTurns, type Turns } from './turns.js';
 
 export interface ShaperOptions {
   /** The rate policies tasks are shaped by (one or several, all must admit a task), as in `createLimiter`. Required. */
@@ -126,6 +129,8 @@ interface Task {
   expiry?: ReturnType<typeof setTimeout>;
   /** While 'delayed': the timer that starts it. */
   delayTimer?: ReturnType<typeof setTimeout>;
+  /** Its deadline passed while its check was in flight: the answer decides (admitted at once, it starts). */
+  overdue?: boolean;
 }
 
 const KNOWN: KeysEnum<ShaperOptions> = {
@@ -151,6 +156,9 @@ const DAY = 86_400_000;
  */
 const SHAPER_NAME = 'tollgate-shaper';
 
+/** How often a shaper waiting behind another on a shared budget looks at the line again without being told, ms. */
+const TURN_RECHECK_MS = 1_000;
+
 /** `value` when it is a cost the core accepts (a positive multiple of 1/1000, or one past any capacity); else `ERR_RL_INVALID_COST`. */
 function readCost(value: unknown): number {
   if (typeof value === 'number' && Number.isFinite(value) && requestCostToMilli(value) > 0) return value;
@@ -164,6 +172,10 @@ interface ShaperSetup {
   readonly defaultDelay: number;
   readonly limiter: Limiter;
   readonly now: Clock;
+  /** The store the caller gave, whose budget other shapers of this process may share; undefined for the shaper's own. */
+  readonly store: Store | undefined;
+  /** The line of the shapers of this process on the same budget (only with a store given). */
+  readonly turns: Turns | undefined;
 }
 
 function readShaperOptions(options: ShaperOptions): ShaperSetup {
@@ -206,7 +218,16 @@ function readShaperOptions(options: ShaperOptions): ShaperSetup {
   });
   // The limiter's own default when no clock is given: deadlines and decisions read one time.
   const now: Clock = clock ?? monotonicClock;
-  return { key, maxQueue, defaultDelay, limiter, now };
+  const store = o.store;
+  return {
+    key,
+    maxQueue,
+    defaultDelay,
+    limiter,
+    now,
+    store,
+    turns: store === undefined ? undefined : joinTurns(store, key, limiter.policies),
+  };
 }
 
 /** Makes a shaper; see the module comment and the README. Options are checked here, once. */
@@ -285,6 +306,15 @@ class TaskShaper {
     this.settle(task, new RateLimitClientError('ERR_RL_TASK_EXPIRED', why), 'expired');
   }
 
+  /**
+   * A queued task's deadline: it is rejected, unless its check is in flight, sent before the deadline:
+   * then the answer decides (the store admitting it at once meets the deadline, anything else expires it).
+   */
+  private deadlinePassed(task: Task): void {
+    if (task.state === 'deciding') task.overdue = true;
+    else this.expire(task, `the task was not started within its deadline (${task.deadline - task.enqueuedAt} ms)`);
+  }
+
   private start(task: Task): void {
     const { counts, delay } = this;
     task.state = 'done';
@@ -327,7 +357,7 @@ class TaskShaper {
 
   /** Decides the head task; returns how long the loop should sleep before the next check. */
   private async decideHead(task: Task): Promise<number> {
-    const { limiter, key, now } = this.setup;
+    const { limiter, key, now, turns } = this.setup;
     // Past its deadline before its expiry timer fired: rejected without a check, so nothing is charged.
     if (this.expiredLate(task)) return 0;
     // The task keeps its place in the queue (and counts against maxQueue) while its check is in flight.
@@ -347,7 +377,16 @@ class TaskShaper {
     const refused = this.refusal(task, decision);
     if (refused) return 0;
     const wait = decision.allowed ? decision.delayMs : decision.retryAfterMs;
-    if (wait > 0 && now() + wait > task.deadline) {
+    if (decision.allowed && wait === 0) {
+      turns?.leave(this);
+      // The store admitted it at once on a check sent before its deadline: the deadline is met, however
+      // long the answer took (a Redis round trip against `maxDelayMs: 0`). An answer of the failure mode
+      // is a local admission, made when it came: the clock decides.
+      if (decision.degraded && this.expiredLate(task)) await this.giveBack(decision);
+      else this.start(task);
+      return 0;
+    }
+    if (task.overdue || now() + wait > task.deadline) {
       await this.giveBack(decision);
       this.expire(
         task,
@@ -355,11 +394,8 @@ class TaskShaper {
       );
       return 0;
     }
-    if (decision.allowed && wait === 0) {
-      if (!this.startInTime(task)) await this.giveBack(decision);
-      return 0;
-    }
     if (decision.allowed) {
+      turns?.leave(this);
       // A leaky-bucket admission with a delay: the slot is this task's, started when the delay is over;
       // cancelled or closed before, it leaves at once (settle). Its deadline is met: the start fits before it.
       clearTimeout(task.expiry);
@@ -370,6 +406,8 @@ class TaskShaper {
       task.delayTimer = setTimeout(() => this.startInTime(task), wait);
       return 0;
     }
+    // Refused: this shaper waits for the budget, and keeps its place among the shapers sharing it.
+    turns?.join(this);
     task.state = 'queued';
     return wait;
   }
@@ -398,22 +436,34 @@ class TaskShaper {
   private async pump(): Promise<void> {
     if (this.pumping) return;
     this.pumping = true;
+    const { turns } = this.setup;
     try {
       while (!this.closed && this.queue.length > 0) {
         this.woken = false;
+        if (turns !== undefined && !turns.mayCheck(this)) {
+          // Another shaper on this budget was refused first: wait behind it, keeping this place.
+          turns.join(this);
+          await this.napUntil(TURN_RECHECK_MS, turns.next());
+          continue;
+        }
         const wait = await this.decideHead(this.queue[0] as Task);
         // A wake while the head's check was in flight (a task scheduled ahead of it, the head cancelled)
         // is not lost: the new head is decided now, not after the old head's wait.
-        if (wait > 0 && !this.closed && !this.woken) {
-          const nap = new AbortController();
-          this.nap = nap;
-          await sleep(wait, nap.signal).catch(() => undefined);
-          this.nap = undefined;
-        }
+        if (wait > 0 && !this.closed && !this.woken) await this.napUntil(wait, undefined);
       }
     } finally {
       this.pumping = false;
+      // Nothing left to wait for: the shapers behind this one move up.
+      if (this.closed || this.queue.length === 0) turns?.leave(this);
     }
+  }
+
+  /** Sleeps `ms`, or until `wake` settles, or until the queue's head changes (wake()). */
+  private async napUntil(ms: number, wake: Promise<void> | undefined): Promise<void> {
+    const nap = new AbortController();
+    this.nap = nap;
+    await sleep(ms, nap.signal, wake).catch(() => undefined);
+    this.nap = undefined;
   }
 
   schedule<T>(fn: () => T | Promise<T>, opts?: ScheduleOptions): Promise<T> {
@@ -455,7 +505,7 @@ class TaskShaper {
         state: 'queued',
         cleanup: () => undefined,
       };
-      task.expiry = setTimeout(() => this.expire(task, `the task was not started within its deadline (${maxDelayMs} ms)`), maxDelayMs);
+      task.expiry = setTimeout(() => this.deadlinePassed(task), maxDelayMs);
       const onAbort = () => this.settle(task, s.signal?.reason, 'cancelled');
       s.signal?.addEventListener('abort', onAbort, { once: true });
       task.cleanup = () => {
@@ -492,6 +542,11 @@ class TaskShaper {
     this.wake();
     for (const task of [...this.queue, ...this.delayed])
       this.settle(task, new RateLimitClientError('ERR_RL_SHAPER_CLOSED', 'the shaper was closed before the task started'), 'closed');
-    await this.setup.limiter.close();
+    const { store, turns, key, limiter } = this.setup;
+    if (store !== undefined && turns !== undefined) {
+      turns.leave(this);
+      leaveTurns(store, key, limiter.policies, turns);
+    }
+    await limiter.close();
   }
 }

@@ -69,8 +69,35 @@ describe('readRateLimitSignal', () => {
       }),
       NOW,
     );
-    expect(s).toEqual({ retryAfterMs: 1000, remaining: 0, resetMs: 1000, limit: 10, dialect: 'draft-11' });
+    expect(s).toMatchObject({ retryAfterMs: 1000, remaining: 0, resetMs: 1000, limit: 10, dialect: 'draft-11' });
     expect(serverWaitMs(s)).toBe(1000);
+  });
+
+  it('draft-11: every item, each with its quota, window and partition key (pk on the item, else on its policy)', () => {
+    const s = readRateLimitSignal(
+      h({
+        'ratelimit-policy': '"burst";q=10;w=1, "daily";q=1000;w=86400;pk=:YzZhlaR+lA/r:',
+        ratelimit: '"burst";r=4;t=1;pk=:AQID:, "daily";r=871;t=43200',
+      }),
+      NOW,
+    );
+    expect(s.policies).toEqual([
+      { name: 'burst', partition: 'AQID', remaining: 4, resetMs: 1_000, limit: 10, windowMs: 1_000 },
+      { name: 'daily', partition: 'YzZhlaR+lA/r', remaining: 871, resetMs: 43_200_000, limit: 1000, windowMs: 86_400_000 },
+    ]);
+    // express-rate-limit's draft-8: pk on RateLimit-Policy only, Tokens, spaces after ';'.
+    const erl = readRateLimitSignal(
+      h({ ratelimit: '"2-in-1min"; r=1; t=60', 'ratelimit-policy': '"2-in-1min"; q=2; w=60; pk=:MTJjYTE3YjQ5YWYy:' }),
+      NOW,
+    );
+    expect(erl.policies).toEqual([
+      { name: '2-in-1min', partition: 'MTJjYTE3YjQ5YWYy', remaining: 1, resetMs: 60_000, limit: 2, windowMs: 60_000 },
+    ]);
+    // GitHub's X-RateLimit-Resource names the legacy fields' policy.
+    const gh = readRateLimitSignal(h({ 'x-ratelimit-remaining': '29', 'x-ratelimit-limit': '30', 'x-ratelimit-resource': 'search' }), NOW);
+    expect(gh.policies).toEqual([
+      { name: 'search', partition: undefined, remaining: 29, resetMs: undefined, limit: 30, windowMs: undefined },
+    ]);
   });
 
   it('draft-11: a tie on r goes to the longer t; Tokens and spaces after ";" are accepted (express-rate-limit draft-8)', () => {
@@ -93,6 +120,7 @@ describe('readRateLimitSignal', () => {
       resetMs: 5000,
       limit: 100,
       dialect: 'draft-7',
+      policies: [{ name: '', partition: undefined, remaining: 0, resetMs: 5000, limit: 100, windowMs: 60_000 }],
     });
   });
 
@@ -103,6 +131,7 @@ describe('readRateLimitSignal', () => {
       resetMs: 60_000,
       limit: 2,
       dialect: 'draft-6',
+      policies: [{ name: '', partition: undefined, remaining: 1, resetMs: 60_000, limit: 2, windowMs: undefined }],
     });
   });
 
@@ -116,7 +145,7 @@ describe('readRateLimitSignal', () => {
       }),
       NOW + 3_000,
     );
-    expect(epoch).toEqual({ retryAfterMs: undefined, remaining: 0, resetMs: 7_000, limit: 5, dialect: 'legacy' });
+    expect(epoch).toMatchObject({ retryAfterMs: undefined, remaining: 0, resetMs: 7_000, limit: 5, dialect: 'legacy' });
     expect(readRateLimitSignal(h({ 'x-ratelimit-remaining': '3', 'x-ratelimit-reset': String(NOW + 2_500) }), NOW).resetMs).toBe(2_500);
     expect(readRateLimitSignal(h({ 'x-ratelimit-remaining': '3', 'x-ratelimit-reset': '30' }), NOW).resetMs).toBe(30_000);
   });
@@ -128,6 +157,7 @@ describe('readRateLimitSignal', () => {
       resetMs: undefined,
       limit: undefined,
       dialect: undefined,
+      policies: [],
     });
     expect(serverWaitMs(readRateLimitSignal(h({ 'retry-after': '3' }), NOW))).toBe(3000);
     // Quota left: no wait is named even if a reset is.

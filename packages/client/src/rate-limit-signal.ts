@@ -12,6 +12,28 @@ import { IMF_FIXDATES, parseHttpDate } from './http-date.js';
 /** The header dialect the quota numbers were read from. */
 export type RateLimitDialect = 'draft-11' | 'draft-7' | 'draft-6' | 'legacy';
 
+/**
+ * One policy a response reports on: a draft-11 item, or the single policy of the older dialects. Pacing
+ * keeps a quota per policy and partition, so a spent policy holds only the requests that answer to it.
+ */
+export interface RateLimitItem {
+  /**
+   * The policy's name: draft-11's item name; for the legacy fields, `X-RateLimit-Resource` (GitHub's
+   * `core`, `search`, ...); `''` when the dialect names none.
+   */
+  readonly name: string;
+  /** draft-11 `pk` (on the item, else on its `RateLimit-Policy` member), base64 as sent; undefined when none. */
+  readonly partition: string | undefined;
+  /** Quota left (`r`, `remaining`). */
+  readonly remaining: number;
+  /** Time until that quota is back, ms (`t`, `reset`), when given. */
+  readonly resetMs: number | undefined;
+  /** The quota (`q`, `limit`), when given. */
+  readonly limit: number | undefined;
+  /** The policy's window (`w` of `RateLimit-Policy`), ms, when given. */
+  readonly windowMs: number | undefined;
+}
+
 /** What one response says, in milliseconds relative to when it was read. */
 export interface RateLimitSignal {
   /** From `Retry-After`: how long to wait before trying again. */
@@ -24,6 +46,11 @@ export interface RateLimitSignal {
   readonly limit: number | undefined;
   /** Where `remaining`/`resetMs` came from; undefined when no dialect was present and well-formed. */
   readonly dialect: RateLimitDialect | undefined;
+  /**
+   * Every policy the response reports on (`remaining`, `resetMs` and `limit` above are the one with the
+   * least left); empty or absent when it names none.
+   */
+  readonly policies?: readonly RateLimitItem[];
 }
 
 /** The structural view of response headers this module needs (a `Headers` is one). */
@@ -31,7 +58,14 @@ export interface HeaderGetter {
   get(name: string): string | null;
 }
 
-const NONE: RateLimitSignal = { retryAfterMs: undefined, remaining: undefined, resetMs: undefined, limit: undefined, dialect: undefined };
+const NONE: RateLimitSignal = {
+  retryAfterMs: undefined,
+  remaining: undefined,
+  resetMs: undefined,
+  limit: undefined,
+  dialect: undefined,
+  policies: [],
+};
 const DIGITS = /^\d+$/;
 
 /**
@@ -88,46 +122,95 @@ function itemName(item: Item[0]): string | undefined {
   return undefined;
 }
 
-/** draft-11: the item with the least `r` (the longest `t` on a tie), with its policy's `q`. */
-function readDraft11(rateLimit: string, policyField: string | null): Omit<RateLimitSignal, 'retryAfterMs'> | undefined {
+type Quota = Omit<RateLimitSignal, 'retryAfterMs'>;
+
+/** A Byte Sequence (`pk`) as base64, or undefined for any other value. */
+function partitionOf(value: unknown): string | undefined {
+  if (!(value instanceof ArrayBuffer)) return undefined;
+  let binary = '';
+  for (const byte of new Uint8Array(value)) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+interface PolicyMember {
+  readonly q: number | undefined;
+  /** `w`, ms. */
+  readonly w: number | undefined;
+  readonly pk: string | undefined;
+}
+
+/** draft-11 `RateLimit-Policy` members by name (the first of a name). A malformed field is ignored whole. */
+function policyMembers(policyField: string | null): Map<string, PolicyMember> {
+  const out = new Map<string, PolicyMember>();
+  if (policyField === null) return out;
+  try {
+    for (const member of parseList(policyField)) {
+      if (Array.isArray(member[0])) continue;
+      const name = itemName(member[0] as Item[0]);
+      if (name === undefined || out.has(name)) continue;
+      const w = nonNegativeInteger(member[1].get('w'));
+      out.set(name, { q: nonNegativeInteger(member[1].get('q')), w: w ? w * 1000 : undefined, pk: partitionOf(member[1].get('pk')) });
+    }
+  } catch {
+    // A malformed RateLimit-Policy is ignored; quotas and windows are then unknown.
+  }
+  return out;
+}
+
+/** draft-11: every item; the one with the least `r` (the longest `t` on a tie) is the summary. */
+function readDraft11(rateLimit: string, policyField: string | null): Quota | undefined {
   let list: ReturnType<typeof parseList>;
   try {
     list = parseList(rateLimit);
   } catch {
     return undefined;
   }
-  let best: { name: string; r: number; t: number | undefined } | undefined;
+  const members = policyMembers(policyField);
+  const items: RateLimitItem[] = [];
+  let best: RateLimitItem | undefined;
   for (const member of list) {
     if (Array.isArray(member[0])) continue;
     const name = itemName(member[0] as Item[0]);
     const r = nonNegativeInteger(member[1].get('r'));
     if (name === undefined || r === undefined) continue;
     const t = nonNegativeInteger(member[1].get('t'));
-    if (best === undefined || r < best.r || (r === best.r && (t ?? 0) > (best.t ?? 0))) best = { name, r, t };
+    const policy = members.get(name);
+    const item: RateLimitItem = {
+      name,
+      partition: partitionOf(member[1].get('pk')) ?? policy?.pk,
+      remaining: r,
+      resetMs: t === undefined ? undefined : t * 1000,
+      limit: policy?.q,
+      windowMs: policy?.w,
+    };
+    items.push(item);
+    if (best === undefined || r < best.remaining || (r === best.remaining && (item.resetMs ?? 0) > (best.resetMs ?? 0))) best = item;
   }
   if (best === undefined) return undefined;
-  return {
-    remaining: best.r,
-    resetMs: best.t === undefined ? undefined : best.t * 1000,
-    limit: quotaOf(policyField, best.name),
-    dialect: 'draft-11',
-  };
+  return { remaining: best.remaining, resetMs: best.resetMs, limit: best.limit, dialect: 'draft-11', policies: items };
 }
 
-function quotaOf(policyField: string | null, name: string): number | undefined {
+/** The window (`w`, ms) of a draft-6/7 `RateLimit-Policy: 100;w=60`, when there is one. */
+function legacyWindow(policyField: string | null): number | undefined {
   if (policyField === null) return undefined;
   try {
-    for (const member of parseList(policyField)) {
-      if (!Array.isArray(member[0]) && itemName(member[0] as Item[0]) === name) return nonNegativeInteger(member[1].get('q'));
-    }
+    const first = parseList(policyField)[0];
+    if (first === undefined || Array.isArray(first[0]) || typeof first[0] !== 'number') return undefined;
+    const w = nonNegativeInteger(first[1].get('w'));
+    return w ? w * 1000 : undefined;
   } catch {
-    // A malformed RateLimit-Policy is ignored; the quota is then unknown.
+    return undefined;
   }
-  return undefined;
+}
+
+/** The one policy of the older dialects, as an item (none without `remaining`). */
+function single(quota: Pick<Quota, 'remaining' | 'resetMs' | 'limit'>, name: string, windowMs: number | undefined): RateLimitItem[] {
+  if (quota.remaining === undefined) return [];
+  return [{ name, partition: undefined, remaining: quota.remaining, resetMs: quota.resetMs, limit: quota.limit, windowMs }];
 }
 
 /** draft-7: `RateLimit: limit=100, remaining=50, reset=5` (an SF Dictionary). */
-function readDraft7(rateLimit: string): Omit<RateLimitSignal, 'retryAfterMs'> | undefined {
+function readDraft7(rateLimit: string, policyField: string | null): Quota | undefined {
   let dict: ReturnType<typeof parseDictionary>;
   try {
     dict = parseDictionary(rateLimit);
@@ -141,7 +224,8 @@ function readDraft7(rateLimit: string): Omit<RateLimitSignal, 'retryAfterMs'> | 
   const remaining = member('remaining');
   const reset = member('reset');
   if (remaining === undefined && reset === undefined) return undefined;
-  return { remaining, resetMs: reset === undefined ? undefined : reset * 1000, limit: member('limit'), dialect: 'draft-7' };
+  const quota = { remaining, resetMs: reset === undefined ? undefined : reset * 1000, limit: member('limit') };
+  return { ...quota, dialect: 'draft-7', policies: single(quota, '', legacyWindow(policyField)) };
 }
 
 /**
@@ -162,20 +246,31 @@ function legacyReset(value: number | undefined, headers: HeaderGetter, now: numb
 export function readRateLimitSignal(headers: HeaderGetter, now: number = Date.now()): RateLimitSignal {
   const retryAfterMs = readRetryAfter(headers, now);
   const rateLimit = headers.get('ratelimit');
+  const policyField = headers.get('ratelimit-policy');
   if (rateLimit !== null) {
-    const quota = readDraft11(rateLimit, headers.get('ratelimit-policy')) ?? readDraft7(rateLimit);
+    const quota = readDraft11(rateLimit, policyField) ?? readDraft7(rateLimit, policyField);
     if (quota !== undefined) return { retryAfterMs, ...quota };
   }
   const remaining6 = digits(headers.get('ratelimit-remaining'));
   if (remaining6 !== undefined) {
     const reset = digits(headers.get('ratelimit-reset'));
-    const limit = digits(headers.get('ratelimit-limit'));
-    return { retryAfterMs, remaining: remaining6, resetMs: reset === undefined ? undefined : reset * 1000, limit, dialect: 'draft-6' };
+    const quota = {
+      remaining: remaining6,
+      resetMs: reset === undefined ? undefined : reset * 1000,
+      limit: digits(headers.get('ratelimit-limit')),
+    };
+    return { retryAfterMs, ...quota, dialect: 'draft-6', policies: single(quota, '', legacyWindow(policyField)) };
   }
   const remainingX = digits(headers.get('x-ratelimit-remaining'));
   if (remainingX !== undefined) {
-    const resetMs = legacyReset(digits(headers.get('x-ratelimit-reset')), headers, now);
-    return { retryAfterMs, remaining: remainingX, resetMs, limit: digits(headers.get('x-ratelimit-limit')), dialect: 'legacy' };
+    const quota = {
+      remaining: remainingX,
+      resetMs: legacyReset(digits(headers.get('x-ratelimit-reset')), headers, now),
+      limit: digits(headers.get('x-ratelimit-limit')),
+    };
+    // GitHub names the quota a request counted against (core, search, graphql, ...): octokit's throttling keys by it.
+    const resource = headers.get('x-ratelimit-resource')?.trim() ?? '';
+    return { retryAfterMs, ...quota, dialect: 'legacy', policies: single(quota, resource, undefined) };
   }
   return retryAfterMs === undefined ? NONE : { ...NONE, retryAfterMs };
 }

@@ -275,7 +275,8 @@ describe('withRetry', () => {
   it('pacing at zero: waiters for the reset are not sent at once; a probe goes first, the rest follow its numbers, none refused', async () => {
     const origin = Date.now();
     const server = windowServer(5, 2_000, origin);
-    const f = withRetry(server.fetch, { pacing: true, retries: 0 });
+    // No jitter past the reset (random 0): one client's probe and pacing alone.
+    const f = withRetry(server.fetch, { pacing: true, retries: 0, random: () => 0 });
     for (let i = 0; i < 5; i++) await f(URL_);
     // Twenty callers at once with nothing left: twenty at the reset would be five admitted, fifteen 429s.
     const calls = Promise.all(Array.from({ length: 20 }, () => f(URL_)));
@@ -308,25 +309,31 @@ describe('withRetry', () => {
     expect(server.sent.filter((s) => s.status !== 200)).toEqual([]);
   });
 
-  it('pacing: new numbers wake the waiters to ask again, never to leave unpaced before maxDelayMs', async () => {
+  it('pacing: new numbers wake the waiters to ask again, never to leave unpaced; a reset past what is left of maxDelayMs is answered at once', async () => {
     const t0 = Date.now();
     const sent: number[] = [];
     let answers = 0;
     const fetch: FetchLike = async () => {
       sent.push(Date.now() - t0);
       answers++;
-      // The second request is slow: its answer (nothing left, 5 s) lands while the others wait.
+      // The second request is slow: its answer (nothing left, 2 s) lands while the others wait.
       if (answers === 2) await new Promise((r) => setTimeout(r, 250));
-      return new Response('ok', { headers: { ratelimit: `"d";r=${answers === 1 ? 1 : 0};t=5` } });
+      return new Response('ok', { headers: { ratelimit: `"d";r=${answers === 1 ? 1 : 0};t=2` } });
     };
-    const f = withRetry(fetch, { pacing: true, maxDelayMs: 2_000 });
+    const f = withRetry(fetch, { pacing: true, maxDelayMs: 5_000, random: () => 0 });
     await f(URL_);
     const slow = f(URL_);
     const waiters = Promise.all(Array.from({ length: 8 }, () => f(URL_)));
-    await vi.advanceTimersByTimeAsync(2_500);
-    await Promise.all([slow, waiters]);
-    // The slow answer at 250 ms wakes them; they ask again, find nothing left, and wait out maxDelayMs.
-    expect(sent.slice(2)).toEqual(Array.from({ length: 8 }, () => 2_000));
+    await vi.advanceTimersByTimeAsync(5_000);
+    await slow;
+    // The slow answer at 250 ms wakes them; they ask again and wait for its reset (2,250 ms), where one
+    // probes; its answer (nothing left, 2 s more) paces the next probe; then the reset is past what is
+    // left of their 5 s: they are answered at once, unsent, never released unpaced.
+    expect(sent.slice(2)).toEqual([2_250, 4_250]);
+    const statuses = (await waiters).map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(2);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(6);
+    expect(f.stats().pacedRefused).toBe(6);
   });
 
   it('pacing: a probe answered with Retry-After alone (no quota numbers) holds the others until then', async () => {
@@ -341,7 +348,7 @@ describe('withRetry', () => {
       }
       return sent.length === 2 ? new Response('no', { status: 429, headers: { 'retry-after': '3' } }) : new Response('ok');
     };
-    const f = withRetry(fetch, { pacing: true, retries: 0 });
+    const f = withRetry(fetch, { pacing: true, retries: 0, random: () => 0 });
     await f(URL_);
     const calls = Promise.all([f(URL_), f(URL_), f(URL_)]);
     await vi.advanceTimersByTimeAsync(5_000);
@@ -363,13 +370,15 @@ describe('withRetry', () => {
     const f = withRetry(fetch, { pacing: true, maxDelayMs: 1_500 });
     // Refused at once: the wait is past maxDelayMs.
     expect((await f(URL_)).status).toBe(429);
-    const second = f(URL_);
+    // Within maxDelayMs of that refusal, a call is answered with it at once, unsent.
+    const local = await f(URL_);
+    expect([local.status, local.headers.get('retry-after')]).toEqual([429, '1000000000']);
     await vi.advanceTimersByTimeAsync(1_500);
-    expect((await second).status).toBe(200);
-    // The server took a request: nothing left is disproved. Before: every call waited 1.5 s, for ever.
+    // Then one goes to the server: it takes it, and nothing left is disproved (an absurd one never ends).
+    expect((await f(URL_)).status).toBe(200);
     for (let i = 0; i < 3; i++) expect((await f(URL_)).status).toBe(200);
     expect(sent).toEqual([0, 1_500, 1_500, 1_500, 1_500]);
-    expect(f.stats().pacedMs).toBe(1_500);
+    expect(f.stats()).toMatchObject({ pacedMs: 0, pacedRefused: 1 });
   });
 
   it('pacing: a success that was on its way when the refusal came does not end the nothing-left', async () => {
@@ -384,17 +393,20 @@ describe('withRetry', () => {
       return sent.length === 3 ? new Response('no', { status: 429, headers: { 'retry-after': '3600' } }) : new Response('ok');
     };
     const f = withRetry(fetch, { pacing: true, maxDelayMs: 1_500 });
-    // Heard from once (a first burst to an origin not heard from waits for one answer).
+    // Heard from once (a first burst on a line not heard from waits for one answer). The query is not
+    // part of the line: the slow call is on the same one.
     await f(URL_);
-    const slow = f(`${URL_}slow`);
+    const slow = f(`${URL_}?slow`);
     expect((await f(URL_)).status).toBe(429);
     await vi.advanceTimersByTimeAsync(100);
     expect((await slow).status).toBe(200);
-    // The 200 left before the 429 was seen: still nothing left, the next call waits maxDelayMs.
-    const next = f(URL_);
-    await vi.advanceTimersByTimeAsync(1_500);
-    expect((await next).status).toBe(200);
-    expect(sent).toEqual([0, 0, 0, 1_600]);
+    // The 200 left before the 429 was seen: still nothing left, the next call is answered at once, unsent.
+    expect((await f(URL_)).status).toBe(429);
+    expect(sent).toEqual([0, 0, 0]);
+    // maxDelayMs after the refusal, one goes to the server again.
+    await vi.advanceTimersByTimeAsync(1_400);
+    expect((await f(URL_)).status).toBe(200);
+    expect(sent).toEqual([0, 0, 0, 1_500]);
   });
 
   it('pacing a first burst to an origin not heard from: one probe goes alone, the rest follow its numbers, none refused', async () => {
@@ -437,7 +449,7 @@ describe('withRetry', () => {
       sent.push(Date.now() - t0);
       return new Response('ok', { headers: bare ? {} : { ratelimit: '"d";r=0;t=1' } });
     };
-    const f = withRetry(fetch, { pacing: true });
+    const f = withRetry(fetch, { pacing: true, random: () => 0 });
     await f(URL_);
     bare = true;
     const calls = Promise.all([f(URL_), f(URL_), f(URL_)]);
@@ -446,24 +458,25 @@ describe('withRetry', () => {
     expect(sent).toEqual([0, 1_000, 1_000, 1_000]);
   });
 
-  it('pacing holds first attempts at most maxDelayMs and never past the deadline; a retry waits what its refusal asked', async () => {
-    // An hour to the reset with nothing left: the next call waits maxDelayMs, not the hour.
+  it('pacing answers at once, unsent, a call whose reset is past maxDelayMs or the deadline; a retry waits what its refusal asked', async () => {
+    // An hour to the reset with nothing left: the next call is answered at once with a local 429, not
+    // held maxDelayMs and then sent (with every other call held with it).
     const quiet = scripted(new Response('ok', { headers: { ratelimit: '"d";r=0;t=3600' } }));
     const f = withRetry(quiet.fetch, { pacing: true, maxDelayMs: 2_000 });
     await f(URL_);
-    const second = f(URL_);
-    await vi.advanceTimersByTimeAsync(2_000);
-    expect((await second).status).toBe(200);
-    expect(quiet.calls.map((c) => c.at - (quiet.calls[0]?.at ?? 0))).toEqual([0, 2_000]);
-    expect(f.stats().pacedMs).toBe(2_000);
+    const second = await f(URL_);
+    expect([second.status, second.headers.get('retry-after'), await second.text()]).toEqual([429, '3600', '']);
+    expect(quiet.calls).toHaveLength(1);
+    expect(f.stats()).toMatchObject({ requests: 2, pacedMs: 0, pacedRefused: 1 });
 
-    // A wait past the deadline is not taken: the request leaves at once.
+    // A reset past the deadline is not waited for either: answered at once.
     const tight = scripted(new Response('ok', { headers: { ratelimit: '"d";r=0;t=10' } }));
     const g = withRetry(tight.fetch, { pacing: true, timeoutMs: 1_000 });
     await g(URL_);
-    expect((await g(URL_)).status).toBe(200);
-    expect(tight.calls.map((c) => c.at - (tight.calls[0]?.at ?? 0))).toEqual([0, 0]);
-    expect(g.stats().pacedMs).toBe(0);
+    const late = await g(URL_);
+    expect([late.status, late.headers.get('retry-after')]).toEqual([429, '10']);
+    expect(tight.calls).toHaveLength(1);
+    expect(g.stats()).toMatchObject({ pacedMs: 0, pacedRefused: 1 });
 
     // Retry-After 1 beside r=0;t=10: the retry comes after 1 s (draft-11: Retry-After takes precedence).
     const told = scripted(refused(429, { 'retry-after': '1', ratelimit: '"d";r=0;t=10' }));
@@ -605,10 +618,10 @@ describe('withRetry', () => {
   });
 
   it('times the deadline, the budget and pacing on a monotonic clock: a system clock step moves none of them', async () => {
-    // Pacing: an hour to the reset with nothing left, maxDelayMs 2 s; the system clock steps back 10 s
-    // during the wait. On the wall clock the wait grew by the step (11 s).
-    const quiet = scripted(new Response('ok', { headers: { ratelimit: '"d";r=0;t=3600' } }));
-    const f = withRetry(quiet.fetch, { pacing: true, maxDelayMs: 2_000 });
+    // Pacing: 2 s to the reset with nothing left; the system clock steps back 10 s during the wait. On
+    // the wall clock the wait grew by the step (12 s).
+    const quiet = scripted(new Response('ok', { headers: { ratelimit: '"d";r=0;t=2' } }));
+    const f = withRetry(quiet.fetch, { pacing: true, maxDelayMs: 5_000, random: () => 0 });
     await f(URL_);
     const second = f(URL_);
     await vi.advanceTimersByTimeAsync(500);

@@ -2,7 +2,8 @@
  * @module `withRetry(fetch, options)`: a fetch-compatible function that retries what a rate limit or an
  * overloaded server refused, the way the server asked, without ever storming it. One attempt:
  *
- * 1. pacing (optional) may hold the request until the origin's advertised quota allows it;
+ * 1. pacing (optional) may hold the request until the quotas its line answers to allow it, or answer it
+ *    at once, unsent, with a refusal when their reset is beyond what it may wait;
  * 2. the request goes out; a response whose status is in `retryOn` (429, 503) is a candidate for a retry,
  *    a network error too (`retryNetworkErrors`), but never fetch's own refusal of its input (a bad URL, a
  *    GET with a body: `isInputError`); anything else is returned as it is;
@@ -16,19 +17,41 @@
  * deadline for the whole call (up to the headers), retries and waits included: in flight it aborts with
  * `ERR_RL_DEADLINE_EXCEEDED`; a wait that would end past it is not started and the last response is
  * returned instead. Pacing holds first attempts only, never longer than `maxDelayMs` and never past the
- * deadline (the request then leaves at once): a retry waits what its refusal asked for.
+ * deadline (a reset beyond either is answered at once with a local refusal): a retry waits what its
+ * refusal asked for.
  */
 import { monotonicClock, RateLimitConfigError } from '@tollgate/core';
 import { backoffDelay, type Jitter } from './backoff.js';
 import { functionOption, integerIn, type KeysEnum, numberIn, oneOf, RateLimitClientError, readOptions } from './errors.js';
 import { follow, isAbortSignal } from './linked-signal.js';
-import { Pacer } from './pacer.js';
+import { hashKey, Pacer, type PacingScope, type PacingTicket, pacingScope, requestLine } from './pacer.js';
 import { type RateLimitSignal, readRateLimitSignal, serverWaitMs } from './rate-limit-signal.js';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
 import { sleep } from './sleep.js';
 
 /** The fetch shape `withRetry` wraps and returns: global `fetch`, undici's, or any function like them. */
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+/** What `pacing.key` is given: the request as it is about to be sent. */
+export interface PacingRequest {
+  /** Upper case, e.g. `'GET'`. */
+  readonly method: string;
+  /** The URL as given (absolute, or relative for a fetch with a base elsewhere). */
+  readonly url: string;
+  readonly headers: Headers;
+}
+
+/** The `pacing` option's object form. */
+export interface PacingOptions {
+  /** The share of a quota below which requests are spread out, from 0 to 1. Defaults to `0.1`. */
+  paceBelow?: number;
+  /**
+   * The caller's partition of a request (e.g. its credential or tenant): requests of different keys
+   * never hold each other where the server names no `pk`. Hashed, never kept as given. Defaults to the
+   * request's `Authorization` header (none: one partition).
+   */
+  key?: (request: PacingRequest) => string | undefined;
+}
 
 /** What `onRetry` is told before each wait. */
 export interface RetryEvent {
@@ -71,11 +94,10 @@ export interface RetryOptions {
   /** The retry budget, shared by every call of this function; `false` turns it off. Defaults to `{ ratio: 0.1, minRetriesPerSecond: 1, windowMs: 10_000 }`. */
   budget?: RetryBudgetOptions | false;
   /**
-   * Pace requests from the quota responses advertise (any dialect), per origin: `true`, or
-   * `{ paceBelow }`, the share of the quota below which requests are spread out (default 0.1).
-   * Defaults to `false`.
+   * Pace requests from the quotas responses advertise (any dialect), per origin, policy and partition:
+   * `true`, or `{ paceBelow, key }` (see `PacingOptions`). Defaults to `false`.
    */
-  pacing?: boolean | { paceBelow?: number };
+  pacing?: boolean | PacingOptions;
   /**
    * Called before each retry's wait; a promise it returns is waited for. A throw or a rejection ends the
    * call with that error. Defaults to none.
@@ -93,7 +115,7 @@ export interface RetryOptions {
 
 /** What a `withRetry` function counted since it was made. */
 export interface RetryStats {
-  /** Calls (first attempts). */
+  /** Calls: first attempts, and the calls pacing answered itself (`pacedRefused`). */
   readonly requests: number;
   /** Retries sent. */
   readonly retries: number;
@@ -103,6 +125,11 @@ export interface RetryStats {
   readonly tooLongRefused: number;
   /** Total ms first attempts waited for pacing. */
   readonly pacedMs: number;
+  /**
+   * Calls pacing answered itself, unsent, with a refusal (the reset beyond `maxDelayMs` or the deadline).
+   * Counted in `requests` too.
+   */
+  readonly pacedRefused: number;
 }
 
 /** A fetch-compatible function, plus its counters. */
@@ -143,6 +170,8 @@ interface RetryConfig {
   readonly timeoutMs: number | undefined;
   readonly budget: RetryBudget | undefined;
   readonly pacer: Pacer | undefined;
+  /** The caller's partition of a request, for pacing. */
+  readonly pacingKey: (request: PacingRequest) => string | undefined;
   readonly onRetry: ((event: RetryEvent) => unknown) | undefined;
   /** Times intervals: the deadline, the budget's window, pacing. */
   readonly clock: () => number;
@@ -176,14 +205,6 @@ function parseRetryOptions(input: RetryOptions | undefined): RetryConfig {
     const ratio = b.ratio === undefined ? 0.1 : numberIn(b.ratio, 'budget.ratio', 0, 1000, 'e.g. 0.1');
     budget = new RetryBudget(ratio, (perSecond * windowMs) / 1000, windowMs, clock);
   }
-  let pacer: Pacer | undefined;
-  if (o.pacing !== undefined && o.pacing !== false) {
-    if (o.pacing !== true && (o.pacing === null || typeof o.pacing !== 'object')) {
-      throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'pacing', 'must be true, false or { paceBelow }', o.pacing);
-    }
-    const p = o.pacing === true ? {} : readOptions(o.pacing, { paceBelow: true }, 'pacing', '{ paceBelow: 0.1 }');
-    pacer = new Pacer(p.paceBelow === undefined ? 0.1 : numberIn(p.paceBelow, 'pacing.paceBelow', 0, 1, 'e.g. 0.1'), clock);
-  }
   if (
     o.idempotencyKeyHeader !== undefined &&
     (typeof o.idempotencyKeyHeader !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(o.idempotencyKeyHeader))
@@ -196,6 +217,8 @@ function parseRetryOptions(input: RetryOptions | undefined): RetryConfig {
     );
   }
   const maxDelayMs = o.maxDelayMs === undefined ? 30_000 : integerIn(o.maxDelayMs, 'maxDelayMs', 1, DAY, 'e.g. 30_000');
+  const random = o.random === undefined ? Math.random : functionOption<() => number>(o.random, 'random', 'Math.random');
+  const pacing = parsePacing(o.pacing, maxDelayMs, clock, random);
   const baseDelayMs =
     o.baseDelayMs === undefined
       ? Math.min(100, maxDelayMs)
@@ -211,21 +234,51 @@ function parseRetryOptions(input: RetryOptions | undefined): RetryConfig {
     maxDelayMs,
     timeoutMs: o.timeoutMs === undefined ? undefined : integerIn(o.timeoutMs, 'timeoutMs', 1, DAY, 'e.g. 10_000'),
     budget,
-    pacer,
+    pacer: pacing?.pacer,
+    pacingKey: pacing?.key ?? authorizationKey,
     onRetry:
       o.onRetry === undefined
         ? undefined
         : functionOption<(e: RetryEvent) => unknown>(o.onRetry, 'onRetry', '(e) => log(e.attempt, e.delayMs)'),
     clock,
     wallClock: given ?? Date.now,
-    random: o.random === undefined ? Math.random : functionOption<() => number>(o.random, 'random', 'Math.random'),
+    random,
   });
+}
+
+/** The default `pacing.key`: the request's credential. */
+const authorizationKey = (request: PacingRequest): string | undefined => request.headers.get('authorization') ?? undefined;
+
+const PACING_KNOWN: KeysEnum<PacingOptions> = { paceBelow: true, key: true };
+
+function parsePacing(
+  value: unknown,
+  maxDelayMs: number,
+  clock: () => number,
+  random: () => number,
+): { pacer: Pacer; key: ((request: PacingRequest) => string | undefined) | undefined } | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value !== true && (value === null || typeof value !== 'object')) {
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'pacing', 'must be true, false or { paceBelow, key }', value);
+  }
+  const p = value === true ? {} : readOptions(value as PacingOptions, PACING_KNOWN, 'pacing', '{ paceBelow: 0.1 }');
+  const paceBelow = p.paceBelow === undefined ? 0.1 : numberIn(p.paceBelow, 'pacing.paceBelow', 0, 1, 'e.g. 0.1');
+  const key =
+    p.key === undefined
+      ? undefined
+      : functionOption<(request: PacingRequest) => string | undefined>(
+          p.key,
+          'pacing.key',
+          "(request) => request.headers.get('x-api-key')",
+        );
+  return { pacer: new Pacer({ paceBelow, maxDelayMs, clock, random }), key };
 }
 
 /** The parts of a call every attempt needs. */
 interface CallShape {
   readonly method: string;
-  readonly origin: string;
+  /** Where pacing counts the call (undefined without pacing). */
+  readonly scope: PacingScope | undefined;
   readonly replayable: boolean;
   readonly userSignal: AbortSignal | undefined;
 }
@@ -267,18 +320,32 @@ function shapeOf(input: string | URL | Request, init: RequestInit | undefined, c
   const request = input instanceof Request ? input : undefined;
   const method = (init?.method ?? request?.method ?? 'GET').toUpperCase();
   const url = request?.url ?? String(input);
-  let origin = url;
-  try {
-    origin = new URL(url).origin;
-  } catch {
-    // A relative URL (a fetch with a base elsewhere): pace on the string as given.
-  }
   const headers = new Headers(init?.headers ?? request?.headers);
   // A Request's own body is replayed from `request.clone()` (the runtime keeps a copy); an init body only
   // when it is one value that can be sent again.
   const streamed = init?.body !== undefined && init.body !== null && !resendable(init.body);
   const allowedMethod = IDEMPOTENT.has(method) || config.retryNonIdempotent || headers.has(config.idempotencyKeyHeader);
-  return { method, origin, replayable: allowedMethod && !streamed, userSignal: signalOf(init, request) };
+  const scope = config.pacer === undefined ? undefined : scopeOf(method, url, headers, config.pacingKey);
+  return { method, scope, replayable: allowedMethod && !streamed, userSignal: signalOf(init, request) };
+}
+
+/** Where pacing counts a request: its origin, the caller's partition (hashed) and its line. */
+function scopeOf(method: string, url: string, headers: Headers, key: (request: PacingRequest) => string | undefined): PacingScope {
+  const partition: unknown = key({ method, url, headers });
+  if (partition !== undefined && typeof partition !== 'string') {
+    throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'pacing.key', 'must return a string or undefined', partition);
+  }
+  let origin = '';
+  let path = url;
+  try {
+    const parsed = new URL(url);
+    origin = parsed.origin;
+    path = parsed.pathname;
+  } catch {
+    // A relative URL (a fetch with a base elsewhere): one origin for all of them, the path as given.
+    path = url.split(/[?#]/, 1)[0] ?? url;
+  }
+  return pacingScope(origin, hashKey(partition ?? ''), requestLine(method, path));
 }
 
 /**
@@ -361,32 +428,57 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/** What pacing let a first attempt do: go (probing what `ticket` names), or be answered at once. */
+type Paced = { readonly kind: 'go'; readonly ticket: PacingTicket | undefined } | { readonly kind: 'refuse'; readonly response: Response };
+
 /**
  * Pacing before a first attempt (pacer.ts): waits for the unit the pacer grants, asking again while none
- * is left (until the reset, or a probe's answer); at most `maxDelayMs` in all, and no wait that would end
- * past the deadline (the request then leaves at once). True when the request is the probe of a reset.
+ * is left (until the reset and this client's jitter past it, or a probe's answer); at most `maxDelayMs`
+ * in all, and no wait that would end past the deadline (the request then leaves at once). When the reset
+ * itself is beyond that, the pacer refuses the request at once: it is answered with a refusal, unsent.
  */
 async function paced(
   config: RetryConfig,
   counts: { pacedMs: number },
   pacer: Pacer,
-  origin: string,
+  scope: PacingScope,
   signal: AbortSignal | undefined,
   deadline: number,
-): Promise<boolean> {
+): Promise<Paced> {
   const start = config.clock();
   for (;;) {
-    const r = pacer.reserve(origin);
     const now = config.clock();
+    const allowMs = Math.min(config.maxDelayMs - (now - start), deadline - now);
+    const r = pacer.reserve(scope, allowMs);
+    if (r.kind === 'refuse') return { kind: 'refuse', response: localRefusal(r.status, r.retryAfterMs) };
+    const ticket = r.kind === 'go' ? r.ticket : undefined;
     const wait = Math.min(r.waitMs, config.maxDelayMs - (now - start));
     // Pacing has waited as long as it may, or would wait past the deadline: the request leaves at once.
-    if (wait <= 0 || now + wait >= deadline) return r.probe;
+    if (wait <= 0 || now + wait >= deadline) return { kind: 'go', ticket };
     // A granted unit is waited for to its end; a request waiting for numbers (the reset, a probe's answer)
     // also wakes when they come, then asks again: new numbers pace it, they never release it unpaced.
-    await sleep(wait, signal, r.granted ? undefined : r.renewed);
+    try {
+      await sleep(wait, signal, r.kind === 'go' ? undefined : r.renewed);
+    } catch (reason) {
+      if (ticket !== undefined) pacer.settled(ticket);
+      throw reason;
+    }
     counts.pacedMs += config.clock() - now;
-    if (r.granted) return r.probe;
+    if (r.kind === 'go') return { kind: 'go', ticket };
   }
+}
+
+/** The longest `Retry-After` a local refusal names, s (a server's absurd one is not echoed to the digit). */
+const MAX_RETRY_AFTER_S = 1e9;
+
+/**
+ * What pacing answers a call whose reset is beyond what it may wait: the status the server last refused
+ * with (429 when it never did), no body, and the time left to the reset as `Retry-After` (seconds,
+ * rounded up): the caller sees what the server would say, as with a retry whose wait is too long.
+ */
+function localRefusal(status: number, retryAfterMs: number): Response {
+  const seconds = Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil(retryAfterMs / 1000)));
+  return new Response(null, { status, headers: { 'retry-after': String(seconds) } });
 }
 
 /**
@@ -415,13 +507,13 @@ function retryDelay(config: RetryConfig, n: number, floorMs: number | undefined,
 }
 
 /** `send()`, counted in flight by `pacer` until it ends (pacer.ts: a response's numbers do not count the others). */
-async function inFlight<T>(pacer: Pacer | undefined, origin: string, send: () => Promise<T>): Promise<T> {
-  if (pacer === undefined) return send();
-  pacer.sent(origin);
+async function inFlight<T>(pacer: Pacer | undefined, scope: PacingScope | undefined, send: () => Promise<T>): Promise<T> {
+  if (pacer === undefined || scope === undefined) return send();
+  const ids = pacer.sent(scope);
   try {
     return await send();
   } finally {
-    pacer.landed(origin);
+    pacer.landed(ids);
   }
 }
 
@@ -456,7 +548,7 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
     throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'fetch', 'must be a fetch function, e.g. globalThis.fetch', fetchFn);
   }
   const config = parseRetryOptions(options);
-  const counts = { requests: 0, retries: 0, budgetRefused: 0, tooLongRefused: 0, pacedMs: 0 };
+  const counts = { requests: 0, retries: 0, budgetRefused: 0, tooLongRefused: 0, pacedMs: 0, pacedRefused: 0 };
 
   function attempt(input: string | URL | Request, init: RequestInit | undefined, signal: AbortSignal | undefined) {
     const attemptInput = input instanceof Request ? input.clone() : input;
@@ -468,31 +560,40 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
     const shape = shapeOf(input, init, config);
     const call = callSignal(shape, config.timeoutMs, config.clock);
     counts.requests++;
-    config.budget?.request();
     let previousMs = 0;
-    let probe = false;
+    /** What the first attempt probes for pacing, until it is settled. */
+    let probe: PacingTicket | undefined;
     /** The current attempt's number in the pacer (Pacer.answered). */
     let attemptNo = 0;
+    const pacer = config.pacer;
+    const scope = shape.scope;
     try {
       for (let n = 0; ; n++) {
         let response: Response | undefined;
         let error: unknown;
         try {
-          if (n === 0 && config.pacer !== undefined)
-            probe = await paced(config, counts, config.pacer, shape.origin, call.signal, call.deadline);
-          attemptNo = config.pacer?.attempts ?? 0;
-          response = await inFlight(config.pacer, shape.origin, () => attempt(input, init, call.signal));
+          if (n === 0 && pacer !== undefined && scope !== undefined) {
+            const p = await paced(config, counts, pacer, scope, call.signal, call.deadline);
+            if (p.kind === 'refuse') {
+              counts.pacedRefused++;
+              return p.response;
+            }
+            probe = p.ticket;
+          }
+          if (n === 0) config.budget?.request();
+          attemptNo = pacer?.attempts ?? 0;
+          response = await inFlight(pacer, scope, () => attempt(input, init, call.signal));
         } catch (e) {
           if (call.signal?.aborted) throw call.signal.reason;
           error = e;
         }
         const signal = response === undefined ? undefined : readRateLimitSignal(response.headers, config.wallClock());
-        if (signal !== undefined) config.pacer?.observe(shape.origin, signal);
-        if (response?.ok === true && signal?.remaining === undefined && signal?.retryAfterMs === undefined)
-          config.pacer?.answered(shape.origin, attemptNo);
-        if (probe) {
-          probe = false;
-          config.pacer?.settled(shape.origin);
+        if (pacer !== undefined && scope !== undefined) {
+          if (signal !== undefined && response !== undefined) pacer.observe(scope, signal, response.status);
+          if (response?.ok === true && signal?.remaining === undefined && signal?.retryAfterMs === undefined)
+            pacer.answered(scope, attemptNo);
+          if (probe !== undefined) pacer.settled(probe);
+          probe = undefined;
         }
         const retryable =
           response === undefined
@@ -529,7 +630,7 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
         counts.retries++;
       }
     } finally {
-      if (probe) config.pacer?.settled(shape.origin);
+      if (probe !== undefined) pacer?.settled(probe);
       call.done();
     }
   }

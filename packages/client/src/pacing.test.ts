@@ -1,0 +1,312 @@
+/**
+ * Pacing by policy and partition, the herd past a reset, and a reset too far to wait for: scripted servers
+ * on virtual time (fake timers drive every wait), and one real server on loopback. The older pacing rules
+ * (spreading the last tenth, probes, attempts in flight) are in with-retry.test.ts.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { type FetchLike, withRetry } from './index.js';
+import { Pacer, pacingScope, requestLine } from './pacer.js';
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: Date.parse('2026-12-02T04:00:00Z') });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const BASE = 'http://127.0.0.1:1';
+
+/**
+ * The tester's server (test/.probes/client/pacing-partition.mjs): `/search` is policy "search", 2 per
+ * partition; every other path is policy "core", 1,000 per partition; the partition is the caller's key
+ * (the `authorization` header, or `x-api-key`), named by `pk` unless `withPk` is false. Quotas never reset
+ * in the test (t = 100 s).
+ */
+function partitionedServer(withPk = true) {
+  const used = new Map<string, number>();
+  const received: { at: number; path: string; key: string; status: number }[] = [];
+  const t0 = Date.now();
+  const fetch: FetchLike = async (input, init) => {
+    const url = new URL(String(input));
+    const headers = new Headers(init?.headers);
+    const key = headers.get('authorization') ?? headers.get('x-api-key') ?? 'anon';
+    const search = url.pathname === '/search';
+    const name = search ? 'search' : 'core';
+    const q = search ? 2 : 1000;
+    const partition = `${name}:${key}`;
+    const n = (used.get(partition) ?? 0) + 1;
+    const pk = withPk ? `;pk=:${btoa(partition)}:` : '';
+    const policy = { 'ratelimit-policy': `"${name}";q=${q};w=100${pk}` };
+    const status = n > q ? 429 : 200;
+    received.push({ at: Date.now() - t0, path: url.pathname, key, status });
+    if (status === 429)
+      return new Response('no', { status, headers: { ...policy, 'retry-after': '100', ratelimit: `"${name}";r=0;t=100${pk}` } });
+    used.set(partition, n);
+    return new Response('ok', { headers: { ...policy, ratelimit: `"${name}";r=${q - n};t=100${pk}` } });
+  };
+  return { fetch, received };
+}
+
+/**
+ * Calls `f`; a call pacing holds is let run to its end in virtual time (the test then fails on `ms`), so
+ * that the clock stands still for the calls that are not held. Returns the status and how long it took.
+ */
+async function timed(f: FetchLike, path: string, headers: Record<string, string>): Promise<{ status: number; ms: number }> {
+  const start = Date.now();
+  let ms = -1;
+  const call = f(`${BASE}${path}`, { headers }).then((r) => {
+    ms = Date.now() - start;
+    return r.status;
+  });
+  await vi.advanceTimersByTimeAsync(0);
+  if (ms < 0) await vi.advanceTimersByTimeAsync(30_000);
+  return { status: await call, ms };
+}
+
+describe('pacing by policy and partition', () => {
+  it("a spent policy holds only its own requests: not another route's policy, not another key's partition (pk)", async () => {
+    const server = partitionedServer();
+    const f = withRetry(server.fetch, { pacing: true, retries: 0, maxDelayMs: 5_000 });
+    const a = { authorization: 'A' };
+    expect(await timed(f, '/search', a)).toEqual({ status: 200, ms: 0 });
+    expect(await timed(f, '/search', a)).toEqual({ status: 200, ms: 0 });
+    // Search is spent for A (r=0, 100 s to the reset). /users answers to "core" (998 left): a line never
+    // seen, held by nothing. Before: held 5 s (maxDelayMs), as was everything below.
+    expect(await timed(f, '/users', a)).toEqual({ status: 200, ms: 0 });
+    expect(await timed(f, '/users/42', a)).toEqual({ status: 200, ms: 0 });
+    // Key B's /search is another partition (its own pk): not held by A's.
+    const b = { authorization: 'B' };
+    expect(await timed(f, '/search', b)).toEqual({ status: 200, ms: 0 });
+    expect(await timed(f, '/search', b)).toEqual({ status: 200, ms: 0 });
+    expect(await timed(f, '/search', { authorization: 'C' })).toEqual({ status: 200, ms: 0 });
+    // A's and B's search, spent until a reset past maxDelayMs: answered at once, unsent.
+    expect(await timed(f, '/search', a)).toEqual({ status: 429, ms: 0 });
+    expect(await timed(f, '/search', b)).toEqual({ status: 429, ms: 0 });
+    // The server never saw a request it had to refuse.
+    expect(server.received.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200, 200]);
+    expect(f.stats()).toMatchObject({ requests: 9, pacedMs: 0, pacedRefused: 2 });
+  });
+
+  it('without pk, requests are partitioned by pacing.key (default: the Authorization header)', async () => {
+    // Keys in Authorization, no pk: the default key tells A from B.
+    const byAuth = partitionedServer(false);
+    const f = withRetry(byAuth.fetch, { pacing: true, retries: 0, maxDelayMs: 5_000 });
+    for (let i = 0; i < 2; i++) await timed(f, '/search', { authorization: 'A' });
+    expect(await timed(f, '/search', { authorization: 'A' })).toEqual({ status: 429, ms: 0 });
+    expect(await timed(f, '/search', { authorization: 'B' })).toEqual({ status: 200, ms: 0 });
+
+    // Keys in X-Api-Key: without a pacing.key, all calls are one partition, and A's spent search holds B's.
+    const byHeader = partitionedServer(false);
+    const g = withRetry(byHeader.fetch, { pacing: true, retries: 0, maxDelayMs: 5_000 });
+    for (let i = 0; i < 2; i++) await timed(g, '/search', { 'x-api-key': 'A' });
+    expect(await timed(g, '/search', { 'x-api-key': 'B' })).toEqual({ status: 429, ms: 0 });
+    // pacing.key names the partition: B is not held.
+    const keyed = partitionedServer(false);
+    const h = withRetry(keyed.fetch, { pacing: { key: (r) => r.headers.get('x-api-key') ?? undefined }, retries: 0, maxDelayMs: 5_000 });
+    for (let i = 0; i < 2; i++) await timed(h, '/search', { 'x-api-key': 'A' });
+    expect(await timed(h, '/search', { 'x-api-key': 'A' })).toEqual({ status: 429, ms: 0 });
+    expect(await timed(h, '/search', { 'x-api-key': 'B' })).toEqual({ status: 200, ms: 0 });
+    expect(keyed.received.map((r) => [r.key, r.status])).toEqual([
+      ['A', 200],
+      ['A', 200],
+      ['B', 200],
+    ]);
+    expect(() => withRetry(byAuth.fetch, { pacing: { key: 'x-api-key' as never } })).toThrow(/ERR_RL_INVALID_OPTION: 'pacing.key'/);
+  });
+
+  it('a request is held by every quota its line answers to, and only by those (GitHub X-RateLimit-Resource too)', async () => {
+    // /search answers to "burst" and "daily"; /items to "daily" only. Daily is spent: both are held.
+    // Then a legacy server naming its resource: a spent "search" resource does not hold "core".
+    const t0 = Date.now();
+    const sent: string[] = [];
+    const fetch: FetchLike = async (input) => {
+      const path = new URL(String(input)).pathname;
+      sent.push(`${path}@${Date.now() - t0}`);
+      if (path.startsWith('/gh/')) {
+        const resource = path === '/gh/search' ? 'search' : 'core';
+        return new Response('ok', {
+          headers: {
+            'x-ratelimit-resource': resource,
+            'x-ratelimit-remaining': resource === 'search' ? '0' : '4999',
+            'x-ratelimit-reset': '2',
+          },
+        });
+      }
+      // The daily quota is spent until 2 s.
+      const daily = `"daily";r=${Date.now() - t0 >= 2_000 ? 100 : 0};t=2`;
+      const headers = { ratelimit: path === '/search' ? `"burst";r=5;t=1, ${daily}` : daily };
+      return new Response('ok', { headers });
+    };
+    const f = withRetry(fetch, { pacing: true, retries: 0, random: () => 0 });
+    await f(`${BASE}/search`);
+    await f(`${BASE}/items`);
+    const held = Promise.all([f(`${BASE}/search`), f(`${BASE}/items`)]);
+    await vi.advanceTimersByTimeAsync(2_000);
+    await held;
+    expect(sent).toEqual(['/search@0', '/items@0', '/search@2000', '/items@2000']);
+    sent.length = 0;
+    await f(`${BASE}/gh/search`);
+    await f(`${BASE}/gh/user`);
+    const core = f(`${BASE}/gh/user`);
+    const search = f(`${BASE}/gh/search`);
+    await vi.advanceTimersByTimeAsync(0);
+    await core;
+    expect(sent).toEqual(['/gh/search@2000', '/gh/user@2000', '/gh/user@2000']);
+    await vi.advanceTimersByTimeAsync(2_000);
+    await search;
+    expect(sent.at(-1)).toBe('/gh/search@4000');
+  });
+
+  it('keeps memory bounded: lines, quotas and quotas per line', async () => {
+    const pacer = new Pacer({ paceBelow: 0.1, maxDelayMs: 30_000, clock: () => Date.now(), random: () => 0, maxEntries: 50 });
+    for (let i = 0; i < 500; i++) {
+      const scope = pacingScope('http://a', String(i % 7), requestLine('GET', `/r${i}`));
+      const policies = Array.from({ length: 20 }, (_, j) => ({
+        name: `p${j}`,
+        partition: String(i),
+        remaining: 5,
+        resetMs: 1_000,
+        limit: 10,
+        windowMs: 1_000,
+      }));
+      pacer.reserve(scope, 1_000);
+      pacer.observe(scope, { retryAfterMs: undefined, remaining: 5, resetMs: 1_000, limit: 10, dialect: 'draft-11', policies }, 200);
+    }
+    expect(pacer.sizes()).toEqual({ lines: 50, quotas: 50, flying: 0 });
+    // Ids in paths are one line.
+    expect(requestLine('GET', '/users/42/repos/6f1e2d3c-0a9b-4c8d-9e7f-123456789abc')).toBe('GET /users/:id/repos/:id');
+    expect(requestLine('POST', '/files/0123456789abcdef0123')).toBe('POST /files/:id');
+    expect(requestLine('GET', '/search')).toBe('GET /search');
+  });
+});
+
+describe('pacing at zero: the herd past a reset', () => {
+  /** A fixed window of 10 per 2 s from t0, shared by every client: draft-11 headers, 429 + Retry-After over it. */
+  function fixedWindow(t0: number) {
+    const arrivals: { at: number; status: number }[] = [];
+    let window = 0;
+    let used = 0;
+    const fetch: FetchLike = async () => {
+      const now = Date.now() - t0;
+      const w = Math.floor(now / 2_000);
+      if (w !== window) [window, used] = [w, 0];
+      const status = used < 10 ? 200 : 429;
+      if (status === 200) used++;
+      arrivals.push({ at: now, status });
+      const t = Math.ceil(((w + 1) * 2_000 - now) / 1000);
+      const headers: Record<string, string> = { 'ratelimit-policy': '"w";q=10;w=2', ratelimit: `"w";r=${10 - used};t=${t}` };
+      if (status === 429) headers['retry-after'] = String(t);
+      return new Response(null, { status, headers });
+    };
+    return { fetch, arrivals };
+  }
+
+  /** A small seeded generator (mulberry32): each client its own, the run the same every time. */
+  function seeded(seed: number): () => number {
+    let a = seed >>> 0;
+    return () => {
+      a = (a + 0x6d2b79f5) >>> 0;
+      let t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  it('fifty separate clients told the same reset come back spread over one pacing interval past it, not at one instant', async () => {
+    const t0 = Date.now();
+    const server = fixedWindow(t0);
+    const clients = Array.from({ length: 50 }, (_, i) => withRetry(server.fetch, { pacing: true, retries: 0, random: seeded(i + 1) }));
+    const first = await Promise.all(clients.map((c) => c(BASE)));
+    expect(first.filter((r) => r.status === 200)).toHaveLength(10);
+    const second = Promise.all(clients.map((c) => c(BASE)));
+    await vi.advanceTimersByTimeAsync(5_000);
+    await second;
+    const afterReset = server.arrivals.filter((a) => a.at >= 2_000).map((a) => a.at);
+    // The 40 refused and the one told r=0 wait for the reset; those told something was left went at once.
+    expect(afterReset).toHaveLength(41);
+    // Spread over [reset, reset + w/q) = [2,000, 2,200): before, all 41 came at 2,000 ms exactly.
+    expect(Math.min(...afterReset)).toBeGreaterThanOrEqual(2_000);
+    expect(Math.max(...afterReset)).toBeLessThan(2_200);
+    let most = 0;
+    for (const at of afterReset) most = Math.max(most, afterReset.filter((x) => x >= at && x < at + 10).length);
+    expect(most).toBeLessThanOrEqual(8);
+    // The quota admits its ten of them: the first ten to arrive.
+    expect(server.arrivals.filter((a) => a.at >= 2_000 && a.status === 200)).toHaveLength(10);
+  });
+});
+
+describe('pacing with a reset beyond maxDelayMs', () => {
+  it('answers every call at once with the remembered refusal, unsent; after maxDelayMs one call goes alone, never a burst', async () => {
+    const t0 = Date.now();
+    const sent: number[] = [];
+    const fetch: FetchLike = async () => {
+      sent.push(Date.now() - t0);
+      return new Response('maintenance', { status: 503, headers: { 'retry-after': '3600' } });
+    };
+    const f = withRetry(fetch, { pacing: true, maxDelayMs: 3_000 });
+    expect((await f(BASE)).status).toBe(503);
+    const calls = Promise.all(
+      Array.from({ length: 20 }, () =>
+        f(BASE).then((r) => ({ status: r.status, retryAfter: r.headers.get('retry-after'), at: Date.now() - t0 })),
+      ),
+    );
+    await vi.advanceTimersByTimeAsync(5_000);
+    // Before: each call was held 3 s, then all 20 were sent within a few ms.
+    expect(new Set((await calls).map((r) => JSON.stringify(r)))).toEqual(
+      new Set([JSON.stringify({ status: 503, retryAfter: '3600', at: 0 })]),
+    );
+    expect(sent).toEqual([0]);
+    expect(f.stats()).toMatchObject({ requests: 21, pacedRefused: 20, pacedMs: 0, tooLongRefused: 1 });
+    // 5 s later the refusal is older than maxDelayMs: of ten calls at once, one goes to the server.
+    const again = await Promise.all(Array.from({ length: 10 }, () => f(BASE)));
+    expect(again.map((r) => r.status)).toEqual(Array.from({ length: 10 }, () => 503));
+    expect(sent).toEqual([0, 5_000]);
+  });
+});
+
+describe('pacing against a real server on loopback', () => {
+  let server: Server | undefined;
+  afterEach(async () => {
+    await new Promise((resolve) => server?.close(resolve));
+    server = undefined;
+  });
+
+  it('reads pk from real headers: a spent partition holds neither another route nor another key', async () => {
+    vi.useRealTimers();
+    const probe = partitionedServer();
+    server = createServer((req, res) => {
+      const init = { headers: { authorization: req.headers.authorization ?? '' } };
+      void probe.fetch(`http://x${req.url}`, init).then(async (r) => {
+        res.writeHead(r.status, Object.fromEntries(r.headers));
+        res.end(await r.text());
+      });
+    });
+    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const f = withRetry(fetch, { pacing: true, retries: 0, maxDelayMs: 5_000 });
+    const call = async (path: string, key: string) => {
+      const r = await f(`${base}${path}`, { headers: { authorization: key } });
+      await r.arrayBuffer();
+      return r.status;
+    };
+    const start = performance.now();
+    const statuses = [];
+    for (const [path, key] of [
+      ['/search', 'A'],
+      ['/search', 'A'],
+      ['/search', 'A'],
+      ['/users', 'A'],
+      ['/search', 'B'],
+      ['/search', 'B'],
+      ['/search', 'B'],
+      ['/search', 'C'],
+    ] as const)
+      statuses.push(await call(path, key));
+    expect(statuses).toEqual([200, 200, 429, 200, 200, 200, 429, 200]);
+    // Nothing waited (before: 5 s for each of four calls), and the server refused nothing.
+    expect(performance.now() - start).toBeLessThan(4_000);
+    expect(probe.received.every((r) => r.status === 200)).toBe(true);
+  });
+});

@@ -194,6 +194,62 @@ describeRedis('budgets after a Redis that lost its data without a reconnect', ()
     });
   }
 
+  it('with localBatch, a FLUSHALL while a process answers an exhausted key from memory, another process taking from the emptied key meanwhile: found within a second, the key exhausted again (before: the loss denied, the limit admitted again)', async () => {
+    const BASE = 1_900_000_000_000;
+    const prefix = randomPrefix();
+    const warnings: Record<string, unknown>[] = [];
+    const process = async (clock: () => number, logger = { warn() {}, error() {} }) =>
+      createLimiter({
+        name: 'flush-blind',
+        policies: { algorithm: 'fixed-window', limit: 100, windowMs: WINDOW_MS },
+        store: new RedisStore({
+          client: await server.storeClient('ioredis'),
+          prefix,
+          validate: false,
+          timeSource: 'limiter',
+          localBatch: { minRate: 1, holdMs: 1_000, maxShare: 0.1 },
+        }),
+        clock,
+        storeTimeoutMs: 2_000,
+        breaker: false,
+        logger,
+      });
+    let nowA = BASE;
+    let nowC = BASE;
+    const a = await process(() => nowA, { warn: (o: Record<string, unknown>) => void warnings.push(o), error() {} });
+    const c = await process(() => nowC);
+    let admitted = 0;
+    for (let i = 0; i < 300; i++) {
+      nowA += 1;
+      if ((await a.check('hot')).allowed) admitted += 1;
+    }
+    expect(admitted).toBe(100);
+    await admin.call('FLUSHALL');
+    // A process started (or never blocked) takes 70 from the emptied key: past half of what it had used.
+    for (let i = 0; i < 70; i++) {
+      nowC += 1;
+      if ((await c.check('hot')).allowed) admitted += 1;
+    }
+    // Within a second A asks Redis again: its answer could not follow, the mark is gone, and the key it
+    // read was refilled by C's checks; it is no witness that Redis kept its data.
+    for (let i = 0; i < 120; i++) {
+      nowA += 10;
+      if ((await a.check('hot')).allowed) admitted += 1;
+    }
+    await waitFor('the restore', () => warnings.length > 0, 5_000);
+    expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED' })]);
+    let after = 0;
+    for (let i = 0; i < 50; i++) {
+      nowC += 1;
+      if ((await c.check('hot')).allowed) after += 1;
+    }
+    // C's 70 came before anyone could know; no more: the restore charged what was left (before: 100 more).
+    expect(after).toBeLessThanOrEqual(10);
+    expect(admitted + after).toBeLessThanOrEqual(190);
+    await a.close();
+    await c.close();
+  }, 30_000);
+
   it('leases too: two held under a limit of 2, a FLUSHALL, and the third is refused (before: admitted); the held ones are back', async () => {
     const warnings: Record<string, unknown>[] = [];
     const limiter = createLimiter({

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createHeaderWriter } from '../../../packages/core/src/http/response/header-writer.js';
 import { createProblemBodyWriter, PROBLEM_TYPES } from '../../../packages/core/src/http/response/problem.js';
 import { type ResponseConfig, respond } from '../../../packages/core/src/http/response/respond.js';
-import { describeRedis, type RedisServer, randomPrefix, startRedis } from './harness.js';
+import { describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
 
 const BASE = 1_900_000_000_000;
 const BATCHED: readonly { algorithm: AlgorithmId; windowMs: number }[] = [
@@ -283,6 +283,52 @@ describeRedis('RedisStore localBatch in one process', () => {
     expect((await limiter.peek('k')).remaining).toBe(5);
     const after = await limiter.check('k');
     expect(after).toMatchObject({ allowed: true, remaining: 4 });
+    await store.close();
+  });
+
+  it('a rejection is answered in memory for a second at most, then one check asks Redis: a FLUSHALL meanwhile is found and charged again (before: unseen until the window ended)', async () => {
+    let now = BASE;
+    // A client whose connection tollgate watches (the counting one is not): the mark can tell a loss.
+    const store = new RedisStore({
+      client: await server.storeClient('ioredis'),
+      prefix: randomPrefix(),
+      timeSource: 'limiter',
+      localBatch: { minRate: 1, holdMs: 1_000, maxShare: 0.1 },
+    });
+    const warnings: unknown[] = [];
+    const limiter = createLimiter({
+      policies: { algorithm: 'fixed-window', limit: 100, windowMs: 3_600_000 },
+      store,
+      clock: () => now,
+      storeTimeoutMs: 60_000,
+      breaker: false,
+      logger: { warn: (o: unknown) => void warnings.push(o), error() {} },
+    });
+    let admitted = 0;
+    for (let i = 0; i < 300; i++) {
+      now += 1;
+      if ((await limiter.check('k')).allowed) admitted += 1;
+    }
+    expect(admitted).toBe(100);
+    await client.flushall();
+    const blocked = store.localBatchStats?.blocked ?? 0;
+    // Within a second of the rejection a check goes to Redis: its answer cannot follow the one this
+    // process remembers, the mark is gone, and the key is charged again what it had used.
+    for (let i = 0; i < 120; i++) {
+      now += 10;
+      if ((await limiter.check('k')).allowed) admitted += 1;
+    }
+    await waitFor('the restore', () => warnings.length > 0, 3_000);
+    expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED' })]);
+    // Most of the 120 checks were answered in memory (the rejection, then the exhausted key's again).
+    expect((store.localBatchStats?.blocked ?? 0) - blocked).toBeGreaterThan(90);
+    for (let i = 0; i < 20; i++) {
+      now += 1;
+      if ((await limiter.check('k')).allowed) admitted += 1;
+    }
+    // The answer that found the loss came from a batch on the emptied key: at most that batch (maxShare) is spent.
+    expect(admitted).toBeLessThanOrEqual(110);
+    await limiter.close();
     await store.close();
   });
 

@@ -58,3 +58,34 @@ describe('LocalBatcher.chargedBeside', () => {
     expect(first[R_REMAINING]).toBe(1_000_000 - (singles + 1) * 1_000 - 300_000);
   });
 });
+
+describe('LocalBatcher doorway', () => {
+  const planOf = (limit: number): StorePlan => ({
+    policies: [compilePolicy({ algorithm: 'fixed-window', limit, windowMs: 60_000 }, 'p', false)],
+    enforcedCount: 1,
+  });
+
+  it('costs a few KiB per plan until its cold traffic needs more: 500 plans of 20 cold keys (before: 128 KiB each, 64 MB)', () => {
+    const { b } = batcher();
+    const plans = Array.from({ length: 500 }, (_, i) => planOf(1_000 + i));
+    const before = process.memoryUsage().arrayBuffers;
+    for (const p of plans) for (let k = 0; k < 20; k++) b.apply(`key-${k}`, p, 1_000, 1_000);
+    const grew = process.memoryUsage().arrayBuffers - before;
+    expect(grew).toBeLessThan(8 * 1024 * 1024);
+  });
+
+  it('grows with the cold traffic, so a key at minRate still stands out among 100,000 cold keys a second', () => {
+    const { b } = batcher();
+    const p = planOf(1_000_000);
+    let tracked = false;
+    for (let second = 0; second < 4 && !tracked; second++) {
+      const now = 1_000 + second * 1_000;
+      for (let k = 0; k < 100_000; k++) {
+        b.apply(`cold-${second}-${k}`, p, 1_000, now);
+        // The hot key: 5 decisions in every 10,000 cold ones, 50 a second.
+        if (k % 2_000 === 0 && b.apply('hot', p, 1_000, now) !== undefined) tracked = true;
+      }
+    }
+    expect(tracked).toBe(true);
+  });
+});

@@ -69,15 +69,20 @@ interface PlanState {
    * margin that grows with the untracked decisions of the interval before (many cold keys share a slot),
    * so a key seen once (the cold key of a large key space) costs a hash and an array read, no allocation.
    */
-  readonly slotCounts: Uint16Array;
+  slotCounts: Uint16Array;
   /** When the doorway's interval began (the limiter's `now`); untracked decisions in it and in the one before. */
   doorSince: number;
   doorSeen: number;
   doorMargin: number;
 }
 
-/** Hash slots of the doorway per plan (a power of two; 128 KiB of counts). */
+/**
+ * Hash slots of a plan's doorway, at most (a power of two; 128 KiB of counts). A doorway starts at
+ * DOORWAY_FIRST_SLOTS (2 KiB) and grows to the untracked decisions of an interval: 500 plans (per-customer
+ * overrides) of a few cold keys each once took 64 MB, 128 KiB each.
+ */
 const DOORWAY_SLOTS = 65_536;
+const DOORWAY_FIRST_SLOTS = 1_024;
 
 /** FNV-1a over the key's UTF-16 code units, to a doorway slot. */
 function slotOf(key: string): number {
@@ -422,7 +427,7 @@ export class LocalBatcher {
               anyCost: kinds.length === 1 && kinds[0] === FIXED_WINDOW,
               rates: Float64Array.from(plan.policies, (p, i) => (kinds[i] === BUCKET ? milliPerMs(p) : 0)),
               caps: Float64Array.from(plan.policies, (p) => p.capMilli),
-              slotCounts: new Uint16Array(DOORWAY_SLOTS),
+              slotCounts: new Uint16Array(DOORWAY_FIRST_SLOTS),
               doorSince: Number.NEGATIVE_INFINITY,
               doorSeen: 0,
               doorMargin: 0,
@@ -443,17 +448,26 @@ export class LocalBatcher {
    * test's) only lets more keys in; what counts a tracked key's rate is the entry's own (key-entry.ts).
    */
   private doorway(ps: PlanState, key: string, now: number): number {
-    if (now - ps.doorSince >= RATE_INTERVAL_MS || now < ps.doorSince) {
-      ps.doorMargin = Math.ceil((4 * ps.doorSeen) / DOORWAY_SLOTS);
-      ps.doorSince = now;
-      ps.doorSeen = 0;
-      ps.slotCounts.fill(0);
-    }
+    if (now - ps.doorSince >= RATE_INTERVAL_MS || now < ps.doorSince) this.newInterval(ps, now);
     ps.doorSeen += 1;
-    const s = slotOf(key);
+    const s = slotOf(key) & (ps.slotCounts.length - 1);
     const n = (ps.slotCounts[s] as number) + 1;
     if (n < 65_535) ps.slotCounts[s] = n;
     return n - ps.doorMargin;
+  }
+
+  /**
+   * Starts a doorway interval: the slots grow (to DOORWAY_SLOTS at most) to hold the interval before's
+   * untracked decisions one per slot, and the margin is 4 times what a slot saw on average then.
+   */
+  private newInterval(ps: PlanState, now: number): void {
+    let slots = ps.slotCounts.length;
+    while (slots < ps.doorSeen && slots < DOORWAY_SLOTS) slots *= 2;
+    ps.doorMargin = Math.ceil((4 * ps.doorSeen) / slots);
+    if (slots !== ps.slotCounts.length) ps.slotCounts = new Uint16Array(slots);
+    else ps.slotCounts.fill(0);
+    ps.doorSince = now;
+    ps.doorSeen = 0;
   }
 
   /** A new entry for `key`, counting `before` decisions already seen this interval; it may push out another (`evict`). */

@@ -181,6 +181,24 @@ describe('HotKeys busy: keys ranked by decisions, with their share of store call
     expect(a?.storeCallsError).toBe(a?.storeCalls);
   });
 
+  it('keeps an exact store-call count whatever the sampled decisions read: 6,000 round trips are 6,000, error 0', () => {
+    // Every decision a round trip: past the first offers, decisions are sampled (an estimate, above or
+    // below), calls are not. Twenty limiters' worth, so that some sample below.
+    const reads = Array.from({ length: 20 }, () => {
+      const hot = new HotKeys(64, 60_000, () => 0);
+      decide(
+        hot,
+        6_000,
+        () => 'k',
+        () => true,
+      );
+      const [k] = hot.report(1).busy;
+      return [k?.storeCalls, k?.storeCallsError, k?.storeShare];
+    });
+    // Before: storeCalls clamped to the sampled decisions (5,632 to 5,792 in a probe, error 0 and share 0.94).
+    expect(reads).toEqual(Array.from({ length: 20 }, () => [6_000, 0, 1]));
+  });
+
   it('samples a flood of decisions on its own countdown, within the sketch bound, and starts over each epoch', () => {
     let now = 0;
     const hot = new HotKeys(64, 1_000, () => now);

@@ -8,7 +8,7 @@
  * fewer leases in use than this limiter holds is given up, the held ones go back, and it is asked again. A
  * refund gives budget back without any loss: nothing is charged.
  */
-import { type AlgorithmId, createLimiter, RedisStore } from '@tollgate/core';
+import { type AlgorithmId, createLimiter, type Logger, RedisStore } from '@tollgate/core';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { clearOfWindowEnd, describeRedis, type RedisServer, randomPrefix, startRedis, waitFor } from './harness.js';
@@ -198,7 +198,7 @@ describeRedis('budgets after a Redis that lost its data without a reconnect', ()
     const BASE = 1_900_000_000_000;
     const prefix = randomPrefix();
     const warnings: Record<string, unknown>[] = [];
-    const process = async (clock: () => number, logger = { warn() {}, error() {} }) =>
+    const process = async (clock: () => number, logger: Logger = { warn() {}, error() {} }) =>
       createLimiter({
         name: 'flush-blind',
         policies: { algorithm: 'fixed-window', limit: 100, windowMs: WINDOW_MS },

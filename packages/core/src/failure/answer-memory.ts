@@ -74,11 +74,18 @@ export interface Regress {
 }
 
 /**
- * Told of an answer that could not follow (AnswerMemory.onRegress, Fallback.watchRegress); returns true
- * when the store's loss of the key's state is being judged now (a restore's question, with checks held):
- * the record then stands against the answer (AnswerMemory.remember).
+ * Told of an answer that could not follow (AnswerMemory.onRegress, Fallback.watchRegress); returns the
+ * verdict of the question out on whether the store lost the key's state (a restore's, with checks held:
+ * true when it did), or undefined when none is out: the answer is then taken as it is.
  */
-export type RegressListener = (regress: Regress) => boolean;
+export type RegressListener = (regress: Regress) => Promise<boolean> | undefined;
+
+/**
+ * What `AnswerMemory.remember` made of an answer: `false`, remembered (the common case); `true`, the key's
+ * record stands against it (the store lost the key: the caller decides by the record, `follow`); or the
+ * verdict of the question out, to wait for (true: it stands; false: remember the answer again, it is taken).
+ */
+export type Remembering = boolean | Promise<boolean>;
 
 export class AnswerMemory {
   private readonly entries = new Map<string, Remembered>();
@@ -118,13 +125,13 @@ export class AnswerMemory {
   /**
    * Notes the store's answer `r` for `key` (`storeKey` in the store), given at `at` (limiter clock), to a
    * call charging `cost` milli-units (0 when not known: `onRegress` then counts it as the store's before).
-   * Returns true when the answer could not follow the record while the store's loss is being judged
-   * (`onRegress` said so), or since (the key's record stands until an answer follows it, or `release`):
-   * the record is not replaced, and the caller decides by it (`follow`). The checks in flight when a
+   * An answer that could not follow the record while the store's loss is judged (`onRegress` gives the
+   * verdict) is not remembered: the verdict is returned, and a key found lost has its record stand until
+   * an answer follows it again (`true` then; `release` when nothing was lost). The checks in flight when a
    * FLUSHALL is found were answered from an empty key: 16 of them, on a key this process had exhausted,
-   * were all admitted, the limit over again.
+   * were all admitted, the limit over again. See `Remembering`.
    */
-  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): boolean {
+  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): Remembering {
     let m = this.entries.get(key);
     if (m === undefined) {
       if (this.entries.size >= this.capacity) {
@@ -134,15 +141,25 @@ export class AnswerMemory {
       m = new Float64Array(STRIDE * this.policies.length);
       this.entries.set(key, m);
       if (storeKey !== key) this.storeKeys.set(key, storeKey);
-    } else if (this.onRegress !== undefined && this.regressed(m, r, at, this.standing.size !== 0 && this.standing.has(key) ? cost : 0)) {
-      if (this.onRegress(this.regress(storeKey, m, r, at, cost)) || this.standing.has(key)) {
-        if (this.standing.size >= this.capacity) this.standing.clear();
-        this.standing.add(key);
-        return true;
-      }
+    } else if (this.onRegress !== undefined && this.regressed(m, r, at, cost)) {
+      const verdict = this.onRegress(this.regress(storeKey, m, r, at, cost));
+      if (this.standing.has(key)) return true;
+      if (verdict !== undefined) return verdict.then((lost) => this.stands(key, lost));
     } else if (this.standing.size !== 0) {
       this.standing.delete(key);
     }
+    this.record(key, m, r, at, storeKey);
+    return false;
+  }
+
+  /** The question found the store kept `key`'s state: its answer `r` at `at` is remembered as it is (no regress asked). */
+  accept(key: string, r: StoreResult, at: number, storeKey: StoreKey = key): void {
+    const m = this.entries.get(key);
+    if (m !== undefined) this.record(key, m, r, at, storeKey);
+  }
+
+  /** Writes answer `r` at `at` into `key`'s record `m`. */
+  private record(key: string, m: Remembered, r: StoreResult, at: number, storeKey: StoreKey): void {
     if (typeof storeKey !== 'string') for (let i = 0; i < storeKey.length; i++) this.byPolicyKey.set(policyKey(storeKey, i), key);
     for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
       // A concurrency policy's budget is the leases held, which the local store's own leases bound in an
@@ -157,7 +174,6 @@ export class AnswerMemory {
       m[k + UNTIL] = at + (r[o + R_RESET] as number);
       m[k + SINCE] = at;
     }
-    return false;
   }
 
   /**
@@ -177,8 +193,8 @@ export class AnswerMemory {
    * by then (a bucket's refill, a sliding window's slide, both LOSS_SLACK_MS more): nothing but a lost
    * state (or a refund, a reset from elsewhere) gives that. A sliding log is never asked (its entries may
    * all leave at once), nor a policy within LOSS_SLACK_MS of its reset, nor an answer to a call decided
-   * before the remembered one's. `own`: the answer's own charge, taken off what the record allows (for a
-   * record that stands: an answer that charged the key's last unit over again does not follow it).
+   * before the remembered one's. `own`: the answer's own charge, taken off what the record allows (an
+   * answer that charged a key with nothing left, the last unit over again, does not follow it).
    */
   private regressed(m: Remembered, r: StoreResult, at: number, own: number): boolean {
     for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
@@ -239,6 +255,14 @@ export class AnswerMemory {
     for (let k = UNTIL; k < m.length; k += STRIDE) if ((m[k] as number) > at) return m;
     this.forget(key);
     return undefined;
+  }
+
+  /** The verdict on `key`'s state: when the store lost it, its record stands against the answers from then on. Returns `lost`. */
+  private stands(key: string, lost: boolean): boolean {
+    if (!lost || !this.entries.has(key)) return false;
+    if (this.standing.size >= this.capacity) this.standing.clear();
+    this.standing.add(key);
+    return true;
   }
 
   /** The store lost nothing after all: the store's answers replace the records that stood against them. */

@@ -31,7 +31,7 @@ import {
   type StoreResult,
 } from '../stores/store.js';
 import type { Decision, DecisionReason, PolicyResult } from '../types.js';
-import { AnswerMemory, type Counted, REMEMBERED_KEYS, type RegressListener, type Remembered } from './answer-memory.js';
+import { AnswerMemory, type Counted, REMEMBERED_KEYS, type RegressListener, type Remembered, type Remembering } from './answer-memory.js';
 
 /** Builds a decision from a store result over `policies` (the limiter's own `finish`). */
 export type Finish = (key: string, cost: number, r: StoreResult, policies: readonly CompiledPolicy[], degraded: boolean) => Decision;
@@ -249,14 +249,20 @@ export class Fallback {
 
   /**
    * The store answered `r` for `key` (`storeKey` in the store) at `at` (only when `remembers`), to a call
-   * charging `cost` (0: unknown). True when the key's record stood against it (`againstRecord` decides).
+   * charging `cost` (0: unknown). See `Remembering`: when the key's record stands against it,
+   * `againstRecord` decides.
    */
-  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): boolean {
+  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): Remembering {
     if (this.memory === undefined) {
       this.memory = new AnswerMemory(this.config.policies);
       this.memory.onRegress = this.regress;
     }
     return this.memory.remember(key, r, at, storeKey, cost);
+  }
+
+  /** The question found the store kept `key`'s state: its answer `r` at `at` is remembered as it is (AnswerMemory.accept). */
+  accept(key: string, r: StoreResult, at: number, storeKey: StoreKey = key): void {
+    this.memory?.accept(key, r, at, storeKey);
   }
 
   /** The store lost nothing after all (limiter/budget-restore.ts): no record stands against its answers (AnswerMemory.release). */
@@ -265,9 +271,9 @@ export class Fallback {
   }
 
   /**
-   * The store's answer `r` for `key` at `at`, charging `cost`, could not follow the key's record while
-   * the store's loss of it is judged (`remember` returned true): the answer came from a key the store
-   * lost, and the record says what the key has. Admitted when the record has room for `cost` on every
+   * The store's answer `r` for `key` at `at`, charging `cost`, could not follow the key's record, which
+   * stands (`remember`: the store lost the key): the answer came from a key the store lost, and the
+   * record says what the key has. Admitted when the record has room for `cost` on every
    * policy (taken off the record, AnswerMemory.follow): `r` itself. Else `r` as a refusal by the policies
    * without room (a copy, as `overdrawn` makes; the charge stays in the store, where the restore then
    * charges what is left). An answer that charged nothing is its own refusal: `r`.

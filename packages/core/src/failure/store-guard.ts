@@ -127,7 +127,7 @@ export class StoreGuard {
    * check waits at most that bound from the latest.
    */
   holdFor(p: Promise<unknown>): void {
-    const maxMs = Math.max(HOLD_MS, this.config.storeTimeoutMs);
+    const maxMs = this.holdBoundMs();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const before = this.holding;
     const all = before === undefined ? p : Promise.all([p, before]);
@@ -148,6 +148,11 @@ export class StoreGuard {
   /** True while checks wait for something to reach the store ahead of them (`holdFor`): a restore's charges, an outage's carries. */
   isHolding(): boolean {
     return this.holding !== undefined;
+  }
+
+  /** The most a hold keeps a check waiting, ms (`holdFor`): HOLD_MS, or `storeTimeoutMs` when longer. */
+  holdBoundMs(): number {
+    return Math.max(HOLD_MS, this.config.storeTimeoutMs);
   }
 
   /** `starting`'s first call; out of line, for the decision path's inlining budget (create-limiter.ts, `decideAt`). */

@@ -88,7 +88,8 @@ export class LeasedDecider {
     if (t.cp.queue !== undefined && mode !== 'shadow') return this.queued(t, cost, opts);
     const starting = guard.starting();
     if (starting !== undefined) {
-      const since = guard.heldSince();
+      // A hold counts against the call's wait; the first connection's wait (STARTUP_WAIT_MS) does not.
+      const since = guard.isHolding() ? guard.heldSince() : undefined;
       return starting.then(() => this.decideNow(t, cost, opts, since));
     }
     return this.decideNow(t, cost, opts);

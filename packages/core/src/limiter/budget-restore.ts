@@ -39,7 +39,7 @@
  */
 import type { Counted, Regress } from '../failure/answer-memory.js';
 import type { Fallback } from '../failure/fallback.js';
-import { nodesIn, type StoreGuard } from '../failure/store-guard.js';
+import { nodesIn, type StoreGuard, WHOLE_STORE } from '../failure/store-guard.js';
 import { MILLI } from '../internal/fixed-point.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
@@ -68,6 +68,9 @@ const WITNESSES = 3;
 
 /** The most keys remembered as having shown a loss (BudgetRestore.lossWitnesses) before they are forgotten. */
 const REMEMBERED_WITNESSES = 10_000;
+
+/** The key of `BudgetRestore.verdicts` for a question on the store's one mark (no master's name). */
+const ALL_NODES = '';
 
 /** A store key as one string (several keys joined by NUL, which no key holds). */
 function keyId(storeKey: StoreKey): string {
@@ -121,6 +124,8 @@ export class BudgetRestore {
   private behindTold = Number.NEGATIVE_INFINITY;
   /** The keys whose answers could not follow since the keys were last asked to `agree`: witnesses of a loss. */
   private readonly lossWitnesses = new Set<string>();
+  /** The verdicts of the questions out (true: the store lost its state), per master, or ALL_NODES for the store's one mark. */
+  private readonly verdicts = new Map<string, Promise<boolean>>();
 
   private constructor(
     private readonly store: Store & Required<Pick<Store, 'markAlive' | 'watchConnection'>>,
@@ -143,8 +148,7 @@ export class BudgetRestore {
     });
     // A loss no connection event tells of (a FLUSHALL, a master restarted while nothing was sent to it).
     // Where batches given back raise a key's remaining with nothing lost, such an answer only asks the mark.
-    for (const [cp, f] of fallbacks)
-      f.watchRegress(store.batches === true ? (x) => this.suspect(this.witness(x.was.storeKey)) : (x) => this.regressed(cp, x));
+    for (const [cp, f] of fallbacks) f.watchRegress(store.batches === true ? (x) => this.suspected(x) : (x) => this.regressed(cp, x));
     // Set at start, so that a later reconnect that finds it changed knows the store lost it.
     void this.mark([]);
     this.servers = ServerChanges.of(store);
@@ -191,18 +195,26 @@ export class BudgetRestore {
    * before this answer replaces the key's, and charged again where it was gone. At most once a second per
    * node, so refunds from other processes cost one small call a second at most.
    */
-  private suspect(storeKey: StoreKey): false {
+  private suspect(storeKey: StoreKey): void {
     // Called on the decision path, with the answer in hand: a question that cannot be asked is no loss,
     // and never fails the decision.
     try {
       const node = this.guard.nodeOfKey(storeKey);
       const at = this.now();
-      if (at - (this.asked.get(node) ?? Number.NEGATIVE_INFINITY) < SUSPECT_EVERY_MS) return false;
+      if (at - (this.asked.get(node) ?? Number.NEGATIVE_INFINITY) < SUSPECT_EVERY_MS) return;
       this.asked.set(node, at);
       if (!this.nodeBack(node)) this.markWhole();
     } catch {}
-    // The listener's answer (RegressListener): a store that batches judges no answer by its record.
-    return false;
+  }
+
+  /**
+   * An answer of a store that batches could not follow: the mark is asked (`suspect`), and the answer is
+   * taken as it is (a batch another process gave back raises a key with nothing lost), never held for a
+   * verdict: the batches in hand count a restore's charge from then on (Store.chargedBeside).
+   */
+  private suspected(x: Regress): undefined {
+    this.suspect(this.witness(x.was.storeKey));
+    return undefined;
   }
 
   /**
@@ -213,14 +225,49 @@ export class BudgetRestore {
    * mark intact: the key is charged the difference, as a restore would, less what other processes charged
    * it again already and what the store still holds (RestoreCharges.recharge), with checks held for it
    * (one round trip, StoreGuard.holdFor). Either way, the mark is asked (`suspect`), and the key is a
-   * witness of the loss (`agree`). True while checks are held for the question or the charge: the answer,
-   * and those of the checks that were in flight with it, are then decided by what the key had
-   * (Fallback.againstRecord), not by a key the store lost.
+   * witness of the loss (`agree`). Returns the verdict of the question out on the key's node, if any: the
+   * answer, and those of the checks in flight with it, wait for it (as held checks do), and where the
+   * store lost the key they are decided by what it had (Fallback.againstRecord), not by a key it emptied.
    */
-  private regressed(cp: CompiledPlan, x: Regress): boolean {
+  private regressed(cp: CompiledPlan, x: Regress): Promise<boolean> | undefined {
     this.suspect(this.witness(x.was.storeKey));
     this.behind(cp, x);
-    return this.guard.isHolding();
+    return this.verdictOn(x.was.storeKey);
+  }
+
+  /** The verdict of the question out on `storeKey`'s node (its master's, or the store's one mark), if any. */
+  private verdictOn(storeKey: StoreKey): Promise<boolean> | undefined {
+    if (this.verdicts.size === 0) return undefined;
+    const all = this.verdicts.get(ALL_NODES);
+    if (all !== undefined) return all;
+    try {
+      for (const master of nodesIn(this.guard.nodeOfKey(storeKey))) {
+        const verdict = this.verdicts.get(master);
+        if (verdict !== undefined) return verdict;
+      }
+    } catch {}
+    return undefined;
+  }
+
+  /**
+   * `verdict` is out for `node` (ALL_NODES: the store's one mark) until it settles, or the longest a hold
+   * keeps a check (StoreGuard.holdBoundMs): a question the store does not answer in time counts as a loss
+   * for the answers that wait on it (they are decided by what their keys had; a verdict that the store
+   * lost nothing, when it comes, lets later answers through again, AnswerMemory.release).
+   */
+  private judging(node: string, verdict: Promise<boolean>): void {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bounded = Promise.race([
+      verdict,
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), this.guard.holdBoundMs());
+        timer.unref?.();
+      }),
+    ]).finally(() => {
+      clearTimeout(timer);
+      if (this.verdicts.get(node) === bounded) this.verdicts.delete(node);
+    });
+    this.verdicts.set(node, bounded);
   }
 
   /**
@@ -267,6 +314,8 @@ export class BudgetRestore {
 
   /** Asks for the store's one mark with what every remembered key counts now, and which servers answer; holds checks for both. */
   private markWhole(): void {
+    // A question out: an answer that could not follow waits for its verdict rather than ask again (`suspect`).
+    this.asked.set(WHOLE_STORE, this.now());
     const counted = this.snapshot();
     this.holdWhile(this.withServers(this.mark(counted), counted), counted);
   }
@@ -347,6 +396,7 @@ export class BudgetRestore {
       return true;
     }
     if (marking === undefined) return false;
+    this.asked.set(node, this.now());
     const counted = this.snapshot(node);
     this.holdWhile(this.withServers(this.chargeIfLost(marking, counted, node), counted), counted);
     return true;
@@ -400,8 +450,15 @@ export class BudgetRestore {
    * (RestoreCharges.recharge). Settles once the charges are sent. A mark the store cannot set is no loss.
    */
   private chargeIfLost(marking: Promise<boolean>, counted: Snapshot, node?: string): Promise<void> {
-    return marking
-      .then((changed) => changed && this.agree(counted))
+    const verdict = marking
+      .then((changed) => {
+        // A mark that stayed: no key that could not follow since is a witness of a loss (a give-back, a refund).
+        if (!changed) this.lossWitnesses.clear();
+        return changed && this.agree(counted);
+      })
+      .then(undefined, () => false);
+    this.judging(node ?? ALL_NODES, verdict);
+    return verdict
       .then(async (lost) => {
         if (!lost) {
           for (const f of this.fallbacks.values()) f.releaseRecords();

@@ -11,6 +11,7 @@
  * `decideNow`. Check a change with `node --trace-turbo-inlining` (bench/README.md, section O).
  */
 import type { DecisionImpl } from '../decision.js';
+import type { Remembering } from '../failure/answer-memory.js';
 import type { Fallback, Owed } from '../failure/fallback.js';
 import type { CallFailure, StoreGuard } from '../failure/store-guard.js';
 import { isResultOf } from '../failure/store-result-error.js';
@@ -98,7 +99,8 @@ export class Decider {
     const cost = costOf(opts, this.defaultCost);
     const starting = this.guard.starting();
     if (starting !== undefined) {
-      const since = this.guard.heldSince();
+      // A hold counts against the call's wait; the first connection's wait (STARTUP_WAIT_MS) does not.
+      const since = this.guard.isHolding() ? this.guard.heldSince() : undefined;
       return starting.then(() => this.decideNow(t, cost, opts, since));
     }
     return this.decideNow(t, cost, opts);
@@ -156,7 +158,10 @@ export class Decider {
         r,
         (o) => {
           if (!isResultOf(o, t.cp.storePlan)) return this.observer.observe(this.junk(t, cost, at, node, seq, o), opts, at);
-          return this.observer.observe(this.called(this.answer(t, cost, o, at), at), opts, at);
+          const d = this.answer(t, cost, o, at);
+          return isPromiseLike(d)
+            ? d.then((x) => this.observer.observe(this.called(x, at), opts, at))
+            : this.observer.observe(this.called(d, at), opts, at);
         },
         (f) => {
           answered = this.failed(t, cost, at, f);
@@ -176,7 +181,8 @@ export class Decider {
     if (!isResultOf(r, t.cp.storePlan)) return this.junk(t, cost, at, node, seq, r);
     // A synchronous answer of a store that can fail (RedisStore's `localBatch`) is remembered as an
     // asynchronous one is: an outage continues the key from it, not from the last round trip's.
-    return this.answer(t, cost, r, at);
+    const d = this.answer(t, cost, r, at);
+    return isPromiseLike(d) ? d.then((x) => this.observer.observe(x, opts, at)) : d;
   }
 
   /**
@@ -185,11 +191,30 @@ export class Decider {
    * did not count those admissions: where they leave a policy no room for it, it is refused, and its charge
    * goes back from the policies that had room (the carry charges them all it owes).
    */
-  private answer(t: Target, cost: number, r: StoreResult, at: number): Decision {
+  private answer(t: Target, cost: number, r: StoreResult, at: number): Decision | Promise<Decision> {
     if (!this.remembers) return this.built(t, cost, r, at);
     const f = this.fallbacks.get(t.cp) as Fallback;
-    // An answer from a key the store lost, found while the loss is judged, is decided by what the key had.
-    const over = this.remember(t, r, at, cost) ? f.againstRecord(t.key, r, cost, at) : f.overdrawn(t.key, r, cost, at);
+    const held = this.remember(t, r, at, cost);
+    if (held === true) return this.refusedFor(t, cost, r, at, f.againstRecord(t.key, r, cost, at));
+    // The question on whether the store lost the key is out: the answer waits for its verdict (held
+    // checks wait as long, StoreGuard.holdFor). Lost: decided by what the key had; else taken as it is.
+    if (held !== false) return held.then((lost) => this.judged(t, cost, r, at, f, lost));
+    return this.refusedFor(t, cost, r, at, f.overdrawn(t.key, r, cost, at));
+  }
+
+  /** `answer` once the verdict on whether the store lost `t`'s key is in: by the key's record, or `r` remembered and taken. */
+  private judged(t: Target, cost: number, r: StoreResult, at: number, f: Fallback, lost: boolean): Decision {
+    if (lost) return this.refusedFor(t, cost, r, at, f.againstRecord(t.key, r, cost, at));
+    f.accept(t.key, r, at, t.storeKey);
+    return this.built(t, cost, r, at);
+  }
+
+  /**
+   * The Decision for the store's answer `r`, or for `over`, `r` as a refusal by the policies without room
+   * (Fallback.overdrawn, Fallback.againstRecord): `r`'s charge then goes back from the policies that had
+   * room (a carry, or the restore, charges them what it owes).
+   */
+  private refusedFor(t: Target, cost: number, r: StoreResult, at: number, over: StoreResult | undefined): Decision {
     if (over === undefined || over === r) return this.built(t, cost, r, at);
     const room: boolean[] = [];
     for (let i = 0; i < t.cp.enforcedCount; i++) room.push(((over[i * RESULT_STRIDE + R_FLAGS] as number) & F_ALLOWED) !== 0);
@@ -233,9 +258,9 @@ export class Decider {
   /**
    * Hands the store's answer to the plan's failure mode, which continues the key from it in an outage;
    * what the failure mode admitted for the key meanwhile is charged to the store now (carry-owed.ts).
+   * See `Remembering` for what comes back (false in the common case).
    */
-  /** The store's answer `r`, remembered, and what the failure mode owes it for the key carried; true when the key's record stood against it (Fallback.remember). */
-  remember(t: Target, r: StoreResult, at: number, cost = 0): boolean {
+  remember(t: Target, r: StoreResult, at: number, cost = 0): Remembering {
     if (!this.remembers) return false;
     const f = this.fallbacks.get(t.cp) as Fallback;
     if (!f.remembers) return false;

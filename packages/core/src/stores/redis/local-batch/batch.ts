@@ -165,13 +165,13 @@ export class Batch {
   }
 }
 
-/** A rejection Redis gave for `cost`: answered here until the shortest wait among the refusing policies is over. */
 /**
  * The longest a rejection is answered in memory before one check asks Redis again, ms (local time): a
- * FLUSHALL, a refund or a reset by another process are found within it (Block.holds).
+ * FLUSHALL, a refund or a reset by another process are found within it (Block.answers).
  */
 export const BLOCK_RECHECK_MS = 1_000;
 
+/** A rejection Redis gave for `cost`: answered here until the shortest wait among the refusing policies is over. */
 export class Block {
   private readonly until: number;
 
@@ -199,15 +199,23 @@ export class Block {
   /**
    * Whether Redis would still refuse `cost` at local time `local` (nothing else given back meanwhile),
    * with the same numbers: the cost refused, or on one fixed-window policy any cost above what was left
-   * that the policy could ever admit (a larger one is answered `exceeds`, not held). At most
-   * BLOCK_RECHECK_MS after the rejection came: then a check goes to Redis, which may have been given
-   * budget back (a refund or a reset by another process) or lost the key (a FLUSHALL, found by that
-   * answer). Before, a fixed window exhausted early was answered in memory until it ended: a FLUSHALL
-   * went unseen for the rest of the window, and a process started meanwhile got the whole limit again.
+   * that the policy could ever admit (a larger one is answered `exceeds`, not held). While Redis is away
+   * (Store.held), for as long as that holds.
    */
   holds(cost: number, local: number): boolean {
     const same = cost === this.cost || (this.anyCost && cost > (this.r[R_REMAINING] as number) && cost <= (this.caps[0] as number));
-    return same && this.base + this.slack + (local - this.sent) < this.until && local - this.got < BLOCK_RECHECK_MS;
+    return same && this.base + this.slack + (local - this.sent) < this.until;
+  }
+
+  /**
+   * `holds`, and a check may be answered from it instead of asking Redis: at most BLOCK_RECHECK_MS after
+   * the rejection came; then a check goes to Redis, which may have been given budget back (a refund or a
+   * reset by another process) or lost the key (a FLUSHALL, found by that answer). Before, a fixed window
+   * exhausted early was answered in memory until it ended: a FLUSHALL went unseen for the rest of the
+   * window, and a process started meanwhile got the whole limit again.
+   */
+  answers(cost: number, local: number): boolean {
+    return local - this.got < BLOCK_RECHECK_MS && this.holds(cost, local);
   }
 
   /** The rejection as it stands at `local`: the same numbers, the waits and resets shorter by the time gone. */

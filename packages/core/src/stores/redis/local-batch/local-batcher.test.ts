@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compilePolicy } from '../../../policy.js';
 import { MemoryStore } from '../../memory-store.js';
-import { isPromiseLike, R_REMAINING, type StorePlan, type StoreResult } from '../../store.js';
+import { isPromiseLike, R_REMAINING, RESULT_STRIDE, type StorePlan, type StoreResult } from '../../store.js';
 import { LocalBatcher } from './local-batcher.js';
 import { parseLocalBatch } from './options.js';
 
@@ -87,5 +87,50 @@ describe('LocalBatcher doorway', () => {
       }
     }
     expect(tracked).toBe(true);
+  });
+});
+
+describe('LocalBatcher rejections', () => {
+  /** A batcher whose calls answer at once with the script's time after the policy's numbers, as Redis does. */
+  function timed() {
+    const inner = new MemoryStore({ sweepIntervalMs: 0 });
+    const calls = {
+      charge(key: string, p: StorePlan, cost: number, now: number): Promise<StoreResult> {
+        const r = [...inner.apply(key, p, cost, now)];
+        r[p.policies.length * RESULT_STRIDE] = now;
+        return Promise.resolve(r);
+      },
+      giveBack: () => Promise.resolve([1]),
+    };
+    const config = parseLocalBatch({ minRate: 1, holdMs: 60_000, maxShare: 0.5 });
+    if (config === false) throw new Error('localBatch off');
+    return new LocalBatcher(config, calls, true);
+  }
+
+  const small: StorePlan = {
+    policies: [compilePolicy({ algorithm: 'fixed-window', limit: 3, windowMs: 3_600_000 }, 'p', false)],
+    enforcedCount: 1,
+  };
+
+  it('answers a rejection in memory for a second at most, then asks the store again; while the store is away (held), for its whole wait', async () => {
+    const b = timed();
+    let now = 1_200_000;
+    // Decisions 5 ms apart until the key is exhausted and its rejection held: one answered in memory.
+    while (b.stats.blocked === 0 && now < 1_210_000) {
+      const r = b.apply('k', small, 1_000, now);
+      if (isPromiseLike(r)) await r;
+      now += 5;
+    }
+    const at = now;
+    const inMemory = async (ms: number) => {
+      const r = b.apply('k', small, 1_000, at + ms);
+      if (isPromiseLike(r)) await r;
+      return r !== undefined && !isPromiseLike(r);
+    };
+    expect(await inMemory(500)).toBe(true);
+    // Past a second since the rejection came: the store is asked (before: answered in memory to the window's end).
+    expect(await inMemory(1_100)).toBe(false);
+    // The store away (its breaker open): the rejection still answers, for the rest of its wait.
+    expect(b.held('k', small, 1_000, at + 600_000)?.[R_REMAINING]).toBe(0);
   });
 });

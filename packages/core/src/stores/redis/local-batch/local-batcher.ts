@@ -150,7 +150,7 @@ export class LocalBatcher {
   ): StoreResult | Promise<StoreResult> | undefined {
     if (e.batches.length > 0 && this.spend(ps, e, plan, cost, now, local, out)) return out;
     if (e.block !== undefined) {
-      if (e.block.holds(cost, local)) {
+      if (e.block.answers(cost, local)) {
         this.stats.blocked += 1;
         return e.block.answer(local, out);
       }
@@ -450,6 +450,9 @@ export class LocalBatcher {
   private doorway(ps: PlanState, key: string, now: number): number {
     if (now - ps.doorSince >= RATE_INTERVAL_MS || now < ps.doorSince) this.newInterval(ps, now);
     ps.doorSeen += 1;
+    // A burst of cold keys after a quiet interval: more decisions than slots, so most slots would reach
+    // `doorwayAt` and let every cold key in (100,000 keys after a quiet second: 10,000 entries, 25x the cost).
+    if (ps.doorSeen > ps.slotCounts.length && ps.slotCounts.length < DOORWAY_SLOTS) this.widen(ps);
     const s = slotOf(key) & (ps.slotCounts.length - 1);
     const n = (ps.slotCounts[s] as number) + 1;
     if (n < 65_535) ps.slotCounts[s] = n;
@@ -468,6 +471,16 @@ export class LocalBatcher {
     else ps.slotCounts.fill(0);
     ps.doorSince = now;
     ps.doorSeen = 0;
+  }
+
+  /**
+   * Mid-interval: four times the slots (DOORWAY_SLOTS at most), counted afresh, with the margin the
+   * interval's decisions so far set, as `newInterval` would: a key stands out by what it adds from now on.
+   */
+  private widen(ps: PlanState): void {
+    const slots = Math.min(DOORWAY_SLOTS, ps.slotCounts.length * 4);
+    ps.doorMargin = Math.max(ps.doorMargin, Math.ceil((4 * ps.doorSeen) / slots));
+    ps.slotCounts = new Uint16Array(slots);
   }
 
   /** A new entry for `key`, counting `before` decisions already seen this interval; it may push out another (`evict`). */

@@ -603,13 +603,20 @@ export class RedisStore implements Store {
     return this.giving.of(key);
   }
 
-  /** The refund twin (scripts/peek-refund-scripts.ts): gives back a charge named by its marks (see `Store.refund`). */
+  /**
+   * The refund twin (scripts/peek-refund-scripts.ts): gives back a charge named by its marks (see
+   * `Store.refund`). With `localBatch`, a bucket takes a charge back only while nothing was charged after
+   * it, as a batch's give-back does: a later charge may be a batch another process holds, and moving the
+   * bucket back under it admits past the limit (three batching limiters on one key, round-trip decisions
+   * refunded: 1 to 2 over in a property test).
+   */
   refund(key: StoreKey, plan: StorePlan, cost: number, marks: readonly number[], now: number): Promise<ArrayLike<number>> {
     const n = plan.policies.length;
+    if (this.batcher === undefined) return this.runRefund(key, plan, cost, marks, now, false);
     // A batched bucket decision: its units stay with the batch (local-batch/batch.ts), nothing goes back.
-    if (this.batcher !== undefined && heldReceipt(marks, n)) return Promise.resolve(new Array<number>(n).fill(0));
-    if (typeof key === 'string') this.batcher?.unblock(key, plan);
-    return this.runRefund(key, plan, cost, marks, now, false);
+    if (heldReceipt(marks, n)) return Promise.resolve(new Array<number>(n).fill(0));
+    if (typeof key === 'string') this.batcher.unblock(key, plan);
+    return this.runRefund(key, plan, cost, marks, now, true);
   }
 
   /**

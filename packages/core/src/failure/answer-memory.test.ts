@@ -724,6 +724,34 @@ describe('an outage continues the budget (onStoreError local)', () => {
     expect(store.inner.peek('k', store.plan as StorePlan, 1000, 1_000)[R_REMAINING]).toBe(9_000);
   });
 
+  it("a leaky bucket's admissions in an outage wait behind the queue the store reported, one interval apart (before: behind the empty local queue)", async () => {
+    // 10 a second, a queue of up to 1 s (maxDelayMs): 10 queued in the store, then it goes down.
+    const { store, limiter, advance } = setup([{ algorithm: 'leaky-bucket', limit: 10, windowMs: 1_000, maxDelayMs: 1_000 }]);
+    let last = 0;
+    for (let i = 0; i < 10; i++) {
+      const d = await limiter.check('k');
+      expect(d.allowed).toBe(true);
+      last = 1_000 + d.delayMs;
+    }
+    store.down = true;
+    const scheduled: number[] = [];
+    let longest = 0;
+    for (let ms = 0; ms < 1_500; ms += 10) {
+      advance(10);
+      const d = await limiter.check('k');
+      if (!d.allowed) continue;
+      scheduled.push(1_000 + ms + 10 + d.delayMs);
+      longest = Math.max(longest, d.delayMs);
+    }
+    // No admission waits past maxDelayMs: a full queue refuses.
+    expect(longest).toBeLessThanOrEqual(1_000);
+    // The local admissions start after the store's queue and keep the policy's pace: 100 ms apart.
+    expect(scheduled.length).toBeGreaterThan(5);
+    expect(scheduled[0]).toBeGreaterThanOrEqual(last + 100);
+    for (let i = 1; i < scheduled.length; i++) expect((scheduled[i] as number) - (scheduled[i - 1] as number)).toBeGreaterThanOrEqual(99);
+    await limiter.close();
+  });
+
   it('with localShare the local limiter still caps a key the store had left room on', async () => {
     const { store, admitted } = setup(10, 0.2);
     expect(await admitted('k', 1)).toBe(1);

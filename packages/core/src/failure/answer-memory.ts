@@ -349,6 +349,22 @@ export class AnswerMemory {
     return Math.min(p.capMilli, remaining + refilled);
   }
 
+  /**
+   * How long the queue policy `i` of `m` holds at `at` takes to drain, ms: what the store last reported
+   * it held, less what has drained since, plus what the failure mode admitted since, at the rate the
+   * record refills (a leaky bucket's: one request per interval). 0 without a rate to drain at.
+   */
+  drainMs(m: Remembered, i: number, at: number): number {
+    const k = STRIDE * i;
+    const until = m[k + UNTIL] as number;
+    const since = m[k + SINCE] as number;
+    const cap = (this.policies[i] as CompiledPolicy).capMilli;
+    const remaining = m[k + REMAINING] as number;
+    if (!(until > since) || cap <= remaining) return 0;
+    const queued = cap - this.left(m, i, at) + (m[k + SPENT] as number);
+    return Math.max(0, Math.ceil((queued * (until - since)) / (cap - remaining)));
+  }
+
   /** How long after `at` policy `i` of `m` has room for `cost` again, ms (at least 1). */
   waitFor(m: Remembered, i: number, cost: number, at: number): number {
     const k = STRIDE * i;

@@ -14,12 +14,14 @@
 
 import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { costUnits, DecisionImpl, Group, readGroup } from '../decision.js';
+import { MILLI } from '../internal/fixed-point.js';
 import type { LimiterConfig } from '../options.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import {
   F_ALLOWED,
   F_CHARGED,
   F_EXCEEDS,
+  R_DELAY,
   R_FLAGS,
   R_REMAINING,
   R_RESET,
@@ -35,6 +37,13 @@ import { AnswerMemory, type Counted, REMEMBERED_KEYS, type RegressListener, type
 
 /** Builds a decision from a store result over `policies` (the limiter's own `finish`). */
 export type Finish = (key: string, cost: number, r: StoreResult, policies: readonly CompiledPolicy[], degraded: boolean) => Decision;
+
+/** The longest a leaky bucket's admission may wait, ms (its `maxDelayMs`; Infinity without one, or for another algorithm). */
+function maxWaitMs(p: CompiledPolicy): number {
+  return p.algorithm !== 'leaky-bucket' || p.maxDelayTicks === Number.POSITIVE_INFINITY
+    ? Number.POSITIVE_INFINITY
+    : (p.maxDelayTicks - p.delayTicks) / p.rate;
+}
 
 /** What the failure mode admitted for one key that the store has not heard of (Fallback.takeOwed). */
 export interface Owed {
@@ -90,6 +99,13 @@ export class Fallback {
   private readonly taken = new Map<string, Owed>();
   /** Entries taken whose carry has not ended (`settle`): while none is and nothing is owed, no answer is `overdrawn`. */
   private carrying = 0;
+  /**
+   * Per leaky-bucket policy and key (`${i}\0${key}`), when the next admission in an outage may go: one
+   * interval after the slot of the last (queuedBehind). At most REMEMBERED_KEYS, the oldest dropped first.
+   */
+  private readonly slots = new Map<string, number>();
+  /** Whether the plan has a leaky-bucket policy (`slots`). */
+  private readonly hasLeaky: boolean;
   /** The plan's longest window: admissions older than that count in no window the store still keeps. */
   private readonly horizonMs: number;
 
@@ -103,6 +119,7 @@ export class Fallback {
     this.carry = new Float64Array(config.localPolicies.length * RESULT_STRIDE);
     this.remembers = config.onStoreError === 'local' && !(config.store instanceof MemoryStore);
     this.horizonMs = Math.max(...config.policies.map((p) => p.windowMs));
+    this.hasLeaky = config.policies.some((p) => p.algorithm === 'leaky-bucket');
     if (this.remembers && config.policies.every((p) => p.algorithm !== 'concurrency')) this.owed = new Map();
   }
 
@@ -352,7 +369,7 @@ export class Fallback {
       const d =
         records !== undefined
           ? this.carried(memory as AnswerMemory, key, cost, at, storeKey, records, lease)
-          : this.finish(key, cost, this.local.apply(storeKey, this.localPlan, cost, at, lease), this.config.localPolicies, true);
+          : this.fresh(key, cost, at, storeKey, lease);
       if (this.owed !== undefined && d.allowed && !d.limited) this.owe(key, storeKey, cost, at);
       return d;
     }
@@ -410,6 +427,80 @@ export class Fallback {
    * the decision's numbers are the tighter of the two. A policy without a record (`records[i]`) has the
    * local limiter's room only.
    */
+  /**
+   * An admission in an outage of a leaky bucket: it waits behind the queue the store last reported (and
+   * the outage's admissions before it), not behind the local bucket's, which starts empty, and behind the
+   * slot the failure mode gave the admission before it (`slots`), after that record has reset too: a full
+   * queue of 10 a second and a 1.5 s outage scheduled up to 19 into one second, beside the store's queue.
+   */
+  private queuedBehind(key: string, cost: number, waits: readonly number[], r: Float64Array, at: number): void {
+    const policies = this.config.policies;
+    for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE) {
+      const p = policies[i] as CompiledPolicy;
+      if (p.algorithm !== 'leaky-bucket') continue;
+      const delay = Math.max(r[o + R_DELAY] as number, waits[i] as number);
+      r[o + R_DELAY] = delay;
+      // The next admission goes one interval (per unit of cost) after this one.
+      const slot = `${i}\0${key}`;
+      this.slots.delete(slot);
+      if (this.slots.size >= REMEMBERED_KEYS) this.slots.delete(this.slots.keys().next().value as string);
+      this.slots.set(slot, at + delay + Math.ceil((cost * p.windowMs) / (MILLI * p.limit)));
+    }
+  }
+
+  /**
+   * Per policy, how long an admission now would wait in a leaky bucket's queue: behind the queue the
+   * store last reported (`records`, while live) and the slot the failure mode gave the admission before
+   * (`slots`); 0 for the other policies; undefined for a plan without a leaky bucket.
+   */
+  private queueWaits(
+    memory: AnswerMemory | undefined,
+    key: string,
+    records: readonly (Remembered | undefined)[],
+    at: number,
+  ): number[] | undefined {
+    if (!this.hasLeaky) return undefined;
+    return this.config.policies.map((p, i) => {
+      if (p.algorithm !== 'leaky-bucket') return 0;
+      let wait = Math.max(0, (this.slots.get(`${i}\0${key}`) ?? at) - at);
+      const m = records[i];
+      if (m !== undefined && memory !== undefined && memory.room(m, i, at) !== Number.POSITIVE_INFINITY)
+        wait = Math.max(wait, memory.drainMs(m, i, at));
+      return wait;
+    });
+  }
+
+  /** `flags` of policy `i` of `r` (at offset `o`) refused when its queue (`waits`) is past its `maxDelayMs`: the retry is the excess. */
+  private refusedIfQueueFull(r: Float64Array, o: number, flags: number, waits: readonly number[] | undefined, i: number): number {
+    const over = waits === undefined ? 0 : (waits[i] as number) - maxWaitMs(this.config.policies[i] as CompiledPolicy);
+    if (over <= 0) return flags;
+    r[o + R_RETRY_AFTER] = Math.max(r[o + R_RETRY_AFTER] as number, Math.ceil(over));
+    return flags & ~F_ALLOWED & ~F_CHARGED;
+  }
+
+  /** The local limiter's answer for a key the store told nothing of that still counts (no live record); a leaky bucket's admission keeps its slot (`queuedBehind`). */
+  private fresh(key: string, cost: number, at: number, storeKey: StoreKey, lease: number | undefined): Decision {
+    const local = this.local as MemoryStore;
+    const waits = this.queueWaits(undefined, key, [], at);
+    const policies = this.config.policies;
+    const r = this.carry;
+    if (waits === undefined)
+      return this.finish(key, cost, local.apply(storeKey, this.localPlan, cost, at, lease), this.config.localPolicies, true);
+    if (policies.some((p, i) => (waits[i] as number) > maxWaitMs(p))) {
+      // The queue the outage scheduled is full: refused, nothing charged.
+      r.set(local.peek(storeKey, this.localPlan, cost, at));
+      for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE)
+        r[o + R_FLAGS] = this.refusedIfQueueFull(r, o, (r[o + R_FLAGS] as number) & ~F_CHARGED, waits, i);
+      return this.finish(key, cost, r, this.config.localPolicies, true);
+    }
+    r.set(local.apply(storeKey, this.localPlan, cost, at, lease));
+    let charged = true;
+    for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE)
+      if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) charged = false;
+    if (charged) this.queuedBehind(key, cost, waits, r, at);
+    return this.finish(key, cost, r, this.config.localPolicies, true);
+  }
+
   private carried(
     memory: AnswerMemory,
     key: string,
@@ -425,17 +516,21 @@ export class Fallback {
       const m = records[i];
       return m === undefined ? Number.POSITIVE_INFINITY : memory.room(m, i, at);
     };
+    const waits = this.queueWaits(memory, key, records, at);
     let blocked = false;
     for (let i = 0; i < policies.length; i++) {
       if (cost <= (policies[i] as CompiledPolicy).capMilli && cost > room(i)) blocked = true;
+      if (waits !== undefined && (waits[i] as number) > maxWaitMs(policies[i] as CompiledPolicy)) blocked = true;
     }
     const r = this.carry;
     r.set(blocked ? local.peek(storeKey, this.localPlan, cost, at) : local.apply(storeKey, this.localPlan, cost, at, lease));
     let charged = !blocked;
     for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE)
       if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) charged = false;
-    if (charged)
+    if (charged) {
+      if (waits !== undefined) this.queuedBehind(key, cost, waits, r, at);
       for (let i = 0; i < policies.length; i++) if (records[i] !== undefined) memory.spendOne(records[i] as Remembered, i, cost, at);
+    }
     for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE) {
       const left = room(i);
       if (left !== Number.POSITIVE_INFINITY) r[o + R_REMAINING] = Math.max(0, Math.min(r[o + R_REMAINING] as number, Math.floor(left)));
@@ -449,6 +544,7 @@ export class Fallback {
         r[o + R_RETRY_AFTER] = memory.waitFor(m, i, cost, at);
         r[o + R_RESET] = Math.max(r[o + R_RESET] as number, memory.waitFor(m, i, cap, at));
       }
+      flags = this.refusedIfQueueFull(r, o, flags, waits, i);
       r[o + R_FLAGS] = flags;
     }
     return this.finish(key, cost, r, this.config.localPolicies, true);

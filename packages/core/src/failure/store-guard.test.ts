@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { compilePolicy } from '../policy.js';
 import { MemoryStore } from '../stores/memory-store.js';
 import { StoreGuard } from './store-guard.js';
-import { Watchdog } from './watchdog.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -64,34 +63,5 @@ describe('StoreGuard.holdFor', () => {
     const waited = await releasedAfter(g);
     expect(waited).toBeGreaterThan(0);
     expect(waited).toBeLessThanOrEqual(60);
-  });
-});
-
-describe('StoreGuard.watch', () => {
-  it("a check that waited for a hold has its call watched with what is left of the hold's bound, at most storeTimeoutMs", async () => {
-    const g = guard();
-    const watch = vi.spyOn(Watchdog.prototype, 'watch');
-    const budgets = (heldMs: number | undefined) => {
-      watch.mockClear();
-      const heldSince = heldMs === undefined ? undefined : g.heldSince() - heldMs;
-      void g.watch(
-        'n',
-        g.next(),
-        Promise.resolve(1),
-        (x) => x,
-        () => 0,
-        undefined,
-        heldSince,
-      );
-      return Math.round(watch.mock.calls[0]?.[2] as number) || 0;
-    };
-    // storeTimeoutMs 100 here: the bound of a hold is max(100 ms, storeTimeoutMs).
-    expect(budgets(undefined)).toBe(100);
-    expect(budgets(0)).toBe(100);
-    // Before: 100 whatever the hold (a Redis back 80 ms slower after a restart: 100 ms held, then 70 more).
-    expect(budgets(30)).toBe(70);
-    expect(budgets(100)).toBe(0);
-    expect(budgets(150)).toBe(-50);
-    watch.mockRestore();
   });
 });

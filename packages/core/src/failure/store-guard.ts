@@ -245,20 +245,11 @@ export class StoreGuard {
     this.health.get(node)?.success();
   }
 
-  /** When a check begins to wait for a hold (`starting`), on the watchdog's clock: pass it to `watch` as `heldSince`. */
-  heldSince(): number {
-    return this.watchdog.now();
-  }
-
   /**
    * Watches an asynchronous call and answers with `onResult(result)`, or `onFailure(why there is none)`,
    * run in the step that settles the call: one promise per call, no `.then` of the caller's after it.
    * Rejects only when the handler throws. `onLate` gets a result that came after the watchdog answered
-   * (the failure mode decided; the store may have charged for it all the same). `heldSince`: the check
-   * waited for a hold since then (`heldSince()`); the hold and the call together take no longer than a
-   * hold may (HOLD_MS, or `storeTimeoutMs` when longer), so the call waits only what is left of that, at
-   * most `storeTimeoutMs` (a Redis back 80 ms slower after a restart held a check 100 ms for the restore,
-   * then its own 70: 170 ms).
+   * (the failure mode decided; the store may have charged for it all the same).
    */
   watch<R, T>(
     node: string,
@@ -267,21 +258,13 @@ export class StoreGuard {
     onResult: (result: R) => T | PromiseLike<T>,
     onFailure: (failure: CallFailure) => T | PromiseLike<T>,
     onLate?: (result: R) => void,
-    heldSince?: number,
   ): Promise<T> {
-    const timeoutMs = this.config.storeTimeoutMs;
-    const budgetMs =
-      heldSince === undefined ? timeoutMs : Math.min(timeoutMs, Math.max(HOLD_MS, timeoutMs) - (this.watchdog.now() - heldSince));
     return new Promise<T>((resolve, reject) => {
-      const ticket = this.watchdog.watch(
-        node,
-        (why: Overdue) => {
-          this.config.onTimedOut?.(call);
-          const error = new StoreTimeoutError(this.config.storeTimeoutMs, node, why);
-          settleWith(resolve, reject, onFailure, this.failure(node, seq, error, true));
-        },
-        budgetMs,
-      );
+      const ticket = this.watchdog.watch(node, (why: Overdue) => {
+        this.config.onTimedOut?.(call);
+        const error = new StoreTimeoutError(this.config.storeTimeoutMs, node, why);
+        settleWith(resolve, reject, onFailure, this.failure(node, seq, error, true));
+      });
       call.then(
         (result) => {
           if (this.watchdog.settle(ticket)) {

@@ -151,17 +151,8 @@ export class Watchdog {
     this.creditMs = this.periodMs * 2;
   }
 
-  /** The watchdog's clock, ms (monotonic): when a check began to wait, for `watch`'s `budgetMs`. */
-  now(): number {
-    return this.elapsed();
-  }
-
-  /**
-   * Starts watching a call on `node`; `onOverdue` answers it if the node goes silent or the call is late
-   * first. `budgetMs`: the idle time the call may wait before the queue's share, `timeoutMs` unless the
-   * check waited already (StoreGuard.watch), never under one judgement period.
-   */
-  watch(node: string, onOverdue: (why: Overdue) => void, budgetMs = this.timeoutMs): Ticket {
+  /** Starts watching a call on `node`; `onOverdue` answers it if the node goes silent or the call is late first. */
+  watch(node: string, onOverdue: (why: Overdue) => void): Ticket {
     const w = this.nodeWatch(node);
     // The clock is read only when a node goes from idle to pending (or the timer starts), not per call.
     if (w.size === 0) {
@@ -170,7 +161,7 @@ export class Watchdog {
       w.since = this.elapsed();
       this.active += 1;
     }
-    const ticket = new Ticket(w, onOverdue, this.epoch, Math.max(this.periodMs, budgetMs) + (w.size + w.aside) * QUEUED_CALL_MS);
+    const ticket = new Ticket(w, onOverdue, this.epoch, this.timeoutMs + (w.size + w.aside) * QUEUED_CALL_MS);
     w.add(ticket);
     if (this.timer === undefined) {
       this.lastJudgement = this.elapsed();

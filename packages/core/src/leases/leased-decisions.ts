@@ -87,25 +87,19 @@ export class LeasedDecider {
     const cost = costOf(opts, defaultCost);
     if (t.cp.queue !== undefined && mode !== 'shadow') return this.queued(t, cost, opts);
     const starting = guard.starting();
-    if (starting !== undefined) {
-      // A hold counts against the call's wait; the first connection's wait (STARTUP_WAIT_MS) does not.
-      const since = guard.isHolding() ? guard.heldSince() : undefined;
-      return starting.then(() => this.decideNow(t, cost, opts, since));
-    }
+    if (starting !== undefined) return starting.then(() => this.decideNow(t, cost, opts));
     return this.decideNow(t, cost, opts);
   };
 
-  /** `heldSince`: the check waited for a hold since then (StoreGuard.watch). */
-  private decideNow(t: Target, cost: number, opts: CheckOptions | undefined, heldSince?: number): Decision | Promise<Decision> {
+  private decideNow(t: Target, cost: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
     const plain = this.parts.plain;
-    if (!t.cp.leases) return plain.decideNow(t, cost, opts, heldSince);
-    return this.leased(t, cost, plain.now(), opts, 'observe', false, 1, heldSince);
+    if (!t.cp.leases) return plain.decideNow(t, cost, opts);
+    return this.leased(t, cost, plain.now(), opts, 'observe');
   }
 
   /**
    * Decides `t` at `at` with a lease id; an admitted decision gets `release` and `renew` (in the store, or
-   * the local fallback's). `heldSince`: the check waited for a hold, or for the held leases to go back,
-   * since then: its store call waits only what is left (StoreGuard.watch).
+   * the local fallback's).
    */
   private leased(
     t: Target,
@@ -115,7 +109,6 @@ export class LeasedDecider {
     observing: Observing,
     restored = false,
     tries = 1,
-    heldSince?: number,
   ): Decision | Promise<Decision> {
     const { plain, guard, timed, keeper, store } = this.parts;
     const node = guard.nodeOfKey(t.storeKey);
@@ -123,12 +116,11 @@ export class LeasedDecider {
     // (waited for once, at most RESTORE_WAIT_MS); not while its node's breaker is open, when the failure mode answers.
     const restoring = restored || guard.refuses(node, at) ? undefined : keeper.restoring(store, node);
     if (restoring !== undefined) {
-      const since = heldSince ?? guard.heldSince();
       // Not all back (late, or the restore failed): the failure mode answers now (a store-error event, as
       // for any call the store did not answer), not after a store call's own timeout too.
       return restoring.then((how) =>
         how === 'back'
-          ? this.leased(t, cost, plain.now(), opts, observing, true, tries, since)
+          ? this.leased(t, cost, plain.now(), opts, observing, true, tries)
           : this.unrestored(t, cost, plain.now(), node, how, opts, observing),
       );
     }
@@ -173,7 +165,6 @@ export class LeasedDecider {
         (late) => {
           if (failed?.allowed === false) plain.giveBack(t, cost, late, at);
         },
-        heldSince,
       );
     }
     guard.answered(node);

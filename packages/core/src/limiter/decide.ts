@@ -98,11 +98,7 @@ export class Decider {
     const t = this.targets.of(rawKey, opts);
     const cost = costOf(opts, this.defaultCost);
     const starting = this.guard.starting();
-    if (starting !== undefined) {
-      // A hold counts against the call's wait; the first connection's wait (STARTUP_WAIT_MS) does not.
-      const since = this.guard.isHolding() ? this.guard.heldSince() : undefined;
-      return starting.then(() => this.decideNow(t, cost, opts, since));
-    }
+    if (starting !== undefined) return starting.then(() => this.decideNow(t, cost, opts));
     return this.decideNow(t, cost, opts);
   };
 
@@ -121,13 +117,10 @@ export class Decider {
     return this.observer.observe(d, undefined, at);
   }
 
-  /**
-   * Decides `t` now, observed (metrics, diagnostics channel, hot keys, shadow record). `heldSince`: the
-   * check waited for a hold since then (StoreGuard.watch).
-   */
-  decideNow(t: Target, cost: number, opts: CheckOptions | undefined, heldSince?: number): Decision | Promise<Decision> {
+  /** Decides `t` now, observed (metrics, diagnostics channel, hot keys, shadow record). */
+  decideNow(t: Target, cost: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
     const at = this.now();
-    const d = this.decideAt(t, cost, at, opts, heldSince);
+    const d = this.decideAt(t, cost, at, opts);
     return isPromiseLike(d) ? d : this.observer.observe(d, opts, at);
   }
 
@@ -136,7 +129,7 @@ export class Decider {
    * failed) comes back unobserved: `decideNow` passes it to the observer. On an asynchronous store the
    * decision is built and observed in the step that settles the store's call (StoreGuard.watch).
    */
-  private decideAt(t: Target, cost: number, at: number, opts: CheckOptions | undefined, heldSince?: number): Decision | Promise<Decision> {
+  private decideAt(t: Target, cost: number, at: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
     const guard = this.guard;
     const node = guard.nodeOfKey(t.storeKey);
     if (!guard.allow(node, at)) return this.unreached(t, cost, at, node);
@@ -174,7 +167,6 @@ export class Decider {
           if (answered !== undefined && (answered.allowed === false || answered.limited === false))
             this.carrier.ranLate(t, this.fallbacks.get(t.cp) as Fallback, owedBy, answered.allowed, cost, late, at);
         },
-        heldSince,
       );
     }
     guard.answered(node);

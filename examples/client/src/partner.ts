@@ -1,9 +1,11 @@
 /**
  * @module A stand-in for a partner API with a hard quota: a tollgate Express app allowing 5 requests per
- * second (gcra, burst 5) to everyone, answering 429 with `Retry-After` and draft-11 `RateLimit` beyond.
- * It counts what it received and what it served, so the example can show what each client cost it.
+ * second (gcra, burst 5) per caller, answering 429 with `Retry-After` and draft-11 `RateLimit` beyond. A
+ * caller is its IP address, or with `perApiKey` its `X-Api-Key` (the IP for calls without one). It counts
+ * what it received and what it served, so the example can show what each client cost it.
  */
 import type { Server } from 'node:http';
+import { keys } from '@tollgate/core';
 import { rateLimit } from '@tollgate/express';
 import express from 'express';
 
@@ -15,15 +17,25 @@ export interface Partner {
 
 export const PARTNER_LIMIT = 5;
 
+export interface PartnerOptions {
+  /** Give each `X-Api-Key` its own quota (else every caller on one IP shares one). Defaults to `false`. */
+  readonly perApiKey?: boolean;
+}
+
 /** Starts the partner on a free loopback port. */
-export async function startPartner(): Promise<Partner> {
+export async function startPartner({ perApiKey = false }: PartnerOptions = {}): Promise<Partner> {
   const counts = { received: 0, served: 0 };
   const app = express();
   app.use((_req, _res, next) => {
     counts.received++;
     next();
   });
-  app.use(rateLimit({ policies: { name: 'partner', algorithm: 'gcra', limit: PARTNER_LIMIT, windowMs: 1_000 } }));
+  app.use(
+    rateLimit({
+      policies: { name: 'partner', algorithm: 'gcra', limit: PARTNER_LIMIT, windowMs: 1_000 },
+      ...(perApiKey ? { key: keys.first(keys.header('x-api-key'), keys.ip()) } : {}),
+    }),
+  );
   app.get('/send', (_req, res) => {
     counts.served++;
     res.json({ sent: true });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { burstThroughShaper, burstWithRetry } from './scenarios.js';
+import { burstThroughShaper, burstWithRetry, pacedPerApiKey } from './scenarios.js';
 
 describe('examples/client', () => {
   it('withRetry: a burst beyond the partner quota all succeeds, after the partner asked to wait', async () => {
@@ -19,5 +19,15 @@ describe('examples/client', () => {
     const short = await burstThroughShaper(10, 500);
     expect(short.outcomes.filter((o) => o === 'ERR_RL_TASK_EXPIRED').length).toBeGreaterThan(0);
     expect(short.received).toBe(short.served);
+  });
+
+  it("pacing per API key: a key whose quota is spent waits for it, and never holds the other key's calls", async () => {
+    const r = await pacedPerApiKey(10, 3, 100);
+    expect(r.b.outcomes).toEqual([200, 200, 200]);
+    // B was done while A's calls still waited for A's quota (without pacing.key, one partition: B waited behind A).
+    expect(r.aPendingWhenBDone).toBeGreaterThan(0);
+    expect(r.a.outcomes).toEqual(Array.from({ length: 10 }, () => 200));
+    expect(r.pacedMs).toBeGreaterThan(0);
+    expect(r.pacedRefused).toBe(0);
   });
 });

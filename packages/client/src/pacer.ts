@@ -7,7 +7,8 @@
  * segments folded into `:id`) learns, per caller partition, which quotas its responses reported (octokit's
  * throttling keeps one limiter per GitHub resource the same way); a request is held only by the quotas
  * of its own line. A spent `search` policy never holds `/users` (policy `core`), nor another API key's
- * `/search`; a line never seen is held by nothing (its first request probes, below).
+ * `/search`. A line not heard from yet (a new line: `/users/<login>` is one at every login) answers to
+ * what its partition's new lines were found answering to (below).
  *
  * **Counting down.** A quota's last `remaining` is counted down locally as requests leave, so concurrent
  * calls do not all spend the same last unit. A response's `remaining` was counted when the server took
@@ -32,12 +33,24 @@
  * `maxDelayMs` old: after that, one request goes to the server alone (a server that said "an hour" may
  * be back sooner, and one absurd `Retry-After` costs one request per `maxDelayMs`, never all of them).
  *
- * **First contact.** A line not heard from in a partition is treated as one whose reset just passed: its
- * first request probes alone, the others wait for its numbers. A line whose responses bring no numbers is
- * remembered as heard, so only its first burst waits for one answer.
+ * **First contact.** A partition not heard from (a new origin, a new credential) is treated as one whose
+ * reset just passed: its first request probes alone, the others (on any line) wait for its answer. A
+ * partition whose responses bring no numbers is remembered as heard, so only its first burst waits.
  *
- * Memory is bounded: at most `maxEntries` lines and `maxEntries` quotas (the oldest forgotten first), and
- * {@link MAX_LINE_POLICIES} quotas per line.
+ * **New lines.** Paths that carry names (`/users/<login>`, `/repos/<owner>/<repo>`) make a new line at
+ * every name, and such lines answer to the quotas the lines before them did. So a new line, in a partition
+ * heard from, is held and charged as a line answering to the quotas the last two first answers of lines in
+ * its partition both named (`Evidence.answers`); a unit taken of a quota its own answer does not name is
+ * given back. Any other quota of the partition that is spent holds new lines only until a first answer
+ * that came after the spending names other quotas: until then one new line goes at a time, as a probe
+ * (the others wait for the new lines on their way, at most {@link PROBE_WAIT_MS}). A spent `core` thus
+ * holds every new `/users/<login>` after one 429, not twenty; a `search` spent by `/search` holds them
+ * for one answer, once. With no spent quota in the partition, a new line waits for nothing but the
+ * pacing of the quotas new lines answer to.
+ *
+ * Memory is bounded: at most `maxEntries` lines, `maxEntries` partitions and `maxEntries` quotas (the
+ * oldest forgotten first), {@link MAX_LINE_POLICIES} quotas per line and {@link MAX_PARTITION_POLICIES}
+ * per partition.
  */
 import type { RateLimitItem, RateLimitSignal } from './rate-limit-signal.js';
 
@@ -46,6 +59,9 @@ export const PROBE_WAIT_MS = 1000;
 
 /** The most quotas one request line is held by (the most recently reported kept). */
 export const MAX_LINE_POLICIES = 8;
+
+/** The most quotas kept per partition for its new lines (the most recently reported kept). */
+export const MAX_PARTITION_POLICIES = 16;
 
 /** Where a request goes, as pacing sees it: built once per call. */
 export interface PacingScope {
@@ -56,6 +72,8 @@ export interface PacingScope {
   readonly line: string;
   /** The three together: the key of the line's map entry. */
   readonly id: string;
+  /** Origin and partition: the key of the partition's map entry. */
+  readonly partitionId: string;
 }
 
 /** What the pacer answers a request: go (after `waitMs`), wait and ask again, or be refused at once. */
@@ -66,10 +84,27 @@ export type Reservation =
   /** The reset is beyond what the request may wait: answer it with this, unsent. */
   | { readonly kind: 'refuse'; readonly status: number; readonly retryAfterMs: number };
 
-/** What a request probes (a line's first contact, quotas whose reset passed): hand it to `settled` when its attempt is over. */
+/**
+ * What a first attempt left with, when the pacer must hear how it ended (a partition's first contact, a
+ * new line's attempt, quotas whose reset passed): hand it to `settled` when the attempt is over.
+ */
 export interface PacingTicket {
-  readonly line: Line | undefined;
-  readonly quotas: readonly Quota[];
+  readonly scope: PacingScope;
+  /** `'first'`: a partition's first contact; `'new'`: a new line's attempt; `'line'`: a known line's probe. */
+  readonly kind: 'first' | 'new' | 'line';
+  readonly partition: Partition | undefined;
+  /** Quotas whose reset passed: it probes them. */
+  readonly probed: readonly Quota[];
+  /** Units a new line took on evidence alone: given back when its line turns out not to answer to their quotas. */
+  readonly charged: readonly Charge[];
+  done: boolean;
+}
+
+/** A unit taken of a quota, and its pacing slot (`nextAt` before and after), to give back. */
+interface Charge {
+  readonly quota: Quota;
+  readonly nextAt: number;
+  readonly after: number;
 }
 
 interface Deferred {
@@ -85,16 +120,41 @@ function deferred(): Deferred {
   return { promise, resolve };
 }
 
-/** What is known of one request line in one partition. */
+/** What is known of one request line in one partition: it exists once a response came on it. */
 interface Line {
   readonly scope: PacingScope;
   /** The quotas (ids) its responses reported, most recent first. */
   readonly quotas: string[];
-  /** Answered at least once (numbers or not): its first request no longer probes. */
+}
+
+/**
+ * What is known of one caller partition of one origin, for its lines not heard from yet ("new lines"):
+ * whether anything answered in it, its quotas, and what the latest new line's first answer named.
+ */
+interface Partition {
+  /** A response came in this partition: its new lines no longer wait for a first contact. */
   heard: boolean;
   /** First contact: until when the others wait for the probe in flight. */
   probeUntil: number | undefined;
+  /** The quotas (ids) its lines reported, most recent first. */
+  readonly quotas: string[];
+  /** What the last two first answers of lines named, and when the latest came (`Pacer.seq`). */
+  evidence: Evidence | undefined;
+  /** First attempts of new lines on their way (their answers are new evidence), and when the last left. */
+  flying: number;
+  sentAt: number;
+  /** Settles when a new line's attempt ends or a first answer comes. */
   renewed: Deferred | undefined;
+}
+
+/**
+ * What a partition's new lines answer to, as far as the first answers of its lines tell: the quotas both
+ * of the last two named (`answers`), the latest's, and when it came.
+ */
+interface Evidence {
+  readonly answers: readonly string[];
+  readonly latest: readonly string[];
+  readonly seq: number;
 }
 
 /** One policy's quota in one partition of one origin. */
@@ -114,6 +174,8 @@ interface Quota {
   readonly quota: number;
   /** The status of the last refusal that found this quota spent: a local refusal answers with it. */
   readonly refusedWith: number | undefined;
+  /** With nothing left: since when (`Pacer.seq`), to tell evidence about new lines older than that. */
+  spentSince: number | undefined;
   /** The earliest time the next paced request may leave. */
   nextAt: number;
   /** A probe in flight: until when the others wait for it. */
@@ -163,7 +225,7 @@ export function hashKey(key: string): string {
 }
 
 export function pacingScope(origin: string, partition: string, line: string): PacingScope {
-  return { origin, partition, line, id: `${origin}\n${partition}\n${line}` };
+  return { origin, partition, line, id: `${origin}\n${partition}\n${line}`, partitionId: `${origin}\n${partition}` };
 }
 
 export interface PacerOptions {
@@ -174,16 +236,34 @@ export interface PacerOptions {
   readonly clock: () => number;
   /** In [0, 1): each quota's jitter past its reset. */
   readonly random: () => number;
-  /** Lines and quotas kept, each. Defaults to 1,000. */
+  /** Lines, partitions and quotas kept, each. Defaults to 1,000. */
   readonly maxEntries?: number;
+}
+
+/** What the quotas of a request let it do: refuse, wait, or go, probing some and taking a unit of the others. */
+type Decision =
+  | Exclude<Reservation, { kind: 'go' }>
+  | { readonly kind: 'go'; readonly probes: readonly Quota[]; readonly units: readonly Quota[] };
+
+/** Puts `ids` first in `list` (most recent first), at most `max` kept. */
+function teach(list: string[], ids: readonly string[], max: number): void {
+  for (const id of [...ids].reverse()) {
+    const at = list.indexOf(id);
+    if (at >= 0) list.splice(at, 1);
+    list.unshift(id);
+  }
+  if (list.length > max) list.length = max;
 }
 
 export class Pacer {
   private readonly lines = new Map<string, Line>();
+  private readonly partitions = new Map<string, Partition>();
   private readonly quotas = new Map<string, Quota>();
   /** Attempts in flight per quota (an entry only while some are). */
   private readonly flying = new Map<string, number>();
   private readonly maxEntries: number;
+  /** Orders what the pacer learns: a quota's spending and the first answers of new lines. */
+  private seq = 0;
 
   constructor(private readonly options: PacerOptions) {
     this.maxEntries = options.maxEntries ?? 1000;
@@ -192,15 +272,19 @@ export class Pacer {
   /** Attempts sent so far, everywhere: an attempt's number is this before it leaves. */
   attempts = 0;
 
-  /** Lines and quotas kept, for tests of the bounds. */
-  sizes(): { lines: number; quotas: number; flying: number } {
-    return { lines: this.lines.size, quotas: this.quotas.size, flying: this.flying.size };
+  /** Lines, partitions and quotas kept, for tests of the bounds. */
+  sizes(): { lines: number; partitions: number; quotas: number; flying: number } {
+    return { lines: this.lines.size, partitions: this.partitions.size, quotas: this.quotas.size, flying: this.flying.size };
   }
 
-  /** An attempt on `scope` leaves (every attempt, paced or not, retries too); returns what `landed` takes. */
+  /**
+   * An attempt on `scope` leaves (every attempt, paced or not, retries too); returns what `landed` takes.
+   * A new line's attempt counts against what new lines were last found answering to.
+   */
   sent(scope: PacingScope): readonly string[] {
     this.attempts += 1;
-    const ids = this.lines.get(scope.id)?.quotas.slice() ?? [];
+    const line = this.lines.get(scope.id);
+    const ids = (line?.quotas ?? this.partitions.get(scope.partitionId)?.evidence?.answers ?? []).slice();
     for (const id of ids) this.flying.set(id, (this.flying.get(id) ?? 0) + 1);
     return ids;
   }
@@ -216,30 +300,37 @@ export class Pacer {
 
   /**
    * Records what a response on `scope` said of each quota it reports (less the attempts still in flight
-   * to it), teaches its line those quotas, and wakes the requests waiting for new numbers. A response
-   * with `Retry-After` but no quota numbers (nginx `limit_req`, many CDNs) says the line's unnamed
-   * quota is spent until then.
+   * to it), teaches its line and partition those quotas, and wakes the requests waiting for new numbers.
+   * A line's first answer is the partition's evidence of what new lines answer to. A response with
+   * `Retry-After` but no quota numbers (nginx `limit_req`, many CDNs) says the line's unnamed quota is
+   * spent until then.
    */
   observe(scope: PacingScope, signal: RateLimitSignal, status: number): void {
     let items = (signal.policies ?? []).filter((p) => p.resetMs !== undefined);
-    if (items.length === 0) {
-      if (signal.retryAfterMs === undefined) return;
+    if (items.length === 0 && signal.retryAfterMs !== undefined) {
       items = [{ name: '', partition: undefined, remaining: 0, resetMs: signal.retryAfterMs, limit: undefined, windowMs: undefined }];
     }
+    const first = !this.lines.has(scope.id);
     const line = this.line(scope);
-    for (const item of items) {
+    const part = this.partition(scope);
+    const seq = ++this.seq;
+    const ids = items.map((item) => {
       const id = `${scope.origin}\n${item.name}\n${item.partition === undefined ? `key:${scope.partition}` : `pk:${item.partition}`}`;
-      this.record(id, item, status);
-      const at = line.quotas.indexOf(id);
-      if (at >= 0) line.quotas.splice(at, 1);
-      line.quotas.unshift(id);
-      if (line.quotas.length > MAX_LINE_POLICIES) line.quotas.length = MAX_LINE_POLICIES;
+      this.record(id, item, status, seq);
+      return id;
+    });
+    teach(line.quotas, ids, MAX_LINE_POLICIES);
+    teach(part.quotas, ids, MAX_PARTITION_POLICIES);
+    if (first) {
+      const latest = ids.slice(0, MAX_LINE_POLICIES);
+      const before = part.evidence?.latest;
+      part.evidence = { answers: before === undefined ? [] : latest.filter((id) => before.includes(id)), latest, seq };
     }
-    this.heard(line);
+    if (first || !part.heard) this.heard(part);
   }
 
   /** Keeps `item`'s numbers as quota `id`, replacing (and waking the waiters of) what was known. */
-  private record(id: string, item: RateLimitItem, status: number): void {
+  private record(id: string, item: RateLimitItem, status: number, seq: number): void {
     const { clock, random, maxDelayMs } = this.options;
     const now = clock();
     const previous = this.quotas.get(id);
@@ -249,17 +340,19 @@ export class Pacer {
     // One pacing interval past the reset, within what maxDelayMs leaves above it (as the retry's jitter).
     const spread = Math.min(windowMs / Math.max(1, quota), Math.max(0, maxDelayMs - resetMs));
     const spent = item.remaining < 1 && status >= 400;
+    const remaining = Math.max(0, item.remaining - (this.flying.get(id) ?? 0));
     this.keep(this.quotas, id, {
       id,
       observedAt: this.attempts,
       heardAt: now,
-      remaining: Math.max(0, item.remaining - (this.flying.get(id) ?? 0)),
+      remaining,
       resetAt: now + resetMs,
       limit: item.limit,
       jitterMs: Math.floor(random() * spread),
       windowMs,
       quota,
       refusedWith: spent ? status : previous?.refusedWith,
+      spentSince: remaining >= 1 ? undefined : previous !== undefined && previous.remaining < 1 ? previous.spentSince : seq,
       nextAt: previous?.nextAt ?? now,
       probeUntil: undefined,
       renewed: undefined,
@@ -281,53 +374,148 @@ export class Pacer {
       if (q === undefined || q.remaining >= 1 || attempt < q.observedAt) continue;
       this.forget(id, q);
     }
-    this.heard(line);
   }
 
   /**
-   * A probe's attempt is over: a quota it probed that its response did not renew (no numbers for it, or
-   * no response) is unknown again, and nothing waits for it; a line it probed counts as heard.
+   * A first attempt that left with a ticket is over. A partition's first contact that brought nothing
+   * (no response) leaves nothing known: nothing waits. A new line's charges on quotas its line did not
+   * answer to are given back. A quota it probed that its response did not renew (no numbers for it, or
+   * no response) is unknown again, and nothing waits for it.
    */
   settled(ticket: PacingTicket): void {
-    if (ticket.line !== undefined) this.heard(ticket.line);
-    for (const q of ticket.quotas) if (this.quotas.get(q.id) === q && q.probeUntil !== undefined) this.forget(q.id, q);
+    if (ticket.done) return;
+    ticket.done = true;
+    const part = ticket.partition;
+    if (part !== undefined) {
+      if (ticket.kind === 'new') {
+        part.flying = Math.max(0, part.flying - 1);
+        this.giveBack(ticket);
+      }
+      this.heard(part);
+    }
+    for (const q of ticket.probed) if (this.quotas.get(q.id) === q && q.probeUntil !== undefined) this.forget(q.id, q);
+  }
+
+  /** The units a new line took of quotas its line's answer did not name (an answer came, on it or a sibling). */
+  private giveBack(ticket: PacingTicket): void {
+    const line = this.lines.get(ticket.scope.id);
+    if (line === undefined) return;
+    for (const { quota: q, nextAt, after } of ticket.charged) {
+      if (line.quotas.includes(q.id) || this.quotas.get(q.id) !== q) continue;
+      q.remaining += 1;
+      if (q.remaining >= 1) q.spentSince = undefined;
+      // Its pacing slot too, unless a later unit was paced after it.
+      if (q.nextAt === after) q.nextAt = nextAt;
+      this.wake(q);
+    }
   }
 
   /**
-   * What a request on `scope` may do now, reserving its unit of each of its line's quotas when it may go;
-   * `allowMs` is how much longer it may wait (what is left of `maxDelayMs`, and of its deadline).
+   * What a request on `scope` may do now, reserving its unit of each quota it answers to when it may go;
+   * `allowMs` is how much longer it may wait (what is left of `maxDelayMs`, and of its deadline). A line
+   * heard from answers to its own quotas; a new line to what its partition's new lines were found to.
    */
   reserve(scope: PacingScope, allowMs: number): Reservation {
     const now = this.options.clock();
     const line = this.lines.get(scope.id);
-    if (line === undefined || !line.heard) return this.firstContact(scope, line, now);
-    this.keep(this.lines, scope.id, line);
-    const quotas: Quota[] = [];
-    const verdicts: Verdict[] = [];
-    for (const id of line.quotas) {
-      const q = this.quotas.get(id);
-      if (q === undefined) continue;
-      quotas.push(q);
-      verdicts.push(this.verdict(q, now, allowMs));
+    if (line === undefined) {
+      const part = this.partitions.get(scope.partitionId);
+      if (part === undefined || !part.heard) return this.firstContact(scope, part, now);
+      return this.newLine(scope, part, now, allowMs);
     }
-    const refusals = verdicts.filter((v) => v.kind === 'refuse');
-    if (refusals.length > 0) return refusals.reduce((a, b) => (b.retryAfterMs > a.retryAfterMs ? b : a));
+    this.keep(this.lines, scope.id, line);
+    const d = this.decide(this.known(line.quotas), now, allowMs);
+    if (d.kind !== 'go') return d;
+    const { waitMs } = this.commit(d, now);
+    const ticket = d.probes.length > 0 ? this.ticket(scope, 'line', undefined, d.probes) : undefined;
+    return { kind: 'go', waitMs, ticket };
+  }
+
+  /**
+   * A line not heard from, in a partition that was. Lines whose paths carry names (`/users/<login>`) are
+   * new at every name, and answer to the quotas the lines before them did: a new line is held and charged
+   * as a line answering to the quotas the last two first answers in its partition both named (`answers`;
+   * a unit it was charged for is given back when its own answer names another), but held by a spent one
+   * only when the latest first answer came after the spending. A spent quota that no first answer since
+   * its spending has ruled out (named other quotas only) is unknown for new lines: they go one at a time
+   * (the others wait for the new lines on their way, at most PROBE_WAIT_MS after the last left; with none
+   * on its way, the request goes alone, as a probe). So a `search` spent by `/search` never holds
+   * `/users/<login>` past one answer, while a spent `core` holds every new `/users/<login>` after one.
+   * With no spent quota in the partition, nothing waits but the pacing of the quotas new lines answer to.
+   */
+  private newLine(scope: PacingScope, part: Partition, now: number, allowMs: number): Reservation {
+    this.keep(this.partitions, scope.partitionId, part);
+    const evidence = part.evidence;
+    const held: Quota[] = [];
+    let unknown = false;
+    for (const q of this.known(new Set([...part.quotas, ...(evidence?.latest ?? [])]))) {
+      const spent = q.remaining < 1 && now < q.resetAt + q.jitterMs;
+      // Held by a spent quota only on evidence that came after the spending (two `/search/*` lines first,
+      // then `search` spent: `/users/<login>` is not refused on that, it goes as a probe).
+      const after = evidence !== undefined && evidence.seq > (q.spentSince ?? Number.NEGATIVE_INFINITY);
+      if (evidence?.answers.includes(q.id) && (!spent || after)) held.push(q);
+      else if (spent && !(after && !evidence?.latest.includes(q.id))) unknown = true;
+    }
+    const d = this.decide(held, now, allowMs);
+    if (d.kind !== 'go') return d;
+    const until = part.sentAt + PROBE_WAIT_MS;
+    if (unknown && part.flying > 0 && now < until) return { kind: 'wait', waitMs: until - now, renewed: this.renewal(part) };
+    part.flying += 1;
+    part.sentAt = now;
+    const { waitMs, charges } = this.commit(d, now);
+    return { kind: 'go', waitMs, ticket: this.ticket(scope, 'new', part, d.probes, charges) };
+  }
+
+  /** The quotas of `ids` still kept. */
+  private known(ids: Iterable<string>): Quota[] {
+    const out: Quota[] = [];
+    for (const id of ids) {
+      const q = this.quotas.get(id);
+      if (q !== undefined) out.push(q);
+    }
+    return out;
+  }
+
+  /** What `quotas` let a request do at `now`, changing nothing. */
+  private decide(quotas: readonly Quota[], now: number, allowMs: number): Decision {
+    const verdicts = quotas.map((q) => this.verdict(q, now, allowMs));
+    let refusal: Verdict | undefined;
+    for (const v of verdicts) if (v.kind === 'refuse' && (refusal?.kind !== 'refuse' || v.retryAfterMs > refusal.retryAfterMs)) refusal = v;
+    if (refusal?.kind === 'refuse') return refusal;
     const waits = quotas.filter((_, i) => verdicts[i]?.kind === 'wait');
     if (waits.length > 0) {
       const waitMs = Math.max(...verdicts.map((v) => (v.kind === 'wait' ? v.waitMs : 0)));
       const renewed = waits.map((q) => this.renewal(q));
       return { kind: 'wait', waitMs, renewed: renewed.length === 1 ? renewed[0] : Promise.race(renewed) };
     }
-    // Every quota lets it go: probe the ones whose reset passed, take a unit of the others.
+    return {
+      kind: 'go',
+      probes: quotas.filter((_, i) => verdicts[i]?.kind === 'probe'),
+      units: quotas.filter((_, i) => verdicts[i]?.kind === 'unit'),
+    };
+  }
+
+  /** Every quota lets it go: probes the ones whose reset passed, takes a unit of the others; returns the paced wait. */
+  private commit(d: Extract<Decision, { kind: 'go' }>, now: number): { waitMs: number; charges: Charge[] } {
+    for (const q of d.probes) q.probeUntil = now + PROBE_WAIT_MS;
     let waitMs = 0;
-    const probed: Quota[] = [];
-    quotas.forEach((q, i) => {
-      if (verdicts[i]?.kind === 'probe') {
-        q.probeUntil = now + PROBE_WAIT_MS;
-        probed.push(q);
-      } else waitMs = Math.max(waitMs, this.take(q, now));
-    });
-    return { kind: 'go', waitMs, ticket: probed.length > 0 ? { line: undefined, quotas: probed } : undefined };
+    const charges: Charge[] = [];
+    for (const q of d.units) {
+      const nextAt = q.nextAt;
+      waitMs = Math.max(waitMs, this.take(q, now));
+      charges.push({ quota: q, nextAt, after: q.nextAt });
+    }
+    return { waitMs, charges };
+  }
+
+  private ticket(
+    scope: PacingScope,
+    kind: PacingTicket['kind'],
+    partition: Partition | undefined,
+    probed: readonly Quota[] = [],
+    charged: readonly Charge[] = [],
+  ): PacingTicket {
+    return { scope, kind, partition, probed, charged, done: false };
   }
 
   /** What quota `q` lets a request do at `now`, changing nothing. */
@@ -357,44 +545,69 @@ export class Pacer {
   private take(q: Quota, now: number): number {
     const threshold = q.limit === undefined ? 1 : Math.max(1, Math.floor(q.limit * this.options.paceBelow));
     q.remaining -= 1;
+    if (q.remaining < 1) q.spentSince ??= ++this.seq;
     if (q.remaining + 1 > threshold) return 0;
     const at = Math.max(now, q.nextAt);
     q.nextAt = at + (q.resetAt - at) / (q.remaining + 1);
     return Math.ceil(at - now);
   }
 
-  /** A line not heard from: its first request probes alone, the others wait for its answer (at most PROBE_WAIT_MS). */
-  private firstContact(scope: PacingScope, known: Line | undefined, now: number): Reservation {
-    const line = known ?? this.line(scope);
-    if (line.probeUntil === undefined || now >= line.probeUntil) {
-      line.probeUntil = now + PROBE_WAIT_MS;
-      return { kind: 'go', waitMs: 0, ticket: { line, quotas: [] } };
+  /**
+   * A partition not heard from (a new origin, or a new credential): its first request probes alone, the
+   * others (on any line) wait for its answer, at most PROBE_WAIT_MS, so a first burst is paced too.
+   */
+  private firstContact(scope: PacingScope, known: Partition | undefined, now: number): Reservation {
+    const part = known ?? this.partition(scope);
+    if (part.probeUntil === undefined || now >= part.probeUntil) {
+      part.probeUntil = now + PROBE_WAIT_MS;
+      return { kind: 'go', waitMs: 0, ticket: this.ticket(scope, 'first', part) };
     }
-    line.renewed ??= deferred();
-    return { kind: 'wait', waitMs: line.probeUntil - now, renewed: line.renewed.promise };
+    return { kind: 'wait', waitMs: part.probeUntil - now, renewed: this.renewal(part) };
   }
 
   /** The line of `scope`, made when missing. */
   private line(scope: PacingScope): Line {
     const known = this.lines.get(scope.id);
     if (known !== undefined) return known;
-    const line: Line = { scope, quotas: [], heard: false, probeUntil: undefined, renewed: undefined };
+    const line: Line = { scope, quotas: [] };
     this.keep(this.lines, scope.id, line);
     return line;
   }
 
-  /** `line` answered: its first requests no longer probe, and those waiting for its probe ask again. */
-  private heard(line: Line): void {
-    line.heard = true;
-    line.probeUntil = undefined;
-    line.renewed?.resolve();
-    line.renewed = undefined;
+  /** The partition of `scope`, made when missing. */
+  private partition(scope: PacingScope): Partition {
+    const known = this.partitions.get(scope.partitionId);
+    if (known !== undefined) return known;
+    const part: Partition = {
+      heard: false,
+      probeUntil: undefined,
+      quotas: [],
+      evidence: undefined,
+      flying: 0,
+      sentAt: 0,
+      renewed: undefined,
+    };
+    this.keep(this.partitions, scope.partitionId, part);
+    return part;
   }
 
-  /** Settles when `q`'s numbers change (new numbers, forgotten, or a probe's end). */
-  private renewal(q: Quota): Promise<void> {
-    if (q.renewed === undefined) q.renewed = deferred();
-    return q.renewed.promise;
+  /** `part` answered (or its first contact ended): new lines no longer wait for a first contact, and those waiting ask again. */
+  private heard(part: Partition): void {
+    part.heard = true;
+    part.probeUntil = undefined;
+    this.wake(part);
+  }
+
+  /** Settles when `holder` changes (new numbers, forgotten, a probe's end, new evidence). */
+  private renewal(holder: { renewed: Deferred | undefined }): Promise<void> {
+    holder.renewed ??= deferred();
+    return holder.renewed.promise;
+  }
+
+  /** Wakes the requests waiting on `holder`, to ask again. */
+  private wake(holder: { renewed: Deferred | undefined }): void {
+    holder.renewed?.resolve();
+    holder.renewed = undefined;
   }
 
   private forget(id: string, q: Quota): void {
@@ -403,13 +616,14 @@ export class Pacer {
   }
 
   /** Sets `key` last in `map` (the most recently used), forgetting the oldest entry when `maxEntries` are kept. */
-  private keep<V extends { renewed: Deferred | undefined }>(map: Map<string, V>, key: string, value: V): void {
+  private keep<V extends Line | Partition | Quota>(map: Map<string, V>, key: string, value: V): void {
     map.delete(key);
     if (map.size >= this.maxEntries) {
       const oldest = map.entries().next().value;
       if (oldest !== undefined) {
         map.delete(oldest[0]);
-        oldest[1].renewed?.resolve();
+        const evicted: Line | Partition | Quota = oldest[1];
+        if ('renewed' in evicted) evicted.renewed?.resolve();
       }
     }
     map.set(key, value);

@@ -72,8 +72,9 @@ describe('pacing by policy and partition', () => {
     const a = { authorization: 'A' };
     expect(await timed(f, '/search', a)).toEqual({ status: 200, ms: 0 });
     expect(await timed(f, '/search', a)).toEqual({ status: 200, ms: 0 });
-    // Search is spent for A (r=0, 100 s to the reset). /users answers to "core" (998 left): a line never
-    // seen, held by nothing. Before: held 5 s (maxDelayMs), as was everything below.
+    // Search is spent for A (r=0, 100 s to the reset). /users answers to "core" (998 left): a new line,
+    // not held by search (it goes as the probe of new lines; its answer names core, so /users/42 is not
+    // held either). Before: held 5 s (maxDelayMs), as was everything below.
     expect(await timed(f, '/users', a)).toEqual({ status: 200, ms: 0 });
     expect(await timed(f, '/users/42', a)).toEqual({ status: 200, ms: 0 });
     // Key B's /search is another partition (its own pk): not held by A's.
@@ -159,10 +160,10 @@ describe('pacing by policy and partition', () => {
     expect(sent.at(-1)).toBe('/gh/search@4000');
   });
 
-  it('keeps memory bounded: lines, quotas and quotas per line', async () => {
+  it('keeps memory bounded: lines, partitions, quotas and quotas per line', async () => {
     const pacer = new Pacer({ paceBelow: 0.1, maxDelayMs: 30_000, clock: () => Date.now(), random: () => 0, maxEntries: 50 });
     for (let i = 0; i < 500; i++) {
-      const scope = pacingScope('http://a', String(i % 7), requestLine('GET', `/r${i}`));
+      const scope = pacingScope('http://a', String(i % 70), requestLine('GET', `/r${i}`));
       const policies = Array.from({ length: 20 }, (_, j) => ({
         name: `p${j}`,
         partition: String(i),
@@ -174,7 +175,7 @@ describe('pacing by policy and partition', () => {
       pacer.reserve(scope, 1_000);
       pacer.observe(scope, { retryAfterMs: undefined, remaining: 5, resetMs: 1_000, limit: 10, dialect: 'draft-11', policies }, 200);
     }
-    expect(pacer.sizes()).toEqual({ lines: 50, quotas: 50, flying: 0 });
+    expect(pacer.sizes()).toEqual({ lines: 50, partitions: 50, quotas: 50, flying: 0 });
     // Ids in paths are one line.
     expect(requestLine('GET', '/users/42/repos/6f1e2d3c-0a9b-4c8d-9e7f-123456789abc')).toBe('GET /users/:id/repos/:id');
     expect(requestLine('POST', '/files/0123456789abcdef0123')).toBe('POST /files/:id');
@@ -308,5 +309,181 @@ describe('pacing against a real server on loopback', () => {
     // Nothing waited (before: 5 s for each of four calls), and the server refused nothing.
     expect(performance.now() - start).toBeLessThan(4_000);
     expect(probe.received.every((r) => r.status === 200)).toBe(true);
+  });
+
+  it('a spent quota holds new lines (/users/<login>): one reaches the server, the others are answered at once', async () => {
+    vi.useRealTimers();
+    // The reviewer's probe (test/.probes/review/p5-pacing-new-lines.mts): "core", 10 per 60 s, for every path.
+    let used = 0;
+    const received: number[] = [];
+    server = createServer((_req, res) => {
+      const status = used >= 10 ? 429 : 200;
+      if (status === 200) used++;
+      received.push(status);
+      res.setHeader('RateLimit-Policy', '"core";q=10;w=60');
+      res.setHeader('RateLimit', `"core";r=${10 - used};t=60`);
+      if (status === 429) res.setHeader('Retry-After', '60');
+      res.statusCode = status;
+      res.end();
+    });
+    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const f = withRetry(fetch, { pacing: true, retries: 0, maxDelayMs: 5_000 });
+    for (let i = 0; i < 10; i++) await (await f(`${base}/users/alice`)).arrayBuffer();
+    const names = Array.from({ length: 20 }, (_, i) => `/users/user-${String.fromCharCode(97 + i)}`);
+    const statuses = await Promise.all(names.map(async (path) => (await f(base + path)).status));
+    // Before: all twenty reached the server and were refused there.
+    expect(statuses).toEqual(Array.from({ length: 20 }, () => 429));
+    expect(received).toEqual([...Array.from({ length: 10 }, () => 200), 429]);
+    expect(f.stats()).toMatchObject({ requests: 30, pacedRefused: 19 });
+  });
+});
+
+describe('pacing new lines: paths that carry names (/users/<login>)', () => {
+  /**
+   * One quota, "core", `limit` per `windowMs` (a fixed window from t0), for every path but `/search*`
+   * ("search", 2 per window); answers `latencyMs` after a request arrives, 429 with `Retry-After` over.
+   */
+  function namedPaths(t0: number, { limit = 10, windowMs = 3_000, latencyMs = 20 } = {}) {
+    const arrivals: { at: number; path: string; status: number }[] = [];
+    const used = new Map<string, number>();
+    let window = 0;
+    const fetch: FetchLike = async (input) => {
+      const path = new URL(String(input)).pathname;
+      const now = Date.now() - t0;
+      const w = Math.floor(now / windowMs);
+      if (w !== window) {
+        window = w;
+        used.clear();
+      }
+      const name = path.startsWith('/search') ? 'search' : 'core';
+      const q = name === 'search' ? 2 : limit;
+      const n = (used.get(name) ?? 0) + 1;
+      const status = n > q ? 429 : 200;
+      if (status === 200) used.set(name, n);
+      arrivals.push({ at: now, path, status });
+      const t = Math.ceil(((w + 1) * windowMs - now) / 1000);
+      const headers: Record<string, string> = {
+        'ratelimit-policy': `"${name}";q=${q};w=${windowMs / 1000}`,
+        ratelimit: `"${name}";r=${q - Math.min(n, q)};t=${t}`,
+      };
+      if (status === 429) headers['retry-after'] = String(t);
+      await new Promise((r) => setTimeout(r, latencyMs));
+      return new Response(null, { status, headers });
+    };
+    return { fetch, arrivals };
+  }
+
+  /** Runs `call` to its end in virtual time. */
+  async function run<T>(call: Promise<T>, ms = 1_000): Promise<T> {
+    await vi.advanceTimersByTimeAsync(ms);
+    return call;
+  }
+
+  /** Runs `call` to its end in virtual time, 100 ms at a time (at most a minute). */
+  async function settle<T>(call: Promise<T>): Promise<T> {
+    let done = false;
+    call.then(
+      () => (done = true),
+      () => (done = true),
+    );
+    await vi.advanceTimersByTimeAsync(0);
+    for (let i = 0; i < 600 && !done; i++) await vi.advanceTimersByTimeAsync(100);
+    return call;
+  }
+
+  it('a spent quota holds new lines once one new line found it spent: one 429, not twenty; the rest wait for the reset', async () => {
+    const t0 = Date.now();
+    const server = namedPaths(t0);
+    const f = withRetry(server.fetch, { pacing: true, retries: 0, maxDelayMs: 5_000, random: () => 0.5 });
+    for (let i = 0; i < 10; i++) expect((await run(f(`${BASE}/users/alice`), 20)).status).toBe(200);
+    const spentAt = Date.now() - t0;
+    const calls = Promise.all(Array.from({ length: 20 }, (_, i) => f(`${BASE}/users/user-${String.fromCharCode(97 + i)}`)));
+    const statuses = (await run(calls, 6_000)).map((r) => r.status);
+    const later = server.arrivals.filter((a) => a.at >= spentAt);
+    // Before: all twenty reached the server at once, and all twenty were refused there.
+    expect(later.filter((a) => a.status === 429)).toHaveLength(1);
+    expect(later[0]?.at).toBe(spentAt);
+    // Nothing else left before the reset (3 s), and past it one probe went alone, the others after its answer.
+    const afterReset = later.slice(1);
+    expect(afterReset.every((a) => a.at >= 3_000)).toBe(true);
+    expect((afterReset[1]?.at ?? 0) - (afterReset[0]?.at ?? 0)).toBeGreaterThanOrEqual(20);
+    // The quota's ten went to ten of them; the other nine were answered at once, unsent (the next reset is past maxDelayMs).
+    expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+    expect(afterReset).toHaveLength(10);
+    expect(f.stats()).toMatchObject({ pacedRefused: 9 });
+  });
+
+  it('a partition with no spent quota costs new lines no wait: siblings on a new line and twenty new lines all leave at once', async () => {
+    const t0 = Date.now();
+    const server = namedPaths(t0, { limit: 1_000, windowMs: 60_000, latencyMs: 50 });
+    const f = withRetry(server.fetch, { pacing: true, retries: 0 });
+    // The partition's first contact: one answer's wait, once.
+    await run(f(`${BASE}/users/alice`), 50);
+    const siblings = Promise.all(Array.from({ length: 5 }, () => f(`${BASE}/users/bob`)));
+    await run(siblings, 200);
+    // Before: one left at 50 ms, its four siblings waited for its answer (100 ms).
+    expect(server.arrivals.slice(1).map((a) => a.at)).toEqual([50, 50, 50, 50, 50]);
+    const many = Promise.all(Array.from({ length: 20 }, (_, i) => f(`${BASE}/users/u${String.fromCharCode(97 + i)}`)));
+    await run(many, 200);
+    expect(new Set(server.arrivals.slice(6).map((a) => a.at))).toEqual(new Set([250]));
+    expect(f.stats().pacedMs).toBe(0);
+  });
+
+  it('a spent quota new lines do not answer to holds them for one answer only (the earlier fix kept), then never', async () => {
+    const t0 = Date.now();
+    const server = namedPaths(t0, { limit: 1_000, windowMs: 60_000, latencyMs: 20 });
+    const f = withRetry(server.fetch, { pacing: true, retries: 0, maxDelayMs: 5_000 });
+    for (let i = 0; i < 2; i++) await run(f(`${BASE}/search`), 20);
+    // "search" is spent for 60 s; twenty new /users lines: one goes, its answer names "core", the others follow.
+    const first = Promise.all(Array.from({ length: 20 }, (_, i) => f(`${BASE}/users/a${i}`)));
+    expect((await run(first, 100)).map((r) => r.status)).toEqual(Array.from({ length: 20 }, () => 200));
+    expect(server.arrivals.slice(2).map((a) => a.at)).toEqual([40, ...Array.from({ length: 19 }, () => 60)]);
+    const second = Promise.all(Array.from({ length: 20 }, (_, i) => f(`${BASE}/users/b${i}`)));
+    expect((await run(second, 100)).map((r) => r.status)).toEqual(Array.from({ length: 20 }, () => 200));
+    expect(new Set(server.arrivals.slice(22).map((a) => a.at))).toEqual(new Set([140]));
+    expect(server.arrivals.filter((a) => a.status !== 200)).toEqual([]);
+    // Search itself is still answered at once, unsent.
+    expect((await run(f(`${BASE}/search`), 0)).status).toBe(429);
+  });
+
+  it('two new lines that answered to a quota spent since do not make it hold the next new lines (GitHub: /search/code, /search/issues)', async () => {
+    const t0 = Date.now();
+    const server = namedPaths(t0, { limit: 1_000, windowMs: 60_000, latencyMs: 20 });
+    const f = withRetry(server.fetch, { pacing: true, retries: 0, maxDelayMs: 5_000 });
+    await run(f(`${BASE}/search/code`), 20);
+    await run(f(`${BASE}/search/issues`), 20);
+    // Both first answers named "search", now spent for 60 s. New /users lines go (the first alone), none
+    // answered locally on that evidence: it is older than the spending.
+    const calls = Promise.all(Array.from({ length: 5 }, (_, i) => f(`${BASE}/users/u${i}`)));
+    expect((await run(calls, 100)).map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(f.stats().pacedRefused).toBe(0);
+    expect((await run(f(`${BASE}/search/code`), 0)).status).toBe(429);
+    expect(server.arrivals.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200, 200]);
+  });
+
+  it("a new line's unit of a quota its answer does not name is given back: it never holds the lines that answer to that quota", async () => {
+    const t0 = Date.now();
+    let coreLeft = 3;
+    const sent: string[] = [];
+    const fetch: FetchLike = async (input) => {
+      const path = new URL(String(input)).pathname;
+      sent.push(`${path}@${Date.now() - t0}`);
+      if (path.startsWith('/health')) return new Response('ok');
+      coreLeft -= 1;
+      return new Response('ok', { headers: { 'ratelimit-policy': '"core";q=10;w=60', ratelimit: `"core";r=${coreLeft};t=60` } });
+    };
+    const f = withRetry(fetch, { pacing: true, retries: 0, maxDelayMs: 10_000 });
+    // Two first answers named "core": new lines answer to it. One unit is left.
+    await settle(f(`${BASE}/users/alice`));
+    await settle(f(`${BASE}/users/bob`));
+    // A new line takes core's last unit (and its pacing slot), but its answer names nothing: both come back.
+    await settle(f(`${BASE}/health/x`));
+    expect((await settle(f(`${BASE}/users/alice`))).status).toBe(200);
+    expect(sent).toEqual(['/users/alice@0', '/users/bob@0', '/health/x@0', '/users/alice@0']);
+    // Now nothing is left: the next call on a line that answers to core is answered at once, unsent.
+    expect((await settle(f(`${BASE}/users/alice`))).status).toBe(429);
+    expect(sent).toHaveLength(4);
+    expect(f.stats()).toMatchObject({ pacedMs: 0, pacedRefused: 1 });
   });
 });

@@ -393,7 +393,7 @@ describe('withRetry', () => {
       return sent.length === 3 ? new Response('no', { status: 429, headers: { 'retry-after': '3600' } }) : new Response('ok');
     };
     const f = withRetry(fetch, { pacing: true, maxDelayMs: 1_500 });
-    // Heard from once (a first burst on a line not heard from waits for one answer). The query is not
+    // Heard from once (a first burst to a partition not heard from waits for one answer). The query is not
     // part of the line: the slow call is on the same one.
     await f(URL_);
     const slow = f(`${URL_}?slow`);

@@ -37,8 +37,14 @@ import { closeFrame, FRAME_AT, horizonAt, initFrame, noteMark, refundedAt } from
 export function gcraLeft(debt: number, p: CompiledPolicy): number {
   const cap = p.capTicks;
   const max = p.maxDelayTicks;
-  if (debt >= cap || debt > max) return 0;
+  if (
+    // Stryker disable next-line EqualityOperator: equivalent, `debt >= cap` -> `>`: at debt = cap, a bound past it gives ticksToMilli(0), 0, and a bound short of it is passed (`debt > max`), 0
+    debt >= cap ||
+    debt > max
+  )
+    return 0;
   // A bound at or past the capacity (none: Infinity) never cuts the room: gcra and most leaky buckets.
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `max >= cap` -> `false`, `>`: a shortcut; with max >= cap the queue's count below is past cap - debt, so the min is cap - debt
   if (max >= cap) return ticksToMilli(cap - debt, p.tokenTicks);
   // Requests of cost 1 (`unit` ticks each) are admitted at debts debt, debt + unit, ... up to `max`.
   const unit = MILLI * p.tokenTicks;
@@ -56,7 +62,12 @@ export function gcraDebt(t: StateTable, o: number, now: number, p: CompiledPolic
   if (tatMs < now) return 0;
   const limit = t.f[o + 2] as number;
   const burst = t.f[o + 3] as number;
-  if (limit === p.limit && burst === p.capacity) return (tatMs - now) * p.rate + (t.f[o + 1] as number);
+  if (
+    limit === p.limit &&
+    // Stryker disable next-line ConditionalExpression: equivalent, `burst === p.capacity` -> `true`: the scale depends on limit and window only, so it skips the clamp alone, and a debt at or past capTicks answers as capTicks (nothing left, refused, waits from foreignRefusal)
+    burst === p.capacity
+  )
+    return (tatMs - now) * p.rate + (t.f[o + 1] as number);
   const [rateW, tokenTicksW] = writerScale(limit, burst, p.windowMs);
   const debtW = (tatMs - now) * rateW + (t.f[o + 1] as number);
   return Math.min(p.capTicks, ceilDiv(debtW * p.tokenTicks, tokenTicksW));
@@ -74,12 +85,19 @@ export function gcraDebt(t: StateTable, o: number, now: number, p: CompiledPolic
 function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy, need: number | undefined, out: Outcome): boolean {
   const limit = t.f[o + 2] as number;
   const burst = t.f[o + 3] as number;
-  if ((limit === p.limit && burst === p.capacity) || (t.f[o] as number) < now) return false;
+  if (
+    // Stryker disable next-line ConditionalExpression: equivalent, `limit === p.limit && burst === p.capacity` -> `false`: in `p`'s own scale the writer's waits are `p`'s, ceilDiv(after - cap, rate) and ceilDiv(debt - maxDelay, rate)
+    (limit === p.limit && burst === p.capacity) ||
+    (t.f[o] as number) < now
+  )
+    return false;
   const [rateW, tokenTicksW] = writerScale(limit, burst, p.windowMs);
   const debtW = ((t.f[o] as number) - now) * rateW + (t.f[o + 1] as number);
   out.resetMs = ceilDiv(debtW, rateW);
+  // Stryker disable next-line BooleanLiteral: equivalent, `return true` -> `false`: evaluateGcra's exceeds path, the one caller without `need`, ignores the answer
   if (need === undefined) return true;
   let wait = waitToConvertTo(debtW, rateW, tokenTicksW, p, p.capTicks - need);
+  // Stryker disable next-line ConditionalExpression: equivalent, `Number.isFinite(...)` -> `true`: without a bound (Infinity) the wait to convert to it is -Infinity, which the max drops
   if (Number.isFinite(p.maxDelayTicks)) wait = Math.max(wait, waitToConvertTo(debtW, rateW, tokenTicksW, p, p.maxDelayTicks));
   out.retryAfterMs = Math.max(1, wait);
   return true;
@@ -242,6 +260,7 @@ export function initGcra(t: StateTable, slot: number): void {
 function adoptGcra(t: StateTable, slot: number, now: number, p: CompiledPolicy): void {
   const o = slot * t.stride;
   if (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity) return;
+  // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: a shortcut; on a row owing nothing without a live frame, closeFrame starts the frame over and store writes a debt of 0, which the charge's store then overwrites
   if ((t.f[o] as number) < now && horizonAt(t, o, now) === Number.NEGATIVE_INFINITY) return;
   // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
   const [rateW] = writerScale(t.f[o + 2] as number, t.f[o + 3] as number, p.windowMs);

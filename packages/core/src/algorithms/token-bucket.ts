@@ -52,13 +52,20 @@ function foreignRefusal(t: StateTable, o: number, now: number, p: CompiledPolicy
   const stored = t.f[o] as number;
   const limit = t.f[o + 2] as number;
   const burst = t.f[o + 3] as number;
-  if (stored === Number.POSITIVE_INFINITY || (limit === p.limit && burst === p.capacity) || tbLevel(t, o, now, p) >= p.capTicks)
+  if (
+    // Stryker disable next-line ConditionalExpression,LogicalOperator: equivalent, `stored === Infinity` -> `false`, with the scale test -> `false`, their `||` -> `&&`: a row stored Infinity is full (the last test), and `p`'s own scale read as a writer's is the identity
+    stored === Number.POSITIVE_INFINITY ||
+    // Stryker disable next-line ConditionalExpression: equivalent, -> `false`: `p`'s own scale read as a writer's is the identity, so the waits are the caller's, behind + ceilDiv(need - tokens, rate) and the reset
+    (limit === p.limit && burst === p.capacity) ||
+    tbLevel(t, o, now, p) >= p.capTicks
+  )
     return false;
   const [rw, tw, capw] = writerScale(limit, burst, p.windowMs);
   const last = t.f[o + 1] as number;
   const from = Math.max(now, last);
   const used = capw - refill(Math.min(stored, capw), last, from, capw, rw);
   out.resetMs = from - now + ceilDiv(used, rw);
+  // Stryker disable next-line BooleanLiteral: equivalent, `return true` -> `false`: evaluate's exceeds path, the one caller without `need`, ignores the answer
   if (need === undefined) return true;
   out.retryAfterMs = Math.max(1, from - now + waitToConvertTo(used, rw, tw, p, p.capTicks - need));
   return true;
@@ -85,6 +92,7 @@ export function tbFullAt(t: StateTable, o: number, p: CompiledPolicy): number {
     t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity
       ? [p.rate, p.tokenTicks, p.capTicks]
       : writerScale(t.f[o + 2] as number, t.f[o + 3] as number, p.windowMs);
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, -> `false`, `>`: a full row then reads `last`, and one with a finite `last` is left only by a refund, whose frame lives past it (closeFrame and expiresAt take the max); a charge overwrites adopt's
   if (tokens >= cap) return Number.NEGATIVE_INFINITY;
   return (t.f[o + 1] as number) + ceilDiv(cap - tokens, rate);
 }
@@ -103,6 +111,7 @@ function resetUncharged(tokens: number, cap: number, rate: number, behind: numbe
  */
 function adopt(t: StateTable, o: number, now: number, p: CompiledPolicy): void {
   if (t.f[o + 2] === p.limit && t.f[o + 3] === p.capacity) return;
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, -> `false`, the frame test -> `true`, `!==`: a shortcut; only init stores Infinity, with no frame, and the slow path starts the frame over and stores a full bucket that the charge's tbStore overwrites
   if (t.f[o] === Number.POSITIVE_INFINITY && horizonAt(t, o, now) === Number.NEGATIVE_INFINITY) return;
   // The charges made under the writer's limit refund nothing from now on (refund-frame.ts).
   const [rateW] = writerScale(t.f[o + 2] as number, t.f[o + 3] as number, p.windowMs);

@@ -11,51 +11,22 @@
  *   the receipt's position as a charge made with the frame at that count would have it.
  */
 import { describe, expect, it } from 'vitest';
-import { type CompiledPolicy, createOutcome, type Outcome, type StateTable } from '../algorithms/kernel.js';
+import type { CompiledPolicy, Outcome, StateTable } from '../algorithms/kernel.js';
 import { FRAME_AT, MAX_REFUNDED } from '../algorithms/refund-frame.js';
 import { compilePolicy } from '../policy.js';
-import { REFUND_KERNELS } from './refund-kernels.js';
+import { charge, type Receipt, refund, answers as rowAnswers, SLOT, STRIDE, table } from '../testing/bucket-rows.js';
 
 type Bucket = 'token-bucket' | 'gcra' | 'leaky-bucket';
 const BUCKETS: readonly Bucket[] = ['token-bucket', 'gcra', 'leaky-bucket'];
-const STRIDE = 6;
-const SLOT = 1;
 const O = SLOT * STRIDE;
 
 function policy(algorithm: Bucket, limit: number, burst: number): CompiledPolicy {
   return compilePolicy({ name: 'p', algorithm, limit, windowMs: 1000, burst }, 'p', false);
 }
 
-function table(p: CompiledPolicy): StateTable {
-  const t: StateTable = { f: new Float64Array(3 * STRIDE).fill(-7), stride: STRIDE, logs: [] };
-  p.kernel.init(t, SLOT);
-  return t;
-}
-
-interface Receipt {
-  mark: number;
-  position: number;
-}
-
-/** Charges `cost` milli-units at `now`; its receipt (the decision's mark and the charge's position). */
-function charge(t: StateTable, now: number, cost: number, p: CompiledPolicy): Receipt {
-  const out = createOutcome();
-  p.kernel.consume(t, SLOT, now, cost, p, out);
-  expect(out.allowed, `charge of ${cost} at ${now}`).toBe(true);
-  return { mark: now + out.resetMs, position: (p.kernel.position as NonNullable<typeof p.kernel.position>)(t, SLOT, now, p) };
-}
-
-function refund(t: StateTable, now: number, cost: number, r: Receipt, p: CompiledPolicy): boolean {
-  return REFUND_KERNELS[p.algorithm](t, SLOT, now, cost, r.mark, r.position, p);
-}
-
 /** What the row answers at `now` to a few costs (a copy: nothing charged). */
 function answers(t: StateTable, now: number, p: CompiledPolicy): Outcome[] {
-  return [1, 999, 1000, 2500, p.capMilli, Number.POSITIVE_INFINITY].map((cost) => {
-    const out = createOutcome();
-    p.kernel.evaluate({ f: t.f.slice(), stride: t.stride, logs: [] }, SLOT, now, cost, p, out);
-    return { ...out };
-  });
+  return rowAnswers(t, now, p, [1, 999, 1000, 2500, p.capMilli, Number.POSITIVE_INFINITY]);
 }
 
 describe.each(BUCKETS)('%s refund vectors', (algorithm) => {

@@ -14,7 +14,7 @@ import {
   type StorePlan,
   type StoreResult,
 } from '../stores/store.js';
-import type { Decision, PolicyOptions } from '../types.js';
+import type { AlgorithmId, Decision, PolicyOptions } from '../types.js';
 import { AnswerMemory, REMEMBERED_KEYS } from './answer-memory.js';
 import { WHOLE_STORE } from './store-guard.js';
 
@@ -916,27 +916,33 @@ describe('a store that lost its state with no reconnect (a FLUSHALL) is found by
     return yes;
   };
 
+  /** A limiter of 10 per minute of `algorithm` on an OutageStore, its warnings kept; `at` moves its clock. */
+  const flushed = (algorithm: AlgorithmId) => {
+    const clock = { t: 1_000 };
+    const store = new OutageStore();
+    const warnings: Record<string, unknown>[] = [];
+    const limiter = createLimiter({
+      policies: { algorithm, limit: 10, windowMs: 60_000 },
+      store,
+      clock: () => clock.t,
+      logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+    });
+    return { store, warnings, limiter, at: (ms: number) => (clock.t = ms) };
+  };
+
   for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket', 'gcra'] as const) {
     it(`${algorithm}: a key with 8 of 10 used gets 2 after the loss, not 10; the other keys are charged again too`, async () => {
-      let t = 1_000;
-      const store = new OutageStore();
-      const warnings: Record<string, unknown>[] = [];
-      const limiter = createLimiter({
-        policies: { algorithm, limit: 10, windowMs: 60_000 },
-        store,
-        clock: () => t,
-        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
-      });
+      const { store, warnings, limiter, at } = flushed(algorithm);
       expect(await admitted(limiter, 'a', 8)).toBe(8);
       expect(await admitted(limiter, 'b', 3)).toBe(3);
       expect(store.marks).toBe(1);
       store.wipe();
-      t = 2_000;
+      at(2_000);
       // Before: 10 (the first answer after the loss was taken as it came, and every one after it).
       expect(await admitted(limiter, 'a', 10)).toBe(2);
       expect(store.marks).toBe(2);
       expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', store: 'outage', keys: 2 })]);
-      expect(Math.round(store.remainingOf('b', t) / 1_000)).toBe(7);
+      expect(Math.round(store.remainingOf('b', 2_000) / 1_000)).toBe(7);
       await limiter.close();
     });
   }
@@ -946,25 +952,17 @@ describe('a store that lost its state with no reconnect (a FLUSHALL) is found by
 
   for (const algorithm of ['fixed-window', 'sliding-window', 'token-bucket', 'gcra'] as const) {
     it(`${algorithm}: the checks in flight with the answer that found the loss are decided by what the key had: 16 at once on a key with 10 of 10 used admit none, with 8 used 2`, async () => {
-      let t = 1_000;
-      const store = new OutageStore();
-      const warnings: Record<string, unknown>[] = [];
-      const limiter = createLimiter({
-        policies: { algorithm, limit: 10, windowMs: 60_000 },
-        store,
-        clock: () => t,
-        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
-      });
+      const { store, warnings, limiter, at } = flushed(algorithm);
       expect(await admitted(limiter, 'a', 10)).toBe(10);
       expect(await admitted(limiter, 'b', 8)).toBe(8);
       store.wipe();
-      t = 2_000;
+      at(2_000);
       // Before: 16 and 10 (the key read back past half its use by the checks in flight: the loss denied, nothing charged).
       expect(await inFlight(limiter, 'a', 16)).toBe(0);
       expect(await inFlight(limiter, 'b', 16)).toBe(2);
       expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', keys: 2 })]);
       // Each ends with less than a request left (a bucket has refilled a sixth of one in the second since).
-      expect([store.remainingOf('a', t) < 1_000, store.remainingOf('b', t) < 1_000]).toEqual([true, true]);
+      expect([store.remainingOf('a', 2_000) < 1_000, store.remainingOf('b', 2_000) < 1_000]).toEqual([true, true]);
       expect(await admitted(limiter, 'a', 3)).toBe(0);
       await limiter.close();
     });

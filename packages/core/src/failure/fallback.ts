@@ -222,16 +222,10 @@ export class Fallback {
   overdrawn(key: string, r: StoreResult, cost: number, at: number): StoreResult | undefined {
     // Nothing admitted that the store has not been told of (or is being told of): the common case, at once.
     if (this.carrying === 0 && (this.owed === undefined || this.owed.size === 0)) return undefined;
-    const memory = this.memory;
-    const m = memory?.live(key, at);
-    if (memory === undefined || m === undefined) return undefined;
-    const n = this.config.policies.length;
-    const rooms: number[] = [];
-    for (let i = 0; i < n; i++) {
-      if (!resultCharged(r, i)) return undefined;
-      rooms.push(memory.room(m, i, at));
-    }
-    if (!rooms.some((room) => room < 0)) return undefined;
+    const rooms = this.roomsFor(key, r, at);
+    if (rooms === undefined || !rooms.some((room) => room < 0)) return undefined;
+    const memory = this.memory as AnswerMemory;
+    const m = memory.live(key, at) as Remembered;
     // `room` counts this answer's charge already (the store's remaining less the owed): a policy lacks room below 0.
     return this.refusedBy(r, rooms, 0, cost, m, at);
   }
@@ -296,15 +290,10 @@ export class Fallback {
    * charges what is left). An answer that charged nothing is its own refusal: `r`.
    */
   againstRecord(key: string, r: StoreResult, cost: number, at: number): StoreResult {
-    const memory = this.memory;
-    const m = memory?.live(key, at);
-    if (memory === undefined || m === undefined) return r;
-    const n = this.config.policies.length;
-    const rooms: number[] = [];
-    for (let i = 0; i < n; i++) {
-      if (!resultCharged(r, i)) return r;
-      rooms.push(memory.room(m, i, at));
-    }
+    const rooms = this.roomsFor(key, r, at);
+    if (rooms === undefined) return r;
+    const memory = this.memory as AnswerMemory;
+    const m = memory.live(key, at) as Remembered;
     if (rooms.every((room) => room >= cost)) {
       memory.follow(key, cost, at);
       return r;
@@ -478,6 +467,25 @@ export class Fallback {
     return flags & ~F_ALLOWED & ~F_CHARGED;
   }
 
+  /** Per enforced policy, the room `key`'s live record has at `at` (AnswerMemory.room); undefined without a record, or when `r` charged not every policy. */
+  private roomsFor(key: string, r: StoreResult, at: number): number[] | undefined {
+    const memory = this.memory;
+    const m = memory?.live(key, at);
+    if (memory === undefined || m === undefined) return undefined;
+    const rooms: number[] = [];
+    for (let i = 0; i < this.config.policies.length; i++) {
+      if (!resultCharged(r, i)) return undefined;
+      rooms.push(memory.room(m, i, at));
+    }
+    return rooms;
+  }
+
+  /** Whether every enforced policy of `r` charged it. */
+  private chargedAll(r: StoreResult): boolean {
+    for (let i = 0; i < this.config.policies.length; i++) if (!resultCharged(r, i)) return false;
+    return true;
+  }
+
   /** The local limiter's answer for a key the store told nothing of that still counts (no live record); a leaky bucket's admission keeps its slot (`queuedBehind`). */
   private fresh(key: string, cost: number, at: number, storeKey: StoreKey, lease: number | undefined): Decision {
     const local = this.local as MemoryStore;
@@ -494,10 +502,7 @@ export class Fallback {
       return this.finish(key, cost, r, this.config.localPolicies, true);
     }
     r.set(local.apply(storeKey, this.localPlan, cost, at, lease));
-    let charged = true;
-    for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE)
-      if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) charged = false;
-    if (charged) this.queuedBehind(key, cost, waits, r, at);
+    if (this.chargedAll(r)) this.queuedBehind(key, cost, waits, r, at);
     return this.finish(key, cost, r, this.config.localPolicies, true);
   }
 
@@ -524,10 +529,7 @@ export class Fallback {
     }
     const r = this.carry;
     r.set(blocked ? local.peek(storeKey, this.localPlan, cost, at) : local.apply(storeKey, this.localPlan, cost, at, lease));
-    let charged = !blocked;
-    for (let i = 0, o = 0; i < policies.length; i++, o += RESULT_STRIDE)
-      if (((r[o + R_FLAGS] as number) & F_CHARGED) === 0) charged = false;
-    if (charged) {
+    if (!blocked && this.chargedAll(r)) {
       if (waits !== undefined) this.queuedBehind(key, cost, waits, r, at);
       for (let i = 0; i < policies.length; i++) if (records[i] !== undefined) memory.spendOne(records[i] as Remembered, i, cost, at);
     }

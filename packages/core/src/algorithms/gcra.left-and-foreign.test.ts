@@ -14,7 +14,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decide, policyOf as policy, row } from '../testing/bucket-rows.js';
-import { type CompiledPolicy, createOutcome, type Outcome, type StateTable } from './kernel.js';
+import { createOutcome, type StateTable } from './kernel.js';
 
 describe('leaky-bucket maxDelayMs: what is left counts what the queue can still take', () => {
   it('a request of cost 5 queued past the bound leaves 0, not a negative count, until the queue drains to the bound', () => {

@@ -14,7 +14,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLimiter, MemoryStore } from '../index.js';
 import { decide, policyOf as policy } from '../testing/bucket-rows.js';
-import { type CompiledPolicy, createOutcome, type Outcome, type StateTable } from './kernel.js';
+import { type CompiledPolicy, createOutcome, type StateTable } from './kernel.js';
 
 const ten = policy({ name: 'p', algorithm: 'token-bucket', limit: 10, windowMs: 1000, burst: 10 });
 const five = policy({ name: 'p', algorithm: 'token-bucket', limit: 5, windowMs: 1000, burst: 5 });

@@ -126,21 +126,21 @@ export function createKeyer(options: KeyerOptions): Keyer {
   }
   return {
     fromAddress(address, forwardedFor) {
-      // A host name is no trusted proxy: its key is its own, whatever it forwarded.
-      if (forwardedFor === undefined || forwardedFor === '-' || forwardedFor === '' || HOST_NAME.test(address)) {
-        // Without a forwarding header the key depends on the address text alone: look it up.
-        const known = direct.get(address);
-        if (known !== undefined) return known;
-        // keys.ip() and this cache keep the text: keep a copy, not a view into the log.
-        const own = ownString(address);
-        const key = HOST_NAME.test(own) ? hostKey(own) : sync(ip(undefined, view(own, NO_HEADERS)));
-        if (key !== undefined) {
-          if (direct.size >= KEY_CACHE_SIZE) direct.clear();
-          direct.set(own, key);
-        }
-        return key;
+      const plain = forwardedFor === undefined || forwardedFor === '-' || forwardedFor === '';
+      // Without a forwarding header the key depends on the address text alone: look it up. So does a host
+      // name's, which is no trusted proxy: its key is its own, whatever it forwarded.
+      const known = direct.get(address);
+      if (known !== undefined && (plain || known.startsWith('host:'))) return known;
+      const host = HOST_NAME.test(address);
+      if (!plain && !host) return sync(ip(undefined, view(ownString(address), { 'x-forwarded-for': forwardedFor })));
+      // keys.ip() and this cache keep the text: keep a copy, not a view into the log.
+      const own = ownString(address);
+      const key = host ? hostKey(own) : sync(ip(undefined, view(own, NO_HEADERS)));
+      if (key !== undefined) {
+        if (direct.size >= KEY_CACHE_SIZE) direct.clear();
+        direct.set(own, key);
       }
-      return sync(ip(undefined, view(ownString(address), { 'x-forwarded-for': forwardedFor })));
+      return key;
     },
     fromHeader(name, value) {
       if (value === undefined || value === '-') return undefined;

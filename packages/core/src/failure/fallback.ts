@@ -38,6 +38,11 @@ import { AnswerMemory, type Counted, REMEMBERED_KEYS, type RegressListener, type
 /** Builds a decision from a store result over `policies` (the limiter's own `finish`). */
 export type Finish = (key: string, cost: number, r: StoreResult, policies: readonly CompiledPolicy[], degraded: boolean) => Decision;
 
+/** Policy `i`'s entry for `key` in `Fallback.slots`. */
+function slotOf(i: number, key: string): string {
+  return `${i}\0${key}`;
+}
+
 /** The longest a leaky bucket's admission may wait, ms (its `maxDelayMs`; Infinity without one, or for another algorithm). */
 function maxWaitMs(p: CompiledPolicy): number {
   return p.algorithm !== 'leaky-bucket' || p.maxDelayTicks === Number.POSITIVE_INFINITY
@@ -430,7 +435,7 @@ export class Fallback {
       const delay = Math.max(r[o + R_DELAY] as number, waits[i] as number);
       r[o + R_DELAY] = delay;
       // The next admission goes one interval (per unit of cost) after this one.
-      const slot = `${i}\0${key}`;
+      const slot = slotOf(i, key);
       this.slots.delete(slot);
       if (this.slots.size >= REMEMBERED_KEYS) this.slots.delete(this.slots.keys().next().value as string);
       this.slots.set(slot, at + delay + Math.ceil((cost * p.windowMs) / (MILLI * p.limit)));
@@ -451,7 +456,7 @@ export class Fallback {
     if (!this.hasLeaky) return undefined;
     return this.config.policies.map((p, i) => {
       if (p.algorithm !== 'leaky-bucket') return 0;
-      let wait = Math.max(0, (this.slots.get(`${i}\0${key}`) ?? at) - at);
+      let wait = Math.max(0, (this.slots.get(slotOf(i, key)) ?? at) - at);
       const m = records[i];
       if (m !== undefined && memory !== undefined && memory.room(m, i, at) !== Number.POSITIVE_INFINITY)
         wait = Math.max(wait, memory.drainMs(m, i, at));

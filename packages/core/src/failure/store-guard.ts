@@ -145,11 +145,6 @@ export class StoreGuard {
     this.holding = held;
   }
 
-  /** True while checks wait for something to reach the store ahead of them (`holdFor`): a restore's charges, an outage's carries. */
-  isHolding(): boolean {
-    return this.holding !== undefined;
-  }
-
   /** The most a hold keeps a check waiting, ms (`holdFor`): HOLD_MS, or `storeTimeoutMs` when longer. */
   holdBoundMs(): number {
     return Math.max(HOLD_MS, this.config.storeTimeoutMs);

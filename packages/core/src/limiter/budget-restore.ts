@@ -43,7 +43,7 @@ import { nodesIn, type StoreGuard, WHOLE_STORE } from '../failure/store-guard.js
 import { MILLI } from '../internal/fixed-point.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { keyAt, R_REMAINING, RESULT_STRIDE, type Store, type StoreKey, type StoreResult, subPlan } from '../stores/store.js';
+import { keyAt, R_REMAINING, RESULT_STRIDE, type Store, type StoreKey, type StoreResult, storeKeyText, subPlan } from '../stores/store.js';
 import type { Clock } from '../types.js';
 import { RestoreCharges } from './restore-charges.js';
 import { ServerChanges } from './server-changes.js';
@@ -71,11 +71,6 @@ const REMEMBERED_WITNESSES = 10_000;
 
 /** The key of `BudgetRestore.verdicts` for a question on the store's one mark (no master's name). */
 const ALL_NODES = '';
-
-/** A store key as one string (several keys joined by NUL, which no key holds). */
-function keyId(storeKey: StoreKey): string {
-  return typeof storeKey === 'string' ? storeKey : storeKey.join('\0');
-}
 
 /**
  * How many remembered keys, those that had used the most, a store that batches reads at a reconnect, in
@@ -279,7 +274,7 @@ export class BudgetRestore {
    */
   private witness(storeKey: StoreKey): StoreKey {
     if (this.lossWitnesses.size >= REMEMBERED_WITNESSES) this.lossWitnesses.clear();
-    this.lossWitnesses.add(keyId(storeKey));
+    this.lossWitnesses.add(storeKeyText(storeKey));
     return storeKey;
   }
 
@@ -488,7 +483,7 @@ export class BudgetRestore {
     if (this.store.peek === undefined) return true;
     const showed = this.lossWitnesses;
     const picked = mostUsed(
-      counted.map(([cp, keys]) => [cp, keys.filter((c) => !showed.has(keyId(c.storeKey)))] as const),
+      counted.map(([cp, keys]) => [cp, keys.filter((c) => !showed.has(storeKeyText(c.storeKey)))] as const),
       WITNESSES,
     );
     showed.clear();

@@ -29,11 +29,14 @@ export interface CliIo {
   readonly stderr: ProgressTarget;
   /** What `-` reads (the process's standard input); without it, `-` is a usage error. */
   readonly stdin?: NodeJS.ReadableStream;
+  /** What `--version` prints: the bin passes its package's version. */
+  readonly version?: string;
 }
 
 export const USAGE = `Usage:
   tollgate replay <file...|-> --policy <json|file> [--policy <json|file> ...] [options]
   tollgate lab <${LAB_NAMES.join('|')}|all> [--json] [--html <file>] [--seed <n>]
+  tollgate --version
 
 Replay access logs through candidate policies in virtual time (the log's own timestamps), in one pass.
 A --policy is a policy as @tollgate/core takes it ('{"limit":100,"windowMs":60000}'), a list of
@@ -324,11 +327,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     if (command === 'replay') return await replayCommand(rest, io);
     if (command === 'lab') return await labCommand(rest, io);
     if (command === 'help' || command === '--help' || command === '-h') return help(io);
+    if (command === 'version' || command === '--version' || command === '-v') {
+      io.stdout.write(`${io.version ?? 'unknown (runCli was not given a version)'}\n`);
+      return 0;
+    }
     if (command === undefined) {
       io.stderr.write(USAGE);
       return 2;
     }
-    throw new CliError('ERR_RL_CLI_USAGE', `unknown command '${command}' (replay, lab, help)`);
+    throw new CliError('ERR_RL_CLI_USAGE', `unknown command '${command}' (replay, lab, help, version)`);
   } catch (error) {
     if (error instanceof CliError || error instanceof RateLimitConfigError) {
       say(io, error.message);

@@ -48,6 +48,15 @@ describe('the tollgate bin', () => {
     }
   });
 
+  it('prints the package version and exits 0 on --version, -v and version', async () => {
+    const { version } = JSON.parse(readFileSync(join(here, '..', 'package.json'), 'utf8')) as { version: string };
+    expect(version).toMatch(/^\d+\.\d+\.\d+/);
+    for (const flag of ['--version', '-v', 'version']) {
+      const { code, stdout, stderr } = await tollgate([flag]);
+      expect({ code, stdout, stderr }).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+    }
+  });
+
   it('exits 2 with the coded message and no stack trace on a usage error', async () => {
     const { code, stdout, stderr } = await tollgate(['replay', join(dir, 'missing.log'), '--policy', '{"limit":2,"windowMs":1000}']);
     expect(code).toBe(2);

@@ -66,7 +66,7 @@ Replay options:
                                (default http_x_forwarded_for; a header X-Api-Key logs as http_x_api_key)
   --time-field <name>          JSON field with the time (default: time, timestamp, @timestamp or ts)
   --reorder-window <duration>  requests are replayed in time order: each file is reordered within this
-                               window (e.g. 90s, 5m, 1h; 0 = file order). Default 5m, enough for logs
+                               window (e.g. 90s, 5m, 1h, 1d, up to 7d; 0 = file order). Default 5m, enough for logs
                                written at request end; inputs of up to 128 MiB of text are sorted whole
                                instead, unless this is given
   --sort                       sort each file whole by time (holds the whole log in memory)
@@ -210,7 +210,7 @@ function reorderWindow(values: ReplayFlags): number | undefined {
   if (ms === undefined || ms > MAX_REORDER_WINDOW_MS)
     throw new CliError(
       'ERR_RL_CLI_USAGE',
-      `--reorder-window must be a duration with a unit (500ms, 90s, 5m, 1h; 0 for none) up to 7 days; got '${values['reorder-window']}'`,
+      `--reorder-window must be a duration with a unit (500ms, 90s, 5m, 1h, 1d; 0 for none) up to 7d; got '${values['reorder-window']}'`,
     );
   return ms;
 }
@@ -341,8 +341,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       say(io, error.message);
       return 2;
     }
-    if (error instanceof TypeError && (error as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS') === true) {
-      say(io, `ERR_RL_CLI_USAGE: ${error.message}`);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (error instanceof TypeError && code?.startsWith('ERR_PARSE_ARGS') === true) {
+      // Node's own text for an unknown option goes on about positionals after `--`, which no command here takes.
+      const message =
+        code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? (error.message.split('. ')[0] as string).replace(/^Unknown/, 'unknown') : error.message;
+      say(io, `ERR_RL_CLI_USAGE: ${message}`);
       io.stderr.write(`\n${USAGE}`);
       return 2;
     }

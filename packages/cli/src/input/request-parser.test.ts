@@ -140,6 +140,8 @@ describe('nginx input', () => {
     const byField = parser({ format: 'nginx', key: parseKeySpec('field:http_user_agent'), costField: 'body_bytes_sent' });
     expect(byField(nginx('1.2.3.4', '-', '-', '2048'), 1)).toEqual({ at: T, key: 'curl/8', cost: 2048 });
     expect(byField(nginx('1.2.3.4', '-', '-', '0'), 1)).toBe("bad cost '0' (must be a positive multiple of 1/1000)");
+    // An empty variable (`-`): no cost logged, so 1, as without --cost.
+    expect(byField(nginx('1.2.3.4', '-', '-', '-'), 1)).toEqual({ at: T, key: 'curl/8', cost: 1 });
   });
 
   it('refuses at setup a key or cost field the log format lacks', () => {
@@ -173,6 +175,12 @@ describe('JSON lines input', () => {
     expect(byHeader(`{"time":${T},"headers":{"x-api-key":"k2"}}`, 1)).not.toEqual(lower);
     const byField = parser({ format: 'jsonl', key: parseKeySpec('field:user'), costField: 'weight', timeField: 'when' });
     expect(byField(`{"when":${T},"user":"u1","weight":3}`, 1)).toEqual({ at: T, key: 'u1', cost: 3 });
+    // A line without the named field costs 1, as without --cost; naming the default field changes nothing.
+    expect(byField(`{"when":${T},"user":"u1"}`, 1)).toEqual({ at: T, key: 'u1', cost: 1 });
+    expect(byField(`{"when":${T},"user":"u1","weight":null}`, 1)).toEqual({ at: T, key: 'u1', cost: 1 });
+    const named = parser({ format: 'jsonl', costField: 'cost' });
+    const plain = parser({ format: 'jsonl' });
+    for (const line of [`{"time":${T},"key":"k","cost":2}`, `{"time":${T},"key":"k"}`]) expect(named(line, 1)).toEqual(plain(line, 1));
   });
 
   it.each([

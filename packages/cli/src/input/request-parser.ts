@@ -87,8 +87,10 @@ function nginxParser(o: ParserOptions): LineParser {
       if (k === '-') k = undefined;
     }
     if (k === undefined || k === '') return `no key (${key.kind === 'ip' ? 'bad client address' : `no ${names[keyAt]}`})`;
-    const cost = costAt < 0 ? 1 : costOf(nginxField(l, costAt));
-    if (Number.isNaN(cost)) return `bad cost '${nginxField(l, costAt)}' (must be a positive multiple of 1/1000)`;
+    // A line without the cost (nginx logs an empty variable as `-`) costs 1, as without --cost.
+    const costText = costAt < 0 || nginxDash(l, costAt) ? undefined : nginxField(l, costAt);
+    const cost = costText === undefined ? 1 : costOf(costText);
+    if (Number.isNaN(cost)) return `bad cost '${costText}' (must be a positive multiple of 1/1000)`;
     const at = arrival === undefined ? l.at : arrival(l);
     return typeof at === 'string' ? at : { at, key: k, cost };
   };
@@ -169,8 +171,9 @@ function jsonParser(o: ParserOptions): LineParser {
     if (Number.isNaN(at)) return timeName === undefined ? 'no time field' : `bad time ${JSON.stringify(time) ?? '(none)'}`;
     const k = jsonKey(obj, key, keyer);
     if (k === undefined || k === '') return 'no key';
-    const rawCost = o.costField === undefined ? obj.cost : fieldAt(obj, o.costField);
-    const cost = rawCost === undefined && o.costField === undefined ? 1 : costOf(rawCost);
+    // A line without the cost field (or with null there) costs 1, as without --cost.
+    const rawCost = fieldAt(obj, o.costField ?? 'cost');
+    const cost = rawCost === undefined || rawCost === null ? 1 : costOf(rawCost);
     if (Number.isNaN(cost)) return `bad cost ${JSON.stringify(rawCost)} (must be a positive multiple of 1/1000)`;
     return { at, key: k, cost };
   };

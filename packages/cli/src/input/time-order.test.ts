@@ -239,12 +239,13 @@ describe('durations', () => {
     ['1.5s', 1500],
     ['5m', 300_000],
     ['1h', 3_600_000],
+    ['7d', 604_800_000],
     ['0', 0],
   ])('%s is %i ms', (text, ms) => {
     expect(parseDuration(text)).toBe(ms);
   });
 
-  it.each(['5', '', 'm', '-1s', '1d', '5 m x'])('%j is not a duration', (text) => {
+  it.each(['5', '', 'm', '-1s', '1w', '5 m x'])('%j is not a duration', (text) => {
     expect(parseDuration(text)).toBeUndefined();
   });
 

@@ -426,11 +426,11 @@ class Reorder {
   }
 }
 
-const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/** `500ms`, `90s`, `5m`, `1h`, `1.5m`, or `0` -> ms; undefined when it is not a duration. */
+/** `500ms`, `90s`, `5m`, `1h`, `7d`, `1.5m`, or `0` -> ms; undefined when it is not a duration. */
 export function parseDuration(text: string): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(text.trim());
   if (m === null) return undefined;
   const value = Number(m[1]) * (UNITS[m[2] ?? 's'] as number);
   if (m[2] === undefined && Number(m[1]) !== 0) return undefined;

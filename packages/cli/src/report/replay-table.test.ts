@@ -65,6 +65,9 @@ describe('renderReplayTable past --max-keys', () => {
     const exact = createReplayEngine(parseCandidates([POLICY]));
     exact.push(T0, 'a', 1);
     expect(renderReplayTable(exact.report())).toMatch(/^Replayed 1 request from 1 client,/);
+    const one = createReplayEngine(parseCandidates([POLICY]), { maxKeys: 1 });
+    for (const k of ['a', 'b']) one.push(T0, k, 1);
+    expect(renderReplayTable(one.report())).toMatch(/^Replayed 2 requests from more than 1 client,/);
   });
 });
 

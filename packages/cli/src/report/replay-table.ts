@@ -16,7 +16,7 @@ function counted(n: number, noun: string, format: (n: number) => string = format
  * ones are not tracked, so the count is a floor ("more than 2 clients").
  */
 export function clientCount(report: ReplayReport, format: (n: number) => string = formatNumber): string {
-  if (report.untrackedRequests > 0) return `more than ${format(report.clients)} clients`;
+  if (report.untrackedRequests > 0) return `more than ${format(report.clients)} client${report.clients === 1 ? '' : 's'}`;
   return counted(report.clients, 'client', format);
 }
 

@@ -85,7 +85,7 @@ export class LeasedDecider {
     const { targets, guard, mode, defaultCost } = this.parts;
     const t = targets.of(rawKey, opts);
     const cost = costOf(opts, defaultCost);
-    if (t.cp.queue !== undefined && mode !== 'shadow') return this.queued(t, cost, opts);
+    if (t.cp.queue !== undefined && mode !== 'shadow') return this.queuedNow(t, cost, opts);
     const starting = guard.starting();
     if (starting !== undefined) return starting.then(() => this.decideNow(t, cost, opts));
     return this.decideNow(t, cost, opts);
@@ -310,20 +310,42 @@ export class LeasedDecider {
   }
 
   /**
-   * A request of a plan whose concurrency policies may queue: decided at once when no one waits for its
-   * key here and it gets a lease; else it waits its turn. Counted and observed once, with its last decision.
+   * `queued`, but a request that no one waits before, on a store that answers at once (the memory store),
+   * is answered at once when its first attempt settles it (a lease, or a refusal no queue waits out):
+   * `decide()` is then a Decision, as without a queue. Only a request that waits gets a Promise.
    */
-  private async queued(t: Target, cost: number, opts: CheckOptions | undefined): Promise<Decision> {
+  private queuedNow(t: Target, cost: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
+    const ids = queueIds(t, t.cp.queueAts);
+    if (this.parts.guard.starting() !== undefined || this.parts.keeper.queues.hasTurns(ids[0] as string)) {
+      return this.queued(t, cost, opts, ids, undefined);
+    }
+    const first = this.leased(t, cost, this.parts.plain.now(), opts, 'quiet');
+    const settle = (d: Decision): Decision | Promise<Decision> =>
+      !waitsOut(d, t.cp) || aborted(opts?.signal) ? this.account(d, t.cp, opts) : this.queued(t, cost, opts, ids, d);
+    return isPromiseLike(first) ? first.then(settle) : settle(first);
+  }
+
+  /**
+   * A request of a plan whose concurrency policies may queue: decided at once when no one waits for its
+   * key here and it gets a lease (`first`, when `queuedNow` made that attempt); else it waits its turn.
+   * Counted and observed once, with its last decision.
+   */
+  private async queued(
+    t: Target,
+    cost: number,
+    opts: CheckOptions | undefined,
+    ids: string[],
+    first: Decision | undefined,
+  ): Promise<Decision> {
     const { keeper, guard, plain, mode } = this.parts;
     const queue = t.cp.queue as NonNullable<CompiledPlan['queue']>;
-    const ids = queueIds(t, t.cp.queueAts);
     const attempt = async (): Promise<Decision> => {
       await guard.starting();
       return this.leased(t, cost, plain.now(), opts, 'quiet');
     };
-    let d: Decision | undefined;
-    let firstRetryMs = 0;
-    if (!keeper.queues.hasTurns(ids[0] as string)) {
+    let d = first;
+    let firstRetryMs = first?.retryAfterMs ?? 0;
+    if (d === undefined && !keeper.queues.hasTurns(ids[0] as string)) {
       d = await attempt();
       if (!waitsOut(d, t.cp) || aborted(opts?.signal)) return this.account(d, t.cp, opts);
       firstRetryMs = d.retryAfterMs;

@@ -129,6 +129,30 @@ describe('concurrency policy (memory)', () => {
     d2.release?.();
   });
 
+  it('decide() with a queue answers at once (a Decision, not a Promise) unless the request waits, as without a queue', async () => {
+    vi.useFakeTimers();
+    const limiter = createLimiter({ policies: [{ ...EXPORTS, limit: 1, queue: { size: 1, timeoutMs: 1_000 } }] });
+    const holder = limiter.decide('k');
+    expect(holder).not.toBeInstanceOf(Promise);
+    expect((holder as Decision).allowed).toBe(true);
+    // No slot: it waits in the queue, so a Promise; the queue then full: refused at once, a Decision.
+    const waiter = limiter.decide('k');
+    expect(waiter).toBeInstanceOf(Promise);
+    const overflow = limiter.decide('k');
+    expect(overflow).toBeInstanceOf(Promise);
+    expect((await overflow).allowed).toBe(false);
+    (holder as Decision).release?.();
+    const w = await waiter;
+    expect(w.allowed).toBe(true);
+    w.release?.();
+    // Nobody waits and the slot is free again: at once.
+    const again = limiter.decide('k');
+    expect(again).not.toBeInstanceOf(Promise);
+    expect((again as Decision).allowed).toBe(true);
+    expect(limiter.stats()).toMatchObject({ requests: 4, limited: 1 });
+    (again as Decision).release?.();
+  });
+
   it('queues per key of the queuing policy: users of one tenant share its queue, bound and order; plans sharing it share the queue', async () => {
     vi.useFakeTimers();
     const user = { name: 'user', algorithm: 'concurrency' as const, limit: 5 };

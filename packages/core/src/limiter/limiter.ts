@@ -68,7 +68,8 @@ export interface Limiter {
   check(key: LimiterKey, options?: CheckOptions): Promise<Decision>;
   /**
    * Same as `check`, but returns the Decision itself when the store answers synchronously
-   * (MemoryStore), saving a microtask per request; a Promise otherwise. Throws on bad input.
+   * (MemoryStore) and the request does not wait in a concurrency queue, saving a microtask per request;
+   * a Promise otherwise. Throws on bad input.
    */
   decide(key: LimiterKey, options?: CheckOptions): Decision | Promise<Decision>;
   /**

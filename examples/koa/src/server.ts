@@ -4,6 +4,6 @@
 import { createApp } from './app.js';
 
 const port = Number(process.env.PORT ?? 3000);
-createApp().listen(port, () => {
-  console.log(`Koa example on http://localhost:${port} (try: curl -i http://localhost:${port}/api/hello)`);
+createApp().listen(port, '127.0.0.1', () => {
+  console.log(`Koa example on http://127.0.0.1:${port} (try: curl -i http://127.0.0.1:${port}/api/hello)`);
 });

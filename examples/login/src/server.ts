@@ -4,6 +4,6 @@
 import { createApp } from './app.js';
 
 const port = Number(process.env.PORT ?? 3000);
-createApp().listen(port, () => {
-  console.log(`Login example on http://localhost:${port} (POST /login {"username":"alice","password":"..."})`);
+createApp().listen(port, '127.0.0.1', () => {
+  console.log(`Login example on http://127.0.0.1:${port} (POST /login {"username":"alice","password":"..."})`);
 });

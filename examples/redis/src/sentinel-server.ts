@@ -26,4 +26,6 @@ const redis = new Redis({
 });
 logConnectionErrors(redis, 'redis');
 
-createApp({ redis }).listen(port, () => console.log(`listening on http://127.0.0.1:${port} (Redis: master '${name}' of ${list})`));
+createApp({ redis }).listen(port, '127.0.0.1', () =>
+  console.log(`listening on http://127.0.0.1:${port} (Redis: master '${name}' of ${list})`),
+);

@@ -18,4 +18,4 @@ const redis = new Redis(url, {
 });
 logConnectionErrors(redis, 'redis');
 
-createApp({ redis }).listen(port, () => console.log(`listening on http://127.0.0.1:${port} (Redis at ${url})`));
+createApp({ redis }).listen(port, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${port} (Redis at ${url})`));

@@ -476,6 +476,7 @@ export class LeaseKeeper {
   }
 
   close(): void {
+    this.queues.close();
     this.stopReporting?.();
     for (const kept of this.stores.values()) kept.unwatch?.();
   }

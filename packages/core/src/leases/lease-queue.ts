@@ -47,6 +47,19 @@ export class LeaseQueues {
    * a queue whose waiters all wait their turn in it (one queuing policy), whose head is then its first.
    */
   private readonly counted = new Map<string, number>();
+  /** Set by `close`: no one waits any more, and no one starts to. */
+  private closed = false;
+
+  /** True once the limiter closed (`close`): a request is refused rather than queued. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** The limiter closes: every waiter leaves its queue now, unanswered by the store (`wait` resolves false), and none waits after. */
+  close(): void {
+    this.closed = true;
+    for (const queue of this.queues.values()) for (const w of queue) w.wake();
+  }
 
   /** True while no request waits in any queue: a release has no one to wake. */
   get idle(): boolean {
@@ -94,7 +107,7 @@ export class LeaseQueues {
   /**
    * Joins the back of every queue of `ids` and runs `attempt` each time this waiter is the head of the
    * first (`ids[0]`, the queue it waits its turn in) and is woken (a released lease, the re-try timer),
-   * until it returns `true` (done), `deadline` passes or `signal` aborts. The other queues only count it
+   * until it returns `true` (done), `deadline` passes, `signal` aborts or the queues close. The other queues only count it
    * (their `size` bounds), and a release there wakes it when it heads its own. Resolves true when an
    * attempt finished it.
    */
@@ -122,7 +135,7 @@ export class LeaseQueues {
       let retryMs = firstRetryMs > 0 ? Math.min(QUEUE_RETRY_MS, firstRetryMs) : 0;
       for (;;) {
         const left = deadline - now();
-        if (left <= 0 || aborted(signal)) return false;
+        if (left <= 0 || aborted(signal) || this.closed) return false;
         // Wait for the turn at the head, a release, the re-try timer, the deadline or the abort.
         me.waiting = true;
         await new Promise<void>((resolve) => {
@@ -139,7 +152,7 @@ export class LeaseQueues {
           if (woken || (head && retryMs === 0)) done();
         });
         me.waiting = false;
-        if (aborted(signal)) return false;
+        if (aborted(signal) || this.closed) return false;
         if (this.headOf(me.primary) !== me) continue;
         woken = false;
         const r = await attempt();

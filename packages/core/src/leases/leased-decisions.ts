@@ -365,8 +365,9 @@ export class LeasedDecider {
       keeper.countQueued(t.cp, -1);
     }
     if (d !== undefined) return this.account(d, t.cp, opts);
-    // Never at the head: a client that went away is refused without a lease; a timeout tries once more.
-    return this.account(aborted(opts?.signal) ? leftQueue(t.cp, t.key, cost, mode) : await attempt(), t.cp, opts);
+    // Never at the head: a client that went away, or a limiter that closed, is refused without a lease; a timeout tries once more.
+    const left = aborted(opts?.signal) || keeper.queues.isClosed;
+    return this.account(left ? leftQueue(t.cp, t.key, cost, mode) : await attempt(), t.cp, opts);
   }
 
   /** Counts and observes a decision made quietly (`queued`); degraded answers counted themselves. */

@@ -153,6 +153,27 @@ describe('concurrency policy (memory)', () => {
     (again as Decision).release?.();
   });
 
+  it('close() refuses every queued waiter at once, without a lease, and queues no one after', async () => {
+    const limiter = createLimiter({ policies: [{ ...EXPORTS, limit: 1, leaseMs: 60_000, queue: { size: 5, timeoutMs: 60_000 } }] });
+    const holder = (await limiter.check('k')) as Decision;
+    const waiters = [limiter.check('k'), limiter.check('k'), limiter.check('k')];
+    await new Promise((resolve) => setImmediate(resolve));
+    const started = Date.now();
+    await limiter.close();
+    const settled = await Promise.all(waiters);
+    // Answered at close, not at the queue's 60 s timeout (the test would time out), and none got the lease.
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(settled.map((d) => d.allowed)).toEqual([false, false, false]);
+    holder.release?.();
+    expect(settled.every((d) => d.release === undefined)).toBe(true);
+    // A request that would have to wait is refused at once.
+    const busy = createLimiter({ policies: [{ ...EXPORTS, limit: 1, queue: { size: 5, timeoutMs: 60_000 } }] });
+    const held = (await busy.check('k')) as Decision;
+    await busy.close();
+    expect((await busy.check('k')).allowed).toBe(false);
+    held.release?.();
+  });
+
   it('queues per key of the queuing policy: users of one tenant share its queue, bound and order; plans sharing it share the queue', async () => {
     vi.useFakeTimers();
     const user = { name: 'user', algorithm: 'concurrency' as const, limit: 5 };

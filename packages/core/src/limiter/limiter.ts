@@ -105,6 +105,6 @@ export interface Limiter {
   resetStats(): void;
   /** The `n` (default 10) keys rejected most, and most often near their limit, recently (see HotKeysReport), with the `hotKeys` option on; off (the default), an empty report of size 0 and, the first time, `WRN_RL_HOT_KEYS_OFF`; throws ERR_RL_INVALID_HOT_KEYS_COUNT unless `n` is a whole number >= 0. */
   hotKeys(n?: number): HotKeysReport;
-  /** Closes the store if the limiter created it, and the local fallback store. */
+  /** Closes the store if the limiter created it, and the local fallback store; refuses the requests waiting in a concurrency queue. */
   close(): Promise<void>;
 }

@@ -73,6 +73,18 @@ export class NodeHealth {
   }
 
   /**
+   * The call `allow` let through was answered without the node (a store answering from budget this
+   * process holds: RedisStore `localBatch`): it said nothing of the node, so a probe it took is given
+   * back, and the next call probes at once.
+   */
+  unprobed(now: number): void {
+    if (!this.probing) return;
+    this.probing = false;
+    this.probeAt = now;
+    this.transition('open');
+  }
+
+  /**
    * A reply came after its call was answered by the failure mode: the node is alive, so an open breaker
    * lets the next call probe at once (its timely reply closes the breaker; a late one does not).
    */

@@ -43,6 +43,12 @@ const KEY_LOG_INTERVAL_MS = 10_000;
  * it ends; a shorter one writes nothing more (one outage, one line).
  */
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
+/**
+ * A node that fails again within this long of answering in time after an outage goes on with that
+ * outage, not a new one: a node whose replies trickle (some in time, most late) or that flaps is one
+ * outage in `stats().outages`, not one per reply that came in time.
+ */
+export const OUTAGE_MERGE_MS = 1_000;
 
 /** Why a store call gave no result. */
 export class CallFailure {
@@ -104,6 +110,8 @@ export class StoreGuard {
   private readonly outageLines = new LineThrottle(OUTAGE_LOG_INTERVAL_MS);
   /** When the current outage of each node began (the limiter's clock), for the line at its end. */
   private readonly outageSince = new Map<string, number>();
+  /** Per node, when it last answered in time after an outage, and when that outage began (OUTAGE_MERGE_MS). */
+  private readonly recovered = new Map<string, { readonly at: number; readonly since: number | undefined }>();
 
   constructor(private readonly config: GuardConfig) {
     this.watchdog = new Watchdog(config.storeTimeoutMs);
@@ -235,9 +243,25 @@ export class StoreGuard {
     if (this.health.size !== 0) this.succeeded(node);
   }
 
+  /**
+   * The store answered a call for `node` at once (`at`, the call's time): on a store that answers some
+   * keys from budget this process holds (Store.batches: RedisStore `localBatch`), such an answer came from
+   * memory and says nothing of the node (answered from a batch while Redis is down, it would close the
+   * breaker, and the next call would wait for a dead node and start another outage): a probe it took is
+   * given back. Any other store's synchronous answer is its own: `answered`.
+   */
+  answeredNow(node: string, at: number): void {
+    if (this.health.size === 0) return;
+    if (this.config.store.batches === true) this.health.get(node)?.unprobed(at);
+    else this.succeeded(node);
+  }
+
   /** `answered` once some node has a health record. */
   private succeeded(node: string): void {
-    this.health.get(node)?.success();
+    const h = this.health.get(node);
+    if (h === undefined) return;
+    if (h.eventsInRow > 0) this.recovered.set(node, { at: this.config.now(), since: this.outageSince.get(node) });
+    h.success();
   }
 
   /**
@@ -322,11 +346,17 @@ export class StoreGuard {
     return new CallFailure(error, scope, node);
   }
 
-  /** Counts an outage of `node` and writes its one line (at most one per 10 s, counting the rest). */
+  /** Counts an outage of `node` and writes its one line (at most one per 10 s, counting the rest); a failure within OUTAGE_MERGE_MS of its recovery goes on with the last one. */
   private outageBegins(node: string, error: unknown): void {
-    this.outages += 1;
     // The limiter's clock, so that tests in virtual time see the lines a day of outages would write.
     const t = this.config.now();
+    const last = this.recovered.get(node);
+    if (last !== undefined && t - last.at < OUTAGE_MERGE_MS) {
+      // The node answered in time a moment ago, between failures: the outage then goes on.
+      this.outageSince.set(node, last.since ?? t);
+      return;
+    }
+    this.outages += 1;
     this.outageSince.set(node, t);
     const notLogged = this.outageLines.take(t);
     if (notLogged === undefined) return;

@@ -161,7 +161,8 @@ describe('failure mode', () => {
   it("'open' admits, marks the decision degraded, logs once per outage and emits store-error", async () => {
     const store = new FlakyStore();
     const logger = recordingLogger();
-    const limiter = createLimiter({ policies, store, logger, onStoreError: 'open', breaker: false, clock: () => 0 });
+    let t = 0;
+    const limiter = createLimiter({ policies, store, logger, onStoreError: 'open', breaker: false, clock: () => t });
     const events: LimiterEvents['store-error'][] = [];
     limiter.on('store-error', (e) => events.push(e));
     store.mode = 'reject';
@@ -177,9 +178,17 @@ describe('failure mode', () => {
     expect(healthy).toMatchObject({ allowed: true, degraded: false, reason: 'allowed', remaining: 9 });
     store.mode = 'throw';
     await limiter.check('k');
+    // Failing again within a second of answering in time: the same outage going on (a store whose replies
+    // trickle, some in time, is one outage), neither counted nor logged again.
+    expect(limiter.stats()).toMatchObject({ storeErrors: 4, outages: 1 });
+    store.mode = 'ok';
+    await limiter.check('k');
+    t = 1_000;
+    store.mode = 'throw';
+    await limiter.check('k');
     // A second outage within 10 s of the first line is counted, not logged (a flapping store writes one line per 10 s).
     expect(logger.errors).toHaveLength(1);
-    expect(limiter.stats()).toMatchObject({ storeErrors: 4, outages: 2 });
+    expect(limiter.stats()).toMatchObject({ storeErrors: 5, outages: 2 });
   });
 
   it("'closed' refuses with reason store-error (not a quota verdict), and shadow mode still lets it pass", async () => {
@@ -611,6 +620,45 @@ describe('failure mode', () => {
     store.mode = 'ok';
     expect(await limiter.check('k')).toMatchObject({ degraded: false, reason: 'allowed' });
     expect(states).toEqual(['open', 'half-open', 'open', 'half-open', 'open', 'half-open', 'open', 'half-open', 'closed']);
+    expect(limiter.stats().outages).toBe(1);
+  });
+
+  it('an answer from budget held in the process (a store that batches) says nothing of the node: it neither closes the breaker nor ends the outage', async () => {
+    let t = 0;
+    const inner = new MemoryStore({ sweepIntervalMs: 0 });
+    let down = true;
+    let calls = 0;
+    // RedisStore `localBatch`: hot keys answered at once from a batch in hand, the rest by the node.
+    const store: Store = {
+      kind: 'batching',
+      batches: true,
+      apply(key: StoreKey, plan: StorePlan, cost: number, now: number) {
+        if (typeof key === 'string' && key.startsWith('hot')) return inner.apply(key, plan, cost, now);
+        calls += 1;
+        if (down) return Promise.reject(new Error('connection reset'));
+        return Promise.resolve(Float64Array.from(inner.apply(key, plan, cost, now)));
+      },
+      reset: (key: string, plan: StorePlan) => inner.reset(key, plan),
+    };
+    const logger = recordingLogger();
+    const limiter = createLimiter({ policies, store, logger, clock: () => t });
+    const states: string[] = [];
+    limiter.on('breaker', (e) => states.push(e.state));
+    expect((await limiter.check('cold')).degraded).toBe(true);
+    for (t = 10; t <= 100; t += 10) {
+      // The probe the breaker grants goes to a hot key, answered from memory: given back, so the next
+      // check on a key the node serves probes at once, and fails as part of the same outage.
+      expect((await limiter.check('hot')).degraded).toBe(false);
+      expect((await limiter.check('cold')).degraded).toBe(true);
+    }
+    expect(calls).toBe(11);
+    expect(states).not.toContain('closed');
+    expect(limiter.stats().outages).toBe(1);
+    expect(logger.errors).toHaveLength(1);
+    down = false;
+    t = 110;
+    expect((await limiter.check('cold')).degraded).toBe(false);
+    expect(states.at(-1)).toBe('closed');
     expect(limiter.stats().outages).toBe(1);
   });
 

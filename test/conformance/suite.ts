@@ -192,6 +192,13 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
         ETag: '"v1"',
         'Last-Modified': 'Tue, 01 Dec 2026 00:00:00 GMT',
         Expires: 'Wed, 02 Dec 2026 00:00:00 GMT',
+        // What CDNs obey instead of Cache-Control: kept, a CDN would serve this 429 to every client of the URL.
+        'Cache-Control': 'public, max-age=60',
+        'CDN-Cache-Control': 'public, max-age=3600',
+        'Cloudflare-CDN-Cache-Control': 'max-age=600',
+        'Surrogate-Control': 'max-age=86400',
+        'Edge-Control': 'cache-maxage=1h',
+        'X-Accel-Expires': '3600',
         'X-Request-Id': 'abc',
       };
       const app = await start({ global: { policies: { ...FIXED, limit: 1 }, clock }, headersFirst: first });
@@ -200,8 +207,10 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
       expect(pass.headers?.['content-encoding']).toBe('gzip');
       const res = await rawGet(app.server, '/');
       expect(res.status).toBe(429);
-      for (const name of ['content-encoding', 'content-language', 'content-disposition', 'etag', 'last-modified', 'expires'])
-        expect(res.headers?.[name], name).toBeUndefined();
+      const dropped = ['content-encoding', 'content-language', 'content-disposition', 'etag', 'last-modified', 'expires'];
+      dropped.push('cdn-cache-control', 'cloudflare-cdn-cache-control', 'surrogate-control', 'edge-control', 'x-accel-expires');
+      for (const name of dropped) expect(res.headers?.[name], name).toBeUndefined();
+      expect(res.headers?.['cache-control']).toBe('no-store');
       expect(res.headers?.['x-request-id']).toBe('abc');
       expect(res.headers?.['content-type']).toBe('application/problem+json');
       expect(JSON.parse(res.body)).toMatchObject({ status: 429, policy: 'default' });

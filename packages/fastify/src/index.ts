@@ -168,7 +168,7 @@ class ReplyTarget implements ResponseTarget {
     this.reply.header(name, value);
   }
   /** Fastify keeps `reply.header`'s headers apart from the Node response's until it sends: both go. */
-  remove(names: ReadonlySet<string>): void {
+  remove(names: Pick<ReadonlySet<string>, 'has'>): void {
     for (const name of Object.keys(this.reply.getHeaders())) {
       if (!names.has(name)) continue;
       this.reply.removeHeader(name);

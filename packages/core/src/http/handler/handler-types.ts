@@ -57,7 +57,7 @@ export interface ResponseTarget {
    * headers of its own besides `raw`'s (Fastify's `reply.header`); without it, the handler removes them
    * from `raw`.
    */
-  remove?(names: ReadonlySet<string>): void;
+  remove?(names: Pick<ReadonlySet<string>, 'has'>): void;
   /** Answers the request with `status` and `body` (headers are already set). */
   reject(status: number, body: string): void;
   /** The request will get no answer from the framework (the client left, or the response was aborted). */

@@ -41,15 +41,29 @@ const REPRESENTATION_HEADERS: ReadonlySet<string> = new Set([
   'content-length',
 ]);
 
-/** Removes the headers of REPRESENTATION_HEADERS an earlier middleware set, before a rejection is written. */
+/**
+ * Caching instructions for caches other than the client's, which they obey instead of `Cache-Control`
+ * (which the rejection replaces with `no-store`): RFC 9213's `CDN-Cache-Control` and every CDN's own
+ * (`Cloudflare-CDN-Cache-Control`, `Vercel-CDN-Cache-Control`, ...), Fastly's and Varnish's
+ * `Surrogate-Control`, Akamai's `Edge-Control`, nginx's `X-Accel-Expires`. Set for the route's answer,
+ * they would let a CDN store the 429 and serve it to every client of the URL.
+ */
+const CACHE_HEADERS: ReadonlySet<string> = new Set(['surrogate-control', 'edge-control', 'x-accel-expires']);
+
+/** The headers a rejection removes: REPRESENTATION_HEADERS and the caches' own (CACHE_HEADERS, `*cdn-cache-control`). */
+const STALE_ON_REJECTION: Pick<ReadonlySet<string>, 'has'> = {
+  has: (name) => REPRESENTATION_HEADERS.has(name) || CACHE_HEADERS.has(name) || name.endsWith('cdn-cache-control'),
+};
+
+/** Removes the headers of STALE_ON_REJECTION an earlier middleware set, before a rejection is written. */
 function clearRepresentation(out: ResponseTarget): void {
   if (out.remove !== undefined) {
-    out.remove(REPRESENTATION_HEADERS);
+    out.remove(STALE_ON_REJECTION);
     return;
   }
   const raw = out.raw;
   // The names set so far, once: most responses have none of these, and a removal per name costs more.
-  for (const name of raw.getHeaderNames?.() ?? []) if (REPRESENTATION_HEADERS.has(name)) raw.removeHeader?.(name);
+  for (const name of raw.getHeaderNames?.() ?? []) if (STALE_ON_REJECTION.has(name)) raw.removeHeader?.(name);
 }
 
 /** The connection closed before anything was written: the client went away, nothing else answered. */

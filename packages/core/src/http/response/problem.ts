@@ -64,7 +64,8 @@ export interface ProblemDetails {
 }
 
 function unitName(unit: string, n: number): string {
-  return unit === 'requests' ? (n === 1 ? 'request' : 'requests') : unit === 'content-bytes' ? 'bytes' : `${unit} units`;
+  if (unit === 'requests') return n === 1 ? 'request' : 'requests';
+  return unit === 'content-bytes' ? (n === 1 ? 'byte' : 'bytes') : `${unit} units`;
 }
 
 /**

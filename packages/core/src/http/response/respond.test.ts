@@ -49,6 +49,17 @@ describe('respond', () => {
     expect(JSON.parse(plan.body as string).detail).toContain(`Quota of 2 requests ${words} exhausted`);
   });
 
+  it.each([
+    [1, 'requests', 'Quota of 1 request per 10 seconds'],
+    [1, 'content-bytes', 'Quota of 1 byte per 10 seconds'],
+    [2, 'content-bytes', 'Quota of 2 bytes per 10 seconds'],
+  ] as const)('counts a quota of %i %s in words that agree with it', async (limit, unit, words) => {
+    const s = setup([{ name: 'p', algorithm: 'fixed-window', limit, windowMs: 10_000, unit }]);
+    for (let i = 0; i < limit; i++) await s.plan();
+    const { plan } = await s.plan();
+    expect(JSON.parse(plan.body as string).detail).toContain(`${words} exhausted`);
+  });
+
   it('answers 429 with problem+json, no-store and a Retry-After equal to retryAfter and t', async () => {
     const s = setup([FW]);
     await s.plan();

@@ -158,6 +158,9 @@ function policyMembers(policyField: string | null): Map<string, PolicyMember> {
 }
 
 /** draft-11: every item; the one with the least `r` (the longest `t` on a tie) is the summary. */
+/** An `r` or `t` parameter written as a Decimal (`;r=10.0`), which draft-11 defines as an Integer. */
+const DECIMAL_RT = /;\s*[rt]=-?\d+\.\d/;
+
 function readDraft11(rateLimit: string, policyField: string | null): Quota | undefined {
   let list: ReturnType<typeof parseList>;
   try {
@@ -165,15 +168,21 @@ function readDraft11(rateLimit: string, policyField: string | null): Quota | und
   } catch {
     return undefined;
   }
+  // A Decimal `r` or `t` (`r=10.0`): `structured-headers` reads it as the number it names, so the text tells.
+  if (DECIMAL_RT.test(rateLimit)) return undefined;
   const members = policyMembers(policyField);
   const items: RateLimitItem[] = [];
   let best: RateLimitItem | undefined;
   for (const member of list) {
-    if (Array.isArray(member[0])) continue;
+    // A malformed item makes the field malformed, ignored whole (draft-11 section 7): never the
+    // friendlier items beside it alone, which would trust a quota the server may not have given.
+    if (Array.isArray(member[0])) return undefined;
     const name = itemName(member[0] as Item[0]);
     const r = nonNegativeInteger(member[1].get('r'));
-    if (name === undefined || r === undefined) continue;
-    const t = nonNegativeInteger(member[1].get('t'));
+    const rawT = member[1].get('t');
+    const t = nonNegativeInteger(rawT);
+    if (name === undefined || r === undefined || (rawT !== undefined && t === undefined)) return undefined;
+    if (items.some((i) => i.name === name)) return undefined;
     const policy = members.get(name);
     const item: RateLimitItem = {
       name,

@@ -264,6 +264,20 @@ describe('failure mode', () => {
     expect(logger.warnings).toEqual([]);
   });
 
+  it('on() refuses an event the limiter does not emit, or a listener that is no function, with ERR_RL_INVALID_EVENT', () => {
+    const limiter = createLimiter({ policies, store: new FlakyStore() });
+    for (const [event, listener] of [
+      ['decision', () => {}],
+      ['Breaker', () => {}],
+      ['toString', () => {}],
+      ['breaker', 'log'],
+    ] as const) {
+      const subscribe = () => limiter.on(event as keyof LimiterEvents, listener as () => void);
+      expect(subscribe).toThrow(expect.objectContaining({ name: 'TypeError', code: 'ERR_RL_INVALID_EVENT' }));
+    }
+    expect(typeof limiter.on('breaker', () => {})).toBe('function');
+  });
+
   it('an async event listener that rejects is logged as one that throws, never an unhandled rejection', async () => {
     const unhandled = await unhandledDuring(async () => {
       const store = new FlakyStore();

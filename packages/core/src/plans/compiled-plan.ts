@@ -174,7 +174,8 @@ export class Receipt implements ChargeReceipt {
 
   /** The receipt's state for `issuer`, or undefined when another limiter issued it. */
   static open(value: unknown, issuer: object) {
-    if (!(value instanceof Receipt) || value.#issuer !== issuer) return undefined;
+    // `#issuer in`, not `instanceof`: an object made from the prototype (Object.create) has no private fields.
+    if (typeof value !== 'object' || value === null || !(#issuer in value) || value.#issuer !== issuer) return undefined;
     return value;
   }
 

@@ -366,6 +366,9 @@ describe('refund', () => {
     const d = await a.check('k');
     await expect(b.refund(d)).rejects.toThrow(/ERR_RL_INVALID_RECEIPT/);
     await expect(b.refund({ plan: 'default', cost: 1 })).rejects.toThrow(/ERR_RL_INVALID_RECEIPT/);
+    // An object made from a receipt's prototype has the class but none of a receipt's private state.
+    const forged = Object.create(Object.getPrototypeOf(d.receipt)) as NonNullable<Decision['receipt']>;
+    await expect(a.refund(forged)).rejects.toThrow(/ERR_RL_INVALID_RECEIPT/);
     // A decision that charged nothing refunds nothing.
     const limited = await virtual({ policies: { limit: 1, windowMs: 1000 } }).limiter.check('k', { cost: 2 });
     expect(limited.receipt).toBeUndefined();

@@ -66,6 +66,8 @@ export class DecisionImpl implements Decision {
   #charged: ReceiptSource | undefined = undefined;
   #mark = 0;
   #position = 0;
+  /** For a decision over several keys (`{ ip, user }`), the binding policy's own key: `keyed`. */
+  #bindingKey: string | undefined = undefined;
   /** Set by the limiter on an admitted decision of a plan with concurrency policies (its leases). */
   release: (() => void) | undefined = undefined;
   renew: (() => boolean) | undefined = undefined;
@@ -108,6 +110,21 @@ export class DecisionImpl implements Decision {
     this.#charged = source;
     this.#mark = mark;
     this.#position = position;
+  }
+
+  /** A decision over the keys `keys`, one per policy of `all` (Target.storeKey): remembers the binding policy's. */
+  keyed(keys: readonly string[], all: readonly { readonly name: string }[]): void {
+    const i = all.findIndex((p) => p.name === this.policy);
+    this.#bindingKey = i < 0 ? undefined : keys[i];
+  }
+
+  /**
+   * The key the binding policy counts `d` under: for a decision over several keys, that policy's own
+   * (hot keys name the key that is over its limit, not the combination, which changes with every
+   * other key); else `d.key`.
+   */
+  static bindingKeyOf(d: Decision): string {
+    return d instanceof DecisionImpl && d.#bindingKey !== undefined ? d.#bindingKey : d.key;
   }
 
   #build(source: ReceiptSource): Receipt {

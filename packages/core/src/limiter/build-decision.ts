@@ -142,7 +142,10 @@ export class DecisionBuilder {
     const cp = t.cp;
     d.plan = cp.name;
     // A candidate may count by a key of its own (shadow stats name the keys it would block by it).
-    if (d.shadow !== undefined && typeof t.storeKey !== 'string') (d.shadow as Verdict).keyed(t.storeKey, cp.enforcedCount);
+    if (typeof t.storeKey !== 'string') {
+      d.keyed(t.storeKey, cp.all);
+      if (d.shadow !== undefined) (d.shadow as Verdict).keyed(t.storeKey, cp.enforcedCount);
+    }
     // `=== false`, not `!`: a compare with the boolean, where `!` compiles to a full truthiness test.
     if (d.limited === false && d.degraded === false) {
       if (cp.all.length === 1 && typeof t.storeKey === 'string') this.charge(d, cp, r, at);

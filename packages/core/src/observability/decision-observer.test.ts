@@ -54,6 +54,22 @@ describe('limiter.hotKeys()', () => {
     expect(report.errorBound).toBe(22 / report.size);
   });
 
+  it('names the key of the policy that rejects (or runs near its limit) in a decision over several keys, not the combination', () => {
+    const limiter = createLimiter({
+      policies: [
+        { name: 'ip', algorithm: 'fixed-window', limit: 10, windowMs: 60_000 },
+        { name: 'user', algorithm: 'fixed-window', limit: 1_000, windowMs: 60_000 },
+      ],
+      clock: virtualClock(),
+      hotKeys: true,
+    });
+    // One address, a new user each time: the address is over its limit, no combination repeats.
+    for (let i = 0; i < 50; i++) limiter.decide({ ip: 'ip:203.0.113.7', user: `user:${i}` });
+    const report = limiter.hotKeys(3);
+    expect(report.rejected).toEqual([{ key: 'ip:203.0.113.7', count: 40, error: 0, policy: 'ip', remaining: 0 }]);
+    expect(report.nearLimit.map((k) => [k.key, k.policy, k.count])).toEqual([['ip:203.0.113.7', 'ip', 2]]);
+  });
+
   it('samples a flood of rejections (1 in 16 past the first 1024) and still ranks and estimates the heavy keys', () => {
     const clock = virtualClock();
     const limiter = createLimiter({

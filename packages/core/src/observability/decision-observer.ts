@@ -9,7 +9,7 @@
  */
 import { channel } from 'node:diagnostics_channel';
 import type { CompiledPolicy } from '../algorithms/kernel.js';
-import { Verdict } from '../decision.js';
+import { DecisionImpl, Verdict } from '../decision.js';
 import type { BreakerState } from '../failure/node-health.js';
 import { WHOLE_STORE } from '../failure/store-guard.js';
 import type { HotKeysOptions } from '../options.js';
@@ -262,11 +262,12 @@ export class DecisionObserver {
 
   /** `hotKey` once sampling has picked `d`. */
   private countHot(d: Decision, at: number): void {
+    // Under the binding policy's own key: a decision over several keys names the one over (or near) its limit.
     if (d.reason === 'limited') {
-      this.hot.rejected(d.key, d.policy, at);
+      this.hot.rejected(DecisionImpl.bindingKeyOf(d), d.policy, at);
     } else if (!d.limited) {
       const near = this.nearSingle >= 0 ? this.nearSingle : (this.nearByName.get(d.policy) ?? -1);
-      if (d.remaining <= near) this.hot.near(d.key, d.policy, d.remaining, at);
+      if (d.remaining <= near) this.hot.near(DecisionImpl.bindingKeyOf(d), d.policy, d.remaining, at);
     }
   }
 

@@ -44,9 +44,12 @@ export class ReceiptSource {
     readonly plan: CompiledPlan,
   ) {}
 
-  /** The receipt of a charge of `cost` units of the plan's one policy under `key`, marked `mark` at `position` (Store.refund). */
-  receipt(key: string, cost: number, mark: number, position: number): Receipt {
-    return new Receipt(this.issuer, this.plan, key, cost, Math.round(cost * MILLI), [mark, position]);
+  /**
+   * The receipt of a charge of `cost` units of the plan's one policy under `key`, marked `mark` at
+   * `position` (Store.refund), made after `seq` resets (limiter/reset-log.ts).
+   */
+  receipt(key: string, cost: number, mark: number, position: number, seq: number): Receipt {
+    return new Receipt(this.issuer, this.plan, key, cost, Math.round(cost * MILLI), [mark, position], seq);
   }
 }
 
@@ -66,6 +69,7 @@ export class DecisionImpl implements Decision {
   #charged: ReceiptSource | undefined = undefined;
   #mark = 0;
   #position = 0;
+  #seq = 0;
   /** For a decision over several keys (`{ ip, user }`), the binding policy's own key: `keyed`. */
   #bindingKey: string | undefined = undefined;
   /** Set by the limiter on an admitted decision of a plan with concurrency policies (its leases). */
@@ -104,12 +108,13 @@ export class DecisionImpl implements Decision {
 
   /**
    * Marks the decision as a charge of one policy under the string key `key` (the decision's own), at
-   * `mark` and `position` (NaN: not refundable), whose receipt is built on first read.
+   * `mark` and `position` (NaN: not refundable), made after `seq` resets, whose receipt is built on first read.
    */
-  charge(source: ReceiptSource, mark: number, position: number): void {
+  charge(source: ReceiptSource, mark: number, position: number, seq: number): void {
     this.#charged = source;
     this.#mark = mark;
     this.#position = position;
+    this.#seq = seq;
   }
 
   /** A decision over the keys `keys`, one per policy of `all` (Target.storeKey): remembers the binding policy's. */
@@ -128,7 +133,7 @@ export class DecisionImpl implements Decision {
   }
 
   #build(source: ReceiptSource): Receipt {
-    return source.receipt(this.key, this.cost, this.#mark, this.#position);
+    return source.receipt(this.key, this.cost, this.#mark, this.#position, this.#seq);
   }
 
   /** One result per enforced policy, in configured order. */

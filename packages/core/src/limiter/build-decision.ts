@@ -23,6 +23,7 @@ import {
 } from '../stores/store.js';
 import type { Decision, PolicyResult, ShadowVerdict } from '../types.js';
 import type { Counters } from './counters.js';
+import type { ResetLog } from './reset-log.js';
 import { SoloDecision, SoloShape } from './solo-decision.js';
 import type { Target } from './target.js';
 
@@ -44,6 +45,8 @@ export class DecisionBuilder {
     private readonly counters: Counters,
     /** Identifies this limiter's receipts. */
     readonly issuer: object,
+    /** The keys `limiter.reset()` forgot: a receipt records how many resets came before its charge. */
+    readonly resets: ResetLog,
   ) {
     this.shadowMode = mode === 'shadow';
   }
@@ -181,14 +184,27 @@ export class DecisionBuilder {
       this.countSoloRejection(cp);
       const exceeds = (flags & F_EXCEEDS) !== 0;
       const retry = exceeds ? 0 : (r[R_RETRY_AFTER] as number);
-      return new SoloDecision(shape, key, true, exceeds, remaining, retry, r[R_RESET] as number, 0, Number.NaN, Number.NaN);
+      return new SoloDecision(shape, key, true, exceeds, remaining, retry, r[R_RESET] as number, 0, Number.NaN, Number.NaN, 0);
     }
     const reset = r[R_RESET] as number;
     if (cp.refundable[0] !== 1)
-      return new SoloDecision(shape, key, false, false, remaining, 0, reset, r[R_DELAY] as number, Number.NaN, Number.NaN);
+      return new SoloDecision(shape, key, false, false, remaining, 0, reset, r[R_DELAY] as number, Number.NaN, Number.NaN, 0);
     // RedisStore answers with the `now` it used after the policy's numbers; the memory store used ours.
     const storeNow = r.length > RESULT_STRIDE ? (r[RESULT_STRIDE] as number) : at;
-    return new SoloDecision(shape, key, false, false, remaining, 0, reset, r[R_DELAY] as number, storeNow + reset, r[R_POSITION] as number);
+    const position = r[R_POSITION] as number;
+    return new SoloDecision(
+      shape,
+      key,
+      false,
+      false,
+      remaining,
+      0,
+      reset,
+      r[R_DELAY] as number,
+      storeNow + reset,
+      position,
+      this.resets.seq,
+    );
   }
 
   /** The solo path's shape for `cp` at `cost` milli-units, kept for the next decisions. */
@@ -206,7 +222,8 @@ export class DecisionBuilder {
     const charged = cp.refundable[0] === 1 && ((r[R_FLAGS] as number) & F_CHARGED) !== 0;
     // RedisStore answers with the `now` it used after the policy's numbers; the memory store used ours.
     const storeNow = r.length > RESULT_STRIDE ? (r[RESULT_STRIDE] as number) : at;
-    d.charge(this.sourceOf(cp), charged ? storeNow + (r[R_RESET] as number) : Number.NaN, charged ? (r[R_POSITION] as number) : Number.NaN);
+    const mark = charged ? storeNow + (r[R_RESET] as number) : Number.NaN;
+    d.charge(this.sourceOf(cp), mark, charged ? (r[R_POSITION] as number) : Number.NaN, this.resets.seq);
   }
 
   private sourceOf(cp: CompiledPlan): ReceiptSource {
@@ -218,7 +235,7 @@ export class DecisionBuilder {
   }
 
   private receipt(cp: CompiledPlan, storeKey: StoreKey, cost: number, r: StoreResult, at: number): Receipt {
-    return new Receipt(this.issuer, cp, storeKey, costUnits(cost), cost, marksOf(cp, r, at));
+    return new Receipt(this.issuer, cp, storeKey, costUnits(cost), cost, marksOf(cp, r, at), this.resets.seq);
   }
 }
 

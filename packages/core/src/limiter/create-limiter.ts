@@ -29,6 +29,7 @@ import { Decider } from './decide.js';
 import { LimiterEventHub } from './events.js';
 import type { Limiter, LimiterStats } from './limiter.js';
 import { type PeekRefundParts, peek, refund, watched } from './peek-refund.js';
+import { ResetLog } from './reset-log.js';
 import { SoloDecider } from './solo.js';
 import { normalizeKey, Targets } from './target.js';
 
@@ -79,7 +80,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   );
   const counters = new Counters();
   const events = new LimiterEventHub(logger);
-  const builder = new DecisionBuilder(mode, config.shadowPolicies.length > 0, counters, {});
+  const builder = new DecisionBuilder(mode, config.shadowPolicies.length > 0, counters, {}, new ResetLog());
   const observer = new DecisionObserver(observerSetup(compiled, config.shadowPolicies, mode, store.kind, now, config.hotKeys, config.name));
   // A node that answers again is charged what the failure mode admitted meanwhile (Decider.carryAllOwed).
   let storeBack = (_node: string): void => {};
@@ -134,7 +135,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }
     },
     refund: (charge, opts) => refund(ops, charge, opts),
-    reset: resetter(store, guard, compiled, fallbacks),
+    reset: resetter(store, guard, compiled, fallbacks, builder.resets),
     policies: defaultPlan.policies,
     shadowPolicies: defaultPlan.shadowPolicies,
     plans: new Map([...compiled].map(([name, cp]) => [name, cp.policies])),
@@ -236,9 +237,12 @@ function resetter(
   guard: StoreGuard,
   compiled: ReadonlyMap<string, CompiledPlan>,
   fallbacks: ReadonlyMap<CompiledPlan, Fallback>,
+  resets: ResetLog,
 ): Limiter['reset'] {
   return async (rawKey) => {
     const key = normalizeKey(rawKey);
+    // Before the store forgets it: a receipt of a charge made before this reset refunds nothing from now on.
+    resets.record(key);
     for (const cp of compiled.values()) {
       // Watched as a check's call is: a silent store rejects it with ERR_RL_STORE_TIMEOUT, not never.
       await watched(guard, key, store.reset(key, cp.storePlan));

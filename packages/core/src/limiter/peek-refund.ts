@@ -121,7 +121,8 @@ export async function refund(
       `refund() takes a Decision or decision.receipt from this limiter's check(); received ${describeValue(charge)}`,
     );
   }
-  if (receipt.left <= 0) return NOTHING_REFUNDED;
+  // The key was reset since the charge: it went with the state (limiter/reset-log.ts).
+  if (receipt.left <= 0 || builder.resets.staleSince(receipt.key, receipt.seq)) return NOTHING_REFUNDED;
   const give = refundCost(receipt, opts);
   if (store.refund === undefined) throw unsupported(store, 'refund');
   // What the receipt gave back before (Store.refund: the last of the marks).

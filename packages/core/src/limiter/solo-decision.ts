@@ -31,6 +31,8 @@ export class SoloDecision implements Decision {
   /** The charge's mark and position (Store.refund); NaN when nothing can be given back. */
   readonly #mark: number;
   readonly #position: number;
+  /** The limiter's resets before the charge (limiter/reset-log.ts). */
+  readonly #seq: number;
   #receipt: ChargeReceipt | undefined = undefined;
   #policies: readonly PolicyResult[] | undefined = undefined;
   readonly allowed: boolean;
@@ -46,11 +48,13 @@ export class SoloDecision implements Decision {
     readonly delayMs: number,
     mark: number,
     position: number,
+    seq: number,
   ) {
     this.#shape = shape;
     this.#exceeds = exceeds;
     this.#mark = mark;
     this.#position = position;
+    this.#seq = seq;
     this.allowed = !limited || shape.mode === 'shadow';
   }
 
@@ -94,7 +98,7 @@ export class SoloDecision implements Decision {
   /** What `limiter.refund()` takes to give the charge back, built on first read; undefined when nothing was charged. */
   get receipt(): ChargeReceipt | undefined {
     if (this.#receipt === undefined && !this.limited) {
-      this.#receipt = this.#shape.source.receipt(this.key, this.#shape.cost, this.#mark, this.#position);
+      this.#receipt = this.#shape.source.receipt(this.key, this.#shape.cost, this.#mark, this.#position, this.#seq);
     }
     return this.#receipt;
   }

@@ -150,6 +150,8 @@ export class Receipt implements ChargeReceipt {
   readonly #plan: CompiledPlan;
   readonly #key: StoreKey;
   readonly #marks: readonly number[];
+  /** The limiter's resets before the charge (limiter/reset-log.ts): a reset of its key since makes it stale. */
+  readonly #seq: number;
   /** Milli-units not yet given back. */
   #left: number;
 
@@ -160,12 +162,14 @@ export class Receipt implements ChargeReceipt {
     readonly cost: number,
     costMilli: number,
     marks: readonly number[],
+    seq: number,
   ) {
     this.#issuer = issuer;
     this.#plan = plan;
     this.#key = key;
     this.#left = costMilli;
     this.#marks = marks;
+    this.#seq = seq;
   }
 
   get plan(): string {
@@ -177,6 +181,10 @@ export class Receipt implements ChargeReceipt {
     // `#issuer in`, not `instanceof`: an object made from the prototype (Object.create) has no private fields.
     if (typeof value !== 'object' || value === null || !(#issuer in value) || value.#issuer !== issuer) return undefined;
     return value;
+  }
+
+  get seq(): number {
+    return this.#seq;
   }
 
   get compiled(): CompiledPlan {

@@ -360,6 +360,37 @@ describe('refund', () => {
     expect(await limiter.refund(d, { cost: 1 })).toMatchObject({ refunded: false });
   });
 
+  it.each(ALGORITHMS)(
+    '%s: a charge made before its key was reset refunds nothing (it went with the state); one made after does',
+    async (algorithm) => {
+      const { limiter } = virtual({ policies: { algorithm, limit: 3, windowMs: 60_000 } });
+      const old = await limiter.check('k');
+      await limiter.reset('k');
+      const fresh = [await limiter.check('k'), await limiter.check('k'), await limiter.check('k')];
+      expect(fresh.map((d) => d.allowed)).toEqual([true, true, true]);
+      // Refunded into the state made since, it would give back budget nobody spent: a 4th admission.
+      expect(await limiter.refund(old)).toMatchObject({ refunded: false });
+      expect((await limiter.check('k')).allowed).toBe(false);
+      expect(await limiter.refund(fresh[2] as Decision)).toMatchObject({ refunded: true });
+      expect((await limiter.check('k')).allowed).toBe(true);
+    },
+  );
+
+  it('a reset of one key of a decision over several makes its receipt stale; a reset of another key does not', async () => {
+    const { limiter } = virtual({
+      policies: [
+        { name: 'ip', limit: 3, windowMs: 60_000 },
+        { name: 'user', limit: 3, windowMs: 60_000 },
+      ],
+    });
+    const a = await limiter.check({ ip: 'ip:1', user: 'u1' });
+    const b = await limiter.check({ ip: 'ip:1', user: 'u1' });
+    await limiter.reset('u2');
+    expect(await limiter.refund(a)).toMatchObject({ refunded: true });
+    await limiter.reset('u1');
+    expect(await limiter.refund(b)).toMatchObject({ refunded: false });
+  });
+
   it('refuses receipts of another limiter and anything that is not a decision', async () => {
     const a = virtual({ policies: { limit: 5, windowMs: 1000 } }).limiter;
     const b = virtual({ policies: { limit: 5, windowMs: 1000 } }).limiter;

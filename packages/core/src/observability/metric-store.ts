@@ -88,6 +88,11 @@ export const exporters = {
   attached: false,
   otel: false,
   prometheus: 0,
+  /**
+   * An OpenTelemetry TracerProvider is registered (otel-meter.ts `probeMeterProvider`): decisions of HTTP
+   * requests may annotate a recording span, so they go through the observer (limiter/solo.ts).
+   */
+  tracing: false,
 };
 
 /** Something that follows `exporters.attached`: a limiter's store timer, which calls the store straight while it is false. */

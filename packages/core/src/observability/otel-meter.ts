@@ -105,10 +105,26 @@ function bind(provider: OtelApi.MeterProvider): Bound {
   return { provider, storeDuration: histogram(meter, 'storeDuration'), shapingDelay: histogram(meter, 'shapingDelay') };
 }
 
-/** Checks the global MeterProvider and (re)binds the instruments when it changed. */
+/** The API's no-op TracerProvider (what the global one delegates to until an app registers its own). */
+let noopTracerProvider: unknown;
+
+/**
+ * Whether the app registered a global TracerProvider: the global one delegates to the API's no-op until
+ * then. An API without `ProxyTracerProvider` (a later major) cannot be told: taken as registered.
+ */
+function tracerRegistered(a: Api): boolean {
+  const global = a.trace.getTracerProvider() as { getDelegate?: () => unknown };
+  const Proxy = (a as { ProxyTracerProvider?: new () => { getDelegate(): unknown } }).ProxyTracerProvider;
+  if (typeof global.getDelegate !== 'function' || Proxy === undefined) return true;
+  noopTracerProvider ??= new Proxy().getDelegate();
+  return global.getDelegate() !== noopTracerProvider;
+}
+
+/** Checks the global MeterProvider and (re)binds the instruments when it changed; and whether a TracerProvider is registered (`exporters.tracing`). */
 export function probeMeterProvider(): void {
   const a = otelApi();
   if (a === undefined) return;
+  exporters.tracing = tracerRegistered(a);
   const provider = a.metrics.getMeterProvider();
   // The API hands out its own no-op meter when no provider is registered.
   const registered = provider.getMeter(METER_NAME, METER_VERSION) !== a.createNoopMeter();

@@ -113,11 +113,11 @@ let noopTracerProvider: unknown;
  * then. An API without `ProxyTracerProvider` (a later major) cannot be told: taken as registered.
  */
 function tracerRegistered(a: Api): boolean {
-  const global = a.trace.getTracerProvider() as { getDelegate?: () => unknown };
-  const Proxy = (a as { ProxyTracerProvider?: new () => { getDelegate(): unknown } }).ProxyTracerProvider;
-  if (typeof global.getDelegate !== 'function' || Proxy === undefined) return true;
-  noopTracerProvider ??= new Proxy().getDelegate();
-  return global.getDelegate() !== noopTracerProvider;
+  const registered = a.trace.getTracerProvider() as { getDelegate?: () => unknown };
+  const ProxyProvider = (a as { ProxyTracerProvider?: new () => { getDelegate(): unknown } }).ProxyTracerProvider;
+  if (typeof registered.getDelegate !== 'function' || ProxyProvider === undefined) return true;
+  noopTracerProvider ??= new ProxyProvider().getDelegate();
+  return registered.getDelegate() !== noopTracerProvider;
 }
 
 /** Checks the global MeterProvider and (re)binds the instruments when it changed; and whether a TracerProvider is registered (`exporters.tracing`). */

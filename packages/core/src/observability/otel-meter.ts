@@ -113,11 +113,11 @@ let noopTracerProvider: unknown;
  * then. An API without `ProxyTracerProvider` (a later major) cannot be told: taken as registered.
  */
 function tracerRegistered(a: Api): boolean {
-  const registered = a.trace.getTracerProvider() as { getDelegate?: () => unknown };
+  const globalProvider = a.trace.getTracerProvider() as { getDelegate?: () => unknown };
   const ProxyProvider = (a as { ProxyTracerProvider?: new () => { getDelegate(): unknown } }).ProxyTracerProvider;
-  if (typeof registered.getDelegate !== 'function' || ProxyProvider === undefined) return true;
+  if (typeof globalProvider.getDelegate !== 'function' || ProxyProvider === undefined) return true;
   noopTracerProvider ??= new ProxyProvider().getDelegate();
-  return registered.getDelegate() !== noopTracerProvider;
+  return globalProvider.getDelegate() !== noopTracerProvider;
 }
 
 /** Checks the global MeterProvider and (re)binds the instruments when it changed; and whether a TracerProvider is registered (`exporters.tracing`). */

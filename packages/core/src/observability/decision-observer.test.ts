@@ -70,6 +70,26 @@ describe('limiter.hotKeys()', () => {
     expect(report.nearLimit.map((k) => [k.key, k.policy, k.count])).toEqual([['ip:203.0.113.7', 'ip', 2]]);
   });
 
+  it("judges near the limit by the decision's own plan, where plans give one policy name different limits", () => {
+    const limiter = createLimiter({
+      plans: {
+        free: [{ name: 'minute', algorithm: 'fixed-window', limit: 10, windowMs: 60_000 }],
+        pro: [{ name: 'minute', algorithm: 'fixed-window', limit: 1_000, windowMs: 60_000 }],
+      },
+      clock: virtualClock(),
+      hotKeys: true,
+    });
+    // 20 free users with 9 of 10 left are not near their limit (the pro plan's tenth, 100, would say so).
+    for (let i = 0; i < 20; i++) limiter.decide(`free-${i}`, { plan: 'free' });
+    for (let i = 0; i < 10; i++) limiter.decide('busy-free', { plan: 'free' });
+    for (let i = 0; i < 905; i++) limiter.decide('busy-pro', { plan: 'pro' });
+    expect(limiter.hotKeys(5).nearLimit.map((k) => [k.key, k.count])).toEqual([
+      // Remaining 100 down to 95 of 1,000; 1 and 0 of 10.
+      ['busy-pro', 6],
+      ['busy-free', 2],
+    ]);
+  });
+
   it('samples a flood of rejections (1 in 16 past the first 1024) and still ranks and estimates the heavy keys', () => {
     const clock = virtualClock();
     const limiter = createLimiter({

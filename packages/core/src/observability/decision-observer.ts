@@ -107,6 +107,16 @@ export interface ObserverSetup {
   readonly hotKeys: Readonly<Required<HotKeysOptions>> | false;
   /** The limiter's `name`: the `tollgate.limiter` of its series, so two limiters of a process never share one. */
   readonly limiter: string | undefined;
+  /**
+   * Per plan and enforced policy (`nearKey`), the remaining at or below which an admission is near the
+   * limit (NEAR_LIMIT_SHARE of that plan's capacity: plans that share a policy name differ in it).
+   */
+  readonly near: ReadonlyMap<string, number>;
+}
+
+/** The key of `near` for `policy` in plan `plan`. */
+function nearKey(plan: string, policy: string): string {
+  return `${plan}\n${policy}`;
 }
 
 /** The observer's view of a limiter's plans: each enforced policy name once (the largest capacity), then the shadow policies. */
@@ -120,10 +130,12 @@ export function observerSetup(
   limiter: string | undefined,
 ): ObserverSetup {
   const byName = new Map<string, CompiledPolicy>();
+  const near = new Map<string, number>();
   for (const cp of plans.values()) {
     for (const p of cp.all.slice(0, cp.enforcedCount)) {
       const seen = byName.get(p.name);
       if (seen === undefined || p.capacity > seen.capacity) byName.set(p.name, p);
+      near.set(nearKey(cp.name, p.name), p.capacity * NEAR_LIMIT_SHARE);
     }
   }
   const enforced = [...byName.values()];
@@ -136,6 +148,7 @@ export function observerSetup(
     clock,
     hotKeys,
     limiter,
+    near,
   };
 }
 
@@ -165,7 +178,6 @@ export class DecisionObserver {
   /** Near-limit thresholds: the single policy's, and the largest over the enforced ones (a prefilter). */
   private readonly nearSingle: number;
   declare private readonly nearMax: number;
-  private readonly nearByName = new Map<string, number>();
   private lastNow = 0;
   /** The limiter's clock, for what has no decision time at hand: a clock that throws or misbehaves now keeps the last good time. */
   readonly now = (): number => {
@@ -201,14 +213,10 @@ export class DecisionObserver {
     this.hot = hot === false ? new HotKeys(1, 1, clock) : new HotKeys(hot.size, hot.epochMs, clock);
     this.shadow = policies.slice(enforcedCount).map((p) => new ShadowPolicyTracker(p.name, SHADOW_INTERVAL_MS, SHADOW_RING));
     this.hasShadow = this.shadow.length > 0;
-    let nearMax = 0;
-    for (const p of policies.slice(0, enforcedCount)) {
-      const near = p.capacity * NEAR_LIMIT_SHARE;
-      this.nearByName.set(p.name, near);
-      if (near > nearMax) nearMax = near;
-    }
-    this.nearMax = nearMax;
-    this.nearSingle = enforcedCount === 1 ? nearMax : -1;
+    const nears = new Set(setup.near.values());
+    this.nearMax = Math.max(0, ...nears);
+    // One threshold for every plan and policy: no lookup per decision.
+    this.nearSingle = nears.size === 1 ? this.nearMax : -1;
     this.gauge = () => {
       const points: GaugePoint[] = [];
       for (const [node, state] of this.states) {
@@ -266,7 +274,7 @@ export class DecisionObserver {
     if (d.reason === 'limited') {
       this.hot.rejected(DecisionImpl.bindingKeyOf(d), d.policy, at);
     } else if (!d.limited) {
-      const near = this.nearSingle >= 0 ? this.nearSingle : (this.nearByName.get(d.policy) ?? -1);
+      const near = this.nearSingle >= 0 ? this.nearSingle : (this.setup.near.get(nearKey(d.plan, d.policy)) ?? -1);
       if (d.remaining <= near) this.hot.near(DecisionImpl.bindingKeyOf(d), d.policy, d.remaining, at);
     }
   }

@@ -274,7 +274,7 @@ export class DecisionObserver {
     if (d.reason === 'limited') {
       this.hot.rejected(DecisionImpl.bindingKeyOf(d), d.policy, at);
     } else if (!d.limited) {
-      const near = this.nearSingle >= 0 ? this.nearSingle : (this.setup.near.get(nearKey(d.plan, d.policy)) ?? -1);
+      const near = this.nearSingle >= 0 ? this.nearSingle : (this.setup.near.get(nearKey(d.plan ?? '', d.policy)) ?? -1);
       if (d.remaining <= near) this.hot.near(DecisionImpl.bindingKeyOf(d), d.policy, d.remaining, at);
     }
   }

@@ -72,16 +72,9 @@ export class NodeHealth {
     this.transition('closed');
   }
 
-  /**
-   * The call `allow` let through was answered without the node (a store answering from budget this
-   * process holds: RedisStore `localBatch`): it said nothing of the node, so a probe it took is given
-   * back, and the next call probes at once.
-   */
-  unprobed(now: number): void {
-    if (!this.probing) return;
-    this.probing = false;
-    this.probeAt = now;
-    this.transition('open');
+  /** True while a probe `allow` granted is out (half-open). */
+  get isProbing(): boolean {
+    return this.probing;
   }
 
   /**

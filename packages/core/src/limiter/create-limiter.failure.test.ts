@@ -637,20 +637,24 @@ describe('failure mode', () => {
     expect(limiter.stats().outages).toBe(1);
   });
 
-  it('an answer from budget held in the process (a store that batches) says nothing of the node: it neither closes the breaker nor ends the outage', async () => {
+  it('an answer from budget held in the process (a store that batches) says nothing of the node: a probe it takes asks the node with a peek', async () => {
     let t = 0;
     const inner = new MemoryStore({ sweepIntervalMs: 0 });
     let down = true;
-    let calls = 0;
-    // RedisStore `localBatch`: hot keys answered at once from a batch in hand, the rest by the node.
+    let peeks = 0;
+    // RedisStore `localBatch`: hot keys answered at once from a batch in hand, the rest (and peeks) by the node.
     const store: Store = {
       kind: 'batching',
       batches: true,
       apply(key: StoreKey, plan: StorePlan, cost: number, now: number) {
         if (typeof key === 'string' && key.startsWith('hot')) return inner.apply(key, plan, cost, now);
-        calls += 1;
         if (down) return Promise.reject(new Error('connection reset'));
         return Promise.resolve(Float64Array.from(inner.apply(key, plan, cost, now)));
+      },
+      peek(key: StoreKey, plan: StorePlan, cost: number, now: number) {
+        peeks += 1;
+        if (down) return Promise.reject(new Error('connection reset'));
+        return Promise.resolve(Float64Array.from(inner.peek(key, plan, cost, now)));
       },
       reset: (key: string, plan: StorePlan) => inner.reset(key, plan),
     };
@@ -659,21 +663,59 @@ describe('failure mode', () => {
     const states: string[] = [];
     limiter.on('breaker', (e) => states.push(e.state));
     expect((await limiter.check('cold')).degraded).toBe(true);
-    for (t = 10; t <= 100; t += 10) {
-      // The probe the breaker grants goes to a hot key, answered from memory: given back, so the next
-      // check on a key the node serves probes at once, and fails as part of the same outage.
+    // Only hot keys, answered from the batch, for a while: each probe they take asks the node, which is
+    // down: the breaker stays open (before: a batch answer closed it, and the next cold check waited for a
+    // dead node and started another outage), and the outage is one.
+    for (t = 10; t <= 200; t += 10) {
       expect((await limiter.check('hot')).degraded).toBe(false);
-      expect((await limiter.check('cold')).degraded).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
     }
-    expect(calls).toBe(11);
+    expect(peeks).toBeGreaterThan(0);
     expect(states).not.toContain('closed');
+    expect((await limiter.check('cold')).degraded).toBe(true);
     expect(limiter.stats().outages).toBe(1);
     expect(logger.errors).toHaveLength(1);
+    // The node is back; still only hot keys: the next probe's peek closes the breaker (it must not stay
+    // open for as long as batches answer every check).
     down = false;
-    t = 110;
-    expect((await limiter.check('cold')).degraded).toBe(false);
+    for (t = 1_000; states.at(-1) !== 'closed' && t < 1_100; t += 10) {
+      await limiter.check('hot');
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     expect(states.at(-1)).toBe('closed');
+    expect((await limiter.check('cold')).degraded).toBe(false);
     expect(limiter.stats().outages).toBe(1);
+  });
+
+  it('an outage that goes on (a node failing again within a second of answering) is one outage and one WRN_RL_BREAKER_CLOSED', async () => {
+    let t = 0;
+    const store = new FlakyStore();
+    const logger = recordingLogger();
+    const limiter = createLimiter({ policies, store, logger, clock: () => t });
+    store.mode = 'reject';
+    await limiter.check('k');
+    // Flapping for 12 s: a reply in time every 300 ms, failures between.
+    for (t = 10_000; t < 12_000; t += 300) {
+      store.mode = 'ok';
+      expect((await limiter.check('k')).degraded).toBe(false);
+      store.mode = 'reject';
+      t += 100;
+      expect((await limiter.check('k')).degraded).toBe(true);
+    }
+    expect(limiter.stats().outages).toBe(1);
+    expect(logger.errors).toHaveLength(1);
+    expect(logger.warnings.filter((w) => w.includes('WRN_RL_BREAKER_CLOSED'))).toHaveLength(1);
+    // A second outage, 1.5 s after the node answered: counted, and its end (after 10 s) said again.
+    store.mode = 'ok';
+    await limiter.check('k');
+    t += 1_500;
+    store.mode = 'reject';
+    await limiter.check('k');
+    expect(limiter.stats().outages).toBe(2);
+    t += 10_500;
+    store.mode = 'ok';
+    await limiter.check('k');
+    expect(logger.warnings.filter((w) => w.includes('WRN_RL_BREAKER_CLOSED'))).toHaveLength(2);
   });
 
   it('breaker: false calls the store every time; failureThreshold counts outage events, not calls', async () => {

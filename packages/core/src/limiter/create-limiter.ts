@@ -241,12 +241,17 @@ function resetter(
 ): Limiter['reset'] {
   return async (rawKey) => {
     const key = normalizeKey(rawKey);
-    // Before the store forgets it: a receipt of a charge made before this reset refunds nothing from now on.
-    resets.record(key);
-    for (const cp of compiled.values()) {
-      // Watched as a check's call is: a silent store rejects it with ERR_RL_STORE_TIMEOUT, not never.
-      await watched(guard, key, store.reset(key, cp.storePlan));
-      fallbacks.get(cp)?.reset(key);
+    try {
+      for (const cp of compiled.values()) {
+        // Watched as a check's call is: a silent store rejects it with ERR_RL_STORE_TIMEOUT, not never.
+        await watched(guard, key, store.reset(key, cp.storePlan));
+        fallbacks.get(cp)?.reset(key);
+      }
+    } finally {
+      // Once the store answered: a check sent before the reset was answered before it (one connection per
+      // node keeps the order), so its receipt counts fewer resets and refunds nothing from now on; one sent
+      // after went into the new state, and its receipt stays good.
+      resets.record(key);
     }
   };
 }

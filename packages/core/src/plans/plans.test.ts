@@ -7,6 +7,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { RateLimitConfigError } from '../errors.js';
 import { createLimiter } from '../limiter/create-limiter.js';
 import { MemoryStore } from '../stores/memory-store.js';
+import type { Store } from '../stores/store.js';
 import type { AlgorithmId, Decision, Logger } from '../types.js';
 
 const ALGORITHMS: readonly AlgorithmId[] = ['fixed-window', 'sliding-window', 'sliding-log', 'token-bucket', 'gcra', 'leaky-bucket'];
@@ -375,6 +376,26 @@ describe('refund', () => {
       expect((await limiter.check('k')).allowed).toBe(true);
     },
   );
+
+  it('a charge sent before a reset and answered after the reset was asked refunds nothing (a store that answers in order, as Redis does)', async () => {
+    const inner = new MemoryStore({ sweepIntervalMs: 0 });
+    // Each call runs when sent and answers a microtask later, in order: one connection to Redis.
+    const store: Store = {
+      kind: 'ordered',
+      apply: (key, plan, cost, now) => Promise.resolve(Float64Array.from(inner.apply(key, plan, cost, now))),
+      peek: (key, plan, cost, now) => Promise.resolve(Float64Array.from(inner.peek(key, plan, cost, now))),
+      refund: (key, plan, cost, marks, now) => Promise.resolve(inner.refund(key, plan, cost, marks, now)),
+      reset: (key, plan) => Promise.resolve(inner.reset(key, plan)),
+    };
+    const limiter = createLimiter({ policies: { limit: 3, windowMs: 60_000 }, store, clock: () => 1_000_000 });
+    const sent = limiter.check('k');
+    const reset = limiter.reset('k');
+    const old = await sent;
+    await reset;
+    for (let i = 0; i < 3; i++) expect((await limiter.check('k')).allowed).toBe(true);
+    expect(await limiter.refund(old)).toMatchObject({ refunded: false });
+    expect((await limiter.check('k')).allowed).toBe(false);
+  });
 
   it('a reset of one key of a decision over several makes its receipt stale; a reset of another key does not', async () => {
     const { limiter } = virtual({

@@ -112,17 +112,21 @@ describe('readRateLimitSignal', () => {
     expect(readRateLimitSignal(h({ ratelimit: '"default";r=-1;t=5' }), NOW).dialect).toBeUndefined();
     expect(readRateLimitSignal(h({ ratelimit: '"default";r=1.5;t=5' }), NOW).dialect).toBeUndefined();
     // The must-reject vectors of the reference: a Decimal (which the parser reads as the number it names),
-    // a duplicate name, and one bad item beside good ones: the whole field goes, never the friendlier items alone.
+    // and one bad item beside good ones: the whole field goes, never the friendlier items alone.
     for (const ratelimit of [
       '"default";r=10.0;t=5',
       '"default";r=1;t=5.0',
-      '"a";r=1, "a";r=2',
       '"a";r=5, "b";r=1.5;t=3',
       '"a";r=5, "b";t=3',
       '"a";r=5, "b";r=1;t=-3',
       '"a";r=5, ("b" "c");r=1',
     ])
       expect(readRateLimitSignal(h({ ratelimit }), NOW).dialect, ratelimit).toBeUndefined();
+  });
+
+  it('draft-11: a name twice (stacked express-rate-limit middlewares with one limit and window) is read, the least remaining first', () => {
+    const s = readRateLimitSignal(h({ ratelimit: '"100-in-1min"; r=99; t=60, "100-in-1min"; r=0; t=30' }), NOW);
+    expect(s).toMatchObject({ remaining: 0, resetMs: 30_000, dialect: 'draft-11' });
   });
 
   it('draft-7: the RateLimit dictionary', () => {

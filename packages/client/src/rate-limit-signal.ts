@@ -181,8 +181,9 @@ function readDraft11(rateLimit: string, policyField: string | null): Quota | und
     const r = nonNegativeInteger(member[1].get('r'));
     const rawT = member[1].get('t');
     const t = nonNegativeInteger(rawT);
+    // A name twice is no malformation draft-11 names: stacked express-rate-limit middlewares with one
+    // limit and window send the same default name; each item counts (the least remaining wins).
     if (name === undefined || r === undefined || (rawT !== undefined && t === undefined)) return undefined;
-    if (items.some((i) => i.name === name)) return undefined;
     const policy = members.get(name);
     const item: RateLimitItem = {
       name,

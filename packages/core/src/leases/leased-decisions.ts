@@ -316,12 +316,27 @@ export class LeasedDecider {
    */
   private queuedNow(t: Target, cost: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
     const ids = queueIds(t, t.cp.queueAts);
-    if (this.parts.guard.starting() !== undefined || this.parts.keeper.queues.hasTurns(ids[0] as string)) {
-      return this.queued(t, cost, opts, ids, undefined);
+    const keeper = this.parts.keeper;
+    if (keeper.queues.hasTurns(ids[0] as string)) {
+      // Behind someone waiting: refused at once when its queues are full (as `queued` would), else it waits.
+      const fullAt = fullQueues(keeper, ids, t.cp);
+      if (fullAt.length === 0) return this.queued(t, cost, opts, ids, undefined);
+      return this.account(
+        leftQueue(t.cp, t.key, cost, this.parts.mode, (i) => fullAt.includes(i)),
+        t.cp,
+        opts,
+      );
     }
+    if (this.parts.guard.starting() !== undefined) return this.queued(t, cost, opts, ids, undefined);
     const first = this.leased(t, cost, this.parts.plain.now(), opts, 'quiet');
     const settle = (d: Decision): Decision | Promise<Decision> =>
-      !waitsOut(d, t.cp) || aborted(opts?.signal) ? this.account(d, t.cp, opts) : this.queued(t, cost, opts, ids, d);
+      // Answered at once unless it waits: admitted, refused by more than a queue, gone, queues full or closed.
+      !waitsOut(d, t.cp) ||
+      aborted(opts?.signal) ||
+      this.parts.keeper.queues.isClosed ||
+      fullQueues(this.parts.keeper, ids, t.cp).length > 0
+        ? this.account(d, t.cp, opts)
+        : this.queued(t, cost, opts, ids, d);
     return isPromiseLike(first) ? first.then(settle) : settle(first);
   }
 

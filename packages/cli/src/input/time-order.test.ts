@@ -256,6 +256,8 @@ describe('durations', () => {
     [599_000, '9m 59s'],
     [3_599_999, '1h'],
     [5_430_000, '1h 30m 30s'],
+    [604_800_000, '7d'],
+    [90_000_000, '1d 1h'],
   ])('%i ms reads %s', (ms, text) => {
     expect(formatDuration(ms)).toBe(text);
   });

@@ -440,15 +440,16 @@ export function parseDuration(text: string): number | undefined {
   return Number.isSafeInteger(ms) && Math.abs(value - ms) < 1e-6 && (ms > 0 || value === 0) ? ms : undefined;
 }
 
-/** `300000` -> `5m`, `90000` -> `1m 30s`, `1500` -> `1.5s`, `250` -> `250ms`. */
+/** `300000` -> `5m`, `90000` -> `1m 30s`, `1500` -> `1.5s`, `250` -> `250ms`, `604800000` -> `7d`. */
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${ms}ms`;
   if (ms < 60_000) return `${+(ms / 1000).toFixed(1)}s`;
   const total = Math.round(ms / 1000);
-  const h = Math.floor(total / 3600);
+  const d = Math.floor(total / 86_400);
+  const h = Math.floor((total % 86_400) / 3600);
   const m = Math.floor((total % 3600) / 60);
   const s = total % 60;
-  return [h > 0 ? `${h}h` : '', m > 0 ? `${m}m` : '', s > 0 ? `${s}s` : ''].filter((x) => x !== '').join(' ') || '0s';
+  return [d > 0 ? `${d}d` : '', h > 0 ? `${h}h` : '', m > 0 ? `${m}m` : '', s > 0 ? `${s}s` : ''].filter((x) => x !== '').join(' ') || '0s';
 }
 
 /** The longest `--reorder-window` accepted: 7 days. */

@@ -72,11 +72,6 @@ export class NodeHealth {
     this.transition('closed');
   }
 
-  /** True while a probe `allow` granted is out (half-open). */
-  get isProbing(): boolean {
-    return this.probing;
-  }
-
   /**
    * A reply came after its call was answered by the failure mode: the node is alive, so an open breaker
    * lets the next call probe at once (its timely reply closes the breaker; a late one does not).

@@ -4,18 +4,14 @@
  * connection, and the verdict on each failure (one key, or its node), with the logs and `breaker`
  * events that go with them. create-limiter.ts asks it and answers; fallback.ts gives the answers.
  */
-import { catchRejection } from '../internal/rejection.js';
 import type { Logger } from '../logging.js';
 import { LineThrottle, safeLog } from '../logging.js';
-import { isPromiseLike, RESULT_STRIDE, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
+import { isPromiseLike, RESULT_STRIDE, type Store, type StoreKey, type StorePlan } from '../stores/store.js';
 import { type ErrorScope, errorScopeOf } from './error-scope.js';
 import { type BreakerConfig, type BreakerState, NodeHealth } from './node-health.js';
 import { StoreResultError } from './store-result-error.js';
 import { StoreTimeoutError } from './store-timeout-error.js';
 import { type Overdue, Watchdog } from './watchdog.js';
-
-/** What a node probe's reply and failure are handed to: the watch itself tells the node's health. */
-const none = (): void => undefined;
 
 /** The node name of stores that do not tell nodes apart. */
 export const WHOLE_STORE = 'store';
@@ -247,37 +243,6 @@ export class StoreGuard {
   /** `node` answered (a result, or an error about one key's state). */
   answered(node: string): void {
     if (this.health.size !== 0) this.succeeded(node);
-  }
-
-  /**
-   * The store answered the call of `cost` for `key` under `plan` on `node` at once (`at`, its time). On a
-   * store that answers some keys from budget this process holds (Store.batches: RedisStore `localBatch`),
-   * such an answer came from memory and says nothing of the node: answered from a batch while Redis is
-   * down, it would close the breaker, and the next call would wait for a dead node and start another
-   * outage. A probe it took asks the node in its place, with a peek (which changes nothing): its reply in
-   * time closes the breaker, its failure keeps it open (the probe answered from memory must not keep the
-   * node unasked: hot keys answered from batches would take every probe). Any other store's synchronous
-   * answer is its own: `answered`.
-   */
-  answeredNow(node: string, at: number, key: StoreKey, plan: StorePlan, cost: number): void {
-    if (this.health.size === 0) return;
-    const store = this.config.store;
-    if (store.batches !== true) {
-      this.succeeded(node);
-      return;
-    }
-    if (this.health.get(node)?.isProbing !== true) return;
-    const seq = this.next();
-    let peek: StoreResult | Promise<StoreResult> | undefined;
-    try {
-      peek = store.peek?.(key, plan, cost, at);
-    } catch (error) {
-      this.failure(node, seq, error, false);
-      return;
-    }
-    // A store that cannot be asked without a charge: the memory answer is taken as the node's, as before.
-    if (peek === undefined || !isPromiseLike(peek)) this.succeeded(node);
-    else catchRejection(this.watch(node, seq, peek, none, none), none);
   }
 
   /** `answered` once some node has a health record. */

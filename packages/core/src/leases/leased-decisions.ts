@@ -167,7 +167,7 @@ export class LeasedDecider {
         },
       );
     }
-    guard.answeredNow(node, at, t.storeKey, t.cp.storePlan, cost);
+    guard.answered(node);
     if (!isResultOf(r, t.cp.storePlan))
       return this.unanswered(t, cost, guard.junk(node, seq, r, t.cp.storePlan), at, lease, opts, observing);
     if (this.lostBeside(t, r, node)) return this.again(t, cost, r, at, lease, opts, observing, node, seq, tries);

@@ -169,7 +169,7 @@ export class Decider {
         },
       );
     }
-    guard.answeredNow(node, at, t.storeKey, t.cp.storePlan, cost);
+    guard.answered(node);
     if (!isResultOf(r, t.cp.storePlan)) return this.junk(t, cost, at, node, seq, r);
     // A synchronous answer of a store that can fail (RedisStore's `localBatch`) is remembered as an
     // asynchronous one is: an outage continues the key from it, not from the last round trip's.

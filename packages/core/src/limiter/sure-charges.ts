@@ -230,7 +230,7 @@ export class SureCharges {
     try {
       const r = this.store.apply(s.c.key, s.c.plan, cost, at);
       if (!isPromiseLike(r)) {
-        this.guard.answeredNow(s.node, at, s.c.key, s.c.plan, cost);
+        this.guard.answered(s.node);
         timely();
         return Promise.resolve(r);
       }

@@ -316,28 +316,33 @@ export class LeasedDecider {
    */
   private queuedNow(t: Target, cost: number, opts: CheckOptions | undefined): Decision | Promise<Decision> {
     const ids = queueIds(t, t.cp.queueAts);
-    const keeper = this.parts.keeper;
-    if (keeper.queues.hasTurns(ids[0] as string)) {
-      // Behind someone waiting: refused at once when its queues are full (as `queued` would), else it waits.
-      const fullAt = fullQueues(keeper, ids, t.cp);
-      if (fullAt.length === 0) return this.queued(t, cost, opts, ids, undefined);
-      return this.account(
-        leftQueue(t.cp, t.key, cost, this.parts.mode, (i) => fullAt.includes(i)),
-        t.cp,
-        opts,
-      );
-    }
+    // Behind someone waiting: it waits too, unless it is answered at once (its queues full, say).
+    if (this.parts.keeper.queues.hasTurns(ids[0] as string))
+      return this.atOnce(t, cost, ids, undefined, opts) ?? this.queued(t, cost, opts, ids, undefined);
     if (this.parts.guard.starting() !== undefined) return this.queued(t, cost, opts, ids, undefined);
     const first = this.leased(t, cost, this.parts.plain.now(), opts, 'quiet');
     const settle = (d: Decision): Decision | Promise<Decision> =>
-      // Answered at once unless it waits: admitted, refused by more than a queue, gone, queues full or closed.
-      !waitsOut(d, t.cp) ||
-      aborted(opts?.signal) ||
-      this.parts.keeper.queues.isClosed ||
-      fullQueues(this.parts.keeper, ids, t.cp).length > 0
-        ? this.account(d, t.cp, opts)
-        : this.queued(t, cost, opts, ids, d);
+      !waitsOut(d, t.cp) ? this.account(d, t.cp, opts) : (this.atOnce(t, cost, ids, d, opts) ?? this.queued(t, cost, opts, ids, d));
     return isPromiseLike(first) ? first.then(settle) : settle(first);
+  }
+
+  /**
+   * The answer of a request that would wait but does not: its client left, the limiter closed, or one of
+   * its queues is full (refused without asking the store, so a slot freed for the head is not taken by
+   * one that came after everyone in the queue). `d`, its refusal so far, else one made here. Undefined: it waits.
+   */
+  private atOnce(
+    t: Target,
+    cost: number,
+    ids: readonly string[],
+    d: Decision | undefined,
+    opts: CheckOptions | undefined,
+  ): Decision | undefined {
+    const { keeper, mode } = this.parts;
+    if (aborted(opts?.signal) || keeper.queues.isClosed) return this.account(d ?? leftQueue(t.cp, t.key, cost, mode), t.cp, opts);
+    const fullAt = fullQueues(keeper, ids, t.cp);
+    if (fullAt.length === 0) return undefined;
+    return this.account(d ?? leftQueue(t.cp, t.key, cost, mode, (i) => fullAt.includes(i)), t.cp, opts);
   }
 
   /**
@@ -365,11 +370,8 @@ export class LeasedDecider {
       if (!waitsOut(d, t.cp) || aborted(opts?.signal)) return this.account(d, t.cp, opts);
       firstRetryMs = d.retryAfterMs;
     }
-    if (aborted(opts?.signal)) return this.account(d ?? leftQueue(t.cp, t.key, cost, mode), t.cp, opts);
-    // The queue is full: refused at once, without asking the store, so a slot freed for the head (a release
-    // in this tick) is not taken by a request that came after everyone in the queue.
-    const fullAt = fullQueues(keeper, ids, t.cp);
-    if (fullAt.length > 0) return this.account(d ?? leftQueue(t.cp, t.key, cost, mode, (i) => fullAt.includes(i)), t.cp, opts);
+    const now = this.atOnce(t, cost, ids, d, opts);
+    if (now !== undefined) return now;
     keeper.countQueued(t.cp, 1);
     try {
       await keeper.queues.wait(ids, plain.now() + queue.timeoutMs, plain.now, opts?.signal, firstRetryMs, async () => {

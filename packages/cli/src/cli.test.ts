@@ -399,6 +399,18 @@ describe('tollgate --help', () => {
     },
   );
 
+  it.each([
+    ['replay', '--version'],
+    ['replay', csv, '-v'],
+    ['lab', 'A', '--version'],
+    ['lab', '-v'],
+  ])('%j prints the version on stdout and exits 0, as --help does anywhere', async (...args) => {
+    let stdout = '';
+    let stderr = '';
+    const io = { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) }, version: '1.2.3' };
+    expect({ code: await runCli(args, io), stdout, stderr }).toEqual({ code: 0, stdout: '1.2.3\n', stderr: '' });
+  });
+
   it('no command at all is a usage error: the usage on stderr, exit 2', async () => {
     const { code, stdout, stderr } = await run([]);
     expect({ code, stdout }).toEqual({ code: 2, stdout: '' });

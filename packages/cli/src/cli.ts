@@ -79,6 +79,7 @@ Replay options:
   --html <file>                also write a self-contained HTML report with charts
   --no-progress                no progress bar (there is none unless stderr is a terminal)
   -h, --help                   this text
+  -v, --version                the package's version
 
 Exit status: 0 replayed; 2 usage or input error; 3 replayed, but some requests came later than the
 reorder window allowed (replayed out of order: counted, with the worst lateness, in the report), or more
@@ -138,6 +139,7 @@ const REPLAY_FLAGS = {
   html: { type: 'string' },
   'no-progress': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
 } as const;
 
 type ReplayFlags = ReturnType<typeof parseArgs<{ options: typeof REPLAY_FLAGS; allowPositionals: true; strict: true }>>['values'];
@@ -145,6 +147,7 @@ type ReplayFlags = ReturnType<typeof parseArgs<{ options: typeof REPLAY_FLAGS; a
 async function replayCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, strict: true, options: REPLAY_FLAGS });
   if (values.help === true) return help(io);
+  if (values.version === true) return version(io);
   if (positionals.length === 0) throw new CliError('ERR_RL_CLI_USAGE', 'replay needs at least one log file (or - for standard input)');
   const options = replayOptions(values, io);
   const input = await spoolStdin(positionals, io.stdin);
@@ -292,9 +295,16 @@ async function labCommand(args: string[], io: CliIo): Promise<number> {
     args,
     allowPositionals: true,
     strict: true,
-    options: { json: { type: 'boolean' }, html: { type: 'string' }, seed: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      json: { type: 'boolean' },
+      html: { type: 'string' },
+      seed: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
+    },
   });
   if (values.help === true) return help(io);
+  if (values.version === true) return version(io);
   const name = positionals[0]?.toLowerCase();
   if (positionals.length !== 1 || name === undefined || (name !== 'all' && !LAB_NAMES.includes(name as LabName))) {
     throw new CliError('ERR_RL_CLI_USAGE', `lab needs one name: ${LAB_NAMES.join(', ')} or all`);
@@ -320,6 +330,12 @@ function help(io: CliIo): number {
   return 0;
 }
 
+/** `--version` or `-v` anywhere: the package's version on stdout, exit 0. */
+function version(io: CliIo): number {
+  io.stdout.write(`${io.version ?? 'unknown (runCli was not given a version)'}\n`);
+  return 0;
+}
+
 /** Runs the CLI on `argv` (without `node` and the script); resolves to the exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const [command, ...rest] = argv;
@@ -327,10 +343,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     if (command === 'replay') return await replayCommand(rest, io);
     if (command === 'lab') return await labCommand(rest, io);
     if (command === 'help' || command === '--help' || command === '-h') return help(io);
-    if (command === 'version' || command === '--version' || command === '-v') {
-      io.stdout.write(`${io.version ?? 'unknown (runCli was not given a version)'}\n`);
-      return 0;
-    }
+    if (command === 'version' || command === '--version' || command === '-v') return version(io);
     if (command === undefined) {
       io.stderr.write(USAGE);
       return 2;

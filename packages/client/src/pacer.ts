@@ -13,7 +13,10 @@
  * **Counting down.** A quota's last `remaining` is counted down locally as requests leave, so concurrent
  * calls do not all spend the same last unit. A response's `remaining` was counted when the server took
  * its request: the attempts still in flight to that quota then (`sent`, not yet `landed`) are taken off
- * it, since the server counts them after. While more than `paceBelow` of the quota is left, nothing
+ * it, since the server counts them after, and so are the units granted to requests still waiting for
+ * their paced slots (not `redeem`ed yet). When those outnumber what is left, the excess does not leave
+ * at its slot: it asks again (`redeem` answers false), so a server that says "9 left" (or "0 left, 429")
+ * while twelve are granted gets nine (or none) of them. While more than `paceBelow` of the quota is left, nothing
  * waits; below that, the requests left are spread evenly over the time to the reset, one interval apart
  * (the interval fixed when pacing starts).
  *
@@ -28,7 +31,7 @@
  *
  * **A reset too far.** When the reset (with this client's jitter) lies beyond what the request may wait
  * (`maxDelayMs`, or its deadline), nothing waits: the request is answered at once with a local refusal
- * (the status the server last refused with, 429 if it never did, and the time to the reset as
+ * (the status, 429 or 503, the server last refused with, 429 if it never did, and the time to the reset as
  * `Retry-After`), as the retry path returns a refusal whose wait is too long. That answer is at most
  * `maxDelayMs` old: after that, one request goes to the server alone (a server that said "an hour" may
  * be back sooner, and one absurd `Retry-After` costs one request per `maxDelayMs`, never all of them).
@@ -54,6 +57,14 @@
  */
 import type { RateLimitItem, RateLimitSignal } from './rate-limit-signal.js';
 
+/**
+ * The statuses that refuse a request for want of quota (RFC 6585's 429, RFC 9110's 503): only these
+ * are a refusal a local one repeats, and only on these does a `Retry-After` without numbers say a quota
+ * is spent (a 202's or a 3xx's `Retry-After` is a hint when to poll or follow, a 404 with `r=0` spent
+ * its unit on a missing resource).
+ */
+const REFUSALS: ReadonlySet<number> = new Set([429, 503]);
+
 /** How long requests wait for a probe's answer before the next one probes, ms. */
 export const PROBE_WAIT_MS = 1000;
 
@@ -76,9 +87,18 @@ export interface PacingScope {
   readonly partitionId: string;
 }
 
-/** What the pacer answers a request: go (after `waitMs`), wait and ask again, or be refused at once. */
+/**
+ * What the pacer answers a request: go (after `waitMs`, then `redeem` its units), wait and ask again, or
+ * be refused at once.
+ */
 export type Reservation =
-  | { readonly kind: 'go'; readonly waitMs: number; readonly ticket: PacingTicket | undefined }
+  | {
+      readonly kind: 'go';
+      readonly waitMs: number;
+      readonly ticket: PacingTicket | undefined;
+      /** The quotas (ids) it took a unit of: `redeem` them as it leaves, `release` them if it never does. */
+      readonly units: readonly string[];
+    }
   /** Ask again after `waitMs`, or as soon as `renewed` settles (new numbers, a probe's end). */
   | { readonly kind: 'wait'; readonly waitMs: number; readonly renewed: Promise<void> | undefined }
   /** The reset is beyond what the request may wait: answer it with this, unsent. */
@@ -178,6 +198,11 @@ interface Quota {
   spentSince: number | undefined;
   /** The earliest time the next paced request may leave. */
   nextAt: number;
+  /**
+   * Units granted before these numbers came, still waiting for their slots, beyond what the numbers
+   * left: that many of them do not leave (Pacer.redeem) but ask again.
+   */
+  overdrawn: number;
   /** A probe in flight: until when the others wait for it. */
   probeUntil: number | undefined;
   renewed: Deferred | undefined;
@@ -245,6 +270,13 @@ type Decision =
   | Exclude<Reservation, { kind: 'go' }>
   | { readonly kind: 'go'; readonly probes: readonly Quota[]; readonly units: readonly Quota[] };
 
+/** Adds `n` to `map`'s count of `id`, deleting the entry at zero. */
+function add(map: Map<string, number>, id: string, n: number): void {
+  const count = (map.get(id) ?? 0) + n;
+  if (count > 0) map.set(id, count);
+  else map.delete(id);
+}
+
 /** Puts `ids` first in `list` (most recent first), at most `max` kept. */
 function teach(list: string[], ids: readonly string[], max: number): void {
   for (const id of [...ids].reverse()) {
@@ -261,6 +293,8 @@ export class Pacer {
   private readonly quotas = new Map<string, Quota>();
   /** Attempts in flight per quota (an entry only while some are). */
   private readonly flying = new Map<string, number>();
+  /** Units granted per quota whose requests have not left yet, waiting for their slots (an entry only while some are). */
+  private readonly granted = new Map<string, number>();
   private readonly maxEntries: number;
   /** Orders what the pacer learns: a quota's spending and the first answers of new lines. */
   private seq = 0;
@@ -273,8 +307,9 @@ export class Pacer {
   attempts = 0;
 
   /** Lines, partitions and quotas kept, for tests of the bounds. */
-  sizes(): { lines: number; partitions: number; quotas: number; flying: number } {
-    return { lines: this.lines.size, partitions: this.partitions.size, quotas: this.quotas.size, flying: this.flying.size };
+  sizes(): { lines: number; partitions: number; quotas: number; flying: number; granted: number } {
+    const { lines, partitions, quotas, flying, granted } = this;
+    return { lines: lines.size, partitions: partitions.size, quotas: quotas.size, flying: flying.size, granted: granted.size };
   }
 
   /**
@@ -285,29 +320,57 @@ export class Pacer {
     this.attempts += 1;
     const line = this.lines.get(scope.id);
     const ids = (line?.quotas ?? this.partitions.get(scope.partitionId)?.evidence?.answers ?? []).slice();
-    for (const id of ids) this.flying.set(id, (this.flying.get(id) ?? 0) + 1);
+    for (const id of ids) add(this.flying, id, 1);
     return ids;
   }
 
   /** An attempt ended (a response, or none), before its response is observed. */
   landed(ids: readonly string[]): void {
-    for (const id of ids) {
-      const n = (this.flying.get(id) ?? 0) - 1;
-      if (n > 0) this.flying.set(id, n);
-      else this.flying.delete(id);
+    for (const id of ids) add(this.flying, id, -1);
+  }
+
+  /**
+   * A request granted `units` (Reservation 'go') leaves now: true when they still stand. False when
+   * numbers that came while it waited for its slot left fewer than had been granted (the server counted
+   * requests this client had not sent yet): its units go back and it asks again, so the requests granted
+   * never outnumber what the server last said was left.
+   */
+  redeem(units: readonly string[]): boolean {
+    if (units.every((id) => (this.quotas.get(id)?.overdrawn ?? 0) === 0)) {
+      for (const id of units) add(this.granted, id, -1);
+      return true;
+    }
+    this.release(units);
+    return false;
+  }
+
+  /** A request granted `units` will not leave (aborted, or told to ask again): each goes back (or pays off an overdraft). */
+  release(units: readonly string[]): void {
+    for (const id of units) {
+      add(this.granted, id, -1);
+      const q = this.quotas.get(id);
+      if (q === undefined) continue;
+      if (q.overdrawn > 0) {
+        q.overdrawn -= 1;
+        continue;
+      }
+      q.remaining += 1;
+      if (q.remaining >= 1) q.spentSince = undefined;
+      this.wake(q);
     }
   }
 
   /**
    * Records what a response on `scope` said of each quota it reports (less the attempts still in flight
-   * to it), teaches its line and partition those quotas, and wakes the requests waiting for new numbers.
+   * to it, and the units granted to requests still waiting for their slots), teaches its line and
+   * partition those quotas, and wakes the requests waiting for new numbers.
    * A line's first answer is the partition's evidence of what new lines answer to. A response with
    * `Retry-After` but no quota numbers (nginx `limit_req`, many CDNs) says the line's unnamed quota is
-   * spent until then.
+   * spent until then, when it is a refusal (429, 503).
    */
   observe(scope: PacingScope, signal: RateLimitSignal, status: number): void {
     let items = (signal.policies ?? []).filter((p) => p.resetMs !== undefined);
-    if (items.length === 0 && signal.retryAfterMs !== undefined) {
+    if (items.length === 0 && signal.retryAfterMs !== undefined && REFUSALS.has(status)) {
       items = [{ name: '', partition: undefined, remaining: 0, resetMs: signal.retryAfterMs, limit: undefined, windowMs: undefined }];
     }
     const first = !this.lines.has(scope.id);
@@ -339,8 +402,10 @@ export class Pacer {
     const quota = item.limit ?? Math.max(previous?.quota ?? 0, item.remaining + 1);
     // One pacing interval past the reset, within what maxDelayMs leaves above it (as the retry's jitter).
     const spread = Math.min(windowMs / Math.max(1, quota), Math.max(0, maxDelayMs - resetMs));
-    const spent = item.remaining < 1 && status >= 400;
-    const remaining = Math.max(0, item.remaining - (this.flying.get(id) ?? 0));
+    const spent = item.remaining < 1 && REFUSALS.has(status);
+    const granted = this.granted.get(id) ?? 0;
+    const left = item.remaining - (this.flying.get(id) ?? 0) - granted;
+    const remaining = Math.max(0, left);
     this.keep(this.quotas, id, {
       id,
       observedAt: this.attempts,
@@ -354,6 +419,7 @@ export class Pacer {
       refusedWith: spent ? status : previous?.refusedWith,
       spentSince: remaining >= 1 ? undefined : previous !== undefined && previous.remaining < 1 ? previous.spentSince : seq,
       nextAt: previous?.nextAt ?? now,
+      overdrawn: Math.min(granted, Math.max(0, -left)),
       probeUntil: undefined,
       renewed: undefined,
     });
@@ -428,7 +494,7 @@ export class Pacer {
     if (d.kind !== 'go') return d;
     const { waitMs } = this.commit(d, now);
     const ticket = d.probes.length > 0 ? this.ticket(scope, 'line', undefined, d.probes) : undefined;
-    return { kind: 'go', waitMs, ticket };
+    return { kind: 'go', waitMs, ticket, units: d.units.map((q) => q.id) };
   }
 
   /**
@@ -463,7 +529,7 @@ export class Pacer {
     part.flying += 1;
     part.sentAt = now;
     const { waitMs, charges } = this.commit(d, now);
-    return { kind: 'go', waitMs, ticket: this.ticket(scope, 'new', part, d.probes, charges) };
+    return { kind: 'go', waitMs, ticket: this.ticket(scope, 'new', part, d.probes, charges), units: d.units.map((q) => q.id) };
   }
 
   /** The quotas of `ids` still kept. */
@@ -503,6 +569,7 @@ export class Pacer {
     for (const q of d.units) {
       const nextAt = q.nextAt;
       waitMs = Math.max(waitMs, this.take(q, now));
+      add(this.granted, q.id, 1);
       charges.push({ quota: q, nextAt, after: q.nextAt });
     }
     return { waitMs, charges };
@@ -560,7 +627,7 @@ export class Pacer {
     const part = known ?? this.partition(scope);
     if (part.probeUntil === undefined || now >= part.probeUntil) {
       part.probeUntil = now + PROBE_WAIT_MS;
-      return { kind: 'go', waitMs: 0, ticket: this.ticket(scope, 'first', part) };
+      return { kind: 'go', waitMs: 0, ticket: this.ticket(scope, 'first', part), units: [] };
     }
     return { kind: 'wait', waitMs: part.probeUntil - now, renewed: this.renewal(part) };
   }

@@ -160,6 +160,46 @@ describe('pacing by policy and partition', () => {
     expect(sent.at(-1)).toBe('/gh/search@4000');
   });
 
+  it('never grants more than the last numbers left: units granted to paced slots not yet left are counted, the excess asks again', () => {
+    let now = 0;
+    const pacer = new Pacer({ paceBelow: 0.5, maxDelayMs: 30_000, clock: () => now, random: () => 0 });
+    const scope = pacingScope('http://x', '', requestLine('GET', '/items'));
+    const numbers = (r: number, status = 200) => {
+      const item = { name: 'd', partition: undefined, remaining: r, resetMs: 2_000, limit: 20, windowMs: 2_000 };
+      pacer.observe(
+        scope,
+        { retryAfterMs: undefined, remaining: r, resetMs: 2_000, limit: 20, dialect: 'draft-11', policies: [item] },
+        status,
+      );
+    };
+    const first = pacer.reserve(scope, 30_000);
+    pacer.landed(pacer.sent(scope));
+    numbers(10);
+    if (first.kind === 'go' && first.ticket !== undefined) pacer.settled(first.ticket);
+    const grants = () => Array.from({ length: 12 }, () => pacer.reserve(scope, 30_000)).flatMap((r) => (r.kind === 'go' ? [r.units] : []));
+    const a = grants();
+    expect(a).toHaveLength(10);
+    // The first leaves and is answered: 9 left, the 9 still waiting for their slots already hold them.
+    expect(pacer.redeem(a[0] ?? [])).toBe(true);
+    now = 5;
+    pacer.landed(pacer.sent(scope));
+    numbers(9);
+    // Before: nine more granted (19 against 10 left).
+    expect(grants()).toHaveLength(0);
+    // Another client spent the window: a 429 with nothing left while 9 are granted. None of them leaves.
+    now = 10;
+    numbers(0, 429);
+    expect(a.slice(1).map((units) => pacer.redeem(units))).toEqual(Array(9).fill(false));
+    expect(pacer.sizes().granted).toBe(0);
+    // A granted request that will not leave gives its unit back.
+    now = 2_100;
+    numbers(5);
+    const b = grants();
+    expect(b).toHaveLength(5);
+    pacer.release(b[0] ?? []);
+    expect(grants()).toHaveLength(1);
+  });
+
   it('keeps memory bounded: lines, partitions, quotas and quotas per line', async () => {
     const pacer = new Pacer({ paceBelow: 0.1, maxDelayMs: 30_000, clock: () => Date.now(), random: () => 0, maxEntries: 50 });
     for (let i = 0; i < 500; i++) {
@@ -172,10 +212,11 @@ describe('pacing by policy and partition', () => {
         limit: 10,
         windowMs: 1_000,
       }));
-      pacer.reserve(scope, 1_000);
+      const r = pacer.reserve(scope, 1_000);
+      if (r.kind === 'go') pacer.redeem(r.units);
       pacer.observe(scope, { retryAfterMs: undefined, remaining: 5, resetMs: 1_000, limit: 10, dialect: 'draft-11', policies }, 200);
     }
-    expect(pacer.sizes()).toEqual({ lines: 50, partitions: 50, quotas: 50, flying: 0 });
+    expect(pacer.sizes()).toEqual({ lines: 50, partitions: 50, quotas: 50, flying: 0, granted: 0 });
     // Ids in paths are one line.
     expect(requestLine('GET', '/users/42/repos/6f1e2d3c-0a9b-4c8d-9e7f-123456789abc')).toBe('GET /users/:id/repos/:id');
     expect(requestLine('POST', '/files/0123456789abcdef0123')).toBe('POST /files/:id');

@@ -421,6 +421,43 @@ describe('withRetry', () => {
     expect(server.sent[1]?.at).toBe(50);
   });
 
+  it('pacing counts the units granted to requests still waiting for their slots: 250 at once against 100 per 5 s, none refused', async () => {
+    const origin = Date.now();
+    const server = windowServer(100, 5_000, origin, 20);
+    const f = withRetry(server.fetch, { pacing: true, retries: 0 });
+    const calls = Promise.all(Array.from({ length: 250 }, () => f(URL_)));
+    await vi.advanceTimersByTimeAsync(30_000);
+    await calls;
+    // Before: 52 to 54 refused (an answer's numbers did not count the units granted to paced slots not sent yet).
+    expect(server.sent.filter((s) => s.status !== 200)).toEqual([]);
+    expect(server.sent.length).toBeGreaterThan(200);
+  });
+
+  it('pacing: only a 429 or 503 is a refusal a local one repeats, or a Retry-After without numbers that spends a quota', async () => {
+    // A 404 that spent the last unit: the next call, its reset an hour away, is answered locally with a
+    // 429 (before: a 404, an existing resource reported missing).
+    const missing = scripted(
+      new Response('ok', { headers: { ratelimit: '"d";r=1;t=3600' } }),
+      new Response('no such repo', { status: 404, headers: { ratelimit: '"d";r=0;t=3600' } }),
+    );
+    const f = withRetry(missing.fetch, { pacing: true, maxDelayMs: 2_000 });
+    await f(`${URL_}/repos/a`);
+    expect((await f(`${URL_}/repos/a`)).status).toBe(404);
+    const local = await f(`${URL_}/repos/a`);
+    expect([local.status, local.headers.get('retry-after'), missing.calls.length]).toEqual([429, '3600', 2]);
+    // A 503 that said so is repeated as a 503.
+    const busy = scripted(refused(503, { ratelimit: '"d";r=0;t=3600' }));
+    const g = withRetry(busy.fetch, { pacing: true, maxDelayMs: 2_000, retries: 0 });
+    await g(URL_);
+    expect((await g(URL_)).status).toBe(503);
+    // A 202 asking to poll in 3 s spends nothing: the next call is sent (before: a local 429).
+    const accepted = scripted(new Response(null, { status: 202, headers: { 'retry-after': '3' } }));
+    const h = withRetry(accepted.fetch, { pacing: true, maxDelayMs: 2_000 });
+    await h(URL_, { method: 'POST' });
+    expect((await h(URL_, { method: 'POST' })).status).toBe(200);
+    expect(accepted.calls).toHaveLength(2);
+  });
+
   it('pacing a first burst to an origin that sends no numbers: only the first burst waits for one answer', async () => {
     const t0 = Date.now();
     const sent: number[] = [];

@@ -24,7 +24,7 @@ import { monotonicClock, RateLimitConfigError } from '@tollgate/core';
 import { backoffDelay, type Jitter } from './backoff.js';
 import { functionOption, integerIn, type KeysEnum, numberIn, oneOf, RateLimitClientError, readOptions } from './errors.js';
 import { follow, isAbortSignal } from './linked-signal.js';
-import { hashKey, Pacer, type PacingScope, type PacingTicket, pacingScope, requestLine } from './pacer.js';
+import { hashKey, Pacer, type PacingScope, type PacingTicket, pacingScope, type Reservation, requestLine } from './pacer.js';
 import { type RateLimitSignal, readRateLimitSignal, serverWaitMs } from './rate-limit-signal.js';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
 import { sleep } from './sleep.js';
@@ -451,21 +451,34 @@ async function paced(
     const allowMs = Math.min(config.maxDelayMs - (now - start), deadline - now);
     const r = pacer.reserve(scope, allowMs);
     if (r.kind === 'refuse') return { kind: 'refuse', response: localRefusal(r.status, r.retryAfterMs) };
-    const ticket = r.kind === 'go' ? r.ticket : undefined;
     const wait = Math.min(r.waitMs, config.maxDelayMs - (now - start));
     // Pacing has waited as long as it may, or would wait past the deadline: the request leaves at once.
-    if (wait <= 0 || now + wait >= deadline) return { kind: 'go', ticket };
+    const late = wait <= 0 || now + wait >= deadline;
     // A granted unit is waited for to its end; a request waiting for numbers (the reset, a probe's answer)
     // also wakes when they come, then asks again: new numbers pace it, they never release it unpaced.
-    try {
-      await sleep(wait, signal, r.kind === 'go' ? undefined : r.renewed);
-    } catch (reason) {
-      if (ticket !== undefined) pacer.settled(ticket);
-      throw reason;
+    if (!late) {
+      try {
+        await sleep(wait, signal, r.kind === 'go' ? undefined : r.renewed);
+      } catch (reason) {
+        if (r.kind === 'go') forsake(pacer, r);
+        throw reason;
+      }
+      counts.pacedMs += config.clock() - now;
     }
-    counts.pacedMs += config.clock() - now;
-    if (r.kind === 'go') return { kind: 'go', ticket };
+    if (r.kind !== 'go') {
+      if (late) return { kind: 'go', ticket: undefined };
+      continue;
+    }
+    // Numbers that came while it waited may have left fewer than were granted: then it asks again.
+    if (pacer.redeem(r.units)) return { kind: 'go', ticket: r.ticket };
+    if (r.ticket !== undefined) pacer.settled(r.ticket);
   }
+}
+
+/** A granted request that will not leave: its units go back, its probes end. */
+function forsake(pacer: Pacer, r: Extract<Reservation, { kind: 'go' }>): void {
+  pacer.release(r.units);
+  if (r.ticket !== undefined) pacer.settled(r.ticket);
 }
 
 /** The longest `Retry-After` a local refusal names, s (a server's absurd one is not echoed to the digit). */

@@ -48,8 +48,12 @@ describe('readRetryAfter', () => {
     expect(joined('2', '2')).toBe(2_000);
     expect(joined('2', '7', '3')).toBe(7_000);
     expect(joined('Wed, 02 Dec 2026 04:00:10 GMT', 'Wed, 02 Dec 2026 04:00:20 GMT')).toBe(20_000);
-    expect(joined('2', 'Wed, 02 Dec 2026 04:00:10 GMT')).toBeUndefined();
+    // Seconds and dates mixed (a proxy's line beside the server's): the longest still (before: none).
+    expect(joined('2', 'Wed, 02 Dec 2026 04:00:10 GMT')).toBe(10_000);
+    expect(joined('120', 'Wed, 02 Dec 2026 04:01:00 GMT')).toBe(120_000);
+    expect(joined('Wed, 02 Dec 2026 04:00:10 GMT', '30', 'Wed, 02 Dec 2026 04:00:20 GMT')).toBe(30_000);
     expect(joined('2', 'soon')).toBeUndefined();
+    expect(joined('Wed, 02 Dec 2026 04:00:10 GMT', 'soon')).toBeUndefined();
   });
 
   it('ignores what is neither', () => {
@@ -122,6 +126,20 @@ describe('readRateLimitSignal', () => {
       '"a";r=5, ("b" "c");r=1',
     ])
       expect(readRateLimitSignal(h({ ratelimit }), NOW).dialect, ratelimit).toBeUndefined();
+  });
+
+  it('draft-11: a String parameter is a comment, whatever its text (c="x;r=1.5" is no Decimal r)', () => {
+    const s = readRateLimitSignal(h({ ratelimit: '"default";r=0;t=5;c="x;r=1.5"' }), NOW);
+    expect(s).toMatchObject({ remaining: 0, resetMs: 5_000, dialect: 'draft-11' });
+    expect(readRateLimitSignal(h({ ratelimit: '"a;r=1.5";r=3;t=5' }), NOW)).toMatchObject({ remaining: 3, dialect: 'draft-11' });
+    expect(readRateLimitSignal(h({ ratelimit: '"default";c="\\"";r=1.5;t=5' }), NOW).dialect).toBeUndefined();
+  });
+
+  it('a response a cache served (Age above 0) says nothing of the quota, only its Retry-After (draft-11 section 7.3)', () => {
+    const quota = { ratelimit: '"default";r=0;t=60', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '60' };
+    expect(readRateLimitSignal(h({ ...quota, age: '300' }), NOW)).toMatchObject({ remaining: undefined, dialect: undefined, policies: [] });
+    expect(readRateLimitSignal(h({ ...quota, age: '300', 'retry-after': '7' }), NOW).retryAfterMs).toBe(7_000);
+    expect(readRateLimitSignal(h({ ...quota, age: '0' }), NOW)).toMatchObject({ remaining: 0, dialect: 'draft-11' });
   });
 
   it('draft-11: a name twice (stacked express-rate-limit middlewares with one limit and window) is read, the least remaining first', () => {

@@ -105,15 +105,22 @@ export function readRetryAfter(headers: HeaderGetter, now: number): number | und
 
 /**
  * `Retry-After` sent on several lines, which `Headers` joins with ", ": the longest of the waits (the
- * server's wait is never shortened). Delay-seconds all, or IMF-fixdates all; anything else is ignored.
+ * server's wait is never shortened). Each line delay-seconds or an IMF-fixdate, in any mix; anything
+ * else is ignored.
  */
 function repeatedRetryAfter(raw: string, headers: HeaderGetter, now: number): number | undefined {
-  const parts = raw.split(',').map((p) => p.trim());
-  if (parts.length > 1 && parts.every((p) => DIGITS.test(p))) return Math.max(...parts.map(Number)) * 1000;
-  const dates = raw.match(IMF_FIXDATES);
-  if (dates === null || dates.length < 2 || raw.replace(IMF_FIXDATES, '').replace(/[\s,]/g, '') !== '') return undefined;
+  const dates = raw.match(IMF_FIXDATES) ?? [];
+  const seconds = raw
+    .replace(IMF_FIXDATES, '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  if (dates.length + seconds.length < 2 || !seconds.every((p) => DIGITS.test(p))) return undefined;
   const latest = Math.max(...dates.map((d) => parseHttpDate(d, now)));
-  return Number.isNaN(latest) ? undefined : Math.max(0, latest - serverNow(headers, now));
+  if (Number.isNaN(latest)) return undefined;
+  const waits = seconds.map((p) => Number(p) * 1000);
+  if (dates.length > 0) waits.push(Math.max(0, latest - serverNow(headers, now)));
+  return Math.max(...waits);
 }
 
 function itemName(item: Item[0]): string | undefined {
@@ -157,10 +164,12 @@ function policyMembers(policyField: string | null): Map<string, PolicyMember> {
   return out;
 }
 
-/** draft-11: every item; the one with the least `r` (the longest `t` on a tie) is the summary. */
 /** An `r` or `t` parameter written as a Decimal (`;r=10.0`), which draft-11 defines as an Integer. */
 const DECIMAL_RT = /;\s*[rt]=-?\d+\.\d/;
+/** A String value (`c="x;r=1.5"`): its text is no parameter, taken out before DECIMAL_RT looks. */
+const SF_STRING = /"(?:[^"\\]|\\.)*"/g;
 
+/** draft-11: every item; the one with the least `r` (the longest `t` on a tie) is the summary. */
 function readDraft11(rateLimit: string, policyField: string | null): Quota | undefined {
   let list: ReturnType<typeof parseList>;
   try {
@@ -169,7 +178,7 @@ function readDraft11(rateLimit: string, policyField: string | null): Quota | und
     return undefined;
   }
   // A Decimal `r` or `t` (`r=10.0`): `structured-headers` reads it as the number it names, so the text tells.
-  if (DECIMAL_RT.test(rateLimit)) return undefined;
+  if (DECIMAL_RT.test(rateLimit.replace(SF_STRING, '""'))) return undefined;
   const members = policyMembers(policyField);
   const items: RateLimitItem[] = [];
   let best: RateLimitItem | undefined;
@@ -251,10 +260,14 @@ function legacyReset(value: number | undefined, headers: HeaderGetter, now: numb
 
 /**
  * Everything `headers` says about the quota, `now` being the local wall clock (ms since the epoch).
- * Dialects are tried newest first; the first well-formed one wins.
+ * Dialects are tried newest first; the first well-formed one wins. A response from a cache (`Age`
+ * above 0) says nothing of the quota, only its `Retry-After`.
  */
 export function readRateLimitSignal(headers: HeaderGetter, now: number = Date.now()): RateLimitSignal {
   const retryAfterMs = readRetryAfter(headers, now);
+  // A response a cache served (a positive `Age`) tells of the quota as it was when it was stored:
+  // draft-11 section 7.3, its quota fields are ignored.
+  if ((digits(headers.get('age')) ?? 0) > 0) return retryAfterMs === undefined ? NONE : { ...NONE, retryAfterMs };
   const rateLimit = headers.get('ratelimit');
   const policyField = headers.get('ratelimit-policy');
   if (rateLimit !== null) {

@@ -2,6 +2,8 @@
  * withRetry's rules on virtual time: a scripted fetch answers each attempt, fake timers drive every wait.
  * The real-server behaviour (tollgate, express-rate-limit, nginx, the storm) is in test/client/.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { RateLimitConfigError } from '@tollgate/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type FetchLike, RateLimitClientError, withRetry } from './index.js';
@@ -590,6 +592,32 @@ describe('withRetry', () => {
       const f = withRetry(own.fetch);
       await expect(f(URL_)).rejects.toMatchObject({ name });
       expect(own.calls, name).toHaveLength(1);
+    }
+  });
+
+  it('never retries a failure that repeats whatever the network does: a redirect loop, a redirect with redirect: error, about:', async () => {
+    vi.useRealTimers();
+    let hits = 0;
+    const server = createServer((req, res) => {
+      hits++;
+      res.writeHead(302, { location: req.url === '/loop' ? '/loop' : '/elsewhere' }).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      for (const [url, init, sent] of [
+        [`${base}/loop`, {}, 21],
+        [`${base}/moved`, { redirect: 'error' }, 1],
+        ['about:blank', {}, 0],
+      ] as const) {
+        hits = 0;
+        const f = withRetry(fetch, { retries: 3, baseDelayMs: 1 });
+        await expect(f(url, init), url).rejects.toBeInstanceOf(TypeError);
+        // Before: each was retried three times (84 requests for the redirect loop).
+        expect([hits, f.stats().retries], url).toEqual([sent, 0]);
+      }
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 

@@ -290,11 +290,14 @@ interface CallShape {
 const NETWORK_FAILURE = /^(fetch failed|failed to fetch|networkerror\b|load failed|network ?error\b)/i;
 
 /**
- * What undici's `fetch failed` carries in its `cause` when it refused the request before any network was
- * involved: a scheme it cannot fetch (`ftp:`, `file:`), a port fetch blocks (1, 9, 25, ...), a `blob:`
- * URL it cannot resolve. A network failure's cause has a `code` (ECONNREFUSED, UND_ERR_SOCKET, ...).
+ * What undici's `fetch failed` carries in its `cause` when the request fails the same way whatever the
+ * network does (undici's own network errors without a `code`, lib/web/fetch/index.js): a scheme it cannot
+ * fetch (`ftp:`, `file:`, `about:`), a port fetch blocks (1, 9, 25, ...), a `blob:` URL it cannot resolve,
+ * a redirect loop (`redirect count exceeded`) or a redirect with `redirect: 'error'`, a request mode or
+ * cache mode it refuses. A network failure's cause has a `code` (ECONNREFUSED, UND_ERR_SOCKET, ...).
  */
-const REFUSED_CAUSE = /^(unknown scheme|bad port|invalid method|not implemented)/i;
+const REFUSED_CAUSE =
+  /^(unknown scheme|bad port|invalid method|not implemented|about scheme is not supported|url scheme must be|blocked$|cors failure|cross origin not allowed|failed to fetch the data url|local urls only|only if cached|redirect count exceeded|unexpected redirect|request mode cannot be)/i;
 
 /**
  * Whether `error` is fetch refusing its input (`Failed to parse URL`, a GET with a body, a bad header or

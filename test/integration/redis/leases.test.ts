@@ -187,6 +187,37 @@ describeRedis('concurrency policies on Redis', () => {
     expect((await run([...mixed], ops)).join('\n')).toBe('');
   });
 
+  it("reset(key) ends the key's leases on Redis as in memory: not put back as lost, not renewed, a slot each", async () => {
+    const seen: string[] = [];
+    for (const kind of ['memory', 'redis'] as const) {
+      let now = BASE;
+      const store =
+        kind === 'memory'
+          ? new MemoryStore({ sweepIntervalMs: 0 })
+          : new RedisStore({ client, prefix: randomPrefix(), timeSource: 'limiter' });
+      const policies = [
+        { name: 'hourly', algorithm: 'fixed-window' as const, limit: 5, windowMs: 1_000 },
+        { name: 'cc', algorithm: 'concurrency' as const, limit: 2, leaseMs: 50 },
+      ];
+      const limiter = createLimiter({ policies, store, clock: () => now, storeTimeoutMs: 60_000, breaker: false, validate: false });
+      const cc = (d: Decision) => d.policies.find((p) => p.name === 'cc')?.remaining;
+      const a = await limiter.check('k');
+      await limiter.reset('k');
+      now += 1;
+      const b = await limiter.check('k');
+      const renewed = a.renew?.();
+      await new Promise((r) => setTimeout(r, 20));
+      now += 1;
+      const peeked = await limiter.peek('k');
+      a.release?.();
+      b.release?.();
+      await limiter.close();
+      // Before: Redis found fewer leases in the store than the limiter held and put lease A back (cc 0, not 1).
+      seen.push(`${kind}: ${a.allowed} ${b.allowed} cc ${cc(b)} renew ${renewed} peek cc ${cc(peeked)}`);
+    }
+    expect(seen).toEqual(['memory: true true cc 1 renew false peek cc 1', 'redis: true true cc 1 renew false peek cc 1']);
+  });
+
   it('ends a lease like MemoryStore when the clock steps back: a release drops the expired leases first', async () => {
     // Lease A expires at +10, B at +15; releasing B at +12 must drop A too, or A counts again at +8.
     const ops: Op[] = [

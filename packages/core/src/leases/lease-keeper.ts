@@ -32,7 +32,15 @@ import { nodesIn } from '../failure/store-guard.js';
 import { LineThrottle, type Logger, safeLog } from '../logging.js';
 import { type InFlightSource, reportInFlight } from '../observability/in-flight.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { type ConnectionEvent, isPromiseLike, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
+import {
+  type ConnectionEvent,
+  isPromiseLike,
+  keyAt,
+  type Store,
+  type StoreKey,
+  type StorePlan,
+  type StoreResult,
+} from '../stores/store.js';
 import type { Decision } from '../types.js';
 import { type Held, HeldLeases } from './held-leases.js';
 import { LeaseQueues } from './lease-queue.js';
@@ -341,6 +349,8 @@ export class LeaseKeeper {
 
   /** A carried lease was renewed in the failure mode's store: in the limiter's store too once it may be there, errors logged. */
   private renewCarried(kept: StoreLeases, held: Held, now: number): void {
+    // Ended by a reset: never revived.
+    if (held.until === Number.NEGATIVE_INFINITY) return;
     if (!held.inStore) {
       held.until = now + held.leaseMs;
       return;
@@ -473,6 +483,23 @@ export class LeaseKeeper {
   /** Adds `n` to the waiters of the queueing concurrency policies of `cp`. */
   countQueued(cp: CompiledPlan, n: number): void {
     this.count(cp, 'queued', n);
+  }
+
+  /**
+   * `limiter.reset(key)` ended the leases of `key` in the store (as a MemoryStore's reset does): they are
+   * held no more, so no restore puts them back and no renewal revives them (it answers false); a release
+   * still tells the store, where it ends nothing. Before, a Redis limiter found fewer leases in the store
+   * than it held after a reset and put them back.
+   */
+  ended(key: string): void {
+    for (const kept of this.stores.values()) {
+      for (const h of [...kept.held]) {
+        if (!h.plan.policies.some((p, i) => p.algorithm === 'concurrency' && keyAt(h.key, i) === key)) continue;
+        h.until = Number.NEGATIVE_INFINITY;
+        kept.held.delete(h);
+        kept.missingOn.delete(h);
+      }
+    }
   }
 
   close(): void {

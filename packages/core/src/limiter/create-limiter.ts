@@ -135,7 +135,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }
     },
     refund: (charge, opts) => refund(ops, charge, opts),
-    reset: resetter(store, guard, compiled, fallbacks, builder.resets),
+    reset: resetter(store, guard, compiled, fallbacks, builder.resets, keeper),
     policies: defaultPlan.policies,
     shadowPolicies: defaultPlan.shadowPolicies,
     plans: new Map([...compiled].map(([name, cp]) => [name, cp.policies])),
@@ -238,6 +238,7 @@ function resetter(
   compiled: ReadonlyMap<string, CompiledPlan>,
   fallbacks: ReadonlyMap<CompiledPlan, Fallback>,
   resets: ResetLog,
+  keeper: LeaseKeeper | undefined,
 ): Limiter['reset'] {
   return async (rawKey) => {
     const key = normalizeKey(rawKey);
@@ -247,6 +248,8 @@ function resetter(
         await watched(guard, key, store.reset(key, cp.storePlan));
         fallbacks.get(cp)?.reset(key);
       }
+      // The store ended the key's leases: they are not put back as leases it lost.
+      keeper?.ended(key);
     } finally {
       // Once the store answered: a check sent before the reset was answered before it (one connection per
       // node keeps the order), so its receipt counts fewer resets and refunds nothing from now on; one sent

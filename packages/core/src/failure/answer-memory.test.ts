@@ -760,6 +760,31 @@ describe('an outage continues the budget (onStoreError local)', () => {
     expect(await admitted('k', 10)).toBe(2);
   });
 
+  it.each(['gcra', 'token-bucket'] as const)(
+    "%s: a bucket the store had exhausted refills at this process's localShare of its rate in an outage, not the whole rate in every process",
+    async (algorithm) => {
+      const { store, limiter, admitted, advance } = setup([{ algorithm, limit: 3_000, windowMs: 60_000 }], 0.25);
+      expect(await admitted('k', 3_000)).toBe(3_000);
+      expect((await limiter.check('k')).allowed).toBe(false);
+      store.down = true;
+      // 50 a second refill the bucket; this process, one of four, admits its quarter: 12 or 13 a second.
+      let n = 0;
+      for (let s = 0; s < 4; s++) {
+        advance(1_000);
+        n += await admitted('k', 100);
+      }
+      // Before: 200 (the whole refill, in each of the processes).
+      expect(n).toBe(50);
+      // The wait it names is the one it keeps: nothing before it, one after it.
+      const refused = await limiter.check('k');
+      expect(refused).toMatchObject({ allowed: false, degraded: true });
+      advance(refused.retryAfterMs - 1);
+      expect((await limiter.check('k')).allowed).toBe(false);
+      advance(1);
+      expect((await limiter.check('k')).allowed).toBe(true);
+    },
+  );
+
   it("is kept only for 'local': 'open' and 'closed' remember nothing", async () => {
     for (const onStoreError of ['open', 'closed'] as const) {
       const store = new OutageStore();

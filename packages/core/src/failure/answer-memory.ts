@@ -115,6 +115,12 @@ export class AnswerMemory {
     /** The plan's enforced policies, in result order. */
     private readonly policies: readonly CompiledPolicy[],
     private readonly capacity = REMEMBERED_KEYS,
+    /**
+     * Per enforced policy, the share of its refill this process may admit in an outage (the local
+     * policy's limit over the policy's: `localShare`): every process of the limiter sees the bucket
+     * refill, and each admitting all of it admitted the refill once per process.
+     */
+    private readonly shares: readonly number[] = [],
   ) {}
 
   /** Keys remembered now (for tests). */
@@ -328,24 +334,27 @@ export class AnswerMemory {
   }
 
   /**
-   * The budget policy `i` of record `m` has left at `at` (milli-units): the store's last remaining
-   * (plus, for a bucket, what refilled since at the rate that fills it by the reset) less what the
-   * failure mode admitted since; Infinity once that policy has reset.
+   * The budget policy `i` of record `m` has left at `at` for this process (milli-units): the store's last
+   * remaining (plus, for a bucket, this process's share of what refilled since at the rate that fills it
+   * by the reset) less what the failure mode admitted since; Infinity once that policy has reset.
    */
   room(m: Remembered, i: number, at: number): number {
     const k = STRIDE * i;
     if ((m[k + UNTIL] as number) <= at) return Number.POSITIVE_INFINITY;
-    return this.left(m, i, at) - (m[k + SPENT] as number);
+    return this.left(m, i, at, this.shares[i] ?? 1) - (m[k + SPENT] as number);
   }
 
-  /** The store's last remaining of policy `i` of `m`, plus what a bucket refilled since, at `at` (milli-units). */
-  private left(m: Remembered, i: number, at: number): number {
+  /**
+   * The store's last remaining of policy `i` of `m`, plus what a bucket refilled since (`share` of it),
+   * at `at` (milli-units).
+   */
+  private left(m: Remembered, i: number, at: number, share = 1): number {
     const k = STRIDE * i;
     const until = m[k + UNTIL] as number;
     const p = this.policies[i] as CompiledPolicy;
     const remaining = m[k + REMAINING] as number;
     const since = m[k + SINCE] as number;
-    const refilled = refills(p) && until > since ? ((p.capMilli - remaining) * (at - since)) / (until - since) : 0;
+    const refilled = refills(p) && until > since ? ((p.capMilli - remaining) * (at - since) * share) / (until - since) : 0;
     return Math.min(p.capMilli, remaining + refilled);
   }
 
@@ -365,7 +374,7 @@ export class AnswerMemory {
     return Math.max(0, Math.ceil((queued * (until - since)) / (cap - remaining)));
   }
 
-  /** How long after `at` policy `i` of `m` has room for `cost` again, ms (at least 1). */
+  /** How long after `at` policy `i` of `m` has room for `cost` again (`room`), ms (at least 1). */
   waitFor(m: Remembered, i: number, cost: number, at: number): number {
     const k = STRIDE * i;
     const until = m[k + UNTIL] as number;
@@ -375,7 +384,7 @@ export class AnswerMemory {
     let t = until;
     if (refills(p) && p.capMilli > remaining && until > since) {
       const need = cost + (m[k + SPENT] as number) - remaining;
-      t = Math.min(until, since + (need * (until - since)) / (p.capMilli - remaining));
+      t = Math.min(until, since + (need * (until - since)) / ((p.capMilli - remaining) * (this.shares[i] ?? 1)));
     }
     return Math.max(1, Math.ceil(t - at));
   }

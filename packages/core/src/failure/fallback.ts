@@ -270,7 +270,9 @@ export class Fallback {
    */
   remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): Remembering {
     if (this.memory === undefined) {
-      this.memory = new AnswerMemory(this.config.policies);
+      const { policies, localPolicies } = this.config;
+      const shares = policies.map((p, i) => Math.min(1, (localPolicies[i]?.limit ?? p.limit) / p.limit));
+      this.memory = new AnswerMemory(policies, REMEMBERED_KEYS, shares);
       this.memory.onRegress = this.regress;
     }
     return this.memory.remember(key, r, at, storeKey, cost);

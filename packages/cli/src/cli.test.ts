@@ -1,7 +1,7 @@
 /**
  * @module The command line in process: the replay table, --json, the progress bar on a terminal only, usage errors (exit 2), the labs.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -175,6 +175,37 @@ describe("tollgate replay: flags said in the CLI's words", () => {
   });
 });
 
+describe('tollgate replay: what it refuses before reading', () => {
+  it('refuses --html naming an input log, by real path (a symlink too), and leaves the log as it was', async () => {
+    const log = join(dir, 'victim.csv');
+    writeFileSync(log, readFileSync(csv));
+    const link = join(dir, 'victim-link.html');
+    symlinkSync(log, link);
+    for (const html of [log, link, join(dir, '.', 'victim.csv')]) {
+      const { code, stdout, stderr } = await run(['replay', log, ...POLICIES, '--html', html]);
+      // Before: exit 0, and the log replaced by the HTML report.
+      expect([code, stdout]).toEqual([2, '']);
+      expect(stderr).toMatch(/^ERR_RL_CLI_USAGE: --html '.*' is the input log '.*victim\.csv': the report would overwrite it/);
+      expect(readFileSync(log, 'utf8')).toBe(readFileSync(csv, 'utf8'));
+    }
+  });
+
+  it("prints Node's multi-line argument errors as one readable line, not with escaped line breaks", async () => {
+    const { code, stderr } = await run(['replay', csv, ...POLICIES, '--reorder-window', '-5m']);
+    expect(code).toBe(2);
+    const first = stderr.split('\n')[0] as string;
+    // Before: "... is ambiguous.\u000aDid you forget ...".
+    expect(first).not.toContain('\\u000a');
+    expect(first).toMatch(
+      /^ERR_RL_CLI_USAGE: Option '--reorder-window' argument is ambiguous\. Did you forget .* use '--reorder-window=-XYZ'\.$/,
+    );
+    // An unknown option is the user's text: its control characters stay escaped.
+    expect((await run(['replay', csv, ...POLICIES, '--x\u001b[2J'])).stderr.split('\n')[0]).toBe(
+      "ERR_RL_CLI_USAGE: unknown option '--x\\u001b[2J'",
+    );
+  });
+});
+
 describe('tollgate replay: a log whose times are whole seconds', () => {
   // Five requests stamped in one second (nginx's $time_local has no milliseconds), against 5 per second.
   const line = '203.0.113.7 - - [10/Oct/2026:13:55:00 +0000] "GET /a HTTP/1.1" 200 12 "-" "curl"';
@@ -232,6 +263,12 @@ describe('tollgate replay: a log whose times are whole seconds', () => {
     const ms = join(dir, 'ms.csv');
     writeFileSync(ms, Array.from({ length: 10 }, (_, i) => `${T + i * 100},k`).join('\n'));
     expect((await run(['replay', ms, ...policy])).code).toBe(0);
+    // In --json, nothing whole-second is claimed of times with milliseconds, --spread-seconds or not
+    // (before: coarse [0], and spread true beside wholeSeconds false).
+    for (const flags of [[], ['--spread-seconds']]) {
+      const report = JSON.parse((await run(['replay', ms, ...policy, ...flags, '--json'])).stdout) as ReplayReport;
+      expect(report.input.times).toEqual({ wholeSeconds: false, spread: false, coarse: [] });
+    }
     const few = join(dir, 'few.csv');
     writeFileSync(few, `${T},k\n${T + 1000},k\n`);
     expect((await run(['replay', few, ...policy])).code).toBe(0);

@@ -5,14 +5,14 @@
  * 3 a replay done but with requests that fell outside the reorder window (the report says how many and
  * how late; its figures for them are approximate).
  */
-import { writeFileSync } from 'node:fs';
+import { realpathSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { type LogFields, type Logger, RateLimitConfigError } from '@tollgate/core';
 import { formatLine } from '@tollgate/core/adapter';
 import { CliError } from './cli-error.js';
 import { parseKeySpec } from './input/request-key.js';
 import { LOG_FORMATS, type LogFormat } from './input/request-parser.js';
-import { spoolStdin } from './input/stdin-spool.js';
+import { STDIN_NAME, spoolStdin } from './input/stdin-spool.js';
 import { formatDuration, MAX_REORDER_WINDOW_MS, parseDuration, rerunWith } from './input/time-order.js';
 import { renderLabHtml, renderLabText } from './labs/lab-report.js';
 import { LAB_NAMES, type LabName, runLab } from './labs/labs.js';
@@ -150,11 +150,34 @@ async function replayCommand(args: string[], io: CliIo): Promise<number> {
   if (values.version === true) return version(io);
   if (positionals.length === 0) throw new CliError('ERR_RL_CLI_USAGE', 'replay needs at least one log file (or - for standard input)');
   const options = replayOptions(values, io);
+  if (values.html !== undefined) refuseHtmlOverInput(values.html, positionals);
   const input = await spoolStdin(positionals, io.stdin);
   try {
     return finishReplay(await runReplay({ ...options, files: input.files, names: positionals }), values, io);
   } finally {
     input.cleanup();
+  }
+}
+
+/** The real path of `path` (links resolved), or undefined when it does not exist (or cannot be resolved). */
+function realPath(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Refuses an `--html` file that is one of the input logs, by real path (`./access.log`, a symlink to it):
+ * before, the report was written over the log without a word. Checked before anything is read.
+ */
+function refuseHtmlOverInput(html: string, files: readonly string[]): void {
+  const target = realPath(html);
+  if (target === undefined) return;
+  const log = files.find((f) => f !== STDIN_NAME && realPath(f) === target);
+  if (log !== undefined) {
+    throw new CliError('ERR_RL_CLI_USAGE', `--html '${html}' is the input log '${log}': the report would overwrite it; name another file`);
   }
 }
 
@@ -357,8 +380,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     const code = (error as NodeJS.ErrnoException).code;
     if (error instanceof TypeError && code?.startsWith('ERR_PARSE_ARGS') === true) {
       // Node's own text for an unknown option goes on about positionals after `--`, which no command here takes.
+      // Its other texts are sentences on lines of their own (an ambiguous `--reorder-window -5m`): one line
+      // here, as say() writes (before: the line breaks were escaped, `\u000a`, in the middle of the text).
+      // Only option names the CLI knows are quoted in those; an unknown name, the user's text, stays escaped.
       const message =
-        code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? (error.message.split('. ')[0] as string).replace(/^Unknown/, 'unknown') : error.message;
+        code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+          ? (error.message.split('. ')[0] as string).replace(/^Unknown/, 'unknown')
+          : error.message.split('\n').join(' ');
       say(io, `ERR_RL_CLI_USAGE: ${message}`);
       io.stderr.write(`\n${USAGE}`);
       return 2;

@@ -1,6 +1,8 @@
 /**
  * @module Every input format to { at, key, cost }: the core's ip keys (/64, trusted proxies), header and field keys, costs, malformed lines.
  */
+import { keys } from '@tollgate/core';
+import { createDiagnostics } from '@tollgate/core/adapter';
 import { describe, expect, it } from 'vitest';
 import { CliError } from '../cli-error.js';
 import { createKeyer, parseKeySpec } from './request-key.js';
@@ -209,6 +211,12 @@ describe('CSV input', () => {
     expect(parser({ format: 'csv', key: parseKeySpec('ip') })(`${T},2001:db8::5`, 1)).toMatchObject({ key: 'ip:2001:db8::/64' });
   });
 
+  it('takes an empty cost column for no cost: 1, as without the column (before: "bad cost \'\'")', () => {
+    expect(p(`${T},alice,`, 2)).toEqual({ at: T, key: 'alice', cost: 1 });
+    expect(p(`${T},alice, `, 2)).toEqual({ at: T, key: 'alice', cost: 1 });
+    expect(p(`"${T}","alice",""`, 2)).toEqual({ at: T, key: 'alice', cost: 1 });
+  });
+
   it.each([
     ['just-one-cell', 'expected time,key[,cost]'],
     ['x,k', "bad time 'x'"],
@@ -249,6 +257,46 @@ describe('JSON access logs as loggers write them', () => {
       cost: 3,
     });
     expect(nested(JSON.stringify({ http: { start: at }, user: 'u-7' }), 1)).toBe('no key');
+  });
+});
+
+describe('logged headers where loggers put them, as the adapters read them', () => {
+  const line = (fields: Record<string, unknown>) => JSON.stringify({ time: T, ...fields });
+
+  it('reads --key header: from headers, pino-http req.headers, Caddy request.headers and nginx-style fields, arrays joined', () => {
+    const byHeader = parser({ format: 'jsonl', key: parseKeySpec('header:x-api-key') });
+    const flat = byHeader(line({ headers: { 'x-api-key': 'k-1' } }), 1);
+    expect(flat).toMatchObject({ at: T, cost: 1 });
+    // Before: 'no key' for every line of pino-http and Caddy, and for a value logged as an array.
+    expect(byHeader(line({ req: { headers: { 'x-api-key': 'k-1' } } }), 1)).toEqual(flat);
+    expect(byHeader(line({ request: { headers: { 'X-Api-Key': ['k-1'] } } }), 1)).toEqual(flat);
+    expect(byHeader(line({ headers: { 'X-Api-Key': ['k-1'] } }), 1)).toEqual(flat);
+    expect(byHeader(line({ http_x_api_key: 'k-1' }), 1)).toEqual(flat);
+    // Repeated lines are one value, joined with ", " as HTTP (and the core's readHeader) joins them.
+    expect(byHeader(line({ headers: { 'x-api-key': ['k-1', 'k-2'] } }), 1)).toEqual(
+      byHeader(line({ headers: { 'x-api-key': 'k-1, k-2' } }), 1),
+    );
+    expect(byHeader(line({ headers: { 'x-api-key': [] } }), 1)).toBe('no key');
+  });
+
+  it('reads an X-Forwarded-For logged as an array as keys.ip() does: the client, not the proxy', () => {
+    const trusted = parser({ format: 'jsonl' }, ['private']);
+    const xff = ['203.0.113.9', '10.0.0.3'];
+    const core = keys.ip({ trustedProxies: ['private'] })(undefined, {
+      remoteAddress: '10.0.0.1',
+      headers: { 'x-forwarded-for': xff },
+      method: 'GET',
+      url: '/',
+      request: undefined,
+      diagnostics: createDiagnostics(logger),
+    });
+    expect(core).toBe('ip:203.0.113.9');
+    // Before: 'ip:10.0.0.1', the proxy, for every array below.
+    expect(trusted(line({ remote_addr: '10.0.0.1', headers: { 'x-forwarded-for': xff } }), 1)).toMatchObject({ key: core });
+    expect(trusted(line({ req: { remoteAddress: '10.0.0.1', headers: { 'x-forwarded-for': xff } } }), 1)).toMatchObject({ key: core });
+    expect(trusted(line({ request: { remote_ip: '10.0.0.1', headers: { 'X-Forwarded-For': xff } } }), 1)).toMatchObject({ key: core });
+    expect(trusted(line({ remote_addr: '10.0.0.1', x_forwarded_for: '203.0.113.9, 10.0.0.3' }), 1)).toMatchObject({ key: core });
+    expect(trusted(line({ remote_addr: '10.0.0.1', http_x_forwarded_for: '203.0.113.9, 10.0.0.3' }), 1)).toMatchObject({ key: core });
   });
 });
 

@@ -141,15 +141,48 @@ function text(value: unknown): string | undefined {
   return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined;
 }
 
-/** The value of header `name` in the line's `headers` object, whatever the case its names were logged in. */
-function headerOf(obj: JsonObject, name: string): unknown {
-  const h = obj.headers;
+/**
+ * A logged header value as the core's `readHeader` reads what an adapter passes: a string as it is; an array
+ * (Go's `http.Header`, which Caddy logs, and Node's `headersDistinct`) is the header's repeated lines, joined
+ * with `", "` as HTTP joins repeated fields, its non-strings ignored (undefined when none is left). So an
+ * X-Forwarded-For logged as `["203.0.113.9", "10.0.0.3"]` names the client it named to the server, as
+ * `keys.ip()` reads it (before: dropped, and the proxy was the key). A number is its text, as before: a
+ * logger's rendering of a header such as `X-User-Id`.
+ */
+function headerText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number') return String(value);
+  if (!Array.isArray(value)) return undefined;
+  const lines = value.filter((line): line is string => typeof line === 'string');
+  return lines.length === 0 ? undefined : lines.join(', ');
+}
+
+/**
+ * Where JSON access logs put the request's headers: top-level `headers`, pino-http's `req.headers`, Caddy's
+ * `request.headers`. A line has one of them; the first that holds the header is read.
+ */
+const HEADER_OBJECTS = ['headers', 'req.headers', 'request.headers'];
+
+/** The value of header `name` in one headers object, whatever the case its names were logged in. */
+function headerIn(h: unknown, lower: string): unknown {
   if (h === null || typeof h !== 'object' || Array.isArray(h)) return undefined;
   const headers = h as JsonObject;
-  const lower = name.toLowerCase();
   if (Object.hasOwn(headers, lower)) return headers[lower];
   for (const k of Object.keys(headers)) if (k.toLowerCase() === lower) return headers[k];
   return undefined;
+}
+
+/**
+ * The text of header `name` as logged: in a headers object ({@link HEADER_OBJECTS}), else in the flat field
+ * nginx names it by (`http_x_api_key`), or in `also` (another flat name some loggers use); undefined when absent.
+ */
+function headerOf(obj: JsonObject, name: string, also?: string): string | undefined {
+  const lower = name.toLowerCase();
+  for (const at of HEADER_OBJECTS) {
+    const value = headerText(headerIn(fieldAt(obj, at), lower));
+    if (value !== undefined) return value;
+  }
+  return headerText(obj[nginxHeaderField(lower)]) ?? (also === undefined ? undefined : headerText(obj[also]));
 }
 
 function jsonParser(o: ParserOptions): LineParser {
@@ -185,17 +218,13 @@ function jsonParser(o: ParserOptions): LineParser {
  */
 function jsonKey(obj: JsonObject, key: ParserOptions['key'], keyer: Keyer): string | undefined {
   if (key?.kind === 'field') return text(fieldAt(obj, key.name));
-  if (key?.kind === 'header') return keyer.fromHeader(key.name, text(headerOf(obj, key.name) ?? obj[nginxHeaderField(key.name)]));
+  if (key?.kind === 'header') return keyer.fromHeader(key.name, headerOf(obj, key.name));
   // `--key ip` asks for the address whatever the line names.
   const own = key === undefined ? text(obj.key) : undefined;
   if (own !== undefined) return own;
   let address: string | undefined;
   for (let i = 0; i < ADDRESS_FIELDS.length && address === undefined; i++) address = text(fieldAt(obj, ADDRESS_FIELDS[i] as string));
-  // pino-http logs the request's headers under `req`.
-  const req = fieldAt(obj, 'req');
-  const reqHeader =
-    req !== null && typeof req === 'object' && !Array.isArray(req) ? headerOf(req as JsonObject, 'x-forwarded-for') : undefined;
-  const xff = text(obj.http_x_forwarded_for ?? obj.x_forwarded_for ?? headerOf(obj, 'x-forwarded-for') ?? reqHeader);
+  const xff = headerOf(obj, 'x-forwarded-for', 'x_forwarded_for');
   // `203.0.113.9:443` and `[2001:db8::1]:443` (Go's RemoteAddr, some proxies): the core's reading of such an X-Forwarded-For entry.
   return address === undefined ? undefined : keyer.fromAddress(xForwardedForNode(address) ?? address, xff);
 }
@@ -284,14 +313,18 @@ function quotedCsv(line: string, lineNumber: number, asAddress: boolean, keyer: 
   return csvRequest(fields[0] as string, (fields[1] as string).trim(), fields[2]?.trim(), asAddress, keyer);
 }
 
-/** The request of a CSV line's columns (`costText` undefined: no third column). */
+/**
+ * The request of a CSV line's columns (`costText` undefined: no third column). An empty third column
+ * (`1700000000,alice,`, as exports write a missing value) is a line without the cost: it costs 1, as
+ * without the column (before: malformed, "bad cost ''").
+ */
 function csvRequest(timeText: string, keyText: string, costText: string | undefined, asAddress: boolean, keyer: Keyer): LineResult {
   const at = parseTimeValue(timeText);
   if (Number.isNaN(at)) return `bad time '${timeText}'`;
   const k = asAddress ? keyer.fromAddress(keyText, undefined) : keyText;
   if (k === undefined || k === '') return asAddress ? `bad client address '${keyText}'` : 'empty key';
   if (costText?.includes(',')) return 'expected time,key[,cost]';
-  const cost = costText === undefined ? 1 : costOf(costText);
+  const cost = costText === undefined || costText === '' ? 1 : costOf(costText);
   if (Number.isNaN(cost)) return `bad cost '${costText}' (must be a positive multiple of 1/1000)`;
   return { at, key: k, cost };
 }

@@ -130,6 +130,21 @@ describe('the reorder window', () => {
     expect(lateStats).toMatchObject({ late: 1, worstLateMs: 7_209_000 - 50_000 });
   });
 
+  it('past 1,024 sparse lines (each more than a window after the last), busy traffic still moves the window', async () => {
+    // A quiet start, a request every 2 minutes (90 s window: no three agree), then 100 requests a second.
+    // Before: the far-ahead list was full, each new line dropped before the check: nothing ever left
+    // until the end, and every one of the 21,100 lines was held.
+    const sparse = Array.from({ length: 1100 }, (_, i) => ({ at: i * 120_000, key: `s${i}`, cost: 1 }));
+    const start = 1100 * 120_000;
+    const dense = Array.from({ length: 20_000 }, (_, i) => ({ at: start + i * 10, key: `d${i}`, cost: 1 }));
+    const stats = createOrderStats('window', 'flag', 90_000);
+    const out = await reorder([...sparse, ...dense], stats, 100);
+    expect(out).toEqual([...sparse, ...dense]);
+    expect(stats).toMatchObject({ late: 0 });
+    // The sparse lines (held until traffic agrees) and one 90 s window of the busy traffic (9,000 lines), no more.
+    expect(stats.maxHeld).toBeLessThanOrEqual(1100 + 9000 + 100);
+  });
+
   it('sorted whole by size, a file that holds more than the cap goes on through the default window', async () => {
     const input = disordered(4, 3000, 5000);
     const stats = createOrderStats('sort', 'auto', null);

@@ -257,6 +257,9 @@ export const AUTO_SORT_REQUESTS = 1_000_000;
  */
 export const JUMP_LINES = 3;
 
+/** The most far-ahead line times the reorder window remembers while they wait to agree (`JUMP_LINES`). */
+const MAX_AHEAD = 1024;
+
 /** Counts lines earlier than the line before them, as written. */
 class Disorder {
   private previous = Number.NEGATIVE_INFINITY;
@@ -356,8 +359,10 @@ class Reorder {
   private newest = Number.NEGATIVE_INFINITY;
   private released = Number.NEGATIVE_INFINITY;
   private order = 0;
-  /** Times of held requests more than a window ahead of `newest`, ascending (at most 1,024 kept). */
+  /** Times of held requests more than a window ahead of `newest`, ascending (at most `MAX_AHEAD` kept). */
   private readonly ahead: number[] = [];
+  /** The same times in the order they were read, the oldest first: which one to forget when `ahead` is full. */
+  private aheadRead: number[] = [];
   private readonly held = new Held();
   private readonly windowMs: number;
 
@@ -397,18 +402,29 @@ class Reorder {
   private advance(at: number): void {
     this.newest = at;
     const ahead = this.ahead;
+    const covered = at + this.windowMs;
     let drop = 0;
-    while (drop < ahead.length && (ahead[drop] as number) <= at + this.windowMs) drop++;
-    if (drop > 0) ahead.splice(0, drop);
+    while (drop < ahead.length && (ahead[drop] as number) <= covered) drop++;
+    if (drop > 0) {
+      ahead.splice(0, drop);
+      this.aheadRead = ahead.length === 0 ? [] : this.aheadRead.filter((t) => t > covered);
+    }
   }
 
-  /** A line far ahead: the window moves to it only with `JUMP_LINES - 1` others within a window of it. */
+  /**
+   * A line far ahead: the window moves to it only with `JUMP_LINES - 1` others within a window of it. When
+   * `MAX_AHEAD` lines wait ahead, the one read longest ago is forgotten (it stays held, and leaves when the
+   * window passes it): the check then always sees the newest lines, so a start of sparse traffic (lines
+   * further apart than the window) followed by a busy log still moves the window. Before, the newest line
+   * was the one dropped, before the check: the window never moved again and every later line was held.
+   */
   private jump(at: number): void {
     const ahead = this.ahead;
     let i = ahead.length;
     while (i > 0 && (ahead[i - 1] as number) > at) i--;
     ahead.splice(i, 0, at);
-    if (ahead.length > 1024) ahead.pop();
+    this.aheadRead.push(at);
+    if (ahead.length > MAX_AHEAD) ahead.splice(ahead.indexOf(this.aheadRead.shift() as number), 1);
     for (let j = 0; j + JUMP_LINES - 1 < ahead.length; j++) {
       const last = ahead[j + JUMP_LINES - 1] as number;
       if (last - (ahead[j] as number) <= this.windowMs) {

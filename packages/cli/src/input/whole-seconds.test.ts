@@ -27,10 +27,14 @@ describe('spreadWholeSeconds', () => {
     expect(await times(spreadWholeSeconds(batches(at(0, 0, 100, 200, 1000, 1001))))).toEqual([0, 50, 100, 200, 1000, 1001]);
   });
 
-  it('never gives a time before one already given, when a late request splits a second', async () => {
+  it('replays a late request at its own time, and goes on with a second it split where that second was', async () => {
+    // Before: 5000, 5500, 5500, 5500, 5500: the late request of second 4 was moved to the newest time.
     const out = await times(spreadWholeSeconds(batches(at(5000, 5000, 4000, 5000, 5000))));
-    expect(out).toEqual([...out].sort((a, b) => a - b));
-    expect(out.length).toBe(5);
+    expect(out).toEqual([5000, 5500, 4000, 5500, 5500]);
+    const notLate = out.filter((_, i) => i !== 2);
+    expect(notLate).toEqual([...notLate].sort((a, b) => a - b));
+    // Two late requests of one earlier second are spread over it, as that second's requests are.
+    expect(await times(spreadWholeSeconds(batches(at(7000, 7000, 1000, 1000, 8000))))).toEqual([7000, 7500, 1000, 1500, 8000]);
   });
 });
 

@@ -59,22 +59,33 @@ export class WholeSeconds {
 /**
  * One file's requests (in time order) with the requests of each whole second spread evenly over it, in
  * the order they came: over the second, or up to the next request's time when that comes sooner (ties in a
- * log with milliseconds stay before what follows them), never before a time already given. Requests of a
- * time with milliseconds pass as they are. Per file, before the files are merged, so the merge sees each
- * file in order.
+ * log with milliseconds stay before what follows them), never before a time already given in that second
+ * (a second split by a late request goes on where it was). A late request (one the reorder window let
+ * through after later seconds) keeps its own second, spread over it, as the README says late requests are
+ * replayed: at once, at their own time. Requests of a time with milliseconds pass as they are. Per file,
+ * before the files are merged, so the merge sees each file in order.
  */
 export async function* spreadWholeSeconds(source: AsyncIterable<LogRequest[]>): AsyncGenerator<LogRequest[]> {
   const group: LogRequest[] = [];
   let out: LogRequest[] = [];
+  /** The last time given to a request of the newest second spread so far. */
   let last = Number.NEGATIVE_INFINITY;
+  let newestSecond = Number.NEGATIVE_INFINITY;
   const flush = (next: number) => {
     const n = group.length;
     const second = (group[0] as LogRequest).at;
     const span = next > second ? Math.min(1000, next - second) : 1000;
+    // Before: every time was at least the last one given, so a late request moved to the newest time.
+    const late = second < newestSecond;
+    if (!late) newestSecond = second;
     for (let i = 0; i < n; i++) {
       const r = group[i] as LogRequest;
-      last = Math.max(last, second + Math.floor((i * span) / n));
-      out.push({ at: last, key: r.key, cost: r.cost });
+      const at = second + Math.floor((i * span) / n);
+      if (late) out.push({ at, key: r.key, cost: r.cost });
+      else {
+        last = Math.max(last, at);
+        out.push({ at: last, key: r.key, cost: r.cost });
+      }
     }
     group.length = 0;
   };

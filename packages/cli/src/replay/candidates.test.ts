@@ -57,6 +57,25 @@ describe('--policy values', () => {
     expect(() => parseCandidate('{"policies":[],"mode":"shadow"}', 0)).toThrow(/unexpected 'mode'/);
   });
 
+  it('reads a policy file that starts with a UTF-8 byte order mark (before: "not valid JSON")', () => {
+    const files: Record<string, string> = { 'bom.json': '\uFEFF{"limit":5,"windowMs":1000}' };
+    expect(parseCandidate('bom.json', 0, (p) => files[p] ?? '')).toEqual({ label: 'gcra 5/1s', policies: [{ limit: 5, windowMs: 1000 }] });
+  });
+
+  it.each([
+    ['null', 'JSON null'],
+    ['42', 'the JSON number 42'],
+    ['"x"', 'the JSON string "x"'],
+    ['true', 'the JSON boolean true'],
+  ])('says JSON %s is JSON, but not a policy (before: "neither JSON nor a readable file (ENOENT)")', (text, what) => {
+    const missing = () => {
+      throw Object.assign(new Error('x'), { code: 'ENOENT' });
+    };
+    expect(() => parseCandidate(text, 0, missing)).toThrow(`ERR_RL_CLI_USAGE: --policy #1 is ${what}, not a policy: give an object`);
+    // The same JSON in a file.
+    expect(() => parseCandidate('p.json', 0, () => text)).toThrow(`--policy #1 is ${what}, not a policy`);
+  });
+
   it('refuses a concurrency policy, naming the --policy: a log line has no duration to hold a lease for', () => {
     const plan = '[{"limit":5,"windowMs":1000},{"algorithm":"concurrency","limit":3}]';
     expect(() => parseCandidate(plan, 1)).toThrow(/^ERR_RL_CLI_USAGE: --policy #2: a 'concurrency' policy limits requests in flight/);

@@ -52,27 +52,57 @@ function namedInList(list: PolicyOptions[]): PolicyOptions[] {
   });
 }
 
-/** Parses `--policy` value number `index` (0-based). Throws CliError for unreadable input, RateLimitConfigError (prefixed) for a bad policy. */
-export function parseCandidate(text: string, index: number, read: (path: string) => string = (p) => readFileSync(p, 'utf8')): Candidate {
-  const where = `--policy #${index + 1}`;
+/**
+ * The JSON of a `--policy` value: the text itself when it is JSON (an object or a list, or any JSON that is
+ * no file's name), else the file it names. A leading UTF-8 byte order mark, which Windows editors write,
+ * is no part of the JSON (before: "not valid JSON"). A value that is JSON but neither an object nor a
+ * list (`null`, `42`, `"x"`) is said to be so (before: "neither JSON nor a readable file (ENOENT)").
+ */
+function readPolicyJson(text: string, where: string, read: (path: string) => string): unknown {
   const trimmed = text.trim();
   let source = trimmed;
   if (!trimmed.startsWith('{') && !trimmed.startsWith('[')) {
     try {
       source = read(trimmed);
     } catch (error) {
-      throw new CliError(
-        'ERR_RL_CLI_USAGE',
-        `${where} is neither JSON nor a readable file: '${trimmed}' (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
-      );
+      if (parsesAsJson(trimmed)) source = trimmed;
+      else {
+        throw new CliError(
+          'ERR_RL_CLI_USAGE',
+          `${where} is neither JSON nor a readable file: '${trimmed}' (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+        );
+      }
     }
   }
   let value: unknown;
   try {
-    value = JSON.parse(source);
+    value = JSON.parse(source.replace(/^\uFEFF/, ''));
   } catch (error) {
     throw new CliError('ERR_RL_CLI_USAGE', `${where} is not valid JSON (${(error as Error).message})`);
   }
+  if (value === null || typeof value !== 'object') {
+    throw new CliError(
+      'ERR_RL_CLI_USAGE',
+      `${where} is ${value === null ? 'JSON null' : `the JSON ${typeof value} ${JSON.stringify(value).slice(0, 40)}`}, not a policy: ` +
+        `give an object ({"limit":100,"windowMs":60000}), a list of them, or a plan {"name":...,"policies":[...]}`,
+    );
+  }
+  return value;
+}
+
+function parsesAsJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Parses `--policy` value number `index` (0-based). Throws CliError for unreadable input, RateLimitConfigError (prefixed) for a bad policy. */
+export function parseCandidate(text: string, index: number, read: (path: string) => string = (p) => readFileSync(p, 'utf8')): Candidate {
+  const where = `--policy #${index + 1}`;
+  const value = readPolicyJson(text, where, read);
   let name: string | undefined;
   let policies: unknown;
   if (Array.isArray(value)) policies = value;

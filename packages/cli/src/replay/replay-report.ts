@@ -88,7 +88,7 @@ export interface ReplayReport {
      * The log's times (input/whole-seconds.ts): `wholeSeconds` when every request's time was a whole second;
      * `spread` when `--spread-seconds` spread each second's requests over it; `coarse`, the candidates
      * (indexes) with a policy window (or a bucket's refill of its burst, `timeSpanMs`) of 10 s or less, whose figures whole-second times make approximate
-     * unless spread. Null: requests pushed by hand.
+     * unless spread. Without whole seconds, `spread` is false and `coarse` empty. Null: requests pushed by hand.
      */
     readonly times: ReplayTimes | null;
   };

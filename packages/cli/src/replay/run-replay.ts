@@ -105,13 +105,18 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
     options.progress?.update(stats.readBytes, stats.totalBytes, `${stats.lines.toLocaleString('en-US')} lines`);
   }
   options.progress?.finish();
-  const coarse = options.candidates.flatMap((c, i) => (c.policies.some((p) => timeSpanMs(p) <= COARSE_WINDOW_MS) ? [i] : []));
+  // What the whole-second times did: nothing when the times are not whole seconds (before: `coarse` listed the
+  // short candidates and `spread` said true whatever the times, which contradicted `wholeSeconds: false`).
+  const wholeSeconds = seconds.seen;
+  const coarse = wholeSeconds
+    ? options.candidates.flatMap((c, i) => (c.policies.some((p) => timeSpanMs(p) <= COARSE_WINDOW_MS) ? [i] : []))
+    : [];
   return engine.report({
     files: stats.files,
     lines: stats.lines,
     malformed: stats.malformed + refused,
     malformedSamples: stats.malformedSamples,
     order,
-    times: { wholeSeconds: seconds.seen, spread: options.spreadSeconds === true, coarse },
+    times: { wholeSeconds, spread: wholeSeconds && options.spreadSeconds === true, coarse },
   });
 }

@@ -895,6 +895,36 @@ describe('a store that lost its state (a Redis restart without persistence) is c
     await limiter.close();
   });
 
+  it('a mark answered after the hold: answers from the emptied key are decided by what it had until the charges are in, not only for 100 ms', async () => {
+    fakeWatchdogTime();
+    const store = new OutageStore();
+    const limiter = createLimiter({
+      policies: { algorithm: 'fixed-window', limit: 3, windowMs: 60_000 },
+      store,
+      clock: () => 1_000,
+      logger: quiet,
+    });
+    for (let i = 0; i < 3; i++) expect((await limiter.check('a')).allowed).toBe(true);
+    let answerMark: (missing: boolean) => void = () => undefined;
+    store.markAlive = () => new Promise<boolean>((resolve) => (answerMark = resolve));
+    store.reconnect(true);
+    // Held 100 ms at most, then sent: the emptied key's answer cannot follow, and the question is out.
+    const held = limiter.check('a');
+    await vi.advanceTimersByTimeAsync(100);
+    expect(await held).toMatchObject({ allowed: false, degraded: false });
+    // Later checks, the mark still not answered (a loaded host): before, taken as the emptied key said (3 more).
+    await vi.advanceTimersByTimeAsync(50);
+    const later = [];
+    for (let i = 0; i < 3; i++) later.push((await limiter.check('a')).allowed);
+    expect(later).toEqual([false, false, false]);
+    // The mark says the store lost its state: charged again, the key stays exhausted.
+    answerMark(true);
+    await vi.advanceTimersByTimeAsync(10);
+    expect((await limiter.check('a')).allowed).toBe(false);
+    expect(store.remainingOf('a', 1_000)).toBe(0);
+    await limiter.close();
+  });
+
   it('each policy of a plan, several keys per decision and a bucket refilling: charged what each had used', async () => {
     let t = 1_000;
     const store = new OutageStore();

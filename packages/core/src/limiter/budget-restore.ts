@@ -245,10 +245,14 @@ export class BudgetRestore {
   }
 
   /**
-   * `verdict` is out for `node` (ALL_NODES: the store's one mark) until it settles, or the longest a hold
-   * keeps a check (StoreGuard.holdBoundMs): a question the store does not answer in time counts as a loss
-   * for the answers that wait on it (they are decided by what their keys had; a verdict that the store
-   * lost nothing, when it comes, lets later answers through again, AnswerMemory.release).
+   * `verdict` is out for `node` (ALL_NODES: the store's one mark) until it settles: an answer waits for it
+   * at most the longest a hold keeps a check (StoreGuard.holdBoundMs), and a question the store does not
+   * answer in time counts as a loss for the answers that wait on it (they are decided by what their keys
+   * had; a verdict that the store lost nothing, when it comes, lets later answers through again,
+   * AnswerMemory.release). The verdict stays out until it settles, not only for that bound: on a loaded
+   * host the mark's answer and the charges came after it, and the answers from the emptied keys that
+   * came meanwhile were taken as they were (four processes, a restart without persistence: the whole
+   * limit admitted again in 1 run of 5).
    */
   private judging(node: string, verdict: Promise<boolean>): void {
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -258,8 +262,8 @@ export class BudgetRestore {
         timer = setTimeout(() => resolve(true), this.guard.holdBoundMs());
         timer.unref?.();
       }),
-    ]).finally(() => {
-      clearTimeout(timer);
+    ]).finally(() => clearTimeout(timer));
+    void verdict.finally(() => {
       if (this.verdicts.get(node) === bounded) this.verdicts.delete(node);
     });
     this.verdicts.set(node, bounded);
@@ -443,6 +447,8 @@ export class BudgetRestore {
   /**
    * When `marking` says the mark changed, and the keys agree (`witnessed`), charges `counted` again
    * (RestoreCharges.recharge). Settles once the charges are sent. A mark the store cannot set is no loss.
+   * The verdict is out (`judging`) until the charges are in too: an answer that could not follow meanwhile
+   * came from a key not charged yet.
    */
   private chargeIfLost(marking: Promise<boolean>, counted: Snapshot, node?: string): Promise<void> {
     const verdict = marking
@@ -452,20 +458,26 @@ export class BudgetRestore {
         return changed && this.agree(counted);
       })
       .then(undefined, () => false);
-    this.judging(node ?? ALL_NODES, verdict);
-    return verdict
-      .then(async (lost) => {
-        if (!lost) {
-          for (const f of this.fallbacks.values()) f.releaseRecords();
-          return;
-        }
-        // The ledgers went with the keys: charges of an earlier restore still waiting are this one's now.
-        this.charges.lost(node);
-        const charged = await Promise.all(counted.flatMap(([cp, keys]) => keys.map((c) => this.charges.recharge(cp.storePlan, c))));
-        const n = charged.filter((some) => some).length;
-        if (n > 0) this.report?.({ keys: n, node });
-      })
-      .then(undefined, () => undefined);
+    const charged = verdict.then(async (lost) => {
+      if (!lost) {
+        for (const f of this.fallbacks.values()) f.releaseRecords();
+        return false;
+      }
+      // The ledgers went with the keys: charges of an earlier restore still waiting are this one's now.
+      this.charges.lost(node);
+      const charged = await Promise.all(counted.flatMap(([cp, keys]) => keys.map((c) => this.charges.recharge(cp.storePlan, c))));
+      const n = charged.filter((some) => some).length;
+      if (n > 0) this.report?.({ keys: n, node });
+      return true;
+    });
+    this.judging(
+      node ?? ALL_NODES,
+      charged.then(undefined, () => true),
+    );
+    return charged.then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /**

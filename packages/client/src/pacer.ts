@@ -88,21 +88,24 @@ export interface PacingScope {
 }
 
 /**
- * What the pacer answers a request: go (after `waitMs`, then `redeem` its units), wait and ask again, or
- * be refused at once.
+ * What the pacer answers a request: go (after `waitMs`, then `redeem` it), wait and ask again, or be
+ * refused at once.
  */
 export type Reservation =
   | {
       readonly kind: 'go';
       readonly waitMs: number;
       readonly ticket: PacingTicket | undefined;
-      /** The quotas (ids) it took a unit of: `redeem` them as it leaves, `release` them if it never does. */
+      /** The quotas (ids) it took a unit of: the grant is `redeem`ed as it leaves, `forsake`n if it never does. */
       readonly units: readonly string[];
     }
   /** Ask again after `waitMs`, or as soon as `renewed` settles (new numbers, a probe's end). */
   | { readonly kind: 'wait'; readonly waitMs: number; readonly renewed: Promise<void> | undefined }
   /** The reset is beyond what the request may wait: answer it with this, unsent. */
   | { readonly kind: 'refuse'; readonly status: number; readonly retryAfterMs: number };
+
+/** A reservation to go: `redeem` it as the request leaves, `forsake` it if it never does. */
+export type Grant = Extract<Reservation, { kind: 'go' }>;
 
 /**
  * What a first attempt left with, when the pacer must hear how it ended (a partition's first contact, a
@@ -115,8 +118,11 @@ export interface PacingTicket {
   readonly partition: Partition | undefined;
   /** Quotas whose reset passed: it probes them. */
   readonly probed: readonly Quota[];
-  /** Units a new line took on evidence alone: given back when its line turns out not to answer to their quotas. */
-  readonly charged: readonly Charge[];
+  /**
+   * Units a new line took on evidence alone: given back when its line turns out not to answer to their
+   * quotas (emptied when they went back already: `Pacer.forsake`).
+   */
+  charged: readonly Charge[];
   done: boolean;
 }
 
@@ -330,34 +336,43 @@ export class Pacer {
   }
 
   /**
-   * A request granted `units` (Reservation 'go') leaves now: true when they still stand. False when
-   * numbers that came while it waited for its slot left fewer than had been granted (the server counted
-   * requests this client had not sent yet): its units go back and it asks again, so the requests granted
+   * A request granted `grant` leaves now: true when its units still stand. False when numbers that came
+   * while it waited for its slot left fewer than had been granted (the server counted requests this
+   * client had not sent yet): the grant is forsaken and the request asks again, so the requests granted
    * never outnumber what the server last said was left.
    */
-  redeem(units: readonly string[]): boolean {
-    if (units.every((id) => (this.quotas.get(id)?.overdrawn ?? 0) === 0)) {
-      for (const id of units) add(this.granted, id, -1);
+  redeem(grant: Grant): boolean {
+    if (grant.units.every((id) => (this.quotas.get(id)?.overdrawn ?? 0) === 0)) {
+      for (const id of grant.units) add(this.granted, id, -1);
       return true;
     }
-    this.release(units);
+    this.forsake(grant);
     return false;
   }
 
-  /** A request granted `units` will not leave (aborted, or told to ask again): each goes back (or pays off an overdraft). */
-  release(units: readonly string[]): void {
-    for (const id of units) {
+  /**
+   * A request granted `grant` will not leave (aborted, or told to ask again by `redeem`): each unit goes
+   * back (or pays off an overdraft), and its ticket is settled, its units not given back a second time.
+   */
+  forsake(grant: Grant): void {
+    for (const id of grant.units) {
       add(this.granted, id, -1);
       const q = this.quotas.get(id);
       if (q === undefined) continue;
-      if (q.overdrawn > 0) {
-        q.overdrawn -= 1;
-        continue;
-      }
-      q.remaining += 1;
-      if (q.remaining >= 1) q.spentSince = undefined;
-      this.wake(q);
+      if (q.overdrawn > 0) q.overdrawn -= 1;
+      else this.unitBack(q);
     }
+    const ticket = grant.ticket;
+    if (ticket === undefined) return;
+    ticket.charged = [];
+    this.settled(ticket);
+  }
+
+  /** A unit taken of `q` goes back: the requests waiting on it ask again. */
+  private unitBack(q: Quota): void {
+    q.remaining += 1;
+    if (q.remaining >= 1) q.spentSince = undefined;
+    this.wake(q);
   }
 
   /**
@@ -446,9 +461,11 @@ export class Pacer {
    * A first attempt that left with a ticket is over. A partition's first contact that brought nothing
    * (no response) leaves nothing known: nothing waits. A new line's charges on quotas its line did not
    * answer to are given back. A quota it probed that its response did not renew (no numbers for it, or
-   * no response) is unknown again, and nothing waits for it.
+   * no response) is unknown again, and nothing waits for it; unless a cache answered (`cached`), which
+   * tells nothing of the server: the quota stays as it was, and the next probe goes once this one's
+   * PROBE_WAIT_MS is over.
    */
-  settled(ticket: PacingTicket): void {
+  settled(ticket: PacingTicket, cached = false): void {
     if (ticket.done) return;
     ticket.done = true;
     const part = ticket.partition;
@@ -459,6 +476,7 @@ export class Pacer {
       }
       this.heard(part);
     }
+    if (cached) return;
     for (const q of ticket.probed) if (this.quotas.get(q.id) === q && q.probeUntil !== undefined) this.forget(q.id, q);
   }
 
@@ -468,11 +486,9 @@ export class Pacer {
     if (line === undefined) return;
     for (const { quota: q, nextAt, after } of ticket.charged) {
       if (line.quotas.includes(q.id) || this.quotas.get(q.id) !== q) continue;
-      q.remaining += 1;
-      if (q.remaining >= 1) q.spentSince = undefined;
       // Its pacing slot too, unless a later unit was paced after it.
       if (q.nextAt === after) q.nextAt = nextAt;
-      this.wake(q);
+      this.unitBack(q);
     }
   }
 

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type FetchLike, withRetry } from './index.js';
-import { Pacer, pacingScope, requestLine } from './pacer.js';
+import { type Grant, Pacer, pacingScope, requestLine } from './pacer.js';
 
 beforeEach(() => {
   vi.useFakeTimers({ now: Date.parse('2026-12-02T04:00:00Z') });
@@ -176,11 +176,11 @@ describe('pacing by policy and partition', () => {
     pacer.landed(pacer.sent(scope));
     numbers(10);
     if (first.kind === 'go' && first.ticket !== undefined) pacer.settled(first.ticket);
-    const grants = () => Array.from({ length: 12 }, () => pacer.reserve(scope, 30_000)).flatMap((r) => (r.kind === 'go' ? [r.units] : []));
+    const grants = () => Array.from({ length: 12 }, () => pacer.reserve(scope, 30_000)).flatMap((r) => (r.kind === 'go' ? [r] : []));
     const a = grants();
     expect(a).toHaveLength(10);
     // The first leaves and is answered: 9 left, the 9 still waiting for their slots already hold them.
-    expect(pacer.redeem(a[0] ?? [])).toBe(true);
+    expect(pacer.redeem(a[0] as Grant)).toBe(true);
     now = 5;
     pacer.landed(pacer.sent(scope));
     numbers(9);
@@ -189,15 +189,55 @@ describe('pacing by policy and partition', () => {
     // Another client spent the window: a 429 with nothing left while 9 are granted. None of them leaves.
     now = 10;
     numbers(0, 429);
-    expect(a.slice(1).map((units) => pacer.redeem(units))).toEqual(Array(9).fill(false));
+    expect(a.slice(1).map((g) => pacer.redeem(g))).toEqual(Array(9).fill(false));
     expect(pacer.sizes().granted).toBe(0);
     // A granted request that will not leave gives its unit back.
     now = 2_100;
     numbers(5);
     const b = grants();
     expect(b).toHaveLength(5);
-    pacer.release(b[0] ?? []);
+    pacer.forsake(b[0] as Grant);
     expect(grants()).toHaveLength(1);
+  });
+
+  it("a new line's grant forsaken after its line's answer named another quota gives its unit back once, not twice", () => {
+    const pacer = new Pacer({ paceBelow: 0.1, maxDelayMs: 60_000, clock: () => 0, random: () => 0 });
+    const numbers = (name: string, r: number) => {
+      const item = { name, partition: undefined, remaining: r, resetMs: 10_000, limit: 100, windowMs: undefined };
+      return { retryAfterMs: undefined, remaining: r, resetMs: 10_000, limit: 100, dialect: 'draft-11' as const, policies: [item] };
+    };
+    const answer = (scope: ReturnType<typeof pacingScope>, name: string, r: number) => {
+      const g = pacer.reserve(scope, 60_000);
+      if (g.kind !== 'go') throw new Error(`${scope.line}: ${g.kind}`);
+      pacer.redeem(g);
+      pacer.landed(pacer.sent(scope));
+      pacer.observe(scope, numbers(name, r), 200);
+      if (g.ticket !== undefined) pacer.settled(g.ticket);
+    };
+    const [x, y, l] = ['/x', '/y', '/l'].map((path) => pacingScope('http://x', '', requestLine('GET', path))) as [
+      ReturnType<typeof pacingScope>,
+      ReturnType<typeof pacingScope>,
+      ReturnType<typeof pacingScope>,
+    ];
+    // Two first answers name quota A: a new line answers to A. 4 left.
+    answer(x, 'A', 5);
+    answer(y, 'A', 4);
+    const first = pacer.reserve(l, 60_000);
+    const second = pacer.reserve(l, 60_000);
+    if (first.kind !== 'go' || second.kind !== 'go') throw new Error('not granted');
+    // The first leaves; its answer names only B: its unit of A goes back. The second is aborted.
+    pacer.redeem(first);
+    pacer.landed(pacer.sent(l));
+    pacer.observe(l, numbers('B', 50), 200);
+    if (first.ticket !== undefined) pacer.settled(first.ticket);
+    pacer.forsake(second);
+    // A has its 4 again (before: 5, one more than the server said was left).
+    let left = 0;
+    for (let r = pacer.reserve(x, 60_000); r.kind === 'go'; r = pacer.reserve(x, 60_000)) {
+      left += 1;
+      pacer.redeem(r);
+    }
+    expect(left).toBe(4);
   });
 
   it('keeps memory bounded: lines, partitions, quotas and quotas per line', async () => {
@@ -213,7 +253,7 @@ describe('pacing by policy and partition', () => {
         windowMs: 1_000,
       }));
       const r = pacer.reserve(scope, 1_000);
-      if (r.kind === 'go') pacer.redeem(r.units);
+      if (r.kind === 'go') pacer.redeem(r);
       pacer.observe(scope, { retryAfterMs: undefined, remaining: 5, resetMs: 1_000, limit: 10, dialect: 'draft-11', policies }, 200);
     }
     expect(pacer.sizes()).toEqual({ lines: 50, partitions: 50, quotas: 50, flying: 0, granted: 0 });

@@ -51,6 +51,11 @@ export interface RateLimitSignal {
    * least left); empty or absent when it names none.
    */
   readonly policies?: readonly RateLimitItem[];
+  /**
+   * True for a response a cache served (`Age` above 0): its quota fields were ignored (draft-11 section
+   * 7.3), and it tells nothing of the server now, not even that it took a request.
+   */
+  readonly cached?: boolean;
 }
 
 /** The structural view of response headers this module needs (a `Headers` is one). */
@@ -267,7 +272,7 @@ export function readRateLimitSignal(headers: HeaderGetter, now: number = Date.no
   const retryAfterMs = readRetryAfter(headers, now);
   // A response a cache served (a positive `Age`) tells of the quota as it was when it was stored:
   // draft-11 section 7.3, its quota fields are ignored.
-  if ((digits(headers.get('age')) ?? 0) > 0) return retryAfterMs === undefined ? NONE : { ...NONE, retryAfterMs };
+  if ((digits(headers.get('age')) ?? 0) > 0) return { ...NONE, retryAfterMs, cached: true };
   const rateLimit = headers.get('ratelimit');
   const policyField = headers.get('ratelimit-policy');
   if (rateLimit !== null) {

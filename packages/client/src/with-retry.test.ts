@@ -460,6 +460,27 @@ describe('withRetry', () => {
     expect(accepted.calls).toHaveLength(2);
   });
 
+  it("pacing: a response a cache served (Age above 0) neither paces nor disproves a spent quota: the server's refusal still holds", async () => {
+    const cachedOk = (age: string) =>
+      new Response('cached', { headers: { age, ratelimit: '"d";r=9;t=540', 'ratelimit-policy': '"d";q=10;w=600' } });
+    const server = scripted(
+      refused(429, { ratelimit: '"d";r=0;t=600', 'retry-after': '600' }),
+      cachedOk('30'),
+      cachedOk('30'),
+      cachedOk('30'),
+    );
+    const f = withRetry(server.fetch, { pacing: true, retries: 0, maxDelayMs: 1_000, budget: false });
+    await f(URL_);
+    // The local refusal is older than maxDelayMs: one call goes alone, and a cache answers it.
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect((await f(URL_)).status).toBe(200);
+    // Before: its quota fields ignored, the 200 counted as the server taking a request, every call sent.
+    const next = [];
+    for (let i = 0; i < 3; i++) next.push((await f(URL_)).status);
+    expect(next).toEqual([429, 429, 429]);
+    expect(server.calls).toHaveLength(2);
+  });
+
   it('pacing a first burst to an origin that sends no numbers: only the first burst waits for one answer', async () => {
     const t0 = Date.now();
     const sent: number[] = [];

@@ -24,7 +24,7 @@ import { monotonicClock, RateLimitConfigError } from '@tollgate/core';
 import { backoffDelay, type Jitter } from './backoff.js';
 import { functionOption, integerIn, type KeysEnum, numberIn, oneOf, RateLimitClientError, readOptions } from './errors.js';
 import { follow, isAbortSignal } from './linked-signal.js';
-import { hashKey, Pacer, type PacingScope, type PacingTicket, pacingScope, type Reservation, requestLine } from './pacer.js';
+import { hashKey, Pacer, type PacingScope, type PacingTicket, pacingScope, requestLine } from './pacer.js';
 import { type RateLimitSignal, readRateLimitSignal, serverWaitMs } from './rate-limit-signal.js';
 import { RetryBudget, type RetryBudgetOptions } from './retry-budget.js';
 import { sleep } from './sleep.js';
@@ -463,7 +463,7 @@ async function paced(
       try {
         await sleep(wait, signal, r.kind === 'go' ? undefined : r.renewed);
       } catch (reason) {
-        if (r.kind === 'go') forsake(pacer, r);
+        if (r.kind === 'go') pacer.forsake(r);
         throw reason;
       }
       counts.pacedMs += config.clock() - now;
@@ -473,15 +473,8 @@ async function paced(
       continue;
     }
     // Numbers that came while it waited may have left fewer than were granted: then it asks again.
-    if (pacer.redeem(r.units)) return { kind: 'go', ticket: r.ticket };
-    if (r.ticket !== undefined) pacer.settled(r.ticket);
+    if (pacer.redeem(r)) return { kind: 'go', ticket: r.ticket };
   }
-}
-
-/** A granted request that will not leave: its units go back, its probes end. */
-function forsake(pacer: Pacer, r: Extract<Reservation, { kind: 'go' }>): void {
-  pacer.release(r.units);
-  if (r.ticket !== undefined) pacer.settled(r.ticket);
 }
 
 /** The longest `Retry-After` a local refusal names, s (a server's absurd one is not echoed to the digit). */
@@ -605,10 +598,12 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
         }
         const signal = response === undefined ? undefined : readRateLimitSignal(response.headers, config.wallClock());
         if (pacer !== undefined && scope !== undefined) {
-          if (signal !== undefined && response !== undefined) pacer.observe(scope, signal, response.status);
-          if (response?.ok === true && signal?.remaining === undefined && signal?.retryAfterMs === undefined)
+          // A cached response says nothing of the server now: no numbers, and no sign it took a request.
+          const cached = signal?.cached === true;
+          if (signal !== undefined && response !== undefined && !cached) pacer.observe(scope, signal, response.status);
+          if (response?.ok === true && !cached && signal?.remaining === undefined && signal?.retryAfterMs === undefined)
             pacer.answered(scope, attemptNo);
-          if (probe !== undefined) pacer.settled(probe);
+          if (probe !== undefined) pacer.settled(probe, cached);
           probe = undefined;
         }
         const retryable =

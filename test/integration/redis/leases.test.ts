@@ -218,6 +218,44 @@ describeRedis('concurrency policies on Redis', () => {
     expect(seen).toEqual(['memory: true true cc 1 renew false peek cc 1', 'redis: true true cc 1 renew false peek cc 1']);
   });
 
+  it("reset(key) ends only the leases held as it began: one granted while a later plan's reset is on its way stays", async () => {
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let resets = 0;
+    class SlowReset extends RedisStore {
+      override async reset(key: string, plan: StorePlan): Promise<void> {
+        await super.reset(key, plan);
+        // The second plan's reset is slow.
+        if (++resets === 2) await gate;
+      }
+    }
+    const store = new SlowReset({ client, prefix: randomPrefix(), timeSource: 'limiter' });
+    const now = BASE;
+    const limiter = createLimiter({
+      plans: {
+        cc: [{ name: 'cc', algorithm: 'concurrency', limit: 2, leaseMs: 60_000 }],
+        rate: [{ name: 'fw', algorithm: 'fixed-window', limit: 100, windowMs: 60_000 }],
+      },
+      defaultPlan: 'cc',
+      store,
+      clock: () => now,
+      storeTimeoutMs: 60_000,
+      breaker: false,
+      validate: false,
+    });
+    const a = await limiter.check('k');
+    const resetting = limiter.reset('k');
+    await waitFor('both plans reset in the store, the second one held', async () => resets === 2);
+    const b = await limiter.check('k');
+    open();
+    await resetting;
+    // A ended with the reset; B, granted after it, renews (before: false, and no longer held).
+    expect([a.renew?.(), b.renew?.()]).toEqual([false, true]);
+    a.release?.();
+    b.release?.();
+    await limiter.close();
+  });
+
   it('ends a lease like MemoryStore when the clock steps back: a release drops the expired leases first', async () => {
     // Lease A expires at +10, B at +15; releasing B at +12 must drop A too, or A counts again at +8.
     const ops: Op[] = [

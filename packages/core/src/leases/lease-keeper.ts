@@ -486,20 +486,27 @@ export class LeaseKeeper {
   }
 
   /**
-   * `limiter.reset(key)` ended the leases of `key` in the store (as a MemoryStore's reset does): they are
-   * held no more, so no restore puts them back and no renewal revives them (it answers false); a release
-   * still tells the store, where it ends nothing. Before, a Redis limiter found fewer leases in the store
-   * than it held after a reset and put them back.
+   * `limiter.reset(key)` is about to end the leases of `key` in the store (as a MemoryStore's reset
+   * does): lists those held now, and returns what ends them here once the store's reset is done. They are
+   * then held no more, so no restore puts them back and no renewal revives them (it answers false); a
+   * release still tells the store, where it ends nothing. A lease granted while the reset was on its way
+   * (a plan's reset after another's) is not listed: it came after the reset. Before, a Redis limiter found
+   * fewer leases in the store than it held after a reset and put them back.
    */
-  ended(key: string): void {
+  ending(key: string): () => void {
+    const listed: [StoreLeases, Held][] = [];
     for (const kept of this.stores.values()) {
-      for (const h of [...kept.held]) {
-        if (!h.plan.policies.some((p, i) => p.algorithm === 'concurrency' && keyAt(h.key, i) === key)) continue;
+      for (const h of kept.held) {
+        if (h.plan.policies.some((p, i) => p.algorithm === 'concurrency' && keyAt(h.key, i) === key)) listed.push([kept, h]);
+      }
+    }
+    return () => {
+      for (const [kept, h] of listed) {
         h.until = Number.NEGATIVE_INFINITY;
         kept.held.delete(h);
         kept.missingOn.delete(h);
       }
-    }
+    };
   }
 
   close(): void {

@@ -242,14 +242,15 @@ function resetter(
 ): Limiter['reset'] {
   return async (rawKey) => {
     const key = normalizeKey(rawKey);
+    const endLeases = keeper?.ending(key);
     try {
       for (const cp of compiled.values()) {
         // Watched as a check's call is: a silent store rejects it with ERR_RL_STORE_TIMEOUT, not never.
         await watched(guard, key, store.reset(key, cp.storePlan));
         fallbacks.get(cp)?.reset(key);
       }
-      // The store ended the key's leases: they are not put back as leases it lost.
-      keeper?.ended(key);
+      // The store ended the key's leases held as it began: they are not put back as leases it lost.
+      endLeases?.();
     } finally {
       // Once the store answered: a check sent before the reset was answered before it (one connection per
       // node keeps the order), so its receipt counts fewer resets and refunds nothing from now on; one sent

@@ -59,10 +59,11 @@ export class WholeSeconds {
 /**
  * One file's requests (in time order) with the requests of each whole second spread evenly over it, in
  * the order they came: over the second, or up to the next request's time when that comes sooner (ties in a
- * log with milliseconds stay before what follows them), never before a time already given in that second
- * (a second split by a late request goes on where it was). A late request (one the reorder window let
- * through after later seconds) keeps its own second, spread over it, as the README says late requests are
- * replayed: at once, at their own time. Requests of a time with milliseconds pass as they are. Per file,
+ * log with milliseconds stay before what follows them), never before a time already given in the newest
+ * second (a newest second split by a late request goes on where it was). A late request (one the reorder
+ * window let through after later seconds) keeps its own second, spread over it, as the README says late
+ * requests are replayed: at once, at their own time; a late second split again by another late one is
+ * spread again from its start (late requests are replayed out of order anyway). Requests of a time with milliseconds pass as they are. Per file,
  * before the files are merged, so the merge sees each file in order.
  */
 export async function* spreadWholeSeconds(source: AsyncIterable<LogRequest[]>): AsyncGenerator<LogRequest[]> {

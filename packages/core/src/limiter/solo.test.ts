@@ -88,3 +88,20 @@ describe('a rejection answered again on the solo path', () => {
     expect(decide(limiter, 'a').allowed).toBe(true);
   });
 });
+
+describe('options of null (from JavaScript)', () => {
+  it('are no options on the solo path, as on the general one: not a TypeError', async () => {
+    const { limiter } = setup();
+    const none = null as unknown as undefined;
+    expect(limiter.decide('a', none)).toMatchObject({ allowed: true });
+    await expect(limiter.check('a', none)).resolves.toMatchObject({ allowed: false });
+    const two = createLimiter({
+      policies: [
+        { limit: 1, windowMs: 10_000 },
+        { name: 'day', limit: 10, windowMs: 86_400_000 },
+      ],
+      store: new MemoryStore({ sweepIntervalMs: 0 }),
+    });
+    await expect(two.check('a', none)).resolves.toMatchObject({ allowed: true });
+  });
+});

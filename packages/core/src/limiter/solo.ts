@@ -53,7 +53,8 @@ export class SoloDecider {
   readonly decide = (rawKey: LimiterKey, opts?: CheckOptions): Decision | Promise<Decision> => {
     // `=== false`, not `!`: a compare with the boolean, where `!` compiles to a full truthiness test.
     if (
-      (opts === undefined || (opts.cost === undefined && opts.plan === undefined)) &&
+      // `null` (from JavaScript) is no options, as on the general path, not a TypeError.
+      (opts === undefined || opts === null || (opts.cost === undefined && opts.plan === undefined)) &&
       typeof rawKey === 'string' &&
       isPlainKey(rawKey) &&
       this.watch.attached === false &&

@@ -96,8 +96,8 @@ export type Reservation =
       readonly kind: 'go';
       readonly waitMs: number;
       readonly ticket: PacingTicket | undefined;
-      /** The quotas (ids) it took a unit of: the grant is `redeem`ed as it leaves, `forsake`n if it never does. */
-      readonly units: readonly string[];
+      /** The units it took, with their pacing slots: the grant is `redeem`ed as it leaves, `forsake`n if it never does. */
+      readonly charges: readonly Charge[];
     }
   /** Ask again after `waitMs`, or as soon as `renewed` settles (new numbers, a probe's end). */
   | { readonly kind: 'wait'; readonly waitMs: number; readonly renewed: Promise<void> | undefined }
@@ -127,7 +127,7 @@ export interface PacingTicket {
 }
 
 /** A unit taken of a quota, and its pacing slot (`nextAt` before and after), to give back. */
-interface Charge {
+export interface Charge {
   readonly quota: Quota;
   readonly nextAt: number;
   readonly after: number;
@@ -204,6 +204,11 @@ interface Quota {
   spentSince: number | undefined;
   /** The earliest time the next paced request may leave. */
   nextAt: number;
+  /**
+   * The earliest slot given back by a grant forsaken while later slots were still granted: `nextAt`
+   * goes back to it once no grant waits (Pacer.forsake), unless a request left since (`redeem`).
+   */
+  freedAt: number | undefined;
   /**
    * Units granted before these numbers came, still waiting for their slots, beyond what the numbers
    * left: that many of them do not leave (Pacer.redeem) but ask again.
@@ -342,8 +347,13 @@ export class Pacer {
    * never outnumber what the server last said was left.
    */
   redeem(grant: Grant): boolean {
-    if (grant.units.every((id) => (this.quotas.get(id)?.overdrawn ?? 0) === 0)) {
-      for (const id of grant.units) add(this.granted, id, -1);
+    if (grant.charges.every((c) => (this.quotas.get(c.quota.id)?.overdrawn ?? 0) === 0)) {
+      for (const c of grant.charges) {
+        add(this.granted, c.quota.id, -1);
+        // A request left at its slot: the slots freed before it are behind it.
+        const q = this.quotas.get(c.quota.id);
+        if (q !== undefined) q.freedAt = undefined;
+      }
       return true;
     }
     this.forsake(grant);
@@ -352,15 +362,22 @@ export class Pacer {
 
   /**
    * A request granted `grant` will not leave (aborted, or told to ask again by `redeem`): each unit goes
-   * back (or pays off an overdraft), and its ticket is settled, its units not given back a second time.
+   * back (or pays off an overdraft) with its pacing slot (unless a later unit was paced after it), and
+   * its ticket is settled, its units not given back a second time. (Before, the slots stayed taken: after
+   * 17 calls aborted while paced, the next call waited 1.7 to 3.7 s, not one interval.)
    */
   forsake(grant: Grant): void {
-    for (const id of grant.units) {
-      add(this.granted, id, -1);
-      const q = this.quotas.get(id);
+    for (const c of grant.charges) {
+      add(this.granted, c.quota.id, -1);
+      const q = this.quotas.get(c.quota.id);
       if (q === undefined) continue;
       if (q.overdrawn > 0) q.overdrawn -= 1;
-      else this.unitBack(q);
+      else this.unitBack(q, c);
+      // Calls aborted together are forsaken in the order they were granted: the slots go back once none waits.
+      q.freedAt = Math.min(q.freedAt ?? Number.POSITIVE_INFINITY, c.nextAt);
+      if (this.granted.has(q.id)) continue;
+      q.nextAt = Math.min(q.nextAt, q.freedAt);
+      q.freedAt = undefined;
     }
     const ticket = grant.ticket;
     if (ticket === undefined) return;
@@ -368,8 +385,9 @@ export class Pacer {
     this.settled(ticket);
   }
 
-  /** A unit taken of `q` goes back: the requests waiting on it ask again. */
-  private unitBack(q: Quota): void {
+  /** A unit taken of `q` goes back, its slot too unless a later unit was paced after it: the requests waiting on it ask again. */
+  private unitBack(q: Quota, { nextAt, after }: Charge): void {
+    if (q.nextAt === after) q.nextAt = nextAt;
     q.remaining += 1;
     if (q.remaining >= 1) q.spentSince = undefined;
     this.wake(q);
@@ -434,6 +452,7 @@ export class Pacer {
       refusedWith: spent ? status : previous?.refusedWith,
       spentSince: remaining >= 1 ? undefined : previous !== undefined && previous.remaining < 1 ? previous.spentSince : seq,
       nextAt: previous?.nextAt ?? now,
+      freedAt: previous?.freedAt,
       overdrawn: Math.min(granted, Math.max(0, -left)),
       probeUntil: undefined,
       renewed: undefined,
@@ -484,11 +503,10 @@ export class Pacer {
   private giveBack(ticket: PacingTicket): void {
     const line = this.lines.get(ticket.scope.id);
     if (line === undefined) return;
-    for (const { quota: q, nextAt, after } of ticket.charged) {
+    for (const c of ticket.charged) {
+      const q = c.quota;
       if (line.quotas.includes(q.id) || this.quotas.get(q.id) !== q) continue;
-      // Its pacing slot too, unless a later unit was paced after it.
-      if (q.nextAt === after) q.nextAt = nextAt;
-      this.unitBack(q);
+      this.unitBack(q, c);
     }
   }
 
@@ -508,9 +526,9 @@ export class Pacer {
     this.keep(this.lines, scope.id, line);
     const d = this.decide(this.known(line.quotas), now, allowMs);
     if (d.kind !== 'go') return d;
-    const { waitMs } = this.commit(d, now);
+    const { waitMs, charges } = this.commit(d, now);
     const ticket = d.probes.length > 0 ? this.ticket(scope, 'line', undefined, d.probes) : undefined;
-    return { kind: 'go', waitMs, ticket, units: d.units.map((q) => q.id) };
+    return { kind: 'go', waitMs, ticket, charges };
   }
 
   /**
@@ -545,7 +563,7 @@ export class Pacer {
     part.flying += 1;
     part.sentAt = now;
     const { waitMs, charges } = this.commit(d, now);
-    return { kind: 'go', waitMs, ticket: this.ticket(scope, 'new', part, d.probes, charges), units: d.units.map((q) => q.id) };
+    return { kind: 'go', waitMs, ticket: this.ticket(scope, 'new', part, d.probes, charges), charges };
   }
 
   /** The quotas of `ids` still kept. */
@@ -643,7 +661,7 @@ export class Pacer {
     const part = known ?? this.partition(scope);
     if (part.probeUntil === undefined || now >= part.probeUntil) {
       part.probeUntil = now + PROBE_WAIT_MS;
-      return { kind: 'go', waitMs: 0, ticket: this.ticket(scope, 'first', part), units: [] };
+      return { kind: 'go', waitMs: 0, ticket: this.ticket(scope, 'first', part), charges: [] };
     }
     return { kind: 'wait', waitMs: part.probeUntil - now, renewed: this.renewal(part) };
   }

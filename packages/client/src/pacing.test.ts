@@ -240,6 +240,29 @@ describe('pacing by policy and partition', () => {
     expect(left).toBe(4);
   });
 
+  it('grants forsaken in the order they were granted (calls aborted together) give their pacing slots back too', () => {
+    let now = 0;
+    const pacer = new Pacer({ paceBelow: 1, maxDelayMs: 30_000, clock: () => now, random: () => 0 });
+    const scope = pacingScope('http://x', '', requestLine('GET', '/items'));
+    const item = { name: 'd', partition: undefined, remaining: 19, resetMs: 4_000, limit: 20, windowMs: 4_000 };
+    const first = pacer.reserve(scope, 30_000);
+    pacer.landed(pacer.sent(scope));
+    pacer.observe(scope, { retryAfterMs: undefined, remaining: 19, resetMs: 4_000, limit: 20, dialect: 'draft-11', policies: [item] }, 200);
+    if (first.kind === 'go' && first.ticket !== undefined) pacer.settled(first.ticket);
+    const grants = Array.from({ length: 19 }, () => pacer.reserve(scope, 30_000)) as Grant[];
+    expect(grants.every((g) => g.kind === 'go')).toBe(true);
+    const interval = (grants[1] as Grant).waitMs;
+    // Two leave at their slots; the other 17 are aborted together.
+    now = interval;
+    expect([pacer.redeem(grants[0] as Grant), pacer.redeem(grants[1] as Grant)]).toEqual([true, true]);
+    for (const g of grants.slice(2)) pacer.forsake(g);
+    // The next call waits about one interval (before: 3.3 s, the slot after the seventeen given back).
+    const next = pacer.reserve(scope, 30_000);
+    expect(next.kind).toBe('go');
+    expect(next.kind === 'go' ? next.waitMs : -1).toBeLessThanOrEqual(interval + 1);
+    expect(pacer.sizes().granted).toBe(1);
+  });
+
   it('keeps memory bounded: lines, partitions, quotas and quotas per line', async () => {
     const pacer = new Pacer({ paceBelow: 0.1, maxDelayMs: 30_000, clock: () => Date.now(), random: () => 0, maxEntries: 50 });
     for (let i = 0; i < 500; i++) {

@@ -481,6 +481,27 @@ describe('withRetry', () => {
     expect(server.calls).toHaveLength(2);
   });
 
+  it('pacing: a probe that ends without a response (aborted) lets the next one probe alone, not every waiter go at once', async () => {
+    const origin = Date.now();
+    const server = windowServer(10, 3_000, origin, 200);
+    const f = withRetry(server.fetch, { pacing: true, retries: 0 });
+    const controller = new AbortController();
+    const first = f(URL_, { signal: controller.signal }).then(
+      () => 'answered',
+      () => 'aborted',
+    );
+    const rest = Promise.all(Array.from({ length: 29 }, () => f(URL_).then((r) => r.status)));
+    await vi.advanceTimersByTimeAsync(50);
+    controller.abort();
+    expect(await first).toBe('aborted');
+    await vi.advanceTimersByTimeAsync(20_000);
+    await rest;
+    // Before: the 29 went at once when the probe was aborted, 19 of them refused by the server.
+    expect(server.sent.filter((s) => s.status !== 200)).toEqual([]);
+    expect(server.sent[1]?.at).toBe(50);
+    expect(server.sent[2]?.at).toBeGreaterThanOrEqual(250);
+  });
+
   it('pacing a first burst to an origin that sends no numbers: only the first burst waits for one answer', async () => {
     const t0 = Date.now();
     const sent: number[] = [];

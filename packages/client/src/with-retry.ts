@@ -603,7 +603,7 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
           if (signal !== undefined && response !== undefined && !cached) pacer.observe(scope, signal, response.status);
           if (response?.ok === true && !cached && signal?.remaining === undefined && signal?.retryAfterMs === undefined)
             pacer.answered(scope, attemptNo);
-          if (probe !== undefined) pacer.settled(probe, cached);
+          if (probe !== undefined) pacer.settled(probe, response === undefined ? 'none' : cached ? 'cached' : 'answered');
           probe = undefined;
         }
         const retryable =
@@ -641,7 +641,7 @@ export function withRetry(fetchFn: FetchLike = globalThis.fetch, options?: Retry
         counts.retries++;
       }
     } finally {
-      if (probe !== undefined) pacer?.settled(probe);
+      if (probe !== undefined) pacer?.settled(probe, 'none');
       call.done();
     }
   }

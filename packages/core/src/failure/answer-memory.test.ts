@@ -752,6 +752,22 @@ describe('an outage continues the budget (onStoreError local)', () => {
     await limiter.close();
   });
 
+  it("with localShare, a leaky bucket's outage admissions in each process are 1 / localShare intervals apart: the processes together keep the pace", async () => {
+    const { store, limiter, advance } = setup([{ algorithm: 'leaky-bucket', limit: 10, windowMs: 1_000, maxDelayMs: 1_000 }], 0.25);
+    for (let i = 0; i < 10; i++) expect((await limiter.check('k')).allowed).toBe(true);
+    store.down = true;
+    const scheduled: number[] = [];
+    for (let ms = 0; ms < 3_000; ms += 10) {
+      advance(10);
+      const d = await limiter.check('k');
+      if (d.allowed) scheduled.push(ms + 10 + d.delayMs);
+    }
+    expect(scheduled.length).toBeGreaterThan(2);
+    // Four processes, a quarter each: 400 ms apart here (before: 100, and four processes scheduled 17 to 19 in a second).
+    for (let i = 1; i < scheduled.length; i++) expect((scheduled[i] as number) - (scheduled[i - 1] as number)).toBeGreaterThanOrEqual(399);
+    await limiter.close();
+  });
+
   it('with localShare the local limiter still caps a key the store had left room on', async () => {
     const { store, admitted } = setup(10, 0.2);
     expect(await admitted('k', 1)).toBe(1);

@@ -113,6 +113,12 @@ export class Fallback {
   private readonly hasLeaky: boolean;
   /** The plan's longest window: admissions older than that count in no window the store still keeps. */
   private readonly horizonMs: number;
+  /**
+   * Per enforced policy, this process's share of its rate in an outage (the local policy's limit over
+   * the policy's: `localShare`): the refill a bucket's record grants it (AnswerMemory), and the spacing
+   * of a leaky bucket's slots, `1 / share` intervals apart, so that the processes together keep one.
+   */
+  private readonly shares: readonly number[];
 
   constructor(
     private readonly config: LimiterConfig,
@@ -125,6 +131,7 @@ export class Fallback {
     this.remembers = config.onStoreError === 'local' && !(config.store instanceof MemoryStore);
     this.horizonMs = Math.max(...config.policies.map((p) => p.windowMs));
     this.hasLeaky = config.policies.some((p) => p.algorithm === 'leaky-bucket');
+    this.shares = config.policies.map((p, i) => Math.min(1, (config.localPolicies[i]?.limit ?? p.limit) / p.limit));
     if (this.remembers && config.policies.every((p) => p.algorithm !== 'concurrency')) this.owed = new Map();
   }
 
@@ -270,9 +277,7 @@ export class Fallback {
    */
   remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): Remembering {
     if (this.memory === undefined) {
-      const { policies, localPolicies } = this.config;
-      const shares = policies.map((p, i) => Math.min(1, (localPolicies[i]?.limit ?? p.limit) / p.limit));
-      this.memory = new AnswerMemory(policies, REMEMBERED_KEYS, shares);
+      this.memory = new AnswerMemory(this.config.policies, REMEMBERED_KEYS, this.shares);
       this.memory.onRegress = this.regress;
     }
     return this.memory.remember(key, r, at, storeKey, cost);
@@ -436,11 +441,11 @@ export class Fallback {
       if (p.algorithm !== 'leaky-bucket') continue;
       const delay = Math.max(r[o + R_DELAY] as number, waits[i] as number);
       r[o + R_DELAY] = delay;
-      // The next admission goes one interval (per unit of cost) after this one.
+      // The next admission goes one interval (per unit of cost) after this one, over this process's share.
       const slot = slotOf(i, key);
       this.slots.delete(slot);
       if (this.slots.size >= REMEMBERED_KEYS) this.slots.delete(this.slots.keys().next().value as string);
-      this.slots.set(slot, at + delay + Math.ceil((cost * p.windowMs) / (MILLI * p.limit)));
+      this.slots.set(slot, at + delay + Math.ceil((cost * p.windowMs) / (MILLI * p.limit * (this.shares[i] ?? 1))));
     }
   }
 

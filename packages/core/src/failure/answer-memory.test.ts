@@ -814,6 +814,18 @@ describe('an outage continues the budget (onStoreError local)', () => {
   });
 });
 
+/** A limiter of 3 per minute on `store`, at a clock that stands still, with key 'a' exhausted. */
+async function exhausted(store: OutageStore): Promise<Limiter> {
+  const limiter = createLimiter({
+    policies: { algorithm: 'fixed-window', limit: 3, windowMs: 60_000 },
+    store,
+    clock: () => 1_000,
+    logger: quiet,
+  });
+  for (let i = 0; i < 3; i++) expect((await limiter.check('a')).allowed).toBe(true);
+  return limiter;
+}
+
 /** Lets the store's replies and the limiter's answers to them run. */
 const flush = () => new Promise((r) => setTimeout(r, 0));
 
@@ -876,13 +888,7 @@ describe('a store that lost its state (a Redis restart without persistence) is c
 
   it('checks sent as the connection comes back wait for the restore: an exhausted key admits nothing', async () => {
     const store = new OutageStore();
-    const limiter = createLimiter({
-      policies: { algorithm: 'fixed-window', limit: 3, windowMs: 60_000 },
-      store,
-      clock: () => 1_000,
-      logger: quiet,
-    });
-    for (let i = 0; i < 3; i++) expect((await limiter.check('a')).allowed).toBe(true);
+    const limiter = await exhausted(store);
     store.reconnect(true);
     // Sent before the mark's answer: before, the emptied store admitted both (the restore came after them).
     const [first, second] = await Promise.all([limiter.check('a'), limiter.check('a')]);
@@ -914,13 +920,7 @@ describe('a store that lost its state (a Redis restart without persistence) is c
   it('a mark answered after the hold: answers from the emptied key are decided by what it had until the charges are in, not only for 100 ms', async () => {
     fakeWatchdogTime();
     const store = new OutageStore();
-    const limiter = createLimiter({
-      policies: { algorithm: 'fixed-window', limit: 3, windowMs: 60_000 },
-      store,
-      clock: () => 1_000,
-      logger: quiet,
-    });
-    for (let i = 0; i < 3; i++) expect((await limiter.check('a')).allowed).toBe(true);
+    const limiter = await exhausted(store);
     let answerMark: (missing: boolean) => void = () => undefined;
     store.markAlive = () => new Promise<boolean>((resolve) => (answerMark = resolve));
     store.reconnect(true);

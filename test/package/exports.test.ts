@@ -135,6 +135,7 @@ describe('@tollgate/core, built', () => {
         "createRateLimitHandler": "function",
         "escapeControl": "function",
         "formatLine": "function",
+        "headerValue": "function",
         "isPermissiveTrust": "function",
         "isPermissiveTrustFunction": "function",
         "isPlainKey": "function",

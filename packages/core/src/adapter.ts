@@ -2,7 +2,8 @@
  * @module @tollgate/core/adapter: what only the author of an adapter (Express, Fastify, Koa, or a
  * framework of your own) or of a store needs: the per-request handler, the response plan and its
  * writing helpers, the framework trust-proxy checks, an address without its port (`xForwardedForNode`: a
- * framework or a log that hands `a.b.c.d:port`), warn-once diagnostics, the check of a request's
+ * framework or a log that hands `a.b.c.d:port`), one header's value read as the handler reads it
+ * (`headerValue`: repeated lines joined), warn-once diagnostics, the check of a request's
  * cost, whether a key is stored as it is, and readers of a store result. End users import `@tollgate/core`.
  */
 export { createDiagnostics, type Diagnostics } from './diagnostics.js';
@@ -13,6 +14,7 @@ export {
   isPermissiveTrustFunction,
   PERMISSIVE_TRUST_DEPTH,
 } from './http/client-ip/permissive-trust.js';
+export { headerValue } from './http/client-ip/read-header.js';
 export {
   createRateLimitHandler,
   type HandledRequest,

@@ -3,7 +3,7 @@
  * lines and CSV (`time,key[,cost]`). A line that cannot be read yields the reason as a string (the
  * replay counts it with its line number and goes on); a blank line or a CSV header yields undefined.
  */
-import { requestCostToMilli, xForwardedForNode } from '@tollgate/core/adapter';
+import { headerValue, requestCostToMilli, xForwardedForNode } from '@tollgate/core/adapter';
 import { CliError } from '../cli-error.js';
 import { inRange, parseTimeValue } from './log-time.js';
 import { createNginxLine, NGINX_FIELDS, type NginxLine, nginxDash, nginxField, splitNginxLine } from './nginx-log.js';
@@ -142,7 +142,7 @@ function text(value: unknown): string | undefined {
 }
 
 /**
- * A logged header value as the core's `readHeader` reads what an adapter passes: a string as it is; an array
+ * A logged header value as the core reads what an adapter passes (`headerValue`): a string as it is; an array
  * (Go's `http.Header`, which Caddy logs, and Node's `headersDistinct`) is the header's repeated lines, joined
  * with `", "` as HTTP joins repeated fields, its non-strings ignored (undefined when none is left). So an
  * X-Forwarded-For logged as `["203.0.113.9", "10.0.0.3"]` names the client it named to the server, as
@@ -150,11 +150,7 @@ function text(value: unknown): string | undefined {
  * logger's rendering of a header such as `X-User-Id`.
  */
 function headerText(value: unknown): string | undefined {
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number') return String(value);
-  if (!Array.isArray(value)) return undefined;
-  const lines = value.filter((line): line is string => typeof line === 'string');
-  return lines.length === 0 ? undefined : lines.join(', ');
+  return typeof value === 'number' ? String(value) : headerValue(value);
 }
 
 /**

@@ -10,7 +10,14 @@ import type { HeaderBag } from '../request-view.js';
  * the header is absent; non-string entries (from a hand-built view) are ignored.
  */
 export function readHeader(headers: HeaderBag, name: string): string | undefined {
-  const value = headers[name];
+  return headerValue(headers[name]);
+}
+
+/**
+ * One header's value as a single string: a string as it is, an array's string lines joined in order with
+ * `", "`; undefined for anything else. What `readHeader` reads, for a header from elsewhere (a logged one).
+ */
+export function headerValue(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
   if (Array.isArray(value)) {
     const lines = value.filter((line): line is string => typeof line === 'string');

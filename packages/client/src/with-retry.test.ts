@@ -239,6 +239,14 @@ describe('withRetry', () => {
    * with draft-11 headers (`t` rounded up to the second) and 429 over the limit.
    */
   /** A fixed-window server counting each request when it arrives; the response comes `latencyMs` later. */
+  /** `n` calls at once through a pacing withRetry over `fetch`, run `ms` of virtual time; their statuses. */
+  async function burst(fetch: FetchLike, n: number, ms: number): Promise<number[]> {
+    const f = withRetry(fetch, { pacing: true, retries: 0 });
+    const calls = Promise.all(Array.from({ length: n }, () => f(URL_)));
+    await vi.advanceTimersByTimeAsync(ms);
+    return (await calls).map((r) => r.status);
+  }
+
   function windowServer(limit: number, windowMs: number, origin: number, latencyMs = 0) {
     const sent: { at: number; status: number }[] = [];
     let window = -1;
@@ -414,11 +422,8 @@ describe('withRetry', () => {
   it('pacing a first burst to an origin not heard from: one probe goes alone, the rest follow its numbers, none refused', async () => {
     const origin = Date.now();
     const server = windowServer(10, 2_000, origin, 50);
-    const f = withRetry(server.fetch, { pacing: true, retries: 0 });
     // Thirty at once, nothing known yet. Before: all thirty were sent at once, twenty refused.
-    const calls = Promise.all(Array.from({ length: 30 }, () => f(URL_)));
-    await vi.advanceTimersByTimeAsync(10_000);
-    expect((await calls).map((r) => r.status).filter((s) => s !== 200)).toEqual([]);
+    expect((await burst(server.fetch, 30, 10_000)).filter((s) => s !== 200)).toEqual([]);
     expect(server.sent[0]?.at).toBe(0);
     expect(server.sent[1]?.at).toBe(50);
   });
@@ -426,10 +431,7 @@ describe('withRetry', () => {
   it('pacing counts the units granted to requests still waiting for their slots: 250 at once against 100 per 5 s, none refused', async () => {
     const origin = Date.now();
     const server = windowServer(100, 5_000, origin, 20);
-    const f = withRetry(server.fetch, { pacing: true, retries: 0 });
-    const calls = Promise.all(Array.from({ length: 250 }, () => f(URL_)));
-    await vi.advanceTimersByTimeAsync(30_000);
-    await calls;
+    await burst(server.fetch, 250, 30_000);
     // Before: 52 to 54 refused (an answer's numbers did not count the units granted to paced slots not sent yet).
     expect(server.sent.filter((s) => s.status !== 200)).toEqual([]);
     expect(server.sent.length).toBeGreaterThan(200);

@@ -252,7 +252,7 @@ export class BudgetRestore {
    * AnswerMemory.release). The verdict stays out until it settles, not only for that bound: on a loaded
    * host the mark's answer and the charges came after it, and the answers from the emptied keys that
    * came meanwhile were taken as they were (four processes, a restart without persistence: the whole
-   * limit admitted again in 1 run of 5).
+   * limit admitted again in 3 of about 25 runs).
    */
   private judging(node: string, verdict: Promise<boolean>): void {
     let timer: ReturnType<typeof setTimeout> | undefined;

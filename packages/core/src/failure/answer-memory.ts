@@ -71,6 +71,11 @@ export interface Regress {
   readonly since: number;
   /** Per enforced policy, what the store held for the key before the new answer's own charge (milli-units). */
   readonly answered: Float64Array;
+  /**
+   * The answer of a call the failure mode had refused, that the store ran late (its charge goes back,
+   * it is not remembered: AnswerMemory.lateRefused): it tells of a loss, and nothing else.
+   */
+  readonly late?: true;
 }
 
 /**
@@ -156,6 +161,18 @@ export class AnswerMemory {
     }
     this.record(key, m, r, at, storeKey);
     return false;
+  }
+
+  /**
+   * Answer `r`, at `at`, of a call charging `cost` that the failure mode had refused and the store ran
+   * late: never remembered (the caller was answered without it, and its charge goes back), but told to
+   * `onRegress` (as `late`) when it could not follow `key`'s record, whose verdict nothing waits for.
+   */
+  lateRefused(key: string, r: StoreResult, at: number, storeKey: StoreKey, cost: number): void {
+    const m = this.entries.get(key);
+    if (m !== undefined && this.onRegress !== undefined && this.regressed(m, r, at, cost)) {
+      void this.onRegress({ ...this.regress(storeKey, m, r, at, cost), late: true });
+    }
   }
 
   /** The question found the store kept `key`'s state: its answer `r` at `at` is remembered as it is (no regress asked). */

@@ -215,6 +215,11 @@ export class Fallback {
     return 'unowed';
   }
 
+  /** The store ran late a call for `key` the failure mode refused (AnswerMemory.lateRefused). */
+  lateRefused(key: string, r: StoreResult, at: number, storeKey: StoreKey, cost: number): void {
+    this.memory?.lateRefused(key, r, at, storeKey, cost);
+  }
+
   /**
    * The store took what was owed for `key` (its answer `r` at `at`, which counts it): remembered as the
    * key's last answer, and no longer taken off the store's answers.

@@ -86,6 +86,8 @@ export class OwedCarry {
    * (a refused one's other charges, of shadow policies, go back).
    */
   ranLate(t: Target, f: Fallback, entry: Owed | undefined, admitted: boolean, cost: number, r: StoreResult, at: number): void {
+    // From a key the store lost, it is a witness of the loss (budget-restore.ts `agree`).
+    if (!admitted) f.lateRefused(t.key, r, at, t.storeKey, cost);
     if (!allCharged(r, t.cp.enforcedCount)) {
       if (!admitted) this.giveBack(t, cost, r, at);
       return;

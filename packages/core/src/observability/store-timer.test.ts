@@ -31,6 +31,29 @@ function timed(kind: string, outcome: string): number {
   return n;
 }
 
+/**
+ * A store that answers both ways, as a RedisStore with `localBatch` does: calls in `syncAt` (by their
+ * number, from 0) synchronously, as from a batch held in memory; every other call with a promise, as a
+ * round trip. `asyncAnswers` counts the promises.
+ */
+function mixedStore(kind: string, syncAt: (n: number) => boolean, batches: boolean): Store & { asyncAnswers: number } {
+  const inner = new MemoryStore();
+  let n = 0;
+  const store = {
+    kind,
+    batches,
+    asyncAnswers: 0,
+    apply: (key: StoreKey, plan: StorePlan, cost: number, now: number): StoreResult | Promise<StoreResult> => {
+      const r = inner.apply(key, plan, cost, now);
+      if (syncAt(n++)) return r;
+      store.asyncAnswers++;
+      return Promise.resolve(r);
+    },
+    reset: (key: string, plan: StorePlan) => inner.reset(key, plan),
+  };
+  return store;
+}
+
 describe('store timer', () => {
   it('times nothing while no exporter is attached, and follows one that attaches and detaches later', async () => {
     expect(exporters.attached).toBe(false);
@@ -85,6 +108,29 @@ describe('store timer', () => {
       unregister();
     }
   });
+
+  it.each([
+    // A round trip first (nothing held yet), then every other answer from memory.
+    { kind: 'mixed-alternate', syncAt: (n: number) => n % 2 === 1, batches: false },
+    // A store that says it batches, attached late: its first answers come from memory.
+    { kind: 'mixed-batches', syncAt: (n: number) => n < 3 || n % 3 === 0, batches: true },
+  ])(
+    'times every call of $kind that goes to the network, and records none of its answers from memory',
+    async ({ kind, syncAt, batches }) => {
+      const unregister = registerPrometheusMetrics({ registry: new Registry() });
+      try {
+        const store = mixedStore(kind, syncAt, batches);
+        const limiter = createLimiter({ policies: [{ limit: 1e9, windowMs: 60_000 }], store, breaker: false });
+        for (let i = 0; i < 3_000; i++) await limiter.check('hot');
+        expect(store.asyncAnswers).toBeGreaterThan(1_000);
+        // Before: an answer from memory set the 1-in-1024 sampling, and was recorded as a store call: 4 and 5
+        // calls recorded (answers from memory among them), for 1500 and 1998 round trips.
+        expect(timed(kind, 'ok')).toBe(store.asyncAnswers);
+      } finally {
+        unregister();
+      }
+    },
+  );
 
   it('records a call still unanswered at storeTimeoutMs as a timeout then, while the store hangs; its late reply adds nothing', async () => {
     const unregister = registerPrometheusMetrics({ registry: new Registry() });

@@ -212,6 +212,43 @@ describe('policy validation', () => {
     expect(error).toMatchObject({ code: 'ERR_RL_INVALID_WINDOW', option: 'shadow.policies[0].windowMs' });
   });
 
+  it("a shadow concurrency policy is refused for being one, whatever options it carries (not for 'leaseMs')", () => {
+    for (const extra of [{}, { leaseMs: 60_000 }, { queue: { size: 2, timeoutMs: 100 } }, { maxLeaseMs: 1000 }]) {
+      const policy = { name: 'cc', algorithm: 'concurrency', limit: 2, ...extra };
+      const error = configError(() => createLimiter({ policies: { limit: 5, windowMs: 1000 }, shadow: { policies: policy as never } }));
+      expect(error).toMatchObject({ code: 'ERR_RL_OPTION_NOT_APPLICABLE', option: 'shadow.policies.algorithm' });
+      expect(error.message).toMatch(/'concurrency' is for enforced policies only .*; list it in policies/);
+    }
+  });
+
+  it("an algorithm's options on another algorithm name the algorithm, typos and all", () => {
+    // A typo in the algorithm is reported as one, not as its options being unknown.
+    expect(configError(withPolicy({ algorithm: 'concurency', limit: 2, leaseMs: 1000 }))).toMatchObject({
+      code: 'ERR_RL_UNKNOWN_ALGORITHM',
+      option: 'policies[1].algorithm',
+    });
+    // A concurrency option without algorithm: 'concurrency', as `burst` on a window algorithm.
+    for (const [key, value] of [
+      ['leaseMs', 1000],
+      ['maxLeaseMs', 5000],
+      ['queue', { size: 1, timeoutMs: 10 }],
+    ] as const) {
+      const error = configError(withPolicy({ limit: 2, windowMs: 1000, [key]: value }));
+      expect(error).toMatchObject({ code: 'ERR_RL_OPTION_NOT_APPLICABLE', option: `policies[1].${key}` });
+      expect(error.message).toMatch(
+        /applies to algorithm 'concurrency' only, not 'gcra'; set algorithm: 'concurrency' in policies, or remove it/,
+      );
+    }
+    // And the other way: a rate option on a concurrency policy.
+    for (const key of ['windowMs', 'burst', 'anchor', 'delayAfter', 'maxDelayMs']) {
+      const error = configError(withPolicy({ algorithm: 'concurrency', limit: 2, [key]: 1 }));
+      expect(error).toMatchObject({ code: 'ERR_RL_OPTION_NOT_APPLICABLE', option: `policies[1].${key}` });
+      expect(error.message).toMatch(/applies to rate algorithms only, not 'concurrency'/);
+    }
+    // A key neither has is still a typo.
+    expect(configError(withPolicy({ algorithm: 'concurrency', limit: 2, max: 1 }))).toMatchObject({ code: 'ERR_RL_UNKNOWN_OPTION' });
+  });
+
   it('the largest exact configurations are accepted', () => {
     expect(() =>
       createLimiter({

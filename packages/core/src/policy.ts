@@ -53,6 +53,14 @@ function concurrencyInteger(value: unknown, path: string, hint: string): number 
 /** A concurrency policy (algorithms/concurrency.ts): `windowMs` is its lease time, `capacity` its limit. */
 function compileConcurrency(options: ConcurrencyPolicyOptions, path: string): CompiledPolicy {
   for (const key of Object.keys(options)) {
+    if (key in POLICY_KEYS && !(key in CONCURRENCY_KEYS)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_OPTION_NOT_APPLICABLE',
+        `${path}.${key}`,
+        "applies to rate algorithms only, not 'concurrency' (it counts requests in flight, with no window: leaseMs is how long a lease lives); remove it",
+        (options as unknown as Record<string, unknown>)[key],
+      );
+    }
     if (!(key in CONCURRENCY_KEYS)) {
       throw new RateLimitConfigError(
         'ERR_RL_UNKNOWN_OPTION',
@@ -172,8 +180,10 @@ export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boo
   }
   if (isConcurrencyOptions(input) && !shadow) return compileConcurrency(input, path);
   const options = input as PolicyOptions;
-  rejectUnknownPolicyKeys(options, path);
+  // The algorithm first: when it is the problem (a shadow 'concurrency' policy, a typo), the options
+  // that belong to it (leaseMs, queue) are not, and 'leaseMs is not a policy option' sent users the wrong way.
   const algorithm = readAlgorithm(options, path);
+  rejectUnknownPolicyKeys(options, path, algorithm);
   const name = readName(options, path);
   const { limit, windowMs } = readRate(options, path);
   const bucket = isBucket(algorithm);
@@ -225,9 +235,20 @@ export function compilePolicy(input: AnyPolicyOptions, path: string, shadow: boo
   });
 }
 
-/** Throws ERR_RL_UNKNOWN_OPTION for a key no policy has. */
-function rejectUnknownPolicyKeys(options: PolicyOptions, path: string): void {
+/**
+ * Throws ERR_RL_OPTION_NOT_APPLICABLE for a concurrency policy's option (the algorithm is missing or
+ * wrong, as for `burst` on a window), ERR_RL_UNKNOWN_OPTION for a key no policy has.
+ */
+function rejectUnknownPolicyKeys(options: PolicyOptions, path: string, algorithm: AlgorithmId): void {
   for (const key of Object.keys(options)) {
+    if (key in CONCURRENCY_KEYS && !(key in POLICY_KEYS)) {
+      throw new RateLimitConfigError(
+        'ERR_RL_OPTION_NOT_APPLICABLE',
+        `${path}.${key}`,
+        `applies to algorithm 'concurrency' only, not '${algorithm}'; set algorithm: 'concurrency' in policies, or remove it`,
+        (options as unknown as Record<string, unknown>)[key],
+      );
+    }
     if (!(key in POLICY_KEYS)) {
       throw new RateLimitConfigError(
         'ERR_RL_UNKNOWN_OPTION',

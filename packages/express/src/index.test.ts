@@ -1,9 +1,11 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Decision, LogFields } from '@tollgate/core';
 import { formatLine } from '@tollgate/core/adapter';
 import express from 'express';
 import request from 'supertest';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { rateLimit } from './index.js';
+import { type RateLimitMiddleware, rateLimit } from './index.js';
 
 const policies = { name: 'default', algorithm: 'fixed-window', limit: 1, windowMs: 60_000 } as const;
 const clock = () => 1_800_000_000_000;
@@ -78,6 +80,54 @@ describe('@tollgate/express', () => {
     // main before: Content-Length: 5 before a 300-byte body (the connection broke).
     expect(Number(refused.headers['content-length'])).toBe(Buffer.byteLength(JSON.stringify(refused.body)));
     expect(refused.body.status).toBe(429);
+  });
+
+  it('sends the reason phrase of its own status, not one an earlier middleware set', async () => {
+    const app = express();
+    app.use((_req, res, next) => {
+      res.statusMessage = 'All Good';
+      next();
+    });
+    app.use(rateLimit({ policies, clock, cost: (req) => (req.headers['x-cost'] === undefined ? 1 : 5) }));
+    app.get('/', (_req, res) => res.send('ok'));
+    const server = createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+      const lines = [];
+      for (const headers of [{}, {}, { 'x-cost': '5' }] as Record<string, string>[]) {
+        const res = await fetch(url, { headers });
+        await res.arrayBuffer();
+        lines.push(`${res.status} ${res.statusText}`);
+      }
+      // main before: `429 All Good`, `413 All Good`.
+      expect(lines).toEqual(['200 All Good', '429 Too Many Requests', '413 Payload Too Large']);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('warns once when a middleware is created inside a request handler (each request got a fresh limiter)', async () => {
+    const logger = recorder();
+    const app = express();
+    // A lazy singleton, made on its first request and kept, is not the mistake.
+    let lazy: RateLimitMiddleware | undefined;
+    app.get('/lazy', (req, res, next) => {
+      lazy ??= rateLimit({ policies: { ...policies, limit: 100 }, clock, logger });
+      return lazy(req, res, next);
+    });
+    app.get('/lazy', (_req, res) => res.send('ok'));
+    app.get('/', (req, res, next) => rateLimit({ policies, clock, logger })(req, res, next));
+    app.get('/', (_req, res) => res.send('ok'));
+    for (let i = 0; i < 3; i++) await request(app).get('/lazy').expect(200);
+    expect(logger.lines).toEqual([]);
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await request(app).get('/')).status);
+    // What it warns about: limit 1, and every request is admitted.
+    expect(statuses).toEqual([200, 200, 200, 200]);
+    const warned = logger.lines.filter((l) => l.startsWith('WRN_RL_CREATED_IN_REQUEST_HANDLER: '));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatch(/inside a request handler/);
   });
 
   it('limits only what it is mounted on', async () => {

@@ -11,6 +11,7 @@
  */
 
 import { createHash } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
 import { type Decision, type Limiter, type LoadShedder, RateLimitConfigError, type RateLimitOptions } from '@tollgate/core';
 import {
   createRateLimitHandler,
@@ -176,6 +177,9 @@ class ReplyTarget implements ResponseTarget {
     }
   }
   reject(status: number, body: string): void {
+    // Its own reason phrase: `reply.code` sets the code alone, and Node keeps a `statusMessage` an
+    // earlier hook set, so a 429 went out as `429 All Good`. HTTP/2 has none (setting one only warns).
+    if (this.request.raw.httpVersionMajor < 2) this.reply.raw.statusMessage = STATUS_CODES[status] ?? '';
     this.reply.code(status).send(bodyBuffer(body));
   }
   abandon(): void {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimitConfigError } from '../../errors.js';
-import { parseIpAddress } from './ip-address.js';
+import { type IpAddress, parseIpAddress } from './ip-address.js';
 import { compileTrustedProxies, TRUSTED_PROXY_PRESETS } from './trusted-proxies.js';
 
 function trusts(option: unknown, address: string): boolean {
@@ -101,6 +101,24 @@ describe('compileTrustedProxies', () => {
     // Short of half: a quarter and an eighth, overlaps counted once; nor does one family make the other permissive.
     expect(compileTrustedProxies(['0.0.0.0/2', '64.0.0.0/3', '0.0.0.0/3', '8000::/2'], 'p').permissive).toEqual([]);
     expect(compileTrustedProxies(['0.0.0.0/2', '::ffff:64.0.0.0/98'], 'p').permissive).toEqual(['0.0.0.0/2', '::ffff:64.0.0.0/98']);
+  });
+
+  it('counts ranges inside the NAT64 prefixes it is given as IPv4, as keys.ip keys them', () => {
+    const wellKnown = parseIpAddress('64:ff9b::') as IpAddress;
+    const own = parseIpAddress('2001:db8:64::') as IpAddress;
+    const permissive = (list: string[], nat64 = [wellKnown]) => compileTrustedProxies(list, 'p', nat64).permissive;
+    expect(permissive(['loopback', '64:ff9b::/96'])).toEqual(['64:ff9b::/96']);
+    expect(permissive(['64:ff9b::/97'])).toEqual(['64:ff9b::/97']);
+    expect(permissive(['64::/16'])).toEqual(['64::/16']);
+    // Halves that add up across notations: IPv4 0/1 and the translated 128/1.
+    expect(permissive(['0.0.0.0/2', '64:ff9b::4000:0/98'])).toEqual(['0.0.0.0/2', '64:ff9b::4000:0/98']);
+    // `::/0` holds both 2000::/3 and the NAT64 prefix: named once.
+    expect(permissive(['::/0'])).toEqual(['::/0']);
+    // The proxies' own embedded addresses are narrow; a network-specific prefix counts once it is configured.
+    expect(permissive(['64:ff9b::10.0.0.0/104', '64:ff9b::/98'])).toEqual([]);
+    expect(permissive(['2001:db8:64::/96'])).toEqual([]);
+    expect(permissive(['2001:db8:64::/96'], [wellKnown, own])).toEqual(['2001:db8:64::/96']);
+    expect(permissive(['64:ff9b::/96'], [])).toEqual([]);
   });
 
   it('has presets with the documented ranges', () => {

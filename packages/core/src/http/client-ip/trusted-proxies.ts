@@ -95,9 +95,11 @@ function parseRange(entry: string, path: string): Range {
 
 /**
  * Validates and compiles the `trustedProxies` option (`path` names it in errors). Throws
- * `RateLimitConfigError` on an entry that is not a CIDR, an address or a known preset.
+ * `RateLimitConfigError` on an entry that is not a CIDR, an address or a known preset. `nat64` are the
+ * /96 prefixes whose addresses the caller keys as the IPv4 address they embed (`keys.ip`'s
+ * `nat64Prefixes`): ranges inside them count as IPv4 when judging how much a list trusts.
  */
-export function compileTrustedProxies(option: unknown, path: string): TrustedProxies {
+export function compileTrustedProxies(option: unknown, path: string, nat64: readonly IpAddress[] = []): TrustedProxies {
   const list: unknown[] = option === undefined ? [] : Array.isArray(option) ? option : [option];
   const ranges: Range[] = [];
   const written: [string, Range][] = [];
@@ -123,7 +125,10 @@ export function compileTrustedProxies(option: unknown, path: string): TrustedPro
     written.push([entry, range]);
     ranges.push(range);
   });
-  const permissive = [...permissiveEntries(written, 4), ...permissiveEntries(written, 6)];
+  // An entry can count in both families (`::/0` holds 2000::/3 and 64:ff9b::/96): name it once.
+  const permissive = [
+    ...new Set([...permissiveEntries(clientSpans(written, 4, nat64), 4), ...permissiveEntries(clientSpans(written, 6, nat64), 6)]),
+  ];
   // Ranges as 32-bit network and mask words, split by family: a trust check is a few ANDs per range.
   const v4: number[] = [];
   const v6: number[] = [];
@@ -166,28 +171,50 @@ export function compileTrustedProxies(option: unknown, path: string): TrustedPro
  */
 const CLIENT_SPACE = { 4: { start: 0n, size: 1n << 32n }, 6: { start: 0x2000n << 112n, size: 1n << 125n } } as const;
 
+/** The part of one entry's range inside a family's client space, as an offset into that space. */
+interface Span {
+  readonly entry: string;
+  /** Where the entry was written: reports keep the user's order. */
+  readonly order: number;
+  readonly start: bigint;
+  readonly size: bigint;
+}
+
+/** The part of `[from, from + size)` inside `[start, start + length)`, shifted by `-shift`; none when they miss. */
+function overlap(entry: string, order: number, from: bigint, size: bigint, start: bigint, length: bigint, shift: bigint): Span[] {
+  const lo = from > start ? from : start;
+  const end = from + size;
+  const limit = start + length;
+  // biome-ignore lint/complexity/useMathMinMax: bigints (Math.min takes numbers only)
+  const hi = end < limit ? end : limit;
+  return hi > lo ? [{ entry, order, start: lo - shift, size: hi - lo }] : [];
+}
+
 /**
- * The widest entries of one family that together cover half of its client addresses (CLIENT_SPACE) or
- * more (ranges may overlap: they are merged), as written and in the order written; none when all of them
- * fall short. Presets never count: they are narrow.
+ * The spans of client addresses each entry trusts in `family`. IPv4 counts, besides IPv4 ranges, the
+ * IPv6 ranges inside the NAT64 /96 prefixes: keys.ip keys `64:ff9b::1.2.3.4` as `ip:1.2.3.4`, so
+ * trusting `64:ff9b::/96` (or any range holding it) let every IPv4 client behind a translator forge its
+ * key with no warning, while `::ffff:0:0/96` warned.
  */
-function permissiveEntries(written: readonly (readonly [string, Range])[], family: 4 | 6): string[] {
-  const bits = family === 4 ? 32 : 128;
+function clientSpans(written: readonly (readonly [string, Range])[], family: 4 | 6, nat64: readonly IpAddress[]): Span[] {
   const space = CLIENT_SPACE[family];
-  const half = space.size / 2n;
-  const spans = written
-    .filter(([, [network]]) => network.family === family)
-    .map(([entry, [network, prefix]], order) => {
-      // The part of the range inside the client space (bigints: Math.max and Math.min take numbers only).
-      const from = addressValue(network);
-      // biome-ignore lint/complexity/useMathMinMax: bigints
-      const start = from > space.start ? from : space.start;
-      const end = from + (1n << BigInt(bits - prefix));
-      const limit = space.start + space.size;
-      return { entry, order, start, size: (end < limit ? end : limit) - start };
-    })
-    .filter((s) => s.size > 0n)
-    .sort((a, b) => (a.size > b.size ? -1 : a.size < b.size ? 1 : a.order - b.order));
+  return written.flatMap(([entry, [network, prefix]], order) => {
+    const from = addressValue(network);
+    const size = 1n << BigInt((network.family === 4 ? 32 : 128) - prefix);
+    if (network.family === family) return overlap(entry, order, from, size, space.start, space.size, space.start);
+    if (family === 6) return [];
+    return nat64.flatMap((p) => overlap(entry, order, from, size, addressValue(p), 1n << 32n, addressValue(p)));
+  });
+}
+
+/**
+ * The widest of `spans` (one family's) that together cover half of its client addresses (CLIENT_SPACE)
+ * or more (ranges may overlap: they are merged), as written and in the order written; none when all of
+ * them fall short. Presets never count: they are narrow.
+ */
+function permissiveEntries(spans: Span[], family: 4 | 6): string[] {
+  const half = CLIENT_SPACE[family].size / 2n;
+  spans.sort((a, b) => (a.size > b.size ? -1 : a.size < b.size ? 1 : a.order - b.order));
   for (let n = 1; n <= spans.length; n++) {
     const widest = spans.slice(0, n);
     if (covered(widest) >= half) return widest.sort((a, b) => a.order - b.order).map((s) => s.entry);

@@ -20,6 +20,7 @@ import { createPartitionKey } from '../keys/partition-key.js';
 import { createHeaderWriter } from '../response/header-writer.js';
 import { createProblemBodyWriter } from '../response/problem.js';
 import type { ResponseConfig } from '../response/respond.js';
+import { creationWatch } from './created-in-request.js';
 import { CustomBody } from './custom-body.js';
 import { RequestDecider } from './decide-request.js';
 import type { HandledRequest, HandlerContext, RateLimitHandler, RequestInput, ResponseTarget, RunOutcome } from './handler-types.js';
@@ -71,7 +72,8 @@ export function createRateLimitHandler<Req>(
     queues: hasConcurrencyQueue(config.limiterOptions),
   });
   const run = createRun(config, limiter, loggers, decider, hooks);
-  return {
+  const firstRequest = creationWatch.watch();
+  const handler: RateLimitHandler<Req> = {
     limiter,
     config,
     logger: loggers.base,
@@ -80,7 +82,13 @@ export function createRateLimitHandler<Req>(
     handle: async (input) => decider.handle(input, loggers.diagnostics(loggers.of(input))),
     settled: (response) => run.holds.settled(response),
     holding: config.shedder !== undefined || renewInterval(limiter) > 0,
-    run: run.run,
+    run(input, out) {
+      // The first request asks whether this instance was made for it (created-in-request.ts), then hands
+      // `run` over: no later request pays for the question.
+      handler.run = run.run;
+      firstRequest(loggers.diagnostics(loggers.of(input)));
+      return run.run(input, out);
+    },
     checkTrustProxy(setting, permissive, logger) {
       if (!permissive) return;
       loggers
@@ -96,6 +104,7 @@ export function createRateLimitHandler<Req>(
       gate.close();
     },
   };
+  return handler;
 }
 
 /** One response config per plan: headers and problem bodies describe the plan that applied. */

@@ -92,6 +92,27 @@ describe('keys.header()', () => {
     expect(error.option).toBe(option);
   });
 
+  it('gives one credential one key, whatever the spelling of its auth-scheme (RFC 9110 §11.1)', () => {
+    for (const name of ['authorization', 'Proxy-Authorization']) {
+      const key = headerKey(name, { secret: 's3cret' });
+      const header = name.toLowerCase();
+      const spellings = ['Bearer tok_AbC', 'bearer tok_AbC', 'BEARER tok_AbC', 'bEaReR   tok_AbC', 'Bearer\t tok_AbC', '  Bearer tok_AbC '];
+      const keys = new Set(spellings.map((value) => keyFor(key, { [header]: value }).key));
+      expect(keys).toEqual(new Set([`apikey:${createHmac('sha256', 's3cret').update('bearer tok_AbC').digest('base64url')}`]));
+    }
+  });
+
+  it('keeps credentials case-sensitive, and other headers and bare values as sent', () => {
+    const auth = headerKey('authorization');
+    expect(keyFor(auth, { authorization: 'Bearer tok_abc' }).key).not.toBe(keyFor(auth, { authorization: 'Bearer TOK_ABC' }).key);
+    expect(keyFor(auth, { authorization: 'Basic dXNlcjpwYXNz' }).key).toBe(`apikey:${sha('basic dXNlcjpwYXNz')}`);
+    // A bare token (no scheme) is all credential: 'Key1' and 'key1' are two clients.
+    expect(keyFor(auth, { authorization: 'Key1' }).key).toBe(`apikey:${sha('Key1')}`);
+    // Not a token, so not a scheme: hashed as sent.
+    expect(keyFor(auth, { authorization: 'B@d  x' }).key).toBe(`apikey:${sha('B@d  x')}`);
+    expect(keyFor(headerKey('x-api-key'), { 'x-api-key': 'Bearer  x' }).key).toBe(`apikey:${sha('Bearer  x')}`);
+  });
+
   it('treats secret: undefined as no secret', () => {
     expect(keyFor(headerKey('x-api-key', { secret: undefined }), { 'x-api-key': 'k' }).key).toBe(`apikey:${sha('k')}`);
   });

@@ -34,6 +34,28 @@ function isOws(code: number): boolean {
   return code === 0x20 || code === 0x09;
 }
 
+/** Headers whose value is `auth-scheme [ 1*SP credentials ]` (RFC 9110 §11.6.2, §11.7.2). */
+const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization']);
+
+/**
+ * One spelling per credential: the auth-scheme is case-insensitive (RFC 9110 §11.1) and servers take
+ * `bearer`, `BEARER` or `Bearer   t` as `Bearer t`, so hashing the raw value gave one token 64 case
+ * spellings of `bearer` times any number of spaces, each with its own budget (a limit of 2 per minute
+ * admitted 131 of 131 requests). The scheme is lowercased and the whitespace after it becomes one space;
+ * the credentials stay as sent (a token is case-sensitive). A value without a token scheme followed by
+ * credentials (a bare API key, say) is left as it is, so two keys that differ only in case stay apart.
+ */
+function canonicalCredentials(value: string): string {
+  let end = 0;
+  while (end < value.length && !isOws(value.charCodeAt(end))) end++;
+  if (end === value.length) return value;
+  const scheme = value.slice(0, end);
+  if (!TOKEN.test(scheme)) return value;
+  let from = end;
+  while (isOws(value.charCodeAt(from))) from++; // the value is trimmed: credentials follow
+  return `${scheme.toLowerCase()} ${value.slice(from)}`;
+}
+
 /**
  * Keys a request by header `name` (case-insensitive): `apikey:<base64url digest>`. A missing, empty or
  * whitespace-only header yields undefined (no key: chain a fallback with `keys.first`). Repeated header
@@ -66,6 +88,8 @@ export function headerKey(name: string, options: HeaderKeyOptions = {}): KeyFunc
   // few ns. Bounded in entries and in value length; owned by this function, so never shared between
   // secrets. It holds recent raw values in process memory, as the requests that carried them did.
   const recent = new BoundedCache<string>(RECENT_KEYS_SIZE);
+  // Chosen here, so other headers (x-api-key) pay nothing for it; the cache keeps each spelling's key.
+  const canonical = CREDENTIAL_HEADERS.has(header) ? canonicalCredentials : undefined;
   return function headerKey(_request, view) {
     const raw = readHeader(view.headers, header);
     if (raw === undefined) return undefined;
@@ -84,7 +108,7 @@ export function headerKey(name: string, options: HeaderKeyOptions = {}): KeyFunc
       );
       return undefined;
     }
-    const key = `apikey:${digest(value)}`;
+    const key = `apikey:${digest(canonical === undefined ? value : canonical(value))}`;
     if (value.length <= MAX_RECENT_VALUE_LENGTH) recent.set(value, key);
     return key;
   };

@@ -172,6 +172,34 @@ describe('keys.ip(): a trust list that trusts everyone', () => {
     expect(logger.warnings[0]).toMatch(/^WRN_RL_PERMISSIVE_TRUSTED_PROXIES: /);
   });
 
+  it('warns for a NAT64 range, the well-known one or a configured one: it holds every IPv4 client', () => {
+    for (const [trustedProxies, nat64Prefixes] of [
+      [['loopback', '64:ff9b::/96'], undefined],
+      [['loopback', '64:ff9b::/97'], undefined],
+      [['2001:db8:64::/96'], ['64:ff9b::/96', '2001:db8:64::/96']],
+    ] as const) {
+      const logger = recordingLogger();
+      ipKey({ trustedProxies, nat64Prefixes, logger });
+      expect(logger.warnings).toHaveLength(1);
+      expect(logger.warnings[0]).toMatch(/^WRN_RL_PERMISSIVE_TRUSTED_PROXIES: .*'(64:ff9b::\/9[67]|2001:db8:64::\/96)'.*NAT64/);
+    }
+    // What the warning is about: a client behind the translator writes any IPv4 key it likes.
+    const key = ipKey({ trustedProxies: ['loopback', '64:ff9b::/96'], logger: recordingLogger(), validate: false });
+    const { view } = viewFactory();
+    expect(key({}, view({ remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': '6.6.6.6, 64:ff9b::1.2.3.4' } }))).toBe('ip:6.6.6.6');
+  });
+
+  it("does not warn for a translator's own embedded addresses, nor a NAT64 prefix keys.ip keys as IPv6", () => {
+    for (const options of [
+      { trustedProxies: ['loopback', '64:ff9b::10.0.0.0/104'] },
+      { trustedProxies: ['64:ff9b::/96'], nat64Prefixes: [] },
+    ]) {
+      const logger = recordingLogger();
+      ipKey({ ...options, logger });
+      expect(logger.warnings).toEqual([]);
+    }
+  });
+
   it('does not warn for ordinary lists', () => {
     const logger = recordingLogger();
     const key = ipKey({ trustedProxies: ['private', 'loopback', '203.0.113.0/24'], logger });

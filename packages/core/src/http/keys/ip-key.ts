@@ -138,12 +138,14 @@ function parseIpKeyOptions(input: IpKeyOptions): IpKeyConfig {
   checkLogger(options.logger, `${PATH}.logger`);
   const ipv4Prefix = parsePrefix(options.ipv4Prefix ?? 32, 'ipv4Prefix', 16, 32, 'shorter prefixes put whole providers in one bucket');
   const ipv6Prefix = parsePrefix(options.ipv6Prefix ?? 64, 'ipv6Prefix', 32, 128, 'a /32 is a whole ISP; 48, 56 and 64 are typical');
+  // Read first: trusting a range inside a NAT64 prefix trusts the IPv4 clients it embeds.
+  const nat64 = Object.freeze(parseNat64(options.nat64Prefixes ?? ['64:ff9b::/96']));
   return Object.freeze({
-    trustedProxies: compileTrustedProxies(options.trustedProxies, `${PATH}.trustedProxies`),
+    trustedProxies: compileTrustedProxies(options.trustedProxies, `${PATH}.trustedProxies`, nat64),
     header,
     ipv4Prefix,
     ipv6Prefix,
-    nat64: Object.freeze(parseNat64(options.nat64Prefixes ?? ['64:ff9b::/96'])),
+    nat64,
     ipv4Suffix: ipv4Prefix === 32 ? '' : `/${ipv4Prefix}`,
     ipv6Suffix: ipv6Prefix === 128 ? '' : `/${ipv6Prefix}`,
   });
@@ -180,7 +182,7 @@ function keyOf(address: IpAddress, config: IpKeyConfig): string {
 
 function permissiveMessage(entries: readonly string[]): string {
   return (
-    `keys.ip({ trustedProxies }) contains ${entries.map((e) => `'${e}'`).join(' and ')}, which trust${entries.length === 1 ? 's' : ''} half of all client addresses or more (of IPv4, or of IPv6's global 2000::/3): any ` +
+    `keys.ip({ trustedProxies }) contains ${entries.map((e) => `'${e}'`).join(' and ')}, which trust${entries.length === 1 ? 's' : ''} half of all client addresses or more (of IPv4, NAT64 prefixes such as 64:ff9b::/96 included, or of IPv6's global 2000::/3): any ` +
     'client can then pick its own key by sending X-Forwarded-For, and bypass IP-based limits. List only your ' +
     "proxies' addresses or ranges."
   );

@@ -293,16 +293,17 @@ export class Fallback {
     this.memory?.accept(key, r, at, storeKey);
   }
 
-  /** The store lost nothing after all (limiter/budget-restore.ts): no record stands against its answers (AnswerMemory.release). */
-  releaseRecords(): void {
-    this.memory?.release();
+  /** The store lost nothing after all, by the question whose verdict is `verdict` (limiter/budget-restore.ts): the records it made stand go (AnswerMemory.release). */
+  releaseRecords(verdict: Promise<boolean>): void {
+    this.memory?.release(verdict);
   }
 
   /**
    * The store's answer `r` for `key` at `at`, charging `cost`, could not follow the key's record, which
    * stands (`remember`: the store lost the key): the answer came from a key the store lost, and the
    * record says what the key has. Admitted when the record has room for `cost` on every
-   * policy (taken off the record, AnswerMemory.follow): `r` itself. Else `r` as a refusal by the policies
+   * policy (taken off the record, AnswerMemory.follow): `r`, saying what the record has left (a copy: the
+   * emptied key's own said 1,999 of 2,000 left after 1,200 were used). Else `r` as a refusal by the policies
    * without room (a copy, as `overdrawn` makes; the charge stays in the store, where the restore then
    * charges what is left). An answer that charged nothing is its own refusal: `r`.
    */
@@ -313,7 +314,12 @@ export class Fallback {
     const m = memory.live(key, at) as Remembered;
     if (rooms.every((room) => room >= cost)) {
       memory.follow(key, cost, at);
-      return r;
+      const x = Float64Array.from(r);
+      for (let i = 0; i < rooms.length; i++) {
+        const room = rooms[i] as number;
+        if (room !== Number.POSITIVE_INFINITY) x[i * RESULT_STRIDE + R_REMAINING] = Math.max(0, Math.floor(room - cost));
+      }
+      return x;
     }
     return this.refusedBy(r, rooms, cost, cost, m, at);
   }

@@ -210,7 +210,8 @@ export class Decider {
     if (over === undefined || over === r) return this.built(t, cost, r, at);
     const room: boolean[] = [];
     for (let i = 0; i < t.cp.enforcedCount; i++) room.push(((over[i * RESULT_STRIDE + R_FLAGS] as number) & F_ALLOWED) !== 0);
-    if (room.some(Boolean)) this.giveBack(t, cost, r, at, room);
+    // Admitted by the record (`over` only says what it has left): the charge stays.
+    if (room.some(Boolean) && !room.every(Boolean)) this.giveBack(t, cost, r, at, room);
     return this.built(t, cost, over, at);
   }
 

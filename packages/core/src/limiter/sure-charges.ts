@@ -26,6 +26,7 @@ import { refills } from '../failure/answer-memory.js';
 import type { StoreGuard } from '../failure/store-guard.js';
 import { isResultOf } from '../failure/store-result-error.js';
 import { DoublingWait } from '../internal/doubling-wait.js';
+import { MILLI } from '../internal/fixed-point.js';
 import { catchRejection } from '../internal/rejection.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import { isPromiseLike, R_REMAINING, resultCharged, type StorePlan, type StoreResult } from '../stores/store.js';
@@ -66,6 +67,8 @@ interface Sending {
   again: boolean;
   /** Charged again, after a refusal for want of room, at most this many more times. */
   readonly lefts: number;
+  /** A charge of what a refused one left (`landed`): landed, what it leaves is charged in turn. */
+  readonly leftover: boolean;
   /** Sent again at the next turn. */
   waiting: boolean;
   /** Settles `send`'s promise: at the first try's answer (or failure), once a charge of what is left is sent. */
@@ -73,7 +76,10 @@ interface Sending {
 }
 
 /** How many times a charge refused for want of room charges what is left, as checks take some meanwhile. */
-const LEFT_ATTEMPTS = 3;
+const LEFT_ATTEMPTS = 8;
+
+/** Below this much left (milli-units), a charge of what is left asks for all of it (`landed`). */
+const SMALL_LEFT = 8 * MILLI;
 
 /** The most charges kept to send again: past it, one that fails is dropped (a store failing for long under a key flood). */
 const MAX_LIVE = 100_000;
@@ -123,8 +129,11 @@ export class SureCharges {
     this.live.clear();
   }
 
-  /** Starts sending `cost` of `c`, with `lefts` charges of what is left after a refusal; `firstDone` told as `send` says. */
-  private start(c: SureCharge, cost: number, lefts: number, firstDone?: () => void): void {
+  /**
+   * Starts sending `cost` of `c`, with `lefts` charges of what is left after a refusal (`leftover`: this is
+   * one); `firstDone` told as `send` says.
+   */
+  private start(c: SureCharge, cost: number, lefts: number, firstDone?: () => void, leftover = false): void {
     let node: string;
     try {
       node = this.guard.nodeOfKey(c.key);
@@ -144,6 +153,7 @@ export class SureCharges {
       sent: false,
       again: false,
       lefts,
+      leftover,
       waiting: false,
       firstDone,
     };
@@ -243,7 +253,15 @@ export class SureCharges {
     }
   }
 
-  /** `s` was answered: it landed. Refused for want of room, what the policy has left is charged, so it ends exhausted. */
+  /**
+   * `s` was answered: it landed. Refused for want of room, what the policy has left is charged, so it ends
+   * exhausted. Checks from elsewhere take some between a reply and the next charge: asked for all of what
+   * was left, the charge was refused again each time (four processes on a GCRA key, a FLUSHALL: refused
+   * three times in a row, the key never charged again, 2,800 over its limit). So a charge of what was left
+   * that was refused asks for seven eighths of what is left then (all of it below 8 units), and once one
+   * lands, what it left is charged in turn. The first asks for all of it: a key left with room takes batches
+   * (`localBatch`) that are spent before the next charge comes (30 over a limit of 1,000).
+   */
   private landed(s: Sending, r: StoreResult, timely: boolean): void {
     // Dropped by a loss meanwhile: it landed on the new state, which the next restore charges; nothing more.
     const live = this.live.delete(s);
@@ -251,10 +269,18 @@ export class SureCharges {
     try {
       s.c.landed?.(r, timely);
     } catch {}
-    const left = resultCharged(r, 0) ? 0 : Math.floor(r[R_REMAINING] as number);
+    const charged = resultCharged(r, 0);
+    const left = charged && !s.leftover ? 0 : Math.floor(r[R_REMAINING] as number);
     if (live && left > 0 && s.lefts > 0) {
       const forMs = s.c.forMs - (this.now() - s.from);
-      this.start({ key: s.c.key, plan: s.c.plan, cost: left, forMs, restore: s.c.restore, landed: s.c.landed }, left, s.lefts - 1);
+      const cost = s.leftover && !charged && left >= SMALL_LEFT ? left - Math.floor(left / 8) : left;
+      this.start(
+        { key: s.c.key, plan: s.c.plan, cost, forMs, restore: s.c.restore, landed: s.c.landed },
+        cost,
+        s.lefts - 1,
+        undefined,
+        true,
+      );
     }
     settleFirst(s);
   }

@@ -228,6 +228,12 @@ export interface Store {
    */
   chargedBeside?(key: StoreKey, plan: StorePlan, charged: ArrayLike<number>): void;
   /**
+   * Tells the store that what it holds of `key` in this process (RedisStore `localBatch`) was taken from a
+   * state it lost, which a restore charged what the key had counted (limiter/budget-restore.ts): those
+   * units are dropped unspent, as at a reset, and stay charged.
+   */
+  lostHeld?(key: StoreKey, plan: StorePlan): void;
+  /**
    * What settles once the give-backs of `key` on their way to the store have landed (RedisStore: its
    * refunds, and `localBatch` returning what a batch held), or undefined when none is. A refund sent first
    * may still land after later calls (one that met NOSCRIPT runs again behind them): a carry after an

@@ -433,6 +433,11 @@ export class RedisStore implements Store {
     if (this.batcher !== undefined && typeof key === 'string') this.batcher.chargedBeside(key, plan, charged);
   }
 
+  /** `localBatch`: the batches held for `key` were taken from a state Redis lost (Store.lostHeld): dropped, as at a reset. */
+  lostHeld(key: StoreKey, plan: StorePlan): void {
+    if (this.batcher !== undefined && typeof key === 'string') this.batcher.forget(key, plan);
+  }
+
   /** This store's lease ids: unique across processes, so one process never ends another's lease. */
   private readonly instance = randomBytes(9).toString('base64url');
 

@@ -79,6 +79,23 @@ export class Batch {
   }
 
   /**
+   * How much of `charged` (milli-units per policy), charged beside this batch, did not fit in what Redis
+   * said was left at its charge: the most any policy lacks.
+   */
+  shortBy(charged: ArrayLike<number>): number {
+    let short = 0;
+    for (let i = 0; i < this.left.length; i++) short = Math.max(short, Math.floor(charged[i] ?? 0) - (this.left[i] as number));
+    return short;
+  }
+
+  /** Drops up to `n` of the units held, unspent (they stay charged); returns what it could not drop. */
+  forfeit(n: number): number {
+    const dropped = Math.min(this.held, Math.max(0, n));
+    this.held -= dropped;
+    return n - dropped;
+  }
+
+  /**
    * The key was charged `charged` (milli-units per policy) beside this batch: each policy has that much less
    * left than Redis said at the batch's charge, none below nothing (a charge that does not fit takes what is left).
    */

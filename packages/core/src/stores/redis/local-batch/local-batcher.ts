@@ -521,13 +521,18 @@ export class LocalBatcher {
    * `Store.chargedBeside`: the key is about to be charged `charged` (milli-units per policy) beside what this
    * process holds (a restore after Redis lost its state). Its units stay this process's to spend (Redis
    * counts them), but what each batch says is left is that much less, as the round trip would now say; a
-   * batch a call in flight brings alike (`keep`).
+   * batch a call in flight brings alike (`keep`). Where the charge does not fit in what the latest batch
+   * left, the key ends exhausted with the units held in it: what it lacks is dropped from them, latest
+   * first, or they were spent beyond the limit (a batch taken from a key a FLUSHALL emptied, the key
+   * exhausted before: 3,296 of 3,000).
    */
   chargedBeside(key: string, plan: StorePlan, charged: ArrayLike<number>): void {
     const e = this.plans.get(plan)?.entries.get(key);
     if (e === undefined) return;
     const before = e.beside;
     e.beside = Array.from({ length: Math.max(before.length, charged.length) }, (_, i) => (before[i] ?? 0) + (charged[i] ?? 0));
+    let short = e.batches.at(-1)?.shortBy(charged) ?? 0;
+    for (let i = e.batches.length - 1; i >= 0; i--) short = (e.batches[i] as Batch).forfeit(short);
     for (const b of e.batches) b.lower(charged);
   }
 
@@ -541,7 +546,7 @@ export class LocalBatcher {
     if (e !== undefined) e.block = undefined;
   }
 
-  /** `store.reset(key)`: what this process held for the key belonged to the state just deleted. */
+  /** `store.reset(key)`, or a loss (Store.lostHeld): what this process held for the key belonged to a state deleted. */
   forget(key: string, plan: StorePlan): void {
     const e = this.plans.get(plan)?.entries.get(key);
     if (e === undefined) return;

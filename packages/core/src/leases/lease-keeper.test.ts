@@ -753,3 +753,153 @@ describe('LeaseKeeper', () => {
     expect(() => setup(999)).toThrow(/ERR_RL_INVALID_CONCURRENCY.*maxLeaseMs.*at least leaseMs/);
   });
 });
+
+/**
+ * A LosingStore with `restoreMany`, as RedisStore has it: the held leases go back `batch` at a time, one
+ * call each (RedisStore: one script call per plan and Cluster slot).
+ */
+class BatchingStore extends LosingStore {
+  batch = 2;
+  /** Every lease goes in two calls, as one whose policies' keys lie in two Cluster slots; the second says live. */
+  split = false;
+  /** restoreMany throws at once (a bug, a client that throws instead of rejecting). */
+  throwMany = false;
+  /** When set, the batches wait here until the test runs them. */
+  heldBatches: (() => void)[] | undefined;
+  /** When set, releases are on their way until the test lands them (one that met NOSCRIPT runs again later). */
+  landingReleases: (() => void)[] | undefined;
+
+  override release(key: StoreKey, plan: StorePlan, lease: number, now: number): void | Promise<void> {
+    const landing = this.landingReleases;
+    if (landing === undefined) return super.release(key, plan, lease, now);
+    this.calls.push('release');
+    return new Promise<void>((landed) =>
+      landing.push(() => {
+        this.calls.push('release landed');
+        this.memory.release(key, plan, lease, now);
+        landed();
+      }),
+    );
+  }
+
+  restoreMany(leases: readonly { key: StoreKey; plan: StorePlan; lease: number }[], now: number) {
+    this.calls.push('restoreMany');
+    if (this.throwMany) throw new Error('restoreMany threw');
+    const calls: { leases: number[]; key: StoreKey; live: Promise<boolean[]> }[] = [];
+    for (let from = 0; from < leases.length; from += this.batch) {
+      const at = leases.slice(from, from + this.batch).map((_, k) => from + k);
+      const held = this.heldBatches;
+      const live = (async () => {
+        if (held !== undefined) await new Promise<void>((run) => held.push(run));
+        if (this.failRestores) throw new Error('connection closed');
+        return at.map((i) => {
+          const { key, plan, lease } = leases[i] as (typeof leases)[number];
+          const was = this.memory.renew(key, plan, lease, now);
+          if (!was) this.memory.apply(key, plan, 1000, now, lease);
+          return was;
+        });
+      })();
+      calls.push({ leases: at, key: leases[from]?.key ?? '', live });
+      if (this.split) calls.push({ leases: at, key: leases[from]?.key ?? '', live: Promise.resolve(at.map(() => true)) });
+    }
+    return calls;
+  }
+}
+
+function setupBatching(limit = 3) {
+  const store = new BatchingStore();
+  const warnings: unknown[] = [];
+  const limiter = createLimiter({
+    policies: { algorithm: 'concurrency', limit, leaseMs: 1_000 },
+    store,
+    onStoreError: 'closed',
+    clock: () => 1_000_000,
+    logger: { warn: (fields: unknown) => void warnings.push(fields), error() {} },
+  });
+  return { store, limiter, warnings };
+}
+
+describe('LeaseKeeper on a store with restoreMany', () => {
+  it('puts the held leases back in the calls restoreMany sends, not one restore per lease', async () => {
+    const { store, limiter, warnings } = setupBatching();
+    const held = [await limiter.check('k'), await limiter.check('k'), await limiter.check('k')];
+    expect(held.every((d) => d.allowed)).toBe(true);
+    store.restart();
+    const fourth = await limiter.check('k');
+    expect(fourth).toMatchObject({ allowed: false, degraded: false });
+    // Before: ['restore', 'restore', 'restore', 'apply'] (6,000 EVALSHA for 3,000 leases on a restarted Redis).
+    expect(store.calls).toEqual(['restoreMany', 'apply']);
+    expect(warnings).toContainEqual(expect.objectContaining({ code: 'WRN_RL_LEASES_RESTORED', restored: 3, held: 3 }));
+    held[0]?.release?.();
+    expect((await limiter.check('k')).allowed).toBe(true);
+  });
+
+  it('a lease in several calls (its keys in several Cluster slots) is back only when each call put it back or found it', async () => {
+    const { store, limiter, warnings } = setupBatching();
+    store.split = true;
+    await limiter.check('k');
+    await limiter.check('k');
+    store.restart();
+    expect((await limiter.check('k')).allowed).toBe(true);
+    // The second call of each says live; the first put it back: put back, counted.
+    expect(warnings).toContainEqual(expect.objectContaining({ code: 'WRN_RL_LEASES_RESTORED', restored: 2, held: 2 }));
+    expect((await limiter.check('k')).allowed).toBe(false);
+  });
+
+  it('a release waits for the batch that carries its lease: the batch never puts the ended lease back', async () => {
+    const { store, limiter } = setupBatching(2);
+    const [a, b] = [await limiter.check('k'), await limiter.check('k')];
+    store.heldBatches = [];
+    store.restart();
+    const next = limiter.check('k');
+    await Promise.resolve();
+    expect(store.heldBatches).toHaveLength(1);
+    // a ends while its batch is on its way: its release is not sent before the batch lands.
+    a?.release?.();
+    expect(store.calls).toEqual(['restoreMany']);
+    for (const run of store.heldBatches ?? []) run();
+    store.heldBatches = undefined;
+    await new Promise((r) => setTimeout(r, 0));
+    expect(store.calls).toEqual(['restoreMany', 'release', 'apply']);
+    // The check that waited takes a's slot; b's is held: a third is refused (before the keeper: admitted).
+    const granted = await next;
+    expect(granted.allowed).toBe(true);
+    expect((await limiter.check('k')).allowed).toBe(false);
+    b?.release?.();
+    granted.release?.();
+  });
+
+  it('the restore ends once the give-back of a grant beside lost leases has landed: asked again, that grant is not counted', async () => {
+    const { store, limiter } = setupBatching(3);
+    await limiter.check('k');
+    await limiter.check('k');
+    // Lost silently (a FLUSHALL): the next grant sees 1 in use where 2 are held, and is given back.
+    store.memory = new MemoryStore();
+    store.calls = [];
+    store.landingReleases = [];
+    const third = limiter.check('k');
+    await new Promise((r) => setTimeout(r, 0));
+    // The batch has answered; the give-back is still on its way: the check waits for it.
+    expect(store.calls).toEqual(['apply', 'release', 'restoreMany']);
+    for (const land of store.landingReleases ?? []) land();
+    store.landingReleases = undefined;
+    // Before: asked again behind the batch, beside its own given-up lease (3 of 3 in use), and refused.
+    expect(await third).toMatchObject({ allowed: true, degraded: false });
+    expect(store.calls).toEqual(['apply', 'release', 'restoreMany', 'release landed', 'apply']);
+  });
+
+  it('a batch that fails, or a restoreMany that throws, leaves its leases missing: the failure mode answers, no unhandled rejection', async () => {
+    for (const fault of ['reject', 'throw'] as const) {
+      const { store, limiter } = setupBatching(2);
+      await limiter.check('k');
+      if (fault === 'reject') store.failRestores = true;
+      else store.throwMany = true;
+      store.restart();
+      // 'closed': not the store's answer beside a missing lease.
+      expect(await limiter.check('k')).toMatchObject({ allowed: false, degraded: true });
+      // vitest fails the file on an unhandled rejection.
+      await new Promise((r) => setTimeout(r, 0));
+      expect(store.calls.filter((c) => c === 'apply')).toEqual([]);
+    }
+  });
+});

@@ -89,6 +89,13 @@ function reaches(node: string, nodes: ReadonlySet<string>): boolean {
   return nodesIn(node).some((n) => nodes.has(n));
 }
 
+/** Records `release`, the give-back of an abandoned lease, among `kept.givingBack` until it lands. */
+function landing(kept: StoreLeases, release: PromiseLike<unknown>): void {
+  const landed: Promise<void> = Promise.resolve(release).then(none, none);
+  kept.givingBack.add(landed);
+  void landed.then(() => kept.givingBack.delete(landed));
+}
+
 /** Records that the node of `held` may lack it (see `StoreLeases.missingOn`). */
 function markMissing(kept: StoreLeases, held: Held): void {
   kept.missingOn.add(held);
@@ -111,6 +118,14 @@ class StoreLeases {
   readonly unreleased = new Set<Held>();
   /** Releases sent, each with when, in the last RELEASE_REPLAY_MS: told again after a connection event. */
   readonly recent = new Map<Held, number>();
+  /**
+   * Give-backs of leases no decision holds (`abandon`) on their way, each settling when it lands: a restore
+   * ends only once those sent before it have, since the request that gave one up asks again after the
+   * restore. A give-back that met NOSCRIPT runs again behind later calls; the restores, one call per lease
+   * and each meeting NOSCRIPT too, used to end after it by chance, and a batched restore with its script
+   * loaded first ends before it (the ask again then found its own given-up lease still counted).
+   */
+  readonly givingBack = new Set<Promise<void>>();
   /** When `held` is next swept of leases past their deadline (never released: a lost `release`). */
   sweepAt = 1024;
   /** The store may have lost some, or hold some this limiter released: new leases wait for `restoring`. */
@@ -464,7 +479,10 @@ export class LeaseKeeper {
     const tell = (at: number) => {
       try {
         const pending = this.aside(key, store.release?.(key, plan, lease, at));
-        if (isPromiseLike(pending)) pending.then(undefined, untold);
+        if (isPromiseLike(pending)) {
+          pending.then(undefined, untold);
+          if (kept !== undefined) landing(kept, pending);
+        }
         if (kept !== undefined) sentRelease(kept, held, this.now());
       } catch {
         untold();
@@ -694,6 +712,45 @@ export class LeaseKeeper {
   }
 
   /**
+   * Sends the restores of `list` to `kept.store`: one promise per lease (recorded as its put-back, so a
+   * release waits for it), true when it was live. Through `restoreMany` when the store has it, so the
+   * leases go in a few calls: one `restore` per lease put 3,000 back 112-197 ms after a restarted Redis was
+   * ready (a loaded 2-core machine; 250-360 ms on the tester's), and other processes' new leases ran beside
+   * them that long; 15 calls now, 21-69 ms. A store without it gets one `restore` per lease, as before.
+   */
+  private putBack(kept: StoreLeases, list: readonly Held[], now: number): Promise<boolean>[] {
+    const store = kept.store;
+    if (store.restoreMany === undefined || list.length === 0) {
+      return list.map((h) =>
+        puttingBack(
+          h,
+          attempt(() => this.aside(h.key, store.restore(h.key, h.plan, h.lease, now))),
+        ),
+      );
+    }
+    const parts: Promise<boolean>[][] = list.map(() => []);
+    try {
+      for (const call of store.restoreMany(list, now)) {
+        // One call for the watchdog, however many leases it carries.
+        const live = this.aside(call.key, call.live);
+        live.then(undefined, none);
+        call.leases.forEach((at, k) => {
+          parts[at]?.push(live.then((flags) => flags[k] === true));
+        });
+      }
+    } catch (error) {
+      const failed = Promise.reject(error);
+      for (const p of parts) p.push(failed);
+      failed.then(undefined, none);
+    }
+    return list.map((h, i) => {
+      const p = parts[i] as Promise<boolean>[];
+      // Most leases are in one call (their policies' keys in one slot): no Promise.all per lease.
+      return puttingBack(h, p.length === 1 ? (p[0] as Promise<boolean>) : Promise.all(p).then((all) => all.every(Boolean)));
+    });
+  }
+
+  /**
    * Puts back every lease held in `kept.store`, after sending again the releases it could not take. A
    * lease whose call failed stays missing (`missingOn`: its node), the others are back; the store is
    * whole again when all calls succeed, the connection is still the one of `epoch`, no release failed and
@@ -723,14 +780,10 @@ export class LeaseKeeper {
     const released = Promise.allSettled(
       ending.map((h) => attempt(() => this.aside(h.key, kept.store.release?.(h.key, h.plan, h.lease, now)))),
     );
-    const restores = list.map((h) =>
-      puttingBack(
-        h,
-        attempt(() => this.aside(h.key, kept.store.restore(h.key, h.plan, h.lease, now))),
-      ),
-    );
-    const answers = await Promise.allSettled(restores);
+    const givenBack = Promise.all(kept.givingBack);
+    const answers = await Promise.allSettled(this.putBack(kept, list, now));
     const told = await released;
+    await givenBack;
     const failures: unknown[] = [];
     const notBack: Held[] = [];
     let back = 0;

@@ -158,6 +158,18 @@ export interface Store {
    */
   restore?(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean>;
   /**
+   * `restore` of every lease of `leases` at once, for a store where one call per lease is slow (RedisStore:
+   * one script call per plan and Cluster slot, so the put-back after a restart takes a few round trips,
+   * not one per lease). Returns the calls it sent: each carries the positions in `leases` it restores and
+   * the key it went for (the watchdog's node), and resolves to one flag per position, true when that lease
+   * was live in every policy the call covered. A lease may be in several calls (its policies' keys in
+   * several Cluster slots): live when all of them say so. Without it, the limiter calls `restore` per lease.
+   */
+  restoreMany?(
+    leases: readonly { readonly key: StoreKey; readonly plan: StorePlan; readonly lease: number }[],
+    now: number,
+  ): readonly { readonly leases: readonly number[]; readonly key: StoreKey; readonly live: Promise<readonly boolean[]> }[];
+  /**
    * Calls `listener` with `'lost'` when the store's connection closed (what it holds may be gone when it
    * comes back) and `'ready'` when it can send again; returns the function that stops the calls.
    */

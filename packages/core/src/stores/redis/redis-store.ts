@@ -40,6 +40,7 @@ import {
 import { StoreLog } from '../store-log.js';
 import type { StoreClient } from './clients/store-client.js';
 import { toStoreClient } from './clients/to-store-client.js';
+import { keySlot } from './cluster-slot.js';
 import { slotGroups } from './cluster-split.js';
 import { checkClientSettings, checkServerConfig } from './config-checks.js';
 import { EvictionWatch, type EvictionWatchOptions, runId, serverAndStats } from './eviction-watch.js';
@@ -50,7 +51,7 @@ import { MarkTokens, NodeMarks } from './node-marks.js';
 import type { RedisStoreClient } from './redis-client.js';
 import { RedisStoreError, redisErrorScope } from './redis-store-error.js';
 import { Returning } from './returning.js';
-import { releaseScript, renewScript, restoreScript } from './scripts/lease-scripts.js';
+import { releaseScript, renewScript, restoreManyScript, restoreScript } from './scripts/lease-scripts.js';
 import type { LuaScript } from './scripts/lua-script.js';
 import { peekScript, refundScript } from './scripts/peek-refund-scripts.js';
 import { planScript } from './scripts/plan-script.js';
@@ -139,6 +140,28 @@ interface Bound {
   /** scripts/peek-refund-scripts.ts: the peek and refund twins, generated on first use. */
   peek?: LuaScript;
   refund?: LuaScript;
+}
+
+/**
+ * The most leases one `restoreMany` script call puts back. Measured on Redis 7.0.15 (one policy, a shared
+ * 2-core machine under load): a call of 200 runs 1.5-2 ms on the server (8-10 µs a lease), so other
+ * clients' commands wait at most that long behind one; 500 a call took 4-6 ms each (12 at worst) and put
+ * 3,000 leases back no sooner (the server's time is the same either way).
+ */
+const RESTORE_BATCH = 200;
+
+/** One lease `restoreMany` puts back, and one call it sent (Store.restoreMany). */
+type LeaseToRestore = Parameters<NonNullable<Store['restoreMany']>>[0][number];
+type RestoreCall = ReturnType<NonNullable<Store['restoreMany']>>[number];
+
+/** The leases of one `restoreMany` call: one sub-plan, one Cluster slot. */
+interface RestoreBatch {
+  readonly plan: StorePlan;
+  /** The key of its first lease in this slot (the watchdog's node). */
+  readonly key: StoreKey;
+  readonly leases: number[];
+  readonly names: string[];
+  readonly ids: string[];
 }
 
 /** The lease scripts by the call that runs them (scripts/lease-scripts.ts). */
@@ -454,6 +477,92 @@ export class RedisStore implements Store {
   /** Renews `lease`, putting it back where Redis lost it (a restart, a failover); true when it was live in all. */
   restore(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean> {
     return this.leaseCall(key, plan, 'restore', this.leaseArgs(lease, now)).then((all) => all.every((x) => x === 1));
+  }
+
+  /**
+   * Puts many held leases back at once (Store.restoreMany): one script call (scripts/lease-scripts.ts
+   * `restoreManyScript`) per plan and Cluster slot (a script's keys must share one), of at most
+   * RESTORE_BATCH leases, each script loaded first on its node, so that on a fresh server no call meets
+   * NOSCRIPT. Before, one `restore` per lease, each sent twice on a restarted server (6,000 EVALSHA for
+   * 3,000 leases, 250-360 ms), and the over-limit window after a restart lasted that long: now 15 calls,
+   * 21-69 ms on a loaded 2-core machine, 112-197 ms before on the same (lease-restore-batch.test.ts).
+   */
+  restoreMany(leases: readonly LeaseToRestore[], now: number): RestoreCall[] {
+    const calls: RestoreCall[] = [];
+    const open = new Map<StorePlan, Map<number, RestoreBatch>>();
+    const loaded = new Set<string>();
+    const send = (batch: RestoreBatch) => calls.push(this.sendRestoreBatch(batch, now, loaded));
+    // Leases no call can go out for now (the client not ready): one refusal for them all.
+    const refused: number[] = [];
+    let refusal: Error | undefined;
+    for (let i = 0; i < leases.length; i++) {
+      const { key, plan, lease } = leases[i] as LeaseToRestore;
+      const b = this.sendable(plan);
+      if (!isBound(b)) {
+        refused.push(i);
+        refusal ??= b;
+        continue;
+      }
+      const names = this.keysOf(key, b);
+      for (const at of this.restoreParts(plan, names)) {
+        const sub = subPlan(plan, at);
+        const slot = this.client.isCluster ? keySlot(names[at[0] as number] as string) : 0;
+        let bySlot = open.get(sub);
+        if (bySlot === undefined) {
+          bySlot = new Map();
+          open.set(sub, bySlot);
+        }
+        let batch = bySlot.get(slot);
+        if (batch === undefined) {
+          batch = { plan: sub, key: typeof key === 'string' ? key : keyAt(key, at[0] as number), leases: [], names: [], ids: [] };
+          bySlot.set(slot, batch);
+        }
+        batch.leases.push(i);
+        for (const p of at) batch.names.push(names[p] as string);
+        batch.ids.push(`${this.instance}:${lease}`);
+        if (batch.leases.length >= RESTORE_BATCH) {
+          bySlot.delete(slot);
+          send(batch);
+        }
+      }
+    }
+    for (const bySlot of open.values()) for (const batch of bySlot.values()) send(batch);
+    if (refusal !== undefined) calls.push({ leases: refused, key: leases[refused[0] as number]?.key ?? '', live: Promise.reject(refusal) });
+    return calls;
+  }
+
+  /** The positions of `plan`'s concurrency policies, grouped by the Cluster slot of their key (`names`), as `leaseCall` groups them. */
+  private restoreParts(plan: StorePlan, names: readonly string[]): number[][] {
+    const positions = plan.policies.flatMap((p, i) => (p.algorithm === 'concurrency' ? [i] : []));
+    if (positions.length === 0) return [];
+    const groups = this.client.isCluster ? slotGroups(positions.map((i) => names[i] as string)) : undefined;
+    return groups === undefined ? [positions] : groups.map((g) => g.map((k) => positions[k] as number));
+  }
+
+  /**
+   * Sends one batch of `restoreMany`, after a SCRIPT LOAD of its script on its node (once per node and
+   * script in `loaded`), sent ahead of it on the same connection and not waited for: a load that fails or
+   * reaches another connection later leaves the call to meet NOSCRIPT, and ScriptRunner loads it then.
+   */
+  private sendRestoreBatch(batch: RestoreBatch, now: number, loaded: Set<string>): RestoreCall {
+    const script = restoreManyScript(batch.plan);
+    const host = this.client.scriptHost(batch.names[0] as string);
+    if (host !== undefined && !loaded.has(`${host.id} ${script.sha}`)) {
+      loaded.add(`${host.id} ${script.sha}`);
+      host.load(script.lua).then(undefined, () => undefined);
+    }
+    const n = batch.plan.policies.length;
+    const args = [...batch.names, this.timeSource === 'redis' ? '' : String(now), ...batch.ids];
+    const live = this.scripts.run(script, batch.names.length, args, (reply) => {
+      if (!Array.isArray(reply) || reply.length !== batch.names.length) {
+        throw new RedisStoreError(
+          'ERR_RL_STORE_REPLY',
+          `expected ${batch.names.length} flags from ${script.name}, got ${JSON.stringify(reply)?.slice(0, 200)}`,
+        );
+      }
+      return batch.leases.map((_, j) => reply.slice(j * n, (j + 1) * n).every((x) => x === 1));
+    });
+    return { leases: batch.leases, key: batch.key, live };
   }
 
   /** ARGV of the lease scripts: now ('' to read Redis TIME) and this store's id of `lease`. */

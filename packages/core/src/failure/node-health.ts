@@ -13,6 +13,10 @@
  *   up. A reply that comes after the watchdog answered its call (late) lets the next call probe at once,
  *   but closes nothing: a node that answers every call late stays open. So a 100 ms blip degrades about
  *   100 ms (plus the reconnect and one round trip), not a whole cool-down.
+ * - **Half-open once the wait is over,** with or without a call to take the probe (a timer, unref'd, as
+ *   resilience4j's automatic transition): the state, and its gauge, say the next call probes. A limiter
+ *   with no traffic (a login route at night beside a busy API on the same Redis) stayed `open` after a
+ *   1.5 s stall until its next request, and its alert paged for an hour while Redis answered.
  * Time is the limiter's clock, so tests drive it in virtual time.
  */
 
@@ -35,11 +39,15 @@ export class NodeHealth {
   private probeAt = 0;
   private backoffMs: number;
   private probing = false;
+  /** Makes an open breaker half-open once its wait is over (`ready`). */
+  private readyTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     readonly node: string,
     private readonly config: BreakerConfig | false,
     private readonly onChange: (health: NodeHealth) => void,
+    /** The limiter's clock. */
+    private readonly now: () => number = Date.now,
   ) {
     this.backoffMs = config === false ? FIRST_PROBE_MS : Math.min(FIRST_PROBE_MS, config.cooldownMs);
   }
@@ -67,6 +75,7 @@ export class NodeHealth {
   success(): void {
     this.eventsInRow = 0;
     if (this.state === 'closed') return;
+    this.close();
     this.probing = false;
     if (this.config !== false) this.backoffMs = Math.min(FIRST_PROBE_MS, this.config.cooldownMs);
     this.transition('closed');
@@ -98,7 +107,27 @@ export class NodeHealth {
     this.probing = false;
     this.probeAt = now + this.backoffMs;
     this.transition('open');
+    this.armReady();
     return true;
+  }
+
+  /** Stops the timer (the limiter closed). */
+  close(): void {
+    clearTimeout(this.readyTimer);
+    this.readyTimer = undefined;
+  }
+
+  private armReady(): void {
+    clearTimeout(this.readyTimer);
+    const timer = setTimeout(() => this.ready(), Math.max(0, this.probeAt - this.now()));
+    timer.unref?.();
+    this.readyTimer = timer;
+  }
+
+  /** The wait is over, no call has taken the probe: half-open (the next call probes). A clock short of it (virtual time) waits for that call. */
+  private ready(): void {
+    this.readyTimer = undefined;
+    if (this.state === 'open' && !this.probing && this.now() >= this.probeAt) this.transition('half-open');
   }
 
   private transition(state: BreakerState): void {

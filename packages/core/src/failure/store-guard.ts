@@ -327,7 +327,7 @@ export class StoreGuard {
     }
     let h = this.health.get(node);
     if (h === undefined) {
-      h = new NodeHealth(node, this.config.breaker, (changed) => this.changed(changed));
+      h = new NodeHealth(node, this.config.breaker, (changed) => this.changed(changed), this.config.now);
       this.health.set(node, h);
     }
     // The first event since the node last answered: an outage begins.
@@ -411,5 +411,6 @@ export class StoreGuard {
 
   close(): void {
     this.watchdog.close();
+    for (const h of this.health.values()) h.close();
   }
 }

@@ -1081,6 +1081,24 @@ describe('a store that lost its state with no reconnect (a FLUSHALL) is found by
     await limiter.close();
   });
 
+  it('keys reset from elsewhere 50 times a second: the mark is asked twice a second at most, not once per reset', async () => {
+    let t = 1_000;
+    const store = new OutageStore();
+    const limiter = createLimiter({ policies: { limit: 10, windowMs: 60_000 }, store, clock: () => t, logger: quiet });
+    const keys = Array.from({ length: 50 }, (_, i) => `k${i}`);
+    for (const key of keys) await admitted(limiter, key, 6);
+    const before = store.marks;
+    for (const key of keys) {
+      t += 20;
+      // Another process resets the key: its next answer here shows it emptied, as a loss would.
+      store.reset(key, store.plan as StorePlan);
+      await admitted(limiter, key, 1);
+    }
+    // Before: 50 (each emptied key asked at once, and with localBatch read the 1,000 most used keys).
+    expect(store.marks - before).toBeLessThanOrEqual(2);
+    await limiter.close();
+  });
+
   it('a store that batches (localBatch) is asked for its mark by an answer that could not follow: a FLUSHALL is found, 5 of 10 admitted after it, not 10', async () => {
     const store = Object.assign(new OutageStore(), { batches: true });
     const limiter = createLimiter({ policies: { limit: 10, windowMs: 60_000 }, store, clock: () => 1_000, logger: quiet });

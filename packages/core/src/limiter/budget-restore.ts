@@ -63,6 +63,9 @@ type Snapshot = readonly (readonly [CompiledPlan, readonly Counted[]])[];
 /** The least time between two questions of a node's mark prompted by answers (`suspect`). */
 const SUSPECT_EVERY_MS = 1_000;
 
+/** How long after a loss a mark found as its restore set it says the answers came from that loss (`chargeIfLost`). */
+const RECENT_LOSS_MS = 1_000;
+
 /** How many remembered keys a mark found gone is checked against (BudgetRestore.agree). */
 const WITNESSES = 3;
 
@@ -130,6 +133,10 @@ export class BudgetRestore {
   private readonly unwatchNodes: (() => void) | undefined;
   /** When each node's mark was last asked for because of an answer (`suspect`). */
   private readonly asked = new Map<string, number>();
+  /** When each node's mark was last asked within the second, for an answer from a key the store lost most of (`suspect`). */
+  private readonly askedEmptied = new Map<string, number>();
+  /** When each node (ALL_NODES: the store's one mark) was last found to have lost its state (`chargeIfLost`). */
+  private readonly lostAt = new Map<string, number>();
   /** Which server answers on each node, and since when (undefined for a store that cannot say). */
   private readonly servers: ServerChanges | undefined;
   /** The change of server last reported (`regressed`). */
@@ -207,9 +214,10 @@ export class BudgetRestore {
    * its state with no reconnect to tell of it (a `FLUSHALL`, a Cluster master restarted while no call went
    * to it). The mark says which: asked now (of the key's master on a Cluster) with what the memory counts
    * before this answer replaces the key's, and charged again where it was gone. At most once a second per
-   * node, so refunds from other processes cost one small call a second at most; but at once for a key
-   * the store holds nothing of (`emptied`), which a refund does not leave: within that second a hot key
-   * took its whole limit again from a `FLUSHALL`ed Redis (four processes with `localBatch`, 6,000 of 3,000).
+   * node, so refunds from other processes cost one small call a second at most; and once more within
+   * it for a key the store lost most of (`emptied`), which a refund does not leave (a reset from elsewhere
+   * does): within that second a hot key took its whole limit again from a `FLUSHALL`ed Redis (four
+   * processes with `localBatch`, 6,000 of 3,000).
    */
   private suspect(x: Regress): void {
     const storeKey = x.was.storeKey;
@@ -218,7 +226,13 @@ export class BudgetRestore {
     try {
       const node = this.guard.nodeOfKey(storeKey);
       const at = this.now();
-      if (at - (this.asked.get(node) ?? Number.NEGATIVE_INFINITY) < SUSPECT_EVERY_MS && !emptied(x)) return;
+      if (at - (this.asked.get(node) ?? Number.NEGATIVE_INFINITY) < SUSPECT_EVERY_MS) {
+        // Within the second, only for a key found emptied, and once: a reset from elsewhere empties a key
+        // as a loss does (a process resetting 50 keys a second made each other process ask 50 times, and
+        // read its 1,000 most used keys each time).
+        if (!emptied(x) || at - (this.askedEmptied.get(node) ?? Number.NEGATIVE_INFINITY) < SUSPECT_EVERY_MS) return;
+        this.askedEmptied.set(node, at);
+      }
       // A question out answers for this loss too: asked again, the mark the first set anew would say
       // the store lost nothing, and its verdict would let the emptied keys' answers through before the
       // first's charges are in (a Redis stopped 1.5 s as the connection came back: 8 of 10 admitted again).
@@ -504,8 +518,18 @@ export class BudgetRestore {
     const on = node ?? ALL_NODES;
     // The verdict the answers wait for (`judging`), whose records a loss denied releases.
     let bound: Promise<boolean> | undefined;
+    // The mark as a loss a moment ago left it: that loss's answers, not another.
+    let echo = false;
     const verdict = marking
       .then((changed) => {
+        if (!changed && this.now() - (this.lostAt.get(on) ?? Number.NEGATIVE_INFINITY) < RECENT_LOSS_MS) {
+          // The mark as the restore of a loss a moment ago set it: the answers that could not follow came from
+          // keys emptied then, by calls sent before that restore's charges (a batch in flight): they stand
+          // against their records, as that loss's did, and nothing is charged again (four processes on a
+          // token bucket, a FLUSHALL: each asked again every few ms, was told 'kept', and took ~100 more).
+          echo = true;
+          return true;
+        }
         if (!changed) {
           // A mark that stayed: no key that could not follow since is a witness of a loss (a give-back, a refund).
           this.lossWitnesses.clear();
@@ -522,6 +546,8 @@ export class BudgetRestore {
         if (bound !== undefined) for (const f of this.fallbacks.values()) f.releaseRecords(bound);
         return false;
       }
+      if (echo) return true;
+      this.lostAt.set(on, this.now());
       // The ledgers went with the keys: charges of an earlier restore still waiting are this one's now.
       this.charges.lost(node);
       this.restoredHere.clear();

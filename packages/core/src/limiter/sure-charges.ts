@@ -255,8 +255,8 @@ export class SureCharges {
 
   /**
    * `s` was answered: it landed. Refused for want of room, what the policy has left is charged, so it ends
-   * exhausted. Checks from elsewhere take some between a reply and the next charge: asked for all of what
-   * was left, the charge was refused again each time (four processes on a GCRA key, a FLUSHALL: refused
+   * exhausted (a restore's charge, or a carry's). Checks from elsewhere take some between a reply and the
+   * next charge: asked for all of what was left, the charge was refused again each time (four processes on a GCRA key, a FLUSHALL: refused
    * three times in a row, the key never charged again, 2,800 over its limit). So a charge of what was left
    * that was refused asks for seven eighths of what is left then (all of it below 8 units), and once one
    * lands, what it left is charged in turn. The first asks for all of it: a key left with room takes batches

@@ -888,6 +888,22 @@ describe('LeaseKeeper on a store with restoreMany', () => {
     expect(store.calls).toEqual(['apply', 'release', 'restoreMany', 'release landed', 'apply']);
   });
 
+  it('a give-back that never lands (its node went down with it) holds the restore at most half the wait of a new lease: the store answers the check, not the failure mode', async () => {
+    const { store, limiter } = setupBatching(3);
+    await limiter.check('k');
+    await limiter.check('k');
+    store.memory = new MemoryStore();
+    store.calls = [];
+    // Never landed (ioredis' Cluster sends it again for seconds to a master that is gone).
+    store.landingReleases = [];
+    const started = performance.now();
+    // Before: the restore waited for it, and every node's new leases past their 100 ms got the failure mode.
+    // Now the store answers (refused: it still counts the give-back that never landed, beside the two).
+    expect(await limiter.check('k')).toMatchObject({ allowed: false, degraded: false });
+    expect(performance.now() - started).toBeLessThan(100);
+    store.landingReleases = undefined;
+  });
+
   it('a batch that fails, or a restoreMany that throws, leaves its leases missing: the failure mode answers, no unhandled rejection', async () => {
     for (const fault of ['reject', 'throw'] as const) {
       const { store, limiter } = setupBatching(2);

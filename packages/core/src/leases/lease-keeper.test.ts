@@ -869,14 +869,22 @@ describe('LeaseKeeper on a store with restoreMany', () => {
     granted.release?.();
   });
 
-  it('the restore ends once the give-back of a grant beside lost leases has landed: asked again, that grant is not counted', async () => {
+  /**
+   * Two leases held of 3, then lost silently (a FLUSHALL): the next grant sees 1 in use where 2 are held,
+   * and is given back; the give-backs land only when the test lets them (`landingReleases`).
+   */
+  async function lostBesideTwo() {
     const { store, limiter } = setupBatching(3);
     await limiter.check('k');
     await limiter.check('k');
-    // Lost silently (a FLUSHALL): the next grant sees 1 in use where 2 are held, and is given back.
     store.memory = new MemoryStore();
     store.calls = [];
     store.landingReleases = [];
+    return { store, limiter };
+  }
+
+  it('the restore ends once the give-back of a grant beside lost leases has landed: asked again, that grant is not counted', async () => {
+    const { store, limiter } = await lostBesideTwo();
     const third = limiter.check('k');
     await new Promise((r) => setTimeout(r, 0));
     // The batch has answered; the give-back is still on its way: the check waits for it.
@@ -889,13 +897,8 @@ describe('LeaseKeeper on a store with restoreMany', () => {
   });
 
   it('a give-back that never lands (its node went down with it) holds the restore at most half the wait of a new lease: the store answers the check, not the failure mode', async () => {
-    const { store, limiter } = setupBatching(3);
-    await limiter.check('k');
-    await limiter.check('k');
-    store.memory = new MemoryStore();
-    store.calls = [];
-    // Never landed (ioredis' Cluster sends it again for seconds to a master that is gone).
-    store.landingReleases = [];
+    // The give-back never lands (ioredis' Cluster sends it again for seconds to a master that is gone).
+    const { store, limiter } = await lostBesideTwo();
     const started = performance.now();
     // Before: the restore waited for it, and every node's new leases past their 100 ms got the failure mode.
     // Now the store answers (refused: it still counts the give-back that never landed, beside the two).

@@ -504,7 +504,7 @@ export class RedisStore implements Store {
         continue;
       }
       const names = this.keysOf(key, b);
-      for (const at of this.restoreParts(plan, names)) {
+      for (const at of this.leaseParts(plan, names)) {
         const sub = subPlan(plan, at);
         const slot = this.client.isCluster ? keySlot(names[at[0] as number] as string) : 0;
         let bySlot = open.get(sub);
@@ -531,8 +531,8 @@ export class RedisStore implements Store {
     return calls;
   }
 
-  /** The positions of `plan`'s concurrency policies, grouped by the Cluster slot of their key (`names`), as `leaseCall` groups them. */
-  private restoreParts(plan: StorePlan, names: readonly string[]): number[][] {
+  /** The positions of `plan`'s concurrency policies, grouped by the Cluster slot of their key (`names`): one lease call each. */
+  private leaseParts(plan: StorePlan, names: readonly string[]): number[][] {
     const positions = plan.policies.flatMap((p, i) => (p.algorithm === 'concurrency' ? [i] : []));
     if (positions.length === 0) return [];
     const groups = this.client.isCluster ? slotGroups(positions.map((i) => names[i] as string)) : undefined;
@@ -681,14 +681,8 @@ export class RedisStore implements Store {
     const b = this.sendable(plan);
     if (!isBound(b)) return Promise.reject(b);
     const names = this.keysOf(key, b);
-    const positions = plan.policies.flatMap((p, i) => (p.algorithm === 'concurrency' ? [i] : []));
-    if (positions.length === 0) return Promise.resolve([]);
-    const groups = this.client.isCluster
-      ? (slotGroups(positions.map((i) => names[i] as string)) ?? [positions.map((_, k) => k)])
-      : [positions.map((_, k) => k)];
     return Promise.all(
-      groups.map((g) => {
-        const at = g.map((k) => positions[k] as number);
+      this.leaseParts(plan, names).map((at) => {
         const sub = subPlan(plan, at);
         const script = LEASE_SCRIPTS[kind](sub);
         return this.scripts.run(script, at.length, [...at.map((i) => names[i] as string), ...argv], (reply) => {

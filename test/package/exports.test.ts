@@ -150,6 +150,7 @@ describe('@tollgate/core, built', () => {
         "resultDelayMs": "function",
         "resultExceeds": "function",
         "retryAfterSeconds": "function",
+        "setReasonPhrase": "function",
         "waitUnlessClosed": "function",
         "xForwardedForNode": "function",
       }

@@ -4,10 +4,14 @@
  * only says how to write in Express (headers, a rejection) and calls `next()` when the core says so.
  * The core never writes once the response has started, and the middleware's promise never rejects.
  */
-
-import { STATUS_CODES } from 'node:http';
 import type { Decision, Limiter, LoadShedder, RateLimitOptions } from '@tollgate/core';
-import { createRateLimitHandler, isPermissiveTrustFunction, isPromiseLike, type ResponseTarget } from '@tollgate/core/adapter';
+import {
+  createRateLimitHandler,
+  isPermissiveTrustFunction,
+  isPromiseLike,
+  type ResponseTarget,
+  setReasonPhrase,
+} from '@tollgate/core/adapter';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { routeTemplateOf } from './route-template.js';
 
@@ -47,9 +51,7 @@ class ResTarget implements ResponseTarget {
   }
   reject(status: number, body: string): void {
     this.raw.statusCode = status;
-    // Its own reason phrase: Node keeps a `statusMessage` an earlier middleware set, so a 429 went out
-    // as `429 All Good`. HTTP/2 has no reason phrase (setting one only warns).
-    if (this.req.httpVersionMajor < 2) this.raw.statusMessage = STATUS_CODES[status] ?? '';
+    setReasonPhrase(this.raw, status, this.req.httpVersionMajor);
     // The length of this body, always: one an earlier middleware set would frame the 429 wrong (Node
     // keeps a Content-Length it was given); and for HEAD, whose body Node drops with the length it would
     // have computed, sent as for GET (RFC 9110 9.3.2), as Fastify and Koa do.

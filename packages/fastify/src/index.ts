@@ -11,7 +11,6 @@
  */
 
 import { createHash } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
 import { type Decision, type Limiter, type LoadShedder, RateLimitConfigError, type RateLimitOptions } from '@tollgate/core';
 import {
   createRateLimitHandler,
@@ -21,6 +20,7 @@ import {
   type RateLimitHandler,
   type RawResponse,
   type ResponseTarget,
+  setReasonPhrase,
 } from '@tollgate/core/adapter';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
@@ -177,9 +177,8 @@ class ReplyTarget implements ResponseTarget {
     }
   }
   reject(status: number, body: string): void {
-    // Its own reason phrase: `reply.code` sets the code alone, and Node keeps a `statusMessage` an
-    // earlier hook set, so a 429 went out as `429 All Good`. HTTP/2 has none (setting one only warns).
-    if (this.request.raw.httpVersionMajor < 2) this.reply.raw.statusMessage = STATUS_CODES[status] ?? '';
+    // `reply.code` sets the code alone.
+    setReasonPhrase(this.reply.raw, status, this.request.raw.httpVersionMajor);
     this.reply.code(status).send(bodyBuffer(body));
   }
   abandon(): void {

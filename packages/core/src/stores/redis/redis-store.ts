@@ -181,6 +181,12 @@ const OPTION_KEYS: { [K in keyof Required<RedisStoreOptions>]: true } = {
 /** The holder of the state spaces of clients whose options name their keyspace: every such client, one registry. */
 const KEYSPACES = {};
 
+/** A lease script's reply: `n` flags (1: live), one per key it was given; else ERR_RL_STORE_REPLY. */
+function leaseFlags(reply: unknown, n: number, script: string): number[] {
+  if (Array.isArray(reply) && reply.length === n) return reply as number[];
+  throw new RedisStoreError('ERR_RL_STORE_REPLY', `expected ${n} flags from ${script}, got ${JSON.stringify(reply)?.slice(0, 200)}`);
+}
+
 /** The Redis store: one Lua script applies every policy of a request atomically, on Redis time, on one node or a Cluster. */
 export class RedisStore implements Store {
   readonly kind = 'redis';
@@ -554,13 +560,8 @@ export class RedisStore implements Store {
     const n = batch.plan.policies.length;
     const args = [...batch.names, this.timeSource === 'redis' ? '' : String(now), ...batch.ids];
     const live = this.scripts.run(script, batch.names.length, args, (reply) => {
-      if (!Array.isArray(reply) || reply.length !== batch.names.length) {
-        throw new RedisStoreError(
-          'ERR_RL_STORE_REPLY',
-          `expected ${batch.names.length} flags from ${script.name}, got ${JSON.stringify(reply)?.slice(0, 200)}`,
-        );
-      }
-      return batch.leases.map((_, j) => reply.slice(j * n, (j + 1) * n).every((x) => x === 1));
+      const flags = leaseFlags(reply, batch.names.length, script.name);
+      return batch.leases.map((_, j) => flags.slice(j * n, (j + 1) * n).every((x) => x === 1));
     });
     return { leases: batch.leases, key: batch.key, live };
   }
@@ -685,13 +686,9 @@ export class RedisStore implements Store {
       this.leaseParts(plan, names).map((at) => {
         const sub = subPlan(plan, at);
         const script = LEASE_SCRIPTS[kind](sub);
-        return this.scripts.run(script, at.length, [...at.map((i) => names[i] as string), ...argv], (reply) => {
-          if (Array.isArray(reply) && reply.length === at.length) return reply as number[];
-          throw new RedisStoreError(
-            'ERR_RL_STORE_REPLY',
-            `expected ${at.length} flags from ${script.name}, got ${JSON.stringify(reply)?.slice(0, 200)}`,
-          );
-        });
+        return this.scripts.run(script, at.length, [...at.map((i) => names[i] as string), ...argv], (reply) =>
+          leaseFlags(reply, at.length, script.name),
+        );
       }),
     ).then((replies) => replies.flat());
   }

@@ -234,8 +234,10 @@ describeRedis('budgets after a Redis that lost its data without a reconnect', ()
     // Each process's answers from the emptied key wait for its question of the mark (one round trip), a
     // question asked before the FLUSHALL ran answering for none of them, and the batches it took there
     // are dropped once the loss is found; a restore's charge of what was left asks for seven eighths
-    // while the others take some. Before: 2,000 (one process took the whole limit again from batches
-    // while its answers waited on a question read before the FLUSHALL), or 1,100 (a batch spent).
+    // while the others take some; the process that finds the loss (one still spending a batch) charges
+    // what its replies saw the others take, not only its own view. Before: 2,000 (one process took the
+    // whole limit again from batches while its answers waited on a question read before the FLUSHALL),
+    // 1,100 (a batch spent), or 1,023 to 1,488 in one run of three (the finder charged its own view).
     expect(warnings.some((w) => w.code === 'WRN_RL_BUDGETS_RESTORED')).toBe(true);
     expect(admitted).toBeLessThanOrEqual(1_010);
     expect(admitted).toBeGreaterThanOrEqual(990);

@@ -1298,6 +1298,27 @@ describe('AnswerMemory', () => {
     expect(m.live(`k${3 * REMEMBERED_KEYS - 1}`, 1)).toBeDefined();
   });
 
+  it('atLeast: a record counts at least what the store counted (a loss its replies told of), never less than it had', () => {
+    const m = new AnswerMemory([compilePolicy({ algorithm: 'fixed-window', limit: 10, windowMs: 1_000 }, 'policies', false)]);
+    m.remember('k', answer(7_000, 500), 100);
+    m.atLeast('k', [9_000], 200);
+    expect(m.counted(200)[0]?.used[0]).toBe(9_000);
+    m.atLeast('k', [1_000], 200);
+    expect(m.counted(200)[0]?.used[0]).toBe(9_000);
+    // Gone with the window it counted.
+    expect(m.counted(600)).toEqual([]);
+  });
+
+  it('atLeast: a bucket record counts the new use at `at` and refills from then at the rate it had', () => {
+    const bucket = compilePolicy({ algorithm: 'token-bucket', limit: 10, windowMs: 1_000 }, 'policies', false);
+    const m = new AnswerMemory([bucket]);
+    // 3 used, full again in 300 ms: one unit per 100 ms.
+    m.remember('k', answer(7_000, 300), 0);
+    m.atLeast('k', [8_000], 100);
+    expect(m.counted(100)[0]?.used[0]).toBe(8_000);
+    expect(m.counted(300)[0]?.used[0]).toBeCloseTo(6_000);
+  });
+
   it('forgets a record once every policy of it has reset', () => {
     const m = new AnswerMemory([policy]);
     m.remember('k', answer(0, 500), 100);

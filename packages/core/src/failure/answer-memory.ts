@@ -254,21 +254,41 @@ export class AnswerMemory {
   refunded(key: StoreKey, cost: number, at: number): void {
     const m = typeof key === 'string' ? this.entries.get(key) : undefined;
     if (m === undefined) return;
-    for (let i = 0, k = 0; i < this.policies.length; i++, k += STRIDE) {
-      const p = this.policies[i] as CompiledPolicy;
-      const until = m[k + UNTIL] as number;
-      if (until <= at) continue;
-      if (!refills(p)) {
-        m[k + REMAINING] = Math.min(p.capMilli, (m[k + REMAINING] as number) + cost);
-        continue;
-      }
-      const since = m[k + SINCE] as number;
-      const perMs = until > since ? (p.capMilli - (m[k + REMAINING] as number)) / (until - since) : 0;
-      const left = Math.min(p.capMilli, this.left(m, i, at) + cost);
-      m[k + REMAINING] = left;
-      m[k + SINCE] = at;
-      m[k + UNTIL] = perMs > 0 ? at + (p.capMilli - left) / perMs : at;
+    for (let i = 0; i < this.policies.length; i++) {
+      if ((m[STRIDE * i + UNTIL] as number) > at) this.leave(m, i, this.left(m, i, at) + cost, at);
     }
+  }
+
+  /**
+   * The store counted at least `used[i]` milli-units of policy `i` of `key` at `at` (a store that lost it, by
+   * what its replies told: Store.countAtLoss): its record has that much used at least, so that decisions
+   * against it (Fallback.againstRecord) do not admit what other processes took (a process answering from
+   * batches remembered 968 of 1,000 used, and admitted 32 against its record after the loss).
+   */
+  atLeast(key: string, used: ArrayLike<number>, at: number): void {
+    const m = this.entries.get(key);
+    if (m === undefined) return;
+    for (let i = 0; i < this.policies.length; i++) {
+      const left = (this.policies[i] as CompiledPolicy).capMilli - (used[i] ?? 0);
+      if ((m[STRIDE * i + UNTIL] as number) > at && left < this.left(m, i, at)) this.leave(m, i, left, at);
+    }
+  }
+
+  /** Sets what policy `i` of record `m` has left at `at`; a bucket's record refills from then at the rate it had. */
+  private leave(m: Remembered, i: number, left: number, at: number): void {
+    const k = STRIDE * i;
+    const p = this.policies[i] as CompiledPolicy;
+    const to = Math.max(0, Math.min(p.capMilli, left));
+    if (!refills(p)) {
+      m[k + REMAINING] = to;
+      return;
+    }
+    const until = m[k + UNTIL] as number;
+    const since = m[k + SINCE] as number;
+    const perMs = until > since ? (p.capMilli - (m[k + REMAINING] as number)) / (until - since) : 0;
+    m[k + REMAINING] = to;
+    m[k + SINCE] = at;
+    m[k + UNTIL] = perMs > 0 ? at + (p.capMilli - to) / perMs : at;
   }
 
   /** The record of `key` while some policy of it has not reset at `at`; undefined otherwise. */

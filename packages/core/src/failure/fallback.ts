@@ -358,6 +358,11 @@ export class Fallback {
     this.memory?.refunded(storeKey, cost, at);
   }
 
+  /** The store counted at least `used` (per policy) of `key` at `at`: its record has that much used at least (AnswerMemory.atLeast). */
+  countedAtLeast(key: string, used: ArrayLike<number>, at: number): void {
+    this.memory?.atLeast(key, used, at);
+  }
+
   /** What the store had counted for each remembered key, by its last answers, still counted at `at` (AnswerMemory.counted). */
   counted(at: number): Counted[] {
     return this.memory?.counted(at) ?? [];

@@ -367,9 +367,22 @@ export class BudgetRestore {
     if (charging !== undefined) this.guard.holdFor(charging);
   }
 
-  /** `RestoreCharges.recharge` of `c`'s key after a loss, noted in `restoredHere` when something was charged. */
+  /**
+   * `RestoreCharges.recharge` of `c`'s key after a loss, noted in `restoredHere` when something was charged.
+   * A policy is charged at least the count the store's replies tell of the key at the loss (Store.countAtLoss:
+   * with `localBatch`, what the other processes took since the batch this process was spending), and the
+   * key's record, which decides its answers until the charge is in (Fallback.againstRecord), counts it too.
+   */
   private recharge(cp: CompiledPlan, c: Counted): Promise<boolean> {
-    return this.charges.recharge(cp.storePlan, c).then((some) => {
+    const at = this.now();
+    const seen = typeof c.storeKey === 'string' ? this.store.countAtLoss?.(c.storeKey, cp.storePlan, at) : undefined;
+    let counted = c;
+    if (seen !== undefined) {
+      const used = c.used.map((u, i) => ((c.until[i] as number) > 0 ? Math.max(u, Math.floor(seen[i] ?? 0)) : u));
+      counted = { ...c, used };
+      this.fallbacks.get(cp)?.countedAtLeast(c.storeKey as string, used, at);
+    }
+    return this.charges.recharge(cp.storePlan, counted).then((some) => {
       if (some) this.restoredHere.add(storeKeyText(c.storeKey));
       return some;
     });

@@ -240,6 +240,13 @@ export interface Store {
    */
   chargedBeside?(key: StoreKey, plan: StorePlan, charged: ArrayLike<number>): void;
   /**
+   * What the store's replies in this process tell of `key`'s count (milli-units per policy of `plan`, beside
+   * the units it held unspent) just before the last reply that showed the key emptied, at most a few seconds
+   * ago, or undefined (RedisStore `localBatch`: the others' takes since the batch being spent, which this
+   * process's memory of the key lacks). A restore charges at least that (limiter/budget-restore.ts).
+   */
+  countAtLoss?(key: StoreKey, plan: StorePlan, now: number): ArrayLike<number> | undefined;
+  /**
    * Tells the store that what it holds of `key` in this process (RedisStore `localBatch`) was taken from a
    * state it lost, which a restore charged what the key had counted (limiter/budget-restore.ts): those
    * units are dropped unspent, as at a reset, and stay charged.

@@ -462,6 +462,11 @@ export class RedisStore implements Store {
     if (this.batcher !== undefined && typeof key === 'string') this.batcher.chargedBeside(key, plan, charged);
   }
 
+  /** `localBatch`: what this process's replies tell of `key`'s count just before Redis lost it (Store.countAtLoss). */
+  countAtLoss(key: StoreKey, plan: StorePlan, now: number): ArrayLike<number> | undefined {
+    return this.batcher !== undefined && typeof key === 'string' ? this.batcher.countAtLoss(key, plan, now) : undefined;
+  }
+
   /** `localBatch`: the batches held for `key` were taken from a state Redis lost (Store.lostHeld): dropped, as at a reset. */
   lostHeld(key: StoreKey, plan: StorePlan): void {
     if (this.batcher !== undefined && typeof key === 'string') this.batcher.forget(key, plan);

@@ -4,6 +4,7 @@
  * reply said (what was left, how long until a bucket is full) so the next batch is sized to it.
  */
 import type { Batch, Block } from './batch.js';
+import type { SeenCount } from './seen-count.js';
 
 /** Decisions are counted per interval of this many ms; the key's rate is that of the last one. */
 export const RATE_INTERVAL_MS = 1000;
@@ -37,6 +38,11 @@ export class KeyEntry {
   /** The shortest time to a full bucket in the last reply (ms), and the local time it came. */
   lastDebt = 0;
   lastGot = 0;
+  /**
+   * What the replies tell of the key's count beside this process's own charges (`LocalBatcher.learn`), for a
+   * restore after Redis lost the key (`LocalBatcher.countAtLoss`); undefined before the second reply.
+   */
+  seenCount: SeenCount | undefined;
   /** Milli-units the last batch took: the low-water mark for the next one is a quarter of it. */
   lastCharge = 0;
   /** Set by every decision of the key, cleared by the eviction's second chance (local-batcher.ts `evict`). */

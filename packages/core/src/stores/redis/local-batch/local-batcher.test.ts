@@ -134,3 +134,76 @@ describe('LocalBatcher rejections', () => {
     expect(b.held('k', small, 1_000, at + 600_000)?.[R_REMAINING]).toBe(0);
   });
 });
+
+describe('LocalBatcher.countAtLoss', () => {
+  /** A batcher whose calls charge a MemoryStore at once, as Redis would, and another process taking from the same key. */
+  function shared() {
+    const inner = new MemoryStore({ sweepIntervalMs: 0 });
+    const calls = {
+      charge: (key: string, p: StorePlan, cost: number, now: number) => Promise.resolve(Float64Array.from(inner.apply(key, p, cost, now))),
+      giveBack: () => Promise.resolve([1]),
+    };
+    const config = parseLocalBatch({ minRate: 1, holdMs: 50, maxShare: 0.1 });
+    if (config === false) throw new Error('localBatch off');
+    return { b: new LocalBatcher(config, calls, true), inner };
+  }
+
+  /** Checks `key` on `b` at `now` (one unit), awaiting a call; whether it was admitted. */
+  async function check(b: LocalBatcher, now: number): Promise<void> {
+    const r = b.apply('k', plan, 1_000, now);
+    if (isPromiseLike(r)) await r;
+  }
+
+  it('a key another process went on taking from while this one spent its batch, then emptied (a FLUSHALL): the count at the loss is what both had taken, not what this one last saw', async () => {
+    const { b, inner } = shared();
+    let now = 1_200_000;
+    const left = () => inner.apply('k', plan, 0, now)[R_REMAINING] as number;
+    // Both check, this process twice a ms, the other taking 3 units a ms, until the key has 300 left.
+    while (left() > 300_000) {
+      await check(b, now);
+      await check(b, now);
+      inner.apply('k', plan, 3_000, now);
+      now += 1;
+    }
+    // The other goes on at its pace while this one spends what it holds, asking nothing.
+    let answered = 0;
+    while (left() >= 3_000) {
+      const r = b.held('k', plan, 1_000, now);
+      if (r !== undefined) answered = r[R_REMAINING] as number;
+      inner.apply('k', plan, 3_000, now);
+      now += 1;
+    }
+    const truth = 1_000_000 - b.heldMilli();
+    inner.reset('k', plan);
+    // The next batch call finds the key emptied.
+    while (b.countAtLoss('k', plan, now) === undefined) {
+      await check(b, now);
+      now += 1;
+    }
+    const seen = b.countAtLoss('k', plan, now)?.[0] ?? 0;
+    // What this process's last answer said was used is far below (a restore had only that before).
+    expect(1_000_000 - answered).toBeLessThan(truth - 100_000);
+    expect(seen).toBeGreaterThanOrEqual(truth);
+    expect(seen).toBeLessThanOrEqual(1_000_000);
+    // Gone with the window it counted.
+    expect(b.countAtLoss('k', plan, now + 60_000)?.[0] ?? 0).toBe(0);
+  });
+
+  it('a key this process alone took from: the count at the loss is what it spent, no more', async () => {
+    const { b, inner } = shared();
+    let now = 1_200_000;
+    let spent = 0;
+    for (; spent < 500; spent++, now += 1) await check(b, now);
+    // What it holds is spent too: then the key counts every unit it was charged as an admission.
+    while (b.held('k', plan, 1_000, now) !== undefined) spent += 1;
+    expect(b.heldMilli()).toBe(0);
+    const truth = 1_000_000 - (inner.apply('k', plan, 0, now)[R_REMAINING] as number);
+    expect(truth).toBe(spent * 1_000);
+    inner.reset('k', plan);
+    while (b.countAtLoss('k', plan, now) === undefined) {
+      await check(b, now);
+      now += 1;
+    }
+    expect(b.countAtLoss('k', plan, now)?.[0]).toBe(truth);
+  });
+});

@@ -20,6 +20,7 @@ import { Batch, Block, HELD_POSITION, newResult, replyNow, Unspent } from './bat
 import { BUCKET, FIXED_WINDOW, milliPerMs, planKinds } from './exactness.js';
 import { KeyEntry, RATE_INTERVAL_MS } from './key-entry.js';
 import type { LocalBatchConfig } from './options.js';
+import { SeenCount } from './seen-count.js';
 
 /** How long `close` waits for Redis to take back what is held, ms. */
 export const CLOSE_WAIT_MS = 1_000;
@@ -274,7 +275,7 @@ export class LocalBatcher {
       // Sent before a reset of the key: decided on the state the reset deleted. This check keeps its
       // answer (it came first); the rest of a batch went with that state: neither kept nor given back.
       if (e.resets !== resets) return charge === cost || !charged(r) ? r : this.unkept(ps, plan, r, charge, cost, sent, now);
-      const got = this.learn(ps, e, r, now);
+      const got = this.learn(ps, e, r, now, charge);
       if (charge === cost) return this.single(ps, e, r, cost, sent, got);
       if (charged(r)) {
         const b = this.keep(ps, e, plan, r, charge, sent, got, beside);
@@ -284,7 +285,7 @@ export class LocalBatcher {
       // The batch did not fit: this request alone, as the round trip would.
       this.counted(cost);
       const again = this.limiterTime ? now : performance.now();
-      return this.send(e, plan, cost, now).then((r2) => this.single(ps, e, r2, cost, again, this.learn(ps, e, r2, now)));
+      return this.send(e, plan, cost, now).then((r2) => this.single(ps, e, r2, cost, again, this.learn(ps, e, r2, now, cost)));
     });
     if (charge !== cost) this.await(e, p);
     return p;
@@ -300,7 +301,7 @@ export class LocalBatcher {
     const p = this.send(e, plan, charge, now).then((r) => {
       // Sent before a reset of the key: its units went with the deleted state (see `take`).
       if (e.resets !== resets) return;
-      const got = this.learn(ps, e, r, now);
+      const got = this.learn(ps, e, r, now, charge);
       if (charged(r)) this.keep(ps, e, plan, r, charge, sent, got, beside);
     }, ignore);
     this.await(e, p);
@@ -375,9 +376,14 @@ export class LocalBatcher {
     return b;
   }
 
-  /** What a reply says for sizing the next batch; returns the local time it came. */
-  private learn(ps: PlanState, e: KeyEntry, r: StoreResult, now: number): number {
+  /**
+   * What a reply to a call that asked `charge` milli-units says for sizing the next batch, and of the key's
+   * count for a restore (SeenCount); returns the local time it came.
+   */
+  private learn(ps: PlanState, e: KeyEntry, r: StoreResult, now: number, charge: number): number {
     const got = this.limiterTime ? now : performance.now();
+    if (e.seenCount === undefined) e.seenCount = new SeenCount(ps.kinds, ps.rates, ps.caps, r, got);
+    else e.seenCount.replied(r, got, charged(r) ? charge : 0, e.held());
     let left = Number.POSITIVE_INFINITY;
     let debt = Number.POSITIVE_INFINITY;
     for (let i = 0, o = 0; i < ps.kinds.length; i++, o += RESULT_STRIDE) {
@@ -534,6 +540,16 @@ export class LocalBatcher {
     let short = e.batches.at(-1)?.shortBy(charged) ?? 0;
     for (let i = e.batches.length - 1; i >= 0; i--) short = (e.batches[i] as Batch).forfeit(short);
     for (const b of e.batches) b.lower(charged);
+  }
+
+  /**
+   * `Store.countAtLoss`: the count of `key` in Redis just before its last reply that showed it emptied, as
+   * this process's replies tell it (SeenCount), beside the units it held then; undefined when none did
+   * within LOSS_COUNT_MS.
+   */
+  countAtLoss(key: string, plan: StorePlan, now: number): Float64Array | undefined {
+    const e = this.plans.get(plan)?.entries.get(key);
+    return e?.seenCount?.atLoss(this.limiterTime ? now : performance.now());
   }
 
   /**

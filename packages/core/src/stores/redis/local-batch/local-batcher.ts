@@ -545,7 +545,7 @@ export class LocalBatcher {
   /**
    * `Store.countAtLoss`: the count of `key` in Redis just before its last reply that showed it emptied, as
    * this process's replies tell it (SeenCount), beside the units it held then; undefined when none did
-   * within LOSS_COUNT_MS.
+   * within a few seconds (seen-count.ts).
    */
   countAtLoss(key: string, plan: StorePlan, now: number): Float64Array | undefined {
     const e = this.plans.get(plan)?.entries.get(key);

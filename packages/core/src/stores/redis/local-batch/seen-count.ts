@@ -19,8 +19,9 @@ import { BUCKET } from './exactness.js';
 const RATE_SPAN_MS = 5;
 
 /** How long a count kept at the reply that showed the key emptied answers for a restore, ms. */
-export const LOSS_COUNT_MS = 2_000;
+const LOSS_COUNT_MS = 2_000;
 
+/** What one key's replies in this process tell of its count in Redis (see the module's comment). */
 export class SeenCount {
   /** Per policy: what the last reply said was left, milli-units. */
   private readonly left: Float64Array;

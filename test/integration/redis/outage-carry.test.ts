@@ -17,58 +17,72 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describeRedis("'local' failure mode: a window that begins in an outage", () => {
   const redis = suiteRedis();
 
-  it('gets its limit once: Redis is charged what the failure mode admitted when it answers again', async () => {
-    const client = await redis().readyClient({
-      autoResendUnfulfilledCommands: false,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => 50,
-    });
-    const store = new RedisStore({ client, prefix: randomPrefix(), validate: false });
-    const limiter = createLimiter({
-      name: 'carry',
-      policies: { algorithm: 'fixed-window', limit: LIMIT, windowMs: WINDOW_MS },
-      store,
-      localShare: 0.5,
-      storeTimeoutMs: 100,
-      logger: { warn() {}, error() {} },
-    });
-    // Start early in a clock-aligned window (Redis TIME reads this machine's clock).
-    const into = Date.now() % WINDOW_MS;
-    if (into > 500) await sleep(WINDOW_MS - into + 50);
-    const before: Decision[] = [];
-    for (let i = 0; i < LIMIT + 1; i++) before.push(await limiter.check('k'));
-    expect(before.filter((d) => d.allowed && !d.degraded)).toHaveLength(LIMIT);
+  for (const leases of [false, true]) {
+    const plan = leases
+      ? 'a plan with a concurrency policy (its rate policy charged on its own; before: nothing, 14 in a window of 10)'
+      : 'one policy';
+    it(`gets its limit once: Redis is charged what the failure mode admitted when it answers again (${plan})`, async () => {
+      const client = await redis().readyClient({
+        autoResendUnfulfilledCommands: false,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => 50,
+      });
+      const store = new RedisStore({ client, prefix: randomPrefix(), validate: false });
+      const limiter = createLimiter({
+        name: 'carry',
+        policies: [
+          { name: 'rate', algorithm: 'fixed-window', limit: LIMIT, windowMs: WINDOW_MS },
+          ...(leases ? [{ name: 'running', algorithm: 'concurrency' as const, limit: 50 }] : []),
+        ],
+        store,
+        localShare: 0.5,
+        storeTimeoutMs: 100,
+        logger: { warn() {}, error() {} },
+      });
+      // A request that ends at once: its lease (with a concurrency policy) goes back.
+      const check = async () => {
+        const d = await limiter.check('k');
+        await d.release?.();
+        return d;
+      };
+      // Start early in a clock-aligned window (Redis TIME reads this machine's clock).
+      const into = Date.now() % WINDOW_MS;
+      if (into > 500) await sleep(WINDOW_MS - into + 50);
+      const before: Decision[] = [];
+      for (let i = 0; i < LIMIT + 1; i++) before.push(await check());
+      expect(before.filter((d) => d.allowed && !d.degraded)).toHaveLength(LIMIT);
 
-    redis().signal('SIGSTOP');
-    // The window ends during the pause; in the next one the failure mode admits its share (5).
-    await sleep(WINDOW_MS - (Date.now() % WINDOW_MS) + 100);
-    const windowStart = Date.now() - (Date.now() % WINDOW_MS);
-    let local = 0;
-    for (let i = 0; i < 2 * LIMIT; i++) {
-      const d = await limiter.check('k');
-      if (d.allowed) {
-        expect(d.degraded).toBe(true);
-        local += 1;
+      redis().signal('SIGSTOP');
+      // The window ends during the pause; in the next one the failure mode admits its share (5).
+      await sleep(WINDOW_MS - (Date.now() % WINDOW_MS) + 100);
+      const windowStart = Date.now() - (Date.now() % WINDOW_MS);
+      let local = 0;
+      for (let i = 0; i < 2 * LIMIT; i++) {
+        const d = await check();
+        if (d.allowed) {
+          expect(d.degraded).toBe(true);
+          local += 1;
+        }
       }
-    }
-    expect(local).toBe(LIMIT / 2);
+      expect(local).toBe(LIMIT / 2);
 
-    redis().signal('SIGCONT');
-    const after: Decision[] = [];
-    await waitFor('Redis to answer the limiter again', async () => {
-      const d = await limiter.check('k');
-      if (!d.degraded) after.push(d);
-      return !d.degraded;
-    });
-    for (let i = 0; i < 2 * LIMIT; i++) after.push(await limiter.check('k'));
-    // Still the window the outage began: what Redis admitted in it, beside the failure mode's 5.
-    expect(Date.now() - windowStart).toBeLessThan(WINDOW_MS);
-    const byRedis = after.filter((d) => d.allowed && !d.degraded).length;
-    // Before: 10 (Redis never heard of the local 5), 15 in the window.
-    expect(local + byRedis).toBeLessThanOrEqual(LIMIT);
-    await limiter.close();
-  }, 30_000);
+      redis().signal('SIGCONT');
+      const after: Decision[] = [];
+      await waitFor('Redis to answer the limiter again', async () => {
+        const d = await check();
+        if (!d.degraded) after.push(d);
+        return !d.degraded;
+      });
+      for (let i = 0; i < 2 * LIMIT; i++) after.push(await check());
+      // Still the window the outage began: what Redis admitted in it, beside the failure mode's 5.
+      expect(Date.now() - windowStart).toBeLessThan(WINDOW_MS);
+      const byRedis = after.filter((d) => d.allowed && !d.degraded).length;
+      // Before: 10 (Redis never heard of the local 5), 15 in the window.
+      expect(local + byRedis).toBeLessThanOrEqual(LIMIT);
+      await limiter.close();
+    }, 30_000);
+  }
   it('a plan of a short and a long window: the long one is charged every local admission, not only what the short one had left', async () => {
     // Before: the carry charged the whole plan what its tightest policy had left (at most the 5 of one
     // second), so the ten-minute window never heard of the rest of an outage that spans several seconds.

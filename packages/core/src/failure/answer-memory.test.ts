@@ -237,6 +237,17 @@ async function slowCheckGivenUp() {
   return s;
 }
 
+/** How many of `n` checks of key 'k' `limiter` admits, one after another, each ending at once (its lease, if any, released). */
+async function admittedOf(limiter: Limiter, n: number): Promise<number> {
+  let yes = 0;
+  for (let i = 0; i < n; i++) {
+    const d = await limiter.check('k');
+    if (d.allowed) yes += 1;
+    await d.release?.();
+  }
+  return yes;
+}
+
 describe('an outage continues the budget (onStoreError local)', () => {
   it('a key the store had exhausted stays exhausted through the outage, until its reset', async () => {
     const { store, limiter, admitted, advance } = setup(5);
@@ -341,32 +352,33 @@ describe('an outage continues the budget (onStoreError local)', () => {
     expect(duringOutages).toBe(6);
   });
 
-  it('what the failure mode admitted reaches the store when it answers again: a window that began in the outage gets its limit once, not twice', async () => {
-    for (const algorithm of ['fixed-window', 'sliding-window', 'gcra', 'token-bucket'] as const) {
+  it('what the failure mode admitted reaches the store when it answers again: a window that began in the outage gets its limit once, not twice (a plan with a concurrency policy too: before, its rate policy was charged nothing)', async () => {
+    const cases = ['fixed-window', 'sliding-window', 'gcra', 'token-bucket'].flatMap((a) => [[a, false] as const, [a, true] as const]);
+    for (const [algorithm, leases] of cases) {
       let t = 1_000;
       const store = new OutageStore();
       const limiter = createLimiter({
-        policies: { algorithm, limit: 10, windowMs: 10_000 },
+        policies: [
+          { name: 'rate', algorithm: algorithm as AlgorithmId, limit: 10, windowMs: 10_000 },
+          ...(leases ? [{ name: 'running', algorithm: 'concurrency' as const, limit: 5 }] : []),
+        ],
         store,
         localShare: 0.5,
         breaker: false,
         clock: () => t,
         logger: quiet,
       });
-      const admitted = async (n: number) => {
-        let yes = 0;
-        for (let i = 0; i < n; i++) if ((await limiter.check('k')).allowed) yes += 1;
-        return yes;
-      };
-      expect(await admitted(10), algorithm).toBe(10);
+      const admitted = (n: number) => admittedOf(limiter, n);
+      const name = `${algorithm}${leases ? ' with a concurrency policy' : ''}`;
+      expect(await admitted(10), name).toBe(10);
       // The store goes down; the window (or the bucket) resets during the outage: the local limiter's share.
       store.down = true;
       t = 20_500;
-      expect(await admitted(20), algorithm).toBe(5);
+      expect(await admitted(20), name).toBe(5);
       // Back in that window: the store, told of the 5, admits the other 5 (before: 10 more, 15 in all).
       store.down = false;
       t = 21_000;
-      expect(await admitted(20), algorithm).toBe(5);
+      expect(await admitted(20), name).toBe(5);
       await limiter.close();
     }
   });

@@ -439,6 +439,12 @@ export class AnswerMemory {
     for (let k = SPENT; k < m.length; k += STRIDE) m[k] = 0;
   }
 
+  /** How long after `at` policy `i` of `key`'s record counts what it counted, ms; 0 when it has reset (or no record). */
+  resetsIn(key: string, i: number, at: number): number {
+    const until = this.entries.get(key)?.[STRIDE * i + UNTIL];
+    return until !== undefined && until > at ? until - at : 0;
+  }
+
   /** The store counts `cost` the failure mode admitted for `key` after all (it ran the call late): no longer taken off its answers. */
   unspend(key: string, cost: number): void {
     const m = this.entries.get(key);

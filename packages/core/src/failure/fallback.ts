@@ -132,7 +132,8 @@ export class Fallback {
     this.horizonMs = Math.max(...config.policies.map((p) => p.windowMs));
     this.hasLeaky = config.policies.some((p) => p.algorithm === 'leaky-bucket');
     this.shares = config.policies.map((p, i) => Math.min(1, (config.localPolicies[i]?.limit ?? p.limit) / p.limit));
-    if (this.remembers && config.policies.every((p) => p.algorithm !== 'concurrency')) this.owed = new Map();
+    // A plan with a concurrency policy owes its rate policies (carried each on its own: carry-owed.ts).
+    if (this.remembers && config.policies.some((p) => p.algorithm !== 'concurrency')) this.owed = new Map();
   }
 
   /**
@@ -227,6 +228,19 @@ export class Fallback {
   told(key: string, r: StoreResult, at: number, storeKey: StoreKey = key): void {
     this.remember(key, r, at, storeKey);
     this.memory?.told(key);
+  }
+
+  /**
+   * The store took what was owed for `key` policy by policy, in calls of their own (a plan with a
+   * concurrency policy: OwedCarry.carryRates): no longer taken off its answers.
+   */
+  toldApart(key: string): void {
+    this.memory?.told(key);
+  }
+
+  /** How long after `at` policy `i` of `key`'s record counts what it counted (ms; 0 when it has reset, or none is kept). */
+  resetsIn(key: string, i: number, at: number): number {
+    return this.memory?.resetsIn(key, i, at) ?? 0;
   }
 
   /**

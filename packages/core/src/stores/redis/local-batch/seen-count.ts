@@ -65,10 +65,13 @@ export class SeenCount {
     const n = this.kinds.length;
     let emptied = false;
     for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
-      const others = (this.left[i] as number) - own - (r[o + R_REMAINING] as number);
-      // More left than the last reply less this call's charge and a bucket's refill since, by a unit at
-      // least: something gave back (a loss, a reset, a window's end, a batch given back).
-      if (others <= -MILLI - (this.refills[i] as number) * (got - this.lastGot + 1)) emptied = true;
+      const before = this.left[i] as number;
+      const others = before - own - (r[o + R_REMAINING] as number);
+      // More left than the last reply less this call's charge, by half what the key had counted and a unit
+      // beyond a bucket's refill since, at least: the key was emptied (a loss, a reset, a window's end), not
+      // given a batch back or slid a little (a sliding window's previous one weighing less).
+      const back = -others - (this.refills[i] as number) * (got - this.lastGot + 1);
+      if (back >= MILLI && back >= ((this.caps[i] as number) - before) / 2) emptied = true;
       else if (others > 0) this.took[i] = (this.took[i] as number) + others;
     }
     if (emptied) this.lost(got, held);

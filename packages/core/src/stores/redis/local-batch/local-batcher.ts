@@ -409,6 +409,7 @@ export class LocalBatcher {
     const held = b.ended(local) ? 0 : b.usable(local);
     b.held = 0;
     if (held <= 0) return undefined;
+    e.seenCount?.returned(held);
     return this.calls.giveBack(e.key, plan, held, b.marks(), now).then((took) => {
       if (Array.prototype.every.call(took, (x: number) => x === 1)) this.stats.givenBackMilli += held;
     }, ignore);
@@ -543,13 +544,13 @@ export class LocalBatcher {
   }
 
   /**
-   * `Store.countAtLoss`: the count of `key` in Redis just before its last reply that showed it emptied, as
-   * this process's replies tell it (SeenCount), beside the units it held then; undefined when none did
-   * within a few seconds (seen-count.ts).
+   * `Store.countAtLoss`: the count of `key` in Redis just before its last reply that showed it emptied (a
+   * few seconds ago at most), else now, as this process's replies tell it (SeenCount), beside the units it
+   * holds; undefined for a key it has not seen two replies of.
    */
   countAtLoss(key: string, plan: StorePlan, now: number): Float64Array | undefined {
     const e = this.plans.get(plan)?.entries.get(key);
-    return e?.seenCount?.atLoss(this.limiterTime ? now : performance.now());
+    return e?.seenCount?.count(this.limiterTime ? now : performance.now(), e.held());
   }
 
   /**
@@ -569,6 +570,7 @@ export class LocalBatcher {
     e.batches.length = 0;
     e.block = undefined;
     e.resets += 1;
+    e.seenCount = undefined;
     this.holding.delete(e);
   }
 

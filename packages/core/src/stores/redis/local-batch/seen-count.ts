@@ -8,8 +8,10 @@
  * 1,023 to 1,488 of 1,000). Consecutive replies on the process's one connection differ by its own charge and
  * what the others took between them: the others' rate is learnt from that, and at the reply that shows the
  * key emptied (a loss, a reset, a window's end), the count just before is kept: what the last reply before
- * it said was charged, less the units this process held unspent, plus what the others took at their rate
- * since, up to the limit. A restore charges at least that (`LocalBatcher.countAtLoss`).
+ * it said was charged (with what this process gave back since), less the units it held unspent, plus what
+ * the others take at their last measured pace, over one span of it at most (a lull is no pace), up to the
+ * limit. A restore charges at least that, or the same count now for a key no reply showed emptied yet
+ * (`LocalBatcher.countAtLoss`).
  */
 import { MILLI } from '../../../internal/fixed-point.js';
 import { R_REMAINING, R_RESET, RESULT_STRIDE, type StoreResult } from '../../store.js';
@@ -18,17 +20,18 @@ import { BUCKET } from './exactness.js';
 /** The least time a rate of the others is measured over, ms (replies on one connection come in bursts). */
 const RATE_SPAN_MS = 5;
 
-/** How long a count kept at the reply that showed the key emptied answers for a restore, ms. */
+/** How long the count kept at the reply that showed the key emptied answers for a restore, ms. */
 const LOSS_COUNT_MS = 2_000;
 
 /** What one key's replies in this process tell of its count in Redis (see the module's comment). */
 export class SeenCount {
-  /** Per policy: what the last reply said was left, milli-units. */
+  /** Per policy: what the last reply said was left (and the units given back since), milli-units. */
   private readonly left: Float64Array;
   /** Per policy: when its window ends, by the last reply (local ms; buckets: Infinity). */
   private readonly ends: Float64Array;
-  /** Per policy: milli-units the others took per ms, as last measured. */
+  /** Per policy: milli-units the others took per ms, as last measured, and over how long (ms). */
   private readonly rates: Float64Array;
+  private span = 0;
   /** Per policy: what the others took since `since`, milli-units. */
   private readonly took: Float64Array;
   private since: number;
@@ -74,44 +77,53 @@ export class SeenCount {
       if (back >= MILLI && back >= ((this.caps[i] as number) - before) / 2) emptied = true;
       else if (others > 0) this.took[i] = (this.took[i] as number) + others;
     }
-    if (emptied) this.lost(got, held);
-    else if (got - this.since >= RATE_SPAN_MS) {
-      for (let i = 0; i < n; i++) this.rates[i] = (this.took[i] as number) / (got - this.since);
+    if (emptied) {
+      // The count just before (the latest such reply only: a reset from elsewhere is no count of a loss after it).
+      this.loss = this.estimate(got, held);
+      this.lossAt = got;
+      this.lossEnds.set(this.ends);
+      this.took.fill(0);
+      this.since = got;
+    } else if (got - this.since >= RATE_SPAN_MS) {
+      this.span = got - this.since;
+      for (let i = 0; i < n; i++) this.rates[i] = (this.took[i] as number) / this.span;
       this.took.fill(0);
       this.since = got;
     }
     this.keep(r, got);
   }
 
+  /** This process gave `units` milli-units back to the key (a batch's unspent units): Redis has that much more left. */
+  returned(units: number): void {
+    for (let i = 0; i < this.left.length; i++) this.left[i] = Math.min(this.caps[i] as number, (this.left[i] as number) + units);
+  }
+
   /**
-   * The count of the key kept at the last reply that showed it emptied, per policy (milli-units, beside
-   * the units this process held then), while that came within LOSS_COUNT_MS of `local`; else undefined.
+   * The key's count per policy (milli-units, beside the `held` units this process holds unspent at local
+   * time `local`): as kept at the last reply that showed the key emptied, within LOSS_COUNT_MS, else as the
+   * replies tell it now (`estimate`); a window that ended since counts nothing of it.
    */
-  atLoss(local: number): Float64Array | undefined {
+  count(local: number, held: number): Float64Array {
     const loss = this.loss;
-    if (loss === undefined || local - this.lossAt > LOSS_COUNT_MS) return undefined;
-    // A window that ended since counts nothing of it.
+    if (loss === undefined || local - this.lossAt > LOSS_COUNT_MS) return this.estimate(local, held);
     return loss.map((c, i) => (local < (this.lossEnds[i] as number) ? c : 0));
   }
 
-  /** The key showed emptied at `got`: its count just before, as the replies and the others' rate tell it. */
-  private lost(got: number, held: number): void {
+  /**
+   * The count at `at` by the last reply: what it said was charged, less the `held` units, plus what the
+   * others take at the pace last measured, for at most as long as it was measured over (a lull since is no
+   * pace: 4 processes pausing a second before a FLUSHALL had the whole limit charged for 360 used).
+   */
+  private estimate(at: number, held: number): Float64Array {
     const n = this.kinds.length;
     const count = new Float64Array(n);
-    const gone = got - this.lastGot;
-    // The largest of the losses shown within LOSS_COUNT_MS: a give-back shown after a loss is no count of it.
-    const kept = this.atLoss(got);
+    const extra = Math.max(0, Math.min(at - this.lastGot, this.span));
     for (let i = 0; i < n; i++) {
-      if (got >= (this.ends[i] as number)) continue;
-      const before = (this.caps[i] as number) - (this.left[i] as number) - held;
-      const c = Math.min(this.caps[i] as number, Math.max(0, before) + (this.rates[i] as number) * gone);
-      count[i] = Math.max(c, kept?.[i] ?? 0);
+      if (at >= (this.ends[i] as number)) continue;
+      const before = Math.max(0, (this.caps[i] as number) - (this.left[i] as number) - held);
+      count[i] = Math.min(this.caps[i] as number, before + (this.rates[i] as number) * extra);
     }
-    this.loss = count;
-    this.lossAt = got;
-    this.lossEnds.set(this.ends);
-    this.took.fill(0);
-    this.since = got;
+    return count;
   }
 
   private keep(r: StoreResult, got: number): void {

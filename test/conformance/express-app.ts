@@ -19,6 +19,13 @@ export function makeExpressApp(createApp: typeof express): MakeApp {
         next();
       });
     }
+    const message = spec.statusMessageFirst;
+    if (message !== undefined) {
+      app.use((_req: Request, res: Response, next: NextFunction) => {
+        res.statusMessage = message;
+        next();
+      });
+    }
     const start = spec.startFirst;
     if (start !== undefined) {
       app.use((_req: Request, res: Response, next: NextFunction) => {

@@ -15,6 +15,13 @@ export const makeFastifyApp: MakeApp = async (spec) => {
       done();
     });
   }
+  const message = spec.statusMessageFirst;
+  if (message !== undefined) {
+    app.addHook('onRequest', (_request, reply, done) => {
+      reply.raw.statusMessage = message;
+      done();
+    });
+  }
   const start = spec.startFirst;
   if (start !== undefined) {
     app.addHook('onRequest', (_request, reply, done) => {

@@ -22,6 +22,13 @@ export function makeKoaApp(KoaApp: typeof Koa): MakeApp {
         await next();
       });
     }
+    const message = spec.statusMessageFirst;
+    if (message !== undefined) {
+      app.use(async (ctx, next) => {
+        ctx.res.statusMessage = message;
+        await next();
+      });
+    }
     const start = spec.startFirst;
     if (start !== undefined) {
       app.use(async (ctx, next) => {

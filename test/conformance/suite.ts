@@ -33,6 +33,8 @@ export interface AppSpec {
    * Express `res.setHeader`, Fastify `reply.header` in an earlier onRequest hook, Koa `ctx.set`).
    */
   readonly headersFirst?: Readonly<Record<string, string>>;
+  /** The reason phrase a middleware before the limiter sets (Express `res.statusMessage`, Fastify `reply.raw`'s, Koa `ctx.res`'s). */
+  readonly statusMessageFirst?: string;
   /**
    * The framework's own trust-proxy setting, as each spells it: Express `app.set('trust proxy', v)`,
    * Fastify `Fastify({ trustProxy: v })`, Koa `app.proxy = true; app.maxIpsCount = v` (a number).
@@ -83,15 +85,17 @@ function rawGet(
   server: Server,
   path: string,
   method = 'GET',
-): Promise<{ status: number | undefined; body: string; aborted: boolean; headers?: IncomingHttpHeaders }> {
+): Promise<{ status: number | undefined; message?: string; body: string; aborted: boolean; headers?: IncomingHttpHeaders }> {
   const { port } = server.address() as AddressInfo;
   return new Promise((resolve) => {
     let status: number | undefined;
+    let message: string | undefined;
     let headers: IncomingHttpHeaders | undefined;
     let body = '';
-    const done = (aborted: boolean) => resolve({ status, body, aborted, headers });
+    const done = (aborted: boolean) => resolve({ status, message, body, aborted, headers });
     const req = httpRequest({ host: '127.0.0.1', port, path, method, agent: false }, (res) => {
       status = res.statusCode;
+      message = res.statusMessage;
       headers = res.headers;
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
@@ -214,6 +218,22 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
       expect(res.headers?.['x-request-id']).toBe('abc');
       expect(res.headers?.['content-type']).toBe('application/problem+json');
       expect(JSON.parse(res.body)).toMatchObject({ status: 429, policy: 'default' });
+    });
+
+    it('sends the reason phrase of its own status, not one a middleware before it set (before, Express and Fastify: `429 All Good`, `413 All Good`)', async () => {
+      const app = await start({
+        global: { policies: { ...FIXED, limit: 1 }, clock },
+        routes: { '/strict': { policies: { ...FIXED, limit: 1 }, clock, cost: () => 2 } },
+        statusMessageFirst: 'All Good',
+      });
+      const lines = [];
+      for (const path of ['/', '/', '/strict']) {
+        const res = await rawGet(app.server, path);
+        lines.push(`${res.status} ${res.message}`);
+      }
+      // The success keeps the framework's own: Koa's `ctx.status` setter writes it, the others keep the middleware's.
+      const success = name.startsWith('koa') ? '200 OK' : '200 All Good';
+      expect(lines).toEqual([success, '429 Too Many Requests', '413 Payload Too Large']);
     });
 
     it("a 429 to HEAD has the Content-Length of the GET's problem body, not one set for the route's answer", async () => {

@@ -1,5 +1,3 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { LogFields } from '@tollgate/core';
 import { formatLine } from '@tollgate/core/adapter';
 import Koa from 'koa';
@@ -53,33 +51,6 @@ describe('@tollgate/koa', () => {
     await request(server).get('/').expect(200);
     await request(server).get('/').expect(200);
     await request(server).get('/').expect(429);
-  });
-
-  it('sends the reason phrase of its own status, not one an earlier middleware set', async () => {
-    const app = new Koa();
-    app.use((ctx, next) => {
-      ctx.res.statusMessage = 'All Good';
-      return next();
-    });
-    app.use(rateLimit({ policies, clock, cost: (ctx) => (ctx.get('x-cost') === '' ? 1 : 5) }));
-    app.use((ctx) => {
-      ctx.body = 'ok';
-    });
-    const server = createServer(app.callback());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-      const lines = [];
-      for (const headers of [{}, {}, { 'x-cost': '5' }] as Record<string, string>[]) {
-        const res = await fetch(url, { headers });
-        await res.arrayBuffer();
-        lines.push(`${res.status} ${res.statusText}`);
-      }
-      // Koa's `ctx.status` setter writes the phrase: held here, as Express and Fastify now do.
-      expect(lines).toEqual(['200 OK', '429 Too Many Requests', '413 Payload Too Large']);
-    } finally {
-      server.close();
-    }
   });
 
   it('warns once when a middleware is created inside a request (each request got a fresh limiter)', async () => {

@@ -7,17 +7,8 @@
  */
 import { createLimiter, type Decision, type Limiter, RedisStore, type RedisStoreClient } from '@tollgate/core';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import {
-  type ClientKind,
-  commandCalls,
-  describeRedis,
-  type RedisServer,
-  randomPrefix,
-  startCluster,
-  startRedis,
-  waitFor,
-} from './harness.js';
+import { beforeAll, expect, it } from 'vitest';
+import { type ClientKind, commandCalls, describeRedis, randomPrefix, startCluster, suiteRedis, waitFor } from './harness.js';
 
 /** Leases held, one per key: limit 1 per key, as a per-user export slot. */
 const HELD = 3_000;
@@ -62,21 +53,16 @@ async function scriptCalls(node: Redis): Promise<number> {
 }
 
 describeRedis('many held leases go back in a few script calls', () => {
-  let server: RedisServer;
+  const redis = suiteRedis();
   let admin: Redis;
-
   beforeAll(async () => {
-    server = await startRedis();
-    admin = await server.readyClient();
-  });
-  afterAll(async () => {
-    await server?.close();
+    admin = await redis().readyClient();
   });
 
   for (const kind of ['ioredis', 'node-redis'] as const satisfies readonly ClientKind[]) {
     it(`${kind}: ${HELD} leases are back after an empty restart in at most ${MOST_CALLS} script calls, before any new lease`, async () => {
       const prefix = randomPrefix();
-      const client = await server.storeClient(kind);
+      const client = await redis().storeClient(kind);
       const warnings: Warned[] = [];
       const limiter = limiterOn(client, prefix, warnings);
       const held = await takeEach(limiter, HELD);
@@ -84,8 +70,8 @@ describeRedis('many held leases go back in a few script calls', () => {
       (client as unknown as NodeJS.EventEmitter).once('ready', () => {
         readyAt = performance.now();
       });
-      await server.stop();
-      await server.start();
+      await redis().stop();
+      await redis().start();
       await waitFor('the store client ready again', () => readyAt > 0);
       await waitFor('the leases back', () => warnings.some((w) => w.code === 'WRN_RL_LEASES_RESTORED'), 5_000);
       const told = warnings.find((w) => w.code === 'WRN_RL_LEASES_RESTORED');
@@ -108,7 +94,7 @@ describeRedis('many held leases go back in a few script calls', () => {
 
   it('a lease released while its batch is on its way is not put back: the release goes after the batch', async () => {
     const prefix = randomPrefix();
-    const client = await server.storeClient('ioredis');
+    const client = await redis().storeClient('ioredis');
     const limiter = limiterOn(client, prefix, []);
     const held = await takeEach(limiter, 1_000);
     // Half the requests end right after the first batch is sent, before Redis answers it.
@@ -142,7 +128,7 @@ describeRedis('many held leases go back in a few script calls', () => {
   it('only the leases Redis lost count as put back: the batch tells a live lease from a lost one', async () => {
     const prefix = randomPrefix();
     const warnings: Warned[] = [];
-    const limiter = limiterOn(await server.storeClient('ioredis'), prefix, warnings);
+    const limiter = limiterOn(await redis().storeClient('ioredis'), prefix, warnings);
     const held = await takeEach(limiter, 1_000);
     // k0 .. k299 lost while connected (an eviction, a failover to a replica that had not seen them).
     const lost = (await admin.keys(`${prefix}*`)).filter((k) => Number(/\{k(\d+)\}/.exec(k)?.[1]) < 300);

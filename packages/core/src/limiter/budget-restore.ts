@@ -378,7 +378,9 @@ export class BudgetRestore {
     const seen = typeof c.storeKey === 'string' ? this.store.countAtLoss?.(c.storeKey, cp.storePlan, at) : undefined;
     let counted = c;
     if (seen !== undefined) {
-      const used = c.used.map((u, i) => ((c.until[i] as number) > 0 ? Math.max(u, Math.floor(seen[i] ?? 0)) : u));
+      // A count that is no finite number (a reply Redis garbled) adds nothing: the memory's stands.
+      const at0 = (i: number) => (Number.isFinite(seen[i]) ? Math.floor(seen[i] as number) : 0);
+      const used = c.used.map((u, i) => ((c.until[i] as number) > 0 ? Math.max(u, at0(i)) : u));
       counted = { ...c, used };
       this.fallbacks.get(cp)?.countedAtLeast(c.storeKey as string, used, at);
     }

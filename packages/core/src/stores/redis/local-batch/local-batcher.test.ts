@@ -221,4 +221,19 @@ describe('LocalBatcher.countAtLoss', () => {
     }
     expect(b.countAtLoss('k', plan, now)?.[0]).toBe(truth);
   });
+
+  it('a reply with a remaining that is no number (a garbled state) tells nothing: the count stays what the replies before told', async () => {
+    const { b } = shared();
+    let now = 1_200_000;
+    for (let i = 0; i < 200; i++, now += 1) await check(b, now);
+    const before = b.countAtLoss('k', plan, now)?.[0];
+    expect(before).toBeGreaterThan(0);
+    const garbled = (b as unknown as { calls: { charge: (...a: unknown[]) => Promise<StoreResult> } }).calls;
+    garbled.charge = () => Promise.resolve(Float64Array.from([1, Number.NaN, 0, 30_000, 0, now]));
+    for (let i = 0; i < 200; i++, now += 1) {
+      const r = b.apply('k', plan, 1_000, now);
+      if (isPromiseLike(r)) await r.catch(() => undefined);
+    }
+    expect(Number.isFinite(b.countAtLoss('k', plan, now)?.[0])).toBe(true);
+  });
 });

@@ -66,6 +66,8 @@ export class SeenCount {
    */
   replied(r: StoreResult, got: number, own: number, held: number): void {
     const n = this.kinds.length;
+    // A reply whose numbers are not all finite (a garbled state) tells nothing: the last one stands.
+    for (let i = 0; i < n; i++) if (!Number.isFinite(r[i * RESULT_STRIDE + R_REMAINING])) return;
     let emptied = false;
     for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
       const before = this.left[i] as number;

@@ -140,6 +140,16 @@ describe.each(Object.entries(STARTERS))('OpenTelemetry metrics over HTTP on %s',
     expect(value(m, 'tollgate.requests', { ...base, 'tollgate.plan': 'pro', 'tollgate.result': 'limited' })).toBeUndefined();
   });
 
+  it('tollgate.plan: a plans table of one plan labels its decisions too (the series keep their labels when a second plan comes)', async () => {
+    const app = await start({ plans: { starter: [{ name: `${policy}-one-plan`, limit: 1, windowMs: 60_000 }] } });
+    apps.push(app);
+    expect(await hit(app.url, 2)).toEqual([200, 429]);
+    const m = await collect();
+    const base = { 'tollgate.policy': `${policy}-one-plan`, 'tollgate.mode': 'enforce', 'http.route': ROUTE, 'tollgate.plan': 'starter' };
+    expect(value(m, 'tollgate.requests', { ...base, 'tollgate.result': 'allowed' })).toBe(1);
+    expect(value(m, 'tollgate.requests', { ...base, 'tollgate.result': 'limited' })).toBe(1);
+  });
+
   it('tollgate.requests shadow_limited and tollgate.shadow.verdicts', async () => {
     const app = await start({ policies: [{ name: `${policy}-shadow-mode`, limit: 1, windowMs: 60_000 }], mode: 'shadow' });
     const candidate = await start({

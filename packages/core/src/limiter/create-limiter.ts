@@ -81,7 +81,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const counters = new Counters();
   const events = new LimiterEventHub(logger);
   const builder = new DecisionBuilder(mode, config.shadowPolicies.length > 0, counters, {}, new ResetLog());
-  const observer = new DecisionObserver(observerSetup(compiled, config.shadowPolicies, mode, store.kind, now, config.hotKeys, config.name));
+  const observer = new DecisionObserver(observerSetup(compiled, config, now));
   // A node that answers again is charged what the failure mode admitted meanwhile (Decider.carryAllOwed).
   let storeBack = (_node: string): void => {};
   const timed = new StoreTimer(store);

@@ -3,8 +3,8 @@
  * policy, no concurrency policy, hot keys off, on a `MemoryStore` of its own class. A check of a string
  * key with neither a cost nor a plan in its options (the adapters pass every request's `route` and
  * `request`, which only an observer reads, and a `signal`, which only a concurrency queue reads), while
- * no exporter is attached, nobody subscribes to `tollgate:decision` and, for a request, no TracerProvider
- * is registered (its span would get an event), goes
+ * no exporter is attached, nobody subscribes to `tollgate:decision` and no TracerProvider is registered (the
+ * active span would get an event), goes
  * from the key to the store's table and back to a Decision with nothing in between: no Target, no
  * observer (it would do nothing), no store timer (it would call the store straight). Everything else
  * (a cost or a plan, a key object or one too long, a store that failed, a first check that asks the store whether
@@ -58,7 +58,7 @@ export class SoloDecider {
       typeof rawKey === 'string' &&
       isPlainKey(rawKey) &&
       this.watch.attached === false &&
-      (this.watch.tracing === false || opts?.request === undefined) &&
+      this.watch.tracing === false &&
       decisionChannel.hasSubscribers === false &&
       this.plain.guard.starting() === undefined
     ) {

@@ -12,7 +12,7 @@ import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { DecisionImpl, Verdict } from '../decision.js';
 import type { BreakerState } from '../failure/node-health.js';
 import { WHOLE_STORE } from '../failure/store-guard.js';
-import type { HotKeysOptions } from '../options.js';
+import type { HotKeysOptions, LimiterConfig } from '../options.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
 import type { CheckOptions, Decision } from '../types.js';
 import { BoundedRoutes } from './bounded-routes.js';
@@ -98,7 +98,7 @@ export interface ObserverSetup {
   /** The enforced policies of every plan (one per name), then the shadow policies, in order. */
   readonly policies: readonly CompiledPolicy[];
   readonly enforcedCount: number;
-  /** True when the limiter has several plans: decisions then carry `tollgate.plan`. */
+  /** True when the limiter was given plans (`plans`, one or more): decisions then carry `tollgate.plan`. */
   readonly plans: boolean;
   readonly mode: 'enforce' | 'shadow';
   readonly storeKind: string;
@@ -119,16 +119,11 @@ function nearKey(plan: string, policy: string): string {
   return `${plan}\n${policy}`;
 }
 
-/** The observer's view of a limiter's plans: each enforced policy name once (the largest capacity), then the shadow policies. */
-export function observerSetup(
-  plans: ReadonlyMap<string, CompiledPlan>,
-  shadowPolicies: readonly CompiledPolicy[],
-  mode: 'enforce' | 'shadow',
-  storeKind: string,
-  clock: () => number,
-  hotKeys: Readonly<Required<HotKeysOptions>> | false,
-  limiter: string | undefined,
-): ObserverSetup {
+/**
+ * The observer's view of a limiter's plans (`plans`, compiled from `config.plans`): each enforced policy name
+ * once (the largest capacity), then the shadow policies.
+ */
+export function observerSetup(plans: ReadonlyMap<string, CompiledPlan>, config: LimiterConfig, clock: () => number): ObserverSetup {
   const byName = new Map<string, CompiledPolicy>();
   const near = new Map<string, number>();
   for (const cp of plans.values()) {
@@ -140,14 +135,14 @@ export function observerSetup(
   }
   const enforced = [...byName.values()];
   return {
-    policies: [...enforced, ...shadowPolicies],
+    policies: [...enforced, ...config.shadowPolicies],
     enforcedCount: enforced.length,
-    plans: plans.size > 1,
-    mode,
-    storeKind,
+    plans: config.plans.named,
+    mode: config.mode,
+    storeKind: config.store.kind,
     clock,
-    hotKeys,
-    limiter,
+    hotKeys: config.hotKeys,
+    limiter: config.name,
     near,
   };
 }
@@ -243,7 +238,8 @@ export class DecisionObserver {
    */
   observe(d: Decision, options: CheckOptions | undefined, at: number): Decision {
     // `=== true`: V8 cannot tell these fields hold booleans, and a bare `if (x)` compiles to a full truthiness test.
-    if (options !== undefined || this.hasShadow === true || decisionChannel.hasSubscribers) return this.observeAll(d, options, at);
+    if (options !== undefined || this.hasShadow === true || decisionChannel.hasSubscribers || this.watch.tracing === true)
+      return this.observeAll(d, options, at);
     if (this.hotOn === true) this.hotKey(d, at);
     if (this.watch.attached === true) this.countPlain(d);
     return d;
@@ -295,7 +291,8 @@ export class DecisionObserver {
       const message: DecisionMessage = { decision: d, request: options?.request, route: options?.route, store, limiter };
       decisionChannel.publish(message);
     }
-    if (options?.request !== undefined) this.annotateSpan(d);
+    // A check called straight (a worker's job) annotates the span active where it runs, as a request's does.
+    if (this.watch.tracing === true || options?.request !== undefined) this.annotateSpan(d);
     return d;
   }
 

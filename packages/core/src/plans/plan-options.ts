@@ -36,6 +36,8 @@ export interface PlanConfig {
   readonly plans: ReadonlyMap<string, readonly CompiledPolicy[]>;
   readonly defaultPlan: string;
   readonly unknownPlan: string;
+  /** The plans were given (`plans`), not the one-plan `policies`: decisions name their plan in the metrics. */
+  readonly named: boolean;
 }
 
 /**
@@ -66,7 +68,12 @@ export function parsePlans(
       );
     }
     const compiled = compileList(policies, 'policies');
-    return Object.freeze({ plans: new Map([[DEFAULT_PLAN, compiled]]), defaultPlan: DEFAULT_PLAN, unknownPlan: DEFAULT_PLAN });
+    return Object.freeze({
+      plans: new Map([[DEFAULT_PLAN, compiled]]),
+      defaultPlan: DEFAULT_PLAN,
+      unknownPlan: DEFAULT_PLAN,
+      named: false,
+    });
   }
   if (policies !== undefined) {
     throw new RateLimitConfigError(
@@ -111,5 +118,5 @@ export function parsePlans(
     return value;
   };
   const defaultPlan = pick('defaultPlan', first);
-  return Object.freeze({ plans, defaultPlan, unknownPlan: pick('unknownPlan', defaultPlan) });
+  return Object.freeze({ plans, defaultPlan, unknownPlan: pick('unknownPlan', defaultPlan), named: true });
 }

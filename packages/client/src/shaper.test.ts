@@ -241,6 +241,24 @@ describe('createShaper', () => {
     await shaper.close();
   });
 
+  it('on its default clock, a task that blocks the loop as it starts makes the next one late, so that one is rejected, not started late', async () => {
+    // Real time: the core's per-turn reading (shared by the decisions of one event-loop turn) would still say
+    // the time before A's work when B is judged in the same turn, and B started 150 ms past its deadline.
+    vi.useRealTimers();
+    const shaper = createShaper({ policies: { algorithm: 'gcra', limit: 10, windowMs: 1_000 } });
+    const ran: string[] = [];
+    const first = shaper.schedule(() => {
+      const end = performance.now() + 150;
+      while (performance.now() < end);
+      ran.push('A');
+    });
+    const late = shaper.schedule(() => ran.push('B'), { maxDelayMs: 30 }).catch((e: RateLimitClientError) => e.code);
+    await first;
+    expect(await late).toBe('ERR_RL_TASK_EXPIRED');
+    expect(ran).toEqual(['A']);
+    await shaper.close();
+  });
+
   it('a leaky-bucket task whose delay ends after its deadline (the loop blocked) is rejected, not started', async () => {
     let blockedMs = 0;
     const lagging = () => Date.now() + blockedMs;

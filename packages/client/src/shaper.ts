@@ -24,7 +24,6 @@ import {
   type Limiter,
   type LimiterStats,
   type Logger,
-  monotonicClock,
   type PolicyOptions,
   RateLimitConfigError,
   type Store,
@@ -204,7 +203,7 @@ function readShaperOptions(options: ShaperOptions): ShaperSetup {
     throw new RateLimitConfigError('ERR_RL_INVALID_OPTION', 'key', "must be a non-empty string, e.g. 'sms-partner'", key);
   const maxQueue = o.maxQueue === undefined ? 1_000 : integerIn(o.maxQueue, 'maxQueue', 1, 10_000_000, 'e.g. 1_000');
   const defaultDelay = o.maxDelayMs === undefined ? 60_000 : integerIn(o.maxDelayMs, 'maxDelayMs', 0, DAY, 'e.g. 60_000');
-  const clock = o.clock === undefined ? undefined : functionOption<Clock>(o.clock, 'clock', '() => Date.now()');
+  const clock = o.clock === undefined ? freshClock : functionOption<Clock>(o.clock, 'clock', '() => Date.now()');
   const limiter = createLimiter({
     name: SHAPER_NAME,
     policies: o.policies as PolicyOptions[],
@@ -216,8 +215,8 @@ function readShaperOptions(options: ShaperOptions): ShaperSetup {
     logger: o.logger,
     validate: o.validate,
   });
-  // The limiter's own default when no clock is given: deadlines and decisions read one time.
-  const now: Clock = clock ?? monotonicClock;
+  // Deadlines and decisions read one time.
+  const now: Clock = clock;
   const store = o.store;
   return {
     key,
@@ -229,6 +228,15 @@ function readShaperOptions(options: ShaperOptions): ShaperSetup {
     turns: store === undefined ? undefined : joinTurns(store, key, limiter.policies),
   };
 }
+
+/**
+ * The default clock: the core's monotonic time (`monotonicClock`'s origin), read at every call. Not the
+ * core's per-turn reading, which the decisions of one event-loop turn share: a task starts in a microtask of
+ * the turn that admitted it, so the next decision of that turn came after the task's synchronous work,
+ * and judged on the time before it, the next task started past its deadline (500 ms past it), and a sliding
+ * log started 17 in a second of 10. The shaper makes one decision at a time: a reading each costs nothing.
+ */
+const freshClock: Clock = () => Math.floor(performance.timeOrigin + performance.now());
 
 /** Makes a shaper; see the module comment and the README. Options are checked here, once. */
 export function createShaper(options: ShaperOptions): Shaper {

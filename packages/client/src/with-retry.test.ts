@@ -665,7 +665,7 @@ describe('withRetry', () => {
     }
   });
 
-  it('a retry the server lets fit before the deadline is made: jitter past the deadline is drawn again within the room left', async () => {
+  it('a retry the server lets fit before the deadline is made: jitter past the deadline, or leaving the attempt less than half the room, is drawn again within the room left', async () => {
     // Retry-After 1 s, 1.6 s to the deadline, jitter up to 2 s above the floor: every draw past 1.6 s is redrawn.
     const draws = [0.99, 0.3];
     const once = scripted(refused(429, { 'retry-after': '1' }));
@@ -677,6 +677,15 @@ describe('withRetry', () => {
     // The floor plus 0.3 of the first half of the 600 ms of room above it (the other half is the attempt's).
     expect(at).toEqual([0, 1_000 + Math.ceil(0.3 * 300)]);
     expect(f.stats()).toMatchObject({ retries: 1, tooLongRefused: 0 });
+    // A draw that ends before the deadline but leaves the attempt less than that half is drawn again too:
+    // before, one ending 50 ms before the deadline was kept, and the attempt could only time out.
+    const near = [0.55, 0.3];
+    const again = scripted(refused(429, { 'retry-after': '1' }));
+    const h = withRetry(again.fetch, { timeoutMs: 1_600, random: () => near.shift() ?? 0 });
+    const nearCall = h(URL_);
+    await vi.advanceTimersByTimeAsync(1_600);
+    expect((await nearCall).status).toBe(200);
+    expect(again.calls.map((c) => c.at - (again.calls[0]?.at ?? 0))).toEqual([0, 1_000 + Math.ceil(0.3 * 300)]);
     // A floor that itself ends past the deadline is still refused.
     const long = scripted(refused(429, { 'retry-after': '2' }));
     const g = withRetry(long.fetch, { timeoutMs: 1_600 });

@@ -491,9 +491,9 @@ function localRefusal(status: number, retryAfterMs: number): Response {
 }
 
 /**
- * The wait before retry `n + 1`: the server's floor plus jitter, the jitter drawn again within the room
- * left when the first draw would end past the deadline (a retry the server's wait lets fit is made);
- * undefined when even the floor ends past it.
+ * The wait before retry `n + 1`: the server's floor plus jitter, the jitter drawn again within the first
+ * half of the room left above the floor when the first draw would leave the attempt less than the other
+ * half (a retry the server's wait lets fit is made); undefined when even the floor ends past it.
  */
 function retryDelay(config: RetryConfig, n: number, floorMs: number | undefined, previousMs: number, deadline: number): number | undefined {
   const delayMs = backoffDelay({
@@ -506,12 +506,13 @@ function retryDelay(config: RetryConfig, n: number, floorMs: number | undefined,
     random: config.random,
   });
   const room = deadline - config.clock();
-  if (delayMs < room) return delayMs;
-  // Redrawn in the first half of the room above the floor, so the retry keeps at least half of it for
-  // its own attempt; none when even that is under RETRY_ROOM_MS (a retry that could only time out).
+  // None when half the room above the floor is under RETRY_ROOM_MS (a retry that could only time out). Kept
+  // when it leaves the attempt at least that half (no deadline: always); else redrawn in the first half:
+  // before, a draw ending 1 to 100 ms before the deadline was kept, and its attempt could only time out.
   const floor = floorMs ?? 0;
   const spare = (room - floor) / 2;
   if (spare < RETRY_ROOM_MS) return undefined;
+  if (delayMs <= floor + spare) return delayMs;
   return Math.ceil(floor + config.random() * spare);
 }
 

@@ -152,6 +152,33 @@ describeRedis('RedisStore faults and the limiter failure mode', () => {
     });
   }
 
+  it('Redis stopped (connections refused): the breaker reads open between probes, not half-open; an idle limiter turns half-open once the client is ready again', async () => {
+    const { client, limiter } = setup('local');
+    let state = 'closed';
+    limiter.on('breaker', (e) => {
+      state = e.state;
+    });
+    await waitFor('client ready', () => client.status === 'ready');
+    await limiter.check('user');
+    await server.stop();
+    // A check every 40 ms (each one the probe, refused at once), the state read between them as a scrape would.
+    const seen: string[] = [];
+    for (let i = 0; i < 15; i++) {
+      await limiter.check('user');
+      await sleep(40);
+      seen.push(state);
+    }
+    // Before: 'half-open' 10 ms after each refused probe, in 15 of 15 reads; the breaker alert waits for 'open'.
+    expect(seen.filter((x) => x === 'open').length).toBeGreaterThanOrEqual(13);
+    // No more checks: Redis comes back, and the breaker says the next call probes without one being made.
+    await server.start();
+    await waitFor('client ready again', () => client.status === 'ready', 10_000);
+    await waitFor('the breaker half-open', () => state === 'half-open', 5_000);
+    expect((await limiter.check('user')).degraded).toBe(false);
+    expect(state).toBe('closed');
+    await limiter.close();
+  });
+
   it('a slow Redis (DEBUG SLEEP) trips the timeout; the late reply changes nothing and is not unhandled', async () => {
     const { client, limiter, events } = setup('open');
     await waitFor('client ready', () => client.status === 'ready');

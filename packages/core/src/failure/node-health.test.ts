@@ -44,4 +44,23 @@ describe('NodeHealth: the breaker of one store node', () => {
     expect(states).toEqual(['open', 'half-open', 'open', 'half-open']);
     h.close();
   });
+
+  it('stays open past its wait while the store connection is down (a probe would be refused at once); turns half-open when the client is ready again', async () => {
+    const states: string[] = [];
+    const h = new NodeHealth('n', { failureThreshold: 1, cooldownMs: 1_000 }, (x) => states.push(x.state));
+    h.connection(true);
+    h.failure(1, 1, Date.now(), false);
+    await sleep(40);
+    // Before: 'half-open' 10 ms after each refused probe, so its gauge read half-open most of an outage.
+    expect(states).toEqual(['open']);
+    // A call still takes the probe once the wait is over, and its refusal opens it again.
+    expect(h.allow(Date.now())).toBe(true);
+    h.failure(2, 2, Date.now(), false);
+    await sleep(40);
+    expect(states).toEqual(['open', 'half-open', 'open']);
+    h.connection(false);
+    await sleep(10);
+    expect(states).toEqual(['open', 'half-open', 'open', 'half-open']);
+    h.close();
+  });
 });

@@ -17,6 +17,11 @@
  *   resilience4j's automatic transition): the state, and its gauge, say the next call probes. A limiter
  *   with no traffic (a login route at night beside a busy API on the same Redis) stayed `open` after a
  *   1.5 s stall until its next request, and its alert paged for an hour while Redis answered.
+ * - **But not while the store's connection is down** (`connection`: the client said it closed, and not
+ *   yet that it is ready): a probe would be refused at once, so the breaker stays open until the client
+ *   is ready again, then turns half-open. Before, a Redis that refused connections left the gauge
+ *   half-open 10 ms after each refused probe, 78 to 98 % of the time, and the breaker alert, which waits
+ *   for `open`, missed the most common outage.
  * Time is the limiter's clock, so tests drive it in virtual time.
  */
 
@@ -41,6 +46,8 @@ export class NodeHealth {
   private probing = false;
   /** Makes an open breaker half-open once its wait is over (`ready`). */
   private readyTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The store's connection is down (`connection`): the wait's end leaves an open breaker open. */
+  private offline = false;
 
   constructor(
     readonly node: string,
@@ -124,10 +131,22 @@ export class NodeHealth {
     this.readyTimer = timer;
   }
 
-  /** The wait is over, no call has taken the probe: half-open (the next call probes). A clock short of it (virtual time) waits for that call. */
+  /**
+   * The store's connection closed (`offline`), or is ready again: then an open breaker whose wait is over
+   * turns half-open (`ready`), as its timer would have.
+   */
+  connection(offline: boolean): void {
+    this.offline = offline;
+    if (!offline && this.state === 'open' && !this.probing) this.armReady();
+  }
+
+  /**
+   * The wait is over, no call has taken the probe: half-open (the next call probes). A clock short of it
+   * (virtual time) waits for that call; a connection that is down, for the client to be ready again.
+   */
   private ready(): void {
     this.readyTimer = undefined;
-    if (this.state === 'open' && !this.probing && this.now() >= this.probeAt) this.transition('half-open');
+    if (this.state === 'open' && !this.probing && !this.offline && this.now() >= this.probeAt) this.transition('half-open');
   }
 
   private transition(state: BreakerState): void {

@@ -115,8 +115,18 @@ export class StoreGuard {
   /** Per node, when it last answered in time after an outage, and when that outage began (OUTAGE_MERGE_MS). */
   private readonly recovered = new Map<string, { readonly at: number; readonly since: number | undefined }>();
 
+  /** The store's connection closed and is not ready again (Store.watchConnection): each node's breaker is told. */
+  private offline = false;
+  private readonly unwatch: (() => void) | undefined;
+
   constructor(private readonly config: GuardConfig) {
     this.watchdog = new Watchdog(config.storeTimeoutMs);
+    this.unwatch = config.store.watchConnection?.((event) => this.connection(event === 'lost'));
+  }
+
+  private connection(offline: boolean): void {
+    this.offline = offline;
+    for (const h of this.health.values()) h.connection(offline);
   }
 
   /**
@@ -328,6 +338,7 @@ export class StoreGuard {
     let h = this.health.get(node);
     if (h === undefined) {
       h = new NodeHealth(node, this.config.breaker, (changed) => this.changed(changed), this.config.now);
+      if (this.offline) h.connection(true);
       this.health.set(node, h);
     }
     // The first event since the node last answered: an outage begins.
@@ -410,6 +421,7 @@ export class StoreGuard {
   }
 
   close(): void {
+    this.unwatch?.();
     this.watchdog.close();
     for (const h of this.health.values()) h.close();
   }

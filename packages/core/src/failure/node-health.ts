@@ -81,6 +81,7 @@ export class NodeHealth {
   /** The node answered (a result, or an error that belongs to one key). */
   success(): void {
     this.eventsInRow = 0;
+    this.offline = false;
     if (this.state === 'closed') return;
     this.close();
     this.probing = false;

@@ -257,6 +257,8 @@ export class StoreGuard {
 
   /** `answered` once some node has a health record. */
   private succeeded(node: string): void {
+    // A store that answers is connected, whatever its client last said.
+    this.offline = false;
     const h = this.health.get(node);
     if (h === undefined) return;
     if (h.eventsInRow > 0) this.recovered.set(node, { at: this.config.now(), since: this.outageSince.get(node) });

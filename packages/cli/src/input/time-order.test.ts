@@ -11,6 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { createRandom } from '../synthetic/seeded-random.js';
 import type { LogRequest } from './request-parser.js';
 import {
+  AUTO_SORT_REQUESTS,
+  autoSortCapOf,
   createOrderStats,
   filesToSortWhole,
   formatDuration,
@@ -157,6 +159,19 @@ describe('the reorder window', () => {
     expect(flagged).toMatchObject({ mode: 'sort', maxHeld: 3000 });
   });
 
+  it('a file over the cap goes into the window in time order: what it held, shuffled over an hour, is not late', async () => {
+    // Two hosts' hours joined: the first 1,000 requests (the cap) over an hour newest first, then 500 after them.
+    const held = Array.from({ length: 1000 }, (_, i) => ({ at: (999 - i) * 3600, key: `k${i}`, cost: 1 }));
+    const after = Array.from({ length: 500 }, (_, i) => ({ at: 3_600_000 + i * 10, key: `k${1000 + i}`, cost: 1 }));
+    const input = [...held, ...after];
+    const stats = createOrderStats('sort', 'auto', null);
+    const out = await reorder(input, stats, 7, 1000);
+    // Before: the held requests went into the window in file order, and 916 of them were late.
+    expect(stats).toMatchObject({ mode: 'window', late: 0 });
+    expect(stats.maxHeld).toBeGreaterThanOrEqual(1000);
+    expect(out).toEqual([...input].sort(byTimeThenReadOrder));
+  });
+
   it.each(['big', 'small'])(
     'a small file opened beside one over the cap is still sorted whole, whichever is read first (%s first)',
     async (read) => {
@@ -195,6 +210,15 @@ describe('the reorder window', () => {
 
 describe('what is small enough to sort whole', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-order-'));
+  it('caps what a file sorted whole by size holds only for gzip, whose size is an estimate; a plain file has no cap', () => {
+    const plain = join(dir, 'cap.log');
+    writeFileSync(plain, 'x\n');
+    const gz = join(dir, 'cap.log.gz');
+    writeFileSync(gz, gzipSync('x\n'));
+    expect(autoSortCapOf(plain)).toBe(Number.POSITIVE_INFINITY);
+    expect(autoSortCapOf(gz)).toBe(AUTO_SORT_REQUESTS);
+  });
+
   it('counts a gzip file by the uncompressed size its trailer records', () => {
     const text = 'x'.repeat(100_000);
     const plain = join(dir, 'a.log');

@@ -8,7 +8,14 @@ import type { IpKeyOptions, Logger } from '@tollgate/core';
 import { createInputStats, type InputStats, MALFORMED_SAMPLES, mergeByTime, readRequests } from '../input/log-source.js';
 import { createKeyer, type KeySpec } from '../input/request-key.js';
 import type { LogFormat, LogRequest } from '../input/request-parser.js';
-import { createOrderStats, DEFAULT_REORDER_WINDOW_MS, filesToSortWhole, inTimeOrder, type OrderStats } from '../input/time-order.js';
+import {
+  autoSortCapOf,
+  createOrderStats,
+  DEFAULT_REORDER_WINDOW_MS,
+  filesToSortWhole,
+  inTimeOrder,
+  type OrderStats,
+} from '../input/time-order.js';
 import { COARSE_WINDOW_MS, spreadWholeSeconds, timeSpanMs, WholeSeconds } from '../input/whole-seconds.js';
 import type { ProgressBar } from '../report/progress-bar.js';
 import { type Candidate, createReplayEngine, type ReplayOptions } from './replay-engine.js';
@@ -80,7 +87,7 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
   };
   const engine = createReplayEngine(options.candidates, options);
   const { order, whole } = orderOf(options.files, options.sort, options.reorderWindowMs);
-  const sources = options.files.map((_, i) => inTimeOrder(readRequests(i, sourceOptions, stats), order, undefined, whole[i]));
+  const sources = options.files.map((file, i) => inTimeOrder(readRequests(i, sourceOptions, stats), order, autoSortCapOf(file), whole[i]));
   let refused = 0;
   const seconds = new WholeSeconds();
   const watched = sources.map((s) => seconds.watch(s));

@@ -38,7 +38,7 @@ export function describeOrder(report: ReplayReport): { how: string; late: string
   const how =
     o.mode === 'sort'
       ? `Time order: every file sorted whole (${o.reason === 'flag' ? '--sort' : 'small enough to hold'}); ${disordered}.`
-      : `Time order: reorder window ${formatDuration(o.windowMs ?? 0)} (${o.reason === 'flag' ? '--reorder-window' : 'default for a file too large to hold, smaller ones sorted whole; --sort to sort every file whole'}), up to ${counted(o.maxHeld, 'request')} held; ${disordered}.`;
+      : `Time order: reorder window ${formatDuration(o.windowMs ?? 0)} (${o.reason === 'flag' ? '--reorder-window' : 'default for a file too large to hold, or a gzip file found to hold over 1,000,000 requests; smaller ones sorted whole; --sort to sort every file whole'}), up to ${counted(o.maxHeld, 'request')} held; ${disordered}.`;
   const late =
     o.late === 0
       ? null

@@ -58,6 +58,38 @@ afterAll(async () => {
   await provider.shutdown();
 });
 
+describe('series known up front (Prometheus: "avoid missing metrics")', () => {
+  it("reports a new limiter's results and shadow verdicts at 0 before its first decision, and a new route's at its first", async () => {
+    // Unnamed: the suite's other tests list every attribute a point may carry, tollgate.limiter not among them.
+    const limiter = createLimiter({
+      policies: [{ name: 'otel-zero-quota', limit: 1, windowMs: 60_000 }],
+      shadow: { policies: [{ name: 'otel-zero-next', limit: 1, windowMs: 60_000 }] },
+    });
+    const base = { 'tollgate.policy': 'otel-zero-quota', 'tollgate.mode': 'enforce' };
+    const exact = (all: MetricData[], name: string, attributes: Record<string, string>) =>
+      points(all, name).find(
+        (p) =>
+          Object.keys(p.attributes).length === Object.keys(attributes).length &&
+          Object.entries(attributes).every(([k, v]) => p.attributes[k] === v),
+      )?.value;
+    let m = await collect();
+    for (const result of ['allowed', 'limited', 'store_error']) {
+      expect(exact(m, 'tollgate.requests', { ...base, 'tollgate.result': result })).toBe(0);
+    }
+    for (const verdict of ['agree_allowed', 'agree_limited', 'shadow_only', 'enforced_only']) {
+      const attributes = { 'tollgate.policy': 'otel-zero-next', 'tollgate.shadow.verdict': verdict };
+      expect(exact(m, 'tollgate.shadow.verdicts', attributes)).toBe(0);
+    }
+    await limiter.check('k', { route: '/otel-zero/:id' });
+    m = await collect();
+    const routed = { ...base, 'http.route': '/otel-zero/:id' };
+    expect(exact(m, 'tollgate.requests', { ...routed, 'tollgate.result': 'allowed' })).toBe(1);
+    expect(exact(m, 'tollgate.requests', { ...routed, 'tollgate.result': 'limited' })).toBe(0);
+    expect(exact(m, 'tollgate.requests', { ...base, 'tollgate.result': 'allowed' })).toBe(0);
+    await limiter.close();
+  });
+});
+
 describe.each(Object.entries(STARTERS))('OpenTelemetry metrics over HTTP on %s', (name, start) => {
   const apps: RunningApp[] = [];
   afterAll(async () => {
@@ -81,9 +113,12 @@ describe.each(Object.entries(STARTERS))('OpenTelemetry metrics over HTTP on %s',
     expect(value(m, 'tollgate.requests', { ...base, 'tollgate.result': 'cost_exceeds_capacity' })).toBe(1);
     const descriptor = m.find((d) => d.descriptor.name === 'tollgate.requests')?.descriptor;
     expect(descriptor?.unit).toBe('{request}');
-    // Keys never become attributes: this policy's points carry exactly these, and no point anything else.
+    // Keys never become attributes: this policy's points carry exactly these (http.route but on the limiter's
+    // series made at 0 when it was created, before any route), and no point anything else.
     for (const p of points(m, 'tollgate.requests').filter((p) => p.attributes['tollgate.policy'] === policy)) {
-      expect(Object.keys(p.attributes).sort()).toEqual(['http.route', 'tollgate.mode', 'tollgate.policy', 'tollgate.result']);
+      const keys = p.attributes['http.route'] === undefined ? ['http.route', ...Object.keys(p.attributes)] : Object.keys(p.attributes);
+      expect(keys.sort()).toEqual(['http.route', 'tollgate.mode', 'tollgate.policy', 'tollgate.result']);
+      if (p.attributes['http.route'] === undefined) expect(p.value).toBe(0);
     }
     const known = ['http.route', 'tollgate.mode', 'tollgate.plan', 'tollgate.policy', 'tollgate.priority', 'tollgate.result'];
     for (const p of points(m, 'tollgate.requests')) for (const k of Object.keys(p.attributes)) expect(known).toContain(k);
@@ -114,7 +149,9 @@ describe.each(Object.entries(STARTERS))('OpenTelemetry metrics over HTTP on %s',
     // Cumulative over the three frameworks' apps: at least this app's.
     expect(shed('low')).toBeGreaterThanOrEqual(1);
     expect(shed('high')).toBeGreaterThanOrEqual(2);
-    expect(value(m, 'tollgate.requests', { 'tollgate.policy': `${policy}-behind-shedder`, 'tollgate.result': 'allowed' })).toBe(1);
+    expect(
+      value(m, 'tollgate.requests', { 'tollgate.policy': `${policy}-behind-shedder`, 'tollgate.result': 'allowed', 'http.route': ROUTE }),
+    ).toBe(1);
     expect(shedder.state().shedByPriority).toMatchObject({ low: 1, high: 2 });
   });
 
@@ -137,7 +174,8 @@ describe.each(Object.entries(STARTERS))('OpenTelemetry metrics over HTTP on %s',
     expect(value(m, 'tollgate.requests', { ...base, 'tollgate.plan': 'free', 'tollgate.result': 'allowed' })).toBe(1);
     expect(value(m, 'tollgate.requests', { ...base, 'tollgate.plan': 'free', 'tollgate.result': 'limited' })).toBe(1);
     expect(value(m, 'tollgate.requests', { ...base, 'tollgate.plan': 'pro', 'tollgate.result': 'allowed' })).toBe(1);
-    expect(value(m, 'tollgate.requests', { ...base, 'tollgate.plan': 'pro', 'tollgate.result': 'limited' })).toBeUndefined();
+    // There from the route's first request under the plan, at 0 until its first rejection.
+    expect(value(m, 'tollgate.requests', { ...base, 'tollgate.plan': 'pro', 'tollgate.result': 'limited' })).toBe(0);
   });
 
   it('tollgate.plan: a plans table of one plan labels its decisions too (the series keep their labels when a second plan comes)', async () => {
@@ -165,6 +203,7 @@ describe.each(Object.entries(STARTERS))('OpenTelemetry metrics over HTTP on %s',
         'tollgate.policy': `${policy}-shadow-mode`,
         'tollgate.result': 'shadow_limited',
         'tollgate.mode': 'shadow',
+        'http.route': ROUTE,
       }),
     ).toBe(1);
     const verdict = (v: string) =>

@@ -60,6 +60,20 @@ describe.each(Object.entries(STARTERS))('prom-client registry after HTTP traffic
     expect(text).not.toMatch(/ip:|key=/);
   });
 
+  it("a route's other results are there at 0 from its first request, so its first rejection is an increase", async () => {
+    const policy = `prom-new-route-${name}`;
+    const app = await start({ policies: [{ name: policy, limit: 1, windowMs: 60_000 }] });
+    apps.push(app);
+    expect(await hit(app.url, 1)).toEqual([200]);
+    const labels = { policy, mode: 'enforce', route: ROUTE };
+    const text = await registry.metrics();
+    expect(sample(text, 'tollgate_requests_total', { ...labels, result: 'allowed' })).toBe(1);
+    expect(sample(text, 'tollgate_requests_total', { ...labels, result: 'limited' })).toBe(0);
+    expect(sample(text, 'tollgate_requests_total', { ...labels, result: 'store_error' })).toBe(0);
+    expect(await hit(app.url, 1)).toEqual([429]);
+    expect(sample(await registry.metrics(), 'tollgate_requests_total', { ...labels, result: 'limited' })).toBe(1);
+  });
+
   it('tollgate_requests_total{result="shed"}: the shed cap\'s refusals, by priority', async () => {
     const shedder = createLoadShedder({ maxInFlight: 1, priority: () => 'normal' });
     const app = await start({ policies: [{ name: `prom-shed-${name}`, limit: 100, windowMs: 60_000 }], shed: shedder });
@@ -150,7 +164,8 @@ describe('tollgate.limiter', () => {
     expect(sample(text, 'tollgate_requests_total', { ...login, result: 'limited' })).toBe(1);
     // The API's decisions bind on its concurrency policy (least left), under its own name.
     expect(sample(text, 'tollgate_requests_total', { policy: 'exports', result: 'allowed', limiter: 'prom-api' })).toBe(2);
-    expect(sample(text, 'tollgate_requests_total', { policy: 'default', limiter: 'prom-api' })).toBeUndefined();
+    // Its other policy's series are there from the limiter's creation, at 0.
+    expect(sample(text, 'tollgate_requests_total', { policy: 'default', result: 'allowed', limiter: 'prom-api' })).toBe(0);
     expect(sample(text, 'tollgate_shaping_delay_seconds_count', { policy: 'default', limiter: 'prom-api' })).toBe(1);
     expect(sample(text, 'tollgate_shadow_verdicts_total', { policy: 'next', verdict: 'shadow_only', limiter: 'prom-api' })).toBe(1);
     expect(sample(text, 'tollgate_leases_active', { policy: 'exports', limiter: 'prom-api' })).toBe(2);
@@ -175,6 +190,79 @@ describe('tollgate.limiter', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('series known up front (Prometheus: "avoid missing metrics")', () => {
+  const VERDICTS = ['agree_allowed', 'agree_limited', 'shadow_only', 'enforced_only'];
+
+  it("a new limiter's series are there at 0 before its first decision: each enforced policy by result, each shadow verdict", async () => {
+    const limiter = createLimiter({
+      name: 'prom-zero',
+      policies: [
+        { name: 'zero-minute', limit: 2, windowMs: 60_000 },
+        { name: 'zero-hour', limit: 100, windowMs: 3_600_000 },
+      ],
+      shadow: { policies: [{ name: 'zero-next', limit: 1, windowMs: 60_000 }] },
+    });
+    const text = await registry.metrics();
+    // A first sample already at N is no increase to Prometheus: a burst on a new limiter read 0 on every panel.
+    expect(text).toMatch(/^tollgate_requests_total\{policy="zero-minute",result="limited",mode="enforce",limiter="prom-zero"\} 0$/m);
+    for (const policy of ['zero-minute', 'zero-hour']) {
+      for (const result of ['allowed', 'limited', 'store_error']) {
+        expect(sample(text, 'tollgate_requests_total', { policy, result, mode: 'enforce', limiter: 'prom-zero' })).toBe(0);
+      }
+      expect(sample(text, 'tollgate_requests_total', { policy, result: 'shadow_limited', limiter: 'prom-zero' })).toBeUndefined();
+    }
+    for (const verdict of VERDICTS) {
+      expect(sample(text, 'tollgate_shadow_verdicts_total', { policy: 'zero-next', verdict, limiter: 'prom-zero' })).toBe(0);
+    }
+    // A shadow policy binds no decision: it has verdicts, not results.
+    expect(sample(text, 'tollgate_requests_total', { policy: 'zero-next', limiter: 'prom-zero' })).toBeUndefined();
+    for (let i = 0; i < 3; i++) await limiter.check('k');
+    const after = await registry.metrics();
+    const minute = { policy: 'zero-minute', mode: 'enforce', limiter: 'prom-zero' };
+    expect(sample(after, 'tollgate_requests_total', { ...minute, result: 'allowed' })).toBe(2);
+    expect(sample(after, 'tollgate_requests_total', { ...minute, result: 'limited' })).toBe(1);
+    expect(sample(after, 'tollgate_shadow_verdicts_total', { policy: 'zero-next', verdict: 'shadow_only', limiter: 'prom-zero' })).toBe(1);
+    await limiter.close();
+  });
+
+  it('in shadow mode, the results a shadow limiter gives: shadow_limited, never limited', async () => {
+    const limiter = createLimiter({
+      name: 'prom-zero-shadow',
+      policies: [{ name: 'zero-trial', limit: 1, windowMs: 60_000 }],
+      mode: 'shadow',
+    });
+    const text = await registry.metrics();
+    const labels = { policy: 'zero-trial', mode: 'shadow', limiter: 'prom-zero-shadow' };
+    for (const result of ['allowed', 'shadow_limited', 'store_error']) {
+      expect(sample(text, 'tollgate_requests_total', { ...labels, result })).toBe(0);
+    }
+    expect(sample(text, 'tollgate_requests_total', { ...labels, result: 'limited' })).toBeUndefined();
+    await limiter.close();
+  });
+
+  it("with plans, each plan's own enforced policies", async () => {
+    const limiter = createLimiter({
+      name: 'prom-zero-plans',
+      plans: {
+        free: [{ name: 'zero-quota', limit: 1, windowMs: 60_000 }],
+        pro: [
+          { name: 'zero-quota', limit: 100, windowMs: 60_000 },
+          { name: 'zero-burst', limit: 10, windowMs: 1_000 },
+        ],
+      },
+      defaultPlan: 'free',
+    });
+    const text = await registry.metrics();
+    const at = (plan: string, policy: string) =>
+      sample(text, 'tollgate_requests_total', { policy, plan, result: 'limited', mode: 'enforce', limiter: 'prom-zero-plans' });
+    expect(at('free', 'zero-quota')).toBe(0);
+    expect(at('pro', 'zero-quota')).toBe(0);
+    expect(at('pro', 'zero-burst')).toBe(0);
+    expect(at('free', 'zero-burst')).toBeUndefined();
+    await limiter.close();
   });
 });
 

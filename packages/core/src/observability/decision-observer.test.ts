@@ -349,9 +349,63 @@ describe('tollgate.requests cells', () => {
       // Several policies: each decision counts once, under its binding policy.
       expect(value('direct-narrow', 'allowed')).toBe(2);
       expect(value('direct-narrow', 'limited')).toBe(2);
-      expect(value('direct-wide', 'allowed')).toBeUndefined();
+      // Made at 0 with the limiter: no decision bound on it.
+      expect(value('direct-wide', 'allowed')).toBe(0);
       expect(single.hotKeys(1).rejected).toEqual([{ key: 'hammer', count: 2, error: 0, policy: 'direct-one', remaining: 0 }]);
       expect(pair.hotKeys(1).rejected.map((k) => [k.key, k.policy, k.count])).toEqual([['both', 'direct-narrow', 2]]);
+    } finally {
+      unregister();
+    }
+  });
+
+  it("makes the series a limiter knows at 0 when an exporter attaches after it was created, and a closed limiter's not", async () => {
+    expect(exporters.attached).toBe(false);
+    const limiter = createLimiter({
+      name: 'late-attach',
+      policies: [{ name: 'late', limit: 1, windowMs: 60_000 }],
+      shadow: { policies: [{ name: 'late-next', limit: 1, windowMs: 60_000 }] },
+    });
+    const closed = createLimiter({ name: 'late-closed', policies: [{ name: 'late', limit: 1, windowMs: 60_000 }] });
+    await closed.close();
+    const mine = (id: 'requests' | 'shadowVerdicts', limiter: string) => [...counterCells(id)].filter((c) => c.labels.limiter === limiter);
+    expect(mine('requests', 'late-attach')).toEqual([]);
+    const unregister = registerPrometheusMetrics({ registry: { registerMetric() {}, removeSingleMetric() {} } });
+    try {
+      const cells = mine('requests', 'late-attach');
+      expect(cells.map((c) => [c.labels.policy, c.labels.result, c.labels.mode, c.value])).toEqual([
+        ['late', 'allowed', 'enforce', 0],
+        ['late', 'limited', 'enforce', 0],
+        ['late', 'store_error', 'enforce', 0],
+      ]);
+      expect(mine('shadowVerdicts', 'late-attach').map((c) => [c.labels.policy, c.labels.shadowVerdict, c.value])).toEqual([
+        ['late-next', 'agree_allowed', 0],
+        ['late-next', 'agree_limited', 0],
+        ['late-next', 'shadow_only', 0],
+        ['late-next', 'enforced_only', 0],
+      ]);
+      expect(mine('requests', 'late-closed')).toEqual([]);
+      // The cells made at 0 are the ones decisions count in.
+      await limiter.check('k');
+      await limiter.check('k');
+      expect(cells.map((c) => c.value)).toEqual([1, 1, 0]);
+    } finally {
+      unregister();
+      await limiter.close();
+    }
+  });
+
+  it("makes a new route's results at 0 at its first decision: its limited series is there before its first rejection", async () => {
+    const unregister = registerPrometheusMetrics({ registry: { registerMetric() {}, removeSingleMetric() {} } });
+    try {
+      const limiter = createLimiter({ policies: [{ name: 'route-zero', limit: 1, windowMs: 60_000 }] });
+      await limiter.check('k', { route: '/zero/:id' });
+      const value = (result: string) =>
+        [...counterCells('requests')].find(
+          (c) => c.labels.policy === 'route-zero' && c.labels.route === '/zero/:id' && c.labels.result === result,
+        )?.value;
+      expect([value('allowed'), value('limited'), value('store_error')]).toEqual([1, 0, 0]);
+      await limiter.check('k', { route: '/zero/:id' });
+      expect(value('limited')).toBe(1);
     } finally {
       unregister();
     }
@@ -366,8 +420,9 @@ describe('tollgate.requests cells', () => {
       await limiter.check('k', { route: '/r/249' });
       await limiter.check('k');
       const cells = [...counterCells('requests')].filter((c) => c.labels.policy === 'route-bound');
-      const value = (route: string | undefined) => cells.find((c) => c.labels.route === route)?.value;
-      expect(cells.filter((c) => c.labels.route !== undefined && c.labels.route !== '_other')).toHaveLength(200);
+      const value = (route: string | undefined) => cells.find((c) => c.labels.route === route && c.labels.result === 'allowed')?.value;
+      const routes = new Set(cells.map((c) => c.labels.route));
+      expect([...routes].filter((r) => r !== undefined && r !== '_other')).toHaveLength(200);
       expect(value('/r/0')).toBe(2);
       expect(value('_other')).toBe(51);
       expect(value(undefined)).toBe(1);

@@ -19,10 +19,12 @@ import { BoundedRoutes } from './bounded-routes.js';
 import { HotKeys, type HotKeysReport, NEAR_LIMIT_SHARE } from './hot-keys.js';
 import { limiterAttribute, limiterLabel, RESULTS, type ResultName, SHADOW_VERDICTS, STORE_STATES } from './metric-names.js';
 import {
+  type AttachedFollower,
   addGaugeSource,
   type CounterCell,
   counterCell,
   exporters,
+  followAttached,
   type GaugePoint,
   type HistogramCell,
   histogramCell,
@@ -75,6 +77,14 @@ const HOT_KEYS_OFF: HotKeysReport = Object.freeze({
 });
 
 const RESULT_COUNT = RESULTS.length;
+/**
+ * Per mode, the results (indices in RESULTS) a limiter's decisions can give whatever the request: their series
+ * start at 0. `cost_exceeds_capacity` needs a cost above a capacity, and `limited` never comes in shadow mode.
+ */
+const KNOWN_RESULTS: Readonly<Record<'enforce' | 'shadow', readonly number[]>> = {
+  enforce: (['allowed', 'limited', 'store_error'] as const).map((r) => RESULTS.indexOf(r)),
+  shadow: (['allowed', 'shadow_limited', 'store_error'] as const).map((r) => RESULTS.indexOf(r)),
+};
 const STATE_NAMES: Readonly<Record<BreakerState, (typeof STORE_STATES)[number]>> = {
   closed: 'closed',
   'half-open': 'half_open',
@@ -100,6 +110,8 @@ export interface ObserverSetup {
   readonly enforcedCount: number;
   /** True when the limiter was given plans (`plans`, one or more): decisions then carry `tollgate.plan`. */
   readonly plans: boolean;
+  /** Per plan, the names of its enforced policies: the series a limiter with plans starts at 0. */
+  readonly planPolicies: ReadonlyMap<string, readonly string[]>;
   readonly mode: 'enforce' | 'shadow';
   readonly storeKind: string;
   readonly clock: () => number;
@@ -126,8 +138,14 @@ function nearKey(plan: string, policy: string): string {
 export function observerSetup(plans: ReadonlyMap<string, CompiledPlan>, config: LimiterConfig, clock: () => number): ObserverSetup {
   const byName = new Map<string, CompiledPolicy>();
   const near = new Map<string, number>();
+  const planPolicies = new Map<string, readonly string[]>();
   for (const cp of plans.values()) {
-    for (const p of cp.all.slice(0, cp.enforcedCount)) {
+    const own = cp.all.slice(0, cp.enforcedCount);
+    planPolicies.set(
+      cp.name,
+      own.map((p) => p.name),
+    );
+    for (const p of own) {
       const seen = byName.get(p.name);
       if (seen === undefined || p.capacity > seen.capacity) byName.set(p.name, p);
       near.set(nearKey(cp.name, p.name), p.capacity * NEAR_LIMIT_SHARE);
@@ -138,6 +156,7 @@ export function observerSetup(plans: ReadonlyMap<string, CompiledPlan>, config: 
     policies: [...enforced, ...config.shadowPolicies],
     enforcedCount: enforced.length,
     plans: config.plans.named,
+    planPolicies,
     mode: config.mode,
     storeKind: config.store.kind,
     clock,
@@ -147,7 +166,7 @@ export function observerSetup(plans: ReadonlyMap<string, CompiledPlan>, config: 
   };
 }
 
-export class DecisionObserver {
+export class DecisionObserver implements AttachedFollower {
   private readonly names: readonly string[];
   private readonly index = new Map<string, number>();
   /** Request-counter cells by plan, then route ('' for none): looked up, never built, per decision. */
@@ -190,6 +209,8 @@ export class DecisionObserver {
   private readonly stopGauge: () => void;
   /** The limiter label of every series this observer writes: none for a limiter without a name. */
   private readonly mine: Labels;
+  /** Set by `close()`: an exporter attached later does not bring a closed limiter's series back. */
+  private closed = false;
 
   constructor(private readonly setup: ObserverSetup) {
     const { policies, enforcedCount } = setup;
@@ -227,6 +248,39 @@ export class DecisionObserver {
     };
     this.stopGauge = addGaugeSource('storeState', this.gauge);
     probeMeterProvider();
+    followAttached(this);
+  }
+
+  /** Whether an exporter is attached, at creation and at each change (metric-store.ts `followAttached`). */
+  follow(attached: boolean): void {
+    if (attached && !this.closed) this.zeroKnown();
+  }
+
+  /**
+   * Creates at 0 the series known before any decision: each enforced policy's results (per plan when the
+   * limiter has plans) and each shadow policy's verdicts. Prometheus takes a series whose first sample is
+   * already N for no increase, so a burst on series that did not exist yet never reached `increase()` or `rate()`.
+   */
+  private zeroKnown(): void {
+    if (this.setup.plans) for (const plan of this.setup.planPolicies.keys()) this.cellsFor(undefined, plan);
+    else this.zeroCells(this.plainCells);
+    for (let i = this.setup.enforcedCount; i < this.names.length; i++) {
+      for (let v = 0; v < SHADOW_VERDICTS.length; v++) this.shadowCell(i, this.names[i] as string, v);
+    }
+  }
+
+  /** Creates at 0 the cells of `cells` not made yet: each enforced policy of its plan by each known result. */
+  private zeroCells(cells: RequestCells): void {
+    const { mode, planPolicies, enforcedCount } = this.setup;
+    const policies = cells.plan === undefined ? this.names.slice(0, enforcedCount) : (planPolicies.get(cells.plan) ?? []);
+    for (const policy of policies) {
+      const index = this.singlePolicy ? 0 : (this.index.get(policy) ?? -1);
+      if (index < 0) continue;
+      for (const result of KNOWN_RESULTS[mode]) {
+        const slot = index * RESULT_COUNT + result;
+        if (cells.slots[slot] === undefined) this.requestCell(cells, slot, policy, result, mode);
+      }
+    }
   }
 
   /**
@@ -319,6 +373,7 @@ export class DecisionObserver {
   }
 
   close(): void {
+    this.closed = true;
     this.stopGauge();
   }
 
@@ -335,15 +390,20 @@ export class DecisionObserver {
       (this.shadow[i] as ShadowPolicyTracker).record(key, shadowBlocks, enforcedBlocks, at);
       if (this.watch.attached) {
         const v = shadowBlocks ? (enforcedBlocks ? 1 : 2) : enforcedBlocks ? 3 : 0;
-        const slot = (enforcedCount + i) * SHADOW_VERDICTS.length + v;
-        let cell = this.shadowCells[slot];
-        if (cell === undefined) {
-          cell = counterCell('shadowVerdicts', { policy: r.name, shadowVerdict: SHADOW_VERDICTS[v], ...this.mine });
-          this.shadowCells[slot] = cell;
-        }
-        cell.value += 1;
+        this.shadowCell(enforcedCount + i, r.name, v).value += 1;
       }
     }
+  }
+
+  /** The verdict cell `v` (in SHADOW_VERDICTS) of the shadow policy at `index` (of `setup.policies`), named `policy`. */
+  private shadowCell(index: number, policy: string, v: number): CounterCell {
+    const slot = index * SHADOW_VERDICTS.length + v;
+    let cell = this.shadowCells[slot];
+    if (cell === undefined) {
+      cell = counterCell('shadowVerdicts', { policy, shadowVerdict: SHADOW_VERDICTS[v], ...this.mine });
+      this.shadowCells[slot] = cell;
+    }
+    return cell;
   }
 
   private count(d: Decision, options: CheckOptions | undefined): void {
@@ -353,21 +413,24 @@ export class DecisionObserver {
     const cells = route === undefined && plan === undefined ? this.plainCells : this.cellsFor(route, plan);
     const policy = this.singlePolicy ? 0 : (this.index.get(d.policy) ?? -1);
     const slot = policy < 0 ? -1 : policy * RESULT_COUNT + result;
-    let cell = slot < 0 ? undefined : cells.slots[slot];
-    if (cell === undefined) {
-      cell = counterCell('requests', {
-        policy: d.policy,
-        result: RESULTS[result] as ResultName,
-        mode: d.mode,
-        ...(cells.route === undefined ? {} : { route: cells.route }),
-        ...(cells.plan === undefined ? {} : { plan: cells.plan }),
-        ...this.mine,
-      });
-      if (slot >= 0) cells.slots[slot] = cell;
-    }
+    const cell = (slot < 0 ? undefined : cells.slots[slot]) ?? this.requestCell(cells, slot, d.policy, result, d.mode);
     cell.value += 1;
     // Shadow mode reports the delay enforcement would give, and gives none.
     if (d.delayMs > 0 && d.mode === 'enforce') this.recordDelay(d);
+  }
+
+  /** The request cell of `policy`'s `result` (index in RESULTS) in `cells`, kept in `slot` (none below 0: a policy not in the table). */
+  private requestCell(cells: RequestCells, slot: number, policy: string, result: number, mode: 'enforce' | 'shadow'): CounterCell {
+    const cell = counterCell('requests', {
+      policy,
+      result: RESULTS[result] as ResultName,
+      mode,
+      ...(cells.route === undefined ? {} : { route: cells.route }),
+      ...(cells.plan === undefined ? {} : { plan: cells.plan }),
+      ...this.mine,
+    });
+    if (slot >= 0) cells.slots[slot] = cell;
+    return cell;
   }
 
   /** The delay under the policy that gave it (the longest, as `d.delayMs`), not the binding one, which may be a window. */
@@ -397,6 +460,9 @@ export class DecisionObserver {
     if (made === undefined) {
       made = new RequestCells(bounded, plan, this.names.length);
       byRoute.set(key, made);
+      // First sight of this route (or plan): its other results start at 0 beside the first decision's, so
+      // the route's first rejection is an increase. Bounded by the routes kept, and never again per route.
+      this.zeroCells(made);
     }
     return made;
   }

@@ -3,7 +3,8 @@
  * `maxmemory` and `allkeys-lru`: while keys are flooded in and Redis evicts, the RedisStore in use
  * counts the evictions (`store.evictions`, `tollgate_store_evictions_total{store="redis"}` on a
  * prom-client registry) and logs `WRN_RL_STORE_EVICTING` at most once per `logIntervalMs`, after the one
- * startup `WRN_RL_EVICTION_POLICY`; under `noeviction` it never reads INFO at all; on a Cluster (ioredis
+ * startup `WRN_RL_EVICTION_POLICY`; under `noeviction` it reads INFO once (the baseline), then only with
+ * each policy check (`policyIntervalMs`, eviction-policy-change.test.ts); on a Cluster (ioredis
  * and node-redis) it reads every master and names the node that evicts. Real timers: the
  * watch's interval is shortened to 100 ms so the suite takes seconds.
  */
@@ -103,15 +104,16 @@ describeRedis('RedisStore eviction watch (issue 25)', () => {
     expect((await calls()) - closed).toBeLessThanOrEqual(2);
   });
 
-  it('never reads INFO under noeviction', async () => {
+  it('reads no INFO under noeviction between policy checks', async () => {
     const client = await safe.readyClient({ autoResendUnfulfilledCommands: false });
     const probe = await safe.readyClient();
     const { lines, logger } = recorder();
     const store = new RedisStore({ client, prefix: randomPrefix(), logger, evictionWatch: { intervalMs: 50 } });
     const limiter = createLimiter({ name: 'quiet', policies: { limit: 10, windowMs: 1_000 }, store, storeTimeoutMs: 5_000 });
     for (let k = 0; k < 10; k++) await limiter.check(`k${k}`);
-    // After the clients' own INFO on connecting (ioredis' ready check) and the limiter's one reading of
-    // which server answers (INFO server, at start: the budget restore's), nothing reads INFO again.
+    // After the clients' own INFO on connecting (ioredis' ready check), the limiter's one reading of
+    // which server answers (INFO server, at start: the budget restore's) and the watch's baseline, nothing
+    // reads INFO again before the next policy check (30 s by default).
     const before = (await commandCalls(probe)).info ?? 0;
     await new Promise((r) => setTimeout(r, 400));
     expect(((await commandCalls(probe)).info ?? 0) - before).toBe(1); // the probe's own first INFO

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { LogFields } from '../../logging.js';
 import { counterCell } from '../../observability/metric-store.js';
 import type { NodeInfo } from './clients/store-client.js';
@@ -132,5 +132,142 @@ describe('EvictionWatch', () => {
       takeUse: () => true,
     });
     expect(await failing.read()).toBe(0);
+  });
+});
+
+/**
+ * A watch on a timer the test moves (vitest fake timers; `now` reads the faked Date), over one server whose
+ * policy, `run_id` and counter the test sets: counts the INFO readings and the policy checks.
+ */
+function following(policy: string | undefined, warnPolicy = true) {
+  const server = { policy, runId: 'aaa', evicted: 0 };
+  const calls = { info: 0, policy: 0 };
+  const lines: LogFields[] = [];
+  let used = true;
+  const watch = new EvictionWatch({
+    intervalMs: 10_000,
+    logIntervalMs: 1,
+    policyIntervalMs: 30_000,
+    info: async (): Promise<NodeInfo[]> => {
+      calls.info++;
+      return [{ node: 'redis', text: `# Server\r\nrun_id:${server.runId}\r\n# Stats\r\nevicted_keys:${server.evicted}\r\n` }];
+    },
+    policy,
+    checkPolicy: async () => {
+      calls.policy++;
+      return server.policy;
+    },
+    logger: { warn: (fields) => lines.push(fields), error() {} },
+    warn: true,
+    warnPolicy,
+    takeUse: () => {
+      const u = used;
+      used = false;
+      return u;
+    },
+    now: () => Date.now(),
+  });
+  const policyLines = () => lines.filter((l) => l.code === 'WRN_RL_EVICTION_POLICY');
+  /** `ms` of virtual time with the store in use: a call before every tick. */
+  const busy = async (ms: number) => {
+    let t = 0;
+    do {
+      used = true;
+      await vi.advanceTimersByTimeAsync(Math.min(5_000, ms - t));
+      t += 5_000;
+    } while (t < ms);
+  };
+  return { server, calls, lines, policyLines, watch, busy, idle: (ms: number) => vi.advanceTimersByTimeAsync(ms) };
+}
+
+describe('EvictionWatch follows the policy', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('asks the policy every policyIntervalMs while in use, and counts from the baseline what Redis evicted after a live CONFIG SET', async () => {
+    vi.useFakeTimers();
+    const { server, calls, lines, policyLines, watch, busy } = following(undefined);
+    watch.start();
+    await busy(0);
+    // Under noeviction: the baseline, then nothing until the policy check is due.
+    expect(calls).toEqual({ info: 1, policy: 0 });
+    await busy(25_000);
+    expect(calls).toEqual({ info: 1, policy: 0 });
+    // CONFIG SET maxmemory-policy allkeys-lru, then Redis evicts 500 keys before the watch asks.
+    server.policy = 'allkeys-lru';
+    server.evicted = 500;
+    await busy(5_000);
+    expect(calls).toEqual({ info: 2, policy: 1 });
+    expect(watch.policy).toBe('allkeys-lru');
+    expect(watch.evictions).toBe(500);
+    expect(policyLines()).toEqual([expect.objectContaining({ maxmemoryPolicy: 'allkeys-lru', was: 'noeviction' })]);
+    expect(lines.find((l) => l.code === 'WRN_RL_STORE_EVICTING')).toMatchObject({ evicted: 500, maxmemoryPolicy: 'allkeys-lru' });
+    // Evicting: a reading every intervalMs; the same policy asked again says nothing more.
+    server.evicted = 650;
+    await busy(60_000);
+    expect(watch.evictions).toBe(650);
+    expect(calls.info).toBe(2 + 6); // one per tick, two of them with a policy check
+    expect(calls.policy).toBe(3);
+    expect(policyLines()).toHaveLength(1);
+    // Back to noeviction: the readings slow down to the policy checks; evicting again is one more line.
+    server.policy = undefined;
+    await busy(30_000);
+    const quiet = calls.info;
+    await busy(25_000);
+    expect(calls.info).toBe(quiet);
+    server.policy = 'volatile-lfu';
+    await busy(10_000);
+    expect(policyLines().map((l) => l.maxmemoryPolicy)).toEqual(['allkeys-lru', 'volatile-lfu']);
+    watch.close();
+  });
+
+  it('asks at once when the client is ready again, or at the next call when the store is unused', async () => {
+    vi.useFakeTimers();
+    const { server, calls, policyLines, watch, busy, idle } = following(undefined);
+    watch.start();
+    await busy(1_000);
+    server.policy = 'allkeys-lru';
+    watch.reconnected();
+    await busy(0);
+    expect(calls).toEqual({ info: 2, policy: 1 });
+    expect(policyLines()).toHaveLength(1);
+    // Unused for an interval the timer stops; a reconnect then waits for the next call, which asks.
+    server.policy = undefined;
+    await idle(30_000);
+    expect(watch.running).toBe(false);
+    const before = { ...calls };
+    watch.reconnected();
+    await idle(0);
+    expect(calls).toEqual(before);
+    watch.start();
+    await busy(0);
+    expect(calls.policy).toBe(before.policy + 1);
+    expect(watch.policy).toBeUndefined();
+    watch.close();
+  });
+
+  it('asks again when INFO shows another server (run_id), and keeps an evicting policy while CONFIG fails', async () => {
+    vi.useFakeTimers();
+    const { server, calls, policyLines, watch, busy } = following('allkeys-lru', false);
+    watch.start();
+    await busy(10_000);
+    expect(calls.policy).toBe(0);
+    // A restart (another run_id, the counter from 0) with noeviction: asked at the next reading.
+    server.runId = 'bbb';
+    server.policy = undefined;
+    await busy(10_000);
+    expect(calls.policy).toBe(1);
+    expect(watch.policy).toBeUndefined();
+    // Another restart with allkeys-lru: under noeviction the watch reads only with the policy checks, and learns it then.
+    server.runId = 'ccc';
+    server.policy = 'allkeys-lru';
+    await busy(30_000);
+    expect(watch.policy).toBe('allkeys-lru');
+    expect(policyLines()).toHaveLength(0); // warnPolicy: false
+    server.policy = 'unknown';
+    await busy(30_000);
+    expect(watch.policy).toBe('allkeys-lru');
+    watch.close();
   });
 });

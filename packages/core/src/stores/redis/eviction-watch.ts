@@ -6,8 +6,13 @@
  * is in use it reads `evicted_keys` from `INFO stats` on every master (per node on a Cluster), adds what
  * Redis evicted since the last read to `tollgate_store_evictions_total{store="redis"}` and to
  * `RedisStore.evictions`, and logs `WRN_RL_STORE_EVICTING` at most once per `logIntervalMs`, with the
- * count since the last line. One unref'd timer per store: it stops when the store goes unused for a
- * whole interval (resumed by the next call) and on `close()`, and never keeps the process alive.
+ * count since the last line. The policy follows the server: the watch asks it again every
+ * `policyIntervalMs` while the store is in use, at once when the client is ready again after a reconnect,
+ * and when INFO shows another server (`run_id`: a restart, a failover); a policy that turns evicting is
+ * logged (`WRN_RL_EVICTION_POLICY`, one line per change). Under `noeviction` it reads `evicted_keys` only
+ * with those checks (and once at start, the baseline), so what Redis evicts after a live `CONFIG SET` is
+ * counted from the reading before it. One unref'd timer per store: it stops when the store goes unused
+ * for a whole interval (resumed by the next call) and on `close()`, and never keeps the process alive.
  */
 import { seeDocs } from '../../errors.js';
 import { type Logger, safeLog } from '../../logging.js';
@@ -17,24 +22,38 @@ import type { NodeInfo, StoreClient } from './clients/store-client.js';
 /** `tollgate_store_evictions_total{store="redis"}`: keys Redis evicted, as every RedisStore of the process read them. */
 const EVICTIONS = counterCell('storeEvictions', { storeKind: 'redis' });
 
-/** How RedisStore watches Redis evict keys (`INFO stats`): how often it reads, and how often it may log. */
+/** How RedisStore watches Redis evict keys (`INFO stats`): how often it reads, how often it may log, how often it asks the policy again. */
 export interface EvictionWatchOptions {
-  /** How often `INFO stats` is read, in ms. Defaults to `10_000`. */
+  /** How often `INFO stats` is read under an evicting policy, in ms. Defaults to `10_000`. */
   intervalMs?: number;
   /** At most one `WRN_RL_STORE_EVICTING` line per this many ms. Defaults to `60_000`. */
   logIntervalMs?: number;
+  /**
+   * How often, while the store is in use, `maxmemory-policy` is read again (and, under `noeviction`,
+   * `evicted_keys`), in ms: a live `CONFIG SET` is seen within this plus `intervalMs`. Defaults to `30_000`.
+   */
+  policyIntervalMs?: number;
 }
 
 export interface EvictionWatchConfig {
   readonly intervalMs: number;
   readonly logIntervalMs: number;
+  /** How often the policy is asked again while the store is in use; without `checkPolicy`, never. */
+  readonly policyIntervalMs?: number;
   /** INFO stats of every master, with its `run_id` (the `server` section) when the client gives it. */
   readonly info: () => Promise<NodeInfo[]>;
-  /** What the startup check read: the evicting policies, or `'unknown'` (CONFIG refused). */
-  readonly policy: string;
+  /**
+   * What the startup check read: the evicting policies (`'allkeys-lru'`), `'unknown'` (CONFIG refused), or
+   * undefined when no master evicts (then `evicted_keys` is read only with each policy check).
+   */
+  readonly policy: string | undefined;
+  /** Reads the policy again, as the startup check does (config-checks.ts), without its warning. */
+  readonly checkPolicy?: () => Promise<string | undefined>;
   readonly logger: Logger;
   /** False when `validate` switched the line off (the metric still counts). */
   readonly warn: boolean;
+  /** False when `validate` switched `WRN_RL_EVICTION_POLICY` off: no line when the policy turns evicting. */
+  readonly warnPolicy?: boolean;
   /** Whether the store was called since the last read (and clears that). */
   readonly takeUse: () => boolean;
   readonly now?: () => number;
@@ -83,9 +102,18 @@ export class EvictionWatch {
   /** Keys Redis evicted since the watch started, over all masters. */
   evictions = 0;
   private readonly last = new Map<string, number>();
+  /** The `run_id` each node answered with at the last reading: another one asks the policy again. */
+  private readonly servers = new Map<string, string>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private closed = false;
   private reading = false;
+  private checking = false;
+  /** A first reading was taken: the baseline every later one counts from. */
+  private baselined = false;
+  /** The evicting policies as last read, `'unknown'`, or undefined when none evicts. */
+  private policyNow: string | undefined;
+  /** When the policy was last asked (`now()`); `-Infinity` asks at the next tick. */
+  private policyAt: number;
   /** Evictions not yet in a log line, and on which nodes. */
   private unlogged = 0;
   private readonly unloggedNodes = new Set<string>();
@@ -94,6 +122,8 @@ export class EvictionWatch {
 
   constructor(private readonly config: EvictionWatchConfig) {
     this.now = config.now ?? (() => performance.now());
+    this.policyNow = config.policy;
+    this.policyAt = this.now();
   }
 
   /** True while the timer runs. */
@@ -101,12 +131,26 @@ export class EvictionWatch {
     return this.timer !== undefined;
   }
 
-  /** Starts (or resumes) the timer and takes a first reading, the baseline. */
+  /** The evicting policies as last read (`'allkeys-lru'`), `'unknown'`, or undefined when none evicts. */
+  get policy(): string | undefined {
+    return this.policyNow;
+  }
+
+  /** Starts (or resumes) the timer; takes a first reading, the baseline, or one due now. */
   start(): void {
     if (this.closed || this.timer !== undefined) return;
     this.timer = setInterval(() => void this.tick(), this.config.intervalMs);
     this.timer.unref();
-    void this.read();
+    void this.poll();
+  }
+
+  /**
+   * The client is ready again (a reconnect), maybe to another server: the policy is asked at once while
+   * the store is in use, else at the next call.
+   */
+  reconnected(): void {
+    this.policyAt = Number.NEGATIVE_INFINITY;
+    if (this.timer !== undefined) void this.poll();
   }
 
   private async tick(): Promise<void> {
@@ -116,7 +160,52 @@ export class EvictionWatch {
       this.stop();
       return;
     }
+    await this.poll();
+  }
+
+  /** What one tick does: ask the policy when due (then read), else read under an evicting policy or for the baseline. */
+  async poll(): Promise<void> {
+    const every = this.config.policyIntervalMs;
+    if (this.config.checkPolicy !== undefined && every !== undefined && this.now() - this.policyAt >= every) {
+      await this.recheck();
+    } else if (this.policyNow !== undefined || !this.baselined) {
+      await this.read();
+    }
+  }
+
+  /**
+   * Reads the policy again, logs `WRN_RL_EVICTION_POLICY` when it turned evicting (once per change), then
+   * reads `evicted_keys`. CONFIG failing now keeps an evicting policy known; under `noeviction` it reads as
+   * at startup (`'unknown'`: every `intervalMs`) until CONFIG answers again. Never rejects.
+   */
+  async recheck(): Promise<void> {
+    const check = this.config.checkPolicy;
+    if (check === undefined || this.checking || this.closed) return;
+    this.checking = true;
+    this.policyAt = this.now();
+    try {
+      const policy = await check().catch(() => 'unknown');
+      if (policy !== 'unknown' || this.policyNow === undefined) this.changePolicy(policy);
+    } finally {
+      this.checking = false;
+    }
     await this.read();
+  }
+
+  private changePolicy(policy: string | undefined): void {
+    const was = this.policyNow;
+    this.policyNow = policy;
+    if (policy === was || policy === undefined || policy === 'unknown' || this.config.warnPolicy === false) return;
+    safeLog(
+      this.config.logger,
+      'warn',
+      { code: 'WRN_RL_EVICTION_POLICY', maxmemoryPolicy: policy, was: was ?? 'noeviction' },
+      `WRN_RL_EVICTION_POLICY: Redis now runs with maxmemory-policy ${policy} (it was ${was ?? 'noeviction'}): when it reaches ` +
+        'maxmemory it deletes keys, limiter state among them, and the clients behind those keys get their whole budget again, ' +
+        `with no error. The store now reads evicted_keys every ${Math.round(this.config.intervalMs / 1000)} s while in use ` +
+        '(WRN_RL_STORE_EVICTING). Set maxmemory-policy noeviction on the Redis that holds limiter state, or give the limiter ' +
+        `a Redis of its own. ${seeDocs('WRN_RL_EVICTION_POLICY')}`,
+    );
   }
 
   /** Reads `evicted_keys` on every master and reports what grew; returns that. Never rejects. */
@@ -131,15 +220,19 @@ export class EvictionWatch {
     } finally {
       this.reading = false;
     }
+    const first = !this.baselined;
+    this.baselined = true;
     let delta = 0;
     let metric = 0;
+    let moved = false;
     for (const { node, text } of replies) {
+      const server = runId(text);
+      moved = this.serverMoved(node, server, first) || moved;
       const value = evictedKeys(text);
       if (value === undefined) continue;
       const before = this.last.get(node);
       this.last.set(node, value);
       // The process-wide series: what grew on this server since any store of the process read it.
-      const server = runId(text);
       if (server !== undefined) metric += newOnServer(server, value);
       if (before === undefined) continue;
       // A counter that went down was reset (a restart, CONFIG RESETSTAT): all of it is new.
@@ -156,7 +249,17 @@ export class EvictionWatch {
       this.unlogged += delta;
     }
     this.maybeLog();
+    // Another server answers (a restart, a failover): its policy may differ.
+    if (moved) void this.recheck();
     return delta;
+  }
+
+  /** Whether `node` is answered by a server other than at the last reading (a node first seen after the first reading is one). */
+  private serverMoved(node: string, id: string | undefined, first: boolean): boolean {
+    if (id === undefined) return false;
+    const before = this.servers.get(node);
+    this.servers.set(node, id);
+    return before === undefined ? !first : before !== id;
   }
 
   private maybeLog(): void {
@@ -166,6 +269,8 @@ export class EvictionWatch {
     const seconds = Number.isFinite(this.lastLine) ? Math.round((at - this.lastLine) / 1000) : undefined;
     const count = this.unlogged;
     const nodes = [...this.unloggedNodes];
+    // Evictions read while CONFIG says noeviction happened while it did not (a policy changed and back).
+    const policy = this.policyNow ?? 'noeviction';
     this.lastLine = at;
     this.unlogged = 0;
     this.unloggedNodes.clear();
@@ -173,9 +278,9 @@ export class EvictionWatch {
     safeLog(
       this.config.logger,
       'warn',
-      { code: 'WRN_RL_STORE_EVICTING', evicted: count, nodes, maxmemoryPolicy: this.config.policy },
+      { code: 'WRN_RL_STORE_EVICTING', evicted: count, nodes, maxmemoryPolicy: policy },
       `WRN_RL_STORE_EVICTING: Redis evicted ${count} keys ${seconds === undefined ? 'since the last reading' : `in the last ${seconds} s`} ` +
-        `(maxmemory-policy ${this.config.policy}${nodes.length > 1 || nodes[0] !== 'redis' ? `; ${nodes.join(', ')}` : ''}): ` +
+        `(maxmemory-policy ${policy}${nodes.length > 1 || nodes[0] !== 'redis' ? `; ${nodes.join(', ')}` : ''}): ` +
         'limiter state among them is gone, and the clients behind it got their whole budget again. Set maxmemory-policy ' +
         'noeviction on the Redis that holds limiter state, or give it more memory. At most one such line per ' +
         `${Math.round(this.config.logIntervalMs / 1000)} s; tollgate_store_evictions_total{store="redis"} counts every one. ${seeDocs('WRN_RL_STORE_EVICTING')}`,

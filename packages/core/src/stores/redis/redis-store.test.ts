@@ -71,6 +71,15 @@ describe('RedisStore options', () => {
     expect(thrown).toMatchObject({ code, option });
   });
 
+  it('takes evictionWatch.policyIntervalMs as a positive integer of ms, and refuses anything else', () => {
+    expect(() => new RedisStore({ client: client(), evictionWatch: { policyIntervalMs: 5_000 } })).not.toThrow();
+    for (const bad of [0, -1, 1.5, '30s']) {
+      expect(() => new RedisStore({ client: client(), evictionWatch: { policyIntervalMs: bad as number } })).toThrow(
+        /evictionWatch\.policyIntervalMs/,
+      );
+    }
+  });
+
   it('rejects a missing options object', () => {
     // @ts-expect-error: bad input on purpose
     expect(() => new RedisStore()).toThrow(RateLimitConfigError);

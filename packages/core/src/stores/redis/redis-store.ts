@@ -15,7 +15,7 @@
  * key's slot) and says whose fault an error is (`errorScope`: one key's state, or the node).
  */
 import { randomBytes } from 'node:crypto';
-import { parseValidate, type ValidateOption } from '../../diagnostics.js';
+import { type Diagnostics, parseValidate, type ValidateOption } from '../../diagnostics.js';
 import { RateLimitConfigError } from '../../errors.js';
 import { positiveInteger, readOptions, readSwitchOptions } from '../../internal/read-options.js';
 import { checkLogger, type Logger, toLogger } from '../../logging.js';
@@ -63,6 +63,9 @@ import { type RepairedState, RepairReporter } from './state-repair.js';
 /** How many times the server checks ask again after CONFIG GET failed (checkServer). */
 const CONFIG_CHECK_RETRIES = 2;
 
+/** The eviction watch's own policy checks: it logs a change itself, once per change (eviction-watch.ts). */
+const QUIET: Diagnostics = { warn() {}, enabled: () => false };
+
 /** Options of `new RedisStore(options)`: the client, the key prefix, the logger, and the checks and watches it runs. */
 export interface RedisStoreOptions {
   /**
@@ -90,8 +93,9 @@ export interface RedisStoreOptions {
    */
   timeSource?: 'redis' | 'limiter';
   /**
-   * Where the store's warnings go (`WRN_RL_CLIENT_RESENDS`, `WRN_RL_SENTINEL_NO_FAILOVER_DETECTOR`, `WRN_RL_EVICTION_POLICY`,
-   * `WRN_RL_CORRUPT_STATE`, `WRN_RL_CLIENT_ENDED`, each at most once per store; `WRN_RL_STORE_EVICTING`, at most once per
+   * Where the store's warnings go (`WRN_RL_CLIENT_RESENDS`, `WRN_RL_SENTINEL_NO_FAILOVER_DETECTOR`,
+   * `WRN_RL_CORRUPT_STATE`, `WRN_RL_CLIENT_ENDED`, each at most once per store; `WRN_RL_EVICTION_POLICY`, at start
+   * and once per later change to an evicting policy; `WRN_RL_STORE_EVICTING`, at most once per
    * `evictionWatch.logIntervalMs`). Defaults to the logger of the first middleware built on the store (or
    * limiter given a `logger` or `validate`); `console` when none comes before the store's first call or
    * within 10 s (stores/store-log.ts).
@@ -113,8 +117,10 @@ export interface RedisStoreOptions {
    * While the store is in use under an evicting `maxmemory-policy` (or one CONFIG would not show), read
    * `evicted_keys` (`INFO stats`, every master) every `intervalMs`, count what Redis evicted in
    * `tollgate_store_evictions_total{store="redis"}` and `store.evictions`, and warn
-   * `WRN_RL_STORE_EVICTING` at most once per `logIntervalMs` (eviction-watch.ts). `false` turns it off.
-   * Defaults to `{ intervalMs: 10_000, logIntervalMs: 60_000 }`.
+   * `WRN_RL_STORE_EVICTING` at most once per `logIntervalMs` (eviction-watch.ts). The policy is read
+   * again every `policyIntervalMs` while in use (with `evicted_keys`, under `noeviction`), after a
+   * reconnect and when another server answers, so a policy changed later is followed. `false` turns it off.
+   * Defaults to `{ intervalMs: 10_000, logIntervalMs: 60_000, policyIntervalMs: 30_000 }`.
    */
   evictionWatch?: EvictionWatchOptions | boolean;
   /**
@@ -201,9 +207,10 @@ export class RedisStore implements Store {
   private readonly repairs: RepairReporter;
   /** False until the first call on a ready client starts the server checks (config-checks.ts). */
   private checked = false;
-  /** eviction-watch.ts: its settings, the watch once the server checks asked for it, and use since its last reading. */
+  /** eviction-watch.ts: its settings, the watch (from the first server check on, whatever the policy), and use since its last reading. */
   private readonly watchOptions: Readonly<Required<EvictionWatchOptions>> | false;
   private watch: EvictionWatch | undefined;
+  private unwatchReady: (() => void) | undefined;
   private used = false;
   private closed = false;
   private readonly bindings = new WeakMap<StorePlan, Bound>();
@@ -918,7 +925,10 @@ export class RedisStore implements Store {
     return result;
   }
 
-  /** The server checks of the first connection, then the eviction watch when the policy may evict. */
+  /**
+   * The server checks of the first connection, then the eviction watch, whatever the policy: it asks the
+   * policy again while the store is in use, after a reconnect and on another server (eviction-watch.ts).
+   */
   private async checkServer(tries = 0): Promise<void> {
     const policy = await checkServerConfig(this.client, this.diagnostics);
     if (this.closed) return;
@@ -928,21 +938,29 @@ export class RedisStore implements Store {
       setTimeout(() => void this.checkServer(tries + 1), 1_000 * 2 ** tries).unref();
       return;
     }
-    if (policy === undefined || this.watchOptions === false) return;
-    this.watch = new EvictionWatch({
+    if (this.watchOptions === false) return;
+    const watch = new EvictionWatch({
       ...this.watchOptions,
       info: () => serverAndStats(this.client),
       policy,
+      // The startup line was this check's (once per store); the watch logs each later change itself.
+      checkPolicy: () => checkServerConfig(this.client, QUIET),
       logger: this.diagnostics.logger,
       warn: this.diagnostics.enabled('WRN_RL_STORE_EVICTING'),
+      warnPolicy: this.diagnostics.enabled('WRN_RL_EVICTION_POLICY'),
       takeUse: () => {
         const used = this.used;
         this.used = false;
         return used;
       },
     });
+    this.watch = watch;
+    // Ready again after a reconnect: maybe another server (a restart, a failover), maybe another policy.
+    this.unwatchReady = this.client.watch?.((event) => {
+      if (event === 'ready') watch.reconnected();
+    });
     this.used = true;
-    this.watch.start();
+    watch.start();
   }
 
   /**
@@ -970,7 +988,7 @@ export class RedisStore implements Store {
 
   /**
    * Keys Redis evicted while this store watched (`evictionWatch`), over all masters: every key of the
-   * server, limiter state among them. 0 when the policy does not evict or the watch is off.
+   * server, limiter state among them. 0 while no policy evicts, or when the watch is off.
    */
   get evictions(): number {
     return this.watch?.evictions ?? 0;
@@ -980,6 +998,7 @@ export class RedisStore implements Store {
   close(): void | Promise<void> {
     this.closed = true;
     this.watch?.close();
+    this.unwatchReady?.();
     this.diagnostics.release();
     // localBatch: what this process holds goes back to Redis.
     return this.batcher?.close();
@@ -996,20 +1015,26 @@ export class RedisStore implements Store {
 function parseEvictionWatch(input: EvictionWatchOptions | boolean | undefined): Readonly<Required<EvictionWatchOptions>> | false {
   const options = readSwitchOptions(
     input,
-    { intervalMs: true, logIntervalMs: true },
+    { intervalMs: true, logIntervalMs: true, policyIntervalMs: true },
     'evictionWatch',
-    '{ intervalMs: 10_000, logIntervalMs: 60_000 }',
+    '{ intervalMs: 10_000, logIntervalMs: 60_000, policyIntervalMs: 30_000 }',
     'ERR_RL_INVALID_OPTION',
     'on',
   );
   if (options === false) return false;
-  const { intervalMs = 10_000, logIntervalMs = 60_000 } = options;
+  const { intervalMs = 10_000, logIntervalMs = 60_000, policyIntervalMs = 30_000 } = options;
   return Object.freeze({
     intervalMs: positiveInteger(intervalMs, 'ERR_RL_INVALID_OPTION', 'evictionWatch.intervalMs', 'must be a positive integer number of ms'),
     logIntervalMs: positiveInteger(
       logIntervalMs,
       'ERR_RL_INVALID_OPTION',
       'evictionWatch.logIntervalMs',
+      'must be a positive integer number of ms',
+    ),
+    policyIntervalMs: positiveInteger(
+      policyIntervalMs,
+      'ERR_RL_INVALID_OPTION',
+      'evictionWatch.policyIntervalMs',
       'must be a positive integer number of ms',
     ),
   });

@@ -173,8 +173,9 @@ describeRedis('RedisStore faults and the limiter failure mode', () => {
     // Before: 'half-open' 10 ms after each refused probe, in 15 of 15 reads; the breaker alert waits for 'open'.
     expect(seen.filter((x) => x === 'open').length).toBeGreaterThanOrEqual(13);
     // No more checks: Redis comes back, and the breaker says the next call probes without one being made.
-    await server.start();
+    // Cleared before the restart: the client may reconnect (every 25 ms) before start() has seen PING.
     states.length = 0;
+    await server.start();
     await waitFor('client ready again', () => client.status === 'ready', 10_000);
     // Half-open, and then closed at once when the limiter's own calls after a reconnect (the budget restore's) answer.
     await waitFor('the breaker half-open', () => states.includes('half-open'), 5_000);

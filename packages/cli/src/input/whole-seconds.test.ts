@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LogRequest } from './request-parser.js';
-import { spreadWholeSeconds, WholeSeconds } from './whole-seconds.js';
+import { judgeWholeSeconds, type Spreading, spreadWholeSeconds, WholeSeconds } from './whole-seconds.js';
 
 async function* batches(...lists: LogRequest[][]): AsyncGenerator<LogRequest[]> {
   for (const list of lists) yield list;
@@ -22,9 +22,20 @@ describe('spreadWholeSeconds', () => {
     expect(await times(spreadWholeSeconds(batches(at(0, 0), at(0, 0, 1000), at(3000))))).toEqual([0, 250, 500, 750, 1000, 3000]);
   });
 
-  it('keeps ties in a millisecond log before what follows them, and passes millisecond times as they are', async () => {
-    // Before (spread over the whole second in the merged stream): 0, 500, then 100, 200: time went back.
-    expect(await times(spreadWholeSeconds(batches(at(0, 0, 100, 200, 1000, 1001))))).toEqual([0, 50, 100, 200, 1000, 1001]);
+  it('passes a millisecond log as it is: the second held when its first millisecond time comes, and its later .000 bursts', async () => {
+    // Before: 0, 50 (the tie spread up to the next time), and the burst on 2000 spread to 2000, 2333, 2666.
+    const spreading: Spreading = { moved: false };
+    const out = await times(spreadWholeSeconds(batches(at(0, 0, 100, 200), at(2000, 2000, 2000, 2999, 4000)), spreading));
+    expect(out).toEqual([0, 0, 100, 200, 2000, 2000, 2000, 2999, 4000]);
+    expect(spreading.moved).toBe(false);
+  });
+
+  it('spreads a file while every time it has shown is whole, and stops at its first time with milliseconds', async () => {
+    // Seconds 0 and 1 were whole when they were spread; second 2 was held when 2300 came, and passes as it is.
+    const spreading: Spreading = { moved: false };
+    const out = await times(spreadWholeSeconds(batches(at(0, 0, 1000, 1000), at(2000, 2000, 2300, 3000, 3000)), spreading));
+    expect(out).toEqual([0, 500, 1000, 1500, 2000, 2000, 2300, 3000, 3000]);
+    expect(spreading.moved).toBe(true);
   });
 
   it('replays a late request at its own time, and goes on with a second it split where that second was', async () => {
@@ -64,5 +75,28 @@ describe('WholeSeconds', () => {
     const ms = new WholeSeconds();
     await times(ms.watch(batches(at(0, 1000, 2000, 3000, 4001))));
     expect([whole.seen, few.seen, ms.seen]).toEqual([true, false, false]);
+  });
+});
+
+describe('judgeWholeSeconds', () => {
+  async function watched(...files: number[][]): Promise<WholeSeconds[]> {
+    const out = files.map(() => new WholeSeconds());
+    for (const [i, f] of files.entries()) await times((out[i] as WholeSeconds).watch(batches(at(...f))));
+    return out;
+  }
+
+  it('judges each file on its own: a whole-second file beside a millisecond one is whole, the run is not', async () => {
+    // Before: one judgement over both files, whole seconds nowhere.
+    const judged = judgeWholeSeconds(await watched([0, 1000, 2000, 3000, 4000], [0, 1000, 1500, 2000, 2500]));
+    expect(judged).toEqual({ wholeSeconds: false, files: [true, false] });
+  });
+
+  it('takes enough requests in all when every file is whole, and never calls an empty or too short file whole alone', async () => {
+    expect(judgeWholeSeconds(await watched([0, 1000, 2000], [0, 1000, 2000], []))).toEqual({
+      wholeSeconds: true,
+      files: [true, true, false],
+    });
+    expect(judgeWholeSeconds(await watched([0, 1000, 2000], [0, 1500]))).toEqual({ wholeSeconds: false, files: [false, false] });
+    expect(judgeWholeSeconds(await watched([0, 1000]))).toEqual({ wholeSeconds: false, files: [false] });
   });
 });

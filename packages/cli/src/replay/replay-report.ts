@@ -65,6 +65,14 @@ export interface BusyMinute {
   readonly candidates: readonly { readonly admitted: readonly number[]; readonly rejected: readonly number[] }[];
 }
 
+/** One file as read (input/log-source.ts), and what its time stamps allowed (input/whole-seconds.ts). */
+export interface ReplayFile extends FileStats {
+  /** Every time of the file was a whole second, enough of them to tell (5; or in all, when every file's were). */
+  readonly wholeSeconds: boolean;
+  /** `--spread-seconds` spread its seconds: a whole-second file, or one whose requests it moved before its first time with milliseconds. */
+  readonly spread: boolean;
+}
+
 /** What the log's time stamps allow (see `ReplayReport.input.times`). */
 export interface ReplayTimes {
   readonly wholeSeconds: boolean;
@@ -74,8 +82,8 @@ export interface ReplayTimes {
 
 export interface ReplayReport {
   readonly input: {
-    /** Per file, as read (input/log-source.ts). */
-    readonly files: readonly FileStats[];
+    /** Per file, as read (input/log-source.ts), with its times judged (`ReplayFile`). */
+    readonly files: readonly ReplayFile[];
     readonly lines: number;
     readonly requests: number;
     readonly malformed: number;
@@ -85,10 +93,11 @@ export interface ReplayReport {
     /** How the input was put in time order, and what fell outside the reorder window (null: pushed by hand). */
     readonly order: OrderStats | null;
     /**
-     * The log's times (input/whole-seconds.ts): `wholeSeconds` when every request's time was a whole second;
-     * `spread` when `--spread-seconds` spread each second's requests over it; `coarse`, the candidates
+     * The log's times (input/whole-seconds.ts), judged per file (`files[].wholeSeconds`, `files[].spread`):
+     * `wholeSeconds` when every request's time was a whole second, in every file; `spread` when
+     * `--spread-seconds` spread a file's seconds; `coarse`, when a file's times are whole seconds, the candidates
      * (indexes) with a policy window (or a bucket's refill of its burst, `timeSpanMs`) of 10 s or less, whose figures whole-second times make approximate
-     * unless spread. Without whole seconds, `spread` is false and `coarse` empty. Null: requests pushed by hand.
+     * unless spread. Without a whole-second file, `coarse` is empty. Null: requests pushed by hand.
      */
     readonly times: ReplayTimes | null;
   };

@@ -16,10 +16,17 @@ import {
   inTimeOrder,
   type OrderStats,
 } from '../input/time-order.js';
-import { COARSE_WINDOW_MS, spreadWholeSeconds, timeSpanMs, WholeSeconds } from '../input/whole-seconds.js';
+import {
+  COARSE_WINDOW_MS,
+  judgeWholeSeconds,
+  type Spreading,
+  spreadWholeSeconds,
+  timeSpanMs,
+  WholeSeconds,
+} from '../input/whole-seconds.js';
 import type { ProgressBar } from '../report/progress-bar.js';
 import { type Candidate, createReplayEngine, type ReplayOptions } from './replay-engine.js';
-import type { ReplayReport } from './replay-report.js';
+import type { ReplayFile, ReplayReport, ReplayTimes } from './replay-report.js';
 
 export interface RunReplayOptions extends ReplayOptions {
   readonly files: readonly string[];
@@ -89,9 +96,12 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
   const { order, whole } = orderOf(options.files, options.sort, options.reorderWindowMs);
   const sources = options.files.map((file, i) => inTimeOrder(readRequests(i, sourceOptions, stats), order, autoSortCapOf(file), whole[i]));
   let refused = 0;
-  const seconds = new WholeSeconds();
-  const watched = sources.map((s) => seconds.watch(s));
-  for await (const batch of mergeByTime(options.spreadSeconds === true ? watched.map(spreadWholeSeconds) : watched)) {
+  // Whole seconds are judged, and spread, per file: a millisecond log beside a whole-second one passes as it is.
+  const seconds = options.files.map(() => new WholeSeconds());
+  const spreading: Spreading[] = options.files.map(() => ({ moved: false }));
+  const watched = sources.map((s, i) => (seconds[i] as WholeSeconds).watch(s));
+  const spread = options.spreadSeconds === true ? watched.map((s, i) => spreadWholeSeconds(s, spreading[i])) : watched;
+  for await (const batch of mergeByTime(spread)) {
     for (let i = 0; i < batch.length; i++) {
       const r = batch[i] as LogRequest;
       try {
@@ -112,18 +122,37 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
     options.progress?.update(stats.readBytes, stats.totalBytes, `${stats.lines.toLocaleString('en-US')} lines`);
   }
   options.progress?.finish();
-  // What the whole-second times did: nothing when the times are not whole seconds (before: `coarse` listed the
-  // short candidates and `spread` said true whatever the times, which contradicted `wholeSeconds: false`).
-  const wholeSeconds = seconds.seen;
-  const coarse = wholeSeconds
-    ? options.candidates.flatMap((c, i) => (c.policies.some((p) => timeSpanMs(p) <= COARSE_WINDOW_MS) ? [i] : []))
-    : [];
+  const { files, times } = judgeTimes(options, stats, seconds, spreading);
   return engine.report({
-    files: stats.files,
+    files,
     lines: stats.lines,
     malformed: stats.malformed + refused,
     malformedSamples: stats.malformedSamples,
     order,
-    times: { wholeSeconds, spread: wholeSeconds && options.spreadSeconds === true, coarse },
+    times,
   });
+}
+
+/**
+ * What the whole-second times did, per file and over the run: nothing when no file's times are whole seconds
+ * (before: `coarse` listed the short candidates and `spread` said true whatever the times, which contradicted
+ * `wholeSeconds: false`; then one judgement over all files spread a whole-second file beside a millisecond one
+ * and said `spread: false`, and spread the `.000` requests of a millisecond log).
+ */
+function judgeTimes(
+  options: RunReplayOptions,
+  stats: InputStats,
+  seconds: readonly WholeSeconds[],
+  spreading: readonly Spreading[],
+): { files: ReplayFile[]; times: ReplayTimes } {
+  const judged = judgeWholeSeconds(seconds);
+  const files = stats.files.map((f, i): ReplayFile => {
+    const wholeSeconds = judged.files[i] === true;
+    const spread = options.spreadSeconds === true && (wholeSeconds || spreading[i]?.moved === true);
+    return { ...f, wholeSeconds, spread };
+  });
+  const coarse = files.some((f) => f.wholeSeconds)
+    ? options.candidates.flatMap((c, i) => (c.policies.some((p) => timeSpanMs(p) <= COARSE_WINDOW_MS) ? [i] : []))
+    : [];
+  return { files, times: { wholeSeconds: judged.wholeSeconds, spread: files.some((f) => f.spread), coarse } };
 }

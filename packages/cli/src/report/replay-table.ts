@@ -47,22 +47,43 @@ export function describeOrder(report: ReplayReport): { how: string; late: string
   return { how, late };
 }
 
+/** `names` in a sentence: 'a.log', 'a.log and b.log', 'a.log, b.log and 3 more files'. */
+function listed(names: readonly string[]): string {
+  const shown = names.slice(0, 3).map(escapeControl);
+  const more = names.length - shown.length;
+  if (more > 0) return `${shown.join(', ')} and ${counted(more, 'more file')}`;
+  return shown.length === 1 ? (shown[0] as string) : `${shown.slice(0, -1).join(', ')} and ${shown[shown.length - 1]}`;
+}
+
 /**
  * What whole-second times do to the figures: a note when `--spread-seconds` spread them, a warning (the
  * figures of candidates with a window, or a bucket's refill of its burst, of 10 s or less are approximate, usually too many rejections) when
  * they were replayed as they are; null when the times have milliseconds or no candidate is that short.
+ * Judged per file (`input.files[].wholeSeconds`): when only some files' times are whole seconds, the note
+ * and the warning name them (before: one judgement over all the files, so a whole-second file beside a
+ * millisecond one was bunched without a warning).
  */
 export function describeTimes(report: ReplayReport): { note: string | null; warning: string | null } {
   const t = report.input.times;
-  if (t === null || !t.wholeSeconds) return { note: null, warning: null };
-  if (t.spread) return { note: "Times: whole seconds; each second's requests spread evenly over it (--spread-seconds).", warning: null };
+  if (t === null) return { note: null, warning: null };
+  const files = t.wholeSeconds ? null : report.input.files.filter((f) => f.wholeSeconds).map((f) => f.file);
+  if (files !== null && files.length === 0) return { note: null, warning: null };
+  const these = files === null ? null : listed(files);
+  if (t.spread) {
+    const where = these === null ? 'whole seconds' : `whole seconds in ${these}`;
+    return { note: `Times: ${where}; each second's requests spread evenly over it (--spread-seconds).`, warning: null };
+  }
   if (t.coarse.length === 0) return { note: null, warning: null };
   const which = t.coarse.map((i) => `#${i + 1}`).join(', ');
   const one = t.coarse.length === 1;
+  const what =
+    these === null
+      ? "every time in the log is a whole second (nginx's $time_local, Apache's %t), so the requests of one second were replayed as "
+      : `the times of ${these} are whole seconds (nginx's $time_local, Apache's %t), so the requests of one second there were replayed as `;
   return {
     note: null,
     warning:
-      "every time in the log is a whole second (nginx's $time_local, Apache's %t), so the requests of one second were replayed as " +
+      what +
       `arriving together at its start: ${one ? 'candidate' : 'candidates'} ${which}, with a window (or a bucket's refill of its burst) of 10 s or less, ` +
       `${one ? 'was' : 'were'} decided on times up to a second off, usually rejecting more than the real arrivals would have, so ` +
       `${one ? 'its' : 'their'} figures are approximate. ` +

@@ -215,15 +215,14 @@ function readShaperOptions(options: ShaperOptions): ShaperSetup {
     logger: o.logger,
     validate: o.validate,
   });
-  // Deadlines and decisions read one time.
-  const now: Clock = clock;
   const store = o.store;
   return {
     key,
     maxQueue,
     defaultDelay,
     limiter,
-    now,
+    // Deadlines and decisions read one time.
+    now: clock,
     store,
     turns: store === undefined ? undefined : joinTurns(store, key, limiter.policies),
   };

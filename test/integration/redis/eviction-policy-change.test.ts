@@ -106,11 +106,22 @@ describeRedis('RedisStore eviction watch follows maxmemory-policy (issue 25)', (
           await new Promise((r) => setTimeout(r, 20));
         }
       };
-      await inUse(500);
-      const before = (await commandCalls(admin)).info ?? 0;
+      const infoCalls = async () => (await commandCalls(admin)).info ?? 0;
+      // Until the watch has seen it (a policy check, due every 300 ms): a 300 ms stretch in use with at most
+      // one check's INFO pair and the probe's own, where an evicting policy reads a pair every 100 ms.
+      await waitFor(
+        'the watch to see noeviction',
+        async () => {
+          const at = await infoCalls();
+          await inUse(300);
+          return (await infoCalls()) - at <= 4;
+        },
+        10_000,
+      );
+      const before = await infoCalls();
       await inUse(900);
       // INFO server + INFO stats at each of about 3 policy checks, and the probe's own INFO commandstats.
-      expect(((await commandCalls(admin)).info ?? 0) - before).toBeLessThanOrEqual(9);
+      expect((await infoCalls()) - before).toBeLessThanOrEqual(9);
       expect(coded('WRN_RL_EVICTION_POLICY')).toHaveLength(1);
       await limiter.close();
       await store.close();

@@ -63,4 +63,19 @@ describe('NodeHealth: the breaker of one store node', () => {
     expect(states).toEqual(['open', 'half-open', 'open', 'half-open']);
     h.close();
   });
+
+  it('half-open already when the connection is lost (a timeout opened it, the socket closed later): open again', async () => {
+    const states: string[] = [];
+    const h = new NodeHealth('n', { failureThreshold: 1, cooldownMs: 1_000 }, (x) => states.push(x.state));
+    h.failure(1, 1, Date.now(), true);
+    await sleep(40);
+    expect(states).toEqual(['open', 'half-open']);
+    h.connection(true);
+    // Before: half-open for the whole outage of an idle limiter, so its breaker alert never fired.
+    expect(states).toEqual(['open', 'half-open', 'open']);
+    h.connection(false);
+    await sleep(10);
+    expect(states).toEqual(['open', 'half-open', 'open', 'half-open']);
+    h.close();
+  });
 });

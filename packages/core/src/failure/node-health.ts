@@ -139,6 +139,9 @@ export class NodeHealth {
   connection(offline: boolean): void {
     this.offline = offline;
     if (!offline && this.state === 'open' && !this.probing) this.armReady();
+    // Half-open already (a timeout opened it, its wait ended, and the socket's close came later, as on a
+    // network partition): open again, since a probe would be refused at once.
+    else if (offline && this.state === 'half-open' && !this.probing) this.transition('open');
   }
 
   /**

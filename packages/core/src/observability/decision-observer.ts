@@ -285,7 +285,7 @@ export class DecisionObserver implements AttachedFollower {
 
   /**
    * Feeds every consumer with `d`, decided at `at` (the limiter's clock); returns it. `options` carries the route and request of an HTTP request.
-   * A direct `check()` with no shadow policy and no channel subscriber needs at most the hot-key
+   * A direct `check()` with no shadow policy, no channel subscriber and no TracerProvider needs at most the hot-key
    * sketches when they are on, which sample heavy streams (hot-keys.ts: most decisions over or near the
    * limit cost a decrement), and, with an exporter attached, one add to its request counter. Kept this small on
    * purpose: the limiter inlines it in `decideNow`, whose inlining budget it shares (create-limiter.ts, `decideAt`).

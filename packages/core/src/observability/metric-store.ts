@@ -89,8 +89,9 @@ export const exporters = {
   otel: false,
   prometheus: 0,
   /**
-   * An OpenTelemetry TracerProvider is registered (otel-meter.ts `probeMeterProvider`): decisions of HTTP
-   * requests may annotate a recording span, so they go through the observer (limiter/solo.ts).
+   * An OpenTelemetry TracerProvider is registered (otel-meter.ts `probeMeterProvider`): every decision may
+   * annotate the recording span where it runs (a request's, a worker's job), so it goes through the observer
+   * (limiter/solo.ts).
    */
   tracing: false,
 };

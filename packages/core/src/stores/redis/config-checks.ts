@@ -48,6 +48,10 @@ export function checkClientSettings(client: StoreClient, diagnostics: Diagnostic
   }
 }
 
+/** What an evicting policy does to limiter state, in both WRN_RL_EVICTION_POLICY lines (here and eviction-watch.ts). */
+export const EVICTION_CONSEQUENCE =
+  'when it reaches maxmemory it deletes keys, limiter state among them, and the clients behind those keys get their whole budget again, with no error.';
+
 /**
  * Reads `maxmemory-policy` on every master and warns `WRN_RL_EVICTION_POLICY` when one may evict.
  * Never rejects: a server that refuses CONFIG (managed Redis often does) is simply not checked.
@@ -68,8 +72,7 @@ export async function checkServerConfig(client: StoreClient, diagnostics: Diagno
   if (evicting.length === 0) return undefined;
   diagnostics.warn(
     'WRN_RL_EVICTION_POLICY',
-    `Redis runs with maxmemory-policy ${evicting.join(', ')}: when it reaches maxmemory it deletes keys, limiter ` +
-      'state among them, and the clients behind those keys get their whole budget again, with no error. ' +
+    `Redis runs with maxmemory-policy ${evicting.join(', ')}: ${EVICTION_CONSEQUENCE} ` +
       'Set maxmemory-policy noeviction on the Redis that holds limiter state (CONFIG SET maxmemory-policy noeviction, ' +
       'and in redis.conf), or give the limiter a Redis of its own.',
   );

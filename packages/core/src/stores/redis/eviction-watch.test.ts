@@ -270,4 +270,22 @@ describe('EvictionWatch follows the policy', () => {
     expect(watch.policy).toBe('allkeys-lru');
     watch.close();
   });
+
+  it('does not ask a server that refuses CONFIG (a managed Redis) every policyIntervalMs; a reconnect asks it once', async () => {
+    vi.useFakeTimers();
+    const { server, calls, watch, busy } = following('unknown');
+    server.policy = 'unknown';
+    watch.start();
+    await busy(120_000);
+    // Before: a refused CONFIG GET every 30 s for as long as the store was used.
+    expect(calls.policy).toBe(0);
+    // Read every intervalMs, as a policy CONFIG would not show.
+    expect(calls.info).toBeGreaterThanOrEqual(12);
+    watch.reconnected();
+    await busy(0);
+    expect(calls.policy).toBe(1);
+    await busy(60_000);
+    expect(calls.policy).toBe(1);
+    watch.close();
+  });
 });

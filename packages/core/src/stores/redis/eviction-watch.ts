@@ -18,6 +18,7 @@ import { seeDocs } from '../../errors.js';
 import { type Logger, safeLog } from '../../logging.js';
 import { counterCell } from '../../observability/metric-store.js';
 import type { NodeInfo, StoreClient } from './clients/store-client.js';
+import { EVICTION_CONSEQUENCE } from './config-checks.js';
 
 /** `tollgate_store_evictions_total{store="redis"}`: keys Redis evicted, as every RedisStore of the process read them. */
 const EVICTIONS = counterCell('storeEvictions', { storeKind: 'redis' });
@@ -114,6 +115,8 @@ export class EvictionWatch {
   private policyNow: string | undefined;
   /** When the policy was last asked (`now()`); `-Infinity` asks at the next tick. */
   private policyAt: number;
+  /** A reconnect asked for a policy check at the next tick, whatever the policy or the time since the last. */
+  private recheckDue = false;
   /** Evictions not yet in a log line, and on which nodes. */
   private unlogged = 0;
   private readonly unloggedNodes = new Set<string>();
@@ -149,7 +152,7 @@ export class EvictionWatch {
    * the store is in use, else at the next call.
    */
   reconnected(): void {
-    this.policyAt = Number.NEGATIVE_INFINITY;
+    this.recheckDue = true;
     if (this.timer !== undefined) void this.poll();
   }
 
@@ -163,10 +166,19 @@ export class EvictionWatch {
     await this.poll();
   }
 
-  /** What one tick does: ask the policy when due (then read), else read under an evicting policy or for the baseline. */
+  /**
+   * What one tick does: ask the policy when due (then read), else read under an evicting policy or for the
+   * baseline. Due every `policyIntervalMs`, within half a tick (a tick that comes a fraction of a ms short of
+   * it must not put the check off a whole `intervalMs`), unless CONFIG was refused (a managed Redis: asked
+   * again only after a reconnect or on another server, not every 30 s for ever); and at once after those.
+   */
   async poll(): Promise<void> {
     const every = this.config.policyIntervalMs;
-    if (this.config.checkPolicy !== undefined && every !== undefined && this.now() - this.policyAt >= every) {
+    const due =
+      this.recheckDue ||
+      (every !== undefined && this.policyNow !== 'unknown' && this.now() - this.policyAt >= every - this.config.intervalMs / 2);
+    if (this.config.checkPolicy !== undefined && every !== undefined && due) {
+      this.recheckDue = false;
       await this.recheck();
     } else if (this.policyNow !== undefined || !this.baselined) {
       await this.read();
@@ -200,9 +212,8 @@ export class EvictionWatch {
       this.config.logger,
       'warn',
       { code: 'WRN_RL_EVICTION_POLICY', maxmemoryPolicy: policy, was: was ?? 'noeviction' },
-      `WRN_RL_EVICTION_POLICY: Redis now runs with maxmemory-policy ${policy} (it was ${was ?? 'noeviction'}): when it reaches ` +
-        'maxmemory it deletes keys, limiter state among them, and the clients behind those keys get their whole budget again, ' +
-        `with no error. The store now reads evicted_keys every ${Math.round(this.config.intervalMs / 1000)} s while in use ` +
+      `WRN_RL_EVICTION_POLICY: Redis now runs with maxmemory-policy ${policy} (it was ${was ?? 'noeviction'}): ${EVICTION_CONSEQUENCE} ` +
+        `The store now reads evicted_keys every ${Math.round(this.config.intervalMs / 1000)} s while in use ` +
         '(WRN_RL_STORE_EVICTING). Set maxmemory-policy noeviction on the Redis that holds limiter state, or give the limiter ' +
         `a Redis of its own. ${seeDocs('WRN_RL_EVICTION_POLICY')}`,
     );

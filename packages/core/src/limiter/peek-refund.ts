@@ -108,6 +108,7 @@ export async function refund(
   opts: RefundOptions | undefined,
 ): Promise<RefundResult> {
   const { store, guard, builder, now } = parts;
+  checkRefundOptions(opts);
   const given =
     charge instanceof DecisionImpl || (typeof charge === 'object' && charge !== null && 'allowed' in charge)
       ? (charge as Decision).receipt
@@ -136,6 +137,24 @@ export async function refund(
   for (let i = 0; i < cp.all.length; i++) if (done[i] === 1) names.push((cp.all[i] as CompiledPolicy).name);
   if (names.length > 0) parts.refunded?.(cp, receipt.key, give, now());
   return Object.freeze({ refunded: names.length > 0, policies: Object.freeze(names) });
+}
+
+/**
+ * Refuses a key `RefundOptions` has not (one whose value is undefined counts as absent): a misspelt `cost`
+ * (`{ cots: 1 }`) gave back the whole charge, more than the caller meant, with no error. Options of
+ * `check()` are not read this way: their checks run on the decision path.
+ */
+function checkRefundOptions(opts: RefundOptions | undefined): void {
+  if (opts === undefined || opts === null) return;
+  for (const [key, value] of Object.entries(opts)) {
+    if (key !== 'cost' && value !== undefined) {
+      throw codedError(
+        TypeError,
+        'ERR_RL_UNKNOWN_OPTION',
+        `${describeValue(key)} is not an option of refund() (valid: cost); nothing was given back`,
+      );
+    }
+  }
 }
 
 /** The milli-units a refund gives back: `options.cost`, else what is left of the receipt. */

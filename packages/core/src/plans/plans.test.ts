@@ -361,6 +361,17 @@ describe('refund', () => {
     expect(await limiter.refund(d, { cost: 1 })).toMatchObject({ refunded: false });
   });
 
+  it('refuses an option refund() does not have (a misspelt cost would give back the whole charge), giving back nothing', async () => {
+    const { limiter } = virtual({ policies: { algorithm: 'fixed-window', limit: 5, windowMs: 1000 } });
+    const d = await limiter.check('k', { cost: 4 });
+    const typo = { cots: 1 } as unknown as { cost: number };
+    await expect(limiter.refund(d, typo)).rejects.toMatchObject({ code: 'ERR_RL_UNKNOWN_OPTION' });
+    // Before: the whole charge went back, 5 left where the caller meant 2.
+    expect((await limiter.peek('k', { cost: 0.001 })).remaining).toBe(1);
+    // A key whose value is undefined counts as absent, as in every option object.
+    expect(await limiter.refund(d, { cost: 1, ...({ note: undefined } as object) })).toMatchObject({ refunded: true });
+  });
+
   it.each(ALGORITHMS)(
     '%s: a charge made before its key was reset refunds nothing (it went with the state); one made after does',
     async (algorithm) => {

@@ -7,9 +7,10 @@
  * server restarted with `allkeys-lru` is seen through the reconnect and its new `run_id`, without waiting
  * for the policy check; on a Cluster, a master switched live is named. Real timers, intervals in ms.
  */
-import { createLimiter, type Limiter, type LogFields, RedisStore, registerPrometheusMetrics } from '@tollgate/core';
+import { createLimiter, type Limiter, RedisStore, registerPrometheusMetrics } from '@tollgate/core';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { evictedBy, recorder, redisEvictions } from './eviction-helpers.js';
 import {
   commandCalls,
   describeRedis,
@@ -23,21 +24,6 @@ import {
 } from './harness.js';
 
 const SMALL = ['--maxmemory', '4mb'];
-
-function recorder() {
-  const lines: LogFields[] = [];
-  const push = (fields: LogFields) => lines.push(fields);
-  return { lines, logger: { warn: push, error: push }, coded: (code: string) => lines.filter((l) => l.code === code) };
-}
-
-/** The value of `tollgate_store_evictions_total{store="redis"}` in a registry's text output. */
-function redisEvictions(text: string): number {
-  const line = text.split('\n').find((l) => l.startsWith('tollgate_store_evictions_total{') && l.includes('store="redis"'));
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
-}
-
-const evictedBy = async (admin: { info(section: string): Promise<string> }) =>
-  Number(/evicted_keys:(\d+)/.exec(await admin.info('stats'))?.[1]);
 
 /** Floods `set` with 1 KB values until `admin`'s server evicted `atLeast` keys, keeping `limiter` in use. */
 async function flood(set: (key: string, value: string) => Promise<unknown>, admin: RedisServerAdmin, limiter: Limiter, atLeast = 1_000) {

@@ -8,22 +8,11 @@
  * and node-redis) it reads every master and names the node that evicts. Real timers: the
  * watch's interval is shortened to 100 ms so the suite takes seconds.
  */
-import { createLimiter, type LogFields, RedisStore, registerPrometheusMetrics } from '@tollgate/core';
+import { createLimiter, RedisStore, registerPrometheusMetrics } from '@tollgate/core';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { evictedBy, recorder, redisEvictions } from './eviction-helpers.js';
 import { commandCalls, describeRedis, HOST, type RedisServer, randomPrefix, startCluster, startRedis, waitFor } from './harness.js';
-
-function recorder() {
-  const lines: { fields: LogFields; at: number }[] = [];
-  const push = (fields: LogFields) => lines.push({ fields, at: performance.now() });
-  return { lines, logger: { warn: push, error: push } };
-}
-
-/** The value of `name{store="redis"}` in a registry's text output. */
-function redisEvictions(text: string): number {
-  const line = text.split('\n').find((l) => l.startsWith('tollgate_store_evictions_total{') && l.includes('store="redis"'));
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
-}
 
 describeRedis('RedisStore eviction watch (issue 25)', () => {
   let evicting: RedisServer;
@@ -70,14 +59,13 @@ describeRedis('RedisStore eviction watch (issue 25)', () => {
     }
     const elapsed = performance.now() - started;
     await waitFor('a reading after the flood', async () => store.evictions > 0);
-    const info = await flood.info('stats');
-    const evictedByRedis = Number(/evicted_keys:(\d+)/.exec(info)?.[1]);
+    const evictedByRedis = await evictedBy(flood);
     expect(evictedByRedis).toBeGreaterThan(1_000);
     // The watch reads every 100 ms; it has seen all but the last interval's evictions.
     await new Promise((r) => setTimeout(r, 300));
     expect(store.evictions).toBeGreaterThan(evictedByRedis / 2);
     // Never more than Redis counted: read again, since the limiter's own writes may evict after the flood.
-    const evictedLater = Number(/evicted_keys:(\d+)/.exec(await flood.info('stats'))?.[1]);
+    const evictedLater = await evictedBy(flood);
     expect(store.evictions).toBeLessThanOrEqual(evictedLater);
     expect(redisEvictions(await registry.metrics()) - metricBefore).toBe(store.evictions);
     const evicting1 = lines.filter((l) => l.fields.code === 'WRN_RL_STORE_EVICTING');
@@ -148,7 +136,7 @@ describeRedis('RedisStore eviction watch (issue 25)', () => {
       const flood = cluster.client();
       const value = 'x'.repeat(1024);
       let i = 0;
-      const evicted = async () => Number(/evicted_keys:(\d+)/.exec(await admin.info('stats'))?.[1]);
+      const evicted = () => evictedBy(admin);
       while ((await evicted()) < 1_000) {
         await Promise.all(Array.from({ length: 300 }, () => flood.set(`flood:${i++}`, value)));
         for (const w of watched) await w.limiter.check(`k${i % 20}`);

@@ -113,7 +113,7 @@ export class EvictionWatch {
   private baselined = false;
   /** The evicting policies as last read, `'unknown'`, or undefined when none evicts. */
   private policyNow: string | undefined;
-  /** When the policy was last asked (`now()`); `-Infinity` asks at the next tick. */
+  /** When the policy was last asked (`now()`). */
   private policyAt: number;
   /** A reconnect asked for a policy check at the next tick, whatever the policy or the time since the last. */
   private recheckDue = false;

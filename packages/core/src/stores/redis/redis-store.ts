@@ -956,7 +956,7 @@ export class RedisStore implements Store {
     });
     this.watch = watch;
     // Ready again after a reconnect: maybe another server (a restart, a failover), maybe another policy.
-    this.unwatchReady = this.client.watch?.((event) => {
+    this.unwatchReady = this.watchConnection((event) => {
       if (event === 'ready') watch.reconnected();
     });
     this.used = true;

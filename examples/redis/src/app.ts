@@ -23,7 +23,9 @@ export interface AppOptions {
 }
 
 export function createApp({ redis, prefix = 'example', storeTimeoutMs = 50, logger = console, feedLimit = 2000 }: AppOptions): Express {
-  const store = new RedisStore({ client: redis, prefix });
+  // The store reads Redis' maxmemory-policy again every 10 s while in use (30 s by default): a policy set to
+  // evict while the app runs is logged once (WRN_RL_EVICTION_POLICY) and its evictions counted from then.
+  const store = new RedisStore({ client: redis, prefix, evictionWatch: { policyIntervalMs: 10_000 } });
   // One key carries all of the feed's traffic: batches of its budget, charged in Redis first, answer
   // most checks in memory (docs/capacity.md). Other keys on this store would keep their round trip.
   const feedStore = new RedisStore({ client: redis, prefix, localBatch: true });

@@ -78,4 +78,23 @@ describe('NodeHealth: the breaker of one store node', () => {
     expect(states).toEqual(['open', 'half-open', 'open', 'half-open']);
     h.close();
   });
+
+  it('a timer that fires before the clock reads the end of the wait is armed again for the rest, so an idle breaker still turns half-open', async () => {
+    const base = Date.now();
+    let lag = 0;
+    const states: string[] = [];
+    const h = new NodeHealth(
+      'n',
+      { failureThreshold: 1, cooldownMs: 1_000 },
+      (x) => states.push(x.state),
+      () => Date.now() - base - lag,
+    );
+    h.failure(1, 1, 0, false);
+    // The clock runs, but reads 4 ms short of the wait's end when the 10 ms timer fires.
+    lag = 4;
+    await sleep(60);
+    // Before: 'open' until the next call (the timer was not armed again).
+    expect(states).toEqual(['open', 'half-open']);
+    h.close();
+  });
 });

@@ -127,7 +127,8 @@ export class NodeHealth {
 
   private armReady(): void {
     clearTimeout(this.readyTimer);
-    const timer = setTimeout(() => this.ready(), Math.max(0, this.probeAt - this.now()));
+    const armedAt = this.now();
+    const timer = setTimeout(() => this.ready(armedAt), Math.max(0, this.probeAt - armedAt));
     timer.unref?.();
     this.readyTimer = timer;
   }
@@ -145,12 +146,17 @@ export class NodeHealth {
   }
 
   /**
-   * The wait is over, no call has taken the probe: half-open (the next call probes). A clock short of it
-   * (virtual time) waits for that call; a connection that is down, for the client to be ready again.
+   * The wait is over, no call has taken the probe: half-open (the next call probes). A clock that stood still
+   * since `armedAt` (virtual time) waits for that call; a connection that is down, for the client to be ready again.
    */
-  private ready(): void {
+  private ready(armedAt: number): void {
     this.readyTimer = undefined;
-    if (this.state === 'open' && !this.probing && !this.offline && this.now() >= this.probeAt) this.transition('half-open');
+    if (this.state !== 'open' || this.probing || this.offline) return;
+    const now = this.now();
+    if (now >= this.probeAt) this.transition('half-open');
+    // A timer may fire before the clock reads its end (libuv times it from the loop's cached time): armed
+    // again for the rest while the clock moves; a clock that did not move (virtual time) waits for a call.
+    else if (now > armedAt) this.armReady();
   }
 
   private transition(state: BreakerState): void {

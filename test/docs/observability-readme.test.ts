@@ -49,6 +49,17 @@ describe('examples/observability README: what the dashboard variables filter', (
     dashboard.panels.filter((p) => (p.targets ?? []).some((t) => t.expr?.includes(variable) === true)).map((p) => p.title);
   const titles = dashboard.panels.map((p) => p.title);
 
+  it('says that `job` filters every panel, in each of its series', () => {
+    expect(filteredBy('$job')).toEqual(titles);
+    for (const panel of dashboard.panels) {
+      for (const t of panel.targets ?? []) {
+        // Every selector of a tollgate series names the job: one left out would sum every service into the panel.
+        const selectors = [...(t.expr ?? '').matchAll(/\btollgate_[a-z_]+(\{[^}]*\})?/g)];
+        for (const s of selectors) expect(s[1] ?? '', `${panel.title}: ${s[0]}`).toContain('job=~"$job"');
+      }
+    }
+  });
+
   it('says which panels `limiter` and `policy` filter, as the dashboard queries them', () => {
     // The README's words (examples/observability/README.md): every panel but these two for `limiter`, these four for `policy`.
     expect(titles.filter((t) => !filteredBy('$limiter').includes(t))).toEqual(['Store latency quantiles', 'Store errors by outcome']);

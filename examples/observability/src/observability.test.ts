@@ -184,7 +184,8 @@ describe('examples/observability', () => {
         ...[...expr.matchAll(/[{,]\s*([a-z_]+)\s*(?:=~|!=|=)/g)].map((m) => m[1] as string),
         ...[...expr.matchAll(/label_values\([a-z_]+,\s*([a-z_]+)\)/g)].map((m) => m[1] as string),
       ];
-      const allowed = new Set(names.flatMap((n) => [...(known.get(n) ?? [])]));
+      // `job`: the label Prometheus adds to every series of a scrape target (the dashboard's `job` variable).
+      const allowed = new Set(['job', ...names.flatMap((n) => [...(known.get(n) ?? [])])]);
       for (const label of labelsUsed) expect(allowed.has(label), `label ${label} in ${expr}`).toBe(true);
     }
   });

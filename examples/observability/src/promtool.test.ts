@@ -99,12 +99,13 @@ function ruleTest(scrapes: readonly string[], tests: readonly { expr: string; va
   return `${lines.join('\n')}\n`;
 }
 
-/** A dashboard query as Grafana sends it: all policies and limiters, a rate interval of 4 scrape intervals. */
+/** A dashboard query as Grafana sends it: all jobs, policies and limiters, a rate interval of 4 scrape intervals. */
 function asSent(expr: string): string {
   return expr
     .replaceAll('$__rate_interval', `${4 * STEP_S}s`)
     .replaceAll('$policy', '.*')
-    .replaceAll('$limiter', '.*');
+    .replaceAll('$limiter', '.*')
+    .replaceAll('$job', '.*');
 }
 
 describePromtool('alert rules (promtool)', () => {

@@ -220,6 +220,51 @@ export function defineConformance(name: string, makeApp: MakeApp): void {
       expect(JSON.parse(res.body)).toMatchObject({ status: 429, policy: 'default' });
     });
 
+    it('a rejection drops the rate-limit fields an earlier limiter set: a 429, 413 or 503 carries only its own (before: `r=98` on a 429)', async () => {
+      // What an outer limiter (or another library) wrote when it admitted the request, in every format.
+      const outer = {
+        RateLimit: '"outer";r=98;t=2835',
+        'RateLimit-Policy': '"outer";q=100;w=3600',
+        'RateLimit-Limit': '100',
+        'RateLimit-Remaining': '98',
+        'RateLimit-Reset': '2835',
+        'X-RateLimit-Limit': '100',
+        'X-RateLimit-Remaining': '98',
+        'X-RateLimit-Reset': '1795960861',
+        'Retry-After': '7',
+      };
+      const broken = {
+        kind: 'broken',
+        apply: (): never => {
+          throw new Error('store down');
+        },
+        reset(): void {},
+      };
+      const app = await start({
+        global: { policies: { ...FIXED, limit: 1 }, clock, headers: false },
+        routes: {
+          '/strict': { name: 'strict', policies: { ...FIXED, limit: 1 }, clock, cost: () => 2 },
+          '/down': { name: 'down', policies: FIXED, clock, store: broken, onStoreError: 'closed', logger: recorder() },
+        },
+        headersFirst: outer,
+      });
+      const rateLimitNames = Object.keys(outer).map((n) => n.toLowerCase());
+      const own = (headers: IncomingHttpHeaders | undefined) => rateLimitNames.filter((n) => headers?.[n] !== undefined);
+      expect(own((await rawGet(app.server, '/')).headers)).toEqual(rateLimitNames);
+      const limited = await rawGet(app.server, '/');
+      expect(limited.status).toBe(429);
+      // `headers: false`: no fields of its own, only the wait.
+      expect(own(limited.headers)).toEqual(['retry-after']);
+      expect(limited.headers?.['retry-after']).toBe(String(JSON.parse(limited.body).retryAfter));
+      const tooBig = await rawGet(app.server, '/strict');
+      expect(tooBig.status).toBe(413);
+      expect(own(tooBig.headers)).toEqual([]);
+      const down = await rawGet(app.server, '/down');
+      expect(down.status).toBe(503);
+      expect(own(down.headers)).toEqual(['retry-after']);
+      expect(down.headers?.['retry-after']).toBe(String(JSON.parse(down.body).retryAfter));
+    });
+
     it('sends the reason phrase of its own status, not one a middleware before it set (before, Express and Fastify: `429 All Good`, `413 All Good`)', async () => {
       const app = await start({
         global: { policies: { ...FIXED, limit: 1 }, clock },

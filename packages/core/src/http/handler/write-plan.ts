@@ -50,9 +50,31 @@ const REPRESENTATION_HEADERS: ReadonlySet<string> = new Set([
  */
 const CACHE_HEADERS: ReadonlySet<string> = new Set(['surrogate-control', 'edge-control', 'x-accel-expires']);
 
-/** The headers a rejection removes: REPRESENTATION_HEADERS and the caches' own (CACHE_HEADERS, `*cdn-cache-control`). */
+/**
+ * Rate-limit fields (every format an adapter writes, and `Retry-After`) that an earlier limiter set when
+ * it admitted the request: on another's rejection they would describe quota the client does not have (a
+ * 429 with `r=98`, a 413 or a 503 with a `RateLimit` of its own, when those carry none). The rejection's
+ * own fields are written after.
+ */
+const RATE_LIMIT_FIELDS: ReadonlySet<string> = new Set([
+  'ratelimit',
+  'ratelimit-policy',
+  'ratelimit-limit',
+  'ratelimit-remaining',
+  'ratelimit-reset',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+  'retry-after',
+]);
+
+/**
+ * The headers a rejection removes: REPRESENTATION_HEADERS, the caches' own (CACHE_HEADERS,
+ * `*cdn-cache-control`) and RATE_LIMIT_FIELDS.
+ */
 const STALE_ON_REJECTION: Pick<ReadonlySet<string>, 'has'> = {
-  has: (name) => REPRESENTATION_HEADERS.has(name) || CACHE_HEADERS.has(name) || name.endsWith('cdn-cache-control'),
+  has: (name) =>
+    REPRESENTATION_HEADERS.has(name) || CACHE_HEADERS.has(name) || RATE_LIMIT_FIELDS.has(name) || name.endsWith('cdn-cache-control'),
 };
 
 /** Removes the headers of STALE_ON_REJECTION an earlier middleware set, before a rejection is written. */

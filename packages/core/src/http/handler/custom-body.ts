@@ -111,8 +111,12 @@ export class CustomBody<Req> {
   }
 }
 
-/** What Node's `setHeader` accepts in a value: tabs, visible ASCII and Latin-1, no CR, LF or NUL. */
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]+$/;
+/**
+ * Tabs, spaces and visible ASCII (RFC 9110's field-vchar without the obsolete obs-text). Node's
+ * `setHeader` also takes Latin-1, but sends it as one byte where a head flushed with a string body (Express,
+ * Koa) goes out as UTF-8: the same option would reach clients as two different values.
+ */
+const HEADER_VALUE = /^[\t\x20-\x7e]+$/;
 
 /** The extended problem details as JSON; undefined (with a warning) when they cannot be (a BigInt member, a cycle): the default body then. */
 function serialized(problem: ProblemDetails, diagnostics: Diagnostics): string | undefined {

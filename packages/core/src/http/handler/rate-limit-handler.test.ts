@@ -210,6 +210,8 @@ describe('createRateLimitHandler', () => {
         },
         { onLimited: () => ({ body: 'slow down', contentType: 'text/plain; note=\u201cquoted\u201d' }) },
         { onLimited: () => ({ body: 'slow down', contentType: 'text/plain\r\nX-Injected: 1' }) },
+        // Latin-1: Fastify sent it as one byte, Express and Koa as two (UTF-8).
+        { onLimited: () => ({ body: 'slow down', contentType: 'text/plain; note=caf\u00e9' }) },
         // Not { body }: express-rate-limit's `message` string, a number, a body left undefined.
         { onLimited: (() => 'Too many requests, slow down') as never },
         { onLimited: (() => 42) as never },

@@ -110,3 +110,53 @@ describe('fastify: route limiters on the plugin store', () => {
     await app.close();
   });
 });
+
+describe('fastify: route limiters named by the adapter, in two apps on one store', () => {
+  const search = () => ({
+    config: { rateLimit: { policies: { name: 'search', algorithm: 'fixed-window' as const, limit: 3, windowMs: 60_000 } } },
+  });
+  const pluginOn = async (store: MemoryStore, options: Record<string, unknown>) => {
+    const app = Fastify();
+    await app.register(fastifyRateLimit, { store, key: () => 'k', ...options });
+    return app;
+  };
+  /** The app with its `GET /search`, ready; rejected when the route's limiter is refused (at the route or at ready()). */
+  const withSearch = async (app: Awaited<ReturnType<typeof pluginOn>>) => {
+    app.get('/search', search(), async () => 'search');
+    await app.ready();
+    return app;
+  };
+  const appOn = async (store: MemoryStore, options: Record<string, unknown>) => withSearch(await pluginOn(store, options));
+
+  it('refuses the second app (ERR_RL_SHARED_STATE) where before the two spent one budget silently', async () => {
+    const store = new MemoryStore({ sweepIntervalMs: 0 });
+    const first = await appOn(store, { policies: { name: 'public', limit: 100, windowMs: 3_600_000 } });
+    const second = await pluginOn(store, { policies: { name: 'internal', limit: 1000, windowMs: 3_600_000 } });
+    await expect(withSearch(second)).rejects.toMatchObject({
+      code: 'ERR_RL_SHARED_STATE',
+      message: expect.stringContaining("the adapter named both 'route|GET|/search'"),
+    });
+    await second.close().catch(() => {});
+    await first.close();
+    // The first closed: its route's claim is free again.
+    const third = await appOn(store, { policies: { name: 'other', limit: 1000, windowMs: 3_600_000 } });
+    expect((await third.inject({ url: '/search' })).statusCode).toBe(200);
+    await third.close();
+  });
+
+  it('lets a name given to the plugin or the route decide: different names apart, the same name shared on purpose', async () => {
+    const store = new MemoryStore({ sweepIntervalMs: 0 });
+    const a = await appOn(store, { name: 'public', policies: { limit: 100, windowMs: 3_600_000 } });
+    const b = await appOn(store, { name: 'internal', policies: { limit: 100, windowMs: 3_600_000 } });
+    const codes = async (app: typeof a, n: number) => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) out.push((await app.inject({ url: '/search' })).statusCode);
+      return out;
+    };
+    expect(await codes(b, 4)).toEqual([200, 200, 200, 429]);
+    expect(await codes(a, 4)).toEqual([200, 200, 200, 429]);
+    const c = await appOn(store, { name: 'public', policies: { limit: 100, windowMs: 3_600_000 } });
+    expect(await codes(c, 1)).toEqual([429]);
+    await Promise.all([a.close(), b.close(), c.close()]);
+  });
+});

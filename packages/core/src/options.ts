@@ -315,7 +315,7 @@ function localPlansOf(
 }
 
 /** Validates limiter options and resolves defaults. Throws `RateLimitConfigError` naming the option. */
-export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
+export function parseLimiterOptions(input: LimiterOptions, nameByAdapter = false): LimiterConfig {
   const options = readOptions(input, LIMITER_KEYS, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }');
   const name = readLimiterName(options.name);
   const plans = parsePlans(options as Parameters<typeof parsePlans>[0], (list, path) => compileList(list, path, false, name));
@@ -385,7 +385,7 @@ export function parseLimiterOptions(input: LimiterOptions): LimiterConfig {
   const store = options.store ?? new MemoryStore();
   // Last, once every option is valid. The limiter's token is its first policy, which its StoreGuard also
   // holds (the default plan's first policy): it takes the claim once built and gives it back on close().
-  checkState(store, [...new Set(all)], policies[0] as CompiledPolicy);
+  checkState(store, [...new Set(all)], policies[0] as CompiledPolicy, nameByAdapter);
   return Object.freeze({
     name,
     policies,

@@ -409,7 +409,9 @@ async function tollgatePlugin(fastify: FastifyInstance, options: FastifyRateLimi
       const name = own.name ?? routeLimiterName(options.name, verbs, route.url, constraints);
       // One server-wide shedder: a route shares the plugin's unless it brings its own.
       const loadShedding = own.loadShedding ?? own.shed ?? base.shedder;
-      handler = createRateLimitHandler<FastifyRequest>({ ...merged, name, shed: undefined, loadShedding }, context);
+      // A name made here (neither the route nor the plugin has one) is still checked for another limiter of it on the store: two apps' `GET /search`.
+      const nameByAdapter = own.name === undefined && options.name === undefined;
+      handler = createRateLimitHandler<FastifyRequest>({ ...merged, name, shed: undefined, loadShedding }, { ...context, nameByAdapter });
       byRoute.set(key, handler);
       handlers.push(handler);
     }

@@ -64,7 +64,15 @@ function compilePlans(config: LimiterConfig, told: boolean): Map<string, Compile
 
 /** Creates a limiter. Options are validated here, once; see `LimiterOptions`. */
 export function createLimiter(options: LimiterOptions): Limiter {
-  const config = parseLimiterOptions(options);
+  return assembleLimiter(options, false);
+}
+
+/**
+ * `createLimiter`, for a handler whose adapter may have made the limiter's `name` itself
+ * (`HandlerContext.nameByAdapter`): then its state is claimed as an unnamed limiter's (stores/state-claims.ts).
+ */
+export function assembleLimiter(options: LimiterOptions, nameByAdapter: boolean): Limiter {
+  const config = parseLimiterOptions(options, nameByAdapter);
   const { store, mode, logger } = config;
   const compiled = compilePlans(config, options.logger !== undefined || options.validate !== undefined);
   const defaultPlan = compiled.get(config.plans.defaultPlan) as CompiledPlan;

@@ -48,11 +48,13 @@ const pending = new WeakMap<object, { readonly store: Store; readonly policies: 
  * Checks that `owner` (one limiter, about to be built) may keep the state of `policies` in `store`, and
  * keeps the claim for `takeState`: throws `ERR_RL_SHARED_STATE` when another live limiter without a name
  * already keeps state of the same identity there. Named policies (`limiter` set) are never checked:
- * their name is the user's word. Nothing is recorded yet, so a limiter whose construction fails later
- * (a plan the store refuses) leaves no claim behind.
+ * their name is the user's word, unless an adapter made it (`nameByAdapter`: a Fastify route's limiter in
+ * a plugin without a name, named after its route, which two apps in one process may both have): those
+ * are checked as unnamed ones, since nobody asked them to share. Nothing is recorded yet, so a limiter
+ * whose construction fails later (a plan the store refuses) leaves no claim behind.
  */
-export function checkState(store: Store, policies: readonly CompiledPolicy[], owner: object): void {
-  const unnamed = policies.filter((p) => p.limiter === undefined);
+export function checkState(store: Store, policies: readonly CompiledPolicy[], owner: object, nameByAdapter = false): void {
+  const unnamed = nameByAdapter ? policies : policies.filter((p) => p.limiter === undefined);
   if (unnamed.length === 0) return;
   conflicts(store, unnamed, owner);
   pending.set(owner, { store, policies: unnamed });
@@ -183,8 +185,9 @@ function conflicts(store: Store, unnamed: readonly CompiledPolicy[], owner: obje
 
 /** What ERR_RL_SHARED_STATE says of policy `p` in `store`, after "'name' ". */
 function sharedMessage(store: Store, p: CompiledPolicy): string {
+  const made = p.limiter === undefined ? '' : ` (the adapter named both '${p.limiter}')`;
   return (
-    `is missing, and another limiter without a name already keeps its state in this ${typeof store.kind === 'string' ? `${store.kind} ` : ''}store${where(store)} under the same ` +
+    `is missing${made}, and another limiter without a name already keeps its state in this ${typeof store.kind === 'string' ? `${store.kind} ` : ''}store${where(store)} under the same ` +
     `key names (policy '${p.name}', ${p.algorithm}, ${p.windowMs} ms${p.shadow ? ', shadow' : ''}): the two would spend ` +
     "one budget. Give each limiter its own name (createLimiter({ name: 'login', ... }), rateLimit({ name: 'login', ... })), " +
     'or the same name to both to share one budget on purpose'

@@ -120,4 +120,10 @@ export interface HandlerContext {
    * logger (no `logger` given to `Fastify()`) counts as none: tollgate then logs to `console`.
    */
   readonly appLogger?: Logger | undefined;
+  /**
+   * The options' `name` was made by the adapter, not given by the user (a Fastify route's own limiter in a
+   * plugin without a name): a second live limiter of that name on the store is refused
+   * (`ERR_RL_SHARED_STATE`), as two without a name are, since nobody asked them to share a budget.
+   */
+  readonly nameByAdapter?: boolean;
 }

@@ -9,7 +9,7 @@
 
 import type { Diagnostics } from '../../diagnostics.js';
 import { hasConcurrencyQueue } from '../../leases/lease-queue.js';
-import { createLimiter } from '../../limiter/create-limiter.js';
+import { assembleLimiter } from '../../limiter/create-limiter.js';
 import type { Limiter } from '../../limiter/limiter.js';
 import { consoleLogger, createLogGate, isAbstractNoopLogger, type Logger, safeLog, toLogger } from '../../logging.js';
 import { ShedObserver } from '../../observability/shed-observer.js';
@@ -59,7 +59,7 @@ export function createRateLimitHandler<Req>(
   const target: Logger = config.logger === undefined ? (appLoggerOf(ctx.appLogger) ?? consoleLogger) : toLogger(config.logger);
   const gate = createLogGate(config.logRate, target);
   const loggers = new RequestLoggers(config.logger, gate, target, config.validate);
-  const limiter = createLimiter({ ...config.limiterOptions, logger: loggers.base });
+  const limiter = assembleLimiter({ ...config.limiterOptions, logger: loggers.base }, ctx.nameByAdapter === true);
   const hooks = new UserHooks(config.hookTimeoutMs);
   const shadow = createShadowSummary(target, config.logRate.intervalMs, loggers.baseDiagnostics);
   const decider = new RequestDecider({

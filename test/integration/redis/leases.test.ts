@@ -1,7 +1,8 @@
 /**
  * @module Concurrency policies on Redis (stores/redis/kernels/concurrency.ts) against a real redis-server:
  * a plan that mixes concurrency and rate policies decides in one script exactly as MemoryStore does
- * (differential: apply, peek, release and renew, injected time, hand-written and fast-check traces);
+ * (differential: apply, peek, release and renew, late renewals that fit and that do not, injected time,
+ * hand-written and fast-check traces);
  * N processes racing for one key get exactly `limit` leases at once, never hold more than `limit`, and a
  * refusal for concurrency charges the rate policy nothing (atomicity); the leases of a killed process
  * come back after the lease time.
@@ -129,8 +130,13 @@ describeRedis('concurrency policies on Redis', () => {
     await server?.close();
   });
 
-  /** Runs `ops` through one limiter on a LeaseTwin; returns the disagreements. */
-  async function run(plan: Parameters<typeof createLimiter>[0]['policies'], ops: readonly Op[], keyed = false): Promise<string[]> {
+  /** Runs `ops` through one limiter on a LeaseTwin; returns the disagreements. `admitted`: gets each check's answer. */
+  async function run(
+    plan: Parameters<typeof createLimiter>[0]['policies'],
+    ops: readonly Op[],
+    keyed = false,
+    admitted: boolean[] = [],
+  ): Promise<string[]> {
     let now = BASE;
     const store = new LeaseTwin(
       new MemoryStore({ sweepIntervalMs: 0 }),
@@ -152,6 +158,7 @@ describeRedis('concurrency policies on Redis', () => {
       }
       const key = keyed ? { exports: op.key, hourly: 'account' } : op.key;
       const d = op.op === 'check' ? await limiter.check(key) : await limiter.peek(key);
+      if (op.op === 'check') admitted.push(d.allowed);
       if (d.release !== undefined) held.push(d);
       if (store.diffs.length > 0) break;
     }
@@ -185,6 +192,56 @@ describeRedis('concurrency policies on Redis', () => {
       { op: 'peek', dt: 0, key: 'k' },
     ];
     expect((await run([...mixed], ops)).join('\n')).toBe('');
+  });
+
+  it('renews late like MemoryStore: a lease past its deadline takes its slot again when it fits, else it has ended', async () => {
+    const check = (dt: number, key = 'k'): Op => ({ op: 'check', dt, key });
+    const ops: Op[] = [
+      check(0), // lease 0, deadline +300
+      { op: 'renew', dt: 400, which: 0 }, // late (the process stalled), the slot free: taken again, to +700
+      check(0), // refused: lease 0 holds the slot
+      check(250), // still refused at +650
+      check(150), // +800: lease 0 expired, lease 1 granted
+      { op: 'renew', dt: 10, which: 0 }, // late, and lease 1 has the slot: refused, lease 0 has ended
+      check(0), // refused: only lease 1
+      { op: 'renew', dt: 10, which: 1 }, // on time
+      { op: 'release', dt: 0, which: 1 },
+      { op: 'renew', dt: 0, which: 0 }, // ended: not sent again, whatever the slot
+      check(0), // lease 2
+      { op: 'peek', dt: 0, key: 'k' },
+    ];
+    const policies = [
+      { name: 'exports', algorithm: 'concurrency' as const, limit: 1, leaseMs: 300 },
+      { name: 'hourly', algorithm: 'sliding-log' as const, limit: 10, windowMs: 1_000 },
+    ];
+    for (const keyed of [false, true]) {
+      const admitted: boolean[] = [];
+      expect((await run(policies, ops, keyed, admitted)).join('\n')).toBe('');
+      // Before: the late renewal was refused on both, and the check after it ran beside lease 0.
+      expect(admitted).toEqual([true, false, false, true, false, true]);
+    }
+  });
+
+  it('renews late under a limit of 2 like MemoryStore: one late renewal fits beside a live lease, a second does not', async () => {
+    const check = (dt: number, key = 'k'): Op => ({ op: 'check', dt, key });
+    const ops: Op[] = [
+      check(0), // lease 0, deadline +100
+      check(50), // lease 1, deadline +150
+      { op: 'renew', dt: 60, which: 1 }, // +110: lease 1 renewed to +210
+      check(0), // lease 2 (lease 0 expired), deadline +210
+      { op: 'renew', dt: 10, which: 0 }, // +120: late, 2 live of 2: refused
+      { op: 'release', dt: 0, which: 2 },
+      { op: 'renew', dt: 0, which: 0 }, // ended by its refusal: not sent again
+      check(0), // lease 3 takes the freed slot
+      { op: 'renew', dt: 200, which: 1 }, // +320: late, every lease expired: taken again
+      { op: 'renew', dt: 0, which: 3 }, // late too, one live of 2: taken again
+      check(0), // refused: both slots held
+      { op: 'peek', dt: 0, key: 'k' },
+    ];
+    const policies = [{ name: 'exports', algorithm: 'concurrency' as const, limit: 2, leaseMs: 100 }];
+    const admitted: boolean[] = [];
+    expect((await run(policies, ops, false, admitted)).join('\n')).toBe('');
+    expect(admitted).toEqual([true, true, true, true, false]);
   });
 
   it("reset(key) ends the key's leases on Redis as in memory: not put back as lost, not renewed, a slot each", async () => {

@@ -52,14 +52,36 @@ describe('concurrency kernel', () => {
     expect(concurrency.expiresAt(t, 1, p)).toBe(200);
   });
 
-  it('renews a live lease, not an expired one', () => {
+  it('renews a live lease; a late one takes its slot again only when it fits', () => {
     const t = table();
     const p = policy(1, 100);
     acquire(t, 0, p, 1);
     expect(renewLease(t, 1, 1, 90, p)).toBe(true);
     expect(acquire(t, 150, p, 2)).toBe(false);
-    expect(renewLease(t, 1, 1, 190, p)).toBe(false);
-    expect(acquire(t, 190, p, 2)).toBe(true);
+    // Late (its deadline, 190, passed: the process stalled) and the slot still free: taken again, to 300.
+    expect(renewLease(t, 1, 1, 200, p)).toBe(true);
+    expect(concurrency.expiresAt(t, 1, p)).toBe(300);
+    expect(acquire(t, 299, p, 2)).toBe(false);
+    // Late again, and another request took the slot meanwhile: refused, the lease has ended.
+    expect(acquire(t, 300, p, 2)).toBe(true);
+    expect(renewLease(t, 1, 1, 310, p)).toBe(false);
+    expect(acquire(t, 310, p, 3)).toBe(false);
+    expect(concurrency.expiresAt(t, 1, p)).toBe(400);
+  });
+
+  it('a late renewal never runs over the limit: it takes a slot only beside fewer than limit live leases', () => {
+    const t = table();
+    const p = policy(2, 100);
+    // A row that holds nothing (never used, or every lease expired): the renewal takes a slot there.
+    expect(renewLease(t, 1, 1, 0, p)).toBe(true);
+    expect(acquire(t, 10, p, 2)).toBe(true);
+    expect(renewLease(t, 1, 3, 20, p)).toBe(false);
+    expect(releaseLease(t, 1, 2, 30)).toBe(true);
+    expect(renewLease(t, 1, 3, 40, p)).toBe(true);
+    expect(acquire(t, 40, p, 4)).toBe(false);
+    // Both leases renewed, not added again: still two.
+    expect([renewLease(t, 1, 1, 50, p), renewLease(t, 1, 3, 50, p)]).toEqual([true, true]);
+    expect(acquire(t, 50, p, 4)).toBe(false);
   });
 
   it('reports remaining, reset and a retry bounded by the earliest expiry and 1 s', () => {
@@ -107,8 +129,10 @@ describe('concurrency kernel', () => {
                 expect(releaseLease(t, 1, target, now)).toBe(live);
                 model.delete(target);
               } else {
-                expect(renewLease(t, 1, target, now, p)).toBe(live);
-                if (live) model.set(target, now + leaseMs);
+                // A live lease is renewed; one that ended (late, released, never taken) takes a slot if one is free.
+                const holds = live || model.size < limit;
+                expect(renewLease(t, 1, target, now, p)).toBe(holds);
+                if (holds) model.set(target, now + leaseMs);
               }
             }
             expect(model.size).toBeLessThanOrEqual(limit);

@@ -2,10 +2,11 @@
  * @module The concurrency kernel: at most `limit` requests of a key in flight, each holding a lease
  * until it is released (`releaseLease`) or its deadline (`now + leaseMs`, moved on by `renewLease`)
  * passes, so a holder that never releases (a crashed process, a lost release) frees its slot after the
- * lease time. A request takes one lease whatever its cost. Like every kernel it reads no clock and does
- * no I/O, and it decides inside a plan's all-or-nothing group: `evaluate` decides, `commit` takes the
- * lease only when every policy of the group admitted, so a request refused by a rate policy holds no
- * lease and one refused for concurrency charges no rate policy.
+ * lease time; a renewal that comes after the deadline (a stalled process) takes the slot again when it
+ * is still free (`renewLease`). A request takes one lease whatever its cost. Like every kernel it reads
+ * no clock and does no I/O, and it decides inside a plan's all-or-nothing group: `evaluate` decides,
+ * `commit` takes the lease only when every policy of the group admitted, so a request refused by a rate
+ * policy holds no lease and one refused for concurrency charges no rate policy.
  *
  * State of a row: `logs[slot]` holds the live leases as (deadline, lease id) pairs from index 0, in no
  * order (a LogRing whose head stays 0; concurrency limits are small, so a scan is the right index);
@@ -68,6 +69,25 @@ function writeLatest(t: StateTable, slot: number, r: LogRing | undefined): void 
   t.f[slot * t.stride] = r === undefined ? Number.NEGATIVE_INFINITY : range(r)[1];
 }
 
+/** Adds lease `id` with `deadline` to the row (`r`: its live leases, undefined when none). */
+function append(t: StateTable, slot: number, r: LogRing | undefined, deadline: number, id: number): void {
+  let ring = r;
+  if (ring === undefined) {
+    ring = { buf: new Float64Array(8), head: 0, size: 0, sum: 0, highWater: Number.NEGATIVE_INFINITY };
+    t.logs[slot] = ring;
+  }
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, -> `true`, `>=`, `<=`: the buffer grows whenever there is room (or always), never too late; only memory differs
+  if (2 * (ring.size + 1) > ring.buf.length) {
+    const buf = new Float64Array(ring.buf.length * 2);
+    buf.set(ring.buf);
+    ring.buf = buf;
+  }
+  ring.buf[2 * ring.size] = deadline;
+  ring.buf[2 * ring.size + 1] = id;
+  ring.size += 1;
+  writeLatest(t, slot, ring);
+}
+
 export const concurrency: AlgorithmKernel = {
   id: 'concurrency',
   stride: 1,
@@ -100,21 +120,7 @@ export const concurrency: AlgorithmKernel = {
     out.resetMs = latest - now;
   },
   commit(t, slot, now, _cost, p) {
-    let r = live(t, slot, now);
-    if (r === undefined) {
-      r = { buf: new Float64Array(8), head: 0, size: 0, sum: 0, highWater: Number.NEGATIVE_INFINITY };
-      t.logs[slot] = r;
-    }
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, -> `true`, `>=`, `<=`: the buffer grows whenever there is room (or always), never too late; only memory differs
-    if (2 * (r.size + 1) > r.buf.length) {
-      const buf = new Float64Array(r.buf.length * 2);
-      buf.set(r.buf);
-      r.buf = buf;
-    }
-    r.buf[2 * r.size] = now + p.windowMs;
-    r.buf[2 * r.size + 1] = t.lease ?? 0;
-    r.size += 1;
-    writeLatest(t, slot, r);
+    append(t, slot, live(t, slot, now), now + p.windowMs, t.lease ?? 0);
   },
   consume: evaluateThenCommit,
   expiresAt(t, slot) {
@@ -136,17 +142,26 @@ export function releaseLease(t: StateTable, slot: number, id: number, now: numbe
   return true;
 }
 
-/** Moves the deadline of live lease `id` to `now + leaseMs`; false when it has ended. */
+/**
+ * Moves the deadline of live lease `id` to `now + leaseMs`. A lease no longer live (a late renewal: the
+ * process stalled past its deadline) takes its slot again when it fits, fewer than `limit` live leases on
+ * the row, so a request that still runs keeps its slot unless another has taken it; it never runs over
+ * the limit. False when it does not fit: the lease has ended.
+ */
 export function renewLease(t: StateTable, slot: number, id: number, now: number, p: CompiledPolicy): boolean {
   const r = live(t, slot, now);
   // Stryker disable next-line UnaryOperator: equivalent, `-1` -> `+1`: with no live lease the index is never read (the next line refuses first)
   const i = r === undefined ? -1 : indexOf(r, id);
-  // Stryker disable next-line ConditionalExpression: equivalent, `r === undefined` -> `false`: with no ring the index is -1, and `i < 0` refuses it anyway
-  if (r === undefined || i < 0) {
+  // Stryker disable next-line ConditionalExpression: equivalent, `r !== undefined` -> `true`: with no ring the index is -1
+  if (r !== undefined && i >= 0) {
+    r.buf[2 * i] = now + p.windowMs;
+    writeLatest(t, slot, r);
+    return true;
+  }
+  if ((r === undefined ? 0 : r.size) >= p.limit) {
     writeLatest(t, slot, r);
     return false;
   }
-  r.buf[2 * i] = now + p.windowMs;
-  writeLatest(t, slot, r);
+  append(t, slot, r, now + p.windowMs, id);
   return true;
 }

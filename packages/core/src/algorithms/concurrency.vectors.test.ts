@@ -2,7 +2,8 @@
  * @module The concurrency kernel by hand (issue 29: the mutants that concurrency.test.ts let live): more leases
  * than the row's first buffer holds, every number of admitted, refused and uncharged answers (a cost that can
  * never fit reports the state as it stands), the latest deadline after a release moved the last lease into
- * another's place, and a row read under a lower limit than it holds. Limit 6, leases of 1000 ms.
+ * another's place, a row read under a lower limit than it holds, and late renewals that fit and do not.
+ * Limit 6, leases of 1000 ms.
  */
 import { describe, expect, it } from 'vitest';
 import { compilePolicy } from '../policy.js';
@@ -53,9 +54,15 @@ describe('concurrency kernel, six leases', () => {
       resetMs: 980,
       delayMs: 0,
     });
-    expect(renewLease(t, 0, 99, 90, p)).toBe(false);
     expect(renewLease(t, 0, 6, 90, p)).toBe(true);
     expect(p.kernel.expiresAt(t, 0, p)).toBe(1090);
     expect(answer(t, 90, 1000)).toEqual({ allowed: true, exceeds: false, remaining: 0, retryAfterMs: 0, resetMs: 1000, delayMs: 0 });
+    // A late renewal (lease 99 is not live) takes the sixth slot, which was free, to 1095; a seventh does not fit.
+    expect(renewLease(t, 0, 99, 95, p)).toBe(true);
+    expect(p.kernel.expiresAt(t, 0, p)).toBe(1095);
+    expect(answer(t, 95, 1000)).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 915, resetMs: 1000 });
+    expect(renewLease(t, 0, 98, 95, p)).toBe(false);
+    expect(renewLease(t, 0, 98, 95, policy(7))).toBe(true);
+    expect(renewLease(t, 0, 97, 95, policy(7))).toBe(false);
   });
 });

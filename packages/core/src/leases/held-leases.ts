@@ -28,7 +28,9 @@ export interface Held {
   readonly leaseMs: number;
   /**
    * Its deadline as this process knows it (granted or last renewed at + leaseMs): a lease past it has
-   * ended in the store too, and is never put back (a request that stopped renewing is not revived).
+   * ended in the store too, and no restore puts it back (a request that stopped renewing is not revived);
+   * a late renewal takes its slot again only when it fits (LeaseKeeper `renewLate`). -Infinity: ended for
+   * good (a reset, or a late renewal refused), also in a store that keeps nothing here (a MemoryStore).
    */
   until: number;
   /**

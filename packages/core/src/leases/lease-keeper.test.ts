@@ -7,8 +7,38 @@
 import { describe, expect, it, vi } from 'vitest';
 import { createLimiter } from '../limiter/create-limiter.js';
 import { MemoryStore } from '../stores/memory-store.js';
-import type { ConnectionEvent, Store, StoreKey, StorePlan } from '../stores/store.js';
+import { type ConnectionEvent, R_REMAINING, RESULT_STRIDE, type Store, type StoreKey, type StorePlan } from '../stores/store.js';
 import { RELEASE_REPLAY_MS } from './lease-keeper.js';
+
+/** Per plan, a copy of it: peeked under its own result buffer, not the one an apply answered with (still read later). */
+const peekPlans = new WeakMap<StorePlan, StorePlan>();
+
+/** The slots left over every policy of `plan` on `key` in `memory` (a peek). */
+function left(memory: MemoryStore, key: StoreKey, plan: StorePlan, now: number): number {
+  let copy = peekPlans.get(plan);
+  if (copy === undefined) {
+    copy = { ...plan };
+    peekPlans.set(plan, copy);
+  }
+  const r = memory.peek(key, copy, 1000, now);
+  let sum = 0;
+  for (let i = 0; i < plan.policies.length; i++) sum += r[i * RESULT_STRIDE + R_REMAINING] as number;
+  return sum;
+}
+
+/**
+ * RedisStore's restore on `memory`: renews `lease`, or puts it back where it was gone (below the limit
+ * only, which is all these tests need); true when it was live. MemoryStore's renewal takes a free slot
+ * again itself, so whether the lease was live is read from the slots left before and after.
+ */
+function restoreIn(memory: MemoryStore, key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
+  const before = left(memory, key, plan, now);
+  if (!memory.renew(key, plan, lease, now)) {
+    memory.apply(key, plan, 1000, now, lease);
+    return false;
+  }
+  return left(memory, key, plan, now) === before;
+}
 
 /** A store whose state a restart loses; records the order of its calls. */
 class LosingStore implements Store {
@@ -107,8 +137,7 @@ class LosingStore implements Store {
     if (this.failRestores || this.down || this.nodeFails(key)) throw new Error('connection closed');
     const held = this.heldRestores;
     if (held !== undefined) await new Promise<void>((run) => held.push(run));
-    const live = this.memory.renew(key, plan, lease, now);
-    if (!live) this.memory.apply(key, plan, 1000, now, lease);
+    const live = restoreIn(this.memory, key, plan, lease, now);
     const answers = this.heldAnswers;
     if (answers !== undefined) await new Promise<void>((answer) => answers.push(answer));
     return live;
@@ -794,9 +823,7 @@ class BatchingStore extends LosingStore {
         if (this.failRestores) throw new Error('connection closed');
         return at.map((i) => {
           const { key, plan, lease } = leases[i] as (typeof leases)[number];
-          const was = this.memory.renew(key, plan, lease, now);
-          if (!was) this.memory.apply(key, plan, 1000, now, lease);
-          return was;
+          return restoreIn(this.memory, key, plan, lease, now);
         });
       })();
       calls.push({ leases: at, key: leases[from]?.key ?? '', live });
@@ -921,4 +948,94 @@ describe('LeaseKeeper on a store with restoreMany', () => {
       expect(store.calls.filter((c) => c === 'apply')).toEqual([]);
     }
   });
+});
+
+describe('a late renewal (the process stalled past the lease deadline)', () => {
+  /** A limit of 1, leases of 600 ms (renewed every 300 ms by an adapter), on `store`, in virtual time. */
+  function late(store: Store) {
+    let t = 1_000_000;
+    const limiter = createLimiter({
+      policies: { name: 'one', algorithm: 'concurrency', limit: 1, leaseMs: 600 },
+      store,
+      clock: () => t,
+      breaker: false,
+      logger: { warn() {}, error() {} },
+    });
+    return { limiter, advance: (ms: number) => (t += ms) };
+  }
+  /** Lets the calls on their way land (LosingStore answers renewals at once, restores a few ticks later). */
+  const settle = async () => {
+    for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));
+  };
+
+  for (const kind of ['memory', 'a store that can lose leases'] as const) {
+    const make = () => (kind === 'memory' ? new MemoryStore() : new LosingStore());
+
+    it(`${kind}: takes its slot again when it is still free, so no other request runs beside it`, async () => {
+      const store = make();
+      const { limiter, advance } = late(store);
+      const a = await limiter.check('k');
+      // A handler blocked the event loop 700 ms: the renewal due at 300 ms comes at 700, past the deadline.
+      advance(700);
+      // Before: false, renewals stopped, and the next check was admitted beside the running request.
+      expect(a.renew?.()).toBe(true);
+      await settle();
+      expect((await limiter.check('k')).allowed).toBe(false);
+      advance(300);
+      expect(a.renew?.()).toBe(true);
+      advance(500);
+      expect((await limiter.check('k')).allowed).toBe(false);
+      if (store instanceof LosingStore) {
+        // Held as before: a restart puts it back before a new lease.
+        store.restart();
+        expect((await limiter.check('k')).allowed).toBe(false);
+      }
+      a.release?.();
+      await settle();
+      expect((await limiter.check('k')).allowed).toBe(true);
+    });
+
+    it(`${kind}: ends when another request took its slot meanwhile, never running over the limit`, async () => {
+      const store = make();
+      const renew = vi.spyOn(store, 'renew');
+      const { limiter, advance } = late(store);
+      const a = await limiter.check('k');
+      advance(700);
+      const b = await limiter.check('k');
+      expect(b.allowed).toBe(true);
+      // MemoryStore answers at once; a store that can lose leases answers later (sent: true), and its false ends the lease.
+      expect(a.renew?.()).toBe(kind !== 'memory');
+      await settle();
+      const calls = renew.mock.calls.length;
+      advance(300);
+      expect(a.renew?.()).toBe(false);
+      // Ended: not asked again, and the slot stays B's.
+      expect(renew.mock.calls.length).toBe(calls);
+      expect((await limiter.check('k')).allowed).toBe(false);
+      b.release?.();
+      a.release?.();
+      await settle();
+      expect((await limiter.check('k')).allowed).toBe(true);
+    });
+
+    it(`${kind}: a lease ended by reset(key) is never revived by a renewal, late or not`, async () => {
+      const { limiter, advance } = late(make());
+      const a = await limiter.check('k');
+      await limiter.reset('k');
+      advance(100);
+      // The slot is free after the reset, yet the renewal does not take it: the reset ended the lease.
+      expect(a.renew?.()).toBe(false);
+      advance(700);
+      expect(a.renew?.()).toBe(false);
+      const b = await limiter.check('k');
+      expect(b.allowed).toBe(true);
+      // Stalled past its deadline, then reset: its late renewal does not take the slot either.
+      advance(700);
+      await limiter.reset('k');
+      expect(b.renew?.()).toBe(false);
+      await settle();
+      expect((await limiter.check('k')).allowed).toBe(true);
+      expect((await limiter.check('k')).allowed).toBe(false);
+    });
+  }
 });

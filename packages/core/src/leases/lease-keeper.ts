@@ -6,10 +6,14 @@
  * (lease-queue.ts), and a failed release or renewal is logged once per run of failures (the lease then
  * ends by its lease time at the latest). create-limiter.ts assembles decisions; this module keeps what they hold.
  *
- * Two guarantees live here, whatever the adapter does:
+ * Three guarantees live here, whatever the adapter does:
  * - A lease always ends: renewal stops `maxLeaseMs` after the lease was granted (the shortest of the
  *   plan's concurrency policies), so a handler that never answers on an open connection holds its slot
  *   at most that long.
+ * - A lease is never revived over the limit: a renewal that comes after its deadline (the process stalled
+ *   longer than leaseMs / 2) takes the slot again only when it is still free (`Store.renew`, `renewLate`),
+ *   else the lease has ended and its renewals answer false; one ended by `limiter.reset(key)` is never
+ *   revived, in any store (`ending`).
  * - Leases survive a store that lost them: in a store that can lose state (`Store.restore`: RedisStore,
  *   on a restart or a failover) every held lease is known here, renewals put a lost lease back, and once
  *   the store lost some (its connection closed, a renewal found a lease gone, or a grant counted fewer
@@ -254,6 +258,10 @@ export class LeaseKeeper {
   private readonly stopReporting: (() => void) | undefined;
   /** Per store that can lose leases: what this limiter holds there. */
   private readonly stores = new Map<Store, StoreLeases>();
+  /** The leases held in stores that keep nothing here (`keepUnkept`), for `ending`. */
+  private readonly unkept = new Set<Held>();
+  /** When `unkept` is next swept of leases past their last renewal. */
+  private unkeptSweepAt = 1024;
   /** Per plan: its lease bounds. */
   private readonly bounds = new Map<CompiledPlan, { leaseMs: number; maxLeaseMs: number }>();
 
@@ -311,11 +319,14 @@ export class LeaseKeeper {
       putBack: undefined,
     };
     const kept = this.keep(store, held);
+    if (kept === undefined) this.keepUnkept(held);
     const carried = carry === undefined ? undefined : this.carry(carry.store, { ...held, plan: carry.plan, inStore: false });
+    const isReleased = () => released;
     d.release = () => {
       if (released) return;
       released = true;
       this.count(cp, 'leases', -1);
+      if (kept === undefined) this.unkept.delete(held);
       const landing =
         kept === undefined
           ? this.sending(() => this.aside(key, store.release?.(key, plan, lease, this.now())))
@@ -335,19 +346,74 @@ export class LeaseKeeper {
       if (released) return false;
       const now = this.now();
       // Past its life: renewal stops and the lease ends by its last deadline (a handler that never answers).
-      // Past its deadline in a store that can lose leases: it is over there (another request may have its
-      // slot), and a renewal that put it back would run one over the limit: it is not revived (`Held.until`).
-      if (now > held.renewUntil || (kept !== undefined && now >= held.until)) {
-        kept?.held.delete(held);
+      // Ended by a reset, or by a late renewal that found its slot taken: never revived (`Held.until`).
+      if (now > held.renewUntil || held.until === Number.NEGATIVE_INFINITY) {
+        if (kept === undefined) this.unkept.delete(held);
+        else kept.held.delete(held);
         carried?.kept.held.delete(carried.held);
         return false;
       }
-      if (carried !== undefined) this.renewCarried(carried.kept, carried.held, now);
+      if (carried !== undefined) this.renewCarried(carried.kept, carried.held, now, isReleased);
+      // Past its deadline (the process stalled longer than leaseMs / 2): it takes its slot again if it fits.
       const answer = this.send(() =>
-        kept === undefined ? (this.aside(key, store.renew?.(key, plan, lease, now)) ?? false) : this.renewKept(kept, held, now),
+        kept === undefined
+          ? this.renewUnkept(store, held, now)
+          : now >= held.until
+            ? this.renewLate(kept, held, now, isReleased)
+            : this.renewKept(kept, held, now),
       );
       return typeof answer === 'boolean' ? answer : answer !== 'failed';
     };
+  }
+
+  /**
+   * Records `held`, a lease in a store that keeps nothing here (a MemoryStore), until it ends, so that
+   * `ending` finds it: a reset ends it for good (its renewal would take the slot again otherwise). Those
+   * past their last renewal, whose renewals answer false anyway, are swept as `keep` sweeps.
+   */
+  private keepUnkept(held: Held): void {
+    this.unkept.add(held);
+    if (this.unkept.size < this.unkeptSweepAt) return;
+    const now = this.now();
+    for (const h of this.unkept) if (now > h.renewUntil) this.unkept.delete(h);
+    this.unkeptSweepAt = Math.max(1024, 2 * this.unkept.size);
+  }
+
+  /** Renews `held` in `store` (one that keeps nothing here); an answer false ends it (`Held.until`). */
+  private renewUnkept(store: Store, held: Held, now: number): boolean | Promise<boolean> {
+    const answer = this.aside(held.key, store.renew?.(held.key, held.plan, held.lease, now)) ?? false;
+    const end = (live: boolean): boolean => {
+      if (!live) {
+        held.until = Number.NEGATIVE_INFINITY;
+        this.unkept.delete(held);
+      }
+      return live;
+    };
+    return isPromiseLike(answer) ? answer.then(end) : end(answer);
+  }
+
+  /**
+   * A renewal of `held` past its deadline: the lease ended in the store, where another request may have
+   * its slot. `Store.renew` takes the slot again only when it fits, never over the limit (restore, which
+   * puts a lease back whatever the count, would run one over it). Taken: held as before. Refused: the
+   * lease has ended, and later renewals answer false without a call. `released`: whether its request
+   * released it meanwhile (then it is held no more, whatever the answer).
+   */
+  private renewLate(kept: StoreLeases, held: Held, now: number, released: () => boolean): Promise<boolean> {
+    const answer = this.aside(held.key, kept.store.renew?.(held.key, held.plan, held.lease, now)) ?? false;
+    return puttingBack(held, Promise.resolve(answer)).then((taken) => {
+      // Ended meanwhile by a reset (which ran after it in the store) or its release: not held again.
+      if (held.until === Number.NEGATIVE_INFINITY || released()) return taken;
+      if (taken) {
+        held.until = Math.max(held.until, now + held.leaseMs);
+        kept.held.add(held);
+      } else {
+        held.until = Number.NEGATIVE_INFINITY;
+        kept.held.delete(held);
+        kept.missingOn.delete(held);
+      }
+      return taken;
+    });
   }
 
   /** Records `held`, granted by the failure mode, as held in `store` (when it can lose leases): put back by the next restore. */
@@ -363,14 +429,14 @@ export class LeaseKeeper {
   }
 
   /** A carried lease was renewed in the failure mode's store: in the limiter's store too once it may be there, errors logged. */
-  private renewCarried(kept: StoreLeases, held: Held, now: number): void {
-    // Ended by a reset: never revived.
+  private renewCarried(kept: StoreLeases, held: Held, now: number, released: () => boolean): void {
+    // Ended by a reset, or by a late renewal refused: never revived.
     if (held.until === Number.NEGATIVE_INFINITY) return;
     if (!held.inStore) {
       held.until = now + held.leaseMs;
       return;
     }
-    this.send(() => this.renewKept(kept, held, now));
+    this.send(() => (now >= held.until ? this.renewLate(kept, held, now, released) : this.renewKept(kept, held, now)));
   }
 
   /**
@@ -506,21 +572,26 @@ export class LeaseKeeper {
   /**
    * `limiter.reset(key)` is about to end the leases of `key` in the store (as a MemoryStore's reset
    * does): lists those held now, and returns what ends them here once the store's reset is done. They are
-   * then held no more, so no restore puts them back and no renewal revives them (it answers false); a
-   * release still tells the store, where it ends nothing. A lease granted while the reset was on its way
+   * then held no more, so no restore puts them back and no renewal revives them (it answers false, in a
+   * MemoryStore too, where it would find the slot free and take it again); a release still tells the
+   * store, where it ends nothing. A lease granted while the reset was on its way
    * (a plan's reset after another's) is not listed: it came after the reset. Before, a Redis limiter found
    * fewer leases in the store than it held after a reset and put them back.
    */
   ending(key: string): () => void {
-    const listed: [StoreLeases, Held][] = [];
+    const of = (h: Held) => h.plan.policies.some((p, i) => p.algorithm === 'concurrency' && keyAt(h.key, i) === key);
+    const listed: [StoreLeases | undefined, Held][] = [];
     for (const kept of this.stores.values()) {
-      for (const h of kept.held) {
-        if (h.plan.policies.some((p, i) => p.algorithm === 'concurrency' && keyAt(h.key, i) === key)) listed.push([kept, h]);
-      }
+      for (const h of kept.held) if (of(h)) listed.push([kept, h]);
     }
+    for (const h of this.unkept) if (of(h)) listed.push([undefined, h]);
     return () => {
       for (const [kept, h] of listed) {
         h.until = Number.NEGATIVE_INFINITY;
+        if (kept === undefined) {
+          this.unkept.delete(h);
+          continue;
+        }
         kept.held.delete(h);
         kept.missingOn.delete(h);
       }

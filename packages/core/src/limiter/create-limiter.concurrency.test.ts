@@ -67,7 +67,8 @@ describe('concurrency policy (memory)', () => {
     expect(long.renew?.()).toBe(false);
     const next = await limiter.check('k');
     c.advance(1_000);
-    expect(next.renew?.()).toBe(false); // expired: renewing cannot bring it back
+    expect((await limiter.check('k')).allowed).toBe(true); // next's lease expired: the slot is taken
+    expect(next.renew?.()).toBe(false); // expired and taken: renewing cannot bring it back
     expect(JSON.parse(JSON.stringify(next))).not.toHaveProperty('renew');
   });
 

@@ -344,15 +344,30 @@ export class MemoryStore implements Store {
     this.leases(key, plan, (t, slot) => releaseLease(t, slot, lease, now));
   }
 
-  /** Renews `lease` in the plan's concurrency policies; true when it was live in all of them. */
+  /**
+   * Renews `lease` in the plan's concurrency policies, or takes its slot again where it ended by its
+   * deadline and still fits (algorithms/concurrency.ts `renewLease`); true when it holds a slot in all of
+   * them. A row swept or evicted since is made again: it held no lease, so the renewal fits there.
+   */
   renew(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
     this.changed();
     if (now > this.lastNow) this.lastNow = now;
-    return this.leases(key, plan, (t, slot, p) => {
+    let all = true;
+    plan.policies.forEach((p, i) => {
+      if (p.algorithm !== 'concurrency') return;
+      const t = this.table(p);
+      const k = keyAt(key, i);
+      let slot = t.index.get(k);
+      if (slot === undefined) {
+        if (this.count >= this.maxKeys) this.evict(t, now, k, this.bind(plan).tables);
+        slot = t.allocate(k);
+        this.count += 1;
+      }
       // A renewed lease is in use: its row is not the eviction sweep's to take.
       t.touch(slot);
-      return renewLease(t, slot, lease, now, p);
+      if (!renewLease(t, slot, lease, now, p)) all = false;
     });
+    return all;
   }
 
   private leases(key: StoreKey, plan: StorePlan, op: (t: Table, slot: number, p: CompiledPolicy) => boolean): boolean {

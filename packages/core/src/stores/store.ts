@@ -147,13 +147,16 @@ export interface Store {
    */
   release?(key: StoreKey, plan: StorePlan, lease: number, now: number): void | Promise<void>;
   /**
-   * Moves the deadline of live lease `lease` to `now + leaseMs` in every concurrency policy of `plan`;
-   * true when it was live in all of them.
+   * Moves the deadline of live lease `lease` to `now + leaseMs` in every concurrency policy of `plan`,
+   * and where it has ended by its deadline (a late renewal: the process stalled) takes its slot again
+   * when fewer than `limit` leases are live there, never over the limit; true when it holds a slot in all
+   * of them. A store that only renews live leases is safe too: a late renewal then ends the lease.
    */
   renew?(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean | Promise<boolean>;
   /**
-   * For a store that can lose what it holds (a restart, a failover): renews lease `lease` as `renew`
-   * does, and puts it back, whatever the count, where the store no longer has it. True when it was live
+   * For a store that can lose what it holds (a restart, a failover): renews live lease `lease`, and puts
+   * it back, whatever the count, where the store no longer has it (the limiter sends it only for a lease
+   * still within its deadline; a late one goes to `renew`). True when it was live
    * in all the policies. The limiter renews with it when present (leases/lease-keeper.ts).
    */
   restore?(key: StoreKey, plan: StorePlan, lease: number, now: number): Promise<boolean>;

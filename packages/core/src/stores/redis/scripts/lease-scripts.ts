@@ -32,7 +32,10 @@ function cached(kind: LeaseScript, plan: StorePlan, make: () => LuaScript): LuaS
 function script(kind: LeaseScript, plan: StorePlan, body: string): LuaScript {
   // restoreMany: each lease's keys in turn, `base` before them.
   const at = kind === 'restoreMany' ? 'base + ' : '';
-  const head = plan.policies.map((p, i) => `-- KEYS[${at}${i + 1}]  concurrency ${p.name}, leases of ${p.windowMs} ms`);
+  // The renew script reads the limit too (a late renewal takes the slot again only when it fits): in its
+  // head, so plans with other limits never share its name.
+  const most = kind === 'renew' ? (p: CompiledPolicy) => `at most ${p.limit} ` : () => '';
+  const head = plan.policies.map((p, i) => `-- KEYS[${at}${i + 1}]  concurrency ${p.name}, ${most(p)}leases of ${p.windowMs} ms`);
   const digest = createHash('sha256')
     .update(JSON.stringify([kind, head]))
     .digest('hex')
@@ -78,8 +81,10 @@ function generateRelease(plan: StorePlan): LuaScript {
 }
 
 /**
- * Moves a live lease's deadline to now + leaseMs in every policy of `plan` (concurrency policies only):
- * ARGV[1] now in ms or '' for Redis TIME, ARGV[2] the lease id. Returns 1 per policy where it was live.
+ * Moves a live lease's deadline to now + leaseMs in every policy of `plan` (concurrency policies only);
+ * a lease past its deadline (a late renewal: the process stalled) takes its slot again where fewer than
+ * `limit` leases are live, never over the limit, as algorithms/concurrency.ts `renewLease` does. ARGV[1]
+ * now in ms or '' for Redis TIME, ARGV[2] the lease id. Returns 1 per policy where it holds a slot.
  */
 export function renewScript(plan: StorePlan): LuaScript {
   return cached('renew', plan, () => generateRenew(plan));
@@ -90,7 +95,7 @@ function generateRenew(plan: StorePlan): LuaScript {
     const s = slot(i + 1);
     return lua`
       redis.call('ZREMRANGEBYSCORE', ${s.key}, '-inf', fmt('%d', now))
-      if redis.call('ZSCORE', ${s.key}, ARGV[2]) then
+      if redis.call('ZSCORE', ${s.key}, ARGV[2]) or redis.call('ZCARD', ${s.key}) < ${p.limit} then
         redis.call('ZADD', ${s.key}, fmt('%d', now + ${p.windowMs}), ARGV[2])
         local last = tonumber(redis.call('ZRANGE', ${s.key}, -1, -1, 'WITHSCORES')[2])
         redis.call('PEXPIREAT', ${s.key}, fmt('%d', last))

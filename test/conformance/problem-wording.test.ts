@@ -65,6 +65,30 @@ describe.each(Object.entries(STARTERS))('503 problem wording on %s', (_name, sta
     }
   });
 
+  it('the load shedder while the event loop lags: it says so, not "at its capacity" with 0 in flight', async () => {
+    let now = 0;
+    const shedder = createLoadShedder({
+      adaptive: { initialLimit: 20, windowMs: 250, maxEventLoopDelayMs: 100 },
+      clock: () => now,
+      eventLoopDelay: () => 300,
+      priority: () => 'normal',
+    });
+    const app = await start({ policies: [{ name: 'wording-shed-lag', limit: 100, windowMs: 60_000 }], shed: shedder });
+    apps.push(app);
+    // Two windows of lag in a row: the loop is lagging.
+    for (let w = 0; w < 2; w++) {
+      now += 250;
+      shedder.acquire('critical')?.release(false);
+    }
+    expect(shedder.state()).toMatchObject({ lagging: true, inFlight: 0 });
+    const { status, body } = await problem(app.url);
+    expect(status).toBe(503);
+    // Before: "at its capacity for normal-priority requests (0 requests in flight, which fills the part of the limit of 12 ...)".
+    expect(body.detail).toBe(
+      `The server is overloaded: its event loop is lagging, so only critical requests are served; retry in ${inSeconds(body.retryAfter)}.`,
+    );
+  });
+
   it('the load shedder at its cap: "(1 request in flight, limit 1); retry in 1 second."', async () => {
     const shedder = createLoadShedder({ maxInFlight: 1, priority: () => 'normal' });
     const app = await start({ policies: [{ name: 'wording-shed', limit: 100, windowMs: 60_000 }], shed: shedder });

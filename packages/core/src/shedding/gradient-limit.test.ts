@@ -71,7 +71,9 @@ describe('GradientLimit', () => {
   it('cuts the limit when the event loop lags, whatever latency says', () => {
     const g = new GradientLimit({ ...ADAPTIVE_DEFAULTS, initialLimit: 100, maxEventLoopDelayMs: 50 }, 0);
     drive(g, { capacity: 1000, baseMs: 10, clients: 1000, windows: 3, lag: 200 });
-    expect(g.limit).toBe(51); // 100 * 0.8^3
+    // 100 * 0.8^2: the third window in a row finds the loop lagging (every request but the critical shed)
+    // and cuts no more, which the end of the lag would pay for (before: 51, 100 * 0.8^3).
+    expect(g.limit).toBe(64);
     expect(g.lastChange).toBe('event-loop');
   });
 

@@ -159,7 +159,10 @@ export class GradientLimit {
       this.#laggedWindows += 1;
       this.#sum = 0;
       this.#count = 0;
-      this.#limit = clamp(this.#limit * c.eventLoopBackoff, c.minLimit, c.maxLimit);
+      // Cut until the process is `lagging`, not after: then only critical requests run whatever the
+      // limit, and each further window's cut would be paid when the lag ends (a 3 s stall took 20 to 1,
+      // and 5 s to climb back, shedding most requests on a loop long idle again).
+      if (this.#laggedWindows <= LAGGING_WINDOWS) this.#limit = clamp(this.#limit * c.eventLoopBackoff, c.minLimit, c.maxLimit);
       this.#lastChange = 'event-loop';
       return true;
     }

@@ -152,6 +152,27 @@ describe('createLoadShedder: adaptive', () => {
     expect([served(s, '/'), served(plain, '/')]).toEqual([true, true]);
   });
 
+  it('a long lag cuts the limit only until the loop is lagging: when it ends, the limit is where two windows left it', () => {
+    let now = 0;
+    let lag = 300;
+    const s = createLoadShedder({
+      adaptive: { initialLimit: 20, windowMs: 250, maxEventLoopDelayMs: 100 },
+      clock: () => now,
+      eventLoopDelay: () => lag,
+      priority: () => 'normal',
+    });
+    // A 3 s stall: 12 windows of lag. Before: 20 * 0.8^12, clamped to minLimit 1, and 5 s to climb back.
+    for (let w = 0; w < 12; w++) {
+      now += 250;
+      s.acquire('normal')?.release();
+    }
+    expect(s.state()).toMatchObject({ limit: 12, lagging: true, lastChange: 'event-loop' });
+    lag = 0;
+    now += 250;
+    expect(s.acquire('normal')).toBeDefined();
+    expect(s.state()).toMatchObject({ limit: 12, lagging: false });
+  });
+
   it('measures event-loop delay by default and stops it on close', () => {
     const s = createLoadShedder({ adaptive: {} });
     expect(s.acquire()).toBeDefined();

@@ -69,6 +69,8 @@ export interface LoadShedderState {
   readonly baselineLatencyMs: number;
   /** adaptive: why the limit last changed. */
   readonly lastChange: LimitChange | undefined;
+  /** adaptive: the event loop lags (two windows in a row): every request but the critical is shed; false for fixed. */
+  readonly lagging: boolean;
 }
 
 /** A ticket for one admitted request. `release` is idempotent: only the first call counts. */
@@ -254,6 +256,7 @@ class Shedder implements LoadShedder {
       shortLatencyMs: g?.shortLatencyMs ?? 0,
       baselineLatencyMs: g?.baselineLatencyMs ?? 0,
       lastChange: g?.lastChange,
+      lagging: g?.lagging ?? false,
     };
   }
 

@@ -16,8 +16,15 @@ function count(n: number, one: string, many: string): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
-/** Why a request of `priority` was shed: the whole cap is in use, or the part of it that priority may fill. */
+/**
+ * Why a request of `priority` was shed: the event loop lags (then only what a priority function calls
+ * critical runs, whatever is in flight: a critical request shed then found the cap full), the whole cap
+ * is in use, or the part of it that priority may fill.
+ */
 function atCapacity(priority: ShedPriority, state: LoadShedderState): string {
+  if (state.lagging && (priority !== 'critical' || state.inFlight < state.limit)) {
+    return `The server is overloaded: its event loop is lagging, so only critical requests are served`;
+  }
   const inFlight = count(state.inFlight, 'request', 'requests');
   if (state.inFlight >= state.limit) return `The server is at its capacity (${inFlight} in flight, limit ${state.limit})`;
   return `The server is at its capacity for ${priority}-priority requests (${inFlight} in flight, which fills the part of the limit of ${state.limit} they may use)`;

@@ -13,7 +13,7 @@
  *
  * Bounded: at most `capacity` keys per plan (10,000 by default); a new key past that forgets the
  * oldest remembered one, which then starts from the local limiter's `localShare` as before. A record
- * is four numbers per enforced policy. Nothing of this exists unless the limiter answers by `'local'`
+ * is five numbers per enforced policy. Nothing of this exists unless the limiter answers by `'local'`
  * and its store can fail (any store but a MemoryStore: Redis, a custom store; its answers, synchronous
  * ones included, are remembered): a MemoryStore never fails, and `'open'`/`'closed'` keep
  * no budget.
@@ -25,17 +25,19 @@ import { F_CHARGED, R_FLAGS, R_REMAINING, R_RESET, RESULT_STRIDE, type StoreKey,
 export const REMEMBERED_KEYS = 10_000;
 
 /**
- * One key's record: per enforced policy i, at `[4i ...]`: the remaining budget last reported
+ * One key's record: per enforced policy i, at `[5i ...]`: the remaining budget last reported
  * (milli-units), when that policy is fully reset (limiter clock, ms), what the failure mode admitted
- * since (milli-units), and when the answer was given (limiter clock, ms).
+ * since (milli-units), when the answer was given (limiter clock, ms), and what the carries of the failure
+ * mode's admissions charged the store since (milli-units, `carried`): the store's next answer counts it.
  */
 export type Remembered = Float64Array;
 
-const STRIDE = 4;
+const STRIDE = 5;
 const REMAINING = 0;
 const UNTIL = 1;
 const SPENT = 2;
 const SINCE = 3;
+const CARRIED = 4;
 
 /**
  * An answer tells of a lost state only when it has more budget than the key could have had back by now
@@ -43,6 +45,14 @@ const SINCE = 3;
  * for a policy more than this long from its reset (a key about to start afresh loses next to nothing).
  */
 const LOSS_SLACK_MS = 1_000;
+
+/**
+ * What record `m`'s policy at `k` has used beyond the store's last answer (milli-units): what the failure
+ * mode admitted since, and what the carries of such admissions charged the store since (not in the answer).
+ */
+function beyond(m: Remembered, k: number): number {
+  return (m[k + SPENT] as number) + (m[k + CARRIED] as number);
+}
 
 /** Algorithms whose budget comes back gradually (a bucket refills), not all at once at the reset. */
 export function refills(p: CompiledPolicy): boolean {
@@ -140,9 +150,10 @@ export class AnswerMemory {
    * verdict) is not remembered: the verdict is returned, and a key found lost has its record stand until
    * an answer follows it again (`true` then; `release` when nothing was lost). The checks in flight when a
    * FLUSHALL is found were answered from an empty key: 16 of them, on a key this process had exhausted,
-   * were all admitted, the limit over again. See `Remembering`.
+   * were all admitted, the limit over again. See `Remembering`. `stand` false: an answer no check is
+   * decided by (a carry's) never makes the record stand; the verdict is returned all the same.
    */
-  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): Remembering {
+  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0, stand = true): Remembering {
     let m = this.entries.get(key);
     if (m === undefined) {
       if (this.entries.size >= this.capacity) {
@@ -155,7 +166,7 @@ export class AnswerMemory {
     } else if (this.onRegress !== undefined && this.regressed(m, r, at, cost)) {
       const verdict = this.onRegress(this.regress(storeKey, m, r, at, cost));
       if (this.standing.has(key)) return true;
-      if (verdict !== undefined) return verdict.then((lost) => this.stands(key, lost, verdict));
+      if (verdict !== undefined) return stand ? verdict.then((lost) => this.stands(key, lost, verdict)) : verdict;
     } else if (this.standing.size !== 0) {
       this.standing.delete(key);
     }
@@ -196,6 +207,8 @@ export class AnswerMemory {
       m[k + REMAINING] = r[o + R_REMAINING] as number;
       m[k + UNTIL] = at + (r[o + R_RESET] as number);
       m[k + SINCE] = at;
+      // The answer counts what the carries charged before it.
+      m[k + CARRIED] = 0;
     }
   }
 
@@ -217,14 +230,18 @@ export class AnswerMemory {
    * state (or a refund, a reset from elsewhere) gives that. A sliding log is never asked (its entries may
    * all leave at once), nor a policy within LOSS_SLACK_MS of its reset, nor an answer to a call decided
    * before the remembered one's. `own`: the answer's own charge, taken off what the record allows (an
-   * answer that charged a key with nothing left, the last unit over again, does not follow it).
+   * answer that charged a key with nothing left, the last unit over again, does not follow it), as is what
+   * the carries of the failure mode's admissions charged since the record's answer (`carried`): a server
+   * that came back behind answers the carry with its charge in, and judged without it, the carry hid the
+   * loss (four keys, a restart from an older snapshot: the key whose check ended the outage charged again
+   * what the server lacked, the three others, carried first, 20 over a limit of 150).
    */
   private regressed(m: Remembered, r: StoreResult, at: number, own: number): boolean {
     for (let i = 0, o = 0, k = 0; i < this.policies.length; i++, o += RESULT_STRIDE, k += STRIDE) {
       const p = this.policies[i] as CompiledPolicy;
       // A call decided before the one remembered, answered after it (in flight together), says less than it.
       if (p.algorithm === 'sliding-log' || at < (m[k + SINCE] as number) || (m[k + UNTIL] as number) - at <= LOSS_SLACK_MS) continue;
-      let most = this.left(m, i, at) + 1 - (((r[o + R_FLAGS] as number) & F_CHARGED) !== 0 ? own : 0);
+      let most = this.left(m, i, at) + 1 - (m[k + CARRIED] as number) - (((r[o + R_FLAGS] as number) & F_CHARGED) !== 0 ? own : 0);
       if (refills(p)) most += (LOSS_SLACK_MS * p.rate) / p.tokenTicks;
       else if (p.algorithm === 'sliding-window') most += (p.capMilli * (at - (m[k + SINCE] as number) + LOSS_SLACK_MS)) / p.windowMs;
       if ((r[o + R_REMAINING] as number) > most) return true;
@@ -232,13 +249,19 @@ export class AnswerMemory {
     return false;
   }
 
-  /** What answer `r` at `at`, to a call charging `cost`, tells beside record `m` (`onRegress`). */
+  /**
+   * What answer `r` at `at`, to a call charging `cost`, tells beside record `m` (`onRegress`): what the store
+   * held before that charge and those the carries made since the record's answer (`carried`), beside what
+   * the record counts without them, so that the difference charged is the loss alone, and the outage's
+   * admissions the carries charged stay on top of it.
+   */
   private regress(storeKey: StoreKey, m: Remembered, r: StoreResult, at: number, cost: number): Regress {
     const n = this.policies.length;
     const answered = new Float64Array(n);
     for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
       const own = ((r[o + R_FLAGS] as number) & F_CHARGED) !== 0 ? cost : 0;
-      answered[i] = (this.policies[i] as CompiledPolicy).capMilli - (r[o + R_REMAINING] as number) - own;
+      const carried = m[STRIDE * i + CARRIED] as number;
+      answered[i] = (this.policies[i] as CompiledPolicy).capMilli - (r[o + R_REMAINING] as number) - own - carried;
     }
     const was = this.countOf(storeKey, m, at) ?? { storeKey, used: new Float64Array(n), until: new Float64Array(n) };
     let since = Number.NEGATIVE_INFINITY;
@@ -379,12 +402,12 @@ export class AnswerMemory {
   /**
    * The budget policy `i` of record `m` has left at `at` for this process (milli-units): the store's last
    * remaining (plus, for a bucket, this process's share of what refilled since at the rate that fills it
-   * by the reset) less what the failure mode admitted since; Infinity once that policy has reset.
+   * by the reset) less what the failure mode admitted since (`beyond`); Infinity once that policy has reset.
    */
   room(m: Remembered, i: number, at: number): number {
     const k = STRIDE * i;
     if ((m[k + UNTIL] as number) <= at) return Number.POSITIVE_INFINITY;
-    return this.left(m, i, at, this.shares[i] ?? 1) - (m[k + SPENT] as number);
+    return this.left(m, i, at, this.shares[i] ?? 1) - beyond(m, k);
   }
 
   /**
@@ -413,7 +436,7 @@ export class AnswerMemory {
     const cap = (this.policies[i] as CompiledPolicy).capMilli;
     const remaining = m[k + REMAINING] as number;
     if (!(until > since) || cap <= remaining) return 0;
-    const queued = cap - this.left(m, i, at) + (m[k + SPENT] as number);
+    const queued = cap - this.left(m, i, at) + beyond(m, k);
     return Math.max(0, Math.ceil((queued * (until - since)) / (cap - remaining)));
   }
 
@@ -426,7 +449,7 @@ export class AnswerMemory {
     const since = m[k + SINCE] as number;
     let t = until;
     if (refills(p) && p.capMilli > remaining && until > since) {
-      const need = cost + (m[k + SPENT] as number) - remaining;
+      const need = cost + beyond(m, k) - remaining;
       t = Math.min(until, since + (need * (until - since)) / ((p.capMilli - remaining) * (this.shares[i] ?? 1)));
     }
     return Math.max(1, Math.ceil(t - at));
@@ -437,6 +460,22 @@ export class AnswerMemory {
     const m = this.entries.get(key);
     if (m === undefined) return;
     for (let k = SPENT; k < m.length; k += STRIDE) m[k] = 0;
+  }
+
+  /**
+   * A carry of what the failure mode admitted for `key` landed, charging `charged[i]` milli-units to policy
+   * `i` (its answer just came): until an answer is remembered, which counts it, the record has that much
+   * less (`room`), and an answer is judged, and what the store held measured, without it (`regressed`,
+   * `regress`). Counted apart from what the failure mode admitted (`told` forgets that): the store's
+   * answers do not count an admission before its carry lands.
+   */
+  carried(key: string, charged: ArrayLike<number>): void {
+    const m = this.entries.get(key);
+    if (m === undefined) return;
+    for (let i = 0; i < this.policies.length; i++) {
+      const k = STRIDE * i + CARRIED;
+      m[k] = (m[k] as number) + (charged[i] ?? 0);
+    }
   }
 
   /** How long after `at` policy `i` of `key`'s record counts what it counted, ms; 0 when it has reset (or no record). */

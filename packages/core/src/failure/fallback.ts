@@ -226,8 +226,34 @@ export class Fallback {
    * key's last answer, and no longer taken off the store's answers.
    */
   told(key: string, r: StoreResult, at: number, storeKey: StoreKey = key): void {
-    this.remember(key, r, at, storeKey);
+    this.carryAnswered(key, r, at, storeKey);
     this.memory?.told(key);
+  }
+
+  /**
+   * The store's answer `r` at `at` to a carry's charge for `key` (the carries count in it: `carryLanded`),
+   * remembered. No check is decided by it, so one that could not follow the key's record (a server that
+   * came back behind, budget given back elsewhere meanwhile) does not make the record stand (the checks'
+   * own answers do, AnswerMemory.remember); it is remembered once the question out finds the store kept
+   * the key, as a check's answer is (Decider.judged): left unremembered, the record expected the carries
+   * on top of an older answer, and the key's next answers could not follow it.
+   */
+  carryAnswered(key: string, r: StoreResult, at: number, storeKey: StoreKey = key): void {
+    const held = this.remember(key, r, at, storeKey, 0, false);
+    if (typeof held === 'boolean') return;
+    const answer = Float64Array.from(r);
+    void held.then((lost) => {
+      if (!lost) this.accept(key, answer, at, storeKey);
+    });
+  }
+
+  /**
+   * A charge of what the failure mode admitted for `key` landed (its answer just came), `charged[i]`
+   * milli-units on enforced policy `i`: until the store's next answer is remembered, which counts it, an
+   * answer is judged without it (AnswerMemory.carried).
+   */
+  carryLanded(key: string, charged: ArrayLike<number>): void {
+    this.memory?.carried(key, charged);
   }
 
   /**
@@ -294,12 +320,12 @@ export class Fallback {
    * charging `cost` (0: unknown). See `Remembering`: when the key's record stands against it,
    * `againstRecord` decides.
    */
-  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0): Remembering {
+  remember(key: string, r: StoreResult, at: number, storeKey: StoreKey = key, cost = 0, stand = true): Remembering {
     if (this.memory === undefined) {
       this.memory = new AnswerMemory(this.config.policies, REMEMBERED_KEYS, this.shares);
       this.memory.onRegress = this.regress;
     }
-    return this.memory.remember(key, r, at, storeKey, cost);
+    return this.memory.remember(key, r, at, storeKey, cost, stand);
   }
 
   /** The question found the store kept `key`'s state: its answer `r` at `at` is remembered as it is (AnswerMemory.accept). */

@@ -26,7 +26,7 @@ import {
   subPlan,
 } from '../stores/store.js';
 import type { Clock } from '../types.js';
-import { countsFor, type SureCharges } from './sure-charges.js';
+import { alone, countsFor, type SureCharges } from './sure-charges.js';
 import type { Target } from './target.js';
 
 /**
@@ -88,7 +88,10 @@ export class OwedCarry {
       if (p.algorithm === 'concurrency') continue;
       // As long as its record counts (a window begun in the outage, with no record of it: a whole window).
       const forMs = countsFor(p, f.resetsIn(t.key, i, at), e.cost);
-      sent.push(this.sure.send({ key: keyAt(t.storeKey, i), plan: subPlan(plan, [i]), cost: e.cost, forMs, restore: false }));
+      const landed = (r: StoreResult, _timely: boolean, cost: number): void => {
+        if (resultCharged(r, 0)) f.carryLanded(t.key, alone(t.cp.enforcedCount, i, cost));
+      };
+      sent.push(this.sure.send({ key: keyAt(t.storeKey, i), plan: subPlan(plan, [i]), cost: e.cost, forMs, restore: false, landed }));
     }
     return Promise.all(sent).then(() => {
       f.toldApart(t.key);
@@ -199,7 +202,21 @@ export class OwedCarry {
     const late = (x: StoreResult): void => {
       if (isResultOf(x, plan)) this.ranLate(t, f, again, true, cost, x, at);
     };
-    this.send(t.storeKey, plan, cost, at, (x) => (isResultOf(x, plan) ? then(x) : failed()), failed, late);
+    const answered = (x: StoreResult): void => {
+      if (!isResultOf(x, plan)) {
+        failed();
+        return;
+      }
+      // Landed: the answers after this one count it, this one's included (Fallback.carryLanded), so that a
+      // server that came back behind is measured without it.
+      const n = t.cp.enforcedCount;
+      f.carryLanded(
+        t.key,
+        Array.from({ length: n }, (_, i) => (resultCharged(x, i) ? cost : 0)),
+      );
+      then(x);
+    };
+    this.send(t.storeKey, plan, cost, at, answered, failed, late);
   }
 
   /**
@@ -221,11 +238,13 @@ export class OwedCarry {
       if (!(cost > 0)) continue;
       const single = subPlan(plan, [i]);
       // Remembered only when answered in time: a later answer would put the plan charge's numbers for the
-      // other policies over fresher ones.
-      const landed = (r: StoreResult, timely: boolean): void => {
-        if (!timely || !isResultOf(r, single) || !allCharged(r, 1)) return;
+      // other policies over fresher ones. Landed, the answers after it count it (Fallback.carryLanded).
+      const landed = (r: StoreResult, timely: boolean, charged: number): void => {
+        if (!isResultOf(r, single) || !allCharged(r, 1)) return;
+        f.carryLanded(t.key, alone(n, i, charged));
+        if (!timely) return;
         for (let k = 0; k < RESULT_STRIDE; k++) latest[o + k] = r[k] as number;
-        f.remember(t.key, latest, this.now(), t.storeKey);
+        f.carryAnswered(t.key, latest, this.now(), t.storeKey);
       };
       const forMs = countsFor(single.policies[0] as CompiledPolicy, x[o + R_RESET] as number, cost);
       void this.sure.send({ key: keyAt(t.storeKey, i), plan: single, cost, forMs, restore: false, landed });

@@ -13,7 +13,7 @@
 import type { Counted } from '../failure/answer-memory.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import { keyAt, type Store, type StorePlan, subPlan } from '../stores/store.js';
-import type { SureCharge, SureCharges } from './sure-charges.js';
+import { alone, type SureCharge, type SureCharges } from './sure-charges.js';
 
 export class RestoreCharges {
   /** Ids of the raises this process sends: a random text of its own, and a count. */
@@ -83,11 +83,4 @@ export class RestoreCharges {
         });
     }
   }
-}
-
-/** `n` policies' charges, `cost` for policy `i` alone. */
-function alone(n: number, i: number, cost: number): Float64Array {
-  const charged = new Float64Array(n);
-  charged[i] = cost;
-  return charged;
 }

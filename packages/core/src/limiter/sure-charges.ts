@@ -45,8 +45,12 @@ export interface SureCharge {
   readonly restore: boolean;
   /** Asked first, and again while it fails, given the time left (ms): what to charge. */
   readonly ask?: (ttlMs: number) => Promise<number>;
-  /** Told the store's answer once a try lands; `timely`: the first try, answered before the watchdog gave up on it. */
-  readonly landed?: (r: StoreResult, timely: boolean) => void;
+  /**
+   * Told the store's answer once a try lands; `timely`: the first try, answered before the watchdog gave
+   * up on it; `cost`: what that try charged, milli-units (a try sent again or a charge of what is left
+   * charges less than `cost` above), if its answer says it was charged.
+   */
+  readonly landed?: (r: StoreResult, timely: boolean, cost: number) => void;
 }
 
 /** A charge, as it is sent. */
@@ -92,6 +96,13 @@ const MAX_LIVE = 100_000;
 export function countsFor(p: CompiledPolicy, resetMs: number, cost: number): number {
   if (refills(p)) return resetMs + (cost * p.tokenTicks) / p.rate;
   return resetMs > 0 ? resetMs : p.windowMs;
+}
+
+/** `n` policies' charges, `cost` for policy `i` alone. */
+export function alone(n: number, i: number, cost: number): Float64Array {
+  const charged = new Float64Array(n);
+  charged[i] = cost;
+  return charged;
 }
 
 export class SureCharges {
@@ -204,7 +215,7 @@ export class SureCharges {
     this.call(s, cost, at, () => {
       timely = first;
     }).then(
-      (r) => (isResultOf(r, s.c.plan) ? this.landed(s, r, timely) : this.later(s)),
+      (r) => (isResultOf(r, s.c.plan) ? this.landed(s, r, timely, cost) : this.later(s)),
       () => this.later(s),
     );
   }
@@ -262,21 +273,21 @@ export class SureCharges {
    * lands, what it left is charged in turn. The first asks for all of it: a key left with room takes batches
    * (`localBatch`) that are spent before the next charge comes (30 over a limit of 1,000).
    */
-  private landed(s: Sending, r: StoreResult, timely: boolean): void {
+  private landed(s: Sending, r: StoreResult, timely: boolean, cost: number): void {
     // Dropped by a loss meanwhile: it landed on the new state, which the next restore charges; nothing more.
     const live = this.live.delete(s);
     this.wait.succeeded();
     try {
-      s.c.landed?.(r, timely);
+      s.c.landed?.(r, timely, cost);
     } catch {}
     const charged = resultCharged(r, 0);
     const left = charged && !s.leftover ? 0 : Math.floor(r[R_REMAINING] as number);
     if (live && left > 0 && s.lefts > 0) {
       const forMs = s.c.forMs - (this.now() - s.from);
-      const cost = s.leftover && !charged && left >= SMALL_LEFT ? left - Math.floor(left / 8) : left;
+      const next = s.leftover && !charged && left >= SMALL_LEFT ? left - Math.floor(left / 8) : left;
       this.start(
-        { key: s.c.key, plan: s.c.plan, cost, forMs, restore: s.c.restore, landed: s.c.landed },
-        cost,
+        { key: s.c.key, plan: s.c.plan, cost: next, forMs, restore: s.c.restore, landed: s.c.landed },
+        next,
         s.lefts - 1,
         undefined,
         true,

@@ -261,8 +261,8 @@ export class Block {
  */
 export class Unspent {
   constructor(
-    /** Milli-units held over the key's batches, and in the largest one (a check spends from one batch). */
-    private readonly total: number,
+    /** Per policy: milli-units held over the key's batches; and held in the largest one (a check spends from one batch). */
+    private readonly total: Float64Array,
     private readonly largest: number,
     /** Per policy: milli-units refilled per ms (the bucket algorithms), else 0; and its capacity. */
     private readonly rates: Float64Array,
@@ -280,8 +280,9 @@ export class Unspent {
     const admits = this.largest >= cost;
     for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {
       const rate = this.rates[i] as number;
-      out[o + R_REMAINING] = Math.min((out[o + R_REMAINING] as number) + this.total, this.caps[i] as number);
-      if (rate > 0) out[o + R_RESET] = Math.max(Math.ceil((out[o + R_RESET] as number) - this.total / rate), 0);
+      const total = this.total[i] as number;
+      out[o + R_REMAINING] = Math.min((out[o + R_REMAINING] as number) + total, this.caps[i] as number);
+      if (rate > 0) out[o + R_RESET] = Math.max(Math.ceil((out[o + R_RESET] as number) - total / rate), 0);
       if (admits) {
         out[o + R_FLAGS] = F_ALLOWED | F_CHARGED;
         out[o + R_RETRY_AFTER] = 0;

@@ -35,9 +35,10 @@ export class KeyEntry {
   flying = 0;
   /** The smallest remaining of the last reply (milli-units); Infinity before the first. */
   lastLeft = Number.POSITIVE_INFINITY;
-  /** The shortest time to a full bucket in the last reply (ms), and the local time it came. */
+  /** The shortest time to a full bucket in the last reply (ms), the local time it came, and how long its call took (ms). */
   lastDebt = 0;
   lastGot = 0;
+  lastRtt = 0;
   /**
    * What the replies tell of the key's count beside this process's own charges (`LocalBatcher.learn`), for a
    * restore after Redis lost the key (`LocalBatcher.countAtLoss`); undefined before the second reply.

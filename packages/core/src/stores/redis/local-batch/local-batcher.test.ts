@@ -1,35 +1,48 @@
 import { describe, expect, it } from 'vitest';
 import { compilePolicy } from '../../../policy.js';
 import { MemoryStore } from '../../memory-store.js';
-import { isPromiseLike, R_REMAINING, RESULT_STRIDE, type StorePlan, type StoreResult } from '../../store.js';
+import { F_ALLOWED, isPromiseLike, R_FLAGS, R_REMAINING, RESULT_STRIDE, type StorePlan, type StoreResult } from '../../store.js';
 import { LocalBatcher } from './local-batcher.js';
-import { parseLocalBatch } from './options.js';
+import { type LocalBatchOptions, parseLocalBatch } from './options.js';
 
 const plan: StorePlan = {
   policies: [compilePolicy({ algorithm: 'fixed-window', limit: 1_000, windowMs: 60_000 }, 'p', false)],
   enforcedCount: 1,
 };
 
-/** A batcher over a MemoryStore whose replies wait until `release` (each call charged at once, as Redis would have). */
-function batcher() {
+/**
+ * A batcher over a MemoryStore whose replies wait until `release` (each call charged at once, as Redis would
+ * have), with the script's time in each reply when `stamped`; `settle` releases until no call waits.
+ */
+function batcher({
+  localBatch = { minRate: 1, holdMs: 60_000, maxShare: 0.5 },
+  stamped = false,
+}: {
+  localBatch?: LocalBatchOptions;
+  stamped?: boolean;
+} = {}) {
   const inner = new MemoryStore({ sweepIntervalMs: 0 });
   const waiting: (() => void)[] = [];
   const charged: number[] = [];
   const calls = {
     charge(key: string, p: StorePlan, cost: number, now: number): Promise<StoreResult> {
       charged.push(cost);
-      const r = Float64Array.from(inner.apply(key, p, cost, now));
+      const r = Array.from(inner.apply(key, p, cost, now));
+      if (stamped) r[p.policies.length * RESULT_STRIDE] = now;
       return new Promise((resolve) => waiting.push(() => resolve(r)));
     },
     giveBack: () => Promise.resolve([1]),
   };
-  const config = parseLocalBatch({ minRate: 1, holdMs: 60_000, maxShare: 0.5 });
+  const config = parseLocalBatch(localBatch);
   if (config === false) throw new Error('localBatch off');
   const release = async () => {
     for (const w of waiting.splice(0)) w();
     await new Promise((r) => setTimeout(r, 0));
   };
-  return { b: new LocalBatcher(config, calls, true), charged, release };
+  const settle = async () => {
+    while (waiting.length > 0) await release();
+  };
+  return { b: new LocalBatcher(config, calls, true), charged, release, settle };
 }
 
 describe('LocalBatcher.chargedBeside', () => {
@@ -90,23 +103,23 @@ describe('LocalBatcher doorway', () => {
   });
 });
 
-describe('LocalBatcher rejections', () => {
-  /** A batcher whose calls answer at once with the script's time after the policy's numbers, as Redis does. */
-  function timed() {
-    const inner = new MemoryStore({ sweepIntervalMs: 0 });
-    const calls = {
-      charge(key: string, p: StorePlan, cost: number, now: number): Promise<StoreResult> {
-        const r = [...inner.apply(key, p, cost, now)];
-        r[p.policies.length * RESULT_STRIDE] = now;
-        return Promise.resolve(r);
-      },
-      giveBack: () => Promise.resolve([1]),
-    };
-    const config = parseLocalBatch({ minRate: 1, holdMs: 60_000, maxShare: 0.5 });
-    if (config === false) throw new Error('localBatch off');
-    return new LocalBatcher(config, calls, true);
-  }
+/** A batcher whose calls answer at once with the script's time after the policy's numbers, as Redis does. */
+function timed(localBatch: LocalBatchOptions = { minRate: 1, holdMs: 60_000, maxShare: 0.5 }) {
+  const inner = new MemoryStore({ sweepIntervalMs: 0 });
+  const calls = {
+    charge(key: string, p: StorePlan, cost: number, now: number): Promise<StoreResult> {
+      const r = [...inner.apply(key, p, cost, now)];
+      r[p.policies.length * RESULT_STRIDE] = now;
+      return Promise.resolve(r);
+    },
+    giveBack: (_key: string, p: StorePlan) => Promise.resolve(p.policies.map(() => 1)),
+  };
+  const config = parseLocalBatch(localBatch);
+  if (config === false) throw new Error('localBatch off');
+  return new LocalBatcher(config, calls, true);
+}
 
+describe('LocalBatcher rejections', () => {
   const small: StorePlan = {
     policies: [compilePolicy({ algorithm: 'fixed-window', limit: 3, windowMs: 3_600_000 }, 'p', false)],
     enforcedCount: 1,
@@ -235,5 +248,79 @@ describe('LocalBatcher.countAtLoss', () => {
       if (isPromiseLike(r)) await r.catch(() => undefined);
     }
     expect(Number.isFinite(b.countAtLoss('k', plan, now)?.[0])).toBe(true);
+  });
+});
+
+describe('LocalBatcher on a bucket that stays near full', () => {
+  // 40 units a ms: a bucket drained slower than that stays near full, owing a fraction of a ms.
+  const fast: StorePlan = {
+    policies: [compilePolicy({ algorithm: 'gcra', limit: 2_400_000, windowMs: 60_000 }, 'p', false)],
+    enforcedCount: 1,
+  };
+
+  it('sends each check alone, side by side, and charges only what its checks spend (before: calls of 16 to 32 units, one at a time, 1.8 units charged an admission)', async () => {
+    // The default holdMs and maxShare.
+    const { b, charged, settle } = batcher({ localBatch: { minRate: 1 }, stamped: true });
+    let admitted = 0;
+    /** 8 checks at `now` at once; how many calls went out before any reply came. */
+    const wave = async (now: number) => {
+      const sent = charged.length;
+      const answers = Array.from({ length: 8 }, () => b.apply('k', fast, 1_000, now));
+      const before = charged.length - sent;
+      await settle();
+      for (const a of answers) {
+        const r = isPromiseLike(a) ? await a : a;
+        if (r !== undefined && ((r[R_FLAGS] as number) & F_ALLOWED) !== 0) admitted += 1;
+      }
+      return before;
+    };
+    let now = 1_200_000;
+    // 16 checks a ms, in two waves, the second right after the first's replies: the bucket owes a
+    // fraction of a ms, reported as 1 ms.
+    for (let ms = 0; ms < 100; ms++, now += 1) {
+      await wave(now);
+      await wave(now);
+    }
+    const sideBySide = await wave(now);
+    expect(admitted).toBe(201 * 8);
+    // Each check is the round trip, sent at once (before: one call, the other 7 waiting on it).
+    expect(sideBySide).toBe(8);
+    // Every unit charged was an admission: no unit charged that passed unspent (before: 2,856 units for 1,608).
+    expect(b.stats.chargedMilli).toBe(1_000 * admitted);
+    expect(charged.every((c) => c === 1_000)).toBe(true);
+  });
+});
+
+describe('LocalBatcher: plans that reach the same Redis keys', () => {
+  // Two plans with the policy `b` in common (a plan table's plans, limiters of one name): its keys are one.
+  const a = compilePolicy({ name: 'a', algorithm: 'fixed-window', limit: 1_000, windowMs: 60_000 }, 'a', false);
+  const b = compilePolicy({ name: 'b', algorithm: 'fixed-window', limit: 5_000, windowMs: 60_000 }, 'b', false);
+  const both: StorePlan = { policies: [a, b], enforcedCount: 2 };
+  const onlyB: StorePlan = { policies: [b], enforcedCount: 1 };
+
+  it('a peek, a restore charge and a reset under one plan reach the batches the other holds, in the policy they share only', async () => {
+    const batcher = timed({ minRate: 1, holdMs: 1_000, maxShare: 0.1 });
+    let now = 1_200_000;
+    const check = async () => {
+      now += 1;
+      const r = batcher.apply('k', both, 1_000, now);
+      return Array.from((isPromiseLike(r) ? await r : r) ?? []);
+    };
+    for (let i = 0; i < 200; i++) await check();
+    const held = batcher.heldMilli();
+    expect(held).toBeGreaterThan(1_000);
+    // A peek under `onlyB` counts them as not spent; they pay no check of its own.
+    const peeked = batcher.unspent('k', onlyB, now)?.addTo([0, 0, 0, 0, 0, now], 1_000);
+    expect(peeked?.[R_REMAINING]).toBe(held);
+    expect((peeked?.[R_FLAGS] ?? 0) & F_ALLOWED).toBe(0);
+    // A restore's charge of `b` beside them: the batch's answers count it in `b`, not in `a`.
+    const before = await check();
+    batcher.chargedBeside('k', onlyB, [7_000]);
+    const after = await check();
+    expect(after[R_REMAINING]).toBe((before[R_REMAINING] as number) - 1_000);
+    expect(after[RESULT_STRIDE + R_REMAINING]).toBe((before[RESULT_STRIDE + R_REMAINING] as number) - 8_000);
+    // A reset under `onlyB` deleted `b`'s key: the batches charged into it are dropped.
+    batcher.forget('k', onlyB);
+    expect(batcher.heldMilli()).toBe(0);
   });
 });

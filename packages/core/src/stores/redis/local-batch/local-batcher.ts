@@ -14,12 +14,12 @@
  * (the call for a new batch fails, and the limiter's failure mode answers).
  */
 import { performance } from 'node:perf_hooks';
-import type { CompiledPolicy } from '../../../algorithms/kernel.js';
 import { F_CHARGED, F_EXCEEDS, R_FLAGS, RESULT_STRIDE, type StorePlan, type StoreResult } from '../../store.js';
 import { Batch, Block, HELD_POSITION, newResult, replyNow, Unspent } from './batch.js';
-import { BUCKET, FIXED_WINDOW, milliPerMs, planKinds } from './exactness.js';
+import { BUCKET } from './exactness.js';
 import { KeyEntry, RATE_INTERVAL_MS } from './key-entry.js';
 import type { LocalBatchConfig } from './options.js';
+import { type PlanState, PlanStates } from './plan-states.js';
 import { SeenCount } from './seen-count.js';
 
 /** How long `close` waits for Redis to take back what is held, ms. */
@@ -50,40 +50,12 @@ export interface LocalBatchStats {
   givenBackMilli: number;
 }
 
-interface PlanState {
-  readonly kinds: Uint8Array;
-  readonly entries: Map<string, KeyEntry>;
-  /** Per policy: the largest batch `maxShare` allows, milli-units. */
-  readonly shareMilli: number;
-  readonly hasBucket: boolean;
-  /**
-   * One fixed-window policy: a refusal's wait is the window's end whatever the cost, so a rejection
-   * Redis gave answers every cost above what it said was left (Block.holds), not only its own.
-   */
-  readonly anyCost: boolean;
-  /** Per policy: milli-units refilled per ms (buckets; 0 for windows) and capacity, milli-units. */
-  readonly rates: Float64Array;
-  readonly caps: Float64Array;
-  /**
-   * The doorway for keys not tracked yet: decisions per hash slot in the current interval (one for the
-   * whole table). A key gets an entry once its slot has seen `doorwayAt` decisions in an interval, plus a
-   * margin that grows with the untracked decisions of the interval before (many cold keys share a slot),
-   * so a key seen once (the cold key of a large key space) costs a hash and an array read, no allocation.
-   */
-  slotCounts: Uint16Array;
-  /** When the doorway's interval began (the limiter's `now`); untracked decisions in it and in the one before. */
-  doorSince: number;
-  doorSeen: number;
-  doorMargin: number;
-}
-
 /**
  * Hash slots of a plan's doorway, at most (a power of two; 128 KiB of counts). A doorway starts at
  * DOORWAY_FIRST_SLOTS (2 KiB) and grows to the untracked decisions of an interval: 500 plans (per-customer
  * overrides) of a few cold keys each once took 64 MB, 128 KiB each.
  */
 const DOORWAY_SLOTS = 65_536;
-const DOORWAY_FIRST_SLOTS = 1_024;
 
 /** FNV-1a over the key's UTF-16 code units, to a doorway slot. */
 function slotOf(key: string): number {
@@ -94,7 +66,8 @@ function slotOf(key: string): number {
 
 export class LocalBatcher {
   readonly stats: LocalBatchStats = { batched: 0, blocked: 0, charges: 0, chargedMilli: 0, givenBackMilli: 0 };
-  private readonly plans = new WeakMap<StorePlan, PlanState | null>();
+  /** Per plan, its state; the states of the plans that reach the same Redis keys are found from it (plan-states.ts). */
+  private readonly states: PlanStates;
   /** Entries holding batches, with their plan: what the sweep and `close` give back. */
   private readonly holding = new Map<KeyEntry, StorePlan>();
   private readonly slack: number;
@@ -108,6 +81,7 @@ export class LocalBatcher {
     private readonly limiterTime: boolean,
   ) {
     this.slack = limiterTime ? 0 : 1;
+    this.states = new PlanStates(config.maxShare);
     this.minPerInterval = Math.max(1, Math.ceil((config.minRate * RATE_INTERVAL_MS) / 1000));
     this.doorwayAt = Math.min(this.minPerInterval, 4);
   }
@@ -190,23 +164,29 @@ export class LocalBatcher {
   /**
    * `store.peek` of `key`: the units this process holds and could spend now (Unspent), which Redis counts
    * as spent since the batch was taken, and those of its calls still in flight, which Redis may count
-   * already; undefined when there are none.
+   * already; undefined when there are none. What every plan that reaches the key's Redis keys holds counts,
+   * per policy (plan-states.ts: a limiter of the same name beside this one); a batch pays the peeked cost
+   * where a check of this plan's policies and limits would spend it (this plan's, or a twin's).
    */
   unspent(key: string, plan: StorePlan, now: number): Unspent | undefined {
     const ps = this.planState(plan);
-    const e = ps?.entries.get(key);
-    if (ps === undefined || e === undefined) return undefined;
+    if (ps === undefined) return undefined;
     const local = this.limiterTime ? now : performance.now();
-    // A call in flight: Redis may have charged it already, and a batch it brings is this process's to spend.
-    let total = e.flying;
+    const total = new Float64Array(ps.kinds.length);
     let largest = 0;
-    for (const b of e.batches) {
-      const usable = b.usable(local);
-      total += usable;
-      // As `spend`: a batch held past 2 x holdMs is given back, not spent (its units are not spent either).
-      if (usable > largest && local - b.got <= 2 * this.config.holdMs) largest = usable;
+    for (const [e, at, state] of this.entriesOf(key, plan)) {
+      const twin = state.identity === ps.identity;
+      // A call in flight: Redis may have charged it already, and a batch it brings is this process's to spend.
+      let held = e.flying;
+      for (const b of e.batches) {
+        const usable = b.usable(local);
+        held += usable;
+        // As `spend`: a batch held past 2 x holdMs is given back, not spent (its units are not spent either).
+        if (twin && usable > largest && local - b.got <= 2 * this.config.holdMs) largest = usable;
+      }
+      for (let i = 0; i < total.length; i++) if (at === undefined || (at[i] as number) >= 0) total[i] = (total[i] as number) + held;
     }
-    return total > 0 ? new Unspent(total, largest, ps.rates, ps.caps) : undefined;
+    return total.some((x) => x > 0) ? new Unspent(total, largest, ps.rates, ps.caps) : undefined;
   }
 
   /** A check that waited for the call in flight: answered from what it brought, or by its own call. */
@@ -253,8 +233,12 @@ export class LocalBatcher {
     const half = Math.floor(e.lastLeft / (2 * cost));
     if (half < n) n = half;
     if (ps.hasBucket) {
-      // Buckets: only the units this process spends before their slots pass (exactness.ts).
-      const ahead = Math.floor(rate * (e.lastDebt - (local - e.lastGot)));
+      // Buckets: only the units this process spends before their slots pass (exactness.ts), judged as
+      // `Batch.usable` will judge them once the reply is read: from the bucket's debt in the last reply
+      // less the time since, the ms its rounding up may add, the store clock's slack and a round trip. A
+      // busy bucket near full owes a fraction of a ms, read as 1: before, that asked 3 to 4 units, none
+      // spendable by the time the reply came, and the key's checks waited on that call one by one.
+      const ahead = Math.floor(rate * (e.lastDebt - 1 - this.slack - (local - e.lastGot) - e.lastRtt));
       if (ahead < n) n = ahead;
     }
     return n > 1 ? n * cost : cost;
@@ -275,7 +259,7 @@ export class LocalBatcher {
       // Sent before a reset of the key: decided on the state the reset deleted. This check keeps its
       // answer (it came first); the rest of a batch went with that state: neither kept nor given back.
       if (e.resets !== resets) return charge === cost || !charged(r) ? r : this.unkept(ps, plan, r, charge, cost, sent, now);
-      const got = this.learn(ps, e, r, now, charge);
+      const got = this.learn(ps, e, r, now, charge, sent);
       if (charge === cost) return this.single(ps, e, r, cost, sent, got);
       if (charged(r)) {
         const b = this.keep(ps, e, plan, r, charge, sent, got, beside);
@@ -285,7 +269,7 @@ export class LocalBatcher {
       // The batch did not fit: this request alone, as the round trip would.
       this.counted(cost);
       const again = this.limiterTime ? now : performance.now();
-      return this.send(e, plan, cost, now).then((r2) => this.single(ps, e, r2, cost, again, this.learn(ps, e, r2, now, cost)));
+      return this.send(e, plan, cost, now).then((r2) => this.single(ps, e, r2, cost, again, this.learn(ps, e, r2, now, cost, again)));
     });
     if (charge !== cost) this.await(e, p);
     return p;
@@ -301,7 +285,7 @@ export class LocalBatcher {
     const p = this.send(e, plan, charge, now).then((r) => {
       // Sent before a reset of the key: its units went with the deleted state (see `take`).
       if (e.resets !== resets) return;
-      const got = this.learn(ps, e, r, now, charge);
+      const got = this.learn(ps, e, r, now, charge, sent);
       if (charged(r)) this.keep(ps, e, plan, r, charge, sent, got, beside);
     }, ignore);
     this.await(e, p);
@@ -380,8 +364,9 @@ export class LocalBatcher {
    * What a reply to a call that asked `charge` milli-units says for sizing the next batch, and of the key's
    * count for a restore (SeenCount); returns the local time it came.
    */
-  private learn(ps: PlanState, e: KeyEntry, r: StoreResult, now: number, charge: number): number {
+  private learn(ps: PlanState, e: KeyEntry, r: StoreResult, now: number, charge: number, sent: number): number {
     const got = this.limiterTime ? now : performance.now();
+    e.lastRtt = got - sent;
     if (e.seenCount === undefined) e.seenCount = new SeenCount(ps.kinds, ps.rates, ps.caps, r, got);
     else e.seenCount.replied(r, got, charged(r) ? charge : 0, e.held());
     let left = Number.POSITIVE_INFINITY;
@@ -420,30 +405,10 @@ export class LocalBatcher {
   private lastState: PlanState | undefined;
 
   private planState(plan: StorePlan): PlanState | undefined {
-    let ps = this.plans.get(plan);
-    if (ps === undefined) {
-      const kinds = planKinds(plan);
-      ps =
-        kinds === undefined
-          ? null
-          : {
-              kinds,
-              entries: new Map(),
-              shareMilli: Math.min(...plan.policies.map((p: CompiledPolicy) => Math.floor(this.config.maxShare * p.capMilli))),
-              hasBucket: kinds.includes(BUCKET),
-              anyCost: kinds.length === 1 && kinds[0] === FIXED_WINDOW,
-              rates: Float64Array.from(plan.policies, (p, i) => (kinds[i] === BUCKET ? milliPerMs(p) : 0)),
-              caps: Float64Array.from(plan.policies, (p) => p.capMilli),
-              slotCounts: new Uint16Array(DOORWAY_FIRST_SLOTS),
-              doorSince: Number.NEGATIVE_INFINITY,
-              doorSeen: 0,
-              doorMargin: 0,
-            };
-      this.plans.set(plan, ps);
-    }
+    const ps = this.states.of(plan);
     this.lastPlan = plan;
-    this.lastState = ps ?? undefined;
-    return ps ?? undefined;
+    this.lastState = ps;
+    return ps;
   }
 
   /**
@@ -534,13 +499,14 @@ export class LocalBatcher {
    * exhausted before: 3,296 of 3,000).
    */
   chargedBeside(key: string, plan: StorePlan, charged: ArrayLike<number>): void {
-    const e = this.plans.get(plan)?.entries.get(key);
-    if (e === undefined) return;
-    const before = e.beside;
-    e.beside = Array.from({ length: Math.max(before.length, charged.length) }, (_, i) => (before[i] ?? 0) + (charged[i] ?? 0));
-    let short = e.batches.at(-1)?.shortBy(charged) ?? 0;
-    for (let i = e.batches.length - 1; i >= 0; i--) short = (e.batches[i] as Batch).forfeit(short);
-    for (const b of e.batches) b.lower(charged);
+    for (const [e, at, state] of this.entriesOf(key, plan)) {
+      const mine = at === undefined ? charged : inPeer(charged, at, state.kinds.length);
+      const before = e.beside;
+      e.beside = Array.from({ length: Math.max(before.length, mine.length) }, (_, i) => (before[i] ?? 0) + (mine[i] ?? 0));
+      let short = e.batches.at(-1)?.shortBy(mine) ?? 0;
+      for (let i = e.batches.length - 1; i >= 0; i--) short = (e.batches[i] as Batch).forfeit(short);
+      for (const b of e.batches) b.lower(mine);
+    }
   }
 
   /**
@@ -549,29 +515,46 @@ export class LocalBatcher {
    * holds; undefined for a key it has not seen two replies of.
    */
   countAtLoss(key: string, plan: StorePlan, now: number): Float64Array | undefined {
-    const e = this.plans.get(plan)?.entries.get(key);
+    const e = this.planState(plan)?.entries.get(key);
     return e?.seenCount?.count(this.limiterTime ? now : performance.now(), e.held());
   }
 
   /**
    * A refund of a round-trip decision is on its way to Redis: the key's rejection, answered in process
    * while nothing changed, no longer holds (the refunded budget would stay unused until the window ends,
-   * and a check would refuse what a peek says is left). The next check goes to Redis, after the refund.
+   * and a check would refuse what a peek says is left), in every plan that reaches its keys. The next
+   * check goes to Redis, after the refund.
    */
   unblock(key: string, plan: StorePlan): void {
-    const e = this.plans.get(plan)?.entries.get(key);
-    if (e !== undefined) e.block = undefined;
+    for (const [e] of this.entriesOf(key, plan)) e.block = undefined;
   }
 
-  /** `store.reset(key)`, or a loss (Store.lostHeld): what this process held for the key belonged to a state deleted. */
+  /**
+   * `store.reset(key)`, or a loss (Store.lostHeld): what this process held for the key belonged to a state
+   * deleted, whichever of its limiters took it (plan-states.ts): the batches and rejections are dropped, and
+   * a call in flight brings nothing to spend.
+   */
   forget(key: string, plan: StorePlan): void {
-    const e = this.plans.get(plan)?.entries.get(key);
-    if (e === undefined) return;
-    e.batches.length = 0;
-    e.block = undefined;
-    e.resets += 1;
-    e.seenCount = undefined;
-    this.holding.delete(e);
+    for (const [e] of this.entriesOf(key, plan)) {
+      e.batches.length = 0;
+      e.block = undefined;
+      e.resets += 1;
+      e.seenCount = undefined;
+      this.holding.delete(e);
+    }
+  }
+
+  /**
+   * The entries of `key` in every plan state that reaches its Redis keys under `plan` (plan-states.ts),
+   * each with where `plan`'s policies are in it (undefined: `plan`'s own state) and the state.
+   */
+  private *entriesOf(key: string, plan: StorePlan): Generator<readonly [KeyEntry, Int16Array | undefined, PlanState]> {
+    const ps = this.planState(plan);
+    if (ps === undefined) return;
+    for (const [state, at] of this.states.reaching(ps)) {
+      const e = state.entries.get(key);
+      if (e !== undefined) yield [e, at, state];
+    }
   }
 
   /** Starts the timer that gives back batches held past `2 * holdMs` (real time only; virtual time gives back on use). */
@@ -632,6 +615,16 @@ export class LocalBatcher {
 export function heldReceipt(marks: readonly number[], n: number): boolean {
   for (let i = n; i < 2 * n; i++) if (marks[i] === HELD_POSITION) return true;
   return false;
+}
+
+/** `charged` (per policy of a plan) as a peer's policies see it: `at[i]` is where policy `i` is in the peer (-1: not). */
+function inPeer(charged: ArrayLike<number>, at: Int16Array, n: number): Float64Array {
+  const out = new Float64Array(n);
+  for (let i = 0; i < at.length; i++) {
+    const j = at[i] as number;
+    if (j >= 0) out[j] = (out[j] as number) + (charged[i] ?? 0);
+  }
+  return out;
 }
 
 function charged(r: StoreResult): boolean {

@@ -283,7 +283,10 @@ export class StoreGuard {
       const ticket = this.watchdog.watch(node, (why: Overdue) => {
         this.config.onTimedOut?.(call);
         const error = new StoreTimeoutError(this.config.storeTimeoutMs, node, why);
-        settleWith(resolve, reject, onFailure, this.failure(node, seq, error, true));
+        // Overtaken: the node answered calls sent after it, so the fault is the call's (its key's), as for a
+        // TRYAGAIN reply; counted against the node, one key caught in a slot move degraded its master's others.
+        const failed = why === 'overtaken' ? this.judge(node, seq, error, 'key', true) : this.failure(node, seq, error, true);
+        settleWith(resolve, reject, onFailure, failed);
       });
       call.then(
         (result) => {

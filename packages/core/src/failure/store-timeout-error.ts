@@ -15,6 +15,7 @@ export class StoreTimeoutError extends Error {
 
   /**
    * `'silent'`: nothing came back on the node; `'late'`: the node answers, but this call waited too long;
+   * `'overtaken'`: this call waited too long while the node answered calls sent after it (its key's fault);
    * `'leases'`: the leases the store had lost (a restart, a failover) were not back within `ms` before a
    * new lease (leases/lease-keeper.ts RESTORE_WAIT_MS).
    */
@@ -34,6 +35,8 @@ function describe(ms: number, node: string, why: Overdue | 'leases'): string {
       return `nothing came back from the store (node '${node}') for ${ms} ms (storeTimeoutMs) while calls were pending`;
     case 'late':
       return `a call to the store (node '${node}') waited ${ms} ms (storeTimeoutMs, plus its queue's share) of idle time without a reply`;
+    case 'overtaken':
+      return `a call to the store (node '${node}') waited ${ms} ms (storeTimeoutMs, plus its queue's share) of idle time while the node answered calls sent after it (the client sent it again: a Cluster redirection, a TRYAGAIN); its key only`;
     default:
       return `the leases the store (node '${node}') had lost were not put back within ${ms} ms; the check before a new lease was answered by the failure mode`;
   }

@@ -206,6 +206,20 @@ describe('Watchdog', () => {
     expect(dog.pendingOn('down')).toBe(0);
   });
 
+  it("a late call the node answered calls past (sent after it) is overtaken: its own fault, not the node's", async () => {
+    const { dog, silent, why, watch, run } = setup();
+    // The client sent `moved` again (a Cluster redirection, a TRYAGAIN): the node answers the calls sent after it.
+    const moved = watch('a', 'moved');
+    for (let i = 0; i < 8; i++) {
+      await run(10);
+      dog.settle(watch('a', `ok${i}`));
+    }
+    expect(silent).toEqual(['moved']);
+    // Before: 'late', a failure of the node. Calls answered in order stay the node's ('a node that answers too slowly').
+    expect(why).toEqual(['overtaken']);
+    expect(dog.settle(moved)).toBe(false);
+  });
+
   it('a settlement after the watchdog answered is reported as late (false)', async () => {
     const { dog, watch, run } = setup(20);
     const ticket = watch('a', 'call');

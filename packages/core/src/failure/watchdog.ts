@@ -39,8 +39,13 @@ export const QUEUED_CALL_MS = 0.1;
 /** How many judgements of the idle clock are kept: calls older than this read the oldest one kept. */
 const IDLE_HISTORY = 256;
 
-/** Why the watchdog answered a call: its node went silent, or it alone waited too long. */
-export type Overdue = 'silent' | 'late';
+/**
+ * Why the watchdog answered a call: its node went silent, or it alone waited too long; `'overtaken'`, it
+ * waited too long while the node answered calls sent after it (a node answers one connection's calls in
+ * order, so the client sent this one again: a Cluster redirection, a `TRYAGAIN` of a slot being moved):
+ * the call's own fault, not the node's.
+ */
+export type Overdue = 'silent' | 'late' | 'overtaken';
 
 /**
  * One call being watched: a link in its node's list of pending calls (a list, not a Set, so that
@@ -59,6 +64,8 @@ export class Ticket {
     readonly epoch: number,
     /** The idle time the call may wait, ms. */
     readonly allowanceMs: number,
+    /** Its place among the calls sent to its node. */
+    readonly sent: number,
   ) {}
 }
 
@@ -73,6 +80,9 @@ class NodeWatch {
   asideEpoch = 0;
   /** A call of this node settled since the last judgement. */
   heard = false;
+  /** Calls sent to this node so far, and the latest place (`Ticket.sent`) of one it answered. */
+  sent = 0;
+  answeredUpTo = -1;
   /** Readable time without any settlement while calls were pending, ms. */
   silentMs = 0;
   /** When the node went from idle to pending (performance.now). */
@@ -161,7 +171,7 @@ export class Watchdog {
       w.since = this.elapsed();
       this.active += 1;
     }
-    const ticket = new Ticket(w, onOverdue, this.epoch, this.timeoutMs + (w.size + w.aside) * QUEUED_CALL_MS);
+    const ticket = new Ticket(w, onOverdue, this.epoch, this.timeoutMs + (w.size + w.aside) * QUEUED_CALL_MS, w.sent++);
     w.add(ticket);
     if (this.timer === undefined) {
       this.lastJudgement = this.elapsed();
@@ -210,7 +220,10 @@ export class Watchdog {
    */
   settle(ticket: Ticket, heard = true): boolean {
     const w = ticket.watch;
-    if (heard) w.heard = true;
+    if (heard) {
+      w.heard = true;
+      if (ticket.sent > w.answeredUpTo) w.answeredUpTo = ticket.sent;
+    }
     if (ticket.done) return false;
     ticket.done = true;
     w.remove(ticket);
@@ -303,7 +316,8 @@ export class Watchdog {
     }
     if (w.size === 0) this.active -= 1;
     for (const ticket of tickets) ticket.done = true;
-    for (const ticket of tickets) ticket.onOverdue(why);
+    // A late call the node answered calls past (sent after it) is its own fault, not the node's.
+    for (const ticket of tickets) ticket.onOverdue(why === 'late' && ticket.sent < w.answeredUpTo ? 'overtaken' : why);
   }
 
   /**

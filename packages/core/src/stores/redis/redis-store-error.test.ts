@@ -15,6 +15,11 @@ describe('redisErrorScope: whose fault a Redis error is', () => {
     ['ERR value is not an integer or out of range script: 2bab3b66, on @user_script:1.'],
     ['ERR user_script:1: attempt to perform arithmetic on a nil value script: bb5c1bb1, on @user_script:1.'],
     ['WRONGTYPE Operation against a key holding the wrong kind of value'],
+    // A slot mid-migration, some of the decision's keys moved: that slot's keys, not the master's others.
+    ['TRYAGAIN Multiple keys request during rehashing of slot'],
+    // ioredis Cluster, having sent it again `maxRedirections` times.
+    ['Too many Cluster redirections. Last error: ReplyError: TRYAGAIN Multiple keys request during rehashing of slot'],
+    ['Too many Cluster redirections. Last error: ReplyError: MOVED 3341 127.0.0.1:45633'],
   ])("'%s' belongs to one key", (message) => {
     expect(redisErrorScope(reply(message))).toBe('key');
   });
@@ -29,11 +34,11 @@ describe('redisErrorScope: whose fault a Redis error is', () => {
     ['BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.'],
     ["READONLY You can't write against a read only replica."],
     ['CLUSTERDOWN The cluster is down'],
-    ['TRYAGAIN Multiple keys request during rehashing of slot'],
     ['MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to no'],
     ['NOPERM this user has no permissions to run the evalsha command'],
     ['ERR max number of clients reached'],
     ['Connection is closed.'],
+    ['Too many Cluster redirections. Last error: Error: Connection is closed.'],
   ])("'%s' belongs to the node", (message) => {
     expect(redisErrorScope(reply(message))).toBe('node');
   });

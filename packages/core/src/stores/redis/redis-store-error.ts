@@ -27,12 +27,21 @@ export class RedisStoreError extends Error {
  * `noeviction` (every write fails until memory frees), loading its dataset, busy with a long script, a
  * replica or a Cluster that cannot take writes, persistence failing, access refused.
  */
-const NODE_REPLIES = /^(OOM|LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY|NOREPLICAS|MISCONF|NOAUTH|NOPERM|WRONGPASS)\b/;
+const NODE_REPLIES = /^(OOM|LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|READONLY|NOREPLICAS|MISCONF|NOAUTH|NOPERM|WRONGPASS)\b/;
+
+/**
+ * ioredis Cluster's error once it has sent a call again `maxRedirections` times, the last answered TRYAGAIN,
+ * MOVED or ASK: the call's slot is being moved (a multi-key call half moved goes between the two masters,
+ * TRYAGAIN on one, MOVED back from the other), not the node down (a closed connection stays the node's).
+ */
+const IOREDIS_REDIRECTED = /^Too many Cluster redirections\. Last error: \w*Error: (TRYAGAIN|MOVED|ASK)\b/;
 
 /**
  * `'key'` for errors about one key's state: `WRONGTYPE` (the key's Redis name holds another type), a
- * script error raised on a foreign or corrupt value (`ERR user_script:…`, `… on @user_script:…`), and
- * `ERR_RL_STORE_REPLY` (the script answered oddly for that key). The node answered each of them, so
+ * script error raised on a foreign or corrupt value (`ERR user_script:…`, `… on @user_script:…`),
+ * `TRYAGAIN` (a Cluster slot being migrated holds some of the decision's keys and not the others: that
+ * slot's keys only, until the move ends; and ioredis' error after sending such a call again too often; counted against the node, one key caught mid-move degraded 90 to
+ * 99 % of the other keys on its master), and `ERR_RL_STORE_REPLY` (the script answered oddly for that key). The node answered each of them, so
  * they never count against its health. Everything else is `'node'`: connection errors, the client not
  * ready, and the `NODE_REPLIES`.
  */
@@ -41,7 +50,7 @@ export function redisErrorScope(error: unknown): 'key' | 'node' {
   if ((error as { code?: unknown }).code === 'ERR_RL_STORE_REPLY') return 'key';
   const message = error.message;
   if (NODE_REPLIES.test(message)) return 'node';
-  if (message.startsWith('WRONGTYPE')) return 'key';
+  if (message.startsWith('WRONGTYPE') || message.startsWith('TRYAGAIN') || IOREDIS_REDIRECTED.test(message)) return 'key';
   if (message.startsWith('ERR') && message.includes('user_script')) return 'key';
   return 'node';
 }

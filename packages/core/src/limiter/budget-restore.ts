@@ -203,16 +203,8 @@ export class BudgetRestore {
    * store keeps one mark for all (one server): nothing was asked.
    */
   nodeBack(node: string): boolean {
-    return this.mastersBack(node, true);
-  }
-
-  /**
-   * `nodeBack`; `reading` false for a question an answer from a key the store did not empty prompted
-   * (`suspect`): its checks are held for the mark and the charges, not for the reading of servers (`masterBack`).
-   */
-  private mastersBack(node: string, reading: boolean): boolean {
     let marked = false;
-    for (const master of nodesIn(node)) marked = this.masterBack(master, reading) || marked;
+    for (const master of nodesIn(node)) marked = this.masterBack(master) || marked;
     return marked;
   }
 
@@ -246,8 +238,7 @@ export class BudgetRestore {
       // first's charges are in (a Redis stopped 1.5 s as the connection came back: 8 of 10 admitted again).
       if (this.verdictOn(storeKey) !== undefined) return;
       this.asked.set(node, at);
-      // A key the store emptied holds checks for the reading of servers too, as a breaker that closed does.
-      if (!this.mastersBack(node, emptied(x))) this.markWhole();
+      if (!this.nodeBack(node)) this.markWhole();
     } catch {}
   }
 
@@ -371,21 +362,9 @@ export class BudgetRestore {
       );
     };
     const reading = servers.reading;
-    // The next checks go after the charge (as at a restore), not beside it while the ledger is read; after
-    // the reading of servers before it only for a key the store emptied. That reads every master: held
-    // again at each answer that could not follow because budget came back (a give-back of cluster-split.ts
-    // on a master that answers, whose reservation waited on a dead one), every check sat out the hold's
-    // bound while the dead master's INFO hung (a failover, node-redis: ~300 checks on the masters that
-    // answered held ~100 ms each for 5 s). The question the answer sent (`suspect`) holds them for the mark.
-    if (reading !== undefined && emptied(x)) {
-      this.guard.holdFor(reading.then(judge));
-      return;
-    }
-    const hold = (charging: Promise<void> | undefined) => {
-      if (charging !== undefined) this.guard.holdFor(charging);
-    };
-    if (reading === undefined) hold(judge());
-    else void reading.then(() => hold(judge()));
+    // The next checks go after the charge (as at a restore), not beside it while the ledger is read.
+    const charging = reading === undefined ? judge() : reading.then(judge);
+    if (charging !== undefined) this.guard.holdFor(charging);
   }
 
   /**
@@ -486,17 +465,8 @@ export class BudgetRestore {
     this.report?.({ behind: true, node: servers.single ? undefined : node });
   }
 
-  /**
-   * `nodeBack` for one master; false when the store keeps no mark per node (one server). Checks are held
-   * for the mark's question and its charges, and, with `reading` or on a store that batches (its keys are
-   * read with it, `sweepBehind`), for the reading of servers: that reads every master, and one that does
-   * not answer (killed, its replica not promoted yet) keeps it out. For a master that answers, whose
-   * answer could not follow but was not emptied (`suspect`: budget given back from elsewhere,
-   * cluster-split.ts's give-backs included), every check waited the hold's bound (~100 ms) once a second
-   * per master while another master was down; a key behind is charged once the reading tells (`behind`),
-   * with checks held then.
-   */
-  private masterBack(node: string, reading = true): boolean {
+  /** `nodeBack` for one master; false when the store keeps no mark per node (one server). */
+  private masterBack(node: string): boolean {
     let marking: Promise<boolean> | undefined;
     try {
       marking = this.store.markNodeAlive?.(this.plan.storePlan, node);
@@ -506,9 +476,7 @@ export class BudgetRestore {
     if (marking === undefined) return false;
     this.asked.set(node, this.now());
     const counted = this.snapshot(node);
-    const restoring = this.chargeIfLost(marking, counted, node);
-    const all = this.withServers(restoring, counted);
-    this.holdWhile(reading || this.store.batches === true ? all : restoring, counted);
+    this.holdWhile(this.withServers(this.chargeIfLost(marking, counted, node), counted), counted);
     return true;
   }
 

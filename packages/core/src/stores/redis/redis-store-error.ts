@@ -30,17 +30,19 @@ export class RedisStoreError extends Error {
 const NODE_REPLIES = /^(OOM|LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|READONLY|NOREPLICAS|MISCONF|NOAUTH|NOPERM|WRONGPASS)\b/;
 
 /**
- * ioredis Cluster's error once it has sent a call again `maxRedirections` times, the last answered TRYAGAIN,
- * MOVED or ASK: the call's slot is being moved (a multi-key call half moved goes between the two masters,
- * TRYAGAIN on one, MOVED back from the other), not the node down (a closed connection stays the node's).
+ * ioredis Cluster's error once it has sent a call again `maxRedirections` times, the last answered
+ * TRYAGAIN: the call's slot is being moved. Not when the last was MOVED or ASK: those also come while a
+ * restarted or failed-over master's slots settle, which is the node's event (its restore is told by the
+ * breaker), and a closed connection stays the node's too.
  */
-const IOREDIS_REDIRECTED = /^Too many Cluster redirections\. Last error: \w*Error: (TRYAGAIN|MOVED|ASK)\b/;
+const IOREDIS_REDIRECTED = /^Too many Cluster redirections\. Last error: \w*Error: TRYAGAIN\b/;
 
 /**
  * `'key'` for errors about one key's state: `WRONGTYPE` (the key's Redis name holds another type), a
  * script error raised on a foreign or corrupt value (`ERR user_script:…`, `… on @user_script:…`),
  * `TRYAGAIN` (a Cluster slot being migrated holds some of the decision's keys and not the others: that
- * slot's keys only, until the move ends; and ioredis' error after sending such a call again too often; counted against the node, one key caught mid-move degraded 90 to
+ * slot's keys only, until the move ends; and ioredis' error after sending such a call again too often, the
+ * last answered TRYAGAIN; counted against the node, one key caught mid-move degraded 90 to
  * 99 % of the other keys on its master), and `ERR_RL_STORE_REPLY` (the script answered oddly for that key). The node answered each of them, so
  * they never count against its health. Everything else is `'node'`: connection errors, the client not
  * ready, and the `NODE_REPLIES`.

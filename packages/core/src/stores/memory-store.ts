@@ -352,30 +352,35 @@ export class MemoryStore implements Store {
   renew(key: StoreKey, plan: StorePlan, lease: number, now: number): boolean {
     this.changed();
     if (now > this.lastNow) this.lastNow = now;
+    return this.leases(
+      key,
+      plan,
+      (t, slot, p) => {
+        // A renewed lease is in use: its row is not the eviction sweep's to take.
+        t.touch(slot);
+        return renewLease(t, slot, lease, now, p);
+      },
+      now,
+    );
+  }
+
+  /**
+   * `op` on the row of `key` in each concurrency policy of `plan`; true when it answered true in all.
+   * `madeAt`: a row missing (swept or evicted) is made at that time, as a renewal may take its slot again
+   * there; without it, a missing row answers false.
+   */
+  private leases(key: StoreKey, plan: StorePlan, op: (t: Table, slot: number, p: CompiledPolicy) => boolean, madeAt?: number): boolean {
     let all = true;
     plan.policies.forEach((p, i) => {
       if (p.algorithm !== 'concurrency') return;
-      const t = this.table(p);
+      const t = madeAt === undefined ? this.tables.get(p.id) : this.table(p);
       const k = keyAt(key, i);
-      let slot = t.index.get(k);
-      if (slot === undefined) {
-        if (this.count >= this.maxKeys) this.evict(t, now, k, this.bind(plan).tables);
+      let slot = t?.index.get(k);
+      if (t !== undefined && slot === undefined && madeAt !== undefined) {
+        if (this.count >= this.maxKeys) this.evict(t, madeAt, k, this.bind(plan).tables);
         slot = t.allocate(k);
         this.count += 1;
       }
-      // A renewed lease is in use: its row is not the eviction sweep's to take.
-      t.touch(slot);
-      if (!renewLease(t, slot, lease, now, p)) all = false;
-    });
-    return all;
-  }
-
-  private leases(key: StoreKey, plan: StorePlan, op: (t: Table, slot: number, p: CompiledPolicy) => boolean): boolean {
-    let all = true;
-    plan.policies.forEach((p, i) => {
-      if (p.algorithm !== 'concurrency') return;
-      const t = this.tables.get(p.id);
-      const slot = t?.index.get(keyAt(key, i));
       if (t === undefined || slot === undefined || !op(t, slot, p)) all = false;
     });
     return all;

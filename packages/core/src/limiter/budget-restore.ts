@@ -361,7 +361,7 @@ export class BudgetRestore {
         () => undefined,
       );
     };
-    const reading = servers.reading;
+    const reading = servers.readingOf(node);
     // The next checks go after the charge (as at a restore), not beside it while the ledger is read.
     const charging = reading === undefined ? judge() : reading.then(judge);
     if (charging !== undefined) this.guard.holdFor(charging);
@@ -399,16 +399,17 @@ export class BudgetRestore {
   }
 
   /**
-   * `restoring`, and a reading of which servers answer now (ServerChanges), together; on a store that
+   * `restoring`, and a reading of which servers answer now (ServerChanges; with `node`, only there: a dead
+   * master's reading then holds no check of the others), together; on a store that
    * batches, the keys of `counted` on a server that changed are then charged what it lacks (`sweepBehind`).
    */
-  private withServers(restoring: Promise<void>, counted: Snapshot): Promise<void> {
+  private withServers(restoring: Promise<void>, counted: Snapshot, node?: string): Promise<void> {
     const servers = this.servers;
     if (servers === undefined) return restoring;
     const at = this.now();
     // Read before the reading is sent: what the store holds of each key as the connection came back.
     const holds = this.store.batches === true ? this.holdsNow(counted, at) : undefined;
-    const reading = servers.read(at);
+    const reading = servers.read(at, node);
     const behind = holds === undefined ? reading : reading.then(() => this.sweepBehind(holds, at));
     return Promise.all([restoring, behind]).then(() => undefined);
   }
@@ -476,7 +477,7 @@ export class BudgetRestore {
     if (marking === undefined) return false;
     this.asked.set(node, this.now());
     const counted = this.snapshot(node);
-    this.holdWhile(this.withServers(this.chargeIfLost(marking, counted, node), counted), counted);
+    this.holdWhile(this.withServers(this.chargeIfLost(marking, counted, node), counted, node), counted);
     return true;
   }
 

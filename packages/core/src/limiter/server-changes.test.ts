@@ -38,11 +38,82 @@ describe('ServerChanges', () => {
 
   it('says which reading is in flight, so an answer can wait for it', async () => {
     const changes = ServerChanges.of(storeOf(() => ({ a: 'r1' }))) as ServerChanges;
-    expect(changes.reading).toBeUndefined();
+    expect(changes.readingOf('a')).toBeUndefined();
     const r = changes.read(1);
-    expect(changes.reading).toBe(r);
+    const waiting = changes.readingOf('a');
+    expect(waiting).toBeDefined();
     await r;
-    expect(changes.reading).toBeUndefined();
+    await waiting;
+    expect(changes.readingOf('a')).toBeUndefined();
+  });
+
+  /**
+   * A store of masters a, b (and c once promoted) whose reading of one master (`servers(node)`) answers
+   * on its own; a master in `dead` never answers, and holds back a reading of every master.
+   */
+  function masters(ids: Record<string, string>, dead: Set<string>) {
+    const store = new MemoryStore({ sweepIntervalMs: 0 }) as Store & { servers?: Store['servers'] };
+    const asked: (string | undefined)[] = [];
+    store.servers = (node?: string) => {
+      asked.push(node);
+      const nodes = node === undefined ? Object.keys(ids) : [node];
+      if (nodes.some((n) => dead.has(n))) return new Promise(() => {});
+      return Promise.resolve(new Map(nodes.filter((n) => ids[n] !== undefined).map((n) => [n, ids[n] as string])));
+    };
+    return { changes: ServerChanges.of(store) as ServerChanges, asked };
+  }
+
+  it('reads one master on its own once the readings know several, and an answer from a master that answers never waits for one that does not', async () => {
+    const ids: Record<string, string> = { a: 'r1', b: 'r2' };
+    const dead = new Set<string>();
+    const { changes, asked } = masters(ids, dead);
+    // Before any reading found servers, a reading of one master reads them all.
+    await changes.read(10, 'a');
+    expect(asked).toEqual([undefined]);
+    // b dies and a restarts: a reading of every master reads each on its own too, and a's own tells of
+    // its change while b's and the whole one stay out.
+    dead.add('b');
+    ids.a = 'r3';
+    void changes.read(20);
+    expect(asked.slice(1)).toEqual(['a', 'b', undefined]);
+    await changes.readingOf('a');
+    expect(changes.changedAt('a')).toBe(20);
+    expect(changes.readingOf('b')).toBeDefined();
+    expect(changes.readingOf('a+b')).toBeDefined();
+    // A reading of a alone (its breaker closed) holds nothing of b's.
+    ids.a = 'r4';
+    await changes.read(30, 'a');
+    expect(asked.slice(4)).toEqual(['a']);
+    expect(changes.changedAt('a')).toBe(30);
+    // c, promoted, is no master the readings know: its answers wait for a reading of every master.
+    expect(changes.readingOf('c')).toBeDefined();
+  });
+
+  it('a reading of every master that comes back late does not set an older server over a later reading of one', async () => {
+    const ids: Record<string, string> = { a: 'r1', b: 'r2' };
+    let release: (() => void) | undefined;
+    const store = new MemoryStore({ sweepIntervalMs: 0 }) as Store & { servers?: Store['servers'] };
+    store.servers = (node?: string) => {
+      const snap = new Map(Object.entries(ids).filter(([n]) => node === undefined || n === node));
+      // Every reading of all masters but the first waits for `release`, with what it read when sent.
+      if (node === undefined && release === undefined && snap.size === 2 && ids.a !== 'r1')
+        return new Promise((r) => (release = () => r(snap)));
+      return Promise.resolve(snap);
+    };
+    const changes = ServerChanges.of(store) as ServerChanges;
+    await changes.read(10);
+    ids.a = 'r3';
+    void changes.read(20);
+    await changes.readingOf('a');
+    expect(changes.changedAt('a')).toBe(20);
+    // a restarts again, read alone at 30; then the reading of every master sent at 20 lands with r3.
+    ids.a = 'r4';
+    await changes.read(30, 'a');
+    release?.();
+    await new Promise((r) => setTimeout(r, 0));
+    // Had it set r3 over r4, the next reading of a would take r4 for a change at 40.
+    await changes.read(40, 'a');
+    expect(changes.changedAt('a')).toBe(30);
   });
 
   /** The changes of a store whose servers `servers()` gives, and how many times it was read, on fake timers. */

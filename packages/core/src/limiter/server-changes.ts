@@ -9,11 +9,19 @@ import { nodesIn } from '../failure/store-guard.js';
 import { DoublingWait } from '../internal/doubling-wait.js';
 import type { Store } from '../stores/store.js';
 
+/** The key of `ServerChanges.pending` for a reading of every node. */
+const ALL = '';
+
 export class ServerChanges {
   private readonly ids = new Map<string, string>();
   private readonly changed = new Map<string, number>();
-  /** The reading in flight, if any (`read`). */
-  private pending: Promise<void> | undefined = undefined;
+  /** The readings in flight (`read`): of one node, under its name, or of every node, under ALL. */
+  private readonly pending = new Map<string, Promise<void>>();
+  /** How many readings were sent, and the count at which each node's last one was (`apply`). */
+  private sent = 0;
+  private readonly sentAt = new Map<string, number>();
+  /** The nodes the reading of every node in flight reads on their own too (`read`, `readingOf`). */
+  private allCovers: ReadonlySet<string> = new Set();
   /** Until a reading found some server: the wait before reading again, and its timer. */
   private readonly wait = new DoublingWait();
   private closed = false;
@@ -26,32 +34,58 @@ export class ServerChanges {
   }
 
   /**
-   * Reads which server answers on every node; a node whose server differs from the last reading changed
-   * at `at` (when the connection came back, or the node's breaker closed: every answer before then came
-   * from the server before), and so did a node new since the first reading (a Cluster replica promoted
-   * to master: its keys were another server's). The first reading, or one that fails, changes nothing.
-   * Until a reading finds some server (a store not ready yet, as a Cluster client is when the limiter is
-   * made, or a reading that failed), the store is read again after a DoublingWait: a first reading taken
-   * only at the change itself (a breaker that closed on a restarted master) would not see it.
+   * Reads which server answers on every node, or with `node` (a StoreGuard.nodeOfKey name) only on the
+   * nodes it names; a node whose server differs from the last reading changed at `at` (when the
+   * connection came back, or the node's breaker closed: every answer before then came from the server
+   * before), and so did a node new since the first reading (a Cluster replica promoted to master: its keys
+   * were another server's). The first reading, or one that fails, changes nothing. A reading of every
+   * node reads each node it knows on its own too, so that a master that does not answer (a dead one, whose
+   * INFO waits for the client to give up) holds no other's (`readingOf`); while the readings know one
+   * server at most, a reading of one node reads them all. Until a reading finds some server (a store not ready
+   * yet, as a Cluster client is when the limiter is made, or a reading that failed), the store is read
+   * again after a DoublingWait: a first reading taken only at the change itself (a breaker that closed on
+   * a restarted master) would not see it.
    */
-  read(at: number): Promise<void> {
-    const reading = this.store.servers().then(
+  read(at: number, node?: string): Promise<void> {
+    const known = this.ids.size > 1 ? [...this.ids.keys()] : [];
+    if (node !== undefined && known.length > 0) return Promise.all(nodesIn(node).map((n) => this.readOne(at, n))).then(() => undefined);
+    // One server (as far as the readings say): its own reading is the whole one.
+    const each = known.map((n) => this.readOne(at, n));
+    const all = this.readOne(at, ALL);
+    this.allCovers = new Set(known);
+    return Promise.all([...each, all]).then(() => undefined);
+  }
+
+  /** A reading of `node`, or of every node (ALL), noted in `pending` while it is in flight. */
+  private readOne(at: number, node: string): Promise<void> {
+    const sent = ++this.sent;
+    if (node !== ALL) this.sentAt.set(node, sent);
+    const reading = this.store.servers(node === ALL ? undefined : node).then(
       (servers) => {
-        const first = this.ids.size === 0;
-        for (const [node, id] of servers) {
-          const before = this.ids.get(node);
-          if (before === undefined ? !first : before !== id) this.changed.set(node, Math.max(at, this.changedAt(node)));
-          this.ids.set(node, id);
-        }
+        this.apply(servers, at, sent);
         this.readAgain();
       },
       () => this.readAgain(),
     );
     const done = reading.then(() => {
-      if (this.pending === done) this.pending = undefined;
+      if (this.pending.get(node) === done) this.pending.delete(node);
     });
-    this.pending = done;
+    this.pending.set(node, done);
     return done;
+  }
+
+  /**
+   * Notes what a reading sent as the `sent`th found, but not for a node read on its own since: a reading
+   * of every node that a dead master held back would set what an earlier server answered over a later one.
+   */
+  private apply(servers: ReadonlyMap<string, string>, at: number, sent: number): void {
+    const first = this.ids.size === 0;
+    for (const [node, id] of servers) {
+      if ((this.sentAt.get(node) ?? 0) > sent) continue;
+      const before = this.ids.get(node);
+      if (before === undefined ? !first : before !== id) this.changed.set(node, Math.max(at, this.changedAt(node)));
+      this.ids.set(node, id);
+    }
   }
 
   /** Reads again after a wait while no reading found a server; once one did, nothing. */
@@ -78,9 +112,21 @@ export class ServerChanges {
     return this.ids.size <= 1;
   }
 
-  /** The reading in flight, if any: an answer that could not follow waits for it before it is judged. */
-  get reading(): Promise<void> | undefined {
-    return this.pending;
+  /**
+   * The readings in flight that tell of `node` (a StoreGuard.nodeOfKey name), if any: an answer from it
+   * that could not follow waits for them before it is judged. Each node it names that a reading knows waits
+   * for its own reading where one is in flight; another, for the reading of every node, unless that
+   * reading reads it on its own too (and that one is done).
+   */
+  readingOf(node: string): Promise<void> | undefined {
+    const all = this.pending.get(ALL);
+    const waits: Promise<void>[] = [];
+    for (const n of nodesIn(node)) {
+      const p = this.pending.get(n) ?? (this.allCovers.has(n) ? undefined : all);
+      if (p !== undefined && !waits.includes(p)) waits.push(p);
+    }
+    if (waits.length <= 1) return waits[0];
+    return Promise.all(waits).then(() => undefined);
   }
 
   /** When the server of `node` (a StoreGuard.nodeOfKey name: several nodes joined by '+') last changed; -Infinity when never. */

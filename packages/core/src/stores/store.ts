@@ -202,8 +202,10 @@ export interface Store {
    * and when an answer could not follow (at most once a second per node): keys answered before a change
    * whose next answer has more budget than they could have had back are charged the difference (the
    * server came back with older counts: an RDB snapshot, a lagging replica; limiter/server-changes.ts).
+   * With `node`, only that node is read (a Cluster master whose breaker closed, or whose answer could not
+   * follow): a node that does not answer then holds back no reading of the others.
    */
-  servers?(): Promise<ReadonlyMap<string, string>>;
+  servers?(node?: string): Promise<ReadonlyMap<string, string>>;
   /**
    * For a store whose nodes can lose what they hold one by one (a Redis Cluster master restarted without
    * persistence): sets the mark of `plan`'s limiter on `node` (a name `nodeOf` gives), asked when that

@@ -644,12 +644,12 @@ export class RedisStore implements Store {
 
   /**
    * Per node (as `nodeOf` names it: `'redis'`, or each master's `host:port` on a Cluster), the `run_id` of
-   * the server that answers there now (`Store.servers`); empty before the client is ready, and without the
-   * nodes that refuse INFO.
+   * the server that answers there now (`Store.servers`; with `node`, of that master alone); empty before the
+   * client is ready, and without the nodes that refuse INFO.
    */
-  servers(): Promise<ReadonlyMap<string, string>> {
+  servers(node?: string): Promise<ReadonlyMap<string, string>> {
     if (this.client.status !== 'ready') return Promise.resolve(new Map());
-    return this.client.info('server').then((nodes) => {
+    return this.client.info('server', node).then((nodes) => {
       const ids = new Map<string, string>();
       for (const n of nodes) {
         const id = runId(n.text);

@@ -75,8 +75,9 @@ export function ioredisClient(c: RedisClientLike): StoreClient {
         nodes.map(async (n) => (n.config === undefined ? undefined : configValue(await n.config('GET', parameter), parameter))),
       );
     },
-    info(section) {
-      const nodes: readonly (ClusterNodeLike | RedisClientLike)[] = isCluster ? masters() : [c];
+    info(section, node) {
+      const all = (): readonly ClusterNodeLike[] => masters().filter((n) => node === undefined || address(n) === node);
+      const nodes: readonly (ClusterNodeLike | RedisClientLike)[] = isCluster ? all() : [c];
       return Promise.all(
         nodes.map(async (n) => ({
           node: isCluster ? address(n as ClusterNodeLike) : 'redis',

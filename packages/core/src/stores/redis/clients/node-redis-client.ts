@@ -73,8 +73,10 @@ export function nodeRedisCluster(c: NodeRedisClusterLike): StoreClient {
     del: (keys) => c.sendCommand(keys[0], false, ['DEL', ...keys]),
     configGet: (parameter) =>
       Promise.all(c.masters.map(async (m) => configValue(await nodeSend(c, m, ['CONFIG', 'GET', parameter]), parameter))),
-    info: (section) =>
-      Promise.all(c.masters.map(async (m, i) => ({ node: masterName(m, i), text: infoText(await nodeSend(c, m, ['INFO', section])) }))),
+    info: async (section, node) => {
+      const named = c.masters.map((m, i) => [m, masterName(m, i)] as const).filter(([, name]) => node === undefined || name === node);
+      return Promise.all(named.map(async ([m, name]) => ({ node: name, text: infoText(await nodeSend(c, m, ['INFO', section])) })));
+    },
     nodeAddress,
     masterAddresses: () => c.masters.map(masterName),
   };

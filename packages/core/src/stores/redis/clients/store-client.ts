@@ -65,10 +65,12 @@ export interface StoreClient {
   /** CONFIG GET `parameter` on every master: one value per master (undefined where it is not set). */
   configGet(parameter: string): Promise<(string | undefined)[]>;
   /**
-   * INFO `section` of every master: per master its name (`host:port` on a Cluster, `'redis'` otherwise) and
-   * the reply's text (undefined where the server refuses INFO).
+   * INFO `section` of every master, or with `node` (a name as `nodeAddress` gives) of that master alone
+   * (none when the client knows no such master; on one server, `node` is not read): per master its name
+   * (`host:port` on a Cluster, `'redis'` otherwise) and the reply's text (undefined where the server
+   * refuses INFO).
    */
-  info(section: string): Promise<NodeInfo[]>;
+  info(section: string, node?: string): Promise<NodeInfo[]>;
   /** `host:port` of the master that serves `key` on a Cluster; undefined on one server or when unknown. */
   nodeAddress(key: string): string | undefined;
   /** `host:port` of every master of a Cluster the client knows now (as `nodeAddress` names them); absent on one server. */

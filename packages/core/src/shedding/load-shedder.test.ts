@@ -182,21 +182,22 @@ describe('createLoadShedder: adaptive', () => {
 
 describe('createLoadShedder: options', () => {
   const bad: [unknown, string][] = [
-    [{}, 'shed'],
-    [{ maxInFlight: 1, adaptive: {} }, 'shed'],
-    [{ maxInFlight: 0 }, 'shed.maxInFlight'],
-    [{ maxInFlight: 1.5 }, 'shed.maxInFlight'],
-    [{ adaptive: { minLimit: 10, maxLimit: 5 } }, 'shed.adaptive.minLimit'],
-    [{ adaptive: { initialLimit: 5000 } }, 'shed.adaptive.initialLimit'],
-    [{ adaptive: { smoothing: 0 } }, 'shed.adaptive.smoothing'],
-    [{ adaptive: { tolerance: 0.5 } }, 'shed.adaptive.tolerance'],
-    [{ maxInFlight: 1, priority: 'high' }, 'shed.priority'],
-    [{ maxInFlight: 1, shares: { low: 2 } }, 'shed.shares.low'],
+    [{}, 'options'],
+    [{ maxInFlight: 1, adaptive: {} }, 'options'],
+    [{ maxInFlight: 0 }, 'maxInFlight'],
+    [{ maxInFlight: 1.5 }, 'maxInFlight'],
+    [{ adaptive: { minLimit: 10, maxLimit: 5 } }, 'adaptive.minLimit'],
+    [{ adaptive: { initialLimit: 5000 } }, 'adaptive.initialLimit'],
+    [{ adaptive: { smoothing: 0 } }, 'adaptive.smoothing'],
+    [{ adaptive: { tolerance: 0.5 } }, 'adaptive.tolerance'],
+    [{ maxInFlight: 1, priority: 'high' }, 'priority'],
+    [{ maxInFlight: 1, shares: { low: 2 } }, 'shares.low'],
     // Inverted: low would fill the cap before critical may (a probe: critical shed while low ran).
-    [{ maxInFlight: 10, shares: { low: 1, critical: 0.3 } }, 'shed.shares.normal'],
-    [{ maxInFlight: 10, shares: { high: 0.95, critical: 0.9 } }, 'shed.shares.critical'],
-    [{ maxInFlight: 1, retryAfterMs: -1 }, 'shed.retryAfterMs'],
+    [{ maxInFlight: 10, shares: { low: 1, critical: 0.3 } }, 'shares.normal'],
+    [{ maxInFlight: 10, shares: { high: 0.95, critical: 0.9 } }, 'shares.critical'],
+    [{ maxInFlight: 1, retryAfterMs: -1 }, 'retryAfterMs'],
   ];
+  // Named as the caller wrote them: at the top (the middleware's `loadShedding.` prefix is older-spellings.test.ts').
   it.each(bad)('rejects %j naming %s', (options, option) => {
     try {
       createLoadShedder(options as never);
@@ -209,8 +210,6 @@ describe('createLoadShedder: options', () => {
   });
 
   it('rejects unknown keys', () => {
-    expect(() => createLoadShedder({ maxInflight: 3 } as never)).toThrow(
-      /ERR_RL_UNKNOWN_OPTION: 'shed.maxInflight'|ERR_RL_UNKNOWN_OPTION: 'maxInflight'/,
-    );
+    expect(() => createLoadShedder({ maxInflight: 3 } as never)).toThrow(/ERR_RL_UNKNOWN_OPTION: 'maxInflight'/);
   });
 });

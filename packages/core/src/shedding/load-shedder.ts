@@ -270,22 +270,27 @@ export function isLoadShedder<Req>(value: LoadShedderOptions<Req> | LoadShedder<
   return value instanceof Shedder;
 }
 
-/** Creates a shedder; options are validated here (`ERR_RL_INVALID_SHED`). */
-export function createLoadShedder<Req>(input: LoadShedderOptions<Req>, path = 'shed'): LoadShedder<Req> {
+/**
+ * Creates a shedder; options are validated here (`ERR_RL_INVALID_SHED`), each named as the caller wrote it:
+ * at the top for a shedder made on its own, under `path` for one made from a middleware's option
+ * (`loadShedding.maxInFlight`).
+ */
+export function createLoadShedder<Req>(input: LoadShedderOptions<Req>, path = 'options'): LoadShedder<Req> {
   const o = readOptions(input, KEYS, path, SHED_EXAMPLE);
+  const prefix = path === 'options' ? '' : `${path}.`;
   if ((o.maxInFlight === undefined) === (o.adaptive === undefined)) {
     throw invalid(path, `needs exactly one of maxInFlight and adaptive, e.g. ${SHED_EXAMPLE}`, input);
   }
-  const max = o.maxInFlight === undefined ? undefined : shedInteger(o.maxInFlight, `${path}.maxInFlight`, 'requests in flight');
-  const adaptive = o.adaptive === undefined ? undefined : parseAdaptiveOptions(o.adaptive, `${path}.adaptive`);
+  const max = o.maxInFlight === undefined ? undefined : shedInteger(o.maxInFlight, `${prefix}maxInFlight`, 'requests in flight');
+  const adaptive = o.adaptive === undefined ? undefined : parseAdaptiveOptions(o.adaptive, `${prefix}adaptive`);
   if (o.priority !== undefined && typeof o.priority !== 'function') {
-    throw invalid(`${path}.priority`, "must be a function of the request returning 'low', 'normal', 'high' or 'critical'", o.priority);
+    throw invalid(`${prefix}priority`, "must be a function of the request returning 'low', 'normal', 'high' or 'critical'", o.priority);
   }
   const shares = { ...DEFAULT_SHARES };
   if (o.shares !== undefined) {
-    const given = readOptions(o.shares, DEFAULT_SHARES, `${path}.shares`, '{ low: 0.5 }');
+    const given = readOptions(o.shares, DEFAULT_SHARES, `${prefix}shares`, '{ low: 0.5 }');
     for (const [k, v] of Object.entries(given) as [ShedPriority, unknown][]) {
-      shares[k] = inRange(v, `${path}.shares.${k}`, 0, 1, true, 'the share of the cap this priority may fill');
+      shares[k] = inRange(v, `${prefix}shares.${k}`, 0, 1, true, 'the share of the cap this priority may fill');
     }
     // A lower priority with a larger share fills the cap before the higher one may: priorities inverted.
     for (let i = 1; i < SHED_PRIORITIES.length; i++) {
@@ -293,15 +298,15 @@ export function createLoadShedder<Req>(input: LoadShedderOptions<Req>, path = 's
       const higher = SHED_PRIORITIES[i] as ShedPriority;
       if (shares[higher] < shares[lower])
         throw invalid(
-          `${path}.shares.${higher}`,
+          `${prefix}shares.${higher}`,
           `must be at least the share of '${lower}' (${shares[lower]}): a higher priority never fills less of the cap`,
           shares[higher],
         );
     }
   }
-  const retryAfterMs = o.retryAfterMs === undefined ? 1000 : shedInteger(o.retryAfterMs, `${path}.retryAfterMs`, 'milliseconds');
+  const retryAfterMs = o.retryAfterMs === undefined ? 1000 : shedInteger(o.retryAfterMs, `${prefix}retryAfterMs`, 'milliseconds');
   for (const k of ['clock', 'eventLoopDelay'] as const) {
-    if (o[k] !== undefined && typeof o[k] !== 'function') throw invalid(`${path}.${k}`, 'must be a function returning milliseconds', o[k]);
+    if (o[k] !== undefined && typeof o[k] !== 'function') throw invalid(`${prefix}${k}`, 'must be a function returning milliseconds', o[k]);
   }
   return new Shedder(
     max,

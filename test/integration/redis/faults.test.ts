@@ -138,12 +138,12 @@ describeRedis('RedisStore faults and the limiter failure mode', () => {
 
       await server.start();
       await waitFor('the limiter to use Redis again', async () => !(await limiter.check('recovery')).degraded, 10_000);
-      // Nothing was persisted: the restarted server starts afresh; the script was sent to it again. 'local'
-      // remembers what 'spent' had used and charges it again (limiter/budget-restore.ts), unless its window
-      // turned meanwhile; 'open' and 'closed' remember nothing. Read on 'spent', not 'user': a check of 'user'
-      // that ioredis took as its socket died (into its offline queue, the defaults here) may be sent after
-      // the reconnect and charge 'user' once more.
-      const restores = mode === 'local' && Math.floor(Date.now() / 60_000) === window;
+      // Nothing was persisted: the restarted server starts afresh; the script was sent to it again. Every
+      // mode remembers what 'spent' had used and charges it again (limiter/budget-restore.ts), unless its
+      // window turned meanwhile. Read on 'spent', not 'user': a check of 'user' that ioredis took as its
+      // socket died (into its offline queue, the defaults here) may be sent after the reconnect and charge
+      // 'user' once more.
+      const restores = Math.floor(Date.now() / 60_000) === window;
       if (restores) await waitFor('the budgets restored', () => logged.some((m) => m.startsWith('WRN_RL_BUDGETS_RESTORED')));
       const after = await limiter.check('spent');
       expect(after).toMatchObject(restores ? { allowed: false, degraded: false } : { allowed: true, degraded: false, remaining: 2 });

@@ -813,7 +813,7 @@ describe('an outage continues the budget (onStoreError local)', () => {
     },
   );
 
-  it("is kept only for 'local': 'open' and 'closed' remember nothing", async () => {
+  it("answers an outage only for 'local': 'open' admits and 'closed' refuses whatever the key had", async () => {
     for (const onStoreError of ['open', 'closed'] as const) {
       const store = new OutageStore();
       const limiter = createLimiter({ policies: { limit: 2, windowMs: 60_000 }, store, onStoreError, breaker: false, logger: quiet });
@@ -978,18 +978,37 @@ describe('a store that lost its state (a Redis restart without persistence) is c
     await limiter.close();
   });
 
-  it("'closed' and 'open' remember nothing, so they set no mark and charge nothing", async () => {
-    for (const onStoreError of ['closed', 'open'] as const) {
+  // The mode says what an outage answers; a store that came back without its data is a loss in every mode.
+  // Before: 'closed' and 'open' remembered nothing, and a login limiter at 5 of 5 took 5 more after Redis
+  // restarted empty.
+  for (const onStoreError of ['closed', 'open'] as const) {
+    it(`'${onStoreError}' is charged again too: a key with 8 of 10 used gets 2 after a restart without persistence, and 2 after a FLUSHALL`, async () => {
       const store = new OutageStore();
-      const limiter = createLimiter({ policies: { limit: 10, windowMs: 60_000 }, store, onStoreError, logger: quiet });
-      await limiter.check('a');
+      const warnings: Record<string, unknown>[] = [];
+      const limiter = createLimiter({
+        policies: { algorithm: 'fixed-window', limit: 10, windowMs: 60_000 },
+        store,
+        onStoreError,
+        clock: () => 1_000,
+        logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
+      });
+      const admitted = async (key: string, n: number) => {
+        let yes = 0;
+        for (let i = 0; i < n; i++) if ((await limiter.check(key)).allowed) yes += 1;
+        return yes;
+      };
+      expect(await admitted('a', 8)).toBe(8);
+      expect(await admitted('b', 8)).toBe(8);
       store.reconnect(true);
       await flush();
-      expect(store.marks, onStoreError).toBe(0);
-      expect(store.remainingOf('a', 0), onStoreError).toBe(10_000);
+      expect(store.remainingOf('a', 1_000)).toBe(2_000);
+      expect(await admitted('a', 10)).toBe(2);
+      store.wipe();
+      expect(await admitted('b', 10)).toBe(2);
+      expect(warnings.filter((w) => w.code === 'WRN_RL_BUDGETS_RESTORED')).toHaveLength(2);
       await limiter.close();
-    }
-  });
+    });
+  }
 });
 
 describe('a store that lost its state with no reconnect (a FLUSHALL) is found by the answer that could not follow', () => {

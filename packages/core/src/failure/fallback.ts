@@ -86,8 +86,10 @@ export class Fallback {
   private readonly group = new Group();
   private readonly synthetic: Float64Array;
   /**
-   * `'local'` on a store that can fail: the store's last answers (its rate policies'), created on the first
-   * one. A MemoryStore never fails, so nothing is remembered of it.
+   * On a store that can fail, whatever the failure mode: the store's last answers (its rate policies'),
+   * created on the first one. A store that lost its state is charged again from them (limiter/budget-restore.ts:
+   * a login limiter `'closed'` keeps its count through a Redis restarted empty), and `'local'` continues keys
+   * from them in an outage. A MemoryStore never fails, so nothing is remembered of it.
    */
   readonly remembers: boolean;
   private memory: AnswerMemory | undefined;
@@ -128,12 +130,13 @@ export class Fallback {
     this.localPlan = Object.freeze({ policies: config.localPolicies, enforcedCount: config.policies.length });
     this.synthetic = new Float64Array(this.all.length * RESULT_STRIDE);
     this.carry = new Float64Array(config.localPolicies.length * RESULT_STRIDE);
-    this.remembers = config.onStoreError === 'local' && !(config.store instanceof MemoryStore);
+    this.remembers = !(config.store instanceof MemoryStore);
     this.horizonMs = Math.max(...config.policies.map((p) => p.windowMs));
     this.hasLeaky = config.policies.some((p) => p.algorithm === 'leaky-bucket');
     this.shares = config.policies.map((p, i) => Math.min(1, (config.localPolicies[i]?.limit ?? p.limit) / p.limit));
     // A plan with a concurrency policy owes its rate policies (carried each on its own: carry-owed.ts).
-    if (this.remembers && config.policies.some((p) => p.algorithm !== 'concurrency')) this.owed = new Map();
+    if (this.remembers && config.onStoreError === 'local' && config.policies.some((p) => p.algorithm !== 'concurrency'))
+      this.owed = new Map();
   }
 
   /**

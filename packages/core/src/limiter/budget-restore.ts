@@ -1,8 +1,8 @@
 /**
  * @module Budgets back after a store that lost its state: a Redis without persistence that restarts,
  * FLUSHALL, a failover to an empty replica. Such a store answers every key from a full budget, and a key
- * exhausted before would get its whole limit again in the same window. With `'local'` (the failure mode
- * that remembers each key's last answer, failure/answer-memory.ts), the limiter sets a mark in the store at
+ * exhausted before would get its whole limit again in the same window. Remembering each key's last answer
+ * (failure/answer-memory.ts, on every store that can fail, whatever `onStoreError`), the limiter sets a mark in the store at
  * start and asks for it again after every reconnect (`Store.markAlive`); when the mark changed, the
  * store lost its state (if the keys agree: a mark can go alone, `agree`), and the limiter charges it
  * again, policy by policy, what it had counted for each key this process remembers, as read when the
@@ -35,7 +35,7 @@
  * (`sweepBehind`).
  *
  * Nothing here exists for a store without `markAlive` and `watchConnection`, or a limiter that does not
- * remember (`'open'`, `'closed'`, a MemoryStore).
+ * remember (a MemoryStore, a plan of concurrency policies alone).
  */
 import type { Counted, Regress } from '../failure/answer-memory.js';
 import type { Fallback } from '../failure/fallback.js';

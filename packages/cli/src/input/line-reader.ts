@@ -97,6 +97,32 @@ function decodeLines(bytes: Buffer): string {
   }
 }
 
+/**
+ * The bytes of text the gzip file at `path` inflates to, counted by inflating it (every member, as
+ * `readLines` reads them), or a number over `atMost` as soon as the count passes it: what a replay will
+ * read, whatever its trailer says (a file cut short has compressed data where the trailer would be, a
+ * file of several members records only its last member's size, and the size wraps at 4 GiB). A file cut
+ * short counts the text before the cut; a read error counts what was read before it (`readLines` reports it).
+ */
+export async function inflatedBytes(path: string, atMost = Number.POSITIVE_INFINITY): Promise<number> {
+  const raw = createReadStream(path, { highWaterMark: CHUNK_BYTES });
+  const gunzip = raw.pipe(createGunzip({ chunkSize: CHUNK_BYTES }));
+  raw.on('error', (error) => gunzip.destroy(error));
+  let bytes = 0;
+  try {
+    for await (const chunk of gunzip as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (bytes > atMost) break;
+    }
+  } catch {
+    // Cut short or damaged: the text before it is what a replay reads.
+  } finally {
+    raw.destroy();
+    gunzip.destroy();
+  }
+  return bytes;
+}
+
 /** True for zlib's error on a gzip stream that ends before its end (a file still being written, a copy cut short). */
 function isCutShort(error: unknown): boolean {
   return (error as NodeJS.ErrnoException).code === 'Z_BUF_ERROR';

@@ -1,18 +1,19 @@
 /**
  * @module Putting requests back in time order: the reorder window on random disorder (a permutation out,
  * sorted and stable when the window covers the worst lateness, late requests counted when it does not),
- * the whole sort, the size rule (gzip counted by its uncompressed size), and durations.
+ * the whole sort, the size rule (gzip counted by the text it inflates to), and durations.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { constants, gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { parseCandidates } from '../replay/candidates.js';
+import { runReplay } from '../replay/run-replay.js';
 import { createRandom } from '../synthetic/seeded-random.js';
 import type { LogRequest } from './request-parser.js';
 import {
-  AUTO_SORT_REQUESTS,
-  autoSortCapOf,
+  AUTO_SORT_BYTES,
   createOrderStats,
   filesToSortWhole,
   formatDuration,
@@ -210,41 +211,73 @@ describe('the reorder window', () => {
 
 describe('what is small enough to sort whole', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-order-'));
-  it('caps what a file sorted whole by size holds only for gzip, whose size is an estimate; a plain file has no cap', () => {
-    const plain = join(dir, 'cap.log');
-    writeFileSync(plain, 'x\n');
-    const gz = join(dir, 'cap.log.gz');
-    writeFileSync(gz, gzipSync('x\n'));
-    expect(autoSortCapOf(plain)).toBe(Number.POSITIVE_INFINITY);
-    expect(autoSortCapOf(gz)).toBe(AUTO_SORT_REQUESTS);
-  });
-
-  it('counts a gzip file by the uncompressed size its trailer records', () => {
+  it('counts a gzip file by the text it inflates to', async () => {
     const text = 'x'.repeat(100_000);
     const plain = join(dir, 'a.log');
     const gz = join(dir, 'a.log.gz');
     writeFileSync(plain, text);
     writeFileSync(gz, gzipSync(text));
-    expect(textBytes(plain)).toBe(100_000);
-    expect(textBytes(gz)).toBe(100_000);
-    expect(filesToSortWhole([plain, gz], 200_000).every(Boolean)).toBe(true);
-    expect(filesToSortWhole([plain, gz], 199_999).every(Boolean)).toBe(false);
+    expect(await textBytes(plain)).toBe(100_000);
+    expect(await textBytes(gz)).toBe(100_000);
+    expect((await filesToSortWhole([plain, gz], 200_000)).every(Boolean)).toBe(true);
+    expect((await filesToSortWhole([plain, gz], 199_999)).every(Boolean)).toBe(false);
+    // Counted only up to what is asked: past it, within one chunk.
+    const counted = await textBytes(gz, 1_000);
+    expect(counted).toBeGreaterThan(1_000);
+    expect(counted).toBeLessThanOrEqual(100_000);
   });
 
-  it('a gzip file cut short, whose last bytes are data and not a trailer, is sized as logs compress, not by those bytes', () => {
+  it('a gzip file of several members counts them all, not its trailer (the last member only)', async () => {
+    const multi = join(dir, 'multi.log.gz');
+    writeFileSync(multi, Buffer.concat([gzipSync('a'.repeat(150_000)), gzipSync('b'.repeat(1_000))]));
+    // Before: 1,000 bytes (the trailer), and sorted whole under a limit of 100,000.
+    expect(await textBytes(multi)).toBe(151_000);
+    expect(await filesToSortWhole([multi], 100_000)).toEqual([false]);
+    expect(await filesToSortWhole([multi], 151_000)).toEqual([true]);
+  });
+
+  it('a gzip file cut short, whose last bytes are data and not a trailer, counts the text before the cut', async () => {
     const random = createRandom(7);
     const lines = Array.from({ length: 20_000 }, (_, i) => `${1_700_000_000_000 + i},client-${random.int(0, 4_999)}`);
     const whole = gzipSync(lines.join('\n'));
     const cut = join(dir, 'cut.csv.gz');
     const bytes = whole.subarray(0, whole.length - 100);
     writeFileSync(cut, bytes);
-    // What the old reading took for the size: 4 bytes of compressed data, more than deflate can inflate to.
-    expect(bytes.readUInt32LE(bytes.length - 4)).toBeGreaterThan(bytes.length * 1032);
-    expect(textBytes(cut)).toBe(bytes.length * 10);
-    expect(filesToSortWhole([cut])).toEqual([true]);
+    const before = gunzipSync(bytes, { finishFlush: constants.Z_SYNC_FLUSH }).length;
+    expect(await textBytes(cut)).toBe(before);
+    expect(await filesToSortWhole([cut])).toEqual([true]);
   });
 
-  it('over the limit together, the smaller files are still sorted whole, smallest first, as the README says', () => {
+  it('a gzip file cut short whose last 4 bytes read as more than the limit is sorted whole when its text is small: 0 late', async () => {
+    // 150,000 requests, 1% of them stamped 8 minutes before they were written (more than the 5 min window).
+    const random = createRandom(11);
+    const t0 = 1_700_000_000_000;
+    const lines = Array.from({ length: 150_000 }, (_, i) => {
+      const at = t0 + i * 10 - (random.next() < 0.01 ? 480_000 : 0);
+      return `${at},client-${random.int(0, 49)}`;
+    });
+    const whole = gzipSync(lines.join('\n'));
+    // The first cut, from 5,000 bytes short, whose last 4 bytes the old reading took for a size over the
+    // limit but within what deflate can inflate to (1,032 to 1), so it was not seen as cut short.
+    let end = whole.length - 5_000;
+    const isize = (n: number) => whole.readUInt32LE(n - 4);
+    while (isize(end) <= AUTO_SORT_BYTES || isize(end) > end * 1032) end -= 1;
+    const cut = join(dir, 'slowcut.csv.gz');
+    writeFileSync(cut, whole.subarray(0, end));
+    const text = gunzipSync(whole.subarray(0, end), { finishFlush: constants.Z_SYNC_FLUSH }).toString();
+    const plain = join(dir, 'slowcut.csv');
+    writeFileSync(plain, text.slice(0, text.lastIndexOf('\n')));
+    const candidates = parseCandidates(['{"algorithm":"sliding-log","limit":100,"windowMs":60000}']);
+    const ofCut = await runReplay({ files: [cut], candidates });
+    const ofPlain = await runReplay({ files: [plain], candidates });
+    // Before: sized by those 4 bytes, through the reorder window, with requests late and fewer admitted.
+    expect(ofCut.input.order).toMatchObject({ mode: 'sort', reason: 'auto', late: 0 });
+    expect(ofCut.input.requests).toBe(ofPlain.input.requests);
+    expect(ofCut.input.requests).toBeGreaterThan(100_000);
+    expect(ofCut.candidates[0]?.admitted).toBe(ofPlain.candidates[0]?.admitted);
+  });
+
+  it('over the limit together, the smaller files are still sorted whole, smallest first, as the README says', async () => {
     const sized = (name: string, n: number) => {
       const path = join(dir, name);
       writeFileSync(path, 'x'.repeat(n));
@@ -252,9 +285,9 @@ describe('what is small enough to sort whole', () => {
     };
     const [big, small, mid] = [sized('big.log', 150_000), sized('small.log', 1_000), sized('mid.log', 60_000)];
     // Before: all or none (every file through the window once the total passed the limit).
-    expect(filesToSortWhole([big, small, mid], 100_000)).toEqual([false, true, true]);
-    expect(filesToSortWhole([big, small, mid], 50_000)).toEqual([false, true, false]);
-    expect(filesToSortWhole([big, small, mid], 211_000)).toEqual([true, true, true]);
+    expect(await filesToSortWhole([big, small, mid], 100_000)).toEqual([false, true, true]);
+    expect(await filesToSortWhole([big, small, mid], 50_000)).toEqual([false, true, false]);
+    expect(await filesToSortWhole([big, small, mid], 211_000)).toEqual([true, true, true]);
   });
 
   it('a file sorted whole beside others in the window: its own lines in time order, whatever the window', async () => {

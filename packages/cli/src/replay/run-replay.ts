@@ -8,14 +8,7 @@ import type { IpKeyOptions, Logger } from '@tollgate/core';
 import { createInputStats, type InputStats, MALFORMED_SAMPLES, mergeByTime, readRequests } from '../input/log-source.js';
 import { createKeyer, type KeySpec } from '../input/request-key.js';
 import type { LogFormat, LogRequest } from '../input/request-parser.js';
-import {
-  autoSortCapOf,
-  createOrderStats,
-  DEFAULT_REORDER_WINDOW_MS,
-  filesToSortWhole,
-  inTimeOrder,
-  type OrderStats,
-} from '../input/time-order.js';
+import { createOrderStats, DEFAULT_REORDER_WINDOW_MS, filesToSortWhole, inTimeOrder, type OrderStats } from '../input/time-order.js';
 import {
   COARSE_WINDOW_MS,
   judgeWholeSeconds,
@@ -54,9 +47,16 @@ export interface RunReplayOptions extends ReplayOptions {
   readonly spreadSeconds?: boolean;
 }
 
-/** How the files will be ordered: `sort`/`reorderWindowMs` as given, or by the input's size. */
-export function chooseOrder(files: readonly string[], sort: boolean | 'auto' = 'auto', reorderWindowMs?: number): OrderStats {
-  return orderOf(files, sort, reorderWindowMs).order;
+/**
+ * How the files will be ordered: `sort`/`reorderWindowMs` as given, or by the input's size (a gzip file's
+ * text is counted by inflating it, up to the limit, hence a promise).
+ */
+export async function chooseOrder(
+  files: readonly string[],
+  sort: boolean | 'auto' = 'auto',
+  reorderWindowMs?: number,
+): Promise<OrderStats> {
+  return (await orderOf(files, sort, reorderWindowMs)).order;
 }
 
 /**
@@ -64,17 +64,17 @@ export function chooseOrder(files: readonly string[], sort: boolean | 'auto' = '
  * even when the larger ones go through the window). The sizes are read once, so the mode and each file's
  * choice agree on a log still growing.
  */
-function orderOf(
+async function orderOf(
   files: readonly string[],
   sort: boolean | 'auto' = 'auto',
   reorderWindowMs?: number,
-): { order: OrderStats; whole: boolean[] } {
+): Promise<{ order: OrderStats; whole: boolean[] }> {
   const windowMs = reorderWindowMs ?? DEFAULT_REORDER_WINDOW_MS;
   if (sort !== 'auto') {
     const order = sort ? createOrderStats('sort', 'flag', null) : createOrderStats('window', 'flag', windowMs);
     return { order, whole: files.map(() => sort) };
   }
-  const whole = filesToSortWhole(files);
+  const whole = await filesToSortWhole(files);
   return { order: createOrderStats(whole.every(Boolean) ? 'sort' : 'window', 'auto', windowMs), whole };
 }
 
@@ -93,8 +93,11 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
     keyer,
   };
   const engine = createReplayEngine(options.candidates, options);
-  const { order, whole } = orderOf(options.files, options.sort, options.reorderWindowMs);
-  const sources = options.files.map((file, i) => inTimeOrder(readRequests(i, sourceOptions, stats), order, autoSortCapOf(file), whole[i]));
+  const { order, whole } = await orderOf(options.files, options.sort, options.reorderWindowMs);
+  // No cap on what a file sorted whole by size holds: its text was counted, gzip too, so its size bounds it.
+  const sources = options.files.map((_, i) =>
+    inTimeOrder(readRequests(i, sourceOptions, stats), order, Number.POSITIVE_INFINITY, whole[i]),
+  );
   let refused = 0;
   // Whole seconds are judged, and spread, per file: a millisecond log beside a whole-second one passes as it is.
   const seconds = options.files.map(() => new WholeSeconds());

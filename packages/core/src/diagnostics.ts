@@ -5,6 +5,7 @@
  * through the injected logger, and each can be switched off; a diagnostic never throws into a request.
  */
 import { RateLimitConfigError, seeDocs } from './errors.js';
+import { PEER_VALIDATIONS, peerHint } from './internal/peer-options.js';
 import { type Logger, safeLog } from './logging.js';
 
 /** Every warning tollgate raises; each is explained in docs/errors.md. */
@@ -109,7 +110,7 @@ export function parseValidate(value: unknown, path = 'validate'): ValidateOption
         throw new RateLimitConfigError(
           'ERR_RL_INVALID_OPTION',
           `${path}.${code}`,
-          `must name a warning code (${WARNING_CODES.join(', ')}) with true or false`,
+          `must name a warning code (${WARNING_CODES.join(', ')}) with true or false${peerHint(code, PEER_VALIDATIONS)}`,
           on,
         );
       }

@@ -7,6 +7,7 @@ import { algorithms } from './algorithms/index.js';
 import type { CompiledPolicy } from './algorithms/kernel.js';
 import { RateLimitConfigError } from './errors.js';
 import { gcd, MILLI } from './internal/fixed-point.js';
+import { PEER_POLICY_OPTIONS, peerHint } from './internal/peer-options.js';
 import { type KeysEnum, positiveInteger } from './internal/read-options.js';
 import type { AlgorithmId, AnyPolicyOptions, ConcurrencyPolicyOptions, PolicyAlgorithm, PolicyOptions, QuotaUnit } from './types.js';
 
@@ -253,7 +254,7 @@ function rejectUnknownPolicyKeys(options: PolicyOptions, path: string, algorithm
       throw new RateLimitConfigError(
         'ERR_RL_UNKNOWN_OPTION',
         `${path}.${key}`,
-        `is not a policy option (valid: ${Object.keys(POLICY_KEYS).join(', ')}; in the adapters' options also key)`,
+        `is not a policy option (valid: ${Object.keys(POLICY_KEYS).join(', ')}; in the adapters' options also key)${peerHint(key, PEER_POLICY_OPTIONS)}`,
         (options as unknown as Record<string, unknown>)[key],
       );
     }
@@ -297,7 +298,17 @@ function readName(options: PolicyOptions, path: string): string {
 function readRate(options: PolicyOptions, path: string): { limit: number; windowMs: number } {
   const { limit, windowMs } = options;
   if (!isPositiveInteger(limit)) {
-    throw new RateLimitConfigError('ERR_RL_INVALID_LIMIT', `${path}.limit`, 'must be a positive integer (requests per window)', limit);
+    // express-rate-limit takes a function of the request; here a limit per request is a plan.
+    const perRequest =
+      typeof limit === 'function'
+        ? "; a limit that depends on the request is a plan: plans: { free: [...], pro: [...] }, plan: (req) => 'pro'"
+        : '';
+    throw new RateLimitConfigError(
+      'ERR_RL_INVALID_LIMIT',
+      `${path}.limit`,
+      `must be a positive integer (requests per window)${perRequest}`,
+      limit,
+    );
   }
   if (!isPositiveInteger(windowMs)) {
     throw new RateLimitConfigError(

@@ -4,25 +4,35 @@
  * error that lists the valid ones, so a typo never falls back to a default in silence.
  */
 import { RateLimitConfigError } from '../errors.js';
+import { peerHint } from './peer-options.js';
 
 /** Every key of `T` mapped to true: the compiler keeps a list of known options complete. */
 export type KeysEnum<T> = { [P in keyof Required<T>]: true };
 
-/** Drops keys whose value is undefined: passing undefined means "not passed". */
+/**
+ * Drops keys whose value is undefined: passing undefined means "not passed". Each key is copied as an own
+ * property, `__proto__` too (options parsed from JSON have it as one): assigned, it would set the copy's
+ * prototype, pass the unknown-key check unseen, and lend its options to every read of the copy.
+ */
 export function omitUndefined<T extends object>(options: T): T {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(options)) if (v !== undefined) out[k] = v;
+  for (const [k, v] of Object.entries(options)) {
+    if (v !== undefined) Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+  }
   return out as T;
 }
 
-/** Checks that `options` only has keys listed in `known`, naming the first stranger by its path. */
-export function rejectUnknownKeys(options: object, known: object, path: string): void {
+/**
+ * Checks that `options` only has keys listed in `known`, naming the first stranger by its path, and for
+ * an option another library spells so (`peers`: internal/peer-options.ts), what to write here instead.
+ */
+export function rejectUnknownKeys(options: object, known: object, path: string, peers?: Readonly<Record<string, string>>): void {
   for (const key of Object.keys(options)) {
     if (!Object.hasOwn(known, key)) {
       throw new RateLimitConfigError(
         'ERR_RL_UNKNOWN_OPTION',
         path === '' ? key : `${path}.${key}`,
-        `is not an option (valid: ${Object.keys(known).join(', ')})`,
+        `is not an option (valid: ${Object.keys(known).join(', ')})${peerHint(key, peers)}`,
         (options as Record<string, unknown>)[key],
       );
     }
@@ -34,12 +44,18 @@ export function rejectUnknownKeys(options: object, known: object, path: string):
  * errors (`'options'` for a top-level options argument, whose keys are then named bare) and `example`
  * shows a valid one.
  */
-export function readOptions<T extends object>(input: T, known: object, path: string, example: string): T {
+export function readOptions<T extends object>(
+  input: T,
+  known: object,
+  path: string,
+  example: string,
+  peers?: Readonly<Record<string, string>>,
+): T {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new RateLimitConfigError('ERR_RL_INVALID_OPTIONS', path, `must be an options object like ${example}`, input);
   }
   const options = omitUndefined(input);
-  rejectUnknownKeys(options, known, path === 'options' ? '' : path);
+  rejectUnknownKeys(options, known, path === 'options' ? '' : path, peers);
   return options;
 }
 

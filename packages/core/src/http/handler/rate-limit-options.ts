@@ -7,6 +7,7 @@
 import { monotonicClock } from '../../clock.js';
 import { parseValidate, type ValidateOption } from '../../diagnostics.js';
 import { RateLimitConfigError } from '../../errors.js';
+import { PEER_OPTIONS } from '../../internal/peer-options.js';
 import {
   type KeysEnum,
   omitUndefined,
@@ -237,7 +238,9 @@ function parseHeaders(value: unknown): HeadersOption {
   const list = `one of ${HEADER_MODES.map((m) => (m === false ? 'false' : `'${m}'`)).join(', ')}`;
   if (!Array.isArray(value)) {
     if (!HEADER_MODES.includes(value as HeaderMode)) {
-      throw new RateLimitConfigError('ERR_RL_INVALID_HEADERS', 'headers', `must be ${list}, or a list of them`, value);
+      // express-rate-limit's standardHeaders: 'draft-8', say: another revision of the same IETF draft.
+      const draft = typeof value === 'string' && /^draft-\d+$/.test(value) ? "; the draft's latest revision here is 'draft-11'" : '';
+      throw new RateLimitConfigError('ERR_RL_INVALID_HEADERS', 'headers', `must be ${list}, or a list of them${draft}`, value);
     }
     return value as HeaderMode;
   }
@@ -340,7 +343,10 @@ function parseProblemTypes(problem: ProblemOptions): Readonly<Record<ProblemKind
 export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapterKeys: readonly string[] = []): RateLimitConfig<Req> {
   const known: Record<string, true> = { ...KEYS };
   for (const k of adapterKeys) known[k] = true;
-  const read = readOptions(input, known, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }') as Record<string, unknown>;
+  const read = readOptions(input, known, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }', PEER_OPTIONS) as Record<
+    string,
+    unknown
+  >;
   const options = renameOptions(read, ADAPTER_RENAMES, '') as RateLimitOptions<Req> & Record<string, unknown>;
   // Errors name an option as the user spelled it.
   const spelled = (current: string) =>

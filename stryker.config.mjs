@@ -40,7 +40,6 @@ export default {
     'packages/core/src/algorithms/*.ts',
     '!packages/core/src/algorithms/*.test.ts',
     '!packages/core/src/algorithms/index.ts',
-    'packages/core/src/plans/refund-kernels.ts',
     ...memoryStoreApplyPath(),
   ],
   // The sandbox needs the core and the root configs only; the rest of the monorepo stays out of it.

@@ -34,6 +34,7 @@ export { type ResponseConfig, type ResponsePlan, respond, retryAfterSeconds } fr
 export { type ClosableResponse, waitUnlessClosed } from './http/response/shaping-delay.js';
 export { planShed } from './http/response/shed-response.js';
 export { requestCostToMilli } from './internal/fixed-point.js';
+export { isPromiseLike } from './internal/promise.js';
 export { isPlainKey } from './limiter/target.js';
 export { escapeControl, formatLine } from './logging.js';
-export { isPromiseLike, resultCharged, resultDelayMs, resultExceeds } from './stores/store.js';
+export { resultCharged, resultDelayMs, resultExceeds } from './stores/store.js';

@@ -30,7 +30,7 @@ export type ExpressRateLimitOptions = RateLimitOptions<Request, Response>;
 /** The middleware, with the limiter it uses (for `limiter.stats()`, `limiter.reset(key)`). */
 export interface RateLimitMiddleware extends RequestHandler {
   readonly limiter: Limiter;
-  /** The server-wide load shedder of the `shed` option (`shedder.state()`); undefined when none. */
+  /** The server-wide load shedder of the `loadShedding` option (`shedder.state()`); undefined when none. */
   readonly shedder: LoadShedder<Request> | undefined;
 }
 

@@ -48,7 +48,7 @@ export type FastifyRateLimitRouteOptions = Partial<Omit<FastifyRateLimitOptions,
 export interface FastifyRateLimitDecorator {
   /** The limiter shared by the routes without their own `config.rateLimit` (for `stats()`, `reset(key)`). */
   readonly limiter: Limiter;
-  /** The server-wide load shedder of the `shed` option (`shedder.state()`); undefined when none. */
+  /** The server-wide load shedder of the `loadShedding` option (`shedder.state()`); undefined when none. */
   readonly shedder: LoadShedder<FastifyRequest> | undefined;
   /** Route limiters by `"METHOD url"`, followed by the route's constraints as JSON when it has some. */
   readonly routes: ReadonlyMap<string, Limiter>;

@@ -22,7 +22,7 @@ export type KoaRateLimitOptions = RateLimitOptions<Context, Context['res']>;
 /** The middleware, with the limiter it uses (for `limiter.stats()`, `limiter.reset(key)`). */
 export interface RateLimitMiddleware extends Middleware {
   readonly limiter: Limiter;
-  /** The server-wide load shedder of the `shed` option (`shedder.state()`); undefined when none. */
+  /** The server-wide load shedder of the `loadShedding` option (`shedder.state()`); undefined when none. */
   readonly shedder: LoadShedder<Context> | undefined;
 }
 

@@ -1,6 +1,6 @@
 /**
  * @module Differential suite for the plan operations: peek, refund and several keys in one decision,
- * through MemoryStore (the TypeScript kernels and plans/refund-kernels.ts) and RedisStore (the generated
+ * through MemoryStore (the TypeScript kernels and algorithms/refund-kernels.ts) and RedisStore (the generated
  * Lua: scripts/plan-script.ts and scripts/peek-refund-scripts.ts) with `now` injected, on one Redis node. Every answer of every
  * operation must be equal number for number: the flags, remaining, retryAfterMs, resetMs and delayMs of
  * checks and peeks, and which policies took each refund. Hand-written traces and fast-check random ones

@@ -7,7 +7,6 @@
 import { ceilDiv, floorDiv, gcd } from '../internal/fixed-point.js';
 import type { PolicyAlgorithm, QuotaUnit } from '../types.js';
 
-/** A growable ring of (time, cost) entries: the state of one sliding-log key. */
 /** A policy ready for the algorithms: validated options plus fixed-point parameters. */
 export interface CompiledPolicy {
   readonly name: string;
@@ -50,6 +49,7 @@ export interface CompiledPolicy {
   readonly maxLeaseMs?: number;
 }
 
+/** A growable ring of (time, cost) entries: the state of one sliding-log key. */
 export interface LogRing {
   /** Interleaved [time, cost, time, cost, ...]; capacity is a power of two entries. */
   buf: Float64Array;

@@ -26,7 +26,7 @@
  * starts over at zero: a key that was never refunded has no frame and stores nothing more. A change of
  * limit or burst (gcra.ts, token-bucket.ts adopt) counts everything the charges before it could still give
  * back, so their receipts refund nothing after it; a receipt refunds only under the limit and burst the
- * state is in (plans/refund-kernels.ts). That frame lives until the latest mark of those charges, however
+ * state is in (algorithms/refund-kernels.ts). That frame lives until the latest mark of those charges, however
  * far it lies past a full bucket of the new limit: ended sooner, it would start over at zero while their
  * receipts still may refund, and after a change back to their limit they would (issue 29). It counted at
  * least one tick per ms up to that mark (every rate is a whole number of ticks per ms, at least 1), so

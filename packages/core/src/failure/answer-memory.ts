@@ -1,6 +1,7 @@
 /**
- * @module What the store last said about each key, so that an outage continues a key's budget instead
- * of handing out a fresh one (`onStoreError: 'local'`). Per key and enforced policy it keeps the
+ * @module What the store last said about each key, so that a store back without its data is charged
+ * again from it whatever `onStoreError` (limiter/budget-restore.ts), and an outage under `'local'`
+ * continues a key's budget instead of handing out a fresh one. Per key and enforced policy it keeps the
  * remaining budget the store last reported, when that policy is fully reset again (the answer's time
  * plus its `resetMs`; a bucket refills on the way), and what the failure mode admitted since, within
  * that reset: the failure mode
@@ -13,10 +14,11 @@
  *
  * Bounded: at most `capacity` keys per plan (10,000 by default); a new key past that forgets the
  * oldest remembered one, which then starts from the local limiter's `localShare` as before. A record
- * is five numbers per enforced policy. Nothing of this exists unless the limiter answers by `'local'`
- * and its store can fail (any store but a MemoryStore: Redis, a custom store; its answers, synchronous
- * ones included, are remembered): a MemoryStore never fails, and `'open'`/`'closed'` keep
- * no budget.
+ * is five numbers per enforced policy. It exists, whatever the failure mode, when the limiter's store
+ * can fail (any store but a MemoryStore: Redis, a custom store; its answers, synchronous ones included,
+ * are remembered; Fallback.remembers), created on the first answer: a MemoryStore never fails. Only
+ * `'local'` answers an outage from it and owes the store what it admits (Fallback's `owed`); `'open'`
+ * and `'closed'` answer an outage without it.
  */
 import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { F_CHARGED, R_FLAGS, R_REMAINING, R_RESET, RESULT_STRIDE, type StoreKey, type StoreResult } from '../stores/store.js';

@@ -5,11 +5,14 @@
  * `'closed'` refuses with `reason: 'store-error'`, which is not a quota verdict (adapters answer 503).
  * A cost above a policy's capacity stays `cost-exceeds-capacity` whatever the mode.
  *
- * `'local'` continues each key from the store's last answer about it (answer-memory.ts): a key the store
- * had exhausted stays exhausted until its reset, whatever the local limiter would allow. What it admits is
- * owed to the store, which is charged it with the key's next answer (`takeOwed`, limiter/decide.ts
- * `carryOwed`): a window that began in the outage gets its limit once, not the store's whole limit beside
- * the local admissions.
+ * On a store that can fail, whatever the mode, the store's last answer about each key is remembered
+ * (answer-memory.ts, `remembers`), so that a store back without its data is charged again
+ * (limiter/budget-restore.ts). Only `'local'` answers an outage from it: a key the store had exhausted
+ * stays exhausted until its reset, whatever the local limiter would allow. What `'local'` admits is owed
+ * to the store (`owed`), which is charged it with the key's next answer or when its node answers again
+ * (`takeOwed`/`takeAllOwed`; Decider.remember and Decider.carryAllOwed in limiter/decide.ts, the charge
+ * in limiter/carry-owed.ts): a window that began in the outage gets its limit once, not the store's whole
+ * limit beside the local admissions.
  */
 
 import type { CompiledPolicy } from '../algorithms/kernel.js';
@@ -35,7 +38,7 @@ import {
 import type { Decision, DecisionReason, PolicyResult } from '../types.js';
 import { AnswerMemory, type Counted, REMEMBERED_KEYS, type RegressListener, type Remembered, type Remembering } from './answer-memory.js';
 
-/** Builds a decision from a store result over `policies` (the limiter's own `finish`). */
+/** Builds a decision from a store result over `policies` (the limiter's DecisionBuilder.build, limiter/build-decision.ts). */
 export type Finish = (key: string, cost: number, r: StoreResult, policies: readonly CompiledPolicy[], degraded: boolean) => Decision;
 
 /** Policy `i`'s entry for `key` in `Fallback.slots`. */
@@ -142,7 +145,7 @@ export class Fallback {
   /**
    * What the failure mode admitted for `key` since the store last heard of it, in milli-units, if any
    * lies within the plan's longest window of `at`; taken (a carry that fails owes it again). The limiter charges it to the
-   * store (limiter/decide.ts `carryOwed`) when the store answers for the key again, so that a window
+   * store (Decider.remember in limiter/decide.ts, OwedCarry.carry in limiter/carry-owed.ts) when the store answers for the key again, so that a window
    * that began in the outage does not get the store's whole limit on top of the local admissions.
    */
   takeOwed(key: string, at: number): Owed | undefined {
@@ -178,7 +181,7 @@ export class Fallback {
     return o !== undefined && at - o.last < this.horizonMs ? o : undefined;
   }
 
-  /** `takeOwed` of every key `which` picks (those a node that answers again serves: limiter/decide.ts `carryAllOwed`). */
+  /** `takeOwed` of every key `which` picks (those a node that answers again serves: Decider.carryAllOwed in limiter/decide.ts). */
   takeAllOwed(at: number, which: (o: Owed) => boolean): Owed[] {
     const owed = this.owed;
     if (owed === undefined || owed.size === 0) return [];
@@ -482,12 +485,6 @@ export class Fallback {
   }
 
   /**
-   * `'local'` for a key the store answered before: admitted only if every enforced policy still has room
-   * by the store's last answer (less what the failure mode admitted since) and the local limiter admits;
-   * the decision's numbers are the tighter of the two. A policy without a record (`records[i]`) has the
-   * local limiter's room only.
-   */
-  /**
    * An admission in an outage of a leaky bucket: it waits behind the queue the store last reported (and
    * the outage's admissions before it), not behind the local bucket's, which starts empty, and behind the
    * slot the failure mode gave the admission before it (`slots`), after that record has reset too: a full
@@ -577,6 +574,12 @@ export class Fallback {
     return this.finish(key, cost, r, this.config.localPolicies, true);
   }
 
+  /**
+   * `'local'` for a key the store answered before: admitted only if every enforced policy still has room
+   * by the store's last answer (less what the failure mode admitted since) and the local limiter admits;
+   * the decision's numbers are the tighter of the two. A policy without a record (`records[i]`) has the
+   * local limiter's room only.
+   */
   private carried(
     memory: AnswerMemory,
     key: string,

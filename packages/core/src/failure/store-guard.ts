@@ -2,11 +2,12 @@
  * @module Where a limiter meets its store's failures: which node serves a key, whether that node may be
  * called now (its NodeHealth), the watchdog over pending calls, the wait for the store's first
  * connection, and the verdict on each failure (one key, or its node), with the logs and `breaker`
- * events that go with them. create-limiter.ts asks it and answers; fallback.ts gives the answers.
+ * events that go with them. The Decider (limiter/decide.ts) asks it and answers; fallback.ts gives the answers.
  */
+import { isPromiseLike } from '../internal/promise.js';
 import type { Logger } from '../logging.js';
 import { LineThrottle, safeLog } from '../logging.js';
-import { isPromiseLike, RESULT_STRIDE, type Store, type StoreKey, type StorePlan } from '../stores/store.js';
+import { RESULT_STRIDE, type Store, type StoreKey, type StorePlan } from '../stores/store.js';
 import { type ErrorScope, errorScopeOf } from './error-scope.js';
 import { type BreakerConfig, type BreakerState, NodeHealth } from './node-health.js';
 import { StoreResultError } from './store-result-error.js';
@@ -170,7 +171,7 @@ export class StoreGuard {
     return Math.max(HOLD_MS, this.config.storeTimeoutMs);
   }
 
-  /** `starting`'s first call; out of line, for the decision path's inlining budget (create-limiter.ts, `decideAt`). */
+  /** `starting`'s first call; out of line, for the decision path's inlining budget (limiter/decide.ts, `Decider.decideAt`). */
   private askStartup(): Promise<void> | undefined {
     const wait = this.config.store.whenReady?.(STARTUP_WAIT_MS);
     this.startup =
@@ -227,7 +228,7 @@ export class StoreGuard {
     return this.unhealthy.size === 0 || this.allowUnhealthy(node, at);
   }
 
-  /** `allow` once some node is not healthy; out of line, as `succeeded`, for the decision path's inlining budget (create-limiter.ts, `decideAt`). */
+  /** `allow` once some node is not healthy; out of line, as `succeeded`, for the decision path's inlining budget (limiter/decide.ts, `Decider.decideAt`). */
   private allowUnhealthy(node: string, at: number): boolean {
     const h = this.health.get(node);
     return h === undefined || h.allow(at);

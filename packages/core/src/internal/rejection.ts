@@ -4,7 +4,7 @@
  * process (`--unhandled-rejections=throw`, the default since Node 15). `catchRejection` hands it to the
  * same report a synchronous throw gets.
  */
-import { isPromiseLike } from '../stores/store.js';
+import { isPromiseLike } from './promise.js';
 
 /**
  * When `out` is a promise (anything with a `then` method), calls `onRejected` with its rejection. Call

@@ -4,7 +4,7 @@
  * the limiter's, or the local fallback's), the lease gauges (`tollgate.leases.active`,
  * `tollgate.queue.length`) count what this limiter holds, a release wakes the key's queue
  * (lease-queue.ts), and a failed release or renewal is logged once per run of failures (the lease then
- * ends by its lease time at the latest). create-limiter.ts assembles decisions; this module keeps what they hold.
+ * ends by its lease time at the latest). limiter/ decides and builds decisions; this module keeps what they hold.
  *
  * Three guarantees live here, whatever the adapter does:
  * - A lease always ends: renewal stops `maxLeaseMs` after the lease was granted (the shortest of the
@@ -33,18 +33,11 @@ import { monotonicClock } from '../clock.js';
 import { costUnits, DecisionImpl, Result } from '../decision.js';
 import { seeDocs } from '../errors.js';
 import { nodesIn } from '../failure/store-guard.js';
+import { isPromiseLike } from '../internal/promise.js';
 import { LineThrottle, type Logger, safeLog } from '../logging.js';
 import { type InFlightSource, reportInFlight } from '../observability/in-flight.js';
 import type { CompiledPlan } from '../plans/compiled-plan.js';
-import {
-  type ConnectionEvent,
-  isPromiseLike,
-  keyAt,
-  type Store,
-  type StoreKey,
-  type StorePlan,
-  type StoreResult,
-} from '../stores/store.js';
+import { type ConnectionEvent, keyAt, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
 import type { Decision } from '../types.js';
 import { type Held, HeldLeases } from './held-leases.js';
 import { LeaseQueues } from './lease-queue.js';

@@ -1,7 +1,13 @@
 /**
  * @module Builds a Decision from a store result: the binding policy of the enforced group, the shadow
- * group's verdict, the counters, and for a charged decision the receipt `refund()` takes. The one place
- * a store result becomes a Decision, for the store's answers and the failure mode's alike.
+ * group's verdict, the counters, and for a charged decision the receipt `refund()` takes: for the
+ * store's answers and `'local'`'s alike (Fallback's `finish`). Two kinds of decision are made without a
+ * store result, elsewhere: the `'open'`/`'closed'` answers (Fallback.answer, failure/fallback.ts), counted
+ * by Decider.skipped (limiter/decide.ts: `storeErrors`, and `requests` unless `'local'` built it here);
+ * they refuse with `reason: 'store-error'`, no policy's rejection, so `limited` and the policies'
+ * `rejected` stay as they were; and a waiter refused without asking the store (leftQueue,
+ * leases/lease-keeper.ts), counted with the other queued decisions by Counters.decision
+ * (leases/leased-decisions.ts).
  */
 import type { CompiledPolicy } from '../algorithms/kernel.js';
 import { costUnits, DecisionImpl, Group, ReceiptSource, readGroup, Verdict } from '../decision.js';
@@ -18,6 +24,7 @@ import {
   R_RESET,
   R_RETRY_AFTER,
   RESULT_STRIDE,
+  resultNow,
   type StoreKey,
   type StoreResult,
 } from '../stores/store.js';
@@ -189,8 +196,7 @@ export class DecisionBuilder {
     const reset = r[R_RESET] as number;
     if (cp.refundable[0] !== 1)
       return new SoloDecision(shape, key, false, false, remaining, 0, reset, r[R_DELAY] as number, Number.NaN, Number.NaN, 0);
-    // RedisStore answers with the `now` it used after the policy's numbers; the memory store used ours.
-    const storeNow = r.length > RESULT_STRIDE ? (r[RESULT_STRIDE] as number) : at;
+    const storeNow = resultNow(r, 1, at);
     const position = r[R_POSITION] as number;
     return new SoloDecision(
       shape,
@@ -220,8 +226,7 @@ export class DecisionBuilder {
    */
   private charge(d: DecisionImpl, cp: CompiledPlan, r: StoreResult, at: number): void {
     const charged = cp.refundable[0] === 1 && ((r[R_FLAGS] as number) & F_CHARGED) !== 0;
-    // RedisStore answers with the `now` it used after the policy's numbers; the memory store used ours.
-    const storeNow = r.length > RESULT_STRIDE ? (r[RESULT_STRIDE] as number) : at;
+    const storeNow = resultNow(r, 1, at);
     const mark = charged ? storeNow + (r[R_RESET] as number) : Number.NaN;
     d.charge(this.sourceOf(cp), mark, charged ? (r[R_POSITION] as number) : Number.NaN, this.resets.seq);
   }
@@ -246,8 +251,7 @@ export class DecisionBuilder {
  */
 export function marksOf(cp: CompiledPlan, r: StoreResult, at: number): number[] {
   const n = cp.all.length;
-  // RedisStore answers with the `now` it used after the per-policy numbers; the memory store used ours.
-  const storeNow = r.length > n * RESULT_STRIDE ? (r[n * RESULT_STRIDE] as number) : at;
+  const storeNow = resultNow(r, n, at);
   const marks: number[] = new Array(2 * n);
   const none = Number.NaN;
   for (let i = 0, o = 0; i < n; i++, o += RESULT_STRIDE) {

@@ -11,10 +11,10 @@ import type { CompiledPolicy } from '../algorithms/kernel.js';
 import type { Fallback, Owed } from '../failure/fallback.js';
 import type { StoreGuard } from '../failure/store-guard.js';
 import { isResultOf } from '../failure/store-result-error.js';
+import { isPromiseLike } from '../internal/promise.js';
 import { catchRejection } from '../internal/rejection.js';
 import type { StoreTimer } from '../observability/store-timer.js';
 import {
-  isPromiseLike,
   keyAt,
   R_REMAINING,
   R_RESET,

@@ -1,7 +1,8 @@
 /**
  * @module The counters behind `limiter.stats()`: every check, the ones the enforced policies limited,
  * the shadow policies' disagreements, and the checks the failure mode answered. One object, written
- * where a decision is built (build-decision.ts) or accounted after a queue (leases/), read by `stats()`.
+ * where a decision is built (build-decision.ts), where the failure mode answers (Decider.skipped,
+ * decide.ts) or accounted after a queue (leases/), read by `stats()`.
  */
 import type { CompiledPlan } from '../plans/compiled-plan.js';
 import type { Decision } from '../types.js';

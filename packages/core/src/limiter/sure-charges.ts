@@ -27,9 +27,10 @@ import type { StoreGuard } from '../failure/store-guard.js';
 import { isResultOf } from '../failure/store-result-error.js';
 import { DoublingWait } from '../internal/doubling-wait.js';
 import { MILLI } from '../internal/fixed-point.js';
+import { isPromiseLike } from '../internal/promise.js';
 import { catchRejection } from '../internal/rejection.js';
 import type { StoreTimer } from '../observability/store-timer.js';
-import { isPromiseLike, R_REMAINING, resultCharged, type StorePlan, type StoreResult } from '../stores/store.js';
+import { R_REMAINING, resultCharged, type StorePlan, type StoreResult } from '../stores/store.js';
 import type { Clock } from '../types.js';
 
 /** A charge to send until it lands. */

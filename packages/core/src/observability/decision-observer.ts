@@ -288,7 +288,7 @@ export class DecisionObserver implements AttachedFollower {
    * A direct `check()` with no shadow policy, no channel subscriber and no TracerProvider needs at most the hot-key
    * sketches when they are on, which sample heavy streams (hot-keys.ts: most decisions over or near the
    * limit cost a decrement), and, with an exporter attached, one add to its request counter. Kept this small on
-   * purpose: the limiter inlines it in `decideNow`, whose inlining budget it shares (create-limiter.ts, `decideAt`).
+   * purpose: the limiter inlines it in `decideNow`, whose inlining budget it shares (limiter/decide.ts, `Decider.decideAt`).
    */
   observe(d: Decision, options: CheckOptions | undefined, at: number): Decision {
     // `=== true`: V8 cannot tell these fields hold booleans, and a bare `if (x)` compiles to a full truthiness test.

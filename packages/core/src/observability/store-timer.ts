@@ -12,7 +12,8 @@
  * it says it `batches`; its synchronous answers made no store call and are not recorded.
  */
 import { performance } from 'node:perf_hooks';
-import { isPromiseLike, type Store, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
+import { isPromiseLike } from '../internal/promise.js';
+import type { Store, StoreKey, StorePlan, StoreResult } from '../stores/store.js';
 import type { StoreOutcome } from './metric-names.js';
 import { type AttachedFollower, followAttached, type HistogramCell, histogramCell } from './metric-store.js';
 import { recordStoreDuration } from './otel-meter.js';
@@ -35,7 +36,7 @@ export class StoreTimer implements AttachedFollower {
 
   /**
    * The limiter's store call: the store's own, or a timed one while an exporter is attached. One call and
-   * no check, for the decision path's inlining budget (create-limiter.ts, `decideAt`), which the store's `apply` needs.
+   * no check, for the decision path's inlining budget (limiter/decide.ts, `Decider.decideAt`), which the store's `apply` needs.
    */
   apply(key: StoreKey, plan: StorePlan, cost: number, now: number, lease?: number): StoreResult | Promise<StoreResult> {
     return this.target.apply(key, plan, cost, now, lease);

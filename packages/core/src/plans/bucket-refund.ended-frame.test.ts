@@ -1,5 +1,5 @@
 /**
- * @module A bucket receipt of an ended refund frame gives nothing back (plans/refund-kernels.ts `allowance`: "0 for a
+ * @module A bucket receipt of an ended refund frame gives nothing back (algorithms/refund-kernels.ts `allowance`: "0 for a
  * charge of an ended frame"), on the kernels' rows, for token-bucket, gcra and leaky-bucket (issue 29, fifth round:
  * since the third round's fix a limit change no longer ends a frame early, so only this case reaches the guard
  * `refunded >= position`).

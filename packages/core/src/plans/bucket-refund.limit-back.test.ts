@@ -5,7 +5,7 @@
  * change A -> B counted it (`closeFrame`) but clamped the frame's horizon to a full bucket of B (`now + span`);
  * when B's bucket is shorter than A's marks, the frame ended before the receipt's mark, started over at 0, and
  * after the change back to A the row's limit and burst were A's again: the receipt passed every guard of
- * `allowance` (plans/refund-kernels.ts) and gave back what later charges used. Fixed: the frame lives until the
+ * `allowance` (algorithms/refund-kernels.ts) and gave back what later charges used. Fixed: the frame lives until the
  * latest mark (the key as long), whatever the new policy's span.
  *
  * Here: A = 1 per 10 s, burst 5; B = 100 per 10 s, burst 100 (a full bucket in 10 s). 5 charged under A at 0, 1

@@ -1,5 +1,5 @@
 /**
- * @module Bucket refunds by hand, on the kernels' rows (plans/refund-kernels.ts; issue 29: each pins mutants of
+ * @module Bucket refunds by hand, on the kernels' rows (algorithms/refund-kernels.ts; issue 29: each pins mutants of
  * the bucket refund that the random traces let live), for token-bucket, gcra and leaky-bucket:
  * - refunding the newest charge, then an older one, leaves the key as if neither had been charged: the newest
  *   charge's refund is not counted in the refund frame, so it takes nothing from what the older one may give;

@@ -1,5 +1,5 @@
 /**
- * @module sliding-log refunds computed by hand (plans/refund-kernels.ts): a refund that empties an entry which
+ * @module sliding-log refunds computed by hand (algorithms/refund-kernels.ts): a refund that empties an entry which
  * is not the newest removes it and moves the newer ones back by one, each with its own time and cost, and the
  * window then expires them at their own times. Distinct costs per entry, so an entry moved with another's cost
  * shows. Limit 10 per 1000 ms. Issue 29 (mutation testing).

@@ -1,5 +1,5 @@
 /**
- * @module Window refunds computed by hand (plans/refund-kernels.ts): a refund that leaves a window key equal to
+ * @module Window refunds computed by hand (algorithms/refund-kernels.ts): a refund that leaves a window key equal to
  * a key never seen drops it (the memory store's sweep takes it at once, as Redis deletes the key), and one that
  * leaves something keeps it. Limit 10 per 1000 ms. Issue 29 (mutation testing).
  */

@@ -79,7 +79,7 @@ export interface ShedTicket {
   release(sample?: boolean): void;
 }
 
-/** A server-wide in-flight cap (the `shed` option): admits by priority, refuses the rest with a 503. */
+/** A server-wide in-flight cap (the `loadShedding` option): admits by priority, refuses the rest with a 503. */
 // biome-ignore lint/suspicious/noExplicitAny: see LoadShedderOptions.
 export interface LoadShedder<Req = any> {
   /** The priority of `request` (`'critical'` when no priority function is set, so it may fill the whole cap). */
@@ -265,7 +265,7 @@ class Shedder implements LoadShedder {
   }
 }
 
-/** True for a shedder made by `createLoadShedder` (passed as `shed` to share one cap between middlewares). */
+/** True for a shedder made by `createLoadShedder` (passed as `loadShedding` to share one cap between middlewares). */
 export function isLoadShedder<Req>(value: LoadShedderOptions<Req> | LoadShedder<Req>): value is LoadShedder<Req> {
   return value instanceof Shedder;
 }

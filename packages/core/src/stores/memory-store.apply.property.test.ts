@@ -17,7 +17,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CompiledPolicy, StateTable } from '../algorithms/kernel.js';
 import { createOutcome } from '../algorithms/kernel.js';
-import { REFUND_KERNELS } from '../plans/refund-kernels.js';
+import { REFUND_KERNELS } from '../algorithms/refund-kernels.js';
 import { compilePolicy } from '../policy.js';
 import { ALGORITHM_VARIANTS } from '../testing/variants.js';
 import { MemoryStore } from './memory-store.js';

@@ -10,10 +10,10 @@
 import { releaseLease, renewLease } from '../algorithms/concurrency.js';
 import type { AlgorithmKernel, CompiledPolicy, LogRing, Outcome, StateTable } from '../algorithms/kernel.js';
 import { createOutcome } from '../algorithms/kernel.js';
+import { REFUND_KERNELS } from '../algorithms/refund-kernels.js';
 import { RateLimitConfigError } from '../errors.js';
 import { type KeysEnum, readOptions } from '../internal/read-options.js';
 import { counterCell, exporters } from '../observability/metric-store.js';
-import { REFUND_KERNELS } from '../plans/refund-kernels.js';
 import {
   F_ALLOWED,
   F_CHARGED,
@@ -187,7 +187,7 @@ interface Bound {
   readonly result: Float64Array;
 }
 
-/** Sets the lease an apply takes on each of `b`'s tables; out of `apply`, for the decision path's inlining budget (create-limiter.ts, `decideAt`). */
+/** Sets the lease an apply takes on each of `b`'s tables; out of `apply`, for the decision path's inlining budget (limiter/decide.ts, `Decider.decideAt`). */
 function holdLease(b: Bound, lease: number): void {
   for (const t of b.tables) t.lease = lease;
 }
@@ -420,7 +420,7 @@ export class MemoryStore implements Store {
   /**
    * `applySingle` for a key the table does not hold: decided in the scratch slot, which it is adopted
    * from when admitted (evicting first when the store is full); returns the slot, or undefined when
-   * refused. Out of `applySingle` (a busy key never takes it), for the decision path's inlining budget (create-limiter.ts, `decideAt`).
+   * refused. Out of `applySingle` (a busy key never takes it), for the decision path's inlining budget (limiter/decide.ts, `Decider.decideAt`).
    */
   private applyNew(key: string, b: Bound, t: Table, p: CompiledPolicy, out: Outcome, cost: number, now: number): number | undefined {
     t.kernel.init(t, 0);
@@ -434,7 +434,7 @@ export class MemoryStore implements Store {
 
   /**
    * The enforced policies as one group, then the shadow policies as another (each all-or-nothing). Out of
-   * `apply` (a one-policy plan never takes it), for the decision path's inlining budget (create-limiter.ts, `decideAt`).
+   * `apply` (a one-policy plan never takes it), for the decision path's inlining budget (limiter/decide.ts, `Decider.decideAt`).
    */
   private applyGroups(key: StoreKey, plan: StorePlan, b: Bound, cost: number, now: number, charge: boolean): Float64Array {
     const n = plan.policies.length;

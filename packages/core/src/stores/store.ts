@@ -78,8 +78,11 @@ export const F_CHARGED = 4;
 
 /**
  * Per policy, in plan order, `RESULT_STRIDE` numbers: flags (`F_*`), remaining (milli-units, after the
- * charge when charged), retryAfterMs, resetMs, delayMs. A store may reuse the array once the
- * limiter has read it (the limiter copies everything out synchronously).
+ * charge when charged), retryAfterMs, resetMs, delayMs. Then, optionally, one more number: the store's
+ * clock (integer ms) when it decided, for a store with a clock of its own (RedisStore: Redis `TIME`);
+ * a receipt's marks are that time plus resetMs. Without it the store used the `now` it was given
+ * (MemoryStore). Read it with `resultNow`. A store may reuse the array once the limiter has read it
+ * (the limiter copies everything out synchronously).
  */
 export type StoreResult = ArrayLike<number>;
 
@@ -289,11 +292,6 @@ export interface Store {
 /** What `Store.watchConnection` reports: the connection closed, or it is ready again. */
 export type ConnectionEvent = 'lost' | 'ready';
 
-/** Whether `value` is a promise (anything with a `then` method): how a caller tells a synchronous answer from a pending one. */
-export function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
-}
-
 /** Whether policy `i` of a store result (`Store.apply`) was charged; every policy of an enforced group is, or none. */
 export function resultCharged(r: StoreResult, i: number): boolean {
   return ((r[i * RESULT_STRIDE + R_FLAGS] as number) & F_CHARGED) !== 0;
@@ -302,6 +300,14 @@ export function resultCharged(r: StoreResult, i: number): boolean {
 /** Whether policy `i` of a store result refused a cost it can never hold (a 413, not a 429). */
 export function resultExceeds(r: StoreResult, i: number): boolean {
   return ((r[i * RESULT_STRIDE + R_FLAGS] as number) & F_EXCEEDS) !== 0;
+}
+
+/**
+ * The store's clock when it decided a result over `n` policies: the slot after their numbers (a store
+ * with its own clock, RedisStore), else `at`, the limiter's clock the call was made with.
+ */
+export function resultNow(r: StoreResult, n: number, at: number): number {
+  return r.length > n * RESULT_STRIDE ? (r[n * RESULT_STRIDE] as number) : at;
 }
 
 /** How long policy `i` of a store result delays an admitted request (leaky-bucket shaping), ms. */

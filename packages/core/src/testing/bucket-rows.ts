@@ -5,7 +5,7 @@
  */
 import { expect } from 'vitest';
 import { type CompiledPolicy, createOutcome, type Outcome, type StateTable } from '../algorithms/kernel.js';
-import { REFUND_KERNELS } from '../plans/refund-kernels.js';
+import { REFUND_KERNELS } from '../algorithms/refund-kernels.js';
 import { compilePolicy } from '../policy.js';
 import type { AnyPolicyOptions } from '../types.js';
 

@@ -4,7 +4,7 @@
  * a promise gets `timeoutMs` to settle. A promise that settles late is observed, so its rejection can
  * never become an unhandled rejection.
  */
-import { isPromiseLike } from '../../stores/store.js';
+import { isPromiseLike } from '../../internal/promise.js';
 
 export type Bounded<T> =
   | { readonly ok: true; readonly value: T }

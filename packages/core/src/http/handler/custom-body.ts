@@ -4,8 +4,8 @@
  * warning; the default body is serialized once, and rebuilt only when a hook may change it.
  */
 import type { Diagnostics } from '../../diagnostics.js';
+import { isPromiseLike } from '../../internal/promise.js';
 import { catchRejection } from '../../internal/rejection.js';
-import { isPromiseLike } from '../../stores/store.js';
 import type { Decision } from '../../types.js';
 import type { HeaderPair } from '../response/header-values.js';
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from '../response/problem.js';

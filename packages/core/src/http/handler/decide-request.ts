@@ -5,8 +5,8 @@
  * awaited only when they return a promise: a synchronous request takes no extra tick.
  */
 import type { Diagnostics } from '../../diagnostics.js';
+import { isPromiseLike } from '../../internal/promise.js';
 import type { Limiter, LimiterKey } from '../../limiter/limiter.js';
-import { isPromiseLike } from '../../stores/store.js';
 import type { Decision } from '../../types.js';
 import type { RequestView } from '../request-view.js';
 import { type ResponseConfig, respond } from '../response/respond.js';

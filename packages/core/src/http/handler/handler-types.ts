@@ -88,19 +88,19 @@ export interface RateLimitHandler<Req = any> {
    * The whole flow, writing through `target`; never throws, never rejects. The outcome itself when every
    * step was synchronous (the common case: no async hook, the in-memory store), else a promise of it:
    * `isPromiseLike(outcome) ? await outcome : outcome` spares a request two microtask turns. A request
-   * admitted by the load shedder (`shed`) or holding concurrency leases keeps them until the handler is
+   * admitted by the load shedder (`loadShedding`) or holding concurrency leases keeps them until the handler is
    * done with `target.raw` (finish, or its `end()` after the client went away); see `settled` for
    * frameworks that know more.
    */
   run(input: RequestInput<Req>, target: ResponseTarget): RunOutcome | Promise<RunOutcome>;
-  /** The server-wide load shedder (`shed` option), for `shedder.state()`; undefined when none. */
+  /** The server-wide load shedder (`loadShedding` option), for `shedder.state()`; undefined when none. */
   readonly shedder: LoadShedder<Req> | undefined;
   /**
    * For adapters that see the handler settle (Koa's `await next()`): the handler of `response` is done,
    * so its slot and leases go back now if the client already left (else when the response is written).
    */
   settled(response: object): void;
-  /** False when an admitted request can hold nothing (no `shed`, no concurrency policy): `settled` would do nothing. */
+  /** False when an admitted request can hold nothing (no `loadShedding`, no concurrency policy): `settled` would do nothing. */
   readonly holding: boolean;
   /**
    * Framework diagnostic: warns once (`WRN_RL_PERMISSIVE_TRUST_PROXY`) when `permissive` is true, i.e.

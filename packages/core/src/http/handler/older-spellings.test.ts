@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { RateLimitConfigError } from '../../errors.js';
 import { parseLimiterOptions } from '../../options.js';
 import { createLoadShedder } from '../../shedding/load-shedder.js';
+import { createPartitionKey } from '../keys/partition-key.js';
 import { OLDER_SPELLINGS, parseRateLimitOptions, type RateLimitOptions } from './rate-limit-options.js';
 
 const policies = { limit: 10, windowMs: 1000 };
@@ -27,10 +28,23 @@ const CASES = [
     older: 'pk',
     current: 'partitionKey',
     value: { secret: 'a-secret-of-32-bytes-or-so-123456' },
-    read: (c: ReturnType<typeof parse>) => c.pk,
+    read: (c: ReturnType<typeof parse>) => c.partitionKey,
+    readOlder: (c: ReturnType<typeof parse>) => c.pk,
   },
-  { older: 'hookTimeoutMs', current: 'callbackTimeoutMs', value: 250, read: (c: ReturnType<typeof parse>) => c.hookTimeoutMs },
-  { older: 'logRate', current: 'logLimit', value: { lines: 3, intervalMs: 1000 }, read: (c: ReturnType<typeof parse>) => c.logRate },
+  {
+    older: 'hookTimeoutMs',
+    current: 'callbackTimeoutMs',
+    value: 250,
+    read: (c: ReturnType<typeof parse>) => c.callbackTimeoutMs,
+    readOlder: (c: ReturnType<typeof parse>) => c.hookTimeoutMs,
+  },
+  {
+    older: 'logRate',
+    current: 'logLimit',
+    value: { lines: 3, intervalMs: 1000 },
+    read: (c: ReturnType<typeof parse>) => c.logLimit,
+    readOlder: (c: ReturnType<typeof parse>) => c.logRate,
+  },
 ] as const;
 
 const parse = (extra: Record<string, unknown>) => parseRateLimitOptions({ policies, ...extra } as RateLimitOptions);
@@ -41,6 +55,27 @@ describe('older spellings of adapter options', () => {
     const b = read(parse({ [current]: value }));
     expect(a).toEqual(b);
     expect(a).not.toEqual(read(parse({})));
+  });
+
+  it.each(CASES)('the config keeps $current under the older field name $older too', ({ older, current, value, read, readOlder }) => {
+    for (const spelling of [older, current]) {
+      const config = parse({ [spelling]: value });
+      expect(readOlder(config)).toBe(read(config));
+    }
+    expect(readOlder(parse({}))).toEqual(read(parse({})));
+  });
+
+  it('builds the partition key once, at parse, under either spelling', () => {
+    const secret = 'a-secret-of-32-bytes-or-so-123456';
+    for (const spelling of ['pk', 'partitionKey']) {
+      const hash = parse({ [spelling]: { secret } }).partitionKeyFunction;
+      expect(hash).toBeTypeOf('function');
+      expect(Buffer.from(hash?.('ip:203.0.113.7') ?? [])).toEqual(
+        Buffer.from(createPartitionKey({ secret }, 'pk')?.('ip:203.0.113.7') ?? []),
+      );
+    }
+    expect(parse({}).partitionKeyFunction).toBeUndefined();
+    expect(parse({ partitionKey: false }).partitionKeyFunction).toBeUndefined();
   });
 
   it.each(CASES)('$older with $current is refused, naming the older spelling', ({ older, current, value }) => {

@@ -8,15 +8,14 @@
  */
 
 import type { Diagnostics } from '../../diagnostics.js';
+import { isPromiseLike } from '../../internal/promise.js';
 import { hasConcurrencyQueue } from '../../leases/lease-queue.js';
 import { assembleLimiter } from '../../limiter/create-limiter.js';
 import type { Limiter } from '../../limiter/limiter.js';
 import { consoleLogger, createLogGate, isAbstractNoopLogger, type Logger, safeLog, toLogger } from '../../logging.js';
 import { ShedObserver } from '../../observability/shed-observer.js';
 import type { LoadShedder, ShedPriority, ShedTicket } from '../../shedding/load-shedder.js';
-import { isPromiseLike } from '../../stores/store.js';
 import type { Decision } from '../../types.js';
-import { createPartitionKey } from '../keys/partition-key.js';
 import { createHeaderWriter } from '../response/header-writer.js';
 import { createProblemBodyWriter } from '../response/problem.js';
 import type { ResponseConfig } from '../response/respond.js';
@@ -57,11 +56,11 @@ export function createRateLimitHandler<Req>(
   const config = parseRateLimitOptions(options, ctx.adapterKeys ?? []);
   // Every line of this middleware goes through one budget; the summary of what it dropped goes around it.
   const target: Logger = config.logger === undefined ? (appLoggerOf(ctx.appLogger) ?? consoleLogger) : toLogger(config.logger);
-  const gate = createLogGate(config.logRate, target);
+  const gate = createLogGate(config.logLimit, target);
   const loggers = new RequestLoggers(config.logger, gate, target, config.validate);
   const limiter = assembleLimiter({ ...config.limiterOptions, logger: loggers.base }, ctx.nameByAdapter === true);
-  const hooks = new UserHooks(config.hookTimeoutMs);
-  const shadow = createShadowSummary(target, config.logRate.intervalMs, loggers.baseDiagnostics);
+  const hooks = new UserHooks(config.callbackTimeoutMs);
+  const shadow = createShadowSummary(target, config.logLimit.intervalMs, loggers.baseDiagnostics);
   const decider = new RequestDecider({
     config,
     limiter,
@@ -109,7 +108,7 @@ export function createRateLimitHandler<Req>(
 
 /** One response config per plan: headers and problem bodies describe the plan that applied. */
 function responseConfigs<Req>(config: RateLimitConfig<Req>, limiter: Limiter): Map<string, ResponseConfig> {
-  const partitionKey = createPartitionKey(config.pk, 'pk');
+  const partitionKey = config.partitionKeyFunction;
   const out = new Map<string, ResponseConfig>();
   for (const [name, policies] of limiter.plans) {
     out.set(

@@ -21,7 +21,7 @@ import { LIMITER_KEYS as LIMITER_OPTION_KEYS, type LimiterOptions } from '../../
 import { createLoadShedder, isLoadShedder, type LoadShedder, type LoadShedderOptions } from '../../shedding/load-shedder.js';
 import type { Clock, Decision, Logger } from '../../types.js';
 import { keys } from '../keys/keys.js';
-import { createPartitionKey, type PartitionKeyOptions } from '../keys/partition-key.js';
+import { createPartitionKey, type PartitionKeyFunction, type PartitionKeyOptions } from '../keys/partition-key.js';
 import type { KeyFunction } from '../request-view.js';
 import { HEADER_MODES, type HeaderMode, type HeadersOption } from '../response/header-mode.js';
 import { headerModes } from '../response/header-writer.js';
@@ -185,8 +185,9 @@ export const DEFAULT_HOOK_TIMEOUT_MS = DEFAULT_CALLBACK_TIMEOUT_MS;
 // biome-ignore lint/suspicious/noExplicitAny: see CostFunction.
 export interface RateLimitConfig<Req = any> {
   readonly limiterOptions: LimiterOptions;
-  /** Plan, per-policy keys and refund-on-finish options (http/plan-options.ts). */
+  /** Plan, per-policy keys and refund-on-finish options (http/handler/request-plans.ts). */
   readonly plans: PlanHttpConfig<Req>;
+  /** @deprecated Read by nothing: the handler follows its limiter's mode (`handler.limiter.mode`), the same value. */
   readonly mode: 'enforce' | 'shadow';
   readonly clock: Clock;
   /** The logger the user set; undefined means the adapter's (Fastify's request logger) or `console`. */
@@ -195,6 +196,11 @@ export interface RateLimitConfig<Req = any> {
   readonly cost: CostFunction<Req> | undefined;
   readonly skip: ((request: Req) => boolean | Promise<boolean>) | undefined;
   readonly headers: HeadersOption;
+  /** The `partitionKey` option (or its older spelling `pk`) as given; false when not set. */
+  readonly partitionKey: PartitionKeyOptions | false;
+  /** The `pk` parameter's hash of a key, built once from `partitionKey`; undefined when not set. */
+  readonly partitionKeyFunction: PartitionKeyFunction | undefined;
+  /** @deprecated The older name of `partitionKey`, the same value. */
   readonly pk: PartitionKeyOptions | false;
   readonly problemTypes: Readonly<Record<ProblemKind, string>>;
   readonly extendProblem: ProblemOptions<Req>['extend'];
@@ -203,7 +209,13 @@ export interface RateLimitConfig<Req = any> {
   readonly validate: ValidateOption;
   /** The load shedder (`loadShedding`), undefined when none. */
   readonly shedder: LoadShedder<Req> | undefined;
+  /** How long a user callback may take, ms (`callbackTimeoutMs`, or its older spelling `hookTimeoutMs`). */
+  readonly callbackTimeoutMs: number;
+  /** The budget of log lines (`logLimit`, or its older spelling `logRate`). */
+  readonly logLimit: Readonly<Required<LogRateOptions>>;
+  /** @deprecated The older name of `callbackTimeoutMs`, the same value. */
   readonly hookTimeoutMs: number;
+  /** @deprecated The older name of `logLimit`, the same value. */
   readonly logRate: Readonly<Required<LogRateOptions>>;
   /** Values of the adapter-specific keys the adapter declared (e.g. Fastify's `hook`), unvalidated. */
   readonly adapterOptions: Readonly<Record<string, unknown>>;
@@ -394,11 +406,11 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     );
   }
 
-  // Checked here, once, so that an error names the option as the user spelled it (the handler builds it).
-  if (partitionKey !== undefined && partitionKey !== false) createPartitionKey(partitionKey, spelled('partitionKey'));
+  // Built here, once, so that an error names the option as the user spelled it.
+  const partitionKeyFunction = createPartitionKey(partitionKey, spelled('partitionKey'));
   checkKeyOption(options.key);
   checkLogger(options.logger, 'logger');
-  return Object.freeze({
+  const config = {
     limiterOptions,
     plans: plansHttp.config,
     mode: options.mode ?? 'enforce',
@@ -408,15 +420,18 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     cost,
     skip: optionalFunction(options.skip, 'skip', "(req) => req.path === '/health'"),
     headers,
-    pk: partitionKey ?? false,
+    partitionKey: partitionKey ?? false,
+    partitionKeyFunction,
     problemTypes: parseProblemTypes(problem),
     extendProblem: optionalFunction(problem.extend, 'problem.extend', '(req) => ({ instance: req.url })'),
     onLimited: optionalFunction(options.onLimited, 'onLimited', '({ problem }) => ({ body: { error: problem.title } })'),
     onDecision: optionalFunction(options.onDecision, 'onDecision', '(decision, req) => metrics.record(decision)'),
     validate,
     shedder: shedderOf(options.loadShedding, spelled('loadShedding')),
-    hookTimeoutMs: positiveIntegerOr(options.callbackTimeoutMs, spelled('callbackTimeoutMs'), DEFAULT_CALLBACK_TIMEOUT_MS, '5000'),
-    logRate: parseLogRate(options.logLimit, spelled('logLimit')),
+    callbackTimeoutMs: positiveIntegerOr(options.callbackTimeoutMs, spelled('callbackTimeoutMs'), DEFAULT_CALLBACK_TIMEOUT_MS, '5000'),
+    logLimit: parseLogRate(options.logLimit, spelled('logLimit')),
     adapterOptions: Object.freeze(adapterOptions),
-  });
+  };
+  // The older field names, for adapters written against them.
+  return Object.freeze({ ...config, pk: config.partitionKey, hookTimeoutMs: config.callbackTimeoutMs, logRate: config.logLimit });
 }

@@ -4,8 +4,9 @@
  * throws and never rejects, whichever step fails.
  */
 import { describe, expect, it } from 'vitest';
+import { isPromiseLike } from '../../internal/promise.js';
 import { MemoryStore } from '../../stores/memory-store.js';
-import { isPromiseLike, type Store, type StorePlan, type StoreResult } from '../../stores/store.js';
+import type { Store, StorePlan, StoreResult } from '../../stores/store.js';
 import { recordingLogger } from '../../testing/request-view-fixture.js';
 import type { Decision } from '../../types.js';
 import { createRateLimitHandler, type RawResponse, type ResponseTarget, type RunOutcome } from './rate-limit-handler.js';

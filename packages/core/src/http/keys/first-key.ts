@@ -4,7 +4,7 @@
  * API clients per key, and everyone else per IP. Stays synchronous while the extractors are.
  */
 import { describeValue, RateLimitConfigError } from '../../errors.js';
-import { isPromiseLike } from '../../stores/store.js';
+import { isPromiseLike } from '../../internal/promise.js';
 import type { KeyFunction, RequestView } from '../request-view.js';
 
 /** What an extractor may return; JavaScript callers may return anything (a number id, an object). */

@@ -5,8 +5,8 @@
  */
 
 import { RateLimitConfigError } from '../../errors.js';
+import { isPromiseLike } from '../../internal/promise.js';
 import { isWellFormed } from '../../internal/text.js';
-import { isPromiseLike } from '../../stores/store.js';
 import type { KeyFunction, RequestView } from '../request-view.js';
 import { namespacedKey } from './namespaced-key.js';
 

@@ -4,8 +4,10 @@
  * layout of the state the scripts keep (scripts/plan-script.ts): a future layout takes `v3`, so a script never reads
  * state written in another format (old keys simply expire). Short, because the name is most of what a key
  * costs in Redis: up to 30 characters it takes Redis' smallest allocation for a key of that kind, and
- * `tg:v2:{ip:10.1.255.255}:gc1d` is 28. The braces make the limiter key the hash tag,
- * so every key one request touches lives in one Redis Cluster slot and one script may read them all.
+ * `tg:v2:{ip:10.1.255.255}:gc1d` is 28. The braces make the limiter key the hash tag, so the keys of a
+ * check for one key (every policy of its plan) live in one Redis Cluster slot and one script may read
+ * them all. A check with a key per policy (`{ ip, user }`) may span slots: RedisStore then runs one
+ * script per slot (cluster-split.ts).
  * A key that is long, empty, or contains a brace (which would end or empty the hash tag) is replaced by
  * its SHA-256, marked with `#` after the tag so a digest and a literal key can never share a name.
  */

@@ -187,7 +187,7 @@ function foreignWaits(s: Slot): string {
   return `if ${fr} > 0 then ${s.retry} = ${fr}; ${s.reset} = ${fz} end`;
 }
 
-/** The gcra and leaky-bucket refund (plans/refund-kernels.ts), after its `load`. */
+/** The gcra and leaky-bucket refund (algorithms/refund-kernels.ts), after its `load`. */
 export function gcraRefund(s: Slot, p: CompiledPolicy): string {
   const [tat, frac, debt, conv, x, h] = names(s, GC_STATE);
   const write = lua`

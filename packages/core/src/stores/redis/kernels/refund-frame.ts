@@ -76,7 +76,7 @@ export function bucketSet(key: string, x: string, h: string, own: string, framed
 }
 
 /**
- * A bucket refund (plans/refund-kernels.ts), after the policy's `load`: `debt` and `full` (when the bucket
+ * A bucket refund (algorithms/refund-kernels.ts), after the policy's `load`: `debt` and `full` (when the bucket
  * was full again before it) as the state stands, `pos` the receipt's position less what it gave back;
  * `write` stores the bucket `take` ticks fuller. Sets `out[i]` when the state took it.
  */

@@ -32,7 +32,7 @@ export function tbWrite(s: Slot, p: CompiledPolicy, left: string, last: string):
     local pos = ${x} - (q * ${p.rate} - missing)`;
 }
 
-/** The token-bucket refund (plans/refund-kernels.ts), after its `load`. */
+/** The token-bucket refund (algorithms/refund-kernels.ts), after its `load`. */
 export function tbRefund(s: Slot, p: CompiledPolicy): string {
   const [tokens, last, conv, x, h] = names(s, TB_STATE);
   const write = lua`

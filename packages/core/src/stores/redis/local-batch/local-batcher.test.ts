@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { isPromiseLike } from '../../../internal/promise.js';
 import { compilePolicy } from '../../../policy.js';
 import { MemoryStore } from '../../memory-store.js';
-import { F_ALLOWED, isPromiseLike, R_FLAGS, R_REMAINING, RESULT_STRIDE, type StorePlan, type StoreResult } from '../../store.js';
+import { F_ALLOWED, R_FLAGS, R_REMAINING, RESULT_STRIDE, type StorePlan, type StoreResult } from '../../store.js';
 import { LocalBatcher } from './local-batcher.js';
 import { type LocalBatchOptions, parseLocalBatch } from './options.js';
 

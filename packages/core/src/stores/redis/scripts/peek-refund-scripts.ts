@@ -2,7 +2,7 @@
  * @module The Lua twins of `MemoryStore.peek` and `MemoryStore.refund`: one peek script and one refund
  * script per plan, generated beside the plan's apply script (scripts/plan-script.ts) from the same fragments
  * (kernels/<algorithm>.ts): `load` reads each policy's state as it stands at `now`; peek then runs `evaluate`
- * and reports as `apply` would, without `commit`; refund gives a charge back per plans/refund-kernels.ts,
+ * and reports as `apply` would, without `commit`; refund gives a charge back per algorithms/refund-kernels.ts,
  * whose module comment states the rule per algorithm. The differential suite proves both equal to
  * the TypeScript ones.
  */

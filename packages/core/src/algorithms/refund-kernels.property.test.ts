@@ -1,5 +1,5 @@
 /**
- * @module Refund-then-check equals never-charged, for the window algorithms (plans/refund-kernels.ts; the
+ * @module Refund-then-check equals never-charged, for the window algorithms (algorithms/refund-kernels.ts; the
  * buckets' twin is algorithms/bucket-refund.property.test.ts), on random traces through a limiter on a memory
  * store: refunding the newest charge while it still counts (fixed-window: before its window ends;
  * sliding-window: while its counter is the current one; sliding-log: while its entry is in the window) leaves
@@ -8,10 +8,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { alignedStart } from '../algorithms/kernel.js';
 import { createLimiter, type Limiter, MemoryStore } from '../index.js';
 import { ALGORITHM_VARIANTS, type AlgorithmVariant, variantPolicy } from '../testing/variants.js';
 import type { Decision } from '../types.js';
+import { alignedStart } from './kernel.js';
 
 const WINDOWS = ALGORITHM_VARIANTS.filter(
   (v) => v.algorithm === 'fixed-window' || v.algorithm === 'sliding-window' || v.algorithm === 'sliding-log',

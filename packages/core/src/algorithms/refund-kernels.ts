@@ -21,12 +21,12 @@
  * left equal to a key never seen is dropped, as Redis deletes the key (a refunded bucket keeps its refund
  * frame until the frame's horizon, and its Redis key lives as long).
  */
-import { gcraDebt, gcraFullAt, setGcraDebt } from '../algorithms/gcra.js';
-import type { CompiledPolicy } from '../algorithms/kernel.js';
-import { alignedStart, type LogRing, type StateTable } from '../algorithms/kernel.js';
-import { MAX_REFUNDED, recordRefund, refundedAt } from '../algorithms/refund-frame.js';
-import { tbFullAt, tbLevel, tbStore } from '../algorithms/token-bucket.js';
 import type { PolicyAlgorithm } from '../types.js';
+import { gcraDebt, gcraFullAt, setGcraDebt } from './gcra.js';
+import type { CompiledPolicy } from './kernel.js';
+import { alignedStart, type LogRing, type StateTable } from './kernel.js';
+import { MAX_REFUNDED, recordRefund, refundedAt } from './refund-frame.js';
+import { tbFullAt, tbLevel, tbStore } from './token-bucket.js';
 
 /**
  * Gives back `cost` milli-units charged with `mark` (and `position`, the bucket family's: refund-frame.ts)

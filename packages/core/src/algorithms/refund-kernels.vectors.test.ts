@@ -1,5 +1,5 @@
 /**
- * @module Refund kernels by hand through the memory store (plans/refund-kernels.ts; issue 29: each pins a
+ * @module Refund kernels by hand through the memory store (algorithms/refund-kernels.ts; issue 29: each pins a
  * mutant the random traces let live): a window refund names its window (a receipt of an earlier window gives
  * nothing to the current one); a counter or a log entry with nothing left to give answers 0; a sliding-log refund
  * in a full ring moves the newer entries back without touching the oldest; the key's expiry follows the newest

@@ -75,7 +75,7 @@ describe('ServerChanges', () => {
     dead.add('b');
     ids.a = 'r3';
     void changes.read(20);
-    expect(asked.slice(1)).toEqual(['a', 'b', undefined]);
+    expect(asked.slice(1)).toEqual([undefined, 'a', 'b']);
     await changes.readingOf('a');
     expect(changes.changedAt('a')).toBe(20);
     expect(changes.readingOf('b')).toBeDefined();
@@ -85,8 +85,36 @@ describe('ServerChanges', () => {
     await changes.read(30, 'a');
     expect(asked.slice(4)).toEqual(['a']);
     expect(changes.changedAt('a')).toBe(30);
-    // c, promoted, is no master the readings know: its answers wait for a reading of every master.
+    // c, promoted, is no master the readings know: its answers wait for a reading of every master, until
+    // a reading of c alone (its breaker closed) tells of it; then they never wait for b's.
     expect(changes.readingOf('c')).toBeDefined();
+    ids.c = 'r5';
+    await changes.read(40, 'c');
+    expect(changes.changedAt('c')).toBe(40);
+    expect(changes.readingOf('c')).toBeUndefined();
+  });
+
+  it('a master whose own reading failed waits for the reading of every master, which may still tell of it', async () => {
+    const ids: Record<string, string> = { a: 'r1', b: 'r2' };
+    let refuse = false;
+    let release: (() => void) | undefined;
+    const store = new MemoryStore({ sweepIntervalMs: 0 }) as Store & { servers?: Store['servers'] };
+    store.servers = (node?: string) => {
+      const snap = new Map(Object.entries(ids).filter(([n]) => node === undefined || n === node));
+      if (node !== undefined) return refuse ? Promise.reject(new Error('INFO refused')) : Promise.resolve(snap);
+      return release === undefined && ids.a !== 'r1' ? new Promise((r) => (release = () => r(snap))) : Promise.resolve(snap);
+    };
+    const changes = ServerChanges.of(store) as ServerChanges;
+    await changes.read(10);
+    ids.a = 'r3';
+    refuse = true;
+    void changes.read(20);
+    await new Promise((r) => setTimeout(r, 0));
+    const waiting = changes.readingOf('a');
+    expect(waiting).toBeDefined();
+    release?.();
+    await waiting;
+    expect(changes.changedAt('a')).toBe(20);
   });
 
   it('a reading of every master that comes back late does not set an older server over a later reading of one', async () => {

@@ -17,11 +17,11 @@ export class ServerChanges {
   private readonly changed = new Map<string, number>();
   /** The readings in flight (`read`): of one node, under its name, or of every node, under ALL. */
   private readonly pending = new Map<string, Promise<void>>();
-  /** How many readings were sent, and the count at which each node's last one was (`apply`). */
+  /** How many readings were sent; the count of the last reading of every node (`readingOf`). */
   private sent = 0;
-  private readonly sentAt = new Map<string, number>();
-  /** The nodes the reading of every node in flight reads on their own too (`read`, `readingOf`). */
-  private allCovers: ReadonlySet<string> = new Set();
+  private allSent = 0;
+  /** Per node, the count of the latest reading that told of it (`apply`, `readingOf`). */
+  private readonly landed = new Map<string, number>();
   /** Until a reading found some server: the wait before reading again, and its timer. */
   private readonly wait = new DoublingWait();
   private closed = false;
@@ -49,17 +49,16 @@ export class ServerChanges {
   read(at: number, node?: string): Promise<void> {
     const known = this.ids.size > 1 ? [...this.ids.keys()] : [];
     if (node !== undefined && known.length > 0) return Promise.all(nodesIn(node).map((n) => this.readOne(at, n))).then(() => undefined);
+    // The reading of every node first: each node's own, sent after it, answers for that node once it lands.
     // One server (as far as the readings say): its own reading is the whole one.
-    const each = known.map((n) => this.readOne(at, n));
     const all = this.readOne(at, ALL);
-    this.allCovers = new Set(known);
-    return Promise.all([...each, all]).then(() => undefined);
+    return Promise.all([all, ...known.map((n) => this.readOne(at, n))]).then(() => undefined);
   }
 
   /** A reading of `node`, or of every node (ALL), noted in `pending` while it is in flight. */
   private readOne(at: number, node: string): Promise<void> {
     const sent = ++this.sent;
-    if (node !== ALL) this.sentAt.set(node, sent);
+    if (node === ALL) this.allSent = sent;
     const reading = this.store.servers(node === ALL ? undefined : node).then(
       (servers) => {
         this.apply(servers, at, sent);
@@ -75,13 +74,15 @@ export class ServerChanges {
   }
 
   /**
-   * Notes what a reading sent as the `sent`th found, but not for a node read on its own since: a reading
-   * of every node that a dead master held back would set what an earlier server answered over a later one.
+   * Notes what a reading sent as the `sent`th found, but not for a node a later reading already told of: a
+   * reading of every node that a dead master held back would set what an earlier server answered over a
+   * later one.
    */
   private apply(servers: ReadonlyMap<string, string>, at: number, sent: number): void {
     const first = this.ids.size === 0;
     for (const [node, id] of servers) {
-      if ((this.sentAt.get(node) ?? 0) > sent) continue;
+      if ((this.landed.get(node) ?? 0) > sent) continue;
+      this.landed.set(node, sent);
       const before = this.ids.get(node);
       if (before === undefined ? !first : before !== id) this.changed.set(node, Math.max(at, this.changedAt(node)));
       this.ids.set(node, id);
@@ -114,15 +115,16 @@ export class ServerChanges {
 
   /**
    * The readings in flight that tell of `node` (a StoreGuard.nodeOfKey name), if any: an answer from it
-   * that could not follow waits for them before it is judged. Each node it names that a reading knows waits
-   * for its own reading where one is in flight; another, for the reading of every node, unless that
-   * reading reads it on its own too (and that one is done).
+   * that could not follow waits for them before it is judged. Each node it names waits for its own reading
+   * while one is in flight, else for the reading of every node unless a reading sent after that one
+   * already told of it (a master read on its own since, a promoted replica among them; not one whose own
+   * reading failed).
    */
   readingOf(node: string): Promise<void> | undefined {
     const all = this.pending.get(ALL);
     const waits: Promise<void>[] = [];
     for (const n of nodesIn(node)) {
-      const p = this.pending.get(n) ?? (this.allCovers.has(n) ? undefined : all);
+      const p = this.pending.get(n) ?? ((this.landed.get(n) ?? 0) > this.allSent ? undefined : all);
       if (p !== undefined && !waits.includes(p)) waits.push(p);
     }
     if (waits.length <= 1) return waits[0];

@@ -8,7 +8,7 @@ import { monotonicClock } from './clock.js';
 import { parseValidate, type ValidateOption } from './diagnostics.js';
 import { RateLimitConfigError } from './errors.js';
 import { MILLI, toMilli } from './internal/fixed-point.js';
-import { PEER_OPTIONS } from './internal/peer-options.js';
+import { PEER_LIMITER_OPTIONS } from './internal/peer-options.js';
 import {
   type KeysEnum,
   omitUndefined,
@@ -317,7 +317,7 @@ function localPlansOf(
 
 /** Validates limiter options and resolves defaults. Throws `RateLimitConfigError` naming the option. */
 export function parseLimiterOptions(input: LimiterOptions, nameByAdapter = false): LimiterConfig {
-  const options = readOptions(input, LIMITER_KEYS, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }', PEER_OPTIONS);
+  const options = readOptions(input, LIMITER_KEYS, 'options', '{ policies: [{ limit: 100, windowMs: 60_000 }] }', PEER_LIMITER_OPTIONS);
   const name = readLimiterName(options.name);
   const plans = parsePlans(options as Parameters<typeof parsePlans>[0], (list, path) => compileList(list, path, false, name));
   const policies = plans.plans.get(plans.defaultPlan) as CompiledPolicy[];

@@ -39,8 +39,12 @@ describe("another library's option names", () => {
     expect(error.message).toMatch(hint);
   });
 
-  it('in createLimiter too, and in a policy', () => {
+  it('in createLimiter too, and in a policy; an adapter-only one says where it belongs', () => {
     expect(limiter({ policies, windowMs: 1_000 }).message).toMatch(/a policy's windowMs here/);
+    expect(limiter({ policies, limit: 5 }).message).toMatch(/a policy's limit here/);
+    expect(limiter({ policies, keyGenerator: () => 'k' }).message).toMatch(
+      /an option of the adapters' rateLimit\(\); createLimiter takes the key at check\(key\)/,
+    );
     const inPolicy = limiter({ policies: { max: 5, windowMs: 1_000 } });
     expect(inPolicy).toMatchObject({ code: 'ERR_RL_UNKNOWN_OPTION', option: 'policies.max' });
     expect(inPolicy.message).toMatch(/another library's option: limit here/);
@@ -49,6 +53,7 @@ describe("another library's option names", () => {
   it("express-rate-limit's per-request limit, draft-8 and validations name what does the same here", () => {
     expect(limiter({ policies: { limit: () => 5, windowMs: 1_000 } }).message).toMatch(/a limit that depends on the request is a plan/);
     expect(adapter({ policies, headers: 'draft-8' }).message).toMatch(/latest revision here is 'draft-11'/);
+    expect(adapter({ policies, headers: { remaining: 'Rate-Limit-Remaining' } }).message).toMatch(/rename them in a middleware/);
     expect(adapter({ policies, validate: { xForwardedForHeader: false } }).message).toMatch(/WRN_RL_UNTRUSTED_FORWARDED_HEADER here/);
   });
 
@@ -57,6 +62,9 @@ describe("another library's option names", () => {
     const accepted = /\(valid: ([^)]*)\)/.exec(adapter({ policies, bogus: 1 }).message)?.[1]?.split(', ') ?? [];
     expect(accepted.length).toBeGreaterThan(10);
     for (const name of Object.keys(PEER_OPTIONS)) expect(accepted).not.toContain(name);
+    // Nor for an adapter's own keys (Fastify's hook and global).
+    expect(Object.keys(PEER_OPTIONS)).not.toContain('hook');
+    expect(Object.keys(PEER_OPTIONS)).not.toContain('global');
   });
 
   it("options parsed from JSON with a '__proto__' key are refused, not read through the prototype", () => {

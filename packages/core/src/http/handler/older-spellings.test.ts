@@ -29,21 +29,18 @@ const CASES = [
     current: 'partitionKey',
     value: { secret: 'a-secret-of-32-bytes-or-so-123456' },
     read: (c: ReturnType<typeof parse>) => c.partitionKey,
-    readOlder: (c: ReturnType<typeof parse>) => c.pk,
   },
   {
     older: 'hookTimeoutMs',
     current: 'callbackTimeoutMs',
     value: 250,
     read: (c: ReturnType<typeof parse>) => c.callbackTimeoutMs,
-    readOlder: (c: ReturnType<typeof parse>) => c.hookTimeoutMs,
   },
   {
     older: 'logRate',
     current: 'logLimit',
     value: { lines: 3, intervalMs: 1000 },
     read: (c: ReturnType<typeof parse>) => c.logLimit,
-    readOlder: (c: ReturnType<typeof parse>) => c.logRate,
   },
 ] as const;
 
@@ -55,14 +52,6 @@ describe('older spellings of adapter options', () => {
     const b = read(parse({ [current]: value }));
     expect(a).toEqual(b);
     expect(a).not.toEqual(read(parse({})));
-  });
-
-  it.each(CASES)('the config keeps $current under the older field name $older too', ({ older, current, value, read, readOlder }) => {
-    for (const spelling of [older, current]) {
-      const config = parse({ [spelling]: value });
-      expect(readOlder(config)).toBe(read(config));
-    }
-    expect(readOlder(parse({}))).toEqual(read(parse({})));
   });
 
   it('builds the partition key once, at parse, under either spelling', () => {

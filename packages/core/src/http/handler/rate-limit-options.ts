@@ -187,8 +187,6 @@ export interface RateLimitConfig<Req = any> {
   readonly limiterOptions: LimiterOptions;
   /** Plan, per-policy keys and refund-on-finish options (http/handler/request-plans.ts). */
   readonly plans: PlanHttpConfig<Req>;
-  /** @deprecated Read by nothing: the handler follows its limiter's mode (`handler.limiter.mode`), the same value. */
-  readonly mode: 'enforce' | 'shadow';
   readonly clock: Clock;
   /** The logger the user set; undefined means the adapter's (Fastify's request logger) or `console`. */
   readonly logger: Logger | undefined;
@@ -200,8 +198,6 @@ export interface RateLimitConfig<Req = any> {
   readonly partitionKey: PartitionKeyOptions | false;
   /** The `pk` parameter's hash of a key, built once from `partitionKey`; undefined when not set. */
   readonly partitionKeyFunction: PartitionKeyFunction | undefined;
-  /** @deprecated The older name of `partitionKey`, the same value. */
-  readonly pk: PartitionKeyOptions | false;
   readonly problemTypes: Readonly<Record<ProblemKind, string>>;
   readonly extendProblem: ProblemOptions<Req>['extend'];
   readonly onLimited: RateLimitOptions<Req>['onLimited'];
@@ -213,10 +209,6 @@ export interface RateLimitConfig<Req = any> {
   readonly callbackTimeoutMs: number;
   /** The budget of log lines (`logLimit`, or its older spelling `logRate`). */
   readonly logLimit: Readonly<Required<LogRateOptions>>;
-  /** @deprecated The older name of `callbackTimeoutMs`, the same value. */
-  readonly hookTimeoutMs: number;
-  /** @deprecated The older name of `logLimit`, the same value. */
-  readonly logRate: Readonly<Required<LogRateOptions>>;
   /** Values of the adapter-specific keys the adapter declared (e.g. Fastify's `hook`), unvalidated. */
   readonly adapterOptions: Readonly<Record<string, unknown>>;
 }
@@ -252,7 +244,9 @@ function parseHeaders(value: unknown): HeadersOption {
     if (!HEADER_MODES.includes(value as HeaderMode)) {
       // express-rate-limit's standardHeaders: 'draft-8', say: another revision of the same IETF draft.
       const draft = typeof value === 'string' && /^draft-\d+$/.test(value) ? "; the draft's latest revision here is 'draft-11'" : '';
-      throw new RateLimitConfigError('ERR_RL_INVALID_HEADERS', 'headers', `must be ${list}, or a list of them${draft}`, value);
+      // koa-ratelimit's `headers` renames its fields.
+      const names = typeof value === 'object' && value !== null ? '; header names come with the format: rename them in a middleware' : '';
+      throw new RateLimitConfigError('ERR_RL_INVALID_HEADERS', 'headers', `must be ${list}, or a list of them${draft}${names}`, value);
     }
     return value as HeaderMode;
   }
@@ -410,10 +404,9 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
   const partitionKeyFunction = createPartitionKey(partitionKey, spelled('partitionKey'));
   checkKeyOption(options.key);
   checkLogger(options.logger, 'logger');
-  const config = {
+  return Object.freeze({
     limiterOptions,
     plans: plansHttp.config,
-    mode: options.mode ?? 'enforce',
     clock,
     logger: options.logger,
     key: optionalFunction(options.key, 'key', 'keys.ip() or (req) => req.user.id') ?? keys.ip(),
@@ -431,7 +424,5 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     callbackTimeoutMs: positiveIntegerOr(options.callbackTimeoutMs, spelled('callbackTimeoutMs'), DEFAULT_CALLBACK_TIMEOUT_MS, '5000'),
     logLimit: parseLogRate(options.logLimit, spelled('logLimit')),
     adapterOptions: Object.freeze(adapterOptions),
-  };
-  // The older field names, for adapters written against them.
-  return Object.freeze({ ...config, pk: config.partitionKey, hookTimeoutMs: config.callbackTimeoutMs, logRate: config.logLimit });
+  });
 }

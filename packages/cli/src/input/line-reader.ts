@@ -6,8 +6,8 @@
  */
 
 import { isAscii, isUtf8 } from 'node:buffer';
-import { closeSync, createReadStream, openSync, readSync, statSync } from 'node:fs';
-import { createGunzip } from 'node:zlib';
+import { closeSync, createReadStream, openSync, type ReadStream, readSync, statSync } from 'node:fs';
+import { createGunzip, type Gunzip } from 'node:zlib';
 import { CliError } from '../cli-error.js';
 
 const CHUNK_BYTES = 1 << 20;
@@ -106,8 +106,7 @@ function decodeLines(bytes: Buffer): string {
  */
 export async function inflatedBytes(path: string, atMost = Number.POSITIVE_INFINITY): Promise<number> {
   const raw = createReadStream(path, { highWaterMark: CHUNK_BYTES });
-  const gunzip = raw.pipe(createGunzip({ chunkSize: CHUNK_BYTES }));
-  raw.on('error', (error) => gunzip.destroy(error));
+  const gunzip = gunzipOf(raw);
   let bytes = 0;
   try {
     for await (const chunk of gunzip as AsyncIterable<Buffer>) {
@@ -121,6 +120,13 @@ export async function inflatedBytes(path: string, atMost = Number.POSITIVE_INFIN
     gunzip.destroy();
   }
   return bytes;
+}
+
+/** `raw` inflated, as `readLines` and `inflatedBytes` both read a gzip file: a read error of `raw` ends it too. */
+function gunzipOf(raw: ReadStream): Gunzip {
+  const gunzip = raw.pipe(createGunzip({ chunkSize: CHUNK_BYTES }));
+  raw.on('error', (error) => gunzip.destroy(error));
+  return gunzip;
 }
 
 /** True for zlib's error on a gzip stream that ends before its end (a file still being written, a copy cut short). */
@@ -147,8 +153,7 @@ export async function* readLines(
     read += chunk.length;
     onBytes(read);
   });
-  const stream = isGzip(path) ? raw.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : raw;
-  if (stream !== raw) raw.on('error', (error) => stream.destroy(error));
+  const stream = isGzip(path) ? gunzipOf(raw) : raw;
   // The bytes of the line not yet ended.
   let rest = EMPTY;
   let skipping = false;

@@ -233,15 +233,6 @@ class Held {
 }
 
 /**
- * The default most requests `inTimeOrder` holds for a file sorted whole by size (`reason: 'auto'`): past
- * it the file goes on through the default reorder window. The replay passes no cap (`filesToSortWhole`
- * counts every file's text exactly, gzip by inflating it, so the size bounds what a file holds: two hosts'
- * logs of one hour joined by `cat`, 1.2 million short lines in 34 MB, went through the window past a cap
- * and half of them were late).
- */
-export const AUTO_SORT_REQUESTS = 1_000_000;
-
-/**
  * Lines more than one window ahead of the newest request read that must agree (lie within one window of
  * each other) before the window moves to them: a jump in traffic is followed by more lines, a line from a
  * host whose clock is wrong is not, and must not make every later line late.
@@ -271,8 +262,13 @@ class Disorder {
 export function inTimeOrder(
   source: AsyncIterable<LogRequest[]>,
   stats: OrderStats,
-  /** The most requests sorted whole by size (a test's smaller number). */
-  autoSortCap = AUTO_SORT_REQUESTS,
+  /**
+   * The most requests a file sorted whole by size (`reason: 'auto'`) holds before it goes on through the
+   * default reorder window; none by default: `filesToSortWhole` counts every file's text exactly (gzip by
+   * inflating it), so the size bounds what a file holds (a cap of a million put half of two hosts' logs
+   * joined by `cat`, 1.2 million short lines in 34 MB, late). For a caller that cannot size its input.
+   */
+  autoSortCap = Number.POSITIVE_INFINITY,
   /** This file sorted whole; by default as `stats.mode` says (a file small enough among large ones is, in `window` mode by size). */
   whole = stats.mode === 'sort',
 ): AsyncGenerator<LogRequest[]> {

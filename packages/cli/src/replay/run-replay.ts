@@ -94,10 +94,7 @@ export async function runReplay(options: RunReplayOptions): Promise<ReplayReport
   };
   const engine = createReplayEngine(options.candidates, options);
   const { order, whole } = await orderOf(options.files, options.sort, options.reorderWindowMs);
-  // No cap on what a file sorted whole by size holds: its text was counted, gzip too, so its size bounds it.
-  const sources = options.files.map((_, i) =>
-    inTimeOrder(readRequests(i, sourceOptions, stats), order, Number.POSITIVE_INFINITY, whole[i]),
-  );
+  const sources = options.files.map((_, i) => inTimeOrder(readRequests(i, sourceOptions, stats), order, undefined, whole[i]));
   let refused = 0;
   // Whole seconds are judged, and spread, per file: a millisecond log beside a whole-second one passes as it is.
   const seconds = options.files.map(() => new WholeSeconds());

@@ -1,5 +1,5 @@
 /**
- * @module Budgets survive a Redis that loses its data without a reconnect (limiter/budget-restore.ts): a
+ * @module Budgets survive a Redis that loses its data without a reconnect (failure/restore/budget-restore.ts): a
  * `FLUSHALL`, a `FLUSHDB`, or a Redis behind a proxy that restarted while the client's connection stayed
  * up. No connection event tells of it; the first answer that could not follow the last one this process
  * remembers for a key (more budget than that key could have had back by now) makes the limiter ask for its

@@ -1,7 +1,7 @@
 /**
  * @module A Redis that comes back behind (restarted from an older RDB snapshot) after an outage that
  * `'local'` admitted in, on a real redis-server: every key ends at its limit, the outage's admissions
- * counted beside what the server lost, not only the key whose check ended the outage (limiter/budget-restore.ts
+ * counted beside what the server lost, not only the key whose check ended the outage (failure/restore/budget-restore.ts
  * `behind`, failure/answer-memory.ts: what the carries charged is taken off the answers they come with).
  */
 import { createLimiter, type Limiter, RedisStore } from '@tollgate/core';

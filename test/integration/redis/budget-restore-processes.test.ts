@@ -1,6 +1,6 @@
 /**
  * @module Budgets survive a Redis that lost its data in every process of a limiter, not only the first to
- * find the loss (limiter/budget-restore.ts). Two RedisStores on two connections stand for two processes of
+ * find the loss (failure/restore/budget-restore.ts). Two RedisStores on two connections stand for two processes of
  * one limiter (same name, same prefix); each decided some keys alone and one key with the other. Before,
  * the first process to find the mark gone charged what it remembered and set the mark again, and the
  * other found it set: the keys only it had decided started from a full budget. Now the mark carries a

@@ -1,5 +1,5 @@
 /**
- * @module Budgets survive a Redis that comes back without its data (limiter/budget-restore.ts), on a real
+ * @module Budgets survive a Redis that comes back without its data (failure/restore/budget-restore.ts), on a real
  * redis-server restarted without persistence: the limiter finds its mark gone after the reconnect and
  * charges Redis again what each key it remembers had used, so a key with 8 of 10 used admits 2 in the
  * rest of its window, not 10. A reconnect to a Redis that kept its data (the connection killed) charges

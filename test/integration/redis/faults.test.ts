@@ -139,7 +139,7 @@ describeRedis('RedisStore faults and the limiter failure mode', () => {
       await server.start();
       await waitFor('the limiter to use Redis again', async () => !(await limiter.check('recovery')).degraded, 10_000);
       // Nothing was persisted: the restarted server starts afresh; the script was sent to it again. Every
-      // mode remembers what 'spent' had used and charges it again (limiter/budget-restore.ts), unless its
+      // mode remembers what 'spent' had used and charges it again (failure/restore/budget-restore.ts), unless its
       // window turned meanwhile. Read on 'spent', not 'user': a check of 'user' that ioredis took as its
       // socket died (into its offline queue, the defaults here) may be sent after the reconnect and charge
       // 'user' once more.

@@ -154,7 +154,7 @@ describeRedis('limiter identity on Redis (issue 25)', () => {
     const unnamed = createLimiter({ policies, store, storeTimeoutMs: 5_000 });
     await named.check('ip:10.0.0.1');
     await unnamed.check('ip:10.0.0.1');
-    // Beside the state, each limiter's mark (limiter/budget-restore.ts): the head, then `~alive`.
+    // Beside the state, each limiter's mark (failure/restore/budget-restore.ts): the head, then `~alive`.
     expect((await client.keys(`${prefix}:*`)).sort()).toEqual([
       `${prefix}:v2:login:{ip:10.0.0.1}:fw1m`,
       `${prefix}:v2:login:~alive`,

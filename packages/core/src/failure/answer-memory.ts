@@ -1,6 +1,6 @@
 /**
  * @module What the store last said about each key, so that a store back without its data is charged
- * again from it whatever `onStoreError` (limiter/budget-restore.ts), and an outage under `'local'`
+ * again from it whatever `onStoreError` (failure/restore/budget-restore.ts), and an outage under `'local'`
  * continues a key's budget instead of handing out a fresh one. Per key and enforced policy it keeps the
  * remaining budget the store last reported, when that policy is fully reset again (the answer's time
  * plus its `resetMs`; a bucket refills on the way), and what the failure mode admitted since, within
@@ -117,7 +117,7 @@ export class AnswerMemory {
 
   /**
    * Told, before the record is replaced, of an answer that could not follow the one remembered
-   * (`regressed`): the store may have lost its state (limiter/budget-restore.ts).
+   * (`regressed`): the store may have lost its state (failure/restore/budget-restore.ts).
    */
   onRegress: RegressListener | undefined = undefined;
 
@@ -375,7 +375,7 @@ export class AnswerMemory {
   /**
    * What the store had counted for each key by its last answers, and still counts at `at` (per enforced
    * policy: its capacity less what it had left, a bucket's refill since taken off), for the keys where some
-   * policy has not reset: what a store that lost its state has to be charged again (limiter/budget-restore.ts).
+   * policy has not reset: what a store that lost its state has to be charged again (failure/restore/budget-restore.ts).
    */
   counted(at: number): Counted[] {
     const out: Counted[] = [];

@@ -7,7 +7,7 @@
  *
  * On a store that can fail, whatever the mode, the store's last answer about each key is remembered
  * (answer-memory.ts, `remembers`), so that a store back without its data is charged again
- * (limiter/budget-restore.ts). Only `'local'` answers an outage from it: a key the store had exhausted
+ * (failure/restore/budget-restore.ts). Only `'local'` answers an outage from it: a key the store had exhausted
  * stays exhausted until its reset, whatever the local limiter would allow. What `'local'` admits is owed
  * to the store (`owed`), which is charged it with the key's next answer or when its node answers again
  * (`takeOwed`/`takeAllOwed`; Decider.remember and Decider.carryAllOwed in limiter/decide.ts, the charge
@@ -90,7 +90,7 @@ export class Fallback {
   private readonly synthetic: Float64Array;
   /**
    * On a store that can fail, whatever the failure mode: the store's last answers (its rate policies'),
-   * created on the first one. A store that lost its state is charged again from them (limiter/budget-restore.ts:
+   * created on the first one. A store that lost its state is charged again from them (failure/restore/budget-restore.ts:
    * a login limiter `'closed'` keeps its count through a Redis restarted empty), and `'local'` continues keys
    * from them in an outage. A MemoryStore never fails, so nothing is remembered of it.
    */
@@ -339,7 +339,7 @@ export class Fallback {
     this.memory?.accept(key, r, at, storeKey);
   }
 
-  /** The store lost nothing after all, by the question whose verdict is `verdict` (limiter/budget-restore.ts): the records it made stand go (AnswerMemory.release). */
+  /** The store lost nothing after all, by the question whose verdict is `verdict` (failure/restore/budget-restore.ts): the records it made stand go (AnswerMemory.release). */
   releaseRecords(verdict: Promise<boolean>): void {
     this.memory?.release(verdict);
   }

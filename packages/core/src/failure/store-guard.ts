@@ -141,7 +141,7 @@ export class StoreGuard {
 
   /**
    * Checks wait for `p` before they call the store (`starting`): the calls `p` makes before it settles go
-   * to the store ahead of theirs (limiter/budget-restore.ts: the charges of a restore; decide.ts: the
+   * to the store ahead of theirs (failure/restore/budget-restore.ts: the charges of a restore; decide.ts: the
    * carries after an outage). At most HOLD_MS, or `storeTimeoutMs` when longer: a limiter that waits that
    * long for a store answer waits as long for the charges the answers must follow. A hold made while
    * another runs waits for that one too, within its own bound: however many holds follow each other, a

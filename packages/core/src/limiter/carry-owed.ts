@@ -9,6 +9,7 @@
  */
 import type { CompiledPolicy } from '../algorithms/kernel.js';
 import type { Fallback, Owed } from '../failure/fallback.js';
+import { alone, countsFor, type SureCharges } from '../failure/restore/sure-charges.js';
 import type { StoreGuard } from '../failure/store-guard.js';
 import { isResultOf } from '../failure/store-result-error.js';
 import { isPromiseLike } from '../internal/promise.js';
@@ -26,7 +27,6 @@ import {
   subPlan,
 } from '../stores/store.js';
 import type { Clock } from '../types.js';
-import { alone, countsFor, type SureCharges } from './sure-charges.js';
 import type { Target } from './target.js';
 
 /**
@@ -118,7 +118,7 @@ export class OwedCarry {
    * (a refused one's other charges, of shadow policies, go back).
    */
   ranLate(t: Target, f: Fallback, entry: Owed | undefined, admitted: boolean, cost: number, r: StoreResult, at: number): void {
-    // From a key the store lost, it is a witness of the loss (budget-restore.ts `agree`).
+    // From a key the store lost, it is a witness of the loss (failure/restore/budget-restore.ts `agree`).
     if (!admitted) f.lateRefused(t.key, r, at, t.storeKey, cost);
     if (!allCharged(r, t.cp.enforcedCount)) {
       if (!admitted) this.giveBack(t, cost, r, at);
@@ -222,7 +222,7 @@ export class OwedCarry {
   /**
    * After a plan charge that could not take all that was owed (a policy had less room), `rest` still owed:
    * each enforced policy with room is charged it on its own, up to its room (`x`, the plan charge's answer,
-   * holds each one's remaining and reset), sent until it lands (sure-charges.ts): dropped, the key would
+   * holds each one's remaining and reset), sent until it lands (failure/restore/sure-charges.ts): dropped, the key would
    * keep that budget in the longer windows beside the outage's admissions. Not owed again as a whole (the
    * plan charge is taken; owing the whole again would charge the tightest policy twice). What the store
    * answers is remembered, so a second outage continues each policy from it.

@@ -9,6 +9,7 @@
 import { type WarningCode, warningEnabled } from '../diagnostics.js';
 import { codedError, describeValue, RateLimitConfigError, seeDocs } from '../errors.js';
 import { Fallback } from '../failure/fallback.js';
+import { BudgetRestore, type RestoreReport } from '../failure/restore/budget-restore.js';
 import { StoreGuard } from '../failure/store-guard.js';
 import { LeaseKeeper } from '../leases/lease-keeper.js';
 import { LeasedDecider, type LeasedParts } from '../leases/leased-decisions.js';
@@ -21,7 +22,6 @@ import { MemoryStore } from '../stores/memory-store.js';
 import { releaseState, takeState } from '../stores/state-claims.js';
 import type { Store } from '../stores/store.js';
 import type { Clock } from '../types.js';
-import { BudgetRestore, type RestoreReport } from './budget-restore.js';
 import { DecisionBuilder } from './build-decision.js';
 import { checkedClock } from './checked-clock.js';
 import { Counters } from './counters.js';
@@ -289,7 +289,7 @@ function sharedStateLine(config: LimiterConfig): (message: string) => void {
     );
 }
 
-/** Charges a store that lost its state again what this limiter remembers (budget-restore.ts), where it can. */
+/** Charges a store that lost its state again what this limiter remembers (failure/restore/budget-restore.ts), where it can. */
 function budgetRestore(
   config: LimiterConfig,
   defaultPlan: CompiledPlan,

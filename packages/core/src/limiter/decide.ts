@@ -13,6 +13,7 @@
 import type { DecisionImpl } from '../decision.js';
 import type { Remembering } from '../failure/answer-memory.js';
 import type { Fallback, Owed } from '../failure/fallback.js';
+import { SureCharges } from '../failure/restore/sure-charges.js';
 import type { CallFailure, StoreGuard } from '../failure/store-guard.js';
 import { isResultOf } from '../failure/store-result-error.js';
 import { isPromiseLike } from '../internal/promise.js';
@@ -27,7 +28,6 @@ import { OwedCarry } from './carry-owed.js';
 import type { Counters } from './counters.js';
 import type { LimiterEventHub } from './events.js';
 import type { LimiterKey } from './limiter.js';
-import { SureCharges } from './sure-charges.js';
 import { costOf, type Target, type Targets } from './target.js';
 
 /** The parts a decision path is assembled from (create-limiter.ts builds them once). */
@@ -66,7 +66,7 @@ export class Decider {
   private readonly remembers: boolean;
   /** Charges the store what the failure mode admitted while it could not be asked. */
   private readonly carrier: OwedCarry;
-  /** Charges a budget depends on, sent until they land (the carry's, and a restore's: budget-restore.ts). */
+  /** Charges a budget depends on, sent until they land (the carry's, and a restore's: failure/restore/budget-restore.ts). */
   readonly sure: SureCharges;
 
   constructor(parts: DecisionParts) {

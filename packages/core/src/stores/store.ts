@@ -109,7 +109,7 @@ export interface Store {
   /**
    * True when the store answers some keys from budget it holds in this process (RedisStore `localBatch`):
    * a key's remaining may then rise between two answers with nothing lost (a batch given back), so the
-   * limiter does not take such a rise for a store that lost its state (limiter/budget-restore.ts).
+   * limiter does not take such a rise for a store that lost its state (failure/restore/budget-restore.ts).
    */
   readonly batches?: boolean;
   /**
@@ -185,7 +185,7 @@ export interface Store {
    * replica): sets a mark of `plan`'s limiter in the store where it is missing; true when the mark changed
    * since this store last found it (it went, and this process or another set it again): the store lost
    * its state since, or the mark alone went. The limiter asks at start and after every reconnect
-   * (`watchConnection`), and charges again what it remembers when it changed (limiter/budget-restore.ts).
+   * (`watchConnection`), and charges again what it remembers when it changed (failure/restore/budget-restore.ts).
    */
   markAlive?(plan: StorePlan): Promise<boolean>;
   /**
@@ -204,7 +204,7 @@ export interface Store {
    * say are left out. The limiter reads it at start, after every reconnect, when a node's breaker closes
    * and when an answer could not follow (at most once a second per node): keys answered before a change
    * whose next answer has more budget than they could have had back are charged the difference (the
-   * server came back with older counts: an RDB snapshot, a lagging replica; limiter/server-changes.ts).
+   * server came back with older counts: an RDB snapshot, a lagging replica; failure/restore/server-changes.ts).
    * With `node`, only that node is read (a Cluster master whose breaker closed, or whose answer could not
    * follow): a node that does not answer then holds back no reading of the others.
    */
@@ -243,7 +243,7 @@ export interface Store {
   /**
    * Tells the store that `key` is about to be charged `charged[i]` milli-units in policy `i` of `plan`
    * beside what it holds of it in this process (RedisStore `localBatch`), as a restore after a loss charges
-   * it (limiter/budget-restore.ts): what it answers from units held before that charge, or brought by a
+   * it (failure/restore/budget-restore.ts): what it answers from units held before that charge, or brought by a
    * call in flight, counts it, as Redis' own answers will.
    */
   chargedBeside?(key: StoreKey, plan: StorePlan, charged: ArrayLike<number>): void;
@@ -251,12 +251,12 @@ export interface Store {
    * What the store's replies in this process tell of `key`'s count (milli-units per policy of `plan`, beside
    * the units it held unspent) just before the last reply that showed the key emptied, at most a few seconds
    * ago, or undefined (RedisStore `localBatch`: the others' takes since the batch being spent, which this
-   * process's memory of the key lacks). A restore charges at least that (limiter/budget-restore.ts).
+   * process's memory of the key lacks). A restore charges at least that (failure/restore/budget-restore.ts).
    */
   countAtLoss?(key: StoreKey, plan: StorePlan, now: number): ArrayLike<number> | undefined;
   /**
    * Tells the store that what it holds of `key` in this process (RedisStore `localBatch`) was taken from a
-   * state it lost, which a restore charged what the key had counted (limiter/budget-restore.ts): those
+   * state it lost, which a restore charged what the key had counted (failure/restore/budget-restore.ts): those
    * units are dropped unspent, as at a reset, and stay charged.
    */
   lostHeld?(key: StoreKey, plan: StorePlan): void;

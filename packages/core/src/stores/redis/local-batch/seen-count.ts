@@ -1,6 +1,6 @@
 /**
  * @module What the replies to one process's calls for a hot key tell of the key's count in Redis, for a
- * restore after Redis lost it (limiter/budget-restore.ts). A process answering from batches remembers the
+ * restore after Redis lost it (failure/restore/budget-restore.ts). A process answering from batches remembers the
  * key as of the batch it spends (what Redis said was left when it took it, less its own spends since), so
  * its memory lacks what the other processes took since; where it is the one that finds a `FLUSHALL` (the
  * others answer the exhausted key from their rejections, asking Redis once a second), it charged the key

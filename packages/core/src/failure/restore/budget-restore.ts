@@ -27,7 +27,7 @@
  *
  * A store can also come back with some of its counts and its mark: a crash restarted from an older RDB
  * snapshot, a replica promoted before it had the last writes. Which server answers on each node
- * (limiter/server-changes.ts: a Redis's run_id) is read at start, after every reconnect, when a node's
+ * (failure/restore/server-changes.ts: a Redis's run_id) is read at start, after every reconnect, when a node's
  * breaker closes and when an answer could not follow; after it changed, a key whose next answer could not
  * follow its last one from before the change is charged the difference (`regressed`). A store that answers
  * from batches (`localBatch`) cannot tell by its answers: there the keys that had used the most are read as
@@ -37,14 +37,24 @@
  * Nothing here exists for a store without `markAlive` and `watchConnection`, or a limiter that does not
  * remember (a MemoryStore, a plan of concurrency policies alone).
  */
-import type { Counted, Regress } from '../failure/answer-memory.js';
-import type { Fallback } from '../failure/fallback.js';
-import { nodesIn, type StoreGuard, WHOLE_STORE } from '../failure/store-guard.js';
-import { MILLI } from '../internal/fixed-point.js';
-import type { StoreTimer } from '../observability/store-timer.js';
-import type { CompiledPlan } from '../plans/compiled-plan.js';
-import { keyAt, R_REMAINING, RESULT_STRIDE, type Store, type StoreKey, type StoreResult, storeKeyText, subPlan } from '../stores/store.js';
-import type { Clock } from '../types.js';
+
+import { MILLI } from '../../internal/fixed-point.js';
+import type { StoreTimer } from '../../observability/store-timer.js';
+import type { CompiledPlan } from '../../plans/compiled-plan.js';
+import {
+  keyAt,
+  R_REMAINING,
+  RESULT_STRIDE,
+  type Store,
+  type StoreKey,
+  type StoreResult,
+  storeKeyText,
+  subPlan,
+} from '../../stores/store.js';
+import type { Clock } from '../../types.js';
+import type { Counted, Regress } from '../answer-memory.js';
+import type { Fallback } from '../fallback.js';
+import { nodesIn, type StoreGuard, WHOLE_STORE } from '../store-guard.js';
 import { RestoreCharges } from './restore-charges.js';
 import { ServerChanges } from './server-changes.js';
 import type { SureCharges } from './sure-charges.js';

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ProcessStore, Shared } from '../testing/shared-store.js';
-import { createLimiter } from './create-limiter.js';
-import type { Limiter } from './limiter.js';
+import { createLimiter } from '../../limiter/create-limiter.js';
+import type { Limiter } from '../../limiter/limiter.js';
+import { ProcessStore, Shared } from '../../testing/shared-store.js';
 
 const settle = async () => {
   for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { MemoryStore } from '../stores/memory-store.js';
-import type { Store } from '../stores/store.js';
+import { MemoryStore } from '../../stores/memory-store.js';
+import type { Store } from '../../stores/store.js';
 import { ServerChanges } from './server-changes.js';
 
 /** A store whose servers (node -> run_id) the test sets, or makes the reading fail (`undefined`). */

@@ -1,6 +1,6 @@
 /**
  * @module What a store that lost its state is charged again for one remembered key
- * (limiter/budget-restore.ts), policy by policy: what this process had counted, less what other processes
+ * (failure/restore/budget-restore.ts), policy by policy: what this process had counted, less what other processes
  * of the limiter charged it again since the loss (the key's ledger, `Store.restored`, which this raises to
  * what it counts) and what the store still holds. Once the ledger is raised, every other process owes nothing for it, so the charge
  * is sent until it lands (sure-charges.ts).
@@ -10,9 +10,10 @@
  * (`Store.restored`'s `raise`): the store answers what it held before that raise the first time, so the
  * key is charged what it owes, not nothing because of its own raise.
  */
-import type { Counted } from '../failure/answer-memory.js';
-import type { StoreTimer } from '../observability/store-timer.js';
-import { keyAt, type Store, type StorePlan, subPlan } from '../stores/store.js';
+
+import type { StoreTimer } from '../../observability/store-timer.js';
+import { keyAt, type Store, type StorePlan, subPlan } from '../../stores/store.js';
+import type { Counted } from '../answer-memory.js';
 import { alone, type SureCharge, type SureCharges } from './sure-charges.js';
 
 export class RestoreCharges {

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { WHOLE_STORE } from '../failure/store-guard.js';
-import { type ConnectionEvent, R_REMAINING, type StoreKey, type StorePlan, type StoreResult } from '../stores/store.js';
-import { ProcessStore, Shared } from '../testing/shared-store.js';
-import { createLimiter } from './create-limiter.js';
-import type { Limiter } from './limiter.js';
+import { createLimiter } from '../../limiter/create-limiter.js';
+import type { Limiter } from '../../limiter/limiter.js';
+import { type ConnectionEvent, R_REMAINING, type StoreKey, type StorePlan, type StoreResult } from '../../stores/store.js';
+import { ProcessStore, Shared } from '../../testing/shared-store.js';
+import { WHOLE_STORE } from '../store-guard.js';
 
 /** Timers, `Date` and `performance.now()` in virtual time: the limiter's clock is `Date.now`. */
 const FAKE: NonNullable<Parameters<typeof vi.useFakeTimers>[0]>['toFake'] = ['setTimeout', 'clearTimeout', 'Date', 'performance'];

@@ -1,7 +1,7 @@
 /**
  * @module Charges the limiter makes for itself that a budget depends on, sent until they land: what a
  * store that lost its state is charged again (restore-charges.ts), and what a carry charges each policy
- * on its own after an outage (carry-owed.ts `chargeRest`). Dropped on failure, such a charge leaves a key
+ * on its own after an outage (limiter/carry-owed.ts `chargeRest`). Dropped on failure, such a charge leaves a key
  * budget that nobody charges, and the key admits it twice.
  *
  * A try that fails is sent again after a wait that doubles from 200 ms to 10 s (DoublingWait; one timer for
@@ -21,17 +21,17 @@
  * with the keys, and the restore that follows charges all of it again. An ask in flight then is charged
  * all the same once it answers: its raise may have landed on the new ledger, which then owes nothing.
  */
-import type { CompiledPolicy } from '../algorithms/kernel.js';
-import { refills } from '../failure/answer-memory.js';
-import type { StoreGuard } from '../failure/store-guard.js';
-import { isResultOf } from '../failure/store-result-error.js';
-import { DoublingWait } from '../internal/doubling-wait.js';
-import { MILLI } from '../internal/fixed-point.js';
-import { isPromiseLike } from '../internal/promise.js';
-import { catchRejection } from '../internal/rejection.js';
-import type { StoreTimer } from '../observability/store-timer.js';
-import { R_REMAINING, resultCharged, type StorePlan, type StoreResult } from '../stores/store.js';
-import type { Clock } from '../types.js';
+import type { CompiledPolicy } from '../../algorithms/kernel.js';
+import { DoublingWait } from '../../internal/doubling-wait.js';
+import { MILLI } from '../../internal/fixed-point.js';
+import { isPromiseLike } from '../../internal/promise.js';
+import { catchRejection } from '../../internal/rejection.js';
+import type { StoreTimer } from '../../observability/store-timer.js';
+import { R_REMAINING, resultCharged, type StorePlan, type StoreResult } from '../../stores/store.js';
+import type { Clock } from '../../types.js';
+import { refills } from '../answer-memory.js';
+import type { StoreGuard } from '../store-guard.js';
+import { isResultOf } from '../store-result-error.js';
 
 /** A charge to send until it lands. */
 export interface SureCharge {

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type StoreKey, type StorePlan, type StoreResult, subPlan } from '../stores/store.js';
-import { ProcessStore, Shared } from '../testing/shared-store.js';
-import { createLimiter } from './create-limiter.js';
-import type { Limiter } from './limiter.js';
+import { createLimiter } from '../../limiter/create-limiter.js';
+import type { Limiter } from '../../limiter/limiter.js';
+import { type StoreKey, type StorePlan, type StoreResult, subPlan } from '../../stores/store.js';
+import { ProcessStore, Shared } from '../../testing/shared-store.js';
 
 /** Timers, `Date` and `performance.now()` in virtual time: the limiter's clock is `Date.now`. */
 const FAKE: NonNullable<Parameters<typeof vi.useFakeTimers>[0]>['toFake'] = ['setTimeout', 'clearTimeout', 'Date', 'performance'];

@@ -2,12 +2,13 @@
  * @module Which server answers on each node of a store, and when that last changed (`Store.servers`: a
  * Redis's `run_id` per master, new at each restart and on another server after a failover). A server that
  * changed may hold fewer counts than the one before answered (a crash restarted from an older RDB snapshot,
- * a replica promoted before it had the last writes), so limiter/budget-restore.ts charges a key the
+ * a replica promoted before it had the last writes), so failure/restore/budget-restore.ts charges a key the
  * difference when its first answer after the change could not follow its last one before it.
  */
-import { nodesIn } from '../failure/store-guard.js';
-import { DoublingWait } from '../internal/doubling-wait.js';
-import type { Store } from '../stores/store.js';
+
+import { DoublingWait } from '../../internal/doubling-wait.js';
+import type { Store } from '../../stores/store.js';
+import { nodesIn } from '../store-guard.js';
 
 /** The key of `ServerChanges.pending` for a reading of every node. */
 const ALL = '';

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { StoreGuard } from '../failure/store-guard.js';
-import { StoreTimer } from '../observability/store-timer.js';
-import { compilePolicy } from '../policy.js';
-import type { StorePlan } from '../stores/store.js';
-import { ProcessStore, Shared } from '../testing/shared-store.js';
-import { createLimiter } from './create-limiter.js';
+import { createLimiter } from '../../limiter/create-limiter.js';
+import { StoreTimer } from '../../observability/store-timer.js';
+import { compilePolicy } from '../../policy.js';
+import type { StorePlan } from '../../stores/store.js';
+import { ProcessStore, Shared } from '../../testing/shared-store.js';
+import { StoreGuard } from '../store-guard.js';
 import { countsFor, SureCharges } from './sure-charges.js';
 
 /** Timers, `Date` and `performance.now()` in virtual time: the limiter's clock is `Date.now`. */

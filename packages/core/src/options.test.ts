@@ -3,21 +3,12 @@
  * message that says how to fix it; undefined means absent; defaults.
  */
 import { describe, expect, it } from 'vitest';
-import { DOCS_URL, RateLimitConfigError } from './errors.js';
+import { DOCS_URL } from './errors.js';
 import { createLimiter } from './limiter/create-limiter.js';
 import { consoleLogger } from './logging.js';
 import { type LimiterOptions, parseLimiterOptions } from './options.js';
 import { MemoryStore } from './stores/memory-store.js';
-
-function configError(fn: () => unknown): RateLimitConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(RateLimitConfigError);
-    return error as RateLimitConfigError;
-  }
-  throw new Error('expected a RateLimitConfigError, nothing was thrown');
-}
+import { configError } from './testing/config-error.js';
 
 const policy = { limit: 5, windowMs: 1000 };
 

@@ -3,21 +3,13 @@
  * path and a message that says how to fix it; and the fixed-point parameters it derives.
  */
 import { describe, expect, it } from 'vitest';
-import { DOCS_URL, RateLimitConfigError } from './errors.js';
+import { DOCS_URL } from './errors.js';
 import { createLimiter } from './limiter/create-limiter.js';
 import { compilePolicy } from './policy.js';
+import { configError } from './testing/config-error.js';
 import type { PolicyOptions } from './types.js';
 
 /** The error `fn` throws; fails the test when it throws none. */
-function configError(fn: () => unknown): RateLimitConfigError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(RateLimitConfigError);
-    return error as RateLimitConfigError;
-  }
-  throw new Error('expected a RateLimitConfigError, nothing was thrown');
-}
 
 function withPolicy(policy: unknown): () => unknown {
   return () => createLimiter({ policies: [{ name: 'ok', limit: 1, windowMs: 1000 }, policy as PolicyOptions] });

@@ -841,6 +841,13 @@ async function exhausted(store: OutageStore): Promise<Limiter> {
 /** Lets the store's replies and the limiter's answers to them run. */
 const flush = () => new Promise((r) => setTimeout(r, 0));
 
+/** `n` checks of `key`, one after another; how many were admitted. */
+async function admitted(limiter: Limiter, key: string, n: number): Promise<number> {
+  let yes = 0;
+  for (let i = 0; i < n; i++) if ((await limiter.check(key)).allowed) yes += 1;
+  return yes;
+}
+
 describe('a store that lost its state (a Redis restart without persistence) is charged again what this process remembers', () => {
   it("one key whose state the store cannot take (corrupt) costs only that key's restore: the others are charged again", async () => {
     const store = new OutageStore();
@@ -872,14 +879,9 @@ describe('a store that lost its state (a Redis restart without persistence) is c
       clock: () => t,
       logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
     });
-    const admitted = async (key: string, n: number) => {
-      let yes = 0;
-      for (let i = 0; i < n; i++) if ((await limiter.check(key)).allowed) yes += 1;
-      return yes;
-    };
     expect(store.marks).toBe(1);
-    expect(await admitted('a', 8)).toBe(8);
-    expect(await admitted('b', 3)).toBe(3);
+    expect(await admitted(limiter, 'a', 8)).toBe(8);
+    expect(await admitted(limiter, 'b', 3)).toBe(3);
     store.reconnect(false);
     await flush();
     expect([store.remainingOf('a', t), store.remainingOf('b', t)]).toEqual([2_000, 7_000]);
@@ -889,7 +891,7 @@ describe('a store that lost its state (a Redis restart without persistence) is c
     await flush();
     // Before: 10 and 10 (the store answered both from a full budget).
     expect([store.remainingOf('a', t), store.remainingOf('b', t)]).toEqual([2_000, 7_000]);
-    expect(await admitted('a', 10)).toBe(2);
+    expect(await admitted(limiter, 'a', 10)).toBe(2);
     expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', store: 'outage', keys: 2 })]);
     expect(store.marks).toBe(3);
     await limiter.close();
@@ -992,19 +994,14 @@ describe('a store that lost its state (a Redis restart without persistence) is c
         clock: () => 1_000,
         logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
       });
-      const admitted = async (key: string, n: number) => {
-        let yes = 0;
-        for (let i = 0; i < n; i++) if ((await limiter.check(key)).allowed) yes += 1;
-        return yes;
-      };
-      expect(await admitted('a', 8)).toBe(8);
-      expect(await admitted('b', 8)).toBe(8);
+      expect(await admitted(limiter, 'a', 8)).toBe(8);
+      expect(await admitted(limiter, 'b', 8)).toBe(8);
       store.reconnect(true);
       await flush();
       expect(store.remainingOf('a', 1_000)).toBe(2_000);
-      expect(await admitted('a', 10)).toBe(2);
+      expect(await admitted(limiter, 'a', 10)).toBe(2);
       store.wipe();
-      expect(await admitted('b', 10)).toBe(2);
+      expect(await admitted(limiter, 'b', 10)).toBe(2);
       expect(warnings.filter((w) => w.code === 'WRN_RL_BUDGETS_RESTORED')).toHaveLength(2);
       await limiter.close();
     });
@@ -1012,12 +1009,6 @@ describe('a store that lost its state (a Redis restart without persistence) is c
 });
 
 describe('a store that lost its state with no reconnect (a FLUSHALL) is found by the answer that could not follow', () => {
-  const admitted = async (limiter: Limiter, key: string, n: number) => {
-    let yes = 0;
-    for (let i = 0; i < n; i++) if ((await limiter.check(key)).allowed) yes += 1;
-    return yes;
-  };
-
   /** A limiter of 10 per minute of `algorithm` on an OutageStore, its warnings kept; `at` moves its clock. */
   const flushed = (algorithm: AlgorithmId) => {
     const clock = { t: 1_000 };
@@ -1234,13 +1225,8 @@ describe('a store that lost its state with no reconnect (a FLUSHALL) is found by
       clock: () => t,
       logger: { warn: (o: Record<string, unknown>) => warnings.push(o), error() {} },
     });
-    const admitted = async (key: string, n: number) => {
-      let yes = 0;
-      for (let i = 0; i < n; i++) if ((await limiter.check(key)).allowed) yes += 1;
-      return yes;
-    };
-    expect(await admitted('a', 8)).toBe(8);
-    expect(await admitted('b', 6)).toBe(6);
+    expect(await admitted(limiter, 'a', 8)).toBe(8);
+    expect(await admitted(limiter, 'b', 6)).toBe(6);
     await flush();
     // The same server again (the connection dropped): a refund elsewhere raises a key, and nothing is charged.
     store.reconnect(false);
@@ -1257,7 +1243,7 @@ describe('a store that lost its state with no reconnect (a FLUSHALL) is found by
     await flush();
     t += 10;
     // Before: 5 (the mark was there, so nothing was charged).
-    expect(await admitted('a', 10)).toBe(2);
+    expect(await admitted(limiter, 'a', 10)).toBe(2);
     expect(warnings).toEqual([expect.objectContaining({ code: 'WRN_RL_BUDGETS_RESTORED', behind: true })]);
     await limiter.close();
   });

@@ -1,21 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { RateLimitConfigError } from '../errors.js';
 import { parseRateLimitOptions } from '../http/handler/rate-limit-options.js';
 import type { LimiterOptions } from '../options.js';
 import { parseLimiterOptions } from '../options.js';
+import { configError } from '../testing/config-error.js';
 import { PEER_OPTIONS } from './peer-options.js';
 
 const policies = { limit: 5, windowMs: 1_000 };
-
-function configError(f: () => unknown): RateLimitConfigError {
-  try {
-    f();
-  } catch (error) {
-    if (error instanceof RateLimitConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a RateLimitConfigError');
-}
 
 const adapter = (options: Record<string, unknown>) => configError(() => parseRateLimitOptions(options as never));
 const limiter = (options: Record<string, unknown>) => configError(() => parseLimiterOptions(options as unknown as LimiterOptions));

@@ -4,23 +4,13 @@
  * about the value names the option as the user spelled it.
  */
 import { describe, expect, it } from 'vitest';
-import { RateLimitConfigError } from '../../errors.js';
 import { parseLimiterOptions } from '../../options.js';
 import { createLoadShedder } from '../../shedding/load-shedder.js';
+import { configError } from '../../testing/config-error.js';
 import { createPartitionKey } from '../keys/partition-key.js';
 import { OLDER_SPELLINGS, parseRateLimitOptions, type RateLimitOptions } from './rate-limit-options.js';
 
 const policies = { limit: 10, windowMs: 1000 };
-
-function configError(fn: () => unknown): RateLimitConfigError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof RateLimitConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a RateLimitConfigError');
-}
 
 /** The parsed option under each spelling, as `read` picks it from the config. */
 const CASES = [
@@ -28,7 +18,7 @@ const CASES = [
     older: 'pk',
     current: 'partitionKey',
     value: { secret: 'a-secret-of-32-bytes-or-so-123456' },
-    read: (c: ReturnType<typeof parse>) => c.partitionKey,
+    read: (c: ReturnType<typeof parse>) => c.partitionKey?.('k'),
   },
   {
     older: 'hookTimeoutMs',
@@ -57,14 +47,14 @@ describe('older spellings of adapter options', () => {
   it('builds the partition key once, at parse, under either spelling', () => {
     const secret = 'a-secret-of-32-bytes-or-so-123456';
     for (const spelling of ['pk', 'partitionKey']) {
-      const hash = parse({ [spelling]: { secret } }).partitionKeyFunction;
+      const hash = parse({ [spelling]: { secret } }).partitionKey;
       expect(hash).toBeTypeOf('function');
       expect(Buffer.from(hash?.('ip:203.0.113.7') ?? [])).toEqual(
         Buffer.from(createPartitionKey({ secret }, 'pk')?.('ip:203.0.113.7') ?? []),
       );
     }
-    expect(parse({}).partitionKeyFunction).toBeUndefined();
-    expect(parse({ partitionKey: false }).partitionKeyFunction).toBeUndefined();
+    expect(parse({}).partitionKey).toBeUndefined();
+    expect(parse({ partitionKey: false }).partitionKey).toBeUndefined();
   });
 
   it.each(CASES)('$older with $current is refused, naming the older spelling', ({ older, current, value }) => {

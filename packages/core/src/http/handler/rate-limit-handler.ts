@@ -108,7 +108,7 @@ export function createRateLimitHandler<Req>(
 
 /** One response config per plan: headers and problem bodies describe the plan that applied. */
 function responseConfigs<Req>(config: RateLimitConfig<Req>, limiter: Limiter): Map<string, ResponseConfig> {
-  const partitionKey = config.partitionKeyFunction;
+  const partitionKey = config.partitionKey;
   const out = new Map<string, ResponseConfig>();
   for (const [name, policies] of limiter.plans) {
     out.set(

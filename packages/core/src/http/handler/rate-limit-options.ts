@@ -194,10 +194,8 @@ export interface RateLimitConfig<Req = any> {
   readonly cost: CostFunction<Req> | undefined;
   readonly skip: ((request: Req) => boolean | Promise<boolean>) | undefined;
   readonly headers: HeadersOption;
-  /** The `partitionKey` option (or its older spelling `pk`) as given; false when not set. */
-  readonly partitionKey: PartitionKeyOptions | false;
-  /** The `pk` parameter's hash of a key, built once from `partitionKey`; undefined when not set. */
-  readonly partitionKeyFunction: PartitionKeyFunction | undefined;
+  /** The `pk` parameter's hash of a key, built once from the `partitionKey` option (or `pk`); undefined when not set. */
+  readonly partitionKey: PartitionKeyFunction | undefined;
   readonly problemTypes: Readonly<Record<ProblemKind, string>>;
   readonly extendProblem: ProblemOptions<Req>['extend'];
   readonly onLimited: RateLimitOptions<Req>['onLimited'];
@@ -401,7 +399,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
   }
 
   // Built here, once, so that an error names the option as the user spelled it.
-  const partitionKeyFunction = createPartitionKey(partitionKey, spelled('partitionKey'));
+  const partitionKeyHash = createPartitionKey(partitionKey, spelled('partitionKey'));
   checkKeyOption(options.key);
   checkLogger(options.logger, 'logger');
   return Object.freeze({
@@ -413,8 +411,7 @@ export function parseRateLimitOptions<Req>(input: RateLimitOptions<Req>, adapter
     cost,
     skip: optionalFunction(options.skip, 'skip', "(req) => req.path === '/health'"),
     headers,
-    partitionKey: partitionKey ?? false,
-    partitionKeyFunction,
+    partitionKey: partitionKeyHash,
     problemTypes: parseProblemTypes(problem),
     extendProblem: optionalFunction(problem.extend, 'problem.extend', '(req) => ({ instance: req.url })'),
     onLimited: optionalFunction(options.onLimited, 'onLimited', '({ problem }) => ({ body: { error: problem.title } })'),

@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { RateLimitConfigError } from '../../errors.js';
+import { configError } from '../../testing/config-error.js';
 import { requestView } from '../../testing/request-view-fixture.js';
 import type { HeaderBag } from '../request-view.js';
 import { headerKey, MAX_RECENT_VALUE_LENGTH, RECENT_KEYS_SIZE } from './header-key.js';
@@ -10,16 +10,6 @@ const sha = (value: string) => createHash('sha256').update(value, 'utf8').digest
 function keyFor(key: ReturnType<typeof headerKey>, headers: HeaderBag) {
   const { view, logger } = requestView({ remoteAddress: '203.0.113.7', headers });
   return { key: key({}, view), warnings: logger.warnings };
-}
-
-function configError(run: () => unknown): RateLimitConfigError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof RateLimitConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a RateLimitConfigError');
 }
 
 describe('keys.header()', () => {

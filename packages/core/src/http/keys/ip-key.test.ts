@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RateLimitConfigError } from '../../errors.js';
+import { configError } from '../../testing/config-error.js';
 import { recordingLogger, requestView, viewFactory } from '../../testing/request-view-fixture.js';
 import type { HeaderBag } from '../request-view.js';
 import { type IpKeyOptions, ipKey, SOCKET_CACHE_SIZE } from './ip-key.js';
@@ -7,16 +7,6 @@ import { type IpKeyOptions, ipKey, SOCKET_CACHE_SIZE } from './ip-key.js';
 function keyFor(options: IpKeyOptions, remoteAddress: string | undefined, headers: HeaderBag = {}) {
   const { view } = requestView({ remoteAddress, headers });
   return ipKey(options)({}, view);
-}
-
-function configError(run: () => unknown): RateLimitConfigError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof RateLimitConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a RateLimitConfigError');
 }
 
 describe('keys.ip(): keys by range, not notation', () => {
